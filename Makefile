@@ -1,0 +1,48 @@
+# The two commands of the quick start, `make run` and `make test`, do all set-up themselves.
+BUILD       ?= build
+BUILD_ASAN  ?= build-asan
+BUILD_FUZZ  ?= build-fuzz
+CONFIG      ?= examples/stream-1to1.yaml
+DURATION    ?= 20
+FUZZ_SECONDS ?= 30
+JOBS        ?= $(shell nproc)
+
+.PHONY: all bootstrap build run test test-release test-asan test-fuzz format clean
+
+all: build
+
+bootstrap:
+	@bash scripts/bootstrap
+
+$(BUILD)/build.ninja: | bootstrap
+	cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Release
+
+build: bootstrap $(BUILD)/build.ninja
+	cmake --build $(BUILD) -j $(JOBS)
+
+run: build
+	$(BUILD)/bin/daqflow run $(CONFIG) --duration $(DURATION) --summary $(BUILD)/run-summary.json
+
+test: test-release test-asan test-fuzz
+
+test-release: build
+	cd $(BUILD) && ctest --output-on-failure --timeout 300
+
+test-asan: bootstrap
+	cmake -S . -B $(BUILD_ASAN) -G Ninja -DCMAKE_BUILD_TYPE=Debug -DDAQFLOW_SANITIZE=ON \
+	  -DDAQFLOW_UNIT_TESTS_ONLY=ON
+	cmake --build $(BUILD_ASAN) -j $(JOBS)
+	cd $(BUILD_ASAN) && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
+	  ctest --output-on-failure --timeout 300 -L unit
+
+test-fuzz: bootstrap
+	cmake -S . -B $(BUILD_FUZZ) -G Ninja -DCMAKE_BUILD_TYPE=Release -DDAQFLOW_FUZZ=ON \
+	  -DCMAKE_CXX_COMPILER=clang++
+	cmake --build $(BUILD_FUZZ) -j $(JOBS)
+	@bash scripts/run-fuzzers $(BUILD_FUZZ) $(FUZZ_SECONDS)
+
+format:
+	find include src tests bench -name '*.hpp' -o -name '*.cpp' | xargs clang-format -i
+
+clean:
+	rm -rf $(BUILD) $(BUILD_ASAN) $(BUILD_FUZZ)

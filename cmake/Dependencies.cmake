@@ -1,0 +1,12 @@
+# Every dependency comes from Debian's packages (scripts/bootstrap installs them).
+find_package(Threads REQUIRED)
+find_package(PkgConfig REQUIRED)
+find_package(fmt REQUIRED)
+find_package(spdlog REQUIRED)
+find_package(nlohmann_json REQUIRED)
+find_package(yaml-cpp REQUIRED)
+find_package(CLI11 CONFIG REQUIRED)
+pkg_check_modules(HTTPLIB REQUIRED IMPORTED_TARGET cpp-httplib)
+if(DAQFLOW_TESTS AND NOT DAQFLOW_FUZZ)
+  find_package(GTest REQUIRED)
+endif()

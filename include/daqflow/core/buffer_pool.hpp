@@ -1,0 +1,140 @@
+#pragma once
+// Buffer pools: one page-aligned slab per pool cut into fixed-size buffers, handed out as
+// reference-counted Buffer handles. Nothing allocates after construction.
+//
+// Thread safety: acquire() and the release of the last reference may run on any threads at once
+// (the free list is a lock-free ring). A Buffer handle itself is not shared between threads;
+// share() makes a second handle that can be moved to another thread. The pool must outlive every
+// Buffer taken from it.
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+
+#include "daqflow/core/result.hpp"
+#include "daqflow/core/rings.hpp"
+
+namespace daqflow::core {
+
+class BufferPool;
+
+namespace detail {
+struct alignas(kCacheLine) BufferSlot {
+  std::byte* data = nullptr;
+  BufferPool* pool = nullptr;
+  std::uint32_t index = 0;
+  std::atomic<std::uint32_t> refs{0};
+};
+}  // namespace detail
+
+// A counted reference to one pool buffer. Move-only; share() adds a reference. The buffer goes
+// back to its pool when the last reference is dropped.
+class Buffer {
+ public:
+  Buffer() = default;
+  Buffer(Buffer&& other) noexcept : slot_(std::exchange(other.slot_, nullptr)) {}
+  Buffer& operator=(Buffer&& other) noexcept {
+    if (this != &other) {
+      reset();
+      slot_ = std::exchange(other.slot_, nullptr);
+    }
+    return *this;
+  }
+  Buffer(const Buffer&) = delete;
+  Buffer& operator=(const Buffer&) = delete;
+  ~Buffer() { reset(); }
+
+  // A second reference to the same memory.
+  [[nodiscard]] Buffer share() const;
+  // Drops this reference (the buffer returns to the pool if it was the last).
+  void reset();
+
+  [[nodiscard]] explicit operator bool() const { return slot_ != nullptr; }
+  [[nodiscard]] std::byte* data() const { return slot_->data; }
+  [[nodiscard]] std::size_t capacity() const;
+  [[nodiscard]] std::span<std::byte> span() const { return {data(), capacity()}; }
+  [[nodiscard]] std::uint32_t index() const { return slot_->index; }
+  [[nodiscard]] BufferPool* pool() const { return slot_ ? slot_->pool : nullptr; }
+  [[nodiscard]] std::uint32_t use_count() const {
+    return slot_ ? slot_->refs.load(std::memory_order_acquire) : 0;
+  }
+
+ private:
+  friend class BufferPool;
+  explicit Buffer(detail::BufferSlot* slot) : slot_(slot) {}
+  detail::BufferSlot* slot_ = nullptr;
+};
+
+struct BufferPoolStats {
+  std::size_t buffers = 0;
+  std::size_t buffer_size = 0;
+  std::size_t in_use = 0;
+  std::size_t high_water = 0;
+  std::uint64_t acquired = 0;
+  std::uint64_t exhausted = 0;  // acquire() calls that found the pool empty
+};
+
+class BufferPool {
+ public:
+  // Allocates count buffers of buffer_size bytes (rounded up to 64) in one anonymous mapping.
+  static Result<std::unique_ptr<BufferPool>> create(std::string name, std::size_t buffer_size,
+                                                    std::size_t count);
+  // Cuts an existing region (e.g. a shared-memory segment) into buffers; the caller keeps the
+  // region alive and unmaps it. The region must hold count * round_up(buffer_size, 64) bytes.
+  static Result<std::unique_ptr<BufferPool>> over(std::string name, std::span<std::byte> region,
+                                                  std::size_t buffer_size, std::size_t count);
+  ~BufferPool();
+  BufferPool(const BufferPool&) = delete;
+  BufferPool& operator=(const BufferPool&) = delete;
+
+  // A free buffer, or an empty handle when none is free (never blocks, never allocates).
+  [[nodiscard]] Buffer acquire();
+
+  [[nodiscard]] const std::string& name() const { return name_; }
+  [[nodiscard]] std::size_t buffer_size() const { return buffer_size_; }
+  [[nodiscard]] std::size_t count() const { return count_; }
+  [[nodiscard]] std::size_t in_use() const { return in_use_.load(std::memory_order_relaxed); }
+  [[nodiscard]] std::span<std::byte> region() const { return {base_, region_size_}; }
+  [[nodiscard]] BufferPoolStats stats() const;
+  // The buffer with this index (a new reference), for transports that address buffers by index;
+  // the buffer must be in use.
+  [[nodiscard]] Buffer share_index(std::uint32_t index);
+
+ private:
+  friend class Buffer;
+  BufferPool(std::string name, std::byte* base, std::size_t region_size, bool owned,
+             std::size_t buffer_size, std::size_t count);
+  void release(detail::BufferSlot* slot);
+
+  std::string name_;
+  std::byte* base_;
+  std::size_t region_size_;
+  bool owned_;
+  std::size_t buffer_size_;
+  std::size_t count_;
+  std::unique_ptr<detail::BufferSlot[]> slots_;
+  MpscRing<std::uint32_t> free_;
+  std::atomic<std::size_t> in_use_{0};
+  std::atomic<std::size_t> high_water_{0};
+  std::atomic<std::uint64_t> acquired_{0};
+  std::atomic<std::uint64_t> exhausted_{0};
+};
+
+inline std::size_t Buffer::capacity() const { return slot_->pool->buffer_size(); }
+
+inline Buffer Buffer::share() const {
+  if (slot_ == nullptr) return Buffer{};
+  slot_->refs.fetch_add(1, std::memory_order_relaxed);
+  return Buffer(slot_);
+}
+
+inline void Buffer::reset() {
+  if (slot_ == nullptr) return;
+  if (slot_->refs.fetch_sub(1, std::memory_order_acq_rel) == 1) slot_->pool->release(slot_);
+  slot_ = nullptr;
+}
+
+}  // namespace daqflow::core

@@ -1,0 +1,86 @@
+#pragma once
+// The cluster configuration (DESIGN.md §9): one YAML file for the whole cluster, the same file for
+// every process. load_config() validates it strictly; every error names file:line:column and the
+// key or value at fault.
+
+#include <nlohmann/json.hpp>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "daqflow/core/result.hpp"
+#include "daqflow/transport/address.hpp"
+
+namespace daqflow::runtime {
+
+class AppRegistry;
+using transport::AppIndex;
+
+struct SourceLocation {
+  std::string file;
+  int line = 0;    // 1-based
+  int column = 0;  // 1-based
+  [[nodiscard]] std::string str() const;  // "file:line:column"
+};
+
+struct RunSettings {
+  std::uint32_t number = 1;
+  std::string output = "./run-data";
+};
+
+struct TransportSettings {
+  std::string default_transport = "tcp";  // inproc | tcp | ...
+  std::uint32_t pipeline_depth = 8;
+  std::uint32_t max_message_size = 4u << 20;
+  std::uint32_t recv_buffers = 32;
+  std::size_t socket_buffer_bytes = 4u << 20;
+  bool payload_crc = false;
+};
+
+struct ApplicationConfig {
+  AppIndex index = 0;         // position in the cluster's address table
+  std::string type;           // registry name: "source", "sink", "roundtrip", ...
+  std::string id;             // unique in the cluster
+  std::string context;        // name of the hosting context
+  std::string transport;      // the transport its endpoint uses (default_transport unless set)
+  std::optional<int> cpu;     // pin its agent to this CPU
+  std::string idle = "backoff";  // agent idle strategy
+  nlohmann::json params;      // validated, defaults filled in
+  SourceLocation location;
+};
+
+struct ContextConfig {
+  std::string name;
+  std::string host = "127.0.0.1";
+  std::uint16_t control_port = 0;
+  std::uint16_t data_port = 0;  // base: application i of this context listens on data_port + i
+  std::vector<AppIndex> applications;
+  SourceLocation location;
+};
+
+struct ClusterConfig {
+  std::string file;
+  RunSettings run;
+  TransportSettings transports;
+  std::vector<ContextConfig> contexts;
+  std::vector<ApplicationConfig> applications;  // indexed by AppIndex
+
+  [[nodiscard]] const ApplicationConfig* find_application(std::string_view id) const;
+  [[nodiscard]] const ContextConfig* find_context(std::string_view name) const;
+  // The address table every transport of every process shares.
+  [[nodiscard]] transport::AddressTable address_table() const;
+  // Contexts that must share a process because an inproc link joins their applications:
+  // groups of context names, each group in configuration order.
+  [[nodiscard]] std::vector<std::vector<std::string>> process_groups(const AppRegistry& registry) const;
+};
+
+// Reads and validates a configuration file.
+[[nodiscard]] Result<ClusterConfig> load_config(const std::string& path, const AppRegistry& registry);
+// Same from text (tests); file names the text in messages.
+[[nodiscard]] Result<ClusterConfig> parse_config(const std::string& text, const std::string& file,
+                                                 const AppRegistry& registry);
+
+}  // namespace daqflow::runtime

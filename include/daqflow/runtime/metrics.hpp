@@ -1,0 +1,65 @@
+#pragma once
+// Typed, named metrics of one application: counters (monotonic) and gauges (current value),
+// plus probes (read by a function at snapshot time, e.g. a pool's occupancy). The data path
+// updates counters and gauges with relaxed atomics; the control API snapshots them.
+//
+// Registration (counter(), gauge(), probe()) happens at Configure on the control thread; the
+// returned references stay valid for the registry's lifetime.
+
+#include <nlohmann/json_fwd.hpp>
+
+#include <atomic>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <mutex>
+#include <string>
+#include <vector>
+
+namespace daqflow::runtime {
+
+class Counter {
+ public:
+  void add(std::uint64_t n = 1) { v_.fetch_add(n, std::memory_order_relaxed); }
+  [[nodiscard]] std::uint64_t value() const { return v_.load(std::memory_order_relaxed); }
+  void reset() { v_.store(0, std::memory_order_relaxed); }
+
+ private:
+  std::atomic<std::uint64_t> v_{0};
+};
+
+class Gauge {
+ public:
+  void set(double v) { v_.store(v, std::memory_order_relaxed); }
+  [[nodiscard]] double value() const { return v_.load(std::memory_order_relaxed); }
+
+ private:
+  std::atomic<double> v_{0.0};
+};
+
+class MetricsRegistry {
+ public:
+  // Returns the metric of that name, creating it on first use.
+  Counter& counter(const std::string& name, const std::string& help = {});
+  Gauge& gauge(const std::string& name, const std::string& help = {});
+  void probe(const std::string& name, std::function<double()> read, const std::string& help = {});
+  // Removes probes (they may point into objects being released at Halt).
+  void clear_probes();
+  // Sets every counter back to 0 (at Configure, for a new run).
+  void reset_counters();
+
+  // {"name": value, ...}; thread-safe.
+  void snapshot(nlohmann::json& out) const;
+
+ private:
+  struct Named {
+    std::string name;
+    std::string help;
+  };
+  mutable std::mutex mutex_;  // guards the lists, not the values
+  std::deque<std::pair<Named, Counter>> counters_;
+  std::deque<std::pair<Named, Gauge>> gauges_;
+  std::vector<std::pair<Named, std::function<double()>>> probes_;
+};
+
+}  // namespace daqflow::runtime

@@ -1,0 +1,91 @@
+#pragma once
+// The message header that starts every message on a byte-stream or shared-memory transport.
+//
+// 40 bytes, 8-byte aligned, little-endian:
+//   off size field
+//     0    4 magic          "DQF1" (0x31465144)
+//     4    1 version        1
+//     5    1 type           MessageType
+//     6    2 flags          HeaderFlags
+//     8    4 source         application index of the sender (cluster address table)
+//    12    4 destination    application index of the receiver
+//    16    8 sequence       per (source, destination) message counter, starting at 0
+//    24    8 tag            event number, block id, or the application's own tag
+//    32    4 payload_size   bytes following the header
+//    36    4 crc32c         CRC32C of the payload when flags has payload_crc, else 0
+//
+// decode() checks every field against its bounds before anything is trusted.
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <string_view>
+
+namespace daqflow::wire {
+
+inline constexpr std::uint32_t kMagic = 0x31465144;  // "DQF1" read little-endian
+inline constexpr std::uint8_t kVersion = 1;
+inline constexpr std::size_t kHeaderSize = 40;
+inline constexpr std::uint32_t kNoApplication = 0xffffffff;
+
+enum class MessageType : std::uint8_t {
+  hello = 1,   // connection set-up: announces the sender's application index
+  bye = 2,     // orderly close: the peer will send nothing more
+  data = 3,    // application data (stream benchmark, generic)
+  ping = 4,    // round-trip benchmark request
+  pong = 5,    // round-trip benchmark reply
+  event_request = 16,  // BU -> EVM
+  assign = 17,         // EVM -> RU
+  block = 18,          // RU -> BU: super-fragments of one block
+  block_ack = 19,      // BU -> EVM/RU
+  heartbeat = 20,      // liveness between event-builder applications
+};
+inline constexpr std::uint8_t kMaxMessageType = 20;
+
+[[nodiscard]] bool is_known(MessageType type);
+[[nodiscard]] std::string_view to_string(MessageType type);
+
+enum HeaderFlags : std::uint16_t {
+  kFlagPayloadCrc = 1u << 0,  // crc32c holds the payload's CRC32C
+  kFlagLast = 1u << 1,        // last message of a logical sequence (e.g. last sweep point)
+};
+inline constexpr std::uint16_t kKnownFlags = kFlagPayloadCrc | kFlagLast;
+
+struct MessageHeader {
+  MessageType type = MessageType::data;
+  std::uint16_t flags = 0;
+  std::uint32_t source = kNoApplication;
+  std::uint32_t destination = kNoApplication;
+  std::uint64_t sequence = 0;
+  std::uint64_t tag = 0;
+  std::uint32_t payload_size = 0;
+  std::uint32_t crc32c = 0;
+
+  friend bool operator==(const MessageHeader&, const MessageHeader&) = default;
+};
+
+enum class DecodeStatus : std::uint8_t {
+  ok,
+  too_short,
+  bad_magic,
+  bad_version,
+  bad_type,
+  bad_flags,
+  too_large,
+  bad_crc,
+};
+[[nodiscard]] std::string_view to_string(DecodeStatus status);
+
+// Writes the header into out (at least kHeaderSize bytes).
+void encode(const MessageHeader& header, std::span<std::byte, kHeaderSize> out);
+
+// Reads and validates a header. max_payload bounds payload_size (the receiver's largest buffer).
+[[nodiscard]] DecodeStatus decode(std::span<const std::byte> in, std::uint32_t max_payload,
+                                  MessageHeader& out);
+
+// Checks the payload CRC when the header says it carries one.
+[[nodiscard]] DecodeStatus verify_payload(const MessageHeader& header,
+                                          std::span<const std::byte> payload);
+
+}  // namespace daqflow::wire

@@ -1,0 +1,20 @@
+#pragma once
+// The subcommands of the daqflow CLI. Each add_* adds one subcommand with its options and a
+// callback; a callback that fails throws CLI::RuntimeError(exit_code) after printing why.
+
+#include <CLI/CLI.hpp>
+
+#include "daqflow/runtime/application.hpp"
+
+namespace daqflow::cli {
+
+// Every built-in application type.
+const runtime::AppRegistry& registry();
+
+void add_check(CLI::App& app);   // daqflow check CONFIG
+void add_exec(CLI::App& app);    // daqflow exec CONFIG --context NAME
+void add_run(CLI::App& app);     // daqflow run CONFIG [--duration S] [--summary FILE]
+void add_ctl(CLI::App& app);     // daqflow ctl HOST:PORT COMMAND [--app ID]
+void add_status(CLI::App& app);  // daqflow status HOST:PORT
+
+}  // namespace daqflow::cli

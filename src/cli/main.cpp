@@ -1,0 +1,41 @@
+// daqflow: the command-line entry point. Each subcommand lives in its own file.
+#include <CLI/CLI.hpp>
+
+#include <cstdio>
+#include <exception>
+
+#include "cli/commands.hpp"
+#include "daqflow/apps/builtin.hpp"
+
+namespace daqflow::cli {
+
+const runtime::AppRegistry& registry() {
+  static const runtime::AppRegistry instance = [] {
+    runtime::AppRegistry r;
+    apps::register_builtin_apps(r);
+    return r;
+  }();
+  return instance;
+}
+
+}  // namespace daqflow::cli
+
+int main(int argc, char** argv) {
+  CLI::App app{"daqflow: data acquisition for physics experiments"};
+  app.require_subcommand(1);
+  app.set_version_flag("--version", "daqflow 0.1.0");
+  daqflow::cli::add_check(app);
+  daqflow::cli::add_exec(app);
+  daqflow::cli::add_run(app);
+  daqflow::cli::add_ctl(app);
+  daqflow::cli::add_status(app);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "daqflow: %s\n", e.what());
+    return 1;
+  }
+  return 0;
+}
