@@ -18,7 +18,6 @@ add_library(daqflow_flags INTERFACE)
 target_compile_options(daqflow_flags INTERFACE
   -Wall -Wextra -Wpedantic -Wshadow -Wnon-virtual-dtor -Wold-style-cast -Wcast-align
   -Woverloaded-virtual -Wnull-dereference -Wimplicit-fallthrough -Werror
-  $<$<CONFIG:Release>:-O2>
   -fno-omit-frame-pointer)
 if(CMAKE_CXX_COMPILER_ID STREQUAL "GNU")
   # GCC 12 reports false positives for these in optimised STL code.

@@ -45,12 +45,12 @@ void IdleStrategy::idle(Agent& agent, int work_count) {
     case IdleKind::backoff:
       // Spin briefly, then yield, then block with a growing timeout: cheap when busy, quiet
       // when idle.
-      if (idle_rounds_ < 64) {
+      if (idle_rounds_ <= kSpinRounds) {
         __builtin_ia32_pause();
-      } else if (idle_rounds_ < 128) {
+      } else if (idle_rounds_ <= kSpinRounds + kYieldRounds) {
         std::this_thread::yield();
       } else {
-        const auto shift = std::min<std::uint32_t>(idle_rounds_ - 128, 10);
+        const auto shift = std::min<std::uint32_t>(idle_rounds_ - kSpinRounds - kYieldRounds, 10);
         const auto t = std::min(max_block_, std::chrono::microseconds(std::int64_t{1} << shift));
         agent.wait_for_work(t);
       }

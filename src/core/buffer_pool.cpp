@@ -52,7 +52,7 @@ BufferPool::BufferPool(std::string name, std::byte* base, std::size_t region_siz
       buffer_size_(buffer_size),
       count_(count),
       slots_(std::make_unique<detail::BufferSlot[]>(count)),
-      free_(count) {
+      free_(count * 2) {
   for (std::size_t i = 0; i < count; ++i) {
     auto& slot = slots_[i];
     slot.data = base_ + i * buffer_size_;
@@ -91,9 +91,11 @@ Buffer BufferPool::share_index(std::uint32_t index) {
 
 void BufferPool::release(detail::BufferSlot* slot) {
   in_use_.fetch_sub(1, std::memory_order_relaxed);
-  std::uint32_t index = slot->index;
-  // Cannot fail: the ring holds every index of the pool.
-  (void)free_.try_push(std::move(index));
+  // The ring has room for twice the pool, but a push can still see a slot that a concurrent pop
+  // has claimed and not yet freed; retrying is bounded by that pop finishing.
+  while (!free_.try_push(std::uint32_t{slot->index})) {
+    __builtin_ia32_pause();
+  }
 }
 
 BufferPoolStats BufferPool::stats() const {

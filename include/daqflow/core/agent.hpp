@@ -40,6 +40,10 @@ class IdleStrategy {
  public:
   explicit IdleStrategy(IdleKind kind, std::chrono::microseconds max_block = std::chrono::milliseconds(10))
       : kind_(kind), max_block_(max_block) {}
+  // Back-off: this many idle rounds spin, the next kYieldRounds yield, then it blocks.
+  static constexpr std::uint32_t kSpinRounds = 64;
+  static constexpr std::uint32_t kYieldRounds = 64;
+
   void idle(Agent& agent, int work_count);
   void reset() { idle_rounds_ = 0; }
   [[nodiscard]] IdleKind kind() const { return kind_; }

@@ -1,0 +1,108 @@
+#include <gtest/gtest.h>
+
+#include <thread>
+#include <vector>
+
+#include "daqflow/core/buffer_pool.hpp"
+
+namespace daqflow::core {
+namespace {
+
+std::unique_ptr<BufferPool> make_pool(std::size_t size, std::size_t count) {
+  auto pool = BufferPool::create("test", size, count);
+  EXPECT_TRUE(pool.ok()) << (pool.ok() ? "" : pool.error().message());
+  return std::move(pool).value();
+}
+
+TEST(BufferPool, BuffersArePageAlignedSlabAndCacheLineStrided) {
+  auto pool = make_pool(100, 4);
+  EXPECT_EQ(reinterpret_cast<std::uintptr_t>(pool->region().data()) % 4096, 0u);
+  EXPECT_EQ(pool->buffer_size(), 128u);
+  auto a = pool->acquire();
+  auto b = pool->acquire();
+  EXPECT_EQ(std::abs(a.data() - b.data()), 128);
+}
+
+TEST(BufferPool, ExhaustionReturnsEmptyHandleAndCountsIt) {
+  auto pool = make_pool(64, 2);
+  auto a = pool->acquire();
+  auto b = pool->acquire();
+  auto c = pool->acquire();
+  EXPECT_TRUE(a);
+  EXPECT_TRUE(b);
+  EXPECT_FALSE(c);
+  EXPECT_EQ(pool->stats().exhausted, 1u);
+  EXPECT_EQ(pool->in_use(), 2u);
+  a.reset();
+  EXPECT_EQ(pool->in_use(), 1u);
+  EXPECT_TRUE(pool->acquire());
+}
+
+TEST(BufferPool, SharedReferencesKeepTheBufferUntilTheLastIsDropped) {
+  auto pool = make_pool(64, 1);
+  auto a = pool->acquire();
+  auto b = a.share();
+  EXPECT_EQ(a.use_count(), 2u);
+  EXPECT_EQ(a.data(), b.data());
+  a.reset();
+  EXPECT_EQ(pool->in_use(), 1u);
+  EXPECT_FALSE(pool->acquire());
+  b.reset();
+  EXPECT_EQ(pool->in_use(), 0u);
+  EXPECT_TRUE(pool->acquire());
+}
+
+TEST(BufferPool, HighWaterMarkRemembersThePeak) {
+  auto pool = make_pool(64, 8);
+  {
+    std::vector<Buffer> held;
+    for (int i = 0; i < 5; ++i) held.push_back(pool->acquire());
+  }
+  auto one = pool->acquire();
+  const auto s = pool->stats();
+  EXPECT_EQ(s.high_water, 5u);
+  EXPECT_EQ(s.in_use, 1u);
+  EXPECT_EQ(s.acquired, 6u);
+}
+
+TEST(BufferPool, MoveTransfersOwnership) {
+  auto pool = make_pool(64, 1);
+  Buffer a = pool->acquire();
+  Buffer b = std::move(a);
+  EXPECT_FALSE(a);  // NOLINT(bugprone-use-after-move): checking the moved-from state
+  EXPECT_TRUE(b);
+  b = Buffer{};
+  EXPECT_EQ(pool->in_use(), 0u);
+}
+
+TEST(BufferPool, OverAnExternalRegionRejectsTooSmallRegions) {
+  std::vector<std::byte> region(1000);
+  EXPECT_FALSE(BufferPool::over("small", region, 512, 2).ok());
+  auto pool = BufferPool::over("fits", region, 448, 2);
+  ASSERT_TRUE(pool.ok());
+  EXPECT_EQ((*pool)->acquire().data(), region.data());
+}
+
+TEST(BufferPool, ConcurrentAcquireReleaseLosesNoBuffer) {
+  auto pool = make_pool(64, 16);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&] {
+      for (int i = 0; i < 20000; ++i) {
+        auto b = pool->acquire();
+        if (b) {
+          auto c = b.share();
+          b.reset();
+        }
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(pool->in_use(), 0u);
+  std::vector<Buffer> all;
+  for (int i = 0; i < 16; ++i) all.push_back(pool->acquire());
+  for (auto& b : all) EXPECT_TRUE(b);
+}
+
+}  // namespace
+}  // namespace daqflow::core
