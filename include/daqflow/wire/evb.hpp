@@ -1,0 +1,111 @@
+#pragma once
+// Payloads of the event-builder protocol (DESIGN.md §6), little-endian, fixed layouts:
+//
+//   event_request  BU -> EVM   16 B  bu, events per block, blocks wanted
+//   assign         EVM -> RU   32 B  block id, first event, event count, bu, generation
+//   block          RU -> BU    32 B + 8 B per event, then the super-fragments, concatenated in
+//                              event order: block id, first event, count, ru, generation,
+//                              flags; per event its super-fragment size and flags
+//   block_ack      BU -> EVM   32 B  block id, bu, generation, built, incomplete, bytes
+//                  and RUs
+//   heartbeat      BU -> EVM   16 B  sender, sequence
+//
+// A block's events are consecutive: first_event, first_event + 1, ... Decoders check every
+// length and bound before use and return a status; they never trust a count from the wire.
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <string_view>
+
+namespace daqflow::wire {
+
+inline constexpr std::uint32_t kMaxEventsPerBlock = 4096;
+
+struct EventRequest {
+  std::uint32_t bu = 0;
+  std::uint32_t events_per_block = 0;
+  std::uint32_t blocks = 0;
+};
+inline constexpr std::size_t kEventRequestSize = 16;
+
+struct Assign {
+  std::uint64_t block_id = 0;
+  std::uint64_t first_event = 0;
+  std::uint32_t event_count = 0;
+  std::uint32_t bu = 0;
+  std::uint32_t generation = 0;  // 0 first; +1 at each re-assignment after a BU loss
+};
+inline constexpr std::size_t kAssignSize = 32;
+
+// Per-event flags in a block and in built events.
+enum EventFlags : std::uint32_t {
+  kEventIncomplete = 1u << 0,  // a RU's super-fragment is missing
+  kEventCorrupted = 1u << 1,   // a fragment failed validation (CRC, length, event number)
+};
+
+struct BlockHeader {
+  std::uint64_t block_id = 0;
+  std::uint64_t first_event = 0;
+  std::uint32_t event_count = 0;
+  std::uint32_t ru = 0;
+  std::uint32_t generation = 0;
+  std::uint32_t flags = 0;
+};
+inline constexpr std::size_t kBlockHeaderSize = 32;
+inline constexpr std::size_t kBlockEntrySize = 8;
+
+struct BlockEntry {
+  std::uint32_t size = 0;   // bytes of this event's super-fragment
+  std::uint32_t flags = 0;  // EventFlags
+};
+
+struct BlockAck {
+  std::uint64_t block_id = 0;
+  std::uint32_t bu = 0;
+  std::uint32_t generation = 0;
+  std::uint32_t built = 0;
+  std::uint32_t incomplete = 0;
+  std::uint64_t bytes = 0;
+};
+inline constexpr std::size_t kBlockAckSize = 32;
+
+struct Heartbeat {
+  std::uint32_t sender = 0;
+  std::uint64_t sequence = 0;
+};
+inline constexpr std::size_t kHeartbeatSize = 16;
+
+enum class EvbStatus : std::uint8_t {
+  ok,
+  wrong_size,        // payload size does not match the message's layout
+  bad_count,         // event count 0 or above kMaxEventsPerBlock
+  sizes_mismatch,    // per-event sizes do not add up to the payload
+  reserved_not_zero, // reserved bytes carry data
+};
+[[nodiscard]] std::string_view to_string(EvbStatus status);
+
+void encode(const EventRequest& m, std::span<std::byte, kEventRequestSize> out);
+void encode(const Assign& m, std::span<std::byte, kAssignSize> out);
+void encode(const BlockAck& m, std::span<std::byte, kBlockAckSize> out);
+void encode(const Heartbeat& m, std::span<std::byte, kHeartbeatSize> out);
+void encode(const BlockHeader& m, std::span<std::byte, kBlockHeaderSize> out);
+void encode(const BlockEntry& m, std::span<std::byte, kBlockEntrySize> out);
+
+[[nodiscard]] EvbStatus decode(std::span<const std::byte> in, EventRequest& out);
+[[nodiscard]] EvbStatus decode(std::span<const std::byte> in, Assign& out);
+[[nodiscard]] EvbStatus decode(std::span<const std::byte> in, BlockAck& out);
+[[nodiscard]] EvbStatus decode(std::span<const std::byte> in, Heartbeat& out);
+
+// Decodes a block's header and checks that its table of entries fits: the descriptor is
+// kBlockHeaderSize + event_count * kBlockEntrySize bytes, and the super-fragment bytes that
+// follow add up to payload_size. entries receives the per-event table (event_count entries;
+// entries.size() must be >= event_count).
+[[nodiscard]] EvbStatus decode_block(std::span<const std::byte> descriptor,
+                                     std::size_t payload_size, BlockHeader& header,
+                                     std::span<BlockEntry> entries);
+[[nodiscard]] constexpr std::size_t block_descriptor_size(std::uint32_t event_count) {
+  return kBlockHeaderSize + std::size_t{event_count} * kBlockEntrySize;
+}
+
+}  // namespace daqflow::wire

@@ -1,0 +1,152 @@
+#include "daqflow/wire/evb.hpp"
+
+#include "daqflow/wire/endian.hpp"
+
+namespace daqflow::wire {
+namespace {
+
+bool zero(const std::byte* p, std::size_t n) {
+  for (std::size_t i = 0; i < n; ++i) {
+    if (p[i] != std::byte{0}) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+std::string_view to_string(EvbStatus status) {
+  switch (status) {
+    case EvbStatus::ok: return "ok";
+    case EvbStatus::wrong_size: return "payload size does not match the message layout";
+    case EvbStatus::bad_count: return "event count out of range";
+    case EvbStatus::sizes_mismatch: return "super-fragment sizes do not add up to the payload";
+    case EvbStatus::reserved_not_zero: return "reserved bytes are not zero";
+  }
+  return "unknown event-builder status";
+}
+
+void encode(const EventRequest& m, std::span<std::byte, kEventRequestSize> out) {
+  std::byte* p = out.data();
+  store_le32(p, m.bu);
+  store_le32(p + 4, m.events_per_block);
+  store_le32(p + 8, m.blocks);
+  store_le32(p + 12, 0);
+}
+
+void encode(const Assign& m, std::span<std::byte, kAssignSize> out) {
+  std::byte* p = out.data();
+  store_le64(p, m.block_id);
+  store_le64(p + 8, m.first_event);
+  store_le32(p + 16, m.event_count);
+  store_le32(p + 20, m.bu);
+  store_le32(p + 24, m.generation);
+  store_le32(p + 28, 0);
+}
+
+void encode(const BlockAck& m, std::span<std::byte, kBlockAckSize> out) {
+  std::byte* p = out.data();
+  store_le64(p, m.block_id);
+  store_le32(p + 8, m.bu);
+  store_le32(p + 12, m.generation);
+  store_le32(p + 16, m.built);
+  store_le32(p + 20, m.incomplete);
+  store_le64(p + 24, m.bytes);
+}
+
+void encode(const Heartbeat& m, std::span<std::byte, kHeartbeatSize> out) {
+  std::byte* p = out.data();
+  store_le32(p, m.sender);
+  store_le32(p + 4, 0);
+  store_le64(p + 8, m.sequence);
+}
+
+void encode(const BlockHeader& m, std::span<std::byte, kBlockHeaderSize> out) {
+  std::byte* p = out.data();
+  store_le64(p, m.block_id);
+  store_le64(p + 8, m.first_event);
+  store_le32(p + 16, m.event_count);
+  store_le32(p + 20, m.ru);
+  store_le32(p + 24, m.generation);
+  store_le32(p + 28, m.flags);
+}
+
+void encode(const BlockEntry& m, std::span<std::byte, kBlockEntrySize> out) {
+  store_le32(out.data(), m.size);
+  store_le32(out.data() + 4, m.flags);
+}
+
+EvbStatus decode(std::span<const std::byte> in, EventRequest& out) {
+  if (in.size() != kEventRequestSize) return EvbStatus::wrong_size;
+  const std::byte* p = in.data();
+  if (!zero(p + 12, 4)) return EvbStatus::reserved_not_zero;
+  out.bu = load_le32(p);
+  out.events_per_block = load_le32(p + 4);
+  out.blocks = load_le32(p + 8);
+  if (out.events_per_block == 0 || out.events_per_block > kMaxEventsPerBlock || out.blocks == 0) {
+    return EvbStatus::bad_count;
+  }
+  return EvbStatus::ok;
+}
+
+EvbStatus decode(std::span<const std::byte> in, Assign& out) {
+  if (in.size() != kAssignSize) return EvbStatus::wrong_size;
+  const std::byte* p = in.data();
+  if (!zero(p + 28, 4)) return EvbStatus::reserved_not_zero;
+  out.block_id = load_le64(p);
+  out.first_event = load_le64(p + 8);
+  out.event_count = load_le32(p + 16);
+  out.bu = load_le32(p + 20);
+  out.generation = load_le32(p + 24);
+  if (out.event_count == 0 || out.event_count > kMaxEventsPerBlock) return EvbStatus::bad_count;
+  return EvbStatus::ok;
+}
+
+EvbStatus decode(std::span<const std::byte> in, BlockAck& out) {
+  if (in.size() != kBlockAckSize) return EvbStatus::wrong_size;
+  const std::byte* p = in.data();
+  out.block_id = load_le64(p);
+  out.bu = load_le32(p + 8);
+  out.generation = load_le32(p + 12);
+  out.built = load_le32(p + 16);
+  out.incomplete = load_le32(p + 20);
+  out.bytes = load_le64(p + 24);
+  if (out.built + std::uint64_t{out.incomplete} > kMaxEventsPerBlock) return EvbStatus::bad_count;
+  return EvbStatus::ok;
+}
+
+EvbStatus decode(std::span<const std::byte> in, Heartbeat& out) {
+  if (in.size() != kHeartbeatSize) return EvbStatus::wrong_size;
+  const std::byte* p = in.data();
+  if (!zero(p + 4, 4)) return EvbStatus::reserved_not_zero;
+  out.sender = load_le32(p);
+  out.sequence = load_le64(p + 8);
+  return EvbStatus::ok;
+}
+
+EvbStatus decode_block(std::span<const std::byte> descriptor, std::size_t payload_size,
+                       BlockHeader& header, std::span<BlockEntry> entries) {
+  if (descriptor.size() < kBlockHeaderSize) return EvbStatus::wrong_size;
+  const std::byte* p = descriptor.data();
+  header.block_id = load_le64(p);
+  header.first_event = load_le64(p + 8);
+  header.event_count = load_le32(p + 16);
+  header.ru = load_le32(p + 20);
+  header.generation = load_le32(p + 24);
+  header.flags = load_le32(p + 28);
+  if (header.event_count == 0 || header.event_count > kMaxEventsPerBlock ||
+      header.event_count > entries.size()) {
+    return EvbStatus::bad_count;
+  }
+  const std::size_t table = block_descriptor_size(header.event_count);
+  if (descriptor.size() < table || payload_size < table) return EvbStatus::wrong_size;
+  std::size_t total = table;
+  for (std::uint32_t i = 0; i < header.event_count; ++i) {
+    const std::byte* e = p + kBlockHeaderSize + std::size_t{i} * kBlockEntrySize;
+    entries[i].size = load_le32(e);
+    entries[i].flags = load_le32(e + 4);
+    total += entries[i].size;
+  }
+  return total == payload_size ? EvbStatus::ok : EvbStatus::sizes_mismatch;
+}
+
+}  // namespace daqflow::wire

@@ -1,0 +1,86 @@
+#include <gtest/gtest.h>
+
+#include <array>
+#include <vector>
+
+#include "daqflow/wire/evb.hpp"
+
+namespace daqflow::wire {
+namespace {
+
+TEST(EvbProtocol, AssignRoundTripsAndRejectsBadCounts) {
+  Assign a{.block_id = 77, .first_event = 1000, .event_count = 16, .bu = 5, .generation = 2};
+  std::array<std::byte, kAssignSize> buf{};
+  encode(a, buf);
+  Assign out;
+  ASSERT_EQ(decode(buf, out), EvbStatus::ok);
+  EXPECT_EQ(out.block_id, 77u);
+  EXPECT_EQ(out.first_event, 1000u);
+  EXPECT_EQ(out.event_count, 16u);
+  EXPECT_EQ(out.bu, 5u);
+  EXPECT_EQ(out.generation, 2u);
+
+  EXPECT_EQ(decode(std::span(buf).first(31), out), EvbStatus::wrong_size);
+  a.event_count = 0;
+  encode(a, buf);
+  EXPECT_EQ(decode(buf, out), EvbStatus::bad_count);
+  a.event_count = kMaxEventsPerBlock + 1;
+  encode(a, buf);
+  EXPECT_EQ(decode(buf, out), EvbStatus::bad_count);
+  a.event_count = 1;
+  encode(a, buf);
+  buf[30] = std::byte{1};
+  EXPECT_EQ(decode(buf, out), EvbStatus::reserved_not_zero);
+}
+
+TEST(EvbProtocol, RequestAckHeartbeatRoundTrip) {
+  std::array<std::byte, kEventRequestSize> r{};
+  encode(EventRequest{.bu = 3, .events_per_block = 32, .blocks = 2}, r);
+  EventRequest req;
+  ASSERT_EQ(decode(r, req), EvbStatus::ok);
+  EXPECT_EQ(req.events_per_block, 32u);
+  EXPECT_EQ(req.blocks, 2u);
+
+  std::array<std::byte, kBlockAckSize> a{};
+  encode(BlockAck{.block_id = 9, .bu = 3, .generation = 1, .built = 30, .incomplete = 2,
+                  .bytes = 1u << 20},
+         a);
+  BlockAck ack;
+  ASSERT_EQ(decode(a, ack), EvbStatus::ok);
+  EXPECT_EQ(ack.built, 30u);
+  EXPECT_EQ(ack.incomplete, 2u);
+  EXPECT_EQ(ack.bytes, 1u << 20);
+
+  std::array<std::byte, kHeartbeatSize> h{};
+  encode(Heartbeat{.sender = 4, .sequence = 123456789012ull}, h);
+  Heartbeat hb;
+  ASSERT_EQ(decode(h, hb), EvbStatus::ok);
+  EXPECT_EQ(hb.sequence, 123456789012ull);
+}
+
+TEST(EvbProtocol, BlockDescriptorMustAddUpToThePayload) {
+  constexpr std::uint32_t kEvents = 3;
+  std::vector<std::byte> desc(block_descriptor_size(kEvents));
+  encode(BlockHeader{.block_id = 1, .first_event = 10, .event_count = kEvents, .ru = 2},
+         std::span<std::byte, kBlockHeaderSize>(desc.data(), kBlockHeaderSize));
+  const std::uint32_t sizes[kEvents] = {64, 128, 256};
+  for (std::uint32_t i = 0; i < kEvents; ++i) {
+    encode(BlockEntry{sizes[i], 0}, std::span<std::byte, kBlockEntrySize>(
+                                        desc.data() + kBlockHeaderSize + i * kBlockEntrySize,
+                                        kBlockEntrySize));
+  }
+  std::array<BlockEntry, 8> entries{};
+  BlockHeader header;
+  const std::size_t payload = desc.size() + 64 + 128 + 256;
+  ASSERT_EQ(decode_block(desc, payload, header, entries), EvbStatus::ok);
+  EXPECT_EQ(header.first_event, 10u);
+  EXPECT_EQ(entries[2].size, 256u);
+  EXPECT_EQ(decode_block(desc, payload + 8, header, entries), EvbStatus::sizes_mismatch);
+  EXPECT_EQ(decode_block(std::span(desc).first(40), payload, header, entries),
+            EvbStatus::wrong_size);
+  std::array<BlockEntry, 2> too_few{};
+  EXPECT_EQ(decode_block(desc, payload, header, too_few), EvbStatus::bad_count);
+}
+
+}  // namespace
+}  // namespace daqflow::wire
