@@ -1,0 +1,89 @@
+#pragma once
+// Where a BU's built events go: a disk writer (files of events with a JSON sidecar each) or a
+// discard output for benchmarks. The BU hands over one built block at a time as an OutputBatch
+// and acknowledges the block once the output gives the batch back.
+//
+// Threading: submit() and poll_done() are called from the BU's agent thread only; the file
+// writer does its I/O on a thread of its own, so the BU never waits for the disk. Batches are
+// owned by the BU (a fixed set allocated at Configure) and lent to the output between submit()
+// and poll_done(); nothing is allocated per event.
+
+#include <nlohmann/json_fwd.hpp>
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "daqflow/core/buffer_pool.hpp"
+#include "daqflow/core/result.hpp"
+
+namespace daqflow::apps::evb {
+
+// One contiguous piece of an event: a super-fragment (or part of one) in a received buffer.
+struct EventPiece {
+  const std::byte* data = nullptr;
+  std::uint32_t size = 0;
+};
+
+struct BuiltEvent {
+  std::uint64_t number = 0;
+  std::uint32_t flags = 0;        // wire::EventFlags
+  std::uint32_t first_piece = 0;  // index into OutputBatch::pieces
+  std::uint32_t piece_count = 0;
+  std::uint64_t size = 0;         // bytes, all pieces
+};
+
+// A built block: its events, the pieces they reference, and the buffers holding those pieces
+// (kept alive until the output is done). Vectors are reserved once and reused: clear() keeps
+// their capacity.
+struct OutputBatch {
+  std::uint64_t block_id = 0;
+  std::vector<BuiltEvent> events;
+  std::vector<EventPiece> pieces;
+  std::vector<core::Buffer> buffers;
+
+  void clear() {
+    events.clear();
+    pieces.clear();
+    buffers.clear();
+  }
+};
+
+struct OutputStats {
+  std::uint64_t events_written = 0;   // events in files whose sidecar is written (or discarded)
+  std::uint64_t bytes_written = 0;
+  std::uint64_t files_closed = 0;
+  std::uint64_t events_over_cap = 0;  // not written because the disk cap was reached
+  std::uint64_t write_errors = 0;
+  std::uint32_t queued = 0;           // batches submitted, not yet done
+};
+
+class EventOutput {
+ public:
+  virtual ~EventOutput() = default;
+  // Takes a batch; false when the output's queue is full (try again later).
+  [[nodiscard]] virtual bool submit(OutputBatch* batch) = 0;
+  // A finished batch (oldest first) or nullptr.
+  [[nodiscard]] virtual OutputBatch* poll_done() = 0;
+  // Finishes what is queued, closes the current file and writes its sidecar.
+  virtual Result<void> close() = 0;
+  [[nodiscard]] virtual OutputStats stats() const = 0;
+  // Set when the output failed (e.g. disk error); the BU fails with this reason.
+  [[nodiscard]] virtual std::string failure() const = 0;
+};
+
+struct OutputContext {
+  std::uint32_t run_number = 0;
+  std::string bu_id;        // names the files: run<run>_<bu>_<seq>.dqf
+  std::string default_dir;  // run.output of the configuration
+  std::size_t queue_depth = 8;
+};
+
+// Creates the output described by a BU's `output` parameter:
+//   {kind: discard} or {kind: file, dir: PATH, max_file_mb: N, max_file_events: N, max_total_mb: N}
+[[nodiscard]] Result<std::unique_ptr<EventOutput>> make_output(const nlohmann::json& params,
+                                                               const OutputContext& context);
+
+}  // namespace daqflow::apps::evb
