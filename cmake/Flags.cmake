@@ -29,3 +29,10 @@ if(DAQFLOW_SANITIZE)
   add_compile_options(-fsanitize=address,undefined -fno-sanitize-recover=undefined)
   add_link_options(-fsanitize=address,undefined)
 endif()
+
+if(DAQFLOW_FUZZ)
+  # Instrument the libraries too, so that the fuzzers get coverage feedback and sanitizer checks
+  # inside the decoders, not only in the harnesses.
+  add_compile_options(-fsanitize=fuzzer-no-link,address,undefined)
+  add_link_options(-fsanitize=address,undefined)
+endif()

@@ -1,0 +1,86 @@
+#pragma once
+// FED header and trailer as 64-bit words (fed.hpp): packing, unpacking and range checks, shared
+// by the codec, the writer and the super-fragment walker.
+
+#include <cstdint>
+
+#include "daqflow/wire/fed.hpp"
+
+namespace daqflow::wire::detail {
+
+// Shifts within the 64-bit word; the eventid / eventsize halves are the upper 32 bits.
+inline constexpr int kMarkerShift = 60;
+inline constexpr int kEventTypeShift = 56;
+inline constexpr int kL1IdShift = 32;
+inline constexpr int kBxIdShift = 20;
+inline constexpr int kSourceIdShift = 8;
+inline constexpr int kVersionShift = 4;
+inline constexpr std::uint64_t kMoreHeadersBit = 1u << 3;
+
+inline constexpr int kLengthShift = 32;
+inline constexpr int kCrcShift = 16;
+inline constexpr std::uint64_t kWrongFedIdBit = 1u << 15;
+inline constexpr std::uint64_t kSlinkErrorBit = 1u << 14;
+inline constexpr int kEventStatusShift = 8;
+inline constexpr int kTtsShift = 4;
+inline constexpr std::uint64_t kMoreTrailersBit = 1u << 3;
+inline constexpr std::uint64_t kCrcModifiedBit = 1u << 2;
+
+static_assert((kWrongFedIdBit | kSlinkErrorBit | kCrcModifiedBit) == kFedTrailerReceiverMask);
+
+constexpr std::uint64_t field(std::uint64_t word, int shift, std::uint64_t max) {
+  return (word >> shift) & max;
+}
+
+constexpr bool header_fits(const FedHeaderFields& f) {
+  return f.event_type <= kFedMaxEventType && f.l1_id <= kFedL1IdMask && f.bx_id <= kFedMaxBxId &&
+         f.source_id <= kFedMaxSourceId && f.version <= kFedMaxVersion;
+}
+
+constexpr bool trailer_fits(const FedTrailerFields& f) {
+  return f.length_words <= kFedMaxLengthWords && f.event_status <= kFedMaxEventStatus &&
+         f.tts <= kFedMaxTts;
+}
+
+// Fields must fit (header_fits).
+constexpr std::uint64_t header_word(const FedHeaderFields& f) {
+  return std::uint64_t{kFedBoe} << kMarkerShift | std::uint64_t{f.event_type} << kEventTypeShift |
+         std::uint64_t{f.l1_id} << kL1IdShift | std::uint64_t{f.bx_id} << kBxIdShift |
+         std::uint64_t{f.source_id} << kSourceIdShift | std::uint64_t{f.version} << kVersionShift |
+         (f.more_headers ? kMoreHeadersBit : 0);
+}
+
+// Fields must fit (trailer_fits).
+constexpr std::uint64_t trailer_word(const FedTrailerFields& f) {
+  return std::uint64_t{kFedEoe} << kMarkerShift | std::uint64_t{f.length_words} << kLengthShift |
+         std::uint64_t{f.crc} << kCrcShift | (f.wrong_fed_id ? kWrongFedIdBit : 0) |
+         (f.slink_error ? kSlinkErrorBit : 0) | std::uint64_t{f.event_status} << kEventStatusShift |
+         std::uint64_t{f.tts} << kTtsShift | (f.more_trailers ? kMoreTrailersBit : 0) |
+         (f.crc_modified ? kCrcModifiedBit : 0);
+}
+
+constexpr std::uint8_t marker(std::uint64_t word) {
+  return static_cast<std::uint8_t>(word >> kMarkerShift);
+}
+constexpr std::uint32_t l1_id_of(std::uint64_t header) {
+  return static_cast<std::uint32_t>(field(header, kL1IdShift, kFedL1IdMask));
+}
+constexpr std::uint16_t source_id_of(std::uint64_t header) {
+  return static_cast<std::uint16_t>(field(header, kSourceIdShift, kFedMaxSourceId));
+}
+constexpr std::uint32_t length_words_of(std::uint64_t trailer) {
+  return static_cast<std::uint32_t>(field(trailer, kLengthShift, kFedMaxLengthWords));
+}
+constexpr std::uint16_t crc_of(std::uint64_t trailer) {
+  return static_cast<std::uint16_t>(field(trailer, kCrcShift, 0xffff));
+}
+
+// Size rules shared by the writer and the checker.
+constexpr FedStatus check_size(std::size_t size) {
+  if (size < kFedMinFragmentSize) return FedStatus::too_short;
+  if (size % 8 != 0) return FedStatus::not_multiple_of_8;
+  if (size > kFedMaxFragmentSize) return FedStatus::too_long;
+  return FedStatus::ok;
+}
+
+}  // namespace daqflow::wire::detail
