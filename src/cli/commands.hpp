@@ -16,5 +16,7 @@ void add_exec(CLI::App& app);    // daqflow exec CONFIG --context NAME
 void add_run(CLI::App& app);     // daqflow run CONFIG [--duration S] [--summary FILE]
 void add_ctl(CLI::App& app);     // daqflow ctl HOST:PORT COMMAND [--app ID]
 void add_status(CLI::App& app);  // daqflow status HOST:PORT
+void add_dump(CLI::App& app);     // daqflow dump FILE|DIR... [--events] [--json]
+void add_fedsend(CLI::App& app);  // daqflow fedsend HOST:PORT --fed ID [--feds N] ...
 
 }  // namespace daqflow::cli

@@ -29,6 +29,8 @@ int main(int argc, char** argv) {
   daqflow::cli::add_run(app);
   daqflow::cli::add_ctl(app);
   daqflow::cli::add_status(app);
+  daqflow::cli::add_dump(app);
+  daqflow::cli::add_fedsend(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -1,0 +1,211 @@
+#pragma once
+// The readout store of a RU (and of the EVM, which is a RU): where super-fragments are written,
+// how blocks are cut from them, and what is retained until the BU acknowledges. No transport
+// here: the RU application feeds it assigns and acks and posts the messages it prepares, so the
+// logic is testable without sockets.
+//
+// Memory (all allocated by create()): `chunks` pool buffers of `chunk_size` bytes, written back
+// to back with super-fragments (each contiguous in one chunk); a ring of produced events
+// {chunk, offset, size, flags}; a table of blocks indexed by block id modulo its capacity; a pool
+// of block descriptors.
+//
+// A block's message is segment 0 = its descriptor (block header and one entry per event), then
+// slices of the chunks: consecutive events in one chunk form one slice, so a block needs one
+// segment per chunk it touches. Each block keeps a reference to those chunks until it is
+// acknowledged; a chunk is written again once no uncut event, no block and no peer needs it
+// (the most recently freed first, so that the memory in use stays small and cache-warm).
+//
+// Block life: assign (generation 0) -> waiting (events not yet produced) -> ready (cut; to be
+// posted) -> sent -> freed by its ack. A re-assign (generation + 1, another BU) of a block held
+// here rebuilds its descriptor in a fresh buffer (the old one may still be in a peer's hands)
+// and makes it ready again. An ack closes a block whatever its generation up to the current
+// one: the events were built once, and that is what counts.
+//
+// Threading: one thread (the RU's agent). Nothing allocates after create().
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "daqflow/apps/evb/fragment_source.hpp"
+#include "daqflow/core/buffer_pool.hpp"
+#include "daqflow/core/result.hpp"
+#include "daqflow/transport/transport.hpp"
+#include "daqflow/wire/evb.hpp"
+
+namespace daqflow::apps::evb {
+
+struct ReadoutSettings {
+  std::string name = "ru";  // names the pools and errors
+  std::uint32_t ru = 0;     // the RU's application index, in block headers
+  std::size_t chunk_size = 4u << 20;
+  std::size_t chunks = 32;
+  std::size_t event_capacity = 1u << 16;  // produced events held before assignment (power of 2)
+  std::size_t block_capacity = 256;       // blocks held at once (power of 2)
+  std::uint32_t max_block_events = 32;    // largest block accepted from the EVM
+  std::size_t max_message_size = 4u << 20;
+};
+
+// The chunk slices a block of `events` events of at most `max_super_fragment` bytes may need in
+// the worst case (a middle chunk is always more than chunk_size - max_super_fragment full).
+[[nodiscard]] std::size_t worst_case_slices(std::size_t events, std::size_t max_super_fragment,
+                                            std::size_t chunk_size);
+
+enum class ProduceStatus : std::uint8_t {
+  produced,   // one more event is held
+  no_chunk,   // every chunk is in use: wait for acks (back-pressure on production)
+  ring_full,  // event_capacity events wait for assignment
+  not_ready,  // the source has no data for the next event yet
+  failed,     // the source failed or a super-fragment does not fit a chunk; error() says why
+};
+
+enum class AssignOutcome : std::uint8_t {
+  accepted,  // a new block, waiting for or cut from its events
+  resend,    // a re-assign of a block held here: ready to go to the new BU
+  updated,   // a re-assign of a block whose events are not produced yet
+  stale,     // an assign for a block already closed, or a repeated one: ignored
+  error,     // a protocol violation (out-of-order events, too many events, table full)
+};
+
+struct ReadoutCounters {
+  std::uint64_t events_produced = 0;
+  std::uint64_t bytes_produced = 0;
+  std::uint64_t blocks_cut = 0;
+  std::uint64_t blocks_acked = 0;
+  std::uint64_t blocks_resent = 0;
+  std::uint64_t stale_assigns = 0;
+  std::uint64_t stale_acks = 0;
+};
+
+// A block ready to be posted: which BU, and what to tag the message with.
+struct ReadyBlock {
+  std::uint64_t block_id = 0;
+  std::uint32_t generation = 0;
+  transport::AppIndex bu = 0;
+};
+
+class ReadoutStore {
+ public:
+  // max_super_fragment: the source's bound; checked against chunk_size, max_message_size and
+  // the segment limit for max_block_events, with errors that say what to change.
+  [[nodiscard]] static Result<std::unique_ptr<ReadoutStore>> create(const ReadoutSettings& s,
+                                                                    std::size_t max_super_fragment);
+  ~ReadoutStore();
+  ReadoutStore(const ReadoutStore&) = delete;
+  ReadoutStore& operator=(const ReadoutStore&) = delete;
+
+  // Writes the next event (number produced()) from source, unless it is at or past limit.
+  [[nodiscard]] ProduceStatus produce(FragmentSource& source, std::uint64_t limit);
+  [[nodiscard]] std::uint64_t produced() const { return produced_; }
+  // Events cut into blocks (or skipped for closed ones): the oldest event still held.
+  [[nodiscard]] std::uint64_t consumed() const { return consumed_; }
+  // The first event of the next new block: every event below it has been assigned.
+  [[nodiscard]] std::uint64_t assigned() const { return next_assign_; }
+
+  [[nodiscard]] AssignOutcome assign(const wire::Assign& a);
+  // Closes the block; false when it is not held (already closed, or an unknown id).
+  bool ack(std::uint64_t block_id, std::uint32_t generation);
+  // Cuts every waiting block whose events are all produced; false (error() set) when a block
+  // would exceed the message or segment limit.
+  [[nodiscard]] bool cut();
+
+  // Ready blocks, oldest first.
+  [[nodiscard]] std::size_t ready_count() const { return ready_.size(); }
+  [[nodiscard]] ReadyBlock ready_at(std::size_t i) const;
+  // Fills message (cleared first) with ready block i: type block, tag = block id, the
+  // descriptor and the chunk slices, each a new reference.
+  void stage(std::size_t i, transport::Message& message) const;
+  // Ready block i was posted: it leaves the ready list (still retained until its ack).
+  void mark_sent(std::size_t i);
+  // The BU is gone: its ready blocks leave the ready list and wait, retained, for a re-assign.
+  void park(transport::AppIndex bu);
+
+  [[nodiscard]] std::size_t blocks_held() const { return held_; }
+  // Blocks assigned whose events are not all produced yet.
+  [[nodiscard]] std::size_t blocks_waiting() const { return waiting_count_; }
+  [[nodiscard]] const ReadoutCounters& counters() const { return counters_; }
+  [[nodiscard]] const core::BufferPool& chunk_pool() const { return *chunks_; }
+  // Chunks referenced by a block or a peer besides the store (any thread).
+  [[nodiscard]] std::size_t chunks_shared() const;
+  [[nodiscard]] const std::string& error() const { return error_; }
+
+  // Drops every reference the store holds (at release): retained blocks and chunks. The store
+  // is not used again; its destructor leaks the pools (with an error) if a peer still holds
+  // buffers of them.
+  void clear();
+
+ private:
+  struct EventRecord {
+    std::uint32_t chunk = 0;
+    std::uint32_t offset = 0;
+    std::uint32_t size = 0;
+    std::uint32_t flags = 0;
+  };
+  struct Slice {
+    core::Buffer chunk;  // a reference held for the block
+    std::uint32_t offset = 0;
+    std::uint32_t length = 0;
+  };
+  enum class State : std::uint8_t { free, waiting, ready, sent, parked };
+  struct Block {
+    State state = State::free;
+    std::uint64_t id = 0;
+    std::uint64_t first = 0;
+    std::uint32_t count = 0;
+    std::uint32_t generation = 0;
+    transport::AppIndex bu = 0;
+    core::Buffer descriptor;
+    std::uint32_t descriptor_size = 0;
+    std::array<Slice, transport::kMaxSegments - 1> slices{};
+    std::uint8_t slice_count = 0;
+    std::uint64_t bytes = 0;  // super-fragment bytes
+  };
+  struct PendingCut {
+    std::uint64_t id = 0;
+    std::uint64_t first = 0;
+    std::uint32_t count = 0;
+  };
+
+  explicit ReadoutStore(const ReadoutSettings& s);
+  Result<void> allocate();
+  bool take_chunk();
+  void leave_chunk();
+  void release_event(const EventRecord& e);
+  bool build(Block& b);
+  bool write_descriptor(Block& b);
+  void close(Block& b);
+  void unready(const Block& b);
+  Block& slot(std::uint64_t id) { return blocks_[id & block_mask_]; }
+
+  ReadoutSettings settings_;
+  std::unique_ptr<core::BufferPool> chunks_;
+  std::unique_ptr<core::BufferPool> descriptors_;
+  std::vector<core::Buffer> chunk_refs_;    // by pool index: the store's own reference
+  std::vector<std::uint32_t> chunk_uncut_;  // by pool index: events in it not yet cut
+  std::vector<std::uint32_t> idle_chunks_;  // neither written nor holding uncut events;
+                                            // the most recently left last
+  std::int64_t current_ = -1;               // chunk being written, -1 = none
+  std::size_t offset_ = 0;
+
+  std::vector<EventRecord> events_;
+  std::uint64_t event_mask_ = 0;
+  std::uint64_t produced_ = 0;
+  std::uint64_t consumed_ = 0;
+  std::uint64_t next_assign_ = 0;
+
+  std::vector<Block> blocks_;
+  std::uint64_t block_mask_ = 0;
+  std::vector<PendingCut> pending_;  // ring, in event order
+  std::size_t pending_head_ = 0;
+  std::size_t pending_size_ = 0;
+  std::size_t waiting_count_ = 0;
+  std::vector<std::uint64_t> ready_;  // block ids, oldest first; reserved to block_capacity
+  std::size_t held_ = 0;
+  ReadoutCounters counters_;
+  std::string error_;
+};
+
+}  // namespace daqflow::apps::evb

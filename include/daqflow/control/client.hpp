@@ -1,0 +1,67 @@
+#pragma once
+// A client of one executive's control API (docs/control-api.md): HTTP/1.1 with JSON bodies.
+//
+// Every call opens a connection, sends one request and waits at most the configured timeouts;
+// nothing blocks longer, so a controller polling many contexts stays responsive. Errors name the
+// address, the method and path, and the executive's own error text when it sent one.
+//
+// Not thread-safe: one ControlClient per thread.
+
+#include <chrono>
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <string_view>
+
+#include "daqflow/core/result.hpp"
+
+namespace daqflow::control {
+
+struct HostPort {
+  std::string host;
+  std::uint16_t port = 0;
+  [[nodiscard]] std::string str() const { return host + ":" + std::to_string(port); }
+};
+
+// Parses "HOST:PORT" (port 1..65535); the error quotes the text.
+[[nodiscard]] Result<HostPort> parse_host_port(std::string_view text);
+
+// One HTTP exchange: the status (0 when no answer came) and the body parsed as JSON (null when
+// the body was empty or not JSON).
+struct Reply {
+  int status = 0;
+  nlohmann::json body;
+  [[nodiscard]] bool success() const { return status >= 200 && status < 300; }
+  // The executive's {"error": ...} text, or the raw status when it sent none.
+  [[nodiscard]] std::string error_text() const;
+};
+
+class ControlClient {
+ public:
+  explicit ControlClient(
+      HostPort address, std::chrono::milliseconds connect_timeout = std::chrono::milliseconds(1000),
+      std::chrono::milliseconds read_timeout = std::chrono::milliseconds(5000));
+
+  [[nodiscard]] const HostPort& address() const { return address_; }
+
+  // The raw exchange: an error only when no HTTP answer came (refused, timeout, reset).
+  [[nodiscard]] Result<Reply> call(std::string_view method, const std::string& path,
+                                   const nlohmann::json* body = nullptr) const;
+
+  // The answer's JSON body when the status is 2xx, else an error with the executive's text.
+  [[nodiscard]] Result<nlohmann::json> get(const std::string& path) const;
+  [[nodiscard]] Result<nlohmann::json> post(
+      const std::string& path, const nlohmann::json& body = nlohmann::json::object()) const;
+  [[nodiscard]] Result<nlohmann::json> put(const std::string& path,
+                                           const nlohmann::json& body) const;
+
+ private:
+  [[nodiscard]] Result<nlohmann::json> checked(std::string_view method, const std::string& path,
+                                               const nlohmann::json* body) const;
+
+  HostPort address_;
+  std::chrono::milliseconds connect_timeout_;
+  std::chrono::milliseconds read_timeout_;
+};
+
+}  // namespace daqflow::control

@@ -1,0 +1,49 @@
+#pragma once
+// The order of a run (DESIGN.md §8): which applications are enabled together and in which
+// order, which state a command leads to, and how each process of the run is started.
+// Pure functions of the configuration; no I/O.
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "daqflow/core/result.hpp"
+#include "daqflow/runtime/application.hpp"
+#include "daqflow/runtime/config.hpp"
+
+namespace daqflow::control {
+
+struct PlannedApp {
+  std::string id;
+  std::string type;
+  std::string context;
+  int rank = 0;  // AppType::enable_rank
+};
+
+// The applications in groups of equal enable rank, ranks ascending (consumers before producers);
+// within a group, configuration order. Enable walks the groups forwards.
+[[nodiscard]] std::vector<std::vector<PlannedApp>> enable_order(
+    const runtime::ClusterConfig& config, const runtime::AppRegistry& registry);
+
+// The same groups, ranks descending: Halt stops producers first so that consumers drain.
+[[nodiscard]] std::vector<std::vector<PlannedApp>> halt_order(const runtime::ClusterConfig& config,
+                                                              const runtime::AppRegistry& registry);
+
+// The stable state a state-machine command leads to (Configure -> Ready, Enable -> Enabled,
+// Suspend -> Suspended, Resume -> Enabled, Halt -> Halted, Reset -> Halted); the error lists the
+// commands.
+[[nodiscard]] Result<std::string> target_state(std::string_view command);
+
+// States the state machine passes through on its own (Configuring, Enabling, ...).
+[[nodiscard]] bool is_transitional(std::string_view state);
+
+// The states from which Halt is accepted.
+[[nodiscard]] bool can_halt(std::string_view state);
+
+// The command line of the executive hosting a group of contexts:
+// SELF exec CONFIG --context A [--context B ...].
+[[nodiscard]] std::vector<std::string> exec_command(const std::string& self,
+                                                    const std::string& config_path,
+                                                    const std::vector<std::string>& contexts);
+
+}  // namespace daqflow::control

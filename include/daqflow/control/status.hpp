@@ -1,0 +1,78 @@
+#pragma once
+// Status aggregation: what `daqflow run` prints while a run goes on and what `daqflow status`
+// shows of one context. Pure functions and a small stateful rate meter; no I/O.
+//
+// Rates come from counter deltas between two polls (the applications' `bytes_in` and
+// `messages_in` counters, docs/control-api.md), divided by the time between the polls.
+// MB means 10^6 bytes.
+
+#include <cstdint>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace daqflow::control {
+
+// The part of an application's GET /api/v1/apps/{id} answer that the status line uses.
+struct AppSample {
+  std::string id;
+  std::string state;
+  bool finished = false;
+  std::uint64_t bytes_in = 0;
+  std::uint64_t messages_in = 0;
+};
+
+// Reads an application's JSON; missing fields read as empty or 0.
+[[nodiscard]] AppSample sample_from_json(const nlohmann::json& app);
+
+struct Rates {
+  double mb_per_s = 0.0;
+  double messages_per_s = 0.0;
+};
+
+// Sums the applications' counter deltas between successive updates. A counter that went down
+// (the application was configured again) counts from 0; an application seen for the first time
+// contributes nothing until its next update.
+class RateMeter {
+ public:
+  // Records the counters seen at now_ns and returns the rates since the previous update; zero
+  // for the first update or when no time passed.
+  Rates update(std::int64_t now_ns, const std::vector<AppSample>& samples);
+
+ private:
+  struct Last {
+    std::uint64_t bytes_in = 0;
+    std::uint64_t messages_in = 0;
+  };
+  std::optional<std::int64_t> last_ns_;
+  std::map<std::string, Last> last_;
+};
+
+struct StatusLine {
+  double elapsed_s = 0.0;
+  int enabled = 0;  // applications in state Enabled
+  int total = 0;
+  Rates rates;
+};
+
+// Counts the Enabled applications into a status line.
+[[nodiscard]] StatusLine make_status_line(double elapsed_s, const std::vector<AppSample>& samples,
+                                          Rates rates);
+
+// "  12.0 s  enabled 4/4  1234.56 MB/s  5.68 k msg/s" (no newline, no escape codes).
+[[nodiscard]] std::string format_status_line(const StatusLine& line);
+
+// A message rate with a unit prefix: "950 msg/s", "5.68 k msg/s", "1.23 M msg/s".
+[[nodiscard]] std::string format_message_rate(double per_s);
+
+// A byte count for people: "512 B", "1.5 kB", "12.3 MB", "4.20 GB" (powers of 10).
+[[nodiscard]] std::string format_bytes(double bytes);
+
+// The table `daqflow status` prints: the context line from GET /api/v1/context, then one row per
+// application from GET /api/v1/apps/{id}: id, type, state, messages and bytes in and out, reason.
+[[nodiscard]] std::string format_context_table(const nlohmann::json& context,
+                                               const std::vector<nlohmann::json>& apps);
+
+}  // namespace daqflow::control

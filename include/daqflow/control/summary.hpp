@@ -1,0 +1,66 @@
+#pragma once
+// The summary of a run, written as JSON by `daqflow run --summary FILE`:
+//
+//   {"config", "started_at", "duration_s", "status": "ok"|"failed", "failure": null|"...",
+//    "contexts": [{"name", "pid", "exit_code"}],
+//    "applications": {id: {"type", "context", "state", "reason", "metrics", "results"}},
+//    "results": {...}}
+//
+// "results" folds every application's results with its type's AppType::fold_results, in
+// configuration order. Pure functions; no I/O.
+
+#include <chrono>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "daqflow/core/result.hpp"
+#include "daqflow/runtime/application.hpp"
+#include "daqflow/runtime/config.hpp"
+
+namespace daqflow::control {
+
+struct ContextOutcome {
+  std::string name;
+  int pid = 0;                   // 0 when the process never started
+  std::optional<int> exit_code;  // shell convention (128 + signal); none while unknown
+};
+
+struct AppOutcome {
+  std::string id;
+  std::string type;
+  std::string context;
+  std::string state;   // the last state seen; "Lost" when its context died
+  std::string reason;  // why it Failed (or was Lost); empty otherwise
+  nlohmann::json metrics = nlohmann::json::object();
+  nlohmann::json results = nlohmann::json::object();
+};
+
+struct RunSummary {
+  std::string config;
+  std::string started_at;   // ISO 8601, UTC
+  double duration_s = 0.0;  // from all applications Enabled to the start of Halt
+  std::optional<std::string> failure;
+  std::vector<ContextOutcome> contexts;
+  std::vector<AppOutcome> applications;  // configuration order
+  nlohmann::json results = nlohmann::json::object();
+
+  [[nodiscard]] bool ok() const { return !failure.has_value(); }
+  [[nodiscard]] nlohmann::json to_json() const;
+};
+
+// Folds the applications' results with their types' fold_results (types without one are
+// skipped), in the order of `apps`; an application whose results are not an object is skipped.
+// A folder that throws is an error naming the application.
+[[nodiscard]] Result<nlohmann::json> fold_results(const runtime::AppRegistry& registry,
+                                                  const std::vector<AppOutcome>& apps);
+
+// "2024-05-01T12:34:56Z".
+[[nodiscard]] std::string iso8601_utc(std::chrono::system_clock::time_point t);
+
+// What a person reads at the end of a run: status, duration, failure, and the results object
+// pretty-printed.
+[[nodiscard]] std::string format_human_summary(const RunSummary& summary);
+
+}  // namespace daqflow::control

@@ -1,0 +1,73 @@
+#pragma once
+// The executive: one daqflow process hosting one or more contexts of the cluster configuration
+// (DESIGN.md §2, §8, §9). For each hosted context it instantiates the applications, runs their
+// state machines on the context's control thread, and serves the control API of
+// docs/control-api.md on the context's control port.
+//
+// Transports are shared: one Transport object per transport name per process, created when the
+// first application asks for an endpoint on it, destroyed with the executive after every
+// application has released its endpoint.
+//
+// Lifecycle: create() -> start() (binds the control ports) -> wait() returns after a shutdown,
+// requested by POST /api/v1/shutdown or request_shutdown(); the shutdown halts every running
+// application (as a context-wide Halt does) and stops the servers. The destructor does the same
+// if wait() was not called. request_shutdown() is thread-safe; the other methods are for the
+// thread that owns the Executive.
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "daqflow/core/clock.hpp"
+#include "daqflow/core/result.hpp"
+#include "daqflow/runtime/application.hpp"
+#include "daqflow/runtime/config.hpp"
+
+namespace daqflow::runtime {
+
+struct ExecutiveOptions {
+  // The control servers listen here; loopback by default (DESIGN.md §9).
+  std::string bind_address = "127.0.0.1";
+  // How long Halt waits for an application to drain before it goes to Failed.
+  std::chrono::milliseconds halt_timeout{10000};
+  // The clock applications see (AppContext::clock()); nullptr: the monotonic clock.
+  core::Clock* clock = nullptr;
+};
+
+class Executive {
+ public:
+  // Hosts the named contexts of cluster (duplicates are ignored). The error names an unknown
+  // context or an application whose type is unknown. registry must outlive the Executive.
+  [[nodiscard]] static Result<std::unique_ptr<Executive>> create(
+      ClusterConfig cluster, const std::vector<std::string>& contexts, const AppRegistry& registry,
+      ExecutiveOptions options = {});
+  ~Executive();
+  Executive(const Executive&) = delete;
+  Executive& operator=(const Executive&) = delete;
+
+  // Binds each context's control port and starts serving. The error says which context could not
+  // listen where, and why ("context ru1: cannot listen on 127.0.0.1:9101: Address already in
+  // use"); nothing is left listening then. A context with control_port 0 gets a free port.
+  [[nodiscard]] Result<void> start();
+
+  // Asks for a shutdown; returns at once. Any thread, any number of times.
+  void request_shutdown();
+  // Blocks until a shutdown is requested, then halts the applications and stops the servers.
+  void wait();
+
+  [[nodiscard]] const ClusterConfig& cluster() const;
+  // The hosted contexts, in the order given.
+  [[nodiscard]] std::vector<std::string> contexts() const;
+  // The port a hosted context listens on once started (0 before, or for an unknown context).
+  [[nodiscard]] std::uint16_t control_port(std::string_view context) const;
+
+ private:
+  struct Impl;
+  explicit Executive(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace daqflow::runtime

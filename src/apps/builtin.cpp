@@ -1,0 +1,18 @@
+#include "daqflow/apps/builtin.hpp"
+
+#include "daqflow/apps/evb/register.hpp"
+
+#include "roundtrip.hpp"
+#include "sink.hpp"
+#include "source.hpp"
+
+namespace daqflow::apps {
+
+void register_builtin_apps(runtime::AppRegistry& registry) {
+  registry.add(roundtrip_type());
+  registry.add(source_type());
+  registry.add(sink_type());
+  evb::register_evb_apps(registry);
+}
+
+}  // namespace daqflow::apps

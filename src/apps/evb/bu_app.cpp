@@ -1,0 +1,476 @@
+#include "bu_app.hpp"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+
+#include "daqflow/wire/evb.hpp"
+
+namespace daqflow::apps::evb {
+
+using transport::AppIndex;
+using transport::Completion;
+
+namespace {
+
+constexpr std::int64_t kOutputCheckNs = 50'000'000;
+
+std::int64_t integer(const nlohmann::json& p, const char* key, std::int64_t fallback) {
+  const auto it = p.find(key);
+  return it != p.end() && it->is_number_integer() ? it->get<std::int64_t>() : fallback;
+}
+
+}  // namespace
+
+BuilderUnit::~BuilderUnit() {
+  release();
+  for (auto& c : completions_) c.message.clear();
+}
+
+Result<void> BuilderUnit::configure(runtime::AppContext& ctx) {
+  release();
+  id_ = ctx.self().id;
+  clock_ = &ctx.clock();
+  auto context = [&](const Error& e) { return e.context("application '" + id_ + "'"); };
+  auto topology = resolve_topology(ctx);
+  if (!topology) return topology.error();
+  topology_ = std::move(*topology);
+  const nlohmann::json& p = ctx.params();
+  events_per_request_ = static_cast<std::uint32_t>(integer(p, "events_per_request", 32));
+  window_ =
+      static_cast<std::uint32_t>(std::max<std::int64_t>(1, integer(p, "blocks_in_flight", 4)));
+  timeout_ms_ = integer(p, "timeout_ms", 2000);
+  heartbeat_ns_ = integer(p, "heartbeat_ms", 200) * 1'000'000;
+  fail_on_incomplete_ = p.value("on_incomplete", std::string("write")) == "fail";
+
+  BuilderSettings s;
+  s.rus = topology_.rus;
+  s.feds = topology_.ru_feds;
+  s.slots = window_;
+  s.max_block_events = topology_.max_block_events;
+  s.timeout_ns = timeout_ms_ * 1'000'000;
+  s.check_crc = p.value("check_crc", false);
+  auto builder = BlockBuilder::create(std::move(s));
+  if (!builder) return context(builder.error());
+  builder_ = std::move(*builder);
+
+  OutputContext oc;
+  oc.run_number = ctx.cluster().run.number;
+  oc.bu_id = id_;
+  oc.default_dir = ctx.cluster().run.output;
+  oc.queue_depth = window_;
+  const auto out_params = p.find("output");
+  auto output =
+      make_output(out_params != p.end() ? *out_params : nlohmann::json{{"kind", "discard"}}, oc);
+  if (!output) return context(output.error());
+  output_ = std::move(*output);
+
+  batches_ = std::vector<OutputBatch>(window_);
+  acks_.assign(window_, AckInfo{});
+  free_.clear();
+  free_.reserve(window_);
+  unsubmitted_.clear();
+  unsubmitted_.reserve(window_);
+  unacked_.clear();
+  unacked_.reserve(window_);
+  for (auto& b : batches_) {
+    b.events.reserve(topology_.max_block_events);
+    b.pieces.reserve(builder_->max_pieces());
+    b.buffers.reserve(builder_->max_buffers());
+    free_.push_back(&b);
+  }
+  ru_lost_why_.assign(topology_.rus.size(), std::string());
+  gone_.clear();
+  gone_.reserve(topology_.rus.size());
+
+  // Every received part is held until its block is written: the receive pool must cover the
+  // window from every RU, or the last parts of a block could never arrive.
+  transport::EndpointOptions options = detail::endpoint_options(ctx);
+  const auto nru = static_cast<std::uint32_t>(topology_.rus.size());
+  options.recv_buffers = std::max(options.recv_buffers, window_ * nru + 2 * nru + 8);
+  auto endpoint = ctx.endpoint(&options);
+  if (!endpoint) return endpoint.error().context("application '" + id_ + "': endpoint");
+  endpoint_ = *endpoint;
+  if (auto r = fanout_.configure(id_, topology_.rus, 2 * std::size_t{window_} + 16); !r)
+    return context(r.error());
+  for (const auto ru : topology_.rus) {
+    if (auto r = endpoint_->connect(ru); !r) {
+      return r.error().context("application '" + id_ + "': connecting to '" + topology_.name(ru) +
+                               "'");
+    }
+  }
+
+  runtime::MetricsRegistry& m = ctx.metrics();
+  events_built_ = &m.counter("events_built", "events built with every RU's data");
+  events_incomplete_ = &m.counter("events_incomplete", "events built without some RU's data");
+  events_corrupted_ = &m.counter("events_corrupted", "events with a fragment that failed a check");
+  events_written_ = &m.counter("events_written", "events the output finished with");
+  bytes_built_ = &m.counter("bytes_built", "bytes of the events built");
+  blocks_built_ = &m.counter("blocks_built", "blocks built");
+  requests_sent_ = &m.counter("requests_sent", "blocks requested of the EVM");
+  messages_in_ = &m.counter("messages_in", "block messages received");
+  bytes_in_ = &m.counter("bytes_in", "block bytes received");
+  parts_late_ = &m.counter("parts_late", "block parts arriving after their block was built");
+  parts_duplicate_ = &m.counter("parts_duplicate", "block parts received twice");
+  blocks_open_ = &m.gauge("blocks_open", "blocks being gathered or written");
+  totals_ = {};
+  published_ = {};
+
+  requested_ = 0;
+  in_output_ = 0;
+  heartbeat_seq_ = 0;
+  next_heartbeat_ns_ = 0;
+  next_output_check_ns_ = 0;
+  warned_corrupt_ = false;
+  enabled_.store(false);
+  halting_.store(false);
+  failed_.store(false);
+  drained_.store(false);
+  built_.store(0);
+  incomplete_.store(0);
+  corrupted_.store(0);
+  written_.store(0);
+  bytes_.store(0);
+  first_build_ns_.store(0);
+  last_build_ns_.store(0);
+  return ok();
+}
+
+Result<void> BuilderUnit::enable() {
+  enabled_.store(true, std::memory_order_release);
+  return ok();
+}
+
+Result<void> BuilderUnit::suspend() {
+  enabled_.store(false, std::memory_order_release);
+  return ok();
+}
+
+Result<void> BuilderUnit::resume() {
+  return enable();
+}
+
+void BuilderUnit::begin_halt() {
+  drained_.store(false, std::memory_order_release);
+  halting_.store(true, std::memory_order_release);
+  enabled_.store(false, std::memory_order_release);
+}
+
+void BuilderUnit::release() {
+  enabled_.store(false);
+  if (output_) {
+    if (auto r = output_->close(); !r)
+      spdlog::warn("{}: closing the output: {}", id_, r.error().message());
+    while (output_->poll_done() != nullptr) {
+    }
+    written_.store(output_->stats().events_written, std::memory_order_relaxed);
+  }
+  for (auto& b : batches_) b.clear();
+  if (builder_) builder_->clear();
+  for (auto& c : completions_) c.message.clear();
+  fanout_.clear();
+  output_.reset();
+  endpoint_ = nullptr;
+}
+
+void BuilderUnit::fail_once(const std::string& reason) {
+  if (!failed_.exchange(true)) fail("application '" + id_ + "': " + reason);
+}
+
+void BuilderUnit::ru_gone(AppIndex ru, const std::string& why) {
+  const int position = builder_->position_of(ru);
+  if (position < 0) return;
+  auto& reason = ru_lost_why_[static_cast<std::size_t>(position)];
+  if (reason.empty()) reason = why;
+  builder_->ru_lost(static_cast<std::size_t>(position));
+  fanout_.drop(ru);
+}
+
+void BuilderUnit::on_completion(Completion& c, std::int64_t now) {
+  switch (c.kind) {
+    case Completion::Kind::recv: {
+      if (c.message.type != wire::MessageType::block) break;
+      ++totals_.messages_in;
+      totals_.bytes_in += c.size;
+      wire::EvbStatus detail = wire::EvbStatus::ok;
+      switch (builder_->on_part(c.peer, c.message, now, &detail)) {
+        case PartOutcome::first:
+          if (requested_ > 0) --requested_;
+          break;
+        case PartOutcome::added:
+          break;
+        case PartOutcome::late:
+          ++totals_.late;
+          break;
+        case PartOutcome::duplicate:
+          ++totals_.duplicate;
+          break;
+        case PartOutcome::unknown:
+          break;
+        case PartOutcome::malformed:
+          fail_once("malformed block " + std::to_string(c.message.tag) + " from " +
+                    topology_.name(c.peer) + ": " +
+                    (detail == wire::EvbStatus::ok ? std::string("its header names another RU")
+                                                   : std::string(wire::to_string(detail))));
+          break;
+        case PartOutcome::no_slot:
+          fail_once(topology_.name(c.peer) + " sent block " + std::to_string(c.message.tag) +
+                    " while all " + std::to_string(window_) +
+                    " blocks in flight are open: more blocks than requested");
+          break;
+      }
+      break;
+    }
+    case Completion::Kind::send_done:
+      break;
+    case Completion::Kind::peer_closed:
+    case Completion::Kind::error: {
+      const bool error = c.kind == Completion::Kind::error;
+      if (error && c.peer == topology_.evm && !halting_.load(std::memory_order_acquire)) {
+        fail_once("the EVM '" + topology_.name(c.peer) + "' is lost: " + std::string(c.reason));
+      }
+      if (error) {
+        spdlog::warn("{}: RU '{}' lost: {}", id_, topology_.name(c.peer), c.reason);
+        ru_gone(c.peer, "connection failed: " + std::string(c.reason));
+      } else {
+        ru_gone(c.peer, "closed its connection");
+      }
+      break;
+    }
+  }
+  c.message.clear();
+}
+
+int BuilderUnit::build(std::int64_t now) {
+  int n = 0;
+  while (!unsubmitted_.empty() && output_->submit(unsubmitted_.front())) {
+    unsubmitted_.erase(unsubmitted_.begin());
+    ++n;
+  }
+  while (!free_.empty() && !failed_.load(std::memory_order_relaxed)) {
+    const int slot = builder_->ready(now);
+    if (slot < 0) break;
+    OutputBatch* batch = free_.back();
+    free_.pop_back();
+    ++in_output_;
+    const BuildResult r = builder_->build(slot, *batch);
+    acks_[batch_index(batch)] = AckInfo{r.block_id, r.generation, r.built, r.incomplete, r.bytes};
+    totals_.built += r.built;
+    totals_.incomplete += r.incomplete;
+    totals_.corrupted += r.corrupted;
+    totals_.bytes += r.bytes;
+    ++totals_.blocks;
+    if (first_build_ns_.load(std::memory_order_relaxed) == 0)
+      first_build_ns_.store(now, std::memory_order_relaxed);
+    last_build_ns_.store(now, std::memory_order_relaxed);
+    ++n;
+    if (r.incomplete > 0 && fail_on_incomplete_) {
+      const auto missing = static_cast<std::size_t>(r.missing_ru);
+      const std::string& why = ru_lost_why_[missing];
+      fail_once("block " + std::to_string(r.block_id) + " (events " +
+                std::to_string(batch->events.front().number) + ".." +
+                std::to_string(batch->events.back().number) + ") is incomplete: no data from RU '" +
+                topology_.name(topology_.rus[missing]) + "' (" +
+                (why.empty() ? "nothing within timeout_ms = " + std::to_string(timeout_ms_) + " ms"
+                             : why) +
+                (r.missing_count > 1
+                     ? ", and " + std::to_string(r.missing_count - 1) + " more RU(s)"
+                     : "") +
+                "); on_incomplete is fail");
+    }
+    if (r.corrupted > 0 && !warned_corrupt_) {
+      warned_corrupt_ = true;
+      spdlog::warn("{}: corrupted event(s) in block {}: {} (further ones are only counted)", id_,
+                   r.block_id, r.problem);
+    }
+    if (!output_->submit(batch)) unsubmitted_.push_back(batch);
+  }
+  return n;
+}
+
+void BuilderUnit::recycle(OutputBatch* batch) {
+  batch->clear();  // drops the received buffers: RU chunks or receive buffers go back
+  free_.push_back(batch);
+  --in_output_;
+}
+
+bool BuilderUnit::acknowledge(OutputBatch* batch) {
+  const AckInfo& info = acks_[batch_index(batch)];
+  wire::BlockAck a;
+  a.block_id = info.block_id;
+  a.bu = endpoint_->self();
+  a.generation = info.generation;
+  a.built = info.built;
+  a.incomplete = info.incomplete;
+  a.bytes = info.bytes;
+  std::array<std::byte, wire::kBlockAckSize> payload{};
+  wire::encode(a, payload);
+  return fanout_.push(wire::MessageType::block_ack, a.block_id, payload);
+}
+
+int BuilderUnit::finish() {
+  int n = 0;
+  while (!unacked_.empty() && acknowledge(unacked_.front())) {
+    recycle(unacked_.front());
+    unacked_.erase(unacked_.begin());
+    ++n;
+  }
+  while (OutputBatch* done = output_->poll_done()) {
+    if (unacked_.empty() && acknowledge(done)) {
+      recycle(done);
+    } else {
+      unacked_.push_back(done);
+    }
+    ++n;
+  }
+  return n;
+}
+
+int BuilderUnit::request(std::int64_t now) {
+  int n = 0;
+  if (enabled_.load(std::memory_order_acquire) && !halting_.load(std::memory_order_acquire)) {
+    const std::uint32_t busy = builder_->open() + in_output_ + requested_;
+    if (busy < window_ && fanout_.has_room()) {
+      wire::EventRequest r;
+      r.bu = endpoint_->self();
+      r.events_per_block = events_per_request_;
+      r.blocks = window_ - busy;
+      std::array<std::byte, wire::kEventRequestSize> payload{};
+      wire::encode(r, payload);
+      if (fanout_.push(wire::MessageType::event_request, 0, payload, 0)) {
+        requested_ += r.blocks;
+        totals_.requests += r.blocks;
+        ++n;
+      }
+    }
+  }
+  if (now >= next_heartbeat_ns_ && fanout_.has_room()) {
+    wire::Heartbeat h;
+    h.sender = endpoint_->self();
+    h.sequence = heartbeat_seq_++;
+    std::array<std::byte, wire::kHeartbeatSize> payload{};
+    wire::encode(h, payload);
+    (void)fanout_.push(wire::MessageType::heartbeat, h.sequence, payload, 0);
+    next_heartbeat_ns_ = now + heartbeat_ns_;
+  }
+  return n;
+}
+
+void BuilderUnit::publish(std::int64_t now) {
+  if (now >= next_output_check_ns_) {
+    next_output_check_ns_ = now + kOutputCheckNs;
+    const OutputStats s = output_->stats();
+    totals_.written = s.events_written;
+    if (s.write_errors > 0) {
+      if (const std::string f = output_->failure(); !f.empty()) fail_once(f);
+    }
+  }
+  auto delta = [](runtime::Counter* m, std::uint64_t value, std::uint64_t& last) {
+    if (value > last) m->add(value - last);
+    last = value;
+  };
+  delta(events_built_, totals_.built, published_.built);
+  delta(events_incomplete_, totals_.incomplete, published_.incomplete);
+  delta(events_corrupted_, totals_.corrupted, published_.corrupted);
+  delta(events_written_, totals_.written, published_.written);
+  delta(bytes_built_, totals_.bytes, published_.bytes);
+  delta(blocks_built_, totals_.blocks, published_.blocks);
+  delta(requests_sent_, totals_.requests, published_.requests);
+  delta(messages_in_, totals_.messages_in, published_.messages_in);
+  delta(bytes_in_, totals_.bytes_in, published_.bytes_in);
+  delta(parts_late_, totals_.late, published_.late);
+  delta(parts_duplicate_, totals_.duplicate, published_.duplicate);
+  blocks_open_->set(static_cast<double>(builder_->open() + in_output_));
+  built_.store(totals_.built, std::memory_order_relaxed);
+  incomplete_.store(totals_.incomplete, std::memory_order_relaxed);
+  corrupted_.store(totals_.corrupted, std::memory_order_relaxed);
+  written_.store(totals_.written, std::memory_order_relaxed);
+  bytes_.store(totals_.bytes, std::memory_order_relaxed);
+}
+
+int BuilderUnit::do_work() {
+  if (endpoint_ == nullptr || failed_.load(std::memory_order_acquire)) return 0;
+  const std::int64_t now = clock_->now_ns();
+  const bool halting = halting_.load(std::memory_order_acquire);
+  int work = 0;
+  const std::size_t n = endpoint_->poll(completions_);
+  for (std::size_t i = 0; i < n; ++i) on_completion(completions_[i], now);
+  work += static_cast<int>(n);
+  work += build(now);
+  work += finish();
+  work += request(now);
+  gone_.clear();
+  work += fanout_.post(*endpoint_, gone_);
+  for (const AppIndex peer : gone_) {
+    if (peer == topology_.evm && !halting)
+      fail_once("the EVM '" + topology_.name(peer) + "' refuses messages");
+    ru_gone(peer, "refuses messages");
+  }
+  publish(now);
+  drained_.store(halting && builder_->open() == 0 && in_output_ == 0 && fanout_.idle(),
+                 std::memory_order_release);
+  return work;
+}
+
+void BuilderUnit::wait_for_work(std::chrono::microseconds timeout) {
+  if (endpoint_ == nullptr) {
+    Application::wait_for_work(timeout);
+    return;
+  }
+  // Batches come back from the output without a message: do not sleep long while it holds some;
+  // heartbeats and part timeouts need regular turns too.
+  std::chrono::microseconds cap = std::chrono::microseconds(heartbeat_ns_ / 2000 + 1);
+  if (in_output_ > 0) cap = std::min(cap, std::chrono::microseconds(100));
+  endpoint_->wait(std::min(timeout, cap));
+}
+
+bool BuilderUnit::drained() const {
+  return drained_.load(std::memory_order_acquire) || failed_.load(std::memory_order_acquire);
+}
+
+nlohmann::json BuilderUnit::results() const {
+  const std::uint64_t built = built_.load(std::memory_order_relaxed);
+  const std::uint64_t incomplete = incomplete_.load(std::memory_order_relaxed);
+  const std::uint64_t bytes = bytes_.load(std::memory_order_relaxed);
+  const std::int64_t from = first_build_ns_.load(std::memory_order_relaxed);
+  const std::int64_t to = last_build_ns_.load(std::memory_order_relaxed);
+  const double seconds = from > 0 && to > from ? static_cast<double>(to - from) * 1e-9 : 0.0;
+  return {
+      {"events_built", built},
+      {"events_incomplete", incomplete},
+      {"events_corrupted", corrupted_.load(std::memory_order_relaxed)},
+      {"events_written", written_.load(std::memory_order_relaxed)},
+      {"bytes_built", bytes},
+      {"seconds", seconds},
+      {"event_rate_hz", seconds > 0 ? static_cast<double>(built + incomplete) / seconds : 0.0},
+      {"throughput_mb_s", seconds > 0 ? static_cast<double>(bytes) / 1e6 / seconds : 0.0},
+  };
+}
+
+void BuilderUnit::fold_results(nlohmann::json& run, const std::string& id,
+                               const nlohmann::json& app) {
+  if (!run.is_object()) run = nlohmann::json::object();
+  auto count = [](const nlohmann::json& j, const char* key) -> std::uint64_t {
+    const auto it = j.find(key);
+    return it != j.end() && it->is_number_unsigned() ? it->get<std::uint64_t>() : 0;
+  };
+  run["events_written"] = count(run, "events_written") + count(app, "events_written");
+  if (!run.contains("bus") || !run["bus"].is_object()) run["bus"] = nlohmann::json::object();
+  run["bus"][id] = count(app, "events_built");
+}
+
+runtime::AppType bu_type() {
+  runtime::AppType t;
+  t.name = "bu";
+  t.help =
+      "Event builder unit: requests blocks of events from the EVM, builds them from every RU's "
+      "super-fragments and hands them to its output (discard or file).";
+  t.params = bu_param_specs();
+  t.enable_rank = 0;
+  t.peer_params = {"evm"};
+  t.make = [] { return std::make_unique<BuilderUnit>(); };
+  t.fold_results = &BuilderUnit::fold_results;
+  return t;
+}
+
+}  // namespace daqflow::apps::evb

@@ -1,0 +1,135 @@
+#pragma once
+// `bu`: a builder unit of the two-stage event builder (docs/event-builder.md). While enabled it
+// keeps blocks_in_flight blocks requested or open at the EVM, gathers each block from every RU
+// (BlockBuilder: checks, references to the received buffers, no copy), hands the built block to
+// its output (an OutputBatch from a pool of blocks_in_flight, reserved at Configure), and once
+// the output is done sends block_ack to the EVM and every RU. It sends a heartbeat to the EVM
+// every heartbeat_ms.
+//
+// A RU whose part is missing after timeout_ms (or whose connection failed) leaves its events
+// incomplete: they are written flagged, or the BU fails naming the RU (on_incomplete: fail).
+// The EVM's connection failing fails the BU. Halt: no more requests; drained once every open
+// block is built, written and acknowledged.
+//
+// Threading: as every application (runtime/application.hpp); results() reads atomics only.
+
+#include <array>
+#include <atomic>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "apps/app_support.hpp"
+#include "daqflow/apps/evb/builder.hpp"
+#include "daqflow/apps/evb/output.hpp"
+#include "daqflow/runtime/application.hpp"
+#include "evb_config.hpp"
+#include "fanout.hpp"
+
+namespace daqflow::apps::evb {
+
+class BuilderUnit final : public runtime::Application {
+ public:
+  ~BuilderUnit() override;
+
+  Result<void> configure(runtime::AppContext& ctx) override;
+  Result<void> enable() override;
+  Result<void> suspend() override;
+  Result<void> resume() override;
+  void begin_halt() override;
+  void release() override;
+
+  [[nodiscard]] int do_work() override;
+  void wait_for_work(std::chrono::microseconds timeout) override;
+
+  [[nodiscard]] bool drained() const override;
+  [[nodiscard]] nlohmann::json results() const override;
+
+  // events_written summed over BUs, and "bus": {id: events_built}.
+  static void fold_results(nlohmann::json& run, const std::string& id, const nlohmann::json& app);
+
+ private:
+  struct AckInfo {
+    std::uint64_t block_id = 0;
+    std::uint32_t generation = 0;
+    std::uint32_t built = 0;
+    std::uint32_t incomplete = 0;
+    std::uint64_t bytes = 0;
+  };
+
+  void on_completion(transport::Completion& c, std::int64_t now);
+  void ru_gone(transport::AppIndex ru, const std::string& why);
+  int build(std::int64_t now);
+  int finish();
+  bool acknowledge(OutputBatch* batch);
+  void recycle(OutputBatch* batch);
+  int request(std::int64_t now);
+  void publish(std::int64_t now);
+  void fail_once(const std::string& reason);
+  [[nodiscard]] std::size_t batch_index(const OutputBatch* b) const {
+    return static_cast<std::size_t>(b - batches_.data());
+  }
+
+  // Configuration.
+  std::string id_;
+  Topology topology_;
+  std::uint32_t events_per_request_ = 32;
+  std::uint32_t window_ = 4;
+  bool fail_on_incomplete_ = false;
+  std::int64_t heartbeat_ns_ = 200'000'000;
+  std::int64_t timeout_ms_ = 2000;
+
+  // Owned between configure and release; agent thread.
+  transport::Endpoint* endpoint_ = nullptr;
+  core::Clock* clock_ = nullptr;
+  std::unique_ptr<BlockBuilder> builder_;
+  std::unique_ptr<EventOutput> output_;
+  Fanout fanout_;  // to the RUs; position 0 is the EVM
+  std::vector<OutputBatch> batches_;
+  std::vector<AckInfo> acks_;              // by batch
+  std::vector<OutputBatch*> free_;         // batches not in use
+  std::vector<OutputBatch*> unsubmitted_;  // built, refused by a full output queue
+  std::vector<OutputBatch*> unacked_;      // done, waiting for room to send the ack
+  std::vector<std::string> ru_lost_why_;   // by RU position; empty while alive
+  std::vector<transport::AppIndex> gone_;  // scratch, reserved
+  std::array<transport::Completion, detail::kPollBatch> completions_{};
+  std::uint32_t requested_ = 0;  // blocks asked for whose first part has not arrived
+  std::uint32_t in_output_ = 0;  // blocks built and not yet acknowledged
+  std::uint64_t heartbeat_seq_ = 0;
+  std::int64_t next_heartbeat_ns_ = 0;
+  std::int64_t next_output_check_ns_ = 0;
+  bool warned_corrupt_ = false;
+  struct Totals {
+    std::uint64_t built = 0, incomplete = 0, corrupted = 0, bytes = 0, blocks = 0, requests = 0,
+                  messages_in = 0, bytes_in = 0, late = 0, duplicate = 0, written = 0;
+  } totals_, published_;
+  runtime::Counter* events_built_ = nullptr;
+  runtime::Counter* events_incomplete_ = nullptr;
+  runtime::Counter* events_corrupted_ = nullptr;
+  runtime::Counter* events_written_ = nullptr;
+  runtime::Counter* bytes_built_ = nullptr;
+  runtime::Counter* blocks_built_ = nullptr;
+  runtime::Counter* requests_sent_ = nullptr;
+  runtime::Counter* messages_in_ = nullptr;
+  runtime::Counter* bytes_in_ = nullptr;
+  runtime::Counter* parts_late_ = nullptr;
+  runtime::Counter* parts_duplicate_ = nullptr;
+  runtime::Gauge* blocks_open_ = nullptr;
+
+  // Shared with other threads.
+  std::atomic<bool> enabled_{false};
+  std::atomic<bool> halting_{false};
+  std::atomic<bool> failed_{false};
+  std::atomic<bool> drained_{false};
+  std::atomic<std::uint64_t> built_{0};
+  std::atomic<std::uint64_t> incomplete_{0};
+  std::atomic<std::uint64_t> corrupted_{0};
+  std::atomic<std::uint64_t> written_{0};
+  std::atomic<std::uint64_t> bytes_{0};
+  std::atomic<std::int64_t> first_build_ns_{0};
+  std::atomic<std::int64_t> last_build_ns_{0};
+};
+
+[[nodiscard]] runtime::AppType bu_type();
+
+}  // namespace daqflow::apps::evb

@@ -1,0 +1,349 @@
+#include "daqflow/apps/evb/emulator.hpp"
+
+#include <algorithm>
+#include <bit>
+#include <cmath>
+#include <cstring>
+#include <nlohmann/json.hpp>
+#include <numbers>
+#include <unordered_map>
+
+#include "daqflow/wire/endian.hpp"
+#include "daqflow/wire/fed.hpp"
+#include "daqflow/wire/fed_crc.hpp"
+#include "sources.hpp"
+
+namespace daqflow::apps::evb {
+
+namespace {
+
+constexpr std::uint64_t kGolden = 0x9e3779b97f4a7c15;
+constexpr std::uint32_t kLhcBunches = 3564;  // BX ids of an LHC orbit
+constexpr std::uint8_t kPhysicsEventType = 1;
+
+std::uint64_t splitmix64(std::uint64_t& state) {
+  std::uint64_t z = (state += kGolden);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111eb;
+  return z ^ (z >> 31);
+}
+
+// xoshiro256** (Blackman and Vigna): small, fast, and the same sequence on every platform.
+class Xoshiro {
+ public:
+  explicit Xoshiro(std::uint64_t seed) {
+    for (auto& w : s_) w = splitmix64(seed);
+  }
+  std::uint64_t next() {
+    const std::uint64_t result = std::rotl(s_[1] * 5, 7) * 9;
+    const std::uint64_t t = s_[1] << 17;
+    s_[2] ^= s_[0];
+    s_[3] ^= s_[1];
+    s_[1] ^= s_[2];
+    s_[0] ^= s_[3];
+    s_[2] ^= t;
+    s_[3] = std::rotl(s_[3], 45);
+    return result;
+  }
+  // Uniform in (0, 1]: never 0, so that log() below is finite.
+  double uniform() { return (static_cast<double>(next() >> 11) + 1.0) * 0x1.0p-53; }
+
+ private:
+  std::array<std::uint64_t, 4> s_{};
+};
+
+double draw(const FragmentSizeSpec& spec, Xoshiro& rng) {
+  switch (spec.dist) {
+    case SizeDistribution::fixed:
+      return spec.mean;
+    case SizeDistribution::uniform: {
+      const double half = spec.sd * std::numbers::sqrt3;
+      return spec.mean - half + 2 * half * rng.uniform();
+    }
+    case SizeDistribution::lognormal: {
+      const double var = std::log1p((spec.sd * spec.sd) / (spec.mean * spec.mean));
+      const double mu = std::log(spec.mean) - var / 2;
+      // Box-Muller; one of the pair is enough here.
+      const double z =
+          std::sqrt(-2 * std::log(rng.uniform())) * std::cos(2 * std::numbers::pi * rng.uniform());
+      return std::exp(mu + std::sqrt(var) * z);
+    }
+  }
+  return spec.mean;
+}
+
+std::uint32_t round_to_words(double bytes, std::uint32_t lo, std::uint32_t hi) {
+  const double clamped = std::clamp(bytes, static_cast<double>(lo), static_cast<double>(hi));
+  const auto rounded = static_cast<std::uint32_t>(std::llround(clamped / 8.0)) * 8u;
+  return std::clamp(rounded, lo, hi);
+}
+
+using Matrix = std::array<std::uint16_t, 16>;
+
+// Branch-free: a data-dependent branch per bit would mispredict half the time.
+std::uint16_t apply(const Matrix& m, std::uint16_t v) {
+  unsigned out = 0;
+  for (unsigned i = 0; i < 16; ++i) out ^= m[i] & (0u - ((v >> i) & 1u));
+  return static_cast<std::uint16_t>(out);
+}
+
+// a after b.
+Matrix compose(const Matrix& a, const Matrix& b) {
+  Matrix c{};
+  for (std::size_t i = 0; i < 16; ++i) c[i] = apply(a, b[i]);
+  return c;
+}
+
+// The map that carries a CRC register through `words` 64-bit words of zeros: the part of the
+// final CRC that depends on the register's value before those words.
+class ShiftPowers {
+ public:
+  ShiftPowers() {
+    for (std::size_t i = 0; i < 16; ++i) {
+      powers_[0][i] = wire::fed_crc16_word(0, static_cast<std::uint16_t>(1u << i));
+    }
+    for (std::size_t k = 1; k < powers_.size(); ++k)
+      powers_[k] = compose(powers_[k - 1], powers_[k - 1]);
+  }
+  [[nodiscard]] Matrix shift(std::uint32_t words) const {
+    Matrix m{};
+    for (std::size_t i = 0; i < 16; ++i) m[i] = static_cast<std::uint16_t>(1u << i);
+    for (std::size_t k = 0; words != 0; ++k, words >>= 1) {
+      if ((words & 1u) != 0) m = compose(powers_[k], m);
+    }
+    return m;
+  }
+
+ private:
+  std::array<Matrix, 32> powers_{};
+};
+
+Result<double> number_of(const nlohmann::json& obj, const char* key, const char* where) {
+  const auto it = obj.find(key);
+  if (it == obj.end() || !it->is_number()) {
+    return Error(std::string("parameter '") + where + "." + key + "': expected a number");
+  }
+  return it->get<double>();
+}
+
+}  // namespace
+
+Result<EmulatorSettings> parse_emulator_settings(const nlohmann::json& p, std::uint32_t position) {
+  EmulatorSettings s;
+  auto error = [](const std::string& key, const std::string& what) {
+    return Error("parameter '" + key + "': " + what);
+  };
+  const auto feds = p.find("feds");
+  if (feds == p.end() || !feds->is_number_integer()) return error("feds", "expected an integer");
+  const auto nfeds = feds->get<std::int64_t>();
+  if (nfeds < 1 || nfeds > kMaxFedsPerRu) {
+    return error("feds", std::to_string(nfeds) + " is outside 1.." + std::to_string(kMaxFedsPerRu));
+  }
+  s.feds = static_cast<std::uint32_t>(nfeds);
+
+  std::int64_t first = std::int64_t{100} * position;
+  if (const auto it = p.find("first_fed_id"); it != p.end() && !it->is_null()) {
+    if (!it->is_number_integer()) return error("first_fed_id", "expected an integer");
+    first = it->get<std::int64_t>();
+  }
+  if (first < 0 || first + nfeds - 1 > wire::kFedMaxSourceId) {
+    return error("first_fed_id",
+                 "FED ids " + std::to_string(first) + ".." + std::to_string(first + nfeds - 1) +
+                     " do not fit the 12-bit source id (0..4095); set first_fed_id explicitly");
+  }
+  s.first_fed_id = static_cast<std::uint16_t>(first);
+
+  if (const auto it = p.find("seed"); it != p.end() && it->is_number_integer()) {
+    s.seed = static_cast<std::uint64_t>(it->get<std::int64_t>());
+  }
+  if (const auto it = p.find("payload"); it != p.end() && it->is_string()) {
+    const auto& kind = it->get_ref<const std::string&>();
+    if (kind == "pattern") {
+      s.payload = PayloadKind::per_event_pattern;
+    } else if (kind != "template") {
+      return error("payload", "'" + kind + "' is not one of: template, pattern");
+    }
+  }
+
+  const auto fs = p.find("fragment_size");
+  if (fs == p.end() || !fs->is_object()) return error("fragment_size", "expected a mapping");
+  const auto dist = fs->find("dist");
+  const std::string d = dist != fs->end() && dist->is_string() ? dist->get<std::string>() : "";
+  if (d == "fixed") {
+    s.size.dist = SizeDistribution::fixed;
+  } else if (d == "uniform") {
+    s.size.dist = SizeDistribution::uniform;
+  } else if (d == "lognormal") {
+    s.size.dist = SizeDistribution::lognormal;
+  } else {
+    return error("fragment_size.dist", "'" + d + "' is not one of: fixed, uniform, lognormal");
+  }
+  auto mean = number_of(*fs, "mean", "fragment_size");
+  if (!mean) return mean.error();
+  auto sd = number_of(*fs, "sd", "fragment_size");
+  if (!sd) return sd.error();
+  auto lo = number_of(*fs, "min", "fragment_size");
+  if (!lo) return lo.error();
+  auto hi = number_of(*fs, "max", "fragment_size");
+  if (!hi) return hi.error();
+  if (*mean <= 0) return error("fragment_size.mean", "must be above 0");
+  if (*sd < 0) return error("fragment_size.sd", "must be 0 or more");
+  if (*lo < static_cast<double>(wire::kFedMinFragmentSize)) {
+    return error("fragment_size.min", "must be at least 16 (a header and a trailer)");
+  }
+  if (*hi > kMaxEmulatedFragmentSize) {
+    return error("fragment_size.max",
+                 "must be at most " + std::to_string(kMaxEmulatedFragmentSize));
+  }
+  // Sizes are whole words: min rounds up, max down.
+  const auto min8 = static_cast<std::uint32_t>((static_cast<std::uint64_t>(*lo) + 7) / 8 * 8);
+  const auto max8 = static_cast<std::uint32_t>(static_cast<std::uint64_t>(*hi) / 8 * 8);
+  if (max8 < min8) {
+    return error("fragment_size", "max (" + std::to_string(max8) + ") is below min (" +
+                                      std::to_string(min8) + ") after rounding to 8 bytes");
+  }
+  s.size.mean = *mean;
+  s.size.sd = *sd;
+  s.size.min = min8;
+  s.size.max = max8;
+  return s;
+}
+
+FedEmulator::FedEmulator(const EmulatorSettings& s) : settings_(s) {}
+
+Result<std::unique_ptr<FedEmulator>> FedEmulator::create(const EmulatorSettings& s) {
+  if (s.feds == 0 || s.feds > kMaxFedsPerRu)
+    return Error("feds must be 1.." + std::to_string(kMaxFedsPerRu));
+  if (s.period == 0 || !std::has_single_bit(s.period))
+    return Error("the size period must be a power of two");
+  if (s.size.min < wire::kFedMinFragmentSize || s.size.max < s.size.min || s.size.min % 8 != 0 ||
+      s.size.max % 8 != 0 || s.size.max > kMaxEmulatedFragmentSize) {
+    return Error("fragment sizes must be multiples of 8 with 16 <= min <= max <= " +
+                 std::to_string(kMaxEmulatedFragmentSize));
+  }
+  if (std::uint32_t{s.first_fed_id} + s.feds - 1 > wire::kFedMaxSourceId) {
+    return Error("FED ids beyond 4095");
+  }
+  std::unique_ptr<FedEmulator> e(new FedEmulator(s));
+  if (auto r = e->build(); !r) return r.error();
+  return e;
+}
+
+Result<void> FedEmulator::build() {
+  const std::uint32_t period = settings_.period;
+  mask_ = period - 1;
+  super_sizes_.assign(period, 0);
+  feds_.resize(settings_.feds);
+  const ShiftPowers powers;
+  std::unordered_map<std::uint32_t, std::uint32_t> matrix_of;  // tail words -> index
+  std::vector<std::uint16_t> prefix;
+
+  for (std::uint32_t f = 0; f < settings_.feds; ++f) {
+    Fed& fed = feds_[f];
+    fed.id = static_cast<std::uint16_t>(settings_.first_fed_id + f);
+    Xoshiro rng(settings_.seed ^ (std::uint64_t{fed.id} * kGolden + 0x5eed));
+    std::vector<std::uint32_t> sizes(period);
+    std::uint32_t longest = 0;
+    for (std::uint32_t i = 0; i < period; ++i) {
+      sizes[i] = round_to_words(draw(settings_.size, rng), settings_.size.min, settings_.size.max);
+      longest = std::max(longest, sizes[i]);
+      super_sizes_[i] += sizes[i];
+    }
+
+    // The template and the CRC of each of its prefixes, from register state 0.
+    const std::size_t payload_words = longest / 8 - 2;
+    fed.payload.resize(payload_words);
+    prefix.assign(payload_words + 1, 0);
+    for (std::size_t w = 0; w < payload_words; ++w) {
+      fed.payload[w] = wire::fed_payload_word(settings_.seed, fed.id, 0, w);
+      prefix[w + 1] = wire::fed_crc16_word(fed.payload[w], prefix[w]);
+    }
+
+    fed.entries.resize(period);
+    for (std::uint32_t i = 0; i < period; ++i) {
+      Entry& e = fed.entries[i];
+      e.words = sizes[i] / 8;
+      wire::FedTrailerFields t;
+      t.length_words = e.words;
+      std::array<std::byte, 8> raw{};
+      if (wire::encode_trailer(t, raw) != wire::FedStatus::ok)
+        return Error("cannot encode a trailer");
+      e.tail_crc = wire::fed_crc16_word(wire::load_le64(raw.data()), prefix[e.words - 2]);
+      const std::uint32_t tail_words = e.words - 1;  // payload and trailer, after the header
+      auto [it, added] =
+          matrix_of.try_emplace(tail_words, static_cast<std::uint32_t>(matrices_.size()));
+      if (added) matrices_.push_back(powers.shift(tail_words));
+      e.matrix = it->second;
+    }
+  }
+  max_super_ = *std::max_element(super_sizes_.begin(), super_sizes_.end());
+  return ok();
+}
+
+std::uint32_t FedEmulator::fragment_size(std::size_t fed, std::uint64_t event) const {
+  return feds_[fed].entries[event & mask_].words * 8;
+}
+
+void FedEmulator::write_fast(const Fed& fed, const Entry& e, std::uint64_t event,
+                             std::byte* out) const {
+  wire::FedHeaderFields h;
+  h.event_type = kPhysicsEventType;
+  h.l1_id = wire::fed_l1_id(event);
+  h.bx_id = static_cast<std::uint16_t>(event % kLhcBunches);
+  h.source_id = fed.id;
+  // Fields were checked at construction; encode_header cannot refuse them.
+  (void)wire::encode_header(h, std::span<std::byte, 8>(out, 8));
+  const std::uint16_t header_crc = wire::fed_crc16_word(wire::load_le64(out), wire::kFedCrcInit);
+  const std::size_t payload_bytes = (std::size_t{e.words} - 2) * 8;
+  std::memcpy(out + 8, fed.payload.data(), payload_bytes);
+  const auto crc = static_cast<std::uint16_t>(apply(matrices_[e.matrix], header_crc) ^ e.tail_crc);
+  wire::FedTrailerFields t;
+  t.length_words = e.words;
+  t.crc = crc;
+  (void)wire::encode_trailer(t, std::span<std::byte, 8>(out + 8 + payload_bytes, 8));
+}
+
+Produced FedEmulator::produce(std::uint64_t event, std::span<std::byte> out) {
+  const std::size_t slot = event & mask_;
+  const std::uint32_t total = super_sizes_[slot];
+  if (out.size() < total) return {Produced::Status::no_room, 0, 0};
+  std::byte* p = out.data();
+  for (const Fed& fed : feds_) {
+    const Entry& e = fed.entries[slot];
+    const std::size_t bytes = std::size_t{e.words} * 8;
+    if (settings_.payload == PayloadKind::fixed_template) {
+      write_fast(fed, e, event, p);
+    } else {
+      wire::FedHeaderFields h;
+      h.event_type = kPhysicsEventType;
+      h.l1_id = wire::fed_l1_id(event);
+      h.bx_id = static_cast<std::uint16_t>(event % kLhcBunches);
+      h.source_id = fed.id;
+      (void)wire::write_fragment(std::span<std::byte>(p, bytes), h, settings_.seed);
+    }
+    p += bytes;
+  }
+  // One writer: plain load and store, no locked read-modify-write per event.
+  events_.store(events_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+  bytes_.store(bytes_.load(std::memory_order_relaxed) + total, std::memory_order_relaxed);
+  return {Produced::Status::ready, total, 0};
+}
+
+FragmentSourceStats FedEmulator::stats() const {
+  FragmentSourceStats s;
+  s.events = events_.load(std::memory_order_relaxed);
+  s.fragments = s.events * feds_.size();
+  s.bytes = bytes_.load(std::memory_order_relaxed);
+  return s;
+}
+
+Result<std::unique_ptr<FragmentSource>> make_emulator(const nlohmann::json& ru_params,
+                                                      std::uint32_t ru_index) {
+  auto settings = parse_emulator_settings(ru_params, ru_index);
+  if (!settings) return settings.error();
+  auto emulator = FedEmulator::create(*settings);
+  if (!emulator) return emulator.error().context("FED emulator");
+  return std::unique_ptr<FragmentSource>(std::move(*emulator));
+}
+
+}  // namespace daqflow::apps::evb

@@ -1,0 +1,57 @@
+#pragma once
+// What the event-builder applications share at Configure: their parameter specs and the shape
+// of the builder they belong to, read from the cluster configuration (docs/event-builder.md:
+// RUs and BUs learn the builder from the EVM's `rus` and `bus`). Control path only.
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "daqflow/core/result.hpp"
+#include "daqflow/runtime/application.hpp"
+
+namespace daqflow::apps::evb {
+
+// Parameters of every RU, the EVM included: feds, first_fed_id, fragment_size, seed, payload,
+// input, chunk_size, chunks, and the network input's.
+[[nodiscard]] std::vector<runtime::ParamSpec> readout_param_specs();
+[[nodiscard]] std::vector<runtime::ParamSpec> bu_param_specs();
+[[nodiscard]] std::vector<runtime::ParamSpec> evm_param_specs();  // readout ones included
+[[nodiscard]] std::vector<runtime::ParamSpec> ru_param_specs();   // readout ones included
+
+struct Topology {
+  transport::AppIndex evm = 0;
+  std::vector<transport::AppIndex> rus;   // the EVM first, then its `rus`, in order
+  std::vector<std::uint32_t> ru_feds;     // per RU, its `feds`
+  std::vector<transport::AppIndex> bus;   // the EVM's `bus`
+  std::vector<std::uint32_t> bu_windows;  // per BU, its `blocks_in_flight`
+  std::uint32_t max_block_events = 1;     // the largest `events_per_request` of the BUs
+  std::size_t evm_block_capacity = 64;    // the EVM's block table
+  std::size_t ru_block_capacity = 128;    // a RU's retained blocks: room for acks arriving late
+  // Events a RU (or the EVM's trigger) produces ahead of the last assigned one: twice what the
+  // BUs can have assigned at once, so that blocks never wait for data, while what is written
+  // is still in cache when it is read.
+  std::uint64_t lookahead_events = 256;
+  std::vector<std::string> ids;  // every application id, by index (for messages)
+  [[nodiscard]] std::string name(transport::AppIndex index) const;
+  // Position of a RU (0 = the EVM), or -1.
+  [[nodiscard]] int ru_position(transport::AppIndex index) const;
+};
+
+// Resolves the builder of the application being configured (an evm, ru or bu): follows its `evm`
+// parameter (or itself for the EVM) and checks that every listed RU and BU has the right type
+// and names this EVM, and that the application itself is listed. Errors name the configuration
+// file, the application and the parameter.
+[[nodiscard]] Result<Topology> resolve_topology(const runtime::AppContext& ctx);
+
+// The readout part of configuring a RU or the EVM, shared by both: chunk settings read from the
+// parameters (errors name the key).
+struct ReadoutParams {
+  std::size_t chunk_size = 4u << 20;
+  std::size_t chunks = 32;
+  bool network_input = false;
+};
+[[nodiscard]] Result<ReadoutParams> read_readout_params(const nlohmann::json& params);
+
+}  // namespace daqflow::apps::evb

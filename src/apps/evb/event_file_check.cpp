@@ -1,0 +1,223 @@
+// check_event_file(): reads a data file back and verifies it record by record (the checks of
+// `daqflow dump`). Control-path code: it reads with stdio and allocates freely.
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <array>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <nlohmann/json.hpp>
+
+#include "daqflow/apps/evb/event_file.hpp"
+#include "daqflow/wire/crc32c.hpp"
+#include "daqflow/wire/endian.hpp"
+#include "daqflow/wire/evb.hpp"
+#include "daqflow/wire/fed.hpp"
+
+namespace daqflow::apps::evb {
+namespace {
+
+namespace fs = std::filesystem;
+
+struct FileCloser {
+  void operator()(std::FILE* f) const { std::fclose(f); }
+};
+using File = std::unique_ptr<std::FILE, FileCloser>;
+
+bool ends_with(std::string_view s, std::string_view suffix) {
+  return s.size() >= suffix.size() && s.substr(s.size() - suffix.size()) == suffix;
+}
+
+// Reads exactly n bytes; returns how many were read (less at the end of the file).
+std::size_t read_fully(std::FILE* f, std::byte* out, std::size_t n) {
+  return std::fread(out, 1, n, f);
+}
+
+// Compares the sidecar with what the file holds.
+void check_sidecar(FileReport& report, const fs::path& sidecar_path, std::uint64_t first_event,
+                   std::uint64_t last_event) {
+  std::ifstream in(sidecar_path);
+  if (!in) {
+    report.problems.push_back(fmt::format("{}: cannot read", sidecar_path.string()));
+    return;
+  }
+  nlohmann::json json;
+  try {
+    json = nlohmann::json::parse(in);
+  } catch (const nlohmann::json::exception& e) {
+    report.problems.push_back(fmt::format("{}: not JSON: {}", sidecar_path.string(), e.what()));
+    return;
+  }
+  auto sidecar = sidecar_from_json(json);
+  if (!sidecar) {
+    report.problems.push_back(
+        fmt::format("{}: {}", sidecar_path.string(), sidecar.error().message()));
+    return;
+  }
+  const auto mismatch = [&](const char* what, const auto& sidecar_value, const auto& file_value) {
+    report.problems.push_back(fmt::format("{}: {} is {} in the sidecar but {} in the data file",
+                                          report.path, what, sidecar_value, file_value));
+  };
+  const std::string name = fs::path(report.path).filename().string();
+  if (sidecar->file != name) mismatch("file name", sidecar->file, name);
+  if (sidecar->run != report.run_number) mismatch("run number", sidecar->run, report.run_number);
+  if (sidecar->bu != report.bu_id) mismatch("BU id", sidecar->bu, report.bu_id);
+  if (sidecar->events != report.events) mismatch("event count", sidecar->events, report.events);
+  if (sidecar->bytes != report.bytes) mismatch("size in bytes", sidecar->bytes, report.bytes);
+  if (sidecar->checksum != report.checksum) {
+    mismatch("CRC32C checksum", fmt::format("{:08x}", sidecar->checksum),
+             fmt::format("{:08x}", report.checksum));
+  }
+  if (report.events > 0 && sidecar->first_event != first_event) {
+    mismatch("first event", sidecar->first_event, first_event);
+  }
+  if (report.events > 0 && sidecar->last_event != last_event) {
+    mismatch("last event", sidecar->last_event, last_event);
+  }
+}
+
+// Walks an event's fragments from the back; fills summary.feds or summary.problem.
+void check_fragments(std::span<const std::byte> data, EventSummary& summary,
+                     std::vector<wire::FedFragmentInfo>& infos) {
+  infos.resize(std::max<std::size_t>(infos.size(), data.size() / wire::kFedMinFragmentSize + 1));
+  wire::FedCheck check;
+  check.event = summary.record.event;
+  wire::FedWalk walk = wire::walk_super_fragment(data, infos, check);
+  if (walk.status != wire::FedStatus::ok) {
+    wire::FedHeaderFields header;
+    const bool named =
+        walk.error_offset < data.size() &&
+        wire::decode_header(data.subspan(walk.error_offset), header) == wire::FedStatus::ok;
+    summary.problem =
+        fmt::format("{} at byte {} of the event: {}",
+                    named ? fmt::format("FED {}", header.source_id) : std::string("FED fragment"),
+                    walk.error_offset, wire::to_string(walk.status));
+    // The FEDs are still listed when only their contents are wrong (a bad CRC, say).
+    wire::FedCheck structure_only;
+    structure_only.verify_crc = false;
+    structure_only.allow_reserved_bits = true;
+    structure_only.allow_receiver_errors = true;
+    walk = wire::walk_super_fragment(data, infos, structure_only);
+    if (walk.status != wire::FedStatus::ok) return;
+  }
+  summary.feds.reserve(walk.count);
+  for (std::size_t i = 0; i < walk.count; ++i) summary.feds.push_back(infos[i].source_id);
+}
+
+}  // namespace
+
+FileReport check_event_file(const std::string& path,
+                            const std::function<void(const EventSummary&)>& on_event) {
+  FileReport report;
+  report.path = path;
+  fs::path sidecar_path;
+  if (ends_with(path, kDataSuffix)) {
+    sidecar_path = fs::path(path).replace_extension(std::string(kSidecarSuffix));
+    std::error_code ec;
+    report.complete = fs::exists(sidecar_path, ec);
+  }
+
+  File file(std::fopen(path.c_str(), "rb"));
+  if (!file) {
+    report.problems.push_back(fmt::format("{}: cannot open: {}", path, std::strerror(errno)));
+    return report;
+  }
+
+  std::error_code size_error;
+  const auto file_size = static_cast<long>(fs::file_size(path, size_error));
+  std::vector<std::byte> buffer(kMaxFileHeaderSize);
+  const std::size_t got = read_fully(file.get(), buffer.data(), kFileHeaderFixedSize);
+  FileHeader header;
+  std::size_t header_size = 0;
+  FileFormatStatus status = FileFormatStatus::too_short;
+  if (got == kFileHeaderFixedSize) {
+    // The fixed part says how long the whole header is; read the rest before decoding.
+    const std::size_t declared = std::min<std::size_t>(
+        kMaxFileHeaderSize,
+        std::max<std::size_t>(kFileHeaderFixedSize, wire::load_le32(buffer.data() + 8)));
+    const std::size_t rest = read_fully(file.get(), buffer.data() + got, declared - got);
+    status = decode_file_header(std::span(buffer.data(), got + rest), header, header_size);
+  }
+  if (status != FileFormatStatus::ok) {
+    report.problems.push_back(fmt::format("{}: file header: {}", path, to_string(status)));
+    return report;
+  }
+  report.run_number = header.run_number;
+  report.sequence = header.sequence;
+  report.bu_id = std::string(header.bu_id);
+  report.bytes = header_size;
+  report.checksum = wire::crc32c(std::span(buffer.data(), header_size));
+
+  std::vector<wire::FedFragmentInfo> infos;
+  std::uint64_t first_event = 0;
+  std::uint64_t last_event = 0;
+  std::array<std::byte, kRecordHeaderSize> record_bytes{};
+  for (;;) {
+    const std::size_t n = read_fully(file.get(), record_bytes.data(), record_bytes.size());
+    if (n == 0) break;
+    const std::uint64_t offset = report.bytes;
+    EventSummary summary;
+    // A file without its sidecar may still be being written: its end can be anywhere.
+    if (n < record_bytes.size() && !report.complete) {
+      report.truncated = true;
+      break;
+    }
+    if (n < record_bytes.size() ||
+        decode_record_header(record_bytes, summary.record) != FileFormatStatus::ok) {
+      report.problems.push_back(fmt::format(
+          "{}: byte {}: {}", path, offset,
+          n < record_bytes.size() ? "truncated record header" : "bad record magic number"));
+      break;
+    }
+    const RecordHeader& record = summary.record;
+    // Bounded by what is left of the file, so that a damaged size cannot ask for terabytes.
+    const auto left =
+        static_cast<std::uint64_t>(std::max<long>(0, file_size - std::ftell(file.get())));
+    buffer.resize(std::min(record.size, left));
+    const std::size_t data = read_fully(file.get(), buffer.data(), buffer.size());
+    if (data < record.size) {
+      if (!report.complete) {
+        report.truncated = true;
+        break;
+      }
+      report.problems.push_back(fmt::format("{}: event {}: truncated ({} of {} bytes)", path,
+                                            record.event, data, record.size));
+      break;
+    }
+    const std::span<const std::byte> payload(buffer.data(), record.size);
+    const std::uint32_t crc = wire::crc32c(payload);
+    report.checksum = crc32c_combine(wire::crc32c(record_bytes, report.checksum), crc, record.size);
+    report.bytes += kRecordHeaderSize + record.size;
+    if (report.events == 0) first_event = record.event;
+    last_event = record.event;
+    ++report.events;
+
+    const bool corrupted = (record.flags & wire::kEventCorrupted) != 0;
+    if (corrupted) ++report.corrupted_events;
+    if (crc != record.crc32c) {
+      summary.problem =
+          fmt::format("CRC32C mismatch (record {:08x}, computed {:08x})", record.crc32c, crc);
+      report.problems.push_back(
+          fmt::format("{}: event {}: {}", path, record.event, summary.problem));
+    } else {
+      check_fragments(payload, summary, infos);
+      if (!summary.problem.empty() && !corrupted) {
+        report.problems.push_back(
+            fmt::format("{}: event {}: {}", path, record.event, summary.problem));
+      }
+    }
+    if (on_event) on_event(summary);
+  }
+  if (std::ferror(file.get()) != 0) {
+    report.problems.push_back(fmt::format("{}: read error: {}", path, std::strerror(errno)));
+  }
+  if (report.complete) check_sidecar(report, sidecar_path, first_event, last_event);
+  return report;
+}
+
+}  // namespace daqflow::apps::evb

@@ -1,0 +1,209 @@
+#include "daqflow/apps/evb/event_manager.hpp"
+
+#include <algorithm>
+#include <bit>
+#include <numeric>
+
+namespace daqflow::apps::evb {
+
+EventManager::EventManager(EventManagerSettings settings) : settings_(std::move(settings)) {}
+
+Result<EventManager> EventManager::create(EventManagerSettings settings) {
+  if (settings.bus.empty()) return Error("no BU to build events");
+  if (settings.windows.size() != settings.bus.size()) return Error("one window per BU is needed");
+  if (settings.max_block_events == 0 || settings.max_block_events > wire::kMaxEventsPerBlock) {
+    return Error("events per block must be 1.." + std::to_string(wire::kMaxEventsPerBlock));
+  }
+  const std::uint64_t windows =
+      std::accumulate(settings.windows.begin(), settings.windows.end(), std::uint64_t{0});
+  if (!std::has_single_bit(settings.block_capacity) || settings.block_capacity <= windows) {
+    return Error("the block table (" + std::to_string(settings.block_capacity) +
+                 ") must be a power of two above the BUs' windows (" + std::to_string(windows) +
+                 ")");
+  }
+  EventManager m(std::move(settings));
+  const auto& s = m.settings_;
+  transport::AppIndex top = 0;
+  for (const auto bu : s.bus) top = std::max(top, bu);
+  m.position_.assign(std::size_t{top} + 1, -1);
+  for (std::size_t i = 0; i < s.bus.size(); ++i) {
+    if (m.position_[s.bus[i]] >= 0) return Error("a BU is listed twice");
+    m.position_[s.bus[i]] = static_cast<int>(i);
+    Bu b;
+    b.index = s.bus[i];
+    b.window = std::max<std::uint32_t>(s.windows[i], 1);
+    b.events_per_block = s.max_block_events;
+    m.bus_.push_back(b);
+  }
+  m.alive_ = m.bus_.size();
+  m.queue_.resize(std::bit_ceil(std::max<std::uint64_t>(windows, 2)));
+  m.blocks_.resize(s.block_capacity);
+  m.mask_ = s.block_capacity - 1;
+  return m;
+}
+
+int EventManager::position_of(transport::AppIndex bu) const {
+  return bu < position_.size() ? position_[bu] : -1;
+}
+
+void EventManager::start_watch(std::int64_t now_ns) {
+  watching_ = true;
+  for (auto& b : bus_) b.last_heard_ns = now_ns;
+}
+
+void EventManager::heard_from(transport::AppIndex bu, std::int64_t now_ns) {
+  const int p = position_of(bu);
+  if (p >= 0) bus_[static_cast<std::size_t>(p)].last_heard_ns = now_ns;
+}
+
+void EventManager::request(transport::AppIndex from, const wire::EventRequest& r,
+                           std::int64_t now_ns) {
+  const int p = position_of(from);
+  if (p < 0) {
+    requests_ignored_ += r.blocks;
+    return;
+  }
+  Bu& b = bus_[static_cast<std::size_t>(p)];
+  b.last_heard_ns = now_ns;
+  if (!b.alive) {
+    requests_ignored_ += r.blocks;
+    return;
+  }
+  if (r.events_per_block > 0) {
+    b.events_per_block = std::min(r.events_per_block, settings_.max_block_events);
+  }
+  const std::uint32_t room = b.window - std::min(b.window, b.wanted + b.open);
+  const std::uint32_t take = std::min(room, r.blocks);
+  requests_ignored_ += r.blocks - take;
+  for (std::uint32_t i = 0; i < take; ++i) {
+    queue_[(queue_head_ + queue_size_) % queue_.size()] = static_cast<std::uint32_t>(p);
+    ++queue_size_;
+  }
+  b.wanted += take;
+}
+
+void EventManager::give(Block& blk, std::uint32_t position, wire::Assign& out) {
+  Bu& bu = bus_[position];
+  blk.bu = position;
+  ++bu.open;
+  --bu.wanted;
+  queue_head_ = (queue_head_ + 1) % queue_.size();
+  --queue_size_;
+  out.block_id = blk.id;
+  out.first_event = blk.first;
+  out.event_count = blk.count;
+  out.bu = bu.index;
+  out.generation = blk.generation;
+}
+
+bool EventManager::next_assign(wire::Assign& out, bool flush) {
+  while (queue_size_ > 0) {
+    const std::uint32_t p = queue_[queue_head_];
+    Bu& bu = bus_[p];
+    if (!bu.alive) {
+      --bu.wanted;
+      queue_head_ = (queue_head_ + 1) % queue_.size();
+      --queue_size_;
+      continue;
+    }
+    // Orphans first: their events are the oldest in flight.
+    if (orphan_count_ > 0) {
+      for (std::uint64_t id = oldest_; id < next_id_; ++id) {
+        Block& b = blocks_[id & mask_];
+        if (!b.open || !b.orphan) continue;
+        b.orphan = false;
+        --orphan_count_;
+        ++b.generation;
+        reassigned_ += b.count;
+        give(b, p, out);
+        return true;
+      }
+    }
+    const std::uint64_t available = triggered_ - next_event_;
+    std::uint64_t count = bu.events_per_block;
+    if (available < count) {
+      if (!flush || available == 0) return false;
+      count = available;
+    }
+    if (next_id_ - oldest_ >= blocks_.size()) return false;  // the table is full: wait for acks
+    Block& b = blocks_[next_id_ & mask_];
+    b = Block{};
+    b.id = next_id_++;
+    b.first = next_event_;
+    b.count = static_cast<std::uint32_t>(count);
+    b.open = true;
+    next_event_ += count;
+    open_events_ += count;
+    ++open_blocks_;
+    ++blocks_assigned_;
+    give(b, p, out);
+    return true;
+  }
+  return false;
+}
+
+AckOutcome EventManager::ack(transport::AppIndex from, const wire::BlockAck& a,
+                             std::int64_t now_ns) {
+  heard_from(from, now_ns);
+  Block& b = blocks_[a.block_id & mask_];
+  if (!b.open || b.id != a.block_id || a.generation > b.generation) {
+    ++stale_acks_;
+    return AckOutcome::stale;
+  }
+  if (std::uint64_t{a.built} + a.incomplete != b.count) return AckOutcome::invalid;
+  built_ += a.built;
+  incomplete_ += a.incomplete;
+  bytes_built_ += a.bytes;
+  open_events_ -= b.count;
+  --open_blocks_;
+  Bu& owner = bus_[b.bu];
+  if (owner.open > 0) --owner.open;
+  if (b.orphan) --orphan_count_;  // its lost BU finished it after all
+  b.open = false;
+  b.orphan = false;
+  while (oldest_ < next_id_ && !blocks_[oldest_ & mask_].open) ++oldest_;
+  return AckOutcome::closed;
+}
+
+bool EventManager::lose(transport::AppIndex bu) {
+  const int p = position_of(bu);
+  if (p < 0) return false;
+  Bu& b = bus_[static_cast<std::size_t>(p)];
+  if (!b.alive) return false;
+  b.alive = false;
+  --alive_;
+  lost_.push_back(bu);
+  for (std::uint64_t id = oldest_; id < next_id_; ++id) {
+    Block& blk = blocks_[id & mask_];
+    if (!blk.open || blk.orphan || blk.bu != static_cast<std::uint32_t>(p)) continue;
+    blk.orphan = true;
+    ++orphan_count_;
+  }
+  return true;
+}
+
+void EventManager::check_heartbeats(std::int64_t now_ns,
+                                    std::vector<transport::AppIndex>& lost_now) {
+  if (!watching_) return;
+  for (auto& b : bus_) {
+    if (b.alive && now_ns - b.last_heard_ns > settings_.heartbeat_timeout_ns && lose(b.index)) {
+      lost_now.push_back(b.index);
+    }
+  }
+}
+
+std::string EventManager::check_invariant() const {
+  if (next_event_ > triggered_) {
+    return "events assigned (" + std::to_string(next_event_) + ") exceed events triggered (" +
+           std::to_string(triggered_) + ")";
+  }
+  if (built_ + incomplete_ + open_events_ != next_event_) {
+    return "events_triggered (" + std::to_string(triggered_) + ") != events_built (" +
+           std::to_string(built_) + ") + events_incomplete (" + std::to_string(incomplete_) +
+           ") + events_in_flight (" + std::to_string(open_events_) + " in open blocks + " +
+           std::to_string(triggered_ - next_event_) + " not yet assigned)";
+  }
+  return {};
+}
+
+}  // namespace daqflow::apps::evb

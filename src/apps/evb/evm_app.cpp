@@ -1,0 +1,421 @@
+#include "evm_app.hpp"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "daqflow/wire/evb.hpp"
+
+namespace daqflow::apps::evb {
+
+using transport::AppIndex;
+using transport::Completion;
+
+namespace {
+
+// Heartbeats are checked this often (at most), and at least 4 times per timeout.
+constexpr std::int64_t kCheckPeriodNs = 10'000'000;
+// The token bucket holds at most this much time's worth of triggers.
+constexpr double kBurstSeconds = 0.01;
+constexpr std::int64_t kSampleIntervalNs = 200'000'000;
+
+double number(const nlohmann::json& j, const char* key) {
+  const auto it = j.find(key);
+  return it != j.end() && it->is_number() ? it->get<double>() : 0.0;
+}
+
+}  // namespace
+
+EventManagerApp::~EventManagerApp() {
+  for (auto& c : completions_) c.message.clear();
+}
+
+Result<void> EventManagerApp::configure(runtime::AppContext& ctx) {
+  release();
+  id_ = ctx.self().id;
+  clock_ = &ctx.clock();
+  auto topology = resolve_topology(ctx);
+  if (!topology) return topology.error();
+  topology_ = std::move(*topology);
+  const auto& p = ctx.params();
+  rate_hz_ = number(p, "trigger_rate_hz");
+  heartbeat_timeout_ns_ = static_cast<std::int64_t>(number(p, "heartbeat_timeout_ms")) * 1'000'000;
+  if (heartbeat_timeout_ns_ <= 0) heartbeat_timeout_ns_ = 2'000'000'000;
+
+  EventManagerSettings s;
+  s.bus = topology_.bus;
+  s.windows = topology_.bu_windows;
+  s.heartbeat_timeout_ns = heartbeat_timeout_ns_;
+  s.block_capacity = topology_.evm_block_capacity;
+  s.max_block_events = topology_.max_block_events;
+  auto evm = EventManager::create(std::move(s));
+  if (!evm) return evm.error().context("application '" + id_ + "'");
+  evm_ = std::make_unique<EventManager>(std::move(*evm));
+
+  auto endpoint = ctx.endpoint(nullptr);
+  if (!endpoint) return endpoint.error().context("application '" + id_ + "': endpoint");
+  endpoint_ = *endpoint;
+  if (auto r = role_.configure(ctx, topology_, 0, endpoint_); !r) return r;
+
+  // Every RU but this one receives the assigns; capacity: one per block of the table, twice.
+  const std::vector<AppIndex> others(topology_.rus.begin() + 1, topology_.rus.end());
+  if (auto r = assigns_.configure(id_ + ".assigns", others, 2 * topology_.evm_block_capacity); !r) {
+    return r.error().context("application '" + id_ + "'");
+  }
+  for (const auto peer : others) {
+    if (auto r = endpoint_->connect(peer); !r) {
+      return r.error().context("application '" + id_ + "': connecting to RU '" +
+                               topology_.name(peer) + "'");
+    }
+  }
+  for (const auto peer : topology_.bus) {
+    if (auto r = endpoint_->connect(peer); !r) {
+      return r.error().context("application '" + id_ + "': connecting to BU '" +
+                               topology_.name(peer) + "'");
+    }
+  }
+  gone_.clear();
+  gone_.reserve(topology_.ids.size());
+
+  runtime::MetricsRegistry& m = ctx.metrics();
+  events_triggered_ =
+      &m.counter("events_triggered", "events triggered (written by the EVM's FEDs)");
+  events_assigned_ = &m.counter("events_assigned", "events assigned to BUs");
+  events_built_ = &m.counter("events_built", "events acknowledged built by a BU");
+  events_incomplete_ = &m.counter("events_incomplete", "events built without some RU's data");
+  events_reassigned_ = &m.counter("events_reassigned", "events re-assigned after a BU was lost");
+  blocks_assigned_ = &m.counter("blocks_assigned", "blocks assigned to BUs");
+  bytes_built_ = &m.counter("bytes_built", "bytes of the events built");
+  events_in_flight_ = &m.gauge("events_in_flight", "events triggered, not yet built or incomplete");
+  events_lost_ = &m.gauge("events_lost", "events that can no longer be built (no BU left)");
+  bus_alive_ = &m.gauge("bus_alive", "BUs not lost");
+  bus_alive_->set(static_cast<double>(topology_.bus.size()));
+  published_ = {};
+  sampler_.reset(kSampleIntervalNs);
+
+  watching_ = false;
+  tokens_ = 0;
+  refilled_ns_ = 0;
+  next_check_ns_ = 0;
+  enabled_.store(false);
+  halting_.store(false);
+  failed_.store(false);
+  drained_.store(false);
+  enabled_ns_.store(0);
+  last_built_ns_.store(0);
+  triggered_.store(0);
+  built_.store(0);
+  incomplete_.store(0);
+  reassigned_.store(0);
+  lost_.store(0);
+  bytes_.store(0);
+  throttled_ns_.store(0);
+  const std::lock_guard lock(lost_mutex_);
+  lost_bus_.clear();
+  return ok();
+}
+
+Result<void> EventManagerApp::enable() {
+  if (enabled_ns_.load() == 0) enabled_ns_.store(clock_->now_ns());
+  enabled_.store(true, std::memory_order_release);
+  return ok();
+}
+
+Result<void> EventManagerApp::suspend() {
+  enabled_.store(false, std::memory_order_release);
+  return ok();
+}
+
+Result<void> EventManagerApp::resume() {
+  return enable();
+}
+
+void EventManagerApp::begin_halt() {
+  drained_.store(false, std::memory_order_release);
+  halting_.store(true, std::memory_order_release);
+  enabled_.store(false, std::memory_order_release);
+}
+
+void EventManagerApp::release() {
+  enabled_.store(false);
+  for (auto& c : completions_) c.message.clear();
+  assigns_.clear();
+  role_.release();
+  endpoint_ = nullptr;
+}
+
+void EventManagerApp::fail_once(const std::string& reason) {
+  if (!failed_.exchange(true)) fail("application '" + id_ + "': " + reason);
+}
+
+void EventManagerApp::lose_bu(AppIndex bu, const std::string& why) {
+  const std::size_t orphans_before = evm_->orphans();
+  if (evm_->lose(bu)) on_lost(bu, why, evm_->orphans() - orphans_before);
+}
+
+void EventManagerApp::on_lost(AppIndex bu, const std::string& why, std::size_t orphans) {
+  role_.bu_gone(bu);
+  std::string names;
+  {
+    const std::lock_guard lock(lost_mutex_);
+    lost_bus_.push_back(topology_.name(bu));
+    for (const auto& n : lost_bus_) names += (names.empty() ? "" : ", ") + n;
+  }
+  spdlog::warn("{}: BU '{}' lost ({}); {} of its blocks go to the {} BU(s) left", id_,
+               topology_.name(bu), why, orphans, evm_->bus_alive());
+  if (evm_->bus_alive() == 0) {
+    lost_.store(evm_->lost(), std::memory_order_relaxed);
+    events_lost_->set(static_cast<double>(evm_->lost()));
+    fail_once("no BU left (lost: " + names + "); " + std::to_string(evm_->lost()) +
+              " events in flight cannot be built");
+  }
+}
+
+void EventManagerApp::on_completion(Completion& c, std::int64_t now) {
+  switch (c.kind) {
+    case Completion::Kind::recv: {
+      if (c.message.segment_count == 0) break;
+      const auto payload = c.message.segments[0].bytes();
+      switch (c.message.type) {
+        case wire::MessageType::event_request: {
+          wire::EventRequest r;
+          if (wire::decode(payload, r) == wire::EvbStatus::ok) evm_->request(c.peer, r, now);
+          break;
+        }
+        case wire::MessageType::heartbeat:
+          evm_->heard_from(c.peer, now);
+          break;
+        case wire::MessageType::block_ack: {
+          wire::BlockAck a;
+          if (wire::decode(payload, a) != wire::EvbStatus::ok) break;
+          if (evm_->ack(c.peer, a, now) == AckOutcome::invalid) {
+            fail_once("block_ack from " + topology_.name(c.peer) + " for block " +
+                      std::to_string(a.block_id) + " counts " + std::to_string(a.built) +
+                      " built + " + std::to_string(a.incomplete) +
+                      " incomplete events, not the block's size");
+          }
+          role_.on_ack(a);
+          last_built_ns_.store(now, std::memory_order_relaxed);
+          break;
+        }
+        default:
+          break;
+      }
+      break;
+    }
+    case Completion::Kind::send_done:
+      role_.on_send_done(c.peer);
+      break;
+    case Completion::Kind::peer_closed:
+    case Completion::Kind::error: {
+      const std::string why = c.kind == Completion::Kind::error
+                                  ? "connection failed: " + std::string(c.reason)
+                                  : std::string("closed its connection");
+      if (std::find(topology_.bus.begin(), topology_.bus.end(), c.peer) != topology_.bus.end()) {
+        lose_bu(c.peer, why);
+      } else if (topology_.ru_position(c.peer) > 0) {
+        assigns_.drop(c.peer);
+        spdlog::warn("{}: RU '{}' {}; BUs will flag its events incomplete", id_,
+                     topology_.name(c.peer), why);
+      }
+      break;
+    }
+  }
+  c.message.clear();
+}
+
+std::uint64_t EventManagerApp::trigger_limit(std::int64_t now) {
+  const std::uint64_t produced = role_.produced();
+  if (!enabled_.load(std::memory_order_acquire) || halting_.load(std::memory_order_acquire)) {
+    return produced;
+  }
+  const std::uint64_t ahead = lookahead_limit();
+  if (rate_hz_ <= 0) return ahead;
+  const double burst = std::max(1.0, rate_hz_ * kBurstSeconds);
+  tokens_ = std::min(burst, tokens_ + rate_hz_ * static_cast<double>(now - refilled_ns_) * 1e-9);
+  refilled_ns_ = now;
+  return std::min(ahead, produced + static_cast<std::uint64_t>(tokens_));
+}
+
+int EventManagerApp::assign(bool flush) {
+  int n = 0;
+  evm_->set_triggered(role_.produced());
+  wire::Assign a;
+  std::array<std::byte, wire::kAssignSize> payload{};
+  while (assigns_.has_room() && evm_->next_assign(a, flush)) {
+    role_.on_assign(a);
+    wire::encode(a, payload);
+    (void)assigns_.push(wire::MessageType::assign, a.block_id, payload);
+    ++n;
+  }
+  return n;
+}
+
+void EventManagerApp::publish() {
+  auto delta = [](runtime::Counter* m, std::uint64_t value, std::uint64_t& last) {
+    if (value > last) m->add(value - last);
+    last = value;
+  };
+  const EventManager& e = *evm_;
+  delta(events_triggered_, e.triggered(), published_.triggered);
+  delta(events_assigned_, e.assigned(), published_.assigned);
+  delta(events_built_, e.built(), published_.built);
+  delta(events_incomplete_, e.incomplete(), published_.incomplete);
+  delta(events_reassigned_, e.reassigned(), published_.reassigned);
+  delta(blocks_assigned_, e.blocks_assigned(), published_.blocks);
+  delta(bytes_built_, e.bytes_built(), published_.bytes);
+  events_in_flight_->set(static_cast<double>(e.in_flight()));
+  events_lost_->set(static_cast<double>(e.lost()));
+  bus_alive_->set(static_cast<double>(e.bus_alive()));
+  triggered_.store(e.triggered(), std::memory_order_relaxed);
+  built_.store(e.built(), std::memory_order_relaxed);
+  incomplete_.store(e.incomplete(), std::memory_order_relaxed);
+  reassigned_.store(e.reassigned(), std::memory_order_relaxed);
+  lost_.store(e.lost(), std::memory_order_relaxed);
+  bytes_.store(e.bytes_built(), std::memory_order_relaxed);
+  throttled_ns_.store(role_.throttled_ns(), std::memory_order_relaxed);
+}
+
+int EventManagerApp::do_work() {
+  if (endpoint_ == nullptr || failed_.load(std::memory_order_acquire)) return 0;
+  const std::int64_t now = clock_->now_ns();
+  const bool halting = halting_.load(std::memory_order_acquire);
+  if (!watching_ && (enabled_.load(std::memory_order_acquire) || halting)) {
+    watching_ = true;
+    evm_->start_watch(now);
+    refilled_ns_ = now;
+  }
+  int work = 0;
+  const std::size_t n = endpoint_->poll(completions_);
+  for (std::size_t i = 0; i < n; ++i) on_completion(completions_[i], now);
+  work += static_cast<int>(n);
+  if (failed_.load(std::memory_order_acquire)) return work;
+
+  if (watching_ && now >= next_check_ns_) {
+    next_check_ns_ = now + std::min(kCheckPeriodNs, heartbeat_timeout_ns_ / 4);
+    gone_.clear();
+    const std::size_t orphans_before = evm_->orphans();
+    evm_->check_heartbeats(now, gone_);
+    if (!gone_.empty()) {
+      const std::string why =
+          "no message for " + std::to_string(heartbeat_timeout_ns_ / 1'000'000) + " ms";
+      for (const AppIndex bu : gone_) on_lost(bu, why, evm_->orphans() - orphans_before);
+    }
+  }
+
+  const std::uint64_t limit = trigger_limit(now);
+  const bool triggering = enabled_.load(std::memory_order_acquire) && !halting;
+  const std::uint32_t triggered = role_.produce(limit, triggering && limit == lookahead_limit());
+  if (rate_hz_ > 0) tokens_ = std::max(0.0, tokens_ - triggered);
+  work += static_cast<int>(triggered);
+  work += assign(halting);
+  work += role_.send();
+  gone_.clear();
+  work += assigns_.post(*endpoint_, gone_);
+  for (const AppIndex ru : gone_) {
+    spdlog::warn("{}: RU '{}' refuses assigns; BUs will flag its events incomplete", id_,
+                 topology_.name(ru));
+  }
+  if (role_.failed()) fail_once(role_.failure());
+  if (const std::string broken = evm_->check_invariant(); !broken.empty()) {
+    fail_once("accounting invariant violated: " + broken);
+  }
+  role_.publish();
+  publish();
+  const std::uint64_t done = evm_->built() + evm_->incomplete();
+  if (!sampler_.started()) {
+    if (done > 0) sampler_.start(now, evm_->bytes_built(), done);
+  } else {
+    (void)sampler_.tick(now, evm_->bytes_built(), done);
+  }
+  // Every triggered event built and its blocks acknowledged here too; sends still queued for a
+  // BU that hangs do not hold up the halt.
+  drained_.store(
+      halting && evm_->in_flight() == 0 && assigns_.idle() && role_.store()->blocks_held() == 0,
+      std::memory_order_release);
+  return work;
+}
+
+void EventManagerApp::wait_for_work(std::chrono::microseconds timeout) {
+  if (endpoint_ == nullptr) {
+    Application::wait_for_work(timeout);
+    return;
+  }
+  // A rate-limited trigger must wake up for its next token; heartbeats are checked regularly.
+  std::chrono::microseconds cap = std::chrono::microseconds(kCheckPeriodNs / 1000);
+  if (rate_hz_ > 0 && enabled_.load(std::memory_order_relaxed)) {
+    cap = std::min(cap, std::chrono::microseconds(static_cast<std::int64_t>(1e6 / rate_hz_) + 1));
+  }
+  endpoint_->wait(std::min(timeout, cap));
+}
+
+bool EventManagerApp::drained() const {
+  return drained_.load(std::memory_order_acquire) || failed_.load(std::memory_order_acquire);
+}
+
+nlohmann::json EventManagerApp::results() const {
+  const std::uint64_t built = built_.load(std::memory_order_relaxed);
+  const std::uint64_t bytes = bytes_.load(std::memory_order_relaxed);
+  const std::int64_t from = enabled_ns_.load(std::memory_order_relaxed);
+  const std::int64_t to = last_built_ns_.load(std::memory_order_relaxed);
+  const double seconds = from > 0 && to > from ? static_cast<double>(to - from) * 1e-9 : 0.0;
+  nlohmann::json lost = nlohmann::json::array();
+  {
+    const std::lock_guard lock(lost_mutex_);
+    for (const auto& id : lost_bus_) lost.push_back(id);
+  }
+  const std::uint64_t triggered = triggered_.load(std::memory_order_relaxed);
+  const std::uint64_t incomplete = incomplete_.load(std::memory_order_relaxed);
+  double rate_hz = seconds > 0 ? static_cast<double>(built + incomplete) / seconds : 0.0;
+  double mb_s = seconds > 0 ? static_cast<double>(bytes) / 1e6 / seconds : 0.0;
+  double stddev_mb_s = 0;
+  if (const auto steady = summarize(sampler_.samples())) {
+    rate_hz = steady->messages_per_s;
+    mb_s = steady->mb_s;
+    stddev_mb_s = steady->stddev_mb_s;
+  }
+  return {
+      {"events_triggered", triggered},
+      {"events_built", built},
+      {"events_incomplete", incomplete},
+      {"events_in_flight", triggered - std::min(triggered, built + incomplete)},
+      {"events_lost", lost_.load(std::memory_order_relaxed)},
+      {"events_reassigned", reassigned_.load(std::memory_order_relaxed)},
+      {"bytes_built", bytes},
+      {"lost_bus", lost},
+      {"throttled_ns", throttled_ns_.load(std::memory_order_relaxed)},
+      {"seconds", seconds},
+      {"event_rate_hz", rate_hz},
+      {"throughput_mb_s", mb_s},
+      {"stddev_mb_s", stddev_mb_s},
+      {"samples", sampler_.count()},
+  };
+}
+
+void EventManagerApp::fold_results(nlohmann::json& run, const std::string& /*id*/,
+                                   const nlohmann::json& app) {
+  if (!run.is_object()) run = nlohmann::json::object();
+  for (const char* key : {"events_triggered", "events_built", "events_incomplete", "events_lost",
+                          "events_reassigned", "bytes_built", "event_rate_hz", "throughput_mb_s"}) {
+    if (app.contains(key)) run[key] = app[key];
+  }
+  run["lost_bus"] = app.contains("lost_bus") ? app["lost_bus"] : nlohmann::json::array();
+}
+
+runtime::AppType evm_type() {
+  runtime::AppType t;
+  t.name = "evm";
+  t.help =
+      "Event builder manager: a RU that also triggers events and assigns blocks of them to the "
+      "BUs that ask, re-assigning a lost BU's blocks to the others.";
+  t.params = evm_param_specs();
+  t.enable_rank = 20;
+  t.peer_params = {"rus", "bus"};
+  t.make = [] { return std::make_unique<EventManagerApp>(); };
+  t.fold_results = &EventManagerApp::fold_results;
+  return t;
+}
+
+}  // namespace daqflow::apps::evb

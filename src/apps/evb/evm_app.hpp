@@ -1,0 +1,128 @@
+#pragma once
+// `evm`: the event manager of the two-stage event builder (docs/event-builder.md). It is a RU
+// (ReadoutRole: its own FEDs, its own blocks) that also owns the trigger and the assignment of
+// blocks to BUs (EventManager). Each event its emulator writes is one trigger; trigger_rate_hz
+// limits them with a token bucket on the monotonic clock, and back-pressure (no free chunk, i.e.
+// BUs not keeping up) holds the trigger back, counted in throttled_ns.
+//
+// BU loss: a BU's connection failing, or no message from it for heartbeat_timeout_ms while the
+// EVM is enabled, loses it: its unacknowledged blocks go to the surviving BUs (generation + 1),
+// the run goes on, and the lost BU is named in the results. With no BU left the EVM fails.
+//
+// Rates: event_rate_hz and throughput_mb_s come from samples of the built events every 200 ms,
+// the first and the last interval dropped (seed 004), or over the whole enabled time when the
+// run is too short for that.
+//
+// Halt: the trigger stops, what was triggered is assigned (a final partial block is allowed),
+// and drained() turns true once events_in_flight is 0. The accounting invariant is checked after
+// every batch of acks; a violation fails the EVM with the counts.
+//
+// Threading: as every application (runtime/application.hpp); results() reads atomics and, under
+// a mutex, the list of lost BUs.
+
+#include <array>
+#include <atomic>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "apps/app_support.hpp"
+#include "daqflow/apps/evb/event_manager.hpp"
+#include "daqflow/apps/sampler.hpp"
+#include "daqflow/runtime/application.hpp"
+#include "evb_config.hpp"
+#include "fanout.hpp"
+#include "readout_role.hpp"
+
+namespace daqflow::apps::evb {
+
+class EventManagerApp final : public runtime::Application {
+ public:
+  ~EventManagerApp() override;
+
+  Result<void> configure(runtime::AppContext& ctx) override;
+  Result<void> enable() override;
+  Result<void> suspend() override;
+  Result<void> resume() override;
+  void begin_halt() override;
+  void release() override;
+
+  [[nodiscard]] int do_work() override;
+  void wait_for_work(std::chrono::microseconds timeout) override;
+
+  [[nodiscard]] bool drained() const override;
+  [[nodiscard]] nlohmann::json results() const override;
+
+  // The run's event-builder figures: events_*, bytes_built, event_rate_hz, throughput_mb_s,
+  // lost_bus (from the EVM).
+  static void fold_results(nlohmann::json& run, const std::string& id, const nlohmann::json& app);
+
+ private:
+  void on_completion(transport::Completion& c, std::int64_t now);
+  void lose_bu(transport::AppIndex bu, const std::string& why);
+  // After the EventManager has lost bu: stop sending to it, record it, fail if none is left.
+  void on_lost(transport::AppIndex bu, const std::string& why, std::size_t orphans);
+  [[nodiscard]] std::uint64_t trigger_limit(std::int64_t now);
+  // Back-pressure: the trigger runs no further ahead of the assignments than the RUs produce.
+  [[nodiscard]] std::uint64_t lookahead_limit() const {
+    return evm_->assigned() + topology_.lookahead_events;
+  }
+  int assign(bool flush);
+  void publish();
+  void fail_once(const std::string& reason);
+
+  std::string id_;
+  Topology topology_;
+  transport::Endpoint* endpoint_ = nullptr;
+  core::Clock* clock_ = nullptr;
+  ReadoutRole role_;
+  std::unique_ptr<EventManager> evm_;
+  Fanout assigns_;
+  std::array<transport::Completion, detail::kPollBatch> completions_{};
+  std::vector<transport::AppIndex> gone_;  // scratch, reserved
+  double rate_hz_ = 0;
+  std::int64_t heartbeat_timeout_ns_ = 0;
+
+  // Agent thread (the sampler's samples are read by results()).
+  ThroughputSampler sampler_;  // bytes and events built, for steady-state rates
+  bool watching_ = false;
+  double tokens_ = 0;
+  std::int64_t refilled_ns_ = 0;
+  std::int64_t next_check_ns_ = 0;
+  struct Published {
+    std::uint64_t triggered = 0, assigned = 0, built = 0, incomplete = 0, reassigned = 0,
+                  blocks = 0, bytes = 0;
+  } published_;
+  runtime::Counter* events_triggered_ = nullptr;
+  runtime::Counter* events_assigned_ = nullptr;
+  runtime::Counter* events_built_ = nullptr;
+  runtime::Counter* events_incomplete_ = nullptr;
+  runtime::Counter* events_reassigned_ = nullptr;
+  runtime::Counter* blocks_assigned_ = nullptr;
+  runtime::Counter* bytes_built_ = nullptr;
+  runtime::Gauge* events_in_flight_ = nullptr;
+  runtime::Gauge* events_lost_ = nullptr;
+  runtime::Gauge* bus_alive_ = nullptr;
+
+  // Shared with other threads.
+  std::atomic<bool> enabled_{false};
+  std::atomic<bool> halting_{false};
+  std::atomic<bool> failed_{false};
+  std::atomic<bool> drained_{false};
+  std::atomic<std::int64_t> enabled_ns_{0};
+  std::atomic<std::int64_t> last_built_ns_{0};
+  std::atomic<std::uint64_t> triggered_{0};
+  std::atomic<std::uint64_t> built_{0};
+  std::atomic<std::uint64_t> incomplete_{0};
+  std::atomic<std::uint64_t> reassigned_{0};
+  std::atomic<std::uint64_t> lost_{0};
+  std::atomic<std::uint64_t> bytes_{0};
+  std::atomic<std::uint64_t> throttled_ns_{0};
+  mutable std::mutex lost_mutex_;
+  std::vector<std::string> lost_bus_;  // guarded by lost_mutex_
+};
+
+[[nodiscard]] runtime::AppType evm_type();
+
+}  // namespace daqflow::apps::evb

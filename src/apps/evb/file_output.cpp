@@ -1,0 +1,205 @@
+// The disk writer's queues, thread and per-event path (file_output.hpp). Opening, closing and
+// naming files is in file_output_files.cpp.
+
+#include "file_output.hpp"
+
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "daqflow/core/log.hpp"
+#include "daqflow/wire/crc32c.hpp"
+
+namespace daqflow::apps::evb {
+
+FileOutput::FileOutput(FileOutputSettings settings)
+    : settings_(std::move(settings)),
+      todo_(settings_.queue_depth),
+      done_(settings_.queue_depth),
+      record_headers_(kMaxIov) {
+  thread_ = std::thread([this] { run(); });
+}
+
+FileOutput::~FileOutput() {
+  const auto closed = close();
+  if (!closed) spdlog::error("file output: {}", closed.error().message());
+}
+
+bool FileOutput::submit(OutputBatch* batch) {
+  if (closed_.load(std::memory_order_relaxed) ||
+      queued_.load(std::memory_order_relaxed) >= settings_.queue_depth) {
+    return false;
+  }
+  if (!todo_.try_push(std::move(batch))) return false;
+  queued_.fetch_add(1, std::memory_order_relaxed);
+  wake_.fetch_add(1, std::memory_order_release);
+  wake_.notify_one();
+  return true;
+}
+
+OutputBatch* FileOutput::poll_done() {
+  OutputBatch* batch = nullptr;
+  if (!done_.try_pop(batch)) return nullptr;
+  queued_.fetch_sub(1, std::memory_order_relaxed);
+  return batch;
+}
+
+Result<void> FileOutput::close() {
+  if (!closed_.exchange(true)) {
+    stopping_.store(true, std::memory_order_release);
+    wake_.fetch_add(1, std::memory_order_release);
+    wake_.notify_one();
+    if (thread_.joinable()) thread_.join();
+  }
+  if (has_failure_.load(std::memory_order_acquire)) return Error(failure_);
+  return ok();
+}
+
+OutputStats FileOutput::stats() const {
+  OutputStats s;
+  s.events_written = events_written_.load(std::memory_order_relaxed);
+  s.bytes_written = bytes_written_.load(std::memory_order_relaxed);
+  s.files_closed = files_closed_.load(std::memory_order_relaxed);
+  s.events_over_cap = events_over_cap_.load(std::memory_order_relaxed);
+  s.write_errors = write_errors_.load(std::memory_order_relaxed);
+  s.queued = queued_.load(std::memory_order_relaxed);
+  return s;
+}
+
+std::string FileOutput::failure() const {
+  return has_failure_.load(std::memory_order_acquire) ? failure_ : std::string();
+}
+
+void FileOutput::set_failure(std::string reason) {
+  if (failed_) return;
+  failed_ = true;
+  spdlog::error("{}", reason);
+  failure_ = std::move(reason);
+  has_failure_.store(true, std::memory_order_release);
+}
+
+void FileOutput::run() {
+  for (;;) {
+    const std::uint32_t seen = wake_.load(std::memory_order_acquire);
+    OutputBatch* batch = nullptr;
+    if (todo_.try_pop(batch)) {
+      write_batch(*batch);
+      // Cannot fail: at most queue_depth batches are lent out and done_ holds that many.
+      (void)done_.try_push(std::move(batch));
+      continue;
+    }
+    if (stopping_.load(std::memory_order_acquire)) {
+      // Every submit() happened before close(): once stopping_ is seen, so are their batches.
+      while (todo_.try_pop(batch)) {
+        write_batch(*batch);
+        (void)done_.try_push(std::move(batch));
+      }
+      break;
+    }
+    wake_.wait(seen, std::memory_order_acquire);
+  }
+  if (fd_ >= 0 && !failed_) (void)finish_file();
+  if (fd_ >= 0) {
+    ::close(fd_);
+    fd_ = -1;
+  }
+}
+
+void FileOutput::write_batch(const OutputBatch& batch) {
+  if (failed_) return;
+  for (const BuiltEvent& event : batch.events) {
+    write_event(batch, event);
+    if (failed_) return;
+  }
+  (void)flush();
+}
+
+void FileOutput::write_event(const OutputBatch& batch, const BuiltEvent& event) {
+  if (event.first_piece + std::uint64_t{event.piece_count} > batch.pieces.size()) {
+    set_failure("file output: event " + std::to_string(event.number) +
+                " names pieces beyond its batch (a BU bug)");
+    return;
+  }
+  const std::span<const EventPiece> pieces(batch.pieces.data() + event.first_piece,
+                                           event.piece_count);
+  std::uint64_t size = 0;
+  for (const EventPiece& piece : pieces) size += piece.size;
+  const std::uint64_t record_size = kRecordHeaderSize + size;
+
+  if (over_cap_) {
+    events_over_cap_.fetch_add(1, std::memory_order_relaxed);
+    return;
+  }
+  const bool roll =
+      fd_ >= 0 && file_events_ > 0 &&
+      ((settings_.max_file_events != 0 && file_events_ >= settings_.max_file_events) ||
+       (settings_.max_file_bytes != 0 && file_bytes_ + record_size > settings_.max_file_bytes));
+  if (roll && !finish_file()) return;
+  const std::uint64_t header_size = fd_ >= 0 ? 0 : file_header_size(settings_.bu_id.size());
+  if (settings_.max_total_bytes != 0 &&
+      total_bytes_ + header_size + record_size > settings_.max_total_bytes) {
+    over_cap_ = true;
+    events_over_cap_.fetch_add(1, std::memory_order_relaxed);
+    spdlog::warn(
+        "file output of {}: disk cap max_total_mb reached after {} bytes in {}: event {} and "
+        "every later event are not written (counted in events_over_cap)",
+        settings_.bu_id, total_bytes_, settings_.dir, event.number);
+    return;
+  }
+  if (fd_ < 0 && !open_file()) return;
+
+  std::uint32_t crc = 0;
+  for (const EventPiece& piece : pieces) crc = wire::crc32c({piece.data, piece.size}, crc);
+  if (!ensure_iov_room(1)) return;
+  auto& header = record_headers_[record_count_++];
+  encode_record_header(
+      RecordHeader{event.flags, event.number, size, static_cast<std::uint32_t>(pieces.size()), crc},
+      header);
+  iov_[iov_count_++] = iovec{header.data(), header.size()};
+  for (const EventPiece& piece : pieces) {
+    if (piece.size == 0) continue;
+    if (!ensure_iov_room(1)) return;
+    // writev() takes non-const iovecs but only reads the memory.
+    iov_[iov_count_++] = iovec{const_cast<std::byte*>(piece.data), piece.size};
+  }
+
+  file_crc_ = crc32c_combine(wire::crc32c(header, file_crc_), crc, size);
+  if (file_events_ == 0) first_event_ = event.number;
+  last_event_ = event.number;
+  ++file_events_;
+  file_bytes_ += record_size;
+  total_bytes_ += record_size;
+}
+
+bool FileOutput::ensure_iov_room(std::size_t entries) {
+  if (iov_count_ + entries <= kMaxIov && record_count_ < record_headers_.size()) return true;
+  return flush();
+}
+
+bool FileOutput::flush() {
+  std::size_t first = 0;
+  while (first < iov_count_) {
+    const int count = static_cast<int>(iov_count_ - first);
+    const ssize_t n = ::writev(fd_, iov_.data() + first, count);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      write_errors_.fetch_add(1, std::memory_order_relaxed);
+      set_failure("file output: writing " + stem_ + std::string(kDataSuffix) +
+                  std::string(kPartSuffix) + ": " + std::strerror(errno));
+      iov_count_ = record_count_ = 0;
+      return false;
+    }
+    // A short write leaves the rest for the next writev(): skip what went out.
+    auto left = static_cast<std::size_t>(n);
+    while (first < iov_count_ && left >= iov_[first].iov_len) left -= iov_[first++].iov_len;
+    if (left > 0) {
+      iov_[first].iov_base = static_cast<std::byte*>(iov_[first].iov_base) + left;
+      iov_[first].iov_len -= left;
+    }
+  }
+  iov_count_ = record_count_ = 0;
+  return true;
+}
+
+}  // namespace daqflow::apps::evb

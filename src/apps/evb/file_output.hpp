@@ -1,0 +1,114 @@
+#pragma once
+// The disk writer behind `output: {kind: file}`: a thread of its own writes the BU's built events
+// into files of the format of daqflow/apps/evb/event_file.hpp, so that the BU never waits for
+// the disk.
+//
+// Data path: submit() pushes the batch into a bounded SPSC ring; the writer thread takes it,
+// writes every event as a record header followed by the event's pieces with writev() (the
+// pieces are gathered straight from the received buffers: no copy of event data), and returns
+// the batch through a second SPSC ring that poll_done() reads. One writev() covers up to
+// IOV_MAX pieces; nothing allocates per event (the iovec array and the record headers are
+// reserved at construction). Each event's CRC32C is computed once; the file's checksum is
+// combined from them. fsync() runs when a file is closed, not per batch.
+//
+// Files roll when the next event would pass max_file_mb or when max_file_events are in the
+// file; a file is written as NAME.dqf.part, renamed to NAME.dqf and then given its sidecar
+// NAME.json. Once max_total_mb would be passed no further event is written (events_over_cap,
+// one warning), but batches still complete so that the run goes on.
+//
+// Threading: submit() and poll_done() from the BU's agent thread; close() from one control
+// thread (after which nothing is submitted); stats() and failure() from any thread.
+
+#include <sys/uio.h>
+
+#include <array>
+#include <atomic>
+#include <climits>
+#include <cstdint>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "daqflow/apps/evb/event_file.hpp"
+#include "daqflow/apps/evb/output.hpp"
+#include "daqflow/core/rings.hpp"
+
+namespace daqflow::apps::evb {
+
+struct FileOutputSettings {
+  std::string dir;
+  std::uint64_t max_file_bytes = 0;   // 0: no limit
+  std::uint64_t max_file_events = 0;  // 0: no limit
+  std::uint64_t max_total_bytes = 0;  // 0: no limit
+  std::uint32_t run_number = 0;
+  std::string bu_id;
+  std::size_t queue_depth = 8;
+};
+
+class FileOutput final : public EventOutput {
+ public:
+  // Starts the writer thread. The directory must exist (make_file_output creates it).
+  explicit FileOutput(FileOutputSettings settings);
+  ~FileOutput() override;
+  FileOutput(const FileOutput&) = delete;
+  FileOutput& operator=(const FileOutput&) = delete;
+
+  [[nodiscard]] bool submit(OutputBatch* batch) override;
+  [[nodiscard]] OutputBatch* poll_done() override;
+  Result<void> close() override;
+  [[nodiscard]] OutputStats stats() const override;
+  [[nodiscard]] std::string failure() const override;
+
+ private:
+  static constexpr std::size_t kMaxIov = IOV_MAX;
+
+  // Writer thread.
+  void run();
+  void write_batch(const OutputBatch& batch);
+  void write_event(const OutputBatch& batch, const BuiltEvent& event);
+  bool ensure_iov_room(std::size_t entries);
+  bool flush();
+  bool open_file();
+  bool finish_file();
+  bool write_sidecar();
+  void set_failure(std::string reason);
+
+  FileOutputSettings settings_;
+  core::SpscRing<OutputBatch*> todo_;
+  core::SpscRing<OutputBatch*> done_;
+  std::thread thread_;
+  std::atomic<std::uint32_t> wake_{0};
+  std::atomic<bool> stopping_{false};
+  std::atomic<bool> closed_{false};
+
+  // Writer thread state.
+  std::array<iovec, kMaxIov> iov_{};
+  std::size_t iov_count_ = 0;
+  std::vector<std::array<std::byte, kRecordHeaderSize>> record_headers_;  // kMaxIov of them
+  std::size_t record_count_ = 0;
+  std::array<std::byte, kMaxFileHeaderSize> file_header_{};
+  int fd_ = -1;
+  std::uint32_t sequence_ = 0;
+  std::string stem_;  // path without suffix of the open file
+  std::uint64_t file_events_ = 0;
+  std::uint64_t file_bytes_ = 0;
+  std::uint32_t file_crc_ = 0;
+  std::uint64_t first_event_ = 0;
+  std::uint64_t last_event_ = 0;
+  std::uint64_t total_bytes_ = 0;  // all files, the open one included
+  bool over_cap_ = false;
+  bool failed_ = false;
+
+  // Shared counters (written by the writer thread, read anywhere).
+  std::atomic<std::uint64_t> events_written_{0};
+  std::atomic<std::uint64_t> bytes_written_{0};
+  std::atomic<std::uint64_t> files_closed_{0};
+  std::atomic<std::uint64_t> events_over_cap_{0};
+  std::atomic<std::uint64_t> write_errors_{0};
+  std::atomic<std::uint32_t> queued_{0};
+  // failure_ is written once by the writer thread before has_failure_ is released.
+  std::atomic<bool> has_failure_{false};
+  std::string failure_;
+};
+
+}  // namespace daqflow::apps::evb

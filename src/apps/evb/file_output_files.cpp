@@ -1,0 +1,224 @@
+// The disk writer's files: opening NAME.dqf.part, finishing it (fsync, rename to NAME.dqf, the
+// JSON sidecar), and make_file_output(), which reads the `output` parameter and checks the
+// directory at Configure so that a bad path fails the Configure, not the run.
+
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <array>
+#include <cerrno>
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+
+#include "daqflow/core/log.hpp"
+#include "daqflow/wire/crc32c.hpp"
+#include "file_output.hpp"
+#include "outputs.hpp"
+
+namespace daqflow::apps::evb {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string errno_text() {
+  return std::strerror(errno);
+}
+
+// Writes all of data to a new file at path (replacing one left by a crash) and fsyncs it.
+bool write_small_file(const std::string& path, std::string_view data, std::string& error) {
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) {
+    error = fmt::format("creating {}: {}", path, errno_text());
+    return false;
+  }
+  std::size_t done = 0;
+  while (done < data.size()) {
+    const ssize_t n = ::write(fd, data.data() + done, data.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      error = fmt::format("writing {}: {}", path, errno_text());
+      ::close(fd);
+      return false;
+    }
+    done += static_cast<std::size_t>(n);
+  }
+  if (::fsync(fd) != 0 || ::close(fd) != 0) {
+    error = fmt::format("closing {}: {}", path, errno_text());
+    return false;
+  }
+  return true;
+}
+
+void sync_directory(const std::string& dir) {
+  const int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) return;
+  (void)::fsync(fd);
+  ::close(fd);
+}
+
+}  // namespace
+
+bool FileOutput::open_file() {
+  stem_ =
+      (fs::path(settings_.dir) / data_file_stem(settings_.run_number, settings_.bu_id, sequence_))
+          .string();
+  const std::string final_path = stem_ + std::string(kDataSuffix);
+  const std::string part_path = final_path + std::string(kPartSuffix);
+  std::error_code ec;
+  if (fs::exists(final_path, ec)) {
+    set_failure(
+        fmt::format("file output: {} exists already; refusing to overwrite it (remove it "
+                    "or change run.number)",
+                    final_path));
+    return false;
+  }
+  fd_ = ::open(part_path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  if (fd_ < 0) {
+    write_errors_.fetch_add(1, std::memory_order_relaxed);
+    set_failure(fmt::format("file output: creating {}: {}", part_path, errno_text()));
+    return false;
+  }
+  const std::size_t size = encode_file_header(
+      FileHeader{kFileVersion, settings_.run_number, sequence_, settings_.bu_id}, file_header_);
+  file_crc_ = wire::crc32c(std::span(file_header_.data(), size));
+  file_events_ = 0;
+  file_bytes_ = size;
+  total_bytes_ += size;
+  iov_[iov_count_++] = iovec{file_header_.data(), size};
+  return true;
+}
+
+bool FileOutput::finish_file() {
+  if (!flush()) return false;
+  const std::string final_path = stem_ + std::string(kDataSuffix);
+  const std::string part_path = final_path + std::string(kPartSuffix);
+  if (::fsync(fd_) != 0) {
+    write_errors_.fetch_add(1, std::memory_order_relaxed);
+    set_failure(fmt::format("file output: fsync {}: {}", part_path, errno_text()));
+    return false;
+  }
+  ::close(fd_);
+  fd_ = -1;
+  if (::rename(part_path.c_str(), final_path.c_str()) != 0) {
+    write_errors_.fetch_add(1, std::memory_order_relaxed);
+    set_failure(fmt::format("file output: renaming {}: {}", part_path, errno_text()));
+    return false;
+  }
+  if (!write_sidecar()) return false;
+  sync_directory(settings_.dir);
+  events_written_.fetch_add(file_events_, std::memory_order_relaxed);
+  bytes_written_.fetch_add(file_bytes_, std::memory_order_relaxed);
+  files_closed_.fetch_add(1, std::memory_order_relaxed);
+  ++sequence_;
+  return true;
+}
+
+bool FileOutput::write_sidecar() {
+  Sidecar sidecar;
+  sidecar.run = settings_.run_number;
+  sidecar.bu = settings_.bu_id;
+  sidecar.file = fs::path(stem_ + std::string(kDataSuffix)).filename().string();
+  sidecar.events = file_events_;
+  sidecar.bytes = file_bytes_;
+  sidecar.first_event = first_event_;
+  sidecar.last_event = last_event_;
+  sidecar.checksum = file_crc_;
+  const std::string path = stem_ + std::string(kSidecarSuffix);
+  const std::string tmp = path + ".tmp";
+  std::string error;
+  // Written aside and renamed so that a reader never sees half a sidecar.
+  if (!write_small_file(tmp, to_json(sidecar).dump(2) + "\n", error) ||
+      ::rename(tmp.c_str(), path.c_str()) != 0) {
+    if (error.empty()) error = fmt::format("renaming {}: {}", tmp, errno_text());
+    write_errors_.fetch_add(1, std::memory_order_relaxed);
+    set_failure("file output: " + error);
+    return false;
+  }
+  return true;
+}
+
+namespace {
+
+// A size in MiB (integer or fractional) as bytes; 0 means no limit.
+Result<std::uint64_t> mebibytes(const nlohmann::json& params, const char* key) {
+  const auto it = params.find(key);
+  if (it == params.end()) return std::uint64_t{0};
+  if (!it->is_number() || it->get<double>() < 0) {
+    return Error(fmt::format("output: '{}' must be a number of MiB >= 0 (0: no limit), got {}", key,
+                             it->dump()));
+  }
+  return static_cast<std::uint64_t>(std::llround(it->get<double>() * 1024.0 * 1024.0));
+}
+
+}  // namespace
+
+Result<std::unique_ptr<EventOutput>> make_file_output(const nlohmann::json& params,
+                                                      const OutputContext& context) {
+  static constexpr std::array kKeys = {"kind", "dir", "max_file_mb", "max_file_events",
+                                       "max_total_mb"};
+  if (!params.is_object()) return Error("output: expected {kind: file, ...}, got " + params.dump());
+  for (const auto& [key, value] : params.items()) {
+    if (std::find(kKeys.begin(), kKeys.end(), key) == kKeys.end()) {
+      return Error(
+          fmt::format("output: unknown key '{}' for kind file (known: dir, max_file_mb, "
+                      "max_file_events, max_total_mb)",
+                      key));
+    }
+  }
+  FileOutputSettings s;
+  s.run_number = context.run_number;
+  s.bu_id = context.bu_id;
+  s.queue_depth = std::max<std::size_t>(1, context.queue_depth);
+  s.dir = context.default_dir;
+  if (const auto it = params.find("dir"); it != params.end()) {
+    if (!it->is_string()) return Error("output: 'dir' must be a string, got " + it->dump());
+    // An empty dir (a parameter default) means run.output.
+    if (!it->get_ref<const std::string&>().empty()) s.dir = it->get<std::string>();
+  }
+  if (s.dir.empty()) return Error("output: no directory: set output.dir or run.output");
+  if (s.bu_id.empty() || s.bu_id.size() > kMaxBuIdLength ||
+      s.bu_id.find_first_of("/\\") != std::string::npos) {
+    return Error(fmt::format("output: BU id '{}' cannot name files", s.bu_id));
+  }
+  auto file_mb = mebibytes(params, "max_file_mb");
+  if (!file_mb) return file_mb.error();
+  s.max_file_bytes = *file_mb;
+  auto total_mb = mebibytes(params, "max_total_mb");
+  if (!total_mb) return total_mb.error();
+  s.max_total_bytes = *total_mb;
+  if (const auto it = params.find("max_file_events"); it != params.end()) {
+    if (!it->is_number_integer() || it->get<std::int64_t>() < 0) {
+      return Error("output: 'max_file_events' must be an integer >= 0 (0: no limit), got " +
+                   it->dump());
+    }
+    s.max_file_events = static_cast<std::uint64_t>(it->get<std::int64_t>());
+  }
+
+  std::error_code ec;
+  fs::create_directories(s.dir, ec);
+  if (ec) return Error(fmt::format("output: creating directory '{}': {}", s.dir, ec.message()));
+  if (::access(s.dir.c_str(), W_OK) != 0) {
+    return Error(fmt::format("output: directory '{}' is not writable: {}", s.dir, errno_text()));
+  }
+  // Files of this run and BU from an earlier attempt would be overwritten or mixed in: refuse.
+  const std::string prefix = data_file_stem(s.run_number, s.bu_id, 0);
+  const std::string run_prefix = prefix.substr(0, prefix.size() - 4);
+  for (const auto& entry : fs::directory_iterator(s.dir, ec)) {
+    const std::string name = entry.path().filename().string();
+    if (name.rfind(run_prefix, 0) == 0) {
+      return Error(
+          fmt::format("output: '{}' already holds files of run {} from {} ({}): remove "
+                      "them or change run.number",
+                      s.dir, s.run_number, s.bu_id, name));
+    }
+  }
+  if (ec) return Error(fmt::format("output: reading directory '{}': {}", s.dir, ec.message()));
+  return std::unique_ptr<EventOutput>(std::make_unique<FileOutput>(std::move(s)));
+}
+
+}  // namespace daqflow::apps::evb

@@ -1,0 +1,114 @@
+#pragma once
+// The FED network input (contract in daqflow/apps/evb/network_input.hpp).
+// network_input.cpp: set-up and the RU side (produce); network_input_io.cpp: the I/O thread;
+// network_input_check.cpp: the validation of each fragment.
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "daqflow/apps/evb/fed_stream.hpp"
+#include "daqflow/apps/evb/network_input.hpp"
+#include "daqflow/core/buffer_pool.hpp"
+#include "daqflow/core/rings.hpp"
+
+namespace daqflow::apps::evb {
+
+class NetworkInput final : public FragmentSource {
+ public:
+  ~NetworkInput() override;
+  NetworkInput(const NetworkInput&) = delete;
+  NetworkInput& operator=(const NetworkInput&) = delete;
+
+  static Result<std::unique_ptr<NetworkInput>> create(const NetworkInputSettings& settings);
+
+  [[nodiscard]] Produced produce(std::uint64_t event, std::span<std::byte> out) override;
+  [[nodiscard]] std::size_t max_super_fragment_size() const override;
+  [[nodiscard]] std::size_t fed_count() const override { return feds_.size(); }
+  [[nodiscard]] FragmentSourceStats stats() const override;
+  [[nodiscard]] std::string failure() const override;
+  void stop() override;
+
+ private:
+  // A validated fragment in a staging chunk, passed from the I/O thread to produce().
+  struct Fragment {
+    core::Buffer chunk;
+    std::uint32_t offset = 0;
+    std::uint32_t size = 0;
+    std::uint32_t flags = 0;  // wire::EventFlags
+  };
+
+  struct Fed {
+    // Declared first so that it is destroyed last, after every Buffer taken from it.
+    std::unique_ptr<core::BufferPool> pool;
+    std::uint32_t index = 0;  // position in feds_ (epoll tags: index << 1, | 1 for the connection)
+    std::uint16_t id = 0;
+    std::uint16_t port = 0;
+    std::unique_ptr<core::SpscRing<Fragment>> ring;
+    // I/O thread.
+    int listen_fd = -1;
+    int conn_fd = -1;
+    std::string peer;
+    core::Buffer chunk;            // being filled
+    std::size_t read_pos = 0;      // bytes received into chunk
+    std::size_t parse_pos = 0;     // start of the first frame not yet published
+    std::uint64_t next_event = 0;  // event of the next fragment on the stream
+    bool paused = false;           // pool or ring full: not reading
+    bool in_epoll = false;         // conn_fd is in the epoll set
+    bool watching = false;         // ... with EPOLLIN
+    bool dead = false;             // a stream error: never read again
+    // RU thread.
+    alignas(core::kCacheLine) Fragment front;  // own cache line: the I/O thread writes above
+    bool has_front = false;
+  };
+
+  explicit NetworkInput(const NetworkInputSettings& settings);
+  Result<void> listen_all();
+
+  // I/O thread.
+  void run();
+  void accept_on(Fed& fed);
+  void service(Fed& fed);
+  bool parse(Fed& fed);  // false when the ring is full
+  bool next_read_window(Fed& fed, std::size_t& limit);
+  void close_connection(Fed& fed);
+  void set_watch(Fed& fed, bool on);
+  void pause(Fed& fed);
+  void on_connection_event(Fed& fed, std::uint32_t events);
+  void stop_all_io();
+  // Validates one framed fragment of fed.next_event. Returns the event's flags (0 or
+  // kEventCorrupted); sets ok to false when the error fails the input.
+  std::uint32_t check(Fed& fed, std::uint64_t frame_event, std::uint16_t frame_fed,
+                      std::span<const std::byte> fragment, bool& ok);
+  void report(const Fed& fed, std::uint64_t event, const std::string& what, bool fatal);
+  void fail_stream(Fed& fed, const std::string& what);
+  // Any thread; the first reason wins.
+  void set_failure(std::string reason);
+
+  NetworkInputSettings settings_;
+  std::size_t chunk_size_ = 0;
+  std::size_t max_frame_ = 0;
+  std::vector<std::unique_ptr<Fed>> feds_;
+  int epoll_fd_ = -1;
+  int wake_fd_ = -1;  // eventfd: stop() wakes the I/O thread
+  std::thread thread_;
+  std::atomic<bool> stopping_{false};
+
+  std::uint64_t next_event_ = 0;  // RU thread: the event produce() expects
+
+  std::atomic<std::uint64_t> events_{0};
+  std::atomic<std::uint64_t> fragments_{0};
+  std::atomic<std::uint64_t> bytes_{0};
+  std::atomic<std::uint64_t> errors_{0};
+  std::atomic<std::uint64_t> crc_checked_{0};
+  // failure_ is written once, before has_failure_ is released.
+  std::atomic<bool> has_failure_{false};
+  std::atomic<bool> failure_claimed_{false};
+  std::string failure_;
+};
+
+}  // namespace daqflow::apps::evb

@@ -1,0 +1,271 @@
+// The network input's I/O thread: accepts one connection per FED, reads each FED's stream into
+// staging chunks and publishes the validated fragments into the FED's ring (contract in
+// daqflow/apps/evb/network_input.hpp).
+//
+// Chunk filling: bytes [parse_pos, read_pos) of the current chunk are received but not yet
+// published; parse_pos is always at a frame boundary. While read_pos is below chunk_size -
+// max_frame the thread reads as much as the socket has, up to that bound, so that any frame that
+// starts below it ends inside the chunk. Above it, the thread reads exactly to the end of the
+// frame in progress (its header first if need be) and then moves on to a fresh chunk: no frame
+// ever straddles two chunks and no received byte is ever moved.
+
+#include <arpa/inet.h>
+#include <fmt/format.h>
+#include <netinet/in.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <array>
+#include <cerrno>
+#include <cstring>
+
+#include "daqflow/apps/evb/fed_stream.hpp"
+#include "daqflow/core/log.hpp"
+#include "network_input_impl.hpp"
+
+namespace daqflow::apps::evb {
+namespace {
+
+constexpr int kReadsPerService = 8;  // then the next FED gets its turn
+constexpr int kSocketBufferBytes = 4 << 20;
+constexpr std::uint64_t kWakeTag = ~std::uint64_t{0};
+
+std::string peer_of(const sockaddr_in& sa) {
+  std::array<char, INET_ADDRSTRLEN> text{};
+  ::inet_ntop(AF_INET, &sa.sin_addr, text.data(), text.size());
+  return fmt::format("{}:{}", text.data(), ntohs(sa.sin_port));
+}
+
+}  // namespace
+
+void NetworkInput::run() {
+  std::array<epoll_event, 64> events{};
+  bool io_stopped = false;
+  while (!stopping_.load(std::memory_order_acquire)) {
+    if (!io_stopped && has_failure_.load(std::memory_order_acquire)) {
+      stop_all_io();
+      io_stopped = true;
+    }
+    bool any_paused = false;
+    for (auto& fed : feds_) {
+      if (fed->paused) service(*fed);
+      any_paused = any_paused || fed->paused;
+    }
+    // While a FED waits for its consumer, look again soon; otherwise sleep until data comes.
+    const int n = ::epoll_wait(epoll_fd_, events.data(), static_cast<int>(events.size()),
+                               any_paused ? 1 : 200);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      set_failure(fmt::format("{}: epoll_wait: {}", settings_.name, std::strerror(errno)));
+      break;
+    }
+    for (int i = 0; i < n; ++i) {
+      const std::uint64_t tag = events[static_cast<std::size_t>(i)].data.u64;
+      if (tag == kWakeTag) {
+        std::uint64_t count = 0;
+        (void)!::read(wake_fd_, &count, sizeof count);
+        continue;
+      }
+      if (io_stopped) continue;
+      Fed& fed = *feds_[tag >> 1];
+      if ((tag & 1) == 0) {
+        accept_on(fed);
+      } else {
+        on_connection_event(fed, events[static_cast<std::size_t>(i)].events);
+      }
+    }
+  }
+}
+
+void NetworkInput::stop_all_io() {
+  for (auto& fed : feds_) {
+    ::epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, fed->listen_fd, nullptr);
+    if (fed->in_epoll) ::epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, fed->conn_fd, nullptr);
+    fed->in_epoll = fed->watching = false;
+    fed->paused = false;
+    fed->dead = true;
+  }
+}
+
+void NetworkInput::accept_on(Fed& fed) {
+  sockaddr_in sa{};
+  socklen_t len = sizeof sa;
+  const int fd = ::accept4(fed.listen_fd, reinterpret_cast<sockaddr*>(&sa), &len,
+                           SOCK_NONBLOCK | SOCK_CLOEXEC);
+  if (fd < 0) return;  // the peer went away before accept; nothing to do
+  const std::string peer = peer_of(sa);
+  if (fed.conn_fd >= 0 || fed.dead) {
+    spdlog::warn("{}: FED {}: refusing a connection from {} ({})", settings_.name, fed.id, peer,
+                 fed.dead ? "its stream failed" : "already connected from " + fed.peer);
+    ::close(fd);
+    return;
+  }
+  ::setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &kSocketBufferBytes, sizeof kSocketBufferBytes);
+  epoll_event ev{};
+  ev.events = EPOLLIN;
+  ev.data.u64 = std::uint64_t{fed.index} << 1 | 1;
+  if (::epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, fd, &ev) != 0) {
+    spdlog::error("{}: FED {}: epoll: {}", settings_.name, fed.id, std::strerror(errno));
+    ::close(fd);
+    return;
+  }
+  fed.conn_fd = fd;
+  fed.peer = peer;
+  fed.in_epoll = fed.watching = true;
+  fed.paused = false;
+  spdlog::info("{}: FED {} connected from {} (next event {})", settings_.name, fed.id, peer,
+               fed.next_event);
+  service(fed);
+}
+
+void NetworkInput::on_connection_event(Fed& fed, std::uint32_t events) {
+  if (fed.conn_fd < 0) return;  // closed earlier in this round
+  if (fed.paused && (events & (EPOLLERR | EPOLLHUP)) != 0) {
+    // Reported even without EPOLLIN interest: stop listening until the FED is read again,
+    // which then finds the error or the end of the stream.
+    ::epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, fed.conn_fd, nullptr);
+    fed.in_epoll = fed.watching = false;
+    return;
+  }
+  service(fed);
+}
+
+void NetworkInput::set_watch(Fed& fed, bool on) {
+  if (fed.conn_fd < 0 || fed.watching == on) return;
+  epoll_event ev{};
+  ev.events = on ? std::uint32_t{EPOLLIN} : 0u;
+  ev.data.u64 = std::uint64_t{fed.index} << 1 | 1;
+  const int op = fed.in_epoll ? EPOLL_CTL_MOD : EPOLL_CTL_ADD;
+  if (::epoll_ctl(epoll_fd_, op, fed.conn_fd, &ev) == 0) {
+    fed.in_epoll = true;
+    fed.watching = on;
+  }
+}
+
+void NetworkInput::pause(Fed& fed) {
+  fed.paused = true;
+  set_watch(fed, false);
+}
+
+void NetworkInput::close_connection(Fed& fed) {
+  if (fed.conn_fd < 0) return;
+  if (fed.in_epoll) ::epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, fed.conn_fd, nullptr);
+  ::close(fed.conn_fd);
+  fed.conn_fd = -1;
+  fed.in_epoll = fed.watching = fed.paused = false;
+}
+
+void NetworkInput::service(Fed& fed) {
+  for (int round = 0; round < kReadsPerService; ++round) {
+    if (fed.dead || has_failure_.load(std::memory_order_acquire)) return;
+    if (!parse(fed)) return pause(fed);
+    if (fed.dead || fed.conn_fd < 0) {
+      fed.paused = false;
+      return;
+    }
+    std::size_t limit = 0;
+    if (!next_read_window(fed, limit)) return pause(fed);
+    if (fed.paused) {
+      fed.paused = false;
+      set_watch(fed, true);
+    }
+    const ssize_t n = ::read(fed.conn_fd, fed.chunk.data() + fed.read_pos, limit - fed.read_pos);
+    if (n > 0) {
+      fed.read_pos += static_cast<std::size_t>(n);
+      continue;
+    }
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+      set_watch(fed, true);
+      return;
+    }
+    // The end of the stream (or a reset): fine between fragments, an error within one.
+    const std::string how = n == 0 ? "closed" : fmt::format("failed ({})", std::strerror(errno));
+    const std::size_t pending = fed.read_pos - fed.parse_pos;
+    if (pending != 0) {
+      FedFrameHeader frame;
+      const bool framed = pending >= kFedFrameHeaderSize &&
+                          decode_fed_frame({fed.chunk.data() + fed.parse_pos, pending}, frame) ==
+                              FedFrameStatus::ok;
+      fail_stream(fed, framed ? fmt::format("stream truncated: the connection from {} {} within "
+                                            "the fragment ({} of {} bytes received)",
+                                            fed.peer, how, pending - kFedFrameHeaderSize,
+                                            std::size_t{frame.length_words} * 8)
+                              : fmt::format("stream truncated: the connection from {} {} within "
+                                            "a frame header ({} of {} bytes received)",
+                                            fed.peer, how, pending, kFedFrameHeaderSize));
+      return;
+    }
+    spdlog::info(
+        "{}: FED {}: the connection from {} {} between fragments (next event {}); "
+        "a new connection may go on from there",
+        settings_.name, fed.id, fed.peer, how, fed.next_event);
+    close_connection(fed);
+    return;
+  }
+}
+
+bool NetworkInput::next_read_window(Fed& fed, std::size_t& limit) {
+  const std::size_t free_limit = chunk_size_ - max_frame_;
+  if (fed.chunk && fed.read_pos >= free_limit && fed.parse_pos == fed.read_pos) {
+    fed.chunk.reset();  // full: the ring's fragments keep it alive until consumed
+  }
+  if (!fed.chunk) {
+    fed.chunk = fed.pool->acquire();
+    if (!fed.chunk) return false;
+    fed.read_pos = fed.parse_pos = 0;
+  }
+  if (fed.read_pos < free_limit) {
+    limit = free_limit;
+    return true;
+  }
+  const std::size_t pending = fed.read_pos - fed.parse_pos;
+  if (pending < kFedFrameHeaderSize) {
+    limit = fed.parse_pos + kFedFrameHeaderSize;
+    return true;
+  }
+  // parse() has checked this header and found its frame incomplete.
+  FedFrameHeader frame;
+  (void)decode_fed_frame({fed.chunk.data() + fed.parse_pos, pending}, frame);
+  limit = fed.parse_pos + kFedFrameHeaderSize + std::size_t{frame.length_words} * 8;
+  return true;
+}
+
+bool NetworkInput::parse(Fed& fed) {
+  while (!fed.dead) {
+    const std::size_t available = fed.read_pos - fed.parse_pos;
+    if (available < kFedFrameHeaderSize) return true;
+    const std::byte* p = fed.chunk.data() + fed.parse_pos;
+    FedFrameHeader frame;
+    const FedFrameStatus status = decode_fed_frame({p, kFedFrameHeaderSize}, frame);
+    if (status != FedFrameStatus::ok) {
+      fail_stream(fed, fmt::format("{} from {}", to_string(status), fed.peer));
+      return true;
+    }
+    const std::size_t size = std::size_t{frame.length_words} * 8;
+    if (size > settings_.max_fragment_bytes) {
+      fail_stream(fed, fmt::format("fragment of {} bytes from {} exceeds the maximum of {} "
+                                   "(fed_max_fragment_bytes)",
+                                   size, fed.peer, settings_.max_fragment_bytes));
+      return true;
+    }
+    if (available < kFedFrameHeaderSize + size) return true;
+    // size() may lag behind the consumer, never ahead of it: room seen here is real.
+    if (fed.ring->size() >= fed.ring->capacity()) return false;
+    bool ok = true;
+    const std::uint32_t flags =
+        check(fed, frame.event, frame.fed_id, {p + kFedFrameHeaderSize, size}, ok);
+    if (!ok) return true;
+    Fragment fragment{fed.chunk.share(),
+                      static_cast<std::uint32_t>(fed.parse_pos + kFedFrameHeaderSize),
+                      static_cast<std::uint32_t>(size), flags};
+    (void)fed.ring->try_push(std::move(fragment));
+    fragments_.fetch_add(1, std::memory_order_relaxed);
+    fed.parse_pos += kFedFrameHeaderSize + size;
+    ++fed.next_event;
+  }
+  return true;
+}
+
+}  // namespace daqflow::apps::evb

@@ -1,0 +1,29 @@
+// make_output(): the BU's `output` parameter names its kind; each kind has its own factory
+// (outputs.hpp).
+
+#include <nlohmann/json.hpp>
+
+#include "daqflow/apps/evb/output.hpp"
+#include "outputs.hpp"
+
+namespace daqflow::apps::evb {
+
+Result<std::unique_ptr<EventOutput>> make_output(const nlohmann::json& params,
+                                                 const OutputContext& context) {
+  if (!params.is_object()) {
+    return Error(
+        "output: expected an object such as {kind: discard} or {kind: file, dir: PATH}, "
+        "got " +
+        params.dump());
+  }
+  const auto kind = params.find("kind");
+  if (kind == params.end() || !kind->is_string()) {
+    return Error("output: missing 'kind' (discard or file)");
+  }
+  const auto& name = kind->get_ref<const std::string&>();
+  if (name == "discard") return make_discard_output(context);
+  if (name == "file") return make_file_output(params, context);
+  return Error("output: unknown kind '" + name + "' (known: discard, file)");
+}
+
+}  // namespace daqflow::apps::evb

@@ -1,0 +1,24 @@
+#pragma once
+// The output kinds behind evb::make_output (include/daqflow/apps/evb/output.hpp), one factory
+// per kind. make_output (output_factory.cpp) dispatches on the `kind` key of a BU's `output`
+// parameter and calls one of these. Control path only.
+
+#include <memory>
+#include <nlohmann/json_fwd.hpp>
+
+#include "daqflow/apps/evb/output.hpp"
+#include "daqflow/core/result.hpp"
+
+namespace daqflow::apps::evb {
+
+// {kind: discard}: counts events and bytes and gives every batch straight back
+// (discard_output.cpp).
+[[nodiscard]] Result<std::unique_ptr<EventOutput>> make_discard_output(
+    const OutputContext& context);
+
+// {kind: file, dir, max_file_mb, max_file_events, max_total_mb}: files of events with a JSON
+// sidecar each, written on a thread of the output's own (file_output.cpp).
+[[nodiscard]] Result<std::unique_ptr<EventOutput>> make_file_output(const nlohmann::json& params,
+                                                                    const OutputContext& context);
+
+}  // namespace daqflow::apps::evb

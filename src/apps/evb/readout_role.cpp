@@ -1,0 +1,231 @@
+#include "readout_role.hpp"
+
+#include <spdlog/spdlog.h>
+
+#include "apps/app_support.hpp"
+#include "daqflow/core/clock.hpp"
+#include "sources.hpp"
+
+namespace daqflow::apps::evb {
+
+namespace {
+
+// Per call of produce(): enough to amortise the loop, small enough to keep polling often.
+constexpr std::uint32_t kProduceEvents = 256;
+constexpr std::uint64_t kProduceBytes = 4u << 20;
+constexpr std::size_t kEventCapacity = 1u << 16;
+
+}  // namespace
+
+ReadoutRole::~ReadoutRole() {
+  release();
+}
+
+Result<void> ReadoutRole::configure(runtime::AppContext& ctx, const Topology& topology,
+                                    std::uint32_t position, transport::Endpoint* endpoint) {
+  release();
+  store_.reset();
+  id_ = ctx.self().id;
+  topology_ = topology;
+  endpoint_ = endpoint;
+  failure_.clear();
+  throttled_since_ = 0;
+  throttled_ns_ = 0;
+  blocks_out_ = bytes_out_ = 0;
+  published_ = {};
+  auto context = [&](const Error& e) { return e.context("application '" + id_ + "'"); };
+
+  auto params = read_readout_params(ctx.params());
+  if (!params) return context(params.error());
+  if (params->network_input) {
+    const runtime::ContextConfig* c = ctx.cluster().find_context(ctx.self().context);
+    auto source = make_network_input(ctx.params(), position, c != nullptr ? c->host : "127.0.0.1");
+    if (!source) return context(source.error());
+    source_ = std::move(*source);
+  } else {
+    auto source = make_emulator(ctx.params(), position);
+    if (!source) return context(source.error());
+    source_ = std::move(*source);
+  }
+
+  ReadoutSettings s;
+  s.name = id_;
+  s.ru = ctx.self().index;
+  s.chunk_size = params->chunk_size;
+  s.chunks = params->chunks;
+  s.event_capacity = kEventCapacity;
+  s.block_capacity = topology.ru_block_capacity;
+  s.max_block_events = topology.max_block_events;
+  s.max_message_size = ctx.cluster().transports.max_message_size;
+  auto store = ReadoutStore::create(s, source_->max_super_fragment_size());
+  if (!store) {
+    source_->stop();
+    return context(store.error());
+  }
+  store_ = std::move(*store);
+
+  bus_.assign(topology.ids.size(), BuState{});
+  for (const auto bu : topology.bus) bus_[bu].is_bu = true;
+
+  runtime::MetricsRegistry& m = ctx.metrics();
+  events_produced_ = &m.counter("events_produced", "super-fragments written into chunks");
+  bytes_produced_ = &m.counter("bytes_produced", "super-fragment bytes written into chunks");
+  messages_out_ = &m.counter("messages_out", "blocks posted to BUs");
+  bytes_out_metric_ = &m.counter("bytes_out", "block bytes posted to BUs");
+  blocks_resent_ = &m.counter("blocks_resent", "blocks sent again after a BU was lost");
+  throttled_metric_ = &m.counter("throttled_ns", "time production waited for free chunk memory");
+  fragment_errors_ = &m.counter("fragment_errors", "bad fragments seen by the input");
+  events_held_ = &m.gauge("events_held", "events produced and not yet cut into a block");
+  blocks_retained_ = &m.gauge("blocks_retained", "blocks kept until their BU acknowledges");
+  const ReadoutStore* st = store_.get();
+  m.probe(
+      "chunks_retained", [st] { return static_cast<double>(st->chunks_shared()); },
+      "chunks held by blocks not yet acknowledged");
+  return ok();
+}
+
+// The store object stays until the next configure (or destruction): a peer's endpoint may hold
+// our chunks until it is closed, after release().
+void ReadoutRole::release() {
+  message_.clear();
+  if (source_) source_->stop();
+  if (store_) store_->clear();
+  source_.reset();
+  endpoint_ = nullptr;
+}
+
+void ReadoutRole::set_failure(std::string what) {
+  if (failure_.empty()) failure_ = std::move(what);
+}
+
+std::uint32_t ReadoutRole::produce(std::uint64_t limit, bool limit_throttles) {
+  std::uint32_t n = 0;
+  bool waiting = false;  // the last attempt waited for memory or for the builder
+  const std::uint64_t before = store_->counters().bytes_produced;
+  while (n < kProduceEvents && store_->counters().bytes_produced - before < kProduceBytes) {
+    const ProduceStatus s = store_->produce(*source_, limit);
+    if (s == ProduceStatus::produced) {
+      ++n;
+      continue;
+    }
+    const bool at_limit = s == ProduceStatus::not_ready && store_->produced() >= limit;
+    waiting = s == ProduceStatus::no_chunk || s == ProduceStatus::ring_full ||
+              (at_limit && limit_throttles);
+    if (s == ProduceStatus::failed) set_failure("input: " + store_->error());
+    break;
+  }
+  if (waiting && n == 0) {
+    if (throttled_since_ == 0) throttled_since_ = core::monotonic_ns();
+  } else if (throttled_since_ != 0) {
+    throttled_ns_ += static_cast<std::uint64_t>(core::monotonic_ns() - throttled_since_);
+    throttled_since_ = 0;
+  }
+  return n;
+}
+
+void ReadoutRole::on_assign(const wire::Assign& a) {
+  if (a.bu >= bus_.size() || !bus_[a.bu].is_bu) {
+    set_failure("assign of block " + std::to_string(a.block_id) + " names " + topology_.name(a.bu) +
+                ", not a BU of this builder");
+    return;
+  }
+  if (store_->assign(a) == AssignOutcome::error) set_failure(store_->error());
+}
+
+void ReadoutRole::on_ack(const wire::BlockAck& a) {
+  (void)store_->ack(a.block_id, a.generation);
+}
+
+void ReadoutRole::on_send_done(transport::AppIndex peer) {
+  if (peer < bus_.size() && bus_[peer].in_flight > 0) --bus_[peer].in_flight;
+}
+
+void ReadoutRole::bu_gone(transport::AppIndex bu) {
+  if (bu >= bus_.size() || !bus_[bu].is_bu || !bus_[bu].live) return;
+  bus_[bu].live = false;
+  bus_[bu].in_flight = 0;
+  store_->park(bu);
+}
+
+int ReadoutRole::send() {
+  if (!store_->cut()) {
+    set_failure(store_->error());
+    return 0;
+  }
+  for (auto& b : bus_) b.blocked = false;
+  int posted = 0;
+  for (std::size_t i = 0; i < store_->ready_count();) {
+    const ReadyBlock rb = store_->ready_at(i);
+    BuState& bu = bus_[rb.bu];
+    if (!bu.live) {
+      store_->park(rb.bu);
+      continue;
+    }
+    if (bu.blocked) {
+      ++i;
+      continue;
+    }
+    store_->stage(i, message_);
+    const std::size_t size = message_.size();
+    const transport::SendStatus s = endpoint_->post_send(rb.bu, message_);
+    if (s == transport::SendStatus::ok) {
+      store_->mark_sent(i);
+      ++bu.in_flight;
+      ++blocks_out_;
+      bytes_out_ += size;
+      ++posted;
+      continue;
+    }
+    message_.clear();
+    switch (s) {
+      case transport::SendStatus::back_pressure:
+      case transport::SendStatus::not_connected:
+        bu.blocked = true;
+        ++i;
+        break;
+      case transport::SendStatus::closed:
+        bu_gone(rb.bu);
+        break;
+      default:
+        set_failure("block " + std::to_string(rb.block_id) + " of " + std::to_string(size) +
+                    " bytes to " + topology_.name(rb.bu) +
+                    " refused: " + std::string(transport::to_string(s)));
+        return posted;
+    }
+  }
+  return posted;
+}
+
+bool ReadoutRole::idle() const {
+  if (!store_) return true;
+  for (std::size_t i = 0; i < store_->ready_count(); ++i) {
+    if (bus_[store_->ready_at(i).bu].live) return false;
+  }
+  for (const auto& b : bus_) {
+    if (b.live && b.in_flight > 0) return false;
+  }
+  return true;
+}
+
+void ReadoutRole::publish() {
+  if (!store_) return;
+  const ReadoutCounters& c = store_->counters();
+  auto delta = [](runtime::Counter* m, std::uint64_t now, std::uint64_t& last) {
+    if (now > last) m->add(now - last);
+    last = now;
+  };
+  std::uint64_t throttled = throttled_ns_;
+  if (throttled_since_ != 0)
+    throttled += static_cast<std::uint64_t>(core::monotonic_ns() - throttled_since_);
+  delta(events_produced_, c.events_produced, published_.events);
+  delta(bytes_produced_, c.bytes_produced, published_.bytes);
+  delta(messages_out_, blocks_out_, published_.blocks_out);
+  delta(bytes_out_metric_, bytes_out_, published_.bytes_out);
+  delta(blocks_resent_, c.blocks_resent, published_.resent);
+  delta(throttled_metric_, throttled, published_.throttled);
+  delta(fragment_errors_, source_->stats().fragment_errors, published_.fragment_errors);
+  events_held_->set(static_cast<double>(store_->produced() - store_->consumed()));
+  blocks_retained_->set(static_cast<double>(store_->blocks_held()));
+}
+
+}  // namespace daqflow::apps::evb

@@ -1,0 +1,113 @@
+#pragma once
+// `roundtrip`: the round-trip benchmark of seed 000 (XDAQ's RoundTrip). Two applications, an
+// initiator and a responder, name each other with `peer`.
+//
+// The responder echoes every ping back to the initiator as a pong of the same size and tag,
+// re-sending the received segments themselves (zero copy). It answers from Configure on, so the
+// order in which the two are enabled does not matter; it is finished once it has echoed the
+// ping flagged as the sweep's last.
+//
+// The initiator, once enabled, sweeps sizes min_size, 2*min_size, ... up to max_size (max_size
+// itself is always measured), with one message in flight: per size `warmup` round trips that are
+// not recorded, then `iterations` timed with core::monotonic_ns. Per size it reports the median,
+// p99, minimum and mean round-trip time; tau = RTT / 2 is the one-way transport time, and
+// tau(P) = c * P + tau0 is fitted over the sizes >= fit_min_size (daqflow/apps/stats.hpp).
+// Sample arrays are allocated at Configure; the data path does not allocate.
+
+#include <array>
+#include <atomic>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "app_support.hpp"
+#include "daqflow/apps/stats.hpp"
+#include "daqflow/core/buffer_pool.hpp"
+#include "daqflow/runtime/application.hpp"
+
+namespace daqflow::apps {
+
+class RoundTrip final : public runtime::Application {
+ public:
+  ~RoundTrip() override;
+
+  Result<void> configure(runtime::AppContext& ctx) override;
+  Result<void> enable() override;
+  Result<void> suspend() override;
+  Result<void> resume() override;
+  void begin_halt() override;
+  void release() override;
+
+  [[nodiscard]] int do_work() override;
+  void wait_for_work(std::chrono::microseconds timeout) override;
+
+  [[nodiscard]] bool drained() const override;
+  [[nodiscard]] bool finished() const override;
+  [[nodiscard]] nlohmann::json results() const override;
+
+  // Copies the initiator's "fit" and "points" into the run's results.
+  static void fold_results(nlohmann::json& run, const std::string& id, const nlohmann::json& app);
+
+ private:
+  // Responder: pongs that could not be posted yet (back-pressure, connection not up).
+  static constexpr std::size_t kPendingPongs = 16;
+
+  int initiator_work(bool halting);
+  int responder_work();
+  bool post_ping();
+  void on_pong(transport::Completion& c, std::int64_t now_ns);
+  void on_ping(transport::Completion& c);
+  int flush_pongs();
+  void peer_lost(const std::string& why);
+  void fail_once(const std::string& reason);
+
+  // Configuration; configure() holds config_mutex_ so that results() never sees it half-set.
+  mutable std::mutex config_mutex_;
+  std::string id_;
+  transport::AppIndex self_ = 0;
+  transport::AppIndex peer_ = 0;
+  std::string peer_id_;
+  bool initiator_ = false;
+  std::uint64_t warmup_ = 0;
+  std::uint64_t iterations_ = 0;
+  std::uint64_t fit_min_size_ = 0;
+  std::vector<std::uint64_t> sizes_;
+
+  // Owned between configure and release; agent thread.
+  transport::Endpoint* endpoint_ = nullptr;
+  std::unique_ptr<core::BufferPool> pool_;  // initiator: ping buffers
+  std::array<transport::Completion, detail::kPollBatch> completions_{};
+  std::vector<std::int64_t> rtt_ns_;  // iterations_ samples of the current size
+  std::size_t size_index_ = 0;
+  std::uint64_t round_ = 0;  // round trips done at the current size, warm-up included
+  std::uint64_t tag_ = 0;    // tag of the last ping
+  bool awaiting_ = false;    // a ping is out
+  std::int64_t sent_ns_ = 0;
+  std::array<transport::Message, kPendingPongs> pending_{};
+  std::size_t pending_head_ = 0;
+  std::size_t pending_count_ = 0;
+  bool last_echoed_ = false;  // responder: the last ping was echoed (pong posted)
+  runtime::Counter* messages_out_ = nullptr;
+  runtime::Counter* bytes_out_ = nullptr;
+  runtime::Counter* messages_in_ = nullptr;
+  runtime::Counter* bytes_in_ = nullptr;
+  runtime::Gauge* size_gauge_ = nullptr;
+
+  // Shared with other threads. points_[0, points_done_) are final.
+  std::vector<SizePoint> points_;
+  std::atomic<std::size_t> points_done_{0};
+  std::atomic<std::uint64_t> pongs_{0};
+  std::atomic<std::uint32_t> in_flight_{0};
+  std::atomic<bool> enabled_{false};
+  std::atomic<bool> halting_{false};
+  // Set by the agent once it has seen halting_ (see source.hpp): only then is in_flight_ final.
+  std::atomic<bool> halt_seen_{false};
+  std::atomic<bool> configured_{false};
+  std::atomic<bool> failed_{false};
+  std::atomic<bool> finished_{false};
+};
+
+[[nodiscard]] runtime::AppType roundtrip_type();
+
+}  // namespace daqflow::apps

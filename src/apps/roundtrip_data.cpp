@@ -1,0 +1,225 @@
+// The data path of the round-trip benchmark: the initiator's ping/pong timing loop and the
+// responder's zero-copy echo. Nothing here allocates; see roundtrip.hpp for the protocol.
+#include "daqflow/apps/pattern.hpp"
+#include "daqflow/core/clock.hpp"
+#include "daqflow/wire/header.hpp"
+#include "roundtrip.hpp"
+
+namespace daqflow::apps {
+
+using transport::AppIndex;
+using transport::Completion;
+using transport::SendStatus;
+
+namespace {
+
+std::size_t check_echo(const transport::Message& m, std::uint64_t seq, AppIndex src) {
+  const std::size_t total = m.size();
+  std::size_t offset = 0;
+  for (const transport::Segment& s : m.pieces()) {
+    const std::size_t bad = check_ends(s.bytes(), offset, total, seq, src);
+    if (bad != kPatternOk) return bad;
+    offset += s.length;
+  }
+  return kPatternOk;
+}
+
+}  // namespace
+
+bool RoundTrip::post_ping() {
+  const std::uint64_t size = sizes_[size_index_];
+  const std::uint64_t tag = tag_ + 1;
+  transport::Message m;
+  if (size > 0) {
+    core::Buffer buffer = pool_->acquire();
+    if (!buffer) return false;
+    write_ends({buffer.data(), size}, 0, size, tag, self_);
+    m.add(std::move(buffer), 0, static_cast<std::uint32_t>(size));
+  }
+  m.type = wire::MessageType::ping;
+  m.tag = tag;
+  const bool last = size_index_ + 1 == sizes_.size() && round_ + 1 == warmup_ + iterations_;
+  m.flags = last ? wire::kFlagLast : 0;
+  sent_ns_ = core::monotonic_ns();
+  const SendStatus status = endpoint_->post_send(peer_, m);
+  switch (status) {
+    case SendStatus::ok:
+      tag_ = tag;
+      awaiting_ = true;
+      in_flight_.store(1, std::memory_order_release);
+      return true;
+    case SendStatus::back_pressure:
+    case SendStatus::not_connected:
+      return false;  // try again on the next round
+    case SendStatus::closed:
+      peer_lost("is closed");
+      return false;
+    case SendStatus::too_large:
+    case SendStatus::invalid:
+      fail_once("ping of " + std::to_string(size) + " bytes to '" + peer_id_ +
+                "' refused: " + std::string(transport::to_string(status)));
+      return false;
+  }
+  return false;
+}
+
+void RoundTrip::on_pong(Completion& c, std::int64_t now_ns) {
+  const std::uint64_t size = sizes_[size_index_];
+  if (!awaiting_ || c.message.tag != tag_ || c.message.size() != size) {
+    fail_once("unexpected pong from '" + peer_id_ + "': tag " + std::to_string(c.message.tag) +
+              ", " + std::to_string(c.message.size()) + " bytes; expected tag " +
+              std::to_string(tag_) + ", " + std::to_string(size) + " bytes");
+    return;
+  }
+  if (const std::size_t bad = check_echo(c.message, tag_, self_); bad != kPatternOk) {
+    fail_once("pong " + std::to_string(tag_) + " from '" + peer_id_ + "' (" + std::to_string(size) +
+              " bytes) is corrupted at byte " + std::to_string(bad));
+    return;
+  }
+  awaiting_ = false;
+  in_flight_.store(0, std::memory_order_release);
+  pongs_.fetch_add(1, std::memory_order_relaxed);
+  if (round_ >= warmup_) rtt_ns_[round_ - warmup_] = now_ns - sent_ns_;
+  if (++round_ < warmup_ + iterations_) return;
+  // A size is complete: summarise it (sorting iterations_ values between two round trips).
+  points_[size_index_].size = size;
+  points_[size_index_].rtt = summarize_rtt(rtt_ns_);
+  points_done_.store(size_index_ + 1, std::memory_order_release);
+  round_ = 0;
+  if (++size_index_ == sizes_.size()) {
+    finished_.store(true, std::memory_order_release);
+    return;
+  }
+  size_gauge_->set(static_cast<double>(sizes_[size_index_]));
+}
+
+int RoundTrip::initiator_work(bool halting) {
+  const std::size_t n = endpoint_->poll(completions_);
+  for (std::size_t i = 0; i < n; ++i) {
+    Completion& c = completions_[i];
+    switch (c.kind) {
+      case Completion::Kind::recv: {
+        const std::int64_t now = core::monotonic_ns();
+        messages_in_->add();
+        bytes_in_->add(c.message.size());
+        if (c.peer != peer_ || c.message.type != wire::MessageType::pong) {
+          fail_once("unexpected " + std::string(wire::to_string(c.message.type)) +
+                    " message from application #" + std::to_string(c.peer) +
+                    "; expected pongs from '" + peer_id_ + "'");
+        } else {
+          on_pong(c, now);
+        }
+        break;
+      }
+      case Completion::Kind::send_done:
+        messages_out_->add();
+        bytes_out_->add(c.size);
+        break;
+      case Completion::Kind::peer_closed:
+        if (c.peer == peer_) peer_lost("closed the connection during the sweep");
+        break;
+      case Completion::Kind::error:
+        if (c.peer == peer_) peer_lost("failed: " + std::string(c.reason));
+        break;
+    }
+    c.message.clear();
+  }
+  int work = static_cast<int>(n);
+  if (!awaiting_ && !halting && enabled_.load(std::memory_order_acquire) &&
+      !failed_.load(std::memory_order_acquire) && !finished_.load(std::memory_order_acquire) &&
+      post_ping()) {
+    ++work;
+  }
+  return work;
+}
+
+void RoundTrip::on_ping(Completion& c) {
+  messages_in_->add();
+  bytes_in_->add(c.message.size());
+  if (c.peer != peer_ || c.message.type != wire::MessageType::ping) {
+    fail_once("unexpected " + std::string(wire::to_string(c.message.type)) +
+              " message from application #" + std::to_string(c.peer) + "; expected pings from '" +
+              peer_id_ + "'");
+    return;
+  }
+  if (pending_count_ == kPendingPongs) {
+    fail_once("more than " + std::to_string(kPendingPongs) + " pings from '" + peer_id_ +
+              "' wait for their pongs; the initiator sends one at a time");
+    return;
+  }
+  // The pong is the ping's own segments sent back: no copy, no new buffer.
+  transport::Message& pong = pending_[(pending_head_ + pending_count_) % kPendingPongs];
+  pong.clear();
+  pong.type = wire::MessageType::pong;
+  pong.tag = c.message.tag;
+  pong.flags = c.message.flags;
+  for (std::uint8_t s = 0; s < c.message.segment_count; ++s) {
+    transport::Segment& seg = c.message.segments[s];
+    pong.add(std::move(seg.buffer), seg.offset, seg.length);
+  }
+  ++pending_count_;
+  in_flight_.fetch_add(1, std::memory_order_acq_rel);
+  if ((c.message.flags & wire::kFlagLast) != 0) last_echoed_ = true;
+}
+
+int RoundTrip::flush_pongs() {
+  int posted = 0;
+  while (pending_count_ > 0) {
+    transport::Message& pong = pending_[pending_head_];
+    const SendStatus status = endpoint_->post_send(peer_, pong);
+    if (status == SendStatus::back_pressure || status == SendStatus::not_connected) break;
+    if (status == SendStatus::closed) {
+      peer_lost("is closed");
+      break;
+    }
+    if (status != SendStatus::ok) {
+      fail_once("pong of " + std::to_string(pong.size()) + " bytes to '" + peer_id_ +
+                "' refused: " + std::string(transport::to_string(status)));
+      break;
+    }
+    pong.clear();
+    pending_head_ = (pending_head_ + 1) % kPendingPongs;
+    --pending_count_;
+    ++posted;
+  }
+  return posted;
+}
+
+int RoundTrip::responder_work() {
+  const std::size_t n = endpoint_->poll(completions_);
+  for (std::size_t i = 0; i < n; ++i) {
+    Completion& c = completions_[i];
+    switch (c.kind) {
+      case Completion::Kind::recv:
+        on_ping(c);
+        break;
+      case Completion::Kind::send_done:
+        messages_out_->add();
+        bytes_out_->add(c.size);
+        pongs_.fetch_add(1, std::memory_order_relaxed);
+        if (in_flight_.load(std::memory_order_relaxed) > 0) {
+          in_flight_.fetch_sub(1, std::memory_order_acq_rel);
+        }
+        break;
+      case Completion::Kind::peer_closed:
+        // The initiator ends its sweep, or is halted: it sends nothing more. Normal.
+        if (c.peer == peer_) {
+          for (auto& m : pending_) m.clear();
+          pending_count_ = 0;
+          in_flight_.store(0, std::memory_order_release);
+        }
+        break;
+      case Completion::Kind::error:
+        if (c.peer == peer_) peer_lost("failed: " + std::string(c.reason));
+        break;
+    }
+    c.message.clear();
+  }
+  const int posted = flush_pongs();
+  if (last_echoed_ && in_flight_.load(std::memory_order_acquire) == 0) {
+    finished_.store(true, std::memory_order_release);
+  }
+  return static_cast<int>(n) + posted;
+}
+
+}  // namespace daqflow::apps

@@ -1,0 +1,367 @@
+#include "sink.hpp"
+
+#include <algorithm>
+
+#include "daqflow/wire/header.hpp"
+
+namespace daqflow::apps {
+
+using transport::AppIndex;
+using transport::Completion;
+
+namespace {
+
+constexpr std::int64_t kMinIntervalMs = 10;
+constexpr std::int64_t kMaxIntervalMs = 10000;
+
+// A `source` application's message count from its parameters; 0 = unlimited or not a source.
+std::uint64_t source_count(const runtime::ApplicationConfig& app) {
+  if (app.type != "source" || !app.params.is_object()) return 0;
+  const auto it = app.params.find("count");
+  if (it == app.params.end() || !it->is_number_integer()) return 0;
+  const auto n = it->get<std::int64_t>();
+  return n > 0 ? static_cast<std::uint64_t>(n) : 0;
+}
+
+bool sends_to(const runtime::ApplicationConfig& app, const std::string& id) {
+  if (app.type != "source" || !app.params.is_object()) return false;
+  const auto it = app.params.find("destinations");
+  if (it == app.params.end() || !it->is_array()) return false;
+  return std::any_of(it->begin(), it->end(),
+                     [&id](const nlohmann::json& v) { return v.is_string() && v == id; });
+}
+
+}  // namespace
+
+Sink::Sink() = default;
+
+Sink::~Sink() {
+  for (auto& c : completions_) c.message.clear();
+}
+
+Result<void> Sink::configure(runtime::AppContext& ctx) {
+  release();
+  const std::lock_guard lock(config_mutex_);
+  id_ = ctx.self().id;
+  const detail::Params p(ctx);
+
+  auto listed = p.id_list("sources");
+  if (!listed) return listed.error();
+  auto verify = p.string("verify");
+  if (!verify) return verify.error();
+  if (!parse_verify(*verify, verify_)) {
+    return p.error("verify", "'" + *verify + "' is not one of: ends, full");
+  }
+  auto interval = p.integer("sample_interval_ms");
+  if (!interval) return interval.error();
+  if (*interval < kMinIntervalMs || *interval > kMaxIntervalMs) {
+    return p.error("sample_interval_ms", std::to_string(*interval) + " is outside " +
+                                             std::to_string(kMinIntervalMs) + ".." +
+                                             std::to_string(kMaxIntervalMs));
+  }
+  interval_ms_ = *interval;
+
+  const runtime::ClusterConfig& cluster = ctx.cluster();
+  ids_ = detail::application_ids(cluster);
+  sources_.assign(ids_.size(), SourceState{});
+  restricted_ = !listed->empty();
+  // Sources whose streams must end before the sink is finished; one unlimited source (or none
+  // known) means the sink runs until halted.
+  std::vector<AppIndex> expected;
+  if (restricted_) {
+    auto indexes = detail::indexes_of(ctx, "sources", *listed);
+    if (!indexes) return indexes.error();
+    for (const AppIndex i : *indexes) {
+      if (i >= sources_.size()) return p.error("sources", "index out of the address table");
+      sources_[i].allowed = true;
+      expected.push_back(i);
+    }
+  } else {
+    for (auto& s : sources_) s.allowed = true;
+    for (const auto& app : cluster.applications) {
+      if (sends_to(app, id_)) expected.push_back(app.index);
+    }
+  }
+  const bool finite =
+      !expected.empty() && std::all_of(expected.begin(), expected.end(), [&](AppIndex i) {
+        return i < cluster.applications.size() && source_count(cluster.applications[i]) > 0;
+      });
+  awaited_ = 0;
+  if (finite) {
+    for (const AppIndex i : expected) {
+      if (!sources_[i].awaited) ++awaited_;
+      sources_[i].awaited = true;
+    }
+  }
+
+  auto endpoint = ctx.endpoint();
+  if (!endpoint) return endpoint.error().context("application '" + id_ + "': endpoint");
+  endpoint_ = *endpoint;
+  clock_ = &ctx.clock();
+
+  runtime::MetricsRegistry& m = ctx.metrics();
+  messages_in_ = &m.counter("messages_in", "messages received");
+  bytes_in_ = &m.counter("bytes_in", "payload bytes received");
+  errors_sequence_ = &m.counter(
+      "errors_sequence", "messages out of sequence or from an application not among the sources");
+  errors_pattern_ = &m.counter("errors_pattern", "messages whose payload pattern is wrong");
+  rate_gauge_ = &m.gauge("throughput_mb_s", "received MB/s (10^6 bytes) over the last sample");
+
+  bytes_ = 0;
+  messages_ = 0;
+  completed_ = 0;
+  sampler_.reset(interval_ms_ * 1'000'000);
+  enabled_.store(false);
+  halting_.store(false);
+  failed_.store(false);
+  finished_.store(false);
+  bytes_total_.store(0);
+  messages_total_.store(0);
+  errors_sequence_total_.store(0);
+  errors_pattern_total_.store(0);
+  enabled_ns_.store(0);
+  enabled_at_ns_.store(0);
+  return ok();
+}
+
+Result<void> Sink::enable() {
+  enabled_at_ns_.store(clock_->now_ns(), std::memory_order_release);
+  enabled_.store(true, std::memory_order_release);
+  return ok();
+}
+
+Result<void> Sink::suspend() {
+  const std::int64_t at = enabled_at_ns_.exchange(0, std::memory_order_acq_rel);
+  if (at != 0) enabled_ns_.fetch_add(clock_->now_ns() - at, std::memory_order_acq_rel);
+  enabled_.store(false, std::memory_order_release);
+  return ok();
+}
+
+Result<void> Sink::resume() {
+  return enable();
+}
+
+void Sink::begin_halt() {
+  halting_.store(true, std::memory_order_release);
+  (void)suspend();
+}
+
+void Sink::release() {
+  for (auto& c : completions_) c.message.clear();
+  endpoint_ = nullptr;
+}
+
+std::size_t Sink::check_pattern(const transport::Message& m, std::uint64_t seq,
+                                AppIndex peer) const {
+  const std::size_t total = m.size();
+  std::size_t offset = 0;
+  for (const transport::Segment& s : m.pieces()) {
+    const std::span<const std::byte> bytes = s.bytes();
+    const std::size_t bad = verify_ == Verify::full ? check_full(bytes, offset, seq, peer)
+                                                    : check_ends(bytes, offset, total, seq, peer);
+    if (bad != kPatternOk) return bad;
+    offset += bytes.size();
+  }
+  return kPatternOk;
+}
+
+bool Sink::first_error() {
+  return !failed_.exchange(true, std::memory_order_acq_rel);
+}
+
+void Sink::on_message(Completion& c) {
+  const AppIndex peer = c.peer;
+  const std::uint64_t seq = c.message.tag;
+  const std::size_t size = c.message.size();
+  ++messages_;
+  bytes_ += size;
+  if (peer >= sources_.size() || !sources_[peer].allowed) {
+    errors_sequence_->add();
+    errors_sequence_total_.fetch_add(1, std::memory_order_relaxed);
+    if (first_error()) {
+      fail("message " + std::to_string(seq) + " from '" + detail::peer_name(ids_, peer) +
+           "', which is not among the sources of '" + id_ + "'");
+    }
+    return;
+  }
+  SourceState& s = sources_[peer];
+  if (seq != s.expected) {
+    errors_sequence_->add();
+    errors_sequence_total_.fetch_add(1, std::memory_order_relaxed);
+    if (first_error()) {
+      fail("sequence error from '" + detail::peer_name(ids_, peer) + "': expected message " +
+           std::to_string(s.expected) + ", got " + std::to_string(seq));
+    }
+  }
+  s.expected = seq + 1;
+  if (c.message.type != wire::MessageType::data) {
+    errors_pattern_->add();
+    errors_pattern_total_.fetch_add(1, std::memory_order_relaxed);
+    if (first_error()) {
+      fail("message " + std::to_string(seq) + " from '" + detail::peer_name(ids_, peer) +
+           "' has type " + std::string(wire::to_string(c.message.type)) + ", expected data");
+    }
+  } else if (const std::size_t bad = check_pattern(c.message, seq, peer); bad != kPatternOk) {
+    errors_pattern_->add();
+    errors_pattern_total_.fetch_add(1, std::memory_order_relaxed);
+    if (first_error()) {
+      fail("pattern error (verify: " + std::string(to_string(verify_)) + ") from '" +
+           detail::peer_name(ids_, peer) + "' in message " + std::to_string(seq) + " of " +
+           std::to_string(size) + " bytes, at byte " + std::to_string(bad));
+    }
+  }
+  if ((c.message.flags & wire::kFlagLast) != 0 && s.awaited && !s.complete) {
+    s.complete = true;
+    if (++completed_ == awaited_) finished_.store(true, std::memory_order_release);
+  }
+}
+
+int Sink::do_work() {
+  if (endpoint_ == nullptr) return 0;
+  const std::uint64_t bytes_before = bytes_;
+  const std::uint64_t messages_before = messages_;
+  const std::size_t n = endpoint_->poll(completions_);
+  for (std::size_t i = 0; i < n; ++i) {
+    Completion& c = completions_[i];
+    switch (c.kind) {
+      case Completion::Kind::recv:
+        on_message(c);
+        break;
+      case Completion::Kind::error:
+        if (!halting_.load(std::memory_order_acquire) && first_error()) {
+          fail("connection with '" + detail::peer_name(ids_, c.peer) +
+               "' failed: " + std::string(c.reason));
+        }
+        break;
+      case Completion::Kind::peer_closed:  // a source that halted: normal
+      case Completion::Kind::send_done:    // the sink sends nothing
+        break;
+    }
+    // Dropping the message returns its buffers to the sender's or the transport's pool.
+    c.message.clear();
+  }
+  const std::int64_t now = clock_->now_ns();
+  if (messages_ != messages_before) {
+    messages_in_->add(messages_ - messages_before);
+    bytes_in_->add(bytes_ - bytes_before);
+    messages_total_.store(messages_, std::memory_order_relaxed);
+    bytes_total_.store(bytes_, std::memory_order_relaxed);
+    sampler_.start(now, bytes_before, messages_before);
+  }
+  if (sampler_.tick(now, bytes_, messages_)) {
+    const auto s = sampler_.samples();
+    const ThroughputSample& a = s[s.size() - 2];
+    const ThroughputSample& b = s[s.size() - 1];
+    const double dt = static_cast<double>(b.t_ns - a.t_ns) / 1e9;
+    rate_gauge_->set(dt > 0 ? static_cast<double>(b.bytes - a.bytes) / 1e6 / dt : 0.0);
+  }
+  return static_cast<int>(n);
+}
+
+void Sink::wait_for_work(std::chrono::microseconds timeout) {
+  if (endpoint_ == nullptr) {
+    Application::wait_for_work(timeout);
+    return;
+  }
+  if (sampler_.started()) {
+    // Wake up in time for the next sample even when no data comes.
+    const std::int64_t left_ns = sampler_.next_due_ns() - clock_->now_ns();
+    if (left_ns <= 0) return;
+    timeout = std::min(timeout, std::chrono::microseconds(left_ns / 1000 + 1));
+  }
+  endpoint_->wait(timeout);
+}
+
+bool Sink::finished() const {
+  return finished_.load(std::memory_order_acquire);
+}
+
+nlohmann::json Sink::results() const {
+  const std::lock_guard lock(config_mutex_);
+  const std::uint64_t bytes = bytes_total_.load(std::memory_order_relaxed);
+  const std::uint64_t messages = messages_total_.load(std::memory_order_relaxed);
+  nlohmann::json r = {
+      {"bytes", bytes},
+      {"messages", messages},
+      {"sample_interval_ms", interval_ms_},
+      {"errors_sequence", errors_sequence_total_.load(std::memory_order_relaxed)},
+      {"errors_pattern", errors_pattern_total_.load(std::memory_order_relaxed)},
+  };
+  const auto samples = sampler_.samples();
+  if (const auto s = summarize(samples)) {
+    r["throughput_mb_s"] = s->mb_s;
+    r["messages_per_s"] = s->messages_per_s;
+    r["stddev_mb_s"] = s->stddev_mb_s;
+    r["samples"] = s->intervals;
+    r["seconds"] = s->seconds;
+    r["window"] = "sampled";
+    return r;
+  }
+  // Too short a run for sampling: the average over the whole time the sink was enabled.
+  std::int64_t enabled_ns = enabled_ns_.load(std::memory_order_acquire);
+  const std::int64_t at = enabled_at_ns_.load(std::memory_order_acquire);
+  if (at != 0 && clock_ != nullptr) enabled_ns += clock_->now_ns() - at;
+  const double seconds = static_cast<double>(enabled_ns) / 1e9;
+  r["throughput_mb_s"] = seconds > 0 ? static_cast<double>(bytes) / 1e6 / seconds : 0.0;
+  r["messages_per_s"] = seconds > 0 ? static_cast<double>(messages) / seconds : 0.0;
+  r["stddev_mb_s"] = 0.0;
+  r["samples"] = samples.empty() ? 0 : samples.size() - 1;
+  r["seconds"] = seconds;
+  r["window"] = "enabled";
+  return r;
+}
+
+void Sink::fold_results(nlohmann::json& run, const std::string& id, const nlohmann::json& app) {
+  if (!run.is_object()) run = nlohmann::json::object();
+  auto number = [](const nlohmann::json& j, const char* key) {
+    const auto it = j.find(key);
+    return it != j.end() && it->is_number() ? it->get<double>() : 0.0;
+  };
+  const double mb_s = app.is_object() ? number(app, "throughput_mb_s") : 0.0;
+  const double per_s = app.is_object() ? number(app, "messages_per_s") : 0.0;
+  run["throughput_mb_s"] = number(run, "throughput_mb_s") + mb_s;
+  run["messages_per_s"] = number(run, "messages_per_s") + per_s;
+  run["sinks"][id] = {{"throughput_mb_s", mb_s}, {"messages_per_s", per_s}};
+}
+
+runtime::AppType sink_type() {
+  using runtime::ParamKind;
+  using runtime::ParamSpec;
+  runtime::AppType t;
+  t.name = "sink";
+  t.help =
+      "Stream benchmark receiver: checks sequence and payload pattern of every message and "
+      "samples the received throughput.";
+  t.enable_rank = 0;
+  t.params = {
+      ParamSpec{"sources",
+                ParamKind::app_ref_list,
+                "applications allowed to send here; [] = any",
+                "[]",
+                {},
+                {},
+                {},
+                {}},
+      ParamSpec{"verify",
+                ParamKind::string,
+                "payload check: ends (sequence at both ends, cheap) or full (every byte)",
+                "\"ends\"",
+                {},
+                {},
+                {"ends", "full"},
+                {}},
+      ParamSpec{"sample_interval_ms",
+                ParamKind::integer,
+                "throughput sampling interval",
+                "200",
+                static_cast<double>(kMinIntervalMs),
+                static_cast<double>(kMaxIntervalMs),
+                {},
+                {}},
+  };
+  t.make = [] { return std::make_unique<Sink>(); };
+  t.fold_results = &Sink::fold_results;
+  return t;
+}
+
+}  // namespace daqflow::apps

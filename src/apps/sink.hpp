@@ -1,0 +1,104 @@
+#pragma once
+// `sink`: the receiving half of the stream benchmark (seed 000's DataDrain). It checks every
+// message (per-source sequence numbers 0, 1, 2, ... in the tag, and the payload pattern of
+// daqflow/apps/pattern.hpp), drops it at once, and samples the bytes and messages received at a
+// fixed interval (seed 004) to report a throughput with the first and last interval dropped.
+//
+// The first error fails the application with a reason naming the source and the sequence;
+// later errors are only counted. A source closing its connection is normal. The sink is
+// finished once every source that sends to it has sent its last message (sources with a count);
+// sources are those listed in `sources`, or else every `source` application of the cluster whose
+// destinations name this sink.
+//
+// Threading: as for every application (see runtime/application.hpp); results() reads the
+// samples published by the agent thread.
+
+#include <array>
+#include <atomic>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "app_support.hpp"
+#include "daqflow/apps/pattern.hpp"
+#include "daqflow/apps/sampler.hpp"
+#include "daqflow/runtime/application.hpp"
+
+namespace daqflow::apps {
+
+class Sink final : public runtime::Application {
+ public:
+  Sink();
+  ~Sink() override;
+
+  Result<void> configure(runtime::AppContext& ctx) override;
+  Result<void> enable() override;
+  Result<void> suspend() override;
+  Result<void> resume() override;
+  void begin_halt() override;
+  void release() override;
+
+  [[nodiscard]] int do_work() override;
+  void wait_for_work(std::chrono::microseconds timeout) override;
+
+  [[nodiscard]] bool finished() const override;
+  [[nodiscard]] nlohmann::json results() const override;
+
+  // Adds this sink's figures to the run's results: sums of throughput_mb_s and messages_per_s,
+  // and "sinks": {id: {throughput_mb_s, messages_per_s}}.
+  static void fold_results(nlohmann::json& run, const std::string& id, const nlohmann::json& app);
+
+ private:
+  struct SourceState {
+    std::uint64_t expected = 0;  // next sequence number
+    bool allowed = false;        // may send to us
+    bool awaited = false;        // counted for finished(): a source with a count
+    bool complete = false;       // its last message arrived
+  };
+
+  void on_message(transport::Completion& c);
+  // True for the first error only: it fails the application, later ones are only counted.
+  bool first_error();
+  [[nodiscard]] std::size_t check_pattern(const transport::Message& m, std::uint64_t seq,
+                                          transport::AppIndex peer) const;
+
+  // Configuration; configure() holds config_mutex_ so that results() never sees it half-set.
+  mutable std::mutex config_mutex_;
+  std::string id_;
+  Verify verify_ = Verify::ends;
+  std::int64_t interval_ms_ = 200;
+  bool restricted_ = false;  // only listed sources may send
+  std::vector<std::string> ids_;
+  std::size_t awaited_ = 0;  // sources to complete before finished(); 0 = never finishes
+
+  // Owned between configure and release; agent thread.
+  transport::Endpoint* endpoint_ = nullptr;
+  core::Clock* clock_ = nullptr;
+  std::vector<SourceState> sources_;  // by AppIndex
+  std::array<transport::Completion, detail::kPollBatch> completions_{};
+  std::uint64_t bytes_ = 0;
+  std::uint64_t messages_ = 0;
+  std::size_t completed_ = 0;
+  ThroughputSampler sampler_;
+  runtime::Counter* messages_in_ = nullptr;
+  runtime::Counter* bytes_in_ = nullptr;
+  runtime::Counter* errors_sequence_ = nullptr;
+  runtime::Counter* errors_pattern_ = nullptr;
+  runtime::Gauge* rate_gauge_ = nullptr;
+
+  // Shared with other threads.
+  std::atomic<bool> enabled_{false};
+  std::atomic<bool> halting_{false};
+  std::atomic<bool> failed_{false};
+  std::atomic<bool> finished_{false};
+  std::atomic<std::uint64_t> bytes_total_{0};
+  std::atomic<std::uint64_t> messages_total_{0};
+  std::atomic<std::uint64_t> errors_sequence_total_{0};
+  std::atomic<std::uint64_t> errors_pattern_total_{0};
+  std::atomic<std::int64_t> enabled_ns_{0};     // accumulated enabled time before the current span
+  std::atomic<std::int64_t> enabled_at_ns_{0};  // start of the current enabled span, 0 = none
+};
+
+[[nodiscard]] runtime::AppType sink_type();
+
+}  // namespace daqflow::apps

@@ -1,0 +1,406 @@
+#include "source.hpp"
+
+#include <algorithm>
+
+#include "daqflow/core/clock.hpp"
+#include "daqflow/wire/header.hpp"
+
+namespace daqflow::apps {
+
+using transport::AppIndex;
+using transport::Completion;
+using transport::SendStatus;
+
+namespace {
+
+constexpr std::int64_t kMaxMessageSize = std::int64_t{1} << 30;
+constexpr std::int64_t kMaxPipelineDepth = 4096;
+// While the pool is dry (a receiver still holds our buffers) no completion announces their
+// return, so the agent only naps instead of blocking for its full idle timeout.
+constexpr std::chrono::microseconds kStarvedNap{100};
+
+}  // namespace
+
+Source::~Source() {
+  for (auto& d : dests_) d.message.clear();
+  for (auto& c : completions_) c.message.clear();
+  detail::retire_pool(pool_);
+}
+
+Result<void> Source::configure(runtime::AppContext& ctx) {
+  release();
+  detail::retire_pool(pool_);
+  const std::lock_guard lock(config_mutex_);
+  id_ = ctx.self().id;
+  self_ = ctx.self().index;
+  const detail::Params p(ctx);
+
+  auto dest_ids = p.id_list("destinations");
+  if (!dest_ids) return dest_ids.error();
+  if (dest_ids->empty()) return p.error("destinations", "needs at least one destination");
+  auto size = p.integer("message_size");
+  if (!size) return size.error();
+  if (*size < 0 || *size > kMaxMessageSize) {
+    return p.error("message_size",
+                   std::to_string(*size) + " is outside 0.." + std::to_string(kMaxMessageSize));
+  }
+  auto depth = p.integer("pipeline_depth");
+  if (!depth) return depth.error();
+  if (*depth < 0 || *depth > kMaxPipelineDepth) {
+    return p.error("pipeline_depth", std::to_string(*depth) + " is outside 1.." +
+                                         std::to_string(kMaxPipelineDepth) +
+                                         " (0: the transports' pipeline_depth)");
+  }
+  auto count = p.integer("count");
+  if (!count) return count.error();
+  if (*count < 0) return p.error("count", "must be 0 (unlimited) or more");
+  auto verify = p.string("verify");
+  if (!verify) return verify.error();
+  if (!parse_verify(*verify, verify_)) {
+    return p.error("verify", "'" + *verify + "' is not one of: ends, full");
+  }
+
+  const runtime::TransportSettings& t = ctx.cluster().transports;
+  if (static_cast<std::uint64_t>(*size) > t.max_message_size) {
+    return p.error("message_size", std::to_string(*size) +
+                                       " bytes exceeds transports.max_message_size (" +
+                                       std::to_string(t.max_message_size) +
+                                       "); raise max_message_size or send smaller messages");
+  }
+  message_size_ = static_cast<std::uint32_t>(*size);
+  depth_ = *depth == 0 ? t.pipeline_depth : static_cast<std::uint32_t>(*depth);
+  if (depth_ == 0) return p.error("pipeline_depth", "transports.pipeline_depth is 0");
+  count_ = static_cast<std::uint64_t>(*count);
+
+  auto indexes = detail::indexes_of(ctx, "destinations", *dest_ids);
+  if (!indexes) return indexes.error();
+  ids_ = detail::application_ids(ctx.cluster());
+  slot_of_.assign(ids_.size(), -1);
+  dests_.clear();
+  dests_.reserve(indexes->size());
+  for (std::size_t i = 0; i < indexes->size(); ++i) {
+    const AppIndex index = (*indexes)[i];
+    if (index == self_) return p.error("destinations", "'" + id_ + "' cannot send to itself");
+    if (index >= slot_of_.size()) return p.error("destinations", "index out of the address table");
+    if (slot_of_[index] >= 0) {
+      return p.error("destinations", "'" + (*dest_ids)[i] + "' is listed twice");
+    }
+    slot_of_[index] = static_cast<std::int32_t>(dests_.size());
+    dests_.emplace_back();
+    dests_.back().index = index;
+  }
+
+  transport::EndpointOptions options = detail::endpoint_options(ctx);
+  options.pipeline_depth = depth_;
+  auto endpoint = ctx.endpoint(&options);
+  if (!endpoint) return endpoint.error().context("application '" + id_ + "': endpoint");
+  endpoint_ = *endpoint;
+
+  const std::size_t buffers = static_cast<std::size_t>(depth_) * dests_.size() + 2;
+  auto pool =
+      core::BufferPool::create(id_ + ".send", std::max<std::uint32_t>(message_size_, 1), buffers);
+  if (!pool) return pool.error().context("application '" + id_ + "'");
+  pool_ = std::move(*pool);
+
+  for (const auto& d : dests_) {
+    auto connected = endpoint_->connect(d.index);
+    if (!connected) {
+      return connected.error().context("application '" + id_ + "': connecting to '" +
+                                       detail::peer_name(ids_, d.index) + "'");
+    }
+  }
+
+  runtime::MetricsRegistry& m = ctx.metrics();
+  messages_out_ = &m.counter("messages_out", "messages sent and completed");
+  bytes_out_ = &m.counter("bytes_out", "payload bytes sent and completed");
+  back_pressured_ = &m.counter(
+      "back_pressured", "post attempts refused because the pipeline or the send pool was full");
+  in_flight_gauge_ = &m.gauge("in_flight", "messages posted and not yet completed");
+
+  cursor_ = 0;
+  producing_.store(false);
+  halting_.store(false);
+  halt_seen_.store(false);
+  failed_.store(false);
+  finished_.store(false);
+  total_in_flight_.store(0);
+  messages_.store(0);
+  bytes_.store(0);
+  first_post_ns_.store(0);
+  last_done_ns_.store(0);
+  configured_.store(true, std::memory_order_release);
+  return ok();
+}
+
+Result<void> Source::enable() {
+  producing_.store(true, std::memory_order_release);
+  return ok();
+}
+
+Result<void> Source::suspend() {
+  producing_.store(false, std::memory_order_release);
+  return ok();
+}
+
+Result<void> Source::resume() {
+  return enable();
+}
+
+void Source::begin_halt() {
+  halting_.store(true, std::memory_order_release);
+  producing_.store(false, std::memory_order_release);
+}
+
+void Source::release() {
+  configured_.store(false, std::memory_order_release);
+  producing_.store(false);
+  for (auto& d : dests_) {
+    d.message.clear();
+    d.staged = false;
+  }
+  for (auto& c : completions_) c.message.clear();
+  endpoint_ = nullptr;
+  detail::release_pool_if_idle(pool_);
+}
+
+Source::Destination* Source::destination_of(AppIndex peer) {
+  if (peer >= slot_of_.size() || slot_of_[peer] < 0) return nullptr;
+  return &dests_[static_cast<std::size_t>(slot_of_[peer])];
+}
+
+void Source::lose(Destination& d, const std::string& why) {
+  if (!d.dead) {
+    d.dead = true;
+    total_in_flight_.fetch_sub(d.in_flight, std::memory_order_acq_rel);
+    d.in_flight = 0;
+    d.message.clear();
+    d.staged = false;
+  }
+  if (halting_.load(std::memory_order_acquire) || finished_.load(std::memory_order_acquire)) return;
+  if (!failed_.exchange(true))
+    fail("destination '" + detail::peer_name(ids_, d.index) + "' " + why);
+}
+
+int Source::poll_completions() {
+  const std::size_t n = endpoint_->poll(completions_);
+  std::uint64_t done = 0;
+  std::uint64_t done_bytes = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    Completion& c = completions_[i];
+    Destination* d = destination_of(c.peer);
+    switch (c.kind) {
+      case Completion::Kind::send_done:
+        if (d != nullptr && d->in_flight > 0) {
+          --d->in_flight;
+          total_in_flight_.fetch_sub(1, std::memory_order_acq_rel);
+        }
+        ++done;
+        done_bytes += c.size;
+        break;
+      case Completion::Kind::recv:
+        break;  // sinks send nothing; whatever arrives is dropped
+      case Completion::Kind::peer_closed:
+        if (d != nullptr) lose(*d, "closed the connection while the source was sending");
+        break;
+      case Completion::Kind::error:
+        if (d != nullptr) lose(*d, "failed: " + std::string(c.reason));
+        break;
+    }
+    c.message.clear();
+  }
+  if (done > 0) {
+    messages_out_->add(done);
+    bytes_out_->add(done_bytes);
+    messages_.fetch_add(done, std::memory_order_relaxed);
+    bytes_.fetch_add(done_bytes, std::memory_order_relaxed);
+    last_done_ns_.store(core::monotonic_ns(), std::memory_order_relaxed);
+  }
+  if (count_ > 0 && !finished_.load(std::memory_order_relaxed) &&
+      total_in_flight_.load(std::memory_order_acquire) == 0 &&
+      std::all_of(dests_.begin(), dests_.end(),
+                  [this](const Destination& x) { return x.next_seq >= count_; })) {
+    finished_.store(true, std::memory_order_release);
+  }
+  return static_cast<int>(n);
+}
+
+bool Source::stage(Destination& d) {
+  const std::uint64_t seq = d.next_seq;
+  if (message_size_ > 0) {
+    core::Buffer buffer = pool_->acquire();
+    if (!buffer) return false;
+    const std::span<std::byte> payload{buffer.data(), message_size_};
+    if (verify_ == Verify::full) {
+      fill_full(payload, 0, seq, self_);
+    } else {
+      write_ends(payload, 0, message_size_, seq, self_);
+    }
+    d.message.add(std::move(buffer), 0, message_size_);
+  }
+  d.message.type = wire::MessageType::data;
+  d.message.tag = seq;
+  d.message.flags = (count_ > 0 && seq + 1 == count_) ? wire::kFlagLast : 0;
+  d.staged = true;
+  return true;
+}
+
+void Source::on_send_failure(Destination& d, SendStatus status) {
+  switch (status) {
+    case SendStatus::back_pressure:
+      back_pressured_->add();
+      break;
+    case SendStatus::not_connected:
+      break;  // still connecting: try again next round
+    case SendStatus::closed:
+      lose(d, "is closed");
+      break;
+    case SendStatus::too_large:
+    case SendStatus::invalid:
+    case SendStatus::ok:
+      lose(d, "refused a message of " + std::to_string(message_size_) +
+                  " bytes: " + std::string(transport::to_string(status)));
+      break;
+  }
+}
+
+int Source::post_round() {
+  int posted = 0;
+  const std::size_t n = dests_.size();
+  bool starved = false;
+  for (std::size_t k = 0; k < n && !starved; ++k) {
+    Destination& d = dests_[(cursor_ + k) % n];
+    while (!d.dead && d.in_flight < depth_ && (count_ == 0 || d.next_seq < count_)) {
+      if (!d.staged && !stage(d)) {
+        back_pressured_->add();
+        starved = true;
+        break;
+      }
+      const SendStatus status = endpoint_->post_send(d.index, d.message);
+      if (status != SendStatus::ok) {
+        on_send_failure(d, status);
+        break;
+      }
+      d.message.clear();
+      d.staged = false;
+      ++d.next_seq;
+      ++d.in_flight;
+      total_in_flight_.fetch_add(1, std::memory_order_acq_rel);
+      ++posted;
+    }
+  }
+  cursor_ = n > 0 ? (cursor_ + 1) % n : 0;
+  starved_ = starved;
+  if (posted > 0 && first_post_ns_.load(std::memory_order_relaxed) == 0) {
+    first_post_ns_.store(core::monotonic_ns(), std::memory_order_relaxed);
+  }
+  return posted;
+}
+
+int Source::do_work() {
+  if (endpoint_ == nullptr) return 0;
+  const bool halting = halting_.load(std::memory_order_acquire);
+  int work = poll_completions();
+  if (!halting && producing_.load(std::memory_order_acquire) &&
+      !failed_.load(std::memory_order_acquire)) {
+    work += post_round();
+  } else {
+    starved_ = false;
+  }
+  if (halting) halt_seen_.store(true, std::memory_order_release);
+  in_flight_gauge_->set(static_cast<double>(total_in_flight_.load(std::memory_order_relaxed)));
+  return work;
+}
+
+void Source::wait_for_work(std::chrono::microseconds timeout) {
+  if (endpoint_ == nullptr) {
+    Application::wait_for_work(timeout);
+    return;
+  }
+  endpoint_->wait(starved_ ? std::min(timeout, kStarvedNap) : timeout);
+}
+
+bool Source::drained() const {
+  if (!configured_.load(std::memory_order_acquire)) return true;
+  return halt_seen_.load(std::memory_order_acquire) &&
+         total_in_flight_.load(std::memory_order_acquire) == 0;
+}
+
+bool Source::finished() const {
+  return finished_.load(std::memory_order_acquire);
+}
+
+nlohmann::json Source::results() const {
+  const std::lock_guard lock(config_mutex_);
+  const std::uint64_t bytes = bytes_.load(std::memory_order_relaxed);
+  const std::int64_t from = first_post_ns_.load(std::memory_order_relaxed);
+  const std::int64_t to = last_done_ns_.load(std::memory_order_relaxed);
+  const double seconds = (from > 0 && to > from) ? static_cast<double>(to - from) / 1e9 : 0.0;
+  return {
+      {"messages", messages_.load(std::memory_order_relaxed)},
+      {"bytes", bytes},
+      {"message_size", message_size_},
+      {"pipeline_depth", depth_},
+      {"destinations", dests_.size()},
+      {"verify", std::string(to_string(verify_))},
+      {"seconds", seconds},
+      {"throughput_mb_s", seconds > 0 ? static_cast<double>(bytes) / 1e6 / seconds : 0.0},
+  };
+}
+
+runtime::AppType source_type() {
+  using runtime::ParamKind;
+  using runtime::ParamSpec;
+  runtime::AppType t;
+  t.name = "source";
+  t.help =
+      "Stream benchmark sender: keeps the pipeline to each destination full with sequence-"
+      "numbered, pattern-carrying messages, destinations served round-robin.";
+  t.enable_rank = 10;
+  t.peer_params = {"destinations"};
+  t.params = {
+      ParamSpec{"destinations",
+                ParamKind::app_ref_list,
+                "applications to send to (sinks)",
+                "",
+                {},
+                {},
+                {},
+                {}},
+      ParamSpec{"message_size",
+                ParamKind::integer,
+                "payload bytes per message",
+                "1048576",
+                0.0,
+                static_cast<double>(kMaxMessageSize),
+                {},
+                {}},
+      ParamSpec{"pipeline_depth",
+                ParamKind::integer,
+                "messages in flight per destination; 0 = the transports' pipeline_depth",
+                "0",
+                0.0,
+                static_cast<double>(kMaxPipelineDepth),
+                {},
+                {}},
+      ParamSpec{"count",
+                ParamKind::integer,
+                "messages per destination, then the source is finished; 0 = unlimited",
+                "0",
+                0.0,
+                {},
+                {},
+                {}},
+      ParamSpec{"verify",
+                ParamKind::string,
+                "payload pattern: ends (sequence at both ends, cheap) or full (every byte)",
+                "\"ends\"",
+                {},
+                {},
+                {"ends", "full"},
+                {}},
+  };
+  t.make = [] { return std::make_unique<Source>(); };
+  return t;
+}
+
+}  // namespace daqflow::apps

@@ -1,0 +1,106 @@
+#pragma once
+// `source`: the sending half of the stream benchmark (seed 000's DataSource, seed 004's stream
+// senders). Once enabled it keeps the pipeline to every destination full with messages of
+// message_size bytes, each tagged with its per-destination sequence number (0, 1, 2, ...) and
+// carrying the pattern of daqflow/apps/pattern.hpp.
+//
+// Scheduling (seed 000): destinations are served round-robin, and each one gets a complete
+// pipeline (as many messages as it has free pipeline slots) before the next is served; the
+// destination served first rotates every round so that none is favoured. `count` (when not 0)
+// is the number of messages per destination; the last one carries wire::kFlagLast so that a
+// sink knows the stream is complete.
+//
+// Threading: configure/enable/suspend/resume/begin_halt/release on the control thread, do_work
+// and wait_for_work on the agent thread; drained/finished/results from any thread.
+
+#include <array>
+#include <atomic>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "app_support.hpp"
+#include "daqflow/apps/pattern.hpp"
+#include "daqflow/core/buffer_pool.hpp"
+#include "daqflow/runtime/application.hpp"
+
+namespace daqflow::apps {
+
+class Source final : public runtime::Application {
+ public:
+  ~Source() override;
+
+  Result<void> configure(runtime::AppContext& ctx) override;
+  Result<void> enable() override;
+  Result<void> suspend() override;
+  Result<void> resume() override;
+  void begin_halt() override;
+  void release() override;
+
+  [[nodiscard]] int do_work() override;
+  void wait_for_work(std::chrono::microseconds timeout) override;
+
+  [[nodiscard]] bool drained() const override;
+  [[nodiscard]] bool finished() const override;
+  [[nodiscard]] nlohmann::json results() const override;
+
+ private:
+  struct Destination {
+    transport::AppIndex index = 0;
+    std::uint64_t next_seq = 0;   // sequence number of the next message to post
+    std::uint32_t in_flight = 0;  // posted, not yet completed
+    bool staged = false;          // `message` holds the filled message next_seq
+    bool dead = false;            // closed or failed: nothing more is sent to it
+    transport::Message message;
+  };
+
+  int poll_completions();
+  int post_round();
+  bool stage(Destination& d);
+  void on_send_failure(Destination& d, transport::SendStatus status);
+  void lose(Destination& d, const std::string& why);
+  [[nodiscard]] Destination* destination_of(transport::AppIndex peer);
+
+  // Configuration; configure() holds config_mutex_ so that results() never sees it half-set.
+  mutable std::mutex config_mutex_;
+  std::string id_;
+  transport::AppIndex self_ = 0;
+  std::uint32_t message_size_ = 0;
+  std::uint32_t depth_ = 0;
+  std::uint64_t count_ = 0;
+  Verify verify_ = Verify::ends;
+  std::vector<std::string> ids_;
+  std::vector<std::int32_t> slot_of_;  // AppIndex -> position in dests_, -1 if none
+
+  // Owned between configure and release.
+  transport::Endpoint* endpoint_ = nullptr;
+  std::unique_ptr<core::BufferPool> pool_;
+  std::vector<Destination> dests_;
+  std::array<transport::Completion, detail::kPollBatch> completions_{};
+  std::size_t cursor_ = 0;
+  bool starved_ = false;  // the last round found the pool empty
+  runtime::Counter* messages_out_ = nullptr;
+  runtime::Counter* bytes_out_ = nullptr;
+  runtime::Counter* back_pressured_ = nullptr;
+  runtime::Gauge* in_flight_gauge_ = nullptr;
+
+  // Shared with other threads.
+  std::atomic<bool> producing_{false};
+  std::atomic<bool> halting_{false};
+  // Set by the agent once it has seen halting_: it posts nothing after that, so drained() can
+  // trust the in-flight count (a round that began before begin_halt() may still post).
+  std::atomic<bool> halt_seen_{false};
+  std::atomic<bool> configured_{false};
+  std::atomic<bool> failed_{false};
+  std::atomic<bool> finished_{false};
+  std::atomic<std::uint64_t> total_in_flight_{0};
+  std::atomic<std::uint64_t> messages_{0};
+  std::atomic<std::uint64_t> bytes_{0};
+  std::atomic<std::int64_t> first_post_ns_{0};
+  std::atomic<std::int64_t> last_done_ns_{0};
+};
+
+[[nodiscard]] runtime::AppType source_type();
+
+}  // namespace daqflow::apps

@@ -1,0 +1,124 @@
+// daqflow ctl HOST:PORT COMMAND [--app ID] [--wait]: sends one state-machine command to a
+// context (every application, in enable order) or to one application of it.
+#include <chrono>
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <thread>
+
+#include "cli/commands.hpp"
+#include "daqflow/control/client.hpp"
+#include "daqflow/control/plan.hpp"
+
+namespace daqflow::cli {
+
+namespace {
+
+struct CtlArgs {
+  std::string address;
+  std::string command;
+  std::string app;
+  bool wait = false;
+  double timeout_s = 30.0;
+};
+
+[[noreturn]] void fail(const std::string& why) {
+  std::fprintf(stderr, "daqflow ctl: %s\n", why.c_str());
+  throw CLI::RuntimeError(1);
+}
+
+std::string text_of(const nlohmann::json& obj, const char* key) {
+  if (!obj.is_object()) return {};
+  const auto it = obj.find(key);
+  return it != obj.end() && it->is_string() ? it->get<std::string>() : std::string();
+}
+
+void print(const nlohmann::json& answer) {
+  std::printf("%s\n", answer.dump(2).c_str());
+}
+
+// Polls until every listed application is in the target state; returns the final answer in the
+// shape of the command's own answer, with the states reached (and reasons of failures).
+nlohmann::json wait_for_target(const control::ControlClient& client, const CtlArgs& args,
+                               const std::string& target) {
+  const auto deadline = std::chrono::steady_clock::now() +
+                        std::chrono::milliseconds(static_cast<long>(args.timeout_s * 1000));
+  for (;;) {
+    nlohmann::json apps = nlohmann::json::array();
+    if (!args.app.empty()) {
+      auto app = client.get("/api/v1/apps/" + args.app);
+      if (!app) fail(app.error().message());
+      apps.push_back(std::move(*app));
+    } else {
+      auto all = client.get("/api/v1/apps");
+      if (!all) fail(all.error().message());
+      if (!all->is_array()) fail(client.address().str() + ": GET /api/v1/apps: not a JSON array");
+      apps = std::move(*all);
+    }
+    std::string failed;
+    std::string behind;
+    nlohmann::json states = nlohmann::json::array();
+    for (const auto& a : apps) {
+      const auto id = text_of(a, "id");
+      const auto state = text_of(a, "state");
+      nlohmann::json entry{{"id", id}, {"state", state}};
+      if (state == "Failed") {
+        entry["reason"] = text_of(a, "reason");
+        if (failed.empty()) failed = "application " + id + " failed: " + text_of(a, "reason");
+      } else if (state != target && behind.empty()) {
+        behind = "application " + id + " is still " + state;
+      }
+      states.push_back(std::move(entry));
+    }
+    nlohmann::json answer{{"command", args.command}};
+    if (!args.app.empty()) {
+      answer.update(states.at(0));
+    } else {
+      answer["applications"] = std::move(states);
+    }
+    if (!failed.empty()) {
+      print(answer);
+      fail(failed);
+    }
+    if (behind.empty()) return answer;
+    if (std::chrono::steady_clock::now() >= deadline) {
+      print(answer);
+      fail(args.command + ": " + behind + " after " + std::to_string(args.timeout_s) +
+           " s (waiting for " + target + ")");
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+}
+
+void ctl_command(const CtlArgs& args) {
+  auto address = control::parse_host_port(args.address);
+  if (!address) fail(address.error().message());
+  auto target = control::target_state(args.command);
+  if (!target) fail(target.error().message());
+
+  const control::ControlClient client(*address);
+  const std::string path = args.app.empty() ? "/api/v1/fsm/" + args.command
+                                            : "/api/v1/apps/" + args.app + "/fsm/" + args.command;
+  auto answer = client.post(path);
+  if (!answer) fail(answer.error().message());
+  print(args.wait ? wait_for_target(client, args, *target) : *answer);
+}
+
+}  // namespace
+
+void add_ctl(CLI::App& app) {
+  auto args = std::make_shared<CtlArgs>();
+  auto* cmd = app.add_subcommand(
+      "ctl", "Send a state-machine command to a context (or one application of it)");
+  cmd->add_option("address", args->address, "the context's control address, HOST:PORT")->required();
+  cmd->add_option("command", args->command, "Configure, Enable, Suspend, Resume, Halt or Reset")
+      ->required();
+  cmd->add_option("--app", args->app, "only this application of the context");
+  cmd->add_flag("--wait", args->wait, "wait until the command's target state is reached");
+  cmd->add_option("--timeout", args->timeout_s, "seconds --wait waits at most")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  cmd->callback([args] { ctl_command(*args); });
+}
+
+}  // namespace daqflow::cli

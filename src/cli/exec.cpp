@@ -1,0 +1,146 @@
+// daqflow exec CONFIG --context NAME [--context NAME...]: one executive process hosting the named
+// contexts of the configuration, until POST /api/v1/shutdown, SIGINT or SIGTERM.
+#include <pthread.h>
+#include <signal.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstdio>
+#include <ctime>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "cli/commands.hpp"
+#include "daqflow/core/log.hpp"
+#include "daqflow/runtime/config.hpp"
+#include "daqflow/runtime/executive.hpp"
+
+namespace daqflow::cli {
+
+namespace {
+
+struct ExecArgs {
+  std::string config;
+  std::vector<std::string> contexts;
+  std::string log_level = "info";
+};
+
+[[noreturn]] void fail(const std::string& why) {
+  std::fprintf(stderr, "daqflow exec: %s\n", why.c_str());
+  throw CLI::RuntimeError(1);
+}
+
+std::string join(const std::vector<std::string>& names, const char* sep) {
+  std::string out;
+  for (const auto& n : names) out += (out.empty() ? "" : sep) + n;
+  return out;
+}
+
+// Contexts joined by an inproc link must live in one process: host the whole group of every
+// context named.
+std::vector<std::string> with_process_groups(const runtime::ClusterConfig& config,
+                                             const std::vector<std::string>& named) {
+  std::vector<std::string> hosted;
+  const auto groups = config.process_groups(registry());
+  for (const std::string& name : named) {
+    if (std::find(hosted.begin(), hosted.end(), name) != hosted.end()) continue;
+    const auto group = std::find_if(groups.begin(), groups.end(), [&](const auto& g) {
+      return std::find(g.begin(), g.end(), name) != g.end();
+    });
+    if (group == groups.end()) {
+      hosted.push_back(name);
+      continue;
+    }
+    for (const std::string& member : *group) {
+      if (std::find(hosted.begin(), hosted.end(), member) != hosted.end()) continue;
+      if (member != name && std::find(named.begin(), named.end(), member) == named.end()) {
+        spdlog::info("also hosting context {}: an inproc link joins it to context {}", member,
+                     name);
+      }
+      hosted.push_back(member);
+    }
+  }
+  return hosted;
+}
+
+// Signals are taken synchronously by one thread (sigtimedwait) rather than by a handler, so that
+// turning them into a shutdown may lock and log. Every other thread inherits the blocked mask.
+class SignalWatch {
+ public:
+  explicit SignalWatch(runtime::Executive& exec) {
+    thread_ = std::thread([this, &exec] {
+      sigset_t set;
+      sigemptyset(&set);
+      sigaddset(&set, SIGINT);
+      sigaddset(&set, SIGTERM);
+      const timespec tick{0, 100'000'000};
+      while (!done_.load(std::memory_order_acquire)) {
+        const int sig = sigtimedwait(&set, nullptr, &tick);
+        if (sig == SIGINT || sig == SIGTERM) {
+          spdlog::info("{}: shutting down", sig == SIGINT ? "SIGINT" : "SIGTERM");
+          exec.request_shutdown();
+        }
+      }
+    });
+  }
+  ~SignalWatch() {
+    done_.store(true, std::memory_order_release);
+    thread_.join();
+  }
+  SignalWatch(const SignalWatch&) = delete;
+  SignalWatch& operator=(const SignalWatch&) = delete;
+
+  static void block() {
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGINT);
+    sigaddset(&set, SIGTERM);
+    pthread_sigmask(SIG_BLOCK, &set, nullptr);
+  }
+
+ private:
+  std::atomic<bool> done_{false};
+  std::thread thread_;
+};
+
+void exec_command(const ExecArgs& args) {
+  core::init_logging(join(args.contexts, ","), args.log_level);
+  auto config = runtime::load_config(args.config, registry());
+  if (!config) fail(config.error().message());
+  for (const std::string& name : args.contexts) {
+    if (config->find_context(name) == nullptr) {
+      std::vector<std::string> known;
+      for (const auto& c : config->contexts) known.push_back(c.name);
+      fail("context '" + name + "' is not in " + args.config + " (contexts: " + join(known, ", ") +
+           ")");
+    }
+  }
+  const auto hosted = with_process_groups(*config, args.contexts);
+  if (hosted != args.contexts) core::init_logging(join(hosted, ","), args.log_level);
+
+  // Before any thread starts, so that every thread inherits the mask.
+  SignalWatch::block();
+  auto exec = runtime::Executive::create(std::move(*config), hosted, registry());
+  if (!exec) fail(exec.error().message());
+  if (auto started = (*exec)->start(); !started) fail(started.error().message());
+  {
+    SignalWatch signals(**exec);
+    (*exec)->wait();
+  }
+}
+
+}  // namespace
+
+void add_exec(CLI::App& app) {
+  auto args = std::make_shared<ExecArgs>();
+  auto* cmd = app.add_subcommand("exec", "Run an executive hosting contexts of a configuration");
+  cmd->add_option("config", args->config, "the cluster configuration (YAML)")->required();
+  cmd->add_option("--context", args->contexts, "a context to host (repeatable)")->required();
+  cmd->add_option("--log-level", args->log_level, "trace, debug, info, warn or error")
+      ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error"}));
+  cmd->callback([args] { exec_command(*args); });
+}
+
+}  // namespace daqflow::cli

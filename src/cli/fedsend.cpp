@@ -1,0 +1,341 @@
+// daqflow fedsend HOST:PORT --fed ID [--feds N] [--events N] [--size BYTES | --lognormal MEAN SD]
+//   [--seed S] [--corrupt-crc EVENT]... [--rate HZ] [--file FILE]
+//
+// Plays FEDs for a RU's network input (`input: network`): FED ID + i streams to PORT + i, one
+// TCP connection and one thread per FED, each fragment behind the frame header of
+// daqflow/apps/evb/fed_stream.hpp. Fragments are made with the FED codec (wire::write_fragment:
+// a per-FED, per-event payload pattern and a correct CRC), or replayed from a file of raw
+// fragments (--file; each goes to the stream of its source id). --corrupt-crc flips the CRC of
+// the first FED's fragment of that event, for testing the RU's checks.
+
+#include <fmt/format.h>
+#include <netdb.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <memory>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "cli/commands.hpp"
+#include "daqflow/apps/evb/fed_stream.hpp"
+#include "daqflow/control/client.hpp"
+#include "daqflow/wire/endian.hpp"
+#include "daqflow/wire/fed.hpp"
+
+namespace daqflow::cli {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+constexpr std::size_t kSendBatchBytes = 256 * 1024;
+
+struct FedsendArgs {
+  std::string address;
+  int fed = -1;
+  int feds = 1;
+  std::uint64_t events = 1000;
+  std::size_t size = 2048;
+  std::vector<double> lognormal;  // mean, sd
+  std::size_t max_size = 65536;
+  std::uint64_t seed = 1;
+  std::vector<std::uint64_t> corrupt_crc;
+  double rate = 0;  // events per second per FED; 0: as fast as the RU takes them
+  std::string file;
+  double connect_timeout_s = 10;
+};
+
+[[noreturn]] void fail(const std::string& why) {
+  std::fprintf(stderr, "daqflow fedsend: %s\n", why.c_str());
+  throw CLI::RuntimeError(1);
+}
+
+// One FED's stream: what to send and what was sent.
+struct Stream {
+  std::uint16_t id = 0;
+  control::HostPort to;
+  std::vector<std::span<const std::byte>> replay;  // --file: this FED's fragments, in order
+  std::uint64_t fragments = 0;
+  std::uint64_t bytes = 0;
+  std::vector<std::uint64_t> corrupted;
+  std::string error;
+};
+
+bool connected_to_itself(int fd) {
+  sockaddr_storage local{};
+  sockaddr_storage peer{};
+  socklen_t local_len = sizeof local;
+  socklen_t peer_len = sizeof peer;
+  if (::getsockname(fd, reinterpret_cast<sockaddr*>(&local), &local_len) != 0 ||
+      ::getpeername(fd, reinterpret_cast<sockaddr*>(&peer), &peer_len) != 0) {
+    return false;
+  }
+  return local_len == peer_len && std::memcmp(&local, &peer, local_len) == 0;
+}
+
+int connect_to(const control::HostPort& to, double timeout_s, std::string& error) {
+  const auto deadline = Clock::now() + std::chrono::duration<double>(timeout_s);
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  for (;;) {
+    addrinfo* found = nullptr;
+    const int rc = ::getaddrinfo(to.host.c_str(), std::to_string(to.port).c_str(), &hints, &found);
+    if (rc != 0) {
+      error = fmt::format("cannot resolve {}: {}", to.host, ::gai_strerror(rc));
+      return -1;
+    }
+    int fd = -1;
+    int last_errno = 0;
+    for (addrinfo* a = found; a != nullptr && fd < 0; a = a->ai_next) {
+      fd = ::socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC, a->ai_protocol);
+      if (fd >= 0 && ::connect(fd, a->ai_addr, a->ai_addrlen) != 0) {
+        last_errno = errno;
+        ::close(fd);
+        fd = -1;
+      }
+    }
+    ::freeaddrinfo(found);
+    if (fd >= 0 && connected_to_itself(fd)) {
+      // With nothing listening, a connect() whose ephemeral port happens to equal the target
+      // port connects the socket to itself (TCP simultaneous open) and takes the RU's port.
+      ::close(fd);
+      fd = -1;
+      last_errno = ECONNREFUSED;
+    }
+    if (fd >= 0) return fd;
+    // The RU may not be configured yet: keep trying until the timeout, not too often, since
+    // every attempt takes an ephemeral port that a RU might be about to listen on.
+    if (Clock::now() >= deadline) {
+      error = fmt::format(
+          "cannot connect to {}: {} (is the RU configured with input: network and "
+          "fed_port {}?)",
+          to.str(), std::strerror(last_errno), to.port);
+      return -1;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  }
+}
+
+bool send_all(int fd, std::span<const std::byte> bytes, std::string& error) {
+  std::size_t done = 0;
+  while (done < bytes.size()) {
+    const ssize_t n = ::send(fd, bytes.data() + done, bytes.size() - done, MSG_NOSIGNAL);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      error = std::strerror(errno);
+      return false;
+    }
+    done += static_cast<std::size_t>(n);
+  }
+  return true;
+}
+
+// The size of a generated fragment: fixed, or lognormal with the given mean and sd; whole
+// 64-bit words within [16, max].
+class Sizes {
+ public:
+  Sizes(const FedsendArgs& args, std::uint16_t fed)
+      : args_(args), rng_(args.seed * 0x9e3779b97f4a7c15ULL + fed) {
+    if (args.lognormal.size() == 2) {
+      const double mean = args.lognormal[0];
+      const double sd = args.lognormal[1];
+      const double sigma2 = std::log1p(sd * sd / (mean * mean));
+      dist_ = std::lognormal_distribution<double>(std::log(mean) - sigma2 / 2, std::sqrt(sigma2));
+    }
+  }
+  std::size_t next() {
+    const double raw = args_.lognormal.size() == 2 ? dist_(rng_) : static_cast<double>(args_.size);
+    const auto words = static_cast<std::size_t>(std::ceil(raw / 8));
+    return std::clamp<std::size_t>(words * 8, wire::kFedMinFragmentSize, args_.max_size / 8 * 8);
+  }
+
+ private:
+  const FedsendArgs& args_;
+  std::mt19937_64 rng_;
+  std::lognormal_distribution<double> dist_;
+};
+
+void corrupt_crc(std::span<std::byte> fragment) {
+  std::byte* trailer = fragment.data() + fragment.size() - wire::kFedTrailerSize;
+  wire::store_le64(trailer, wire::load_le64(trailer) ^ wire::kFedTrailerCrcMask);
+}
+
+void send_stream(const FedsendArgs& args, Stream& s, std::uint16_t first_fed) {
+  const int fd = connect_to(s.to, args.connect_timeout_s, s.error);
+  if (fd < 0) return;
+  const bool replay = !args.file.empty();
+  const std::uint64_t events = replay ? s.replay.size() : args.events;
+  Sizes sizes(args, s.id);
+  std::vector<std::byte> batch;
+  batch.reserve(kSendBatchBytes + apps::evb::kFedFrameHeaderSize + args.max_size);
+  const auto start = Clock::now();
+  for (std::uint64_t e = 0; e < events; ++e) {
+    const std::size_t size = replay ? s.replay[e].size() : sizes.next();
+    const std::size_t at = batch.size();
+    batch.resize(at + apps::evb::kFedFrameHeaderSize + size);
+    const auto frame = std::span(batch).subspan(at);
+    (void)apps::evb::encode_fed_frame({static_cast<std::uint32_t>(size / 8), s.id, e},
+                                      frame.first<apps::evb::kFedFrameHeaderSize>());
+    const auto fragment = frame.subspan(apps::evb::kFedFrameHeaderSize);
+    if (replay) {
+      std::copy(s.replay[e].begin(), s.replay[e].end(), fragment.begin());
+    } else {
+      wire::FedHeaderFields header;
+      header.l1_id = wire::fed_l1_id(e);
+      header.bx_id = static_cast<std::uint16_t>(e % 3564);
+      header.source_id = s.id;
+      (void)wire::write_fragment(fragment, header, args.seed);
+    }
+    if (s.id == first_fed &&
+        std::find(args.corrupt_crc.begin(), args.corrupt_crc.end(), e) != args.corrupt_crc.end()) {
+      corrupt_crc(fragment);
+      s.corrupted.push_back(e);
+    }
+    const bool paced = args.rate > 0;
+    if (batch.size() >= kSendBatchBytes || paced || e + 1 == events) {
+      std::string why;
+      if (!send_all(fd, batch, why)) {
+        s.error = fmt::format("sending to {} failed after {} fragments: {}", s.to.str(),
+                              s.fragments, why);
+        break;
+      }
+      s.fragments = e + 1;
+      s.bytes += batch.size();
+      batch.clear();
+    }
+    if (paced)
+      std::this_thread::sleep_until(start + std::chrono::duration<double>((e + 1) / args.rate));
+  }
+  ::close(fd);
+}
+
+// --file: the file's fragments (walked from its end, as a super-fragment), grouped by FED.
+void load_replay(const FedsendArgs& args, std::vector<std::byte>& storage,
+                 std::vector<Stream>& streams) {
+  std::ifstream in(args.file, std::ios::binary);
+  if (!in) fail(fmt::format("--file {}: cannot read it", args.file));
+  const std::vector<char> chars((std::istreambuf_iterator<char>(in)),
+                                std::istreambuf_iterator<char>());
+  storage.resize(chars.size());
+  std::memcpy(storage.data(), chars.data(), chars.size());
+  std::vector<wire::FedFragmentInfo> infos(storage.size() / wire::kFedMinFragmentSize + 1);
+  wire::FedCheck lenient;  // replay as recorded: bad CRCs and odd bits are the point of a replay
+  lenient.verify_crc = false;
+  lenient.allow_reserved_bits = true;
+  lenient.allow_receiver_errors = true;
+  const wire::FedWalk walk = wire::walk_super_fragment(storage, infos, lenient);
+  if (walk.status != wire::FedStatus::ok) {
+    fail(fmt::format("--file {}: not a sequence of FED fragments: {} at byte {}", args.file,
+                     wire::to_string(walk.status), walk.error_offset));
+  }
+  for (std::size_t i = 0; i < walk.count; ++i) {
+    const auto& f = infos[i];
+    if (f.source_id < args.fed || f.source_id >= args.fed + args.feds) {
+      fail(
+          fmt::format("--file {}: the fragment at byte {} is from FED {}, not one of FEDs {}..{} "
+                      "(--fed, --feds)",
+                      args.file, f.offset, f.source_id, args.fed, args.fed + args.feds - 1));
+    }
+    streams[static_cast<std::size_t>(f.source_id - args.fed)].replay.push_back(
+        std::span<const std::byte>(storage).subspan(f.offset, f.size));
+  }
+}
+
+void fedsend_command(const FedsendArgs& args) {
+  auto address = control::parse_host_port(args.address);
+  if (!address) fail(address.error().message());
+  if (args.fed < 0 || args.fed + args.feds - 1 > wire::kFedMaxSourceId) {
+    fail(fmt::format("--fed {} --feds {}: FED ids must be within 0..4095", args.fed, args.feds));
+  }
+  if (address->port + args.feds - 1 > 65535) fail("PORT + feds - 1 passes 65535");
+  if (args.lognormal.size() == 2 && (args.lognormal[0] <= 0 || args.lognormal[1] < 0)) {
+    fail("--lognormal MEAN SD: MEAN must be above 0 and SD at least 0");
+  }
+  if (args.max_size < wire::kFedMinFragmentSize) fail("--max-size must be at least 16");
+
+  std::vector<Stream> streams(static_cast<std::size_t>(args.feds));
+  for (int i = 0; i < args.feds; ++i) {
+    auto& s = streams[static_cast<std::size_t>(i)];
+    s.id = static_cast<std::uint16_t>(args.fed + i);
+    s.to = control::HostPort{address->host, static_cast<std::uint16_t>(address->port + i)};
+  }
+  std::vector<std::byte> storage;
+  if (!args.file.empty()) load_replay(args, storage, streams);
+
+  const auto start = Clock::now();
+  std::vector<std::thread> threads;
+  for (auto& s : streams) {
+    threads.emplace_back(
+        [&args, &s] { send_stream(args, s, static_cast<std::uint16_t>(args.fed)); });
+  }
+  for (auto& t : threads) t.join();
+  const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
+
+  std::uint64_t fragments = 0;
+  std::uint64_t bytes = 0;
+  bool failed = false;
+  for (const auto& s : streams) {
+    fragments += s.fragments;
+    bytes += s.bytes;
+    std::string corrupted;
+    for (const auto e : s.corrupted)
+      corrupted += (corrupted.empty() ? "" : ", ") + std::to_string(e);
+    std::printf("FED %u -> %s: %llu fragments, %llu bytes%s%s\n", s.id, s.to.str().c_str(),
+                static_cast<unsigned long long>(s.fragments),
+                static_cast<unsigned long long>(s.bytes),
+                s.fragments > 0 ? fmt::format(" (events 0..{})", s.fragments - 1).c_str() : "",
+                corrupted.empty() ? "" : (", CRC corrupted in event(s) " + corrupted).c_str());
+    if (!s.error.empty()) {
+      std::fprintf(stderr, "daqflow fedsend: FED %u: %s\n", s.id, s.error.c_str());
+      failed = true;
+    }
+  }
+  std::printf("sent %llu fragments, %llu bytes from %d FED(s) in %.3f s (%.1f MB/s)\n",
+              static_cast<unsigned long long>(fragments), static_cast<unsigned long long>(bytes),
+              args.feds, seconds, seconds > 0 ? static_cast<double>(bytes) / seconds / 1e6 : 0.0);
+  std::fflush(stdout);
+  if (failed) throw CLI::RuntimeError(1);
+}
+
+}  // namespace
+
+void add_fedsend(CLI::App& app) {
+  auto args = std::make_shared<FedsendArgs>();
+  auto* cmd = app.add_subcommand(
+      "fedsend", "Send FED fragment streams to a RU's network input (one TCP connection per FED)");
+  cmd->add_option("address", args->address, "the RU's host and fed_port, HOST:PORT")->required();
+  cmd->add_option("--fed", args->fed, "source id of the (first) FED")->required();
+  cmd->add_option("--feds", args->feds, "FEDs to send: --fed + i to PORT + i, one thread each")
+      ->check(CLI::Range(1, 4096));
+  auto* events =
+      cmd->add_option("--events", args->events, "fragments per FED (events 0, 1, ...; 1000)");
+  auto* size = cmd->add_option("--size", args->size, "fragment size in bytes (rounded up to 8)");
+  auto* lognormal = cmd->add_option("--lognormal", args->lognormal,
+                                    "fragment sizes drawn from a lognormal of this MEAN and SD")
+                        ->expected(2);
+  size->excludes(lognormal);
+  cmd->add_option("--max-size", args->max_size, "largest fragment drawn (bytes)");
+  cmd->add_option("--seed", args->seed, "seed of the payload pattern and the sizes");
+  cmd->add_option("--corrupt-crc", args->corrupt_crc,
+                  "flip the CRC of the first FED's fragment of this event (repeatable)");
+  cmd->add_option("--rate", args->rate, "events per second per FED (0: as fast as taken)")
+      ->check(CLI::NonNegativeNumber);
+  auto* file = cmd->add_option("--file", args->file,
+                               "replay the raw FED fragments of this file instead of generating");
+  file->excludes(size)->excludes(lognormal)->excludes(events);
+  cmd->add_option("--connect-timeout", args->connect_timeout_s,
+                  "seconds to keep trying to connect while the RU is not listening yet");
+  cmd->callback([args] { fedsend_command(*args); });
+}
+
+}  // namespace daqflow::cli

@@ -1,0 +1,154 @@
+// daqflow run CONFIG: runs a whole configuration on this machine (control/run.hpp) and writes
+// its summary.
+#include "daqflow/control/run.hpp"
+
+#include <signal.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <string>
+
+#include "cli/commands.hpp"
+#include "daqflow/control/process.hpp"
+#include "daqflow/runtime/config.hpp"
+
+namespace daqflow::cli {
+
+namespace {
+
+// Counted by the signal handler and read by the run: 1 = stop cleanly, 2 = kill everything.
+std::atomic<int> g_stop_requests{0};
+static_assert(std::atomic<int>::is_always_lock_free, "used from a signal handler");
+
+extern "C" void on_stop_signal(int /*sig*/) {
+  g_stop_requests.fetch_add(1, std::memory_order_relaxed);
+}
+
+void install_stop_handlers() {
+  struct sigaction sa {};
+  sa.sa_handler = on_stop_signal;
+  sa.sa_flags = SA_RESTART;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGINT, &sa, nullptr);
+  sigaction(SIGTERM, &sa, nullptr);
+  // A context that closes its control connection early must not kill the controller.
+  signal(SIGPIPE, SIG_IGN);
+}
+
+// Prints notes as lines and the status as one line rewritten in place on a terminal, or as
+// periodic lines otherwise (a log file, a CI job).
+class ConsoleReporter final : public control::RunReporter {
+ public:
+  ConsoleReporter() : tty_(::isatty(STDOUT_FILENO) == 1) {}
+
+  void note(const std::string& text) override {
+    end_status_line();
+    std::printf("daqflow run: %s\n", text.c_str());
+    std::fflush(stdout);
+  }
+
+  void status(const control::StatusLine& line) override {
+    const std::string text = control::format_status_line(line);
+    if (tty_) {
+      // \033[K clears what a longer previous line left behind.
+      std::printf("\r%s\033[K", text.c_str());
+      open_ = true;
+    } else {
+      std::printf("%s\n", text.c_str());
+    }
+    std::fflush(stdout);
+  }
+
+  void end_status_line() {
+    if (!open_) return;
+    std::printf("\n");
+    open_ = false;
+  }
+
+ private:
+  bool tty_;
+  bool open_ = false;
+};
+
+struct RunArgs {
+  std::string config;
+  double duration_s = 10.0;
+  double status_interval_s = 1.0;
+  std::string summary;
+  std::string log_dir;
+};
+
+[[noreturn]] void fail(const std::string& why) {
+  std::fprintf(stderr, "daqflow run: %s\n", why.c_str());
+  throw CLI::RuntimeError(1);
+}
+
+void write_summary(const std::string& path, const control::RunSummary& summary) {
+  std::error_code ec;
+  const auto dir = std::filesystem::path(path).parent_path();
+  if (!dir.empty()) std::filesystem::create_directories(dir, ec);
+  std::ofstream out(path, std::ios::trunc);
+  if (!out) fail("cannot write the summary to " + path);
+  out << summary.to_json().dump(2) << "\n";
+  if (!out.flush()) fail("cannot write the summary to " + path);
+}
+
+void run_command(const RunArgs& args) {
+  auto config = runtime::load_config(args.config, registry());
+  if (!config) fail(config.error().message());
+  auto self = control::self_executable();
+  if (!self) fail(self.error().message());
+
+  const std::filesystem::path output(config->run.output);
+  control::RunOptions options;
+  options.config_path = std::filesystem::absolute(args.config).string();
+  options.self = *self;
+  options.log_dir = args.log_dir.empty() ? (output / "logs").string() : args.log_dir;
+  options.duration_s = args.duration_s;
+  options.status_interval_s = args.status_interval_s;
+  const std::string summary_path =
+      args.summary.empty() ? (output / "summary.json").string() : args.summary;
+
+  install_stop_handlers();
+  ConsoleReporter reporter;
+  const auto summary =
+      control::run_cluster(*config, registry(), options, reporter, g_stop_requests);
+  reporter.end_status_line();
+
+  write_summary(summary_path, summary);
+  std::printf("%ssummary: %s\n", control::format_human_summary(summary).c_str(),
+              summary_path.c_str());
+  std::fflush(stdout);
+  if (!summary.ok()) fail("run failed: " + *summary.failure);
+}
+
+}  // namespace
+
+void add_run(CLI::App& app) {
+  auto args = std::make_shared<RunArgs>();
+  auto* cmd = app.add_subcommand(
+      "run",
+      "Run a configuration on this machine: start its executives, configure, enable, monitor, "
+      "halt, and write the summary");
+  cmd->add_option("config", args->config, "the cluster configuration (YAML)")
+      ->required()
+      ->check(CLI::ExistingFile);
+  cmd->add_option("--duration", args->duration_s,
+                  "seconds to stay enabled; 0 runs until an application finishes or Ctrl-C")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  cmd->add_option("--summary", args->summary,
+                  "where to write the JSON summary (default: <run.output>/summary.json)");
+  cmd->add_option("--status-interval", args->status_interval_s, "seconds between status lines")
+      ->check(CLI::Range(0.05, 3600.0))
+      ->capture_default_str();
+  cmd->add_option("--log-dir", args->log_dir,
+                  "where the executives' logs go (default: <run.output>/logs)");
+  cmd->callback([args] { run_command(*args); });
+}
+
+}  // namespace daqflow::cli

@@ -1,0 +1,64 @@
+// daqflow status HOST:PORT [--json]: one context, its applications, their states and main
+// metrics.
+#include "daqflow/control/status.hpp"
+
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "cli/commands.hpp"
+#include "daqflow/control/client.hpp"
+
+namespace daqflow::cli {
+
+namespace {
+
+struct StatusArgs {
+  std::string address;
+  bool json = false;
+};
+
+[[noreturn]] void fail(const std::string& why) {
+  std::fprintf(stderr, "daqflow status: %s\n", why.c_str());
+  throw CLI::RuntimeError(1);
+}
+
+void status_command(const StatusArgs& args) {
+  auto address = control::parse_host_port(args.address);
+  if (!address) fail(address.error().message());
+  const control::ControlClient client(*address);
+
+  auto context = client.get("/api/v1/context");
+  if (!context) fail(context.error().message());
+  std::vector<nlohmann::json> apps;
+  if (context->is_object() && context->contains("applications") &&
+      (*context)["applications"].is_array()) {
+    for (const auto& a : (*context)["applications"]) {
+      if (!a.is_object() || !a.contains("id") || !a["id"].is_string()) continue;
+      const auto id = a["id"].get<std::string>();
+      auto app = client.get("/api/v1/apps/" + id);
+      if (!app) fail(app.error().message());
+      apps.push_back(std::move(*app));
+    }
+  }
+
+  if (args.json) {
+    const nlohmann::json out{{"context", *context}, {"applications", apps}};
+    std::printf("%s\n", out.dump(2).c_str());
+  } else {
+    std::printf("%s", control::format_context_table(*context, apps).c_str());
+  }
+}
+
+}  // namespace
+
+void add_status(CLI::App& app) {
+  auto args = std::make_shared<StatusArgs>();
+  auto* cmd = app.add_subcommand("status", "Show a context's applications, states and metrics");
+  cmd->add_option("address", args->address, "the context's control address, HOST:PORT")->required();
+  cmd->add_flag("--json", args->json, "print the raw JSON instead of a table");
+  cmd->callback([args] { status_command(*args); });
+}
+
+}  // namespace daqflow::cli

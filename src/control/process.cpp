@@ -1,0 +1,179 @@
+#include "daqflow/control/process.hpp"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
+namespace daqflow::control {
+
+namespace {
+
+std::string errno_text(int err) {
+  return std::strerror(err);
+}
+
+}  // namespace
+
+std::string ExitStatus::str() const {
+  if (signal != 0) {
+    const char* name = strsignal(signal);
+    return "killed by signal " + std::to_string(signal) +
+           (name != nullptr ? " (" + std::string(name) + ")" : std::string());
+  }
+  return "exited with code " + std::to_string(code);
+}
+
+ExitStatus decode_wait_status(int status) {
+  ExitStatus s;
+  if (WIFEXITED(status)) {
+    s.code = WEXITSTATUS(status);
+  } else if (WIFSIGNALED(status)) {
+    s.signal = WTERMSIG(status);
+  }
+  return s;
+}
+
+Result<ChildProcess> ChildProcess::spawn(const std::vector<std::string>& argv,
+                                         const std::string& log_path) {
+  if (argv.empty()) return Error("no program to start");
+  std::error_code ec;
+  const auto dir = std::filesystem::path(log_path).parent_path();
+  if (!dir.empty()) std::filesystem::create_directories(dir, ec);
+  if (ec) return Error("cannot create log directory " + dir.string() + ": " + ec.message());
+
+  const int log_fd = ::open(log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  if (log_fd < 0) return Error("cannot open log file " + log_path + ": " + errno_text(errno));
+
+  // Everything the child needs is prepared before fork(): after it, only async-signal-safe calls.
+  std::vector<char*> args;
+  args.reserve(argv.size() + 1);
+  for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+  args.push_back(nullptr);
+  const pid_t parent = ::getpid();
+
+  const pid_t pid = ::fork();
+  if (pid < 0) {
+    const int err = errno;
+    ::close(log_fd);
+    return Error("cannot start " + argv[0] + ": fork: " + errno_text(err));
+  }
+  if (pid == 0) {
+    ::setpgid(0, 0);
+    ::prctl(PR_SET_PDEATHSIG, SIGTERM);
+    if (::getppid() != parent) ::_exit(127);  // the controller died before prctl took effect
+    ::dup2(log_fd, STDOUT_FILENO);
+    ::dup2(log_fd, STDERR_FILENO);
+    const int null_fd = ::open("/dev/null", O_RDONLY);
+    if (null_fd >= 0) ::dup2(null_fd, STDIN_FILENO);
+    // The signal mask and dispositions are inherited across exec; the executive expects defaults.
+    sigset_t none;
+    sigemptyset(&none);
+    ::sigprocmask(SIG_SETMASK, &none, nullptr);
+    ::signal(SIGINT, SIG_DFL);
+    ::signal(SIGTERM, SIG_DFL);
+    ::execv(args[0], args.data());
+    const char msg[] = "daqflow: exec failed\n";
+    [[maybe_unused]] auto n = ::write(STDERR_FILENO, msg, sizeof msg - 1);
+    ::_exit(127);
+  }
+  // Also from the parent, so that signal() works even before the child ran setpgid().
+  ::setpgid(pid, pid);
+  ::close(log_fd);
+  return ChildProcess(pid, log_path);
+}
+
+ChildProcess::ChildProcess(ChildProcess&& other) noexcept
+    : pid_(other.pid_), log_path_(std::move(other.log_path_)), exit_(other.exit_) {
+  other.pid_ = -1;
+}
+
+ChildProcess& ChildProcess::operator=(ChildProcess&& other) noexcept {
+  if (this != &other) {
+    if (pid_ > 0 && !exit_) kill_and_reap();
+    pid_ = other.pid_;
+    log_path_ = std::move(other.log_path_);
+    exit_ = other.exit_;
+    other.pid_ = -1;
+  }
+  return *this;
+}
+
+ChildProcess::~ChildProcess() {
+  if (pid_ > 0 && !exit_) kill_and_reap();
+}
+
+std::optional<ExitStatus> ChildProcess::poll() {
+  if (exit_ || pid_ <= 0) return exit_;
+  int status = 0;
+  const pid_t r = ::waitpid(pid_, &status, WNOHANG);
+  if (r == pid_) exit_ = decode_wait_status(status);
+  return exit_;
+}
+
+std::optional<ExitStatus> ChildProcess::wait_for(std::chrono::milliseconds timeout) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (!poll()) {
+    if (std::chrono::steady_clock::now() >= deadline) return std::nullopt;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return exit_;
+}
+
+void ChildProcess::signal(int sig) const {
+  if (pid_ > 0 && !exit_) ::kill(-pid_, sig);
+}
+
+ExitStatus ChildProcess::kill_and_reap() {
+  if (exit_ || pid_ <= 0) return exit_.value_or(ExitStatus{});
+  ::kill(-pid_, SIGKILL);
+  ::kill(pid_, SIGKILL);  // in case the group was never formed
+  int status = 0;
+  pid_t r = 0;
+  do {
+    r = ::waitpid(pid_, &status, 0);
+  } while (r < 0 && errno == EINTR);
+  exit_ = r == pid_ ? decode_wait_status(status) : ExitStatus{0, SIGKILL};
+  return *exit_;
+}
+
+std::string tail_of_file(const std::string& path, int max_lines) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return {};
+  constexpr std::streamoff kMaxBytes = 64 * 1024;
+  in.seekg(0, std::ios::end);
+  const std::streamoff size = in.tellg();
+  const std::streamoff start = size > kMaxBytes ? size - kMaxBytes : 0;
+  in.seekg(start);
+  std::string text(static_cast<std::size_t>(size - start), '\0');
+  in.read(text.data(), static_cast<std::streamsize>(text.size()));
+  text.resize(static_cast<std::size_t>(in.gcount()));
+  while (!text.empty() && text.back() == '\n') text.pop_back();
+
+  if (max_lines <= 0) return {};
+  std::size_t pos = text.size();
+  int lines = 0;
+  while (pos > 0) {
+    const auto nl = text.rfind('\n', pos - 1);
+    if (nl == std::string::npos) break;
+    if (++lines == max_lines) return text.substr(nl + 1);
+    pos = nl;
+  }
+  return text;
+}
+
+Result<std::string> self_executable() {
+  std::error_code ec;
+  auto path = std::filesystem::read_symlink("/proc/self/exe", ec);
+  if (ec) return Error("cannot resolve /proc/self/exe: " + ec.message());
+  return path.string();
+}
+
+}  // namespace daqflow::control

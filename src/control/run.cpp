@@ -1,0 +1,392 @@
+#include "daqflow/control/run.hpp"
+
+#include <fmt/format.h>
+
+#include <map>
+#include <optional>
+#include <thread>
+
+#include "daqflow/control/cluster.hpp"
+#include "daqflow/control/plan.hpp"
+#include "daqflow/core/clock.hpp"
+
+namespace daqflow::control {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+constexpr auto kTick = std::chrono::milliseconds(50);
+// Applications are polled at least this often while enabled, so that a finished or failed one
+// is seen quickly even with a long status interval.
+constexpr double kMaxPollPeriodS = 0.25;
+
+std::string names_of(const std::vector<PlannedApp>& apps) {
+  std::string out;
+  for (const auto& a : apps) out += (out.empty() ? "" : ", ") + a.id;
+  return out;
+}
+
+// A string field of a JSON object; "" when absent, null or not a string (an executive's
+// `reason` is null while nothing failed).
+std::string text_of(const nlohmann::json& obj, const char* key) {
+  if (!obj.is_object()) return {};
+  const auto it = obj.find(key);
+  return it != obj.end() && it->is_string() ? it->get<std::string>() : std::string();
+}
+
+std::string seconds(std::chrono::milliseconds d) {
+  return fmt::format("{:g} s", static_cast<double>(d.count()) / 1000.0);
+}
+
+class Run {
+ public:
+  Run(const runtime::ClusterConfig& config, const runtime::AppRegistry& registry,
+      const RunOptions& options, RunReporter& reporter, const std::atomic<int>& stop)
+      : config_(config), registry_(registry), options_(options), reporter_(reporter), stop_(stop) {
+    for (const auto& app : config.applications) {
+      by_id_[app.id] = views_.size();
+      views_.push_back(View{&app, "Halted", "", nlohmann::json()});
+    }
+  }
+
+  RunSummary execute();
+
+ private:
+  struct View {
+    const runtime::ApplicationConfig* config;
+    std::string state;
+    std::string reason;
+    nlohmann::json last;  // the last full GET /apps/{id} answer
+  };
+
+  [[nodiscard]] bool stopping() const { return stop_.load(std::memory_order_relaxed) >= 1; }
+  [[nodiscard]] bool aborting() const { return stop_.load(std::memory_order_relaxed) >= 2; }
+  void fail(const std::string& why) {
+    reporter_.note("FAILED: " + why);
+    if (!summary_.failure) summary_.failure = why;
+  }
+  View& view(const std::string& id) { return views_[by_id_.at(id)]; }
+  const ControlClient& client_of(const View& v) const {
+    return cluster_->client(v.config->context);
+  }
+
+  Result<void> check_deaths();
+  Result<void> poll_states();
+  Result<void> wait_for(const std::vector<PlannedApp>& apps, const std::string& target,
+                        std::chrono::milliseconds timeout, bool any_failed_fails);
+  Result<void> post_app(const View& v, const std::string& command);
+  Result<void> start();
+  Result<void> configure();
+  Result<void> enable();
+  void monitor();
+  void halt();
+  void collect();
+
+  const runtime::ClusterConfig& config_;
+  const runtime::AppRegistry& registry_;
+  const RunOptions& options_;
+  RunReporter& reporter_;
+  const std::atomic<int>& stop_;
+  std::vector<View> views_;  // configuration order
+  std::map<std::string, std::size_t> by_id_;
+  std::optional<LocalCluster> cluster_;
+  bool configure_sent_ = false;  // from then on there is something to halt
+  RunSummary summary_;
+};
+
+Result<void> Run::check_deaths() {
+  const auto deaths = cluster_->reap_dead();
+  for (std::size_t i = 1; i < deaths.size(); ++i) reporter_.note(deaths[i]);
+  if (!deaths.empty()) return Error(deaths.front());
+  return ok();
+}
+
+// One GET /api/v1/apps per live context refreshes every application's state.
+Result<void> Run::poll_states() {
+  for (const auto& ctx : config_.contexts) {
+    if (!cluster_->alive(ctx.name)) continue;
+    auto apps = cluster_->client(ctx.name).get("/api/v1/apps");
+    if (!apps) {
+      // A context that just died reads as a refused connection; say that it died instead.
+      if (auto dead = check_deaths(); !dead) return dead;
+      return apps.error().context("context " + ctx.name);
+    }
+    if (!apps->is_array())
+      return Error("context " + ctx.name + ": GET /api/v1/apps: not a JSON array");
+    for (const auto& a : *apps) {
+      const auto s = sample_from_json(a);
+      auto it = by_id_.find(s.id);
+      if (it == by_id_.end()) continue;
+      views_[it->second].state = s.state;
+      views_[it->second].reason = text_of(a, "reason");
+    }
+  }
+  return ok();
+}
+
+Result<void> Run::wait_for(const std::vector<PlannedApp>& apps, const std::string& target,
+                           std::chrono::milliseconds timeout, bool any_failed_fails) {
+  const auto deadline = Clock::now() + timeout;
+  for (;;) {
+    if (auto r = check_deaths(); !r) return r;
+    if (auto r = poll_states(); !r) return r;
+    const auto failed = [](const View& v) { return v.state == "Failed"; };
+    if (any_failed_fails) {
+      for (const auto& v : views_) {
+        if (failed(v)) return Error("application " + v.config->id + " failed: " + v.reason);
+      }
+    }
+    const View* behind = nullptr;
+    for (const auto& a : apps) {
+      const View& v = view(a.id);
+      if (failed(v)) return Error("application " + a.id + " failed: " + v.reason);
+      if (v.state != target && behind == nullptr) behind = &v;
+    }
+    if (behind == nullptr) return ok();
+    if (aborting()) return Error("aborted by a second interrupt");
+    if (Clock::now() >= deadline) {
+      return Error("application " + behind->config->id + " did not reach " + target + " within " +
+                   seconds(timeout) + " (state " + behind->state + ")");
+    }
+    std::this_thread::sleep_for(kTick);
+  }
+}
+
+Result<void> Run::post_app(const View& v, const std::string& command) {
+  auto r = client_of(v).post("/api/v1/apps/" + v.config->id + "/fsm/" + command);
+  if (!r) return r.error().context(command + " application " + v.config->id);
+  return ok();
+}
+
+Result<void> Run::start() {
+  for (const auto& ctx : config_.contexts) {
+    if (ctx.control_port == 0) {
+      return Error(ctx.location.str() + ": context " + ctx.name +
+                   " has no control_port; daqflow run needs one to control it");
+    }
+  }
+  const auto groups = config_.process_groups(registry_);
+  reporter_.note(fmt::format("starting {} process(es) for {} context(s); logs in {}", groups.size(),
+                             config_.contexts.size(), options_.log_dir));
+  auto cluster = LocalCluster::launch(config_, groups,
+                                      {options_.self, options_.config_path, options_.log_dir});
+  if (!cluster) return cluster.error();
+  cluster_.emplace(std::move(*cluster));
+  return cluster_->wait_until_reachable(options_.reach_timeout, [this] { return stopping(); });
+}
+
+Result<void> Run::configure() {
+  reporter_.note(fmt::format("configuring {} application(s)", views_.size()));
+  configure_sent_ = true;
+  for (const auto& ctx : config_.contexts) {
+    auto r = cluster_->client(ctx.name).post("/api/v1/fsm/Configure");
+    if (!r) return r.error().context("Configure context " + ctx.name);
+  }
+  std::vector<PlannedApp> all;
+  for (const auto& group : enable_order(config_, registry_))
+    all.insert(all.end(), group.begin(), group.end());
+  return wait_for(all, "Ready", options_.configure_timeout, true);
+}
+
+Result<void> Run::enable() {
+  for (const auto& group : enable_order(config_, registry_)) {
+    if (stopping()) return Error("interrupted while enabling");
+    reporter_.note(fmt::format("enabling rank {}: {}", group.front().rank, names_of(group)));
+    for (const auto& app : group) {
+      if (auto r = post_app(view(app.id), "Enable"); !r) return r;
+    }
+    if (auto r = wait_for(group, "Enabled", options_.transition_timeout, true); !r) return r;
+  }
+  return ok();
+}
+
+void Run::monitor() {
+  const auto enabled_at = Clock::now();
+  const auto elapsed = [&] {
+    return std::chrono::duration<double>(Clock::now() - enabled_at).count();
+  };
+  const double poll_period = std::min(options_.status_interval_s, kMaxPollPeriodS);
+  double next_poll = 0.0;
+  double next_status = options_.status_interval_s;
+  RateMeter meter;
+  std::optional<std::uint64_t> last_progress;  // bytes + messages received, once one finished
+  for (;;) {
+    if (stopping()) {
+      reporter_.note("stop requested: halting");
+      break;
+    }
+    if (options_.duration_s > 0 && elapsed() >= options_.duration_s) break;
+    if (auto r = check_deaths(); !r) {
+      fail(r.error().message());
+      break;
+    }
+    if (elapsed() >= next_poll) {
+      next_poll += poll_period;
+      if (next_poll <= elapsed()) next_poll = elapsed() + poll_period;
+      std::vector<AppSample> samples;
+      std::string error;
+      for (auto& v : views_) {
+        auto app = client_of(v).get("/api/v1/apps/" + v.config->id);
+        if (!app) {
+          const auto dead = check_deaths();
+          error = dead ? app.error().message() : dead.error().message();
+          break;
+        }
+        v.last = std::move(*app);
+        samples.push_back(sample_from_json(v.last));
+        v.state = samples.back().state;
+        v.reason = text_of(v.last, "reason");
+      }
+      if (!error.empty()) {
+        fail(error);
+        break;
+      }
+      const auto now = elapsed();
+      if (now >= next_status) {
+        // On a fixed grid, so that a slow poll does not make the lines drift.
+        next_status += options_.status_interval_s;
+        if (next_status <= now) next_status = now + options_.status_interval_s;
+        reporter_.status(
+            make_status_line(now, samples, meter.update(core::monotonic_ns(), samples)));
+      } else if (now < poll_period) {
+        meter.update(core::monotonic_ns(), samples);  // the baseline for the first rates
+      }
+      const View* failed = nullptr;
+      const View* finished = nullptr;
+      std::size_t finished_count = 0;
+      std::uint64_t progress = 0;
+      for (std::size_t i = 0; i < views_.size(); ++i) {
+        if (samples[i].state == "Failed" && failed == nullptr) failed = &views_[i];
+        if (samples[i].finished) {
+          ++finished_count;
+          if (finished == nullptr) finished = &views_[i];
+        }
+        progress += samples[i].bytes_in + samples[i].messages_in;
+      }
+      if (failed != nullptr) {
+        fail("application " + failed->config->id + " failed: " + failed->reason);
+        break;
+      }
+      if (finished_count == views_.size()) {
+        reporter_.note("every application finished: halting");
+        break;
+      }
+      // A finished producer may still have data on the way to its consumers: halt once nothing
+      // more arrives between two polls, so that no message in flight is left out of the counts.
+      if (finished != nullptr && last_progress && *last_progress == progress) {
+        reporter_.note("application " + finished->config->id +
+                       " finished and no data is in flight: halting");
+        break;
+      }
+      last_progress = finished != nullptr ? std::optional<std::uint64_t>(progress) : std::nullopt;
+    }
+    std::this_thread::sleep_for(kTick);
+  }
+  summary_.duration_s = elapsed();
+}
+
+void Run::halt() {
+  for (const auto& group : halt_order(config_, registry_)) {
+    if (aborting()) return;
+    if (auto r = poll_states(); !r) fail(r.error().message());
+    std::vector<PlannedApp> posted;
+    for (const auto& app : group) {
+      const View& v = view(app.id);
+      if (!cluster_->alive(app.context) || !can_halt(v.state)) continue;
+      if (auto r = post_app(v, "Halt"); !r) {
+        fail(r.error().message());
+        continue;
+      }
+      posted.push_back(app);
+    }
+    if (posted.empty()) continue;
+    reporter_.note(fmt::format("halting rank {}: {}", group.front().rank, names_of(posted)));
+    if (auto r = wait_for(posted, "Halted", options_.transition_timeout, false); !r) {
+      fail(r.error().message());
+    }
+  }
+}
+
+void Run::collect() {
+  for (auto& v : views_) {
+    AppOutcome out;
+    out.id = v.config->id;
+    out.type = v.config->type;
+    out.context = v.config->context;
+    const bool alive = cluster_ && cluster_->alive(v.config->context);
+    // After a second interrupt nothing is asked any more: the last answers are what is known.
+    if (alive && !aborting()) {
+      if (auto app = client_of(v).get("/api/v1/apps/" + v.config->id); app) {
+        v.last = std::move(*app);
+        v.state = text_of(v.last, "state");
+        v.reason = text_of(v.last, "reason");
+      } else {
+        reporter_.note(app.error().message() + " (keeping the last answer)");
+      }
+    }
+    if (alive) {
+      out.state = v.state;
+      out.reason = v.reason;
+    } else if (cluster_) {
+      out.state = "Lost";
+      out.reason = cluster_->death_of(v.config->context);
+    } else {
+      out.state = "NotStarted";
+    }
+    if (v.last.is_object()) {
+      out.metrics = v.last.value("metrics", nlohmann::json::object());
+      out.results = v.last.value("results", nlohmann::json::object());
+    }
+    summary_.applications.push_back(std::move(out));
+  }
+}
+
+RunSummary Run::execute() {
+  summary_.config = options_.config_path;
+  summary_.started_at = iso8601_utc(std::chrono::system_clock::now());
+
+  if (auto r = start(); !r) {
+    fail(r.error().message());
+  } else if (auto c = configure(); !c) {
+    fail(c.error().message());
+  } else if (auto e = enable(); !e) {
+    fail(e.error().message());
+  } else {
+    reporter_.note(options_.duration_s > 0
+                       ? fmt::format("running for {:g} s (Ctrl-C stops)", options_.duration_s)
+                       : std::string("running until an application finishes (Ctrl-C stops)"));
+    monitor();
+  }
+  if (cluster_ && configure_sent_) halt();
+  collect();
+  if (cluster_) {
+    if (aborting()) {
+      reporter_.note("second interrupt: killing the executives");
+      cluster_->kill_all();
+      fail("aborted by a second interrupt");
+    } else if (auto r = cluster_->shutdown(options_.exit_grace); !r) {
+      fail(r.error().message());
+    }
+    summary_.contexts = cluster_->outcomes();
+  } else {
+    for (const auto& ctx : config_.contexts)
+      summary_.contexts.push_back({ctx.name, 0, std::nullopt});
+  }
+  if (auto folded = fold_results(registry_, summary_.applications); folded) {
+    summary_.results = std::move(*folded);
+  } else {
+    fail(folded.error().message());
+  }
+  return std::move(summary_);
+}
+
+}  // namespace
+
+RunSummary run_cluster(const runtime::ClusterConfig& config, const runtime::AppRegistry& registry,
+                       const RunOptions& options, RunReporter& reporter,
+                       const std::atomic<int>& stop_requests) {
+  Run run(config, registry, options, reporter, stop_requests);
+  return run.execute();
+}
+
+}  // namespace daqflow::control

@@ -1,0 +1,76 @@
+#include "daqflow/control/summary.hpp"
+
+#include <fmt/format.h>
+
+#include <ctime>
+#include <exception>
+
+namespace daqflow::control {
+
+nlohmann::json RunSummary::to_json() const {
+  nlohmann::json out;
+  out["config"] = config;
+  out["started_at"] = started_at;
+  out["duration_s"] = duration_s;
+  out["status"] = ok() ? "ok" : "failed";
+  out["failure"] = failure ? nlohmann::json(*failure) : nlohmann::json(nullptr);
+  out["contexts"] = nlohmann::json::array();
+  for (const auto& c : contexts) {
+    out["contexts"].push_back(
+        {{"name", c.name},
+         {"pid", c.pid},
+         {"exit_code", c.exit_code ? nlohmann::json(*c.exit_code) : nlohmann::json(nullptr)}});
+  }
+  out["applications"] = nlohmann::json::object();
+  for (const auto& a : applications) {
+    out["applications"][a.id] = {{"type", a.type},       {"context", a.context},
+                                 {"state", a.state},     {"reason", a.reason},
+                                 {"metrics", a.metrics}, {"results", a.results}};
+  }
+  out["results"] = results;
+  return out;
+}
+
+Result<nlohmann::json> fold_results(const runtime::AppRegistry& registry,
+                                    const std::vector<AppOutcome>& apps) {
+  nlohmann::json run_results = nlohmann::json::object();
+  for (const auto& app : apps) {
+    const runtime::AppType* type = registry.find(app.type);
+    if (type == nullptr || type->fold_results == nullptr || !app.results.is_object()) continue;
+    // The folders belong to the application types; a malformed result (a field of the wrong
+    // type) makes nlohmann throw, which must not lose the rest of the summary.
+    try {
+      type->fold_results(run_results, app.id, app.results);
+    } catch (const std::exception& e) {
+      return Error("folding the results of application " + app.id + " (type " + app.type +
+                   "): " + e.what());
+    }
+  }
+  return run_results;
+}
+
+std::string iso8601_utc(std::chrono::system_clock::time_point t) {
+  const std::time_t secs = std::chrono::system_clock::to_time_t(t);
+  std::tm tm{};
+  gmtime_r(&secs, &tm);
+  char buf[32];
+  const std::size_t n = std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return std::string(buf, n);
+}
+
+std::string format_human_summary(const RunSummary& summary) {
+  std::string out;
+  if (summary.ok()) {
+    out += fmt::format("run ok: {} applications in {} contexts, {:.1f} s enabled\n",
+                       summary.applications.size(), summary.contexts.size(), summary.duration_s);
+  } else {
+    out += fmt::format("run FAILED after {:.1f} s enabled: {}\n", summary.duration_s,
+                       *summary.failure);
+  }
+  if (!summary.results.empty()) {
+    out += "results:\n" + summary.results.dump(2) + "\n";
+  }
+  return out;
+}
+
+}  // namespace daqflow::control

@@ -1,0 +1,434 @@
+// The document -> the ClusterConfig model, key by key. Each key is checked where it is read, so
+// that an error points at the key or value at fault; reading goes on after an error to report
+// every fault of the file at once.
+#include "runtime/config_parse.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "daqflow/transport/transport.hpp"
+#include "runtime/param_check.hpp"
+
+namespace daqflow::runtime::detail {
+
+namespace {
+
+using nlohmann::json;
+
+const std::vector<std::string> kTopKeys{"run", "transports", "contexts"};
+const std::vector<std::string> kRunKeys{"number", "output"};
+const std::vector<std::string> kTransportKeys{"default",          "pipeline_depth",
+                                              "max_message_size", "recv_buffers",
+                                              "socket_buffer_kb", "payload_crc"};
+const std::vector<std::string> kContextKeys{"name", "host", "control_port", "data_port",
+                                            "applications"};
+const std::vector<std::string> kAppKeys{"type", "id", "transport", "cpu", "idle"};
+const std::vector<std::string> kIdleStrategies{"spin", "yield", "backoff", "block"};
+
+constexpr long long kMaxPort = 65535;
+
+const Field* find_field(const std::vector<Field>& fields, std::string_view key) {
+  auto it =
+      std::find_if(fields.begin(), fields.end(), [&](const Field& f) { return f.key == key; });
+  return it == fields.end() ? nullptr : &*it;
+}
+
+class Reader {
+ public:
+  Reader(const AppRegistry& registry, ParsedConfig& parsed, Diagnostics& d)
+      : registry_(registry), parsed_(parsed), d_(d) {
+    for (std::string_view name : transport::transport_names()) transports_.emplace_back(name);
+  }
+
+  void document(const YAML::Node& root) {
+    if (!root.IsMap()) {
+      d_.error(root.Mark(), fmt::format("the configuration must be a mapping with the keys {}, "
+                                        "got {}",
+                                        join_names(kTopKeys), describe_node(root)));
+      return;
+    }
+    const auto fields = fields_of(root, "the top level", d_);
+    for (const Field& f : fields) {
+      if (std::find(kTopKeys.begin(), kTopKeys.end(), f.key) == kTopKeys.end()) {
+        unknown_key(f, "the top level", kTopKeys);
+      }
+    }
+    // Transports first, whatever the order in the file: applications default to them.
+    if (const Field* f = find_field(fields, "run")) run_settings(*f);
+    if (const Field* f = find_field(fields, "transports")) transport_settings(*f);
+    if (const Field* f = find_field(fields, "contexts")) {
+      contexts(*f);
+    } else {
+      d_.error(root.Mark(), "missing required key 'contexts' at the top level");
+    }
+  }
+
+ private:
+  void unknown_key(const Field& f, const std::string& where,
+                   const std::vector<std::string>& expected) {
+    d_.error(f.key_node.Mark(), fmt::format("unknown key '{}' in {} ({})", f.key, where,
+                                            expected_keys_hint(f.key, expected)));
+  }
+
+  // A mapping that may be left empty (`run:`); anything else is an error.
+  bool mapping_or_empty(const Field& f) {
+    if (f.value.IsMap() || f.value.IsNull()) return true;
+    d_.error(f.value.Mark(),
+             fmt::format("'{}' must be a mapping, got {}", f.key, describe_node(f.value)));
+    return false;
+  }
+
+  std::optional<long long> integer(const Field& f, const std::string& where, long long min,
+                                   long long max) {
+    const auto v = f.value.IsScalar() ? parse_integer(f.value.Scalar()) : std::nullopt;
+    if (!v) {
+      d_.error(f.value.Mark(), fmt::format("'{}' in {}: expected an integer in {}..{}, got {}",
+                                           f.key, where, min, max, describe_node(f.value)));
+      return std::nullopt;
+    }
+    if (*v < min || *v > max) {
+      d_.error(f.value.Mark(),
+               fmt::format("'{}' in {}: {} is out of range {}..{}", f.key, where, *v, min, max));
+      return std::nullopt;
+    }
+    return v;
+  }
+
+  std::optional<std::string> text(const Field& f, const std::string& where) {
+    if (!f.value.IsScalar() || f.value.Scalar().empty()) {
+      d_.error(f.value.Mark(), fmt::format("'{}' in {}: expected a non-empty string, got {}", f.key,
+                                           where, describe_node(f.value)));
+      return std::nullopt;
+    }
+    return f.value.Scalar();
+  }
+
+  std::optional<std::string> name(const Field& f, const std::string& where) {
+    auto v = text(f, where);
+    if (v && !valid_name(*v)) {
+      d_.error(f.value.Mark(), fmt::format("'{}' in {}: '{}' may contain only letters, digits, "
+                                           "'_', '.' and '-'",
+                                           f.key, where, *v));
+      return std::nullopt;
+    }
+    return v;
+  }
+
+  std::optional<std::string> choice(const Field& f, const std::string& where,
+                                    const std::vector<std::string>& choices) {
+    auto v = text(f, where);
+    if (v && std::find(choices.begin(), choices.end(), *v) == choices.end()) {
+      d_.error(f.value.Mark(), fmt::format("'{}' in {}: '{}' is not one of: {}", f.key, where, *v,
+                                           join_names(choices)) +
+                                   did_you_mean(*v, choices));
+      return std::nullopt;
+    }
+    return v;
+  }
+
+  static std::string did_you_mean(const std::string& v, const std::vector<std::string>& choices) {
+    const std::string guess = closest_name(v, choices);
+    return guess.empty() ? std::string() : fmt::format(" (did you mean '{}'?)", guess);
+  }
+
+  void run_settings(const Field& section) {
+    if (!mapping_or_empty(section) || section.value.IsNull()) return;
+    RunSettings& run = parsed_.config.run;
+    for (const Field& f : fields_of(section.value, "run", d_)) {
+      if (f.key == "number") {
+        if (auto v = integer(f, "run", 0, 0xFFFFFFFFLL))
+          run.number = static_cast<std::uint32_t>(*v);
+      } else if (f.key == "output") {
+        if (auto v = text(f, "run")) run.output = *v;
+      } else {
+        unknown_key(f, "run", kRunKeys);
+      }
+    }
+  }
+
+  void transport_settings(const Field& section) {
+    if (!mapping_or_empty(section) || section.value.IsNull()) return;
+    TransportSettings& t = parsed_.config.transports;
+    const std::string where = "transports";
+    for (const Field& f : fields_of(section.value, where, d_)) {
+      if (f.key == "default") {
+        if (auto v = choice(f, where, transports_)) t.default_transport = *v;
+      } else if (f.key == "pipeline_depth") {
+        if (auto v = integer(f, where, 1, 4096)) t.pipeline_depth = static_cast<std::uint32_t>(*v);
+      } else if (f.key == "max_message_size") {
+        if (auto v = integer(f, where, 1, 1LL << 30)) {
+          t.max_message_size = static_cast<std::uint32_t>(*v);
+        }
+      } else if (f.key == "recv_buffers") {
+        if (auto v = integer(f, where, 1, 65536)) t.recv_buffers = static_cast<std::uint32_t>(*v);
+      } else if (f.key == "socket_buffer_kb") {
+        if (auto v = integer(f, where, 4, 1LL << 20)) {
+          t.socket_buffer_bytes = static_cast<std::size_t>(*v) * 1024;
+        }
+      } else if (f.key == "payload_crc") {
+        const auto v = f.value.IsScalar() ? parse_boolean(f.value.Scalar()) : std::nullopt;
+        if (v) {
+          t.payload_crc = *v;
+        } else {
+          d_.error(f.value.Mark(), fmt::format("'payload_crc' in transports: expected true or "
+                                               "false, got {}",
+                                               describe_node(f.value)));
+        }
+      } else {
+        unknown_key(f, where, kTransportKeys);
+      }
+    }
+  }
+
+  void contexts(const Field& section) {
+    if (!section.value.IsSequence() || section.value.size() == 0) {
+      d_.error(section.value.Mark(), fmt::format("'contexts' must be a list of at least one "
+                                                 "context, got {}",
+                                                 describe_node(section.value)));
+      return;
+    }
+    for (std::size_t i = 0; i < section.value.size(); ++i) context(section.value[i], i);
+  }
+
+  void context(const YAML::Node& node, std::size_t position) {
+    std::string where = fmt::format("context #{}", position + 1);
+    if (!node.IsMap()) {
+      d_.error(node.Mark(), fmt::format("{} must be a mapping with at least name, control_port "
+                                        "and applications, got {}",
+                                        where, describe_node(node)));
+      return;
+    }
+    ContextConfig ctx;
+    ContextMarks marks;
+    marks.node = node.Mark();
+    ctx.location = d_.location(node.Mark());
+    const auto fields = fields_of(node, where, d_);
+    if (const Field* f = find_field(fields, "name")) {
+      marks.name = f->value.Mark();
+      if (auto v = name(*f, where)) {
+        ctx.name = *v;
+        where = fmt::format("context '{}'", ctx.name);
+      }
+    } else {
+      d_.error(node.Mark(), fmt::format("missing required key 'name' in {}", where));
+    }
+
+    bool control_ok = false;
+    bool data_given = false;
+    bool data_ok = false;
+    const Field* applications = nullptr;
+    for (const Field& f : fields) {
+      if (f.key == "name") continue;
+      if (f.key == "host") {
+        if (auto v = text(f, where)) ctx.host = *v;
+      } else if (f.key == "control_port") {
+        marks.control_port = f.value.Mark();
+        if (auto v = integer(f, where, 1, kMaxPort)) {
+          ctx.control_port = static_cast<std::uint16_t>(*v);
+          control_ok = true;
+        }
+      } else if (f.key == "data_port") {
+        marks.data_port = f.value.Mark();
+        data_given = true;
+        if (auto v = integer(f, where, 1, kMaxPort)) {
+          ctx.data_port = static_cast<std::uint16_t>(*v);
+          data_ok = true;
+        }
+      } else if (f.key == "applications") {
+        applications = &f;
+      } else {
+        unknown_key(f, where, kContextKeys);
+      }
+    }
+    if (find_field(fields, "control_port") == nullptr) {
+      d_.error(node.Mark(), fmt::format("missing required key 'control_port' in {}", where));
+    }
+    if (!data_given && control_ok) {
+      marks.data_port = marks.control_port;
+      if (ctx.control_port + 1000 > kMaxPort) {
+        d_.error(marks.control_port,
+                 fmt::format("{}: the default data port (control_port + 1000 = {}) is above {}; "
+                             "set data_port",
+                             where, ctx.control_port + 1000, kMaxPort));
+      } else {
+        ctx.data_port = static_cast<std::uint16_t>(ctx.control_port + 1000);
+        data_ok = true;
+      }
+    }
+    marks.ports_valid = control_ok && data_ok;
+
+    const std::size_t index = parsed_.config.contexts.size();
+    parsed_.config.contexts.push_back(std::move(ctx));
+    parsed_.contexts.push_back(marks);
+    if (applications == nullptr) {
+      d_.error(node.Mark(), fmt::format("missing required key 'applications' in {} (write [] "
+                                        "for none)",
+                                        where));
+      return;
+    }
+    if (!applications->value.IsSequence()) {
+      d_.error(applications->value.Mark(),
+               fmt::format("'applications' in {}: expected a list of applications, got {} "
+                           "(write [] for none)",
+                           where, describe_node(applications->value)));
+      return;
+    }
+    for (std::size_t i = 0; i < applications->value.size(); ++i) {
+      application(applications->value[i], index, where, i);
+    }
+    check_port_range(index, where);
+  }
+
+  // Application i listens on data_port + i: the last one must still be a port.
+  void check_port_range(std::size_t index, const std::string& where) {
+    ContextConfig& ctx = parsed_.config.contexts[index];
+    ContextMarks& marks = parsed_.contexts[index];
+    const long long last =
+        static_cast<long long>(ctx.data_port) + static_cast<long long>(ctx.applications.size()) - 1;
+    if (marks.ports_valid && last > kMaxPort) {
+      d_.error(marks.data_port,
+               fmt::format("{}: the data ports of its {} applications "
+                           "({}..{}) go past {}",
+                           where, ctx.applications.size(), ctx.data_port, last, kMaxPort));
+      marks.ports_valid = false;
+    }
+  }
+
+  void application(const YAML::Node& node, std::size_t context_index,
+                   const std::string& context_where, std::size_t position) {
+    const std::string& context_name = parsed_.config.contexts[context_index].name;
+    std::string where = fmt::format("application #{} of {}", position + 1, context_where);
+    if (!node.IsMap()) {
+      d_.error(node.Mark(), fmt::format("{} must be a mapping with at least type and id, got {}",
+                                        where, describe_node(node)));
+      return;
+    }
+    ApplicationConfig app;
+    AppMarks marks;
+    marks.node = node.Mark();
+    marks.transport = node.Mark();
+    app.index = static_cast<AppIndex>(parsed_.config.applications.size());
+    app.context = context_name;
+    app.transport = parsed_.config.transports.default_transport;
+    app.location = d_.location(node.Mark());
+    app.params = json::object();
+
+    const auto fields = fields_of(node, where, d_);
+    if (const Field* f = find_field(fields, "id")) {
+      marks.id = f->value.Mark();
+      if (auto v = name(*f, where)) {
+        app.id = *v;
+        where = fmt::format("application '{}'", app.id);
+      }
+    } else {
+      d_.error(node.Mark(), fmt::format("missing required key 'id' in {}", where));
+    }
+    const AppType* type = nullptr;
+    if (const Field* f = find_field(fields, "type")) {
+      if (auto v = text(*f, where)) {
+        app.type = *v;
+        type = registry_.find(*v);
+        if (type == nullptr) {
+          const auto known = registry_.names();
+          d_.error(f->value.Mark(),
+                   fmt::format("{}: unknown application type '{}' (known "
+                               "types: {}){}",
+                               where, *v, join_names(known), did_you_mean(*v, known)));
+        }
+      }
+    } else {
+      d_.error(node.Mark(), fmt::format("missing required key 'type' in {}", where));
+    }
+
+    for (const Field& f : fields) {
+      if (f.key == "id" || f.key == "type") continue;
+      if (f.key == "transport") {
+        marks.transport = f.value.Mark();
+        if (auto v = choice(f, where, transports_)) app.transport = *v;
+      } else if (f.key == "cpu") {
+        if (auto v = integer(f, where, 0, kMaxPort)) app.cpu = static_cast<int>(*v);
+      } else if (f.key == "idle") {
+        if (auto v = choice(f, where, kIdleStrategies)) app.idle = *v;
+      } else if (type != nullptr) {
+        parameter(f, *type, where, app, marks);
+      }
+      // Without a known type there is no telling a parameter from a typo: the type's error,
+      // reported above, is the one to fix first.
+    }
+    if (type != nullptr) defaults(*type, where, app, marks);
+
+    parsed_.config.contexts[context_index].applications.push_back(app.index);
+    parsed_.config.applications.push_back(std::move(app));
+    parsed_.apps.push_back(std::move(marks));
+  }
+
+  void parameter(const Field& f, const AppType& type, const std::string& where,
+                 ApplicationConfig& app, AppMarks& marks) {
+    auto spec = std::find_if(type.params.begin(), type.params.end(),
+                             [&](const ParamSpec& s) { return s.name == f.key; });
+    if (spec == type.params.end()) {
+      std::vector<std::string> expected = kAppKeys;
+      for (const auto& s : type.params) expected.push_back(s.name);
+      unknown_key(f, fmt::format("{} of type '{}'", where, type.name), expected);
+      return;
+    }
+    marks.keys[f.key] = f.key_node.Mark();
+    std::vector<ParamIssue> issues;
+    const json value = yaml_to_json(f.value, &*spec, f.key, marks, d_);
+    app.params[f.key] = check_param(*spec, value, f.key, issues);
+    for (const ParamIssue& issue : issues) report(issue, where, marks);
+  }
+
+  void report(const ParamIssue& issue, const std::string& where, const AppMarks& marks) {
+    switch (issue.kind) {
+      case ParamIssue::Kind::value:
+        d_.error(marks.value_mark(issue.path),
+                 fmt::format("parameter '{}' of {}: {}", issue.path, where, issue.message));
+        break;
+      case ParamIssue::Kind::unknown_key:
+        d_.error(marks.key_mark(join_path(issue.path, issue.key)),
+                 fmt::format("unknown key '{}' in parameter '{}' of {} ({})", issue.key, issue.path,
+                             where, issue.message));
+        break;
+      case ParamIssue::Kind::missing_key:
+        d_.error(marks.value_mark(issue.path),
+                 fmt::format("missing required key '{}' in parameter '{}' of {}", issue.key,
+                             issue.path, where));
+        break;
+    }
+  }
+
+  void defaults(const AppType& type, const std::string& where, ApplicationConfig& app,
+                const AppMarks& marks) {
+    for (const ParamSpec& spec : type.params) {
+      if (app.params.contains(spec.name)) continue;
+      if (is_required(spec)) {
+        d_.error(marks.node, fmt::format("missing required parameter '{}' in {} (type '{}')",
+                                         spec.name, where, type.name));
+        continue;
+      }
+      auto d = param_default(spec);
+      if (!d) {
+        d_.error(marks.node,
+                 fmt::format("application type '{}': {}", type.name, d.error().message()));
+        continue;
+      }
+      app.params[spec.name] = std::move(*d);
+    }
+  }
+
+  const AppRegistry& registry_;
+  ParsedConfig& parsed_;
+  Diagnostics& d_;
+  std::vector<std::string> transports_;
+};
+
+}  // namespace
+
+void read_document(const YAML::Node& root, const AppRegistry& registry, ParsedConfig& parsed,
+                   Diagnostics& d) {
+  Reader(registry, parsed, d).document(root);
+}
+
+}  // namespace daqflow::runtime::detail

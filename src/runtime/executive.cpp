@@ -1,0 +1,257 @@
+#include "daqflow/runtime/executive.hpp"
+
+#include <httplib.h>
+#include <netdb.h>
+#include <spdlog/spdlog.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <condition_variable>
+#include <cstring>
+#include <future>
+#include <map>
+#include <mutex>
+#include <thread>
+
+#include "executive_context.hpp"
+#include "http_api.hpp"
+
+namespace daqflow::runtime {
+
+namespace {
+
+// Worker threads per control server: the control path sees a handful of clients at most.
+constexpr std::size_t kServerThreads = 4;
+
+// httplib only says that binding failed; binding once more ourselves tells why.
+std::string bind_failure(const std::string& host, int port) {
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
+  addrinfo* found = nullptr;
+  const std::string service = std::to_string(port);
+  if (const int rc = ::getaddrinfo(host.c_str(), service.c_str(), &hints, &found); rc != 0) {
+    return ::gai_strerror(rc);
+  }
+  std::string why = "unknown error";
+  for (addrinfo* a = found; a != nullptr; a = a->ai_next) {
+    const int fd = ::socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC, a->ai_protocol);
+    if (fd < 0) {
+      why = std::strerror(errno);
+      continue;
+    }
+    const int yes = 1;
+    ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof(yes));
+    const int rc = ::bind(fd, a->ai_addr, a->ai_addrlen);
+    const int err = errno;
+    ::close(fd);
+    if (rc != 0) {
+      why = std::strerror(err);
+      break;
+    }
+  }
+  ::freeaddrinfo(found);
+  return why;
+}
+
+}  // namespace
+
+struct Executive::Impl {
+  struct Hosted {
+    std::unique_ptr<ContextControl> control;
+    std::unique_ptr<ControlApi> api;
+    std::unique_ptr<httplib::Server> server;
+    std::thread thread;
+    std::uint16_t port = 0;
+  };
+
+  // Declaration order is destruction order reversed: contexts (and the endpoints their
+  // applications hold) go before the transports, which go before the address table and the
+  // configuration they point into.
+  ClusterConfig cluster;
+  ExecutiveOptions options;
+  transport::AddressTable addresses;
+  std::mutex transports_mutex;
+  std::map<std::string, std::unique_ptr<transport::Transport>, std::less<>> transports;
+  std::vector<Hosted> contexts;
+
+  std::mutex mutex;
+  std::condition_variable cv;
+  bool shutdown_requested = false;  // guarded by mutex
+  bool shutting_down = false;       // guarded by mutex: one wait() does the work
+  bool finished = false;            // guarded by mutex
+  bool started = false;             // start() succeeded; owner thread only
+
+  Result<std::unique_ptr<transport::Endpoint>> make_endpoint(const std::string& name,
+                                                             const transport::EndpointOptions& o) {
+    transport::Transport* t = nullptr;
+    {
+      std::lock_guard lock(transports_mutex);
+      auto it = transports.find(name);
+      if (it == transports.end()) {
+        auto made = transport::make_transport(name, addresses);
+        if (!made) return made.error();
+        spdlog::info("transport {} created", name);
+        it = transports.emplace(name, std::move(*made)).first;
+      }
+      t = it->second.get();
+    }
+    return t->create_endpoint(o);
+  }
+
+  void stop_servers() {
+    for (Hosted& h : contexts) {
+      if (h.server) h.server->stop();
+    }
+    for (Hosted& h : contexts) {
+      if (h.thread.joinable()) h.thread.join();
+    }
+  }
+};
+
+Executive::Executive(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+
+Executive::~Executive() {
+  request_shutdown();
+  wait();
+}
+
+Result<std::unique_ptr<Executive>> Executive::create(ClusterConfig cluster,
+                                                     const std::vector<std::string>& contexts,
+                                                     const AppRegistry& registry,
+                                                     ExecutiveOptions options) {
+  if (contexts.empty()) return Error("no context to host (name one with --context)");
+  auto impl = std::make_unique<Impl>();
+  impl->cluster = std::move(cluster);
+  impl->options = std::move(options);
+  impl->addresses = impl->cluster.address_table();
+  Impl* raw = impl.get();
+  std::unique_ptr<Executive> exec(new Executive(std::move(impl)));
+
+  std::vector<std::string> hosted;
+  for (const std::string& name : contexts) {
+    if (std::find(hosted.begin(), hosted.end(), name) != hosted.end()) continue;
+    const ContextConfig* config = raw->cluster.find_context(name);
+    if (config == nullptr) {
+      std::string known;
+      for (const auto& c : raw->cluster.contexts) known += (known.empty() ? "" : ", ") + c.name;
+      return Error("context '" + name + "' is not in " + raw->cluster.file +
+                   " (contexts: " + known + ")");
+    }
+    HostSettings settings{raw->options.halt_timeout, raw->options.clock};
+    auto control = ContextControl::create(
+        raw->cluster, *config, registry,
+        [raw](const std::string& transport, const transport::EndpointOptions& o) {
+          return raw->make_endpoint(transport, o);
+        },
+        settings);
+    if (!control) return control.error().context("context '" + name + "'");
+    Impl::Hosted h;
+    h.control = std::move(*control);
+    h.api = std::make_unique<ControlApi>(raw->cluster, raw->addresses, *h.control,
+                                         [raw_exec = exec.get()] { raw_exec->request_shutdown(); });
+    raw->contexts.push_back(std::move(h));
+    hosted.push_back(name);
+  }
+  return exec;
+}
+
+Result<void> Executive::start() {
+  const std::string& bind = impl_->options.bind_address;
+  for (Impl::Hosted& h : impl_->contexts) {
+    const ContextConfig& c = h.control->config();
+    h.server = std::make_unique<httplib::Server>();
+    h.server->new_task_queue = [] { return new httplib::ThreadPool(kServerThreads); };
+    h.api->install(*h.server);
+    // httplib's default also sets SO_REUSEPORT, which lets a second executive bind the same
+    // port and silently share its connections; SO_REUSEADDR alone only allows a quick restart.
+    h.server->set_socket_options([](socket_t fd) {
+      const int yes = 1;
+      ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof(yes));
+    });
+    int port = c.control_port;
+    bool bound = false;
+    if (port == 0) {
+      port = h.server->bind_to_any_port(bind);
+      bound = port > 0;
+    } else {
+      bound = h.server->bind_to_port(bind, port);
+    }
+    if (!bound) {
+      const std::string why = bind_failure(bind, port);
+      h.server.reset();
+      impl_->stop_servers();
+      return Error("context " + c.name + ": cannot listen on " + bind + ":" +
+                   std::to_string(c.control_port) + ": " + why);
+    }
+    h.port = static_cast<std::uint16_t>(port);
+    httplib::Server* server = h.server.get();
+    h.thread = std::thread([server] { server->listen_after_bind(); });
+    // stop() only works on a running server; wait for the thread to get there (it does so at
+    // once; the bound only guards against a library that never says so).
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+    while (!server->is_running() && std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(std::chrono::microseconds(200));
+    }
+    spdlog::info("context {}: control API on http://{}:{}/api/v1 ({} application(s))", c.name, bind,
+                 h.port, h.control->hosts().size());
+  }
+  impl_->started = true;
+  return ok();
+}
+
+void Executive::request_shutdown() {
+  {
+    std::lock_guard lock(impl_->mutex);
+    impl_->shutdown_requested = true;
+  }
+  impl_->cv.notify_all();
+}
+
+void Executive::wait() {
+  {
+    std::unique_lock lock(impl_->mutex);
+    impl_->cv.wait(lock, [this] { return impl_->shutdown_requested; });
+    if (impl_->shutting_down) {
+      impl_->cv.wait(lock, [this] { return impl_->finished; });
+      return;
+    }
+    impl_->shutting_down = true;
+  }
+  // After a failed start there is nothing to report: the process is exiting with the reason.
+  const auto level = impl_->started ? spdlog::level::info : spdlog::level::debug;
+  spdlog::log(level, "shutting down: halting the applications");
+  // Contexts halt in parallel, each on its own control thread.
+  std::vector<std::future<void>> halted;
+  for (Impl::Hosted& h : impl_->contexts) halted.push_back(h.control->close());
+  for (auto& f : halted) f.wait();
+  impl_->stop_servers();
+  spdlog::log(level, "shut down");
+  {
+    std::lock_guard lock(impl_->mutex);
+    impl_->finished = true;
+  }
+  impl_->cv.notify_all();
+}
+
+const ClusterConfig& Executive::cluster() const {
+  return impl_->cluster;
+}
+
+std::vector<std::string> Executive::contexts() const {
+  std::vector<std::string> names;
+  for (const auto& h : impl_->contexts) names.push_back(h.control->config().name);
+  return names;
+}
+
+std::uint16_t Executive::control_port(std::string_view context) const {
+  for (const auto& h : impl_->contexts) {
+    if (h.control->config().name == context) return h.port;
+  }
+  return 0;
+}
+
+}  // namespace daqflow::runtime

@@ -1,0 +1,79 @@
+#include "daqflow/runtime/metrics.hpp"
+
+#include <nlohmann/json.hpp>
+#include <stdexcept>
+
+namespace daqflow::runtime {
+
+namespace {
+
+template <typename List>
+auto* find_named(List& list, const std::string& name) {
+  for (auto& entry : list) {
+    if (entry.first.name == name) return &entry;
+  }
+  return static_cast<typename List::value_type*>(nullptr);
+}
+
+}  // namespace
+
+// One name is one metric: registering a name under a second kind is a programming error of the
+// application, reported at Configure (the executive turns it into Failed with this message).
+Counter& MetricsRegistry::counter(const std::string& name, const std::string& help) {
+  std::lock_guard lock(mutex_);
+  if (auto* c = find_named(counters_, name)) return c->second;
+  if (find_named(gauges_, name) || find_named(probes_, name)) {
+    throw std::logic_error("metric '" + name + "' is already registered as another kind");
+  }
+  // std::deque keeps references stable as it grows; the atomic is constructed in place.
+  counters_.emplace_back(std::piecewise_construct, std::forward_as_tuple(Named{name, help}),
+                         std::forward_as_tuple());
+  return counters_.back().second;
+}
+
+Gauge& MetricsRegistry::gauge(const std::string& name, const std::string& help) {
+  std::lock_guard lock(mutex_);
+  if (auto* g = find_named(gauges_, name)) return g->second;
+  if (find_named(counters_, name) || find_named(probes_, name)) {
+    throw std::logic_error("metric '" + name + "' is already registered as another kind");
+  }
+  gauges_.emplace_back(std::piecewise_construct, std::forward_as_tuple(Named{name, help}),
+                       std::forward_as_tuple());
+  return gauges_.back().second;
+}
+
+void MetricsRegistry::probe(const std::string& name, std::function<double()> read,
+                            const std::string& help) {
+  std::lock_guard lock(mutex_);
+  if (auto* p = find_named(probes_, name)) {
+    p->second = std::move(read);
+    p->first.help = help;
+    return;
+  }
+  if (find_named(counters_, name) || find_named(gauges_, name)) {
+    throw std::logic_error("metric '" + name + "' is already registered as another kind");
+  }
+  probes_.emplace_back(Named{name, help}, std::move(read));
+}
+
+// Holding the lock while probes run is what makes clear_probes() safe: once it returns, no
+// snapshot is still reading the objects the probes point into.
+void MetricsRegistry::clear_probes() {
+  std::lock_guard lock(mutex_);
+  probes_.clear();
+}
+
+void MetricsRegistry::reset_counters() {
+  std::lock_guard lock(mutex_);
+  for (auto& [named, c] : counters_) c.reset();
+}
+
+void MetricsRegistry::snapshot(nlohmann::json& out) const {
+  if (!out.is_object()) out = nlohmann::json::object();
+  std::lock_guard lock(mutex_);
+  for (const auto& [named, c] : counters_) out[named.name] = c.value();
+  for (const auto& [named, g] : gauges_) out[named.name] = g.value();
+  for (const auto& [named, read] : probes_) out[named.name] = read ? read() : 0.0;
+}
+
+}  // namespace daqflow::runtime

@@ -1,0 +1,82 @@
+#pragma once
+// Completions an endpoint has produced but could not hand out yet because the caller's array was
+// full. Only control events go here (peer_closed, error): data completions are produced only when
+// the caller has room, so this queue stays small and bounded. Single thread.
+
+#include <cstddef>
+#include <span>
+#include <vector>
+
+#include "daqflow/transport/transport.hpp"
+
+namespace daqflow::transport::detail {
+
+class EventQueue {
+ public:
+  explicit EventQueue(std::size_t capacity) : slots_(capacity == 0 ? 1 : capacity) {}
+
+  // Appends; returns false (and drops the event) when full.
+  bool push(Completion&& event) {
+    if (count_ == slots_.size()) return false;
+    slots_[(head_ + count_) % slots_.size()] = std::move(event);
+    ++count_;
+    return true;
+  }
+
+  // Moves queued events to out[produced...]; returns the new produced count.
+  std::size_t drain(std::span<Completion> out, std::size_t produced) {
+    while (count_ > 0 && produced < out.size()) {
+      out[produced++] = std::move(slots_[head_]);
+      head_ = (head_ + 1) % slots_.size();
+      --count_;
+    }
+    return produced;
+  }
+
+  [[nodiscard]] bool empty() const { return count_ == 0; }
+  [[nodiscard]] std::size_t size() const { return count_; }
+  void clear() {
+    while (count_ > 0) {
+      slots_[head_] = Completion{};
+      head_ = (head_ + 1) % slots_.size();
+      --count_;
+    }
+  }
+
+ private:
+  std::vector<Completion> slots_;
+  std::size_t head_ = 0;
+  std::size_t count_ = 0;
+};
+
+// Emits completions into the caller's array, spilling control events into an EventQueue when the
+// array is full. One per poll() call.
+class Emitter {
+ public:
+  Emitter(std::span<Completion> out, EventQueue& events)
+      : out_(out), events_(events), produced_(events.drain(out, 0)) {}
+
+  // Room for a data completion (recv, send_done): only when it can go straight to the caller,
+  // after every event queued before it.
+  [[nodiscard]] bool room() const { return events_.empty() && produced_ < out_.size(); }
+  [[nodiscard]] std::size_t free() const { return room() ? out_.size() - produced_ : 0; }
+  // A data completion; the caller checked room().
+  Completion& next() { return out_[produced_++]; }
+  // A control event: to the caller if possible, else queued; returns false if it had to be
+  // dropped (the queue is full).
+  bool event(Completion&& event) {
+    if (room()) {
+      out_[produced_++] = std::move(event);
+      return true;
+    }
+    return events_.push(std::move(event));
+  }
+  [[nodiscard]] std::size_t produced() const { return produced_; }
+
+ private:
+  std::span<Completion> out_;
+  EventQueue& events_;
+  std::size_t produced_;
+};
+
+}  // namespace daqflow::transport::detail

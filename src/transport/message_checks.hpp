@@ -1,0 +1,34 @@
+#pragma once
+// The checks post_send applies on every transport before it takes a message.
+
+#include <cstdint>
+
+#include "daqflow/transport/transport.hpp"
+
+namespace daqflow::transport::detail {
+
+// ok, invalid (too many segments, a segment outside its buffer, an unknown or reserved type,
+// unknown flags) or too_large; size receives the payload size when ok.
+[[nodiscard]] inline SendStatus check_message(const Message& message, std::uint32_t max_size,
+                                              std::uint32_t& size) {
+  if (message.segment_count > kMaxSegments) return SendStatus::invalid;
+  // hello and bye belong to the transport itself.
+  if (!wire::is_known(message.type) || message.type == wire::MessageType::hello ||
+      message.type == wire::MessageType::bye) {
+    return SendStatus::invalid;
+  }
+  if ((message.flags & ~wire::kKnownFlags) != 0) return SendStatus::invalid;
+  std::uint64_t total = 0;
+  for (const Segment& s : message.pieces()) {
+    if (s.length == 0) continue;
+    if (!s.buffer || std::uint64_t{s.offset} + s.length > s.buffer.capacity()) {
+      return SendStatus::invalid;
+    }
+    total += s.length;
+  }
+  if (total > max_size) return SendStatus::too_large;
+  size = static_cast<std::uint32_t>(total);
+  return SendStatus::ok;
+}
+
+}  // namespace daqflow::transport::detail

@@ -1,0 +1,451 @@
+#include "tcp_endpoint.hpp"
+
+#include <sys/socket.h>
+
+#include <cerrno>
+#include <climits>
+#include <string>
+
+#include "daqflow/core/clock.hpp"
+#include "daqflow/core/log.hpp"
+#include "daqflow/wire/crc32c.hpp"
+#include "message_checks.hpp"
+
+namespace daqflow::transport::tcp {
+namespace {
+
+constexpr std::size_t kMaxEvents = 64;
+constexpr int kMaxReadsPerEvent = 16;
+// While reading is paused for lack of receive buffers, wait() looks at the pool this often: the
+// application may drop buffers on another thread, which cannot wake epoll.
+constexpr std::chrono::microseconds kStalledPollInterval{1000};
+
+using detail::StatsCounters;
+
+}  // namespace
+
+TcpEndpoint::TcpEndpoint(const AddressTable& addresses, const EndpointOptions& options,
+                         std::unique_ptr<core::BufferPool> pool, detail::UniqueFd epoll,
+                         detail::UniqueFd listener)
+    : addresses_(addresses),
+      options_(options),
+      pool_(std::move(pool)),
+      epoll_(std::move(epoll)),
+      listener_(std::move(listener)),
+      peers_(addresses.size()),
+      iov_(IOV_MAX),
+      ready_(kMaxEvents),
+      events_(addresses.size() * 2 + 64) {
+  dirty_.reserve(peers_.size());
+  retrying_.reserve(peers_.size());
+  if (listener_) {
+    epoll_event e{};
+    e.events = EPOLLIN;
+    e.data.ptr = nullptr;
+    ::epoll_ctl(epoll_.get(), EPOLL_CTL_ADD, listener_.get(), &e);
+  }
+}
+
+TcpEndpoint::~TcpEndpoint() {
+  close(std::chrono::milliseconds(2000));
+  if (pool_ != nullptr && pool_->in_use() > 0) {
+    // Freeing the pool would pull memory from under the application: leak it instead.
+    spdlog::error(
+        "tcp endpoint of application '{}': destroyed while the application still holds {} "
+        "received buffers; their pool is leaked (drop received messages before destroying the "
+        "endpoint)",
+        addresses_[self()].id, pool_->in_use());
+    (void)pool_.release();
+  }
+}
+
+Result<void> TcpEndpoint::connect(AppIndex index) {
+  const std::string me = "tcp endpoint of application '" + addresses_[self()].id + "'";
+  if (closed_) return Error(me + " is closed");
+  if (index >= peers_.size()) {
+    return Error(me + ": cannot connect to index " + std::to_string(index) +
+                 ": not in the address table (" + std::to_string(peers_.size()) + " applications)");
+  }
+  Peer& p = peers_[index];
+  if (p.state == Peer::State::open || p.state == Peer::State::connecting) return ok();
+  const AppAddress& to = addresses_[index];
+  if (to.data_port == 0) {
+    return Error(me + ": cannot connect to '" + to.id + "' (context '" + to.context +
+                 "'): it has no data port in the address table");
+  }
+  auto address = detail::resolve(to.host, to.data_port);
+  if (!address) {
+    return address.error().context(me + ": cannot connect to '" + to.id + "'");
+  }
+  reset_peer(index);
+  p.address = std::move(*address);
+  p.state = Peer::State::connecting;
+  p.backoff.start(core::monotonic_ns());
+  start_dial(index, nullptr);
+  return ok();
+}
+
+bool TcpEndpoint::connected(AppIndex index) const {
+  return index < peers_.size() && peers_[index].state == Peer::State::open;
+}
+
+std::size_t TcpEndpoint::in_flight(AppIndex index) const {
+  return index < peers_.size() ? peers_[index].queue.size() : 0;
+}
+
+SendStatus TcpEndpoint::post_send(AppIndex index, Message& message) {
+  if (closed_ || index >= peers_.size()) return SendStatus::invalid;
+  std::uint32_t size = 0;
+  const SendStatus checked = detail::check_message(message, options_.max_message_size, size);
+  if (checked != SendStatus::ok) return checked;
+  Peer& p = peers_[index];
+  switch (p.state) {
+    case Peer::State::open:
+      break;
+    case Peer::State::idle:
+    case Peer::State::connecting:
+      return SendStatus::not_connected;
+    case Peer::State::closing:
+    case Peer::State::closed:
+    case Peer::State::failed:
+      return SendStatus::closed;
+  }
+  if (p.queue.full()) {
+    StatsCounters::add(stats_.back_pressured);
+    return SendStatus::back_pressure;
+  }
+  wire::MessageHeader h;
+  h.type = message.type;
+  h.flags = static_cast<std::uint16_t>(message.flags & ~wire::kFlagPayloadCrc);
+  h.source = self();
+  h.destination = index;
+  h.sequence = p.next_send_sequence++;
+  h.tag = message.tag;
+  h.payload_size = size;
+  if (options_.payload_crc) {
+    h.flags |= wire::kFlagPayloadCrc;
+    std::uint32_t crc = 0;
+    for (const Segment& s : message.pieces()) {
+      if (s.length > 0) crc = wire::crc32c(s.bytes(), crc);
+    }
+    h.crc32c = crc;
+  }
+  detail::OutgoingMessage& out = p.queue.push_back();
+  wire::encode(h, out.header);
+  out.message = std::move(message);
+  message.clear();
+  out.sequence = h.sequence;
+  out.size = size;
+  mark_dirty(index);
+  return SendStatus::ok;
+}
+
+std::size_t TcpEndpoint::poll(std::span<Completion> out) {
+  detail::Emitter emit(out, events_);
+  if (closed_) return emit.produced();
+
+  // Writes first: a reply the application just posted leaves before we look for more input.
+  bool wrote = false;
+  for (std::size_t k = 0; k < dirty_.size();) {
+    const AppIndex index = dirty_[k];
+    Peer& p = peers_[index];
+    // A connection waiting for EPOLLOUT is full: writing now would only fail with EAGAIN.
+    if (p.send == nullptr || !p.send->want_write) wrote |= flush(index, &emit);
+    // Still dirty only when the caller's array was too small for the completions; a full socket
+    // is EPOLLOUT's business.
+    const bool waiting_for_room = p.state == Peer::State::open && p.send != nullptr &&
+                                  !p.send->want_write && !p.queue.empty();
+    if (waiting_for_room) {
+      ++k;
+    } else {
+      p.dirty = false;
+      dirty_[k] = dirty_.back();
+      dirty_.pop_back();
+    }
+  }
+
+  if (!retrying_.empty()) run_retries(emit);
+
+  if (!stalled_.empty() && pool_->in_use() < pool_->count()) {
+    for (Connection* c : stalled_) {
+      if (c->state != Connection::State::open) continue;
+      c->stalled = false;
+      watch(*c);
+      to_backlog(*c);
+    }
+    stalled_.clear();
+  }
+
+  if (!backlog_.empty()) {
+    backlog_scratch_.swap(backlog_);
+    for (Connection* c : backlog_scratch_) {
+      c->in_backlog = false;
+      if (c->state == Connection::State::open && !c->stalled) read_connection(*c, emit);
+    }
+    backlog_scratch_.clear();
+  }
+
+  std::size_t n = ready_count_;
+  ready_count_ = 0;
+  if (n > 0) {
+    skipped_input_ = false;  // wait() just looked
+  } else {
+    // The answer to what this call just wrote cannot be here yet: every other time, looking for
+    // input is left to the next poll() or wait(), which saves a system call per message in a
+    // request-response exchange without starving input.
+    if (wrote && !skipped_input_) {
+      skipped_input_ = true;
+    } else {
+      skipped_input_ = false;
+      const int got = ::epoll_wait(epoll_.get(), ready_.data(), static_cast<int>(ready_.size()), 0);
+      n = got > 0 ? static_cast<std::size_t>(got) : 0;
+    }
+  }
+  for (std::size_t i = 0; i < n; ++i) dispatch(ready_[i], emit);
+
+  if (has_dead_) reap();
+  return emit.produced();
+}
+
+void TcpEndpoint::wait(std::chrono::microseconds timeout) {
+  if (closed_ || ready_count_ > 0 || !events_.empty() || !dirty_.empty() || !backlog_.empty()) {
+    return;
+  }
+  if (!stalled_.empty()) {
+    if (pool_->in_use() < pool_->count()) return;
+    timeout = std::min(timeout, kStalledPollInterval);
+  }
+  if (!retrying_.empty()) {
+    const std::int64_t now = core::monotonic_ns();
+    std::int64_t first = INT64_MAX;
+    for (const AppIndex index : retrying_) {
+      if (peers_[index].retry_pending) first = std::min(first, peers_[index].retry_at_ns);
+    }
+    if (first <= now) return;
+    timeout = std::min(timeout, std::chrono::duration_cast<std::chrono::microseconds>(
+                                    std::chrono::nanoseconds(first - now + 999)));
+  }
+  const timespec ts{static_cast<time_t>(timeout.count() / 1'000'000),
+                    static_cast<long>(timeout.count() % 1'000'000) * 1000};
+  const int got =
+      ::epoll_pwait2(epoll_.get(), ready_.data(), static_cast<int>(ready_.size()), &ts, nullptr);
+  if (got > 0) ready_count_ = static_cast<std::size_t>(got);
+}
+
+void TcpEndpoint::dispatch(const epoll_event& event, detail::Emitter& emit) {
+  if (event.data.ptr == nullptr) {
+    accept_all();
+    return;
+  }
+  Connection& c = *static_cast<Connection*>(event.data.ptr);
+  if (c.state == Connection::State::dead) return;
+  if (c.state == Connection::State::dialing) {
+    on_dial_progress(c, &emit);
+    return;
+  }
+  if ((event.events & EPOLLOUT) != 0) {
+    if (c.peer < peers_.size() && peers_[c.peer].send == &c) {
+      (void)flush(c.peer, &emit);
+    } else {
+      set_want_write(c, false);
+    }
+    if (c.state != Connection::State::open) return;
+  }
+  if ((event.events & (EPOLLIN | EPOLLHUP | EPOLLERR)) != 0) {
+    if (c.stalled) {
+      // A hang-up is reported even while EPOLLIN is off; stop watching until buffers return
+      // (the end of the stream is read then, after the data before it).
+      if (!c.want_write && c.registered) {
+        ::epoll_ctl(epoll_.get(), EPOLL_CTL_DEL, c.fd.get(), nullptr);
+        c.registered = false;
+        c.events = 0;
+      }
+      return;
+    }
+    if (!c.in_backlog) read_connection(c, emit);
+  }
+}
+
+void TcpEndpoint::watch(Connection& c) {
+  std::uint32_t wanted = 0;
+  if (c.state == Connection::State::dialing) {
+    wanted = EPOLLOUT;
+  } else if (c.state == Connection::State::open) {
+    wanted =
+        (c.stalled ? 0u : std::uint32_t{EPOLLIN}) | (c.want_write ? std::uint32_t{EPOLLOUT} : 0u);
+  }
+  if (c.registered && wanted == c.events) return;
+  epoll_event e{};
+  e.events = wanted;
+  e.data.ptr = &c;
+  if (!c.registered) {
+    if (::epoll_ctl(epoll_.get(), EPOLL_CTL_ADD, c.fd.get(), &e) == 0) c.registered = true;
+  } else {
+    ::epoll_ctl(epoll_.get(), EPOLL_CTL_MOD, c.fd.get(), &e);
+  }
+  c.events = wanted;
+}
+
+void TcpEndpoint::set_want_write(Connection& c, bool want) {
+  if (c.want_write == want) return;
+  c.want_write = want;
+  watch(c);
+}
+
+void TcpEndpoint::mark_dirty(AppIndex index) {
+  Peer& p = peers_[index];
+  if (p.dirty) return;
+  p.dirty = true;
+  dirty_.push_back(index);
+}
+
+void TcpEndpoint::to_backlog(Connection& c) {
+  if (c.in_backlog) return;
+  c.in_backlog = true;
+  backlog_.push_back(&c);
+}
+
+void TcpEndpoint::stall(Connection& c) {
+  if (c.stalled) return;
+  c.stalled = true;
+  stalled_.push_back(&c);
+  StatsCounters::add(stats_.recv_stalls);
+  watch(c);
+}
+
+bool TcpEndpoint::flush(AppIndex index, detail::Emitter* emit) {
+  Peer& p = peers_[index];
+  Connection* c = p.send;
+  if (c == nullptr || c->state != Connection::State::open) return false;
+  bool wrote = false;
+  while (!p.queue.empty()) {
+    // Completions must fit in the caller's array: gather no more messages than that.
+    const std::size_t room = emit != nullptr ? emit->free() : p.queue.size();
+    if (room == 0) {
+      // Completions would not fit: try again in the next poll(), not on EPOLLOUT.
+      set_want_write(*c, false);
+      mark_dirty(index);
+      return wrote;
+    }
+    const std::size_t count = p.queue.gather(iov_, room);
+    std::size_t requested = 0;
+    for (std::size_t i = 0; i < count; ++i) requested += iov_[i].iov_len;
+    msghdr mh{};
+    mh.msg_iov = iov_.data();
+    mh.msg_iovlen = count;
+    const ssize_t n = ::sendmsg(c->fd.get(), &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
+    wrote = true;
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      if (errno == EAGAIN || errno == EWOULDBLOCK) {
+        set_want_write(*c, true);
+        return wrote;
+      }
+      fail_peer(index, detail::describe(errno), emit);
+      return wrote;
+    }
+    p.queue.advance(static_cast<std::size_t>(n), [&](detail::OutgoingMessage& m) {
+      StatsCounters::add(stats_.messages_sent);
+      StatsCounters::add<std::uint64_t>(stats_.bytes_sent, m.size);
+      if (emit == nullptr) return;
+      Completion& done = emit->next();
+      done.kind = Completion::Kind::send_done;
+      done.peer = index;
+      done.sequence = m.sequence;
+      done.size = m.size;
+      done.message.clear();
+      done.message.type = m.message.type;
+      done.message.flags = m.message.flags;
+      done.message.tag = m.message.tag;
+      done.reason = {};
+    });
+    if (static_cast<std::size_t>(n) < requested) {
+      // The socket is full: EPOLLOUT says when to go on.
+      set_want_write(*c, true);
+      return wrote;
+    }
+  }
+  set_want_write(*c, false);
+  return wrote;
+}
+
+void TcpEndpoint::read_connection(Connection& c, detail::Emitter& emit) {
+  bool more = true;  // the socket may hold more bytes
+  int reads = 0;
+  for (;;) {
+    for (;;) {
+      if (!emit.room()) {
+        to_backlog(c);
+        return;
+      }
+      detail::Frame frame;
+      wire::DecodeStatus why = wire::DecodeStatus::ok;
+      const auto next = c.reader.next(*pool_, frame, why);
+      if (next == detail::FrameReader::Next::need_data) break;
+      if (next == detail::FrameReader::Next::need_buffer) {
+        stall(c);
+        return;
+      }
+      if (next == detail::FrameReader::Next::bad_header) {
+        reject(c, wire::to_string(why), emit);
+        return;
+      }
+      on_frame(c, frame, emit);
+      if (c.state != Connection::State::open) return;
+    }
+    if (!more || reads == kMaxReadsPerEvent) return;
+    const auto r = c.reader.read_from(c.fd.get());
+    ++reads;
+    if (r.bytes > 0) {
+      more = !r.drained;
+      continue;
+    }
+    if (r.bytes == -EINTR) continue;
+    if (r.bytes == -EAGAIN || r.bytes == -EWOULDBLOCK) return;
+    on_stream_end(c, r.bytes == 0 ? 0 : static_cast<int>(-r.bytes), emit);
+    return;
+  }
+}
+
+void TcpEndpoint::on_frame(Connection& c, detail::Frame& frame, detail::Emitter& emit) {
+  const wire::MessageHeader& h = frame.header;
+  if (h.type == wire::MessageType::hello) {
+    if (c.peer != wire::kNoApplication) return reject(c, "second hello on a connection", emit);
+    if (h.source >= peers_.size() || h.source == wire::kNoApplication) {
+      return reject(c, "hello from an application not in the address table", emit);
+    }
+    if (h.destination != self()) return reject(c, "hello addressed to another application", emit);
+    associate(c, h.source);
+    return;
+  }
+  if (c.peer == wire::kNoApplication) return reject(c, "message before hello", emit);
+  if (h.type == wire::MessageType::bye) return on_bye(c, emit);
+  if (h.source != c.peer || h.destination != self()) {
+    return reject(c, "message header names the wrong applications", emit);
+  }
+  Peer& p = peers_[c.peer];
+  if (h.sequence != p.next_recv_sequence) return reject(c, "message out of sequence", emit);
+  const std::span<const std::byte> payload =
+      frame.payload ? std::span<const std::byte>(frame.payload.data(), h.payload_size)
+                    : std::span<const std::byte>();
+  const wire::DecodeStatus verified = wire::verify_payload(h, payload);
+  if (verified != wire::DecodeStatus::ok) return reject(c, wire::to_string(verified), emit);
+  ++p.next_recv_sequence;
+  // (closing: a bye came on another connection; this one may still carry the last messages.)
+  if (p.state == Peer::State::closed || p.state == Peer::State::failed) return;
+  Completion& r = emit.next();
+  r.kind = Completion::Kind::recv;
+  r.peer = c.peer;
+  r.sequence = h.sequence;
+  r.size = h.payload_size;
+  r.message.clear();
+  r.message.type = h.type;
+  r.message.flags = static_cast<std::uint16_t>(h.flags & ~wire::kFlagPayloadCrc);
+  r.message.tag = h.tag;
+  if (frame.payload) r.message.add(std::move(frame.payload), 0, h.payload_size);
+  r.reason = {};
+  StatsCounters::add(stats_.messages_received);
+  StatsCounters::add<std::uint64_t>(stats_.bytes_received, h.payload_size);
+}
+
+}  // namespace daqflow::transport::tcp

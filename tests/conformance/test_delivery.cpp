@@ -1,0 +1,362 @@
+// Ordering, sizes, gather, refusals and connection set-up, for every transport.
+
+#include <atomic>
+#include <thread>
+
+#include "daqflow/core/clock.hpp"
+#include "harness.hpp"
+
+namespace daqflow::transport::conformance {
+namespace {
+
+INSTANTIATE_TEST_SUITE_P(Transports, Conformance, ::testing::ValuesIn(transport_names()),
+                         [](const ::testing::TestParamInfo<std::string_view>& param) {
+                           return std::string(param.param);
+                         });
+
+TEST_P(Conformance, InOrderDelivery) {
+  Cluster cluster(transport_name(), 2, 0);
+  auto rx = cluster.endpoint(1);
+  auto tx = cluster.endpoint(0);
+  ASSERT_TRUE(tx->connect(1));
+  constexpr std::uint64_t kCount = 3000;
+  constexpr std::array<std::uint32_t, 6> kSizes{0, 1, 100, 4096, 20000, 70000};
+  auto pool = core::BufferPool::create("tx", 70000, 16);
+  ASSERT_TRUE(pool);
+
+  std::atomic<std::uint64_t> received{0};
+  std::atomic<bool> receiver_ok{true};
+  std::thread receiver([&] {
+    std::uint64_t expected = 0;
+    const bool done = pump(
+        *rx,
+        [&](Completion& c) {
+          if (c.kind != Completion::Kind::recv) return;
+          const bool good = c.peer == 0 && c.sequence == expected && c.message.tag == expected &&
+                            c.size == kSizes[expected % kSizes.size()] &&
+                            c.message.size() == c.size && check_message(c.message, expected);
+          if (!good) receiver_ok = false;
+          ++expected;
+          received.store(expected);
+        },
+        [&] { return expected == kCount; });
+    if (!done) receiver_ok = false;
+  });
+
+  std::uint64_t next = 0;
+  std::uint64_t done_expected = 0;
+  bool send_order_ok = true;
+  std::array<Completion, 16> out;
+  Message staged;
+  bool has_staged = false;
+  const std::int64_t deadline = core::monotonic_ns() + std::chrono::nanoseconds(kDeadline).count();
+  while (done_expected < kCount && core::monotonic_ns() < deadline) {
+    while (next < kCount) {
+      if (!has_staged) {
+        if (pool->get()->in_use() == pool->get()->count()) break;
+        staged = make_message(**pool, kSizes[next % kSizes.size()], next, next);
+        has_staged = true;
+      }
+      const SendStatus s = tx->post_send(1, staged);
+      if (s == SendStatus::not_connected || s == SendStatus::back_pressure) break;
+      ASSERT_EQ(s, SendStatus::ok) << to_string(s);
+      EXPECT_LE(tx->in_flight(1), 8u);
+      has_staged = false;
+      ++next;
+    }
+    const std::size_t n = tx->poll(out);
+    for (std::size_t i = 0; i < n; ++i) {
+      if (out[i].kind == Completion::Kind::send_done) {
+        if (out[i].sequence != done_expected || out[i].message.tag != done_expected) {
+          send_order_ok = false;
+        }
+        ++done_expected;
+      }
+    }
+    if (n == 0) tx->wait(1ms);
+  }
+  receiver.join();
+  EXPECT_TRUE(send_order_ok) << "send completions out of order";
+  EXPECT_EQ(done_expected, kCount);
+  EXPECT_EQ(received.load(), kCount);
+  EXPECT_TRUE(receiver_ok) << "messages out of order, or wrong contents";
+  EXPECT_EQ(tx->stats().messages_sent, kCount);
+  EXPECT_EQ(rx->stats().messages_received, kCount);
+  EXPECT_EQ(tx->in_flight(1), 0u);
+}
+
+// Sends one message of each size and checks every byte; with and without payload CRC.
+void check_sizes(std::string_view name, std::uint16_t block, bool crc) {
+  constexpr std::uint32_t kMax = 1u << 20;
+  EndpointOptions options;
+  options.max_message_size = kMax;
+  options.payload_crc = crc;
+  Cluster cluster(name, 2, block);
+  auto rx = cluster.endpoint(1, options);
+  auto tx = cluster.endpoint(0, options);
+  ASSERT_TRUE(tx->connect(1));
+  Endpoint* const both[] = {tx.get(), rx.get()};
+  ASSERT_TRUE(await_connected(*tx, 1, both));
+  auto pool = core::BufferPool::create("tx", kMax, 2);
+  ASSERT_TRUE(pool);
+  const std::uint32_t sizes[] = {0, 1, 7, 8, 4095, 4096, 65537, kMax};
+  for (std::uint32_t size : sizes) {
+    Message m = make_message(**pool, size, size, size);
+    ASSERT_EQ(tx->post_send(1, m), SendStatus::ok) << "size " << size;
+    bool got = false;
+    bool sent = false;
+    ASSERT_TRUE(pump(
+        both,
+        [&](std::size_t e, Completion& c) {
+          if (e == 0 && c.kind == Completion::Kind::send_done) {
+            EXPECT_EQ(c.size, size);
+            sent = true;
+          }
+          if (e == 1 && c.kind == Completion::Kind::recv) {
+            EXPECT_EQ(c.size, size);
+            EXPECT_EQ(c.message.size(), size);
+            EXPECT_EQ(c.message.tag, size);
+            EXPECT_TRUE(check_message(c.message, size)) << "size " << size;
+            got = true;
+          }
+          EXPECT_NE(c.kind, Completion::Kind::error) << c.reason;
+        },
+        [&] { return got && sent; }))
+        << "size " << size;
+  }
+  EXPECT_EQ(rx->stats().rejected, 0u);
+}
+
+TEST_P(Conformance, Sizes) {
+  check_sizes(transport_name(), 1, false);
+}
+
+TEST_P(Conformance, SizesWithPayloadCrc) {
+  check_sizes(transport_name(), 2, true);
+}
+
+TEST_P(Conformance, GathersSegments) {
+  Cluster cluster(transport_name(), 2, 3);
+  auto rx = cluster.endpoint(1);
+  auto tx = cluster.endpoint(0);
+  ASSERT_TRUE(tx->connect(1));
+  Endpoint* const both[] = {tx.get(), rx.get()};
+  ASSERT_TRUE(await_connected(*tx, 1, both));
+  auto pool = core::BufferPool::create("tx", 8192, 16);
+  ASSERT_TRUE(pool);
+  // Pieces at offsets inside their buffers, together one patterned payload.
+  const std::uint32_t lengths[] = {10, 0, 4000, 1, 8000, 333};
+  Message m;
+  m.tag = 42;
+  m.flags = wire::kFlagLast;
+  std::size_t at = 0;
+  for (std::uint32_t length : lengths) {
+    core::Buffer b = (*pool)->acquire();
+    fill_pattern({b.data() + 100, length}, 7, at);
+    ASSERT_TRUE(m.add(std::move(b), 100, length));
+    at += length;
+  }
+  ASSERT_EQ(tx->post_send(1, m), SendStatus::ok);
+  EXPECT_EQ(m.segment_count, 0u) << "post_send takes the segments";
+  bool got = false;
+  ASSERT_TRUE(pump(
+      both,
+      [&](std::size_t e, Completion& c) {
+        if (e != 1 || c.kind != Completion::Kind::recv) return;
+        EXPECT_EQ(c.size, at);
+        EXPECT_EQ(c.message.tag, 42u);
+        EXPECT_EQ(c.message.flags, wire::kFlagLast);
+        EXPECT_TRUE(check_message(c.message, 7));
+        got = true;
+      },
+      [&] { return got; }));
+}
+
+// Completions must wait for room in the caller's array, never be lost: poll one at a time.
+TEST_P(Conformance, OneCompletionPerPoll) {
+  Cluster cluster(transport_name(), 2, 18);
+  auto rx = cluster.endpoint(1);
+  auto tx = cluster.endpoint(0);
+  ASSERT_TRUE(tx->connect(1));
+  Endpoint* const both[] = {tx.get(), rx.get()};
+  ASSERT_TRUE(await_connected(*tx, 1, both));
+  auto pool = make_pool("tx", 3000, 16);
+  constexpr std::uint64_t kCount = 500;
+  std::uint64_t posted = 0;
+  std::uint64_t done = 0;
+  std::uint64_t got = 0;
+  bool ok = true;
+  std::array<Completion, 1> one;
+  const std::int64_t deadline = core::monotonic_ns() + std::chrono::nanoseconds(kDeadline).count();
+  while ((got < kCount || done < kCount) && core::monotonic_ns() < deadline) {
+    while (posted < kCount && pool->in_use() < pool->count()) {
+      Message m =
+          make_message(*pool, static_cast<std::uint32_t>(posted * 37 % 3000), posted, posted);
+      if (tx->post_send(1, m) != SendStatus::ok) break;
+      ++posted;
+    }
+    if (tx->poll(one) == 1) {
+      if (one[0].kind != Completion::Kind::send_done || one[0].sequence != done) ok = false;
+      ++done;
+    }
+    if (rx->poll(one) == 1) {
+      if (one[0].kind != Completion::Kind::recv || one[0].sequence != got ||
+          !check_message(one[0].message, got)) {
+        ok = false;
+      }
+      ++got;
+      one[0].message.clear();
+    }
+  }
+  EXPECT_TRUE(ok);
+  EXPECT_EQ(done, kCount);
+  EXPECT_EQ(got, kCount);
+}
+
+TEST_P(Conformance, RefusesWhatItCannotSend) {
+  EndpointOptions options;
+  options.max_message_size = 1000;
+  Cluster cluster(transport_name(), 2, 4);
+  auto rx = cluster.endpoint(1, options);
+  auto tx = cluster.endpoint(0, options);
+  ASSERT_TRUE(tx->connect(1));
+  Endpoint* const both[] = {tx.get(), rx.get()};
+  ASSERT_TRUE(await_connected(*tx, 1, both));
+  auto pool = core::BufferPool::create("tx", 2000, 4);
+  ASSERT_TRUE(pool);
+
+  Message big = make_message(**pool, 1001, 1, 1);
+  EXPECT_EQ(tx->post_send(1, big), SendStatus::too_large);
+  EXPECT_EQ(big.segment_count, 1u) << "a refused message is left untouched";
+  EXPECT_TRUE(big.segments[0].buffer);
+
+  Message m = make_message(**pool, 10, 1, 1);
+  EXPECT_EQ(tx->post_send(7, m), SendStatus::invalid) << "index outside the address table";
+  m.flags = 0x8000;
+  EXPECT_EQ(tx->post_send(1, m), SendStatus::invalid) << "unknown flags";
+  m.flags = 0;
+  m.type = wire::MessageType::hello;
+  EXPECT_EQ(tx->post_send(1, m), SendStatus::invalid) << "hello belongs to the transport";
+  m.type = wire::MessageType::data;
+  m.segments[0].length = 5000;
+  EXPECT_EQ(tx->post_send(1, m), SendStatus::invalid) << "segment outside its buffer";
+  m.segments[0].length = 10;
+  EXPECT_FALSE(tx->connect(9)) << "connect outside the address table";
+  EXPECT_FALSE(tx->connected(0));
+  tx->close();
+  EXPECT_EQ(tx->post_send(1, m), SendStatus::invalid) << "closed endpoint";
+  EXPECT_TRUE(m.segments[0].buffer);
+}
+
+TEST_P(Conformance, DuplicateEndpointIsRefused) {
+  Cluster cluster(transport_name(), 2, 5);
+  auto first = cluster.endpoint(1);
+  auto second = cluster.try_endpoint(1);
+  EXPECT_FALSE(second) << "two endpoints for application 1";
+  if (!second) {
+    EXPECT_NE(second.error().message().find("app1"), std::string::npos) << second.error().message();
+  }
+  EXPECT_FALSE(cluster.try_endpoint(5)) << "index outside the address table";
+}
+
+TEST_P(Conformance, ConnectBeforePeerExists) {
+  Cluster cluster(transport_name(), 2, 6);
+  auto tx = cluster.endpoint(0);
+  ASSERT_TRUE(tx->connect(1));
+  auto pool = core::BufferPool::create("tx", 64, 16);
+  ASSERT_TRUE(pool);
+  Message m = make_message(**pool, 64, 0, 0);
+  EXPECT_EQ(tx->post_send(1, m), SendStatus::not_connected);
+  // Nobody there for a while: still waiting, no error.
+  std::size_t errors = 0;
+  (void)pump(
+      *tx, [&](Completion& c) { errors += c.kind == Completion::Kind::error; },
+      [] { return false; }, 150ms);
+  EXPECT_EQ(errors, 0u);
+  EXPECT_FALSE(tx->connected(1));
+
+  auto rx = cluster.endpoint(1);
+  Endpoint* const both[] = {tx.get(), rx.get()};
+  ASSERT_TRUE(await_connected(*tx, 1, both));
+  constexpr std::uint64_t kCount = 10;
+  std::uint64_t sent = 0;
+  std::uint64_t got = 0;
+  ASSERT_EQ(tx->post_send(1, m), SendStatus::ok);
+  ++sent;
+  ASSERT_TRUE(pump(
+      both,
+      [&](std::size_t e, Completion& c) {
+        if (e == 1 && c.kind == Completion::Kind::recv) {
+          EXPECT_EQ(c.sequence, got);
+          EXPECT_TRUE(check_message(c.message, got));
+          ++got;
+        }
+        if (e == 0 && c.kind == Completion::Kind::send_done && sent < kCount) {
+          Message next = make_message(**pool, 64, sent, sent);
+          EXPECT_EQ(tx->post_send(1, next), SendStatus::ok);
+          ++sent;
+        }
+      },
+      [&] { return got == kCount; }));
+}
+
+TEST_P(Conformance, ReplyWithoutConnect) {
+  Cluster cluster(transport_name(), 2, 7);
+  auto server = cluster.endpoint(1);
+  auto client = cluster.endpoint(0);
+  ASSERT_TRUE(client->connect(1));
+  constexpr int kRounds = 2000;
+  auto client_pool = core::BufferPool::create("client", 64, 4);
+  auto server_pool = core::BufferPool::create("server", 64, 4);
+  ASSERT_TRUE(client_pool && server_pool);
+
+  std::atomic<bool> stop{false};
+  std::atomic<int> echoed{0};
+  std::thread echo([&] {
+    (void)pump(
+        *server,
+        [&](Completion& c) {
+          if (c.kind != Completion::Kind::recv) return;
+          // The server never called connect(): it answers whoever spoke to it.
+          Message pong = make_message(**server_pool, 64, c.message.tag, c.message.tag);
+          pong.type = wire::MessageType::pong;
+          SendStatus s;
+          while ((s = server->post_send(c.peer, pong)) == SendStatus::back_pressure) {
+            std::array<Completion, 4> drain;
+            (void)server->poll(drain);
+          }
+          EXPECT_EQ(s, SendStatus::ok);
+          echoed.fetch_add(1);
+        },
+        [&] { return stop.load(); });
+  });
+
+  ASSERT_TRUE(await_connected(*client, 1, {}));
+  int rounds = 0;
+  bool waiting = false;
+  ASSERT_TRUE(pump(
+      *client,
+      [&](Completion& c) {
+        if (c.kind == Completion::Kind::recv) {
+          EXPECT_EQ(c.message.type, wire::MessageType::pong);
+          EXPECT_EQ(c.message.tag, static_cast<std::uint64_t>(rounds));
+          EXPECT_TRUE(check_message(c.message, c.message.tag));
+          ++rounds;
+          waiting = false;
+        }
+      },
+      [&] {
+        if (!waiting && rounds < kRounds) {
+          Message ping = make_message(**client_pool, 64, rounds, rounds);
+          ping.type = wire::MessageType::ping;
+          if (client->post_send(1, ping) == SendStatus::ok) waiting = true;
+        }
+        return rounds == kRounds;
+      }));
+  stop = true;
+  echo.join();
+  EXPECT_EQ(echoed.load(), kRounds);
+}
+
+}  // namespace
+}  // namespace daqflow::transport::conformance

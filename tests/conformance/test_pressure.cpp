@@ -1,0 +1,252 @@
+// Back-pressure with a stalled receiver, and many peers at once, for every transport.
+
+#include <atomic>
+#include <thread>
+
+#include "daqflow/core/clock.hpp"
+#include "harness.hpp"
+
+namespace daqflow::transport::conformance {
+namespace {
+
+TEST_P(Conformance, BackPressureFromStalledReceiver) {
+  constexpr std::uint32_t kDepth = 4;
+  constexpr std::uint32_t kRecvBuffers = 4;
+  constexpr std::uint32_t kSize = 32 * 1024;
+  constexpr std::uint64_t kCount = 200;
+  EndpointOptions options;
+  options.pipeline_depth = kDepth;
+  options.recv_buffers = kRecvBuffers;
+  options.max_message_size = kSize;
+  options.socket_buffer_bytes = 64 * 1024;
+  Cluster cluster(transport_name(), 2, 8);
+  auto rx = cluster.endpoint(1, options);
+  auto tx = cluster.endpoint(0, options);
+  ASSERT_TRUE(tx->connect(1));
+  ASSERT_TRUE(await_connected(*tx, 1, {}));  // the receiver is never polled until later
+  auto pool = core::BufferPool::create("tx", kSize, kCount);
+  ASSERT_TRUE(pool);
+
+  std::uint64_t posted = 0;
+  std::uint64_t completed = 0;
+  std::uint64_t refused = 0;
+  Message staged;
+  bool has_staged = false;
+  auto post_some = [&] {
+    while (posted < kCount) {
+      if (!has_staged) staged = make_message(**pool, kSize, posted, posted);
+      has_staged = true;
+      const SendStatus s = tx->post_send(1, staged);
+      if (s == SendStatus::back_pressure) {
+        ++refused;
+        return;
+      }
+      ASSERT_EQ(s, SendStatus::ok) << to_string(s);
+      has_staged = false;
+      ++posted;
+    }
+  };
+  // Send until nothing has moved for a while: the receiver does not read.
+  std::int64_t last_progress = core::monotonic_ns();
+  (void)pump(
+      *tx,
+      [&](Completion& c) {
+        if (c.kind == Completion::Kind::send_done) {
+          ++completed;
+          last_progress = core::monotonic_ns();
+        }
+      },
+      [&] {
+        post_some();
+        return core::monotonic_ns() - last_progress > 300'000'000;
+      });
+  EXPECT_GT(refused, 0u) << "the sender never saw back_pressure";
+  EXPECT_LT(posted, kCount) << "everything went out although nobody read";
+  EXPECT_EQ(tx->in_flight(1), kDepth);
+  EXPECT_LE(tx->in_flight(1), kDepth);
+  EXPECT_GT(tx->stats().back_pressured, 0u);
+
+  // The receiver reads but holds every message: its receive pool (where it has one) runs dry and
+  // reading stops.
+  std::vector<Message> held;
+  std::uint64_t next_expected = 0;
+  bool order_ok = true;
+  auto take = [&](Completion& c) {
+    if (c.kind != Completion::Kind::recv) return;
+    if (c.sequence != next_expected || !check_message(c.message, next_expected)) order_ok = false;
+    ++next_expected;
+    held.push_back(std::move(c.message));
+  };
+  Endpoint* const both[] = {tx.get(), rx.get()};
+  auto hold = [&](std::size_t e, Completion& c) {
+    if (e == 1) take(c);
+    if (e == 0 && c.kind == Completion::Kind::send_done) ++completed;
+  };
+  auto keep_posting = [&] {
+    post_some();
+    return false;
+  };
+  if (has_receive_pool()) {
+    ASSERT_TRUE(pump(both, hold,
+                     [&] {
+                       post_some();
+                       return held.size() == kRecvBuffers && rx->stats().recv_stalls > 0;
+                     }))
+        << "held " << held.size();
+    // ... and it stays there, however long the application holds on.
+    (void)pump(both, hold, keep_posting, 200ms);
+    EXPECT_EQ(held.size(), kRecvBuffers) << "the receive pool bounds what is received";
+    EXPECT_EQ(rx->stats().recv_pool_in_use, kRecvBuffers);
+    EXPECT_LE(rx->stats().recv_pool_high_water, kRecvBuffers);
+    EXPECT_LT(posted, kCount);
+  } else {
+    (void)pump(both, hold, keep_posting, 200ms);
+  }
+  EXPECT_LE(tx->in_flight(1), kDepth);
+
+  // The receiver lets go: everything arrives, in order, nothing lost.
+  held.clear();
+  ASSERT_TRUE(pump(
+      both,
+      [&](std::size_t e, Completion& c) {
+        if (e == 1) {
+          take(c);
+          held.clear();
+        }
+        if (e == 0 && c.kind == Completion::Kind::send_done) ++completed;
+        EXPECT_NE(c.kind, Completion::Kind::error) << c.reason;
+      },
+      [&] {
+        post_some();
+        return next_expected == kCount && completed == kCount;
+      }));
+  EXPECT_TRUE(order_ok);
+  EXPECT_LE(rx->stats().recv_pool_high_water, kRecvBuffers);
+  EXPECT_EQ(rx->stats().recv_pool_in_use, 0u);
+  EXPECT_EQ((*pool)->in_use(), 0u) << "every send buffer came back";
+}
+
+// Runs one thread per endpoint: senders post count messages to each of their destinations,
+// receivers count what they get per sender and check order and contents.
+struct Traffic {
+  std::vector<std::unique_ptr<Endpoint>> endpoints;
+  std::vector<AppIndex> senders;
+  std::vector<AppIndex> receivers;
+  std::uint64_t count = 0;
+};
+
+void run_traffic(Traffic& t) {
+  const std::size_t apps = t.endpoints.size();
+  std::vector<std::vector<std::uint64_t>> received(apps, std::vector<std::uint64_t>(apps, 0));
+  std::vector<std::uint64_t> completed(apps, 0);
+  std::atomic<int> failures{0};
+  std::atomic<std::size_t> receivers_done{0};
+  std::atomic<std::size_t> senders_done{0};
+  std::vector<std::thread> threads;
+
+  for (AppIndex r : t.receivers) {
+    threads.emplace_back([&, r] {
+      Endpoint& ep = *t.endpoints[r];
+      auto expected = [&] { return t.count * t.senders.size(); };
+      std::uint64_t total = 0;
+      const bool ok = pump(
+          ep,
+          [&](Completion& c) {
+            if (c.kind == Completion::Kind::error) failures.fetch_add(1);
+            if (c.kind != Completion::Kind::recv) return;
+            if (c.peer >= apps) {
+              failures.fetch_add(1);
+              return;
+            }
+            std::uint64_t& n = received[r][c.peer];
+            const std::uint64_t seed = c.peer * 1'000'000 + r * 1000 + n;
+            if (c.sequence != n || c.message.tag != n || !check_message(c.message, seed)) {
+              failures.fetch_add(1);
+            }
+            ++n;
+            ++total;
+          },
+          [&] { return total == expected(); });
+      if (!ok) failures.fetch_add(1);
+      receivers_done.fetch_add(1);
+      // Stay responsive (tcp flushes) until every sender is done.
+      (void)pump(
+          ep, [](Completion&) {}, [&] { return senders_done.load() == t.senders.size(); });
+    });
+  }
+  for (AppIndex s : t.senders) {
+    threads.emplace_back([&, s] {
+      Endpoint& ep = *t.endpoints[s];
+      auto pool = core::BufferPool::create("tx", 16384, 8 * t.receivers.size() + 4);
+      if (!pool) {
+        failures.fetch_add(1);
+        return;
+      }
+      for (AppIndex r : t.receivers) {
+        if (!ep.connect(r)) failures.fetch_add(1);
+      }
+      std::vector<std::uint64_t> next(apps, 0);
+      const bool ok = pump(
+          ep,
+          [&](Completion& c) {
+            if (c.kind == Completion::Kind::send_done) ++completed[s];
+            if (c.kind == Completion::Kind::error) failures.fetch_add(1);
+          },
+          [&] {
+            for (AppIndex r : t.receivers) {
+              if (next[r] == t.count || (*pool)->in_use() == (*pool)->count()) continue;
+              const std::uint64_t n = next[r];
+              const auto size = static_cast<std::uint32_t>((n * 7919 + s * 131 + r) % 16384);
+              Message m = make_message(**pool, size, s * 1'000'000 + r * 1000 + n, n);
+              const SendStatus status = ep.post_send(r, m);
+              if (status == SendStatus::ok) {
+                ++next[r];
+              } else if (status != SendStatus::back_pressure &&
+                         status != SendStatus::not_connected) {
+                failures.fetch_add(1);
+              }
+            }
+            return completed[s] == t.count * t.receivers.size();
+          });
+      if (!ok) failures.fetch_add(1);
+      senders_done.fetch_add(1);
+      (void)pump(
+          ep, [](Completion&) {}, [&] { return receivers_done.load() == t.receivers.size(); });
+    });
+  }
+  for (auto& th : threads) th.join();
+  EXPECT_EQ(failures.load(), 0);
+  for (AppIndex r : t.receivers) {
+    for (AppIndex s : t.senders) {
+      EXPECT_EQ(received[r][s], t.count) << "from " << s << " to " << r;
+    }
+  }
+  for (AppIndex s : t.senders) EXPECT_EQ(completed[s], t.count * t.receivers.size());
+}
+
+TEST_P(Conformance, ManySendersOneReceiver) {
+  Cluster cluster(transport_name(), 9, 9);
+  Traffic t;
+  t.count = 400;
+  EndpointOptions options;
+  options.max_message_size = 16384;
+  for (AppIndex i = 0; i < 9; ++i) t.endpoints.push_back(cluster.endpoint(i, options));
+  for (AppIndex i = 0; i < 8; ++i) t.senders.push_back(i);
+  t.receivers = {8};
+  run_traffic(t);
+}
+
+TEST_P(Conformance, OneSenderManyReceivers) {
+  Cluster cluster(transport_name(), 9, 10);
+  Traffic t;
+  t.count = 400;
+  EndpointOptions options;
+  options.max_message_size = 16384;
+  for (AppIndex i = 0; i < 9; ++i) t.endpoints.push_back(cluster.endpoint(i, options));
+  t.senders = {0};
+  for (AppIndex i = 1; i < 9; ++i) t.receivers.push_back(i);
+  run_traffic(t);
+}
+
+}  // namespace
+}  // namespace daqflow::transport::conformance

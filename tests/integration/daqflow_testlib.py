@@ -1,0 +1,357 @@
+"""Helpers for the integration tests: real daqflow processes from real configuration files.
+
+Every test gets a temporary directory (its configs, logs, summaries, and the working directory of
+the processes it starts), ports from a block of 25000-29999 reserved for this test process, and
+cleanup of every process it started, in tearDown and again at exit.
+
+Environment (set by ctest): DAQFLOW = the daqflow binary, DAQFLOW_ROOT = the repository root.
+"""
+
+import atexit
+import fcntl
+import http.client as httpclient
+import json
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+import unittest
+
+ROOT = os.environ.get("DAQFLOW_ROOT") or os.path.abspath(
+    os.path.join(os.path.dirname(__file__), "..", ".."))
+EXAMPLES = os.path.join(ROOT, "examples")
+
+# Integration tests own 26000-29999 (blocks of 500, one per test process); the control unit
+# tests use 25000-25999.
+PORT_FIRST = 26000
+PORT_LAST = 29999
+PORT_BLOCK = 500
+
+
+def daqflow_binary():
+    path = os.environ.get("DAQFLOW")
+    if not path:
+        raise RuntimeError("DAQFLOW is not set: run the integration tests through ctest, or set "
+                           "DAQFLOW to the daqflow binary")
+    if not os.access(path, os.X_OK):
+        raise RuntimeError(f"DAQFLOW={path} is not an executable file")
+    return path
+
+
+class _Ports:
+    """Hands out ports from a block reserved with a lock file, so that test processes running
+    at the same time never share one; each port is checked free on 127.0.0.1 before use."""
+
+    def __init__(self):
+        self._lock = None
+        self._base = None
+        self._next = 0
+
+    def _reserve(self):
+        blocks = (PORT_LAST + 1 - PORT_FIRST) // PORT_BLOCK
+        start = os.getpid() % blocks
+        for i in range(blocks):
+            block = (start + i) % blocks
+            path = os.path.join(tempfile.gettempdir(), f"daqflow-test-ports-{block}.lock")
+            f = open(path, "w")
+            try:
+                fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError:
+                f.close()
+                continue
+            self._lock = f  # held until this process exits
+            self._base = PORT_FIRST + block * PORT_BLOCK
+            return
+        raise RuntimeError("every port block of 26000-29999 is taken by other test processes")
+
+    @staticmethod
+    def _free(port):
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                return False
+        return True
+
+    def take(self, count=1):
+        """The first of `count` consecutive free ports. The cursor goes round the block, so
+        ports of processes that have ended are used again; one configuration takes far fewer
+        than a block, so it never gets the same port twice."""
+        if self._base is None:
+            self._reserve()
+        for _ in range(PORT_BLOCK):
+            if self._next + count > PORT_BLOCK:
+                self._next = 0
+            first = self._base + self._next
+            self._next += count
+            if all(self._free(p) for p in range(first, first + count)):
+                return first
+        raise RuntimeError(f"no {count} free consecutive ports in "
+                           f"{self._base}-{self._base + PORT_BLOCK - 1}")
+
+
+PORTS = _Ports()
+
+# Every process started by a test, so that none survives the test run.
+_LIVE = []
+
+
+def _stop(proc, grace=5.0):
+    if proc.poll() is not None:
+        return
+    try:
+        os.killpg(proc.pid, signal.SIGTERM)
+    except ProcessLookupError:
+        return
+    try:
+        proc.wait(grace)
+    except subprocess.TimeoutExpired:
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        proc.wait(5)
+
+
+@atexit.register
+def _stop_all():
+    for proc in _LIVE:
+        _stop(proc, grace=2.0)
+
+
+def pid_alive(pid):
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    # A zombie (exited, not yet reaped by its parent) counts as ended.
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().split(")")[-1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def read_example(name):
+    with open(os.path.join(EXAMPLES, name)) as f:
+        return f.read()
+
+
+def example_files():
+    return sorted(os.path.join(EXAMPLES, n) for n in os.listdir(EXAMPLES)
+                  if n.endswith((".yaml", ".yml")))
+
+
+def rewrite_ports(text):
+    """Gives every distinct control_port and data_port of a configuration a fresh port of this
+    test process (a data_port is a base: application i of the context listens on data_port + i,
+    so it gets 8)."""
+    mapping = {}
+
+    def repl(m):
+        key, value = m.group(1), int(m.group(3))
+        if value == 0:
+            return m.group(0)
+        if (key, value) not in mapping:
+            mapping[(key, value)] = PORTS.take(8 if key == "data_port" else 1)
+        return f"{key}{m.group(2)}{mapping[(key, value)]}"
+
+    return re.sub(r"\b(control_port|data_port)(\s*:\s*)(\d+)", repl, text)
+
+
+def set_param(text, name, value):
+    """Sets every occurrence of `name: <scalar>` (block or flow style) to value."""
+    new, n = re.subn(rf"\b({re.escape(name)}\s*:\s*)[^,}}\n#]+", lambda m: m.group(1) + str(value),
+                     text)
+    if n == 0:
+        raise AssertionError(f"the configuration has no '{name}' to change")
+    return new
+
+
+def set_default_transport(text, transport):
+    """Makes `transport` the default: rewrites `default:` under `transports:` (block or flow
+    style), or adds a transports section."""
+    flow = re.search(r"^transports\s*:\s*\{[^}]*\}", text, re.M)
+    if flow:
+        body = flow.group(0)
+        if re.search(r"\bdefault\s*:", body):
+            new_body = re.sub(r"\b(default\s*:\s*)[\w-]+", rf"\g<1>{transport}", body)
+        else:
+            new_body = body.replace("{", "{default: " + transport + ", ", 1)
+        return text.replace(body, new_body)
+    block = re.search(r"^transports\s*:\s*(#.*)?\n((?:[ \t]+.*\n|\s*\n)*)", text, re.M)
+    if block:
+        body = block.group(2)
+        if re.search(r"^\s+default\s*:", body, re.M):
+            new_body = re.sub(r"^(\s+default\s*:\s*)[\w-]+", rf"\g<1>{transport}", body, count=1,
+                              flags=re.M)
+        else:
+            new_body = f"  default: {transport}\n" + body
+        return text[:block.start(2)] + new_body + text[block.end(2):]
+    return text.rstrip("\n") + f"\ntransports:\n  default: {transport}\n"
+
+
+def control_ports(text):
+    """The control_port of each context, in file order."""
+    return [int(p) for p in re.findall(r"\bcontrol_port\s*:\s*(\d+)", text)]
+
+
+def http(port, method, path, body=None, raw=None, timeout=5.0):
+    """One request to 127.0.0.1:port; returns (status, parsed JSON or the text)."""
+    conn = httpclient.HTTPConnection("127.0.0.1", port, timeout=timeout)
+    try:
+        data = raw if raw is not None else (json.dumps(body) if body is not None else None)
+        headers = {"Content-Type": "application/json"} if data is not None else {}
+        conn.request(method, path, body=data, headers=headers)
+        resp = conn.getresponse()
+        text = resp.read().decode("utf-8", "replace")
+        try:
+            return resp.status, json.loads(text) if text else None
+        except ValueError:
+            return resp.status, text
+    finally:
+        conn.close()
+
+
+def wait_until(predicate, timeout, what, interval=0.05):
+    deadline = time.monotonic() + timeout
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if time.monotonic() >= deadline:
+            raise AssertionError(f"timed out after {timeout} s waiting for {what}")
+        time.sleep(interval)
+
+
+class DaqflowTestCase(unittest.TestCase):
+    """A temporary directory and process cleanup for each test; logs of the processes a failed
+    test started are printed."""
+
+    def setUp(self):
+        self.binary = daqflow_binary()
+        self.dir = tempfile.mkdtemp(prefix=f"daqflow-{self.id().split('.')[-1]}-")
+        self.procs = []
+        self.addCleanup(self._cleanup)
+
+    def _cleanup(self):
+        for proc, _ in self.procs:
+            _stop(proc)
+            if proc in _LIVE:
+                _LIVE.remove(proc)
+        failed = self._outcome is not None and not getattr(self._outcome, "success", True)
+        if failed:
+            for root, _, files in os.walk(self.dir):
+                for name in sorted(files):
+                    if name.endswith(".log"):
+                        path = os.path.join(root, name)
+                        with open(path, errors="replace") as f:
+                            print(f"\n--- {path} (last 40 lines) ---\n" +
+                                  "".join(f.readlines()[-40:]))
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+    def path(self, name):
+        return os.path.join(self.dir, name)
+
+    def write_config(self, name, text):
+        path = self.path(name)
+        with open(path, "w") as f:
+            f.write(text)
+        return path
+
+    def start(self, args, log_name):
+        """Starts `daqflow ARGS` in its own session, output to a log file in the test dir."""
+        log = open(self.path(log_name), "w")
+        proc = subprocess.Popen([self.binary] + args, cwd=self.dir, stdout=log,
+                                stderr=subprocess.STDOUT, start_new_session=True)
+        log.close()
+        self.procs.append((proc, self.path(log_name)))
+        _LIVE.append(proc)
+        return proc
+
+    def output_of(self, log_name):
+        with open(self.path(log_name), errors="replace") as f:
+            return f.read()
+
+    def daqflow(self, args, timeout=60):
+        """Runs `daqflow ARGS` to completion; returns (exit code, stdout + stderr)."""
+        try:
+            done = subprocess.run([self.binary] + args, cwd=self.dir, stdout=subprocess.PIPE,
+                                  stderr=subprocess.STDOUT, timeout=timeout,
+                                  start_new_session=True)
+        except subprocess.TimeoutExpired as e:
+            # subprocess.run kills the direct child; `daqflow run`'s executives follow it
+            # (they get SIGTERM when their parent dies).
+            raise AssertionError(f"daqflow {' '.join(args)} did not end within {timeout} s; "
+                                 f"output:\n{e.output.decode(errors='replace') if e.output else ''}")
+        return done.returncode, done.stdout.decode("utf-8", "replace")
+
+    def run_config(self, config_path, *extra, timeout=120):
+        """`daqflow run CONFIG --summary S --log-dir L EXTRA`; returns (code, output, summary)."""
+        summary = self.path("summary.json")
+        if os.path.exists(summary):
+            os.remove(summary)
+        code, out = self.daqflow(["run", config_path, "--summary", summary, "--log-dir",
+                                  self.path("logs")] + list(extra), timeout=timeout)
+        data = None
+        if os.path.exists(summary):
+            with open(summary) as f:
+                data = json.load(f)
+        return code, out, data
+
+    def start_exec(self, example, transport="inproc"):
+        """Starts `daqflow exec` for every context of an example (rewritten ports, transport),
+        waits for the control ports and returns (process, {context: {"port", "apps": {id: type}}})."""
+        text = set_default_transport(rewrite_ports(read_example(example)), transport)
+        config = self.write_config(example, text)
+        # Context names: the `- name:` entries (block style) or `{name: ...}` (flow style).
+        names = re.findall(r"^\s*-\s*name\s*:\s*([\w.-]+)", text, re.M)
+        names += re.findall(r"\{\s*name\s*:\s*([\w.-]+)", text)
+        args = ["exec", config]
+        for name in names:
+            args += ["--context", name]
+        proc = self.start(args, "exec.log")
+        found = {}
+        for port in control_ports(text):
+            self.wait_http(port, proc)
+            status, ctx = http(port, "GET", "/api/v1/context")
+            self.assertEqual(status, 200, ctx)
+            found[ctx["name"]] = {"port": port,
+                                  "apps": {a["id"]: a["type"] for a in ctx["applications"]}}
+        self.assertEqual(sorted(found), sorted(names), "every context of the file answers")
+        return proc, found
+
+    def wait_http(self, port, proc=None, timeout=15.0):
+        """Waits until 127.0.0.1:port answers GET /api/v1/context."""
+        def answered():
+            if proc is not None and proc.poll() is not None:
+                raise AssertionError(f"process exited with {proc.returncode} before port {port} "
+                                     "answered")
+            try:
+                status, _ = http(port, "GET", "/api/v1/context", timeout=1.0)
+                return status == 200
+            except OSError:
+                return False
+        wait_until(answered, timeout, f"the control port {port}")
+
+    def wait_app_state(self, port, app, state, timeout=15.0):
+        last = {}
+
+        def reached():
+            status, body = http(port, "GET", f"/api/v1/apps/{app}")
+            self.assertEqual(status, 200, body)
+            last["body"] = body
+            self.assertNotEqual(body["state"], "Failed",
+                                f"{app} failed: {body.get('reason')}")
+            return body["state"] == state
+        try:
+            wait_until(reached, timeout, f"application {app} in state {state}")
+        except AssertionError as e:
+            raise AssertionError(f"{e}; last answer: {last.get('body')}")
+        return last["body"]

@@ -1,0 +1,229 @@
+"""The two-stage event builder with real processes (docs/event-builder.md): examples/local.yaml,
+one process per context over TCP. A clean run keeps the accounting invariant and writes what it
+builds; a BU killed mid-run loses no event while the others build on; a RU killed mid-run fails
+the run, naming it.
+
+Ports: this module takes its own block of 30000-32999 (the event-builder tests' range)."""
+
+import fcntl
+import json
+import os
+import re
+import signal
+import socket
+import tempfile
+import time
+import unittest
+
+from daqflow_testlib import DaqflowTestCase, http, pid_alive, read_example, set_param, wait_until
+
+PORT_FIRST = 30000
+PORT_LAST = 32999
+PORT_BLOCK = 100
+
+
+class _Ports:
+    """Blocks of 100 ports of 30000-32999, reserved with a lock file per test process."""
+
+    def __init__(self):
+        self._lock = None
+        self._base = None
+        self._next = 0
+
+    def take(self, count):
+        if self._base is None:
+            blocks = (PORT_LAST + 1 - PORT_FIRST) // PORT_BLOCK
+            for i in range(blocks):
+                block = (os.getpid() + i) % blocks
+                f = open(os.path.join(tempfile.gettempdir(), f"daqflow-evb-ports-{block}.lock"), "w")
+                try:
+                    fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                except OSError:
+                    f.close()
+                    continue
+                self._lock, self._base = f, PORT_FIRST + block * PORT_BLOCK
+                break
+            else:
+                raise RuntimeError("every port block of 30000-32999 is taken")
+        while self._next + count <= PORT_BLOCK:
+            first = self._base + self._next
+            self._next += count
+            if all(_free(p) for p in range(first, first + count)):
+                return first
+        raise RuntimeError(f"port block {self._base} is used up")
+
+
+def _free(port):
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        try:
+            s.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+    return True
+
+
+PORTS = _Ports()
+
+
+def local_config(**bu_params):
+    """examples/local.yaml with fresh ports and extra BU parameters (flow style)."""
+    text = read_example("local.yaml")
+    mapping = {}
+
+    def port(m):
+        key, value = m.group(1), int(m.group(3))
+        if (key, value) not in mapping:
+            mapping[(key, value)] = PORTS.take(1)
+        return f"{key}{m.group(2)}{mapping[(key, value)]}"
+    text = re.sub(r"\b(control_port|data_port)(\s*:\s*)(\d+)", port, text)
+    extra = "".join(f"\n        {k}: {v}" for k, v in bu_params.items())
+    text = re.sub(r"(\n      - type: bu\n        id: bu\d\n        evm: evm0)", r"\1" + extra, text)
+    return text
+
+
+def contexts_of(text):
+    """[(name, control_port)] in file order."""
+    return [(m.group(1), int(m.group(2))) for m in
+            re.finditer(r"- name: (\w+)\n\s+host: [\d.]+\n\s+control_port: (\d+)", text)]
+
+
+class EventBuilder(DaqflowTestCase):
+    def app(self, port, app_id):
+        status, body = http(port, "GET", f"/api/v1/apps/{app_id}")
+        self.assertEqual(status, 200, body)
+        return body
+
+    def built(self, port):
+        return self.app(port, "evm0")["metrics"].get("events_built", 0)
+
+    def test_a_clean_run_builds_and_writes_every_triggered_event(self):
+        text = set_param(local_config(), "dir", self.path("run-data"))
+        config = self.write_config("local.yaml", text)
+        code, out, summary = self.run_config(config, "--duration", "3", timeout=120)
+        self.assertEqual(code, 0, out)
+        self.assertEqual(summary["status"], "ok", out)
+        r = summary["results"]
+        self.assertGreater(r["events_triggered"], 0, r)
+        self.assertEqual(r["events_triggered"], r["events_built"], r)
+        self.assertEqual(r["events_incomplete"], 0)
+        self.assertEqual(r["events_lost"], 0)
+        self.assertEqual(r["events_reassigned"], 0)
+        self.assertEqual(r["lost_bus"], [])
+        self.assertEqual(r["events_written"], r["events_built"], "everything is on disk")
+        self.assertEqual(r["bus"]["bu1"] + r["bus"]["bu2"], r["events_built"])
+        self.assertGreater(r["throughput_mb_s"], 0)
+        evm = summary["applications"]["evm0"]
+        self.assertEqual(evm["state"], "Halted")
+        self.assertEqual(evm["metrics"]["events_in_flight"], 0)
+        for bu in ("bu1", "bu2"):
+            self.assertEqual(summary["applications"][bu]["results"]["events_corrupted"], 0)
+        sidecars = [n for n in os.listdir(self.path("run-data")) if n.endswith(".json")]
+        self.assertGreaterEqual(len(sidecars), 2, "at least one closed file per BU")
+
+    def test_a_killed_bu_loses_no_event_and_the_others_build_on(self):
+        text = set_param(local_config(), "kind", "discard")
+        config = self.write_config("local.yaml", text)
+        contexts = contexts_of(text)
+        self.assertEqual(len(contexts), 6)
+        procs = {name: self.start(["exec", config, "--context", name], f"{name}.log")
+                 for name, _ in contexts}
+        ports = dict(contexts)
+        for name, port in contexts:
+            self.wait_http(port, procs[name])
+
+        def command(names, cmd, state):
+            for n in names:
+                status, body = http(ports[n], "POST", f"/api/v1/fsm/{cmd}")
+                self.assertEqual(status, 202, body)
+            for n in names:
+                app = n if n != "evm" else "evm0"
+                self.wait_app_state(ports[n], app, state, timeout=30)
+
+        command([n for n, _ in contexts], "Configure", "Ready")
+        command(["bu1", "bu2"], "Enable", "Enabled")
+        command(["ru1", "ru2", "ru3"], "Enable", "Enabled")
+        command(["evm"], "Enable", "Enabled")
+        evm = ports["evm"]
+        wait_until(lambda: self.built(evm) >= 2000, 30, "2000 events built")
+
+        os.kill(procs["bu2"].pid, signal.SIGKILL)
+        procs["bu2"].wait(10)
+        wait_until(lambda: self.app(evm, "evm0")["results"]["lost_bus"] == ["bu2"], 15,
+                   "the EVM to lose bu2")
+        at_loss = self.built(evm)
+        wait_until(lambda: self.built(evm) >= at_loss + 2000, 30, "2000 more events built by bu1")
+
+        command(["evm"], "Halt", "Halted")
+        command(["ru1", "ru2", "ru3", "bu1"], "Halt", "Halted")
+        results = self.app(evm, "evm0")["results"]
+        self.assertEqual(results["events_lost"], 0, results)
+        self.assertEqual(results["events_triggered"], results["events_built"], results)
+        self.assertEqual(results["events_incomplete"], 0)
+        self.assertEqual(results["lost_bus"], ["bu2"])
+        bu1 = self.app(ports["bu1"], "bu1")["results"]
+        self.assertGreater(bu1["events_built"], at_loss // 2)
+        for name, port in contexts:
+            if name != "bu2":
+                http(port, "POST", "/api/v1/shutdown")
+        for name, proc in procs.items():
+            wait_until(lambda: proc.poll() is not None, 15, f"{name} to exit")
+
+    def test_a_killed_bu_under_run_still_loses_no_event(self):
+        text = set_param(local_config(), "kind", "discard")
+        config = self.write_config("local.yaml", text)
+        ports = dict(contexts_of(text))
+        summary_path = self.path("summary.json")
+        run = self.start(["run", config, "--duration", "60", "--status-interval", "0.2",
+                          "--summary", summary_path, "--log-dir", self.path("logs")], "run.log")
+        wait_until(lambda: self._built_or_none(ports["evm"]) >= 2000, 60, "2000 events built")
+        status, ctx = http(ports["bu2"], "GET", "/api/v1/context")
+        self.assertEqual(status, 200, ctx)
+        os.kill(ctx["pid"], signal.SIGKILL)
+        run.wait(90)
+        out = self.output_of("run.log")
+        with open(summary_path) as f:
+            summary = json.load(f)
+        # The run controller ends a run whose context died; the builder itself drained without
+        # loss: the EVM re-assigned bu2's blocks to bu1 while halting.
+        self.assertIn("bu2", summary["failure"] or "", out)
+        r = summary["results"]
+        self.assertEqual(r["events_lost"], 0, r)
+        self.assertEqual(r["events_triggered"], r["events_built"], r)
+        self.assertEqual(r["lost_bus"], ["bu2"], r)
+        self.assertEqual(summary["applications"]["evm0"]["state"], "Halted", out)
+
+    def test_a_killed_ru_fails_the_run_naming_it(self):
+        text = set_param(local_config(on_incomplete="fail", timeout_ms=500), "kind", "discard")
+        config = self.write_config("local.yaml", text)
+        ports = dict(contexts_of(text))
+        summary_path = self.path("summary.json")
+        run = self.start(["run", config, "--duration", "60", "--status-interval", "0.2",
+                          "--summary", summary_path, "--log-dir", self.path("logs")], "run.log")
+        wait_until(lambda: self._built_or_none(ports["evm"]) >= 1000, 60, "1000 events built")
+        status, ctx = http(ports["ru2"], "GET", "/api/v1/context")
+        self.assertEqual(status, 200, ctx)
+        os.kill(ctx["pid"], signal.SIGKILL)
+        code = run.wait(90)
+        out = self.output_of("run.log")
+        self.assertNotEqual(code, 0, out)
+        with open(summary_path) as f:
+            summary = json.load(f)
+        self.assertEqual(summary["status"], "failed")
+        self.assertIn("ru2", summary["failure"], out)
+        self.assertEqual(summary["applications"]["ru2"]["state"], "Lost")
+        # A BU that saw the loss before the run halted it names the RU too.
+        for bu in ("bu1", "bu2"):
+            app = summary["applications"][bu]
+            if app["state"] == "Failed":
+                self.assertIn("no data from RU 'ru2'", app["reason"], app)
+        wait_until(lambda: not pid_alive(ctx["pid"]), 5, "ru2 to be gone")
+
+    def _built_or_none(self, port):
+        try:
+            return self.built(port)
+        except (OSError, AssertionError):
+            return -1
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,203 @@
+#include "apps/app_harness.hpp"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+
+#include "daqflow/apps/builtin.hpp"
+
+namespace daqflow::apps::testing {
+
+Result<transport::Endpoint*> FakeContext::endpoint(const transport::EndpointOptions* options) {
+  if (endpoint_) return endpoint_.get();
+  const runtime::TransportSettings& t = cluster_.transports;
+  if (options != nullptr) {
+    options_ = *options;
+  } else {
+    options_.max_message_size = t.max_message_size;
+    options_.pipeline_depth = t.pipeline_depth;
+    options_.recv_buffers = t.recv_buffers;
+    options_.socket_buffer_bytes = t.socket_buffer_bytes;
+    options_.payload_crc = t.payload_crc;
+  }
+  options_.self = self_;
+  auto made = transport_.create_endpoint(options_);
+  if (!made) return made.error();
+  endpoint_ = std::move(*made);
+  return endpoint_.get();
+}
+
+Harness::Harness(std::vector<AppSpec> specs, runtime::TransportSettings settings,
+                 const std::string& transport_name, std::uint16_t data_port) {
+  register_builtin_apps(registry_);
+  cluster.file = "unit-test.yaml";
+  cluster.transports = settings;
+  cluster.transports.default_transport = transport_name;
+  runtime::ContextConfig context;
+  context.name = "test";
+  context.host = "127.0.0.1";
+  context.data_port = data_port;
+  for (std::size_t i = 0; i < specs.size(); ++i) {
+    runtime::ApplicationConfig a;
+    a.index = static_cast<transport::AppIndex>(i);
+    a.type = specs[i].type;
+    a.id = specs[i].id;
+    a.context = context.name;
+    a.transport = transport_name;
+    a.params = specs[i].params.is_null() ? nlohmann::json::object() : specs[i].params;
+    auto e = std::make_unique<Entry>();
+    e->id = a.id;
+    if (a.type != "-") {
+      e->type = registry_.find(a.type);
+      if (e->type == nullptr) throw std::invalid_argument("unknown type " + a.type);
+      auto params = runtime::validate_params(e->type->params, a.params);
+      if (!params) throw std::invalid_argument(a.id + ": " + params.error().message());
+      a.params = *params;
+    }
+    context.applications.push_back(a.index);
+    cluster.applications.push_back(std::move(a));
+    entries_.push_back(std::move(e));
+  }
+  cluster.contexts.push_back(context);
+  addresses_ = cluster.address_table();
+  auto t = transport::make_transport(transport_name, addresses_);
+  if (!t) throw std::runtime_error(t.error().message());
+  transport_ = std::move(*t);
+  for (std::size_t i = 0; i < entries_.size(); ++i) {
+    Entry& e = *entries_[i];
+    e.context =
+        std::make_unique<FakeContext>(cluster, static_cast<transport::AppIndex>(i), *transport_);
+    if (e.type == nullptr) continue;
+    e.app = e.type->make();
+    e.app->attach([&e](std::string reason) {
+      const std::lock_guard lock(e.mutex);
+      if (e.failure.empty()) e.failure = std::move(reason);
+    });
+  }
+}
+
+Harness::~Harness() {
+  halt_all();
+}
+
+Harness::Entry& Harness::entry(const std::string& id) {
+  for (auto& e : entries_) {
+    if (e->id == id) return *e;
+  }
+  throw std::invalid_argument("no application " + id);
+}
+
+const Harness::Entry& Harness::entry(const std::string& id) const {
+  return const_cast<Harness*>(this)->entry(id);
+}
+
+runtime::Application& Harness::app(const std::string& id) {
+  return *entry(id).app;
+}
+FakeContext& Harness::context(const std::string& id) {
+  return *entry(id).context;
+}
+const runtime::AppType& Harness::type_of(const std::string& id) const {
+  return *entry(id).type;
+}
+
+Result<void> Harness::configure(const std::string& id) {
+  Entry& e = entry(id);
+  return e.app->configure(*e.context);
+}
+
+void Harness::configure_all() {
+  for (auto& e : entries_) {
+    if (!e->app) continue;
+    auto r = e->app->configure(*e->context);
+    if (!r) ADD_FAILURE() << e->id << ": " << r.error().message();
+  }
+}
+
+void Harness::start_agents() {
+  for (auto& e : entries_) {
+    if (!e->app) continue;
+    Entry* p = e.get();
+    p->stop.store(false);
+    p->agent = std::thread([p, busy = spin] {
+      while (!p->stop.load(std::memory_order_acquire)) {
+        if (p->app->do_work() == 0 && !busy) {
+          p->app->wait_for_work(std::chrono::microseconds(500));
+        }
+      }
+    });
+  }
+}
+
+void Harness::enable_in_rank_order() {
+  std::vector<Entry*> order;
+  for (auto& e : entries_) {
+    if (e->app) order.push_back(e.get());
+  }
+  std::stable_sort(order.begin(), order.end(),
+                   [](Entry* a, Entry* b) { return a->type->enable_rank < b->type->enable_rank; });
+  for (Entry* e : order) {
+    auto r = e->app->enable();
+    if (!r) ADD_FAILURE() << e->id << ": " << r.error().message();
+  }
+}
+
+bool Harness::wait_for(const std::function<bool()>& pred, std::chrono::milliseconds timeout) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (!pred()) {
+    if (std::chrono::steady_clock::now() > deadline) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  return true;
+}
+
+void Harness::stop_agents() {
+  for (auto& e : entries_) {
+    e->stop.store(true, std::memory_order_release);
+    if (e->agent.joinable()) e->agent.join();
+  }
+}
+
+void Harness::halt_all() {
+  if (halted_) return;
+  halted_ = true;
+  std::vector<Entry*> order;
+  for (auto& e : entries_) {
+    if (e->app) order.push_back(e.get());
+  }
+  std::stable_sort(order.begin(), order.end(),
+                   [](Entry* a, Entry* b) { return a->type->enable_rank > b->type->enable_rank; });
+  for (Entry* e : order) {
+    e->app->begin_halt();
+    if (!wait_for([e] { return e->app->drained(); }, std::chrono::seconds(5))) {
+      ADD_FAILURE() << e->id << " did not drain";
+    }
+  }
+  stop_agents();
+  // Like the executive: release every application, then close the endpoints (which drops what
+  // they still hold), and only then destroy the applications and their pools.
+  for (Entry* e : order) e->app->release();
+  for (auto& e : entries_) e->context->close_endpoint();
+}
+
+std::string Harness::failure(const std::string& id) const {
+  const Entry& e = entry(id);
+  const std::lock_guard lock(e.mutex);
+  return e.failure;
+}
+
+bool Harness::any_failure() const {
+  return std::any_of(entries_.begin(), entries_.end(), [](const auto& e) {
+    const std::lock_guard lock(e->mutex);
+    return !e->failure.empty();
+  });
+}
+
+transport::Endpoint& Harness::raw(const std::string& id) {
+  Entry& e = entry(id);
+  auto ep = e.context->endpoint(nullptr);
+  if (!ep) throw std::runtime_error(ep.error().message());
+  return **ep;
+}
+
+}  // namespace daqflow::apps::testing

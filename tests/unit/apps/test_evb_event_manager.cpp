@@ -1,0 +1,249 @@
+// The EVM's bookkeeping: requests, assignment, acks, BU loss and re-assignment, accounting.
+#include <gtest/gtest.h>
+
+#include <vector>
+
+#include "daqflow/apps/evb/event_manager.hpp"
+#include "daqflow/core/clock.hpp"
+
+namespace daqflow::apps::evb {
+namespace {
+
+using std::chrono::milliseconds;
+
+constexpr transport::AppIndex kBu1 = 5;
+constexpr transport::AppIndex kBu2 = 6;
+constexpr transport::AppIndex kBu3 = 9;
+
+EventManager make(std::vector<transport::AppIndex> bus, std::uint32_t window = 2) {
+  EventManagerSettings s;
+  s.bus = bus;
+  s.windows.assign(bus.size(), window);
+  s.heartbeat_timeout_ns = 100'000'000;
+  s.block_capacity = 64;
+  s.max_block_events = 16;
+  auto m = EventManager::create(s);
+  EXPECT_TRUE(m) << m.error().message();
+  return std::move(*m);
+}
+
+wire::EventRequest want(std::uint32_t n, std::uint32_t blocks) {
+  wire::EventRequest r;
+  r.events_per_block = n;
+  r.blocks = blocks;
+  return r;
+}
+
+wire::BlockAck ack_of(const wire::Assign& a, std::uint32_t incomplete = 0) {
+  wire::BlockAck k;
+  k.block_id = a.block_id;
+  k.bu = a.bu;
+  k.generation = a.generation;
+  k.built = a.event_count - incomplete;
+  k.incomplete = incomplete;
+  k.bytes = 1000ull * a.event_count;
+  return k;
+}
+
+std::vector<wire::Assign> drain(EventManager& m, bool flush = false) {
+  std::vector<wire::Assign> out;
+  wire::Assign a;
+  while (m.next_assign(a, flush)) out.push_back(a);
+  return out;
+}
+
+TEST(EventManagerTest, RequestsWaitForEnoughTriggeredEvents) {
+  EventManager m = make({kBu1});
+  m.request(kBu1, want(8, 1), 0);
+  m.set_triggered(7);
+  EXPECT_TRUE(drain(m).empty()) << "7 events do not fill a block of 8";
+  m.set_triggered(20);
+  const auto a = drain(m);
+  ASSERT_EQ(a.size(), 1u);
+  EXPECT_EQ(a[0].block_id, 0u);
+  EXPECT_EQ(a[0].first_event, 0u);
+  EXPECT_EQ(a[0].event_count, 8u);
+  EXPECT_EQ(a[0].bu, kBu1);
+  EXPECT_EQ(a[0].generation, 0u);
+  EXPECT_EQ(m.assigned(), 8u);
+  EXPECT_EQ(m.in_flight(), 20u);
+  EXPECT_EQ(m.check_invariant(), "");
+}
+
+TEST(EventManagerTest, ServesRequestsInArrivalOrderWithinEachWindow) {
+  EventManager m = make({kBu1, kBu2}, 2);
+  m.request(kBu2, want(4, 2), 0);
+  m.request(kBu1, want(4, 5), 0);  // only 2 fit its window
+  EXPECT_EQ(m.requests_ignored(), 3u);
+  m.set_triggered(100);
+  const auto a = drain(m);
+  ASSERT_EQ(a.size(), 4u);
+  EXPECT_EQ(a[0].bu, kBu2);
+  EXPECT_EQ(a[1].bu, kBu2);
+  EXPECT_EQ(a[2].bu, kBu1);
+  EXPECT_EQ(a[3].bu, kBu1);
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    EXPECT_EQ(a[i].block_id, i);
+    EXPECT_EQ(a[i].first_event, 4 * i) << "consecutive events";
+  }
+  m.request(kBu1, want(4, 1), 0);
+  EXPECT_EQ(m.requests_ignored(), 4u) << "the window is full until an ack";
+  EXPECT_EQ(m.ack(kBu1, ack_of(a[2]), 0), AckOutcome::closed);
+  m.request(kBu1, want(4, 1), 0);
+  EXPECT_EQ(drain(m).size(), 1u);
+}
+
+TEST(EventManagerTest, AcksCountBuiltAndIncompleteAndKeepTheInvariant) {
+  EventManager m = make({kBu1});
+  m.request(kBu1, want(10, 2), 0);
+  m.set_triggered(25);
+  const auto a = drain(m);
+  ASSERT_EQ(a.size(), 2u);
+  EXPECT_EQ(m.ack(kBu1, ack_of(a[1], 3), 0), AckOutcome::closed);
+  EXPECT_EQ(m.built(), 7u);
+  EXPECT_EQ(m.incomplete(), 3u);
+  EXPECT_EQ(m.bytes_built(), 10000u);
+  EXPECT_EQ(m.in_flight(), 15u);
+  EXPECT_EQ(m.blocks_open(), 1u);
+  EXPECT_EQ(m.check_invariant(), "");
+  EXPECT_EQ(m.ack(kBu1, ack_of(a[1]), 0), AckOutcome::stale) << "a repeated ack";
+  wire::BlockAck wrong = ack_of(a[0]);
+  wrong.built = 3;
+  EXPECT_EQ(m.ack(kBu1, wrong, 0), AckOutcome::invalid);
+  EXPECT_EQ(m.ack(kBu1, ack_of(a[0]), 0), AckOutcome::closed);
+  EXPECT_EQ(m.in_flight(), 5u);
+  EXPECT_EQ(m.check_invariant(), "");
+}
+
+TEST(EventManagerTest, FlushAssignsAFinalPartialBlock) {
+  EventManager m = make({kBu1});
+  m.request(kBu1, want(8, 2), 0);
+  m.set_triggered(11);
+  EXPECT_EQ(drain(m).size(), 1u);
+  const auto last = drain(m, /*flush=*/true);
+  ASSERT_EQ(last.size(), 1u);
+  EXPECT_EQ(last[0].first_event, 8u);
+  EXPECT_EQ(last[0].event_count, 3u);
+  EXPECT_TRUE(drain(m, true).empty()) << "nothing left to assign";
+}
+
+TEST(EventManagerTest, ALostBusBlocksGoToTheSurvivorsWithTheNextGeneration) {
+  EventManager m = make({kBu1, kBu2, kBu3}, 2);
+  m.set_triggered(1000);
+  m.request(kBu1, want(10, 2), 0);
+  m.request(kBu2, want(10, 2), 0);
+  m.request(kBu3, want(10, 2), 0);
+  const auto first = drain(m);
+  ASSERT_EQ(first.size(), 6u);
+  EXPECT_EQ(m.ack(kBu1, ack_of(first[0]), 0), AckOutcome::closed);
+
+  EXPECT_TRUE(m.lose(kBu1));
+  EXPECT_FALSE(m.lose(kBu1)) << "lost once";
+  EXPECT_EQ(m.bus_alive(), 2u);
+  EXPECT_EQ(m.orphans(), 1u) << "block 1; block 0 was acknowledged";
+  m.request(kBu1, want(10, 1), 0);
+  EXPECT_EQ(m.requests_ignored(), 1u) << "a lost BU is not served";
+
+  // The survivors ask again as they finish; the orphan goes first, to whoever asks.
+  EXPECT_EQ(m.ack(kBu3, ack_of(first[4]), 0), AckOutcome::closed);
+  m.request(kBu3, want(10, 1), 0);
+  auto next = drain(m);
+  ASSERT_EQ(next.size(), 1u);
+  EXPECT_EQ(next[0].block_id, 1u);
+  EXPECT_EQ(next[0].first_event, 10u);
+  EXPECT_EQ(next[0].bu, kBu3);
+  EXPECT_EQ(next[0].generation, 1u);
+  EXPECT_EQ(m.reassigned(), 10u);
+  EXPECT_EQ(m.orphans(), 0u);
+
+  EXPECT_EQ(m.ack(kBu3, ack_of(next[0]), 0), AckOutcome::closed);
+  for (const auto& a : {first[2], first[3], first[5]}) {
+    EXPECT_EQ(m.ack(a.bu, ack_of(a), 0), AckOutcome::closed);
+  }
+  EXPECT_EQ(m.built(), 60u);
+  EXPECT_EQ(m.lost(), 0u);
+  EXPECT_EQ(m.check_invariant(), "");
+  EXPECT_EQ(m.lost_bus(), std::vector<transport::AppIndex>{kBu1});
+}
+
+TEST(EventManagerTest, AnAckFromALostBuStillCountsOnce) {
+  EventManager m = make({kBu1, kBu2}, 1);
+  m.set_triggered(100);
+  m.request(kBu1, want(5, 1), 0);
+  const auto a = drain(m);
+  ASSERT_EQ(a.size(), 1u);
+  EXPECT_TRUE(m.lose(kBu1));
+  EXPECT_EQ(m.ack(kBu1, ack_of(a[0]), 0), AckOutcome::closed) << "it built them after all";
+  EXPECT_EQ(m.orphans(), 0u);
+  m.request(kBu2, want(5, 1), 0);
+  const auto b = drain(m);
+  ASSERT_EQ(b.size(), 1u);
+  EXPECT_EQ(b[0].block_id, 1u) << "no re-assignment of a closed block";
+  EXPECT_EQ(m.check_invariant(), "");
+}
+
+TEST(EventManagerTest, ReassignedBlockClosesOnEitherGenerationsAck) {
+  EventManager m = make({kBu1, kBu2}, 1);
+  m.set_triggered(100);
+  m.request(kBu1, want(5, 1), 0);
+  const auto a = drain(m);
+  ASSERT_TRUE(m.lose(kBu1));
+  m.request(kBu2, want(5, 1), 0);
+  const auto b = drain(m);
+  ASSERT_EQ(b.size(), 1u);
+  EXPECT_EQ(b[0].generation, 1u);
+  EXPECT_EQ(m.ack(kBu1, ack_of(a[0]), 0), AckOutcome::closed) << "the old BU's ack comes first";
+  EXPECT_EQ(m.ack(kBu2, ack_of(b[0]), 0), AckOutcome::stale) << "counted once";
+  EXPECT_EQ(m.built(), 5u);
+  EXPECT_EQ(m.check_invariant(), "");
+}
+
+TEST(EventManagerTest, HeartbeatTimeoutLosesASilentBu) {
+  core::TestClock clock(1'000'000'000);
+  EventManager m = make({kBu1, kBu2}, 2);
+  m.set_triggered(100);
+  std::vector<transport::AppIndex> lost;
+  m.check_heartbeats(clock.now_ns() + 10'000'000'000, lost);
+  EXPECT_TRUE(lost.empty()) << "no watch before Enable";
+  m.start_watch(clock.now_ns());
+  m.request(kBu1, want(10, 2), clock.now_ns());
+  ASSERT_EQ(drain(m).size(), 2u);
+  clock.advance(milliseconds(60));
+  m.heard_from(kBu2, clock.now_ns());
+  clock.advance(milliseconds(60));
+  m.check_heartbeats(clock.now_ns(), lost);
+  ASSERT_EQ(lost, std::vector<transport::AppIndex>{kBu1}) << "120 ms silent, timeout 100 ms";
+  EXPECT_EQ(m.orphans(), 2u);
+  lost.clear();
+  clock.advance(milliseconds(30));
+  m.check_heartbeats(clock.now_ns(), lost);
+  EXPECT_TRUE(lost.empty()) << "bu2 was heard 90 ms ago";
+  clock.advance(milliseconds(20));
+  m.check_heartbeats(clock.now_ns(), lost);
+  EXPECT_EQ(lost, std::vector<transport::AppIndex>{kBu2});
+  EXPECT_EQ(m.bus_alive(), 0u);
+  EXPECT_EQ(m.lost(), 100u) << "every triggered event is lost with no BU left";
+}
+
+TEST(EventManagerTest, TheBlockTableBoundsWhatIsOutstanding) {
+  EventManagerSettings s;
+  s.bus = {kBu1};
+  s.windows = {4};
+  s.block_capacity = 4;  // not above the window
+  EXPECT_FALSE(EventManager::create(s));
+  s.block_capacity = 8;
+  auto m = EventManager::create(s);
+  ASSERT_TRUE(m);
+  m->set_triggered(1000);
+  for (int round = 0; round < 10; ++round) {
+    m->request(kBu1, want(4, 4), 0);
+    const auto a = drain(*m);
+    ASSERT_EQ(a.size(), 4u);
+    for (const auto& x : a) EXPECT_EQ(m->ack(kBu1, ack_of(x), 0), AckOutcome::closed);
+  }
+  EXPECT_EQ(m->built(), 160u);
+  EXPECT_EQ(m->check_invariant(), "");
+}
+
+}  // namespace
+}  // namespace daqflow::apps::evb

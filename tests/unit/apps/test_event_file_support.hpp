@@ -1,0 +1,69 @@
+#pragma once
+// Helpers for the event-file, file-output and network-input tests: real FED fragments made with
+// the FED codec, and temporary directories that clean up after themselves.
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "daqflow/wire/fed.hpp"
+
+namespace daqflow::apps::evb::testing {
+
+// A complete fragment of `size` bytes (a multiple of 8, >= 16) from FED `fed` for `event`.
+inline std::vector<std::byte> make_fragment(std::uint16_t fed, std::uint64_t event,
+                                            std::size_t size, std::uint64_t seed = 7) {
+  std::vector<std::byte> bytes(size);
+  wire::FedHeaderFields header;
+  header.l1_id = wire::fed_l1_id(event);
+  header.source_id = fed;
+  header.bx_id = static_cast<std::uint16_t>(event % 3564);
+  EXPECT_EQ(wire::write_fragment(bytes, header, seed), wire::FedStatus::ok);
+  return bytes;
+}
+
+// Fragments of FEDs first..first+count-1 for one event, concatenated (a super-fragment).
+inline std::vector<std::byte> make_super_fragment(std::uint16_t first, std::size_t count,
+                                                  std::uint64_t event, std::size_t size) {
+  std::vector<std::byte> out;
+  for (std::size_t i = 0; i < count; ++i) {
+    auto f = make_fragment(static_cast<std::uint16_t>(first + i), event, size);
+    out.insert(out.end(), f.begin(), f.end());
+  }
+  return out;
+}
+
+inline std::vector<std::byte> read_file(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::vector<char> chars((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::vector<std::byte> bytes(chars.size());
+  std::memcpy(bytes.data(), chars.data(), chars.size());
+  return bytes;
+}
+
+class TempDir {
+ public:
+  TempDir() {
+    std::string pattern =
+        (std::filesystem::temp_directory_path() / "daqflow-evbio-XXXXXX").string();
+    path_ = ::mkdtemp(pattern.data());
+  }
+  ~TempDir() {
+    std::error_code ec;
+    std::filesystem::remove_all(path_, ec);
+  }
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  [[nodiscard]] const std::filesystem::path& path() const { return path_; }
+
+ private:
+  std::filesystem::path path_;
+};
+
+}  // namespace daqflow::apps::evb::testing

@@ -1,0 +1,286 @@
+// The disk writer (`output: {kind: file}`): files, rolling, the disk cap, sidecars, checksums and
+// disk errors, written into a temporary directory and read back with the dump checker.
+
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <thread>
+
+#include "daqflow/apps/evb/event_file.hpp"
+#include "daqflow/apps/evb/output.hpp"
+#include "daqflow/wire/crc32c.hpp"
+#include "daqflow/wire/evb.hpp"
+#include "test_event_file_support.hpp"
+
+namespace daqflow::apps::evb {
+namespace {
+
+namespace fs = std::filesystem;
+using testing::make_super_fragment;
+using testing::TempDir;
+
+// Events whose data lives in this object: each event is `pieces` super-fragments of `feds`
+// FEDs (one per RU), referenced by the batch, never copied.
+class Events {
+ public:
+  Events(std::uint64_t first, std::size_t count, std::size_t pieces, std::size_t fragment_size,
+         std::size_t feds = 2) {
+    for (std::size_t e = 0; e < count; ++e) {
+      for (std::size_t p = 0; p < pieces; ++p) {
+        data_.push_back(make_super_fragment(static_cast<std::uint16_t>(100 * p % 4000), feds,
+                                            first + e, fragment_size));
+      }
+    }
+    first_ = first;
+    count_ = count;
+    pieces_ = pieces;
+  }
+  // Fills batch with events [from, from + n).
+  void fill(OutputBatch& batch, std::size_t from, std::size_t n, std::uint32_t flags = 0) const {
+    batch.clear();
+    batch.block_id = from;
+    for (std::size_t e = from; e < from + n; ++e) {
+      BuiltEvent event;
+      event.number = first_ + e;
+      event.flags = flags;
+      event.first_piece = static_cast<std::uint32_t>(batch.pieces.size());
+      event.piece_count = static_cast<std::uint32_t>(pieces_);
+      for (std::size_t p = 0; p < pieces_; ++p) {
+        const auto& d = data_[e * pieces_ + p];
+        batch.pieces.push_back({d.data(), static_cast<std::uint32_t>(d.size())});
+        event.size += d.size();
+      }
+      batch.events.push_back(event);
+    }
+  }
+  [[nodiscard]] std::size_t count() const { return count_; }
+
+ private:
+  std::vector<std::vector<std::byte>> data_;
+  std::uint64_t first_ = 0;
+  std::size_t count_ = 0;
+  std::size_t pieces_ = 0;
+};
+
+std::unique_ptr<EventOutput> make(const nlohmann::json& params,
+                                  const std::string& default_dir = "") {
+  OutputContext context;
+  context.run_number = 42;
+  context.bu_id = "bu1";
+  context.default_dir = default_dir;
+  context.queue_depth = 4;
+  auto output = make_output(params, context);
+  EXPECT_TRUE(output.ok()) << output.error().message();
+  return output.ok() ? std::move(*output) : nullptr;
+}
+
+// Submits the events in batches of `per_batch` and waits for every batch to come back.
+void write_all(EventOutput& output, const Events& events, std::size_t per_batch) {
+  std::vector<OutputBatch> batches(4);
+  std::vector<OutputBatch*> free;
+  for (auto& b : batches) free.push_back(&b);
+  std::size_t next = 0;
+  std::size_t outstanding = 0;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (next < events.count() || outstanding > 0) {
+    ASSERT_LT(std::chrono::steady_clock::now(), deadline) << "the writer did not return batches";
+    if (OutputBatch* done = output.poll_done()) {
+      free.push_back(done);
+      --outstanding;
+      continue;
+    }
+    if (next < events.count() && !free.empty()) {
+      OutputBatch* b = free.back();
+      const std::size_t n = std::min(per_batch, events.count() - next);
+      events.fill(*b, next, n);
+      if (output.submit(b)) {
+        free.pop_back();
+        next += n;
+        ++outstanding;
+        continue;
+      }
+    }
+    std::this_thread::sleep_for(std::chrono::microseconds(100));
+  }
+}
+
+std::vector<fs::path> files_with(const fs::path& dir, const std::string& suffix) {
+  std::vector<fs::path> out;
+  for (const auto& e : fs::directory_iterator(dir)) {
+    const std::string name = e.path().filename().string();
+    if (name.size() > suffix.size() && name.substr(name.size() - suffix.size()) == suffix) {
+      out.push_back(e.path());
+    }
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+TEST(FileOutput, WritesOneVerifiedFileWithItsSidecar) {
+  TempDir dir;
+  auto output = make({{"kind", "file"}, {"dir", dir.path().string()}});
+  ASSERT_TRUE(output);
+  const Events events(1000, 25, 3, 256);
+  write_all(*output, events, 8);
+  EXPECT_EQ(output->stats().events_written, 0u) << "counted only once the file is complete";
+  ASSERT_TRUE(output->close().ok());
+  const OutputStats stats = output->stats();
+  EXPECT_EQ(stats.events_written, 25u);
+  EXPECT_EQ(stats.files_closed, 1u);
+  EXPECT_EQ(stats.queued, 0u);
+
+  const fs::path data = dir.path() / "run000042_bu1_0000.dqf";
+  ASSERT_TRUE(fs::exists(data));
+  EXPECT_TRUE(files_with(dir.path(), ".part").empty());
+  const auto sidecar = nlohmann::json::parse(std::ifstream(dir.path() / "run000042_bu1_0000.json"));
+  EXPECT_EQ(sidecar["run"], 42);
+  EXPECT_EQ(sidecar["bu"], "bu1");
+  EXPECT_EQ(sidecar["file"], "run000042_bu1_0000.dqf");
+  EXPECT_EQ(sidecar["events"], 25);
+  EXPECT_EQ(sidecar["first_event"], 1000);
+  EXPECT_EQ(sidecar["last_event"], 1024);
+  EXPECT_EQ(sidecar["bytes"], fs::file_size(data));
+  EXPECT_EQ(stats.bytes_written, fs::file_size(data));
+  const auto bytes = testing::read_file(data);
+  EXPECT_EQ(sidecar["checksum"]["value"], fmt::format("{:08x}", wire::crc32c(bytes)));
+
+  std::size_t seen = 0;
+  const FileReport report = check_event_file(data.string(), [&](const EventSummary& e) {
+    EXPECT_EQ(e.record.event, 1000 + seen);
+    EXPECT_EQ(e.record.pieces, 3u);
+    EXPECT_EQ(e.feds, (std::vector<std::uint16_t>{0, 1, 100, 101, 200, 201}));
+    ++seen;
+  });
+  EXPECT_TRUE(report.verified()) << ::testing::PrintToString(report.problems);
+  EXPECT_EQ(seen, 25u);
+}
+
+TEST(FileOutput, RollsByEventCount) {
+  TempDir dir;
+  auto output = make({{"kind", "file"}, {"dir", dir.path().string()}, {"max_file_events", 4}});
+  const Events events(0, 10, 1, 64);
+  write_all(*output, events, 3);
+  ASSERT_TRUE(output->close().ok());
+  const auto data = files_with(dir.path(), ".dqf");
+  ASSERT_EQ(data.size(), 3u);
+  EXPECT_EQ(data[2].filename(), "run000042_bu1_0002.dqf");
+  std::uint64_t total = 0;
+  for (std::size_t i = 0; i < data.size(); ++i) {
+    const FileReport report = check_event_file(data[i].string());
+    EXPECT_TRUE(report.verified()) << ::testing::PrintToString(report.problems);
+    EXPECT_EQ(report.sequence, i);
+    EXPECT_EQ(report.events, i < 2 ? 4u : 2u);
+    total += report.events;
+  }
+  EXPECT_EQ(total, 10u);
+  EXPECT_EQ(output->stats().events_written, 10u);
+  EXPECT_EQ(output->stats().files_closed, 3u);
+}
+
+TEST(FileOutput, RollsBySizeAndNeverSplitsAnEvent) {
+  TempDir dir;
+  // Events of 2 x 4096 bytes + a 32-byte record header; a file holds 3 of them in 25000 bytes.
+  const double mb = 25000.0 / (1024 * 1024);
+  auto output = make({{"kind", "file"}, {"dir", dir.path().string()}, {"max_file_mb", mb}});
+  const Events events(0, 10, 1, 4096);
+  write_all(*output, events, 4);
+  ASSERT_TRUE(output->close().ok());
+  const auto data = files_with(dir.path(), ".dqf");
+  ASSERT_EQ(data.size(), 4u);
+  for (const auto& path : data) {
+    EXPECT_LE(fs::file_size(path), 25000u);
+    const FileReport report = check_event_file(path.string());
+    EXPECT_TRUE(report.verified()) << ::testing::PrintToString(report.problems);
+  }
+  EXPECT_EQ(output->stats().events_written, 10u);
+}
+
+TEST(FileOutput, StopsWritingAtTheDiskCapButCompletesEveryBatch) {
+  TempDir dir;
+  // Room for the header and 5 events of 2 x 1024 bytes (+32 each).
+  const double mb = (32 + 5 * (32 + 2048) + 100) / (1024.0 * 1024);
+  auto output = make({{"kind", "file"}, {"dir", dir.path().string()}, {"max_total_mb", mb}});
+  const Events events(0, 12, 1, 1024);
+  write_all(*output, events, 5);  // every batch comes back, the cap notwithstanding
+  ASSERT_TRUE(output->close().ok());
+  const OutputStats stats = output->stats();
+  EXPECT_EQ(stats.events_written, 5u);
+  EXPECT_EQ(stats.events_over_cap, 7u);
+  EXPECT_TRUE(output->failure().empty());
+  const FileReport report = check_event_file((dir.path() / "run000042_bu1_0000.dqf").string());
+  EXPECT_TRUE(report.verified());
+  EXPECT_EQ(report.events, 5u);
+}
+
+TEST(FileOutput, GathersEventsWithMorePiecesThanOneWritevTakes) {
+  TempDir dir;
+  auto output = make({{"kind", "file"}}, dir.path().string());  // dir from run.output
+  // 1500 pieces of one 16-byte fragment each: more iovecs than IOV_MAX (1024).
+  const Events events(7, 3, 1500, 16, 1);
+  write_all(*output, events, 3);
+  ASSERT_TRUE(output->close().ok());
+  std::size_t seen = 0;
+  const FileReport report = check_event_file((dir.path() / "run000042_bu1_0000.dqf").string(),
+                                             [&](const EventSummary& e) {
+                                               EXPECT_EQ(e.record.pieces, 1500u);
+                                               EXPECT_EQ(e.feds.size(), 1500u);
+                                               ++seen;
+                                             });
+  EXPECT_TRUE(report.verified()) << ::testing::PrintToString(report.problems);
+  EXPECT_EQ(seen, 3u);
+}
+
+TEST(FileOutput, ADiskErrorFailsTheOutputAndStillReturnsTheBatch) {
+  TempDir dir;
+  const fs::path sub = dir.path() / "gone";
+  auto output = make({{"kind", "file"}, {"dir", sub.string()}});
+  ASSERT_TRUE(fs::exists(sub)) << "the directory is created at Configure";
+  fs::remove_all(sub);
+  const Events events(0, 4, 1, 64);
+  write_all(*output, events, 2);
+  EXPECT_NE(output->failure().find("gone"), std::string::npos) << output->failure();
+  const auto closed = output->close();
+  ASSERT_FALSE(closed.ok());
+  EXPECT_EQ(closed.error().message(), output->failure());
+  EXPECT_EQ(output->stats().events_written, 0u);
+  EXPECT_GE(output->stats().write_errors, 1u);
+}
+
+TEST(FileOutput, RefusesToMixWithFilesOfAnEarlierAttempt) {
+  TempDir dir;
+  std::ofstream(dir.path() / "run000042_bu1_0000.dqf.part") << "x";
+  OutputContext context;
+  context.run_number = 42;
+  context.bu_id = "bu1";
+  auto output = make_output({{"kind", "file"}, {"dir", dir.path().string()}}, context);
+  ASSERT_FALSE(output.ok());
+  EXPECT_NE(output.error().message().find("run000042_bu1_0000.dqf.part"), std::string::npos)
+      << output.error().message();
+  context.bu_id = "bu10";  // another BU's files do not collide
+  EXPECT_TRUE(make_output({{"kind", "file"}, {"dir", dir.path().string()}}, context).ok());
+}
+
+TEST(FileOutput, ParameterErrorsNameTheKey) {
+  OutputContext context;
+  context.bu_id = "bu1";
+  auto r = make_output({{"kind", "file"}, {"dir", "/tmp"}, {"max_file_gb", 1}}, context);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().message().find("max_file_gb"), std::string::npos);
+  r = make_output({{"kind", "file"}, {"dir", "/tmp"}, {"max_total_mb", -1}}, context);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().message().find("max_total_mb"), std::string::npos);
+  r = make_output({{"kind", "tape"}}, context);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().message().find("unknown kind 'tape'"), std::string::npos);
+  r = make_output({{"kind", "file"}}, context);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().message().find("run.output"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace daqflow::apps::evb

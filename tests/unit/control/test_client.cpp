@@ -1,0 +1,127 @@
+#include <gtest/gtest.h>
+#include <httplib.h>
+
+#include <thread>
+
+#include "daqflow/control/client.hpp"
+
+namespace daqflow::control {
+namespace {
+
+TEST(HostPort, ParsesHostAndPort) {
+  const auto hp = parse_host_port("127.0.0.1:9100");
+  ASSERT_TRUE(hp.ok());
+  EXPECT_EQ(hp->host, "127.0.0.1");
+  EXPECT_EQ(hp->port, 9100);
+  EXPECT_EQ(hp->str(), "127.0.0.1:9100");
+  EXPECT_EQ(parse_host_port("node-7:1")->host, "node-7");
+}
+
+TEST(HostPort, RejectsWhatIsNotHostColonPort) {
+  for (const char* bad : {"", "9100", ":9100", "host:", "host:0", "host:65536", "host:9x"}) {
+    const auto hp = parse_host_port(bad);
+    EXPECT_FALSE(hp.ok()) << bad;
+    if (!hp.ok()) {
+      EXPECT_NE(hp.error().message().find(std::string("'") + bad + "'"), std::string::npos);
+    }
+  }
+}
+
+// A real HTTP server on loopback, answering like an executive would.
+class ClientTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    server.Get("/api/v1/context", [](const httplib::Request&, httplib::Response& res) {
+      res.set_content(R"({"name": "ru1", "state": "Halted"})", "application/json");
+    });
+    server.Post(R"(/api/v1/fsm/(\w+))", [](const httplib::Request& req, httplib::Response& res) {
+      if (req.matches[1] == "Enable") {
+        res.status = 409;
+        res.set_content(R"({"error": "Enable not allowed in state Halted"})", "application/json");
+        return;
+      }
+      res.status = 202;
+      res.set_content(nlohmann::json{{"command", req.matches[1]}}.dump(), "application/json");
+    });
+    server.Put("/api/v1/apps/snk0/params", [](const httplib::Request& req, httplib::Response& res) {
+      res.set_content(R"({"params": )" + req.body + "}", "application/json");
+    });
+    server.Get("/text", [](const httplib::Request&, httplib::Response& res) {
+      res.set_content("not json", "text/plain");
+    });
+    // Ports 25000-29999 belong to the control tests; take the first free one of a few.
+    for (int p = 25900; p < 25950 && port == 0; ++p) {
+      if (server.bind_to_port("127.0.0.1", p)) port = p;
+    }
+    ASSERT_NE(port, 0) << "no free port in 25900-25949";
+    thread = std::thread([this] { server.listen_after_bind(); });
+    // The socket is bound and listening already; wait until the accept loop runs too.
+    while (!server.is_running()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  void TearDown() override {
+    server.stop();
+    if (thread.joinable()) thread.join();
+  }
+  ControlClient client() const {
+    return ControlClient(HostPort{"127.0.0.1", static_cast<std::uint16_t>(port)});
+  }
+
+  httplib::Server server;
+  std::thread thread;
+  int port = 0;
+};
+
+TEST_F(ClientTest, GetReturnsTheJsonBody) {
+  const auto ctx = client().get("/api/v1/context");
+  ASSERT_TRUE(ctx.ok()) << ctx.error().message();
+  EXPECT_EQ((*ctx)["name"], "ru1");
+}
+
+TEST_F(ClientTest, PostAndPutSendJson) {
+  const auto answer = client().post("/api/v1/fsm/Configure");
+  ASSERT_TRUE(answer.ok()) << answer.error().message();
+  EXPECT_EQ((*answer)["command"], "Configure");
+  const auto params = client().put("/api/v1/apps/snk0/params", {{"verify", true}});
+  ASSERT_TRUE(params.ok());
+  EXPECT_EQ((*params)["params"]["verify"], true);
+}
+
+TEST_F(ClientTest, AnHttpErrorCarriesTheStatusAndTheExecutivesText) {
+  const auto answer = client().post("/api/v1/fsm/Enable");
+  ASSERT_FALSE(answer.ok());
+  const std::string expected =
+      "127.0.0.1:" + std::to_string(port) +
+      ": POST /api/v1/fsm/Enable: HTTP 409: Enable not allowed in state Halted";
+  EXPECT_EQ(answer.error().message(), expected);
+
+  const auto reply = client().call("POST", "/api/v1/fsm/Enable");
+  ASSERT_TRUE(reply.ok());
+  EXPECT_EQ(reply->status, 409);
+  EXPECT_FALSE(reply->success());
+}
+
+TEST_F(ClientTest, AnUnknownPathIs404) {
+  const auto answer = client().get("/api/v1/nothing");
+  ASSERT_FALSE(answer.ok());
+  EXPECT_NE(answer.error().message().find("GET /api/v1/nothing: HTTP 404"), std::string::npos);
+}
+
+TEST_F(ClientTest, ABodyThatIsNotJsonReadsAsNull) {
+  const auto answer = client().get("/text");
+  ASSERT_TRUE(answer.ok());
+  EXPECT_TRUE(answer->is_null());
+}
+
+TEST_F(ClientTest, NoServerIsAnErrorNamingTheAddress) {
+  server.stop();
+  thread.join();
+  const auto answer = client().get("/api/v1/context");
+  ASSERT_FALSE(answer.ok());
+  EXPECT_EQ(answer.error().message().rfind(
+                "127.0.0.1:" + std::to_string(port) + ": GET /api/v1/context: ", 0),
+            0u)
+      << answer.error().message();
+}
+
+}  // namespace
+}  // namespace daqflow::control

@@ -1,0 +1,392 @@
+// The control API contract of docs/control-api.md, over real HTTP: the shape of every answer,
+// parameters, and JSON errors with the right status for everything a client can get wrong.
+// Ports 23100-23199.
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <unistd.h>
+
+#include <set>
+#include <vector>
+
+#include "test_executive_apps.hpp"
+
+namespace daqflow::runtime {
+namespace {
+
+using namespace exec_testing;
+
+std::set<std::string> keys(const json& object) {
+  std::set<std::string> out;
+  for (const auto& [k, v] : object.items()) out.insert(k);
+  return out;
+}
+
+// Two contexts: "ctx" (served, c1 and p1) and "other" (not served, o1).
+ClusterConfig two_contexts(std::uint16_t port) {
+  return make_cluster({{"ctx", port}, {"other", static_cast<std::uint16_t>(port + 50)}},
+                      {app("c1"), app_of_type("p1", "producer"), app_in("o1", "other")});
+}
+
+// Sends each request on one connection after the answer to the previous one has come, and
+// returns the answers (headers and Content-Length bytes of body each, or what came before the
+// server closed or 2 s passed).
+std::string raw_session(std::uint16_t port, const std::vector<std::string>& requests) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  if (fd < 0) return {};
+  timeval tv{2, 0};
+  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(port);
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  std::string answer;
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
+    ::close(fd);
+    return answer;
+  }
+  std::size_t from = 0;  // where the answer being read starts
+  for (const std::string& request : requests) {
+    if (::send(fd, request.data(), request.size(), MSG_NOSIGNAL) !=
+        static_cast<ssize_t>(request.size())) {
+      break;
+    }
+    char buf[4096];
+    bool complete = false;
+    while (!complete) {
+      const ssize_t n = ::recv(fd, buf, sizeof(buf), 0);
+      if (n <= 0) break;
+      answer.append(buf, static_cast<std::size_t>(n));
+      const auto end = answer.find("\r\n\r\n", from);
+      if (end == std::string::npos) continue;
+      const auto cl = answer.find("Content-Length: ", from);
+      const std::size_t length =
+          cl == std::string::npos || cl > end ? 0 : std::stoul(answer.substr(cl + 16));
+      complete = answer.size() >= end + 4 + length;
+      if (complete) from = end + 4 + length;
+    }
+    if (!complete) break;
+  }
+  ::close(fd);
+  return answer;
+}
+
+std::string raw_exchange(std::uint16_t port, const std::string& request) {
+  return raw_session(port, {request});
+}
+
+class HttpApi : public ::testing::Test {
+ protected:
+  void start(std::uint16_t port) {
+    port_ = port;
+    exec_ = start_executive(two_contexts(port), {"ctx"});
+    ASSERT_TRUE(exec_);
+  }
+  Api api() { return Api(port_); }
+
+  std::uint16_t port_ = 0;
+  std::unique_ptr<Executive> exec_;
+};
+
+TEST_F(HttpApi, ContextDescribesTheContextAndItsApplications) {
+  start(23101);
+  const auto r = api().get("/api/v1/context");
+  ASSERT_EQ(r.status, 200);
+  EXPECT_EQ(keys(r.body), (std::set<std::string>{"name", "host", "control_port", "pid", "state",
+                                                 "applications"}));
+  EXPECT_EQ(r.body.at("name"), "ctx");
+  EXPECT_EQ(r.body.at("host"), "127.0.0.1");
+  EXPECT_EQ(r.body.at("control_port"), 23101);
+  EXPECT_EQ(r.body.at("pid"), ::getpid());
+  EXPECT_EQ(r.body.at("state"), "Halted");
+  EXPECT_EQ(r.body.at("applications"),
+            (json{{{"id", "c1"}, {"type", "consumer"}, {"state", "Halted"}, {"reason", ""}},
+                  {{"id", "p1"}, {"type", "producer"}, {"state", "Halted"}, {"reason", ""}}}));
+}
+
+TEST_F(HttpApi, ClusterIsTheWholeAddressTable) {
+  start(23102);
+  const auto r = api().get("/api/v1/cluster");
+  ASSERT_EQ(r.status, 200);
+  ASSERT_TRUE(r.body.is_array());
+  ASSERT_EQ(r.body.size(), 3u);
+  EXPECT_EQ(keys(r.body[0]),
+            (std::set<std::string>{"index", "id", "type", "context", "host", "data_port"}));
+  EXPECT_EQ(r.body[2].at("index"), 2);
+  EXPECT_EQ(r.body[2].at("id"), "o1");
+  EXPECT_EQ(r.body[2].at("type"), "consumer");
+  EXPECT_EQ(r.body[2].at("context"), "other");
+  EXPECT_EQ(r.body[1].at("type"), "producer");
+}
+
+TEST_F(HttpApi, AppsListsThisContextsApplications) {
+  start(23103);
+  const auto r = api().get("/api/v1/apps");
+  ASSERT_EQ(r.status, 200);
+  EXPECT_EQ(
+      r.body,
+      (json{{{"id", "c1"}, {"type", "consumer"}, {"index", 0}, {"state", "Halted"}, {"reason", ""}},
+            {{"id", "p1"},
+             {"type", "producer"},
+             {"index", 1},
+             {"state", "Halted"},
+             {"reason", ""}}}));
+}
+
+TEST_F(HttpApi, AnApplicationShowsStateParamsMetricsAndResults) {
+  start(23104);
+  Api a = api();
+  a.put("/api/v1/apps/c1/params", R"({"target": 5})");
+  a.post("/api/v1/apps/c1/fsm/Configure");
+  ASSERT_EQ(a.wait_state("c1", "Ready"), "Ready");
+  auto r = a.get("/api/v1/apps/c1");
+  ASSERT_EQ(r.status, 200);
+  for (const char* k : {"id", "type", "index", "context", "state", "reason", "finished", "params",
+                        "metrics", "results"}) {
+    EXPECT_TRUE(r.body.contains(k)) << k;
+  }
+  EXPECT_EQ(r.body.at("id"), "c1");
+  EXPECT_EQ(r.body.at("context"), "ctx");
+  EXPECT_EQ(r.body.at("finished"), false);
+  json expected_params = counter_defaults();
+  expected_params["target"] = 5;
+  EXPECT_EQ(r.body.at("params"), expected_params);
+  EXPECT_TRUE(r.body.at("metrics").is_object());
+  EXPECT_EQ(r.body.at("results"), (json{{"count", 0}}));
+
+  a.post("/api/v1/apps/c1/fsm/Enable");
+  ASSERT_EQ(a.wait_state("c1", "Enabled"), "Enabled");
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  while (!a.get("/api/v1/apps/c1").body.at("finished").get<bool>() &&
+         std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  r = a.get("/api/v1/apps/c1");
+  EXPECT_EQ(r.body.at("finished"), true);
+  EXPECT_GE(r.body.at("results").at("count").get<int>(), 5);
+}
+
+TEST_F(HttpApi, ParamsChangeWhileHaltedOrReadyAndTakeEffectAtConfigure) {
+  start(23105);
+  Api a = api();
+  auto r = a.put("/api/v1/apps/c1/params", R"({"step": 7})");
+  ASSERT_EQ(r.status, 200) << r.body.dump();
+  EXPECT_EQ(r.body.at("params").at("step"), 7);
+  EXPECT_EQ(r.body.at("params").at("fail_at"), 0) << "the answer holds every parameter";
+  a.post("/api/v1/apps/c1/fsm/Configure");
+  ASSERT_EQ(a.wait_state("c1", "Ready"), "Ready");
+  EXPECT_EQ(a.get("/api/v1/apps/c1").body.at("metrics").at("step"), 7.0);
+
+  r = a.put("/api/v1/apps/c1/params", R"({"step": 9})");
+  EXPECT_EQ(r.status, 200) << "allowed while Ready";
+  EXPECT_EQ(a.get("/api/v1/apps/c1").body.at("params").at("step"), 9);
+}
+
+TEST_F(HttpApi, ParamsAreRefusedWhileEnabled) {
+  start(23106);
+  Api a = api();
+  a.post("/api/v1/apps/c1/fsm/Configure");
+  ASSERT_EQ(a.wait_state("c1", "Ready"), "Ready");
+  a.post("/api/v1/apps/c1/fsm/Enable");
+  ASSERT_EQ(a.wait_state("c1", "Enabled"), "Enabled");
+  const auto r = a.put("/api/v1/apps/c1/params", R"({"step": 3})");
+  EXPECT_EQ(r.status, 409);
+  EXPECT_EQ(r.body.at("error"),
+            "application 'c1' is Enabled; parameters can be changed only while Halted or Ready");
+  EXPECT_EQ(a.get("/api/v1/apps/c1").body.at("params").at("step"), 1);
+}
+
+TEST_F(HttpApi, InvalidParamsAre400AndChangeNothing) {
+  start(23107);
+  Api a = api();
+  struct Case {
+    const char* body;
+    const char* mentions;
+  };
+  for (const Case& c : {Case{R"({"step": 0})", "step"}, Case{R"({"step": "fast"})", "step"},
+                        Case{R"({"stpe": 2})", "stpe"}, Case{R"({"peer": "nobody"})", "nobody"},
+                        Case{R"([1, 2])", "JSON object"}, Case{R"("step")", "JSON object"}}) {
+    const auto r = a.put("/api/v1/apps/c1/params", c.body);
+    EXPECT_EQ(r.status, 400) << c.body;
+    ASSERT_TRUE(r.body.is_object()) << c.body;
+    EXPECT_NE(r.body.at("error").get<std::string>().find(c.mentions), std::string::npos)
+        << c.body << " -> " << r.body.dump();
+  }
+  EXPECT_EQ(a.get("/api/v1/apps/c1").body.at("params"), counter_defaults());
+  const auto r = a.put("/api/v1/apps/c1/params", R"({"peer": "o1"})");
+  EXPECT_EQ(r.status, 200) << "a reference to an application of another context is fine";
+}
+
+TEST_F(HttpApi, MalformedJsonIs400WithAJsonError) {
+  start(23108);
+  for (const char* body : {"{\"step\": ", "not json", "", "{\"a\":1}}"}) {
+    const auto r = api().put("/api/v1/apps/c1/params", body);
+    EXPECT_EQ(r.status, 400) << body;
+    ASSERT_TRUE(r.body.is_object()) << body;
+    EXPECT_EQ(r.body.at("error").get<std::string>().rfind("malformed JSON body: ", 0), 0u)
+        << r.body.dump();
+  }
+}
+
+TEST_F(HttpApi, UnknownApplicationsAre404) {
+  start(23109);
+  for (const char* path :
+       {"/api/v1/apps/zz", "/api/v1/apps/zz/params", "/api/v1/apps/zz/fsm/Configure"}) {
+    const std::string p = path;
+    const auto r = p.ends_with("params")                ? api().put(p, "{}")
+                   : p.find("fsm") != std::string::npos ? api().post(p)
+                                                        : api().get(p);
+    EXPECT_EQ(r.status, 404) << path;
+    EXPECT_EQ(r.body.at("error"), "no application 'zz' in context 'ctx'") << path;
+  }
+  const auto r = api().get("/api/v1/apps/o1");
+  EXPECT_EQ(r.status, 404);
+  EXPECT_EQ(r.body.at("error"), "application 'o1' is hosted by context 'other', not by 'ctx'");
+}
+
+TEST_F(HttpApi, UnknownCommandsAre400) {
+  start(23110);
+  for (const char* path : {"/api/v1/apps/c1/fsm/Start", "/api/v1/fsm/Launch"}) {
+    const auto r = api().post(path);
+    EXPECT_EQ(r.status, 400) << path;
+    EXPECT_NE(r.body.at("error").get<std::string>().find("expected one of Configure, Enable"),
+              std::string::npos);
+  }
+  EXPECT_EQ(api().state("c1"), "Halted");
+}
+
+TEST_F(HttpApi, CommandsAreMatchedIgnoringCaseAndAnsweredByTheirName) {
+  start(23111);
+  const auto r = api().post("/api/v1/apps/c1/fsm/configure");
+  EXPECT_EQ(r.status, 202);
+  EXPECT_EQ(r.body.at("command"), "Configure");
+}
+
+TEST_F(HttpApi, ACommandNotAllowedIs409AndChangesNothing) {
+  start(23112);
+  auto r = api().post("/api/v1/apps/c1/fsm/Enable");
+  EXPECT_EQ(r.status, 409);
+  EXPECT_EQ(r.body.at("error"), "application 'c1' is Halted: Enable is allowed only from Ready");
+  r = api().post("/api/v1/apps/c1/fsm/Halt");
+  EXPECT_EQ(r.status, 409);
+  EXPECT_EQ(r.body.at("error"),
+            "application 'c1' is Halted: Halt is allowed only from Ready or Enabled or Suspended");
+  EXPECT_EQ(api().state("c1"), "Halted");
+}
+
+TEST_F(HttpApi, UnknownPathsAre404) {
+  start(23113);
+  for (const char* path : {"/", "/api", "/api/v1", "/api/v2/context", "/api/v1/contexts",
+                           "/api/v1/apps/c1/fsm", "/api/v1/apps/c1/metrics", "/api/v1/fsm"}) {
+    const auto r = api().get(path);
+    EXPECT_EQ(r.status, 404) << path;
+    ASSERT_TRUE(r.body.is_object()) << path;
+    EXPECT_TRUE(r.body.contains("error")) << path;
+  }
+}
+
+TEST_F(HttpApi, WrongMethodsAre405WithAllow) {
+  start(23114);
+  struct Case {
+    std::string method;
+    std::string path;
+    std::string allow;
+  };
+  for (const Case& c :
+       {Case{"POST", "/api/v1/context", "GET"}, Case{"DELETE", "/api/v1/apps/c1", "GET"},
+        Case{"GET", "/api/v1/apps/c1/params", "PUT"},
+        Case{"GET", "/api/v1/apps/c1/fsm/Configure", "POST"},
+        Case{"PUT", "/api/v1/fsm/Configure", "POST"}, Case{"GET", "/api/v1/shutdown", "POST"},
+        Case{"DELETE", "/api/v1/apps/nobody", "GET"}}) {
+    Api a = api();
+    const Reply r = c.method == "POST"  ? a.post(c.path)
+                    : c.method == "PUT" ? a.put(c.path, "{}")
+                    : c.method == "GET" ? a.get(c.path)
+                                        : a.del(c.path);
+    EXPECT_EQ(r.status, 405) << c.method << " " << c.path;
+    EXPECT_EQ(r.allow, c.allow) << c.method << " " << c.path;
+    EXPECT_TRUE(r.body.is_object() && r.body.contains("error")) << c.method << " " << c.path;
+  }
+  EXPECT_EQ(api().state("c1"), "Halted") << "GET of a command path runs nothing";
+}
+
+TEST_F(HttpApi, GarbageOnTheWireIsAnsweredAndTheServerGoesOn) {
+  start(23115);
+  const std::string answer = raw_exchange(23115, "NONSENSE\r\n\r\n");
+  EXPECT_EQ(answer.rfind("HTTP/1.1 400", 0), 0u) << answer;
+  EXPECT_NE(answer.find("{\"error\":"), std::string::npos) << answer;
+  const std::string huge_header =
+      "GET /api/v1/context HTTP/1.1\r\nX: " + std::string(20000, 'x') + "\r\n\r\n";
+  (void)raw_exchange(23115, huge_header);
+  (void)raw_exchange(23115, std::string("\x00\xff\x01\r\n\r\n", 7));
+  EXPECT_EQ(api().get("/api/v1/context").status, 200);
+}
+
+TEST_F(HttpApi, APostWithoutABodyIsACommandLikeAnyOther) {
+  start(23119);
+  // What `curl -X POST URL` sends: no Content-Length at all.
+  const std::string answer =
+      raw_exchange(23119, "POST /api/v1/apps/c1/fsm/Configure HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n");
+  EXPECT_EQ(answer.rfind("HTTP/1.1 202", 0), 0u) << answer;
+  EXPECT_NE(answer.find("\"state\":\"Configuring\""), std::string::npos) << answer;
+}
+
+TEST_F(HttpApi, RequestsOnOneConnectionKeepTheirBodiesApart) {
+  start(23120);
+  const std::string params = R"({"step": 4})";
+  const std::string put =
+      "PUT /api/v1/apps/c1/params HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+      "Content-Type: application/json\r\nContent-Length: " +
+      std::to_string(params.size()) + "\r\n\r\n" + params;
+  const std::string post =
+      "POST /api/v1/apps/c1/fsm/Configure HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+      "Content-Length: 2\r\n\r\n{}";
+  const std::string get =
+      "GET /api/v1/apps HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n";
+  const std::string answer = raw_session(23120, {put, post, get});
+  EXPECT_EQ(answer.rfind("HTTP/1.1 200", 0), 0u) << answer;
+  EXPECT_NE(answer.find("HTTP/1.1 202"), std::string::npos) << answer;
+  EXPECT_NE(answer.find("\"id\":\"p1\""), std::string::npos) << answer;
+  EXPECT_EQ(api().get("/api/v1/apps/c1").body.at("params").at("step"), 4);
+}
+
+TEST_F(HttpApi, ATooLargeBodyIs413WithAJsonError) {
+  start(23121);
+  const auto r =
+      api().put("/api/v1/apps/c1/params", "{\"step\": \"" + std::string(2 << 20, 'x') + "\"}");
+  EXPECT_EQ(r.status, 413);
+  ASSERT_TRUE(r.body.is_object());
+  EXPECT_TRUE(r.body.contains("error"));
+  EXPECT_EQ(api().get("/api/v1/context").status, 200);
+}
+
+TEST_F(HttpApi, InvalidUtf8InAPathStillGetsAJsonAnswer) {
+  start(23116);
+  const auto r = api().get("/api/v1/apps/%FF%FE");
+  EXPECT_EQ(r.status, 404);
+  ASSERT_TRUE(r.body.is_object());
+  EXPECT_TRUE(r.body.contains("error"));
+}
+
+TEST_F(HttpApi, ContextWideCommandsAnswerEveryApplicationInEnableOrder) {
+  start(23117);
+  const auto r = api().post("/api/v1/fsm/Configure");
+  EXPECT_EQ(r.status, 202);
+  EXPECT_EQ(r.body, (json{{"command", "Configure"},
+                          {"applications",
+                           {{{"id", "c1"}, {"state", "Configuring"}},
+                            {{"id", "p1"}, {"state", "Configuring"}}}}}));
+}
+
+TEST_F(HttpApi, ShutdownIs202) {
+  start(23118);
+  const auto r = api().post("/api/v1/shutdown");
+  EXPECT_EQ(r.status, 202);
+  EXPECT_TRUE(r.body.is_object());
+  exec_->wait();
+  EXPECT_EQ(api().get("/api/v1/context").status, 0);
+}
+
+}  // namespace
+}  // namespace daqflow::runtime

@@ -1,0 +1,365 @@
+// The tcp endpoint against a hand-written peer on a raw socket: what it puts on the wire, and
+// what it does with malformed or truncated input. Ports 22000-22099.
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <array>
+#include <chrono>
+#include <cstring>
+#include <optional>
+#include <thread>
+
+#include "../../../src/transport/connect_backoff.hpp"
+#include "../../../src/transport/socket.hpp"
+#include "daqflow/core/clock.hpp"
+#include "daqflow/transport/transport.hpp"
+#include "daqflow/wire/crc32c.hpp"
+
+namespace daqflow::transport {
+namespace {
+
+using namespace std::chrono_literals;
+using detail::UniqueFd;
+
+constexpr std::uint16_t kBase = 22000;
+
+AddressTable table(std::uint16_t block) {
+  AddressTable t;
+  for (AppIndex i = 0; i < 2; ++i) {
+    t.push_back({i, "app" + std::to_string(i), "ctx", "127.0.0.1",
+                 static_cast<std::uint16_t>(kBase + block * 4 + i)});
+  }
+  return t;
+}
+
+sockaddr_in loopback(std::uint16_t port) {
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(port);
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  return a;
+}
+
+// A blocking client socket connected to port.
+UniqueFd dial(std::uint16_t port) {
+  UniqueFd fd(::socket(AF_INET, SOCK_STREAM, 0));
+  const sockaddr_in a = loopback(port);
+  if (::connect(fd.get(), reinterpret_cast<const sockaddr*>(&a), sizeof a) != 0) std::abort();
+  return fd;
+}
+
+std::array<std::byte, wire::kHeaderSize> header(wire::MessageType type, AppIndex from, AppIndex to,
+                                                std::uint64_t sequence, std::uint32_t size,
+                                                std::uint16_t flags = 0, std::uint32_t crc = 0) {
+  wire::MessageHeader h;
+  h.type = type;
+  h.flags = flags;
+  h.source = from;
+  h.destination = to;
+  h.sequence = sequence;
+  h.tag = sequence;
+  h.payload_size = size;
+  h.crc32c = crc;
+  std::array<std::byte, wire::kHeaderSize> out{};
+  wire::encode(h, out);
+  return out;
+}
+
+void send_all(int fd, const void* data, std::size_t n) {
+  ASSERT_EQ(::send(fd, data, n, MSG_NOSIGNAL), static_cast<ssize_t>(n));
+}
+
+bool read_exact(int fd, void* data, std::size_t n) {
+  auto* p = static_cast<char*>(data);
+  while (n > 0) {
+    const ssize_t r = ::recv(fd, p, n, 0);
+    if (r <= 0) return false;
+    p += r;
+    n -= static_cast<std::size_t>(r);
+  }
+  return true;
+}
+
+// Polls until a completion of kind arrives (or 5 s pass).
+std::optional<Completion> next_of(Endpoint& ep, Completion::Kind kind) {
+  std::array<Completion, 8> out;
+  const std::int64_t deadline = core::monotonic_ns() + 5'000'000'000;
+  while (core::monotonic_ns() < deadline) {
+    const std::size_t n = ep.poll(out);
+    for (std::size_t i = 0; i < n; ++i) {
+      if (out[i].kind == kind) return std::move(out[i]);
+    }
+    if (n == 0) ep.wait(1ms);
+  }
+  return std::nullopt;
+}
+
+struct Receiver {
+  explicit Receiver(std::uint16_t block, bool crc = false) : addresses(table(block)) {
+    transport = std::move(make_transport("tcp", addresses)).value();
+    EndpointOptions o;
+    o.self = 1;
+    o.max_message_size = 1000;
+    o.payload_crc = crc;
+    endpoint = std::move(transport->create_endpoint(o)).value();
+  }
+  [[nodiscard]] std::uint16_t port() const { return addresses[1].data_port; }
+  AddressTable addresses;
+  std::unique_ptr<Transport> transport;
+  std::unique_ptr<Endpoint> endpoint;
+};
+
+TEST(Tcp, GarbageFromAStrangerIsRejected) {
+  Receiver r(0);
+  UniqueFd peer = dial(r.port());
+  std::array<std::byte, 40> junk{};
+  junk.fill(std::byte{0x42});
+  send_all(peer.get(), junk.data(), junk.size());
+  auto error = next_of(*r.endpoint, Completion::Kind::error);
+  ASSERT_TRUE(error);
+  EXPECT_EQ(error->peer, wire::kNoApplication);
+  EXPECT_EQ(error->reason, "bad magic number");
+  EXPECT_EQ(r.endpoint->stats().rejected, 1u);
+}
+
+TEST(Tcp, MessageBeforeHelloIsRejected) {
+  Receiver r(1);
+  UniqueFd peer = dial(r.port());
+  const auto h = header(wire::MessageType::data, 0, 1, 0, 0);
+  send_all(peer.get(), h.data(), h.size());
+  auto error = next_of(*r.endpoint, Completion::Kind::error);
+  ASSERT_TRUE(error);
+  EXPECT_EQ(error->reason, "message before hello");
+}
+
+TEST(Tcp, TooLargeMessageIsRejectedAndTheConnectionDropped) {
+  Receiver r(2);
+  UniqueFd peer = dial(r.port());
+  const auto hello = header(wire::MessageType::hello, 0, 1, 0, 0);
+  send_all(peer.get(), hello.data(), hello.size());
+  const auto big = header(wire::MessageType::data, 0, 1, 0, 1001);
+  send_all(peer.get(), big.data(), big.size());
+  auto error = next_of(*r.endpoint, Completion::Kind::error);
+  ASSERT_TRUE(error);
+  EXPECT_EQ(error->peer, 0u);
+  EXPECT_EQ(error->reason, "payload larger than the receiver's maximum");
+  EXPECT_EQ(r.endpoint->stats().rejected, 1u);
+  char byte = 0;
+  EXPECT_EQ(::recv(peer.get(), &byte, 1, 0), 0) << "the endpoint closed the connection";
+}
+
+TEST(Tcp, PayloadCrcMismatchIsRejected) {
+  Receiver r(3, true);
+  UniqueFd peer = dial(r.port());
+  const auto hello = header(wire::MessageType::hello, 0, 1, 0, 0);
+  send_all(peer.get(), hello.data(), hello.size());
+  std::array<std::byte, 100> payload{};
+  payload.fill(std::byte{7});
+  const std::uint32_t crc = wire::crc32c(payload);
+  auto good = header(wire::MessageType::data, 0, 1, 0, 100, wire::kFlagPayloadCrc, crc);
+  send_all(peer.get(), good.data(), good.size());
+  send_all(peer.get(), payload.data(), payload.size());
+  auto received = next_of(*r.endpoint, Completion::Kind::recv);
+  ASSERT_TRUE(received) << "a correct CRC passes";
+  EXPECT_EQ(received->size, 100u);
+  received->message.clear();
+  auto bad = header(wire::MessageType::data, 0, 1, 1, 100, wire::kFlagPayloadCrc, crc ^ 1);
+  send_all(peer.get(), bad.data(), bad.size());
+  send_all(peer.get(), payload.data(), payload.size());
+  auto error = next_of(*r.endpoint, Completion::Kind::error);
+  ASSERT_TRUE(error);
+  EXPECT_EQ(error->reason, "payload CRC32C mismatch");
+  EXPECT_EQ(r.endpoint->stats().rejected, 1u);
+  EXPECT_EQ(r.endpoint->stats().recv_pool_in_use, 0u) << "the bad message's buffer went back";
+}
+
+TEST(Tcp, OutOfSequenceIsRejected) {
+  Receiver r(4);
+  UniqueFd peer = dial(r.port());
+  const auto hello = header(wire::MessageType::hello, 0, 1, 0, 0);
+  send_all(peer.get(), hello.data(), hello.size());
+  const auto skipped = header(wire::MessageType::data, 0, 1, 5, 0);
+  send_all(peer.get(), skipped.data(), skipped.size());
+  auto error = next_of(*r.endpoint, Completion::Kind::error);
+  ASSERT_TRUE(error);
+  EXPECT_EQ(error->reason, "message out of sequence");
+}
+
+TEST(Tcp, DisconnectWithoutByeIsAnError) {
+  Receiver r(5);
+  UniqueFd peer = dial(r.port());
+  const auto hello = header(wire::MessageType::hello, 0, 1, 0, 0);
+  send_all(peer.get(), hello.data(), hello.size());
+  const auto h = header(wire::MessageType::data, 0, 1, 0, 3);
+  send_all(peer.get(), h.data(), h.size());
+  send_all(peer.get(), "abc", 3);
+  peer.reset();
+  auto received = next_of(*r.endpoint, Completion::Kind::recv);
+  ASSERT_TRUE(received) << "what came before the loss is delivered";
+  received->message.clear();
+  auto error = next_of(*r.endpoint, Completion::Kind::error);
+  ASSERT_TRUE(error);
+  EXPECT_EQ(error->peer, 0u);
+  EXPECT_EQ(error->reason, "peer closed the connection without bye");
+}
+
+TEST(Tcp, ByeIsPeerClosed) {
+  Receiver r(6);
+  UniqueFd peer = dial(r.port());
+  const auto hello = header(wire::MessageType::hello, 0, 1, 0, 0);
+  send_all(peer.get(), hello.data(), hello.size());
+  const auto bye = header(wire::MessageType::bye, 0, 1, 0, 0);
+  send_all(peer.get(), bye.data(), bye.size());
+  auto closed = next_of(*r.endpoint, Completion::Kind::peer_closed);
+  ASSERT_TRUE(closed);
+  EXPECT_EQ(closed->peer, 0u);
+}
+
+// The raw socket plays application 1: it sees the hello, then each message as header + payload,
+// in order, CRC included; a slow reader forces partial writes.
+TEST(Tcp, WireFormatAndPartialWrites) {
+  AddressTable addresses = table(7);
+  auto transport = std::move(make_transport("tcp", addresses)).value();
+  auto listen_address = std::move(detail::resolve("127.0.0.1", addresses[1].data_port)).value();
+  UniqueFd listener = std::move(detail::listen_on(listen_address, 16 * 1024)).value();
+  EndpointOptions o;
+  o.self = 0;
+  o.max_message_size = 1 << 20;
+  o.payload_crc = true;
+  o.socket_buffer_bytes = 16 * 1024;
+  auto ep = std::move(transport->create_endpoint(o)).value();
+  ASSERT_TRUE(ep->connect(1));
+  std::array<Completion, 8> out;
+  const std::int64_t deadline = core::monotonic_ns() + 5'000'000'000;
+  while (!ep->connected(1) && core::monotonic_ns() < deadline) (void)ep->poll(out);
+  ASSERT_TRUE(ep->connected(1));
+  int fd = -1;
+  while (fd < 0 && core::monotonic_ns() < deadline) fd = ::accept(listener.get(), nullptr, nullptr);
+  ASSERT_GE(fd, 0);
+  UniqueFd conn(fd);
+  ::fcntl(conn.get(), F_SETFL, 0);
+
+  wire::MessageHeader h;
+  std::array<std::byte, wire::kHeaderSize> raw{};
+  ASSERT_TRUE(read_exact(conn.get(), raw.data(), raw.size()));
+  ASSERT_EQ(wire::decode(raw, 0, h), wire::DecodeStatus::ok);
+  EXPECT_EQ(h.type, wire::MessageType::hello);
+  EXPECT_EQ(h.source, 0u);
+  EXPECT_EQ(h.destination, 1u);
+
+  auto pool = std::move(core::BufferPool::create("tx", 1 << 20, 2)).value();
+  for (std::uint32_t k = 0; k < 2; ++k) {
+    Message m;
+    m.tag = 100 + k;
+    core::Buffer b = pool->acquire();
+    for (std::size_t i = 0; i < (1u << 20); ++i) b.data()[i] = static_cast<std::byte>(i * (k + 3));
+    m.add(std::move(b), 0, 1 << 20);
+    ASSERT_EQ(ep->post_send(1, m), SendStatus::ok);
+  }
+  // Read slowly on another thread while the endpoint writes what the small buffers take.
+  std::vector<std::byte> got;
+  std::thread reader([&] {
+    std::vector<std::byte> chunk(3000);
+    while (got.size() < 2 * (40 + (1u << 20))) {
+      const ssize_t n = ::recv(conn.get(), chunk.data(), chunk.size(), 0);
+      if (n <= 0) break;
+      got.insert(got.end(), chunk.begin(), chunk.begin() + n);
+    }
+  });
+  std::size_t done = 0;
+  while (done < 2 && core::monotonic_ns() < deadline + 5'000'000'000) {
+    const std::size_t n = ep->poll(out);
+    for (std::size_t i = 0; i < n; ++i) {
+      if (out[i].kind == Completion::Kind::send_done) {
+        EXPECT_EQ(out[i].sequence, done);
+        EXPECT_EQ(out[i].message.tag, 100 + done);
+        ++done;
+      }
+    }
+    if (n == 0) ep->wait(1ms);
+  }
+  reader.join();
+  ASSERT_EQ(done, 2u);
+  ASSERT_EQ(got.size(), 2 * (40 + (1u << 20)));
+  for (std::uint32_t k = 0; k < 2; ++k) {
+    const std::byte* at = got.data() + k * (40 + (1u << 20));
+    ASSERT_EQ(wire::decode({at, 40}, 1u << 20, h), wire::DecodeStatus::ok);
+    EXPECT_EQ(h.type, wire::MessageType::data);
+    EXPECT_EQ(h.sequence, k);
+    EXPECT_EQ(h.tag, 100 + k);
+    EXPECT_EQ(h.payload_size, 1u << 20);
+    EXPECT_EQ(wire::verify_payload(h, {at + 40, 1u << 20}), wire::DecodeStatus::ok);
+    EXPECT_EQ(at[40 + 12345], static_cast<std::byte>(12345 * (k + 3)));
+  }
+  EXPECT_EQ(pool->in_use(), 0u);
+}
+
+TEST(Tcp, ListenFailureNamesTheApplicationAndAddress) {
+  AddressTable addresses = table(8);
+  auto transport = std::move(make_transport("tcp", addresses)).value();
+  EndpointOptions o;
+  o.self = 1;
+  auto first = transport->create_endpoint(o);
+  ASSERT_TRUE(first);
+  auto second = transport->create_endpoint(o);
+  ASSERT_FALSE(second);
+  EXPECT_NE(second.error().message().find("'app1'"), std::string::npos) << second.error().message();
+  EXPECT_NE(second.error().message().find("127.0.0.1:" + std::to_string(addresses[1].data_port)),
+            std::string::npos)
+      << second.error().message();
+}
+
+TEST(Tcp, ConnectWithoutDataPortIsAnError) {
+  AddressTable addresses = table(9);
+  addresses[1].data_port = 0;
+  auto transport = std::move(make_transport("tcp", addresses)).value();
+  EndpointOptions o;
+  o.self = 0;
+  auto ep = std::move(transport->create_endpoint(o)).value();
+  auto connected = ep->connect(1);
+  ASSERT_FALSE(connected);
+  EXPECT_NE(connected.error().message().find("no data port"), std::string::npos);
+}
+
+TEST(ConnectBackoff, GrowsAndGivesUpAfterTenSeconds) {
+  detail::ConnectBackoff b;
+  b.start(0);
+  std::int64_t now = 0;
+  std::int64_t previous_gap = 0;
+  int attempts = 0;
+  for (;;) {
+    const std::int64_t at = b.next_attempt(now);
+    if (at < 0) break;
+    const std::int64_t gap = at - now;
+    EXPECT_GE(gap, previous_gap);
+    EXPECT_LE(gap, detail::ConnectBackoff::kMaxDelayNs);
+    previous_gap = gap;
+    now = at;
+    ++attempts;
+  }
+  EXPECT_GE(now, detail::ConnectBackoff::kGiveUpAfterNs) << "retried for at least 10 s";
+  EXPECT_GT(attempts, 10);
+}
+
+TEST(Registry, NamesAndUnknownTransports) {
+  const auto names = transport_names();
+  ASSERT_EQ(names.size(), 2u);
+  EXPECT_EQ(names[0], "inproc");
+  EXPECT_EQ(names[1], "tcp");
+  AddressTable addresses = table(10);
+  auto unknown = make_transport("pigeon", addresses);
+  ASSERT_FALSE(unknown);
+  EXPECT_NE(unknown.error().message().find("'pigeon'"), std::string::npos);
+  EXPECT_NE(unknown.error().message().find("inproc, tcp"), std::string::npos);
+  addresses[1].index = 7;
+  EXPECT_FALSE(make_transport("tcp", addresses)) << "table[i].index must be i";
+  EXPECT_EQ(to_string(SendStatus::back_pressure), "back pressure");
+}
+
+}  // namespace
+}  // namespace daqflow::transport
