@@ -2,7 +2,7 @@
 BUILD       ?= build
 BUILD_ASAN  ?= build-asan
 BUILD_FUZZ  ?= build-fuzz
-CONFIG      ?= examples/stream-1to1.yaml
+CONFIG      ?= examples/local.yaml
 DURATION    ?= 20
 FUZZ_SECONDS ?= 30
 JOBS        ?= $(shell nproc)
@@ -20,7 +20,10 @@ $(BUILD)/build.ninja: | bootstrap
 build: bootstrap $(BUILD)/build.ninja
 	cmake --build $(BUILD) -j $(JOBS)
 
+# The demo writes its events to ./run-data; each `make run` starts from an empty one, since the
+# writer refuses to overwrite the files of an earlier run.
 run: build
+	rm -rf run-data
 	$(BUILD)/bin/daqflow run $(CONFIG) --duration $(DURATION) --summary $(BUILD)/run-summary.json
 
 test: test-release test-asan test-fuzz

@@ -33,6 +33,7 @@ std::uint64_t delta(std::uint64_t now, std::uint64_t before) {
 AppSample sample_from_json(const nlohmann::json& app) {
   AppSample s;
   s.id = string_field(app, "id");
+  s.type = string_field(app, "type");
   s.state = string_field(app, "state");
   if (app.is_object()) {
     const auto fin = app.find("finished");
@@ -41,6 +42,9 @@ AppSample sample_from_json(const nlohmann::json& app) {
     if (metrics != app.end()) {
       s.bytes_in = counter(*metrics, "bytes_in");
       s.messages_in = counter(*metrics, "messages_in");
+      s.events_built = counter(*metrics, "events_built");
+      s.events_incomplete = counter(*metrics, "events_incomplete");
+      s.events_lost = counter(*metrics, "events_lost");
     }
   }
   return s;
@@ -49,14 +53,18 @@ AppSample sample_from_json(const nlohmann::json& app) {
 Rates RateMeter::update(std::int64_t now_ns, const std::vector<AppSample>& samples) {
   std::uint64_t bytes = 0;
   std::uint64_t messages = 0;
+  std::uint64_t events = 0;
   for (const auto& s : samples) {
+    const Last now{s.bytes_in, s.messages_in, s.events_built};
     auto it = last_.find(s.id);
     if (it != last_.end()) {
       bytes += delta(s.bytes_in, it->second.bytes_in);
       messages += delta(s.messages_in, it->second.messages_in);
-      it->second = Last{s.bytes_in, s.messages_in};
+      // The EVM counts every built event once; BUs count their share of the same events.
+      if (s.type == "evm") events += delta(s.events_built, it->second.events_built);
+      it->second = now;
     } else {
-      last_.emplace(s.id, Last{s.bytes_in, s.messages_in});
+      last_.emplace(s.id, now);
     }
   }
   Rates rates;
@@ -64,6 +72,7 @@ Rates RateMeter::update(std::int64_t now_ns, const std::vector<AppSample>& sampl
     const double seconds = static_cast<double>(now_ns - *last_ns_) * 1e-9;
     rates.mb_per_s = static_cast<double>(bytes) / 1e6 / seconds;
     rates.messages_per_s = static_cast<double>(messages) / seconds;
+    rates.events_per_s = static_cast<double>(events) / seconds;
   }
   last_ns_ = now_ns;
   return rates;
@@ -76,6 +85,16 @@ StatusLine make_status_line(double elapsed_s, const std::vector<AppSample>& samp
   line.enabled = static_cast<int>(std::count_if(
       samples.begin(), samples.end(), [](const AppSample& s) { return s.state == "Enabled"; }));
   line.rates = rates;
+  for (const auto& s : samples) {
+    if (s.type == "evm") {
+      line.event_builder = true;
+      line.events_built = s.events_built;
+      line.events_incomplete = s.events_incomplete;
+      line.events_lost = s.events_lost;
+    } else if (s.type == "bu") {
+      line.built_per_bu.emplace_back(s.id, s.events_built);
+    }
+  }
   return line;
 }
 
@@ -93,9 +112,23 @@ std::string format_bytes(double bytes) {
 }
 
 std::string format_status_line(const StatusLine& line) {
-  return fmt::format("{:7.1f} s  enabled {}/{}  {:.2f} MB/s  {}", line.elapsed_s, line.enabled,
-                     line.total, line.rates.mb_per_s,
-                     format_message_rate(line.rates.messages_per_s));
+  std::string text =
+      fmt::format("{:7.1f} s  enabled {}/{}  {:.2f} MB/s  {}", line.elapsed_s, line.enabled,
+                  line.total, line.rates.mb_per_s, format_message_rate(line.rates.messages_per_s));
+  if (!line.event_builder) return text;
+  const double ev = line.rates.events_per_s;
+  text += ev < 1e3 ? fmt::format("  {:.0f} ev/s", ev) : fmt::format("  {:.2f} k ev/s", ev / 1e3);
+  text += fmt::format("  built {}", line.events_built);
+  if (!line.built_per_bu.empty()) {
+    text += " (";
+    for (std::size_t i = 0; i < line.built_per_bu.size(); ++i) {
+      if (i > 0) text += ", ";
+      text += fmt::format("{} {}", line.built_per_bu[i].first, line.built_per_bu[i].second);
+    }
+    text += ")";
+  }
+  text += fmt::format("  incomplete {}  lost {}", line.events_incomplete, line.events_lost);
+  return text;
 }
 
 std::string format_context_table(const nlohmann::json& context,

@@ -18,10 +18,15 @@ namespace daqflow::control {
 // The part of an application's GET /api/v1/apps/{id} answer that the status line uses.
 struct AppSample {
   std::string id;
+  std::string type;
   std::string state;
   bool finished = false;
   std::uint64_t bytes_in = 0;
   std::uint64_t messages_in = 0;
+  // Event-builder counters (docs/event-builder.md): the EVM's totals, a BU's own count.
+  std::uint64_t events_built = 0;
+  std::uint64_t events_incomplete = 0;
+  std::uint64_t events_lost = 0;
 };
 
 // Reads an application's JSON; missing fields read as empty or 0.
@@ -30,6 +35,7 @@ struct AppSample {
 struct Rates {
   double mb_per_s = 0.0;
   double messages_per_s = 0.0;
+  double events_per_s = 0.0;  // built events, from the EVM's events_built
 };
 
 // Sums the applications' counter deltas between successive updates. A counter that went down
@@ -45,6 +51,7 @@ class RateMeter {
   struct Last {
     std::uint64_t bytes_in = 0;
     std::uint64_t messages_in = 0;
+    std::uint64_t events_built = 0;
   };
   std::optional<std::int64_t> last_ns_;
   std::map<std::string, Last> last_;
@@ -55,13 +62,20 @@ struct StatusLine {
   int enabled = 0;  // applications in state Enabled
   int total = 0;
   Rates rates;
+  // Set when the run has an event builder: the EVM's totals and each BU's built events.
+  bool event_builder = false;
+  std::uint64_t events_built = 0;
+  std::uint64_t events_incomplete = 0;
+  std::uint64_t events_lost = 0;
+  std::vector<std::pair<std::string, std::uint64_t>> built_per_bu;
 };
 
 // Counts the Enabled applications into a status line.
 [[nodiscard]] StatusLine make_status_line(double elapsed_s, const std::vector<AppSample>& samples,
                                           Rates rates);
 
-// "  12.0 s  enabled 4/4  1234.56 MB/s  5.68 k msg/s" (no newline, no escape codes).
+// "  12.0 s  enabled 4/4  1234.56 MB/s  5.68 k msg/s" (no newline, no escape codes), followed
+// for an event builder by "  3.10 k ev/s  built 1234 (bu1 600, bu2 634)  incomplete 0  lost 0".
 [[nodiscard]] std::string format_status_line(const StatusLine& line);
 
 // A message rate with a unit prefix: "950 msg/s", "5.68 k msg/s", "1.23 M msg/s".

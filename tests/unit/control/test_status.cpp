@@ -9,7 +9,12 @@ constexpr std::int64_t kSecond = 1'000'000'000;
 
 AppSample sample(const std::string& id, std::uint64_t bytes, std::uint64_t messages,
                  const std::string& state = "Enabled") {
-  return AppSample{id, state, false, bytes, messages};
+  AppSample s;
+  s.id = id;
+  s.state = state;
+  s.bytes_in = bytes;
+  s.messages_in = messages;
+  return s;
 }
 
 TEST(RateMeter, FirstUpdateIsTheBaseline) {
@@ -83,7 +88,11 @@ TEST(StatusLine, CountsEnabledApplications) {
 }
 
 TEST(StatusLine, FormatsElapsedEnabledAndRates) {
-  const StatusLine line{12.04, 3, 4, Rates{1234.567, 5678.0}};
+  StatusLine line;
+  line.elapsed_s = 12.04;
+  line.enabled = 3;
+  line.total = 4;
+  line.rates = Rates{1234.567, 5678.0, 0.0};
   EXPECT_EQ(format_status_line(line), "   12.0 s  enabled 3/4  1234.57 MB/s  5.68 k msg/s");
 }
 
@@ -115,6 +124,37 @@ TEST(ContextTable, OneRowPerApplicationWithMetricsAndReason) {
             "id    type    state    msgs in  bytes in  msgs out  bytes out  reason\n"
             "snk0  sink    Enabled       10    2.5 MB         0        0 B\n"
             "src0  source  Failed         0       0 B         7      700 B  peer snk0 closed\n");
+}
+
+
+TEST(StatusLine, ShowsEventBuilderFiguresWhenThereIsAnEvm) {
+  RateMeter meter;
+  auto evm = sample_from_json(nlohmann::json::parse(
+      R"({"id":"evm0","type":"evm","state":"Enabled","metrics":{"events_built":1000,
+          "events_incomplete":2,"events_lost":0}})"));
+  auto bu1 = sample_from_json(nlohmann::json::parse(
+      R"({"id":"bu1","type":"bu","state":"Enabled","metrics":{"events_built":400}})"));
+  auto bu2 = sample_from_json(nlohmann::json::parse(
+      R"({"id":"bu2","type":"bu","state":"Enabled","metrics":{"events_built":600}})"));
+  (void)meter.update(0, {evm, bu1, bu2});
+  evm.events_built = 4000;
+  bu1.events_built = 1900;
+  bu2.events_built = 2100;
+  const auto rates = meter.update(1'000'000'000, {evm, bu1, bu2});
+  EXPECT_DOUBLE_EQ(rates.events_per_s, 3000.0);  // the EVM's count only, not the BUs' again
+  const auto line = make_status_line(2.0, {evm, bu1, bu2}, rates);
+  EXPECT_EQ(format_status_line(line),
+            "    2.0 s  enabled 3/3  0.00 MB/s  0 msg/s  3.00 k ev/s  built 4000 (bu1 1900, "
+            "bu2 2100)  incomplete 2  lost 0");
+}
+
+TEST(StatusLine, HasNoEventBuilderPartWithoutAnEvm) {
+  AppSample sink;
+  sink.id = "sink0";
+  sink.type = "sink";
+  sink.state = "Enabled";
+  const auto line = make_status_line(1.0, {sink}, Rates{});
+  EXPECT_EQ(format_status_line(line).find("ev/s"), std::string::npos);
 }
 
 }  // namespace
