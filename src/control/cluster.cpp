@@ -67,12 +67,12 @@ std::string LocalCluster::describe_end(const Process& p) const {
          ") died: " + (status ? status->str() : std::string("still running"));
 }
 
-std::vector<std::string> LocalCluster::reap_dead() {
-  std::vector<std::string> deaths;
+std::vector<LocalCluster::Death> LocalCluster::reap_dead() {
+  std::vector<Death> deaths;
   for (auto& p : processes_) {
     if (p.reported || !p.child.poll()) continue;
     p.reported = true;
-    deaths.push_back(describe_end(p));
+    deaths.push_back(Death{p.contexts, describe_end(p)});
   }
   return deaths;
 }

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <map>
 #include <optional>
 #include <thread>
@@ -71,6 +72,7 @@ class Run {
   }
 
   Result<void> check_deaths();
+  [[nodiscard]] bool survivable(const std::vector<std::string>& contexts) const;
   Result<void> poll_states();
   Result<void> wait_for(const std::vector<PlannedApp>& apps, const std::string& target,
                         std::chrono::milliseconds timeout, bool any_failed_fails);
@@ -91,13 +93,34 @@ class Run {
   std::map<std::string, std::size_t> by_id_;
   std::optional<LocalCluster> cluster_;
   bool configure_sent_ = false;  // from then on there is something to halt
+  bool data_flowing_ = false;    // every application Enabled: survivable losses are tolerated
   RunSummary summary_;
 };
 
+bool Run::survivable(const std::vector<std::string>& contexts) const {
+  for (const auto& v : views_) {
+    if (std::find(contexts.begin(), contexts.end(), v.config->context) == contexts.end()) continue;
+    const auto* type = registry_.find(v.config->type);
+    if (type == nullptr || !type->survivable) return false;
+  }
+  return true;
+}
+
+// A death fails the run, unless data is flowing and the process hosted only survivable
+// applications: then it is reported, recorded in the summary, and the run goes on.
 Result<void> Run::check_deaths() {
-  const auto deaths = cluster_->reap_dead();
-  for (std::size_t i = 1; i < deaths.size(); ++i) reporter_.note(deaths[i]);
-  if (!deaths.empty()) return Error(deaths.front());
+  std::optional<std::string> fatal;
+  for (const auto& death : cluster_->reap_dead()) {
+    if (data_flowing_ && survivable(death.contexts)) {
+      reporter_.note(death.description + "; its applications are survivable: the run goes on");
+      summary_.lost.push_back(death.description);
+    } else if (!fatal) {
+      fatal = death.description;
+    } else {
+      reporter_.note(death.description);
+    }
+  }
+  if (fatal) return Error(*fatal);
   return ok();
 }
 
@@ -208,6 +231,7 @@ void Run::monitor() {
   const double poll_period = std::min(options_.status_interval_s, kMaxPollPeriodS);
   double next_poll = 0.0;
   double next_status = options_.status_interval_s;
+  data_flowing_ = true;
   RateMeter meter;
   std::optional<std::uint64_t> last_progress;  // bytes + messages received, once one finished
   for (;;) {
@@ -226,6 +250,14 @@ void Run::monitor() {
       std::vector<AppSample> samples;
       std::string error;
       for (auto& v : views_) {
+        if (!cluster_->alive(v.config->context)) {
+          AppSample lost;
+          lost.id = v.config->id;
+          lost.type = v.config->type;
+          lost.state = v.state = "Lost";
+          samples.push_back(lost);
+          continue;
+        }
         auto app = client_of(v).get("/api/v1/apps/" + v.config->id);
         if (!app) {
           const auto dead = check_deaths();
@@ -283,6 +315,7 @@ void Run::monitor() {
     std::this_thread::sleep_for(kTick);
   }
   summary_.duration_s = elapsed();
+  data_flowing_ = false;
 }
 
 void Run::halt() {

@@ -14,6 +14,7 @@ nlohmann::json RunSummary::to_json() const {
   out["duration_s"] = duration_s;
   out["status"] = ok() ? "ok" : "failed";
   out["failure"] = failure ? nlohmann::json(*failure) : nlohmann::json(nullptr);
+  out["lost"] = lost;
   out["contexts"] = nlohmann::json::array();
   for (const auto& c : contexts) {
     out["contexts"].push_back(
@@ -67,6 +68,7 @@ std::string format_human_summary(const RunSummary& summary) {
     out += fmt::format("run FAILED after {:.1f} s enabled: {}\n", summary.duration_s,
                        *summary.failure);
   }
+  for (const auto& lost : summary.lost) out += "lost, the run went on: " + lost + "\n";
   if (!summary.results.empty()) {
     out += "results:\n" + summary.results.dump(2) + "\n";
   }

@@ -168,28 +168,37 @@ class EventBuilder(DaqflowTestCase):
         for name, proc in procs.items():
             wait_until(lambda: proc.poll() is not None, 15, f"{name} to exit")
 
-    def test_a_killed_bu_under_run_still_loses_no_event(self):
+    def test_a_killed_bu_under_run_loses_no_event_and_the_run_goes_on(self):
         text = set_param(local_config(), "kind", "discard")
         config = self.write_config("local.yaml", text)
         ports = dict(contexts_of(text))
         summary_path = self.path("summary.json")
-        run = self.start(["run", config, "--duration", "60", "--status-interval", "0.2",
+        run = self.start(["run", config, "--duration", "12", "--status-interval", "0.2",
                           "--summary", summary_path, "--log-dir", self.path("logs")], "run.log")
         wait_until(lambda: self._built_or_none(ports["evm"]) >= 2000, 60, "2000 events built")
         status, ctx = http(ports["bu2"], "GET", "/api/v1/context")
         self.assertEqual(status, 200, ctx)
         os.kill(ctx["pid"], signal.SIGKILL)
-        run.wait(90)
+        wait_until(lambda: self.app(ports["evm"], "evm0")["results"]["lost_bus"] == ["bu2"], 15,
+                   "the EVM to declare bu2 lost")
+        after_loss = self._built_or_none(ports["evm"])
+        wait_until(lambda: self._built_or_none(ports["evm"]) >= after_loss + 2000, 30,
+                   "2000 more events built by bu1 alone")
+        self.assertEqual(run.wait(90), 0, self.output_of("run.log"))
         out = self.output_of("run.log")
+        self.assertIn("survivable", out)
         with open(summary_path) as f:
             summary = json.load(f)
-        # The run controller ends a run whose context died; the builder itself drained without
-        # loss: the EVM re-assigned bu2's blocks to bu1 while halting.
-        self.assertIn("bu2", summary["failure"] or "", out)
+        self.assertEqual(summary["status"], "ok", out)
+        self.assertEqual(len(summary["lost"]), 1, summary["lost"])
+        self.assertIn("bu2", summary["lost"][0])
+        self.assertEqual(summary["applications"]["bu2"]["state"], "Lost")
         r = summary["results"]
         self.assertEqual(r["events_lost"], 0, r)
+        self.assertEqual(r["events_incomplete"], 0, r)
         self.assertEqual(r["events_triggered"], r["events_built"], r)
         self.assertEqual(r["lost_bus"], ["bu2"], r)
+        self.assertGreaterEqual(r["events_built"], after_loss + 2000, r)
         self.assertEqual(summary["applications"]["evm0"]["state"], "Halted", out)
 
     def test_a_killed_ru_fails_the_run_naming_it(self):

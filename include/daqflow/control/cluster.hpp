@@ -44,9 +44,12 @@ class LocalCluster {
   [[nodiscard]] Result<void> wait_until_reachable(std::chrono::milliseconds timeout,
                                                   const std::function<bool()>& abort);
 
-  // Reaps children that ended since the last call and describes each:
-  // "context ru1 (pid 123) died: killed by signal 9 (Killed)".
-  std::vector<std::string> reap_dead();
+  struct Death {
+    std::vector<std::string> contexts;  // the contexts the process hosted
+    std::string description;  // "context ru1 (pid 123) died: killed by signal 9 (Killed)"
+  };
+  // Reaps children that ended since the last call and describes each.
+  std::vector<Death> reap_dead();
 
   // Whether the process hosting this context is still running (as of the last reap).
   [[nodiscard]] bool alive(const std::string& context) const;

@@ -2,6 +2,7 @@
 // The summary of a run, written as JSON by `daqflow run --summary FILE`:
 //
 //   {"config", "started_at", "duration_s", "status": "ok"|"failed", "failure": null|"...",
+//    "lost": ["context bu2 (pid 123) died: ..."],
 //    "contexts": [{"name", "pid", "exit_code"}],
 //    "applications": {id: {"type", "context", "state", "reason", "metrics", "results"}},
 //    "results": {...}}
@@ -42,6 +43,8 @@ struct RunSummary {
   std::string started_at;   // ISO 8601, UTC
   double duration_s = 0.0;  // from all applications Enabled to the start of Halt
   std::optional<std::string> failure;
+  // Contexts that died while the run went on without them (survivable applications only).
+  std::vector<std::string> lost;
   std::vector<ContextOutcome> contexts;
   std::vector<AppOutcome> applications;  // configuration order
   nlohmann::json results = nlohmann::json::object();

@@ -108,6 +108,9 @@ struct AppType {
   std::vector<std::string> peer_params;
   std::function<std::unique_ptr<Application>()> make;
   ResultsFolder fold_results = nullptr;
+  // The run goes on when a process hosting only such applications dies while data flows: their
+  // peers take over their work (a BU: the EVM re-assigns its blocks to the other BUs).
+  bool survivable = false;
 };
 
 class AppRegistry {

@@ -361,9 +361,9 @@ void BuilderUnit::publish(std::int64_t now) {
     next_output_check_ns_ = now + kOutputCheckNs;
     const OutputStats s = output_->stats();
     totals_.written = s.events_written;
-    if (s.write_errors > 0) {
-      if (const std::string f = output_->failure(); !f.empty()) fail_once(f);
-    }
+    // Any failure of the output fails the BU, whether or not it came with a counted write error
+    // (e.g. a file that would have been overwritten).
+    if (const std::string f = output_->failure(); !f.empty()) fail_once(f);
   }
   auto delta = [](runtime::Counter* m, std::uint64_t value, std::uint64_t& last) {
     if (value > last) m->add(value - last);
@@ -467,6 +467,8 @@ runtime::AppType bu_type() {
       "super-fragments and hands them to its output (discard or file).";
   t.params = bu_param_specs();
   t.enable_rank = 0;
+  // A lost BU's blocks are re-assigned by the EVM to the other BUs: the run goes on.
+  t.survivable = true;
   t.peer_params = {"evm"};
   t.make = [] { return std::make_unique<BuilderUnit>(); };
   t.fold_results = &BuilderUnit::fold_results;
