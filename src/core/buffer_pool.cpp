@@ -52,15 +52,15 @@ BufferPool::BufferPool(std::string name, std::byte* base, std::size_t region_siz
       buffer_size_(buffer_size),
       count_(count),
       slots_(std::make_unique<detail::BufferSlot[]>(count)),
-      free_(count * 2) {
+      next_(std::make_unique<std::atomic<std::uint32_t>[]>(count)) {
   for (std::size_t i = 0; i < count; ++i) {
     auto& slot = slots_[i];
     slot.data = base_ + i * buffer_size_;
     slot.pool = this;
     slot.index = static_cast<std::uint32_t>(i);
-    std::uint32_t index = slot.index;
-    (void)free_.try_push(std::move(index));
   }
+  // Pushed in reverse so that buffers are handed out in address order at first.
+  for (std::size_t i = count; i-- > 0;) push_free(static_cast<std::uint32_t>(i));
 }
 
 BufferPool::~BufferPool() {
@@ -69,7 +69,7 @@ BufferPool::~BufferPool() {
 
 Buffer BufferPool::acquire() {
   std::uint32_t index = 0;
-  if (!free_.try_pop(index)) {
+  if (!pop_free(index)) {
     exhausted_.fetch_add(1, std::memory_order_relaxed);
     return Buffer{};
   }
@@ -91,10 +91,35 @@ Buffer BufferPool::share_index(std::uint32_t index) {
 
 void BufferPool::release(detail::BufferSlot* slot) {
   in_use_.fetch_sub(1, std::memory_order_relaxed);
-  // The ring has room for twice the pool, but a push can still see a slot that a concurrent pop
-  // has claimed and not yet freed; retrying is bounded by that pop finishing.
-  while (!free_.try_push(std::uint32_t{slot->index})) {
-    __builtin_ia32_pause();
+  push_free(slot->index);
+}
+
+void BufferPool::push_free(std::uint32_t index) {
+  std::uint64_t head = head_.load(std::memory_order_relaxed);
+  for (;;) {
+    next_[index].store(static_cast<std::uint32_t>(head), std::memory_order_relaxed);
+    const std::uint64_t tag = (head >> 32) + 1;
+    if (head_.compare_exchange_weak(head, (tag << 32) | (index + 1), std::memory_order_release,
+                                    std::memory_order_relaxed)) {
+      return;
+    }
+  }
+}
+
+bool BufferPool::pop_free(std::uint32_t& index) {
+  std::uint64_t head = head_.load(std::memory_order_acquire);
+  for (;;) {
+    const auto top = static_cast<std::uint32_t>(head);
+    if (top == 0) return false;
+    // A stale next_ read (the slot was popped and pushed again meanwhile) is harmless: the tag
+    // changed with it, so the exchange below fails and the loop reads again.
+    const std::uint32_t below = next_[top - 1].load(std::memory_order_relaxed);
+    const std::uint64_t tag = (head >> 32) + 1;
+    if (head_.compare_exchange_weak(head, (tag << 32) | below, std::memory_order_acquire,
+                                    std::memory_order_acquire)) {
+      index = top - 1;
+      return true;
+    }
   }
 }
 

@@ -3,7 +3,8 @@
 // reference-counted Buffer handles. Nothing allocates after construction.
 //
 // Thread safety: acquire() and the release of the last reference may run on any threads at once
-// (the free list is a lock-free ring). A Buffer handle itself is not shared between threads;
+// (the free list is a lock-free stack). The most recently released buffer is handed out first,
+// so that a pool used below its size keeps its working set in cache. A Buffer handle itself is not shared between threads;
 // share() makes a second handle that can be moved to another thread. The pool must outlive every
 // Buffer taken from it.
 
@@ -108,6 +109,8 @@ class BufferPool {
   BufferPool(std::string name, std::byte* base, std::size_t region_size, bool owned,
              std::size_t buffer_size, std::size_t count);
   void release(detail::BufferSlot* slot);
+  void push_free(std::uint32_t index);
+  [[nodiscard]] bool pop_free(std::uint32_t& index);
 
   std::string name_;
   std::byte* base_;
@@ -116,7 +119,10 @@ class BufferPool {
   std::size_t buffer_size_;
   std::size_t count_;
   std::unique_ptr<detail::BufferSlot[]> slots_;
-  MpscRing<std::uint32_t> free_;
+  // Treiber stack of free slot indices: head_ packs a generation tag (high 32 bits, against ABA)
+  // and the top index + 1 (low 32 bits, 0 = empty); next_[i] is the index + 1 below slot i.
+  std::unique_ptr<std::atomic<std::uint32_t>[]> next_;
+  alignas(kCacheLine) std::atomic<std::uint64_t> head_{0};
   std::atomic<std::size_t> in_use_{0};
   std::atomic<std::size_t> high_water_{0};
   std::atomic<std::uint64_t> acquired_{0};

@@ -52,6 +52,20 @@ TEST(BufferPool, SharedReferencesKeepTheBufferUntilTheLastIsDropped) {
   EXPECT_TRUE(pool->acquire());
 }
 
+TEST(BufferPool, TheMostRecentlyReleasedBufferComesBackFirst) {
+  auto pool = make_pool(64, 8);
+  auto a = pool->acquire();
+  auto b = pool->acquire();
+  std::byte* const a_data = a.data();
+  std::byte* const b_data = b.data();
+  a.reset();
+  b.reset();
+  EXPECT_EQ(pool->acquire().data(), b_data);  // b was released last
+  auto again = pool->acquire();
+  auto other = pool->acquire();
+  EXPECT_TRUE(again.data() == a_data || other.data() == a_data);
+}
+
 TEST(BufferPool, HighWaterMarkRemembersThePeak) {
   auto pool = make_pool(64, 8);
   {
