@@ -54,6 +54,8 @@ Result<void> RoundTrip::configure(runtime::AppContext& ctx) {
   if (!warmup) return warmup.error();
   auto fit_min = p.integer("fit_min_size");
   if (!fit_min) return fit_min.error();
+  auto fit_max = p.integer("fit_max_size");
+  if (!fit_max) return fit_max.error();
   if (*min_size < 0 || *min_size > kMaxSize)
     return p.error("min_size", "must be 0.." + std::to_string(kMaxSize));
   if (*max_size < *min_size || *max_size > kMaxSize) {
@@ -71,6 +73,10 @@ Result<void> RoundTrip::configure(runtime::AppContext& ctx) {
   }
   if (*warmup < 0) return p.error("warmup", "must be 0 or more");
   if (*fit_min < 0) return p.error("fit_min_size", "must be 0 or more");
+  if (*fit_max < 0) return p.error("fit_max_size", "must be 0 (no bound) or more");
+  if (*fit_max != 0 && *fit_max < *fit_min) {
+    return p.error("fit_max_size", "must be 0 or at least fit_min_size");
+  }
 
   auto peer_index = ctx.index_of(*peer);
   if (!peer_index) return peer_index.error().context("application '" + id_ + "': parameter 'peer'");
@@ -80,6 +86,7 @@ Result<void> RoundTrip::configure(runtime::AppContext& ctx) {
   warmup_ = static_cast<std::uint64_t>(*warmup);
   iterations_ = static_cast<std::uint64_t>(*iterations);
   fit_min_size_ = static_cast<std::uint64_t>(*fit_min);
+  fit_max_size_ = static_cast<std::uint64_t>(*fit_max);
   sizes_ =
       sweep_sizes(static_cast<std::uint64_t>(*min_size), static_cast<std::uint64_t>(*max_size));
 
@@ -220,7 +227,7 @@ nlohmann::json RoundTrip::results() const {
       {"role", "initiator"}, {"peer", peer_id_},       {"iterations", iterations_},
       {"warmup", warmup_},   {"sizes", sizes_.size()}, {"points", std::move(points)},
   };
-  const auto fit = fit_tau({points_.data(), done}, fit_min_size_);
+  const auto fit = fit_tau({points_.data(), done}, fit_min_size_, fit_max_size_);
   if (fit) {
     r["fit"] = {
         {"tau0_us", fit->tau0_us},
@@ -304,6 +311,15 @@ runtime::AppType roundtrip_type() {
                 ParamKind::integer,
                 "smallest size in the fit of tau(P) = c*P + tau0 (the linear part)",
                 "65536",
+                0.0,
+                {},
+                {},
+                {}},
+      ParamSpec{"fit_max_size",
+                ParamKind::integer,
+                "largest size in the fit (0: no bound); sizes beyond the CPU caches often follow "
+                "a second, steeper line",
+                "0",
                 0.0,
                 {},
                 {},

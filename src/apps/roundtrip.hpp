@@ -72,6 +72,7 @@ class RoundTrip final : public runtime::Application {
   std::uint64_t warmup_ = 0;
   std::uint64_t iterations_ = 0;
   std::uint64_t fit_min_size_ = 0;
+  std::uint64_t fit_max_size_ = 0;
   std::vector<std::uint64_t> sizes_;
 
   // Owned between configure and release; agent thread.

@@ -62,7 +62,13 @@ double SizePoint::bandwidth_mb_s() const {
   return tau > 0 ? static_cast<double>(size) / tau : 0.0;
 }
 
-std::optional<TauFit> fit_tau(std::span<const SizePoint> points, std::uint64_t fit_min_size) {
+std::optional<TauFit> fit_tau(std::span<const SizePoint> points, std::uint64_t fit_min_size,
+                              std::uint64_t fit_max_size) {
+  if (fit_max_size != 0) {
+    std::size_t end = 0;
+    while (end < points.size() && points[end].size <= fit_max_size) ++end;
+    if (end >= 2) points = points.first(end);
+  }
   std::size_t first = points.size();
   for (std::size_t i = 0; i < points.size(); ++i) {
     if (points[i].size >= fit_min_size) {

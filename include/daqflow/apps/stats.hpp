@@ -52,11 +52,13 @@ struct TauFit {
   std::size_t points = 0;
 };
 
-// Fits tau_median against size over the points with size >= fit_min_size; when fewer than two
-// such sizes exist, over the two largest sizes. Points must be in increasing size order.
+// Fits tau_median against size over the points with fit_min_size <= size <= fit_max_size
+// (fit_max_size 0: no upper bound); when fewer than two such sizes exist, over the two largest
+// sizes up to fit_max_size (or the two largest of all). Points must be in increasing size order.
 // nullopt when fewer than two distinct sizes were measured. tau0 is reported as fitted, even
 // when negative.
 [[nodiscard]] std::optional<TauFit> fit_tau(std::span<const SizePoint> points,
-                                            std::uint64_t fit_min_size);
+                                            std::uint64_t fit_min_size,
+                                            std::uint64_t fit_max_size = 0);
 
 }  // namespace daqflow::apps

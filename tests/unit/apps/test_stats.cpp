@@ -97,6 +97,23 @@ TEST(TauFitTest, RecoversTau0AndBandwidth) {
   EXPECT_NEAR(fit->r2, 1.0, 1e-9);
 }
 
+TEST(TauFitTest, AnUpperBoundLeavesOutASecondSteeperRegime) {
+  auto points = linear_sweep(20.0, 0.5e-3);
+  // Beyond 512 KiB the copies leave the caches: a steeper line that would pull tau0 negative.
+  for (auto& p : points) {
+    if (p.size > (512u << 10)) p.rtt.median_us = 2 * (-200.0 + 2e-3 * static_cast<double>(p.size));
+  }
+  const auto unbounded = fit_tau(points, 65536);
+  ASSERT_TRUE(unbounded);
+  EXPECT_LT(unbounded->tau0_us, 0.0);
+  const auto fit = fit_tau(points, 65536, 512u << 10);
+  ASSERT_TRUE(fit);
+  EXPECT_NEAR(fit->tau0_us, 20.0, 1e-6);
+  EXPECT_NEAR(fit->c_us_per_kb, 0.5, 1e-9);
+  EXPECT_EQ(fit->from_size, 65536u);
+  EXPECT_EQ(fit->to_size, 512u << 10);
+}
+
 TEST(TauFitTest, UsesTheTwoLargestSizesWhenTooFewAreAboveTheThreshold) {
   const auto points = linear_sweep(10.0, 1e-3);
   const auto fit = fit_tau(points, 8u << 20);
