@@ -30,6 +30,11 @@ if(DAQFLOW_SANITIZE)
   add_link_options(-fsanitize=address,undefined)
 endif()
 
+if(DAQFLOW_TSAN)
+  add_compile_options(-fsanitize=thread)
+  add_link_options(-fsanitize=thread)
+endif()
+
 if(DAQFLOW_FUZZ)
   # Instrument the libraries too, so that the fuzzers get coverage feedback and sanitizer checks
   # inside the decoders, not only in the harnesses.
