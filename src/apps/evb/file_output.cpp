@@ -15,7 +15,7 @@ namespace daqflow::apps::evb {
 
 FileOutput::FileOutput(FileOutputSettings settings)
     : settings_(std::move(settings)),
-      todo_(settings_.queue_depth),
+      pending_(settings_.queue_depth),
       done_(settings_.queue_depth),
       record_headers_(kMaxIov) {
   thread_ = std::thread([this] { run(); });
@@ -31,7 +31,7 @@ bool FileOutput::submit(OutputBatch* batch) {
       queued_.load(std::memory_order_relaxed) >= settings_.queue_depth) {
     return false;
   }
-  if (!todo_.try_push(std::move(batch))) return false;
+  if (!pending_.try_push(std::move(batch))) return false;
   queued_.fetch_add(1, std::memory_order_relaxed);
   wake_.fetch_add(1, std::memory_order_release);
   wake_.notify_one();
@@ -83,7 +83,7 @@ void FileOutput::run() {
   for (;;) {
     const std::uint32_t seen = wake_.load(std::memory_order_acquire);
     OutputBatch* batch = nullptr;
-    if (todo_.try_pop(batch)) {
+    if (pending_.try_pop(batch)) {
       write_batch(*batch);
       // Cannot fail: at most queue_depth batches are lent out and done_ holds that many.
       (void)done_.try_push(std::move(batch));
@@ -91,7 +91,7 @@ void FileOutput::run() {
     }
     if (stopping_.load(std::memory_order_acquire)) {
       // Every submit() happened before close(): once stopping_ is seen, so are their batches.
-      while (todo_.try_pop(batch)) {
+      while (pending_.try_pop(batch)) {
         write_batch(*batch);
         (void)done_.try_push(std::move(batch));
       }

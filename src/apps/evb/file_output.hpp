@@ -74,7 +74,7 @@ class FileOutput final : public EventOutput {
   void set_failure(std::string reason);
 
   FileOutputSettings settings_;
-  core::SpscRing<OutputBatch*> todo_;
+  core::SpscRing<OutputBatch*> pending_;
   core::SpscRing<OutputBatch*> done_;
   std::thread thread_;
   std::atomic<std::uint32_t> wake_{0};
