@@ -5,7 +5,7 @@ the event corrupted and goes on (on_error: mark), which `daqflow dump` then show
 replayed from a file (`fedsend --file`, made here with the CMS CRC-16 computed in Python) are
 built and written intact.
 
-FED ports come from 34000-34499 (this file's range); control and data ports from the test lib.
+FED ports come from 24000-24499 (this file's range); control and data ports from the test lib.
 """
 
 import json
@@ -17,8 +17,8 @@ import unittest
 
 from daqflow_testlib import DaqflowTestCase, http, rewrite_ports, wait_until
 
-FED_PORT_FIRST = 34000
-FED_PORT_LAST = 34499
+FED_PORT_FIRST = 24000
+FED_PORT_LAST = 24499
 
 
 def free_fed_ports(count):
@@ -36,7 +36,7 @@ def free_fed_ports(count):
         finally:
             for s in socks:
                 s.close()
-    raise AssertionError("no free FED ports in 34000-34499")
+    raise AssertionError("no free FED ports in 24000-24499")
 
 
 # An EVM (its own FED emulator, or FEDs over the network), a RU with two FEDs over the network

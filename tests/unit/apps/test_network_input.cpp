@@ -1,4 +1,4 @@
-// The RU's FED network input, fed through real TCP sockets on 127.0.0.1 (ports 33000-33199):
+// The RU's FED network input, fed through real TCP sockets on 127.0.0.1 (ports 23400-23599):
 // good streams, CRC errors, events out of sequence, truncated streams, marking and back-pressure.
 
 #include <arpa/inet.h>
@@ -114,14 +114,14 @@ std::vector<std::byte> with_bad_crc(std::vector<std::byte> fragment) {
 }
 
 TEST(NetworkInput, DeliversGoodStreamsInFedOrderUnderBackPressure) {
-  const auto s = settings(33000, 700, 3);
+  const auto s = settings(23400, 700, 3);
   auto input = make(s);
   ASSERT_TRUE(input);
   constexpr std::uint64_t kEvents = 3000;  // ~1 MB per FED through 256 KB of staging memory
   std::vector<std::thread> senders;
   for (std::size_t f = 0; f < 3; ++f) {
     senders.emplace_back([f] {
-      Sender sender(static_cast<std::uint16_t>(33000 + f));
+      Sender sender(static_cast<std::uint16_t>(23400 + f));
       for (std::uint64_t e = 0; e < kEvents; ++e) {
         sender.send_fragment(
             static_cast<std::uint16_t>(700 + f), e,
@@ -154,10 +154,10 @@ TEST(NetworkInput, DeliversGoodStreamsInFedOrderUnderBackPressure) {
 }
 
 TEST(NetworkInput, ACrcErrorFailsWithTheFedIdAndEventNumber) {
-  auto input = make(settings(33010, 710, 2));
+  auto input = make(settings(23410, 710, 2));
   ASSERT_TRUE(input);
-  Sender a(33010);
-  Sender b(33011);
+  Sender a(23410);
+  Sender b(23411);
   for (std::uint64_t e = 0; e < 8; ++e) {
     a.send_fragment(710, e, make_fragment(710, e, 128));
     auto frag = make_fragment(711, e, 128);
@@ -179,12 +179,12 @@ TEST(NetworkInput, ACrcErrorFailsWithTheFedIdAndEventNumber) {
 }
 
 TEST(NetworkInput, MarkModeFlagsTheEventCorruptedAndGoesOn) {
-  auto s = settings(33020, 720, 2);
+  auto s = settings(23420, 720, 2);
   s.on_error = OnFragmentError::mark;
   auto input = make(s);
   ASSERT_TRUE(input);
-  Sender a(33020);
-  Sender b(33021);
+  Sender a(23420);
+  Sender b(23421);
   for (std::uint64_t e = 0; e < 10; ++e) {
     auto frag = make_fragment(720, e, 64);
     a.send_fragment(720, e, e == 5 ? with_bad_crc(frag) : frag);
@@ -203,7 +203,7 @@ TEST(NetworkInput, MarkModeFlagsTheEventCorruptedAndGoesOn) {
 
 TEST(NetworkInput, ChecksTheCrcOfEveryNthEventOnly) {
   for (const std::uint32_t every : {0u, 2u}) {
-    auto s = settings(static_cast<std::uint16_t>(33030 + every), 730, 1);
+    auto s = settings(static_cast<std::uint16_t>(23430 + every), 730, 1);
     s.crc_check_every = every;
     auto input = make(s);
     ASSERT_TRUE(input);
@@ -222,9 +222,9 @@ TEST(NetworkInput, ChecksTheCrcOfEveryNthEventOnly) {
 }
 
 TEST(NetworkInput, AnEventOutOfSequenceIsReported) {
-  auto input = make(settings(33040, 740, 1));
+  auto input = make(settings(23440, 740, 1));
   ASSERT_TRUE(input);
-  Sender a(33040);
+  Sender a(23440);
   a.send_fragment(740, 0, make_fragment(740, 0, 64));
   a.send_fragment(740, 1, make_fragment(740, 1, 64));
   a.send_fragment(740, 3, make_fragment(740, 3, 64));  // event 2 is missing
@@ -239,11 +239,11 @@ TEST(NetworkInput, AnEventOutOfSequenceIsReported) {
 }
 
 TEST(NetworkInput, AFragmentWithTheWrongL1IdIsReported) {
-  auto s = settings(33050, 750, 1);
+  auto s = settings(23450, 750, 1);
   s.on_error = OnFragmentError::mark;
   auto input = make(s);
   ASSERT_TRUE(input);
-  Sender a(33050);
+  Sender a(23450);
   a.send_fragment(750, 0, make_fragment(750, 0, 64));
   a.send_fragment(750, 1, make_fragment(750, 7, 64));  // framed as event 1, the FED says 7
   a.send_fragment(750, 2, make_fragment(999, 2, 64));  // another FED's fragment
@@ -255,10 +255,10 @@ TEST(NetworkInput, AFragmentWithTheWrongL1IdIsReported) {
 }
 
 TEST(NetworkInput, ATruncatedStreamFails) {
-  auto input = make(settings(33060, 760, 1));
+  auto input = make(settings(23460, 760, 1));
   ASSERT_TRUE(input);
   {
-    Sender a(33060);
+    Sender a(23460);
     a.send_fragment(760, 0, make_fragment(760, 0, 64));
     const auto frag = make_fragment(760, 1, 256);
     std::array<std::byte, kFedFrameHeaderSize> header{};
@@ -280,16 +280,16 @@ TEST(NetworkInput, ATruncatedStreamFails) {
 }
 
 TEST(NetworkInput, AStreamMayResumeOnANewConnection) {
-  auto input = make(settings(33070, 770, 1));
+  auto input = make(settings(23470, 770, 1));
   ASSERT_TRUE(input);
   std::vector<std::byte> out(input->max_super_fragment_size());
   {
-    Sender a(33070);
+    Sender a(23470);
     for (std::uint64_t e = 0; e < 5; ++e) a.send_fragment(770, e, make_fragment(770, e, 64));
   }
   for (std::uint64_t e = 0; e < 5; ++e)
     ASSERT_EQ(produce(*input, e, out).status, Produced::Status::ready);
-  Sender b(33070);
+  Sender b(23470);
   for (std::uint64_t e = 5; e < 10; ++e) b.send_fragment(770, e, make_fragment(770, e, 64));
   for (std::uint64_t e = 5; e < 10; ++e) {
     ASSERT_EQ(produce(*input, e, out).status, Produced::Status::ready) << input->failure();
@@ -297,10 +297,10 @@ TEST(NetworkInput, AStreamMayResumeOnANewConnection) {
 }
 
 TEST(NetworkInput, AsksForRoomWhenTheOutputIsTooSmall) {
-  auto input = make(settings(33080, 780, 2));
+  auto input = make(settings(23480, 780, 2));
   ASSERT_TRUE(input);
-  Sender a(33080);
-  Sender b(33081);
+  Sender a(23480);
+  Sender b(23481);
   a.send_fragment(780, 0, make_fragment(780, 0, 512));
   b.send_fragment(781, 0, make_fragment(781, 0, 512));
   std::vector<std::byte> small(1000);
@@ -316,11 +316,11 @@ TEST(NetworkInput, AsksForRoomWhenTheOutputIsTooSmall) {
 }
 
 TEST(NetworkInput, ABusyPortNamesTheFedAndThePort) {
-  auto first = make(settings(33090, 790, 2));
+  auto first = make(settings(23490, 790, 2));
   ASSERT_TRUE(first);
-  auto second = make_network_input(settings(33091, 800, 1));
+  auto second = make_network_input(settings(23491, 800, 1));
   ASSERT_FALSE(second.ok());
-  EXPECT_NE(second.error().message().find("FED 800: cannot listen on 127.0.0.1:33091"),
+  EXPECT_NE(second.error().message().find("FED 800: cannot listen on 127.0.0.1:23491"),
             std::string::npos)
       << second.error().message();
 }
