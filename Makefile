@@ -7,7 +7,7 @@ DURATION    ?= 20
 FUZZ_SECONDS ?= 30
 JOBS        ?= $(shell nproc)
 
-.PHONY: all bootstrap build run test test-release test-asan test-fuzz format clean
+.PHONY: all bootstrap build run test test-release test-asan test-fuzz format clean bench
 
 all: build
 
@@ -36,6 +36,8 @@ test-asan: bootstrap
 	  -DDAQFLOW_UNIT_TESTS_ONLY=ON
 	cmake --build $(BUILD_ASAN) -j $(JOBS)
 	cd $(BUILD_ASAN) && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
+	  LSAN_OPTIONS=suppressions=$(CURDIR)/tests/sanitizers/lsan.supp \
+	  OMPI_MCA_mca_base_component_disable_dlclose=1 \
 	  ctest --output-on-failure --timeout 300 -L unit
 
 test-fuzz: bootstrap
@@ -43,6 +45,11 @@ test-fuzz: bootstrap
 	  -DCMAKE_CXX_COMPILER=clang++
 	cmake --build $(BUILD_FUZZ) -j $(JOBS)
 	@bash scripts/run-fuzzers $(BUILD_FUZZ) $(FUZZ_SECONDS)
+
+# The standard benchmark set (a few minutes): results into bench-results/<date>/, then the
+# regenerated docs/performance.md.
+bench: build
+	BUILD=$(BUILD) bash scripts/bench
 
 format:
 	find include src tests bench -name '*.hpp' -o -name '*.cpp' | xargs clang-format -i

@@ -10,3 +10,19 @@ pkg_check_modules(HTTPLIB REQUIRED IMPORTED_TARGET cpp-httplib)
 if(DAQFLOW_TESTS AND NOT DAQFLOW_FUZZ)
   find_package(GTest REQUIRED)
 endif()
+
+# Optional transport libraries. A transport whose library is missing is left out of the build
+# and listed as not built (transports_not_built(), `daqflow transports`); the conformance suite
+# has a test that fails when DAQFLOW_REQUIRE_ALL_TRANSPORTS is on and one is missing.
+option(DAQFLOW_REQUIRE_ALL_TRANSPORTS "Fail configuration when a transport library is missing" ON)
+pkg_check_modules(UCX IMPORTED_TARGET ucx)
+pkg_check_modules(LIBFABRIC IMPORTED_TARGET libfabric)
+pkg_check_modules(MPI IMPORTED_TARGET ompi-c)  # Open MPI
+if(DAQFLOW_REQUIRE_ALL_TRANSPORTS AND NOT DAQFLOW_FUZZ)
+  foreach(lib UCX LIBFABRIC MPI)
+    if(NOT ${lib}_FOUND)
+      message(FATAL_ERROR "${lib} not found: run scripts/bootstrap, or configure with "
+                          "-DDAQFLOW_REQUIRE_ALL_TRANSPORTS=OFF to build without it")
+    endif()
+  endforeach()
+endif()

@@ -98,8 +98,8 @@ Result<void> RoundTrip::configure(runtime::AppContext& ctx) {
   }
 
   if (initiator_) {
-    auto pool = core::BufferPool::create(id_ + ".ping", std::max<std::uint64_t>(sizes_.back(), 1),
-                                         kPingBuffers);
+    auto pool = endpoint_->make_send_pool(id_ + ".ping", std::max<std::uint64_t>(sizes_.back(), 1),
+                                          kPingBuffers);
     if (!pool) return pool.error().context("application '" + id_ + "'");
     pool_ = std::move(*pool);
     rtt_ns_.assign(iterations_, 0);

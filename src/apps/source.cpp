@@ -97,8 +97,10 @@ Result<void> Source::configure(runtime::AppContext& ctx) {
   endpoint_ = *endpoint;
 
   const std::size_t buffers = static_cast<std::size_t>(depth_) * dests_.size() + 2;
+  // In the transport's own memory where it has some (shm: a shared segment), so that a message
+  // is written once, here, and read in place by the sink.
   auto pool =
-      core::BufferPool::create(id_ + ".send", std::max<std::uint32_t>(message_size_, 1), buffers);
+      endpoint_->make_send_pool(id_ + ".send", std::max<std::uint32_t>(message_size_, 1), buffers);
   if (!pool) return pool.error().context("application '" + id_ + "'");
   pool_ = std::move(*pool);
 
@@ -185,6 +187,7 @@ int Source::poll_completions() {
   const std::size_t n = endpoint_->poll(completions_);
   std::uint64_t done = 0;
   std::uint64_t done_bytes = 0;
+  std::uint64_t completed = 0;  // of in-flight messages: one atomic update for the batch
   for (std::size_t i = 0; i < n; ++i) {
     Completion& c = completions_[i];
     Destination* d = destination_of(c.peer);
@@ -192,7 +195,7 @@ int Source::poll_completions() {
       case Completion::Kind::send_done:
         if (d != nullptr && d->in_flight > 0) {
           --d->in_flight;
-          total_in_flight_.fetch_sub(1, std::memory_order_acq_rel);
+          ++completed;
         }
         ++done;
         done_bytes += c.size;
@@ -208,6 +211,7 @@ int Source::poll_completions() {
     }
     c.message.clear();
   }
+  if (completed > 0) total_in_flight_.fetch_sub(completed, std::memory_order_acq_rel);
   if (done > 0) {
     messages_out_->add(done);
     bytes_out_->add(done_bytes);
@@ -265,6 +269,13 @@ void Source::on_send_failure(Destination& d, SendStatus status) {
 
 int Source::post_round() {
   int posted = 0;
+  // Posted messages are added to total_in_flight_ once per round, and before lose() takes a
+  // destination's in-flight messages off it.
+  std::uint64_t unpublished = 0;
+  auto publish = [&] {
+    if (unpublished > 0) total_in_flight_.fetch_add(unpublished, std::memory_order_acq_rel);
+    unpublished = 0;
+  };
   const std::size_t n = dests_.size();
   bool starved = false;
   for (std::size_t k = 0; k < n && !starved; ++k) {
@@ -277,6 +288,7 @@ int Source::post_round() {
       }
       const SendStatus status = endpoint_->post_send(d.index, d.message);
       if (status != SendStatus::ok) {
+        publish();
         on_send_failure(d, status);
         break;
       }
@@ -284,10 +296,11 @@ int Source::post_round() {
       d.staged = false;
       ++d.next_seq;
       ++d.in_flight;
-      total_in_flight_.fetch_add(1, std::memory_order_acq_rel);
+      ++unpublished;
       ++posted;
     }
   }
+  publish();
   cursor_ = n > 0 ? (cursor_ + 1) % n : 0;
   starved_ = starved;
   if (posted > 0 && first_post_ns_.load(std::memory_order_relaxed) == 0) {

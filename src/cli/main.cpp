@@ -31,6 +31,9 @@ int main(int argc, char** argv) {
   daqflow::cli::add_status(app);
   daqflow::cli::add_dump(app);
   daqflow::cli::add_fedsend(app);
+  daqflow::cli::add_transports(app);
+  daqflow::cli::add_shm(app);
+  daqflow::cli::add_bench(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

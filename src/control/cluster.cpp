@@ -32,8 +32,8 @@ Result<LocalCluster> LocalCluster::launch(const runtime::ClusterConfig& config,
     if (group.empty()) continue;
     const auto log_path =
         (std::filesystem::path(options.log_dir) / (group.front() + ".log")).string();
-    auto child =
-        ChildProcess::spawn(exec_command(options.self, options.config_path, group), log_path);
+    auto child = ChildProcess::spawn(
+        launch_command(options.self, options.config_path, group, config), log_path);
     if (!child) return child.error().context("starting context " + group.front());
     cluster.processes_.push_back(Process{group, std::move(*child), false});
   }

@@ -1,8 +1,12 @@
 #include "daqflow/control/plan.hpp"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <array>
+#include <cstdlib>
 #include <map>
+#include <sstream>
 #include <utility>
 
 namespace daqflow::control {
@@ -60,6 +64,70 @@ std::vector<std::string> exec_command(const std::string& self, const std::string
   for (const auto& name : contexts) {
     argv.emplace_back("--context");
     argv.push_back(name);
+  }
+  return argv;
+}
+
+Result<std::vector<std::vector<std::string>>> launch_groups(
+    const runtime::ClusterConfig& config, std::vector<std::vector<std::string>> groups) {
+  const auto ranks = config.mpi_contexts();
+  if (ranks.empty()) return groups;
+  auto is_rank = [&](const std::string& name) {
+    return std::find(ranks.begin(), ranks.end(), name) != ranks.end();
+  };
+  std::vector<std::string> mpi_group = ranks;
+  std::vector<std::vector<std::string>> out;
+  for (auto& group : groups) {
+    std::vector<std::string> in_group;
+    for (const auto& name : group) {
+      if (is_rank(name)) in_group.push_back(name);
+    }
+    if (in_group.empty()) {
+      out.push_back(std::move(group));
+      continue;
+    }
+    if (group.size() > 1) {
+      const std::string& other = group[0] == in_group[0] ? group[1] : group[0];
+      return Error("contexts " + in_group[0] + " and " + other +
+                   " are joined into one process by inproc links, but " + in_group[0] +
+                   " hosts mpi applications and MPI needs a process (rank) per context: link "
+                   "them with mpi (or tcp, shm) instead");
+    }
+  }
+  out.insert(out.begin(), std::move(mpi_group));
+  return out;
+}
+
+std::vector<std::string> launch_command(const std::string& self, const std::string& config_path,
+                                        const std::vector<std::string>& group,
+                                        const runtime::ClusterConfig& config) {
+  const auto ranks = config.mpi_contexts();
+  if (group.empty() || std::find(ranks.begin(), ranks.end(), group.front()) == ranks.end()) {
+    return exec_command(self, config_path, group);
+  }
+  std::vector<std::string> argv;
+  if (const char* mpirun = std::getenv("DAQFLOW_MPIRUN"); mpirun != nullptr && *mpirun != 0) {
+    argv.emplace_back(mpirun);
+  } else {
+    argv = {"/usr/bin/env", "mpirun"};
+  }
+  if (const char* extra = std::getenv("DAQFLOW_MPIRUN_ARGS"); extra != nullptr) {
+    std::istringstream words(extra);
+    for (std::string w; words >> w;) argv.push_back(w);
+  } else {
+    if (::geteuid() == 0) argv.emplace_back("--allow-run-as-root");
+    for (const char* a :
+         {"--oversubscribe", "--bind-to", "none", "--tag-output", "--mca", "pml", "ob1", "--mca",
+          "btl", "self,vader,tcp", "--mca", "btl_tcp_if_include", "lo"}) {
+      argv.emplace_back(a);
+    }
+  }
+  for (const auto& name : group) {
+    if (std::find(ranks.begin(), ranks.end(), name) == ranks.end()) continue;
+    if (name != group.front()) argv.emplace_back(":");  // MPMD: one program per rank
+    argv.insert(argv.end(), {"-np", "1"});
+    const auto one = exec_command(self, config_path, {name});
+    argv.insert(argv.end(), one.begin(), one.end());
   }
   return argv;
 }

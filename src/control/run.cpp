@@ -1,14 +1,19 @@
 #include "daqflow/control/run.hpp"
 
 #include <fmt/format.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <cstdlib>
+#include <filesystem>
 #include <map>
 #include <optional>
+#include <sstream>
 #include <thread>
 
 #include "daqflow/control/cluster.hpp"
 #include "daqflow/control/plan.hpp"
+#include "daqflow/control/process.hpp"
 #include "daqflow/core/clock.hpp"
 
 namespace daqflow::control {
@@ -33,6 +38,22 @@ std::string text_of(const nlohmann::json& obj, const char* key) {
   if (!obj.is_object()) return {};
   const auto it = obj.find(key);
   return it != obj.end() && it->is_string() ? it->get<std::string>() : std::string();
+}
+
+// mpirun, where launch_command will look for it: $DAQFLOW_MPIRUN or PATH.
+Result<void> check_mpirun() {
+  if (const char* mpirun = std::getenv("DAQFLOW_MPIRUN"); mpirun != nullptr && *mpirun != 0) {
+    if (::access(mpirun, X_OK) == 0) return ok();
+    return Error(std::string("DAQFLOW_MPIRUN=") + mpirun + " is not an executable");
+  }
+  const char* path = std::getenv("PATH");
+  std::istringstream dirs(path != nullptr ? path : "");
+  for (std::string dir; std::getline(dirs, dir, ':');) {
+    if (!dir.empty() && ::access((dir + "/mpirun").c_str(), X_OK) == 0) return ok();
+  }
+  return Error(
+      "the configuration uses the mpi transport, which daqflow run starts with mpirun, but "
+      "mpirun is not in PATH: install Open MPI (Debian: openmpi-bin) or set DAQFLOW_MPIRUN");
 }
 
 std::string seconds(std::chrono::milliseconds d) {
@@ -92,8 +113,12 @@ class Run {
   std::vector<View> views_;  // configuration order
   std::map<std::string, std::size_t> by_id_;
   std::optional<LocalCluster> cluster_;
-  bool configure_sent_ = false;  // from then on there is something to halt
-  bool data_flowing_ = false;    // every application Enabled: survivable losses are tolerated
+  [[nodiscard]] std::string explain(const LocalCluster::Death& death) const;
+  void shutdown_mpi_ranks();
+
+  std::vector<std::string> mpi_contexts_;  // rank order; launched together by one mpirun
+  bool configure_sent_ = false;            // from then on there is something to halt
+  bool data_flowing_ = false;  // every application Enabled: survivable losses are tolerated
   RunSummary summary_;
 };
 
@@ -111,17 +136,45 @@ bool Run::survivable(const std::vector<std::string>& contexts) const {
 Result<void> Run::check_deaths() {
   std::optional<std::string> fatal;
   for (const auto& death : cluster_->reap_dead()) {
+    const std::string description = explain(death);
     if (data_flowing_ && survivable(death.contexts)) {
-      reporter_.note(death.description + "; its applications are survivable: the run goes on");
-      summary_.lost.push_back(death.description);
+      reporter_.note(description + "; its applications are survivable: the run goes on");
+      summary_.lost.push_back(description);
     } else if (!fatal) {
-      fatal = death.description;
+      fatal = description;
     } else {
-      reporter_.note(death.description);
+      reporter_.note(description);
     }
   }
   if (fatal) return Error(*fatal);
   return ok();
+}
+
+// The MPI ranks live and die together: when one fails, mpirun ends the others and itself. Say so,
+// with the end of its log (where mpirun and the ranks wrote why).
+std::string Run::explain(const LocalCluster::Death& death) const {
+  if (mpi_contexts_.empty() || death.contexts.empty() ||
+      death.contexts.front() != mpi_contexts_.front()) {
+    return death.description;
+  }
+  const auto log = (std::filesystem::path(options_.log_dir) / (death.contexts.front() + ".log"));
+  std::string text = death.description +
+                     " (the MPI ranks run under one mpirun, which ends all of them when one "
+                     "fails)";
+  const auto tail = tail_of_file(log.string(), 8);
+  if (!tail.empty()) text += "; last lines of " + log.string() + ":\n" + tail;
+  return text;
+}
+
+// LocalCluster::shutdown asks the first context of each process; under mpirun every rank is a
+// process of its own and needs asking too (mpirun ends when the last rank has).
+void Run::shutdown_mpi_ranks() {
+  for (std::size_t r = 1; r < mpi_contexts_.size(); ++r) {
+    if (!cluster_->alive(mpi_contexts_[r])) continue;
+    const ControlClient c(cluster_->client(mpi_contexts_[r]).address(),
+                          std::chrono::milliseconds(500), std::chrono::milliseconds(2000));
+    (void)c.post("/api/v1/shutdown");
+  }
 }
 
 // One GET /api/v1/apps per live context refreshes every application's state.
@@ -188,10 +241,17 @@ Result<void> Run::start() {
                    " has no control_port; daqflow run needs one to control it");
     }
   }
-  const auto groups = config_.process_groups(registry_);
-  reporter_.note(fmt::format("starting {} process(es) for {} context(s); logs in {}", groups.size(),
-                             config_.contexts.size(), options_.log_dir));
-  auto cluster = LocalCluster::launch(config_, groups,
+  auto groups = launch_groups(config_, config_.process_groups(registry_));
+  if (!groups) return groups.error();
+  mpi_contexts_ = config_.mpi_contexts();
+  if (!mpi_contexts_.empty()) {
+    if (auto found = check_mpirun(); !found) return found;
+    reporter_.note(fmt::format("starting {} MPI rank(s) with mpirun: {}", mpi_contexts_.size(),
+                               fmt::join(mpi_contexts_, ", ")));
+  }
+  reporter_.note(fmt::format("starting {} process(es) for {} context(s); logs in {}",
+                             groups->size(), config_.contexts.size(), options_.log_dir));
+  auto cluster = LocalCluster::launch(config_, *groups,
                                       {options_.self, options_.config_path, options_.log_dir});
   if (!cluster) return cluster.error();
   cluster_.emplace(std::move(*cluster));
@@ -397,8 +457,9 @@ RunSummary Run::execute() {
       reporter_.note("second interrupt: killing the executives");
       cluster_->kill_all();
       fail("aborted by a second interrupt");
-    } else if (auto r = cluster_->shutdown(options_.exit_grace); !r) {
-      fail(r.error().message());
+    } else {
+      shutdown_mpi_ranks();
+      if (auto r = cluster_->shutdown(options_.exit_grace); !r) fail(r.error().message());
     }
     summary_.contexts = cluster_->outcomes();
   } else {

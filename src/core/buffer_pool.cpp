@@ -31,7 +31,8 @@ Result<std::unique_ptr<BufferPool>> BufferPool::create(std::string name, std::si
 }
 
 Result<std::unique_ptr<BufferPool>> BufferPool::over(std::string name, std::span<std::byte> region,
-                                                     std::size_t buffer_size, std::size_t count) {
+                                                     std::size_t buffer_size, std::size_t count,
+                                                     std::shared_ptr<void> owner) {
   if (count == 0) return Error("buffer pool '" + name + "': count must be at least 1");
   const std::size_t stride = round_up(buffer_size == 0 ? 1 : buffer_size, kCacheLine);
   if (region.size() < stride * count) {
@@ -39,8 +40,10 @@ Result<std::unique_ptr<BufferPool>> BufferPool::over(std::string name, std::span
                  " bytes is too small for " + std::to_string(count) + " buffers of " +
                  std::to_string(stride) + " bytes");
   }
-  return std::unique_ptr<BufferPool>(
+  std::unique_ptr<BufferPool> pool(
       new BufferPool(std::move(name), region.data(), region.size(), false, stride, count));
+  pool->owner_ = std::move(owner);
+  return pool;
 }
 
 BufferPool::BufferPool(std::string name, std::byte* base, std::size_t region_size, bool owned,

@@ -30,6 +30,19 @@ const ContextConfig* ClusterConfig::find_context(std::string_view name) const {
   return nullptr;
 }
 
+std::vector<std::string> ClusterConfig::mpi_contexts() const {
+  std::vector<std::string> out;
+  for (const ContextConfig& ctx : contexts) {
+    for (const AppIndex a : ctx.applications) {
+      if (applications[a].transport == "mpi") {
+        out.push_back(ctx.name);
+        break;
+      }
+    }
+  }
+  return out;
+}
+
 transport::AddressTable ClusterConfig::address_table() const {
   transport::AddressTable table(applications.size());
   for (const auto& ctx : contexts) {

@@ -18,9 +18,10 @@ using nlohmann::json;
 
 const std::vector<std::string> kTopKeys{"run", "transports", "contexts"};
 const std::vector<std::string> kRunKeys{"number", "output"};
-const std::vector<std::string> kTransportKeys{"default",          "pipeline_depth",
-                                              "max_message_size", "recv_buffers",
-                                              "socket_buffer_kb", "payload_crc"};
+const std::vector<std::string> kTransportKeys{
+    "default",     "pipeline_depth", "max_message_size", "recv_buffers",  "socket_buffer_kb",
+    "payload_crc", "ucx_tls",        "ofi_provider",     "mpi_completion"};
+const std::vector<std::string> kMpiCompletions{"testsome", "test", "testall"};
 const std::vector<std::string> kContextKeys{"name", "host", "control_port", "data_port",
                                             "applications"};
 const std::vector<std::string> kAppKeys{"type", "id", "transport", "cpu", "idle"};
@@ -175,6 +176,12 @@ class Reader {
                                                "false, got {}",
                                                describe_node(f.value)));
         }
+      } else if (f.key == "ucx_tls") {
+        if (auto v = text(f, where)) t.ucx_tls = *v;
+      } else if (f.key == "ofi_provider") {
+        if (auto v = text(f, where)) t.ofi_provider = *v;
+      } else if (f.key == "mpi_completion") {
+        if (auto v = choice(f, where, kMpiCompletions)) t.mpi_completion = *v;
       } else {
         unknown_key(f, where, kTransportKeys);
       }

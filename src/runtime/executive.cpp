@@ -92,7 +92,7 @@ struct Executive::Impl {
       std::lock_guard lock(transports_mutex);
       auto it = transports.find(name);
       if (it == transports.end()) {
-        auto made = transport::make_transport(name, addresses);
+        auto made = transport::make_transport(name, addresses, transport_config());
         if (!made) return made.error();
         spdlog::info("transport {} created", name);
         it = transports.emplace(name, std::move(*made)).first;
@@ -100,6 +100,22 @@ struct Executive::Impl {
       t = it->second.get();
     }
     return t->create_endpoint(o);
+  }
+
+  // The transports' settings from the cluster configuration.
+  [[nodiscard]] transport::TransportConfig transport_config() const {
+    const TransportSettings& t = cluster.transports;
+    transport::TransportConfig c;
+    // Run number and the first context's control port: two clusters running side by side on
+    // one host never share a port, so their segment names never clash.
+    c.run_tag =
+        std::to_string(cluster.run.number) + "." +
+        std::to_string(cluster.contexts.empty() ? 0 : cluster.contexts.front().control_port);
+    c.ucx_tls = t.ucx_tls;
+    c.ofi_provider = t.ofi_provider;
+    c.mpi_completion = t.mpi_completion;
+    c.mpi_contexts = cluster.mpi_contexts();
+    return c;
   }
 
   void stop_servers() {

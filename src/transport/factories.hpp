@@ -9,5 +9,15 @@ namespace daqflow::transport {
 
 [[nodiscard]] std::unique_ptr<Transport> make_inproc_transport(const AddressTable& addresses);
 [[nodiscard]] std::unique_ptr<Transport> make_tcp_transport(const AddressTable& addresses);
+// Each in its own folder: src/transport/shm/, ucx/, ofi/, mpi/. A factory may fail (a library
+// that cannot start); the error says why.
+[[nodiscard]] Result<std::unique_ptr<Transport>> make_shm_transport(const AddressTable& addresses,
+                                                                    const TransportConfig& config);
+[[nodiscard]] Result<std::unique_ptr<Transport>> make_ucx_transport(const AddressTable& addresses,
+                                                                    const TransportConfig& config);
+[[nodiscard]] Result<std::unique_ptr<Transport>> make_ofi_transport(const AddressTable& addresses,
+                                                                    const TransportConfig& config);
+[[nodiscard]] Result<std::unique_ptr<Transport>> make_mpi_transport(const AddressTable& addresses,
+                                                                    const TransportConfig& config);
 
 }  // namespace daqflow::transport

@@ -1,6 +1,8 @@
 // The transports built into this binary, looked up by name.
 
+#include <algorithm>
 #include <array>
+#include <iterator>
 #include <string>
 
 #include "daqflow/transport/fault.hpp"
@@ -10,7 +12,30 @@
 namespace daqflow::transport {
 namespace {
 
-constexpr std::array<std::string_view, 2> kNames{"inproc", "tcp"};
+constexpr std::string_view kBuilt[] = {
+    "inproc", "tcp", "shm",
+#ifdef DAQFLOW_HAVE_UCX
+    "ucx",
+#endif
+#ifdef DAQFLOW_HAVE_OFI
+    "ofi",
+#endif
+#ifdef DAQFLOW_HAVE_MPI
+    "mpi",
+#endif
+};
+constexpr std::string_view kOptional[] = {"ucx", "ofi", "mpi"};
+constexpr std::size_t kNotBuiltCount =
+    std::size(kOptional) - (std::size(kBuilt) - 3);  // the first three are always built
+
+std::array<std::string_view, kNotBuiltCount> not_built() {
+  std::array<std::string_view, kNotBuiltCount> out{};
+  std::size_t n = 0;
+  for (const auto name : kOptional) {
+    if (std::find(std::begin(kBuilt), std::end(kBuilt), name) == std::end(kBuilt)) out[n++] = name;
+  }
+  return out;
+}
 
 }  // namespace
 
@@ -33,11 +58,17 @@ std::string_view to_string(SendStatus status) {
 }
 
 std::span<const std::string_view> transport_names() {
-  return kNames;
+  return kBuilt;
+}
+
+std::span<const std::string_view> transports_not_built() {
+  static const auto names = not_built();
+  return names;
 }
 
 Result<std::unique_ptr<Transport>> make_transport(std::string_view name,
-                                                  const AddressTable& addresses) {
+                                                  const AddressTable& addresses,
+                                                  const TransportConfig& config) {
   for (std::size_t i = 0; i < addresses.size(); ++i) {
     if (addresses[i].index != i) {
       return Error("transport '" + std::string(name) + "': address table entry " +
@@ -47,9 +78,33 @@ Result<std::unique_ptr<Transport>> make_transport(std::string_view name,
   }
   if (name == "inproc") return make_inproc_transport(addresses);
   if (name == "tcp") return make_tcp_transport(addresses);
+  if (name == "shm") return make_shm_transport(addresses, config);
+#ifdef DAQFLOW_HAVE_UCX
+  if (name == "ucx") return make_ucx_transport(addresses, config);
+#endif
+#ifdef DAQFLOW_HAVE_OFI
+  if (name == "ofi") return make_ofi_transport(addresses, config);
+#endif
+#ifdef DAQFLOW_HAVE_MPI
+  if (name == "mpi") return make_mpi_transport(addresses, config);
+#endif
   std::string known;
-  for (const auto n : kNames) known += (known.empty() ? "" : ", ") + std::string(n);
+  for (const auto n : kBuilt) known += (known.empty() ? "" : ", ") + std::string(n);
+  for (const auto n : transports_not_built()) {
+    if (n == name) {
+      return Error("transport '" + std::string(name) +
+                   "' was not built: its library was "
+                   "missing at build time (built in: " +
+                   known + ")");
+    }
+  }
   return Error("unknown transport '" + std::string(name) + "' (built in: " + known + ")");
+}
+
+Result<std::unique_ptr<core::BufferPool>> Endpoint::make_send_pool(std::string name,
+                                                                   std::size_t buffer_size,
+                                                                   std::size_t count) {
+  return core::BufferPool::create(std::move(name), buffer_size, count);
 }
 
 FaultInjection* fault_injection(Endpoint& endpoint) {

@@ -1,23 +1,42 @@
 #include "harness.hpp"
 
+#include <unistd.h>
+
 #include <array>
+#include <cstdlib>
 #include <thread>
 
 #include "daqflow/core/clock.hpp"
 
 namespace daqflow::transport::conformance {
+namespace {
+
+// 21000 unless DAQFLOW_TEST_PORT_BASE says otherwise (to run two suites side by side).
+int port_base() {
+  const char* base = std::getenv("DAQFLOW_TEST_PORT_BASE");
+  return base != nullptr ? std::atoi(base) : 21000;
+}
+
+}  // namespace
 
 Cluster::Cluster(std::string_view transport, std::size_t count, std::uint16_t port_block) {
   for (std::size_t i = 0; i < count; ++i) {
     AppAddress a;
     a.index = static_cast<AppIndex>(i);
     a.id = "app" + std::to_string(i);
-    a.context = "ctx" + std::to_string(i);
+    // MPI maps applications to ranks by context: this one process is rank 0, context "ctx0".
+    a.context = transport == "mpi" ? std::string("ctx0") : "ctx" + std::to_string(i);
     a.host = "127.0.0.1";
-    a.data_port = static_cast<std::uint16_t>(21000 + port_block * 16 + i);
+    a.data_port = static_cast<std::uint16_t>(port_base() + port_block * 16 + i);
     table_.push_back(a);
   }
-  auto made = make_transport(transport, table_);
+  TransportConfig config;
+  config.run_tag = "conformance-" + std::to_string(::getpid()) + "-" + std::to_string(port_block);
+  config.mpi_contexts = {"ctx0"};
+  if (const char* tls = std::getenv("DAQFLOW_TEST_UCX_TLS")) config.ucx_tls = tls;
+  if (const char* provider = std::getenv("DAQFLOW_TEST_OFI_PROVIDER"))
+    config.ofi_provider = provider;
+  auto made = make_transport(transport, table_, config);
   if (!made) throw std::runtime_error(made.error().message());
   transport_ = std::move(*made);
 }

@@ -46,4 +46,22 @@ struct PlannedApp {
                                                     const std::string& config_path,
                                                     const std::vector<std::string>& contexts);
 
+// The processes daqflow run starts, from the process groups (ClusterConfig::process_groups): the
+// groups hosting mpi contexts become one group, first, started by a single mpirun (its mpi
+// contexts in rank order). An inproc link may not join an mpi context with any other context
+// (each rank is one process of its own): the error names both contexts.
+[[nodiscard]] Result<std::vector<std::vector<std::string>>> launch_groups(
+    const runtime::ClusterConfig& config, std::vector<std::vector<std::string>> groups);
+
+// The command line that starts a launch group: exec_command, or for the group of mpi contexts one
+// mpirun with a rank per mpi context (MPMD, rank order = mpi_contexts):
+//   MPIRUN ARGS -np 1 SELF exec CONFIG --context A : -np 1 SELF exec CONFIG --context B ...
+// MPIRUN is $DAQFLOW_MPIRUN, else mpirun from PATH (through /usr/bin/env); ARGS are
+// $DAQFLOW_MPIRUN_ARGS (split at spaces), else settings for one host over loopback and shared
+// memory (--oversubscribe, btl self,vader,tcp on lo, pml ob1), plus --allow-run-as-root for root.
+[[nodiscard]] std::vector<std::string> launch_command(const std::string& self,
+                                                      const std::string& config_path,
+                                                      const std::vector<std::string>& group,
+                                                      const runtime::ClusterConfig& config);
+
 }  // namespace daqflow::control

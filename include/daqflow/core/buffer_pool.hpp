@@ -83,10 +83,13 @@ class BufferPool {
   // Allocates count buffers of buffer_size bytes (rounded up to 64) in one anonymous mapping.
   static Result<std::unique_ptr<BufferPool>> create(std::string name, std::size_t buffer_size,
                                                     std::size_t count);
-  // Cuts an existing region (e.g. a shared-memory segment) into buffers; the caller keeps the
-  // region alive and unmaps it. The region must hold count * round_up(buffer_size, 64) bytes.
+  // Cuts an existing region (e.g. a shared-memory segment) into buffers. The region must hold
+  // count * round_up(buffer_size, 64) bytes. owner, when given, is what keeps the region alive
+  // (a mapping, a memory registration): the pool holds it and drops it last. Without one, the
+  // caller keeps the region alive and unmaps it.
   static Result<std::unique_ptr<BufferPool>> over(std::string name, std::span<std::byte> region,
-                                                  std::size_t buffer_size, std::size_t count);
+                                                  std::size_t buffer_size, std::size_t count,
+                                                  std::shared_ptr<void> owner = {});
   ~BufferPool();
   BufferPool(const BufferPool&) = delete;
   BufferPool& operator=(const BufferPool&) = delete;
@@ -112,6 +115,7 @@ class BufferPool {
   void push_free(std::uint32_t index);
   [[nodiscard]] bool pop_free(std::uint32_t& index);
 
+  std::shared_ptr<void> owner_;  // first member: destroyed after everything else
   std::string name_;
   std::byte* base_;
   std::size_t region_size_;

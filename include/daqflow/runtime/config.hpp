@@ -38,6 +38,9 @@ struct TransportSettings {
   std::uint32_t recv_buffers = 32;
   std::size_t socket_buffer_bytes = 4u << 20;
   bool payload_crc = false;
+  std::string ucx_tls;                     // ucx: UCX_TLS ("" = UCX's choice)
+  std::string ofi_provider = "tcp;ofi_rxm";  // ofi: libfabric provider
+  std::string mpi_completion = "testsome";   // mpi: testsome | test | testall
 };
 
 struct ApplicationConfig {
@@ -70,6 +73,9 @@ struct ClusterConfig {
 
   [[nodiscard]] const ApplicationConfig* find_application(std::string_view id) const;
   [[nodiscard]] const ContextConfig* find_context(std::string_view name) const;
+  // The contexts hosting an application on the mpi transport, in file order: MPI rank i runs
+  // the i-th (TransportConfig::mpi_contexts; `daqflow run` starts them with one mpirun).
+  [[nodiscard]] std::vector<std::string> mpi_contexts() const;
   // The address table every transport of every process shares.
   [[nodiscard]] transport::AddressTable address_table() const;
   // Contexts that must share a process because an inproc link joins their applications:

@@ -27,6 +27,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "daqflow/core/buffer_pool.hpp"
 #include "daqflow/core/result.hpp"
@@ -41,9 +42,7 @@ struct Segment {
   std::uint32_t offset = 0;
   std::uint32_t length = 0;
 
-  [[nodiscard]] std::span<std::byte> bytes() const {
-    return {buffer.data() + offset, length};
-  }
+  [[nodiscard]] std::span<std::byte> bytes() const { return {buffer.data() + offset, length}; }
 };
 
 inline constexpr std::size_t kMaxSegments = 16;
@@ -95,18 +94,18 @@ struct Completion {
   Kind kind = Kind::send_done;
   AppIndex peer = wire::kNoApplication;
   std::uint64_t sequence = 0;
-  std::uint32_t size = 0;  // payload bytes (recv, send_done)
-  Message message;         // recv: type, flags, tag and segments; send_done: type and tag only
-  std::string_view reason; // error: static text, e.g. "connection reset by peer"
+  std::uint32_t size = 0;   // payload bytes (recv, send_done)
+  Message message;          // recv: type, flags, tag and segments; send_done: type and tag only
+  std::string_view reason;  // error: static text, e.g. "connection reset by peer"
 };
 
 struct EndpointOptions {
   AppIndex self = 0;
-  std::uint32_t max_message_size = 4u << 20;  // payload bytes
-  std::uint32_t pipeline_depth = 8;           // posted, uncompleted sends per peer
-  std::uint32_t recv_buffers = 32;            // receive pool buffers (transports that need one)
-  std::size_t socket_buffer_bytes = 4u << 20; // tcp: SO_SNDBUF / SO_RCVBUF
-  bool payload_crc = false;                   // compute and check CRC32C of every payload
+  std::uint32_t max_message_size = 4u << 20;   // payload bytes
+  std::uint32_t pipeline_depth = 8;            // posted, uncompleted sends per peer
+  std::uint32_t recv_buffers = 32;             // receive pool buffers (transports that need one)
+  std::size_t socket_buffer_bytes = 4u << 20;  // tcp: SO_SNDBUF / SO_RCVBUF
+  bool payload_crc = false;                    // compute and check CRC32C of every payload
 };
 
 // Counters an endpoint keeps; read from any thread (relaxed).
@@ -115,10 +114,10 @@ struct EndpointStats {
   std::uint64_t bytes_sent = 0;
   std::uint64_t messages_received = 0;
   std::uint64_t bytes_received = 0;
-  std::uint64_t back_pressured = 0;   // post_send calls answered back_pressure
-  std::uint64_t rejected = 0;         // malformed messages received and dropped
-  std::uint64_t peer_errors = 0;      // error completions produced
-  std::uint64_t recv_stalls = 0;      // times reading paused because the receive pool was empty
+  std::uint64_t back_pressured = 0;  // post_send calls answered back_pressure
+  std::uint64_t rejected = 0;        // malformed messages received and dropped
+  std::uint64_t peer_errors = 0;     // error completions produced
+  std::uint64_t recv_stalls = 0;     // times reading paused because the receive pool was empty
   std::uint32_t peers_connected = 0;
   std::uint32_t recv_pool_in_use = 0;
   std::uint32_t recv_pool_high_water = 0;
@@ -146,6 +145,15 @@ class Endpoint {
   // still held by the endpoint are released. Idempotent; the destructor calls it.
   virtual void close(std::chrono::milliseconds timeout = std::chrono::milliseconds(2000)) = 0;
   [[nodiscard]] virtual EndpointStats stats() const = 0;
+
+  // A pool for messages this endpoint will send, in memory the transport sends from without a
+  // copy: a shared-memory segment (shm), memory registered with the network (ucx, ofi). The
+  // default is an ordinary private pool (tcp copies into the kernel anyway; inproc hands
+  // pointers over). Buffers of any other pool can still be sent; a transport that needs its own
+  // memory then copies. Call it on the control thread (Configure), never on the data path. The
+  // pool may outlive the endpoint.
+  [[nodiscard]] virtual Result<std::unique_ptr<core::BufferPool>> make_send_pool(
+      std::string name, std::size_t buffer_size, std::size_t count);
 };
 
 // One per transport kind per process; creates the endpoints of that process's applications.
@@ -159,10 +167,31 @@ class Transport {
       const EndpointOptions& options) = 0;
 };
 
-// The transports built into this binary: "inproc", "tcp", ...
+// What some transports need beyond the address table; from the configuration's `transports`
+// section (docs/configuration.md) and the run.
+struct TransportConfig {
+  // shm: names the shared-memory segments of this cluster's run (with the context and the
+  // application), so that those a crashed run left can be found and removed (`daqflow shm`).
+  // The executive sets "<run number>.<first context's control port>".
+  std::string run_tag = "0";
+  // ucx: passed to UCX as UCX_TLS (empty: UCX chooses, e.g. "posix,cma,self" or "tcp").
+  std::string ucx_tls;
+  // ofi: the libfabric provider, e.g. "tcp", "tcp;ofi_rxm", "shm", "verbs;ofi_rxm".
+  std::string ofi_provider = "tcp;ofi_rxm";
+  // mpi: how the transport thread completes requests: "testsome", "test" or "testall".
+  std::string mpi_completion = "testsome";
+  // mpi: the context of each MPI rank, rank order (applications map to ranks by their context).
+  std::vector<std::string> mpi_contexts;
+};
+
+// The transports built into this binary: "inproc", "tcp", "shm", then "ucx", "ofi" and "mpi"
+// where their libraries were found at build time.
 [[nodiscard]] std::span<const std::string_view> transport_names();
+// Transports this source tree knows but this build left out (library missing at build time).
+[[nodiscard]] std::span<const std::string_view> transports_not_built();
 // Makes a transport by name; the address table must outlive it.
 [[nodiscard]] Result<std::unique_ptr<Transport>> make_transport(std::string_view name,
-                                                                const AddressTable& addresses);
+                                                                const AddressTable& addresses,
+                                                                const TransportConfig& config = {});
 
 }  // namespace daqflow::transport

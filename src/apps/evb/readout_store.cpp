@@ -86,14 +86,18 @@ Result<std::unique_ptr<ReadoutStore>> ReadoutStore::create(const ReadoutSettings
 }
 
 Result<void> ReadoutStore::allocate() {
-  auto chunks =
-      core::BufferPool::create(settings_.name + ".chunks", settings_.chunk_size, settings_.chunks);
+  const auto make_pool = [this](std::string name, std::size_t size, std::size_t count) {
+    return settings_.endpoint != nullptr
+               ? settings_.endpoint->make_send_pool(std::move(name), size, count)
+               : core::BufferPool::create(std::move(name), size, count);
+  };
+  auto chunks = make_pool(settings_.name + ".chunks", settings_.chunk_size, settings_.chunks);
   if (!chunks) return chunks.error();
   chunks_ = std::move(*chunks);
   // A re-assigned block gets a fresh descriptor while the old one may still be in flight.
-  auto descriptors = core::BufferPool::create(
-      settings_.name + ".descriptors", wire::block_descriptor_size(settings_.max_block_events),
-      2 * settings_.block_capacity);
+  auto descriptors = make_pool(settings_.name + ".descriptors",
+                               wire::block_descriptor_size(settings_.max_block_events),
+                               2 * settings_.block_capacity);
   if (!descriptors) return descriptors.error();
   descriptors_ = std::move(*descriptors);
   // The store keeps a reference to every chunk and reuses the most recently freed one it finds

@@ -1,5 +1,8 @@
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cstdlib>
+
 #include "control/app_types.hpp"
 #include "daqflow/control/plan.hpp"
 
@@ -102,6 +105,66 @@ TEST(ExecCommand, NamesEveryContextOfTheGroup) {
   const std::vector<std::string> expected{"/bin/daqflow", "exec", "/etc/c.yaml", "--context", "a",
                                           "--context",    "b"};
   EXPECT_EQ(exec_command("/bin/daqflow", "/etc/c.yaml", {"a", "b"}), expected);
+}
+
+// Contexts a, b, c, d with one application each; those named in mpi use the mpi transport.
+runtime::ClusterConfig contexts_with_mpi(const std::vector<std::string>& mpi) {
+  runtime::ClusterConfig config;
+  for (const std::string name : {"a", "b", "c", "d"}) {
+    runtime::ContextConfig ctx;
+    ctx.name = name;
+    runtime::ApplicationConfig app;
+    app.index = static_cast<runtime::AppIndex>(config.applications.size());
+    app.id = name + "0";
+    app.type = "sink";
+    app.context = name;
+    app.transport = std::find(mpi.begin(), mpi.end(), name) != mpi.end() ? "mpi" : "tcp";
+    ctx.applications.push_back(app.index);
+    config.applications.push_back(app);
+    config.contexts.push_back(ctx);
+  }
+  return config;
+}
+
+TEST(LaunchGroups, WithoutMpiTheProcessGroupsStay) {
+  const auto config = contexts_with_mpi({});
+  const std::vector<std::vector<std::string>> groups{{"a", "b"}, {"c"}, {"d"}};
+  const auto launched = launch_groups(config, groups);
+  ASSERT_TRUE(launched) << launched.error().message();
+  EXPECT_EQ(*launched, groups);
+}
+
+TEST(LaunchGroups, TheMpiContextsBecomeOneGroupFirstInRankOrder) {
+  const auto config = contexts_with_mpi({"d", "b"});
+  EXPECT_EQ(config.mpi_contexts(), (std::vector<std::string>{"b", "d"}));  // file order
+  const auto launched = launch_groups(config, {{"a"}, {"b"}, {"c"}, {"d"}});
+  ASSERT_TRUE(launched) << launched.error().message();
+  const std::vector<std::vector<std::string>> expected{{"b", "d"}, {"a"}, {"c"}};
+  EXPECT_EQ(*launched, expected);
+}
+
+TEST(LaunchGroups, AnInprocLinkMayNotJoinAnMpiContextWithAnother) {
+  const auto config = contexts_with_mpi({"b"});
+  const auto launched = launch_groups(config, {{"a", "b"}, {"c"}, {"d"}});
+  ASSERT_FALSE(launched);
+  EXPECT_NE(launched.error().message().find("contexts b and a"), std::string::npos)
+      << launched.error().message();
+}
+
+TEST(LaunchCommand, OneMpirunStartsARankPerMpiContext) {
+  ::setenv("DAQFLOW_MPIRUN", "/opt/mpirun", 1);
+  ::setenv("DAQFLOW_MPIRUN_ARGS", "--x 1", 1);
+  const auto config = contexts_with_mpi({"b", "d"});
+  const std::vector<std::string> expected{
+      "/opt/mpirun", "--x",          "1",         "-np",     "1",         "/bin/daqflow",
+      "exec",        "/c.yaml",      "--context", "b",       ":",         "-np",
+      "1",           "/bin/daqflow", "exec",      "/c.yaml", "--context", "d"};
+  EXPECT_EQ(launch_command("/bin/daqflow", "/c.yaml", {"b", "d"}, config), expected);
+  // Groups without mpi start as they always did.
+  EXPECT_EQ(launch_command("/bin/daqflow", "/c.yaml", {"a"}, config),
+            exec_command("/bin/daqflow", "/c.yaml", {"a"}));
+  ::unsetenv("DAQFLOW_MPIRUN");
+  ::unsetenv("DAQFLOW_MPIRUN_ARGS");
 }
 
 }  // namespace

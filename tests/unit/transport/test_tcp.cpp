@@ -8,6 +8,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
 #include <chrono>
 #include <cstring>
@@ -348,14 +349,22 @@ TEST(ConnectBackoff, GrowsAndGivesUpAfterTenSeconds) {
 
 TEST(Registry, NamesAndUnknownTransports) {
   const auto names = transport_names();
-  ASSERT_EQ(names.size(), 2u);
+  ASSERT_GE(names.size(), 3u);
   EXPECT_EQ(names[0], "inproc");
   EXPECT_EQ(names[1], "tcp");
+  EXPECT_EQ(names[2], "shm");
+  // Every optional transport is either built or listed as not built, never both or neither.
+  for (const std::string_view optional : {"ucx", "ofi", "mpi"}) {
+    const bool built = std::find(names.begin(), names.end(), optional) != names.end();
+    const auto missing = transports_not_built();
+    const bool listed = std::find(missing.begin(), missing.end(), optional) != missing.end();
+    EXPECT_NE(built, listed) << optional;
+  }
   AddressTable addresses = table(10);
   auto unknown = make_transport("pigeon", addresses);
   ASSERT_FALSE(unknown);
   EXPECT_NE(unknown.error().message().find("'pigeon'"), std::string::npos);
-  EXPECT_NE(unknown.error().message().find("inproc, tcp"), std::string::npos);
+  EXPECT_NE(unknown.error().message().find("inproc, tcp, shm"), std::string::npos);
   addresses[1].index = 7;
   EXPECT_FALSE(make_transport("tcp", addresses)) << "table[i].index must be i";
   EXPECT_EQ(to_string(SendStatus::back_pressure), "back pressure");

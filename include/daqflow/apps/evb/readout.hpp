@@ -47,6 +47,10 @@ struct ReadoutSettings {
   std::size_t block_capacity = 256;       // blocks held at once (power of 2)
   std::uint32_t max_block_events = 32;    // largest block accepted from the EVM
   std::size_t max_message_size = 4u << 20;
+  // The RU's endpoint: chunks and descriptors come from its make_send_pool() (shared memory on
+  // shm, registered memory on ucx/ofi), so that blocks leave without a copy. nullptr (tests
+  // without a transport): ordinary pools.
+  transport::Endpoint* endpoint = nullptr;
 };
 
 // The chunk slices a block of `events` events of at most `max_super_fragment` bytes may need in

@@ -1,0 +1,79 @@
+#pragma once
+// The cluster configurations `daqflow bench` runs, generated as YAML text in the format of
+// docs/configuration.md and loaded by the same loader as `daqflow run`.
+//
+// Ports: context k (0-based, file order) gets control port base + 3k and data ports from
+// base + 3k + 1 (at most two applications per context), so a configuration of n contexts uses
+// base .. base + 3n - 1.
+
+#include <cstdint>
+#include <string>
+
+namespace daqflow::bench {
+
+// Settings every generated configuration shares.
+struct ClusterSettings {
+  std::string transport = "tcp";
+  int port_base = 11000;
+  std::string output_dir = "./run-data";  // run.output
+  std::uint32_t pipeline_depth = 8;
+  std::uint64_t max_message_size = 4u << 20;
+  std::string idle = "backoff";  // idle strategy of every application
+  std::string ucx_tls;           // "" = not set
+  std::string ofi_provider;      // "" = not set
+};
+
+// Ports a configuration of `contexts` contexts takes from the base.
+[[nodiscard]] constexpr int ports_used(int contexts) {
+  return 3 * contexts;
+}
+
+struct RoundtripShape {
+  std::uint64_t min_size = 64;
+  std::uint64_t max_size = 4u << 20;
+  std::uint64_t iterations = 1000;
+  std::uint64_t warmup = 50;
+  std::uint64_t fit_min_size = 8192;
+  std::uint64_t fit_max_size = 524288;
+};
+// Two contexts: initiator rt0, responder rt1.
+[[nodiscard]] std::string roundtrip_yaml(const ClusterSettings& cluster,
+                                         const RoundtripShape& shape);
+
+// Stream patterns: 1to1, 1toN (one source, n sinks), Nto1 (n sources, one sink), nton (seed
+// 004's two-stage pattern: n sources, each sending to all of n sinks, every application its own
+// context), nxn (seed 004's single-stage pattern: n nodes, each a source and a sink in one
+// context; every source sends to every sink, its own node's included).
+struct StreamShape {
+  std::string pattern = "1to1";
+  int n = 1;  // ignored by 1to1
+  std::uint64_t message_size = 1u << 20;
+  std::uint32_t depth = 8;
+  std::string verify = "ends";
+  int sample_interval_ms = 200;
+};
+[[nodiscard]] bool known_pattern(const std::string& pattern);
+// How many sources and sinks a pattern has for n.
+[[nodiscard]] int stream_senders(const std::string& pattern, int n);
+[[nodiscard]] int stream_receivers(const std::string& pattern, int n);
+[[nodiscard]] int stream_contexts(const std::string& pattern, int n);
+[[nodiscard]] std::string stream_yaml(const ClusterSettings& cluster, const StreamShape& shape);
+
+// The event builder: `rus` readouts (the EVM counts as the first) and `bus` BUs, each its own
+// context; or, with rubu, `rus` nodes each hosting a readout (node 0: the EVM) and a BU. BUs
+// discard the events they build; FED fragments are lognormal with sd = mean / 2.
+struct EvbShape {
+  int rus = 3;
+  int bus = 2;
+  bool rubu = false;
+  int feds_per_ru = 8;
+  std::uint64_t fragment_mean = 2048;
+  std::uint32_t events_per_request = 32;
+};
+[[nodiscard]] int evb_contexts(const EvbShape& shape);
+// The largest fragment the emulator draws for a mean, and the message size a block needs.
+[[nodiscard]] std::uint64_t evb_fragment_max(std::uint64_t mean);
+[[nodiscard]] std::uint64_t evb_max_message_size(const EvbShape& shape);
+[[nodiscard]] std::string evb_yaml(const ClusterSettings& cluster, const EvbShape& shape);
+
+}  // namespace daqflow::bench

@@ -1,0 +1,96 @@
+#pragma once
+// The runners behind `daqflow bench roundtrip|stream|evb|compare|memcpy` (docs/benchmarks.md).
+// Each generates the cluster configurations of its points, runs them one after the other with
+// control::run_cluster (as `daqflow run` does: real executives, real transports), reads the
+// summaries and returns the figure set and its plot. A point that fails ends the bench with an
+// error naming the point and where its logs are.
+
+#include <atomic>
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "daqflow/bench/configs.hpp"
+#include "daqflow/bench/plot.hpp"
+#include "daqflow/bench/progress.hpp"
+#include "daqflow/bench/result_set.hpp"
+#include "daqflow/core/result.hpp"
+
+namespace daqflow::bench {
+
+// Where a bench runs and reports.
+struct BenchEnv {
+  std::string out_dir = "bench-results";   // result files; generated configs and logs in runs/
+  std::string self;                        // the daqflow executable the contexts run
+  const std::atomic<int>* stop = nullptr;  // counted stop requests (signals); may be null
+  Progress* progress = nullptr;            // may be null: nothing shown
+};
+
+struct BenchOutput {
+  ResultSet result;
+  Plot plot;
+};
+
+// Checks that the transport is built into this binary; the error lists the built ones.
+[[nodiscard]] Result<void> check_transport(const std::string& name);
+
+struct RoundtripOptions {
+  ClusterSettings cluster;  // idle "spin" by default for the round trip (set by the CLI)
+  RoundtripShape shape;
+  double timeout_s = 600;  // the sweep must finish within this
+};
+[[nodiscard]] std::string command_line(const RoundtripOptions& options);
+[[nodiscard]] Result<BenchOutput> run_roundtrip(const RoundtripOptions& options, BenchEnv& env);
+
+struct StreamOptions {
+  ClusterSettings cluster;
+  std::string pattern = "1to1";
+  std::vector<std::uint64_t> sizes{1u << 20};
+  std::vector<std::uint64_t> depths{8};
+  std::vector<std::uint64_t> ns{2};  // ignored by 1to1
+  double duration_s = 5;
+  int sample_interval_ms = 200;
+  std::string verify = "ends";
+};
+[[nodiscard]] std::string command_line(const StreamOptions& options);
+// "stream-<pattern>-<transport>-<swept>": the swept dimensions (size, depth, n) joined by '-',
+// or the message size when nothing is swept.
+[[nodiscard]] std::string stream_stem(const StreamOptions& options);
+[[nodiscard]] Result<BenchOutput> run_stream(const StreamOptions& options, BenchEnv& env);
+
+struct EvbOptions {
+  ClusterSettings cluster;
+  std::vector<std::pair<int, int>> topologies{{3, 2}};  // (RUs incl. the EVM, BUs)
+  std::vector<int> rubu;                                // nodes of single-stage builders
+  std::vector<std::uint64_t> fragment_sizes{2048};
+  int feds_per_ru = 8;
+  std::uint32_t events_per_request = 32;
+  double duration_s = 5;
+};
+[[nodiscard]] std::string command_line(const EvbOptions& options);
+[[nodiscard]] std::string evb_stem(const EvbOptions& options);
+[[nodiscard]] Result<BenchOutput> run_evb(const EvbOptions& options, BenchEnv& env);
+
+struct MemcpyOptions {
+  std::vector<std::uint64_t> sizes{1u << 20};
+  double seconds = 1;
+};
+[[nodiscard]] std::string command_line(const MemcpyOptions& options);
+[[nodiscard]] Result<BenchOutput> run_memcpy(const MemcpyOptions& options, BenchEnv& env);
+
+struct CompareOptions {
+  ClusterSettings cluster;
+  std::string kind = "stream";       // stream | latency | memcpy
+  std::uint64_t size = 0;            // 0: 1 MiB for stream and memcpy, 64 B for latency
+  double duration_s = 5;             // per measurement (stream, memcpy, the reference tools)
+  std::uint64_t iterations = 20000;  // latency: timed round trips
+  int reference_port = 11900;        // reference tools listen here
+};
+[[nodiscard]] std::string command_line(const CompareOptions& options);
+[[nodiscard]] std::string compare_stem(const CompareOptions& options);
+// Runs the reference, then the daqflow figure (whose own result files are written into the out
+// folder too), then the reference again.
+[[nodiscard]] Result<BenchOutput> run_compare(const CompareOptions& options, BenchEnv& env);
+
+}  // namespace daqflow::bench

@@ -1,0 +1,179 @@
+// daqflow bench compare: a daqflow figure between two runs of its reference tool (DESIGN.md
+// §10), as a ratio.
+#include <fmt/format.h>
+
+#include <filesystem>
+
+#include "daqflow/bench/references.hpp"
+#include "daqflow/bench/runners.hpp"
+
+namespace daqflow::bench {
+
+namespace {
+
+std::uint64_t compare_size(const CompareOptions& o) {
+  if (o.size != 0) return o.size;
+  return o.kind == "latency" ? 64 : 1u << 20;
+}
+
+// The port of each tool inside the reference range (iperf3 11900, sockperf 11901, ...).
+int tool_port(const CompareOptions& o, const std::string& tool) {
+  if (tool == "sockperf") return o.reference_port + 1;
+  if (tool == "ucx_perftest") return o.reference_port + 2;
+  if (tool == "fabtests") return o.reference_port + 3;
+  return o.reference_port;
+}
+
+struct DaqflowFigure {
+  double value = 0;
+  std::string stem;
+  std::string command;
+};
+
+Result<DaqflowFigure> daqflow_figure(const CompareOptions& o, const std::string& statistic,
+                                     BenchEnv& env) {
+  const std::uint64_t size = compare_size(o);
+  BenchOutput sub;
+  double value = 0;
+  if (o.kind == "latency") {
+    RoundtripOptions rt;
+    rt.cluster = o.cluster;
+    rt.shape.min_size = size;
+    rt.shape.max_size = size;
+    rt.shape.iterations = o.iterations;
+    rt.shape.warmup = std::max<std::uint64_t>(100, o.iterations / 10);
+    auto out = run_roundtrip(rt, env);
+    if (!out) return out.error();
+    sub = std::move(*out);
+    const auto& row = sub.result.rows.at(0);  // message_size, rtt_min_us, rtt_median_us, ...
+    value = row.at(statistic == "median" ? 2 : 1).get<double>();
+  } else {
+    StreamOptions st;
+    st.cluster = o.cluster;
+    st.pattern = "1to1";
+    st.sizes = {size};
+    st.depths = {o.cluster.pipeline_depth};
+    st.duration_s = o.duration_s;
+    auto out = run_stream(st, env);
+    if (!out) return out.error();
+    sub = std::move(*out);
+    value = sub.result.summary.at("mb_s_total_mean").get<double>();
+  }
+  auto written = write_result_files(env.out_dir, sub.result, sub.plot);
+  if (!written) return written.error();
+  return DaqflowFigure{value, sub.result.stem, sub.result.command};
+}
+
+}  // namespace
+
+std::string compare_stem(const CompareOptions& o) {
+  return fmt::format("compare-{}-{}-{}", o.kind, o.cluster.transport, compare_size(o));
+}
+
+std::string command_line(const CompareOptions& o) {
+  std::string cmd = fmt::format(
+      "daqflow bench compare --transport {} --kind {} --size {} --duration {:g} --depth {} "
+      "--idle {} --port-base {} --reference-port {}",
+      o.cluster.transport, o.kind, compare_size(o), o.duration_s, o.cluster.pipeline_depth,
+      o.cluster.idle, o.cluster.port_base, o.reference_port);
+  if (o.kind == "latency") cmd += fmt::format(" --iterations {}", o.iterations);
+  if (!o.cluster.ucx_tls.empty()) cmd += " --ucx-tls " + o.cluster.ucx_tls;
+  if (!o.cluster.ofi_provider.empty()) cmd += " --ofi-provider '" + o.cluster.ofi_provider + "'";
+  return cmd;
+}
+
+Result<BenchOutput> run_compare(const CompareOptions& o, BenchEnv& env) {
+  if (auto ok = check_transport(o.cluster.transport); !ok) return ok.error();
+  auto tool = reference_tool(o.cluster.transport, o.kind);
+  if (!tool) return tool.error();
+  const std::uint64_t size = compare_size(o);
+  const bool latency = o.kind == "latency";
+
+  ReferenceSpec spec;
+  spec.transport = o.cluster.transport;
+  spec.kind = o.kind;
+  spec.size = size;
+  spec.duration_s = o.duration_s;
+  spec.port = tool_port(o, *tool);
+  spec.ucx_tls = o.cluster.ucx_tls;
+  spec.ofi_provider = o.cluster.ofi_provider;
+  spec.bin_dir = std::filesystem::path(env.self).parent_path().string();
+  spec.log_dir = (std::filesystem::path(env.out_dir) / "runs" / compare_stem(o)).string();
+
+  const auto reference = [&](const char* when) -> Result<ReferenceResult> {
+    if (env.progress != nullptr) {
+      env.progress->line(fmt::format("reference {} ({}), {} B", *tool, when, size));
+    }
+    auto r = run_reference(spec);
+    if (!r) return r.error().context(fmt::format("reference {} ({})", *tool, when));
+    if (env.progress != nullptr) {
+      env.progress->line(fmt::format("reference {} ({}): {:.2f} {}", r->tool, when, r->value,
+                                     latency ? "us" : "MB/s"));
+    }
+    return r;
+  };
+
+  auto before = reference("before");
+  if (!before) return before.error();
+  const std::string statistic = latency ? before->statistic : "";
+  auto mine = daqflow_figure(o, statistic, env);
+  if (!mine) return mine.error().context("daqflow figure");
+  auto after = reference("after");
+  if (!after) return after.error();
+
+  const double ref = (before->value + after->value) / 2;
+  const double ratio =
+      latency ? (mine->value > 0 ? ref / mine->value : 0) : (ref > 0 ? mine->value / ref : 0);
+  BenchOutput out;
+  ResultSet& r = out.result;
+  r.bench = "compare";
+  r.stem = compare_stem(o);
+  r.transport = o.cluster.transport;
+  r.command = command_line(o);
+  r.params = {{"transport", o.cluster.transport},
+              {"kind", o.kind},
+              {"size", size},
+              {"duration_s", o.duration_s},
+              {"depth", o.cluster.pipeline_depth},
+              {"idle", o.cluster.idle},
+              {"reference_port", spec.port}};
+  if (latency) r.params["iterations"] = o.iterations;
+  if (!o.cluster.ucx_tls.empty()) r.params["ucx_tls"] = o.cluster.ucx_tls;
+  if (!o.cluster.ofi_provider.empty()) r.params["ofi_provider"] = o.cluster.ofi_provider;
+  r.columns = {"measurement", "value"};
+  add_row(r, {"reference_before", before->value});
+  add_row(r, {"daqflow", mine->value});
+  add_row(r, {"reference_after", after->value});
+
+  nlohmann::json reference_json = {{"tool", before->tool},
+                                   {"command", before->command},
+                                   {"before", before->value},
+                                   {"after", after->value},
+                                   {"value", ref}};
+  for (const auto& [key, v] : before->details) reference_json["before_" + key] = v;
+  for (const auto& [key, v] : after->details) reference_json["after_" + key] = v;
+  r.summary = {
+      {"kind", o.kind},
+      {"size", size},
+      {"unit", latency ? "us" : "MB/s"},
+      {"better", latency ? "lower" : "higher"},
+      {"daqflow", {{"value", mine->value}, {"stem", mine->stem}, {"command", mine->command}}},
+      {"reference", reference_json},
+      {"ratio", ratio}};
+  if (latency) {
+    r.summary["statistic"] = statistic;  // which RTT statistic both sides give (min or median)
+    r.summary["daqflow_over_reference"] = ref > 0 ? mine->value / ref : 0;
+  }
+
+  out.plot.title =
+      fmt::format("daqflow {} over {} against {}, {} B", o.kind, r.transport, before->tool, size);
+  out.plot.x_label = "measurement: 1 reference before, 2 daqflow, 3 reference after";
+  out.plot.y_label =
+      latency ? fmt::format("{} round-trip time (us)", statistic) : std::string("bandwidth (MB/s)");
+  out.plot.series = {
+      Series{before->tool, {{1, before->value}, {3, after->value}}, Series::Style::points},
+      Series{"daqflow", {{2, mine->value}}, Series::Style::points}};
+  return out;
+}
+
+}  // namespace daqflow::bench

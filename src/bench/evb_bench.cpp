@@ -1,0 +1,169 @@
+// daqflow bench evb: the event builder over its topologies (N RU x M BU, RUBU) and fragment
+// sizes, BUs discarding; event rate, throughput and the per-event cost as the builder grows.
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "cluster_run.hpp"
+#include "daqflow/bench/runners.hpp"
+#include "daqflow/bench/sweep.hpp"
+
+namespace daqflow::bench {
+
+namespace {
+
+std::vector<EvbShape> shapes(const EvbOptions& o) {
+  std::vector<EvbShape> out;
+  for (const auto size : o.fragment_sizes) {
+    for (const auto& [rus, bus] : o.topologies) {
+      EvbShape s;
+      s.rus = rus;
+      s.bus = bus;
+      s.fragment_mean = size;
+      out.push_back(s);
+    }
+    for (const int nodes : o.rubu) {
+      EvbShape s;
+      s.rus = nodes;
+      s.bus = nodes;
+      s.rubu = true;
+      s.fragment_mean = size;
+      out.push_back(s);
+    }
+  }
+  for (auto& s : out) {
+    s.feds_per_ru = o.feds_per_ru;
+    s.events_per_request = o.events_per_request;
+  }
+  return out;
+}
+
+std::string topology_name(const EvbShape& s) {
+  return s.rubu ? fmt::format("rubu{}", s.rus) : fmt::format("{}x{}", s.rus, s.bus);
+}
+
+std::string topologies_text(const EvbOptions& o) {
+  std::vector<std::string> t;
+  for (const auto& [rus, bus] : o.topologies) t.push_back(fmt::format("{}x{}", rus, bus));
+  return fmt::format("{}", fmt::join(t, ","));
+}
+
+}  // namespace
+
+std::string evb_stem(const EvbOptions& o) {
+  const std::size_t configs = o.topologies.size() + o.rubu.size();
+  std::string which;
+  if (configs == 1) {
+    which = o.topologies.empty()
+                ? fmt::format("rubu{}", o.rubu.front())
+                : fmt::format("{}x{}", o.topologies.front().first, o.topologies.front().second);
+  } else {
+    which = "scaling";
+  }
+  return fmt::format("evb-{}-{}", which, o.cluster.transport);
+}
+
+std::string command_line(const EvbOptions& o) {
+  std::string cmd = fmt::format("daqflow bench evb --transport {}", o.cluster.transport);
+  if (!o.topologies.empty()) cmd += " --topologies " + topologies_text(o);
+  if (!o.rubu.empty()) cmd += fmt::format(" --rubu {}", fmt::join(o.rubu, ","));
+  cmd += fmt::format(
+      " --fragment-sizes {} --feds {} --events-per-request {} --duration {:g} --idle {} "
+      "--port-base {}",
+      format_sweep(o.fragment_sizes), o.feds_per_ru, o.events_per_request, o.duration_s,
+      o.cluster.idle, o.cluster.port_base);
+  if (!o.cluster.ucx_tls.empty()) cmd += " --ucx-tls " + o.cluster.ucx_tls;
+  if (!o.cluster.ofi_provider.empty()) cmd += " --ofi-provider '" + o.cluster.ofi_provider + "'";
+  return cmd;
+}
+
+Result<BenchOutput> run_evb(const EvbOptions& o, BenchEnv& env) {
+  if (auto ok = check_transport(o.cluster.transport); !ok) return ok.error();
+  const auto all = shapes(o);
+  if (all.empty()) return Error("evb: no topology (give --topologies and/or --rubu)");
+  for (const auto& s : all) {
+    if (s.rus < 1 || s.bus < 1) {
+      return Error("evb: topology " + topology_name(s) + " needs at least one RU and one BU");
+    }
+  }
+
+  BenchOutput out;
+  ResultSet& r = out.result;
+  r.bench = "evb";
+  r.stem = evb_stem(o);
+  r.transport = o.cluster.transport;
+  r.command = command_line(o);
+  std::vector<std::string> topo;
+  for (const auto& [rus, bus] : o.topologies) topo.push_back(fmt::format("{}x{}", rus, bus));
+  r.params = {{"transport", o.cluster.transport},
+              {"topologies", topo},
+              {"rubu", o.rubu},
+              {"fragment_sizes", o.fragment_sizes},
+              {"fragment_dist", "lognormal, sd = mean / 2"},
+              {"feds_per_ru", o.feds_per_ru},
+              {"events_per_request", o.events_per_request},
+              {"duration_s", o.duration_s},
+              {"output", "discard"},
+              {"idle", o.cluster.idle},
+              {"port_base", o.cluster.port_base}};
+  r.columns = {"rus",           "bus",          "rubu", "feds_per_ru",
+               "fragment_mean", "events_per_s", "mb_s", "us_per_event"};
+
+  std::vector<std::pair<std::string, Series>> series;
+  for (std::size_t i = 0; i < all.size(); ++i) {
+    const EvbShape& s = all[i];
+    const std::string what = fmt::format("evb {} {} fragments {} B", topology_name(s),
+                                         o.cluster.transport, s.fragment_mean);
+    if (env.progress != nullptr) {
+      env.progress->begin(static_cast<int>(i + 1), static_cast<int>(all.size()), what);
+    }
+    const std::string name = fmt::format("{}-{}", r.stem, i);
+    ClusterSettings cluster = o.cluster;
+    cluster.output_dir = point_dir(env, name);
+    cluster.max_message_size = evb_max_message_size(s);
+    auto summary = run_point(evb_yaml(cluster, s), name, o.duration_s, env);
+    if (!summary) return summary.error().context(what);
+    const nlohmann::json& run = summary->results;
+    double rate = number(run, "event_rate_hz");
+    double mb_s = number(run, "throughput_mb_s");
+    const auto& evm = app_results(*summary, "evm0");
+    const double built = number(evm, "events_built") + number(evm, "events_incomplete");
+    const double seconds = number(evm, "seconds");
+    if (rate <= 0 && built > 0 && seconds > 0) {
+      // Blocks so large that none completed inside the sampled intervals: the average over the
+      // whole run is the only figure there is.
+      rate = built / seconds;
+      mb_s = number(evm, "bytes_built") / 1e6 / seconds;
+      if (env.progress != nullptr) {
+        env.progress->line(what +
+                           ": too few events for sampling; figures averaged over the run "
+                           "(raise --duration)");
+      }
+    }
+    if (rate <= 0) return Error(what + ": no event was built (see " + point_dir(env, name) + ")");
+    const double us = 1e6 / rate;
+    add_row(r, {s.rus, s.bus, s.rubu ? 1 : 0, s.feds_per_ru, s.fragment_mean, rate, mb_s, us});
+    if (i == 0) r.summary = {{"events_per_s", rate}, {"mb_s", mb_s}, {"us_per_event", us}};
+    if (env.progress != nullptr) {
+      env.progress->line(
+          fmt::format("{}: {:.0f} events/s, {:.1f} MB/s, {:.2f} us/event", what, rate, mb_s, us));
+    }
+    const std::string key =
+        fmt::format("{}{} B fragments", s.rubu ? "RUBU, " : "", s.fragment_mean);
+    auto it =
+        std::find_if(series.begin(), series.end(), [&](const auto& e) { return e.first == key; });
+    if (it == series.end()) {
+      series.emplace_back(key, Series{key, {}, Series::Style::points_and_line});
+      it = series.end() - 1;
+    }
+    it->second.points.emplace_back(static_cast<double>(s.rubu ? s.rus : s.rus + s.bus), us);
+  }
+
+  out.plot.title = fmt::format("Event builder over {}: cost per event", o.cluster.transport);
+  out.plot.x_label = "nodes (RUs + BUs; RUBU: nodes)";
+  out.plot.y_label = "time per built event (us)";
+  for (auto& [key, s] : series) out.plot.series.push_back(std::move(s));
+  return out;
+}
+
+}  // namespace daqflow::bench

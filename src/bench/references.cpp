@@ -1,0 +1,344 @@
+// Running the reference tools of `daqflow bench compare` as child processes on 127.0.0.1.
+#include "daqflow/bench/references.hpp"
+
+#include <fmt/format.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include "daqflow/control/process.hpp"
+#include "ports.hpp"
+
+namespace daqflow::bench {
+
+namespace {
+
+using namespace std::chrono_literals;
+
+struct Tool {
+  const char* program;
+  const char* package;
+};
+
+std::string find_program(const std::string& name) {
+  if (name.find('/') != std::string::npos) return ::access(name.c_str(), X_OK) == 0 ? name : "";
+  const char* path = std::getenv("PATH");
+  std::stringstream dirs(path != nullptr ? path : "/usr/bin:/bin");
+  std::string dir;
+  while (std::getline(dirs, dir, ':')) {
+    const auto candidate = std::filesystem::path(dir.empty() ? "." : dir) / name;
+    if (::access(candidate.c_str(), X_OK) == 0) return candidate.string();
+  }
+  return {};
+}
+
+Result<std::string> require(const Tool& tool) {
+  auto path = find_program(tool.program);
+  if (path.empty()) {
+    return Error(
+        fmt::format("the reference tool {} is not installed (Debian package {}: "
+                    "apt-get install {})",
+                    tool.program, tool.package, tool.package));
+  }
+  return path;
+}
+
+std::string read_file(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+std::string join(const std::vector<std::string>& argv) {
+  std::string out;
+  for (const auto& a : argv) {
+    const bool quote = a.find_first_of(" ;'\"") != std::string::npos;
+    out += (out.empty() ? "" : " ") + (quote ? "'" + a + "'" : a);
+  }
+  return out;
+}
+
+// A server child that is ended (SIGTERM, then SIGKILL) when this goes out of scope. start()
+// returns once it listens on TCP port `port` (< 0: after a short pause).
+class Server {
+ public:
+  static Result<Server> start(const std::vector<std::string>& argv, const std::string& log,
+                              int port) {
+    auto child = control::ChildProcess::spawn(argv, log);
+    if (!child) return child.error();
+    Server s(std::move(*child));
+    const auto deadline = std::chrono::steady_clock::now() + 10s;
+    if (port < 0) {
+      // Nothing to watch: give it time to set up, and make sure it did not die doing so.
+      std::this_thread::sleep_for(500ms);
+      if (auto ended = s.child_.poll()) {
+        return Error(fmt::format("{} ended ({}): {}", argv.front(), ended->str(),
+                                 control::tail_of_file(log, 5)));
+      }
+      return s;
+    }
+    while (!tcp_port_listening(port)) {
+      if (auto ended = s.child_.poll()) {
+        return Error(fmt::format("{} ended ({}) before listening on port {}: {}", argv.front(),
+                                 ended->str(), port, control::tail_of_file(log, 5)));
+      }
+      if (std::chrono::steady_clock::now() > deadline) {
+        return Error(fmt::format("{} does not listen on port {} after 10 s (log {})", argv.front(),
+                                 port, log));
+      }
+      std::this_thread::sleep_for(20ms);
+    }
+    return s;
+  }
+  Server(Server&&) noexcept = default;
+  Server& operator=(Server&&) noexcept = default;
+  ~Server() {
+    if (child_.pid() <= 0 || child_.exit_status()) return;
+    if (child_.poll()) return;
+    child_.signal(SIGTERM);
+    if (!child_.wait_for(3000ms)) child_.kill_and_reap();
+  }
+
+ private:
+  explicit Server(control::ChildProcess c) : child_(std::move(c)) {}
+  control::ChildProcess child_;
+};
+
+// Runs a client to its end (at most timeout) and returns what it printed.
+Result<std::string> run_client(const std::vector<std::string>& argv, const std::string& log,
+                               std::chrono::milliseconds timeout) {
+  std::error_code ec;
+  std::filesystem::remove(log, ec);
+  auto child = control::ChildProcess::spawn(argv, log);
+  if (!child) return child.error();
+  const auto status = child->wait_for(timeout);
+  if (!status) {
+    child->kill_and_reap();
+    return Error(fmt::format("{} did not finish within {} s (log {})", join(argv),
+                             timeout.count() / 1000, log));
+  }
+  if (!status->clean()) {
+    return Error(
+        fmt::format("{} {}: {}", join(argv), status->str(), control::tail_of_file(log, 8)));
+  }
+  return read_file(log);
+}
+
+std::vector<std::string> with_env(const std::string& assignment, std::vector<std::string> argv) {
+  if (assignment.empty()) return argv;
+  argv.insert(argv.begin(), {"/usr/bin/env", assignment});
+  return argv;
+}
+
+std::string log_path(const ReferenceSpec& spec, const std::string& name) {
+  std::error_code ec;
+  std::filesystem::create_directories(spec.log_dir, ec);
+  return (std::filesystem::path(spec.log_dir) / name).string();
+}
+
+std::chrono::milliseconds client_timeout(const ReferenceSpec& spec) {
+  return std::chrono::milliseconds(static_cast<long>(spec.duration_s * 1000 * 4) + 60000);
+}
+
+Result<ReferenceResult> iperf3(const ReferenceSpec& spec) {
+  auto path = require({"iperf3", "iperf3"});
+  if (!path) return path.error();
+  const auto port = std::to_string(spec.port);
+  auto server = Server::start({*path, "-s", "-B", "127.0.0.1", "-p", port},
+                              log_path(spec, "iperf3-server.log"), spec.port);
+  if (!server) return server.error();
+  const auto seconds = std::to_string(std::max(1L, std::lround(spec.duration_s)));
+  const std::vector<std::string> client = {
+      *path, "-c", "127.0.0.1", "-p", port, "-l", std::to_string(spec.size), "-t", seconds, "-J"};
+  auto text = run_client(client, log_path(spec, "iperf3-client.json"), client_timeout(spec));
+  if (!text) return text.error();
+  auto mb_s = parse_iperf3_json(*text);
+  if (!mb_s) return mb_s.error().context("iperf3");
+  return ReferenceResult{"iperf3", join(client), *mb_s, "", {}};
+}
+
+Result<ReferenceResult> sockperf(const ReferenceSpec& spec) {
+  auto path = require({"sockperf", "sockperf"});
+  if (!path) return path.error();
+  const auto port = std::to_string(spec.port);
+  auto server = Server::start({*path, "server", "--tcp", "-i", "127.0.0.1", "-p", port},
+                              log_path(spec, "sockperf-server.log"), spec.port);
+  if (!server) return server.error();
+  const auto seconds = std::to_string(std::max(1L, std::lround(spec.duration_s)));
+  const std::vector<std::string> client = {
+      *path, "ping-pong", "--tcp", "-i", "127.0.0.1", "-p", port, "-m", std::to_string(spec.size),
+      "-t",  seconds};
+  auto text = run_client(client, log_path(spec, "sockperf-client.log"), client_timeout(spec));
+  if (!text) return text.error();
+  auto lat = parse_sockperf(*text);
+  if (!lat) return lat.error().context("sockperf");
+  // sockperf prints one-way latencies (half the round trip); daqflow measures round trips.
+  return ReferenceResult{"sockperf",
+                         join(client),
+                         2 * lat->min_us,
+                         "min",
+                         {{"rtt_median_us", 2 * lat->median_us}, {"rtt_avg_us", 2 * lat->avg_us}}};
+}
+
+Result<ReferenceResult> ucx_perftest(const ReferenceSpec& spec) {
+  auto path = require({"ucx_perftest", "ucx-utils"});
+  if (!path) return path.error();
+  const auto port = std::to_string(spec.port);
+  const std::string tls = spec.ucx_tls.empty() ? "" : "UCX_TLS=" + spec.ucx_tls;
+  auto server = Server::start(with_env(tls, {*path, "-p", port}),
+                              log_path(spec, "ucx_perftest-server.log"), spec.port);
+  if (!server) return server.error();
+  const bool bw = spec.kind != "latency";
+  // About duration_s at the expected rates: GB/s for bandwidth; for latency a conservative
+  // 1 ms per round trip (UCX over tcp on a loaded machine), as a median needs few.
+  const double iters =
+      bw ? spec.duration_s * 2e9 / static_cast<double>(std::max<std::uint64_t>(spec.size, 1))
+         : spec.duration_s * 1e3;
+  const auto n = std::to_string(std::clamp<long>(std::lround(iters), 100, 10000000));
+  const auto client =
+      with_env(tls, {*path, "127.0.0.1", "-p", port, "-t", bw ? "tag_bw" : "tag_lat", "-s",
+                     std::to_string(spec.size), "-n", n});
+  auto text = run_client(client, log_path(spec, "ucx_perftest-client.log"), client_timeout(spec));
+  if (!text) return text.error();
+  auto perf = parse_ucx_perftest(*text);
+  if (!perf) return perf.error().context("ucx_perftest");
+  if (bw) return ReferenceResult{"ucx_perftest", join(client), perf->bandwidth_mb_s, "", {}};
+  // tag_lat reports half the round trip; its percentile is the closest to a median it prints.
+  return ReferenceResult{"ucx_perftest",
+                         join(client),
+                         2 * perf->latency_typical_us,
+                         "median",
+                         {{"rtt_avg_us", 2 * perf->latency_avg_us}}};
+}
+
+Result<ReferenceResult> fabtests(const ReferenceSpec& spec) {
+  const std::string provider = spec.ofi_provider.empty() ? "tcp;ofi_rxm" : spec.ofi_provider;
+  const std::string own = (std::filesystem::path(spec.bin_dir) / "fi_bw").string();
+  if (spec.kind != "latency" && ::access(own.c_str(), X_OK) == 0) {
+    // daqflow's raw-libfabric bandwidth program (bench/reference/fi_bw.cpp): a window of 64
+    // tagged sends at a time, as fabtests' bandwidth tests do.
+    const auto iters = std::to_string(std::clamp<long>(
+        std::lround(spec.duration_s * 2e9 / static_cast<double>(spec.size)), 100, 10000000));
+    const std::vector<std::string> common = {
+        "-p", provider, "-S", std::to_string(spec.size), "-W", "64",
+        "-n", iters,    "-P", std::to_string(spec.port)};
+    std::vector<std::string> server_argv = {own, "-s"};
+    server_argv.insert(server_argv.end(), common.begin(), common.end());
+    // tcp-based providers listen on the port; shm has nothing to wait for but the process.
+    auto server = Server::start(server_argv, log_path(spec, "fi_bw-server.log"),
+                                provider == "shm" ? -1 : spec.port);
+    if (!server) return server.error();
+    std::vector<std::string> client = {own};
+    client.insert(client.end(), common.begin(), common.end());
+    auto text = run_client(client, log_path(spec, "fi_bw-client.log"), client_timeout(spec));
+    if (!text) return text.error();
+    auto mb_s = parse_json_number(*text, "mb_s");
+    if (!mb_s) return mb_s.error().context("fi_bw");
+    return ReferenceResult{"fi_bw", join(client), *mb_s, "", {}};
+  }
+  auto path = require({"fi_pingpong", "libfabric-bin"});
+  if (!path) return path.error();
+  const auto port = std::to_string(spec.port);
+  const bool bw = spec.kind != "latency";
+  const double iters =
+      bw ? spec.duration_s * 2e8 / static_cast<double>(std::max<std::uint64_t>(spec.size, 1))
+         : spec.duration_s * 200;  // rxm over tcp takes ~1 ms per transfer here
+  const auto n = std::to_string(std::clamp<long>(std::lround(iters), 10, 10000000));
+  const std::vector<std::string> common = {
+      "-p", provider, "-e", "rdm", "-S", std::to_string(spec.size), "-I", n};
+  std::vector<std::string> server_argv = {*path, "-B", port};
+  server_argv.insert(server_argv.end(), common.begin(), common.end());
+  auto server = Server::start(server_argv, log_path(spec, "fi_pingpong-server.log"), spec.port);
+  if (!server) return server.error();
+  std::vector<std::string> client = {*path, "-P", port};
+  client.insert(client.end(), common.begin(), common.end());
+  client.emplace_back("127.0.0.1");
+  auto text = run_client(client, log_path(spec, "fi_pingpong-client.log"), client_timeout(spec));
+  if (!text) return text.error();
+  auto pp = parse_fi_pingpong(*text);
+  if (!pp) return pp.error().context("fi_pingpong");
+  if (bw) return ReferenceResult{"fi_pingpong", join(client), pp->mb_s, "", {}};
+  return ReferenceResult{"fi_pingpong", join(client), 2 * pp->usec_per_xfer, "median", {}};
+}
+
+Result<ReferenceResult> mpi_bw(const ReferenceSpec& spec) {
+  auto mpirun = require({"mpirun", "openmpi-bin"});
+  if (!mpirun) return mpirun.error();
+  const std::string program = (std::filesystem::path(spec.bin_dir) / "mpi_bw").string();
+  if (::access(program.c_str(), X_OK) != 0) {
+    return Error("the MPI reference " + program +
+                 " is not built (bench/reference/mpi_bw.cpp, target mpi_bw)");
+  }
+  const std::vector<std::string> cmd = {*mpirun,
+                                        "--allow-run-as-root",
+                                        "--oversubscribe",
+                                        "--mca",
+                                        "btl",
+                                        "self,vader,tcp",
+                                        "--mca",
+                                        "btl_tcp_if_include",
+                                        "lo",
+                                        "-np",
+                                        "2",
+                                        program,
+                                        "--size",
+                                        std::to_string(spec.size)};
+  auto text = run_client(cmd, log_path(spec, "mpi_bw.log"), client_timeout(spec));
+  if (!text) return text.error();
+  auto mb_s = parse_bandwidth_table(*text, spec.size);
+  if (!mb_s) return mb_s.error().context("mpi_bw");
+  return ReferenceResult{"mpi_bw", join(cmd), *mb_s, "", {}};
+}
+
+}  // namespace
+
+Result<std::string> reference_tool(const std::string& transport, const std::string& kind) {
+  if (kind == "memcpy") return std::string("memcpy");
+  if (kind == "stream") {
+    if (transport == "tcp") return std::string("iperf3");
+    if (transport == "ucx") return std::string("ucx_perftest");
+    if (transport == "ofi") return std::string("fabtests");
+    if (transport == "mpi") return std::string("mpi_bw");
+    if (transport == "inproc" || transport == "shm") return std::string("memcpy");
+  }
+  if (kind == "latency") {
+    if (transport == "tcp") return std::string("sockperf");
+    if (transport == "ucx") return std::string("ucx_perftest");
+    if (transport == "ofi") return std::string("fabtests");
+  }
+  if (kind != "stream" && kind != "latency") {
+    return Error("unknown compare kind '" + kind + "' (expected stream, latency or memcpy)");
+  }
+  return Error("no " + kind + " reference for transport '" + transport +
+               "' (stream: tcp iperf3, ucx ucx_perftest, ofi fabtests, mpi mpi_bw, inproc and "
+               "shm memcpy; latency: tcp sockperf, ucx ucx_perftest, ofi fi_pingpong)");
+}
+
+Result<ReferenceResult> run_reference(const ReferenceSpec& spec) {
+  auto tool = reference_tool(spec.transport, spec.kind);
+  if (!tool) return tool.error();
+  if (*tool == "memcpy") {
+    return ReferenceResult{
+        "memcpy",
+        fmt::format("built-in memcpy of {} B blocks for {:g} s", spec.size, spec.duration_s),
+        measure_memcpy_mb_s(spec.size, spec.duration_s),
+        "",
+        {}};
+  }
+  if (*tool == "iperf3") return iperf3(spec);
+  if (*tool == "sockperf") return sockperf(spec);
+  if (*tool == "ucx_perftest") return ucx_perftest(spec);
+  if (*tool == "fabtests") return fabtests(spec);
+  return mpi_bw(spec);
+}
+
+}  // namespace daqflow::bench

@@ -1,0 +1,131 @@
+// daqflow bench roundtrip: one sweep of the roundtrip application pair (seed 000), its per-size
+// round-trip times and the fit tau(P) = c*P + tau0.
+#include <fmt/format.h>
+
+#include <cmath>
+
+#include "cluster_run.hpp"
+#include "daqflow/bench/runners.hpp"
+
+namespace daqflow::bench {
+
+std::string command_line(const RoundtripOptions& o) {
+  const auto& s = o.shape;
+  std::string cmd = fmt::format(
+      "daqflow bench roundtrip --transport {} --sizes {}..{} --iterations {} --warmup {} "
+      "--fit {}..{} --idle {} --port-base {}",
+      o.cluster.transport, s.min_size, s.max_size, s.iterations, s.warmup, s.fit_min_size,
+      s.fit_max_size, o.cluster.idle, o.cluster.port_base);
+  if (!o.cluster.ucx_tls.empty()) cmd += " --ucx-tls " + o.cluster.ucx_tls;
+  if (!o.cluster.ofi_provider.empty()) cmd += " --ofi-provider '" + o.cluster.ofi_provider + "'";
+  return cmd;
+}
+
+Result<BenchOutput> run_roundtrip(const RoundtripOptions& o, BenchEnv& env) {
+  if (auto ok = check_transport(o.cluster.transport); !ok) return ok.error();
+  // A single size (compare --kind latency) is a different figure set from the sweep.
+  const std::string stem =
+      o.shape.min_size == o.shape.max_size
+          ? fmt::format("roundtrip-{}-{}", o.cluster.transport, o.shape.max_size)
+          : "roundtrip-" + o.cluster.transport;
+  ClusterSettings cluster = o.cluster;
+  cluster.output_dir = point_dir(env, stem);
+  cluster.max_message_size = std::max<std::uint64_t>(o.shape.max_size, 1);
+  if (env.progress != nullptr) {
+    env.progress->begin(1, 1,
+                        fmt::format("roundtrip {} {}..{} B", o.cluster.transport, o.shape.min_size,
+                                    o.shape.max_size));
+  }
+  auto summary = run_point(roundtrip_yaml(cluster, o.shape), stem, o.timeout_s, env);
+  if (!summary) return summary.error().context("roundtrip over " + o.cluster.transport);
+  const nlohmann::json& run = summary->results;
+  const auto points = run.find("points");
+  if (points == run.end() || !points->is_array() || points->empty()) {
+    return Error("roundtrip over " + o.cluster.transport + ": the run measured no sizes");
+  }
+  std::size_t expected = 1;
+  for (std::uint64_t v = std::max<std::uint64_t>(o.shape.min_size, 1); v < o.shape.max_size;
+       v *= 2) {
+    ++expected;
+  }
+  if (points->size() < expected) {
+    return Error(fmt::format(
+        "roundtrip over {}: {} of {} sizes measured within {} s (raise --timeout or lower "
+        "--iterations)",
+        o.cluster.transport, points->size(), expected, o.timeout_s));
+  }
+
+  BenchOutput out;
+  ResultSet& r = out.result;
+  r.bench = "roundtrip";
+  r.stem = stem;
+  r.transport = o.cluster.transport;
+  r.command = command_line(o);
+  r.params = {{"transport", o.cluster.transport},
+              {"min_size", o.shape.min_size},
+              {"max_size", o.shape.max_size},
+              {"iterations", o.shape.iterations},
+              {"warmup", o.shape.warmup},
+              {"fit_min_size", o.shape.fit_min_size},
+              {"fit_max_size", o.shape.fit_max_size},
+              {"idle", o.cluster.idle},
+              {"port_base", o.cluster.port_base}};
+  if (!o.cluster.ucx_tls.empty()) r.params["ucx_tls"] = o.cluster.ucx_tls;
+  if (!o.cluster.ofi_provider.empty()) r.params["ofi_provider"] = o.cluster.ofi_provider;
+  r.columns = {"message_size", "rtt_min_us",    "rtt_median_us", "rtt_p99_us",
+               "rtt_mean_us",  "tau_median_us", "mb_s"};
+  Series median{"median RTT", {}, Series::Style::points_and_line};
+  Series minimum{"minimum RTT", {}, Series::Style::points};
+  Series p99{"99th percentile RTT", {}, Series::Style::points};
+  for (const auto& p : *points) {
+    const double size = number(p, "size");
+    add_row(r, {p.value("size", std::uint64_t{0}), number(p, "rtt_min_us"),
+                number(p, "rtt_median_us"), number(p, "rtt_p99_us"), number(p, "rtt_mean_us"),
+                number(p, "tau_median_us"), number(p, "bandwidth_mb_s")});
+    median.points.emplace_back(size, number(p, "rtt_median_us"));
+    minimum.points.emplace_back(size, number(p, "rtt_min_us"));
+    p99.points.emplace_back(size, number(p, "rtt_p99_us"));
+    if (p.value("size", std::uint64_t{0}) == 64) {
+      r.summary["rtt_median_64_us"] = number(p, "rtt_median_us");
+      r.summary["rtt_min_64_us"] = number(p, "rtt_min_us");
+      r.summary["rtt_p99_64_us"] = number(p, "rtt_p99_us");
+    }
+  }
+
+  out.plot.title = fmt::format("Round trip over {}: RTT against message size", r.transport);
+  out.plot.x_label = "message size (bytes)";
+  out.plot.y_label = "round-trip time (us)";
+  out.plot.log_x = true;
+  out.plot.log_y = true;
+  out.plot.series = {median, minimum, p99};
+
+  const auto fit = run.find("fit");
+  if (fit != run.end() && fit->is_object()) {
+    const double tau0 = number(*fit, "tau0_us");
+    const double c = number(*fit, "c_us_per_kb");
+    r.summary["tau0_us"] = tau0;
+    r.summary["c_us_per_kb"] = c;
+    if (const auto b = fit->find("b_inf_mb_s"); b != fit->end() && b->is_number()) {
+      r.summary["binf_mb_s"] = b->get<double>();
+    }
+    r.summary["r2"] = number(*fit, "r2");
+    r.summary["fit_from"] = number(*fit, "from_size");
+    r.summary["fit_to"] = number(*fit, "to_size");
+    // RTT = 2 tau(P), drawn over the fitted range, where the line is a claim.
+    Series line{fmt::format("fit 2(cP + tau0): tau0 {:.2f} us, c {:.4f} us/kB", tau0, c),
+                {},
+                Series::Style::dashed_line};
+    const double from = number(*fit, "from_size");
+    const double to = number(*fit, "to_size");
+    constexpr int kSteps = 48;
+    for (int i = 0; i <= kSteps && from > 0 && to > from; ++i) {
+      const double size = from * std::pow(to / from, static_cast<double>(i) / kSteps);
+      const double rtt = 2 * (c * size / 1000 + tau0);
+      if (rtt > 0) line.points.emplace_back(size, rtt);
+    }
+    out.plot.series.push_back(std::move(line));
+  }
+  return out;
+}
+
+}  // namespace daqflow::bench

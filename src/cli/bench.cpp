@@ -1,0 +1,326 @@
+// daqflow bench roundtrip|stream|evb|compare|memcpy: benchmark figures against their references,
+// written as JSON, CSV and SVG into an output folder (docs/benchmarks.md; runners in src/bench/).
+#include <fmt/format.h>
+#include <signal.h>
+
+#include <atomic>
+#include <cstdio>
+#include <memory>
+#include <string>
+
+#include "cli/commands.hpp"
+#include "daqflow/bench/runners.hpp"
+#include "daqflow/bench/sweep.hpp"
+#include "daqflow/control/process.hpp"
+
+namespace daqflow::cli {
+
+namespace {
+
+std::atomic<int> g_bench_stops{0};
+static_assert(std::atomic<int>::is_always_lock_free, "used from a signal handler");
+
+extern "C" void on_bench_signal(int /*sig*/) {
+  g_bench_stops.fetch_add(1, std::memory_order_relaxed);
+}
+
+void install_handlers() {
+  struct sigaction sa {};
+  sa.sa_handler = on_bench_signal;
+  sa.sa_flags = SA_RESTART;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGINT, &sa, nullptr);
+  sigaction(SIGTERM, &sa, nullptr);
+  signal(SIGPIPE, SIG_IGN);
+}
+
+[[noreturn]] void fail(const std::string& why) {
+  std::fprintf(stderr, "daqflow bench: %s\n", why.c_str());
+  throw CLI::RuntimeError(1);
+}
+
+struct Common {
+  bench::ClusterSettings cluster;
+  std::string out = "bench-results";
+};
+
+// Returns the --idle option, for subcommands whose default depends on other options.
+CLI::Option* add_common(CLI::App* cmd, Common& c, const char* default_idle) {
+  c.cluster.idle = default_idle;
+  cmd->add_option("--transport", c.cluster.transport, "the transport (daqflow transports)")
+      ->capture_default_str();
+  cmd->add_option("--out", c.out, "folder of the result files (and runs/: configs, logs)")
+      ->capture_default_str();
+  cmd->add_option("--port-base", c.cluster.port_base,
+                  "first port of the generated configurations (3 per context)")
+      ->check(CLI::Range(1024, 65000))
+      ->capture_default_str();
+  auto* idle = cmd->add_option("--idle", c.cluster.idle, "idle strategy of the applications")
+                   ->check(CLI::IsMember({"spin", "yield", "backoff", "block"}))
+                   ->capture_default_str();
+  cmd->add_option("--ucx-tls", c.cluster.ucx_tls, "ucx: UCX_TLS (transports.ucx_tls)");
+  cmd->add_option("--ofi-provider", c.cluster.ofi_provider,
+                  "ofi: libfabric provider (transports.ofi_provider)");
+  return idle;
+}
+
+std::vector<std::uint64_t> sweep(const std::string& text, const char* option, std::uint64_t min = 1,
+                                 std::uint64_t max = 1u << 30) {
+  auto values = bench::parse_sweep(text, min, max);
+  if (!values) fail(std::string(option) + " " + values.error().message());
+  return *values;
+}
+
+// Runs a bench and writes its files; returns the written set.
+template <typename Options, typename Runner>
+bench::ResultSet run_and_write(const Options& options, const std::string& out, Runner runner) {
+  auto self = control::self_executable();
+  if (!self) fail(self.error().message());
+  install_handlers();
+  bench::Progress progress;
+  bench::BenchEnv env;
+  env.out_dir = out;
+  env.self = *self;
+  env.stop = &g_bench_stops;
+  env.progress = &progress;
+  auto result = runner(options, env);
+  progress.finish();
+  if (!result) fail(result.error().message());
+  auto written = bench::write_result_files(out, result->result, result->plot);
+  if (!written) fail(written.error().message());
+  std::printf("%s\n", result->result.command.c_str());
+  for (const auto& path : *written) std::printf("  wrote %s\n", path.c_str());
+  return std::move(result->result);
+}
+
+void print_rows(const bench::ResultSet& r) {
+  std::string line;
+  for (const auto& c : r.columns) line += fmt::format("{:>14} ", c.substr(0, 14));
+  std::printf("%s\n", line.c_str());
+  for (const auto& row : r.rows) {
+    line.clear();
+    for (const auto& v : row) {
+      line += v.is_number_float()
+                  ? fmt::format("{:>14.2f} ", v.get<double>())
+                  : fmt::format("{:>14} ", v.is_string() ? v.get<std::string>() : v.dump());
+    }
+    std::printf("%s\n", line.c_str());
+  }
+}
+
+void add_roundtrip(CLI::App& bench_cmd) {
+  struct Args {
+    Common common;
+    std::string sizes = "64..4194304";
+    std::string fit = "8192..524288";
+    bench::RoundtripOptions options;
+  };
+  auto a = std::make_shared<Args>();
+  auto* cmd = bench_cmd.add_subcommand(
+      "roundtrip", "Round-trip time over a size sweep and the fit tau(P) = c*P + tau0 (seed 000)");
+  add_common(cmd, a->common, "backoff");
+  cmd->add_option("--sizes", a->sizes, "sizes: doubling from the first to the last")
+      ->capture_default_str();
+  cmd->add_option("--iterations", a->options.shape.iterations, "timed round trips per size")
+      ->check(CLI::Range(1, 10000000))
+      ->capture_default_str();
+  cmd->add_option("--warmup", a->options.shape.warmup, "untimed round trips per size")
+      ->capture_default_str();
+  cmd->add_option("--fit", a->fit, "the sizes the fit covers, MIN..MAX")->capture_default_str();
+  cmd->add_option("--timeout", a->options.timeout_s, "seconds the sweep may take")
+      ->capture_default_str();
+  cmd->callback([a] {
+    const auto sizes = sweep(a->sizes, "--sizes", 0, 1u << 30);
+    const auto fit = sweep(a->fit, "--fit", 0, 1u << 30);
+    auto& o = a->options;
+    o.cluster = a->common.cluster;
+    o.shape.min_size = sizes.front();
+    o.shape.max_size = sizes.back();
+    o.shape.fit_min_size = fit.front();
+    o.shape.fit_max_size = fit.back();
+    const auto r = run_and_write(o, a->common.out, bench::run_roundtrip);
+    print_rows(r);
+    std::printf("fit: %s\n", r.summary.dump().c_str());
+  });
+}
+
+void add_stream(CLI::App& bench_cmd) {
+  struct Args {
+    Common common;
+    std::string sizes = "1024..4194304";
+    std::string depths = "8";
+    std::string ns = "2";
+    bench::StreamOptions options;
+  };
+  auto a = std::make_shared<Args>();
+  auto* cmd = bench_cmd.add_subcommand(
+      "stream", "Stream bandwidth per receiver and in total over size, depth and N sweeps");
+  add_common(cmd, a->common, "backoff");
+  cmd->add_option("--pattern", a->options.pattern, "1to1, 1toN, Nto1, nton (two-stage), nxn")
+      ->check(CLI::IsMember({"1to1", "1toN", "Nto1", "nton", "nxn"}))
+      ->capture_default_str();
+  cmd->add_option("--sizes", a->sizes, "message sizes: list or doubling range")
+      ->capture_default_str();
+  cmd->add_option("--depths", a->depths, "pipelining depths: list or doubling range")
+      ->capture_default_str();
+  cmd->add_option("--n", a->ns, "N of 1toN, Nto1, nton, nxn: list or range")->capture_default_str();
+  cmd->add_option("--duration", a->options.duration_s, "seconds per point")
+      ->check(CLI::Range(0.2, 3600.0))
+      ->capture_default_str();
+  cmd->add_option("--sample-ms", a->options.sample_interval_ms, "sink sampling interval")
+      ->check(CLI::Range(10, 10000))
+      ->capture_default_str();
+  cmd->add_option("--verify", a->options.verify, "payload check: ends or full")
+      ->check(CLI::IsMember({"ends", "full"}))
+      ->capture_default_str();
+  cmd->callback([a] {
+    auto& o = a->options;
+    o.cluster = a->common.cluster;
+    o.sizes = sweep(a->sizes, "--sizes");
+    o.depths = sweep(a->depths, "--depths", 1, 4096);
+    o.ns = sweep(a->ns, "--n", 1, 64);
+    print_rows(run_and_write(o, a->common.out, bench::run_stream));
+  });
+}
+
+void add_evb(CLI::App& bench_cmd) {
+  struct Args {
+    Common common;
+    std::string topologies = "3x2";
+    std::string rubu;
+    std::string fragment_sizes = "2048";
+    bench::EvbOptions options;
+  };
+  auto a = std::make_shared<Args>();
+  auto* cmd = bench_cmd.add_subcommand(
+      "evb", "Event builder rate, throughput and cost per event over topologies and sizes");
+  add_common(cmd, a->common, "backoff");
+  cmd->add_option("--topologies", a->topologies,
+                  "RUxBU list, RUs counting the EVM: 1x1,2x2,3x2 ('' for none)")
+      ->capture_default_str();
+  cmd->add_option("--rubu", a->rubu, "single-stage builders of N nodes: list, e.g. 2,3");
+  cmd->add_option("--fragment-sizes", a->fragment_sizes, "mean FED fragment sizes, bytes")
+      ->capture_default_str();
+  cmd->add_option("--feds", a->options.feds_per_ru, "FEDs per RU")
+      ->check(CLI::Range(1, 64))
+      ->capture_default_str();
+  cmd->add_option("--events-per-request", a->options.events_per_request, "events per block")
+      ->check(CLI::Range(1, 4096))
+      ->capture_default_str();
+  cmd->add_option("--duration", a->options.duration_s, "seconds per point")
+      ->check(CLI::Range(0.5, 3600.0))
+      ->capture_default_str();
+  cmd->callback([a] {
+    auto& o = a->options;
+    o.cluster = a->common.cluster;
+    o.topologies.clear();
+    std::size_t start = 0;
+    while (start < a->topologies.size()) {
+      auto comma = a->topologies.find(',', start);
+      if (comma == std::string::npos) comma = a->topologies.size();
+      const std::string t = a->topologies.substr(start, comma - start);
+      int rus = 0;
+      int bus = 0;
+      char x = 0;
+      char extra = 0;
+      if (std::sscanf(t.c_str(), "%d%c%d%c", &rus, &x, &bus, &extra) != 3 || x != 'x' || rus < 1 ||
+          bus < 1 || rus > 32 || bus > 32) {
+        fail("--topologies: '" + t + "' is not RUSxBUS (e.g. 3x2, at most 32x32)");
+      }
+      o.topologies.emplace_back(rus, bus);
+      start = comma + 1;
+    }
+    o.rubu.clear();
+    if (!a->rubu.empty()) {
+      for (auto n : sweep(a->rubu, "--rubu", 1, 32)) o.rubu.push_back(static_cast<int>(n));
+    }
+    o.fragment_sizes = sweep(a->fragment_sizes, "--fragment-sizes", 64, 1u << 20);
+    print_rows(run_and_write(o, a->common.out, bench::run_evb));
+  });
+}
+
+void add_compare(CLI::App& bench_cmd) {
+  struct Args {
+    Common common;
+    bench::CompareOptions options;
+  };
+  auto a = std::make_shared<Args>();
+  auto* cmd = bench_cmd.add_subcommand(
+      "compare", "A daqflow figure between two runs of its reference tool, as a ratio");
+  CLI::Option* idle = add_common(cmd, a->common, "backoff (latency: spin)");
+  cmd->add_option("--kind", a->options.kind, "stream, latency or memcpy")
+      ->check(CLI::IsMember({"stream", "latency", "memcpy"}))
+      ->capture_default_str();
+  cmd->add_option("--size", a->options.size, "message size (default 1 MiB; latency 64 B)");
+  cmd->add_option("--duration", a->options.duration_s, "seconds per measurement")
+      ->check(CLI::Range(0.5, 3600.0))
+      ->capture_default_str();
+  cmd->add_option("--depth", a->common.cluster.pipeline_depth, "stream: pipelining depth")
+      ->check(CLI::Range(1, 4096))
+      ->capture_default_str();
+  cmd->add_option("--iterations", a->options.iterations, "latency: timed round trips")
+      ->check(CLI::Range(1, 10000000))
+      ->capture_default_str();
+  cmd->add_option("--reference-port", a->options.reference_port,
+                  "first port of the reference tools (iperf3; sockperf +1, ucx_perftest +2, "
+                  "fi_pingpong +3)")
+      ->capture_default_str();
+  cmd->callback([a, idle] {
+    auto& o = a->options;
+    o.cluster = a->common.cluster;
+    // The minimum round trip is the latency figure compared; agents that spin show it, agents
+    // that back off add their wake-up time (which grows with the machine's load).
+    if (idle->count() == 0) o.cluster.idle = o.kind == "latency" ? "spin" : "backoff";
+    const auto r = run_and_write(o, a->common.out, bench::run_compare);
+    const auto& s = r.summary;
+    const auto& ref = s["reference"];
+    std::printf(
+        "compare %s over %s, %s B: daqflow %.2f %s, %s %.2f %s (before %.2f, after %.2f): "
+        "ratio %.3f%s\n",
+        o.kind.c_str(), r.transport.c_str(), s["size"].dump().c_str(),
+        s["daqflow"]["value"].get<double>(), s["unit"].get<std::string>().c_str(),
+        ref["tool"].get<std::string>().c_str(), ref["value"].get<double>(),
+        s["unit"].get<std::string>().c_str(), ref["before"].get<double>(),
+        ref["after"].get<double>(), s["ratio"].get<double>(),
+        o.kind == "latency" ? fmt::format(" ({} RTT: daqflow is {:.2f}x the reference latency)",
+                                          s["statistic"].get<std::string>(),
+                                          s["daqflow_over_reference"].get<double>())
+                                  .c_str()
+                            : "");
+  });
+}
+
+void add_memcpy(CLI::App& bench_cmd) {
+  struct Args {
+    std::string out = "bench-results";
+    std::string sizes = "1024..4194304";
+    bench::MemcpyOptions options;
+  };
+  auto a = std::make_shared<Args>();
+  auto* cmd = bench_cmd.add_subcommand("memcpy", "memcpy bandwidth per block size (reference)");
+  cmd->add_option("--out", a->out, "folder of the result files")->capture_default_str();
+  cmd->add_option("--sizes", a->sizes, "block sizes: list or doubling range")
+      ->capture_default_str();
+  cmd->add_option("--duration", a->options.seconds, "seconds per size")
+      ->check(CLI::Range(0.01, 600.0))
+      ->capture_default_str();
+  cmd->callback([a] {
+    a->options.sizes = sweep(a->sizes, "--sizes");
+    print_rows(run_and_write(a->options, a->out, bench::run_memcpy));
+  });
+}
+
+}  // namespace
+
+void add_bench(CLI::App& app) {
+  auto* cmd = app.add_subcommand(
+      "bench", "Benchmarks against their reference tools: JSON, CSV and SVG per figure set");
+  cmd->require_subcommand(1);
+  add_roundtrip(*cmd);
+  add_stream(*cmd);
+  add_evb(*cmd);
+  add_compare(*cmd);
+  add_memcpy(*cmd);
+}
+
+}  // namespace daqflow::cli

@@ -1,0 +1,192 @@
+#pragma once
+// The shm endpoint: applications in processes of one host exchange messages through shared
+// memory (layout in shm_layout.hpp).
+//
+// Send path: a message whose buffers come from a pool of make_send_pool() travels as descriptors
+// (pool, slot, offset, length) through the receiver's channel for us; nothing is copied. Any
+// other message is copied once into the endpoint's bounce pool, itself a shared pool. The
+// endpoint keeps a reference to every buffer it lent until the receiver returns it, so a
+// receiver that holds buffers exhausts its sender's pool: that is the back-pressure, together
+// with pipeline_depth and the bounded channel ring. send_done comes when the receiver has taken
+// the descriptors.
+//
+// Receive path: the receiver maps each sender pool once and hands the application Buffers that
+// point into it. When the application has dropped every reference to a slot the receiver returns
+// the loan through the channel's return ring. recv_buffers bounds the slots the application may
+// hold; beyond that the endpoint stops taking descriptors (recv_stalls).
+//
+// Wake-ups: each side rings the other's futex doorbell only when that side announced that it
+// sleeps in wait(), once per poll() for all the messages of that poll. Dead peers: an orderly
+// close writes a bye; abort() marks the segments aborted; a crashed process is found by its pid
+// and start time, checked every kLivenessInterval.
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "daqflow/transport/fault.hpp"
+#include "daqflow/transport/transport.hpp"
+#include "shm_segment.hpp"
+#include "transport/event_queue.hpp"
+#include "transport/stats_counters.hpp"
+
+namespace daqflow::transport::shm {
+
+// Where the transport's endpoints find one another.
+struct Names {
+  const AddressTable* addresses = nullptr;
+  std::string run_tag;
+  [[nodiscard]] std::string of(AppIndex app, std::string_view what) const {
+    const AppAddress& a = (*addresses)[app];
+    return segment_name(run_tag, a.context, a.id, what);
+  }
+};
+
+class ShmEndpoint final : public Endpoint, public FaultInjection {
+ public:
+  // own: our endpoint segment, ready (state open).
+  ShmEndpoint(Names names, const EndpointOptions& options, std::shared_ptr<Mapping> own);
+  ~ShmEndpoint() override;
+  ShmEndpoint(const ShmEndpoint&) = delete;
+  ShmEndpoint& operator=(const ShmEndpoint&) = delete;
+
+  // Creates the bounce pool; called once by the transport before the endpoint is handed out.
+  Result<void> start();
+
+  [[nodiscard]] AppIndex self() const override { return options_.self; }
+  Result<void> connect(AppIndex peer) override;
+  [[nodiscard]] bool connected(AppIndex peer) const override;
+  [[nodiscard]] SendStatus post_send(AppIndex peer, Message& message) override;
+  [[nodiscard]] std::size_t poll(std::span<Completion> out) override;
+  void wait(std::chrono::microseconds timeout) override;
+  [[nodiscard]] std::size_t in_flight(AppIndex peer) const override;
+  void close(std::chrono::milliseconds timeout) override;
+  [[nodiscard]] EndpointStats stats() const override;
+  void abort() override { shut(SegmentState::aborted, std::chrono::milliseconds(0)); }
+  [[nodiscard]] Result<std::unique_ptr<core::BufferPool>> make_send_pool(
+      std::string name, std::size_t buffer_size, std::size_t count) override;
+
+ private:
+  // One of our pools in shared memory.
+  struct SendPool {
+    std::shared_ptr<Mapping> mapping;
+    std::shared_ptr<std::atomic<bool>> alive;  // false once the BufferPool is destroyed
+    const core::BufferPool* pool = nullptr;    // identity only
+    std::uint32_t number = 0;
+    std::vector<core::Buffer> lent;    // one reference per slot lent to any receiver
+    std::vector<std::uint32_t> loans;  // references lent, all receivers together
+  };
+  // A sender's pool as we map it: a mirror BufferPool whose slot i is the sender's slot i.
+  struct Mirror {
+    std::uint32_t number = 0;
+    std::shared_ptr<Mapping> mapping;
+    std::unique_ptr<core::BufferPool> pool;
+    std::vector<core::Buffer> held;    // our own reference to every slot: never reaches zero
+    std::vector<std::uint32_t> loans;  // references lent to our application, per slot
+  };
+  struct Lent {
+    AppIndex peer;
+    std::uint32_t epoch;  // the peer's receive epoch when lent: stale once it closed
+    Mirror* mirror;
+    std::uint32_t slot;
+  };
+  struct SentInfo {
+    std::uint64_t sequence = 0;
+    std::uint64_t tag = 0;
+    std::uint64_t end = 0;  // ring position after its entries
+    std::uint32_t size = 0;
+    wire::MessageType type = wire::MessageType::data;
+  };
+  struct Peer {
+    enum class State : std::uint8_t { idle, open, closed };
+    // Its endpoint segment (mapped when we first send to it or it first sends to us).
+    std::shared_ptr<Mapping> segment;
+    SegmentHeader* header = nullptr;
+    // Sending to it.
+    State state = State::idle;
+    bool waiting = false;  // in waiting_: connect() asked, its segment is not there yet
+    std::int64_t retry_at_ns = 0;
+    bool linked = false;    // in linked_
+    bool doorbell = false;  // in doorbells_
+    Channel* out = nullptr;
+    std::uint64_t tail = 0;
+    std::uint64_t head_cache = 0;
+    std::uint64_t posted = 0;
+    std::uint64_t reported = 0;
+    std::vector<SentInfo> sent;                     // sent_mask_ + 1 entries, by sequence
+    std::vector<std::vector<std::uint32_t>> loans;  // per send pool, per slot
+    // Receiving from it.
+    Channel* in = nullptr;  // non-null while in active_
+    std::uint64_t in_head = 0;
+    std::uint64_t next_sequence = 0;
+    std::uint64_t return_tail = 0;        // returns written; published once per reap()
+    std::uint64_t return_head_cache = 0;  // its return_head as last read
+    bool returning = false;               // in returned_: return_tail to publish
+    std::uint32_t epoch = 0;
+    std::vector<std::unique_ptr<Mirror>> mirrors;
+    Mirror* last_mirror = nullptr;  // the mirror its last message was in
+    // Both.
+    bool reported_closure = false;
+    bool closure_pending = false;  // its segment closed while its channel still drains
+    SegmentState closure = SegmentState::open;
+  };
+
+  // shm_endpoint.cpp: connections, closing, liveness.
+  bool resolve(AppIndex index);
+  Result<void> map_peer(AppIndex index);
+  void rescan_channels();
+  void check_peers(detail::Emitter& emit);
+  void peer_lost(AppIndex index, SegmentState how, std::string_view reason, detail::Emitter* emit);
+  void report(AppIndex index, SegmentState how, std::string_view reason, detail::Emitter* emit);
+  void end_sending(AppIndex index);
+  void end_receiving(AppIndex index, bool reset_channel);
+  void shut(SegmentState how, std::chrono::milliseconds timeout);
+  [[nodiscard]] bool has_work() const;
+  Result<std::unique_ptr<core::BufferPool>> new_pool(const std::string& name,
+                                                     std::size_t buffer_size, std::size_t count);
+
+  // shm_send.cpp
+  [[nodiscard]] int find_pool(const core::BufferPool* pool) const;
+  [[nodiscard]] int find_pool_number(std::uint32_t number) const;
+  void lend(Peer& p, std::size_t pool, core::Buffer& buffer, std::uint32_t slot);
+  void mark_doorbell(AppIndex index);
+  void complete_sends(AppIndex index, detail::Emitter& emit);
+  bool take_returns(AppIndex index, detail::Emitter& emit);
+  void write_bye(Peer& p);
+  void ring_doorbells();
+
+  // shm_recv.cpp
+  void receive(AppIndex index, detail::Emitter& emit);
+  [[nodiscard]] Mirror* mirror(Peer& p, AppIndex index, std::uint32_t number);
+  void reap();
+  [[nodiscard]] bool reapable() const;
+
+  Names names_;
+  EndpointOptions options_;
+  std::shared_ptr<Mapping> own_;
+  SegmentHeader& header_;
+  ProcessId process_;
+  std::vector<SendPool> send_pools_;  // [0]: the bounce pool
+  std::unique_ptr<core::BufferPool> bounce_;
+  std::vector<Peer> peers_;
+  std::vector<AppIndex> linked_;                          // peers we send to (open)
+  std::vector<AppIndex> active_;                          // peers whose channel to us is attached
+  std::vector<AppIndex> waiting_;                         // connect() asked, segment not there yet
+  std::vector<AppIndex> doorbells_;                       // peers to wake if they sleep
+  std::vector<AppIndex> returned_;                        // peers reap() wrote returns to
+  std::vector<Lent> lent_;                                // slots our application holds
+  std::vector<std::unique_ptr<Mirror>> retired_mirrors_;  // of closed peers; until destroyed
+  detail::EventQueue events_;
+  detail::StatsCounters stats_;
+  std::atomic<std::uint32_t> held_slots_{0};
+  std::atomic<std::uint32_t> held_high_water_{0};
+  std::atomic<bool> shut_{false};  // lent_ no longer changes: stats() may scan it
+  std::uint64_t seen_changes_ = ~std::uint64_t{0};
+  std::int64_t next_check_ns_ = 0;
+  std::uint64_t sent_mask_ = 0;  // Peer::sent is a power of two >= pipeline_depth long
+  std::size_t last_pool_ = 0;    // send_pools_ index of the last return taken
+  bool stalled_ = false;
+  bool closed_ = false;
+};
+
+}  // namespace daqflow::transport::shm

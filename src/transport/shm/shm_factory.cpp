@@ -1,0 +1,67 @@
+// The shm transport: creates each application's endpoint segment and endpoint.
+
+#include <unistd.h>
+
+#include <new>
+
+#include "shm_endpoint.hpp"
+#include "transport/factories.hpp"
+
+namespace daqflow::transport {
+namespace shm {
+namespace {
+
+std::size_t round_up(std::size_t n, std::size_t to) {
+  return (n + to - 1) / to * to;
+}
+
+class ShmTransport final : public Transport {
+ public:
+  ShmTransport(const AddressTable& addresses, std::string run_tag)
+      : addresses_(addresses), run_tag_(std::move(run_tag)) {}
+
+  [[nodiscard]] std::string_view name() const override { return "shm"; }
+
+  [[nodiscard]] Result<std::unique_ptr<Endpoint>> create_endpoint(
+      const EndpointOptions& options) override {
+    if (options.self >= addresses_.size()) {
+      return Error("shm endpoint of application index " + std::to_string(options.self) +
+                   ": not in the address table (" + std::to_string(addresses_.size()) +
+                   " applications)");
+    }
+    const AppAddress& me = addresses_[options.self];
+    const std::string who = "shm endpoint of application '" + me.id + "'";
+    if (options.pipeline_depth == 0) return Error(who + ": pipeline_depth must be at least 1");
+    Names names{&addresses_, run_tag_};
+    const auto page = static_cast<std::size_t>(sysconf(_SC_PAGESIZE));
+    const std::size_t bytes = round_up(kHeaderBytes + addresses_.size() * channel_stride(), page);
+    auto mapping = Mapping::create(names.of(options.self, "ep"), bytes);
+    if (!mapping) return mapping.error().context(who);
+    Mapping& m = **mapping;
+    // A fresh segment reads as zeros: every channel is empty and unattached.
+    SegmentHeader& h = *new (m.base()) SegmentHeader{};
+    init_header(h, SegmentKind::endpoint, bytes, run_tag_, me.context, me.id);
+    h.data_offset = kHeaderBytes;
+    h.channels = addresses_.size();
+    h.channel_bytes = channel_stride();
+    h.state.store(SegmentState::open, std::memory_order_release);
+    auto endpoint = std::make_unique<ShmEndpoint>(names, options, std::move(*mapping));
+    if (auto started = endpoint->start(); !started) return started.error().context(who);
+    return std::unique_ptr<Endpoint>(std::move(endpoint));
+  }
+
+ private:
+  const AddressTable& addresses_;
+  std::string run_tag_;
+};
+
+}  // namespace
+}  // namespace shm
+
+Result<std::unique_ptr<Transport>> make_shm_transport(const AddressTable& addresses,
+                                                      const TransportConfig& config) {
+  if (config.run_tag.empty()) return Error("transport 'shm': the run tag must not be empty");
+  return std::unique_ptr<Transport>(std::make_unique<shm::ShmTransport>(addresses, config.run_tag));
+}
+
+}  // namespace daqflow::transport

@@ -1,0 +1,127 @@
+#pragma once
+// What the shm transport keeps in shared memory, as every process that maps a segment sees it.
+//
+// Two kinds of segment, both named /dev/shm/daqflow.<run tag>.<context>.<application>.<what>:
+//   endpoint ("ep"): an application's receive side. One Channel per application of the address
+//     table (the channel of application s carries what s sends to the owner) and a doorbell.
+//   pool ("p<number>"): a send pool cut into equal buffers. Messages are written once into it by
+//     their producer and read in place by their consumer.
+// Every segment starts with a SegmentHeader that says who made it (pid and process start time),
+// so that `daqflow shm clean` can tell a crashed run's leftovers from a live run's segments.
+//
+// A Channel is two single-producer single-consumer rings: descriptors from the sender to the
+// receiver (entries), and returned buffer loans from the receiver back to the sender (returns).
+// Positions only grow; a slot is position % capacity. Each position counter sits on its own
+// cache line and is written by one side only.
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+
+#include "daqflow/core/rings.hpp"
+
+namespace daqflow::transport::shm {
+
+inline constexpr std::uint64_t kMagic = 0x314D485346514144ull;  // "DAQFSHM1", little-endian
+inline constexpr std::uint32_t kVersion = 1;
+inline constexpr std::size_t kHeaderBytes = 4096;
+inline constexpr std::size_t kNameField = 64;
+
+enum class SegmentKind : std::uint32_t { endpoint = 1, pool = 2 };
+enum class SegmentState : std::uint32_t { creating = 0, open = 1, closed = 2, aborted = 3 };
+
+struct SegmentHeader {
+  std::uint64_t magic;
+  std::uint32_t version;
+  SegmentKind kind;
+  std::int32_t pid;
+  std::uint32_t reserved;
+  std::uint64_t start_time;  // the owner's start time (clock ticks since boot, /proc/PID/stat)
+  std::uint64_t bytes;       // size of the whole segment
+  char run_tag[kNameField];
+  char context[kNameField];
+  char application[kNameField];
+  // pool: the buffers, from data_offset
+  std::uint64_t stride;
+  std::uint64_t count;
+  std::uint64_t data_offset;
+  // endpoint: channels, from data_offset, channel_bytes apart
+  std::uint64_t channels;
+  std::uint64_t channel_bytes;
+  alignas(core::kCacheLine) std::atomic<SegmentState> state;
+  // Bumped by a sender that attaches to one of our channels: the owner rescans them.
+  alignas(core::kCacheLine) std::atomic<std::uint64_t> changes;
+  // The doorbell: a futex word bumped to wake the owner, and whether it sleeps on it.
+  alignas(core::kCacheLine) std::atomic<std::uint32_t> doorbell;
+  alignas(core::kCacheLine) std::atomic<std::uint32_t> sleeping;
+};
+static_assert(sizeof(SegmentHeader) <= kHeaderBytes);
+static_assert(std::atomic<std::uint64_t>::is_always_lock_free);
+static_assert(std::atomic<std::uint32_t>::is_always_lock_free);
+
+// A piece of a message in one of the sender's pools.
+struct SegmentRef {
+  std::uint32_t pool;  // the sender's pool number (segment "p<number>")
+  std::uint32_t slot;  // buffer index in that pool
+  std::uint32_t offset;
+  std::uint32_t length;
+};
+
+enum class EntryKind : std::uint8_t { message = 1, bye = 2 };
+
+// The first ring entry of a message; its pieces beyond kInlineRefs follow in the next entries,
+// kRefsPerEntry to an entry.
+struct alignas(core::kCacheLine) Entry {
+  EntryKind kind;
+  std::uint8_t type;
+  std::uint16_t flags;
+  std::uint8_t pieces;
+  std::uint8_t reserved[3];
+  std::uint32_t size;
+  std::uint32_t crc;
+  std::uint64_t tag;
+  std::uint64_t sequence;
+  SegmentRef refs[2];
+};
+inline constexpr std::size_t kInlineRefs = 2;
+inline constexpr std::size_t kRefsPerEntry = sizeof(Entry) / sizeof(SegmentRef);
+static_assert(sizeof(Entry) == core::kCacheLine);
+
+[[nodiscard]] constexpr std::size_t entries_for(std::size_t pieces) {
+  return pieces <= kInlineRefs ? 1 : 1 + (pieces - kInlineRefs + kRefsPerEntry - 1) / kRefsPerEntry;
+}
+
+// A loan returned: count references to slot of pool are no longer read by the receiver.
+struct Return {
+  std::uint32_t pool;
+  std::uint32_t slot;
+  std::uint32_t count;
+  std::uint32_t reserved;
+};
+
+enum class SenderState : std::uint32_t { none = 0, attached = 1, closed = 2, aborted = 3 };
+
+// Deep enough for a pipeline of a thousand small messages; powers of two, so that a position's
+// slot is a mask. Pages of a channel that no sender uses are never touched.
+inline constexpr std::size_t kRingEntries = 1024;    // descriptors in flight per sender
+inline constexpr std::size_t kReturnEntries = 2048;  // returns in flight per sender
+static_assert((kRingEntries & (kRingEntries - 1)) == 0);
+static_assert((kReturnEntries & (kReturnEntries - 1)) == 0);
+
+struct Channel {
+  // Sender's side.
+  alignas(core::kCacheLine) std::atomic<std::uint64_t> tail;  // entries published
+  std::atomic<SenderState> sender_state;
+  std::atomic<std::uint64_t> return_head;  // returns taken back
+  // Receiver's side.
+  alignas(core::kCacheLine) std::atomic<std::uint64_t> head;  // entries consumed
+  std::atomic<std::uint64_t> return_tail;                     // returns published
+  Entry entries[kRingEntries];
+  Return returns[kReturnEntries];
+};
+
+[[nodiscard]] constexpr std::size_t channel_stride() {
+  return (sizeof(Channel) + core::kCacheLine - 1) / core::kCacheLine * core::kCacheLine;
+}
+
+}  // namespace daqflow::transport::shm

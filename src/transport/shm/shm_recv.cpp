@@ -1,0 +1,228 @@
+// The shm endpoint's receive side and poll(): descriptors in, buffers lent to the application,
+// loans returned once the application dropped them.
+
+#include <cstring>
+
+#include "daqflow/wire/crc32c.hpp"
+#include "shm_endpoint.hpp"
+
+namespace daqflow::transport::shm {
+
+namespace {
+constexpr std::uint8_t kHasCrc = 1;
+
+// What a descriptor says, copied out of shared memory before anything of it is trusted.
+struct Descriptor {
+  Entry entry;
+  std::array<SegmentRef, kMaxSegments> refs;
+  std::size_t entries = 0;
+};
+}  // namespace
+
+std::size_t ShmEndpoint::poll(std::span<Completion> out) {
+  detail::Emitter emit(out, events_);
+  if (closed_) return emit.produced();
+  ring_doorbells();
+  if (header_.changes.load(std::memory_order_acquire) != seen_changes_) rescan_channels();
+  for (std::size_t k = waiting_.size(); k-- > 0;) (void)resolve(waiting_[k]);
+  for (std::size_t k = linked_.size(); k-- > 0;) {
+    const AppIndex index = linked_[k];
+    if (take_returns(index, emit)) complete_sends(index, emit);
+  }
+  reap();
+  for (std::size_t k = active_.size(); k-- > 0;) receive(active_[k], emit);
+  check_peers(emit);
+  ring_doorbells();
+  return emit.produced();
+}
+
+ShmEndpoint::Mirror* ShmEndpoint::mirror(Peer& p, AppIndex index, std::uint32_t number) {
+  if (p.last_mirror != nullptr && p.last_mirror->number == number) return p.last_mirror;
+  for (auto& m : p.mirrors) {
+    if (m->number == number) return p.last_mirror = m.get();
+  }
+  auto mapping = Mapping::open(names_.of(index, "p" + std::to_string(number)), SegmentKind::pool);
+  if (!mapping) return nullptr;
+  const SegmentHeader& h = (*mapping)->header();
+  if (h.count == 0 || h.stride == 0 || h.stride % core::kCacheLine != 0 ||
+      h.count > (h.bytes - h.data_offset) / h.stride) {
+    return nullptr;
+  }
+  auto m = std::make_unique<Mirror>();
+  m->number = number;
+  const std::span<std::byte> region{(*mapping)->base() + h.data_offset, h.stride * h.count};
+  auto pool = core::BufferPool::over((*mapping)->name(), region, h.stride, h.count);
+  if (!pool) return nullptr;
+  m->mapping = std::move(*mapping);
+  m->pool = std::move(*pool);
+  m->held.resize(h.count);
+  m->loans.assign(h.count, 0);
+  for (std::size_t i = 0; i < h.count; ++i) {
+    core::Buffer b = m->pool->acquire();
+    m->held[b.index()] = std::move(b);
+  }
+  p.mirrors.push_back(std::move(m));
+  return p.last_mirror = p.mirrors.back().get();
+}
+
+void ShmEndpoint::receive(AppIndex index, detail::Emitter& emit) {
+  Peer& p = peers_[index];
+  Channel& ch = *p.in;
+  if (ch.sender_state.load(std::memory_order_acquire) == SenderState::aborted) {
+    end_receiving(index, true);
+    peer_lost(index, SegmentState::aborted, "peer aborted without bye", &emit);
+    return;
+  }
+  const std::uint64_t tail = ch.tail.load(std::memory_order_acquire);
+  std::uint64_t head = p.in_head;
+  bool bye = false;
+  std::string_view bad;
+  Descriptor d;
+  while (head != tail && emit.room()) {
+    if (tail - head > kRingEntries) {
+      bad = "peer corrupted its channel";
+      break;
+    }
+    std::memcpy(&d.entry, &ch.entries[head % kRingEntries], sizeof(Entry));
+    if (d.entry.kind == EntryKind::bye) {
+      ++head;
+      bye = true;
+      break;
+    }
+    const Entry& e = d.entry;
+    const auto type = static_cast<wire::MessageType>(e.type);
+    d.entries = entries_for(e.pieces);
+    if (e.kind != EntryKind::message || e.pieces > kMaxSegments || d.entries > tail - head ||
+        !wire::is_known(type) || (e.flags & ~wire::kKnownFlags) != 0 ||
+        e.size > options_.max_message_size || e.sequence != p.next_sequence) {
+      bad = "malformed descriptor from peer";
+      break;
+    }
+    for (std::size_t i = 0; i < e.pieces; ++i) {
+      if (i < kInlineRefs) {
+        d.refs[i] = e.refs[i];
+      } else {
+        const std::size_t entry = 1 + (i - kInlineRefs) / kRefsPerEntry;
+        const auto* more =
+            reinterpret_cast<const SegmentRef*>(&ch.entries[(head + entry) % kRingEntries]);
+        std::memcpy(&d.refs[i], &more[(i - kInlineRefs) % kRefsPerEntry], sizeof(SegmentRef));
+      }
+    }
+    // The application may hold recv_buffers slots; one message always fits when it holds none.
+    const std::uint32_t held = held_slots_.load(std::memory_order_relaxed);
+    if (held > 0 && held + e.pieces > options_.recv_buffers) {
+      if (!stalled_) {
+        stalled_ = true;
+        detail::StatsCounters::add(stats_.recv_stalls);
+      }
+      break;
+    }
+    // Every piece inside its sender's pool, together the announced size.
+    std::array<Mirror*, kMaxSegments> mirrors;  // [0, pieces) set below; no zeroing per message
+    std::uint64_t total = 0;
+    std::uint32_t crc = 0;
+    for (std::size_t i = 0; i < e.pieces && bad.empty(); ++i) {
+      const SegmentRef& r = d.refs[i];
+      mirrors[i] = mirror(p, index, r.pool);
+      if (mirrors[i] == nullptr) {
+        bad = "cannot map the peer's buffer pool";
+      } else if (r.slot >= mirrors[i]->held.size() ||
+                 std::uint64_t{r.offset} + r.length > mirrors[i]->pool->buffer_size()) {
+        bad = "malformed descriptor from peer";
+      } else if ((e.reserved[0] & kHasCrc) != 0) {
+        crc = wire::crc32c({mirrors[i]->held[r.slot].data() + r.offset, r.length}, crc);
+      }
+      total += r.length;
+    }
+    if (bad.empty() && total != e.size) bad = "malformed descriptor from peer";
+    if (bad.empty() && (e.reserved[0] & kHasCrc) != 0 && crc != e.crc) {
+      bad = "payload CRC32C mismatch";
+    }
+    if (!bad.empty()) break;
+    stalled_ = false;
+    Completion& c = emit.next();
+    c.kind = Completion::Kind::recv;
+    c.peer = index;
+    c.sequence = e.sequence;
+    c.size = e.size;
+    c.reason = {};
+    c.message.clear();
+    c.message.type = type;
+    c.message.flags = e.flags;
+    c.message.tag = e.tag;
+    for (std::size_t i = 0; i < e.pieces; ++i) {
+      const SegmentRef& r = d.refs[i];
+      Mirror& m = *mirrors[i];
+      if (m.loans[r.slot]++ == 0) {
+        lent_.push_back(Lent{index, p.epoch, &m, r.slot});
+        const std::uint32_t now = held_slots_.load(std::memory_order_relaxed) + 1;
+        held_slots_.store(now, std::memory_order_relaxed);
+        if (now > held_high_water_.load(std::memory_order_relaxed)) {
+          held_high_water_.store(now, std::memory_order_relaxed);
+        }
+      }
+      (void)c.message.add(m.held[r.slot].share(), r.offset, r.length);
+    }
+    head += d.entries;
+    ++p.next_sequence;
+    detail::StatsCounters::add(stats_.messages_received);
+    detail::StatsCounters::add<std::uint64_t>(stats_.bytes_received, e.size);
+  }
+  if (head != p.in_head) {
+    p.in_head = head;
+    ch.head.store(head, std::memory_order_release);
+    mark_doorbell(index);
+  }
+  if (!bad.empty()) {
+    detail::StatsCounters::add(stats_.rejected);
+    end_receiving(index, false);
+    peer_lost(index, SegmentState::aborted, bad, &emit);
+  } else if (bye) {
+    end_receiving(index, true);
+    end_sending(index);
+    report(index, SegmentState::closed, {}, &emit);
+  }
+}
+
+void ShmEndpoint::reap() {
+  for (std::size_t k = lent_.size(); k-- > 0;) {
+    Lent& l = lent_[k];
+    if (l.mirror->held[l.slot].use_count() != 1) continue;
+    Peer& p = peers_[l.peer];
+    if (l.epoch == p.epoch && p.in != nullptr) {
+      Channel& ch = *p.in;
+      if (p.return_tail - p.return_head_cache >= kReturnEntries) {
+        p.return_head_cache = ch.return_head.load(std::memory_order_acquire);
+        if (p.return_tail - p.return_head_cache >= kReturnEntries) continue;
+      }
+      ch.returns[p.return_tail % kReturnEntries] =
+          Return{l.mirror->number, l.slot, l.mirror->loans[l.slot], 0};
+      ++p.return_tail;
+      if (!p.returning) {
+        p.returning = true;
+        returned_.push_back(l.peer);
+      }
+    }
+    l.mirror->loans[l.slot] = 0;
+    lent_[k] = lent_.back();
+    lent_.pop_back();
+    held_slots_.store(held_slots_.load(std::memory_order_relaxed) - 1, std::memory_order_relaxed);
+  }
+  // One publication per sender for all of this poll's returns.
+  for (const AppIndex index : returned_) {
+    Peer& p = peers_[index];
+    p.returning = false;
+    p.in->return_tail.store(p.return_tail, std::memory_order_release);
+    mark_doorbell(index);
+  }
+  returned_.clear();
+}
+
+bool ShmEndpoint::reapable() const {
+  for (const Lent& l : lent_) {
+    if (l.mirror->held[l.slot].use_count() == 1) return true;
+  }
+  return false;
+}
+
+}  // namespace daqflow::transport::shm

@@ -1,0 +1,230 @@
+// The shm endpoint's send side: descriptors into the receiver's ring, loans and their return.
+
+#include <cstring>
+
+#include "daqflow/wire/crc32c.hpp"
+#include "shm_endpoint.hpp"
+#include "shm_futex.hpp"
+#include "transport/fence.hpp"
+#include "transport/message_checks.hpp"
+
+namespace daqflow::transport::shm {
+
+namespace {
+constexpr std::uint8_t kHasCrc = 1;  // Entry::reserved[0]: crc holds the payload's CRC32C
+}  // namespace
+
+int ShmEndpoint::find_pool(const core::BufferPool* pool) const {
+  for (std::size_t i = 0; i < send_pools_.size(); ++i) {
+    // A retired entry's address may have been reused by another pool.
+    if (send_pools_[i].pool == pool && send_pools_[i].alive->load(std::memory_order_acquire)) {
+      return static_cast<int>(i);
+    }
+  }
+  return -1;
+}
+
+int ShmEndpoint::find_pool_number(std::uint32_t number) const {
+  // Returns come in runs from one pool.
+  if (last_pool_ < send_pools_.size() && send_pools_[last_pool_].number == number) {
+    return static_cast<int>(last_pool_);
+  }
+  for (std::size_t i = 0; i < send_pools_.size(); ++i) {
+    if (send_pools_[i].number == number) return static_cast<int>(i);
+  }
+  return -1;
+}
+
+void ShmEndpoint::lend(Peer& p, std::size_t pool, core::Buffer& buffer, std::uint32_t slot) {
+  SendPool& sp = send_pools_[pool];
+  if (sp.loans[slot]++ == 0) sp.lent[slot] = std::move(buffer);
+  ++p.loans[pool][slot];
+}
+
+SendStatus ShmEndpoint::post_send(AppIndex index, Message& message) {
+  if (closed_ || index >= peers_.size()) return SendStatus::invalid;
+  std::uint32_t size = 0;
+  const SendStatus checked = detail::check_message(message, options_.max_message_size, size);
+  if (checked != SendStatus::ok) return checked;
+  Peer& p = peers_[index];
+  if (p.state != Peer::State::open && !resolve(index)) {
+    return p.state == Peer::State::closed ? SendStatus::closed : SendStatus::not_connected;
+  }
+  if (p.header->state.load(std::memory_order_acquire) != SegmentState::open) {
+    return SendStatus::closed;
+  }
+  if (p.posted - p.reported >= options_.pipeline_depth) {
+    detail::StatsCounters::add(stats_.back_pressured);
+    return SendStatus::back_pressure;
+  }
+
+  // Zero copy when every piece lies in one of our shared pools; otherwise one copy into the
+  // bounce pool.
+  std::array<int, kMaxSegments> pool_of;  // [0, pieces) set below
+  std::size_t pieces = 0;
+  bool shared = true;
+  for (const Segment& s : message.pieces()) {
+    if (s.length == 0) continue;
+    pool_of[pieces] = find_pool(s.buffer.pool());
+    shared = shared && pool_of[pieces] >= 0;
+    ++pieces;
+  }
+  core::Buffer bounce;
+  if (!shared) {
+    bounce = bounce_->acquire();
+    if (!bounce) {
+      detail::StatsCounters::add(stats_.back_pressured);
+      return SendStatus::back_pressure;
+    }
+    pieces = 1;
+  }
+  const std::size_t n = entries_for(pieces);
+  // One entry stays free for the bye.
+  if (p.tail + n + 1 - p.head_cache > kRingEntries) {
+    p.head_cache = p.out->head.load(std::memory_order_acquire);
+    if (p.tail + n + 1 - p.head_cache > kRingEntries) {
+      detail::StatsCounters::add(stats_.back_pressured);
+      return SendStatus::back_pressure;
+    }
+  }
+
+  Channel& ch = *p.out;
+  Entry& e = ch.entries[p.tail % kRingEntries];
+  e.kind = EntryKind::message;
+  e.type = static_cast<std::uint8_t>(message.type);
+  e.flags = message.flags;
+  e.pieces = static_cast<std::uint8_t>(size == 0 ? 0 : pieces);
+  e.reserved[0] = options_.payload_crc ? kHasCrc : 0;
+  e.size = size;
+  e.tag = message.tag;
+  e.sequence = p.posted;
+  std::uint32_t crc = 0;
+  if (!shared) {
+    std::size_t at = 0;
+    for (const Segment& s : message.pieces()) {
+      if (s.length == 0) continue;
+      std::memcpy(bounce.data() + at, s.bytes().data(), s.length);
+      at += s.length;
+    }
+    if (options_.payload_crc) crc = wire::crc32c({bounce.data(), size});
+  }
+  std::size_t k = 0;
+  auto ref_at = [&](std::size_t i) -> SegmentRef& {
+    if (i < kInlineRefs) return e.refs[i];
+    const std::size_t entry = 1 + (i - kInlineRefs) / kRefsPerEntry;
+    auto* more = reinterpret_cast<SegmentRef*>(&ch.entries[(p.tail + entry) % kRingEntries]);
+    return more[(i - kInlineRefs) % kRefsPerEntry];
+  };
+  if (!shared && size > 0) {
+    ref_at(0) = SegmentRef{send_pools_[0].number, bounce.index(), 0, size};
+    lend(p, 0, bounce, bounce.index());
+  } else if (shared) {
+    for (std::uint8_t i = 0; i < message.segment_count; ++i) {
+      Segment& s = message.segments[i];
+      if (s.length == 0) continue;
+      const auto pool = static_cast<std::size_t>(pool_of[k]);
+      if (options_.payload_crc) crc = wire::crc32c(s.bytes(), crc);
+      ref_at(k++) = SegmentRef{send_pools_[pool].number, s.buffer.index(), s.offset, s.length};
+      lend(p, pool, s.buffer, s.buffer.index());
+    }
+  }
+  e.crc = crc;
+  p.sent[p.posted & sent_mask_] = SentInfo{p.posted, message.tag, p.tail + n, size, message.type};
+  p.tail += n;
+  ch.tail.store(p.tail, std::memory_order_release);
+  ++p.posted;
+  message.clear();
+  mark_doorbell(index);
+  return SendStatus::ok;
+}
+
+void ShmEndpoint::complete_sends(AppIndex index, detail::Emitter& emit) {
+  Peer& p = peers_[index];
+  if (p.reported == p.posted) return;
+  const std::uint64_t head = p.out->head.load(std::memory_order_acquire);
+  p.head_cache = head;
+  while (p.reported < p.posted && emit.room()) {
+    const SentInfo& s = p.sent[p.reported & sent_mask_];
+    if (s.end > head) break;
+    Completion& c = emit.next();
+    c.kind = Completion::Kind::send_done;
+    c.peer = index;
+    c.sequence = s.sequence;
+    c.size = s.size;
+    c.message.clear();
+    c.message.type = s.type;
+    c.message.flags = 0;
+    c.message.tag = s.tag;
+    c.reason = {};
+    ++p.reported;
+    detail::StatsCounters::add(stats_.messages_sent);
+    detail::StatsCounters::add<std::uint64_t>(stats_.bytes_sent, s.size);
+  }
+}
+
+bool ShmEndpoint::take_returns(AppIndex index, detail::Emitter& emit) {
+  Peer& p = peers_[index];
+  Channel& ch = *p.out;
+  const std::uint64_t tail = ch.return_tail.load(std::memory_order_acquire);
+  std::uint64_t head = ch.return_head.load(std::memory_order_relaxed);
+  if (head == tail) return true;
+  bool bad = tail - head > kReturnEntries;
+  for (; !bad && head != tail; ++head) {
+    const Return r = ch.returns[head % kReturnEntries];
+    const int pool = find_pool_number(r.pool);
+    if (pool < 0 || r.slot >= p.loans[static_cast<std::size_t>(pool)].size() || r.count == 0 ||
+        p.loans[static_cast<std::size_t>(pool)][r.slot] < r.count) {
+      bad = true;
+      break;
+    }
+    last_pool_ = static_cast<std::size_t>(pool);
+    SendPool& sp = send_pools_[static_cast<std::size_t>(pool)];
+    p.loans[static_cast<std::size_t>(pool)][r.slot] -= r.count;
+    sp.loans[r.slot] -= r.count;
+    if (sp.loans[r.slot] == 0) sp.lent[r.slot].reset();
+  }
+  if (bad) {
+    detail::StatsCounters::add(stats_.rejected);
+    peer_lost(index, SegmentState::aborted, "peer returned buffers it was not lent", &emit);
+    return false;
+  }
+  ch.return_head.store(head, std::memory_order_release);
+  return true;
+}
+
+void ShmEndpoint::write_bye(Peer& p) {
+  Channel& ch = *p.out;
+  Entry& e = ch.entries[p.tail % kRingEntries];
+  e.kind = EntryKind::bye;
+  e.pieces = 0;
+  e.size = 0;
+  ++p.tail;
+  ch.tail.store(p.tail, std::memory_order_release);
+  ch.sender_state.store(SenderState::closed, std::memory_order_release);
+}
+
+void ShmEndpoint::mark_doorbell(AppIndex index) {
+  Peer& p = peers_[index];
+  if (p.doorbell) return;
+  p.doorbell = true;
+  doorbells_.push_back(index);
+}
+
+void ShmEndpoint::ring_doorbells() {
+  if (doorbells_.empty()) return;
+  // Pairs with the fence in wait(): either the peer sees our writes before it sleeps, or we see
+  // that it sleeps and wake it.
+  detail::full_fence();
+  for (const AppIndex index : doorbells_) {
+    Peer& p = peers_[index];
+    p.doorbell = false;
+    SegmentHeader* h = p.header;
+    if (h == nullptr || h->sleeping.load(std::memory_order_relaxed) == 0) continue;
+    if (h->sleeping.exchange(0, std::memory_order_acq_rel) == 0) continue;
+    h->doorbell.fetch_add(1, std::memory_order_release);
+    futex_wake_all(h->doorbell);
+  }
+  doorbells_.clear();
+}
+
+}  // namespace daqflow::transport::shm

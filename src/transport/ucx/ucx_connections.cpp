@@ -1,0 +1,436 @@
+// Connection set-up and loss for the ucx endpoint: the listener, dialing with retries, the hello
+// that names the sender, goodbyes and failures.
+
+#include <algorithm>
+#include <string>
+
+#include "daqflow/core/clock.hpp"
+#include "daqflow/core/log.hpp"
+#include "ucx_endpoint.hpp"
+#include "ucx_protocol.hpp"
+
+namespace daqflow::transport::ucx {
+namespace {
+
+using detail::StatsCounters;
+
+void connection_error_callback(void* arg, ucp_ep_h, ucs_status_t status) {
+  auto* c = static_cast<Connection*>(arg);
+  c->owner->on_connection_error(*c, status);
+}
+
+void connection_request_callback(ucp_conn_request_h request, void* arg) {
+  static_cast<UcxEndpoint*>(arg)->on_connection_request(request);
+}
+
+void hello_done_callback(void* request, ucs_status_t status, void* user_data) {
+  auto* c = static_cast<Connection*>(user_data);
+  if (c->hello_request == request) {
+    c->hello_request = nullptr;
+    c->owner->on_hello_sent(*c, status);
+  }
+  ucp_request_free(request);
+}
+
+// user_data is where the request is kept: cleared when it is done.
+void control_done_callback(void* request, ucs_status_t, void* user_data) {
+  auto* kept = static_cast<void**>(user_data);
+  if (*kept == request) *kept = nullptr;
+  ucp_request_free(request);
+}
+
+ucs_sock_addr_t sock_addr(const detail::SocketAddress& address) {
+  ucs_sock_addr_t out{};
+  out.addr = reinterpret_cast<const sockaddr*>(&address.storage);
+  out.addrlen = address.length;
+  return out;
+}
+
+void encode_control(wire::MessageType type, AppIndex from, AppIndex to,
+                    std::array<std::byte, wire::kHeaderSize>& out) {
+  wire::MessageHeader h;
+  h.type = type;
+  h.source = from;
+  h.destination = to;
+  wire::encode(h, out);
+}
+
+}  // namespace
+
+Result<void> UcxEndpoint::listen() {
+  const AppAddress& me = addresses_[self()];
+  auto address = detail::resolve(me.host, me.data_port);
+  if (!address) return address.error();
+  ucp_listener_params_t params{};
+  params.field_mask = UCP_LISTENER_PARAM_FIELD_SOCK_ADDR | UCP_LISTENER_PARAM_FIELD_CONN_HANDLER;
+  params.sockaddr = sock_addr(*address);
+  params.conn_handler.cb = connection_request_callback;
+  params.conn_handler.arg = this;
+  const ucs_status_t status = ucp_listener_create(worker_, &params, &listener_);
+  if (status != UCS_OK) {
+    listener_ = nullptr;
+    return Error("cannot listen on " + address->text + ": " + ucs_status_string(status) +
+                 " (is another process using the port?)");
+  }
+  return ok();
+}
+
+void UcxEndpoint::on_connection_request(ucp_conn_request_h request) {
+  // Endpoints are created after progress returns, not inside UCX's callback.
+  requests_.push_back(request);
+}
+
+void UcxEndpoint::accept_pending() {
+  for (ucp_conn_request_h request : requests_) {
+    if (closing_ || closed_) {
+      ucp_listener_reject(listener_, request);
+      continue;
+    }
+    auto c = std::make_unique<Connection>();
+    c->owner = this;
+    c->state = Connection::State::open;
+    ucp_ep_params_t params{};
+    params.field_mask = UCP_EP_PARAM_FIELD_CONN_REQUEST | UCP_EP_PARAM_FIELD_ERR_HANDLER |
+                        UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE;
+    params.conn_request = request;
+    params.err_mode = UCP_ERR_HANDLING_MODE_PEER;
+    params.err_handler.cb = connection_error_callback;
+    params.err_handler.arg = c.get();
+    const ucs_status_t status = ucp_ep_create(worker_, &params, &c->ep);
+    if (status != UCS_OK) {
+      spdlog::warn("ucx endpoint of application '{}': cannot accept a connection: {}",
+                   addresses_[self()].id, ucs_status_string(status));
+      continue;
+    }
+    connections_.push_back(std::move(c));
+  }
+  requests_.clear();
+}
+
+Result<void> UcxEndpoint::connect(AppIndex index) {
+  std::lock_guard lock(mutex_);
+  const std::string me = "ucx endpoint of application '" + addresses_[self()].id + "'";
+  if (closed_ || closing_) return Error(me + " is closed");
+  if (index >= peers_.size()) {
+    return Error(me + ": cannot connect to index " + std::to_string(index) +
+                 ": not in the address table (" + std::to_string(peers_.size()) + " applications)");
+  }
+  Peer& p = peers_[index];
+  if (p.state == Peer::State::open || p.state == Peer::State::connecting) return ok();
+  const AppAddress& to = addresses_[index];
+  if (to.data_port == 0) {
+    return Error(me + ": cannot connect to '" + to.id + "' (context '" + to.context +
+                 "'): it has no data port in the address table");
+  }
+  auto address = detail::resolve(to.host, to.data_port);
+  if (!address) return address.error().context(me + ": cannot connect to '" + to.id + "'");
+  reset_peer(index);
+  p.address = std::move(*address);
+  p.state = Peer::State::connecting;
+  p.backoff.start(core::monotonic_ns());
+  start_dial(index);
+  return ok();
+}
+
+void UcxEndpoint::start_dial(AppIndex index) {
+  Peer& p = peers_[index];
+  p.retry_pending = false;
+  auto owned = std::make_unique<Connection>();
+  Connection& c = *owned;
+  c.owner = this;
+  c.peer = index;
+  c.dialed = true;
+  c.state = Connection::State::dialing;
+  ucp_ep_params_t params{};
+  params.field_mask = UCP_EP_PARAM_FIELD_FLAGS | UCP_EP_PARAM_FIELD_SOCK_ADDR |
+                      UCP_EP_PARAM_FIELD_ERR_HANDLER | UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE;
+  params.flags = UCP_EP_PARAMS_FLAGS_CLIENT_SERVER;
+  params.sockaddr = sock_addr(p.address);
+  params.err_mode = UCP_ERR_HANDLING_MODE_PEER;
+  params.err_handler.cb = connection_error_callback;
+  params.err_handler.arg = &c;
+  const ucs_status_t status = ucp_ep_create(worker_, &params, &c.ep);
+  if (status != UCS_OK) {
+    dial_failed(index, status);
+    return;
+  }
+  connections_.push_back(std::move(owned));
+  p.dial = &c;
+  // The hello waits in UCX until the connection is up: its completion says the peer is there.
+  encode_control(wire::MessageType::hello, self(), index, c.hello);
+  ucp_request_param_t param{};
+  param.op_attr_mask =
+      UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA | UCP_OP_ATTR_FIELD_FLAGS;
+  param.cb.send = hello_done_callback;
+  param.user_data = &c;
+  param.flags = UCP_AM_SEND_FLAG_REPLY;
+  void* request = ucp_am_send_nbx(c.ep, kAmId, c.hello.data(), c.hello.size(), nullptr, 0, &param);
+  if (request == nullptr) {
+    on_hello_sent(c, UCS_OK);
+  } else if (UCS_PTR_IS_ERR(request)) {
+    on_connection_error(c, UCS_PTR_STATUS(request));
+  } else {
+    c.hello_request = request;
+  }
+}
+
+void UcxEndpoint::on_hello_sent(Connection& c, ucs_status_t status) {
+  if (status != UCS_OK) {
+    on_connection_error(c, status);
+    return;
+  }
+  if (c.state != Connection::State::dialing) return;
+  Peer& p = peers_[c.peer];
+  if (p.dial == &c) p.dial = nullptr;
+  if (p.state == Peer::State::connecting || p.state == Peer::State::open) {
+    associate(c, c.peer);
+  } else {
+    close_connection(c);
+  }
+}
+
+void UcxEndpoint::on_connection_error(Connection& c, ucs_status_t status) {
+  if (c.state == Connection::State::failed || c.state == Connection::State::dead) return;
+  // Acted on after progress has delivered what arrived before the failure (apply_failures).
+  c.error = status;
+  c.state = Connection::State::failed;
+  failed_.push_back(&c);
+}
+
+void UcxEndpoint::apply_failures() {
+  for (Connection* c : failed_) {
+    if (c->state != Connection::State::failed) continue;
+    const AppIndex index = c->peer;
+    const bool was_dial = index < peers_.size() && peers_[index].dial == c;
+    close_connection(*c);
+    if (index >= peers_.size()) continue;  // never said hello: nobody to tell
+    Peer& p = peers_[index];
+    if (was_dial && p.state == Peer::State::connecting) {
+      dial_failed(index, c->error);
+    } else if (c->established &&
+               (p.state == Peer::State::open || p.state == Peer::State::connecting)) {
+      fail_peer(index, ucs_status_string(c->error));
+    }
+  }
+  failed_.clear();
+}
+
+void UcxEndpoint::dial_failed(AppIndex index, ucs_status_t status) {
+  Peer& p = peers_[index];
+  if (p.state != Peer::State::connecting) return;  // it connected to us meanwhile
+  const std::int64_t at = p.backoff.next_attempt(core::monotonic_ns());
+  if (at < 0) {
+    fail_peer(index, ucs_status_string(status));
+    return;
+  }
+  p.retry_at_ns = at;
+  if (!p.retry_pending) {
+    p.retry_pending = true;
+    retrying_.push_back(index);
+  }
+}
+
+void UcxEndpoint::run_retries() {
+  const std::int64_t now = core::monotonic_ns();
+  for (std::size_t k = 0; k < retrying_.size();) {
+    const AppIndex index = retrying_[k];
+    Peer& p = peers_[index];
+    if (p.retry_pending && p.retry_at_ns > now) {
+      ++k;
+      continue;
+    }
+    retrying_[k] = retrying_.back();
+    retrying_.pop_back();
+    if (p.retry_pending && p.state == Peer::State::connecting) start_dial(index);
+  }
+}
+
+void UcxEndpoint::on_hello(AppIndex source, const ucp_am_recv_param_t* param) {
+  if (closing_ || (param->recv_attr & UCP_AM_RECV_ATTR_FIELD_REPLY_EP) == 0) return;
+  for (auto& c : connections_) {
+    if (c->ep != param->reply_ep || c->state != Connection::State::open) continue;
+    if (c->dialed || c->peer != wire::kNoApplication) return;  // a second hello: ignored
+    associate(*c, source);
+    return;
+  }
+}
+
+void UcxEndpoint::associate(Connection& c, AppIndex index) {
+  Peer& p = peers_[index];
+  // A hello from an index we saw go away: a new endpoint of that application.
+  if (p.state == Peer::State::closing || p.state == Peer::State::closed ||
+      p.state == Peer::State::failed) {
+    if (c.dialed) {
+      close_connection(c);
+      return;
+    }
+    reset_peer(index);
+  }
+  c.peer = index;
+  c.state = Connection::State::open;
+  c.established = true;
+  if (p.slots.empty()) {
+    p.slots.resize(options_.pipeline_depth);
+    for (SendSlot& s : p.slots) {
+      s.owner = this;
+      s.peer = index;
+    }
+  }
+  if (p.send == nullptr) p.send = &c;
+  set_open(p, true);
+  p.retry_pending = false;
+}
+
+void UcxEndpoint::on_bye(AppIndex source, const ucp_am_recv_param_t* param) {
+  Peer& p = peers_[source];
+  p.bye_received = true;
+  if (!p.bye_sent && !p.reply_pending) {
+    p.reply_pending = true;
+    p.reply_ep =
+        (param->recv_attr & UCP_AM_RECV_ATTR_FIELD_REPLY_EP) != 0 ? param->reply_ep : nullptr;
+    replies_.push_back(source);
+  }
+  if (closing_) return;
+  if (p.state != Peer::State::open && p.state != Peer::State::connecting) return;
+  set_open(p, false);
+  p.state = Peer::State::closing;
+  clear_sends(p);  // it reads nothing more
+  p.retry_pending = false;
+  // peer_closed follows the messages that arrived before the bye.
+  const std::uint64_t id = arrivals_.push();
+  Arrival& a = arrivals_[id];
+  a.peer = source;
+  a.bye = true;
+  a.state = Arrival::State::ready;
+}
+
+void UcxEndpoint::send_bye(AppIndex index, ucp_ep_h ep) {
+  Peer& p = peers_[index];
+  p.bye_sent = true;
+  encode_control(wire::MessageType::bye, self(), index, p.bye);
+  ucp_request_param_t param{};
+  param.op_attr_mask =
+      UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA | UCP_OP_ATTR_FIELD_FLAGS;
+  param.cb.send = control_done_callback;
+  param.user_data = &p.bye_request;
+  param.flags = UCP_AM_SEND_FLAG_REPLY;
+  void* request = ucp_am_send_nbx(ep, kAmId, p.bye.data(), p.bye.size(), nullptr, 0, &param);
+  p.bye_request = UCS_PTR_IS_PTR(request) ? request : nullptr;
+}
+
+void UcxEndpoint::send_replies() {
+  for (const AppIndex index : replies_) {
+    Peer& p = peers_[index];
+    if (!p.reply_pending) continue;
+    p.reply_pending = false;
+    if (p.bye_sent) continue;
+    ucp_ep_h ep = nullptr;
+    if (p.send != nullptr && p.send->state == Connection::State::open) {
+      ep = p.send->ep;
+    } else {
+      for (auto& c : connections_) {
+        if (c->ep == p.reply_ep && c->state == Connection::State::open) ep = c->ep;
+      }
+    }
+    if (ep != nullptr) send_bye(index, ep);
+  }
+  replies_.clear();
+}
+
+void UcxEndpoint::fail_peer(AppIndex index, std::string_view reason) {
+  Peer& p = peers_[index];
+  for (auto& c : connections_) {
+    if (c->peer == index) close_connection(*c);
+  }
+  if (p.state == Peer::State::closed || p.state == Peer::State::failed) return;
+  set_open(p, false);
+  p.state = Peer::State::failed;
+  clear_sends(p);
+  p.retry_pending = false;
+  if (closing_ || closed_) return;
+  StatsCounters::add(stats_.peer_errors);
+  Completion event;
+  event.kind = Completion::Kind::error;
+  event.peer = index;
+  event.reason = reason;
+  (void)events_.push(std::move(event));
+}
+
+void UcxEndpoint::reset_peer(AppIndex index) {
+  Peer& p = peers_[index];
+  for (auto& c : connections_) {
+    if (c->peer == index) close_connection(*c);
+  }
+  set_open(p, false);
+  p.state = Peer::State::idle;
+  clear_sends(p);
+  p.next_send_sequence = 0;
+  p.next_recv_sequence = 0;
+  p.send = nullptr;
+  p.dial = nullptr;
+  p.retry_pending = false;
+  p.bye_sent = false;
+  p.bye_received = false;
+  p.reply_pending = false;
+  p.reply_ep = nullptr;
+}
+
+void UcxEndpoint::clear_sends(Peer& p) {
+  // Requests still in UCX complete later; their callbacks find the slot no longer theirs.
+  for (SendSlot& s : p.slots) {
+    s.request = nullptr;
+    s.message.clear();
+    s.done = false;
+  }
+  p.head = 0;
+  p.count = 0;
+}
+
+void UcxEndpoint::set_open(Peer& p, bool open) {
+  if (open && p.state != Peer::State::open) {
+    p.state = Peer::State::open;
+    StatsCounters::add<std::uint32_t>(stats_.peers_connected, 1);
+  } else if (!open && p.state == Peer::State::open) {
+    StatsCounters::add<std::uint32_t>(stats_.peers_connected, static_cast<std::uint32_t>(-1));
+  }
+}
+
+void UcxEndpoint::close_connection(Connection& c) {
+  if (c.state == Connection::State::dead) return;
+  if (c.peer < peers_.size()) {
+    Peer& p = peers_[c.peer];
+    if (p.send == &c) p.send = nullptr;
+    if (p.dial == &c) p.dial = nullptr;
+  }
+  // The UCP endpoint is closed by reap(), outside UCX's callbacks.
+  c.state = Connection::State::dead;
+  has_dead_ = true;
+}
+
+void UcxEndpoint::reap() {
+  if (!has_dead_) return;
+  for (auto& c : connections_) {
+    if (c->state != Connection::State::dead) continue;
+    if (c->ep != nullptr) {
+      ucp_request_param_t param{};
+      param.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
+      param.flags = UCP_EP_CLOSE_FLAG_FORCE;
+      void* request = ucp_ep_close_nbx(std::exchange(c->ep, nullptr), &param);
+      if (UCS_PTR_IS_PTR(request)) c->close_request = request;
+    }
+    if (c->close_request != nullptr &&
+        ucp_request_check_status(c->close_request) != UCS_INPROGRESS) {
+      ucp_request_free(std::exchange(c->close_request, nullptr));
+    }
+  }
+  // failed_ may still name dead connections: keep them until it has been worked through.
+  if (!failed_.empty()) return;
+  std::erase_if(connections_, [](const std::unique_ptr<Connection>& c) {
+    return c->state == Connection::State::dead && c->ep == nullptr && c->close_request == nullptr &&
+           c->hello_request == nullptr;
+  });
+  has_dead_ = std::any_of(connections_.begin(), connections_.end(),
+                          [](const auto& c) { return c->state == Connection::State::dead; });
+}
+
+}  // namespace daqflow::transport::ucx

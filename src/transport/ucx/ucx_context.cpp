@@ -1,0 +1,138 @@
+#include "ucx_context.hpp"
+
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+
+namespace daqflow::transport::ucx {
+namespace {
+
+constexpr std::size_t kAlign = 64;  // BufferPool's stride
+
+std::size_t round_up(std::size_t n, std::size_t to) {
+  return (n + to - 1) / to * to;
+}
+
+// Settings a sanitizer build needs: UCX's memory hooks patch malloc and mmap, which ASan owns.
+// Applied through the configuration, never the environment, so that other code in the process
+// sees UCX as configured.
+void apply_build_settings([[maybe_unused]] ucp_config_t* config) {
+#if defined(__SANITIZE_ADDRESS__)
+  (void)ucp_config_modify(config, "MEM_MALLOC_HOOKS", "n");
+  (void)ucp_config_modify(config, "MEM_EVENTS", "n");
+#endif
+}
+
+// Connections are set up through UCX's socket-address connection manager, which works only over a
+// network device of an enabled transport: a list without tcp (e.g. "posix,cma,self") would leave
+// no device to connect through. tcp is added for that; UCX still moves the data over the faster
+// transports of the list (shared memory between processes of one host).
+std::string effective_tls(const std::string& tls) {
+  if (tls.empty() || tls.front() == '^') return tls;
+  std::size_t start = 0;
+  while (start <= tls.size()) {
+    const std::size_t end = std::min(tls.find(',', start), tls.size());
+    const std::string name = tls.substr(start, end - start);
+    if (name == "all" || name == "tcp" || name.starts_with("tcp:")) return tls;
+    start = end + 1;
+  }
+  return tls + ",tcp";
+}
+
+}  // namespace
+
+Result<std::shared_ptr<Context>> Context::create(const TransportConfig& config,
+                                                 std::size_t expected_endpoints) {
+  ucp_config_t* ucp_config = nullptr;
+  ucs_status_t status = ucp_config_read(nullptr, nullptr, &ucp_config);
+  if (status != UCS_OK) {
+    return Error(std::string("ucx: cannot read UCX's configuration: ") + ucs_status_string(status));
+  }
+  apply_build_settings(ucp_config);
+  // A listener must be able to take its port back while connections of an earlier endpoint on it
+  // linger in TIME_WAIT (as the tcp transport's SO_REUSEADDR does); two listeners still collide.
+  status = ucp_config_modify(ucp_config, "CM_REUSEADDR", "y");
+  if (status != UCS_OK) {
+    ucp_config_release(ucp_config);
+    return Error(std::string("ucx: cannot set CM_REUSEADDR: ") + ucs_status_string(status));
+  }
+  const std::string tls = effective_tls(config.ucx_tls);
+  if (!tls.empty()) {
+    status = ucp_config_modify(ucp_config, "TLS", tls.c_str());
+    if (status != UCS_OK) {
+      ucp_config_release(ucp_config);
+      return Error("ucx: transports.ucx_tls '" + config.ucx_tls +
+                   "' is not a valid UCX_TLS value: " + ucs_status_string(status));
+    }
+  }
+  ucp_params_t params{};
+  params.field_mask = UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_MT_WORKERS_SHARED |
+                      UCP_PARAM_FIELD_ESTIMATED_NUM_EPS | UCP_PARAM_FIELD_NAME |
+                      UCP_PARAM_FIELD_REQUEST_SIZE;
+  params.features = UCP_FEATURE_AM | UCP_FEATURE_WAKEUP;
+  // Every endpoint has its own worker on its own thread, but memory registrations are shared.
+  params.mt_workers_shared = 1;
+  params.estimated_num_eps = expected_endpoints == 0 ? 1 : expected_endpoints;
+  params.name = "daqflow";
+  // Room in every request for what it belongs to (see kRequestData).
+  params.request_size = kRequestData;
+  ucp_context_h context = nullptr;
+  status = ucp_init(&params, ucp_config, &context);
+  ucp_config_release(ucp_config);
+  if (status != UCS_OK) {
+    return Error(std::string("ucx: cannot initialise UCP") +
+                 (config.ucx_tls.empty() ? "" : " with UCX_TLS '" + config.ucx_tls + "'") + ": " +
+                 ucs_status_string(status));
+  }
+  return std::shared_ptr<Context>(new Context(context, tls));
+}
+
+Context::~Context() {
+  ucp_cleanup(context_);
+}
+
+Result<std::shared_ptr<MappedRegion>> MappedRegion::create(std::shared_ptr<Context> context,
+                                                           std::size_t bytes) {
+  const auto page = static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
+  const std::size_t size = round_up(bytes == 0 ? 1 : bytes, page);
+  void* base = ::mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (base == MAP_FAILED) {
+    return Error("cannot map " + std::to_string(size) + " bytes: " + std::strerror(errno));
+  }
+  ucp_mem_map_params_t params{};
+  params.field_mask = UCP_MEM_MAP_PARAM_FIELD_ADDRESS | UCP_MEM_MAP_PARAM_FIELD_LENGTH;
+  params.address = base;
+  params.length = size;
+  ucp_mem_h memh = nullptr;
+  const ucs_status_t status = ucp_mem_map(context->get(), &params, &memh);
+  if (status != UCS_OK) {
+    ::munmap(base, size);
+    return Error("cannot register " + std::to_string(size) +
+                 " bytes with UCX: " + ucs_status_string(status));
+  }
+  return std::shared_ptr<MappedRegion>(
+      new MappedRegion(std::move(context), static_cast<std::byte*>(base), size, memh));
+}
+
+MappedRegion::~MappedRegion() {
+  ucp_mem_unmap(context_->get(), memh_);
+  ::munmap(base_, size_);
+}
+
+Result<std::unique_ptr<core::BufferPool>> make_mapped_pool(const std::shared_ptr<Context>& context,
+                                                           std::string name,
+                                                           std::size_t buffer_size,
+                                                           std::size_t count,
+                                                           std::shared_ptr<MappedRegion>& region) {
+  if (count == 0) return Error("buffer pool '" + name + "': count must be at least 1");
+  const std::size_t stride = round_up(buffer_size == 0 ? 1 : buffer_size, kAlign);
+  auto mapped = MappedRegion::create(context, stride * count);
+  if (!mapped) return mapped.error().context("buffer pool '" + name + "'");
+  region = *mapped;
+  return core::BufferPool::over(std::move(name), region->bytes(), buffer_size, count, region);
+}
+
+}  // namespace daqflow::transport::ucx

@@ -1,0 +1,245 @@
+"""`daqflow bench` end to end on tiny settings: every subcommand writes JSON, CSV and SVG in the
+format of docs/benchmarks.md (parsed and checked here), with positive figures. No timing is
+asserted: the figures are whatever this machine gives."""
+
+import csv
+import json
+import os
+import shutil
+import socket
+import subprocess
+import unittest
+import xml.etree.ElementTree as ET
+
+from daqflow_testlib import PORTS, DaqflowTestCase
+
+HOST_KEYS = {"hostname", "cores", "cpu_model", "kernel", "memory_gib"}
+TOP_KEYS = ["bench", "stem", "transport", "date", "host", "command", "params", "columns", "rows",
+            "summary"]
+
+
+class Bench(DaqflowTestCase):
+    def bench(self, args, contexts=6, timeout=240):
+        """Runs `daqflow bench ARGS --out DIR --port-base P` with a port block of its own."""
+        out = self.path("results")
+        base = PORTS.take(3 * contexts)
+        code, text = self.daqflow(["bench"] + args + ["--out", out, "--port-base", str(base)],
+                                  timeout=timeout)
+        self.assertEqual(code, 0, text)
+        return out, text
+
+    def check_files(self, out, stem, bench, columns, rows):
+        """The three files of a figure set, checked against the contract; returns the JSON."""
+        with open(os.path.join(out, stem + ".json")) as f:
+            doc = json.load(f)
+        self.assertEqual(list(doc.keys()), TOP_KEYS)
+        self.assertEqual(doc["bench"], bench)
+        self.assertEqual(doc["stem"], stem)
+        self.assertRegex(doc["date"], r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$")
+        self.assertEqual(set(doc["host"].keys()), HOST_KEYS)
+        self.assertGreater(doc["host"]["cores"], 0)
+        self.assertTrue(doc["command"].startswith("daqflow bench " + bench))
+        self.assertIsInstance(doc["params"], dict)
+        self.assertEqual(doc["columns"], columns)
+        self.assertEqual(len(doc["rows"]), rows)
+        for row in doc["rows"]:
+            self.assertEqual(len(row), len(columns))
+
+        with open(os.path.join(out, stem + ".csv"), newline="") as f:
+            table = list(csv.reader(f))
+        self.assertEqual(table[0], columns)
+        self.assertEqual(len(table) - 1, rows)
+        for line, row in zip(table[1:], doc["rows"]):
+            for cell, value in zip(line, row):
+                if isinstance(value, (int, float)):
+                    self.assertAlmostEqual(float(cell), value, delta=abs(value) * 1e-5 + 1e-9)
+                else:
+                    self.assertEqual(cell, value)
+
+        svg = ET.parse(os.path.join(out, stem + ".svg")).getroot()
+        self.assertTrue(svg.tag.endswith("svg"))
+        marks = [e for e in svg.iter() if e.tag.endswith("circle")]
+        self.assertGreater(len(marks), 0, "the plot shows no point")
+        return doc
+
+    def column(self, doc, name):
+        i = doc["columns"].index(name)
+        return [row[i] for row in doc["rows"]]
+
+    def test_roundtrip_sweep_and_fit(self):
+        out, text = self.bench(["roundtrip", "--transport", "tcp", "--sizes", "64..256",
+                                "--iterations", "200", "--warmup", "20", "--fit", "64..256"])
+        doc = self.check_files(out, "roundtrip-tcp", "roundtrip",
+                               ["message_size", "rtt_min_us", "rtt_median_us", "rtt_p99_us",
+                                "rtt_mean_us", "tau_median_us", "mb_s"], 3)
+        self.assertEqual(self.column(doc, "message_size"), [64, 128, 256])
+        for name in ["rtt_min_us", "rtt_median_us", "rtt_p99_us", "mb_s"]:
+            self.assertTrue(all(v > 0 for v in self.column(doc, name)), name)
+        for row in doc["rows"]:
+            self.assertLessEqual(row[1], row[2])  # min <= median <= p99
+            self.assertLessEqual(row[2], row[3])
+        s = doc["summary"]
+        for key in ["tau0_us", "c_us_per_kb", "r2", "fit_from", "fit_to", "rtt_median_64_us",
+                    "rtt_min_64_us", "rtt_p99_64_us"]:
+            self.assertIn(key, s)
+        self.assertEqual((s["fit_from"], s["fit_to"]), (64, 256))
+        self.assertEqual(s["rtt_min_64_us"], doc["rows"][0][1])
+        svg = ET.parse(os.path.join(out, "roundtrip-tcp.svg")).getroot()
+        dashed = [e for e in svg.iter() if e.tag.endswith("polyline")
+                  and e.get("stroke-dasharray")]
+        self.assertEqual(len(dashed), 1, "the fitted line is drawn")
+
+    def test_stream_size_sweep_over_tcp(self):
+        out, text = self.bench(["stream", "--pattern", "1to1", "--transport", "tcp", "--sizes",
+                                "4096,65536", "--duration", "1", "--sample-ms", "100"])
+        doc = self.check_files(out, "stream-1to1-tcp-size", "stream",
+                               ["message_size", "depth", "senders", "receivers",
+                                "mb_s_total_mean", "mb_s_total_sd", "mb_s_per_receiver_mean",
+                                "mb_s_per_receiver_sd", "samples", "msgs_per_s"], 2)
+        self.assertEqual(self.column(doc, "message_size"), [4096, 65536])
+        self.assertTrue(all(v > 0 for v in self.column(doc, "mb_s_total_mean")))
+        self.assertTrue(all(v > 0 for v in self.column(doc, "samples")))
+        s = doc["summary"]
+        self.assertEqual(s["message_size"], 4096)
+        self.assertEqual(s["mb_s_total_mean"], doc["rows"][0][4])
+        self.assertGreater(s["msgs_per_s"], 0)
+        self.assertIn("stream 1to1 tcp 65536 B depth 8", text)
+        # The generated configurations and logs are kept beside the results.
+        self.assertTrue(os.path.exists(os.path.join(out, "runs", "stream-1to1-tcp-size-1",
+                                                    "config.yaml")))
+
+    def test_stream_two_stage_n_sweep(self):
+        out, _ = self.bench(["stream", "--pattern", "nton", "--transport", "inproc", "--sizes",
+                             "8192", "--n", "1,2", "--duration", "1", "--sample-ms", "100"])
+        doc = self.check_files(out, "stream-nton-inproc-n", "stream",
+                               ["message_size", "depth", "senders", "receivers",
+                                "mb_s_total_mean", "mb_s_total_sd", "mb_s_per_receiver_mean",
+                                "mb_s_per_receiver_sd", "samples", "msgs_per_s"], 2)
+        self.assertEqual(self.column(doc, "senders"), [1, 2])
+        self.assertEqual(self.column(doc, "receivers"), [1, 2])
+        for row in doc["rows"]:
+            # The total is the receivers' sum, the per-receiver figure their mean.
+            self.assertAlmostEqual(row[4], row[6] * row[3], delta=row[4] * 1e-9)
+
+    def test_stream_all_to_all(self):
+        out, _ = self.bench(["stream", "--pattern", "nxn", "--transport", "tcp", "--sizes",
+                             "16384", "--n", "2", "--depths", "2,4", "--duration", "1"])
+        doc = self.check_files(out, "stream-nxn-tcp-depth", "stream",
+                               ["message_size", "depth", "senders", "receivers",
+                                "mb_s_total_mean", "mb_s_total_sd", "mb_s_per_receiver_mean",
+                                "mb_s_per_receiver_sd", "samples", "msgs_per_s"], 2)
+        self.assertEqual(self.column(doc, "depth"), [2, 4])
+        self.assertTrue(all(v > 0 for v in self.column(doc, "mb_s_per_receiver_mean")))
+
+    def test_event_builder_topologies(self):
+        out, _ = self.bench(["evb", "--transport", "inproc", "--topologies", "1x1,2x1",
+                             "--fragment-sizes", "1024", "--duration", "1.5"])
+        doc = self.check_files(out, "evb-scaling-inproc", "evb",
+                               ["rus", "bus", "rubu", "feds_per_ru", "fragment_mean",
+                                "events_per_s", "mb_s", "us_per_event"], 2)
+        self.assertEqual(self.column(doc, "rus"), [1, 2])
+        for row in doc["rows"]:
+            self.assertGreater(row[5], 0)
+            self.assertGreater(row[6], 0)
+            self.assertAlmostEqual(row[7], 1e6 / row[5], delta=row[7] * 1e-9)
+        self.assertEqual(doc["summary"]["events_per_s"], doc["rows"][0][5])
+
+    def test_single_stage_event_builder_over_tcp(self):
+        out, _ = self.bench(["evb", "--transport", "tcp", "--topologies", "", "--rubu", "2",
+                             "--fragment-sizes", "512", "--duration", "1.5"])
+        doc = self.check_files(out, "evb-rubu2-tcp", "evb",
+                               ["rus", "bus", "rubu", "feds_per_ru", "fragment_mean",
+                                "events_per_s", "mb_s", "us_per_event"], 1)
+        self.assertEqual(doc["rows"][0][:3], [2, 2, 1])
+
+    def check_compare(self, out, stem, kind, unit, better):
+        doc = self.check_files(out, stem, "compare", ["measurement", "value"], 3)
+        self.assertEqual(self.column(doc, "measurement"),
+                         ["reference_before", "daqflow", "reference_after"])
+        s = doc["summary"]
+        self.assertEqual((s["kind"], s["unit"], s["better"]), (kind, unit, better))
+        ref = s["reference"]
+        self.assertGreater(ref["before"], 0)
+        self.assertGreater(ref["after"], 0)
+        self.assertAlmostEqual(ref["value"], (ref["before"] + ref["after"]) / 2)
+        self.assertGreater(s["daqflow"]["value"], 0)
+        expected = (s["daqflow"]["value"] / ref["value"] if better == "higher"
+                    else ref["value"] / s["daqflow"]["value"])
+        self.assertAlmostEqual(s["ratio"], expected)
+        # The daqflow figure's own result files are there, as the summary names them.
+        self.assertTrue(os.path.exists(os.path.join(out, s["daqflow"]["stem"] + ".json")))
+        return doc
+
+    def test_compare_memcpy_needs_no_tool(self):
+        ports = PORTS.take(4)
+        out, text = self.bench(["compare", "--transport", "inproc", "--kind", "memcpy",
+                                "--size", "65536", "--duration", "1",
+                                "--reference-port", str(ports)])
+        doc = self.check_compare(out, "compare-memcpy-inproc-65536", "memcpy", "MB/s", "higher")
+        self.assertEqual(doc["summary"]["reference"]["tool"], "memcpy")
+        self.assertIn("ratio", text)
+
+    @unittest.skipIf(shutil.which("iperf3") is None, "iperf3 is not installed")
+    def test_compare_tcp_stream_with_iperf3(self):
+        ports = PORTS.take(4)
+        out, text = self.bench(["compare", "--transport", "tcp", "--kind", "stream", "--size",
+                                "65536", "--duration", "1", "--reference-port", str(ports)])
+        doc = self.check_compare(out, "compare-stream-tcp-65536", "stream", "MB/s", "higher")
+        self.assertEqual(doc["summary"]["reference"]["tool"], "iperf3")
+        self.assertIn("-l 65536", doc["summary"]["reference"]["command"])
+
+    @unittest.skipIf(shutil.which("sockperf") is None, "sockperf is not installed")
+    def test_compare_tcp_latency_with_sockperf(self):
+        ports = PORTS.take(4)
+        out, text = self.bench(["compare", "--transport", "tcp", "--kind", "latency",
+                                "--iterations", "2000", "--duration", "1",
+                                "--reference-port", str(ports)])
+        doc = self.check_compare(out, "compare-latency-tcp-64", "latency", "us", "lower")
+        self.assertEqual(doc["summary"]["reference"]["tool"], "sockperf")
+        self.assertEqual(doc["summary"]["statistic"], "min")
+        self.assertIn("x the reference latency", text)
+
+    def test_memcpy_sweep(self):
+        out = self.path("results")
+        code, text = self.daqflow(["bench", "memcpy", "--sizes", "4096,65536", "--duration",
+                                   "0.05", "--out", out], timeout=60)
+        self.assertEqual(code, 0, text)
+        doc = self.check_files(out, "memcpy", "memcpy", ["message_size", "mb_s"], 2)
+        self.assertTrue(all(v > 0 for v in self.column(doc, "mb_s")))
+        self.assertIn("mb_s_4096", doc["summary"])
+
+    def test_a_port_in_use_is_refused_before_anything_starts(self):
+        base = PORTS.take(6)
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            s.bind(("127.0.0.1", base + 4))  # the sink context's data port
+            s.listen(1)
+            code, text = self.daqflow(["bench", "stream", "--transport", "tcp", "--sizes", "4096",
+                                       "--duration", "1", "--port-base", str(base), "--out",
+                                       self.path("results")], timeout=60)
+        self.assertNotEqual(code, 0)
+        self.assertIn(f"port {base + 4} of context 'sink0' is already in use", text)
+        self.assertIn("--port-base", text)
+
+    def test_a_missing_reference_tool_names_its_package(self):
+        env = dict(os.environ, PATH=self.path("empty-path"))
+        done = subprocess.run([self.binary, "bench", "compare", "--transport", "tcp", "--kind",
+                               "latency", "--out", self.path("results")], cwd=self.dir,
+                              env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                              timeout=60)
+        text = done.stdout.decode()
+        self.assertNotEqual(done.returncode, 0, text)
+        self.assertIn("sockperf is not installed (Debian package sockperf", text)
+        # Nothing ran: the reference comes first, before any daqflow figure.
+        self.assertFalse(os.path.exists(self.path("results/roundtrip-tcp-64.json")))
+
+    def test_a_transport_not_built_is_named(self):
+        code, text = self.daqflow(["bench", "stream", "--transport", "nosuch", "--sizes", "4096",
+                                   "--out", self.path("results")], timeout=30)
+        self.assertNotEqual(code, 0)
+        self.assertIn("transport 'nosuch' is not built", text)
+        self.assertIn("tcp", text)
+
+
+if __name__ == "__main__":
+    unittest.main()

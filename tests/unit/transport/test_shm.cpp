@@ -1,0 +1,216 @@
+// The shm transport beyond the conformance suite: messages from make_send_pool() are read in
+// place, buffers the receiver holds back-pressure the sender's pool, and a process killed with
+// SIGKILL is an error for its peer and leaves segments that name it.
+
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <array>
+#include <chrono>
+#include <cstring>
+#include <filesystem>
+#include <functional>
+#include <string>
+#include <thread>
+
+#include "daqflow/core/clock.hpp"
+#include "daqflow/transport/transport.hpp"
+
+namespace daqflow::transport {
+namespace {
+
+using namespace std::chrono_literals;
+constexpr std::int64_t kDeadlineNs = 10'000'000'000;
+
+struct Fixture {
+  explicit Fixture(const std::string& tag) {
+    for (AppIndex i = 0; i < 2; ++i) {
+      addresses.push_back(
+          {i, "app" + std::to_string(i), "ctx" + std::to_string(i), "127.0.0.1", 0});
+    }
+    config.run_tag = "unit-" + tag + "-" + std::to_string(::getpid());
+    transport = std::move(make_transport("shm", addresses, config)).value();
+  }
+  std::unique_ptr<Endpoint> endpoint(AppIndex self) {
+    EndpointOptions o;
+    o.self = self;
+    o.max_message_size = 4096;
+    return std::move(transport->create_endpoint(o)).value();
+  }
+  AddressTable addresses;
+  TransportConfig config;
+  std::unique_ptr<Transport> transport;
+};
+
+// Polls both until on() has seen what it wants or the deadline passes.
+bool pump(Endpoint& a, Endpoint& b, const std::function<bool(Completion&)>& on) {
+  std::array<Completion, 8> out;
+  const std::int64_t deadline = core::monotonic_ns() + kDeadlineNs;
+  while (core::monotonic_ns() < deadline) {
+    for (Endpoint* e : {&a, &b}) {
+      const std::size_t n = e->poll(out);
+      for (std::size_t i = 0; i < n; ++i) {
+        if (on(out[i])) return true;
+        out[i].message.clear();
+      }
+    }
+  }
+  return false;
+}
+
+Message message_of(core::Buffer b, std::uint32_t size, std::uint64_t tag) {
+  Message m;
+  m.tag = tag;
+  m.add(std::move(b), 0, size);
+  return m;
+}
+
+TEST(Shm, SendPoolMessagesAreReadInPlace) {
+  Fixture f("inplace");
+  auto rx = f.endpoint(1);
+  auto tx = f.endpoint(0);
+  auto pool = std::move(tx->make_send_pool("tx", 4096, 2)).value();
+  ASSERT_TRUE(tx->connect(1));
+  core::Buffer b = pool->acquire();
+  std::memset(b.data(), 0x5a, 100);
+  core::Buffer mine = b.share();
+  Message m = message_of(std::move(b), 100, 7);
+  ASSERT_EQ(tx->post_send(1, m), SendStatus::ok);
+  Message got;
+  ASSERT_TRUE(pump(*rx, *tx, [&](Completion& c) {
+    if (c.kind != Completion::Kind::recv) return false;
+    got = std::move(c.message);
+    return true;
+  }));
+  ASSERT_EQ(got.segment_count, 1u);
+  EXPECT_EQ(got.size(), 100u);
+  EXPECT_EQ(got.segments[0].bytes()[99], std::byte{0x5a});
+  // The same memory, not a copy: what the producer writes now, the consumer sees.
+  mine.data()[0] = std::byte{0x11};
+  EXPECT_EQ(got.segments[0].bytes()[0], std::byte{0x11});
+  mine.reset();
+  // Sent, but lent: the slot stays in use while the receiver holds it.
+  ASSERT_TRUE(pump(*tx, *rx, [](Completion& c) { return c.kind == Completion::Kind::send_done; }));
+  EXPECT_EQ(pool->in_use(), 1u);
+  got.clear();
+  const std::int64_t deadline = core::monotonic_ns() + kDeadlineNs;
+  std::array<Completion, 4> out;
+  while (pool->in_use() != 0 && core::monotonic_ns() < deadline) {
+    (void)rx->poll(out);
+    (void)tx->poll(out);
+  }
+  EXPECT_EQ(pool->in_use(), 0u) << "the receiver returned the slot once it was dropped";
+  EXPECT_EQ(rx->stats().recv_pool_in_use, 0u);
+}
+
+TEST(Shm, HeldBuffersBackPressureTheSendersPool) {
+  Fixture f("held");
+  auto rx = f.endpoint(1);
+  auto tx = f.endpoint(0);
+  auto pool = std::move(tx->make_send_pool("tx", 256, 2)).value();
+  ASSERT_TRUE(tx->connect(1));
+  for (std::uint64_t i = 0; i < 2; ++i) {
+    Message m = message_of(pool->acquire(), 64, i);
+    ASSERT_EQ(tx->post_send(1, m), SendStatus::ok);
+  }
+  std::vector<Message> held;
+  std::size_t done = 0;
+  ASSERT_TRUE(pump(*rx, *tx, [&](Completion& c) {
+    if (c.kind == Completion::Kind::recv) held.push_back(std::move(c.message));
+    if (c.kind == Completion::Kind::send_done) ++done;
+    return held.size() == 2 && done == 2;
+  }));
+  EXPECT_FALSE(pool->acquire()) << "both slots are read by the receiver";
+  held.erase(held.begin());
+  core::Buffer again;
+  const std::int64_t deadline = core::monotonic_ns() + kDeadlineNs;
+  std::array<Completion, 4> out;
+  while (!again && core::monotonic_ns() < deadline) {
+    (void)rx->poll(out);
+    (void)tx->poll(out);
+    again = pool->acquire();
+  }
+  EXPECT_TRUE(again) << "a slot came back once the receiver dropped it";
+  EXPECT_EQ(rx->stats().recv_pool_in_use, 1u);
+  // Endpoints before the pool they hold buffers of, received messages before their endpoint.
+  held.clear();
+  again.reset();
+  tx.reset();
+  rx.reset();
+}
+
+std::size_t leftovers(const std::string& tag) {
+  std::size_t n = 0;
+  for (const auto& e : std::filesystem::directory_iterator("/dev/shm")) {
+    if (e.path().filename().string().starts_with("daqflow." + tag + ".")) ++n;
+  }
+  return n;
+}
+
+TEST(Shm, KilledProcessIsAnErrorAndLeavesItsSegments) {
+  Fixture f("killed");
+  auto rx = f.endpoint(1);
+  int ready[2];
+  ASSERT_EQ(::pipe(ready), 0);
+  const pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    // The sender process: sends one message from a shared pool, then waits to be killed.
+    auto transport = std::move(make_transport("shm", f.addresses, f.config)).value();
+    EndpointOptions o;
+    o.self = 0;
+    o.max_message_size = 4096;
+    auto tx = std::move(transport->create_endpoint(o)).value();
+    auto pool = std::move(tx->make_send_pool("tx", 4096, 4)).value();
+    (void)tx->connect(1);
+    Message m = message_of(pool->acquire(), 10, 1);
+    while (tx->post_send(1, m) != SendStatus::ok) std::this_thread::sleep_for(1ms);
+    const char one = 1;
+    (void)!::write(ready[1], &one, 1);
+    for (;;) ::pause();
+  }
+  char byte = 0;
+  ASSERT_EQ(::read(ready[0], &byte, 1), 1);
+  bool got = false;
+  bool failed = false;
+  std::array<Completion, 4> out;
+  const std::int64_t deadline = core::monotonic_ns() + kDeadlineNs;
+  while (!failed && core::monotonic_ns() < deadline) {
+    const std::size_t n = rx->poll(out);
+    for (std::size_t i = 0; i < n; ++i) {
+      if (out[i].kind == Completion::Kind::recv) {
+        got = true;
+        ::kill(child, SIGKILL);
+        ::waitpid(child, nullptr, 0);
+      }
+      if (out[i].kind == Completion::Kind::error) {
+        EXPECT_EQ(out[i].peer, 0u);
+        EXPECT_FALSE(out[i].reason.empty());
+        failed = true;
+      }
+      out[i].message.clear();
+    }
+    if (n == 0) rx->wait(1ms);
+  }
+  EXPECT_TRUE(got);
+  EXPECT_TRUE(failed) << "the receiver noticed that its sender died";
+  ::close(ready[0]);
+  ::close(ready[1]);
+  // The dead sender's endpoint, bounce pool and send pool are still there, for `daqflow shm
+  // clean`; the receiver's own two are too while it is open.
+  const std::string tag = f.config.run_tag;
+  EXPECT_EQ(leftovers(tag), 5u);
+  rx.reset();
+  EXPECT_EQ(leftovers(tag), 3u) << "a closed endpoint removes its own segments";
+  for (const auto& e : std::filesystem::directory_iterator("/dev/shm")) {
+    if (e.path().filename().string().starts_with("daqflow." + tag + ".")) {
+      std::filesystem::remove(e.path());
+    }
+  }
+  EXPECT_EQ(leftovers(tag), 0u);
+}
+
+}  // namespace
+}  // namespace daqflow::transport
