@@ -54,6 +54,7 @@ Result<DaqflowFigure> daqflow_figure(const CompareOptions& o, const std::string&
     st.sizes = {size};
     st.depths = {o.cluster.pipeline_depth};
     st.duration_s = o.duration_s;
+    st.verify = o.verify;
     auto out = run_stream(st, env);
     if (!out) return out.error();
     sub = std::move(*out);
@@ -67,6 +68,10 @@ Result<DaqflowFigure> daqflow_figure(const CompareOptions& o, const std::string&
 }  // namespace
 
 std::string compare_stem(const CompareOptions& o) {
+  if (!o.reference.empty()) {
+    return fmt::format("compare-{}-{}-{}-{}", o.kind, o.cluster.transport, o.reference,
+                       compare_size(o));
+  }
   return fmt::format("compare-{}-{}-{}", o.kind, o.cluster.transport, compare_size(o));
 }
 
@@ -78,13 +83,16 @@ std::string command_line(const CompareOptions& o) {
       o.cluster.idle, o.cluster.port_base, o.reference_port);
   if (o.kind == "latency") cmd += fmt::format(" --iterations {}", o.iterations);
   if (!o.cluster.ucx_tls.empty()) cmd += " --ucx-tls " + o.cluster.ucx_tls;
+  if (!o.reference.empty()) cmd += " --reference " + o.reference;
+  if (o.kind == "stream" && o.verify != "ends") cmd += " --verify " + o.verify;
   if (!o.cluster.ofi_provider.empty()) cmd += " --ofi-provider '" + o.cluster.ofi_provider + "'";
   return cmd;
 }
 
 Result<BenchOutput> run_compare(const CompareOptions& o, BenchEnv& env) {
   if (auto ok = check_transport(o.cluster.transport); !ok) return ok.error();
-  auto tool = reference_tool(o.cluster.transport, o.kind);
+  auto tool = o.reference.empty() ? reference_tool(o.cluster.transport, o.kind)
+                                  : Result<std::string>(o.reference);
   if (!tool) return tool.error();
   const std::uint64_t size = compare_size(o);
   const bool latency = o.kind == "latency";
@@ -99,6 +107,7 @@ Result<BenchOutput> run_compare(const CompareOptions& o, BenchEnv& env) {
   spec.ofi_provider = o.cluster.ofi_provider;
   spec.bin_dir = std::filesystem::path(env.self).parent_path().string();
   spec.log_dir = (std::filesystem::path(env.out_dir) / "runs" / compare_stem(o)).string();
+  spec.tool = *tool;
 
   const auto reference = [&](const char* when) -> Result<ReferenceResult> {
     if (env.progress != nullptr) {
@@ -138,6 +147,8 @@ Result<BenchOutput> run_compare(const CompareOptions& o, BenchEnv& env) {
               {"idle", o.cluster.idle},
               {"reference_port", spec.port}};
   if (latency) r.params["iterations"] = o.iterations;
+  r.params["reference_tool"] = *tool;
+  if (!latency) r.params["verify"] = o.verify;
   if (!o.cluster.ucx_tls.empty()) r.params["ucx_tls"] = o.cluster.ucx_tls;
   if (!o.cluster.ofi_provider.empty()) r.params["ofi_provider"] = o.cluster.ofi_provider;
   r.columns = {"measurement", "value"};

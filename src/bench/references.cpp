@@ -324,7 +324,8 @@ Result<std::string> reference_tool(const std::string& transport, const std::stri
 }
 
 Result<ReferenceResult> run_reference(const ReferenceSpec& spec) {
-  auto tool = reference_tool(spec.transport, spec.kind);
+  auto tool = spec.tool.empty() ? reference_tool(spec.transport, spec.kind)
+                                : Result<std::string>(spec.tool);
   if (!tool) return tool.error();
   if (*tool == "memcpy") {
     return ReferenceResult{

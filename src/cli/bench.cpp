@@ -261,6 +261,16 @@ void add_compare(CLI::App& bench_cmd) {
   cmd->add_option("--iterations", a->options.iterations, "latency: timed round trips")
       ->check(CLI::Range(1, 10000000))
       ->capture_default_str();
+  cmd->add_option("--reference", a->options.reference,
+                  "the reference tool instead of the transport's usual one (iperf3, sockperf, "
+                  "memcpy, ucx_perftest, fabtests, mpi_bw)")
+      ->check(
+          CLI::IsMember({"iperf3", "sockperf", "memcpy", "ucx_perftest", "fabtests", "mpi_bw"}));
+  cmd->add_option("--verify", a->options.verify,
+                  "stream: payload check of source and sink (ends, or full: every byte written "
+                  "and read)")
+      ->check(CLI::IsMember({"ends", "full"}))
+      ->capture_default_str();
   cmd->add_option("--reference-port", a->options.reference_port,
                   "first port of the reference tools (iperf3; sockperf +1, ucx_perftest +2, "
                   "fi_pingpong +3)")

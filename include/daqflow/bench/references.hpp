@@ -23,6 +23,7 @@ struct ReferenceSpec {
   std::string ofi_provider;  // ofi: the provider
   std::string bin_dir;       // where daqflow's own reference programs are (mpi_bw, fi_bw)
   std::string log_dir;       // the tools' output
+  std::string tool;          // the reference tool; "" = the usual one for transport and kind
 };
 
 struct ReferenceResult {

@@ -86,6 +86,10 @@ struct CompareOptions {
   double duration_s = 5;             // per measurement (stream, memcpy, the reference tools)
   std::uint64_t iterations = 20000;  // latency: timed round trips
   int reference_port = 11900;        // reference tools listen here
+  // The reference tool when not the usual one for the transport (e.g. ucx_perftest for shm:
+  // UCX's shared-memory bandwidth with --ucx-tls posix,cma,self).
+  std::string reference;
+  std::string verify = "ends";  // stream: the payload check of source and sink (ends | full)
 };
 [[nodiscard]] std::string command_line(const CompareOptions& options);
 [[nodiscard]] std::string compare_stem(const CompareOptions& options);
