@@ -31,4 +31,23 @@ namespace daqflow::transport::detail {
   return SendStatus::ok;
 }
 
+// The life of a peer as the connection-oriented transports (tcp, ucx, ofi) track it.
+enum class PeerState : std::uint8_t { idle, connecting, open, closing, closed, failed };
+
+// What post_send answers for a peer in that state: ok only when it is open.
+[[nodiscard]] inline SendStatus send_status(PeerState state) {
+  switch (state) {
+    case PeerState::open:
+      return SendStatus::ok;
+    case PeerState::idle:
+    case PeerState::connecting:
+      return SendStatus::not_connected;
+    case PeerState::closing:
+    case PeerState::closed:
+    case PeerState::failed:
+      return SendStatus::closed;
+  }
+  return SendStatus::closed;
+}
+
 }  // namespace daqflow::transport::detail

@@ -25,6 +25,7 @@
 #include "daqflow/transport/transport.hpp"
 #include "event_queue.hpp"
 #include "frame_reader.hpp"
+#include "message_checks.hpp"
 #include "send_queue.hpp"
 #include "socket.hpp"
 #include "stats_counters.hpp"
@@ -75,7 +76,7 @@ class TcpEndpoint final : public Endpoint, public FaultInjection {
 
  private:
   struct Peer {
-    enum class State : std::uint8_t { idle, connecting, open, closing, closed, failed };
+    using State = detail::PeerState;
     State state = State::idle;
     Connection* send = nullptr;  // carries every message to this peer
     Connection* dial = nullptr;  // our connection attempt in progress

@@ -112,17 +112,7 @@ SendStatus OfiEndpoint::post_send(AppIndex index, Message& message) {
   const SendStatus checked = detail::check_message(message, options_.max_message_size, size);
   if (checked != SendStatus::ok) return checked;
   Peer& p = peers_[index];
-  switch (p.state) {
-    case Peer::State::open:
-      break;
-    case Peer::State::idle:
-    case Peer::State::connecting:
-      return SendStatus::not_connected;
-    case Peer::State::closing:
-    case Peer::State::closed:
-    case Peer::State::failed:
-      return SendStatus::closed;
-  }
+  if (const SendStatus s = detail::send_status(p.state); s != SendStatus::ok) return s;
   if (p.count == p.slots.size()) {
     StatsCounters::add(stats_.back_pressured);
     return SendStatus::back_pressure;

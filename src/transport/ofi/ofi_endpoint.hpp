@@ -31,6 +31,7 @@
 #include "ofi_fabric.hpp"
 #include "transport/connect_backoff.hpp"
 #include "transport/event_queue.hpp"
+#include "transport/message_checks.hpp"
 #include "transport/socket.hpp"
 #include "transport/stats_counters.hpp"
 
@@ -121,7 +122,7 @@ class OfiEndpoint final : public Endpoint, public FaultInjection {
 
  private:
   struct Peer {
-    enum class State : std::uint8_t { idle, connecting, open, closing, closed, failed };
+    using State = detail::PeerState;
     State state = State::idle;
     std::vector<SendSlot> slots;  // ring of pipeline_depth
     std::size_t head = 0;

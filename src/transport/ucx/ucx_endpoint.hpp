@@ -41,6 +41,7 @@
 #include "daqflow/transport/transport.hpp"
 #include "transport/connect_backoff.hpp"
 #include "transport/event_queue.hpp"
+#include "transport/message_checks.hpp"
 #include "transport/socket.hpp"
 #include "transport/stats_counters.hpp"
 #include "ucx_context.hpp"
@@ -120,7 +121,7 @@ class UcxEndpoint final : public Endpoint, public FaultInjection {
 
  private:
   struct Peer {
-    enum class State : std::uint8_t { idle, connecting, open, closing, closed, failed };
+    using State = detail::PeerState;
     State state = State::idle;
     Connection* send = nullptr;   // carries every message to this peer
     Connection* dial = nullptr;   // our attempt in progress
