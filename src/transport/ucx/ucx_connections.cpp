@@ -93,7 +93,7 @@ void UcxEndpoint::accept_pending() {
     params.field_mask = UCP_EP_PARAM_FIELD_CONN_REQUEST | UCP_EP_PARAM_FIELD_ERR_HANDLER |
                         UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE;
     params.conn_request = request;
-    params.err_mode = UCP_ERR_HANDLING_MODE_PEER;
+    params.err_mode = context_->err_mode();
     params.err_handler.cb = connection_error_callback;
     params.err_handler.arg = c.get();
     const ucs_status_t status = ucp_ep_create(worker_, &params, &c->ep);
@@ -146,7 +146,7 @@ void UcxEndpoint::start_dial(AppIndex index) {
                       UCP_EP_PARAM_FIELD_ERR_HANDLER | UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE;
   params.flags = UCP_EP_PARAMS_FLAGS_CLIENT_SERVER;
   params.sockaddr = sock_addr(p.address);
-  params.err_mode = UCP_ERR_HANDLING_MODE_PEER;
+  params.err_mode = context_->err_mode();
   params.err_handler.cb = connection_error_callback;
   params.err_handler.arg = &c;
   const ucs_status_t status = ucp_ep_create(worker_, &params, &c.ep);

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <string_view>
 
 namespace daqflow::transport::ucx {
 namespace {
@@ -26,20 +27,41 @@ void apply_build_settings([[maybe_unused]] ucp_config_t* config) {
 #endif
 }
 
+// Transports of one host only: a UCX_TLS list made of nothing else keeps every peer on this host.
+bool host_local(const std::string& name) {
+  static constexpr std::string_view kLocal[] = {"self",  "sm",   "shm", "mm",   "posix",
+                                                "sysv",  "cma",  "knem", "xpmem", "scopy"};
+  for (const std::string_view local : kLocal) {
+    if (name == local || (name.size() > local.size() && name.starts_with(local) &&
+                          name[local.size()] == ':')) {
+      return true;
+    }
+  }
+  return false;
+}
+
+// The UCX_TLS list the context is created with, and whether it was host-local.
+struct EffectiveTls {
+  std::string tls;
+  bool host_local = false;
+};
+
 // Connections are set up through UCX's socket-address connection manager, which works only over a
 // network device of an enabled transport: a list without tcp (e.g. "posix,cma,self") would leave
 // no device to connect through. tcp is added for that; UCX still moves the data over the faster
 // transports of the list (shared memory between processes of one host).
-std::string effective_tls(const std::string& tls) {
-  if (tls.empty() || tls.front() == '^') return tls;
+EffectiveTls effective_tls(const std::string& tls) {
+  if (tls.empty() || tls.front() == '^') return {tls, false};
+  bool local = true;
   std::size_t start = 0;
   while (start <= tls.size()) {
     const std::size_t end = std::min(tls.find(',', start), tls.size());
     const std::string name = tls.substr(start, end - start);
-    if (name == "all" || name == "tcp" || name.starts_with("tcp:")) return tls;
+    if (name == "all" || name == "tcp" || name.starts_with("tcp:")) return {tls, false};
+    local = local && host_local(name);
     start = end + 1;
   }
-  return tls + ",tcp";
+  return {tls + ",tcp", local};
 }
 
 }  // namespace
@@ -59,7 +81,7 @@ Result<std::shared_ptr<Context>> Context::create(const TransportConfig& config,
     ucp_config_release(ucp_config);
     return Error(std::string("ucx: cannot set CM_REUSEADDR: ") + ucs_status_string(status));
   }
-  const std::string tls = effective_tls(config.ucx_tls);
+  const auto [tls, host_local] = effective_tls(config.ucx_tls);
   if (!tls.empty()) {
     status = ucp_config_modify(ucp_config, "TLS", tls.c_str());
     if (status != UCS_OK) {
@@ -87,7 +109,14 @@ Result<std::shared_ptr<Context>> Context::create(const TransportConfig& config,
                  (config.ucx_tls.empty() ? "" : " with UCX_TLS '" + config.ucx_tls + "'") + ": " +
                  ucs_status_string(status));
   }
-  return std::shared_ptr<Context>(new Context(context, tls));
+  // Error mode PEER would take shared memory and cma off the endpoints (UCX 1.13 offers them only
+  // without it), leaving the data to the tcp lanes added for the connection manager. A host-local
+  // list therefore gets mode NONE: peers are on this host, and the connection manager's socket
+  // still reports one that dies (tests/integration/test_ucx.py
+  // kills either side).
+  const ucp_err_handling_mode_t mode =
+      host_local ? UCP_ERR_HANDLING_MODE_NONE : UCP_ERR_HANDLING_MODE_PEER;
+  return std::shared_ptr<Context>(new Context(context, tls, mode));
 }
 
 Context::~Context() {

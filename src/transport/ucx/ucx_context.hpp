@@ -33,11 +33,16 @@ class Context {
 
   [[nodiscard]] ucp_context_h get() const { return context_; }
   [[nodiscard]] const std::string& tls() const { return tls_; }
+  // The error-handling mode of every UCP endpoint: PEER, except for a host-local UCX_TLS list
+  // (shared memory, cma, self), which UCX serves only in mode NONE.
+  [[nodiscard]] ucp_err_handling_mode_t err_mode() const { return err_mode_; }
 
  private:
-  Context(ucp_context_h context, std::string tls) : context_(context), tls_(std::move(tls)) {}
+  Context(ucp_context_h context, std::string tls, ucp_err_handling_mode_t err_mode)
+      : context_(context), tls_(std::move(tls)), err_mode_(err_mode) {}
   ucp_context_h context_;
   std::string tls_;
+  ucp_err_handling_mode_t err_mode_;
 };
 
 // An anonymous mapping registered with the context; unregistered and unmapped when the last
