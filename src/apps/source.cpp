@@ -103,6 +103,7 @@ Result<void> Source::configure(runtime::AppContext& ctx) {
       endpoint_->make_send_pool(id_ + ".send", std::max<std::uint32_t>(message_size_, 1), buffers);
   if (!pool) return pool.error().context("application '" + id_ + "'");
   pool_ = std::move(*pool);
+  pool_bound_ = false;
 
   for (const auto& d : dests_) {
     auto connected = endpoint_->connect(d.index);
@@ -311,6 +312,11 @@ int Source::post_round() {
 
 int Source::do_work() {
   if (endpoint_ == nullptr) return 0;
+  if (!pool_bound_ && pool_ != nullptr) {
+    // Only this thread takes buffers from the pool: its releases need no locked instruction.
+    pool_->bind_to_this_thread();
+    pool_bound_ = true;
+  }
   const bool halting = halting_.load(std::memory_order_acquire);
   int work = poll_completions();
   if (!halting && producing_.load(std::memory_order_acquire) &&

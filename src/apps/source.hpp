@@ -80,6 +80,7 @@ class Source final : public runtime::Application {
   std::array<transport::Completion, detail::kPollBatch> completions_{};
   std::size_t cursor_ = 0;
   bool starved_ = false;  // the last round found the pool empty
+  bool pool_bound_ = false;  // pool_ bound to the agent's thread
   runtime::Counter* messages_out_ = nullptr;
   runtime::Counter* bytes_out_ = nullptr;
   runtime::Counter* back_pressured_ = nullptr;

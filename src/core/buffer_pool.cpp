@@ -3,6 +3,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
@@ -10,6 +11,20 @@ namespace daqflow::core {
 namespace {
 
 std::size_t round_up(std::size_t n, std::size_t to) { return (n + to - 1) / to * to; }
+
+// A token per thread: the address of a thread-local, unique among the threads alive together. A
+// thread started after the owner ended may get the owner's token, and with it the private stack
+// the owner left (nobody else touches it): the buffers stay usable.
+std::uintptr_t this_thread_token() {
+  static thread_local char token;
+  return reinterpret_cast<std::uintptr_t>(&token);
+}
+
+// An increment by the only thread that writes the counter: no locked instruction.
+template <typename T>
+void bump(std::atomic<T>& counter, T by) {
+  counter.store(counter.load(std::memory_order_relaxed) + by, std::memory_order_relaxed);
+}
 
 }  // namespace
 
@@ -70,20 +85,57 @@ BufferPool::~BufferPool() {
   if (owned_) munmap(base_, region_size_);
 }
 
+void BufferPool::bind_to_this_thread() {
+  const std::uintptr_t me = this_thread_token();
+  if (owner_thread_.load(std::memory_order_relaxed) == me) return;
+  // Buffers the previous owner kept go back to the shared stack first. The caller makes sure the
+  // previous owner is done with the pool (a thread that hands work over synchronises with the
+  // next one), as for any other non-atomic state of the pool.
+  for (; private_count_ > 0; --private_count_) push_free(private_[private_count_ - 1]);
+  if (!private_) private_ = std::make_unique<std::uint32_t[]>(count_);
+  owner_thread_.store(me, std::memory_order_release);
+}
+
+bool BufferPool::on_owner_thread() const {
+  return owner_thread_.load(std::memory_order_relaxed) == this_thread_token();
+}
+
 Buffer BufferPool::acquire() {
   std::uint32_t index = 0;
-  if (!pop_free(index)) {
+  const bool owner = on_owner_thread();
+  if (owner && private_count_ > 0) {
+    index = private_[--private_count_];
+  } else if (!pop_free(index)) {
     exhausted_.fetch_add(1, std::memory_order_relaxed);
     return Buffer{};
   }
   auto& slot = slots_[index];
   slot.refs.store(1, std::memory_order_relaxed);
-  acquired_.fetch_add(1, std::memory_order_relaxed);
-  const std::size_t used = in_use_.fetch_add(1, std::memory_order_relaxed) + 1;
+  if (owner) {
+    bump<std::uint64_t>(owned_acquired_, 1);
+    bump<std::int64_t>(owned_in_use_, 1);
+    note_in_use(in_use());
+  } else {
+    acquired_.fetch_add(1, std::memory_order_relaxed);
+    in_use_.fetch_add(1, std::memory_order_relaxed);
+    note_in_use(in_use());
+  }
+  return Buffer(&slot);
+}
+
+void BufferPool::note_in_use(std::size_t used) {
   std::size_t high = high_water_.load(std::memory_order_relaxed);
   while (used > high && !high_water_.compare_exchange_weak(high, used, std::memory_order_relaxed)) {
   }
-  return Buffer(&slot);
+}
+
+std::size_t BufferPool::in_use() const {
+  const auto shared = static_cast<std::int64_t>(in_use_.load(std::memory_order_relaxed));
+  const std::int64_t owned = owned_in_use_.load(std::memory_order_relaxed);
+  // The two halves are read one after the other: a buffer moving between threads meanwhile may
+  // be missed or counted twice for that instant, never below none or above the pool.
+  return static_cast<std::size_t>(std::clamp<std::int64_t>(shared + owned, 0,
+                                                           static_cast<std::int64_t>(count_)));
 }
 
 Buffer BufferPool::share_index(std::uint32_t index) {
@@ -93,6 +145,11 @@ Buffer BufferPool::share_index(std::uint32_t index) {
 }
 
 void BufferPool::release(detail::BufferSlot* slot) {
+  if (on_owner_thread()) {
+    bump<std::int64_t>(owned_in_use_, -1);
+    private_[private_count_++] = slot->index;
+    return;
+  }
   in_use_.fetch_sub(1, std::memory_order_relaxed);
   push_free(slot->index);
 }
@@ -127,12 +184,13 @@ bool BufferPool::pop_free(std::uint32_t& index) {
 }
 
 BufferPoolStats BufferPool::stats() const {
-  return BufferPoolStats{count_,
-                         buffer_size_,
-                         in_use_.load(std::memory_order_relaxed),
-                         high_water_.load(std::memory_order_relaxed),
-                         acquired_.load(std::memory_order_relaxed),
-                         exhausted_.load(std::memory_order_relaxed)};
+  return BufferPoolStats{
+      count_,
+      buffer_size_,
+      in_use(),
+      high_water_.load(std::memory_order_relaxed),
+      acquired_.load(std::memory_order_relaxed) + owned_acquired_.load(std::memory_order_relaxed),
+      exhausted_.load(std::memory_order_relaxed)};
 }
 
 }  // namespace daqflow::core

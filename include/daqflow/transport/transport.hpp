@@ -18,6 +18,10 @@
 //
 // Ordering: messages to one peer are delivered in the order posted, and their send completions
 // arrive in that order too.
+//
+// Progress: post_send() queues a message; it leaves in the sender's next poll() or wait(), which
+// let a transport hand a burst of posts over at once (one system call for tcp, one store to the
+// shared ring's tail for shm). A sender keeps polling while it has sends in flight.
 
 #include <array>
 #include <chrono>

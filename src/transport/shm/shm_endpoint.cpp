@@ -182,6 +182,7 @@ bool ShmEndpoint::resolve(AppIndex index) {
   }
   p.out = &ch;
   p.tail = ch.tail.load(std::memory_order_relaxed);
+  p.published = p.tail;
   p.head_cache = ch.head.load(std::memory_order_acquire);
   p.sent.assign(sent_mask_ + 1, SentInfo{});
   p.posted = 0;

@@ -109,7 +109,8 @@ class ShmEndpoint final : public Endpoint, public FaultInjection {
     bool linked = false;    // in linked_
     bool doorbell = false;  // in doorbells_
     Channel* out = nullptr;
-    std::uint64_t tail = 0;
+    std::uint64_t tail = 0;       // entries written
+    std::uint64_t published = 0;  // tail as last stored in the channel (ring_doorbells())
     std::uint64_t head_cache = 0;
     std::uint64_t posted = 0;
     std::uint64_t reported = 0;

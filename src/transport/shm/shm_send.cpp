@@ -130,8 +130,10 @@ SendStatus ShmEndpoint::post_send(AppIndex index, Message& message) {
   }
   e.crc = crc;
   p.sent[p.posted & sent_mask_] = SentInfo{p.posted, message.tag, p.tail + n, size, message.type};
+  // Published by ring_doorbells() (every poll() and wait()), once for all the messages posted
+  // since: the line holding tail is read by the receiving core all the time, and each store to
+  // it has to take the line back.
   p.tail += n;
-  ch.tail.store(p.tail, std::memory_order_release);
   ++p.posted;
   message.clear();
   mark_doorbell(index);
@@ -199,6 +201,7 @@ void ShmEndpoint::write_bye(Peer& p) {
   e.pieces = 0;
   e.size = 0;
   ++p.tail;
+  p.published = p.tail;
   ch.tail.store(p.tail, std::memory_order_release);
   ch.sender_state.store(SenderState::closed, std::memory_order_release);
 }
@@ -212,6 +215,13 @@ void ShmEndpoint::mark_doorbell(AppIndex index) {
 
 void ShmEndpoint::ring_doorbells() {
   if (doorbells_.empty()) return;
+  for (const AppIndex index : doorbells_) {
+    Peer& p = peers_[index];
+    if (p.out != nullptr && p.published != p.tail) {
+      p.published = p.tail;
+      p.out->tail.store(p.tail, std::memory_order_release);
+    }
+  }
   // Pairs with the fence in wait(): either the peer sees our writes before it sleeps, or we see
   // that it sleeps and wake it.
   detail::full_fence();

@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <thread>
 #include <vector>
 
@@ -116,6 +117,99 @@ TEST(BufferPool, ConcurrentAcquireReleaseLosesNoBuffer) {
   std::vector<Buffer> all;
   for (int i = 0; i < 16; ++i) all.push_back(pool->acquire());
   for (auto& b : all) EXPECT_TRUE(b);
+}
+
+TEST(BufferPool, TheOwnerTakesBackWhatItReleasedAndTheCountsAddUp) {
+  auto pool = make_pool(64, 4);
+  pool->bind_to_this_thread();
+  Buffer a = pool->acquire();
+  Buffer b = pool->acquire();
+  const std::byte* at = a.data();
+  EXPECT_EQ(pool->in_use(), 2u);
+  a.reset();
+  EXPECT_EQ(pool->in_use(), 1u);
+  Buffer again = pool->acquire();
+  EXPECT_EQ(again.data(), at) << "the owner's last release comes back first";
+  EXPECT_EQ(pool->stats().acquired, 3u);
+  EXPECT_EQ(pool->stats().high_water, 2u);
+  b.reset();
+  again.reset();
+  EXPECT_EQ(pool->in_use(), 0u);
+  std::vector<Buffer> all;
+  for (int i = 0; i < 4; ++i) all.push_back(pool->acquire());
+  for (auto& x : all) EXPECT_TRUE(x);
+  EXPECT_FALSE(pool->acquire()) << "four buffers, no more";
+}
+
+TEST(BufferPool, BuffersTheOwnerTookComeBackFromOtherThreads) {
+  // The send path of a transport that returns buffers on its own thread (inproc, ucx): the
+  // owner acquires, another thread drops the last reference.
+  auto pool = make_pool(64, 8);
+  pool->bind_to_this_thread();
+  for (int round = 0; round < 1000; ++round) {
+    std::vector<Buffer> taken;
+    for (int i = 0; i < 8; ++i) {
+      taken.push_back(pool->acquire());
+      ASSERT_TRUE(taken.back()) << "round " << round << ": buffer " << i;
+    }
+    std::thread other([&] { taken.clear(); });
+    other.join();
+    EXPECT_EQ(pool->in_use(), 0u);
+  }
+}
+
+TEST(BufferPool, OwnerAndOtherThreadsTogetherLoseNoBuffer) {
+  auto pool = make_pool(64, 32);
+  std::atomic<bool> go{false};
+  std::thread owner([&] {
+    pool->bind_to_this_thread();
+    go.store(true);
+    for (int i = 0; i < 50000; ++i) {
+      Buffer b = pool->acquire();
+      if (b) {
+        Buffer c = b.share();
+        b.reset();
+      }
+    }
+  });
+  while (!go.load()) std::this_thread::yield();
+  std::vector<std::thread> others;
+  for (int t = 0; t < 2; ++t) {
+    others.emplace_back([&] {
+      for (int i = 0; i < 50000; ++i) {
+        Buffer b = pool->acquire();
+        if (b) b.reset();
+      }
+    });
+  }
+  for (auto& t : others) t.join();
+  owner.join();
+  EXPECT_EQ(pool->in_use(), 0u);
+  // A new owner collects what the old one kept aside: every buffer is there.
+  pool->bind_to_this_thread();
+  std::vector<Buffer> all;
+  for (int i = 0; i < 32; ++i) all.push_back(pool->acquire());
+  for (auto& b : all) EXPECT_TRUE(b);
+}
+
+TEST(BufferPool, RebindingHandsTheOldOwnersBuffersToTheSharedStack) {
+  auto pool = make_pool(64, 2);
+  pool->bind_to_this_thread();
+  {
+    Buffer a = pool->acquire();
+    Buffer b = pool->acquire();
+  }  // both released into this thread's private stack
+  std::thread other([&] {
+    EXPECT_FALSE(pool->acquire()) << "the owner keeps its released buffers while it owns the pool";
+    // The new owner takes the old owner's buffers over.
+    pool->bind_to_this_thread();
+    Buffer a = pool->acquire();
+    Buffer b = pool->acquire();
+    EXPECT_TRUE(a);
+    EXPECT_TRUE(b);
+  });
+  other.join();
+  EXPECT_EQ(pool->in_use(), 0u);
 }
 
 }  // namespace
