@@ -2,7 +2,9 @@
 // §10), as a ratio.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <filesystem>
+#include <vector>
 
 #include "daqflow/bench/references.hpp"
 #include "daqflow/bench/runners.hpp"
@@ -30,8 +32,9 @@ struct DaqflowFigure {
   std::string command;
 };
 
+// round: 0 when there is one round (the stem stays the plain one), else 1, 2, ...
 Result<DaqflowFigure> daqflow_figure(const CompareOptions& o, const std::string& statistic,
-                                     BenchEnv& env) {
+                                     int round, BenchEnv& env) {
   const std::uint64_t size = compare_size(o);
   BenchOutput sub;
   double value = 0;
@@ -60,9 +63,17 @@ Result<DaqflowFigure> daqflow_figure(const CompareOptions& o, const std::string&
     sub = std::move(*out);
     value = sub.result.summary.at("mb_s_total_mean").get<double>();
   }
+  if (round > 0) sub.result.stem += fmt::format("-round{}", round);
   auto written = write_result_files(env.out_dir, sub.result, sub.plot);
   if (!written) return written.error();
   return DaqflowFigure{value, sub.result.stem, sub.result.command};
+}
+
+double median(std::vector<double> values) {
+  std::sort(values.begin(), values.end());
+  const std::size_t n = values.size();
+  if (n == 0) return 0;
+  return n % 2 == 1 ? values[n / 2] : (values[n / 2 - 1] + values[n / 2]) / 2;
 }
 
 }  // namespace
@@ -85,6 +96,7 @@ std::string command_line(const CompareOptions& o) {
   if (!o.cluster.ucx_tls.empty()) cmd += " --ucx-tls " + o.cluster.ucx_tls;
   if (!o.reference.empty()) cmd += " --reference " + o.reference;
   if (o.kind == "stream" && o.verify != "ends") cmd += " --verify " + o.verify;
+  if (o.rounds != 1) cmd += fmt::format(" --rounds {}", o.rounds);
   if (!o.cluster.ofi_provider.empty()) cmd += " --ofi-provider '" + o.cluster.ofi_provider + "'";
   return cmd;
 }
@@ -122,17 +134,39 @@ Result<BenchOutput> run_compare(const CompareOptions& o, BenchEnv& env) {
     return r;
   };
 
-  auto before = reference("before");
-  if (!before) return before.error();
-  const std::string statistic = latency ? before->statistic : "";
-  auto mine = daqflow_figure(o, statistic, env);
-  if (!mine) return mine.error().context("daqflow figure");
-  auto after = reference("after");
-  if (!after) return after.error();
-
-  const double ref = (before->value + after->value) / 2;
-  const double ratio =
-      latency ? (mine->value > 0 ? ref / mine->value : 0) : (ref > 0 ? mine->value / ref : 0);
+  if (o.rounds < 1) return Error("bench compare: --rounds must be at least 1");
+  std::vector<ReferenceResult> refs;
+  std::vector<DaqflowFigure> mine;
+  auto first = reference("before");
+  if (!first) return first.error();
+  refs.push_back(std::move(*first));
+  const std::string statistic = latency ? refs.front().statistic : "";
+  for (int round = 1; round <= o.rounds; ++round) {
+    auto figure = daqflow_figure(o, statistic, o.rounds == 1 ? 0 : round, env);
+    if (!figure) return figure.error().context("daqflow figure");
+    mine.push_back(std::move(*figure));
+    auto next = reference(round == o.rounds ? "after" : "between");
+    if (!next) return next.error();
+    refs.push_back(std::move(*next));
+  }
+  std::vector<double> ref_values;
+  for (const auto& x : refs) ref_values.push_back(x.value);
+  std::vector<double> my_values;
+  for (const auto& x : mine) my_values.push_back(x.value);
+  const double ref = median(ref_values);
+  const double my = median(my_values);
+  // The run whose figure is the median (the first of the middle two for an even count).
+  std::size_t middle = 0;
+  {
+    std::vector<std::size_t> order(mine.size());
+    for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+    std::sort(order.begin(), order.end(),
+              [&](std::size_t a, std::size_t b) { return my_values[a] < my_values[b]; });
+    middle = order[(order.size() - 1) / 2];
+  }
+  const ReferenceResult& before = refs.front();
+  const ReferenceResult& after = refs.back();
+  const double ratio = latency ? (my > 0 ? ref / my : 0) : (ref > 0 ? my / ref : 0);
   BenchOutput out;
   ResultSet& r = out.result;
   r.bench = "compare";
@@ -151,39 +185,62 @@ Result<BenchOutput> run_compare(const CompareOptions& o, BenchEnv& env) {
   if (!latency) r.params["verify"] = o.verify;
   if (!o.cluster.ucx_tls.empty()) r.params["ucx_tls"] = o.cluster.ucx_tls;
   if (!o.cluster.ofi_provider.empty()) r.params["ofi_provider"] = o.cluster.ofi_provider;
+  r.params["rounds"] = o.rounds;
   r.columns = {"measurement", "value"};
-  add_row(r, {"reference_before", before->value});
-  add_row(r, {"daqflow", mine->value});
-  add_row(r, {"reference_after", after->value});
+  for (std::size_t i = 0; i < refs.size(); ++i) {
+    const std::string label = i == 0                 ? "reference_before"
+                              : i + 1 == refs.size() ? "reference_after"
+                                                     : fmt::format("reference_{}", i + 1);
+    add_row(r, {label, refs[i].value});
+    if (i < mine.size()) {
+      add_row(r, {o.rounds == 1 ? std::string("daqflow") : fmt::format("daqflow_{}", i + 1),
+                  mine[i].value});
+    }
+  }
 
-  nlohmann::json reference_json = {{"tool", before->tool},
-                                   {"command", before->command},
-                                   {"before", before->value},
-                                   {"after", after->value},
+  nlohmann::json reference_json = {{"tool", before.tool},
+                                   {"command", before.command},
+                                   {"before", before.value},
+                                   {"after", after.value},
+                                   {"values", ref_values},
                                    {"value", ref}};
-  for (const auto& [key, v] : before->details) reference_json["before_" + key] = v;
-  for (const auto& [key, v] : after->details) reference_json["after_" + key] = v;
-  r.summary = {
-      {"kind", o.kind},
-      {"size", size},
-      {"unit", latency ? "us" : "MB/s"},
-      {"better", latency ? "lower" : "higher"},
-      {"daqflow", {{"value", mine->value}, {"stem", mine->stem}, {"command", mine->command}}},
-      {"reference", reference_json},
-      {"ratio", ratio}};
+  for (const auto& [key, v] : before.details) reference_json["before_" + key] = v;
+  for (const auto& [key, v] : after.details) reference_json["after_" + key] = v;
+  nlohmann::json stems = nlohmann::json::array();
+  for (const auto& x : mine) stems.push_back(x.stem);
+  r.summary = {{"kind", o.kind},
+               {"size", size},
+               {"unit", latency ? "us" : "MB/s"},
+               {"better", latency ? "lower" : "higher"},
+               {"rounds", o.rounds},
+               {"daqflow",
+                {{"value", my},
+                 {"values", my_values},
+                 {"stem", mine[middle].stem},
+                 {"stems", stems},
+                 {"command", mine[middle].command}}},
+               {"reference", reference_json},
+               {"ratio", ratio}};
   if (latency) {
     r.summary["statistic"] = statistic;  // which RTT statistic both sides give (min or median)
-    r.summary["daqflow_over_reference"] = ref > 0 ? mine->value / ref : 0;
+    r.summary["daqflow_over_reference"] = ref > 0 ? my / ref : 0;
   }
 
   out.plot.title =
-      fmt::format("daqflow {} over {} against {}, {} B", o.kind, r.transport, before->tool, size);
-  out.plot.x_label = "measurement: 1 reference before, 2 daqflow, 3 reference after";
+      fmt::format("daqflow {} over {} against {}, {} B", o.kind, r.transport, before.tool, size);
+  out.plot.x_label = "measurement, in the order run: the reference, then daqflow and the reference "
+                     "again each round";
   out.plot.y_label =
       latency ? fmt::format("{} round-trip time (us)", statistic) : std::string("bandwidth (MB/s)");
-  out.plot.series = {
-      Series{before->tool, {{1, before->value}, {3, after->value}}, Series::Style::points},
-      Series{"daqflow", {{2, mine->value}}, Series::Style::points}};
+  Series reference_points{before.tool, {}, Series::Style::points};
+  Series daqflow_points{"daqflow", {}, Series::Style::points};
+  for (std::size_t i = 0; i < refs.size(); ++i) {
+    reference_points.points.push_back({static_cast<double>(2 * i + 1), refs[i].value});
+    if (i < mine.size()) {
+      daqflow_points.points.push_back({static_cast<double>(2 * i + 2), mine[i].value});
+    }
+  }
+  out.plot.series = {std::move(reference_points), std::move(daqflow_points)};
   return out;
 }
 

@@ -271,6 +271,10 @@ void add_compare(CLI::App& bench_cmd) {
                   "and read)")
       ->check(CLI::IsMember({"ends", "full"}))
       ->capture_default_str();
+  cmd->add_option("--rounds", a->options.rounds,
+                  "daqflow figures, each followed by another reference run; medians compared")
+      ->check(CLI::Range(1, 20))
+      ->capture_default_str();
   cmd->add_option("--reference-port", a->options.reference_port,
                   "first port of the reference tools (iperf3; sockperf +1, ucx_perftest +2, "
                   "fi_pingpong +3)")
@@ -285,7 +289,7 @@ void add_compare(CLI::App& bench_cmd) {
     const auto& s = r.summary;
     const auto& ref = s["reference"];
     std::printf(
-        "compare %s over %s, %s B: daqflow %.2f %s, %s %.2f %s (before %.2f, after %.2f): "
+        "compare %s over %s, %s B: daqflow %.2f %s, %s %.2f %s (first %.2f, last %.2f): "
         "ratio %.3f%s\n",
         o.kind.c_str(), r.transport.c_str(), s["size"].dump().c_str(),
         s["daqflow"]["value"].get<double>(), s["unit"].get<std::string>().c_str(),

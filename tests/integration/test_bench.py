@@ -179,8 +179,8 @@ class Bench(DaqflowTestCase):
         self.assertEqual(doc["summary"]["reference"]["tool"], "memcpy")
         self.assertIn("ratio", text)
 
-    @unittest.skipIf(shutil.which("iperf3") is None, "iperf3 is not installed")
     def test_compare_tcp_stream_with_iperf3(self):
+        self.assertIsNotNone(shutil.which("iperf3"), "iperf3 is missing (scripts/bootstrap)")
         ports = PORTS.take(4)
         out, text = self.bench(["compare", "--transport", "tcp", "--kind", "stream", "--size",
                                 "65536", "--duration", "1", "--reference-port", str(ports)])
@@ -188,8 +188,8 @@ class Bench(DaqflowTestCase):
         self.assertEqual(doc["summary"]["reference"]["tool"], "iperf3")
         self.assertIn("-l 65536", doc["summary"]["reference"]["command"])
 
-    @unittest.skipIf(shutil.which("sockperf") is None, "sockperf is not installed")
     def test_compare_tcp_latency_with_sockperf(self):
+        self.assertIsNotNone(shutil.which("sockperf"), "sockperf is missing (scripts/bootstrap)")
         ports = PORTS.take(4)
         out, text = self.bench(["compare", "--transport", "tcp", "--kind", "latency",
                                 "--iterations", "2000", "--duration", "1",
@@ -198,6 +198,35 @@ class Bench(DaqflowTestCase):
         self.assertEqual(doc["summary"]["reference"]["tool"], "sockperf")
         self.assertEqual(doc["summary"]["statistic"], "min")
         self.assertIn("x the reference latency", text)
+
+    def test_compare_rounds_alternate_reference_and_daqflow_and_take_medians(self):
+        ports = PORTS.take(4)
+        out, text = self.bench(["compare", "--transport", "inproc", "--kind", "memcpy",
+                                "--size", "65536", "--duration", "0.5", "--rounds", "3",
+                                "--reference-port", str(ports)])
+        doc = self.check_files(out, "compare-memcpy-inproc-65536", "compare",
+                               ["measurement", "value"], 7)
+        self.assertEqual(self.column(doc, "measurement"),
+                         ["reference_before", "daqflow_1", "reference_2", "daqflow_2",
+                          "reference_3", "daqflow_3", "reference_after"])
+        s = doc["summary"]
+        self.assertEqual(s["rounds"], 3)
+        values = dict(doc["rows"])
+        mine = [values["daqflow_%d" % k] for k in (1, 2, 3)]
+        refs = [values[k] for k in ("reference_before", "reference_2", "reference_3",
+                                    "reference_after")]
+        self.assertEqual(s["daqflow"]["values"], mine)
+        self.assertEqual(s["reference"]["values"], refs)
+        self.assertAlmostEqual(s["daqflow"]["value"], sorted(mine)[1])
+        self.assertAlmostEqual(s["reference"]["value"], (sorted(refs)[1] + sorted(refs)[2]) / 2)
+        self.assertAlmostEqual(s["ratio"], s["daqflow"]["value"] / s["reference"]["value"])
+        # Each round's daqflow figure has its own files; the summary names the median one.
+        for stem in s["daqflow"]["stems"]:
+            self.assertTrue(os.path.exists(os.path.join(out, stem + ".json")), stem)
+        self.assertEqual(len(set(s["daqflow"]["stems"])), 3)
+        median_stem = s["daqflow"]["stems"][mine.index(sorted(mine)[1])]
+        self.assertEqual(s["daqflow"]["stem"], median_stem)
+        self.assertIn("--rounds 3", doc["command"])
 
     def test_memcpy_sweep(self):
         out = self.path("results")

@@ -90,11 +90,14 @@ struct CompareOptions {
   // UCX's shared-memory bandwidth with --ucx-tls posix,cma,self).
   std::string reference;
   std::string verify = "ends";  // stream: the payload check of source and sink (ends | full)
+  // daqflow figures, each followed by a reference run: reference, daqflow, reference, ... The
+  // ratio is between the medians, which a noisy machine moves less than single runs.
+  int rounds = 1;
 };
 [[nodiscard]] std::string command_line(const CompareOptions& options);
 [[nodiscard]] std::string compare_stem(const CompareOptions& options);
-// Runs the reference, then the daqflow figure (whose own result files are written into the out
-// folder too), then the reference again.
+// Runs the reference, then rounds times the daqflow figure (whose own result files are written
+// into the out folder too, one stem per round when there are several) and the reference again.
 [[nodiscard]] Result<BenchOutput> run_compare(const CompareOptions& options, BenchEnv& env);
 
 }  // namespace daqflow::bench
