@@ -11,10 +11,17 @@
 namespace daqflow::transport::conformance {
 namespace {
 
-// 21000 unless DAQFLOW_TEST_PORT_BASE says otherwise (to run two suites side by side).
-int port_base() {
+// 14000 unless DAQFLOW_TEST_PORT_BASE says otherwise (to run two suites side by side), plus
+// 1000 per transport, so that a case runs over every transport at once (ctest -j) without two
+// of them taking the same port: 14000-19999.
+int port_base(std::string_view transport) {
+  static constexpr std::string_view kOrder[] = {"inproc", "tcp", "shm", "ucx", "ofi", "mpi"};
+  int offset = 0;
+  for (int i = 0; i < 6; ++i) {
+    if (kOrder[i] == transport) offset = 1000 * i;
+  }
   const char* base = std::getenv("DAQFLOW_TEST_PORT_BASE");
-  return base != nullptr ? std::atoi(base) : 21000;
+  return (base != nullptr ? std::atoi(base) : 14000) + offset;
 }
 
 }  // namespace
@@ -27,7 +34,7 @@ Cluster::Cluster(std::string_view transport, std::size_t count, std::uint16_t po
     // MPI maps applications to ranks by context: this one process is rank 0, context "ctx0".
     a.context = transport == "mpi" ? std::string("ctx0") : "ctx" + std::to_string(i);
     a.host = "127.0.0.1";
-    a.data_port = static_cast<std::uint16_t>(port_base() + port_block * 16 + i);
+    a.data_port = static_cast<std::uint16_t>(port_base(transport) + port_block * 16 + i);
     table_.push_back(a);
   }
   TransportConfig config;

@@ -1,7 +1,7 @@
 #pragma once
 // Shared set-up for the transport conformance suite: a small cluster of applications on one
 // transport, payload patterns, and bounded polling loops. Every test runs once per transport in
-// transport_names(); tcp endpoints listen on 127.0.0.1 in the ports 21000-21999.
+// transport_names(); endpoints that listen use 127.0.0.1, ports 14000-19999 (1000 per transport).
 
 #include <gtest/gtest.h>
 

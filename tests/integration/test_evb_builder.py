@@ -202,13 +202,20 @@ class EventBuilder(DaqflowTestCase):
         self.assertEqual(summary["applications"]["evm0"]["state"], "Halted", out)
 
     def test_a_killed_ru_fails_the_run_naming_it(self):
-        text = set_param(local_config(on_incomplete="fail", timeout_ms=500), "kind", "discard")
+        # 2 s before an event missing a part fails the run: long enough for a machine loaded by
+        # other tests to deliver every fragment of a healthy run.
+        text = set_param(local_config(on_incomplete="fail", timeout_ms=2000), "kind", "discard")
         config = self.write_config("local.yaml", text)
         ports = dict(contexts_of(text))
         summary_path = self.path("summary.json")
         run = self.start(["run", config, "--duration", "60", "--status-interval", "0.2",
                           "--summary", summary_path, "--log-dir", self.path("logs")], "run.log")
-        wait_until(lambda: self._built_or_none(ports["evm"]) >= 1000, 60, "1000 events built")
+
+        def built_1000():
+            self.assertIsNone(run.poll(), "the run ended before 1000 events:\n" +
+                              self.output_of("run.log"))
+            return self._built_or_none(ports["evm"]) >= 1000
+        wait_until(built_1000, 60, "1000 events built")
         status, ctx = http(ports["ru2"], "GET", "/api/v1/context")
         self.assertEqual(status, 200, ctx)
         os.kill(ctx["pid"], signal.SIGKILL)
