@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <vector>
 
@@ -155,15 +156,11 @@ Result<BenchOutput> run_compare(const CompareOptions& o, BenchEnv& env) {
   for (const auto& x : mine) my_values.push_back(x.value);
   const double ref = median(ref_values);
   const double my = median(my_values);
-  // The run whose figure is the median (the first of the middle two for an even count).
-  std::size_t middle = 0;
-  {
-    std::vector<std::size_t> order(mine.size());
-    for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
-    std::sort(order.begin(), order.end(),
-              [&](std::size_t a, std::size_t b) { return my_values[a] < my_values[b]; });
-    middle = order[(order.size() - 1) / 2];
-  }
+  // The run whose figure is the median (for an even count, one of the middle two).
+  const auto middle = static_cast<std::size_t>(
+      std::min_element(my_values.begin(), my_values.end(),
+                       [&](double a, double b) { return std::abs(a - my) < std::abs(b - my); }) -
+      my_values.begin());
   const ReferenceResult& before = refs.front();
   const ReferenceResult& after = refs.back();
   const double ratio = latency ? (my > 0 ? ref / my : 0) : (ref > 0 ? my / ref : 0);

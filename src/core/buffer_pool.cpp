@@ -114,12 +114,11 @@ Buffer BufferPool::acquire() {
   if (owner) {
     bump<std::uint64_t>(owned_acquired_, 1);
     bump<std::int64_t>(owned_in_use_, 1);
-    note_in_use(in_use());
   } else {
     acquired_.fetch_add(1, std::memory_order_relaxed);
     in_use_.fetch_add(1, std::memory_order_relaxed);
-    note_in_use(in_use());
   }
+  note_in_use(in_use());
   return Buffer(&slot);
 }
 

@@ -62,6 +62,21 @@ class Emitter {
   [[nodiscard]] std::size_t free() const { return room() ? out_.size() - produced_ : 0; }
   // A data completion; the caller checked room().
   Completion& next() { return out_[produced_++]; }
+  // A send_done completion (type, flags and tag of the message sent, no segments); the caller
+  // checked room().
+  void send_done(AppIndex peer, std::uint64_t sequence, std::uint32_t size,
+                 wire::MessageType type, std::uint16_t flags, std::uint64_t tag) {
+    Completion& c = next();
+    c.kind = Completion::Kind::send_done;
+    c.peer = peer;
+    c.sequence = sequence;
+    c.size = size;
+    c.message.clear();
+    c.message.type = type;
+    c.message.flags = flags;
+    c.message.tag = tag;
+    c.reason = {};
+  }
   // A control event: to the caller if possible, else queued; returns false if it had to be
   // dropped (the queue is full).
   bool event(Completion&& event) {

@@ -194,16 +194,7 @@ std::size_t InprocEndpoint::poll(std::span<Completion> out) {
     const std::uint64_t consumed = p.link->consumed.load(std::memory_order_acquire);
     while (p.reported_sends < consumed && emit.room()) {
       const SentInfo& s = p.sent[p.reported_sends % options_.pipeline_depth];
-      Completion& c = emit.next();
-      c.kind = Completion::Kind::send_done;
-      c.peer = index;
-      c.sequence = s.sequence;
-      c.size = s.size;
-      c.message.clear();
-      c.message.type = s.type;
-      c.message.flags = 0;
-      c.message.tag = s.tag;
-      c.reason = {};
+      emit.send_done(index, s.sequence, s.size, s.type, 0, s.tag);
       ++p.reported_sends;
       detail::StatsCounters::add(stats_.messages_sent);
       detail::StatsCounters::add<std::uint64_t>(stats_.bytes_sent, s.size);

@@ -338,16 +338,8 @@ bool TcpEndpoint::flush(AppIndex index, detail::Emitter* emit) {
       StatsCounters::add(stats_.messages_sent);
       StatsCounters::add<std::uint64_t>(stats_.bytes_sent, m.size);
       if (emit == nullptr) return;
-      Completion& done = emit->next();
-      done.kind = Completion::Kind::send_done;
-      done.peer = index;
-      done.sequence = m.sequence;
-      done.size = m.size;
-      done.message.clear();
-      done.message.type = m.message.type;
-      done.message.flags = m.message.flags;
-      done.message.tag = m.message.tag;
-      done.reason = {};
+      emit->send_done(index, m.sequence, m.size, m.message.type, m.message.flags,
+                      m.message.tag);
     });
     if (static_cast<std::size_t>(n) < requested) {
       // The socket is full: EPOLLOUT says when to go on.

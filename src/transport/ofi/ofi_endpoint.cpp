@@ -262,16 +262,8 @@ void OfiEndpoint::report_sends(AppIndex index, detail::Emitter& emit) {
   while (p.count > 0 && emit.room()) {
     SendSlot& slot = p.slots[p.head];
     if (!slot.provider_done || slot.sequence >= p.acked) return;
-    Completion& done = emit.next();
-    done.kind = Completion::Kind::send_done;
-    done.peer = index;
-    done.sequence = slot.sequence;
-    done.size = slot.size;
-    done.message.clear();
-    done.message.type = slot.message.type;
-    done.message.flags = slot.message.flags;
-    done.message.tag = slot.message.tag;
-    done.reason = {};
+    emit.send_done(index, slot.sequence, slot.size, slot.message.type, slot.message.flags,
+                   slot.message.tag);
     StatsCounters::add(stats_.messages_sent);
     StatsCounters::add<std::uint64_t>(stats_.bytes_sent, slot.size);
     slot.message.clear();

@@ -148,16 +148,7 @@ void ShmEndpoint::complete_sends(AppIndex index, detail::Emitter& emit) {
   while (p.reported < p.posted && emit.room()) {
     const SentInfo& s = p.sent[p.reported & sent_mask_];
     if (s.end > head) break;
-    Completion& c = emit.next();
-    c.kind = Completion::Kind::send_done;
-    c.peer = index;
-    c.sequence = s.sequence;
-    c.size = s.size;
-    c.message.clear();
-    c.message.type = s.type;
-    c.message.flags = 0;
-    c.message.tag = s.tag;
-    c.reason = {};
+    emit.send_done(index, s.sequence, s.size, s.type, 0, s.tag);
     ++p.reported;
     detail::StatsCounters::add(stats_.messages_sent);
     detail::StatsCounters::add<std::uint64_t>(stats_.bytes_sent, s.size);

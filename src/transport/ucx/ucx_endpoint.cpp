@@ -381,16 +381,7 @@ void UcxEndpoint::emit_sends(detail::Emitter& emit) {
       }
       StatsCounters::add(stats_.messages_sent);
       StatsCounters::add<std::uint64_t>(stats_.bytes_sent, s.size);
-      Completion& done = emit.next();
-      done.kind = Completion::Kind::send_done;
-      done.peer = index;
-      done.sequence = s.sequence;
-      done.size = s.size;
-      done.message.clear();
-      done.message.type = s.message.type;
-      done.message.flags = s.message.flags;
-      done.message.tag = s.message.tag;
-      done.reason = {};
+      emit.send_done(index, s.sequence, s.size, s.message.type, s.message.flags, s.message.tag);
       s.message.clear();
       s.done = false;
       p.head = (p.head + 1) % p.slots.size();
