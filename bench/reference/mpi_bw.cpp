@@ -4,7 +4,12 @@
 // same mpirun settings as the daqflow run it is compared with.
 //
 //   mpirun -np 2 bin/mpi_bw [--size N | --min N --max N] [--window 64] [--iterations N]
-//                           [--warmup N] [--issend]
+//                           [--warmup N] [--issend] [--buffers B]
+//
+// Like osu_bw, every send of a window reads the same buffer and every receive writes the same
+// buffer (--buffers 1), so that on one host both stay in the copying core's cache. --buffers B
+// cycles through B distinct buffers on each side instead, as a pipeline of B different messages
+// in flight has to.
 //
 // Prints one line per size: the size in bytes and the bandwidth in MB/s (10^6 bytes per second).
 
@@ -26,12 +31,13 @@ struct Options {
   int iterations = 0;  // 0: about 1 GiB per size, at least 20 windows
   int warmup = 0;      // 0: a tenth of the iterations, at least 2
   bool issend = false;
+  int buffers = 1;  // distinct buffers per side; message w of a window uses buffer w % buffers
 };
 
 [[noreturn]] void usage(const char* what) {
   std::fprintf(stderr,
                "mpi_bw: %s\nusage: mpirun -np 2 mpi_bw [--size N | --min N --max N] "
-               "[--window W] [--iterations N] [--warmup N] [--issend]\n",
+               "[--window W] [--iterations N] [--warmup N] [--issend] [--buffers B]\n",
                what);
   std::exit(2);
 }
@@ -59,6 +65,8 @@ Options parse(int argc, char** argv) {
       o.iterations = static_cast<int>(value());
     } else if (arg == "--warmup") {
       o.warmup = static_cast<int>(value());
+    } else if (arg == "--buffers") {
+      o.buffers = static_cast<int>(value());
     } else if (arg == "--issend") {
       o.issend = true;
     } else {
@@ -66,11 +74,12 @@ Options parse(int argc, char** argv) {
     }
   }
   if (o.window < 1 || o.min_size > o.max_size) usage("need window >= 1 and min <= max");
+  if (o.buffers < 1 || o.buffers > o.window) usage("need 1 <= buffers <= window");
   return o;
 }
 
 // One size: returns MB/s on rank 0 (0 elsewhere).
-double measure(const Options& o, long size, int rank, std::vector<char>& buffer) {
+double measure(const Options& o, long size, int rank, std::vector<char>& buffers) {
   const long per_window = size * o.window;
   int iterations = o.iterations;
   if (iterations == 0) {
@@ -79,6 +88,9 @@ double measure(const Options& o, long size, int rank, std::vector<char>& buffer)
   const int warmup = o.warmup > 0 ? o.warmup : std::max(2, iterations / 10);
   std::vector<MPI_Request> requests(o.window);
   const int count = static_cast<int>(size);
+  auto buffer = [&](int w) {
+    return buffers.data() + static_cast<std::size_t>(w % o.buffers) * size;
+  };
   char ack[4] = {};
   double start = 0;
   MPI_Barrier(MPI_COMM_WORLD);
@@ -87,16 +99,16 @@ double measure(const Options& o, long size, int rank, std::vector<char>& buffer)
     if (rank == 0) {
       for (int w = 0; w < o.window; ++w) {
         if (o.issend) {
-          MPI_Issend(buffer.data(), count, MPI_CHAR, 1, 100, MPI_COMM_WORLD, &requests[w]);
+          MPI_Issend(buffer(w), count, MPI_CHAR, 1, 100, MPI_COMM_WORLD, &requests[w]);
         } else {
-          MPI_Isend(buffer.data(), count, MPI_CHAR, 1, 100, MPI_COMM_WORLD, &requests[w]);
+          MPI_Isend(buffer(w), count, MPI_CHAR, 1, 100, MPI_COMM_WORLD, &requests[w]);
         }
       }
       MPI_Waitall(o.window, requests.data(), MPI_STATUSES_IGNORE);
       MPI_Recv(ack, 4, MPI_CHAR, 1, 101, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
     } else if (rank == 1) {
       for (int w = 0; w < o.window; ++w) {
-        MPI_Irecv(buffer.data(), count, MPI_CHAR, 0, 100, MPI_COMM_WORLD, &requests[w]);
+        MPI_Irecv(buffer(w), count, MPI_CHAR, 0, 100, MPI_COMM_WORLD, &requests[w]);
       }
       MPI_Waitall(o.window, requests.data(), MPI_STATUSES_IGNORE);
       MPI_Send(ack, 4, MPI_CHAR, 0, 101, MPI_COMM_WORLD);
@@ -121,14 +133,17 @@ int main(int argc, char** argv) {
     MPI_Finalize();
     return 2;
   }
-  std::vector<char> buffer(static_cast<std::size_t>(std::max(o.max_size, 1L)), 'a');
+  std::vector<char> buffers(static_cast<std::size_t>(std::max(o.max_size, 1L)) * o.buffers, 'a');
   if (rank == 0) {
-    std::printf("# mpi_bw: window %d, %s + MPI_Waitall (osu_bw method), %d ranks\n", o.window,
-                o.issend ? "MPI_Issend" : "MPI_Isend", ranks);
+    std::printf(
+        "# mpi_bw: window %d, %s + MPI_Waitall (osu_bw method), %d buffer%s per side, "
+        "%d ranks\n",
+        o.window, o.issend ? "MPI_Issend" : "MPI_Isend", o.buffers, o.buffers == 1 ? "" : "s",
+        ranks);
     std::printf("# size_bytes MB/s\n");
   }
   for (long size = o.min_size; size <= o.max_size; size = size == 0 ? 1 : size * 2) {
-    const double mbps = measure(o, size, rank, buffer);
+    const double mbps = measure(o, size, rank, buffers);
     if (rank == 0) {
       std::printf("%ld %.2f\n", size, mbps);
       std::fflush(stdout);

@@ -80,6 +80,11 @@ double median(std::vector<double> values) {
 }  // namespace
 
 std::string compare_stem(const CompareOptions& o) {
+  if (o.reference_buffers != 1) {
+    return fmt::format("compare-{}-{}-{}-{}buffers-{}", o.kind, o.cluster.transport,
+                       o.reference.empty() ? "mpi_bw" : o.reference, o.reference_buffers,
+                       compare_size(o));
+  }
   if (!o.reference.empty()) {
     return fmt::format("compare-{}-{}-{}-{}", o.kind, o.cluster.transport, o.reference,
                        compare_size(o));
@@ -96,6 +101,7 @@ std::string command_line(const CompareOptions& o) {
   if (o.kind == "latency") cmd += fmt::format(" --iterations {}", o.iterations);
   if (!o.cluster.ucx_tls.empty()) cmd += " --ucx-tls " + o.cluster.ucx_tls;
   if (!o.reference.empty()) cmd += " --reference " + o.reference;
+  if (o.reference_buffers != 1) cmd += fmt::format(" --reference-buffers {}", o.reference_buffers);
   if (o.kind == "stream" && o.verify != "ends") cmd += " --verify " + o.verify;
   if (o.rounds != 1) cmd += fmt::format(" --rounds {}", o.rounds);
   if (!o.cluster.ofi_provider.empty()) cmd += " --ofi-provider '" + o.cluster.ofi_provider + "'";
@@ -107,6 +113,9 @@ Result<BenchOutput> run_compare(const CompareOptions& o, BenchEnv& env) {
   auto tool = o.reference.empty() ? reference_tool(o.cluster.transport, o.kind)
                                   : Result<std::string>(o.reference);
   if (!tool) return tool.error();
+  if (o.reference_buffers != 1 && *tool != "mpi_bw") {
+    return Error("bench compare: --reference-buffers is for mpi_bw, not " + *tool);
+  }
   const std::uint64_t size = compare_size(o);
   const bool latency = o.kind == "latency";
 
@@ -121,6 +130,7 @@ Result<BenchOutput> run_compare(const CompareOptions& o, BenchEnv& env) {
   spec.bin_dir = std::filesystem::path(env.self).parent_path().string();
   spec.log_dir = (std::filesystem::path(env.out_dir) / "runs" / compare_stem(o)).string();
   spec.tool = *tool;
+  spec.buffers = o.reference_buffers;
 
   const auto reference = [&](const char* when) -> Result<ReferenceResult> {
     if (env.progress != nullptr) {
@@ -183,6 +193,7 @@ Result<BenchOutput> run_compare(const CompareOptions& o, BenchEnv& env) {
   if (!o.cluster.ucx_tls.empty()) r.params["ucx_tls"] = o.cluster.ucx_tls;
   if (!o.cluster.ofi_provider.empty()) r.params["ofi_provider"] = o.cluster.ofi_provider;
   r.params["rounds"] = o.rounds;
+  if (*tool == "mpi_bw") r.params["reference_buffers"] = o.reference_buffers;
   r.columns = {"measurement", "value"};
   for (std::size_t i = 0; i < refs.size(); ++i) {
     const std::string label = i == 0                 ? "reference_before"
@@ -195,12 +206,9 @@ Result<BenchOutput> run_compare(const CompareOptions& o, BenchEnv& env) {
     }
   }
 
-  nlohmann::json reference_json = {{"tool", before.tool},
-                                   {"command", before.command},
-                                   {"before", before.value},
-                                   {"after", after.value},
-                                   {"values", ref_values},
-                                   {"value", ref}};
+  nlohmann::json reference_json = {{"tool", before.tool},    {"command", before.command},
+                                   {"before", before.value}, {"after", after.value},
+                                   {"values", ref_values},   {"value", ref}};
   for (const auto& [key, v] : before.details) reference_json["before_" + key] = v;
   for (const auto& [key, v] : after.details) reference_json["after_" + key] = v;
   nlohmann::json stems = nlohmann::json::array();
@@ -225,8 +233,9 @@ Result<BenchOutput> run_compare(const CompareOptions& o, BenchEnv& env) {
 
   out.plot.title =
       fmt::format("daqflow {} over {} against {}, {} B", o.kind, r.transport, before.tool, size);
-  out.plot.x_label = "measurement, in the order run: the reference, then daqflow and the reference "
-                     "again each round";
+  out.plot.x_label =
+      "measurement, in the order run: the reference, then daqflow and the reference "
+      "again each round";
   out.plot.y_label =
       latency ? fmt::format("{} round-trip time (us)", statistic) : std::string("bandwidth (MB/s)");
   Series reference_points{before.tool, {}, Series::Style::points};

@@ -278,6 +278,10 @@ Result<ReferenceResult> mpi_bw(const ReferenceSpec& spec) {
     return Error("the MPI reference " + program +
                  " is not built (bench/reference/mpi_bw.cpp, target mpi_bw)");
   }
+  if (spec.buffers < 1 || spec.buffers > 64) {
+    return Error("mpi_bw: buffers must be 1 to 64 (its window), not " +
+                 std::to_string(spec.buffers));
+  }
   const std::vector<std::string> cmd = {*mpirun,
                                         "--allow-run-as-root",
                                         "--oversubscribe",
@@ -291,7 +295,9 @@ Result<ReferenceResult> mpi_bw(const ReferenceSpec& spec) {
                                         "2",
                                         program,
                                         "--size",
-                                        std::to_string(spec.size)};
+                                        std::to_string(spec.size),
+                                        "--buffers",
+                                        std::to_string(spec.buffers)};
   auto text = run_client(cmd, log_path(spec, "mpi_bw.log"), client_timeout(spec));
   if (!text) return text.error();
   auto mb_s = parse_bandwidth_table(*text, spec.size);

@@ -275,6 +275,10 @@ void add_compare(CLI::App& bench_cmd) {
                   "daqflow figures, each followed by another reference run; medians compared")
       ->check(CLI::Range(1, 20))
       ->capture_default_str();
+  cmd->add_option("--reference-buffers", a->options.reference_buffers,
+                  "mpi_bw: distinct buffers per side (1 as osu_bw, which keeps them in cache)")
+      ->check(CLI::Range(1, 64))
+      ->capture_default_str();
   cmd->add_option("--reference-port", a->options.reference_port,
                   "first port of the reference tools (iperf3; sockperf +1, ucx_perftest +2, "
                   "fi_pingpong +3)")

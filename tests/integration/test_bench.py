@@ -228,6 +228,25 @@ class Bench(DaqflowTestCase):
         self.assertEqual(s["daqflow"]["stem"], median_stem)
         self.assertIn("--rounds 3", doc["command"])
 
+    def test_compare_mpi_with_distinct_reference_buffers(self):
+        ports = PORTS.take(4)
+        out, text = self.bench(["compare", "--transport", "mpi", "--kind", "stream", "--size",
+                                "65536", "--duration", "1", "--reference-buffers", "4",
+                                "--reference-port", str(ports)])
+        doc = self.check_compare(out, "compare-stream-mpi-mpi_bw-4buffers-65536", "stream",
+                                 "MB/s", "higher")
+        self.assertEqual(doc["params"]["reference_buffers"], 4)
+        self.assertEqual(doc["summary"]["reference"]["tool"], "mpi_bw")
+        self.assertIn("--buffers 4", doc["summary"]["reference"]["command"])
+        self.assertIn("--reference-buffers 4", doc["command"])
+
+    def test_reference_buffers_are_for_mpi_bw_only(self):
+        code, text = self.daqflow(["bench", "compare", "--transport", "inproc", "--kind",
+                                   "memcpy", "--reference-buffers", "4", "--out",
+                                   self.path("results")], timeout=60)
+        self.assertNotEqual(code, 0, text)
+        self.assertIn("--reference-buffers is for mpi_bw, not memcpy", text)
+
     def test_memcpy_sweep(self):
         out = self.path("results")
         code, text = self.daqflow(["bench", "memcpy", "--sizes", "4096,65536", "--duration",

@@ -24,6 +24,7 @@ struct ReferenceSpec {
   std::string bin_dir;       // where daqflow's own reference programs are (mpi_bw, fi_bw)
   std::string log_dir;       // the tools' output
   std::string tool;          // the reference tool; "" = the usual one for transport and kind
+  int buffers = 1;           // mpi_bw: distinct buffers per side
 };
 
 struct ReferenceResult {

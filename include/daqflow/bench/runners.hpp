@@ -93,6 +93,9 @@ struct CompareOptions {
   // daqflow figures, each followed by a reference run: reference, daqflow, reference, ... The
   // ratio is between the medians, which a noisy machine moves less than single runs.
   int rounds = 1;
+  // mpi_bw: distinct buffers per side (1, osu_bw's way, keeps them in cache; the pipeline depth
+  // gives the reference as many different messages in flight as daqflow has).
+  int reference_buffers = 1;
 };
 [[nodiscard]] std::string command_line(const CompareOptions& options);
 [[nodiscard]] std::string compare_stem(const CompareOptions& options);
