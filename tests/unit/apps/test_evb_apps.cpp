@@ -220,6 +220,13 @@ TEST(EvbAppsTest, AKilledBuLosesNoEvent) {
   EvbCluster c(builder(1, 3, {{"heartbeat_timeout_ms", 500}}));
   ASSERT_EQ(c.start(), "");
   ASSERT_TRUE(c.wait_for([&] { return c.metric("evm0", "events_built") >= 5000; })) << c.failures();
+  // bu2 stops first, so that the blocks it asked for are assigned to it and stay open (killed
+  // straight away, a fast bu2 may have acknowledged everything it held and leave nothing to
+  // re-assign); then it dies with them.
+  c.freeze("bu2");
+  const std::uint64_t at_freeze = c.metric("evm0", "events_built");
+  ASSERT_TRUE(c.wait_for([&] { return c.metric("evm0", "events_built") >= at_freeze + 1000; }))
+      << c.failures();
   c.kill("bu2");
   ASSERT_TRUE(c.wait_for([&] { return c.app("evm0").results()["lost_bus"] == json{"bu2"}; }))
       << c.app("evm0").results().dump();
