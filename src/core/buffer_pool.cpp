@@ -1,11 +1,8 @@
 #include "daqflow/core/buffer_pool.hpp"
 
-#include <sys/mman.h>
-#include <unistd.h>
-
 #include <algorithm>
-#include <cerrno>
-#include <cstring>
+
+#include "daqflow/core/memory.hpp"
 
 namespace daqflow::core {
 namespace {
@@ -32,17 +29,10 @@ Result<std::unique_ptr<BufferPool>> BufferPool::create(std::string name, std::si
                                                        std::size_t count) {
   if (count == 0) return Error("buffer pool '" + name + "': count must be at least 1");
   const std::size_t stride = round_up(buffer_size == 0 ? 1 : buffer_size, kCacheLine);
-  const auto page = static_cast<std::size_t>(sysconf(_SC_PAGESIZE));
-  const std::size_t bytes = round_up(stride * count, page);
-  void* mem = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  if (mem == MAP_FAILED) {
-    return Error("buffer pool '" + name + "': cannot map " + std::to_string(bytes) +
-                 " bytes: " + std::strerror(errno));
-  }
-  // Large slabs benefit from huge pages; failure is harmless.
-  if (bytes >= (std::size_t{2} << 20)) madvise(mem, bytes, MADV_HUGEPAGE);
-  return std::unique_ptr<BufferPool>(new BufferPool(std::move(name), static_cast<std::byte*>(mem),
-                                                    bytes, true, stride, count));
+  auto memory = map_pool_memory(stride * count, "buffer pool '" + name + "'");
+  if (!memory) return memory.error();
+  return std::unique_ptr<BufferPool>(
+      new BufferPool(std::move(name), memory->data(), memory->size(), true, stride, count));
 }
 
 Result<std::unique_ptr<BufferPool>> BufferPool::over(std::string name, std::span<std::byte> region,
@@ -82,7 +72,7 @@ BufferPool::BufferPool(std::string name, std::byte* base, std::size_t region_siz
 }
 
 BufferPool::~BufferPool() {
-  if (owned_) munmap(base_, region_size_);
+  if (owned_) unmap_pool_memory({base_, region_size_});
 }
 
 void BufferPool::bind_to_this_thread() {

@@ -1,11 +1,12 @@
 #include "ofi_fabric.hpp"
 
 #include <rdma/fi_errno.h>
-#include <sys/mman.h>
 
 #include <cstring>
 #include <mutex>
 #include <vector>
+
+#include "daqflow/core/memory.hpp"
 
 namespace daqflow::transport::ofi {
 namespace {
@@ -101,13 +102,11 @@ Result<std::shared_ptr<Domain>> open_domain(const std::string& provider,
 Result<std::shared_ptr<RegisteredRegion>> RegisteredRegion::create(std::shared_ptr<Domain> domain,
                                                                    std::size_t bytes) {
   std::shared_ptr<RegisteredRegion> region(new RegisteredRegion());
-  region->size_ = std::max<std::size_t>(bytes, kAlign);
-  void* base =
-      ::mmap(nullptr, region->size_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  if (base == MAP_FAILED) {
-    return Error("cannot map " + std::to_string(region->size_) + " bytes: " + std::strerror(errno));
-  }
-  region->base_ = static_cast<std::byte*>(base);
+  auto memory = core::map_pool_memory(std::max<std::size_t>(bytes, kAlign), "libfabric pool");
+  if (!memory) return memory.error();
+  void* base = memory->data();
+  region->size_ = memory->size();
+  region->base_ = memory->data();
   region->domain_ = std::move(domain);
   const int rc = fi_mr_reg(region->domain_->domain, base, region->size_, FI_SEND | FI_RECV, 0, 0, 0,
                            &region->mr_, nullptr);
@@ -126,7 +125,7 @@ Result<std::shared_ptr<RegisteredRegion>> RegisteredRegion::create(std::shared_p
 
 RegisteredRegion::~RegisteredRegion() {
   if (mr_ != nullptr) close_fid(&mr_->fid);
-  if (base_ != nullptr) ::munmap(base_, size_);
+  if (base_ != nullptr) core::unmap_pool_memory({base_, size_});
 }
 
 Result<std::unique_ptr<core::BufferPool>> make_registered_pool(

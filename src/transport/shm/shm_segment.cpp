@@ -14,6 +14,8 @@
 #include <fstream>
 #include <sstream>
 
+#include "daqflow/core/memory.hpp"
+
 namespace daqflow::transport::shm {
 namespace {
 
@@ -145,6 +147,14 @@ Result<std::shared_ptr<Mapping>> Mapping::create(const std::string& name, std::s
     return Error("cannot size shared-memory segment /dev/shm/" + name + " to " +
                  std::to_string(bytes) + " bytes: " + errno_text(error));
   }
+  // The pages are taken now: a full /dev/shm is an error here, not a SIGBUS in the middle of a
+  // run when a message first lands on a page that tmpfs cannot give.
+  if (const int error = posix_fallocate(fd, 0, static_cast<off_t>(bytes)); error != 0) {
+    ::close(fd);
+    shm_unlink(path.c_str());
+    return Error("cannot reserve " + std::to_string(bytes) + " bytes for shared-memory segment " +
+                 "/dev/shm/" + name + ": " + errno_text(error));
+  }
   void* mem = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
   const int error = errno;
   ::close(fd);
@@ -152,6 +162,7 @@ Result<std::shared_ptr<Mapping>> Mapping::create(const std::string& name, std::s
     shm_unlink(path.c_str());
     return Error("cannot map shared-memory segment /dev/shm/" + name + ": " + errno_text(error));
   }
+  core::prefault({static_cast<std::byte*>(mem), bytes});
   return std::make_shared<Mapping>(name, static_cast<std::byte*>(mem), bytes);
 }
 
@@ -173,6 +184,7 @@ Result<std::shared_ptr<Mapping>> Mapping::open(const std::string& name, SegmentK
   if (mem == MAP_FAILED) {
     return Error("cannot map shared-memory segment /dev/shm/" + name + ": " + errno_text(error));
   }
+  core::prefault({static_cast<std::byte*>(mem), bytes});  // page tables now, not during the run
   auto mapping = std::make_shared<Mapping>(name, static_cast<std::byte*>(mem), bytes);
   const SegmentHeader& h = mapping->header();
   if (h.magic != kMagic || h.version != kVersion || h.kind != kind || h.bytes != bytes ||

@@ -1,12 +1,10 @@
 #include "ucx_context.hpp"
 
-#include <sys/mman.h>
-#include <unistd.h>
-
 #include <algorithm>
-#include <cerrno>
 #include <cstring>
 #include <string_view>
+
+#include "daqflow/core/memory.hpp"
 
 namespace daqflow::transport::ucx {
 namespace {
@@ -125,12 +123,10 @@ Context::~Context() {
 
 Result<std::shared_ptr<MappedRegion>> MappedRegion::create(std::shared_ptr<Context> context,
                                                            std::size_t bytes) {
-  const auto page = static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
-  const std::size_t size = round_up(bytes == 0 ? 1 : bytes, page);
-  void* base = ::mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  if (base == MAP_FAILED) {
-    return Error("cannot map " + std::to_string(size) + " bytes: " + std::strerror(errno));
-  }
+  auto memory = core::map_pool_memory(bytes, "UCX pool");
+  if (!memory) return memory.error();
+  void* base = memory->data();
+  const std::size_t size = memory->size();
   ucp_mem_map_params_t params{};
   params.field_mask = UCP_MEM_MAP_PARAM_FIELD_ADDRESS | UCP_MEM_MAP_PARAM_FIELD_LENGTH;
   params.address = base;
@@ -138,7 +134,7 @@ Result<std::shared_ptr<MappedRegion>> MappedRegion::create(std::shared_ptr<Conte
   ucp_mem_h memh = nullptr;
   const ucs_status_t status = ucp_mem_map(context->get(), &params, &memh);
   if (status != UCS_OK) {
-    ::munmap(base, size);
+    core::unmap_pool_memory(*memory);
     return Error("cannot register " + std::to_string(size) +
                  " bytes with UCX: " + ucs_status_string(status));
   }
@@ -148,7 +144,7 @@ Result<std::shared_ptr<MappedRegion>> MappedRegion::create(std::shared_ptr<Conte
 
 MappedRegion::~MappedRegion() {
   ucp_mem_unmap(context_->get(), memh_);
-  ::munmap(base_, size_);
+  core::unmap_pool_memory({base_, size_});
 }
 
 Result<std::unique_ptr<core::BufferPool>> make_mapped_pool(const std::shared_ptr<Context>& context,

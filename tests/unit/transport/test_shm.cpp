@@ -215,5 +215,27 @@ TEST(Shm, KilledProcessIsAnErrorAndLeavesItsSegments) {
   EXPECT_EQ(leftovers(tag), 0u);
 }
 
+TEST(Shm, APoolLargerThanDevShmIsAnErrorAtCreationAndLeavesNothing) {
+  Fixture f("full");
+  auto ep = f.endpoint(0);
+  const std::string tag = f.config.run_tag;
+  const std::size_t before = leftovers(tag);
+  EXPECT_EQ(before, 2u) << "the endpoint's receive side and bounce pool";
+  // More than tmpfs can hold: the pages are reserved when the pool is made, so this fails here
+  // instead of with SIGBUS when a message first lands on a page tmpfs cannot give. (More than
+  // its whole size, not just its free space, so that tmpfs refuses at once and other tests
+  // sharing /dev/shm never see it full.)
+  constexpr std::size_t kGiB = std::size_t{1} << 30;
+  const std::size_t count = std::filesystem::space("/dev/shm").capacity / kGiB + 2;
+  auto pool = ep->make_send_pool("huge", kGiB, count);
+  ASSERT_FALSE(pool);
+  const std::string why = pool.error().message();
+  EXPECT_NE(why.find("buffer pool 'huge'"), std::string::npos) << why;
+  EXPECT_NE(why.find("cannot reserve"), std::string::npos) << why;
+  EXPECT_EQ(leftovers(tag), before) << "no half-made segment is left: " << why;
+  auto small = ep->make_send_pool("small", 4096, 4);
+  EXPECT_TRUE(small) << "the endpoint goes on";
+}
+
 }  // namespace
 }  // namespace daqflow::transport
