@@ -99,12 +99,12 @@ std::string command_line(const CompareOptions& o) {
       o.cluster.transport, o.kind, compare_size(o), o.duration_s, o.cluster.pipeline_depth,
       o.cluster.idle, o.cluster.port_base, o.reference_port);
   if (o.kind == "latency") cmd += fmt::format(" --iterations {}", o.iterations);
-  if (!o.cluster.ucx_tls.empty()) cmd += " --ucx-tls " + o.cluster.ucx_tls;
   if (!o.reference.empty()) cmd += " --reference " + o.reference;
   if (o.reference_buffers != 1) cmd += fmt::format(" --reference-buffers {}", o.reference_buffers);
   if (o.kind == "stream" && o.verify != "ends") cmd += " --verify " + o.verify;
   if (o.rounds != 1) cmd += fmt::format(" --rounds {}", o.rounds);
-  if (!o.cluster.ofi_provider.empty()) cmd += " --ofi-provider '" + o.cluster.ofi_provider + "'";
+  cmd += cluster_options(o.cluster);
+  if (o.cluster.cpus.empty()) cmd += " --cpus none";  // the default would pin
   return cmd;
 }
 
@@ -115,6 +115,17 @@ Result<BenchOutput> run_compare(const CompareOptions& o, BenchEnv& env) {
   if (!tool) return tool.error();
   if (o.reference_buffers != 1 && *tool != "mpi_bw") {
     return Error("bench compare: --reference-buffers is for mpi_bw, not " + *tool);
+  }
+  if (!o.cluster.cpus.empty() && o.kind != "memcpy") {
+    if (o.cluster.cpus.size() != 2) {
+      return Error(fmt::format("bench compare: --cpus takes two CPUs (sender, receiver), not {}",
+                               o.cluster.cpus.size()));
+    }
+    if (*tool == "mpi_bw") {
+      return Error(
+          "bench compare: --cpus does not apply to mpi: its ranks are placed by mpirun, with the "
+          "same options for daqflow and mpi_bw (DAQFLOW_MPIRUN_ARGS); use --cpus none");
+    }
   }
   const std::uint64_t size = compare_size(o);
   const bool latency = o.kind == "latency";
@@ -131,6 +142,7 @@ Result<BenchOutput> run_compare(const CompareOptions& o, BenchEnv& env) {
   spec.log_dir = (std::filesystem::path(env.out_dir) / "runs" / compare_stem(o)).string();
   spec.tool = *tool;
   spec.buffers = o.reference_buffers;
+  if (o.kind != "memcpy") spec.cpus = o.cluster.cpus;
 
   const auto reference = [&](const char* when) -> Result<ReferenceResult> {
     if (env.progress != nullptr) {
@@ -193,6 +205,7 @@ Result<BenchOutput> run_compare(const CompareOptions& o, BenchEnv& env) {
   if (!o.cluster.ucx_tls.empty()) r.params["ucx_tls"] = o.cluster.ucx_tls;
   if (!o.cluster.ofi_provider.empty()) r.params["ofi_provider"] = o.cluster.ofi_provider;
   r.params["rounds"] = o.rounds;
+  r.params["cpus"] = o.cluster.cpus;
   if (*tool == "mpi_bw") r.params["reference_buffers"] = o.reference_buffers;
   r.columns = {"measurement", "value"};
   for (std::size_t i = 0; i < refs.size(); ++i) {

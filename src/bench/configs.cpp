@@ -10,9 +10,13 @@ namespace daqflow::bench {
 
 namespace {
 
-// Application-level keys every generated application gets.
-std::string app_common(const ClusterSettings& c) {
-  return fmt::format("idle: {}", c.idle);
+// Application-level keys every generated application gets; `app` is its index in the file.
+std::string app_common(const ClusterSettings& c, int app) {
+  std::string keys = fmt::format("idle: {}", c.idle);
+  if (!c.cpus.empty()) {
+    keys += fmt::format(", cpu: {}", c.cpus[static_cast<std::size_t>(app) % c.cpus.size()]);
+  }
+  return keys;
 }
 
 std::string header(const ClusterSettings& c, const std::string& what) {
@@ -28,8 +32,9 @@ std::string header(const ClusterSettings& c, const std::string& what) {
       what, c.output_dir, transports);
 }
 
-// One context with its applications, each a flow mapping.
-std::string context(const ClusterSettings& c, int k, const std::string& name,
+// One context with its applications, each a flow mapping; `app` counts the applications of the
+// file so far.
+std::string context(const ClusterSettings& c, int k, int& app, const std::string& name,
                     const std::vector<std::string>& apps) {
   std::string s = fmt::format(
       "  - name: {}\n"
@@ -38,7 +43,7 @@ std::string context(const ClusterSettings& c, int k, const std::string& name,
       "    data_port: {}\n"
       "    applications:\n",
       name, c.port_base + 3 * k, c.port_base + 3 * k + 1);
-  for (const auto& a : apps) s += fmt::format("      - {{{}, {}}}\n", a, app_common(c));
+  for (const auto& a : apps) s += fmt::format("      - {{{}, {}}}\n", a, app_common(c, app++));
   return s;
 }
 
@@ -55,16 +60,25 @@ std::string fragment_size(std::uint64_t mean) {
 
 }  // namespace
 
+std::string cluster_options(const ClusterSettings& c) {
+  std::string options;
+  if (!c.ucx_tls.empty()) options += " --ucx-tls " + c.ucx_tls;
+  if (!c.ofi_provider.empty()) options += " --ofi-provider '" + c.ofi_provider + "'";
+  if (!c.cpus.empty()) options += fmt::format(" --cpus {}", fmt::join(c.cpus, ","));
+  return options;
+}
+
 std::string roundtrip_yaml(const ClusterSettings& cluster, const RoundtripShape& s) {
   std::string y = header(cluster, "round trip");
-  y += context(cluster, 0, "initiator",
+  int app = 0;
+  y += context(cluster, 0, app, "initiator",
                {fmt::format("type: roundtrip, id: rt0, role: initiator, peer: rt1, min_size: {}, "
                             "max_size: {}, iterations: {}, warmup: {}, fit_min_size: {}, "
                             "fit_max_size: {}",
                             s.min_size, s.max_size, s.iterations, s.warmup, s.fit_min_size,
                             s.fit_max_size)});
   // The responder checks max_size against the message size limit too.
-  y += context(cluster, 1, "responder",
+  y += context(cluster, 1, app, "responder",
                {fmt::format("type: roundtrip, id: rt1, role: responder, peer: rt0, min_size: {}, "
                             "max_size: {}",
                             s.min_size, s.max_size)});
@@ -104,17 +118,18 @@ std::string stream_yaml(const ClusterSettings& cluster, const StreamShape& s) {
                        s.sample_interval_ms);
   };
   int k = 0;
+  int app = 0;
   if (s.pattern == "nxn") {
     for (int i = 0; i < s.n; ++i) {
-      y += context(cluster, k++, fmt::format("node{}", i), {source(i), sink(i)});
+      y += context(cluster, k++, app, fmt::format("node{}", i), {source(i), sink(i)});
     }
     return y;
   }
   for (int i = 0; i < senders; ++i) {
-    y += context(cluster, k++, fmt::format("source{}", i), {source(i)});
+    y += context(cluster, k++, app, fmt::format("source{}", i), {source(i)});
   }
   for (int i = 0; i < receivers; ++i) {
-    y += context(cluster, k++, fmt::format("sink{}", i), {sink(i)});
+    y += context(cluster, k++, app, fmt::format("sink{}", i), {sink(i)});
   }
   return y;
 }
@@ -160,15 +175,16 @@ std::string evb_yaml(const ClusterSettings& cluster, const EvbShape& s) {
         i, s.events_per_request);
   };
   int k = 0;
+  int app = 0;
   if (s.rubu) {
     for (int i = 0; i < s.rus; ++i) {
-      y += context(cluster, k++, fmt::format("node{}", i), {i == 0 ? evm : ru(i), bu(i)});
+      y += context(cluster, k++, app, fmt::format("node{}", i), {i == 0 ? evm : ru(i), bu(i)});
     }
     return y;
   }
-  y += context(cluster, k++, "evm", {evm});
-  for (int i = 1; i < s.rus; ++i) y += context(cluster, k++, fmt::format("ru{}", i), {ru(i)});
-  for (int i = 0; i < s.bus; ++i) y += context(cluster, k++, fmt::format("bu{}", i), {bu(i)});
+  y += context(cluster, k++, app, "evm", {evm});
+  for (int i = 1; i < s.rus; ++i) y += context(cluster, k++, app, fmt::format("ru{}", i), {ru(i)});
+  for (int i = 0; i < s.bus; ++i) y += context(cluster, k++, app, fmt::format("bu{}", i), {bu(i)});
   return y;
 }
 

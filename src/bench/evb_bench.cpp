@@ -72,8 +72,7 @@ std::string command_line(const EvbOptions& o) {
       "--port-base {}",
       format_sweep(o.fragment_sizes), o.feds_per_ru, o.events_per_request, o.duration_s,
       o.cluster.idle, o.cluster.port_base);
-  if (!o.cluster.ucx_tls.empty()) cmd += " --ucx-tls " + o.cluster.ucx_tls;
-  if (!o.cluster.ofi_provider.empty()) cmd += " --ofi-provider '" + o.cluster.ofi_provider + "'";
+  cmd += cluster_options(o.cluster);
   return cmd;
 }
 

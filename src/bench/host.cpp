@@ -1,5 +1,6 @@
 #include "daqflow/bench/host.hpp"
 
+#include <sched.h>
 #include <sys/utsname.h>
 #include <unistd.h>
 
@@ -7,6 +8,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <vector>
 
 namespace daqflow::bench {
 
@@ -31,6 +33,17 @@ std::string proc_field(const char* path, const std::string& key) {
 }
 
 }  // namespace
+
+std::vector<int> usable_cpus() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  std::vector<int> cpus;
+  if (::sched_getaffinity(0, sizeof set, &set) != 0) return cpus;
+  for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu) {
+    if (CPU_ISSET(cpu, &set)) cpus.push_back(cpu);
+  }
+  return cpus;
+}
 
 HostInfo host_info() {
   HostInfo h;

@@ -134,6 +134,10 @@ Result<double> parse_bandwidth_table(const std::string& text, std::uint64_t size
   std::istringstream in(text);
   std::string line;
   while (std::getline(in, line)) {
+    // mpirun --tag-output puts "[job,rank]<stdout>:" before each line.
+    if (line.starts_with('[')) {
+      if (const auto tag = line.find(">:"); tag != std::string::npos) line.erase(0, tag + 2);
+    }
     const auto w = words(line);
     if (w.size() < 2) continue;
     double first = 0;

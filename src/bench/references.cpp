@@ -14,6 +14,7 @@
 #include <sstream>
 #include <thread>
 
+#include "daqflow/control/plan.hpp"
 #include "daqflow/control/process.hpp"
 #include "ports.hpp"
 
@@ -139,6 +140,23 @@ std::vector<std::string> with_env(const std::string& assignment, std::vector<std
   return argv;
 }
 
+enum class Side { sender, receiver };
+
+// argv under `taskset -c CPU` when the spec pins the tools.
+Result<std::vector<std::string>> on_cpu(const ReferenceSpec& spec, Side side,
+                                        std::vector<std::string> argv) {
+  if (spec.cpus.empty()) return argv;
+  if (spec.cpus.size() != 2) {
+    return Error(fmt::format("reference tools are pinned to two CPUs (sender, receiver), not {}",
+                             spec.cpus.size()));
+  }
+  auto taskset = require({"taskset", "util-linux"});
+  if (!taskset) return taskset.error();
+  const int cpu = spec.cpus[side == Side::sender ? 0 : 1];
+  argv.insert(argv.begin(), {*taskset, "-c", std::to_string(cpu)});
+  return argv;
+}
+
 std::string log_path(const ReferenceSpec& spec, const std::string& name) {
   std::error_code ec;
   std::filesystem::create_directories(spec.log_dir, ec);
@@ -153,12 +171,16 @@ Result<ReferenceResult> iperf3(const ReferenceSpec& spec) {
   auto path = require({"iperf3", "iperf3"});
   if (!path) return path.error();
   const auto port = std::to_string(spec.port);
-  auto server = Server::start({*path, "-s", "-B", "127.0.0.1", "-p", port},
-                              log_path(spec, "iperf3-server.log"), spec.port);
+  auto server_argv = on_cpu(spec, Side::receiver, {*path, "-s", "-B", "127.0.0.1", "-p", port});
+  if (!server_argv) return server_argv.error();
+  auto server = Server::start(*server_argv, log_path(spec, "iperf3-server.log"), spec.port);
   if (!server) return server.error();
   const auto seconds = std::to_string(std::max(1L, std::lround(spec.duration_s)));
-  const std::vector<std::string> client = {
-      *path, "-c", "127.0.0.1", "-p", port, "-l", std::to_string(spec.size), "-t", seconds, "-J"};
+  auto client_argv = on_cpu(
+      spec, Side::sender,
+      {*path, "-c", "127.0.0.1", "-p", port, "-l", std::to_string(spec.size), "-t", seconds, "-J"});
+  if (!client_argv) return client_argv.error();
+  const auto& client = *client_argv;
   auto text = run_client(client, log_path(spec, "iperf3-client.json"), client_timeout(spec));
   if (!text) return text.error();
   auto mb_s = parse_iperf3_json(*text);
@@ -170,13 +192,17 @@ Result<ReferenceResult> sockperf(const ReferenceSpec& spec) {
   auto path = require({"sockperf", "sockperf"});
   if (!path) return path.error();
   const auto port = std::to_string(spec.port);
-  auto server = Server::start({*path, "server", "--tcp", "-i", "127.0.0.1", "-p", port},
-                              log_path(spec, "sockperf-server.log"), spec.port);
+  auto server_argv =
+      on_cpu(spec, Side::receiver, {*path, "server", "--tcp", "-i", "127.0.0.1", "-p", port});
+  if (!server_argv) return server_argv.error();
+  auto server = Server::start(*server_argv, log_path(spec, "sockperf-server.log"), spec.port);
   if (!server) return server.error();
   const auto seconds = std::to_string(std::max(1L, std::lround(spec.duration_s)));
-  const std::vector<std::string> client = {
-      *path, "ping-pong", "--tcp", "-i", "127.0.0.1", "-p", port, "-m", std::to_string(spec.size),
-      "-t",  seconds};
+  auto client_argv = on_cpu(spec, Side::sender,
+                            {*path, "ping-pong", "--tcp", "-i", "127.0.0.1", "-p", port, "-m",
+                             std::to_string(spec.size), "-t", seconds});
+  if (!client_argv) return client_argv.error();
+  const auto& client = *client_argv;
   auto text = run_client(client, log_path(spec, "sockperf-client.log"), client_timeout(spec));
   if (!text) return text.error();
   auto lat = parse_sockperf(*text);
@@ -194,8 +220,9 @@ Result<ReferenceResult> ucx_perftest(const ReferenceSpec& spec) {
   if (!path) return path.error();
   const auto port = std::to_string(spec.port);
   const std::string tls = spec.ucx_tls.empty() ? "" : "UCX_TLS=" + spec.ucx_tls;
-  auto server = Server::start(with_env(tls, {*path, "-p", port}),
-                              log_path(spec, "ucx_perftest-server.log"), spec.port);
+  auto server_argv = on_cpu(spec, Side::receiver, with_env(tls, {*path, "-p", port}));
+  if (!server_argv) return server_argv.error();
+  auto server = Server::start(*server_argv, log_path(spec, "ucx_perftest-server.log"), spec.port);
   if (!server) return server.error();
   const bool bw = spec.kind != "latency";
   // About duration_s at the expected rates: GB/s for bandwidth; for latency a conservative
@@ -204,9 +231,12 @@ Result<ReferenceResult> ucx_perftest(const ReferenceSpec& spec) {
       bw ? spec.duration_s * 2e9 / static_cast<double>(std::max<std::uint64_t>(spec.size, 1))
          : spec.duration_s * 1e3;
   const auto n = std::to_string(std::clamp<long>(std::lround(iters), 100, 10000000));
-  const auto client =
-      with_env(tls, {*path, "127.0.0.1", "-p", port, "-t", bw ? "tag_bw" : "tag_lat", "-s",
-                     std::to_string(spec.size), "-n", n});
+  auto client_argv =
+      on_cpu(spec, Side::sender,
+             with_env(tls, {*path, "127.0.0.1", "-p", port, "-t", bw ? "tag_bw" : "tag_lat", "-s",
+                            std::to_string(spec.size), "-n", n}));
+  if (!client_argv) return client_argv.error();
+  const auto& client = *client_argv;
   auto text = run_client(client, log_path(spec, "ucx_perftest-client.log"), client_timeout(spec));
   if (!text) return text.error();
   auto perf = parse_ucx_perftest(*text);
@@ -231,14 +261,19 @@ Result<ReferenceResult> fabtests(const ReferenceSpec& spec) {
     const std::vector<std::string> common = {
         "-p", provider, "-S", std::to_string(spec.size), "-W", "64",
         "-n", iters,    "-P", std::to_string(spec.port)};
-    std::vector<std::string> server_argv = {own, "-s"};
-    server_argv.insert(server_argv.end(), common.begin(), common.end());
+    std::vector<std::string> receiver = {own, "-s"};
+    receiver.insert(receiver.end(), common.begin(), common.end());
+    auto server_argv = on_cpu(spec, Side::receiver, std::move(receiver));
+    if (!server_argv) return server_argv.error();
     // tcp-based providers listen on the port; shm has nothing to wait for but the process.
-    auto server = Server::start(server_argv, log_path(spec, "fi_bw-server.log"),
+    auto server = Server::start(*server_argv, log_path(spec, "fi_bw-server.log"),
                                 provider == "shm" ? -1 : spec.port);
     if (!server) return server.error();
-    std::vector<std::string> client = {own};
-    client.insert(client.end(), common.begin(), common.end());
+    std::vector<std::string> sender = {own};
+    sender.insert(sender.end(), common.begin(), common.end());
+    auto client_argv = on_cpu(spec, Side::sender, std::move(sender));
+    if (!client_argv) return client_argv.error();
+    const auto& client = *client_argv;
     auto text = run_client(client, log_path(spec, "fi_bw-client.log"), client_timeout(spec));
     if (!text) return text.error();
     auto mb_s = parse_json_number(*text, "mb_s");
@@ -255,13 +290,18 @@ Result<ReferenceResult> fabtests(const ReferenceSpec& spec) {
   const auto n = std::to_string(std::clamp<long>(std::lround(iters), 10, 10000000));
   const std::vector<std::string> common = {
       "-p", provider, "-e", "rdm", "-S", std::to_string(spec.size), "-I", n};
-  std::vector<std::string> server_argv = {*path, "-B", port};
-  server_argv.insert(server_argv.end(), common.begin(), common.end());
-  auto server = Server::start(server_argv, log_path(spec, "fi_pingpong-server.log"), spec.port);
+  std::vector<std::string> receiver = {*path, "-B", port};
+  receiver.insert(receiver.end(), common.begin(), common.end());
+  auto server_argv = on_cpu(spec, Side::receiver, std::move(receiver));
+  if (!server_argv) return server_argv.error();
+  auto server = Server::start(*server_argv, log_path(spec, "fi_pingpong-server.log"), spec.port);
   if (!server) return server.error();
-  std::vector<std::string> client = {*path, "-P", port};
-  client.insert(client.end(), common.begin(), common.end());
-  client.emplace_back("127.0.0.1");
+  std::vector<std::string> sender = {*path, "-P", port};
+  sender.insert(sender.end(), common.begin(), common.end());
+  sender.emplace_back("127.0.0.1");
+  auto client_argv = on_cpu(spec, Side::sender, std::move(sender));
+  if (!client_argv) return client_argv.error();
+  const auto& client = *client_argv;
   auto text = run_client(client, log_path(spec, "fi_pingpong-client.log"), client_timeout(spec));
   if (!text) return text.error();
   auto pp = parse_fi_pingpong(*text);
@@ -271,8 +311,9 @@ Result<ReferenceResult> fabtests(const ReferenceSpec& spec) {
 }
 
 Result<ReferenceResult> mpi_bw(const ReferenceSpec& spec) {
-  auto mpirun = require({"mpirun", "openmpi-bin"});
-  if (!mpirun) return mpirun.error();
+  if (std::getenv("DAQFLOW_MPIRUN") == nullptr) {
+    if (auto mpirun = require({"mpirun", "openmpi-bin"}); !mpirun) return mpirun.error();
+  }
   const std::string program = (std::filesystem::path(spec.bin_dir) / "mpi_bw").string();
   if (::access(program.c_str(), X_OK) != 0) {
     return Error("the MPI reference " + program +
@@ -282,22 +323,13 @@ Result<ReferenceResult> mpi_bw(const ReferenceSpec& spec) {
     return Error("mpi_bw: buffers must be 1 to 64 (its window), not " +
                  std::to_string(spec.buffers));
   }
-  const std::vector<std::string> cmd = {*mpirun,
-                                        "--allow-run-as-root",
-                                        "--oversubscribe",
-                                        "--mca",
-                                        "btl",
-                                        "self,vader,tcp",
-                                        "--mca",
-                                        "btl_tcp_if_include",
-                                        "lo",
-                                        "-np",
-                                        "2",
-                                        program,
-                                        "--size",
-                                        std::to_string(spec.size),
-                                        "--buffers",
-                                        std::to_string(spec.buffers)};
+  // The options daqflow's own ranks get (`daqflow run`), so that both run alike.
+  std::vector<std::string> cmd = control::mpirun_command();
+  for (const std::string& a :
+       {std::string("-np"), std::string("2"), program, std::string("--size"),
+        std::to_string(spec.size), std::string("--buffers"), std::to_string(spec.buffers)}) {
+    cmd.push_back(a);
+  }
   auto text = run_client(cmd, log_path(spec, "mpi_bw.log"), client_timeout(spec));
   if (!text) return text.error();
   auto mb_s = parse_bandwidth_table(*text, spec.size);

@@ -16,8 +16,7 @@ std::string command_line(const RoundtripOptions& o) {
       "--fit {}..{} --idle {} --port-base {}",
       o.cluster.transport, s.min_size, s.max_size, s.iterations, s.warmup, s.fit_min_size,
       s.fit_max_size, o.cluster.idle, o.cluster.port_base);
-  if (!o.cluster.ucx_tls.empty()) cmd += " --ucx-tls " + o.cluster.ucx_tls;
-  if (!o.cluster.ofi_provider.empty()) cmd += " --ofi-provider '" + o.cluster.ofi_provider + "'";
+  cmd += cluster_options(o.cluster);
   return cmd;
 }
 

@@ -40,8 +40,7 @@ std::string command_line(const StreamOptions& o) {
   cmd += fmt::format(" --duration {:g} --sample-ms {} --verify {} --idle {} --port-base {}",
                      o.duration_s, o.sample_interval_ms, o.verify, o.cluster.idle,
                      o.cluster.port_base);
-  if (!o.cluster.ucx_tls.empty()) cmd += " --ucx-tls " + o.cluster.ucx_tls;
-  if (!o.cluster.ofi_provider.empty()) cmd += " --ofi-provider '" + o.cluster.ofi_provider + "'";
+  cmd += cluster_options(o.cluster);
   return cmd;
 }
 

@@ -3,12 +3,14 @@
 #include <fmt/format.h>
 #include <signal.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdio>
 #include <memory>
 #include <string>
 
 #include "cli/commands.hpp"
+#include "daqflow/bench/host.hpp"
 #include "daqflow/bench/runners.hpp"
 #include "daqflow/bench/sweep.hpp"
 #include "daqflow/control/process.hpp"
@@ -42,11 +44,51 @@ void install_handlers() {
 struct Common {
   bench::ClusterSettings cluster;
   std::string out = "bench-results";
+  std::string cpus;  // --cpus as given: a list, "none", or "auto"
 };
 
+// --cpus: "0,1" (a list), "none" or "" (not pinned), or "auto": the first two CPUs this process
+// may use, when it may use two or more.
+std::vector<int> parse_cpus(const std::string& text) {
+  if (text.empty() || text == "none") return {};
+  if (text == "auto") {
+    auto cpus = bench::usable_cpus();
+    if (cpus.size() < 2) return {};
+    cpus.resize(2);
+    return cpus;
+  }
+  std::vector<int> cpus;
+  const auto usable = bench::usable_cpus();
+  std::size_t start = 0;
+  while (start <= text.size()) {
+    auto comma = text.find(',', start);
+    if (comma == std::string::npos) comma = text.size();
+    const std::string item = text.substr(start, comma - start);
+    int cpu = -1;
+    char extra = 0;
+    if (std::sscanf(item.c_str(), "%d%c", &cpu, &extra) != 1 || cpu < 0) {
+      fail("--cpus: '" + item + "' is not a CPU number (give a list such as 0,1, or none)");
+    }
+    if (std::find(usable.begin(), usable.end(), cpu) == usable.end()) {
+      fail(fmt::format("--cpus: this process may not run on CPU {} (usable: {})", cpu,
+                       fmt::join(usable, ",")));
+    }
+    cpus.push_back(cpu);
+    start = comma + 1;
+  }
+  return cpus;
+}
+
 // Returns the --idle option, for subcommands whose default depends on other options.
-CLI::Option* add_common(CLI::App* cmd, Common& c, const char* default_idle) {
+CLI::Option* add_common(CLI::App* cmd, Common& c, const char* default_idle,
+                        const char* default_cpus = "none") {
   c.cluster.idle = default_idle;
+  c.cpus = default_cpus;
+  cmd->add_option("--cpus", c.cpus,
+                  "pin the applications' agent threads to these CPUs, round robin in file order "
+                  "(0,1: a 1-to-1 stream's source on 0, its sink on 1); none: the scheduler "
+                  "places them")
+      ->capture_default_str();
   cmd->add_option("--transport", c.cluster.transport, "the transport (daqflow transports)")
       ->capture_default_str();
   cmd->add_option("--out", c.out, "folder of the result files (and runs/: configs, logs)")
@@ -134,6 +176,7 @@ void add_roundtrip(CLI::App& bench_cmd) {
     const auto fit = sweep(a->fit, "--fit", 0, 1u << 30);
     auto& o = a->options;
     o.cluster = a->common.cluster;
+    o.cluster.cpus = parse_cpus(a->common.cpus);
     o.shape.min_size = sizes.front();
     o.shape.max_size = sizes.back();
     o.shape.fit_min_size = fit.front();
@@ -176,6 +219,7 @@ void add_stream(CLI::App& bench_cmd) {
   cmd->callback([a] {
     auto& o = a->options;
     o.cluster = a->common.cluster;
+    o.cluster.cpus = parse_cpus(a->common.cpus);
     o.sizes = sweep(a->sizes, "--sizes");
     o.depths = sweep(a->depths, "--depths", 1, 4096);
     o.ns = sweep(a->ns, "--n", 1, 64);
@@ -213,6 +257,7 @@ void add_evb(CLI::App& bench_cmd) {
   cmd->callback([a] {
     auto& o = a->options;
     o.cluster = a->common.cluster;
+    o.cluster.cpus = parse_cpus(a->common.cpus);
     o.topologies.clear();
     std::size_t start = 0;
     while (start < a->topologies.size()) {
@@ -247,7 +292,7 @@ void add_compare(CLI::App& bench_cmd) {
   auto a = std::make_shared<Args>();
   auto* cmd = bench_cmd.add_subcommand(
       "compare", "A daqflow figure between two runs of its reference tool, as a ratio");
-  CLI::Option* idle = add_common(cmd, a->common, "backoff (latency: spin)");
+  CLI::Option* idle = add_common(cmd, a->common, "backoff (latency: spin)", "auto");
   cmd->add_option("--kind", a->options.kind, "stream, latency or memcpy")
       ->check(CLI::IsMember({"stream", "latency", "memcpy"}))
       ->capture_default_str();
@@ -271,6 +316,10 @@ void add_compare(CLI::App& bench_cmd) {
                   "and read)")
       ->check(CLI::IsMember({"ends", "full"}))
       ->capture_default_str();
+  cmd->get_option("--cpus")->description(
+      "pin the sender and the receiver, daqflow's agents and the reference tool's processes "
+      "alike, to these two CPUs; auto: the first two this process may use (none for mpi, "
+      "whose ranks mpirun places); none: the scheduler places them");
   cmd->add_option("--rounds", a->options.rounds,
                   "daqflow figures, each followed by another reference run; medians compared")
       ->check(CLI::Range(1, 20))
@@ -286,6 +335,10 @@ void add_compare(CLI::App& bench_cmd) {
   cmd->callback([a, idle] {
     auto& o = a->options;
     o.cluster = a->common.cluster;
+    // auto: the sender and the receiver each on a CPU of their own, daqflow's and the
+    // reference's alike; not for mpi, whose engine threads mpirun places.
+    const bool mpi = o.cluster.transport == "mpi" || o.reference == "mpi_bw";
+    if (!(a->common.cpus == "auto" && mpi)) o.cluster.cpus = parse_cpus(a->common.cpus);
     // The minimum round trip is the latency figure compared; agents that spin show it, agents
     // that back off add their wake-up time (which grows with the machine's load).
     if (idle->count() == 0) o.cluster.idle = o.kind == "latency" ? "spin" : "backoff";

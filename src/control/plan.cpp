@@ -98,13 +98,7 @@ Result<std::vector<std::vector<std::string>>> launch_groups(
   return out;
 }
 
-std::vector<std::string> launch_command(const std::string& self, const std::string& config_path,
-                                        const std::vector<std::string>& group,
-                                        const runtime::ClusterConfig& config) {
-  const auto ranks = config.mpi_contexts();
-  if (group.empty() || std::find(ranks.begin(), ranks.end(), group.front()) == ranks.end()) {
-    return exec_command(self, config_path, group);
-  }
+std::vector<std::string> mpirun_command() {
   std::vector<std::string> argv;
   if (const char* mpirun = std::getenv("DAQFLOW_MPIRUN"); mpirun != nullptr && *mpirun != 0) {
     argv.emplace_back(mpirun);
@@ -122,6 +116,17 @@ std::vector<std::string> launch_command(const std::string& self, const std::stri
       argv.emplace_back(a);
     }
   }
+  return argv;
+}
+
+std::vector<std::string> launch_command(const std::string& self, const std::string& config_path,
+                                        const std::vector<std::string>& group,
+                                        const runtime::ClusterConfig& config) {
+  const auto ranks = config.mpi_contexts();
+  if (group.empty() || std::find(ranks.begin(), ranks.end(), group.front()) == ranks.end()) {
+    return exec_command(self, config_path, group);
+  }
+  std::vector<std::string> argv = mpirun_command();
   for (const auto& name : group) {
     if (std::find(ranks.begin(), ranks.end(), name) == ranks.end()) continue;
     if (name != group.front()) argv.emplace_back(":");  // MPMD: one program per rank

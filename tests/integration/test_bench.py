@@ -62,6 +62,15 @@ class Bench(DaqflowTestCase):
         self.assertGreater(len(marks), 0, "the plot shows no point")
         return doc
 
+    def generated_config(self, out, stem):
+        """The configuration a figure ran (runs/STEM-0 for the first point of a sweep)."""
+        for name in (stem + "-0", stem):
+            path = os.path.join(out, "runs", name, "config.yaml")
+            if os.path.exists(path):
+                with open(path) as f:
+                    return f.read()
+        self.fail("no generated configuration for " + stem)
+
     def column(self, doc, name):
         i = doc["columns"].index(name)
         return [row[i] for row in doc["rows"]]
@@ -174,7 +183,7 @@ class Bench(DaqflowTestCase):
         ports = PORTS.take(4)
         out, text = self.bench(["compare", "--transport", "inproc", "--kind", "memcpy",
                                 "--size", "65536", "--duration", "1",
-                                "--reference-port", str(ports)])
+                                "--reference-port", str(ports), "--rounds", "1"])
         doc = self.check_compare(out, "compare-memcpy-inproc-65536", "memcpy", "MB/s", "higher")
         self.assertEqual(doc["summary"]["reference"]["tool"], "memcpy")
         self.assertIn("ratio", text)
@@ -183,17 +192,52 @@ class Bench(DaqflowTestCase):
         self.assertIsNotNone(shutil.which("iperf3"), "iperf3 is missing (scripts/bootstrap)")
         ports = PORTS.take(4)
         out, text = self.bench(["compare", "--transport", "tcp", "--kind", "stream", "--size",
-                                "65536", "--duration", "1", "--reference-port", str(ports)])
+                                "65536", "--duration", "1", "--reference-port", str(ports), "--rounds", "1"])
         doc = self.check_compare(out, "compare-stream-tcp-65536", "stream", "MB/s", "higher")
         self.assertEqual(doc["summary"]["reference"]["tool"], "iperf3")
         self.assertIn("-l 65536", doc["summary"]["reference"]["command"])
+        # By default the sender and the receiver get a CPU each, daqflow's and iperf3's alike.
+        usable = sorted(os.sched_getaffinity(0))
+        if len(usable) >= 2:
+            sender, receiver = usable[:2]
+            self.assertEqual(doc["params"]["cpus"], [sender, receiver])
+            self.assertIn("taskset -c %d " % sender, doc["summary"]["reference"]["command"])
+            self.assertIn("--cpus %d,%d" % (sender, receiver), doc["command"])
+            config = self.generated_config(out, doc["summary"]["daqflow"]["stem"])
+            self.assertIn("id: src0, destinations: [sink0]", config)
+            self.assertRegex(config, r"id: src0,.*cpu: %d\}" % sender)
+            self.assertRegex(config, r"id: sink0,.*cpu: %d\}" % receiver)
+        else:
+            self.assertEqual(doc["params"]["cpus"], [])
+            self.assertIn("--cpus none", doc["command"])
+
+    def test_compare_unpinned_leaves_placement_to_the_scheduler(self):
+        ports = PORTS.take(4)
+        out, _ = self.bench(["compare", "--transport", "tcp", "--kind", "latency",
+                             "--iterations", "500", "--duration", "1", "--rounds", "1",
+                             "--cpus", "none", "--reference-port", str(ports)])
+        doc = self.check_compare(out, "compare-latency-tcp-64", "latency", "us", "lower")
+        self.assertEqual(doc["params"]["cpus"], [])
+        self.assertNotIn("taskset", doc["summary"]["reference"]["command"])
+        self.assertIn("--cpus none", doc["command"])
+        self.assertNotIn("cpu:", self.generated_config(out, doc["summary"]["daqflow"]["stem"]))
+
+    def test_cpus_are_checked(self):
+        code, text = self.daqflow(["bench", "compare", "--transport", "tcp", "--cpus", "0,x",
+                                   "--out", self.path("results")], timeout=30)
+        self.assertNotEqual(code, 0)
+        self.assertIn("--cpus: 'x' is not a CPU number", text)
+        code, text = self.daqflow(["bench", "compare", "--transport", "mpi", "--cpus", "0,0",
+                                   "--out", self.path("results")], timeout=30)
+        self.assertNotEqual(code, 0)
+        self.assertIn("--cpus does not apply to mpi", text)
 
     def test_compare_tcp_latency_with_sockperf(self):
         self.assertIsNotNone(shutil.which("sockperf"), "sockperf is missing (scripts/bootstrap)")
         ports = PORTS.take(4)
         out, text = self.bench(["compare", "--transport", "tcp", "--kind", "latency",
                                 "--iterations", "2000", "--duration", "1",
-                                "--reference-port", str(ports)])
+                                "--reference-port", str(ports), "--rounds", "1"])
         doc = self.check_compare(out, "compare-latency-tcp-64", "latency", "us", "lower")
         self.assertEqual(doc["summary"]["reference"]["tool"], "sockperf")
         self.assertEqual(doc["summary"]["statistic"], "min")
@@ -232,13 +276,17 @@ class Bench(DaqflowTestCase):
         ports = PORTS.take(4)
         out, text = self.bench(["compare", "--transport", "mpi", "--kind", "stream", "--size",
                                 "65536", "--duration", "1", "--reference-buffers", "4",
-                                "--reference-port", str(ports)])
+                                "--reference-port", str(ports), "--rounds", "1"])
         doc = self.check_compare(out, "compare-stream-mpi-mpi_bw-4buffers-65536", "stream",
                                  "MB/s", "higher")
         self.assertEqual(doc["params"]["reference_buffers"], 4)
         self.assertEqual(doc["summary"]["reference"]["tool"], "mpi_bw")
         self.assertIn("--buffers 4", doc["summary"]["reference"]["command"])
         self.assertIn("--reference-buffers 4", doc["command"])
+        # mpi_bw starts with the mpirun options of daqflow's own ranks; mpirun places both.
+        self.assertIn("--bind-to none", doc["summary"]["reference"]["command"])
+        self.assertIn("--mca pml ob1", doc["summary"]["reference"]["command"])
+        self.assertEqual(doc["params"]["cpus"], [])
 
     def test_reference_buffers_are_for_mpi_bw_only(self):
         code, text = self.daqflow(["bench", "compare", "--transport", "inproc", "--kind",

@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace daqflow::bench {
 
@@ -21,7 +22,14 @@ struct ClusterSettings {
   std::string idle = "backoff";  // idle strategy of every application
   std::string ucx_tls;           // "" = not set
   std::string ofi_provider;      // "" = not set
+  // CPUs the applications' agent threads are pinned to (`cpu:`), round robin in file order:
+  // with {0, 1} a 1-to-1 stream's source runs on CPU 0 and its sink on CPU 1. Empty: not pinned.
+  std::vector<int> cpus;
 };
+
+// The options of `daqflow bench` that reproduce the settings beyond transport, idle and ports:
+// " --ucx-tls ... --ofi-provider '...' --cpus 0,1", each only when set.
+[[nodiscard]] std::string cluster_options(const ClusterSettings& c);
 
 // Ports a configuration of `contexts` contexts takes from the base.
 [[nodiscard]] constexpr int ports_used(int contexts) {

@@ -4,6 +4,7 @@
 
 #include <nlohmann/json_fwd.hpp>
 #include <string>
+#include <vector>
 
 namespace daqflow::bench {
 
@@ -17,6 +18,9 @@ struct HostInfo {
 
 // Reads /proc and uname(); fields that cannot be read stay empty or 0.
 [[nodiscard]] HostInfo host_info();
+
+// The CPUs this process may run on (its affinity mask), in increasing order.
+[[nodiscard]] std::vector<int> usable_cpus();
 
 [[nodiscard]] nlohmann::json to_json(const HostInfo& host);
 

@@ -25,6 +25,10 @@ struct ReferenceSpec {
   std::string log_dir;       // the tools' output
   std::string tool;          // the reference tool; "" = the usual one for transport and kind
   int buffers = 1;           // mpi_bw: distinct buffers per side
+  // {sender CPU, receiver CPU}: the tool's two processes are started under `taskset -c`, as
+  // daqflow's source and sink agents are pinned by `cpu:`. Empty: not pinned. (mpi_bw's ranks
+  // are placed by mpirun, with the options daqflow's own ranks get.)
+  std::vector<int> cpus;
 };
 
 struct ReferenceResult {

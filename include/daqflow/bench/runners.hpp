@@ -92,7 +92,7 @@ struct CompareOptions {
   std::string verify = "ends";  // stream: the payload check of source and sink (ends | full)
   // daqflow figures, each followed by a reference run: reference, daqflow, reference, ... The
   // ratio is between the medians, which a noisy machine moves less than single runs.
-  int rounds = 1;
+  int rounds = 3;
   // mpi_bw: distinct buffers per side (1, osu_bw's way, keeps them in cache; the pipeline depth
   // gives the reference as many different messages in flight as daqflow has).
   int reference_buffers = 1;

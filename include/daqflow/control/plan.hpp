@@ -53,12 +53,17 @@ struct PlannedApp {
 [[nodiscard]] Result<std::vector<std::vector<std::string>>> launch_groups(
     const runtime::ClusterConfig& config, std::vector<std::vector<std::string>> groups);
 
+// mpirun and its options, before the ranks: $DAQFLOW_MPIRUN, else mpirun from PATH (through
+// /usr/bin/env); then $DAQFLOW_MPIRUN_ARGS (split at spaces), else settings for one host over
+// loopback and shared memory (--oversubscribe, --bind-to none, btl self,vader,tcp on lo, pml
+// ob1, --tag-output), plus --allow-run-as-root for root. The MPI reference of `daqflow bench`
+// starts with the same.
+[[nodiscard]] std::vector<std::string> mpirun_command();
+
 // The command line that starts a launch group: exec_command, or for the group of mpi contexts one
 // mpirun with a rank per mpi context (MPMD, rank order = mpi_contexts):
 //   MPIRUN ARGS -np 1 SELF exec CONFIG --context A : -np 1 SELF exec CONFIG --context B ...
-// MPIRUN is $DAQFLOW_MPIRUN, else mpirun from PATH (through /usr/bin/env); ARGS are
-// $DAQFLOW_MPIRUN_ARGS (split at spaces), else settings for one host over loopback and shared
-// memory (--oversubscribe, btl self,vader,tcp on lo, pml ob1), plus --allow-run-as-root for root.
+// MPIRUN ARGS are mpirun_command().
 [[nodiscard]] std::vector<std::string> launch_command(const std::string& self,
                                                       const std::string& config_path,
                                                       const std::vector<std::string>& group,

@@ -163,5 +163,25 @@ TEST(GeneratedConfig, TransportOptionsPassThrough) {
   EXPECT_EQ(c.applications[0].idle, "spin");
 }
 
+TEST(GeneratedConfig, AgentsArePinnedRoundRobinInFileOrder) {
+  ClusterSettings cl;
+  cl.cpus = {3, 5};
+  StreamShape shape;
+  shape.pattern = "Nto1";
+  shape.n = 2;
+  const auto c = load(stream_yaml(cl, shape));
+  ASSERT_EQ(c.applications.size(), 3u);  // src0, src1, sink0
+  EXPECT_EQ(c.applications[0].cpu, 3);
+  EXPECT_EQ(c.applications[1].cpu, 5);
+  EXPECT_EQ(c.applications[2].cpu, 3);
+  EXPECT_EQ(cluster_options(cl), " --cpus 3,5");
+}
+
+TEST(GeneratedConfig, UnpinnedByDefault) {
+  const auto c = load(roundtrip_yaml(ClusterSettings{}, RoundtripShape{}));
+  for (const auto& app : c.applications) EXPECT_FALSE(app.cpu.has_value()) << app.id;
+  EXPECT_EQ(cluster_options(ClusterSettings{}), "");
+}
+
 }  // namespace
 }  // namespace daqflow::bench

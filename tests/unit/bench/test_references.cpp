@@ -71,6 +71,15 @@ TEST(ReferenceParse, BandwidthTableRowOfTheSize) {
   EXPECT_FALSE(parse_bandwidth_table(out, 4096));
 }
 
+TEST(ReferenceParse, BandwidthTableUnderMpirunTagOutput) {
+  const char* out =
+      "[1,0]<stdout>:# mpi_bw: 64 MPI_Isend in flight\n"
+      "[1,0]<stdout>:1048576 13127.36\n";
+  const auto mb_s = parse_bandwidth_table(out, 1048576);
+  ASSERT_TRUE(mb_s) << mb_s.error().message();
+  EXPECT_DOUBLE_EQ(*mb_s, 13127.36);
+}
+
 TEST(ReferenceParse, JsonLineNumber) {
   const char* out =
       "fi_bw: no wait object on this provider's queue: -c yield\n"
