@@ -1,6 +1,7 @@
 #include "socket.hpp"
 
 #include <arpa/inet.h>
+#include <ifaddrs.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -15,6 +16,44 @@ namespace daqflow::transport::detail {
 void UniqueFd::reset() {
   if (fd_ >= 0) ::close(fd_);
   fd_ = -1;
+}
+
+namespace {
+
+bool same_ip(const sockaddr* a, const sockaddr* b) {
+  if (a == nullptr || b == nullptr || a->sa_family != b->sa_family) return false;
+  if (a->sa_family == AF_INET) {
+    return reinterpret_cast<const sockaddr_in*>(a)->sin_addr.s_addr ==
+           reinterpret_cast<const sockaddr_in*>(b)->sin_addr.s_addr;
+  }
+  if (a->sa_family == AF_INET6) {
+    return std::memcmp(&reinterpret_cast<const sockaddr_in6*>(a)->sin6_addr,
+                       &reinterpret_cast<const sockaddr_in6*>(b)->sin6_addr, sizeof(in6_addr)) == 0;
+  }
+  return false;
+}
+
+}  // namespace
+
+bool is_this_host(const sockaddr* address) {
+  if (address == nullptr) return false;
+  if (address->sa_family == AF_INET) {
+    const auto ip = ntohl(reinterpret_cast<const sockaddr_in*>(address)->sin_addr.s_addr);
+    if ((ip >> 24) == 127) return true;
+  } else if (address->sa_family == AF_INET6) {
+    const auto& ip = reinterpret_cast<const sockaddr_in6*>(address)->sin6_addr;
+    if (IN6_IS_ADDR_LOOPBACK(&ip)) return true;
+  } else {
+    return false;
+  }
+  ifaddrs* list = nullptr;
+  if (::getifaddrs(&list) != 0) return false;
+  bool found = false;
+  for (const ifaddrs* i = list; i != nullptr && !found; i = i->ifa_next) {
+    found = same_ip(i->ifa_addr, address);
+  }
+  ::freeifaddrs(list);
+  return found;
 }
 
 Result<SocketAddress> resolve(const std::string& host, std::uint16_t port) {

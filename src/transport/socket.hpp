@@ -45,6 +45,10 @@ struct SocketAddress {
   std::string text;  // "host:port", for messages
 };
 
+// Whether an IP address is one of this host's: loopback, or an address of one of its network
+// interfaces (in this network namespace).
+[[nodiscard]] bool is_this_host(const sockaddr* address);
+
 // Resolves an IP address or host name (IPv4 or IPv6).
 [[nodiscard]] Result<SocketAddress> resolve(const std::string& host, std::uint16_t port);
 

@@ -1,29 +1,32 @@
-"""The ucx transport between real processes over UCX shared memory (UCX_TLS=posix,cma,self):
-every byte arrives, and a peer killed with SIGKILL is reported by the one that survives, whether
-it was busy sending or idle. A shared-memory-only list runs UCX's endpoints without UCX's
-peer-failure mode (UCX 1.13 serves shared memory only so), so these tests hold the transport to
-its promise with the real library: the loss of a peer is an error, never a hang."""
+"""The ucx transport between real processes: every byte arrives, and a peer killed with SIGKILL is
+reported by the one that survives, whether it was busy sending or idle. Three UCX_TLS lists: a
+shared-memory-only list (posix,cma,self) and UCX's own choice between processes of one host run
+UCX's endpoints without UCX's peer-failure mode (UCX 1.13 serves shared memory only so); tcp runs
+them with it. These tests hold the transport to its promise with the real library in each case:
+the loss of a peer is an error, never a hang."""
 
 import os
 import signal
+import unittest
 
 from daqflow_testlib import (DaqflowTestCase, control_ports, http, read_example, rewrite_ports,
                              set_default_transport, wait_until)
 
-TLS = "posix,cma,self"
 
-
-def shared_memory_config():
+def stream_config(tls):
     text = set_default_transport(rewrite_ports(read_example("stream-1to1.yaml")), "ucx")
-    text = text.replace("transports: {", f'transports: {{ucx_tls: "{TLS}", ', 1)
+    if tls:
+        text = text.replace("transports: {", f'transports: {{ucx_tls: "{tls}", ', 1)
     text = text.replace("[sink0], message_size: 1048576}",
                         "[sink0], message_size: 1048576, verify: full}")
     return text.replace("{type: sink, id: sink0}", "{type: sink, id: sink0, verify: full}")
 
 
-class UcxSharedMemory(DaqflowTestCase):
-    def test_stream_over_ucx_shared_memory_checks_every_byte(self):
-        config = self.write_config("stream-ucx.yaml", shared_memory_config())
+class UcxPeers:
+    TLS = None  # the UCX_TLS list of the subclass ("" = UCX's choice)
+
+    def test_stream_checks_every_byte(self):
+        config = self.write_config("stream-ucx.yaml", stream_config(self.TLS))
         code, out, summary = self.run_config(config, "--duration", "3", timeout=90)
         self.assertEqual(code, 0, out)
         self.assertEqual(summary["status"], "ok", summary.get("failure"))
@@ -33,7 +36,7 @@ class UcxSharedMemory(DaqflowTestCase):
         self.assertEqual(sink["results"]["errors_pattern"], 0)
 
     def start_contexts(self, name):
-        text = shared_memory_config()
+        text = stream_config(self.TLS)
         config = self.write_config(name, text)
         source_port, sink_port = control_ports(text)
         procs = {"source": self.start(["exec", config, "--context", "source"], "source.log"),
@@ -82,3 +85,18 @@ class UcxSharedMemory(DaqflowTestCase):
         http(ports["sink"], "POST", "/api/v1/shutdown")
         wait_until(lambda: procs["sink"].poll() is not None, 15, "the sink to exit")
 
+
+class UcxSharedMemory(UcxPeers, DaqflowTestCase):
+    TLS = "posix,cma,self"
+
+
+class UcxOwnChoiceOnOneHost(UcxPeers, DaqflowTestCase):
+    TLS = ""
+
+
+class UcxTcp(UcxPeers, DaqflowTestCase):
+    TLS = "tcp"
+
+
+if __name__ == "__main__":
+    unittest.main()

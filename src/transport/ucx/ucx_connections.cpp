@@ -93,7 +93,12 @@ void UcxEndpoint::accept_pending() {
     params.field_mask = UCP_EP_PARAM_FIELD_CONN_REQUEST | UCP_EP_PARAM_FIELD_ERR_HANDLER |
                         UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE;
     params.conn_request = request;
-    params.err_mode = context_->err_mode();
+    ucp_conn_request_attr_t attr{};
+    attr.field_mask = UCP_CONN_REQUEST_ATTR_FIELD_CLIENT_ADDR;
+    const bool local =
+        ucp_conn_request_query(request, &attr) == UCS_OK &&
+        detail::is_this_host(reinterpret_cast<const sockaddr*>(&attr.client_address));
+    params.err_mode = context_->err_mode(local);
     params.err_handler.cb = connection_error_callback;
     params.err_handler.arg = c.get();
     const ucs_status_t status = ucp_ep_create(worker_, &params, &c->ep);
@@ -146,7 +151,9 @@ void UcxEndpoint::start_dial(AppIndex index) {
                       UCP_EP_PARAM_FIELD_ERR_HANDLER | UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE;
   params.flags = UCP_EP_PARAMS_FLAGS_CLIENT_SERVER;
   params.sockaddr = sock_addr(p.address);
-  params.err_mode = context_->err_mode();
+  // The peer computes the same from our address when it accepts, so both ends agree.
+  params.err_mode = context_->err_mode(
+      detail::is_this_host(reinterpret_cast<const sockaddr*>(&p.address.storage)));
   params.err_handler.cb = connection_error_callback;
   params.err_handler.arg = &c;
   const ucs_status_t status = ucp_ep_create(worker_, &params, &c.ep);

@@ -33,16 +33,22 @@ class Context {
 
   [[nodiscard]] ucp_context_h get() const { return context_; }
   [[nodiscard]] const std::string& tls() const { return tls_; }
-  // The error-handling mode of every UCP endpoint: PEER, except for a host-local UCX_TLS list
-  // (shared memory, cma, self), which UCX serves only in mode NONE.
-  [[nodiscard]] ucp_err_handling_mode_t err_mode() const { return err_mode_; }
+  // The error-handling mode of a UCP endpoint: NONE where UCX may move its data through shared
+  // memory, which UCX 1.13 serves only in mode NONE (a host-local UCX_TLS list such as
+  // posix,cma,self; or a peer on this host with a list that allows shared memory, UCX's own
+  // choice included); PEER otherwise, so that UCX itself reports a lost peer.
+  [[nodiscard]] ucp_err_handling_mode_t err_mode(bool peer_on_this_host) const;
 
  private:
-  Context(ucp_context_h context, std::string tls, ucp_err_handling_mode_t err_mode)
-      : context_(context), tls_(std::move(tls)), err_mode_(err_mode) {}
+  Context(ucp_context_h context, std::string tls, bool host_local_tls, bool shared_memory)
+      : context_(context),
+        tls_(std::move(tls)),
+        host_local_tls_(host_local_tls),
+        shared_memory_(shared_memory) {}
   ucp_context_h context_;
   std::string tls_;
-  ucp_err_handling_mode_t err_mode_;
+  bool host_local_tls_;  // every transport of the list is of this host
+  bool shared_memory_;   // the list lets UCX use shared memory or cma
 };
 
 // An anonymous mapping registered with the context; unregistered and unmapped when the last

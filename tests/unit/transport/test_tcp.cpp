@@ -115,6 +115,20 @@ struct Receiver {
   std::unique_ptr<Endpoint> endpoint;
 };
 
+TEST(Socket, LoopbackAndOwnInterfaceAddressesAreThisHost) {
+  const auto is_local = [](const char* host) {
+    auto address = detail::resolve(host, 1);
+    EXPECT_TRUE(address) << host;
+    return address && detail::is_this_host(reinterpret_cast<const sockaddr*>(&address->storage));
+  };
+  EXPECT_TRUE(is_local("127.0.0.1"));
+  EXPECT_TRUE(is_local("127.3.4.5"));
+  EXPECT_TRUE(is_local("::1"));
+  // TEST-NET-1 (RFC 5737) is on no interface of a test machine.
+  EXPECT_FALSE(is_local("192.0.2.77"));
+  EXPECT_FALSE(detail::is_this_host(nullptr));
+}
+
 TEST(Tcp, GarbageFromAStrangerIsRejected) {
   Receiver r(0);
   UniqueFd peer = dial(r.port());
