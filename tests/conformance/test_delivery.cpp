@@ -301,14 +301,16 @@ TEST_P(Conformance, ConnectBeforePeerExists) {
 }
 
 TEST_P(Conformance, ReplyWithoutConnect) {
+  // The pools outlive the endpoints: a send still in flight at the end holds one of their
+  // buffers until its endpoint lets it go (a peer's bye may do so on the endpoint's own thread).
+  auto client_pool = core::BufferPool::create("client", 64, 4);
+  auto server_pool = core::BufferPool::create("server", 64, 4);
+  ASSERT_TRUE(client_pool && server_pool);
   Cluster cluster(transport_name(), 2, 7);
   auto server = cluster.endpoint(1);
   auto client = cluster.endpoint(0);
   ASSERT_TRUE(client->connect(1));
   constexpr int kRounds = 2000;
-  auto client_pool = core::BufferPool::create("client", 64, 4);
-  auto server_pool = core::BufferPool::create("server", 64, 4);
-  ASSERT_TRUE(client_pool && server_pool);
 
   std::atomic<bool> stop{false};
   std::atomic<int> echoed{0};
