@@ -142,18 +142,24 @@ std::vector<std::string> with_env(const std::string& assignment, std::vector<std
 
 enum class Side { sender, receiver };
 
-// argv under `taskset -c CPU` when the spec pins the tools.
-Result<std::vector<std::string>> on_cpu(const ReferenceSpec& spec, Side side,
-                                        std::vector<std::string> argv) {
-  if (spec.cpus.empty()) return argv;
+// What pinning the tools needs: two CPUs, and taskset. Checked after the tool itself, so that a
+// missing tool is the error named first.
+Result<void> can_pin(const ReferenceSpec& spec) {
+  if (spec.cpus.empty()) return ok();
   if (spec.cpus.size() != 2) {
     return Error(fmt::format("reference tools are pinned to two CPUs (sender, receiver), not {}",
                              spec.cpus.size()));
   }
-  auto taskset = require({"taskset", "util-linux"});
-  if (!taskset) return taskset.error();
+  if (auto taskset = require({"taskset", "util-linux"}); !taskset) return taskset.error();
+  return ok();
+}
+
+// argv under `taskset -c CPU` when the spec pins the tools (can_pin() said it may).
+std::vector<std::string> on_cpu(const ReferenceSpec& spec, Side side,
+                                std::vector<std::string> argv) {
+  if (spec.cpus.empty()) return argv;
   const int cpu = spec.cpus[side == Side::sender ? 0 : 1];
-  argv.insert(argv.begin(), {*taskset, "-c", std::to_string(cpu)});
+  argv.insert(argv.begin(), {find_program("taskset"), "-c", std::to_string(cpu)});
   return argv;
 }
 
@@ -170,17 +176,16 @@ std::chrono::milliseconds client_timeout(const ReferenceSpec& spec) {
 Result<ReferenceResult> iperf3(const ReferenceSpec& spec) {
   auto path = require({"iperf3", "iperf3"});
   if (!path) return path.error();
+  if (auto pinning = can_pin(spec); !pinning) return pinning.error();
   const auto port = std::to_string(spec.port);
-  auto server_argv = on_cpu(spec, Side::receiver, {*path, "-s", "-B", "127.0.0.1", "-p", port});
-  if (!server_argv) return server_argv.error();
-  auto server = Server::start(*server_argv, log_path(spec, "iperf3-server.log"), spec.port);
+  const auto server_argv =
+      on_cpu(spec, Side::receiver, {*path, "-s", "-B", "127.0.0.1", "-p", port});
+  auto server = Server::start(server_argv, log_path(spec, "iperf3-server.log"), spec.port);
   if (!server) return server.error();
   const auto seconds = std::to_string(std::max(1L, std::lround(spec.duration_s)));
-  auto client_argv = on_cpu(
+  const auto client = on_cpu(
       spec, Side::sender,
       {*path, "-c", "127.0.0.1", "-p", port, "-l", std::to_string(spec.size), "-t", seconds, "-J"});
-  if (!client_argv) return client_argv.error();
-  const auto& client = *client_argv;
   auto text = run_client(client, log_path(spec, "iperf3-client.json"), client_timeout(spec));
   if (!text) return text.error();
   auto mb_s = parse_iperf3_json(*text);
@@ -191,18 +196,16 @@ Result<ReferenceResult> iperf3(const ReferenceSpec& spec) {
 Result<ReferenceResult> sockperf(const ReferenceSpec& spec) {
   auto path = require({"sockperf", "sockperf"});
   if (!path) return path.error();
+  if (auto pinning = can_pin(spec); !pinning) return pinning.error();
   const auto port = std::to_string(spec.port);
-  auto server_argv =
+  const auto server_argv =
       on_cpu(spec, Side::receiver, {*path, "server", "--tcp", "-i", "127.0.0.1", "-p", port});
-  if (!server_argv) return server_argv.error();
-  auto server = Server::start(*server_argv, log_path(spec, "sockperf-server.log"), spec.port);
+  auto server = Server::start(server_argv, log_path(spec, "sockperf-server.log"), spec.port);
   if (!server) return server.error();
   const auto seconds = std::to_string(std::max(1L, std::lround(spec.duration_s)));
-  auto client_argv = on_cpu(spec, Side::sender,
-                            {*path, "ping-pong", "--tcp", "-i", "127.0.0.1", "-p", port, "-m",
-                             std::to_string(spec.size), "-t", seconds});
-  if (!client_argv) return client_argv.error();
-  const auto& client = *client_argv;
+  const auto client = on_cpu(spec, Side::sender,
+                             {*path, "ping-pong", "--tcp", "-i", "127.0.0.1", "-p", port, "-m",
+                              std::to_string(spec.size), "-t", seconds});
   auto text = run_client(client, log_path(spec, "sockperf-client.log"), client_timeout(spec));
   if (!text) return text.error();
   auto lat = parse_sockperf(*text);
@@ -218,11 +221,11 @@ Result<ReferenceResult> sockperf(const ReferenceSpec& spec) {
 Result<ReferenceResult> ucx_perftest(const ReferenceSpec& spec) {
   auto path = require({"ucx_perftest", "ucx-utils"});
   if (!path) return path.error();
+  if (auto pinning = can_pin(spec); !pinning) return pinning.error();
   const auto port = std::to_string(spec.port);
   const std::string tls = spec.ucx_tls.empty() ? "" : "UCX_TLS=" + spec.ucx_tls;
-  auto server_argv = on_cpu(spec, Side::receiver, with_env(tls, {*path, "-p", port}));
-  if (!server_argv) return server_argv.error();
-  auto server = Server::start(*server_argv, log_path(spec, "ucx_perftest-server.log"), spec.port);
+  const auto server_argv = on_cpu(spec, Side::receiver, with_env(tls, {*path, "-p", port}));
+  auto server = Server::start(server_argv, log_path(spec, "ucx_perftest-server.log"), spec.port);
   if (!server) return server.error();
   const bool bw = spec.kind != "latency";
   // About duration_s at the expected rates: GB/s for bandwidth; for latency a conservative
@@ -231,12 +234,10 @@ Result<ReferenceResult> ucx_perftest(const ReferenceSpec& spec) {
       bw ? spec.duration_s * 2e9 / static_cast<double>(std::max<std::uint64_t>(spec.size, 1))
          : spec.duration_s * 1e3;
   const auto n = std::to_string(std::clamp<long>(std::lround(iters), 100, 10000000));
-  auto client_argv =
+  const auto client =
       on_cpu(spec, Side::sender,
              with_env(tls, {*path, "127.0.0.1", "-p", port, "-t", bw ? "tag_bw" : "tag_lat", "-s",
                             std::to_string(spec.size), "-n", n}));
-  if (!client_argv) return client_argv.error();
-  const auto& client = *client_argv;
   auto text = run_client(client, log_path(spec, "ucx_perftest-client.log"), client_timeout(spec));
   if (!text) return text.error();
   auto perf = parse_ucx_perftest(*text);
@@ -253,6 +254,7 @@ Result<ReferenceResult> ucx_perftest(const ReferenceSpec& spec) {
 Result<ReferenceResult> fabtests(const ReferenceSpec& spec) {
   const std::string provider = spec.ofi_provider.empty() ? "tcp;ofi_rxm" : spec.ofi_provider;
   const std::string own = (std::filesystem::path(spec.bin_dir) / "fi_bw").string();
+  if (auto pinning = can_pin(spec); !pinning) return pinning.error();
   if (spec.kind != "latency" && ::access(own.c_str(), X_OK) == 0) {
     // daqflow's raw-libfabric bandwidth program (bench/reference/fi_bw.cpp): a window of 64
     // tagged sends at a time, as fabtests' bandwidth tests do.
@@ -263,17 +265,14 @@ Result<ReferenceResult> fabtests(const ReferenceSpec& spec) {
         "-n", iters,    "-P", std::to_string(spec.port)};
     std::vector<std::string> receiver = {own, "-s"};
     receiver.insert(receiver.end(), common.begin(), common.end());
-    auto server_argv = on_cpu(spec, Side::receiver, std::move(receiver));
-    if (!server_argv) return server_argv.error();
+    const auto server_argv = on_cpu(spec, Side::receiver, std::move(receiver));
     // tcp-based providers listen on the port; shm has nothing to wait for but the process.
-    auto server = Server::start(*server_argv, log_path(spec, "fi_bw-server.log"),
+    auto server = Server::start(server_argv, log_path(spec, "fi_bw-server.log"),
                                 provider == "shm" ? -1 : spec.port);
     if (!server) return server.error();
     std::vector<std::string> sender = {own};
     sender.insert(sender.end(), common.begin(), common.end());
-    auto client_argv = on_cpu(spec, Side::sender, std::move(sender));
-    if (!client_argv) return client_argv.error();
-    const auto& client = *client_argv;
+    const auto client = on_cpu(spec, Side::sender, std::move(sender));
     auto text = run_client(client, log_path(spec, "fi_bw-client.log"), client_timeout(spec));
     if (!text) return text.error();
     auto mb_s = parse_json_number(*text, "mb_s");
@@ -292,16 +291,13 @@ Result<ReferenceResult> fabtests(const ReferenceSpec& spec) {
       "-p", provider, "-e", "rdm", "-S", std::to_string(spec.size), "-I", n};
   std::vector<std::string> receiver = {*path, "-B", port};
   receiver.insert(receiver.end(), common.begin(), common.end());
-  auto server_argv = on_cpu(spec, Side::receiver, std::move(receiver));
-  if (!server_argv) return server_argv.error();
-  auto server = Server::start(*server_argv, log_path(spec, "fi_pingpong-server.log"), spec.port);
+  const auto server_argv = on_cpu(spec, Side::receiver, std::move(receiver));
+  auto server = Server::start(server_argv, log_path(spec, "fi_pingpong-server.log"), spec.port);
   if (!server) return server.error();
   std::vector<std::string> sender = {*path, "-P", port};
   sender.insert(sender.end(), common.begin(), common.end());
   sender.emplace_back("127.0.0.1");
-  auto client_argv = on_cpu(spec, Side::sender, std::move(sender));
-  if (!client_argv) return client_argv.error();
-  const auto& client = *client_argv;
+  const auto client = on_cpu(spec, Side::sender, std::move(sender));
   auto text = run_client(client, log_path(spec, "fi_pingpong-client.log"), client_timeout(spec));
   if (!text) return text.error();
   auto pp = parse_fi_pingpong(*text);
