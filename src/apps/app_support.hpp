@@ -1,7 +1,6 @@
 #pragma once
-// Helpers shared by the built-in applications: reading validated parameters with errors that
-// name the application and the key, endpoint options from the cluster's transport settings, and
-// application names for error messages. Control path only.
+// Helpers shared by the built-in applications: application names for error messages and the
+// retirement of pools that peers may still reference. Control path only.
 
 #include <cstddef>
 #include <cstdint>
@@ -20,32 +19,11 @@ namespace daqflow::apps::detail {
 // Completions taken per poll() call; every application polls into a fixed array of this size.
 inline constexpr std::size_t kPollBatch = 64;
 
-// Reads one parameter; the error names the application and the key.
-class Params {
- public:
-  explicit Params(const runtime::AppContext& ctx) : params_(ctx.params()), app_(ctx.self().id) {}
-  [[nodiscard]] Result<std::int64_t> integer(const char* key) const;
-  [[nodiscard]] Result<std::string> string(const char* key) const;
-  [[nodiscard]] Result<std::vector<std::string>> id_list(const char* key) const;
-  [[nodiscard]] Error error(const char* key, const std::string& what) const;
-
- private:
-  const nlohmann::json& params_;
-  std::string app_;
-};
-
-// The endpoint options of the cluster's transport settings for this application.
-[[nodiscard]] transport::EndpointOptions endpoint_options(const runtime::AppContext& ctx);
-
 // Application ids by index (a copy: the configuration is only guaranteed during configure()).
 [[nodiscard]] std::vector<std::string> application_ids(const runtime::ClusterConfig& cluster);
 
 // "sink0" for a known index, else "application #7" (for error messages, not the data path).
 [[nodiscard]] std::string peer_name(const std::vector<std::string>& ids, transport::AppIndex peer);
-
-// The indexes of ids, or an error naming the parameter and the unknown id.
-[[nodiscard]] Result<std::vector<transport::AppIndex>> indexes_of(
-    const runtime::AppContext& ctx, const char* key, const std::vector<std::string>& ids);
 
 // Frees a pool whose buffers have all come back; a pool still referenced (e.g. by a peer's
 // inproc endpoint that has not yet dropped a received message) is kept for a later call, since

@@ -6,8 +6,8 @@ namespace daqflow::apps {
 
 namespace {
 
-constexpr std::int64_t kMaxSize = std::int64_t{1} << 30;
-constexpr std::int64_t kMaxIterations = 10'000'000;
+constexpr double kMaxSize = 1 << 30;
+constexpr double kMaxIterations = 10'000'000;
 constexpr std::size_t kPingBuffers = 4;
 
 // The sweep: min, 2 min, 4 min, ... and max itself (0 is followed by 1).
@@ -31,76 +31,52 @@ RoundTrip::~RoundTrip() {
 Result<void> RoundTrip::configure(runtime::AppContext& ctx) {
   release();
   detail::retire_pool(pool_);
-  const std::lock_guard lock(config_mutex_);
-  id_ = ctx.self().id;
-  self_ = ctx.self().index;
-  const detail::Params p(ctx);
-
-  auto peer = p.string("peer");
-  if (!peer) return peer.error();
-  auto role = p.string("role");
-  if (!role) return role.error();
-  if (*role != "initiator" && *role != "responder") {
-    return p.error("role", "'" + *role + "' is not one of: initiator, responder");
-  }
-  initiator_ = *role == "initiator";
-  auto min_size = p.integer("min_size");
-  if (!min_size) return min_size.error();
-  auto max_size = p.integer("max_size");
-  if (!max_size) return max_size.error();
-  auto iterations = p.integer("iterations");
-  if (!iterations) return iterations.error();
-  auto warmup = p.integer("warmup");
-  if (!warmup) return warmup.error();
-  auto fit_min = p.integer("fit_min_size");
-  if (!fit_min) return fit_min.error();
-  auto fit_max = p.integer("fit_max_size");
-  if (!fit_max) return fit_max.error();
-  if (*min_size < 0 || *min_size > kMaxSize)
-    return p.error("min_size", "must be 0.." + std::to_string(kMaxSize));
-  if (*max_size < *min_size || *max_size > kMaxSize) {
-    return p.error("max_size", std::to_string(*max_size) + " must be between min_size (" +
-                                   std::to_string(*min_size) + ") and " + std::to_string(kMaxSize));
+  runtime::ParamReader p = ctx.param_reader();
+  peer_id_ = p.get<std::string>("peer");
+  initiator_ = p.get<std::string>("role") == "initiator";
+  const auto min_size = p.get<std::uint64_t>("min_size");
+  const auto max_size = p.get<std::uint64_t>("max_size");
+  iterations_ = p.get<std::uint64_t>("iterations");
+  warmup_ = p.get<std::uint64_t>("warmup");
+  fit_min_size_ = p.get<std::uint64_t>("fit_min_size");
+  fit_max_size_ = p.get<std::uint64_t>("fit_max_size");
+  if (auto r = p.status(); !r) return r;
+  if (max_size < min_size) {
+    return p.error("max_size", std::to_string(max_size) + " is below min_size (" +
+                                   std::to_string(min_size) + ")");
   }
   const std::uint32_t limit = ctx.cluster().transports.max_message_size;
-  if (static_cast<std::uint64_t>(*max_size) > limit) {
+  if (max_size > limit) {
     return p.error("max_size",
-                   std::to_string(*max_size) + " bytes exceeds transports.max_message_size (" +
+                   std::to_string(max_size) + " bytes exceeds transports.max_message_size (" +
                        std::to_string(limit) + "); raise max_message_size or lower max_size");
   }
-  if (*iterations < 1 || *iterations > kMaxIterations) {
-    return p.error("iterations", "must be 1.." + std::to_string(kMaxIterations));
-  }
-  if (*warmup < 0) return p.error("warmup", "must be 0 or more");
-  if (*fit_min < 0) return p.error("fit_min_size", "must be 0 or more");
-  if (*fit_max < 0) return p.error("fit_max_size", "must be 0 (no bound) or more");
-  if (*fit_max != 0 && *fit_max < *fit_min) {
+  if (fit_max_size_ != 0 && fit_max_size_ < fit_min_size_) {
     return p.error("fit_max_size", "must be 0 or at least fit_min_size");
   }
-
-  auto peer_index = ctx.index_of(*peer);
-  if (!peer_index) return peer_index.error().context("application '" + id_ + "': parameter 'peer'");
-  if (*peer_index == self_) return p.error("peer", "'" + id_ + "' cannot be its own peer");
+  auto peer_index = ctx.index_of(peer_id_);
+  if (!peer_index) {
+    return peer_index.error().context("application '" + id() + "': parameter 'peer'");
+  }
+  if (*peer_index == ctx.self().index) {
+    return p.error("peer", "'" + id() + "' cannot be its own peer");
+  }
+  self_ = ctx.self().index;
   peer_ = *peer_index;
-  peer_id_ = *peer;
-  warmup_ = static_cast<std::uint64_t>(*warmup);
-  iterations_ = static_cast<std::uint64_t>(*iterations);
-  fit_min_size_ = static_cast<std::uint64_t>(*fit_min);
-  fit_max_size_ = static_cast<std::uint64_t>(*fit_max);
-  sizes_ =
-      sweep_sizes(static_cast<std::uint64_t>(*min_size), static_cast<std::uint64_t>(*max_size));
+  sizes_ = sweep_sizes(min_size, max_size);
 
   auto endpoint = ctx.endpoint();
-  if (!endpoint) return endpoint.error().context("application '" + id_ + "': endpoint");
+  if (!endpoint) return endpoint.error().context("application '" + id() + "': endpoint");
   endpoint_ = *endpoint;
   if (auto connected = endpoint_->connect(peer_); !connected) {
-    return connected.error().context("application '" + id_ + "': connecting to '" + peer_id_ + "'");
+    return connected.error().context("application '" + id() + "': connecting to '" + peer_id_ +
+                                     "'");
   }
 
   if (initiator_) {
-    auto pool = endpoint_->make_send_pool(id_ + ".ping", std::max<std::uint64_t>(sizes_.back(), 1),
+    auto pool = endpoint_->make_send_pool(id() + ".ping", std::max<std::uint64_t>(sizes_.back(), 1),
                                           kPingBuffers);
-    if (!pool) return pool.error().context("application '" + id_ + "'");
+    if (!pool) return pool.error().context("application '" + id() + "'");
     pool_ = std::move(*pool);
     rtt_ns_.assign(iterations_, 0);
     points_.assign(sizes_.size(), SizePoint{});
@@ -125,39 +101,11 @@ Result<void> RoundTrip::configure(runtime::AppContext& ctx) {
   pending_head_ = 0;
   pending_count_ = 0;
   points_done_.store(0);
-  pongs_.store(0);
   in_flight_.store(0);
-  enabled_.store(false);
-  halting_.store(false);
-  halt_seen_.store(false);
-  failed_.store(false);
-  finished_.store(false);
-  configured_.store(true, std::memory_order_release);
   return ok();
-}
-
-Result<void> RoundTrip::enable() {
-  enabled_.store(true, std::memory_order_release);
-  return ok();
-}
-
-Result<void> RoundTrip::suspend() {
-  enabled_.store(false, std::memory_order_release);
-  return ok();
-}
-
-Result<void> RoundTrip::resume() {
-  return enable();
-}
-
-void RoundTrip::begin_halt() {
-  halting_.store(true, std::memory_order_release);
-  enabled_.store(false, std::memory_order_release);
 }
 
 void RoundTrip::release() {
-  configured_.store(false, std::memory_order_release);
-  enabled_.store(false);
   for (auto& c : completions_) c.message.clear();
   for (auto& m : pending_) m.clear();
   pending_count_ = 0;
@@ -165,49 +113,25 @@ void RoundTrip::release() {
   detail::release_pool_if_idle(pool_);
 }
 
-void RoundTrip::fail_once(const std::string& reason) {
-  if (!failed_.exchange(true, std::memory_order_acq_rel)) fail(reason);
-}
-
 void RoundTrip::peer_lost(const std::string& why) {
   for (auto& m : pending_) m.clear();
   pending_count_ = 0;
   awaiting_ = false;
   in_flight_.store(0, std::memory_order_release);
-  if (halting_.load(std::memory_order_acquire) || finished_.load(std::memory_order_acquire)) return;
-  fail_once("peer '" + peer_id_ + "' " + why);
+  if (!winding_down()) fail("peer '" + peer_id_ + "' " + why);
 }
 
 int RoundTrip::do_work() {
-  if (endpoint_ == nullptr) return 0;
-  const bool halting = halting_.load(std::memory_order_acquire);
-  const int work = initiator_ ? initiator_work(halting) : responder_work();
-  if (halting) halt_seen_.store(true, std::memory_order_release);
-  return work;
-}
-
-void RoundTrip::wait_for_work(std::chrono::microseconds timeout) {
-  if (endpoint_ == nullptr) {
-    Application::wait_for_work(timeout);
-    return;
-  }
-  endpoint_->wait(timeout);
+  return initiator_ ? initiator_work() : responder_work();
 }
 
 bool RoundTrip::drained() const {
-  if (!configured_.load(std::memory_order_acquire)) return true;
-  return halt_seen_.load(std::memory_order_acquire) &&
-         in_flight_.load(std::memory_order_acquire) == 0;
-}
-
-bool RoundTrip::finished() const {
-  return finished_.load(std::memory_order_acquire);
+  return in_flight_.load(std::memory_order_acquire) == 0;
 }
 
 nlohmann::json RoundTrip::results() const {
-  const std::lock_guard lock(config_mutex_);
   if (!initiator_) {
-    return {{"role", "responder"}, {"peer", peer_id_}, {"pongs", pongs_.load()}};
+    return {{"role", "responder"}, {"peer", peer_id_}, {"pongs", messages_out_->value()}};
   }
   const std::size_t done = std::min(points_done_.load(std::memory_order_acquire), points_.size());
   nlohmann::json points = nlohmann::json::array();
@@ -254,7 +178,6 @@ void RoundTrip::fold_results(nlohmann::json& run, const std::string& id,
 }
 
 runtime::AppType roundtrip_type() {
-  using runtime::ParamKind;
   using runtime::ParamSpec;
   runtime::AppType t;
   t.name = "roundtrip";
@@ -266,64 +189,30 @@ runtime::AppType roundtrip_type() {
   t.enable_rank = 0;
   t.peer_params = {"peer"};
   t.params = {
-      ParamSpec{"peer", ParamKind::app_ref, "the other roundtrip application", "", {}, {}, {}, {}},
-      ParamSpec{"role",
-                ParamKind::string,
-                "initiator (sweeps and times) or responder (echoes)",
-                "",
-                {},
-                {},
-                {"initiator", "responder"},
-                {}},
-      ParamSpec{"min_size",
-                ParamKind::integer,
-                "first message size in bytes",
-                "64",
-                0.0,
-                static_cast<double>(kMaxSize),
-                {},
-                {}},
-      ParamSpec{"max_size",
-                ParamKind::integer,
-                "last message size in bytes (sizes double)",
-                "4194304",
-                0.0,
-                static_cast<double>(kMaxSize),
-                {},
-                {}},
-      ParamSpec{"iterations",
-                ParamKind::integer,
-                "timed round trips per size",
-                "1000",
-                1.0,
-                static_cast<double>(kMaxIterations),
-                {},
-                {}},
-      ParamSpec{"warmup",
-                ParamKind::integer,
-                "untimed round trips before each size",
-                "50",
-                0.0,
-                {},
-                {},
-                {}},
-      ParamSpec{"fit_min_size",
-                ParamKind::integer,
-                "smallest size in the fit of tau(P) = c*P + tau0 (the linear part)",
-                "65536",
-                0.0,
-                {},
-                {},
-                {}},
-      ParamSpec{"fit_max_size",
-                ParamKind::integer,
-                "largest size in the fit (0: no bound); sizes beyond the CPU caches often follow "
-                "a second, steeper line",
-                "0",
-                0.0,
-                {},
-                {},
-                {}},
+      ParamSpec::app_ref("peer", "the other roundtrip application"),
+      ParamSpec::string("role", "initiator (sweeps and times) or responder (echoes)")
+          .one_of({"initiator", "responder"}),
+      ParamSpec::integer("min_size", "first message size in bytes")
+          .default_value(64)
+          .range(0, kMaxSize),
+      ParamSpec::integer("max_size", "last message size in bytes (sizes double)")
+          .default_value(4194304)
+          .range(0, kMaxSize),
+      ParamSpec::integer("iterations", "timed round trips per size")
+          .default_value(1000)
+          .range(1, kMaxIterations),
+      ParamSpec::integer("warmup", "untimed round trips before each size")
+          .default_value(50)
+          .at_least(0),
+      ParamSpec::integer("fit_min_size",
+                         "smallest size in the fit of tau(P) = c*P + tau0 (the linear part)")
+          .default_value(65536)
+          .at_least(0),
+      ParamSpec::integer("fit_max_size",
+                         "largest size in the fit (0: no bound); sizes beyond the CPU caches "
+                         "often follow a second, steeper line")
+          .default_value(0)
+          .at_least(0),
   };
   t.make = [] { return std::make_unique<RoundTrip>(); };
   t.fold_results = &RoundTrip::fold_results;

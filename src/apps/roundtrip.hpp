@@ -17,7 +17,6 @@
 #include <array>
 #include <atomic>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <vector>
 
@@ -33,17 +32,11 @@ class RoundTrip final : public runtime::Application {
   ~RoundTrip() override;
 
   Result<void> configure(runtime::AppContext& ctx) override;
-  Result<void> enable() override;
-  Result<void> suspend() override;
-  Result<void> resume() override;
-  void begin_halt() override;
   void release() override;
 
   [[nodiscard]] int do_work() override;
-  void wait_for_work(std::chrono::microseconds timeout) override;
 
   [[nodiscard]] bool drained() const override;
-  [[nodiscard]] bool finished() const override;
   [[nodiscard]] nlohmann::json results() const override;
 
   // Copies the initiator's "fit" and "points" into the run's results.
@@ -53,18 +46,15 @@ class RoundTrip final : public runtime::Application {
   // Responder: pongs that could not be posted yet (back-pressure, connection not up).
   static constexpr std::size_t kPendingPongs = 16;
 
-  int initiator_work(bool halting);
+  int initiator_work();
   int responder_work();
   bool post_ping();
   void on_pong(transport::Completion& c, std::int64_t now_ns);
   void on_ping(transport::Completion& c);
   int flush_pongs();
   void peer_lost(const std::string& why);
-  void fail_once(const std::string& reason);
 
-  // Configuration; configure() holds config_mutex_ so that results() never sees it half-set.
-  mutable std::mutex config_mutex_;
-  std::string id_;
+  // Configuration.
   transport::AppIndex self_ = 0;
   transport::AppIndex peer_ = 0;
   std::string peer_id_;
@@ -89,6 +79,7 @@ class RoundTrip final : public runtime::Application {
   std::size_t pending_head_ = 0;
   std::size_t pending_count_ = 0;
   bool last_echoed_ = false;  // responder: the last ping was echoed (pong posted)
+  // Metrics, counted by the agent thread and read by results().
   runtime::Counter* messages_out_ = nullptr;
   runtime::Counter* bytes_out_ = nullptr;
   runtime::Counter* messages_in_ = nullptr;
@@ -98,15 +89,7 @@ class RoundTrip final : public runtime::Application {
   // Shared with other threads. points_[0, points_done_) are final.
   std::vector<SizePoint> points_;
   std::atomic<std::size_t> points_done_{0};
-  std::atomic<std::uint64_t> pongs_{0};
   std::atomic<std::uint32_t> in_flight_{0};
-  std::atomic<bool> enabled_{false};
-  std::atomic<bool> halting_{false};
-  // Set by the agent once it has seen halting_ (see source.hpp): only then is in_flight_ final.
-  std::atomic<bool> halt_seen_{false};
-  std::atomic<bool> configured_{false};
-  std::atomic<bool> failed_{false};
-  std::atomic<bool> finished_{false};
 };
 
 [[nodiscard]] runtime::AppType roundtrip_type();

@@ -56,7 +56,7 @@ bool RoundTrip::post_ping() {
       return false;
     case SendStatus::too_large:
     case SendStatus::invalid:
-      fail_once("ping of " + std::to_string(size) + " bytes to '" + peer_id_ +
+      fail("ping of " + std::to_string(size) + " bytes to '" + peer_id_ +
                 "' refused: " + std::string(transport::to_string(status)));
       return false;
   }
@@ -66,19 +66,18 @@ bool RoundTrip::post_ping() {
 void RoundTrip::on_pong(Completion& c, std::int64_t now_ns) {
   const std::uint64_t size = sizes_[size_index_];
   if (!awaiting_ || c.message.tag != tag_ || c.message.size() != size) {
-    fail_once("unexpected pong from '" + peer_id_ + "': tag " + std::to_string(c.message.tag) +
+    fail("unexpected pong from '" + peer_id_ + "': tag " + std::to_string(c.message.tag) +
               ", " + std::to_string(c.message.size()) + " bytes; expected tag " +
               std::to_string(tag_) + ", " + std::to_string(size) + " bytes");
     return;
   }
   if (const std::size_t bad = check_echo(c.message, tag_, self_); bad != kPatternOk) {
-    fail_once("pong " + std::to_string(tag_) + " from '" + peer_id_ + "' (" + std::to_string(size) +
+    fail("pong " + std::to_string(tag_) + " from '" + peer_id_ + "' (" + std::to_string(size) +
               " bytes) is corrupted at byte " + std::to_string(bad));
     return;
   }
   awaiting_ = false;
   in_flight_.store(0, std::memory_order_release);
-  pongs_.fetch_add(1, std::memory_order_relaxed);
   if (round_ >= warmup_) rtt_ns_[round_ - warmup_] = now_ns - sent_ns_;
   if (++round_ < warmup_ + iterations_) return;
   // A size is complete: summarise it (sorting iterations_ values between two round trips).
@@ -87,23 +86,23 @@ void RoundTrip::on_pong(Completion& c, std::int64_t now_ns) {
   points_done_.store(size_index_ + 1, std::memory_order_release);
   round_ = 0;
   if (++size_index_ == sizes_.size()) {
-    finished_.store(true, std::memory_order_release);
+    set_finished();
     return;
   }
   size_gauge_->set(static_cast<double>(sizes_[size_index_]));
 }
 
-int RoundTrip::initiator_work(bool halting) {
+int RoundTrip::initiator_work() {
   const std::size_t n = endpoint_->poll(completions_);
   for (std::size_t i = 0; i < n; ++i) {
     Completion& c = completions_[i];
     switch (c.kind) {
       case Completion::Kind::recv: {
         const std::int64_t now = core::monotonic_ns();
-        messages_in_->add();
-        bytes_in_->add(c.message.size());
+        messages_in_->add_single_writer();
+        bytes_in_->add_single_writer(c.message.size());
         if (c.peer != peer_ || c.message.type != wire::MessageType::pong) {
-          fail_once("unexpected " + std::string(wire::to_string(c.message.type)) +
+          fail("unexpected " + std::string(wire::to_string(c.message.type)) +
                     " message from application #" + std::to_string(c.peer) +
                     "; expected pongs from '" + peer_id_ + "'");
         } else {
@@ -112,8 +111,8 @@ int RoundTrip::initiator_work(bool halting) {
         break;
       }
       case Completion::Kind::send_done:
-        messages_out_->add();
-        bytes_out_->add(c.size);
+        messages_out_->add_single_writer();
+        bytes_out_->add_single_writer(c.size);
         break;
       case Completion::Kind::peer_closed:
         if (c.peer == peer_) peer_lost("closed the connection during the sweep");
@@ -125,25 +124,23 @@ int RoundTrip::initiator_work(bool halting) {
     c.message.clear();
   }
   int work = static_cast<int>(n);
-  if (!awaiting_ && !halting && enabled_.load(std::memory_order_acquire) &&
-      !failed_.load(std::memory_order_acquire) && !finished_.load(std::memory_order_acquire) &&
-      post_ping()) {
+  if (!awaiting_ && producing() && !finished() && post_ping()) {
     ++work;
   }
   return work;
 }
 
 void RoundTrip::on_ping(Completion& c) {
-  messages_in_->add();
-  bytes_in_->add(c.message.size());
+  messages_in_->add_single_writer();
+  bytes_in_->add_single_writer(c.message.size());
   if (c.peer != peer_ || c.message.type != wire::MessageType::ping) {
-    fail_once("unexpected " + std::string(wire::to_string(c.message.type)) +
+    fail("unexpected " + std::string(wire::to_string(c.message.type)) +
               " message from application #" + std::to_string(c.peer) + "; expected pings from '" +
               peer_id_ + "'");
     return;
   }
   if (pending_count_ == kPendingPongs) {
-    fail_once("more than " + std::to_string(kPendingPongs) + " pings from '" + peer_id_ +
+    fail("more than " + std::to_string(kPendingPongs) + " pings from '" + peer_id_ +
               "' wait for their pongs; the initiator sends one at a time");
     return;
   }
@@ -173,7 +170,7 @@ int RoundTrip::flush_pongs() {
       break;
     }
     if (status != SendStatus::ok) {
-      fail_once("pong of " + std::to_string(pong.size()) + " bytes to '" + peer_id_ +
+      fail("pong of " + std::to_string(pong.size()) + " bytes to '" + peer_id_ +
                 "' refused: " + std::string(transport::to_string(status)));
       break;
     }
@@ -194,10 +191,9 @@ int RoundTrip::responder_work() {
         on_ping(c);
         break;
       case Completion::Kind::send_done:
-        messages_out_->add();
-        bytes_out_->add(c.size);
-        pongs_.fetch_add(1, std::memory_order_relaxed);
-        if (in_flight_.load(std::memory_order_relaxed) > 0) {
+        messages_out_->add_single_writer();
+        bytes_out_->add_single_writer(c.size);
+              if (in_flight_.load(std::memory_order_relaxed) > 0) {
           in_flight_.fetch_sub(1, std::memory_order_acq_rel);
         }
         break;
@@ -217,7 +213,7 @@ int RoundTrip::responder_work() {
   }
   const int posted = flush_pongs();
   if (last_echoed_ && in_flight_.load(std::memory_order_acquire) == 0) {
-    finished_.store(true, std::memory_order_release);
+    set_finished();
   }
   return static_cast<int>(n) + posted;
 }

@@ -11,8 +11,8 @@ using transport::Completion;
 
 namespace {
 
-constexpr std::int64_t kMinIntervalMs = 10;
-constexpr std::int64_t kMaxIntervalMs = 10000;
+constexpr double kMinIntervalMs = 10;
+constexpr double kMaxIntervalMs = 10000;
 
 // A `source` application's message count from its parameters; 0 = unlimited or not a source.
 std::uint64_t source_count(const runtime::ApplicationConfig& app) {
@@ -41,35 +41,22 @@ Sink::~Sink() {
 
 Result<void> Sink::configure(runtime::AppContext& ctx) {
   release();
-  const std::lock_guard lock(config_mutex_);
-  id_ = ctx.self().id;
-  const detail::Params p(ctx);
-
-  auto listed = p.id_list("sources");
-  if (!listed) return listed.error();
-  auto verify = p.string("verify");
-  if (!verify) return verify.error();
-  if (!parse_verify(*verify, verify_)) {
-    return p.error("verify", "'" + *verify + "' is not one of: ends, full");
-  }
-  auto interval = p.integer("sample_interval_ms");
-  if (!interval) return interval.error();
-  if (*interval < kMinIntervalMs || *interval > kMaxIntervalMs) {
-    return p.error("sample_interval_ms", std::to_string(*interval) + " is outside " +
-                                             std::to_string(kMinIntervalMs) + ".." +
-                                             std::to_string(kMaxIntervalMs));
-  }
-  interval_ms_ = *interval;
+  runtime::ParamReader p = ctx.param_reader();
+  const auto listed = p.get<std::vector<std::string>>("sources");
+  const auto verify = p.get<std::string>("verify");
+  interval_ms_ = p.get<std::int64_t>("sample_interval_ms");
+  if (auto r = p.status(); !r) return r;
+  if (!parse_verify(verify, verify_)) return p.error("verify", "'" + verify + "' is unknown");
 
   const runtime::ClusterConfig& cluster = ctx.cluster();
   ids_ = detail::application_ids(cluster);
   sources_.assign(ids_.size(), SourceState{});
-  restricted_ = !listed->empty();
+  restricted_ = !listed.empty();
   // Sources whose streams must end before the sink is finished; one unlimited source (or none
   // known) means the sink runs until halted.
   std::vector<AppIndex> expected;
   if (restricted_) {
-    auto indexes = detail::indexes_of(ctx, "sources", *listed);
+    auto indexes = ctx.indexes_of("sources", listed);
     if (!indexes) return indexes.error();
     for (const AppIndex i : *indexes) {
       if (i >= sources_.size()) return p.error("sources", "index out of the address table");
@@ -79,7 +66,7 @@ Result<void> Sink::configure(runtime::AppContext& ctx) {
   } else {
     for (auto& s : sources_) s.allowed = true;
     for (const auto& app : cluster.applications) {
-      if (sends_to(app, id_)) expected.push_back(app.index);
+      if (sends_to(app, id())) expected.push_back(app.index);
     }
   }
   const bool finite =
@@ -95,7 +82,7 @@ Result<void> Sink::configure(runtime::AppContext& ctx) {
   }
 
   auto endpoint = ctx.endpoint();
-  if (!endpoint) return endpoint.error().context("application '" + id_ + "': endpoint");
+  if (!endpoint) return endpoint.error().context("application '" + id() + "': endpoint");
   endpoint_ = *endpoint;
   clock_ = &ctx.clock();
 
@@ -111,14 +98,6 @@ Result<void> Sink::configure(runtime::AppContext& ctx) {
   messages_ = 0;
   completed_ = 0;
   sampler_.reset(interval_ms_ * 1'000'000);
-  enabled_.store(false);
-  halting_.store(false);
-  failed_.store(false);
-  finished_.store(false);
-  bytes_total_.store(0);
-  messages_total_.store(0);
-  errors_sequence_total_.store(0);
-  errors_pattern_total_.store(0);
   enabled_ns_.store(0);
   enabled_at_ns_.store(0);
   return ok();
@@ -126,14 +105,12 @@ Result<void> Sink::configure(runtime::AppContext& ctx) {
 
 Result<void> Sink::enable() {
   enabled_at_ns_.store(clock_->now_ns(), std::memory_order_release);
-  enabled_.store(true, std::memory_order_release);
   return ok();
 }
 
 Result<void> Sink::suspend() {
   const std::int64_t at = enabled_at_ns_.exchange(0, std::memory_order_acq_rel);
   if (at != 0) enabled_ns_.fetch_add(clock_->now_ns() - at, std::memory_order_acq_rel);
-  enabled_.store(false, std::memory_order_release);
   return ok();
 }
 
@@ -142,7 +119,6 @@ Result<void> Sink::resume() {
 }
 
 void Sink::begin_halt() {
-  halting_.store(true, std::memory_order_release);
   (void)suspend();
 }
 
@@ -165,10 +141,6 @@ std::size_t Sink::check_pattern(const transport::Message& m, std::uint64_t seq,
   return kPatternOk;
 }
 
-bool Sink::first_error() {
-  return !failed_.exchange(true, std::memory_order_acq_rel);
-}
-
 void Sink::on_message(Completion& c) {
   const AppIndex peer = c.peer;
   const std::uint64_t seq = c.message.tag;
@@ -176,48 +148,35 @@ void Sink::on_message(Completion& c) {
   ++messages_;
   bytes_ += size;
   if (peer >= sources_.size() || !sources_[peer].allowed) {
-    errors_sequence_->add();
-    errors_sequence_total_.fetch_add(1, std::memory_order_relaxed);
-    if (first_error()) {
-      fail("message " + std::to_string(seq) + " from '" + detail::peer_name(ids_, peer) +
-           "', which is not among the sources of '" + id_ + "'");
-    }
+    errors_sequence_->add_single_writer();
+    fail("message " + std::to_string(seq) + " from '" + detail::peer_name(ids_, peer) +
+         "', which is not among the sources of '" + id() + "'");
     return;
   }
   SourceState& s = sources_[peer];
   if (seq != s.expected) {
-    errors_sequence_->add();
-    errors_sequence_total_.fetch_add(1, std::memory_order_relaxed);
-    if (first_error()) {
-      fail("sequence error from '" + detail::peer_name(ids_, peer) + "': expected message " +
-           std::to_string(s.expected) + ", got " + std::to_string(seq));
-    }
+    errors_sequence_->add_single_writer();
+    fail("sequence error from '" + detail::peer_name(ids_, peer) + "': expected message " +
+         std::to_string(s.expected) + ", got " + std::to_string(seq));
   }
   s.expected = seq + 1;
   if (c.message.type != wire::MessageType::data) {
-    errors_pattern_->add();
-    errors_pattern_total_.fetch_add(1, std::memory_order_relaxed);
-    if (first_error()) {
-      fail("message " + std::to_string(seq) + " from '" + detail::peer_name(ids_, peer) +
-           "' has type " + std::string(wire::to_string(c.message.type)) + ", expected data");
-    }
+    errors_pattern_->add_single_writer();
+    fail("message " + std::to_string(seq) + " from '" + detail::peer_name(ids_, peer) +
+         "' has type " + std::string(wire::to_string(c.message.type)) + ", expected data");
   } else if (const std::size_t bad = check_pattern(c.message, seq, peer); bad != kPatternOk) {
-    errors_pattern_->add();
-    errors_pattern_total_.fetch_add(1, std::memory_order_relaxed);
-    if (first_error()) {
-      fail("pattern error (verify: " + std::string(to_string(verify_)) + ") from '" +
-           detail::peer_name(ids_, peer) + "' in message " + std::to_string(seq) + " of " +
-           std::to_string(size) + " bytes, at byte " + std::to_string(bad));
-    }
+    errors_pattern_->add_single_writer();
+    fail("pattern error (verify: " + std::string(to_string(verify_)) + ") from '" +
+         detail::peer_name(ids_, peer) + "' in message " + std::to_string(seq) + " of " +
+         std::to_string(size) + " bytes, at byte " + std::to_string(bad));
   }
   if ((c.message.flags & wire::kFlagLast) != 0 && s.awaited && !s.complete) {
     s.complete = true;
-    if (++completed_ == awaited_) finished_.store(true, std::memory_order_release);
+    if (++completed_ == awaited_) set_finished();
   }
 }
 
 int Sink::do_work() {
-  if (endpoint_ == nullptr) return 0;
   const std::uint64_t bytes_before = bytes_;
   const std::uint64_t messages_before = messages_;
   const std::size_t n = endpoint_->poll(completions_);
@@ -228,7 +187,7 @@ int Sink::do_work() {
         on_message(c);
         break;
       case Completion::Kind::error:
-        if (!halting_.load(std::memory_order_acquire) && first_error()) {
+        if (!halting()) {
           fail("connection with '" + detail::peer_name(ids_, c.peer) +
                "' failed: " + std::string(c.reason));
         }
@@ -242,10 +201,8 @@ int Sink::do_work() {
   }
   const std::int64_t now = clock_->now_ns();
   if (messages_ != messages_before) {
-    messages_in_->add(messages_ - messages_before);
-    bytes_in_->add(bytes_ - bytes_before);
-    messages_total_.store(messages_, std::memory_order_relaxed);
-    bytes_total_.store(bytes_, std::memory_order_relaxed);
+    messages_in_->add_single_writer(messages_ - messages_before);
+    bytes_in_->add_single_writer(bytes_ - bytes_before);
     sampler_.start(now, bytes_before, messages_before);
   }
   if (sampler_.tick(now, bytes_, messages_)) {
@@ -259,10 +216,6 @@ int Sink::do_work() {
 }
 
 void Sink::wait_for_work(std::chrono::microseconds timeout) {
-  if (endpoint_ == nullptr) {
-    Application::wait_for_work(timeout);
-    return;
-  }
   if (sampler_.started()) {
     // Wake up in time for the next sample even when no data comes.
     const std::int64_t left_ns = sampler_.next_due_ns() - clock_->now_ns();
@@ -272,20 +225,15 @@ void Sink::wait_for_work(std::chrono::microseconds timeout) {
   endpoint_->wait(timeout);
 }
 
-bool Sink::finished() const {
-  return finished_.load(std::memory_order_acquire);
-}
-
 nlohmann::json Sink::results() const {
-  const std::lock_guard lock(config_mutex_);
-  const std::uint64_t bytes = bytes_total_.load(std::memory_order_relaxed);
-  const std::uint64_t messages = messages_total_.load(std::memory_order_relaxed);
+  const std::uint64_t bytes = bytes_in_->value();
+  const std::uint64_t messages = messages_in_->value();
   nlohmann::json r = {
       {"bytes", bytes},
       {"messages", messages},
       {"sample_interval_ms", interval_ms_},
-      {"errors_sequence", errors_sequence_total_.load(std::memory_order_relaxed)},
-      {"errors_pattern", errors_pattern_total_.load(std::memory_order_relaxed)},
+      {"errors_sequence", errors_sequence_->value()},
+      {"errors_pattern", errors_pattern_->value()},
   };
   const auto samples = sampler_.samples();
   if (const auto s = summarize(samples)) {
@@ -325,7 +273,6 @@ void Sink::fold_results(nlohmann::json& run, const std::string& id, const nlohma
 }
 
 runtime::AppType sink_type() {
-  using runtime::ParamKind;
   using runtime::ParamSpec;
   runtime::AppType t;
   t.name = "sink";
@@ -334,30 +281,15 @@ runtime::AppType sink_type() {
       "samples the received throughput.";
   t.enable_rank = 0;
   t.params = {
-      ParamSpec{"sources",
-                ParamKind::app_ref_list,
-                "applications allowed to send here; [] = any",
-                "[]",
-                {},
-                {},
-                {},
-                {}},
-      ParamSpec{"verify",
-                ParamKind::string,
-                "payload check: ends (sequence at both ends, cheap) or full (every byte)",
-                "\"ends\"",
-                {},
-                {},
-                {"ends", "full"},
-                {}},
-      ParamSpec{"sample_interval_ms",
-                ParamKind::integer,
-                "throughput sampling interval",
-                "200",
-                static_cast<double>(kMinIntervalMs),
-                static_cast<double>(kMaxIntervalMs),
-                {},
-                {}},
+      ParamSpec::app_ref_list("sources", "applications allowed to send here; [] = any")
+          .default_json_text("[]"),
+      ParamSpec::string("verify",
+                        "payload check: ends (sequence at both ends, cheap) or full (every byte)")
+          .default_value("ends")
+          .one_of({"ends", "full"}),
+      ParamSpec::integer("sample_interval_ms", "throughput sampling interval")
+          .default_value(200)
+          .range(kMinIntervalMs, kMaxIntervalMs),
   };
   t.make = [] { return std::make_unique<Sink>(); };
   t.fold_results = &Sink::fold_results;

@@ -4,8 +4,8 @@
 // daqflow/apps/pattern.hpp), drops it at once, and samples the bytes and messages received at a
 // fixed interval (seed 004) to report a throughput with the first and last interval dropped.
 //
-// The first error fails the application with a reason naming the source and the sequence;
-// later errors are only counted. A source closing its connection is normal. The sink is
+// The first error fails the application with a reason naming the source and the sequence
+// (the host keeps only the first failure); every error is counted. A source closing its connection is normal. The sink is
 // finished once every source that sends to it has sent its last message (sources with a count);
 // sources are those listed in `sources`, or else every `source` application of the cluster whose
 // destinations name this sink.
@@ -15,7 +15,6 @@
 
 #include <array>
 #include <atomic>
-#include <mutex>
 #include <string>
 #include <vector>
 
@@ -41,7 +40,6 @@ class Sink final : public runtime::Application {
   [[nodiscard]] int do_work() override;
   void wait_for_work(std::chrono::microseconds timeout) override;
 
-  [[nodiscard]] bool finished() const override;
   [[nodiscard]] nlohmann::json results() const override;
 
   // Adds this sink's figures to the run's results: sums of throughput_mb_s and messages_per_s,
@@ -57,14 +55,10 @@ class Sink final : public runtime::Application {
   };
 
   void on_message(transport::Completion& c);
-  // True for the first error only: it fails the application, later ones are only counted.
-  bool first_error();
   [[nodiscard]] std::size_t check_pattern(const transport::Message& m, std::uint64_t seq,
                                           transport::AppIndex peer) const;
 
-  // Configuration; configure() holds config_mutex_ so that results() never sees it half-set.
-  mutable std::mutex config_mutex_;
-  std::string id_;
+  // Configuration.
   Verify verify_ = Verify::ends;
   std::int64_t interval_ms_ = 200;
   bool restricted_ = false;  // only listed sources may send
@@ -80,6 +74,7 @@ class Sink final : public runtime::Application {
   std::uint64_t messages_ = 0;
   std::size_t completed_ = 0;
   ThroughputSampler sampler_;
+  // Metrics, counted by the agent thread and read by results().
   runtime::Counter* messages_in_ = nullptr;
   runtime::Counter* bytes_in_ = nullptr;
   runtime::Counter* errors_sequence_ = nullptr;
@@ -87,14 +82,6 @@ class Sink final : public runtime::Application {
   runtime::Gauge* rate_gauge_ = nullptr;
 
   // Shared with other threads.
-  std::atomic<bool> enabled_{false};
-  std::atomic<bool> halting_{false};
-  std::atomic<bool> failed_{false};
-  std::atomic<bool> finished_{false};
-  std::atomic<std::uint64_t> bytes_total_{0};
-  std::atomic<std::uint64_t> messages_total_{0};
-  std::atomic<std::uint64_t> errors_sequence_total_{0};
-  std::atomic<std::uint64_t> errors_pattern_total_{0};
   std::atomic<std::int64_t> enabled_ns_{0};     // accumulated enabled time before the current span
   std::atomic<std::int64_t> enabled_at_ns_{0};  // start of the current enabled span, 0 = none
 };

@@ -13,8 +13,8 @@ using transport::SendStatus;
 
 namespace {
 
-constexpr std::int64_t kMaxMessageSize = std::int64_t{1} << 30;
-constexpr std::int64_t kMaxPipelineDepth = 4096;
+constexpr double kMaxMessageSize = 1 << 30;
+constexpr double kMaxPipelineDepth = 4096;
 // While the pool is dry (a receiver still holds our buffers) no completion announces their
 // return, so the agent only naps instead of blocking for its full idle timeout.
 constexpr std::chrono::microseconds kStarvedNap{100};
@@ -30,49 +30,28 @@ Source::~Source() {
 Result<void> Source::configure(runtime::AppContext& ctx) {
   release();
   detail::retire_pool(pool_);
-  const std::lock_guard lock(config_mutex_);
-  id_ = ctx.self().id;
   self_ = ctx.self().index;
-  const detail::Params p(ctx);
-
-  auto dest_ids = p.id_list("destinations");
-  if (!dest_ids) return dest_ids.error();
-  if (dest_ids->empty()) return p.error("destinations", "needs at least one destination");
-  auto size = p.integer("message_size");
-  if (!size) return size.error();
-  if (*size < 0 || *size > kMaxMessageSize) {
-    return p.error("message_size",
-                   std::to_string(*size) + " is outside 0.." + std::to_string(kMaxMessageSize));
-  }
-  auto depth = p.integer("pipeline_depth");
-  if (!depth) return depth.error();
-  if (*depth < 0 || *depth > kMaxPipelineDepth) {
-    return p.error("pipeline_depth", std::to_string(*depth) + " is outside 1.." +
-                                         std::to_string(kMaxPipelineDepth) +
-                                         " (0: the transports' pipeline_depth)");
-  }
-  auto count = p.integer("count");
-  if (!count) return count.error();
-  if (*count < 0) return p.error("count", "must be 0 (unlimited) or more");
-  auto verify = p.string("verify");
-  if (!verify) return verify.error();
-  if (!parse_verify(*verify, verify_)) {
-    return p.error("verify", "'" + *verify + "' is not one of: ends, full");
-  }
+  runtime::ParamReader p = ctx.param_reader();
+  const auto dest_ids = p.get<std::vector<std::string>>("destinations");
+  message_size_ = p.get<std::uint32_t>("message_size");
+  depth_ = p.get<std::uint32_t>("pipeline_depth");
+  count_ = p.get<std::uint64_t>("count");
+  const auto verify = p.get<std::string>("verify");
+  if (auto r = p.status(); !r) return r;
+  if (dest_ids.empty()) return p.error("destinations", "needs at least one destination");
+  if (!parse_verify(verify, verify_)) return p.error("verify", "'" + verify + "' is unknown");
 
   const runtime::TransportSettings& t = ctx.cluster().transports;
-  if (static_cast<std::uint64_t>(*size) > t.max_message_size) {
-    return p.error("message_size", std::to_string(*size) +
+  if (message_size_ > t.max_message_size) {
+    return p.error("message_size", std::to_string(message_size_) +
                                        " bytes exceeds transports.max_message_size (" +
                                        std::to_string(t.max_message_size) +
                                        "); raise max_message_size or send smaller messages");
   }
-  message_size_ = static_cast<std::uint32_t>(*size);
-  depth_ = *depth == 0 ? t.pipeline_depth : static_cast<std::uint32_t>(*depth);
+  if (depth_ == 0) depth_ = t.pipeline_depth;
   if (depth_ == 0) return p.error("pipeline_depth", "transports.pipeline_depth is 0");
-  count_ = static_cast<std::uint64_t>(*count);
 
-  auto indexes = detail::indexes_of(ctx, "destinations", *dest_ids);
+  auto indexes = ctx.indexes_of("destinations", dest_ids);
   if (!indexes) return indexes.error();
   ids_ = detail::application_ids(ctx.cluster());
   slot_of_.assign(ids_.size(), -1);
@@ -80,20 +59,20 @@ Result<void> Source::configure(runtime::AppContext& ctx) {
   dests_.reserve(indexes->size());
   for (std::size_t i = 0; i < indexes->size(); ++i) {
     const AppIndex index = (*indexes)[i];
-    if (index == self_) return p.error("destinations", "'" + id_ + "' cannot send to itself");
+    if (index == self_) return p.error("destinations", "'" + id() + "' cannot send to itself");
     if (index >= slot_of_.size()) return p.error("destinations", "index out of the address table");
     if (slot_of_[index] >= 0) {
-      return p.error("destinations", "'" + (*dest_ids)[i] + "' is listed twice");
+      return p.error("destinations", "'" + dest_ids[i] + "' is listed twice");
     }
     slot_of_[index] = static_cast<std::int32_t>(dests_.size());
     dests_.emplace_back();
     dests_.back().index = index;
   }
 
-  transport::EndpointOptions options = detail::endpoint_options(ctx);
+  transport::EndpointOptions options = ctx.endpoint_options();
   options.pipeline_depth = depth_;
   auto endpoint = ctx.endpoint(&options);
-  if (!endpoint) return endpoint.error().context("application '" + id_ + "': endpoint");
+  if (!endpoint) return endpoint.error().context("application '" + id() + "': endpoint");
   endpoint_ = *endpoint;
 
   // A send completes when the receiver takes the message (shm, inproc: its descriptor), and the
@@ -104,15 +83,15 @@ Result<void> Source::configure(runtime::AppContext& ctx) {
   // In the transport's own memory where it has some (shm: a shared segment), so that a message
   // is written once, here, and read in place by the sink.
   auto pool =
-      endpoint_->make_send_pool(id_ + ".send", std::max<std::uint32_t>(message_size_, 1), buffers);
-  if (!pool) return pool.error().context("application '" + id_ + "'");
+      endpoint_->make_send_pool(id() + ".send", std::max<std::uint32_t>(message_size_, 1), buffers);
+  if (!pool) return pool.error().context("application '" + id() + "'");
   pool_ = std::move(*pool);
   pool_bound_ = false;
 
   for (const auto& d : dests_) {
     auto connected = endpoint_->connect(d.index);
     if (!connected) {
-      return connected.error().context("application '" + id_ + "': connecting to '" +
+      return connected.error().context("application '" + id() + "': connecting to '" +
                                        detail::peer_name(ids_, d.index) + "'");
     }
   }
@@ -125,42 +104,13 @@ Result<void> Source::configure(runtime::AppContext& ctx) {
   in_flight_gauge_ = &m.gauge("in_flight", "messages posted and not yet completed");
 
   cursor_ = 0;
-  producing_.store(false);
-  halting_.store(false);
-  halt_seen_.store(false);
-  failed_.store(false);
-  finished_.store(false);
   total_in_flight_.store(0);
-  messages_.store(0);
-  bytes_.store(0);
   first_post_ns_.store(0);
   last_done_ns_.store(0);
-  configured_.store(true, std::memory_order_release);
   return ok();
-}
-
-Result<void> Source::enable() {
-  producing_.store(true, std::memory_order_release);
-  return ok();
-}
-
-Result<void> Source::suspend() {
-  producing_.store(false, std::memory_order_release);
-  return ok();
-}
-
-Result<void> Source::resume() {
-  return enable();
-}
-
-void Source::begin_halt() {
-  halting_.store(true, std::memory_order_release);
-  producing_.store(false, std::memory_order_release);
 }
 
 void Source::release() {
-  configured_.store(false, std::memory_order_release);
-  producing_.store(false);
   for (auto& d : dests_) {
     d.message.clear();
     d.staged = false;
@@ -183,9 +133,7 @@ void Source::lose(Destination& d, const std::string& why) {
     d.message.clear();
     d.staged = false;
   }
-  if (halting_.load(std::memory_order_acquire) || finished_.load(std::memory_order_acquire)) return;
-  if (!failed_.exchange(true))
-    fail("destination '" + detail::peer_name(ids_, d.index) + "' " + why);
+  if (!winding_down()) fail("destination '" + detail::peer_name(ids_, d.index) + "' " + why);
 }
 
 int Source::poll_completions() {
@@ -218,17 +166,15 @@ int Source::poll_completions() {
   }
   if (completed > 0) total_in_flight_.fetch_sub(completed, std::memory_order_acq_rel);
   if (done > 0) {
-    messages_out_->add(done);
-    bytes_out_->add(done_bytes);
-    messages_.fetch_add(done, std::memory_order_relaxed);
-    bytes_.fetch_add(done_bytes, std::memory_order_relaxed);
+    messages_out_->add_single_writer(done);
+    bytes_out_->add_single_writer(done_bytes);
     last_done_ns_.store(core::monotonic_ns(), std::memory_order_relaxed);
   }
-  if (count_ > 0 && !finished_.load(std::memory_order_relaxed) &&
+  if (count_ > 0 && !finished() &&
       total_in_flight_.load(std::memory_order_acquire) == 0 &&
       std::all_of(dests_.begin(), dests_.end(),
                   [this](const Destination& x) { return x.next_seq >= count_; })) {
-    finished_.store(true, std::memory_order_release);
+    set_finished();
   }
   return static_cast<int>(n);
 }
@@ -256,7 +202,7 @@ bool Source::stage(Destination& d) {
 void Source::on_send_failure(Destination& d, SendStatus status) {
   switch (status) {
     case SendStatus::back_pressure:
-      back_pressured_->add();
+      back_pressured_->add_single_writer();
       break;
     case SendStatus::not_connected:
       break;  // still connecting: try again next round
@@ -287,7 +233,7 @@ int Source::post_round() {
     Destination& d = dests_[(cursor_ + k) % n];
     while (!d.dead && d.in_flight < depth_ && (count_ == 0 || d.next_seq < count_)) {
       if (!d.staged && !stage(d)) {
-        back_pressured_->add();
+        back_pressured_->add_single_writer();
         starved = true;
         break;
       }
@@ -315,51 +261,36 @@ int Source::post_round() {
 }
 
 int Source::do_work() {
-  if (endpoint_ == nullptr) return 0;
-  if (!pool_bound_ && pool_ != nullptr) {
+  if (!pool_bound_) {
     // Only this thread takes buffers from the pool: its releases need no locked instruction.
     pool_->bind_to_this_thread();
     pool_bound_ = true;
   }
-  const bool halting = halting_.load(std::memory_order_acquire);
   int work = poll_completions();
-  if (!halting && producing_.load(std::memory_order_acquire) &&
-      !failed_.load(std::memory_order_acquire)) {
+  if (producing()) {
     work += post_round();
   } else {
     starved_ = false;
   }
-  if (halting) halt_seen_.store(true, std::memory_order_release);
   in_flight_gauge_->set(static_cast<double>(total_in_flight_.load(std::memory_order_relaxed)));
   return work;
 }
 
 void Source::wait_for_work(std::chrono::microseconds timeout) {
-  if (endpoint_ == nullptr) {
-    Application::wait_for_work(timeout);
-    return;
-  }
   endpoint_->wait(starved_ ? std::min(timeout, kStarvedNap) : timeout);
 }
 
 bool Source::drained() const {
-  if (!configured_.load(std::memory_order_acquire)) return true;
-  return halt_seen_.load(std::memory_order_acquire) &&
-         total_in_flight_.load(std::memory_order_acquire) == 0;
-}
-
-bool Source::finished() const {
-  return finished_.load(std::memory_order_acquire);
+  return total_in_flight_.load(std::memory_order_acquire) == 0;
 }
 
 nlohmann::json Source::results() const {
-  const std::lock_guard lock(config_mutex_);
-  const std::uint64_t bytes = bytes_.load(std::memory_order_relaxed);
+  const std::uint64_t bytes = bytes_out_->value();
   const std::int64_t from = first_post_ns_.load(std::memory_order_relaxed);
   const std::int64_t to = last_done_ns_.load(std::memory_order_relaxed);
   const double seconds = (from > 0 && to > from) ? static_cast<double>(to - from) / 1e9 : 0.0;
   return {
-      {"messages", messages_.load(std::memory_order_relaxed)},
+      {"messages", messages_out_->value()},
       {"bytes", bytes},
       {"message_size", message_size_},
       {"pipeline_depth", depth_},
@@ -371,7 +302,6 @@ nlohmann::json Source::results() const {
 }
 
 runtime::AppType source_type() {
-  using runtime::ParamKind;
   using runtime::ParamSpec;
   runtime::AppType t;
   t.name = "source";
@@ -381,46 +311,22 @@ runtime::AppType source_type() {
   t.enable_rank = 10;
   t.peer_params = {"destinations"};
   t.params = {
-      ParamSpec{"destinations",
-                ParamKind::app_ref_list,
-                "applications to send to (sinks)",
-                "",
-                {},
-                {},
-                {},
-                {}},
-      ParamSpec{"message_size",
-                ParamKind::integer,
-                "payload bytes per message",
-                "1048576",
-                0.0,
-                static_cast<double>(kMaxMessageSize),
-                {},
-                {}},
-      ParamSpec{"pipeline_depth",
-                ParamKind::integer,
-                "messages in flight per destination; 0 = the transports' pipeline_depth",
-                "0",
-                0.0,
-                static_cast<double>(kMaxPipelineDepth),
-                {},
-                {}},
-      ParamSpec{"count",
-                ParamKind::integer,
-                "messages per destination, then the source is finished; 0 = unlimited",
-                "0",
-                0.0,
-                {},
-                {},
-                {}},
-      ParamSpec{"verify",
-                ParamKind::string,
-                "payload pattern: ends (sequence at both ends, cheap) or full (every byte)",
-                "\"ends\"",
-                {},
-                {},
-                {"ends", "full"},
-                {}},
+      ParamSpec::app_ref_list("destinations", "applications to send to (sinks)"),
+      ParamSpec::integer("message_size", "payload bytes per message")
+          .default_value(1048576)
+          .range(0, kMaxMessageSize),
+      ParamSpec::integer("pipeline_depth",
+                         "messages in flight per destination; 0 = the transports' pipeline_depth")
+          .default_value(0)
+          .range(0, kMaxPipelineDepth),
+      ParamSpec::integer("count",
+                         "messages per destination, then the source is finished; 0 = unlimited")
+          .default_value(0)
+          .at_least(0),
+      ParamSpec::string("verify",
+                        "payload pattern: ends (sequence at both ends, cheap) or full (every byte)")
+          .default_value("ends")
+          .one_of({"ends", "full"}),
   };
   t.make = [] { return std::make_unique<Source>(); };
   return t;

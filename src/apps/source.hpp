@@ -10,13 +10,11 @@
 // is the number of messages per destination; the last one carries wire::kFlagLast so that a
 // sink knows the stream is complete.
 //
-// Threading: configure/enable/suspend/resume/begin_halt/release on the control thread, do_work
-// and wait_for_work on the agent thread; drained/finished/results from any thread.
+// Threading: as every application (runtime/application.hpp); the host owns the run state.
 
 #include <array>
 #include <atomic>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <vector>
 
@@ -32,17 +30,12 @@ class Source final : public runtime::Application {
   ~Source() override;
 
   Result<void> configure(runtime::AppContext& ctx) override;
-  Result<void> enable() override;
-  Result<void> suspend() override;
-  Result<void> resume() override;
-  void begin_halt() override;
   void release() override;
 
   [[nodiscard]] int do_work() override;
   void wait_for_work(std::chrono::microseconds timeout) override;
 
   [[nodiscard]] bool drained() const override;
-  [[nodiscard]] bool finished() const override;
   [[nodiscard]] nlohmann::json results() const override;
 
  private:
@@ -62,9 +55,7 @@ class Source final : public runtime::Application {
   void lose(Destination& d, const std::string& why);
   [[nodiscard]] Destination* destination_of(transport::AppIndex peer);
 
-  // Configuration; configure() holds config_mutex_ so that results() never sees it half-set.
-  mutable std::mutex config_mutex_;
-  std::string id_;
+  // Configuration.
   transport::AppIndex self_ = 0;
   std::uint32_t message_size_ = 0;
   std::uint32_t depth_ = 0;
@@ -81,23 +72,14 @@ class Source final : public runtime::Application {
   std::size_t cursor_ = 0;
   bool starved_ = false;  // the last round found the pool empty
   bool pool_bound_ = false;  // pool_ bound to the agent's thread
+  // Metrics, counted by the agent thread and read by results().
   runtime::Counter* messages_out_ = nullptr;
   runtime::Counter* bytes_out_ = nullptr;
   runtime::Counter* back_pressured_ = nullptr;
   runtime::Gauge* in_flight_gauge_ = nullptr;
 
   // Shared with other threads.
-  std::atomic<bool> producing_{false};
-  std::atomic<bool> halting_{false};
-  // Set by the agent once it has seen halting_: it posts nothing after that, so drained() can
-  // trust the in-flight count (a round that began before begin_halt() may still post).
-  std::atomic<bool> halt_seen_{false};
-  std::atomic<bool> configured_{false};
-  std::atomic<bool> failed_{false};
-  std::atomic<bool> finished_{false};
   std::atomic<std::uint64_t> total_in_flight_{0};
-  std::atomic<std::uint64_t> messages_{0};
-  std::atomic<std::uint64_t> bytes_{0};
   std::atomic<std::int64_t> first_post_ns_{0};
   std::atomic<std::int64_t> last_done_ns_{0};
 };

@@ -5,6 +5,8 @@
 #include <exception>
 #include <thread>
 
+#include "daqflow/runtime/host_access.hpp"
+
 namespace daqflow::runtime {
 
 namespace {
@@ -29,20 +31,27 @@ std::string exception_text(const std::exception_ptr& ep) {
 
 // Runs the application's do_work() on the agent thread. An exception there is a bug of the
 // application; it becomes a failure (reported once) instead of terminating the executive, and
-// the agent stays quiet until the control thread stops it.
+// the agent stays quiet until the control thread stops it. It records that a call began after
+// Halting was published, so that drained() is asked only once the data path has seen it.
 class AppHost::Agent final : public core::Agent {
  public:
-  Agent(Application& app, std::string name, std::function<void(std::string)> report)
-      : app_(app), name_(std::move(name)), report_(std::move(report)) {}
+  Agent(Application& app, std::atomic<bool>& halt_seen, std::function<void(std::string)> report)
+      : app_(app), halt_seen_(halt_seen), report_(std::move(report)) {}
 
   int do_work() override {
-    if (faulted_) return 0;
-    try {
-      return app_.do_work();
-    } catch (...) {
-      fault("do_work threw: " + exception_text(std::current_exception()));
-      return 0;
+    const bool halting = app_.halting();
+    int work = 0;
+    if (!faulted_) {
+      try {
+        work = app_.do_work();
+      } catch (...) {
+        fault("do_work threw: " + exception_text(std::current_exception()));
+      }
     }
+    if (halting && !halt_seen_.load(std::memory_order_relaxed)) {
+      halt_seen_.store(true, std::memory_order_release);
+    }
+    return work;
   }
 
   void wait_for_work(std::chrono::microseconds timeout) override {
@@ -57,7 +66,7 @@ class AppHost::Agent final : public core::Agent {
     }
   }
 
-  [[nodiscard]] std::string agent_name() const override { return name_; }
+  [[nodiscard]] std::string agent_name() const override { return app_.id(); }
 
  private:
   void fault(std::string reason) {
@@ -66,7 +75,7 @@ class AppHost::Agent final : public core::Agent {
   }
 
   Application& app_;
-  std::string name_;
+  std::atomic<bool>& halt_seen_;
   std::function<void(std::string)> report_;
   bool faulted_ = false;  // agent thread only
 };
@@ -84,7 +93,7 @@ AppHost::AppHost(const ClusterConfig& cluster, const ApplicationConfig& self, co
       state_mutex_(state_mutex),
       report_failure_(std::move(report_failure)) {
   status_.since_unix_ms = unix_ms();
-  app_->attach(report_failure_);
+  HostAccess::attach(*app_, self.id, report_failure_);
 }
 
 AppHost::~AppHost() {
@@ -100,23 +109,25 @@ AppHost::~AppHost() {
   if (endpoint_) endpoint_->close();
 }
 
+void AppHost::publish(RunState state) {
+  HostAccess::publish(*app_, state);
+}
+
+nlohmann::json AppHost::results() const {
+  if (!configured_.load(std::memory_order_acquire)) return nlohmann::json::object();
+  std::unique_lock busy(results_mutex_, std::try_to_lock);
+  std::lock_guard last(last_results_mutex_);
+  if (busy.owns_lock()) last_results_ = app_->results();
+  return last_results_;
+}
+
 core::Clock& AppHost::clock() {
   return settings_.clock != nullptr ? *settings_.clock : core::MonotonicClock::instance();
 }
 
 Result<transport::Endpoint*> AppHost::endpoint(const transport::EndpointOptions* options) {
   if (endpoint_) return endpoint_.get();
-  transport::EndpointOptions opts;
-  if (options != nullptr) {
-    opts = *options;
-  } else {
-    const TransportSettings& t = cluster_.transports;
-    opts.max_message_size = t.max_message_size;
-    opts.pipeline_depth = t.pipeline_depth;
-    opts.recv_buffers = t.recv_buffers;
-    opts.socket_buffer_bytes = t.socket_buffer_bytes;
-    opts.payload_crc = t.payload_crc;
-  }
+  transport::EndpointOptions opts = options != nullptr ? *options : endpoint_options();
   opts.self = self_.index;
   const std::string& name =
       self_.transport.empty() ? cluster_.transports.default_transport : self_.transport;
@@ -125,6 +136,7 @@ Result<transport::Endpoint*> AppHost::endpoint(const transport::EndpointOptions*
     return made.error().context("application '" + id() + "': endpoint on transport '" + name + "'");
   }
   endpoint_ = std::move(*made);
+  HostAccess::set_endpoint(*app_, endpoint_.get());
   return endpoint_.get();
 }
 
@@ -138,26 +150,20 @@ nlohmann::json AppHost::params_json() const {
   return params_;
 }
 
-AppHost::ParamsUpdate AppHost::update_params(const nlohmann::json& changes) {
-  using Outcome = ParamsUpdate::Outcome;
+Result<nlohmann::json> AppHost::update_params(const nlohmann::json& changes) {
   if (!changes.is_object()) {
-    return {Outcome::invalid,
-            {},
-            "the body must be a JSON object of parameters, e.g. {\"name\": value}"};
+    return Error("the body must be a JSON object of parameters, e.g. {\"name\": value}");
   }
   std::lock_guard lock(state_mutex_);
   const State state = status_.state;
   if (state != State::Halted && state != State::Ready) {
-    return {Outcome::wrong_state,
-            {},
-            "application '" + id() + "' is " + to_string(state) +
-                "; parameters can be changed only while Halted or Ready"};
+    return Error(ErrorCode::conflict, "application '" + id() + "' is " + to_string(state) +
+                                          "; parameters can be changed only while Halted or Ready");
   }
   nlohmann::json merged = params_;
   for (const auto& [key, value] : changes.items()) merged[key] = value;
   auto checked = validate_params(type_.params, merged);
-  if (!checked)
-    return {Outcome::invalid, {}, "application '" + id() + "': " + checked.error().message()};
+  if (!checked) return checked.error().context("application '" + id() + "'");
   // validate_params cannot see the cluster; references to other applications are checked here.
   for (const ParamSpec& spec : type_.params) {
     const auto it = checked->find(spec.name);
@@ -172,19 +178,19 @@ AppHost::ParamsUpdate AppHost::update_params(const nlohmann::json& changes) {
     for (const std::string& ref : ids) {
       // An empty reference means "no peer" where the type allows it (validate_params checked).
       if (!ref.empty() && cluster_.find_application(ref) == nullptr) {
-        return {Outcome::invalid,
-                {},
-                "application '" + id() + "': parameter '" + spec.name + "': no application '" +
-                    ref + "' in " + cluster_.file};
+        return Error("application '" + id() + "': parameter '" + spec.name +
+                     "': no application '" + ref + "' in " + cluster_.file);
       }
     }
   }
   params_ = std::move(*checked);
   spdlog::info("{}: parameters changed: {}", id(), changes.dump());
-  return {Outcome::ok, params_, {}};
+  return params_;
 }
 
 void AppHost::note_failure(std::string reason) {
+  // The data path stops starting new work at once, whoever reported the failure.
+  HostAccess::mark_failed(*app_);
   std::lock_guard lock(failure_mutex_);
   if (!pending_failure_) pending_failure_ = std::move(reason);
   failure_noted_.store(true, std::memory_order_release);
@@ -231,14 +237,24 @@ void AppHost::configure() {
   hook_started_ns_ = core::monotonic_ns();
   metrics_.reset_counters();
   holding_ = true;
-  auto r = call_hook("configure", [this] { return app_->configure(*this); });
+  HostAccess::begin_run(*app_);
+  configured_.store(false, std::memory_order_release);
+  halt_seen_.store(false, std::memory_order_release);
+  Result<void> r = ok();
+  {
+    std::lock_guard lock(results_mutex_);
+    r = call_hook("configure", [this] { return app_->configure(*this); });
+    // A configure() that failed half-way leaves nothing results() may read.
+    configured_.store(r.ok(), std::memory_order_release);
+  }
   if (r) {
+    publish(RunState::ready);
     auto idle = core::parse_idle_kind(self_.idle);
     if (!idle) {
       r = idle.error().context("idle");
     } else {
       // The agent reports failures through the same path as the application.
-      agent_ = std::make_unique<Agent>(*app_, id(), report_failure_);
+      agent_ = std::make_unique<Agent>(*app_, halt_seen_, report_failure_);
       runner_ = std::make_unique<core::AgentRunner>(*agent_, core::AgentOptions{*idle, self_.cpu});
       r = runner_->start();
     }
@@ -248,17 +264,22 @@ void AppHost::configure() {
 
 void AppHost::enable() {
   hook_started_ns_ = core::monotonic_ns();
-  finish(State::Enabled, call_hook("enable", [this] { return app_->enable(); }), "enable");
+  auto r = call_hook("enable", [this] { return app_->enable(); });
+  if (r) publish(RunState::enabled);
+  finish(State::Enabled, std::move(r), "enable");
 }
 
 void AppHost::suspend() {
   hook_started_ns_ = core::monotonic_ns();
+  publish(RunState::suspended);
   finish(State::Suspended, call_hook("suspend", [this] { return app_->suspend(); }), "suspend");
 }
 
 void AppHost::resume() {
   hook_started_ns_ = core::monotonic_ns();
-  finish(State::Enabled, call_hook("resume", [this] { return app_->resume(); }), "resume");
+  auto r = call_hook("resume", [this] { return app_->resume(); });
+  if (r) publish(RunState::enabled);
+  finish(State::Enabled, std::move(r), "resume");
 }
 
 void AppHost::reset() {
@@ -275,6 +296,8 @@ void AppHost::reset() {
 
 bool AppHost::halt_begin() {
   hook_started_ns_ = core::monotonic_ns();
+  halt_seen_.store(false, std::memory_order_release);
+  publish(RunState::halting);
   auto r = call_hook("begin_halt", [this] {
     app_->begin_halt();
     return ok();
@@ -287,6 +310,10 @@ bool AppHost::halt_begin() {
 }
 
 bool AppHost::halt_drained() {
+  // Without an agent nothing is in flight; with one, only a do_work() call that began after
+  // Halting was published makes drained() final (a call begun before may still post).
+  if (!runner_) return true;
+  if (!halt_seen_.load(std::memory_order_acquire)) return false;
   try {
     return app_->drained();
   } catch (...) {
@@ -336,14 +363,19 @@ Result<void> AppHost::release_all() {
   runner_.reset();
   agent_.reset();
   metrics_.clear_probes();
+  publish(RunState::halted);
   Result<void> r = ok();
   if (holding_) {
     holding_ = false;
+    // The last results before release() frees what they read.
+    (void)results();
+    std::lock_guard lock(results_mutex_);
     r = call_hook("release", [this] {
       app_->release();
       return ok();
     });
   }
+  HostAccess::set_endpoint(*app_, nullptr);
   if (endpoint_) {
     endpoint_->close();
     endpoint_.reset();

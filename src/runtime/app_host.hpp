@@ -2,11 +2,15 @@
 // AppHost: one application inside an executive. It is the application's AppContext, owns its
 // metrics, current parameters, endpoint and agent thread, and runs its state transitions.
 //
+// The host owns the application's run state: it publishes it to the application (RunState,
+// failed(), finished()) around each hook, keeps the first failure, tracks whether the agent has
+// seen Halting before asking drained(), and serialises results() with configure() and release().
+//
 // Threading: the transition methods (configure(), enable(), ..., fail_now()) run on the owning
 // context's control thread only. The state is guarded by the context's state mutex, shared by
 // every host of the context so that a context-wide command is checked and begun atomically;
-// methods named *_locked expect the caller to hold it. status(), params_json(), update_params()
-// and note_failure() may be called from any thread.
+// methods named *_locked expect the caller to hold it. status(), params_json(), update_params(),
+// results() and note_failure() may be called from any thread.
 
 #include <atomic>
 #include <chrono>
@@ -69,13 +73,12 @@ class AppHost final : public AppContext {
   // Any thread.
   [[nodiscard]] Status status() const;
   [[nodiscard]] nlohmann::json params_json() const;
-  struct ParamsUpdate {
-    enum class Outcome { ok, wrong_state, invalid } outcome = Outcome::ok;
-    nlohmann::json params;  // ok: the new parameters
-    std::string error;      // otherwise: why
-  };
-  // Merges changes into the parameters and validates them; only while Halted or Ready.
-  [[nodiscard]] ParamsUpdate update_params(const nlohmann::json& changes);
+  // Merges changes into the parameters, validates them and returns the new parameters; only
+  // while Halted or Ready (else ErrorCode::conflict).
+  [[nodiscard]] Result<nlohmann::json> update_params(const nlohmann::json& changes);
+  // The application's results: {} until a configure() has succeeded; while configure() or
+  // release() runs, the last results read.
+  [[nodiscard]] nlohmann::json results() const;
   // Records a failure (the first one wins until it is handled); the control thread acts on it.
   void note_failure(std::string reason);
 
@@ -111,6 +114,7 @@ class AppHost final : public AppContext {
   Result<void> call_hook(const char* hook, const std::function<Result<void>()>& f);
   void set_state(State state, std::string reason = {});
   Result<void> release_all();
+  void publish(RunState state);
   void finish(State target, Result<void> result, const char* hook);
 
   const ClusterConfig& cluster_;
@@ -129,6 +133,14 @@ class AppHost final : public AppContext {
   std::mutex failure_mutex_;
   std::optional<std::string> pending_failure_;  // guarded by failure_mutex_
   std::atomic<bool> failure_noted_{false};
+
+  // Held while configure() and release() run; results() does not wait for it.
+  mutable std::mutex results_mutex_;
+  mutable std::mutex last_results_mutex_;
+  mutable nlohmann::json last_results_ = nlohmann::json::object();  // guarded by the above
+  std::atomic<bool> configured_{false};  // the last configure() succeeded
+  // Set by the agent once a do_work() call began after Halting was published.
+  std::atomic<bool> halt_seen_{false};
 
   // Control thread only.
   std::unique_ptr<transport::Endpoint> endpoint_;

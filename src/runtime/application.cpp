@@ -1,19 +1,64 @@
 #include "daqflow/runtime/application.hpp"
 
+#include <spdlog/spdlog.h>
+
 #include <algorithm>
 #include <stdexcept>
 #include <thread>
 
 namespace daqflow::runtime {
 
+ParamReader AppContext::param_reader() const {
+  return ParamReader(params(), "application '" + self().id + "'");
+}
+
+transport::EndpointOptions AppContext::endpoint_options() const {
+  const TransportSettings& t = cluster().transports;
+  transport::EndpointOptions o;
+  o.self = self().index;
+  o.max_message_size = t.max_message_size;
+  o.pipeline_depth = t.pipeline_depth;
+  o.recv_buffers = t.recv_buffers;
+  o.socket_buffer_bytes = t.socket_buffer_bytes;
+  o.payload_crc = t.payload_crc;
+  return o;
+}
+
 Result<AppIndex> AppContext::index_of(std::string_view id) const {
   if (const ApplicationConfig* app = cluster().find_application(id)) return app->index;
-  return Error("application '" + std::string(id) + "' is not in the configuration (" +
-               cluster().file + ")");
+  return Error(ErrorCode::not_found, "application '" + std::string(id) +
+                                         "' is not in the configuration (" + cluster().file + ")");
+}
+
+Result<std::vector<AppIndex>> AppContext::indexes_of(std::string_view key,
+                                                     const std::vector<std::string>& ids) const {
+  std::vector<AppIndex> out;
+  out.reserve(ids.size());
+  for (const auto& id : ids) {
+    auto index = index_of(id);
+    if (!index) {
+      return index.error().context("application '" + self().id + "': parameter '" +
+                                   std::string(key) + "'");
+    }
+    out.push_back(*index);
+  }
+  return out;
 }
 
 void Application::wait_for_work(std::chrono::microseconds timeout) {
-  std::this_thread::sleep_for(timeout);
+  if (endpoint_ != nullptr) {
+    endpoint_->wait(timeout);
+  } else {
+    std::this_thread::sleep_for(timeout);
+  }
+}
+
+void Application::fail(std::string reason) const {
+  if (failed_.exchange(true, std::memory_order_acq_rel)) {
+    spdlog::debug("{}: already failing; also: {}", id_, reason);
+    return;
+  }
+  if (report_failure_) report_failure_(std::move(reason));
 }
 
 // Registration happens once at start-up; a duplicate name is a programming error of the binary.

@@ -101,13 +101,15 @@ Error ContextControl::refusal_locked(const AppHost& host, Command command) const
   for (const State s : kAllStates) {
     if (transition(s, command)) from += (from.empty() ? "" : " or ") + std::string(to_string(s));
   }
-  return Error("application '" + host.id() + "' is " + to_string(host.state_locked()) + ": " +
+  return Error(ErrorCode::conflict, "application '" + host.id() + "' is " + to_string(host.state_locked()) + ": " +
                to_string(command) + " is allowed only from " + from);
 }
 
 Result<std::vector<ContextControl::Accepted>> ContextControl::command_all(Command command) {
   std::lock_guard lock(state_mutex_);
-  if (closing_) return Error("context '" + context_.name + "' is shutting down");
+  if (closing_) {
+    return Error(ErrorCode::conflict, "context '" + context_.name + "' is shutting down");
+  }
   for (const AppHost* h : enable_order_) {
     const State s = h->state_locked();
     if (!transition(s, command) && !leaves_alone(s, command)) return refusal_locked(*h, command);
@@ -131,7 +133,9 @@ Result<std::vector<ContextControl::Accepted>> ContextControl::command_all(Comman
 
 Result<State> ContextControl::command(AppHost& host, Command command) {
   std::lock_guard lock(state_mutex_);
-  if (closing_) return Error("context '" + context_.name + "' is shutting down");
+  if (closing_) {
+    return Error(ErrorCode::conflict, "context '" + context_.name + "' is shutting down");
+  }
   const auto t = host.begin_locked(command);
   if (!t) return refusal_locked(host, command);
   post([this, h = &host, command] { run({h}, command); });

@@ -17,6 +17,27 @@ ApiReply error(int status, std::string message) {
   return {status, json{{"error", std::move(message)}}, {}};
 }
 
+// The one place where an error's code becomes an HTTP status.
+int http_status(ErrorCode code) {
+  switch (code) {
+    case ErrorCode::invalid_argument:
+      return 400;
+    case ErrorCode::not_found:
+      return 404;
+    case ErrorCode::conflict:
+      return 409;
+    case ErrorCode::unavailable:
+      return 503;
+    case ErrorCode::internal:
+      return 500;
+  }
+  return 500;
+}
+
+ApiReply error(const Error& e) {
+  return error(http_status(e.code()), e.message());
+}
+
 std::vector<std::string_view> split_path(std::string_view path) {
   std::vector<std::string_view> parts;
   while (!path.empty()) {
@@ -211,7 +232,7 @@ ApiReply ControlApi::app_json(const AppHost& host) const {
                {"finished", host.application().finished()},
                {"params", host.params_json()},
                {"metrics", std::move(metrics)},
-               {"results", host.application().results()}},
+               {"results", host.results()}},
           {}};
 }
 
@@ -225,23 +246,16 @@ ApiReply ControlApi::put_params(AppHost& host, std::string_view body) const {
     if (const auto end = what.find("] "); end != std::string::npos) what.erase(0, end + 2);
     return error(400, "malformed JSON body: " + what);
   }
-  auto update = host.update_params(changes);
-  switch (update.outcome) {
-    case AppHost::ParamsUpdate::Outcome::ok:
-      return {200, json{{"id", host.id()}, {"params", std::move(update.params)}}, {}};
-    case AppHost::ParamsUpdate::Outcome::wrong_state:
-      return error(409, std::move(update.error));
-    case AppHost::ParamsUpdate::Outcome::invalid:
-      break;
-  }
-  return error(400, std::move(update.error));
+  auto params = host.update_params(changes);
+  if (!params) return error(params.error());
+  return {200, json{{"id", host.id()}, {"params", std::move(*params)}}, {}};
 }
 
 ApiReply ControlApi::command_all(std::string_view name) const {
   const auto cmd = parse_command(name);
-  if (!cmd) return error(400, cmd.error().message());
+  if (!cmd) return error(cmd.error());
   auto accepted = context_.command_all(*cmd);
-  if (!accepted) return error(409, accepted.error().message());
+  if (!accepted) return error(accepted.error());
   json apps = json::array();
   for (const auto& a : *accepted)
     apps.push_back({{"id", a.host->id()}, {"state", to_string(a.state)}});
@@ -250,9 +264,9 @@ ApiReply ControlApi::command_all(std::string_view name) const {
 
 ApiReply ControlApi::command(AppHost& host, std::string_view name) const {
   const auto cmd = parse_command(name);
-  if (!cmd) return error(400, cmd.error().message());
+  if (!cmd) return error(cmd.error());
   auto state = context_.command(host, *cmd);
-  if (!state) return error(409, state.error().message());
+  if (!state) return error(state.error());
   return {
       202, json{{"id", host.id()}, {"command", to_string(*cmd)}, {"state", to_string(*state)}}, {}};
 }

@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
+#include <nlohmann/json.hpp>
 
 #include "runtime/param_check.hpp"
 
@@ -327,5 +329,244 @@ Result<json> validate_params(const std::vector<ParamSpec>& specs, const json& pa
   for (const auto& issue : issues) lines.push_back(format_named(issue));
   return Error(fmt::format("{}", fmt::join(lines, "\n")));
 }
+
+}  // namespace daqflow::runtime
+
+namespace daqflow::runtime {
+
+namespace {
+
+ParamSpec make_spec(std::string name, ParamKind kind, std::string help) {
+  ParamSpec s;
+  s.name = std::move(name);
+  s.kind = kind;
+  s.help = std::move(help);
+  return s;
+}
+
+}  // namespace
+
+ParamSpec ParamSpec::integer(std::string name, std::string help) {
+  return make_spec(std::move(name), ParamKind::integer, std::move(help));
+}
+ParamSpec ParamSpec::number(std::string name, std::string help) {
+  return make_spec(std::move(name), ParamKind::number, std::move(help));
+}
+ParamSpec ParamSpec::boolean(std::string name, std::string help) {
+  return make_spec(std::move(name), ParamKind::boolean, std::move(help));
+}
+ParamSpec ParamSpec::string(std::string name, std::string help) {
+  return make_spec(std::move(name), ParamKind::string, std::move(help));
+}
+ParamSpec ParamSpec::app_ref(std::string name, std::string help) {
+  return make_spec(std::move(name), ParamKind::app_ref, std::move(help));
+}
+ParamSpec ParamSpec::app_ref_list(std::string name, std::string help) {
+  return make_spec(std::move(name), ParamKind::app_ref_list, std::move(help));
+}
+ParamSpec ParamSpec::integer_list(std::string name, std::string help) {
+  return make_spec(std::move(name), ParamKind::integer_list, std::move(help));
+}
+ParamSpec ParamSpec::object(std::string name, std::string help, std::vector<ParamSpec> fields) {
+  ParamSpec s = make_spec(std::move(name), ParamKind::object, std::move(help));
+  s.fields = std::move(fields);
+  s.default_json = "{}";
+  return s;
+}
+
+ParamSpec&& ParamSpec::default_value(std::int64_t v) && {
+  default_json = json(v).dump();
+  return std::move(*this);
+}
+ParamSpec&& ParamSpec::default_value(double v) && {
+  default_json = json(v).dump();
+  return std::move(*this);
+}
+ParamSpec&& ParamSpec::default_value(bool v) && {
+  default_json = json(v).dump();
+  return std::move(*this);
+}
+ParamSpec&& ParamSpec::default_value(const char* v) && {
+  default_json = json(v).dump();
+  return std::move(*this);
+}
+ParamSpec&& ParamSpec::default_json_text(std::string text) && {
+  default_json = std::move(text);
+  return std::move(*this);
+}
+ParamSpec&& ParamSpec::range(double lo, double hi) && {
+  min = lo;
+  max = hi;
+  return std::move(*this);
+}
+ParamSpec&& ParamSpec::at_least(double lo) && {
+  min = lo;
+  return std::move(*this);
+}
+ParamSpec&& ParamSpec::one_of(std::vector<std::string> values) && {
+  choices = std::move(values);
+  return std::move(*this);
+}
+
+ParamReader::ParamReader(const json& params, std::string owner)
+    : ParamReader(&params, std::move(owner), "", nullptr) {}
+
+ParamReader::ParamReader(const json* params, std::string owner, std::string path,
+                         std::optional<Error>* first)
+    : params_(params),
+      owner_(std::move(owner)),
+      path_(std::move(path)),
+      first_(first != nullptr ? first : &own_first_) {}
+
+Error ParamReader::error(std::string_view key, std::string_view what) const {
+  return Error(ErrorCode::invalid_argument,
+               fmt::format("{}: parameter '{}{}': {}", owner_, path_, key, what));
+}
+
+void ParamReader::note(std::string_view key, std::string_view what) {
+  if (!first_->has_value()) *first_ = error(key, what);
+}
+
+Result<void> ParamReader::status() const {
+  if (first_->has_value()) return **first_;
+  return ok();
+}
+
+const json* ParamReader::find(std::string_view key) {
+  if (params_ == nullptr || !params_->is_object()) {
+    note(key, "no parameters");
+    return nullptr;
+  }
+  const auto it = params_->find(key);
+  if (it == params_->end()) {
+    note(key, "missing");
+    return nullptr;
+  }
+  return &*it;
+}
+
+ParamReader ParamReader::object(std::string_view key) {
+  const json* v = find(key);
+  if (v != nullptr && !v->is_object()) {
+    note(key, "expected a mapping, got " + detail::describe(*v));
+    v = nullptr;
+  }
+  return ParamReader(v, owner_, path_ + std::string(key) + ".", first_);
+}
+
+namespace {
+
+// Converts a JSON value to T, or says what was expected.
+template <typename T>
+std::optional<T> convert(const json& v, std::string& expected);
+
+template <>
+std::optional<bool> convert(const json& v, std::string& expected) {
+  if (v.is_boolean()) return v.get<bool>();
+  expected = "true or false";
+  return std::nullopt;
+}
+
+template <>
+std::optional<std::int64_t> convert(const json& v, std::string& expected) {
+  if (v.is_number_integer()) return v.get<std::int64_t>();
+  expected = "an integer";
+  return std::nullopt;
+}
+
+template <typename U>
+std::optional<U> convert_unsigned(const json& v, std::string& expected) {
+  if (v.is_number_integer()) {
+    const auto n = v.get<std::int64_t>();
+    if (n >= 0 && static_cast<std::uint64_t>(n) <= std::numeric_limits<U>::max()) {
+      return static_cast<U>(n);
+    }
+  }
+  expected = fmt::format("an integer in 0..{}", std::numeric_limits<U>::max());
+  return std::nullopt;
+}
+
+template <>
+std::optional<std::uint32_t> convert(const json& v, std::string& expected) {
+  return convert_unsigned<std::uint32_t>(v, expected);
+}
+
+template <>
+std::optional<std::uint64_t> convert(const json& v, std::string& expected) {
+  return convert_unsigned<std::uint64_t>(v, expected);
+}
+
+template <>
+std::optional<double> convert(const json& v, std::string& expected) {
+  if (v.is_number()) return v.get<double>();
+  expected = "a number";
+  return std::nullopt;
+}
+
+template <>
+std::optional<std::string> convert(const json& v, std::string& expected) {
+  if (v.is_string()) return v.get<std::string>();
+  expected = "a string";
+  return std::nullopt;
+}
+
+template <>
+std::optional<std::vector<std::string>> convert(const json& v, std::string& expected) {
+  if (v.is_array() && std::all_of(v.begin(), v.end(), [](const json& e) { return e.is_string(); })) {
+    return v.get<std::vector<std::string>>();
+  }
+  expected = "a list of strings";
+  return std::nullopt;
+}
+
+template <>
+std::optional<std::vector<std::int64_t>> convert(const json& v, std::string& expected) {
+  if (v.is_array() &&
+      std::all_of(v.begin(), v.end(), [](const json& e) { return e.is_number_integer(); })) {
+    return v.get<std::vector<std::int64_t>>();
+  }
+  expected = "a list of integers";
+  return std::nullopt;
+}
+
+template <>
+std::optional<std::optional<std::int64_t>> convert(const json& v, std::string& expected) {
+  if (v.is_null()) return std::optional<std::int64_t>{};
+  if (v.is_number_integer()) return std::optional<std::int64_t>{v.get<std::int64_t>()};
+  expected = "an integer or null";
+  return std::nullopt;
+}
+
+template <>
+std::optional<json> convert(const json& v, std::string&) {
+  return v;
+}
+
+}  // namespace
+
+template <typename T>
+T ParamReader::get(std::string_view key) {
+  const json* v = find(key);
+  if (v == nullptr) return T{};
+  std::string expected;
+  auto converted = convert<T>(*v, expected);
+  if (!converted) {
+    note(key, fmt::format("expected {}, got {}", expected, detail::describe(*v)));
+    return T{};
+  }
+  return std::move(*converted);
+}
+
+template bool ParamReader::get<bool>(std::string_view);
+template std::int64_t ParamReader::get<std::int64_t>(std::string_view);
+template std::uint32_t ParamReader::get<std::uint32_t>(std::string_view);
+template std::uint64_t ParamReader::get<std::uint64_t>(std::string_view);
+template double ParamReader::get<double>(std::string_view);
+template std::string ParamReader::get<std::string>(std::string_view);
+template std::vector<std::string> ParamReader::get<std::vector<std::string>>(std::string_view);
+template std::vector<std::int64_t> ParamReader::get<std::vector<std::int64_t>>(std::string_view);
+template std::optional<std::int64_t> ParamReader::get<std::optional<std::int64_t>>(
+    std::string_view);
+template json ParamReader::get<json>(std::string_view);
 
 }  // namespace daqflow::runtime

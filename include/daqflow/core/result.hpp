@@ -2,23 +2,57 @@
 // Result<T>: the control path's value-or-error. The data path never uses it (it returns small
 // status codes instead); set-up, configuration and run control do, adding context as an error
 // travels up (`error.context("configuring ru1")`).
+//
+// An Error carries a code beside its message, as Abseil's Status does, so that a caller decides
+// by what kind of failure it is (the HTTP API maps codes to statuses in one place) and a person
+// reads the message.
 
+#include <cstdint>
 #include <string>
 #include <utility>
 #include <variant>
 
 namespace daqflow {
 
+enum class ErrorCode : std::uint8_t {
+  invalid_argument,  // the request or the configuration is wrong: fix it and retry
+  not_found,         // what was named does not exist
+  conflict,          // not allowed in the current state (a command, a parameter change)
+  unavailable,       // a peer, a port or a resource cannot be reached now; may succeed later
+  internal,          // a bug or an unexpected failure of the system
+};
+
+[[nodiscard]] constexpr const char* to_string(ErrorCode code) {
+  switch (code) {
+    case ErrorCode::invalid_argument:
+      return "invalid argument";
+    case ErrorCode::not_found:
+      return "not found";
+    case ErrorCode::conflict:
+      return "conflict";
+    case ErrorCode::unavailable:
+      return "unavailable";
+    case ErrorCode::internal:
+      return "internal";
+  }
+  return "internal";
+}
+
 // An error a person will read: what went wrong, with the context layers prepended.
 class Error {
  public:
   Error() = default;
+  // Most errors of the control path are about what was asked or configured.
   explicit Error(std::string message) : message_(std::move(message)) {}
+  Error(ErrorCode code, std::string message) : message_(std::move(message)), code_(code) {}
 
   [[nodiscard]] const std::string& message() const { return message_; }
+  [[nodiscard]] ErrorCode code() const { return code_; }
 
-  // Returns this error with "what: " put in front, for the layer above.
-  [[nodiscard]] Error context(const std::string& what) const& { return Error(what + ": " + message_); }
+  // Returns this error with "what: " put in front, for the layer above; the code stays.
+  [[nodiscard]] Error context(const std::string& what) const& {
+    return Error(code_, what + ": " + message_);
+  }
   [[nodiscard]] Error context(const std::string& what) && {
     message_.insert(0, what + ": ");
     return std::move(*this);
@@ -26,6 +60,7 @@ class Error {
 
  private:
   std::string message_;
+  ErrorCode code_ = ErrorCode::invalid_argument;
 };
 
 template <typename T>

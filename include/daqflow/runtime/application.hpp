@@ -1,27 +1,33 @@
 #pragma once
 // Applications: units of work hosted by an executive (an RU, a BU, a benchmark source...).
 //
-// The executive drives an application through the state machine of DESIGN.md §8 and calls its
-// hooks on the context's control thread:
+// An application is its hooks and its data path; its host (the executive's AppHost) owns the
+// run state, the first failure and the publication of its counters. The host drives the
+// application through the state machine of DESIGN.md §8 and calls its hooks on the context's
+// control thread:
 //
-//   configure()   Halted -> Ready: allocate pools, create endpoints, start connecting. After it
-//                 returns the executive starts the application's agent thread, which calls
-//                 do_work() until Halt, whatever the state (connections and draining need it).
-//   enable()      Ready -> Enabled: start producing data.
-//   suspend()     Enabled -> Suspended: stop producing, keep connections.
+//   configure()   Halted -> Ready: read parameters, allocate pools, create the endpoint, start
+//                 connecting. After it returns the host starts the application's agent thread,
+//                 which calls do_work() until Halt, whatever the state (connections and draining
+//                 need it), and never before configure() or after release().
+//   enable()      Ready -> Enabled: producing() becomes true once the hook has returned.
+//   suspend()     Enabled -> Suspended: producing() is false before the hook runs.
 //   resume()      Suspended -> Enabled.
-//   begin_halt()  -> Halting: stop producing; do_work() goes on and drains what is in flight.
-//                 The executive waits until drained() (or the halt timeout), stops the agent and
-//                 calls release(): close endpoints, free pools. -> Halted.
+//   begin_halt()  -> Halting: halting() is true before the hook runs; do_work() goes on and
+//                 drains what is in flight. The host waits until the agent has run do_work()
+//                 at least once since halting() became true and drained() holds (or the halt
+//                 timeout), stops the agent and calls release(): close what the application
+//                 opened, free pools. -> Halted.
 //
-// do_work() runs on the agent thread only. To fail, an application calls fail(reason) from any
-// thread: the state machine goes to Failed(reason). results() and finished() are called from
-// other threads and must be thread-safe.
+// The hooks have empty defaults: a type overrides those it needs. To fail, an application calls
+// fail(reason) from any thread: the first failure moves it to Failed(reason), later ones are only
+// logged. results() is called from any thread, never while configure() or release() runs.
 
 #include <nlohmann/json.hpp>
 
 #include <atomic>
 #include <chrono>
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <string>
@@ -37,13 +43,16 @@
 
 namespace daqflow::runtime {
 
+struct HostAccess;
+
 // What an application sees of its executive during configure().
 class AppContext {
  public:
   virtual ~AppContext() = default;
   [[nodiscard]] virtual const ClusterConfig& cluster() const = 0;
   [[nodiscard]] virtual const ApplicationConfig& self() const = 0;
-  // The application's parameters (validated; current values, including PUT changes).
+  // The application's parameters (validated, defaults filled in; current values, including PUT
+  // changes).
   [[nodiscard]] virtual const nlohmann::json& params() const = 0;
   // The application's endpoint on its configured transport, created on first call with the
   // cluster's transport settings (options may override them). Owned by the application's host;
@@ -52,8 +61,26 @@ class AppContext {
       const transport::EndpointOptions* options = nullptr) = 0;
   [[nodiscard]] virtual MetricsRegistry& metrics() = 0;
   [[nodiscard]] virtual core::Clock& clock() = 0;
+
+  // Typed parameters; errors name the application and the key.
+  [[nodiscard]] ParamReader param_reader() const;
+  // The endpoint options of the cluster's transport settings for this application, to adjust
+  // before endpoint(&options).
+  [[nodiscard]] transport::EndpointOptions endpoint_options() const;
   // Index of an application by id, or an error naming the id.
   [[nodiscard]] Result<AppIndex> index_of(std::string_view id) const;
+  // The indexes of the ids listed in parameter `key`, or an error naming it and the unknown id.
+  [[nodiscard]] Result<std::vector<AppIndex>> indexes_of(
+      std::string_view key, const std::vector<std::string>& ids) const;
+};
+
+// The run state as the host publishes it to its application.
+enum class RunState : std::uint8_t {
+  halted,     // no agent; configure() may be running
+  ready,      // configured, not enabled
+  enabled,    // producing
+  suspended,  // connected, not producing
+  halting,    // stop producing; drain what is in flight
 };
 
 class Application {
@@ -70,27 +97,44 @@ class Application {
 
   // Agent thread.
   [[nodiscard]] virtual int do_work() = 0;
-  // Blocks until do_work() may have something to do; applications with an endpoint forward to
-  // its wait(). The default sleeps for the timeout.
+  // Blocks until do_work() may have something to do. The default waits on the application's
+  // endpoint when it has one, else sleeps for the timeout.
   virtual void wait_for_work(std::chrono::microseconds timeout);
 
   // Any thread.
+  // Whether everything in flight is done, once halting(); the host asks only after the agent
+  // has seen halting().
   [[nodiscard]] virtual bool drained() const { return true; }
-  [[nodiscard]] virtual bool finished() const { return false; }
   // The application's results (e.g. a fit or a throughput), final once Halted.
   [[nodiscard]] virtual nlohmann::json results() const { return nlohmann::json::object(); }
 
-  // Set by the host before configure().
-  void attach(std::function<void(std::string)> fail) { fail_ = std::move(fail); }
+  // Any thread: the host's view.
+  [[nodiscard]] const std::string& id() const { return id_; }
+  [[nodiscard]] RunState run_state() const { return state_.load(std::memory_order_acquire); }
+  // Enabled and not failed: the data path may start new work.
+  [[nodiscard]] bool producing() const { return run_state() == RunState::enabled && !failed(); }
+  [[nodiscard]] bool halting() const { return run_state() == RunState::halting; }
+  [[nodiscard]] bool failed() const { return failed_.load(std::memory_order_acquire); }
+  // All the work the application was given is done (e.g. a source with a count sent it all).
+  [[nodiscard]] bool finished() const { return finished_.load(std::memory_order_acquire); }
 
  protected:
-  // Any thread: moves the application to Failed with this reason.
-  void fail(std::string reason) const {
-    if (fail_) fail_(std::move(reason));
-  }
+  // Any thread: moves the application to Failed with this reason; only the first one counts.
+  void fail(std::string reason) const;
+  // Any thread: see finished().
+  void set_finished() { finished_.store(true, std::memory_order_release); }
+  // A peer lost now is not a failure: the run is halting or the work is done.
+  [[nodiscard]] bool winding_down() const { return halting() || finished(); }
 
  private:
-  std::function<void(std::string)> fail_;
+  friend struct HostAccess;
+
+  std::string id_;
+  std::atomic<RunState> state_{RunState::halted};
+  mutable std::atomic<bool> failed_{false};
+  std::atomic<bool> finished_{false};
+  std::function<void(std::string)> report_failure_;  // set by the host before configure()
+  transport::Endpoint* endpoint_ = nullptr;          // the host's, for wait_for_work()
 };
 
 // Folds one application's results into the run's results (the `results` object of the summary

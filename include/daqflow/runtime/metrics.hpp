@@ -1,7 +1,8 @@
 #pragma once
 // Typed, named metrics of one application: counters (monotonic) and gauges (current value),
 // plus probes (read by a function at snapshot time, e.g. a pool's occupancy). The data path
-// updates counters and gauges with relaxed atomics; the control API snapshots them.
+// updates counters and gauges with relaxed atomics; the control API and the application's
+// results() read them.
 //
 // Registration (counter(), gauge(), probe()) happens at Configure on the control thread; the
 // returned references stay valid for the registry's lifetime.
@@ -16,17 +17,13 @@
 #include <string>
 #include <vector>
 
+#include "daqflow/core/counter.hpp"
+
 namespace daqflow::runtime {
 
-class Counter {
- public:
-  void add(std::uint64_t n = 1) { v_.fetch_add(n, std::memory_order_relaxed); }
-  [[nodiscard]] std::uint64_t value() const { return v_.load(std::memory_order_relaxed); }
-  void reset() { v_.store(0, std::memory_order_relaxed); }
-
- private:
-  std::atomic<std::uint64_t> v_{0};
-};
+// Applications count on their agent thread with add_single_writer(); results() and the control
+// API read the same counters (an application counts once).
+using Counter = core::Counter;
 
 class Gauge {
  public:

@@ -15,11 +15,6 @@ namespace {
 
 constexpr std::int64_t kOutputCheckNs = 50'000'000;
 
-std::int64_t integer(const nlohmann::json& p, const char* key, std::int64_t fallback) {
-  const auto it = p.find(key);
-  return it != p.end() && it->is_number_integer() ? it->get<std::int64_t>() : fallback;
-}
-
 }  // namespace
 
 BuilderUnit::~BuilderUnit() {
@@ -29,19 +24,20 @@ BuilderUnit::~BuilderUnit() {
 
 Result<void> BuilderUnit::configure(runtime::AppContext& ctx) {
   release();
-  id_ = ctx.self().id;
   clock_ = &ctx.clock();
-  auto context = [&](const Error& e) { return e.context("application '" + id_ + "'"); };
+  auto context = [&](const Error& e) { return e.context("application '" + id() + "'"); };
+  runtime::ParamReader p = ctx.param_reader();
+  events_per_request_ = p.get<std::uint32_t>("events_per_request");
+  window_ = p.get<std::uint32_t>("blocks_in_flight");
+  timeout_ms_ = p.get<std::int64_t>("timeout_ms");
+  heartbeat_ns_ = p.get<std::int64_t>("heartbeat_ms") * 1'000'000;
+  fail_on_incomplete_ = p.get<std::string>("on_incomplete") == "fail";
+  const bool check_crc = p.get<bool>("check_crc");
+  const auto output_params = p.get<nlohmann::json>("output");
+  if (auto r = p.status(); !r) return r;
   auto topology = resolve_topology(ctx);
   if (!topology) return topology.error();
   topology_ = std::move(*topology);
-  const nlohmann::json& p = ctx.params();
-  events_per_request_ = static_cast<std::uint32_t>(integer(p, "events_per_request", 32));
-  window_ =
-      static_cast<std::uint32_t>(std::max<std::int64_t>(1, integer(p, "blocks_in_flight", 4)));
-  timeout_ms_ = integer(p, "timeout_ms", 2000);
-  heartbeat_ns_ = integer(p, "heartbeat_ms", 200) * 1'000'000;
-  fail_on_incomplete_ = p.value("on_incomplete", std::string("write")) == "fail";
 
   BuilderSettings s;
   s.rus = topology_.rus;
@@ -49,19 +45,17 @@ Result<void> BuilderUnit::configure(runtime::AppContext& ctx) {
   s.slots = window_;
   s.max_block_events = topology_.max_block_events;
   s.timeout_ns = timeout_ms_ * 1'000'000;
-  s.check_crc = p.value("check_crc", false);
+  s.check_crc = check_crc;
   auto builder = BlockBuilder::create(std::move(s));
   if (!builder) return context(builder.error());
   builder_ = std::move(*builder);
 
   OutputContext oc;
   oc.run_number = ctx.cluster().run.number;
-  oc.bu_id = id_;
+  oc.bu_id = id();
   oc.default_dir = ctx.cluster().run.output;
   oc.queue_depth = window_;
-  const auto out_params = p.find("output");
-  auto output =
-      make_output(out_params != p.end() ? *out_params : nlohmann::json{{"kind", "discard"}}, oc);
+  auto output = make_output(output_params, oc);
   if (!output) return context(output.error());
   output_ = std::move(*output);
 
@@ -85,17 +79,17 @@ Result<void> BuilderUnit::configure(runtime::AppContext& ctx) {
 
   // Every received part is held until its block is written: the receive pool must cover the
   // window from every RU, or the last parts of a block could never arrive.
-  transport::EndpointOptions options = detail::endpoint_options(ctx);
+  transport::EndpointOptions options = ctx.endpoint_options();
   const auto nru = static_cast<std::uint32_t>(topology_.rus.size());
   options.recv_buffers = std::max(options.recv_buffers, window_ * nru + 2 * nru + 8);
   auto endpoint = ctx.endpoint(&options);
-  if (!endpoint) return endpoint.error().context("application '" + id_ + "': endpoint");
+  if (!endpoint) return endpoint.error().context("application '" + id() + "': endpoint");
   endpoint_ = *endpoint;
-  if (auto r = fanout_.configure(id_, topology_.rus, 2 * std::size_t{window_} + 16); !r)
+  if (auto r = fanout_.configure(id(), topology_.rus, 2 * std::size_t{window_} + 16); !r)
     return context(r.error());
   for (const auto ru : topology_.rus) {
     if (auto r = endpoint_->connect(ru); !r) {
-      return r.error().context("application '" + id_ + "': connecting to '" + topology_.name(ru) +
+      return r.error().context("application '" + id() + "': connecting to '" + topology_.name(ru) +
                                "'");
     }
   }
@@ -113,8 +107,7 @@ Result<void> BuilderUnit::configure(runtime::AppContext& ctx) {
   parts_late_ = &m.counter("parts_late", "block parts arriving after their block was built");
   parts_duplicate_ = &m.counter("parts_duplicate", "block parts received twice");
   blocks_open_ = &m.gauge("blocks_open", "blocks being gathered or written");
-  totals_ = {};
-  published_ = {};
+  written_published_ = 0;
 
   requested_ = 0;
   in_output_ = 0;
@@ -122,48 +115,19 @@ Result<void> BuilderUnit::configure(runtime::AppContext& ctx) {
   next_heartbeat_ns_ = 0;
   next_output_check_ns_ = 0;
   warned_corrupt_ = false;
-  enabled_.store(false);
-  halting_.store(false);
-  failed_.store(false);
   drained_.store(false);
-  built_.store(0);
-  incomplete_.store(0);
-  corrupted_.store(0);
-  written_.store(0);
-  bytes_.store(0);
   first_build_ns_.store(0);
   last_build_ns_.store(0);
   return ok();
 }
 
-Result<void> BuilderUnit::enable() {
-  enabled_.store(true, std::memory_order_release);
-  return ok();
-}
-
-Result<void> BuilderUnit::suspend() {
-  enabled_.store(false, std::memory_order_release);
-  return ok();
-}
-
-Result<void> BuilderUnit::resume() {
-  return enable();
-}
-
-void BuilderUnit::begin_halt() {
-  drained_.store(false, std::memory_order_release);
-  halting_.store(true, std::memory_order_release);
-  enabled_.store(false, std::memory_order_release);
-}
-
 void BuilderUnit::release() {
-  enabled_.store(false);
   if (output_) {
     if (auto r = output_->close(); !r)
-      spdlog::warn("{}: closing the output: {}", id_, r.error().message());
+      spdlog::warn("{}: closing the output: {}", id(), r.error().message());
     while (output_->poll_done() != nullptr) {
     }
-    written_.store(output_->stats().events_written, std::memory_order_relaxed);
+    publish_written();
   }
   for (auto& b : batches_) b.clear();
   if (builder_) builder_->clear();
@@ -173,8 +137,13 @@ void BuilderUnit::release() {
   endpoint_ = nullptr;
 }
 
-void BuilderUnit::fail_once(const std::string& reason) {
-  if (!failed_.exchange(true)) fail("application '" + id_ + "': " + reason);
+// On the agent thread, and in release() once the agent has stopped: one writer at a time.
+void BuilderUnit::publish_written() {
+  const std::uint64_t written = output_->stats().events_written;
+  if (written > written_published_) {
+    events_written_->add_single_writer(written - written_published_);
+  }
+  written_published_ = written;
 }
 
 void BuilderUnit::ru_gone(AppIndex ru, const std::string& why) {
@@ -190,8 +159,8 @@ void BuilderUnit::on_completion(Completion& c, std::int64_t now) {
   switch (c.kind) {
     case Completion::Kind::recv: {
       if (c.message.type != wire::MessageType::block) break;
-      ++totals_.messages_in;
-      totals_.bytes_in += c.size;
+      messages_in_->add_single_writer();
+      bytes_in_->add_single_writer(c.size);
       wire::EvbStatus detail = wire::EvbStatus::ok;
       switch (builder_->on_part(c.peer, c.message, now, &detail)) {
         case PartOutcome::first:
@@ -200,21 +169,21 @@ void BuilderUnit::on_completion(Completion& c, std::int64_t now) {
         case PartOutcome::added:
           break;
         case PartOutcome::late:
-          ++totals_.late;
+          parts_late_->add_single_writer();
           break;
         case PartOutcome::duplicate:
-          ++totals_.duplicate;
+          parts_duplicate_->add_single_writer();
           break;
         case PartOutcome::unknown:
           break;
         case PartOutcome::malformed:
-          fail_once("malformed block " + std::to_string(c.message.tag) + " from " +
+          fail("malformed block " + std::to_string(c.message.tag) + " from " +
                     topology_.name(c.peer) + ": " +
                     (detail == wire::EvbStatus::ok ? std::string("its header names another RU")
                                                    : std::string(wire::to_string(detail))));
           break;
         case PartOutcome::no_slot:
-          fail_once(topology_.name(c.peer) + " sent block " + std::to_string(c.message.tag) +
+          fail(topology_.name(c.peer) + " sent block " + std::to_string(c.message.tag) +
                     " while all " + std::to_string(window_) +
                     " blocks in flight are open: more blocks than requested");
           break;
@@ -226,11 +195,11 @@ void BuilderUnit::on_completion(Completion& c, std::int64_t now) {
     case Completion::Kind::peer_closed:
     case Completion::Kind::error: {
       const bool error = c.kind == Completion::Kind::error;
-      if (error && c.peer == topology_.evm && !halting_.load(std::memory_order_acquire)) {
-        fail_once("the EVM '" + topology_.name(c.peer) + "' is lost: " + std::string(c.reason));
+      if (error && c.peer == topology_.evm && !halting()) {
+        fail("the EVM '" + topology_.name(c.peer) + "' is lost: " + std::string(c.reason));
       }
       if (error) {
-        spdlog::warn("{}: RU '{}' lost: {}", id_, topology_.name(c.peer), c.reason);
+        spdlog::warn("{}: RU '{}' lost: {}", id(), topology_.name(c.peer), c.reason);
         ru_gone(c.peer, "connection failed: " + std::string(c.reason));
       } else {
         ru_gone(c.peer, "closed its connection");
@@ -247,7 +216,7 @@ int BuilderUnit::build(std::int64_t now) {
     unsubmitted_.erase(unsubmitted_.begin());
     ++n;
   }
-  while (!free_.empty() && !failed_.load(std::memory_order_relaxed)) {
+  while (!free_.empty() && !failed()) {
     const int slot = builder_->ready(now);
     if (slot < 0) break;
     OutputBatch* batch = free_.back();
@@ -255,11 +224,11 @@ int BuilderUnit::build(std::int64_t now) {
     ++in_output_;
     const BuildResult r = builder_->build(slot, *batch);
     acks_[batch_index(batch)] = AckInfo{r.block_id, r.generation, r.built, r.incomplete, r.bytes};
-    totals_.built += r.built;
-    totals_.incomplete += r.incomplete;
-    totals_.corrupted += r.corrupted;
-    totals_.bytes += r.bytes;
-    ++totals_.blocks;
+    events_built_->add_single_writer(r.built);
+    events_incomplete_->add_single_writer(r.incomplete);
+    events_corrupted_->add_single_writer(r.corrupted);
+    bytes_built_->add_single_writer(r.bytes);
+    blocks_built_->add_single_writer();
     if (first_build_ns_.load(std::memory_order_relaxed) == 0)
       first_build_ns_.store(now, std::memory_order_relaxed);
     last_build_ns_.store(now, std::memory_order_relaxed);
@@ -267,7 +236,7 @@ int BuilderUnit::build(std::int64_t now) {
     if (r.incomplete > 0 && fail_on_incomplete_) {
       const auto missing = static_cast<std::size_t>(r.missing_ru);
       const std::string& why = ru_lost_why_[missing];
-      fail_once("block " + std::to_string(r.block_id) + " (events " +
+      fail("block " + std::to_string(r.block_id) + " (events " +
                 std::to_string(batch->events.front().number) + ".." +
                 std::to_string(batch->events.back().number) + ") is incomplete: no data from RU '" +
                 topology_.name(topology_.rus[missing]) + "' (" +
@@ -280,7 +249,7 @@ int BuilderUnit::build(std::int64_t now) {
     }
     if (r.corrupted > 0 && !warned_corrupt_) {
       warned_corrupt_ = true;
-      spdlog::warn("{}: corrupted event(s) in block {}: {} (further ones are only counted)", id_,
+      spdlog::warn("{}: corrupted event(s) in block {}: {} (further ones are only counted)", id(),
                    r.block_id, r.problem);
     }
     if (!output_->submit(batch)) unsubmitted_.push_back(batch);
@@ -328,7 +297,7 @@ int BuilderUnit::finish() {
 
 int BuilderUnit::request(std::int64_t now) {
   int n = 0;
-  if (enabled_.load(std::memory_order_acquire) && !halting_.load(std::memory_order_acquire)) {
+  if (producing()) {
     const std::uint32_t busy = builder_->open() + in_output_ + requested_;
     if (busy < window_ && fanout_.has_room()) {
       wire::EventRequest r;
@@ -339,7 +308,7 @@ int BuilderUnit::request(std::int64_t now) {
       wire::encode(r, payload);
       if (fanout_.push(wire::MessageType::event_request, 0, payload, 0)) {
         requested_ += r.blocks;
-        totals_.requests += r.blocks;
+        requests_sent_->add_single_writer(r.blocks);
         ++n;
       }
     }
@@ -359,39 +328,18 @@ int BuilderUnit::request(std::int64_t now) {
 void BuilderUnit::publish(std::int64_t now) {
   if (now >= next_output_check_ns_) {
     next_output_check_ns_ = now + kOutputCheckNs;
-    const OutputStats s = output_->stats();
-    totals_.written = s.events_written;
+    publish_written();
     // Any failure of the output fails the BU, whether or not it came with a counted write error
     // (e.g. a file that would have been overwritten).
-    if (const std::string f = output_->failure(); !f.empty()) fail_once(f);
+    if (const std::string f = output_->failure(); !f.empty()) fail(f);
   }
-  auto delta = [](runtime::Counter* m, std::uint64_t value, std::uint64_t& last) {
-    if (value > last) m->add(value - last);
-    last = value;
-  };
-  delta(events_built_, totals_.built, published_.built);
-  delta(events_incomplete_, totals_.incomplete, published_.incomplete);
-  delta(events_corrupted_, totals_.corrupted, published_.corrupted);
-  delta(events_written_, totals_.written, published_.written);
-  delta(bytes_built_, totals_.bytes, published_.bytes);
-  delta(blocks_built_, totals_.blocks, published_.blocks);
-  delta(requests_sent_, totals_.requests, published_.requests);
-  delta(messages_in_, totals_.messages_in, published_.messages_in);
-  delta(bytes_in_, totals_.bytes_in, published_.bytes_in);
-  delta(parts_late_, totals_.late, published_.late);
-  delta(parts_duplicate_, totals_.duplicate, published_.duplicate);
   blocks_open_->set(static_cast<double>(builder_->open() + in_output_));
-  built_.store(totals_.built, std::memory_order_relaxed);
-  incomplete_.store(totals_.incomplete, std::memory_order_relaxed);
-  corrupted_.store(totals_.corrupted, std::memory_order_relaxed);
-  written_.store(totals_.written, std::memory_order_relaxed);
-  bytes_.store(totals_.bytes, std::memory_order_relaxed);
 }
 
 int BuilderUnit::do_work() {
-  if (endpoint_ == nullptr || failed_.load(std::memory_order_acquire)) return 0;
+  if (failed()) return 0;
   const std::int64_t now = clock_->now_ns();
-  const bool halting = halting_.load(std::memory_order_acquire);
+  const bool halting = this->halting();
   int work = 0;
   const std::size_t n = endpoint_->poll(completions_);
   for (std::size_t i = 0; i < n; ++i) on_completion(completions_[i], now);
@@ -403,7 +351,7 @@ int BuilderUnit::do_work() {
   work += fanout_.post(*endpoint_, gone_);
   for (const AppIndex peer : gone_) {
     if (peer == topology_.evm && !halting)
-      fail_once("the EVM '" + topology_.name(peer) + "' refuses messages");
+      fail("the EVM '" + topology_.name(peer) + "' refuses messages");
     ru_gone(peer, "refuses messages");
   }
   publish(now);
@@ -413,10 +361,6 @@ int BuilderUnit::do_work() {
 }
 
 void BuilderUnit::wait_for_work(std::chrono::microseconds timeout) {
-  if (endpoint_ == nullptr) {
-    Application::wait_for_work(timeout);
-    return;
-  }
   // Batches come back from the output without a message: do not sleep long while it holds some;
   // heartbeats and part timeouts need regular turns too.
   std::chrono::microseconds cap = std::chrono::microseconds(heartbeat_ns_ / 2000 + 1);
@@ -425,21 +369,21 @@ void BuilderUnit::wait_for_work(std::chrono::microseconds timeout) {
 }
 
 bool BuilderUnit::drained() const {
-  return drained_.load(std::memory_order_acquire) || failed_.load(std::memory_order_acquire);
+  return drained_.load(std::memory_order_acquire) || failed();
 }
 
 nlohmann::json BuilderUnit::results() const {
-  const std::uint64_t built = built_.load(std::memory_order_relaxed);
-  const std::uint64_t incomplete = incomplete_.load(std::memory_order_relaxed);
-  const std::uint64_t bytes = bytes_.load(std::memory_order_relaxed);
+  const std::uint64_t built = events_built_->value();
+  const std::uint64_t incomplete = events_incomplete_->value();
+  const std::uint64_t bytes = bytes_built_->value();
   const std::int64_t from = first_build_ns_.load(std::memory_order_relaxed);
   const std::int64_t to = last_build_ns_.load(std::memory_order_relaxed);
   const double seconds = from > 0 && to > from ? static_cast<double>(to - from) * 1e-9 : 0.0;
   return {
       {"events_built", built},
       {"events_incomplete", incomplete},
-      {"events_corrupted", corrupted_.load(std::memory_order_relaxed)},
-      {"events_written", written_.load(std::memory_order_relaxed)},
+      {"events_corrupted", events_corrupted_->value()},
+      {"events_written", events_written_->value()},
       {"bytes_built", bytes},
       {"seconds", seconds},
       {"event_rate_hz", seconds > 0 ? static_cast<double>(built + incomplete) / seconds : 0.0},

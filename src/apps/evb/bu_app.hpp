@@ -11,7 +11,7 @@
 // The EVM's connection failing fails the BU. Halt: no more requests; drained once every open
 // block is built, written and acknowledged.
 //
-// Threading: as every application (runtime/application.hpp); results() reads atomics only.
+// Threading: as every application (runtime/application.hpp); results() reads the metrics.
 
 #include <array>
 #include <atomic>
@@ -33,10 +33,6 @@ class BuilderUnit final : public runtime::Application {
   ~BuilderUnit() override;
 
   Result<void> configure(runtime::AppContext& ctx) override;
-  Result<void> enable() override;
-  Result<void> suspend() override;
-  Result<void> resume() override;
-  void begin_halt() override;
   void release() override;
 
   [[nodiscard]] int do_work() override;
@@ -65,13 +61,13 @@ class BuilderUnit final : public runtime::Application {
   void recycle(OutputBatch* batch);
   int request(std::int64_t now);
   void publish(std::int64_t now);
-  void fail_once(const std::string& reason);
+  // The output's count of events written, into events_written_.
+  void publish_written();
   [[nodiscard]] std::size_t batch_index(const OutputBatch* b) const {
     return static_cast<std::size_t>(b - batches_.data());
   }
 
   // Configuration.
-  std::string id_;
   Topology topology_;
   std::uint32_t events_per_request_ = 32;
   std::uint32_t window_ = 4;
@@ -99,10 +95,9 @@ class BuilderUnit final : public runtime::Application {
   std::int64_t next_heartbeat_ns_ = 0;
   std::int64_t next_output_check_ns_ = 0;
   bool warned_corrupt_ = false;
-  struct Totals {
-    std::uint64_t built = 0, incomplete = 0, corrupted = 0, bytes = 0, blocks = 0, requests = 0,
-                  messages_in = 0, bytes_in = 0, late = 0, duplicate = 0, written = 0;
-  } totals_, published_;
+  std::uint64_t written_published_ = 0;  // the output's events_written already counted
+
+  // Metrics, counted by the agent thread and read by results().
   runtime::Counter* events_built_ = nullptr;
   runtime::Counter* events_incomplete_ = nullptr;
   runtime::Counter* events_corrupted_ = nullptr;
@@ -117,15 +112,7 @@ class BuilderUnit final : public runtime::Application {
   runtime::Gauge* blocks_open_ = nullptr;
 
   // Shared with other threads.
-  std::atomic<bool> enabled_{false};
-  std::atomic<bool> halting_{false};
-  std::atomic<bool> failed_{false};
   std::atomic<bool> drained_{false};
-  std::atomic<std::uint64_t> built_{0};
-  std::atomic<std::uint64_t> incomplete_{0};
-  std::atomic<std::uint64_t> corrupted_{0};
-  std::atomic<std::uint64_t> written_{0};
-  std::atomic<std::uint64_t> bytes_{0};
   std::atomic<std::int64_t> first_build_ns_{0};
   std::atomic<std::int64_t> last_build_ns_{0};
 };

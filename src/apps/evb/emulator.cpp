@@ -8,6 +8,7 @@
 #include <numbers>
 #include <unordered_map>
 
+#include "daqflow/runtime/params.hpp"
 #include "daqflow/wire/endian.hpp"
 #include "daqflow/wire/fed.hpp"
 #include "daqflow/wire/fed_crc.hpp"
@@ -118,92 +119,49 @@ class ShiftPowers {
   std::array<Matrix, 32> powers_{};
 };
 
-Result<double> number_of(const nlohmann::json& obj, const char* key, const char* where) {
-  const auto it = obj.find(key);
-  if (it == obj.end() || !it->is_number()) {
-    return Error(std::string("parameter '") + where + "." + key + "': expected a number");
-  }
-  return it->get<double>();
-}
-
 }  // namespace
 
-Result<EmulatorSettings> parse_emulator_settings(const nlohmann::json& p, std::uint32_t position) {
+// The parameters were checked against their specs (kinds, bounds, defaults: evb_config.cpp);
+// what is left are the checks across parameters.
+Result<EmulatorSettings> parse_emulator_settings(const nlohmann::json& params,
+                                                 std::uint32_t position) {
   EmulatorSettings s;
-  auto error = [](const std::string& key, const std::string& what) {
-    return Error("parameter '" + key + "': " + what);
-  };
-  const auto feds = p.find("feds");
-  if (feds == p.end() || !feds->is_number_integer()) return error("feds", "expected an integer");
-  const auto nfeds = feds->get<std::int64_t>();
-  if (nfeds < 1 || nfeds > kMaxFedsPerRu) {
-    return error("feds", std::to_string(nfeds) + " is outside 1.." + std::to_string(kMaxFedsPerRu));
-  }
-  s.feds = static_cast<std::uint32_t>(nfeds);
+  runtime::ParamReader p(params, "FED emulator");
+  s.feds = p.get<std::uint32_t>("feds");
+  const auto first = p.get<std::optional<std::int64_t>>("first_fed_id")
+                         .value_or(std::int64_t{100} * position);
+  s.seed = p.get<std::uint64_t>("seed");
+  const auto payload = p.get<std::string>("payload");
+  runtime::ParamReader size = p.object("fragment_size");
+  const auto dist = size.get<std::string>("dist");
+  s.size.mean = size.get<double>("mean");
+  s.size.sd = size.get<double>("sd");
+  const auto lo = size.get<std::uint32_t>("min");
+  const auto hi = size.get<std::uint32_t>("max");
+  if (auto r = p.status(); !r) return r.error();
 
-  std::int64_t first = std::int64_t{100} * position;
-  if (const auto it = p.find("first_fed_id"); it != p.end() && !it->is_null()) {
-    if (!it->is_number_integer()) return error("first_fed_id", "expected an integer");
-    first = it->get<std::int64_t>();
-  }
-  if (first < 0 || first + nfeds - 1 > wire::kFedMaxSourceId) {
-    return error("first_fed_id",
-                 "FED ids " + std::to_string(first) + ".." + std::to_string(first + nfeds - 1) +
-                     " do not fit the 12-bit source id (0..4095); set first_fed_id explicitly");
+  if (first < 0 || first + s.feds - 1 > wire::kFedMaxSourceId) {
+    return p.error("first_fed_id", "FED ids " + std::to_string(first) + ".." +
+                                       std::to_string(first + s.feds - 1) +
+                                       " do not fit the 12-bit source id (0..4095); set "
+                                       "first_fed_id explicitly");
   }
   s.first_fed_id = static_cast<std::uint16_t>(first);
-
-  if (const auto it = p.find("seed"); it != p.end() && it->is_number_integer()) {
-    s.seed = static_cast<std::uint64_t>(it->get<std::int64_t>());
-  }
-  if (const auto it = p.find("payload"); it != p.end() && it->is_string()) {
-    const auto& kind = it->get_ref<const std::string&>();
-    if (kind == "pattern") {
-      s.payload = PayloadKind::per_event_pattern;
-    } else if (kind != "template") {
-      return error("payload", "'" + kind + "' is not one of: template, pattern");
-    }
-  }
-
-  const auto fs = p.find("fragment_size");
-  if (fs == p.end() || !fs->is_object()) return error("fragment_size", "expected a mapping");
-  const auto dist = fs->find("dist");
-  const std::string d = dist != fs->end() && dist->is_string() ? dist->get<std::string>() : "";
-  if (d == "fixed") {
+  s.payload = payload == "pattern" ? PayloadKind::per_event_pattern : PayloadKind::fixed_template;
+  if (dist == "fixed") {
     s.size.dist = SizeDistribution::fixed;
-  } else if (d == "uniform") {
+  } else if (dist == "uniform") {
     s.size.dist = SizeDistribution::uniform;
-  } else if (d == "lognormal") {
-    s.size.dist = SizeDistribution::lognormal;
   } else {
-    return error("fragment_size.dist", "'" + d + "' is not one of: fixed, uniform, lognormal");
-  }
-  auto mean = number_of(*fs, "mean", "fragment_size");
-  if (!mean) return mean.error();
-  auto sd = number_of(*fs, "sd", "fragment_size");
-  if (!sd) return sd.error();
-  auto lo = number_of(*fs, "min", "fragment_size");
-  if (!lo) return lo.error();
-  auto hi = number_of(*fs, "max", "fragment_size");
-  if (!hi) return hi.error();
-  if (*mean <= 0) return error("fragment_size.mean", "must be above 0");
-  if (*sd < 0) return error("fragment_size.sd", "must be 0 or more");
-  if (*lo < static_cast<double>(wire::kFedMinFragmentSize)) {
-    return error("fragment_size.min", "must be at least 16 (a header and a trailer)");
-  }
-  if (*hi > kMaxEmulatedFragmentSize) {
-    return error("fragment_size.max",
-                 "must be at most " + std::to_string(kMaxEmulatedFragmentSize));
+    s.size.dist = SizeDistribution::lognormal;
   }
   // Sizes are whole words: min rounds up, max down.
-  const auto min8 = static_cast<std::uint32_t>((static_cast<std::uint64_t>(*lo) + 7) / 8 * 8);
-  const auto max8 = static_cast<std::uint32_t>(static_cast<std::uint64_t>(*hi) / 8 * 8);
+  const std::uint32_t min8 = (lo + 7) / 8 * 8;
+  const std::uint32_t max8 = hi / 8 * 8;
   if (max8 < min8) {
-    return error("fragment_size", "max (" + std::to_string(max8) + ") is below min (" +
-                                      std::to_string(min8) + ") after rounding to 8 bytes");
+    return p.error("fragment_size", "max (" + std::to_string(max8) + ") is below min (" +
+                                        std::to_string(min8) + ") after rounding to 8 bytes");
   }
-  s.size.mean = *mean;
-  s.size.sd = *sd;
   s.size.min = min8;
   s.size.max = max8;
   return s;

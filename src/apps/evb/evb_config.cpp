@@ -10,75 +10,55 @@
 
 namespace daqflow::apps::evb {
 
-using runtime::ParamKind;
 using runtime::ParamSpec;
 
-namespace {
-
-ParamSpec spec(std::string name, ParamKind kind, std::string help, std::string default_json,
-               std::optional<double> min = {}, std::optional<double> max = {},
-               std::vector<std::string> choices = {}) {
-  ParamSpec p;
-  p.name = std::move(name);
-  p.kind = kind;
-  p.help = std::move(help);
-  p.default_json = std::move(default_json);
-  p.min = min;
-  p.max = max;
-  p.choices = std::move(choices);
-  return p;
-}
-
-std::vector<std::string> ids_of(const nlohmann::json& params, const char* key) {
-  std::vector<std::string> out;
-  const auto it = params.find(key);
-  if (it == params.end() || !it->is_array()) return out;
-  for (const auto& v : *it) {
-    if (v.is_string()) out.push_back(v.get<std::string>());
-  }
-  return out;
-}
-
-std::int64_t integer_of(const nlohmann::json& params, const char* key, std::int64_t fallback) {
-  const auto it = params.find(key);
-  return it != params.end() && it->is_number_integer() ? it->get<std::int64_t>() : fallback;
-}
-
-}  // namespace
-
 std::vector<ParamSpec> readout_param_specs() {
-  ParamSpec size = spec("fragment_size", ParamKind::object,
-                        "FED emulator: fragment size distribution (bytes, whole fragment)", "{}");
-  size.fields = {
-      spec("dist", ParamKind::string, "fixed, uniform or lognormal", "\"lognormal\"", {}, {},
-           {"fixed", "uniform", "lognormal"}),
-      spec("mean", ParamKind::number, "mean fragment size, bytes", "2048", 16,
-           kMaxEmulatedFragmentSize),
-      spec("sd", ParamKind::number, "standard deviation, bytes", "1024", 0,
-           kMaxEmulatedFragmentSize),
-      spec("min", ParamKind::integer, "smallest fragment, bytes (rounded up to 8)", "64", 16,
-           kMaxEmulatedFragmentSize),
-      spec("max", ParamKind::integer, "largest fragment, bytes (rounded down to 8)", "65536", 16,
-           kMaxEmulatedFragmentSize),
-  };
   std::vector<ParamSpec> specs = {
-      spec("feds", ParamKind::integer, "FEDs read by this RU (one fragment each per event)", "8", 1,
-           kMaxFedsPerRu),
-      spec("first_fed_id", ParamKind::integer,
-           "FED id of the first FED; null: 100 * the RU's position (EVM 0, then the EVM's rus)",
-           "null", 0, 4095),
-      size,
-      spec("seed", ParamKind::integer, "FED emulator: seed of the fragment sizes and payloads", "1",
-           0),
-      spec("payload", ParamKind::string,
-           "FED emulator: template (one pattern per FED, fast) or pattern (differs per event)",
-           "\"template\"", {}, {}, {"template", "pattern"}),
-      spec("input", ParamKind::string, "where fragments come from: emulator or network",
-           "\"emulator\"", {}, {}, {"emulator", "network"}),
-      spec("chunk_size", ParamKind::integer,
-           "bytes per chunk of super-fragment memory (a multiple of 64)", "4194304", 4096,
-           2147483648.0),
-      spec("chunks", ParamKind::integer, "chunks of super-fragment memory", "32", 2, 65536),
+      ParamSpec::integer("feds", "FEDs read by this RU (one fragment each per event)")
+          .default_value(8)
+          .range(1, kMaxFedsPerRu),
+      ParamSpec::integer(
+          "first_fed_id",
+          "FED id of the first FED; null: 100 * the RU's position (EVM 0, then the EVM's rus)")
+          .default_json_text("null")
+          .range(0, 4095),
+      ParamSpec::object(
+          "fragment_size", "FED emulator: fragment size distribution (bytes, whole fragment)",
+          {
+              ParamSpec::string("dist", "fixed, uniform or lognormal")
+                  .default_value("lognormal")
+                  .one_of({"fixed", "uniform", "lognormal"}),
+              ParamSpec::number("mean", "mean fragment size, bytes")
+                  .default_value(2048)
+                  .range(16, kMaxEmulatedFragmentSize),
+              ParamSpec::number("sd", "standard deviation, bytes")
+                  .default_value(1024)
+                  .range(0, kMaxEmulatedFragmentSize),
+              ParamSpec::integer("min", "smallest fragment, bytes (rounded up to 8)")
+                  .default_value(64)
+                  .range(16, kMaxEmulatedFragmentSize),
+              ParamSpec::integer("max", "largest fragment, bytes (rounded down to 8)")
+                  .default_value(65536)
+                  .range(16, kMaxEmulatedFragmentSize),
+          }),
+      ParamSpec::integer("seed", "FED emulator: seed of the fragment sizes and payloads")
+          .default_value(1)
+          .at_least(0),
+      ParamSpec::string(
+          "payload",
+          "FED emulator: template (one pattern per FED, fast) or pattern (differs per event)")
+          .default_value("template")
+          .one_of({"template", "pattern"}),
+      ParamSpec::string("input", "where fragments come from: emulator or network")
+          .default_value("emulator")
+          .one_of({"emulator", "network"}),
+      ParamSpec::integer("chunk_size",
+                         "bytes per chunk of super-fragment memory (a multiple of 64)")
+          .default_value(4194304)
+          .range(4096, 2147483648.0),
+      ParamSpec::integer("chunks", "chunks of super-fragment memory")
+          .default_value(32)
+          .range(2, 65536),
   };
   for (auto& p : network_input_params()) specs.push_back(std::move(p));
   return specs;
@@ -86,7 +66,7 @@ std::vector<ParamSpec> readout_param_specs() {
 
 std::vector<ParamSpec> ru_param_specs() {
   std::vector<ParamSpec> specs = {
-      spec("evm", ParamKind::app_ref, "the EVM of this builder", ""),
+      ParamSpec::app_ref("evm", "the EVM of this builder"),
   };
   for (auto& p : readout_param_specs()) specs.push_back(std::move(p));
   return specs;
@@ -94,48 +74,63 @@ std::vector<ParamSpec> ru_param_specs() {
 
 std::vector<ParamSpec> evm_param_specs() {
   std::vector<ParamSpec> specs = {
-      spec("rus", ParamKind::app_ref_list, "the RUs of this builder (the EVM is one more)", "[]"),
-      spec("bus", ParamKind::app_ref_list, "the BUs of this builder", ""),
-      spec("trigger_rate_hz", ParamKind::number, "trigger rate limit; 0: as fast as possible", "0",
-           0),
-      spec("heartbeat_timeout_ms", ParamKind::integer,
-           "a BU silent for this long is lost; its blocks go to the others", "2000", 10, 3600000),
+      ParamSpec::app_ref_list("rus", "the RUs of this builder (the EVM is one more)")
+          .default_json_text("[]"),
+      ParamSpec::app_ref_list("bus", "the BUs of this builder"),
+      ParamSpec::number("trigger_rate_hz", "trigger rate limit; 0: as fast as possible")
+          .default_value(0)
+          .at_least(0),
+      ParamSpec::integer("heartbeat_timeout_ms",
+                         "a BU silent for this long is lost; its blocks go to the others")
+          .default_value(2000)
+          .range(10, 3600000),
   };
   for (auto& p : readout_param_specs()) specs.push_back(std::move(p));
   return specs;
 }
 
 std::vector<ParamSpec> bu_param_specs() {
-  ParamSpec output = spec("output", ParamKind::object,
-                          "where built events go: {kind: discard} or {kind: file, dir, "
-                          "max_file_mb, max_file_events, max_total_mb}",
-                          "{}");
-  output.fields = {
-      spec("kind", ParamKind::string, "discard or file", "\"discard\"", {}, {},
-           {"discard", "file"}),
-      spec("dir", ParamKind::string, "file: directory; empty: run.output", "\"\""),
-      spec("max_file_mb", ParamKind::number, "file: roll files at this size, MiB; 0: no limit",
-           "256", 0),
-      spec("max_file_events", ParamKind::integer,
-           "file: roll files after this many events; 0: no limit", "0", 0),
-      spec("max_total_mb", ParamKind::number,
-           "file: stop writing (events still built) past this much, MiB; 0: no limit", "0", 0),
-  };
   return {
-      spec("evm", ParamKind::app_ref, "the EVM of this builder", ""),
-      spec("events_per_request", ParamKind::integer, "events per block asked of the EVM", "32", 1,
-           wire::kMaxEventsPerBlock),
-      spec("blocks_in_flight", ParamKind::integer, "blocks requested or being built at once", "4",
-           1, 256),
-      spec("timeout_ms", ParamKind::integer,
-           "wait this long for a RU's part of a block, then its events are incomplete", "2000", 1,
-           3600000),
-      spec("check_crc", ParamKind::boolean, "check every FED fragment's CRC", "false"),
-      spec("on_incomplete", ParamKind::string, "incomplete events: write (flagged) or fail the run",
-           "\"write\"", {}, {}, {"write", "fail"}),
-      spec("heartbeat_ms", ParamKind::integer, "heartbeat period towards the EVM", "200", 1,
-           600000),
-      output,
+      ParamSpec::app_ref("evm", "the EVM of this builder"),
+      ParamSpec::integer("events_per_request", "events per block asked of the EVM")
+          .default_value(32)
+          .range(1, wire::kMaxEventsPerBlock),
+      ParamSpec::integer("blocks_in_flight", "blocks requested or being built at once")
+          .default_value(4)
+          .range(1, 256),
+      ParamSpec::integer("timeout_ms",
+                         "wait this long for a RU's part of a block, then its events are incomplete")
+          .default_value(2000)
+          .range(1, 3600000),
+      ParamSpec::boolean("check_crc", "check every FED fragment's CRC").default_value(false),
+      ParamSpec::string("on_incomplete", "incomplete events: write (flagged) or fail the run")
+          .default_value("write")
+          .one_of({"write", "fail"}),
+      ParamSpec::integer("heartbeat_ms", "heartbeat period towards the EVM")
+          .default_value(200)
+          .range(1, 600000),
+      ParamSpec::object(
+          "output",
+          "where built events go: {kind: discard} or {kind: file, dir, max_file_mb, "
+          "max_file_events, max_total_mb}",
+          {
+              ParamSpec::string("kind", "discard or file")
+                  .default_value("discard")
+                  .one_of({"discard", "file"}),
+              ParamSpec::string("dir", "file: directory; empty: run.output").default_value(""),
+              ParamSpec::number("max_file_mb", "file: roll files at this size, MiB; 0: no limit")
+                  .default_value(256)
+                  .at_least(0),
+              ParamSpec::integer("max_file_events",
+                                 "file: roll files after this many events; 0: no limit")
+                  .default_value(0)
+                  .at_least(0),
+              ParamSpec::number(
+                  "max_total_mb",
+                  "file: stop writing (events still built) past this much, MiB; 0: no limit")
+                  .default_value(0)
+                  .at_least(0),
+          }),
   };
 }
 
@@ -154,11 +149,16 @@ Result<Topology> resolve_topology(const runtime::AppContext& ctx) {
   auto error = [&](const std::string& what) {
     return Error("application '" + self.id + "' (" + self.location.str() + "): " + what);
   };
+  // The application's own (current) parameters; the file's for the others.
+  auto params_of = [&](const runtime::ApplicationConfig& app) {
+    return runtime::ParamReader(&app == &self ? ctx.params() : app.params,
+                                "application '" + app.id + "'");
+  };
   const runtime::ApplicationConfig* evm = &self;
   if (self.type != "evm") {
-    const auto it = ctx.params().find("evm");
-    const std::string evm_id =
-        it != ctx.params().end() && it->is_string() ? it->get<std::string>() : "";
+    runtime::ParamReader p = params_of(self);
+    const auto evm_id = p.get<std::string>("evm");
+    if (auto r = p.status(); !r) return r.error();
     evm = cluster.find_application(evm_id);
     if (evm == nullptr)
       return error("parameter 'evm': no application '" + evm_id + "' in " + cluster.file);
@@ -169,10 +169,12 @@ Result<Topology> resolve_topology(const runtime::AppContext& ctx) {
   Topology t;
   t.ids = detail::application_ids(cluster);
   t.evm = evm->index;
+  runtime::ParamReader evm_params = params_of(*evm);
+  const auto ru_ids = evm_params.get<std::vector<std::string>>("rus");
+  const auto bu_ids = evm_params.get<std::vector<std::string>>("bus");
   t.rus.push_back(evm->index);
-  t.ru_feds.push_back(static_cast<std::uint32_t>(integer_of(evm->params, "feds", 0)));
-  // The EVM's own (current) parameters when configuring it; the file's for the others.
-  const nlohmann::json& evm_params = evm == &self ? ctx.params() : evm->params;
+  t.ru_feds.push_back(evm_params.get<std::uint32_t>("feds"));
+  if (auto r = evm_params.status(); !r) return r.error();
 
   auto member = [&](const std::string& id, const char* key, const char* type,
                     const runtime::ApplicationConfig*& out) -> Result<void> {
@@ -187,27 +189,28 @@ Result<Topology> resolve_topology(const runtime::AppContext& ctx) {
     }
     return ok();
   };
-  for (const auto& id : ids_of(evm_params, "rus")) {
+  for (const auto& id : ru_ids) {
     const runtime::ApplicationConfig* ru = nullptr;
     if (auto r = member(id, "rus", "ru", ru); !r) return r.error();
     if (std::find(t.rus.begin(), t.rus.end(), ru->index) != t.rus.end()) {
       return error("application '" + evm->id + "' parameter 'rus': '" + id + "' is listed twice");
     }
+    runtime::ParamReader ru_params = params_of(*ru);
     t.rus.push_back(ru->index);
-    t.ru_feds.push_back(static_cast<std::uint32_t>(integer_of(ru->params, "feds", 0)));
+    t.ru_feds.push_back(ru_params.get<std::uint32_t>("feds"));
+    if (auto r = ru_params.status(); !r) return r.error();
   }
   std::uint64_t windows = 0;
-  for (const auto& id : ids_of(evm_params, "bus")) {
+  for (const auto& id : bu_ids) {
     const runtime::ApplicationConfig* bu = nullptr;
     if (auto r = member(id, "bus", "bu", bu); !r) return r.error();
     if (std::find(t.bus.begin(), t.bus.end(), bu->index) != t.bus.end()) {
       return error("application '" + evm->id + "' parameter 'bus': '" + id + "' is listed twice");
     }
-    const nlohmann::json& p = bu == &self ? ctx.params() : bu->params;
-    const auto window =
-        static_cast<std::uint32_t>(std::max<std::int64_t>(1, integer_of(p, "blocks_in_flight", 4)));
-    const auto events = static_cast<std::uint32_t>(
-        std::max<std::int64_t>(1, integer_of(p, "events_per_request", 32)));
+    runtime::ParamReader bu_params = params_of(*bu);
+    const auto window = bu_params.get<std::uint32_t>("blocks_in_flight");
+    const auto events = bu_params.get<std::uint32_t>("events_per_request");
+    if (auto r = bu_params.status(); !r) return r.error();
     t.bus.push_back(bu->index);
     t.bu_windows.push_back(window);
     t.max_block_events = std::max(t.max_block_events, events);
@@ -228,20 +231,16 @@ Result<Topology> resolve_topology(const runtime::AppContext& ctx) {
   return t;
 }
 
-Result<ReadoutParams> read_readout_params(const nlohmann::json& params) {
+Result<ReadoutParams> read_readout_params(const runtime::AppContext& ctx) {
   ReadoutParams r;
-  const std::int64_t chunk = integer_of(params, "chunk_size", -1);
-  const std::int64_t chunks = integer_of(params, "chunks", -1);
-  if (chunk < 4096 || chunk % 64 != 0) {
-    return Error("parameter 'chunk_size': " + std::to_string(chunk) +
-                 " must be a multiple of 64, at least 4096");
+  runtime::ParamReader p = ctx.param_reader();
+  r.chunk_size = p.get<std::uint64_t>("chunk_size");
+  r.chunks = p.get<std::uint64_t>("chunks");
+  r.network_input = p.get<std::string>("input") == "network";
+  if (auto s = p.status(); !s) return s.error();
+  if (r.chunk_size % 64 != 0) {
+    return p.error("chunk_size", std::to_string(r.chunk_size) + " is not a multiple of 64");
   }
-  if (chunks < 2) return Error("parameter 'chunks': " + std::to_string(chunks) + " is below 2");
-  r.chunk_size = static_cast<std::size_t>(chunk);
-  r.chunks = static_cast<std::size_t>(chunks);
-  const auto input = params.find("input");
-  r.network_input =
-      input != params.end() && input->is_string() && input->get<std::string>() == "network";
   return r;
 }
 

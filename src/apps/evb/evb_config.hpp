@@ -46,12 +46,12 @@ struct Topology {
 [[nodiscard]] Result<Topology> resolve_topology(const runtime::AppContext& ctx);
 
 // The readout part of configuring a RU or the EVM, shared by both: chunk settings read from the
-// parameters (errors name the key).
+// application's parameters (errors name the application and the key).
 struct ReadoutParams {
   std::size_t chunk_size = 4u << 20;
   std::size_t chunks = 32;
   bool network_input = false;
 };
-[[nodiscard]] Result<ReadoutParams> read_readout_params(const nlohmann::json& params);
+[[nodiscard]] Result<ReadoutParams> read_readout_params(const runtime::AppContext& ctx);
 
 }  // namespace daqflow::apps::evb

@@ -21,11 +21,6 @@ constexpr std::int64_t kCheckPeriodNs = 10'000'000;
 constexpr double kBurstSeconds = 0.01;
 constexpr std::int64_t kSampleIntervalNs = 200'000'000;
 
-double number(const nlohmann::json& j, const char* key) {
-  const auto it = j.find(key);
-  return it != j.end() && it->is_number() ? it->get<double>() : 0.0;
-}
-
 }  // namespace
 
 EventManagerApp::~EventManagerApp() {
@@ -34,15 +29,14 @@ EventManagerApp::~EventManagerApp() {
 
 Result<void> EventManagerApp::configure(runtime::AppContext& ctx) {
   release();
-  id_ = ctx.self().id;
   clock_ = &ctx.clock();
+  runtime::ParamReader p = ctx.param_reader();
+  rate_hz_ = p.get<double>("trigger_rate_hz");
+  heartbeat_timeout_ns_ = p.get<std::int64_t>("heartbeat_timeout_ms") * 1'000'000;
+  if (auto r = p.status(); !r) return r;
   auto topology = resolve_topology(ctx);
   if (!topology) return topology.error();
   topology_ = std::move(*topology);
-  const auto& p = ctx.params();
-  rate_hz_ = number(p, "trigger_rate_hz");
-  heartbeat_timeout_ns_ = static_cast<std::int64_t>(number(p, "heartbeat_timeout_ms")) * 1'000'000;
-  if (heartbeat_timeout_ns_ <= 0) heartbeat_timeout_ns_ = 2'000'000'000;
 
   EventManagerSettings s;
   s.bus = topology_.bus;
@@ -51,28 +45,28 @@ Result<void> EventManagerApp::configure(runtime::AppContext& ctx) {
   s.block_capacity = topology_.evm_block_capacity;
   s.max_block_events = topology_.max_block_events;
   auto evm = EventManager::create(std::move(s));
-  if (!evm) return evm.error().context("application '" + id_ + "'");
+  if (!evm) return evm.error().context("application '" + id() + "'");
   evm_ = std::make_unique<EventManager>(std::move(*evm));
 
   auto endpoint = ctx.endpoint(nullptr);
-  if (!endpoint) return endpoint.error().context("application '" + id_ + "': endpoint");
+  if (!endpoint) return endpoint.error().context("application '" + id() + "': endpoint");
   endpoint_ = *endpoint;
   if (auto r = role_.configure(ctx, topology_, 0, endpoint_); !r) return r;
 
   // Every RU but this one receives the assigns; capacity: one per block of the table, twice.
   const std::vector<AppIndex> others(topology_.rus.begin() + 1, topology_.rus.end());
-  if (auto r = assigns_.configure(id_ + ".assigns", others, 2 * topology_.evm_block_capacity); !r) {
-    return r.error().context("application '" + id_ + "'");
+  if (auto r = assigns_.configure(id() + ".assigns", others, 2 * topology_.evm_block_capacity); !r) {
+    return r.error().context("application '" + id() + "'");
   }
   for (const auto peer : others) {
     if (auto r = endpoint_->connect(peer); !r) {
-      return r.error().context("application '" + id_ + "': connecting to RU '" +
+      return r.error().context("application '" + id() + "': connecting to RU '" +
                                topology_.name(peer) + "'");
     }
   }
   for (const auto peer : topology_.bus) {
     if (auto r = endpoint_->connect(peer); !r) {
-      return r.error().context("application '" + id_ + "': connecting to BU '" +
+      return r.error().context("application '" + id() + "': connecting to BU '" +
                                topology_.name(peer) + "'");
     }
   }
@@ -99,55 +93,25 @@ Result<void> EventManagerApp::configure(runtime::AppContext& ctx) {
   tokens_ = 0;
   refilled_ns_ = 0;
   next_check_ns_ = 0;
-  enabled_.store(false);
-  halting_.store(false);
-  failed_.store(false);
   drained_.store(false);
   enabled_ns_.store(0);
   last_built_ns_.store(0);
-  triggered_.store(0);
-  built_.store(0);
-  incomplete_.store(0);
-  reassigned_.store(0);
-  lost_.store(0);
-  bytes_.store(0);
-  throttled_ns_.store(0);
   const std::lock_guard lock(lost_mutex_);
   lost_bus_.clear();
   return ok();
 }
 
+// The rates of results() count from the first Enable.
 Result<void> EventManagerApp::enable() {
   if (enabled_ns_.load() == 0) enabled_ns_.store(clock_->now_ns());
-  enabled_.store(true, std::memory_order_release);
   return ok();
-}
-
-Result<void> EventManagerApp::suspend() {
-  enabled_.store(false, std::memory_order_release);
-  return ok();
-}
-
-Result<void> EventManagerApp::resume() {
-  return enable();
-}
-
-void EventManagerApp::begin_halt() {
-  drained_.store(false, std::memory_order_release);
-  halting_.store(true, std::memory_order_release);
-  enabled_.store(false, std::memory_order_release);
 }
 
 void EventManagerApp::release() {
-  enabled_.store(false);
   for (auto& c : completions_) c.message.clear();
   assigns_.clear();
   role_.release();
   endpoint_ = nullptr;
-}
-
-void EventManagerApp::fail_once(const std::string& reason) {
-  if (!failed_.exchange(true)) fail("application '" + id_ + "': " + reason);
 }
 
 void EventManagerApp::lose_bu(AppIndex bu, const std::string& why) {
@@ -163,12 +127,11 @@ void EventManagerApp::on_lost(AppIndex bu, const std::string& why, std::size_t o
     lost_bus_.push_back(topology_.name(bu));
     for (const auto& n : lost_bus_) names += (names.empty() ? "" : ", ") + n;
   }
-  spdlog::warn("{}: BU '{}' lost ({}); {} of its blocks go to the {} BU(s) left", id_,
+  spdlog::warn("{}: BU '{}' lost ({}); {} of its blocks go to the {} BU(s) left", id(),
                topology_.name(bu), why, orphans, evm_->bus_alive());
   if (evm_->bus_alive() == 0) {
-    lost_.store(evm_->lost(), std::memory_order_relaxed);
     events_lost_->set(static_cast<double>(evm_->lost()));
-    fail_once("no BU left (lost: " + names + "); " + std::to_string(evm_->lost()) +
+    fail("no BU left (lost: " + names + "); " + std::to_string(evm_->lost()) +
               " events in flight cannot be built");
   }
 }
@@ -191,7 +154,7 @@ void EventManagerApp::on_completion(Completion& c, std::int64_t now) {
           wire::BlockAck a;
           if (wire::decode(payload, a) != wire::EvbStatus::ok) break;
           if (evm_->ack(c.peer, a, now) == AckOutcome::invalid) {
-            fail_once("block_ack from " + topology_.name(c.peer) + " for block " +
+            fail("block_ack from " + topology_.name(c.peer) + " for block " +
                       std::to_string(a.block_id) + " counts " + std::to_string(a.built) +
                       " built + " + std::to_string(a.incomplete) +
                       " incomplete events, not the block's size");
@@ -217,7 +180,7 @@ void EventManagerApp::on_completion(Completion& c, std::int64_t now) {
         lose_bu(c.peer, why);
       } else if (topology_.ru_position(c.peer) > 0) {
         assigns_.drop(c.peer);
-        spdlog::warn("{}: RU '{}' {}; BUs will flag its events incomplete", id_,
+        spdlog::warn("{}: RU '{}' {}; BUs will flag its events incomplete", id(),
                      topology_.name(c.peer), why);
       }
       break;
@@ -228,9 +191,7 @@ void EventManagerApp::on_completion(Completion& c, std::int64_t now) {
 
 std::uint64_t EventManagerApp::trigger_limit(std::int64_t now) {
   const std::uint64_t produced = role_.produced();
-  if (!enabled_.load(std::memory_order_acquire) || halting_.load(std::memory_order_acquire)) {
-    return produced;
-  }
+  if (!producing()) return produced;
   const std::uint64_t ahead = lookahead_limit();
   if (rate_hz_ <= 0) return ahead;
   const double burst = std::max(1.0, rate_hz_ * kBurstSeconds);
@@ -255,7 +216,7 @@ int EventManagerApp::assign(bool flush) {
 
 void EventManagerApp::publish() {
   auto delta = [](runtime::Counter* m, std::uint64_t value, std::uint64_t& last) {
-    if (value > last) m->add(value - last);
+    if (value > last) m->add_single_writer(value - last);
     last = value;
   };
   const EventManager& e = *evm_;
@@ -269,20 +230,13 @@ void EventManagerApp::publish() {
   events_in_flight_->set(static_cast<double>(e.in_flight()));
   events_lost_->set(static_cast<double>(e.lost()));
   bus_alive_->set(static_cast<double>(e.bus_alive()));
-  triggered_.store(e.triggered(), std::memory_order_relaxed);
-  built_.store(e.built(), std::memory_order_relaxed);
-  incomplete_.store(e.incomplete(), std::memory_order_relaxed);
-  reassigned_.store(e.reassigned(), std::memory_order_relaxed);
-  lost_.store(e.lost(), std::memory_order_relaxed);
-  bytes_.store(e.bytes_built(), std::memory_order_relaxed);
-  throttled_ns_.store(role_.throttled_ns(), std::memory_order_relaxed);
 }
 
 int EventManagerApp::do_work() {
-  if (endpoint_ == nullptr || failed_.load(std::memory_order_acquire)) return 0;
+  if (failed()) return 0;
   const std::int64_t now = clock_->now_ns();
-  const bool halting = halting_.load(std::memory_order_acquire);
-  if (!watching_ && (enabled_.load(std::memory_order_acquire) || halting)) {
+  const bool halting = this->halting();
+  if (!watching_ && (run_state() == runtime::RunState::enabled || halting)) {
     watching_ = true;
     evm_->start_watch(now);
     refilled_ns_ = now;
@@ -291,7 +245,7 @@ int EventManagerApp::do_work() {
   const std::size_t n = endpoint_->poll(completions_);
   for (std::size_t i = 0; i < n; ++i) on_completion(completions_[i], now);
   work += static_cast<int>(n);
-  if (failed_.load(std::memory_order_acquire)) return work;
+  if (failed()) return work;
 
   if (watching_ && now >= next_check_ns_) {
     next_check_ns_ = now + std::min(kCheckPeriodNs, heartbeat_timeout_ns_ / 4);
@@ -306,7 +260,7 @@ int EventManagerApp::do_work() {
   }
 
   const std::uint64_t limit = trigger_limit(now);
-  const bool triggering = enabled_.load(std::memory_order_acquire) && !halting;
+  const bool triggering = producing();
   const std::uint32_t triggered = role_.produce(limit, triggering && limit == lookahead_limit());
   if (rate_hz_ > 0) tokens_ = std::max(0.0, tokens_ - triggered);
   work += static_cast<int>(triggered);
@@ -315,12 +269,12 @@ int EventManagerApp::do_work() {
   gone_.clear();
   work += assigns_.post(*endpoint_, gone_);
   for (const AppIndex ru : gone_) {
-    spdlog::warn("{}: RU '{}' refuses assigns; BUs will flag its events incomplete", id_,
+    spdlog::warn("{}: RU '{}' refuses assigns; BUs will flag its events incomplete", id(),
                  topology_.name(ru));
   }
-  if (role_.failed()) fail_once(role_.failure());
+  if (role_.failed()) fail(role_.failure());
   if (const std::string broken = evm_->check_invariant(); !broken.empty()) {
-    fail_once("accounting invariant violated: " + broken);
+    fail("accounting invariant violated: " + broken);
   }
   role_.publish();
   publish();
@@ -339,25 +293,21 @@ int EventManagerApp::do_work() {
 }
 
 void EventManagerApp::wait_for_work(std::chrono::microseconds timeout) {
-  if (endpoint_ == nullptr) {
-    Application::wait_for_work(timeout);
-    return;
-  }
   // A rate-limited trigger must wake up for its next token; heartbeats are checked regularly.
   std::chrono::microseconds cap = std::chrono::microseconds(kCheckPeriodNs / 1000);
-  if (rate_hz_ > 0 && enabled_.load(std::memory_order_relaxed)) {
+  if (rate_hz_ > 0 && producing()) {
     cap = std::min(cap, std::chrono::microseconds(static_cast<std::int64_t>(1e6 / rate_hz_) + 1));
   }
   endpoint_->wait(std::min(timeout, cap));
 }
 
 bool EventManagerApp::drained() const {
-  return drained_.load(std::memory_order_acquire) || failed_.load(std::memory_order_acquire);
+  return drained_.load(std::memory_order_acquire) || failed();
 }
 
 nlohmann::json EventManagerApp::results() const {
-  const std::uint64_t built = built_.load(std::memory_order_relaxed);
-  const std::uint64_t bytes = bytes_.load(std::memory_order_relaxed);
+  const std::uint64_t built = events_built_->value();
+  const std::uint64_t bytes = bytes_built_->value();
   const std::int64_t from = enabled_ns_.load(std::memory_order_relaxed);
   const std::int64_t to = last_built_ns_.load(std::memory_order_relaxed);
   const double seconds = from > 0 && to > from ? static_cast<double>(to - from) * 1e-9 : 0.0;
@@ -366,8 +316,8 @@ nlohmann::json EventManagerApp::results() const {
     const std::lock_guard lock(lost_mutex_);
     for (const auto& id : lost_bus_) lost.push_back(id);
   }
-  const std::uint64_t triggered = triggered_.load(std::memory_order_relaxed);
-  const std::uint64_t incomplete = incomplete_.load(std::memory_order_relaxed);
+  const std::uint64_t triggered = events_triggered_->value();
+  const std::uint64_t incomplete = events_incomplete_->value();
   double rate_hz = seconds > 0 ? static_cast<double>(built + incomplete) / seconds : 0.0;
   double mb_s = seconds > 0 ? static_cast<double>(bytes) / 1e6 / seconds : 0.0;
   double stddev_mb_s = 0;
@@ -381,11 +331,11 @@ nlohmann::json EventManagerApp::results() const {
       {"events_built", built},
       {"events_incomplete", incomplete},
       {"events_in_flight", triggered - std::min(triggered, built + incomplete)},
-      {"events_lost", lost_.load(std::memory_order_relaxed)},
-      {"events_reassigned", reassigned_.load(std::memory_order_relaxed)},
+      {"events_lost", static_cast<std::uint64_t>(events_lost_->value())},
+      {"events_reassigned", events_reassigned_->value()},
       {"bytes_built", bytes},
       {"lost_bus", lost},
-      {"throttled_ns", throttled_ns_.load(std::memory_order_relaxed)},
+      {"throttled_ns", role_.figures().throttled_ns},
       {"seconds", seconds},
       {"event_rate_hz", rate_hz},
       {"throughput_mb_s", mb_s},

@@ -43,9 +43,6 @@ class EventManagerApp final : public runtime::Application {
 
   Result<void> configure(runtime::AppContext& ctx) override;
   Result<void> enable() override;
-  Result<void> suspend() override;
-  Result<void> resume() override;
-  void begin_halt() override;
   void release() override;
 
   [[nodiscard]] int do_work() override;
@@ -70,9 +67,7 @@ class EventManagerApp final : public runtime::Application {
   }
   int assign(bool flush);
   void publish();
-  void fail_once(const std::string& reason);
 
-  std::string id_;
   Topology topology_;
   transport::Endpoint* endpoint_ = nullptr;
   core::Clock* clock_ = nullptr;
@@ -90,6 +85,7 @@ class EventManagerApp final : public runtime::Application {
   double tokens_ = 0;
   std::int64_t refilled_ns_ = 0;
   std::int64_t next_check_ns_ = 0;
+  // Metrics, published from the EventManager's figures and read by results().
   struct Published {
     std::uint64_t triggered = 0, assigned = 0, built = 0, incomplete = 0, reassigned = 0,
                   blocks = 0, bytes = 0;
@@ -106,19 +102,9 @@ class EventManagerApp final : public runtime::Application {
   runtime::Gauge* bus_alive_ = nullptr;
 
   // Shared with other threads.
-  std::atomic<bool> enabled_{false};
-  std::atomic<bool> halting_{false};
-  std::atomic<bool> failed_{false};
   std::atomic<bool> drained_{false};
   std::atomic<std::int64_t> enabled_ns_{0};
   std::atomic<std::int64_t> last_built_ns_{0};
-  std::atomic<std::uint64_t> triggered_{0};
-  std::atomic<std::uint64_t> built_{0};
-  std::atomic<std::uint64_t> incomplete_{0};
-  std::atomic<std::uint64_t> reassigned_{0};
-  std::atomic<std::uint64_t> lost_{0};
-  std::atomic<std::uint64_t> bytes_{0};
-  std::atomic<std::uint64_t> throttled_ns_{0};
   mutable std::mutex lost_mutex_;
   std::vector<std::string> lost_bus_;  // guarded by lost_mutex_
 };

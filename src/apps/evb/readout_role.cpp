@@ -35,8 +35,8 @@ Result<void> ReadoutRole::configure(runtime::AppContext& ctx, const Topology& to
   published_ = {};
   auto context = [&](const Error& e) { return e.context("application '" + id_ + "'"); };
 
-  auto params = read_readout_params(ctx.params());
-  if (!params) return context(params.error());
+  auto params = read_readout_params(ctx);
+  if (!params) return params.error();
   if (params->network_input) {
     const runtime::ContextConfig* c = ctx.cluster().find_context(ctx.self().context);
     auto source = make_network_input(ctx.params(), position, c != nullptr ? c->host : "127.0.0.1");
@@ -71,6 +71,7 @@ Result<void> ReadoutRole::configure(runtime::AppContext& ctx, const Topology& to
   runtime::MetricsRegistry& m = ctx.metrics();
   events_produced_ = &m.counter("events_produced", "super-fragments written into chunks");
   bytes_produced_ = &m.counter("bytes_produced", "super-fragment bytes written into chunks");
+  blocks_cut_ = &m.counter("blocks_cut", "blocks of assigned events cut from the store");
   messages_out_ = &m.counter("messages_out", "blocks posted to BUs");
   bytes_out_metric_ = &m.counter("bytes_out", "block bytes posted to BUs");
   blocks_resent_ = &m.counter("blocks_resent", "blocks sent again after a BU was lost");
@@ -212,7 +213,7 @@ void ReadoutRole::publish() {
   if (!store_) return;
   const ReadoutCounters& c = store_->counters();
   auto delta = [](runtime::Counter* m, std::uint64_t now, std::uint64_t& last) {
-    if (now > last) m->add(now - last);
+    if (now > last) m->add_single_writer(now - last);
     last = now;
   };
   std::uint64_t throttled = throttled_ns_;
@@ -220,6 +221,7 @@ void ReadoutRole::publish() {
     throttled += static_cast<std::uint64_t>(core::monotonic_ns() - throttled_since_);
   delta(events_produced_, c.events_produced, published_.events);
   delta(bytes_produced_, c.bytes_produced, published_.bytes);
+  delta(blocks_cut_, c.blocks_cut, published_.blocks_cut);
   delta(messages_out_, blocks_out_, published_.blocks_out);
   delta(bytes_out_metric_, bytes_out_, published_.bytes_out);
   delta(blocks_resent_, c.blocks_resent, published_.resent);
@@ -227,6 +229,12 @@ void ReadoutRole::publish() {
   delta(fragment_errors_, source_->stats().fragment_errors, published_.fragment_errors);
   events_held_->set(static_cast<double>(store_->produced() - store_->consumed()));
   blocks_retained_->set(static_cast<double>(store_->blocks_held()));
+}
+
+ReadoutRole::Figures ReadoutRole::figures() const {
+  if (events_produced_ == nullptr) return {};
+  return {events_produced_->value(), bytes_produced_->value(), blocks_cut_->value(),
+          throttled_metric_->value()};
 }
 
 }  // namespace daqflow::apps::evb

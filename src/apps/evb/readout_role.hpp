@@ -48,6 +48,11 @@ class ReadoutRole {
   int send();
   // Copies the counters into the metrics (once per do_work, not per event).
   void publish();
+  // What publish() last copied, read from the metrics: for results(), from any thread.
+  struct Figures {
+    std::uint64_t events_produced = 0, bytes_produced = 0, blocks_cut = 0, throttled_ns = 0;
+  };
+  [[nodiscard]] Figures figures() const;
 
   [[nodiscard]] bool failed() const { return !failure_.empty(); }
   [[nodiscard]] const std::string& failure() const { return failure_; }
@@ -83,11 +88,12 @@ class ReadoutRole {
   std::uint64_t bytes_out_ = 0;
 
   struct Published {
-    std::uint64_t events = 0, bytes = 0, blocks_out = 0, bytes_out = 0, resent = 0, throttled = 0,
-                  fragment_errors = 0;
+    std::uint64_t events = 0, bytes = 0, blocks_cut = 0, blocks_out = 0, bytes_out = 0, resent = 0,
+                  throttled = 0, fragment_errors = 0;
   } published_;
   runtime::Counter* events_produced_ = nullptr;
   runtime::Counter* bytes_produced_ = nullptr;
+  runtime::Counter* blocks_cut_ = nullptr;
   runtime::Counter* messages_out_ = nullptr;
   runtime::Counter* bytes_out_metric_ = nullptr;
   runtime::Counter* blocks_resent_ = nullptr;

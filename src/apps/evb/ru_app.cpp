@@ -14,14 +14,13 @@ ReadoutUnit::~ReadoutUnit() {
 
 Result<void> ReadoutUnit::configure(runtime::AppContext& ctx) {
   release();
-  id_ = ctx.self().id;
   auto topology = resolve_topology(ctx);
   if (!topology) return topology.error();
   topology_ = std::move(*topology);
   const int position = topology_.ru_position(ctx.self().index);
 
   auto endpoint = ctx.endpoint(nullptr);
-  if (!endpoint) return endpoint.error().context("application '" + id_ + "': endpoint");
+  if (!endpoint) return endpoint.error().context("application '" + id() + "': endpoint");
   endpoint_ = *endpoint;
   if (auto r = role_.configure(ctx, topology_, static_cast<std::uint32_t>(position), endpoint_);
       !r) {
@@ -29,50 +28,18 @@ Result<void> ReadoutUnit::configure(runtime::AppContext& ctx) {
   }
   for (const auto bu : topology_.bus) {
     if (auto r = endpoint_->connect(bu); !r) {
-      return r.error().context("application '" + id_ + "': connecting to BU '" +
+      return r.error().context("application '" + id() + "': connecting to BU '" +
                                topology_.name(bu) + "'");
     }
   }
-  producing_.store(false);
-  halting_.store(false);
-  failed_.store(false);
-  idle_.store(true);
-  events_.store(0);
-  bytes_.store(0);
-  blocks_.store(0);
-  throttled_ns_.store(0);
+  idle_.store(false);
   return ok();
-}
-
-Result<void> ReadoutUnit::enable() {
-  producing_.store(true, std::memory_order_release);
-  return ok();
-}
-
-Result<void> ReadoutUnit::suspend() {
-  producing_.store(false, std::memory_order_release);
-  return ok();
-}
-
-Result<void> ReadoutUnit::resume() {
-  return enable();
-}
-
-void ReadoutUnit::begin_halt() {
-  idle_.store(false, std::memory_order_release);  // until the agent has looked again
-  halting_.store(true, std::memory_order_release);
-  producing_.store(false, std::memory_order_release);
 }
 
 void ReadoutUnit::release() {
-  producing_.store(false);
   for (auto& c : completions_) c.message.clear();
   role_.release();
   endpoint_ = nullptr;
-}
-
-void ReadoutUnit::fail_once(const std::string& reason) {
-  if (!failed_.exchange(true)) fail(reason);
 }
 
 void ReadoutUnit::on_completion(Completion& c) {
@@ -83,7 +50,7 @@ void ReadoutUnit::on_completion(Completion& c) {
       if (c.message.type == wire::MessageType::assign && c.peer == topology_.evm) {
         wire::Assign a;
         if (const auto s = wire::decode(payload, a); s != wire::EvbStatus::ok) {
-          fail_once("malformed assign from " + topology_.name(c.peer) + ": " +
+          fail("malformed assign from " + topology_.name(c.peer) + ": " +
                     std::string(wire::to_string(s)));
           break;
         }
@@ -102,8 +69,8 @@ void ReadoutUnit::on_completion(Completion& c) {
       break;
     case Completion::Kind::error:
       if (c.peer == topology_.evm) {
-        if (!halting_.load(std::memory_order_acquire)) {
-          fail_once("the EVM '" + topology_.name(c.peer) + "' is lost: " + std::string(c.reason));
+        if (!halting()) {
+          fail("the EVM '" + topology_.name(c.peer) + "' is lost: " + std::string(c.reason));
         }
       } else {
         role_.bu_gone(c.peer);
@@ -114,8 +81,7 @@ void ReadoutUnit::on_completion(Completion& c) {
 }
 
 int ReadoutUnit::do_work() {
-  if (endpoint_ == nullptr || failed_.load(std::memory_order_acquire)) return 0;
-  const bool halting = halting_.load(std::memory_order_acquire);
+  if (failed()) return 0;
   int work = 0;
   const std::size_t n = endpoint_->poll(completions_);
   for (std::size_t i = 0; i < n; ++i) on_completion(completions_[i]);
@@ -123,43 +89,31 @@ int ReadoutUnit::do_work() {
   // Ahead of the assigns while enabled; otherwise only what is already assigned must be made.
   const std::uint64_t limit =
       role_.assigned() +
-      (producing_.load(std::memory_order_acquire) ? topology_.lookahead_events : 0);
+      (producing() ? topology_.lookahead_events : 0);
   work += static_cast<int>(role_.produce(limit));
   work += role_.send();
   role_.publish();
-  if (role_.failed()) fail_once("application '" + id_ + "': " + role_.failure());
+  if (role_.failed()) fail(role_.failure());
   const ReadoutStore* store = role_.store();
-  events_.store(store->counters().events_produced, std::memory_order_relaxed);
-  bytes_.store(store->counters().bytes_produced, std::memory_order_relaxed);
-  blocks_.store(store->counters().blocks_cut, std::memory_order_relaxed);
-  throttled_ns_.store(role_.throttled_ns(), std::memory_order_relaxed);
   // Drained once every block is acknowledged, or (the EVM gone) nothing more can be posted; a
   // BU that hangs with our last messages unread does not hold up the halt.
   idle_.store(
-      halting && store->blocks_waiting() == 0 && (store->blocks_held() == 0 || role_.idle()),
+      halting() && store->blocks_waiting() == 0 && (store->blocks_held() == 0 || role_.idle()),
       std::memory_order_release);
   return work;
 }
 
-void ReadoutUnit::wait_for_work(std::chrono::microseconds timeout) {
-  if (endpoint_ == nullptr) {
-    Application::wait_for_work(timeout);
-    return;
-  }
-  // While production waits for memory, only acks (messages) free it: block on the endpoint.
-  endpoint_->wait(timeout);
-}
-
 bool ReadoutUnit::drained() const {
-  return idle_.load(std::memory_order_acquire) || failed_.load(std::memory_order_acquire);
+  return idle_.load(std::memory_order_acquire) || failed();
 }
 
 nlohmann::json ReadoutUnit::results() const {
+  const ReadoutRole::Figures f = role_.figures();
   return {
-      {"events_produced", events_.load(std::memory_order_relaxed)},
-      {"bytes_produced", bytes_.load(std::memory_order_relaxed)},
-      {"blocks_sent", blocks_.load(std::memory_order_relaxed)},
-      {"throttled_ns", throttled_ns_.load(std::memory_order_relaxed)},
+      {"events_produced", f.events_produced},
+      {"bytes_produced", f.bytes_produced},
+      {"blocks_sent", f.blocks_cut},
+      {"throttled_ns", f.throttled_ns},
   };
 }
 

@@ -27,36 +27,23 @@ class ReadoutUnit final : public runtime::Application {
   ~ReadoutUnit() override;
 
   Result<void> configure(runtime::AppContext& ctx) override;
-  Result<void> enable() override;
-  Result<void> suspend() override;
-  Result<void> resume() override;
-  void begin_halt() override;
   void release() override;
 
   [[nodiscard]] int do_work() override;
-  void wait_for_work(std::chrono::microseconds timeout) override;
 
   [[nodiscard]] bool drained() const override;
   [[nodiscard]] nlohmann::json results() const override;
 
  private:
   void on_completion(transport::Completion& c);
-  void fail_once(const std::string& reason);
 
-  std::string id_;
   Topology topology_;
   transport::Endpoint* endpoint_ = nullptr;
   ReadoutRole role_;
   std::array<transport::Completion, detail::kPollBatch> completions_{};
 
-  std::atomic<bool> producing_{false};
-  std::atomic<bool> halting_{false};
-  std::atomic<bool> failed_{false};
-  std::atomic<bool> idle_{true};
-  std::atomic<std::uint64_t> events_{0};
-  std::atomic<std::uint64_t> bytes_{0};
-  std::atomic<std::uint64_t> blocks_{0};
-  std::atomic<std::uint64_t> throttled_ns_{0};
+  // Set by the agent: halting and every block acknowledged (or nothing more can be posted).
+  std::atomic<bool> idle_{false};
 };
 
 [[nodiscard]] runtime::AppType ru_type();

@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "daqflow/apps/builtin.hpp"
+#include "daqflow/runtime/host_access.hpp"
 
 namespace daqflow::apps::testing {
 
@@ -25,6 +26,73 @@ Result<transport::Endpoint*> FakeContext::endpoint(const transport::EndpointOpti
   if (!made) return made.error();
   endpoint_ = std::move(*made);
   return endpoint_.get();
+}
+
+TestHost::TestHost(const runtime::ClusterConfig& cluster, transport::AppIndex self,
+                   transport::Transport& transport, const runtime::AppType& type)
+    : context_(std::make_unique<FakeContext>(cluster, self, transport)), app_(type.make()) {
+  runtime::HostAccess::attach(*app_, cluster.applications[self].id, [this](std::string reason) {
+    const std::lock_guard lock(mutex_);
+    if (failure_.empty()) failure_ = std::move(reason);
+  });
+}
+
+TestHost::~TestHost() {
+  stop_agent();
+}
+
+Result<void> TestHost::configure() {
+  runtime::HostAccess::begin_run(*app_);
+  halt_seen_.store(false);
+  auto r = app_->configure(*context_);
+  runtime::HostAccess::set_endpoint(*app_, context_->raw_endpoint());
+  if (r) runtime::HostAccess::publish(*app_, runtime::RunState::ready);
+  return r;
+}
+
+Result<void> TestHost::enable() {
+  auto r = app_->enable();
+  if (r) runtime::HostAccess::publish(*app_, runtime::RunState::enabled);
+  return r;
+}
+
+void TestHost::start_agent(bool spin) {
+  stop_.store(false);
+  agent_started_ = true;
+  agent_ = std::thread([this, spin] {
+    while (!stop_.load(std::memory_order_acquire)) {
+      const bool halting = app_->halting();
+      const int work = app_->do_work();
+      if (halting) halt_seen_.store(true, std::memory_order_release);
+      if (work == 0 && !spin) app_->wait_for_work(std::chrono::microseconds(500));
+    }
+  });
+}
+
+void TestHost::stop_agent() {
+  stop_.store(true, std::memory_order_release);
+  if (agent_.joinable()) agent_.join();
+}
+
+void TestHost::begin_halt() {
+  runtime::HostAccess::publish(*app_, runtime::RunState::halting);
+  app_->begin_halt();
+}
+
+bool TestHost::drained() const {
+  if (!agent_started_) return true;
+  return halt_seen_.load(std::memory_order_acquire) && app_->drained();
+}
+
+void TestHost::release() {
+  runtime::HostAccess::publish(*app_, runtime::RunState::halted);
+  app_->release();
+  runtime::HostAccess::set_endpoint(*app_, nullptr);
+}
+
+std::string TestHost::failure() const {
+  const std::lock_guard lock(mutex_);
+  return failure_;
 }
 
 Harness::Harness(std::vector<AppSpec> specs, runtime::TransportSettings settings,
@@ -65,14 +133,12 @@ Harness::Harness(std::vector<AppSpec> specs, runtime::TransportSettings settings
   transport_ = std::move(*t);
   for (std::size_t i = 0; i < entries_.size(); ++i) {
     Entry& e = *entries_[i];
-    e.context =
-        std::make_unique<FakeContext>(cluster, static_cast<transport::AppIndex>(i), *transport_);
-    if (e.type == nullptr) continue;
-    e.app = e.type->make();
-    e.app->attach([&e](std::string reason) {
-      const std::lock_guard lock(e.mutex);
-      if (e.failure.empty()) e.failure = std::move(reason);
-    });
+    const auto index = static_cast<transport::AppIndex>(i);
+    if (e.type == nullptr) {
+      e.raw_context = std::make_unique<FakeContext>(cluster, index, *transport_);
+    } else {
+      e.host = std::make_unique<TestHost>(cluster, index, *transport_, *e.type);
+    }
   }
 }
 
@@ -92,52 +158,47 @@ const Harness::Entry& Harness::entry(const std::string& id) const {
 }
 
 runtime::Application& Harness::app(const std::string& id) {
-  return *entry(id).app;
+  return entry(id).host->app();
 }
 FakeContext& Harness::context(const std::string& id) {
-  return *entry(id).context;
+  Entry& e = entry(id);
+  return e.host ? e.host->context() : *e.raw_context;
 }
 const runtime::AppType& Harness::type_of(const std::string& id) const {
   return *entry(id).type;
 }
 
 Result<void> Harness::configure(const std::string& id) {
-  Entry& e = entry(id);
-  return e.app->configure(*e.context);
+  return entry(id).host->configure();
+}
+
+Result<void> Harness::enable(const std::string& id) {
+  return entry(id).host->enable();
 }
 
 void Harness::configure_all() {
   for (auto& e : entries_) {
-    if (!e->app) continue;
-    auto r = e->app->configure(*e->context);
+    if (!e->host) continue;
+    auto r = e->host->configure();
     if (!r) ADD_FAILURE() << e->id << ": " << r.error().message();
   }
 }
 
 void Harness::start_agents() {
   for (auto& e : entries_) {
-    if (!e->app) continue;
-    Entry* p = e.get();
-    p->stop.store(false);
-    p->agent = std::thread([p, busy = spin] {
-      while (!p->stop.load(std::memory_order_acquire)) {
-        if (p->app->do_work() == 0 && !busy) {
-          p->app->wait_for_work(std::chrono::microseconds(500));
-        }
-      }
-    });
+    if (e->host) e->host->start_agent(spin);
   }
 }
 
 void Harness::enable_in_rank_order() {
   std::vector<Entry*> order;
   for (auto& e : entries_) {
-    if (e->app) order.push_back(e.get());
+    if (e->host) order.push_back(e.get());
   }
   std::stable_sort(order.begin(), order.end(),
                    [](Entry* a, Entry* b) { return a->type->enable_rank < b->type->enable_rank; });
   for (Entry* e : order) {
-    auto r = e->app->enable();
+    auto r = e->host->enable();
     if (!r) ADD_FAILURE() << e->id << ": " << r.error().message();
   }
 }
@@ -153,8 +214,7 @@ bool Harness::wait_for(const std::function<bool()>& pred, std::chrono::milliseco
 
 void Harness::stop_agents() {
   for (auto& e : entries_) {
-    e->stop.store(true, std::memory_order_release);
-    if (e->agent.joinable()) e->agent.join();
+    if (e->host) e->host->stop_agent();
   }
 }
 
@@ -163,39 +223,35 @@ void Harness::halt_all() {
   halted_ = true;
   std::vector<Entry*> order;
   for (auto& e : entries_) {
-    if (e->app) order.push_back(e.get());
+    if (e->host) order.push_back(e.get());
   }
   std::stable_sort(order.begin(), order.end(),
                    [](Entry* a, Entry* b) { return a->type->enable_rank > b->type->enable_rank; });
   for (Entry* e : order) {
-    e->app->begin_halt();
-    if (!wait_for([e] { return e->app->drained(); }, std::chrono::seconds(5))) {
+    e->host->begin_halt();
+    if (!wait_for([e] { return e->host->drained(); }, std::chrono::seconds(5))) {
       ADD_FAILURE() << e->id << " did not drain";
     }
   }
   stop_agents();
   // Like the executive: release every application, then close the endpoints (which drops what
   // they still hold), and only then destroy the applications and their pools.
-  for (Entry* e : order) e->app->release();
-  for (auto& e : entries_) e->context->close_endpoint();
+  for (Entry* e : order) e->host->release();
+  for (auto& e : entries_) context(e->id).close_endpoint();
 }
 
 std::string Harness::failure(const std::string& id) const {
   const Entry& e = entry(id);
-  const std::lock_guard lock(e.mutex);
-  return e.failure;
+  return e.host ? e.host->failure() : std::string();
 }
 
 bool Harness::any_failure() const {
-  return std::any_of(entries_.begin(), entries_.end(), [](const auto& e) {
-    const std::lock_guard lock(e->mutex);
-    return !e->failure.empty();
-  });
+  return std::any_of(entries_.begin(), entries_.end(),
+                     [](const auto& e) { return e->host && !e->host->failure().empty(); });
 }
 
 transport::Endpoint& Harness::raw(const std::string& id) {
-  Entry& e = entry(id);
-  auto ep = e.context->endpoint(nullptr);
+  auto ep = context(id).endpoint(nullptr);
   if (!ep) throw std::runtime_error(ep.error().message());
   return **ep;
 }

@@ -1,7 +1,8 @@
 #pragma once
 // A minimal host for driving built-in applications in unit tests: a cluster of applications in
 // one process on a real transport (inproc), each with a fake AppContext and a plain agent thread
-// that calls do_work()/wait_for_work(). It stands in only for the executive's hosting interface.
+// that calls do_work()/wait_for_work(). It stands in only for the executive's hosting interface:
+// the run state reaches the applications through runtime::HostAccess, as from the executive.
 
 #include <atomic>
 #include <chrono>
@@ -54,6 +55,38 @@ class FakeContext final : public runtime::AppContext {
   runtime::MetricsRegistry metrics_;
 };
 
+// One application driven as the executive drives it: the run state published around each hook,
+// the first failure kept, an agent thread that records when it has seen Halting, drained() asked
+// only after that.
+class TestHost {
+ public:
+  TestHost(const runtime::ClusterConfig& cluster, transport::AppIndex self,
+           transport::Transport& transport, const runtime::AppType& type);
+  ~TestHost();
+
+  [[nodiscard]] runtime::Application& app() { return *app_; }
+  [[nodiscard]] FakeContext& context() { return *context_; }
+  [[nodiscard]] Result<void> configure();
+  [[nodiscard]] Result<void> enable();
+  void start_agent(bool spin);
+  void stop_agent();
+  void begin_halt();
+  // Without an agent: true. With one: it has seen Halting and the application is drained.
+  [[nodiscard]] bool drained() const;
+  void release();
+  [[nodiscard]] std::string failure() const;
+
+ private:
+  std::unique_ptr<FakeContext> context_;
+  std::unique_ptr<runtime::Application> app_;
+  std::thread agent_;
+  std::atomic<bool> stop_{false};
+  std::atomic<bool> halt_seen_{false};
+  bool agent_started_ = false;
+  mutable std::mutex mutex_;
+  std::string failure_;  // guarded by mutex_
+};
+
 // Builds the cluster (parameters validated against the registered types, defaults filled in),
 // creates the transport and the applications. Entries whose type is "-" get no application,
 // only an address (and an endpoint on demand via raw()), to play a misbehaving peer.
@@ -68,6 +101,7 @@ class Harness {
   [[nodiscard]] FakeContext& context(const std::string& id);
   [[nodiscard]] const runtime::AppType& type_of(const std::string& id) const;
   [[nodiscard]] Result<void> configure(const std::string& id);
+  [[nodiscard]] Result<void> enable(const std::string& id);
   void configure_all();  // ADD_FAILURE on error
   void start_agents();
   void enable_in_rank_order();
@@ -89,12 +123,8 @@ class Harness {
   struct Entry {
     std::string id;
     const runtime::AppType* type = nullptr;
-    std::unique_ptr<FakeContext> context;
-    std::unique_ptr<runtime::Application> app;
-    std::thread agent;
-    std::atomic<bool> stop{false};
-    mutable std::mutex mutex;
-    std::string failure;
+    std::unique_ptr<TestHost> host;           // nullptr for "-" entries
+    std::unique_ptr<FakeContext> raw_context;  // "-" entries: an endpoint only
   };
   [[nodiscard]] Entry& entry(const std::string& id);
   [[nodiscard]] const Entry& entry(const std::string& id) const;

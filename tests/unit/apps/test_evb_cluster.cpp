@@ -45,13 +45,8 @@ EvbCluster::EvbCluster(std::vector<AppSpec> specs, const std::string& transport,
   transport_ = std::move(*t);
   for (std::size_t i = 0; i < entries_.size(); ++i) {
     Entry& e = *entries_[i];
-    e.context =
-        std::make_unique<FakeContext>(cluster, static_cast<transport::AppIndex>(i), *transport_);
-    e.app = e.type->make();
-    e.app->attach([&e](std::string reason) {
-      const std::lock_guard lock(e.mutex);
-      if (e.failure.empty()) e.failure = std::move(reason);
-    });
+    e.host = std::make_unique<TestHost>(cluster, static_cast<transport::AppIndex>(i), *transport_,
+                                        *e.type);
   }
 }
 
@@ -72,46 +67,34 @@ const EvbCluster::Entry& EvbCluster::entry(const std::string& id) const {
 
 std::string EvbCluster::start() {
   for (auto& e : entries_) {
-    auto r = e->app->configure(*e->context);
+    auto r = e->host->configure();
     if (!r) return e->id + ": " + r.error().message();
   }
   running_ = true;
-  for (auto& e : entries_) {
-    Entry* p = e.get();
-    p->agent = std::thread([p] {
-      while (!p->stop.load(std::memory_order_acquire)) {
-        if (p->app->do_work() == 0) p->app->wait_for_work(std::chrono::microseconds(500));
-      }
-    });
-  }
+  for (auto& e : entries_) e->host->start_agent(false);
   std::vector<Entry*> order;
   for (auto& e : entries_) order.push_back(e.get());
   std::stable_sort(order.begin(), order.end(),
                    [](Entry* a, Entry* b) { return a->type->enable_rank < b->type->enable_rank; });
   for (Entry* e : order) {
-    if (auto r = e->app->enable(); !r) return e->id + ": " + r.error().message();
+    if (auto r = e->host->enable(); !r) return e->id + ": " + r.error().message();
   }
   return {};
 }
 
-void EvbCluster::stop_agent(Entry& e) {
-  e.stop.store(true, std::memory_order_release);
-  if (e.agent.joinable()) e.agent.join();
-}
-
 void EvbCluster::kill(const std::string& id) {
   Entry& e = entry(id);
-  stop_agent(e);
+  e.host->stop_agent();
   e.killed = true;
   // The agent is stopped: this thread owns the endpoint now.
-  if (transport::Endpoint* ep = e.context->raw_endpoint()) {
+  if (transport::Endpoint* ep = e.host->context().raw_endpoint()) {
     if (transport::FaultInjection* f = transport::fault_injection(*ep)) f->abort();
   }
 }
 
 void EvbCluster::freeze(const std::string& id) {
   Entry& e = entry(id);
-  stop_agent(e);
+  e.host->stop_agent();
   e.killed = true;
 }
 
@@ -126,25 +109,25 @@ bool EvbCluster::halt(std::chrono::milliseconds timeout, bool expect_drained) {
                    [](Entry* a, Entry* b) { return a->type->enable_rank > b->type->enable_rank; });
   bool drained = true;
   for (Entry* e : running_ ? order : std::vector<Entry*>{}) {
-    e->app->begin_halt();
-    if (!wait_for([e] { return e->app->drained(); }, timeout)) {
+    e->host->begin_halt();
+    if (!wait_for([e] { return e->host->drained(); }, timeout)) {
       if (expect_drained) ADD_FAILURE() << e->id << " did not drain";
       drained = false;
     }
   }
-  for (auto& e : entries_) stop_agent(*e);
-  for (auto& e : entries_) e->app->release();
-  for (auto& e : entries_) e->context->close_endpoint();
+  for (auto& e : entries_) e->host->stop_agent();
+  for (auto& e : entries_) e->host->release();
+  for (auto& e : entries_) e->host->context().close_endpoint();
   return drained;
 }
 
 runtime::Application& EvbCluster::app(const std::string& id) {
-  return *entry(id).app;
+  return entry(id).host->app();
 }
 
 nlohmann::json EvbCluster::metrics(const std::string& id) {
   nlohmann::json snap = nlohmann::json::object();
-  entry(id).context->metrics().snapshot(snap);
+  entry(id).host->context().metrics().snapshot(snap);
   return snap;
 }
 
@@ -154,21 +137,18 @@ std::uint64_t EvbCluster::metric(const std::string& id, const std::string& name)
 }
 
 transport::EndpointStats EvbCluster::endpoint_stats(const std::string& id) {
-  transport::Endpoint* ep = entry(id).context->raw_endpoint();
+  transport::Endpoint* ep = entry(id).host->context().raw_endpoint();
   return ep != nullptr ? ep->stats() : transport::EndpointStats{};
 }
 
 std::string EvbCluster::failure(const std::string& id) const {
-  const Entry& e = entry(id);
-  const std::lock_guard lock(e.mutex);
-  return e.failure;
+  return entry(id).host->failure();
 }
 
 std::string EvbCluster::failures() const {
   std::string out;
   for (const auto& e : entries_) {
-    const std::lock_guard lock(e->mutex);
-    if (!e->failure.empty()) out += e->id + ": " + e->failure + "; ";
+    if (const std::string f = e->host->failure(); !f.empty()) out += e->id + ": " + f + "; ";
   }
   return out;
 }

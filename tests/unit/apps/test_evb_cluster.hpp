@@ -54,17 +54,11 @@ class EvbCluster {
   struct Entry {
     std::string id;
     const runtime::AppType* type = nullptr;
-    std::unique_ptr<FakeContext> context;
-    std::unique_ptr<runtime::Application> app;
-    std::thread agent;
-    std::atomic<bool> stop{false};
+    std::unique_ptr<TestHost> host;
     bool killed = false;
-    mutable std::mutex mutex;
-    std::string failure;
   };
   Entry& entry(const std::string& id);
   const Entry& entry(const std::string& id) const;
-  void stop_agent(Entry& e);
 
   runtime::AppRegistry registry_;
   transport::AddressTable addresses_;

@@ -90,7 +90,7 @@ TEST(RoundTripTest, ResponderAnswersBeforeItIsEnabled) {
   });
   h.configure_all();
   h.start_agents();
-  ASSERT_TRUE(h.app("ping").enable());
+  ASSERT_TRUE(h.enable("ping"));
   ASSERT_TRUE(h.wait_for([&] { return h.app("ping").finished(); })) << h.failure("ping");
   const json r = h.app("ping").results();
   ASSERT_EQ(r["points"].size(), 5u);  // 0, 1, 2, 4, 8

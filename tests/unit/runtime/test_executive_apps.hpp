@@ -53,7 +53,8 @@ inline HookLog& hook_log() {
   return log;
 }
 
-// Counts do_work() calls while Enabled. Parameters:
+// Counts do_work() calls while Enabled: an application type is its hooks, its parameter spec
+// and its data path; the host keeps its run state. Parameters:
 //   fail_at: report a failure when the count reaches it (0: never)
 //   fail_configure: configure() returns an error
 //   throw_enable: enable() throws
@@ -62,92 +63,68 @@ inline HookLog& hook_log() {
 class CounterApp final : public Application {
  public:
   Result<void> configure(AppContext& ctx) override {
-    id_ = ctx.self().id;
-    hook_log().add(id_ + ":configure");
-    const json& p = ctx.params();
-    if (p.value("fail_configure", false)) return Error("told to fail at configure");
-    fail_at_ = p.value("fail_at", std::uint64_t{0});
-    target_ = p.value("target", std::uint64_t{0});
-    throw_enable_ = p.value("throw_enable", false);
-    stuck_ = p.value("stuck", false);
+    hook_log().add(id() + ":configure");
+    ParamReader p = ctx.param_reader();
+    const bool fail_configure = p.get<bool>("fail_configure");
+    fail_at_ = p.get<std::uint64_t>("fail_at");
+    target_ = p.get<std::uint64_t>("target");
+    throw_enable_ = p.get<bool>("throw_enable");
+    stuck_ = p.get<bool>("stuck");
+    const auto step = p.get<std::int64_t>("step");
+    if (auto r = p.status(); !r) return r;
+    if (fail_configure) return Error("told to fail at configure");
     work_ = &ctx.metrics().counter("work", "do_work calls while enabled");
-    ctx.metrics().gauge("step").set(static_cast<double>(p.value("step", 1)));
+    ctx.metrics().gauge("step").set(static_cast<double>(step));
     ctx.metrics().probe("probe", [] { return 42.0; });
-    released_ = false;
     return ok();
   }
   Result<void> enable() override {
-    hook_log().add(id_ + ":enable");
+    hook_log().add(id() + ":enable");
     if (throw_enable_) throw std::runtime_error("enable exploded");
-    enabled_.store(true);
     return ok();
   }
   Result<void> suspend() override {
-    hook_log().add(id_ + ":suspend");
-    enabled_.store(false);
+    hook_log().add(id() + ":suspend");
     return ok();
   }
   Result<void> resume() override {
-    hook_log().add(id_ + ":resume");
-    enabled_.store(true);
+    hook_log().add(id() + ":resume");
     return ok();
   }
-  void begin_halt() override {
-    hook_log().add(id_ + ":begin_halt");
-    enabled_.store(false);
-  }
-  void release() override {
-    hook_log().add(id_ + ":release");
-    released_ = true;
-  }
+  void begin_halt() override { hook_log().add(id() + ":begin_halt"); }
+  void release() override { hook_log().add(id() + ":release"); }
+
   int do_work() override {
-    if (!enabled_.load()) return 0;
-    work_->add();
-    count_.fetch_add(1);
-    if (fail_at_ != 0 && count_.load() == fail_at_)
-      fail("count reached " + std::to_string(fail_at_));
+    if (!producing()) return 0;
+    work_->add_single_writer();
+    const std::uint64_t count = work_->value();
+    if (fail_at_ != 0 && count == fail_at_) fail("count reached " + std::to_string(fail_at_));
+    if (target_ != 0 && count >= target_) set_finished();
     return 1;
   }
   void wait_for_work(std::chrono::microseconds timeout) override {
     std::this_thread::sleep_for(std::min(timeout, std::chrono::microseconds(200)));
   }
   bool drained() const override { return !stuck_; }
-  bool finished() const override { return target_ != 0 && count_.load() >= target_; }
-  json results() const override { return json{{"count", count_.load()}}; }
+  json results() const override { return json{{"count", work_->value()}}; }
 
  private:
-  std::string id_;
   Counter* work_ = nullptr;
-  std::atomic<bool> enabled_{false};
-  std::atomic<std::uint64_t> count_{0};
   std::uint64_t fail_at_ = 0;
   std::uint64_t target_ = 0;
   bool throw_enable_ = false;
   bool stuck_ = false;
-  bool released_ = true;
 };
-
-inline ParamSpec param(std::string name, ParamKind kind, std::string default_json,
-                       std::optional<double> min = std::nullopt,
-                       std::optional<double> max = std::nullopt) {
-  ParamSpec p;
-  p.name = std::move(name);
-  p.kind = kind;
-  p.default_json = std::move(default_json);
-  p.min = min;
-  p.max = max;
-  return p;
-}
 
 inline std::vector<ParamSpec> counter_params() {
   return {
-      param("fail_at", ParamKind::integer, "0", 0),
-      param("fail_configure", ParamKind::boolean, "false"),
-      param("throw_enable", ParamKind::boolean, "false"),
-      param("stuck", ParamKind::boolean, "false"),
-      param("target", ParamKind::integer, "0", 0),
-      param("step", ParamKind::integer, "1", 1, 100),
-      param("peer", ParamKind::app_ref, "\"\""),
+      ParamSpec::integer("fail_at", "").default_value(0).at_least(0),
+      ParamSpec::boolean("fail_configure", "").default_value(false),
+      ParamSpec::boolean("throw_enable", "").default_value(false),
+      ParamSpec::boolean("stuck", "").default_value(false),
+      ParamSpec::integer("target", "").default_value(0).at_least(0),
+      ParamSpec::integer("step", "").default_value(1).range(1, 100),
+      ParamSpec::app_ref("peer", "").default_value(""),
   };
 }
 
