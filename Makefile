@@ -2,12 +2,17 @@
 BUILD       ?= build
 BUILD_ASAN  ?= build-asan
 BUILD_FUZZ  ?= build-fuzz
+BUILD_TSAN  ?= build-tsan
 CONFIG      ?= examples/local.yaml
 DURATION    ?= 20
 FUZZ_SECONDS ?= 30
 JOBS        ?= $(shell nproc)
 
-.PHONY: all bootstrap build run test test-release test-asan test-fuzz format clean bench
+.PHONY: all bootstrap build run test test-format test-release test-asan test-tsan test-fuzz \
+	format clean bench
+
+# Every C++ file of the project, for clang-format.
+SOURCES = $(shell find include src tests bench \( -name '*.hpp' -o -name '*.cpp' \) -print)
 
 all: build
 
@@ -26,7 +31,13 @@ run: build
 	rm -rf run-data
 	$(BUILD)/bin/daqflow run $(CONFIG) --duration $(DURATION) --summary $(BUILD)/run-summary.json
 
-test: test-release test-asan test-fuzz
+test: test-format test-release test-asan test-tsan test-fuzz
+
+# A check, not a rewrite: `make format` applies .clang-format.
+test-format: bootstrap
+	@clang-format --dry-run --Werror $(SOURCES) || \
+	  { echo "make test: the files above are not formatted; run 'make format'"; exit 1; }
+	@echo "test-format: $(words $(SOURCES)) files formatted"
 
 test-release: build
 	cd $(BUILD) && ctest --output-on-failure --timeout 300
@@ -40,6 +51,16 @@ test-asan: bootstrap
 	  OMPI_MCA_mca_base_component_disable_dlclose=1 \
 	  ctest --output-on-failure --timeout 300 -L unit
 
+# ThreadSanitizer over the concurrent layers: the core, transport and runtime unit tests.
+TSAN_TESTS = unit_core unit_transport unit_runtime
+test-tsan: bootstrap
+	cmake -S . -B $(BUILD_TSAN) -G Ninja -DCMAKE_BUILD_TYPE=Debug -DDAQFLOW_TSAN=ON \
+	  -DDAQFLOW_UNIT_TESTS_ONLY=ON
+	cmake --build $(BUILD_TSAN) -j $(JOBS) --target $(TSAN_TESTS)
+	cd $(BUILD_TSAN) && TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 \
+	  suppressions=$(CURDIR)/tests/sanitizers/tsan.supp" \
+	  ctest --output-on-failure --timeout 300 -j $(JOBS) -R '^(core|transport|runtime)\.'
+
 test-fuzz: bootstrap
 	cmake -S . -B $(BUILD_FUZZ) -G Ninja -DCMAKE_BUILD_TYPE=Release -DDAQFLOW_FUZZ=ON \
 	  -DCMAKE_CXX_COMPILER=clang++
@@ -52,7 +73,7 @@ bench: build
 	BUILD=$(BUILD) bash scripts/bench
 
 format:
-	find include src tests bench -name '*.hpp' -o -name '*.cpp' | xargs clang-format -i
+	clang-format -i $(SOURCES)
 
 clean:
-	rm -rf $(BUILD) $(BUILD_ASAN) $(BUILD_FUZZ)
+	rm -rf $(BUILD) $(BUILD_ASAN) $(BUILD_TSAN) $(BUILD_FUZZ)

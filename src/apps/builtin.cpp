@@ -1,7 +1,6 @@
 #include "daqflow/apps/builtin.hpp"
 
 #include "daqflow/apps/evb/register.hpp"
-
 #include "roundtrip.hpp"
 #include "sink.hpp"
 #include "source.hpp"

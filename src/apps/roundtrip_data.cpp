@@ -57,7 +57,7 @@ bool RoundTrip::post_ping() {
     case SendStatus::too_large:
     case SendStatus::invalid:
       fail("ping of " + std::to_string(size) + " bytes to '" + peer_id_ +
-                "' refused: " + std::string(transport::to_string(status)));
+           "' refused: " + std::string(transport::to_string(status)));
       return false;
   }
   return false;
@@ -66,14 +66,14 @@ bool RoundTrip::post_ping() {
 void RoundTrip::on_pong(Completion& c, std::int64_t now_ns) {
   const std::uint64_t size = sizes_[size_index_];
   if (!awaiting_ || c.message.tag != tag_ || c.message.size() != size) {
-    fail("unexpected pong from '" + peer_id_ + "': tag " + std::to_string(c.message.tag) +
-              ", " + std::to_string(c.message.size()) + " bytes; expected tag " +
-              std::to_string(tag_) + ", " + std::to_string(size) + " bytes");
+    fail("unexpected pong from '" + peer_id_ + "': tag " + std::to_string(c.message.tag) + ", " +
+         std::to_string(c.message.size()) + " bytes; expected tag " + std::to_string(tag_) + ", " +
+         std::to_string(size) + " bytes");
     return;
   }
   if (const std::size_t bad = check_echo(c.message, tag_, self_); bad != kPatternOk) {
     fail("pong " + std::to_string(tag_) + " from '" + peer_id_ + "' (" + std::to_string(size) +
-              " bytes) is corrupted at byte " + std::to_string(bad));
+         " bytes) is corrupted at byte " + std::to_string(bad));
     return;
   }
   awaiting_ = false;
@@ -103,8 +103,8 @@ int RoundTrip::initiator_work() {
         bytes_in_->add_single_writer(c.message.size());
         if (c.peer != peer_ || c.message.type != wire::MessageType::pong) {
           fail("unexpected " + std::string(wire::to_string(c.message.type)) +
-                    " message from application #" + std::to_string(c.peer) +
-                    "; expected pongs from '" + peer_id_ + "'");
+               " message from application #" + std::to_string(c.peer) + "; expected pongs from '" +
+               peer_id_ + "'");
         } else {
           on_pong(c, now);
         }
@@ -135,13 +135,13 @@ void RoundTrip::on_ping(Completion& c) {
   bytes_in_->add_single_writer(c.message.size());
   if (c.peer != peer_ || c.message.type != wire::MessageType::ping) {
     fail("unexpected " + std::string(wire::to_string(c.message.type)) +
-              " message from application #" + std::to_string(c.peer) + "; expected pings from '" +
-              peer_id_ + "'");
+         " message from application #" + std::to_string(c.peer) + "; expected pings from '" +
+         peer_id_ + "'");
     return;
   }
   if (pending_count_ == kPendingPongs) {
     fail("more than " + std::to_string(kPendingPongs) + " pings from '" + peer_id_ +
-              "' wait for their pongs; the initiator sends one at a time");
+         "' wait for their pongs; the initiator sends one at a time");
     return;
   }
   // The pong is the ping's own segments sent back: no copy, no new buffer.
@@ -171,7 +171,7 @@ int RoundTrip::flush_pongs() {
     }
     if (status != SendStatus::ok) {
       fail("pong of " + std::to_string(pong.size()) + " bytes to '" + peer_id_ +
-                "' refused: " + std::string(transport::to_string(status)));
+           "' refused: " + std::string(transport::to_string(status)));
       break;
     }
     pong.clear();
@@ -193,7 +193,7 @@ int RoundTrip::responder_work() {
       case Completion::Kind::send_done:
         messages_out_->add_single_writer();
         bytes_out_->add_single_writer(c.size);
-              if (in_flight_.load(std::memory_order_relaxed) > 0) {
+        if (in_flight_.load(std::memory_order_relaxed) > 0) {
           in_flight_.fetch_sub(1, std::memory_order_acq_rel);
         }
         break;

@@ -5,10 +5,10 @@
 // fixed interval (seed 004) to report a throughput with the first and last interval dropped.
 //
 // The first error fails the application with a reason naming the source and the sequence
-// (the host keeps only the first failure); every error is counted. A source closing its connection is normal. The sink is
-// finished once every source that sends to it has sent its last message (sources with a count);
-// sources are those listed in `sources`, or else every `source` application of the cluster whose
-// destinations name this sink.
+// (the host keeps only the first failure); every error is counted. A source closing its connection
+// is normal. The sink is finished once every source that sends to it has sent its last message
+// (sources with a count); sources are those listed in `sources`, or else every `source` application
+// of the cluster whose destinations name this sink.
 //
 // Threading: as for every application (see runtime/application.hpp); results() reads the
 // samples published by the agent thread.

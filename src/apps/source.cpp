@@ -170,8 +170,7 @@ int Source::poll_completions() {
     bytes_out_->add_single_writer(done_bytes);
     last_done_ns_.store(core::monotonic_ns(), std::memory_order_relaxed);
   }
-  if (count_ > 0 && !finished() &&
-      total_in_flight_.load(std::memory_order_acquire) == 0 &&
+  if (count_ > 0 && !finished() && total_in_flight_.load(std::memory_order_acquire) == 0 &&
       std::all_of(dests_.begin(), dests_.end(),
                   [this](const Destination& x) { return x.next_seq >= count_; })) {
     set_finished();

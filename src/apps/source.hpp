@@ -70,7 +70,7 @@ class Source final : public runtime::Application {
   std::vector<Destination> dests_;
   std::array<transport::Completion, detail::kPollBatch> completions_{};
   std::size_t cursor_ = 0;
-  bool starved_ = false;  // the last round found the pool empty
+  bool starved_ = false;     // the last round found the pool empty
   bool pool_bound_ = false;  // pool_ bound to the agent's thread
   // Metrics, counted by the agent thread and read by results().
   runtime::Counter* messages_out_ = nullptr;

@@ -11,13 +11,13 @@ namespace daqflow::cli {
 // Every built-in application type.
 const runtime::AppRegistry& registry();
 
-void add_check(CLI::App& app);   // daqflow check CONFIG
-void add_exec(CLI::App& app);    // daqflow exec CONFIG --context NAME
-void add_run(CLI::App& app);     // daqflow run CONFIG [--duration S] [--summary FILE]
-void add_ctl(CLI::App& app);     // daqflow ctl HOST:PORT COMMAND [--app ID]
-void add_status(CLI::App& app);  // daqflow status HOST:PORT
-void add_dump(CLI::App& app);     // daqflow dump FILE|DIR... [--events] [--json]
-void add_fedsend(CLI::App& app);  // daqflow fedsend HOST:PORT --fed ID [--feds N] ...
+void add_check(CLI::App& app);       // daqflow check CONFIG
+void add_exec(CLI::App& app);        // daqflow exec CONFIG --context NAME
+void add_run(CLI::App& app);         // daqflow run CONFIG [--duration S] [--summary FILE]
+void add_ctl(CLI::App& app);         // daqflow ctl HOST:PORT COMMAND [--app ID]
+void add_status(CLI::App& app);      // daqflow status HOST:PORT
+void add_dump(CLI::App& app);        // daqflow dump FILE|DIR... [--events] [--json]
+void add_fedsend(CLI::App& app);     // daqflow fedsend HOST:PORT --fed ID [--feds N] ...
 void add_transports(CLI::App& app);  // daqflow transports
 void add_shm(CLI::App& app);         // daqflow shm list|clean [--run TAG] [--all-dead]
 void add_bench(CLI::App& app);       // daqflow bench roundtrip|stream|evb|compare|memcpy ...

@@ -1,6 +1,5 @@
 // daqflow: the command-line entry point. Each subcommand lives in its own file.
 #include <CLI/CLI.hpp>
-
 #include <cstdio>
 #include <exception>
 

@@ -9,7 +9,9 @@
 
 namespace daqflow::core {
 
-void Agent::wait_for_work(std::chrono::microseconds timeout) { std::this_thread::sleep_for(timeout); }
+void Agent::wait_for_work(std::chrono::microseconds timeout) {
+  std::this_thread::sleep_for(timeout);
+}
 
 Result<IdleKind> parse_idle_kind(const std::string& name) {
   if (name == "spin") return IdleKind::spin;
@@ -21,10 +23,14 @@ Result<IdleKind> parse_idle_kind(const std::string& name) {
 
 const char* to_string(IdleKind kind) {
   switch (kind) {
-    case IdleKind::spin: return "spin";
-    case IdleKind::yield: return "yield";
-    case IdleKind::backoff: return "backoff";
-    case IdleKind::block: return "block";
+    case IdleKind::spin:
+      return "spin";
+    case IdleKind::yield:
+      return "yield";
+    case IdleKind::backoff:
+      return "backoff";
+    case IdleKind::block:
+      return "block";
   }
   return "?";
 }
@@ -63,7 +69,9 @@ void IdleStrategy::idle(Agent& agent, int work_count) {
 
 AgentRunner::AgentRunner(Agent& agent, AgentOptions options) : agent_(agent), options_(options) {}
 
-AgentRunner::~AgentRunner() { stop(); }
+AgentRunner::~AgentRunner() {
+  stop();
+}
 
 Result<void> AgentRunner::start() {
   if (thread_.joinable()) return Error("agent '" + agent_.agent_name() + "' already started");

@@ -7,7 +7,9 @@
 namespace daqflow::core {
 namespace {
 
-std::size_t round_up(std::size_t n, std::size_t to) { return (n + to - 1) / to * to; }
+std::size_t round_up(std::size_t n, std::size_t to) {
+  return (n + to - 1) / to * to;
+}
 
 // A token per thread: the address of a thread-local, unique among the threads alive together. A
 // thread started after the owner ended may get the owner's token, and with it the private stack
@@ -123,8 +125,8 @@ std::size_t BufferPool::in_use() const {
   const std::int64_t owned = owned_in_use_.load(std::memory_order_relaxed);
   // The two halves are read one after the other: a buffer moving between threads meanwhile may
   // be missed or counted twice for that instant, never below none or above the pool.
-  return static_cast<std::size_t>(std::clamp<std::int64_t>(shared + owned, 0,
-                                                           static_cast<std::int64_t>(count_)));
+  return static_cast<std::size_t>(
+      std::clamp<std::int64_t>(shared + owned, 0, static_cast<std::int64_t>(count_)));
 }
 
 Buffer BufferPool::share_index(std::uint32_t index) {

@@ -10,7 +10,9 @@ std::int64_t monotonic_ns() {
   return static_cast<std::int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
 }
 
-std::int64_t MonotonicClock::now_ns() const { return monotonic_ns(); }
+std::int64_t MonotonicClock::now_ns() const {
+  return monotonic_ns();
+}
 
 MonotonicClock& MonotonicClock::instance() {
   static MonotonicClock clock;

@@ -14,7 +14,9 @@ namespace {
 constexpr int MADV_POPULATE_WRITE = 23;  // Linux 5.14
 #endif
 
-std::size_t page_size() { return static_cast<std::size_t>(::sysconf(_SC_PAGESIZE)); }
+std::size_t page_size() {
+  return static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
+}
 
 }  // namespace
 

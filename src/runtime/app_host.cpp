@@ -178,8 +178,8 @@ Result<nlohmann::json> AppHost::update_params(const nlohmann::json& changes) {
     for (const std::string& ref : ids) {
       // An empty reference means "no peer" where the type allows it (validate_params checked).
       if (!ref.empty() && cluster_.find_application(ref) == nullptr) {
-        return Error("application '" + id() + "': parameter '" + spec.name +
-                     "': no application '" + ref + "' in " + cluster_.file);
+        return Error("application '" + id() + "': parameter '" + spec.name + "': no application '" +
+                     ref + "' in " + cluster_.file);
       }
     }
   }

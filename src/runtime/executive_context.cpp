@@ -101,8 +101,9 @@ Error ContextControl::refusal_locked(const AppHost& host, Command command) const
   for (const State s : kAllStates) {
     if (transition(s, command)) from += (from.empty() ? "" : " or ") + std::string(to_string(s));
   }
-  return Error(ErrorCode::conflict, "application '" + host.id() + "' is " + to_string(host.state_locked()) + ": " +
-               to_string(command) + " is allowed only from " + from);
+  return Error(ErrorCode::conflict, "application '" + host.id() + "' is " +
+                                        to_string(host.state_locked()) + ": " + to_string(command) +
+                                        " is allowed only from " + from);
 }
 
 Result<std::vector<ContextControl::Accepted>> ContextControl::command_all(Command command) {

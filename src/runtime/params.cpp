@@ -512,7 +512,8 @@ std::optional<std::string> convert(const json& v, std::string& expected) {
 
 template <>
 std::optional<std::vector<std::string>> convert(const json& v, std::string& expected) {
-  if (v.is_array() && std::all_of(v.begin(), v.end(), [](const json& e) { return e.is_string(); })) {
+  if (v.is_array() &&
+      std::all_of(v.begin(), v.end(), [](const json& e) { return e.is_string(); })) {
     return v.get<std::vector<std::string>>();
   }
   expected = "a list of strings";

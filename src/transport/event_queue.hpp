@@ -64,8 +64,8 @@ class Emitter {
   Completion& next() { return out_[produced_++]; }
   // A send_done completion (type, flags and tag of the message sent, no segments); the caller
   // checked room().
-  void send_done(AppIndex peer, std::uint64_t sequence, std::uint32_t size,
-                 wire::MessageType type, std::uint16_t flags, std::uint64_t tag) {
+  void send_done(AppIndex peer, std::uint64_t sequence, std::uint32_t size, wire::MessageType type,
+                 std::uint16_t flags, std::uint64_t tag) {
     Completion& c = next();
     c.kind = Completion::Kind::send_done;
     c.peer = peer;

@@ -338,8 +338,7 @@ bool TcpEndpoint::flush(AppIndex index, detail::Emitter* emit) {
       StatsCounters::add(stats_.messages_sent);
       StatsCounters::add<std::uint64_t>(stats_.bytes_sent, m.size);
       if (emit == nullptr) return;
-      emit->send_done(index, m.sequence, m.size, m.message.type, m.message.flags,
-                      m.message.tag);
+      emit->send_done(index, m.sequence, m.size, m.message.type, m.message.flags, m.message.tag);
     });
     if (static_cast<std::size_t>(n) < requested) {
       // The socket is full: EPOLLOUT says when to go on.

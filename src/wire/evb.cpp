@@ -16,11 +16,16 @@ bool zero(const std::byte* p, std::size_t n) {
 
 std::string_view to_string(EvbStatus status) {
   switch (status) {
-    case EvbStatus::ok: return "ok";
-    case EvbStatus::wrong_size: return "payload size does not match the message layout";
-    case EvbStatus::bad_count: return "event count out of range";
-    case EvbStatus::sizes_mismatch: return "super-fragment sizes do not add up to the payload";
-    case EvbStatus::reserved_not_zero: return "reserved bytes are not zero";
+    case EvbStatus::ok:
+      return "ok";
+    case EvbStatus::wrong_size:
+      return "payload size does not match the message layout";
+    case EvbStatus::bad_count:
+      return "event count out of range";
+    case EvbStatus::sizes_mismatch:
+      return "super-fragment sizes do not add up to the payload";
+    case EvbStatus::reserved_not_zero:
+      return "reserved bytes are not zero";
   }
   return "unknown event-builder status";
 }

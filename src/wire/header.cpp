@@ -24,30 +24,48 @@ bool is_known(MessageType type) {
 
 std::string_view to_string(MessageType type) {
   switch (type) {
-    case MessageType::hello: return "hello";
-    case MessageType::bye: return "bye";
-    case MessageType::data: return "data";
-    case MessageType::ping: return "ping";
-    case MessageType::pong: return "pong";
-    case MessageType::event_request: return "event_request";
-    case MessageType::assign: return "assign";
-    case MessageType::block: return "block";
-    case MessageType::block_ack: return "block_ack";
-    case MessageType::heartbeat: return "heartbeat";
+    case MessageType::hello:
+      return "hello";
+    case MessageType::bye:
+      return "bye";
+    case MessageType::data:
+      return "data";
+    case MessageType::ping:
+      return "ping";
+    case MessageType::pong:
+      return "pong";
+    case MessageType::event_request:
+      return "event_request";
+    case MessageType::assign:
+      return "assign";
+    case MessageType::block:
+      return "block";
+    case MessageType::block_ack:
+      return "block_ack";
+    case MessageType::heartbeat:
+      return "heartbeat";
   }
   return "unknown";
 }
 
 std::string_view to_string(DecodeStatus status) {
   switch (status) {
-    case DecodeStatus::ok: return "ok";
-    case DecodeStatus::too_short: return "message shorter than its header";
-    case DecodeStatus::bad_magic: return "bad magic number";
-    case DecodeStatus::bad_version: return "unsupported header version";
-    case DecodeStatus::bad_type: return "unknown message type";
-    case DecodeStatus::bad_flags: return "unknown header flags";
-    case DecodeStatus::too_large: return "payload larger than the receiver's maximum";
-    case DecodeStatus::bad_crc: return "payload CRC32C mismatch";
+    case DecodeStatus::ok:
+      return "ok";
+    case DecodeStatus::too_short:
+      return "message shorter than its header";
+    case DecodeStatus::bad_magic:
+      return "bad magic number";
+    case DecodeStatus::bad_version:
+      return "unsupported header version";
+    case DecodeStatus::bad_type:
+      return "unknown message type";
+    case DecodeStatus::bad_flags:
+      return "unknown header flags";
+    case DecodeStatus::too_large:
+      return "payload larger than the receiver's maximum";
+    case DecodeStatus::bad_crc:
+      return "payload CRC32C mismatch";
   }
   return "unknown decode status";
 }

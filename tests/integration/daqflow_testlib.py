@@ -275,6 +275,14 @@ class DaqflowTestCase(unittest.TestCase):
         _LIVE.append(proc)
         return proc
 
+    def stop_run(self, proc, timeout=90):
+        """Stops a `daqflow run` started with --duration 0 as Ctrl-C would: it halts every
+        application, writes its summary and exits; returns its exit code. A test that waits for
+        something during a run starts it with --duration 0 and stops it once it has seen it, so
+        that the run's clock never races the test's waits."""
+        proc.send_signal(signal.SIGINT)
+        return proc.wait(timeout)
+
     def output_of(self, log_name):
         with open(self.path(log_name), errors="replace") as f:
             return f.read()

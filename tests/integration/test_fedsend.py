@@ -94,7 +94,9 @@ def fed_fragment(source_id, event, payload_words):
 
 
 class FedSend(DaqflowTestCase):
-    def start_run(self, on_error, evm_input, output_spec="{kind: discard}", duration=30):
+    def start_run(self, on_error, evm_input, output_spec="{kind: discard}"):
+        """Starts the run with no end of its own: it fails by itself, or the test stops it once
+        every event it sent has reached the builder (stop_when_triggered)."""
         self.fed_ports = free_fed_ports(4)
         evm = ("input: emulator, trigger_rate_hz: 2000" if evm_input == "emulator" else
                f"input: network, first_fed_id: 1200, fed_port: {self.fed_ports + 2}, "
@@ -102,10 +104,11 @@ class FedSend(DaqflowTestCase):
         text = rewrite_ports(CONFIG.format(output=self.path("data"), evm_input=evm,
                                            ru_fed_port=self.fed_ports, on_error=on_error,
                                            output_spec=output_spec))
-        self.ru_control = int(re.findall(r"control_port\s*:\s*(\d+)", text)[1])
+        control = [int(p) for p in re.findall(r"control_port\s*:\s*(\d+)", text)]
+        self.evm_control, self.ru_control = control[0], control[1]
         config = self.write_config("fedsend.yaml", text)
         self.summary = self.path("summary.json")
-        run = self.start(["run", config, "--duration", str(duration), "--summary", self.summary,
+        run = self.start(["run", config, "--duration", "0", "--summary", self.summary,
                           "--log-dir", self.path("logs")], "run.log")
 
         # fedsend starts once the RU listens, so that it never has to retry its connections.
@@ -118,6 +121,17 @@ class FedSend(DaqflowTestCase):
             return status == 200 and body.get("state") in ("Ready", "Enabling", "Enabled")
         wait_until(ru_listening, 30, "ru1 configured")
         return run
+
+    def stop_when_triggered(self, run, events):
+        """Waits until the EVM has every one of `events` events, then stops the run (the halt
+        builds and writes what is in flight, the last partial block included); returns its exit
+        code."""
+        def triggered():
+            self.assertIsNone(run.poll(), self.output_of("run.log"))
+            status, body = http(self.evm_control, "GET", "/api/v1/apps/evm0", timeout=2.0)
+            return status == 200 and body["metrics"].get("events_triggered", 0) >= events
+        wait_until(triggered, 60, f"{events} events at the EVM")
+        return self.stop_run(run)
 
     def summary_data(self):
         with open(self.summary) as f:
@@ -141,7 +155,7 @@ class FedSend(DaqflowTestCase):
         self.assertIn("ru1", data["failure"])
 
     def test_marked_events_are_built_written_and_shown_by_dump(self):
-        run = self.start_run("mark", "network", "{kind: file, max_file_events: 64}", duration=3)
+        run = self.start_run("mark", "network", "{kind: file, max_file_events: 64}")
         code_evm, out_evm = self.daqflow(["fedsend", f"127.0.0.1:{self.fed_ports + 2}", "--fed",
                                           "1200", "--events", "300", "--size", "512"])
         self.assertEqual(code_evm, 0, out_evm)
@@ -151,7 +165,7 @@ class FedSend(DaqflowTestCase):
         self.assertEqual(code, 0, out)
         self.assertRegex(out, r"sent 600 fragments, \d+ bytes from 2 FED\(s\)")
 
-        self.assertEqual(run.wait(90), 0, self.output_of("run.log"))
+        self.assertEqual(self.stop_when_triggered(run, 300), 0, self.output_of("run.log"))
         results = self.summary_data()["results"]
         self.assertEqual(results["events_triggered"], 300)
         self.assertEqual(results["events_written"], 300)
@@ -180,7 +194,7 @@ class FedSend(DaqflowTestCase):
                        for e in range(events) for fed in (1203, 1204))
         with open(self.path("fragments.raw"), "wb") as f:
             f.write(raw)
-        run = self.start_run("fail", "network", "{kind: file}", duration=3)
+        run = self.start_run("fail", "network", "{kind: file}")
         code_evm, out_evm = self.daqflow(["fedsend", f"127.0.0.1:{self.fed_ports + 2}", "--fed",
                                           "1200", "--events", str(events)])
         self.assertEqual(code_evm, 0, out_evm)
@@ -189,7 +203,7 @@ class FedSend(DaqflowTestCase):
         self.assertEqual(code, 0, out)
         self.assertIn(f"sent {2 * events} fragments, {len(raw) + 2 * events * 16} bytes", out)
 
-        self.assertEqual(run.wait(90), 0, self.output_of("run.log"))
+        self.assertEqual(self.stop_when_triggered(run, events), 0, self.output_of("run.log"))
         self.assertEqual(self.summary_data()["results"]["events_written"], events)
         code, out = self.daqflow(["dump", self.path("data")])
         self.assertEqual(code, 0, out)

@@ -21,7 +21,7 @@ class RunFailures(DaqflowTestCase):
         config, ports = self.stream_config()
         self.assertGreaterEqual(len(ports), 2, "stream-1to1 has two contexts")
         summary = self.path("summary.json")
-        run = self.start(["run", config, "--duration", "60", "--status-interval", "0.2",
+        run = self.start(["run", config, "--duration", "0", "--status-interval", "0.2",
                           "--summary", summary, "--log-dir", self.path("logs")], "run.log")
 
         def context(port):

@@ -43,7 +43,7 @@ class ShmTransport(DaqflowTestCase):
         config, text = self.config("stream-shm-kill.yaml")
         tag = run_tag(text)
         ports = control_ports(text)
-        run = self.start(["run", config, "--duration", "60", "--status-interval", "0.2",
+        run = self.start(["run", config, "--duration", "0", "--status-interval", "0.2",
                           "--summary", self.path("summary.json"), "--log-dir", self.path("logs")],
                          "run.log")
 

@@ -46,7 +46,7 @@ class LocalCluster {
 
   struct Death {
     std::vector<std::string> contexts;  // the contexts the process hosted
-    std::string description;  // "context ru1 (pid 123) died: killed by signal 9 (Killed)"
+    std::string description;            // "context ru1 (pid 123) died: killed by signal 9 (Killed)"
   };
   // Reaps children that ended since the last call and describes each.
   std::vector<Death> reap_dead();

@@ -38,7 +38,8 @@ enum class IdleKind { spin, yield, backoff, block };
 // Decides what to do after each round. Not thread-safe: one per agent thread.
 class IdleStrategy {
  public:
-  explicit IdleStrategy(IdleKind kind, std::chrono::microseconds max_block = std::chrono::milliseconds(10))
+  explicit IdleStrategy(IdleKind kind,
+                        std::chrono::microseconds max_block = std::chrono::milliseconds(10))
       : kind_(kind), max_block_(max_block) {}
   // Back-off: this many idle rounds spin, the next kYieldRounds yield, then it blocks.
   static constexpr std::uint32_t kSpinRounds = 64;

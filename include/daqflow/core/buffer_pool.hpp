@@ -149,13 +149,15 @@ class BufferPool {
   // instruction), read by stats() and in_use() anywhere. owned_in_use_ may be negative: the
   // owner may give back buffers that other threads took.
   alignas(kCacheLine) std::atomic<std::uintptr_t> owner_thread_{0};  // its token
-  std::unique_ptr<std::uint32_t[]> private_;                  // the owner's free stack
+  std::unique_ptr<std::uint32_t[]> private_;                         // the owner's free stack
   std::size_t private_count_ = 0;
   std::atomic<std::int64_t> owned_in_use_{0};
   std::atomic<std::uint64_t> owned_acquired_{0};
 };
 
-inline std::size_t Buffer::capacity() const { return slot_->pool->buffer_size(); }
+inline std::size_t Buffer::capacity() const {
+  return slot_->pool->buffer_size();
+}
 
 inline Buffer Buffer::share() const {
   if (slot_ == nullptr) return Buffer{};

@@ -28,7 +28,9 @@ class MonotonicClock final : public Clock {
 class TestClock final : public Clock {
  public:
   explicit TestClock(std::int64_t start_ns = 0) : now_(start_ns) {}
-  [[nodiscard]] std::int64_t now_ns() const override { return now_.load(std::memory_order_acquire); }
+  [[nodiscard]] std::int64_t now_ns() const override {
+    return now_.load(std::memory_order_acquire);
+  }
   void advance(Nanos d) { now_.fetch_add(d.count(), std::memory_order_acq_rel); }
   void set(std::int64_t ns) { now_.store(ns, std::memory_order_release); }
 

@@ -101,6 +101,8 @@ class [[nodiscard]] Result<void> {
   bool ok_ = true;
 };
 
-inline Result<void> ok() { return {}; }
+inline Result<void> ok() {
+  return {};
+}
 
 }  // namespace daqflow

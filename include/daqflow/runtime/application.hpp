@@ -23,13 +23,12 @@
 // fail(reason) from any thread: the first failure moves it to Failed(reason), later ones are only
 // logged. results() is called from any thread, never while configure() or release() runs.
 
-#include <nlohmann/json.hpp>
-
 #include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -70,8 +69,8 @@ class AppContext {
   // Index of an application by id, or an error naming the id.
   [[nodiscard]] Result<AppIndex> index_of(std::string_view id) const;
   // The indexes of the ids listed in parameter `key`, or an error naming it and the unknown id.
-  [[nodiscard]] Result<std::vector<AppIndex>> indexes_of(
-      std::string_view key, const std::vector<std::string>& ids) const;
+  [[nodiscard]] Result<std::vector<AppIndex>> indexes_of(std::string_view key,
+                                                         const std::vector<std::string>& ids) const;
 };
 
 // The run state as the host publishes it to its application.

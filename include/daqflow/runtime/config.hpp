@@ -3,9 +3,8 @@
 // every process. load_config() validates it strictly; every error names file:line:column and the
 // key or value at fault.
 
-#include <nlohmann/json.hpp>
-
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -21,8 +20,8 @@ using transport::AppIndex;
 
 struct SourceLocation {
   std::string file;
-  int line = 0;    // 1-based
-  int column = 0;  // 1-based
+  int line = 0;                           // 1-based
+  int column = 0;                         // 1-based
   [[nodiscard]] std::string str() const;  // "file:line:column"
 };
 
@@ -38,20 +37,20 @@ struct TransportSettings {
   std::uint32_t recv_buffers = 32;
   std::size_t socket_buffer_bytes = 4u << 20;
   bool payload_crc = false;
-  std::string ucx_tls;                     // ucx: UCX_TLS ("" = UCX's choice)
+  std::string ucx_tls;                       // ucx: UCX_TLS ("" = UCX's choice)
   std::string ofi_provider = "tcp;ofi_rxm";  // ofi: libfabric provider
   std::string mpi_completion = "testsome";   // mpi: testsome | test | testall
 };
 
 struct ApplicationConfig {
-  AppIndex index = 0;         // position in the cluster's address table
-  std::string type;           // registry name: "source", "sink", "roundtrip", ...
-  std::string id;             // unique in the cluster
-  std::string context;        // name of the hosting context
-  std::string transport;      // the transport its endpoint uses (default_transport unless set)
-  std::optional<int> cpu;     // pin its agent to this CPU
+  AppIndex index = 0;            // position in the cluster's address table
+  std::string type;              // registry name: "source", "sink", "roundtrip", ...
+  std::string id;                // unique in the cluster
+  std::string context;           // name of the hosting context
+  std::string transport;         // the transport its endpoint uses (default_transport unless set)
+  std::optional<int> cpu;        // pin its agent to this CPU
   std::string idle = "backoff";  // agent idle strategy
-  nlohmann::json params;      // validated, defaults filled in
+  nlohmann::json params;         // validated, defaults filled in
   SourceLocation location;
 };
 
@@ -80,11 +79,13 @@ struct ClusterConfig {
   [[nodiscard]] transport::AddressTable address_table() const;
   // Contexts that must share a process because an inproc link joins their applications:
   // groups of context names, each group in configuration order.
-  [[nodiscard]] std::vector<std::vector<std::string>> process_groups(const AppRegistry& registry) const;
+  [[nodiscard]] std::vector<std::vector<std::string>> process_groups(
+      const AppRegistry& registry) const;
 };
 
 // Reads and validates a configuration file.
-[[nodiscard]] Result<ClusterConfig> load_config(const std::string& path, const AppRegistry& registry);
+[[nodiscard]] Result<ClusterConfig> load_config(const std::string& path,
+                                                const AppRegistry& registry);
 // Same from text (tests); file names the text in messages.
 [[nodiscard]] Result<ClusterConfig> parse_config(const std::string& text, const std::string& file,
                                                  const AppRegistry& registry);

@@ -7,13 +7,12 @@
 // Registration (counter(), gauge(), probe()) happens at Configure on the control thread; the
 // returned references stay valid for the registry's lifetime.
 
-#include <nlohmann/json_fwd.hpp>
-
 #include <atomic>
 #include <cstdint>
 #include <deque>
 #include <functional>
 #include <mutex>
+#include <nlohmann/json_fwd.hpp>
 #include <string>
 #include <vector>
 

@@ -11,9 +11,8 @@
 // values, and an error naming the application and the key when one is missing or of the wrong
 // type (which only a bug can cause once the spec has been checked).
 
-#include <nlohmann/json_fwd.hpp>
-
 #include <cstdint>
+#include <nlohmann/json_fwd.hpp>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -24,8 +23,8 @@
 namespace daqflow::runtime {
 
 enum class ParamKind {
-  integer,       // JSON integer within [min, max]
-  number,        // JSON number within [min, max]
+  integer,  // JSON integer within [min, max]
+  number,   // JSON number within [min, max]
   boolean,
   string,        // optionally one of choices
   app_ref,       // the id of another application in the cluster

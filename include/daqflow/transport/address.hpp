@@ -12,9 +12,9 @@ using AppIndex = std::uint32_t;
 
 struct AppAddress {
   AppIndex index = 0;
-  std::string id;       // the application id from the configuration, e.g. "ru1"
-  std::string context;  // the context (executive) hosting it
-  std::string host;     // IP address or host name of that context
+  std::string id;               // the application id from the configuration, e.g. "ru1"
+  std::string context;          // the context (executive) hosting it
+  std::string host;             // IP address or host name of that context
   std::uint16_t data_port = 0;  // where its endpoint listens (tcp); 0 when it needs none
 };
 

@@ -26,8 +26,14 @@ inline std::uint64_t load_le64(const std::byte* p) {
   std::memcpy(&v, p, sizeof v);
   return v;
 }
-inline void store_le16(std::byte* p, std::uint16_t v) { std::memcpy(p, &v, sizeof v); }
-inline void store_le32(std::byte* p, std::uint32_t v) { std::memcpy(p, &v, sizeof v); }
-inline void store_le64(std::byte* p, std::uint64_t v) { std::memcpy(p, &v, sizeof v); }
+inline void store_le16(std::byte* p, std::uint16_t v) {
+  std::memcpy(p, &v, sizeof v);
+}
+inline void store_le32(std::byte* p, std::uint32_t v) {
+  std::memcpy(p, &v, sizeof v);
+}
+inline void store_le64(std::byte* p, std::uint64_t v) {
+  std::memcpy(p, &v, sizeof v);
+}
 
 }  // namespace daqflow::wire

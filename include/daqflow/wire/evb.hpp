@@ -78,10 +78,10 @@ inline constexpr std::size_t kHeartbeatSize = 16;
 
 enum class EvbStatus : std::uint8_t {
   ok,
-  wrong_size,        // payload size does not match the message's layout
-  bad_count,         // event count 0 or above kMaxEventsPerBlock
-  sizes_mismatch,    // per-event sizes do not add up to the payload
-  reserved_not_zero, // reserved bytes carry data
+  wrong_size,         // payload size does not match the message's layout
+  bad_count,          // event count 0 or above kMaxEventsPerBlock
+  sizes_mismatch,     // per-event sizes do not add up to the payload
+  reserved_not_zero,  // reserved bytes carry data
 };
 [[nodiscard]] std::string_view to_string(EvbStatus status);
 

@@ -30,11 +30,11 @@ inline constexpr std::size_t kHeaderSize = 40;
 inline constexpr std::uint32_t kNoApplication = 0xffffffff;
 
 enum class MessageType : std::uint8_t {
-  hello = 1,   // connection set-up: announces the sender's application index
-  bye = 2,     // orderly close: the peer will send nothing more
-  data = 3,    // application data (stream benchmark, generic)
-  ping = 4,    // round-trip benchmark request
-  pong = 5,    // round-trip benchmark reply
+  hello = 1,           // connection set-up: announces the sender's application index
+  bye = 2,             // orderly close: the peer will send nothing more
+  data = 3,            // application data (stream benchmark, generic)
+  ping = 4,            // round-trip benchmark request
+  pong = 5,            // round-trip benchmark reply
   event_request = 16,  // BU -> EVM
   assign = 17,         // EVM -> RU
   block = 18,          // RU -> BU: super-fragments of one block

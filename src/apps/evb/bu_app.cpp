@@ -178,14 +178,14 @@ void BuilderUnit::on_completion(Completion& c, std::int64_t now) {
           break;
         case PartOutcome::malformed:
           fail("malformed block " + std::to_string(c.message.tag) + " from " +
-                    topology_.name(c.peer) + ": " +
-                    (detail == wire::EvbStatus::ok ? std::string("its header names another RU")
-                                                   : std::string(wire::to_string(detail))));
+               topology_.name(c.peer) + ": " +
+               (detail == wire::EvbStatus::ok ? std::string("its header names another RU")
+                                              : std::string(wire::to_string(detail))));
           break;
         case PartOutcome::no_slot:
           fail(topology_.name(c.peer) + " sent block " + std::to_string(c.message.tag) +
-                    " while all " + std::to_string(window_) +
-                    " blocks in flight are open: more blocks than requested");
+               " while all " + std::to_string(window_) +
+               " blocks in flight are open: more blocks than requested");
           break;
       }
       break;
@@ -237,15 +237,14 @@ int BuilderUnit::build(std::int64_t now) {
       const auto missing = static_cast<std::size_t>(r.missing_ru);
       const std::string& why = ru_lost_why_[missing];
       fail("block " + std::to_string(r.block_id) + " (events " +
-                std::to_string(batch->events.front().number) + ".." +
-                std::to_string(batch->events.back().number) + ") is incomplete: no data from RU '" +
-                topology_.name(topology_.rus[missing]) + "' (" +
-                (why.empty() ? "nothing within timeout_ms = " + std::to_string(timeout_ms_) + " ms"
-                             : why) +
-                (r.missing_count > 1
-                     ? ", and " + std::to_string(r.missing_count - 1) + " more RU(s)"
-                     : "") +
-                "); on_incomplete is fail");
+           std::to_string(batch->events.front().number) + ".." +
+           std::to_string(batch->events.back().number) + ") is incomplete: no data from RU '" +
+           topology_.name(topology_.rus[missing]) + "' (" +
+           (why.empty() ? "nothing within timeout_ms = " + std::to_string(timeout_ms_) + " ms"
+                        : why) +
+           (r.missing_count > 1 ? ", and " + std::to_string(r.missing_count - 1) + " more RU(s)"
+                                : "") +
+           "); on_incomplete is fail");
     }
     if (r.corrupted > 0 && !warned_corrupt_) {
       warned_corrupt_ = true;

@@ -128,8 +128,8 @@ Result<EmulatorSettings> parse_emulator_settings(const nlohmann::json& params,
   EmulatorSettings s;
   runtime::ParamReader p(params, "FED emulator");
   s.feds = p.get<std::uint32_t>("feds");
-  const auto first = p.get<std::optional<std::int64_t>>("first_fed_id")
-                         .value_or(std::int64_t{100} * position);
+  const auto first =
+      p.get<std::optional<std::int64_t>>("first_fed_id").value_or(std::int64_t{100} * position);
   s.seed = p.get<std::uint64_t>("seed");
   const auto payload = p.get<std::string>("payload");
   runtime::ParamReader size = p.object("fragment_size");

@@ -22,25 +22,25 @@ std::vector<ParamSpec> readout_param_specs() {
           "FED id of the first FED; null: 100 * the RU's position (EVM 0, then the EVM's rus)")
           .default_json_text("null")
           .range(0, 4095),
-      ParamSpec::object(
-          "fragment_size", "FED emulator: fragment size distribution (bytes, whole fragment)",
-          {
-              ParamSpec::string("dist", "fixed, uniform or lognormal")
-                  .default_value("lognormal")
-                  .one_of({"fixed", "uniform", "lognormal"}),
-              ParamSpec::number("mean", "mean fragment size, bytes")
-                  .default_value(2048)
-                  .range(16, kMaxEmulatedFragmentSize),
-              ParamSpec::number("sd", "standard deviation, bytes")
-                  .default_value(1024)
-                  .range(0, kMaxEmulatedFragmentSize),
-              ParamSpec::integer("min", "smallest fragment, bytes (rounded up to 8)")
-                  .default_value(64)
-                  .range(16, kMaxEmulatedFragmentSize),
-              ParamSpec::integer("max", "largest fragment, bytes (rounded down to 8)")
-                  .default_value(65536)
-                  .range(16, kMaxEmulatedFragmentSize),
-          }),
+      ParamSpec::object("fragment_size",
+                        "FED emulator: fragment size distribution (bytes, whole fragment)",
+                        {
+                            ParamSpec::string("dist", "fixed, uniform or lognormal")
+                                .default_value("lognormal")
+                                .one_of({"fixed", "uniform", "lognormal"}),
+                            ParamSpec::number("mean", "mean fragment size, bytes")
+                                .default_value(2048)
+                                .range(16, kMaxEmulatedFragmentSize),
+                            ParamSpec::number("sd", "standard deviation, bytes")
+                                .default_value(1024)
+                                .range(0, kMaxEmulatedFragmentSize),
+                            ParamSpec::integer("min", "smallest fragment, bytes (rounded up to 8)")
+                                .default_value(64)
+                                .range(16, kMaxEmulatedFragmentSize),
+                            ParamSpec::integer("max", "largest fragment, bytes (rounded down to 8)")
+                                .default_value(65536)
+                                .range(16, kMaxEmulatedFragmentSize),
+                        }),
       ParamSpec::integer("seed", "FED emulator: seed of the fragment sizes and payloads")
           .default_value(1)
           .at_least(0),
@@ -98,8 +98,8 @@ std::vector<ParamSpec> bu_param_specs() {
       ParamSpec::integer("blocks_in_flight", "blocks requested or being built at once")
           .default_value(4)
           .range(1, 256),
-      ParamSpec::integer("timeout_ms",
-                         "wait this long for a RU's part of a block, then its events are incomplete")
+      ParamSpec::integer(
+          "timeout_ms", "wait this long for a RU's part of a block, then its events are incomplete")
           .default_value(2000)
           .range(1, 3600000),
       ParamSpec::boolean("check_crc", "check every FED fragment's CRC").default_value(false),

@@ -55,7 +55,8 @@ Result<void> EventManagerApp::configure(runtime::AppContext& ctx) {
 
   // Every RU but this one receives the assigns; capacity: one per block of the table, twice.
   const std::vector<AppIndex> others(topology_.rus.begin() + 1, topology_.rus.end());
-  if (auto r = assigns_.configure(id() + ".assigns", others, 2 * topology_.evm_block_capacity); !r) {
+  if (auto r = assigns_.configure(id() + ".assigns", others, 2 * topology_.evm_block_capacity);
+      !r) {
     return r.error().context("application '" + id() + "'");
   }
   for (const auto peer : others) {
@@ -132,7 +133,7 @@ void EventManagerApp::on_lost(AppIndex bu, const std::string& why, std::size_t o
   if (evm_->bus_alive() == 0) {
     events_lost_->set(static_cast<double>(evm_->lost()));
     fail("no BU left (lost: " + names + "); " + std::to_string(evm_->lost()) +
-              " events in flight cannot be built");
+         " events in flight cannot be built");
   }
 }
 
@@ -155,9 +156,8 @@ void EventManagerApp::on_completion(Completion& c, std::int64_t now) {
           if (wire::decode(payload, a) != wire::EvbStatus::ok) break;
           if (evm_->ack(c.peer, a, now) == AckOutcome::invalid) {
             fail("block_ack from " + topology_.name(c.peer) + " for block " +
-                      std::to_string(a.block_id) + " counts " + std::to_string(a.built) +
-                      " built + " + std::to_string(a.incomplete) +
-                      " incomplete events, not the block's size");
+                 std::to_string(a.block_id) + " counts " + std::to_string(a.built) + " built + " +
+                 std::to_string(a.incomplete) + " incomplete events, not the block's size");
           }
           role_.on_ack(a);
           last_built_ns_.store(now, std::memory_order_relaxed);

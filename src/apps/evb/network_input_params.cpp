@@ -52,8 +52,8 @@ Result<std::unique_ptr<FragmentSource>> make_network_input(const nlohmann::json&
   runtime::ParamReader p(ru_params, "FED network input");
   const auto feds = p.get<std::uint32_t>("feds");
   // As the emulator: the EVM's FEDs are 0.., the first RU's 100.., unless first_fed_id is set.
-  const auto first = p.get<std::optional<std::int64_t>>("first_fed_id")
-                         .value_or(std::int64_t{100} * ru_index);
+  const auto first =
+      p.get<std::optional<std::int64_t>>("first_fed_id").value_or(std::int64_t{100} * ru_index);
   const auto port = p.get<std::uint32_t>("fed_port");
   s.crc_check_every = p.get<std::uint32_t>("crc_check_every");
   s.on_error =

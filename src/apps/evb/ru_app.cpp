@@ -51,7 +51,7 @@ void ReadoutUnit::on_completion(Completion& c) {
         wire::Assign a;
         if (const auto s = wire::decode(payload, a); s != wire::EvbStatus::ok) {
           fail("malformed assign from " + topology_.name(c.peer) + ": " +
-                    std::string(wire::to_string(s)));
+               std::string(wire::to_string(s)));
           break;
         }
         role_.on_assign(a);
@@ -87,9 +87,7 @@ int ReadoutUnit::do_work() {
   for (std::size_t i = 0; i < n; ++i) on_completion(completions_[i]);
   work += static_cast<int>(n);
   // Ahead of the assigns while enabled; otherwise only what is already assigned must be made.
-  const std::uint64_t limit =
-      role_.assigned() +
-      (producing() ? topology_.lookahead_events : 0);
+  const std::uint64_t limit = role_.assigned() + (producing() ? topology_.lookahead_events : 0);
   work += static_cast<int>(role_.produce(limit));
   work += role_.send();
   role_.publish();

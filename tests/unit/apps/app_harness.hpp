@@ -123,7 +123,7 @@ class Harness {
   struct Entry {
     std::string id;
     const runtime::AppType* type = nullptr;
-    std::unique_ptr<TestHost> host;           // nullptr for "-" entries
+    std::unique_ptr<TestHost> host;            // nullptr for "-" entries
     std::unique_ptr<FakeContext> raw_context;  // "-" entries: an endpoint only
   };
   [[nodiscard]] Entry& entry(const std::string& id);

@@ -126,7 +126,6 @@ TEST(ContextTable, OneRowPerApplicationWithMetricsAndReason) {
             "src0  source  Failed         0       0 B         7      700 B  peer snk0 closed\n");
 }
 
-
 TEST(StatusLine, ShowsEventBuilderFiguresWhenThereIsAnEvm) {
   RateMeter meter;
   auto evm = sample_from_json(nlohmann::json::parse(

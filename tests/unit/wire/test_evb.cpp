@@ -42,9 +42,10 @@ TEST(EvbProtocol, RequestAckHeartbeatRoundTrip) {
   EXPECT_EQ(req.blocks, 2u);
 
   std::array<std::byte, kBlockAckSize> a{};
-  encode(BlockAck{.block_id = 9, .bu = 3, .generation = 1, .built = 30, .incomplete = 2,
-                  .bytes = 1u << 20},
-         a);
+  encode(
+      BlockAck{
+          .block_id = 9, .bu = 3, .generation = 1, .built = 30, .incomplete = 2, .bytes = 1u << 20},
+      a);
   BlockAck ack;
   ASSERT_EQ(decode(a, ack), EvbStatus::ok);
   EXPECT_EQ(ack.built, 30u);
@@ -65,9 +66,9 @@ TEST(EvbProtocol, BlockDescriptorMustAddUpToThePayload) {
          std::span<std::byte, kBlockHeaderSize>(desc.data(), kBlockHeaderSize));
   const std::uint32_t sizes[kEvents] = {64, 128, 256};
   for (std::uint32_t i = 0; i < kEvents; ++i) {
-    encode(BlockEntry{sizes[i], 0}, std::span<std::byte, kBlockEntrySize>(
-                                        desc.data() + kBlockHeaderSize + i * kBlockEntrySize,
-                                        kBlockEntrySize));
+    encode(BlockEntry{sizes[i], 0},
+           std::span<std::byte, kBlockEntrySize>(
+               desc.data() + kBlockHeaderSize + i * kBlockEntrySize, kBlockEntrySize));
   }
   std::array<BlockEntry, 8> entries{};
   BlockHeader header;

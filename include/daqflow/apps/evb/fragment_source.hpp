@@ -7,11 +7,10 @@
 // Threading: produce() is called from the RU's agent thread only. A network source may run I/O
 // threads of its own behind it.
 
-#include <nlohmann/json_fwd.hpp>
-
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <nlohmann/json_fwd.hpp>
 #include <span>
 #include <string>
 

@@ -8,11 +8,10 @@
 // owned by the BU (a fixed set allocated at Configure) and lent to the output between submit()
 // and poll_done(); nothing is allocated per event.
 
-#include <nlohmann/json_fwd.hpp>
-
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <nlohmann/json_fwd.hpp>
 #include <string>
 #include <vector>
 
@@ -32,7 +31,7 @@ struct BuiltEvent {
   std::uint32_t flags = 0;        // wire::EventFlags
   std::uint32_t first_piece = 0;  // index into OutputBatch::pieces
   std::uint32_t piece_count = 0;
-  std::uint64_t size = 0;         // bytes, all pieces
+  std::uint64_t size = 0;  // bytes, all pieces
 };
 
 // A built block: its events, the pieces they reference, and the buffers holding those pieces
@@ -52,12 +51,12 @@ struct OutputBatch {
 };
 
 struct OutputStats {
-  std::uint64_t events_written = 0;   // events in files whose sidecar is written (or discarded)
+  std::uint64_t events_written = 0;  // events in files whose sidecar is written (or discarded)
   std::uint64_t bytes_written = 0;
   std::uint64_t files_closed = 0;
   std::uint64_t events_over_cap = 0;  // not written because the disk cap was reached
   std::uint64_t write_errors = 0;
-  std::uint32_t queued = 0;           // batches submitted, not yet done
+  std::uint32_t queued = 0;  // batches submitted, not yet done
 };
 
 class EventOutput {
