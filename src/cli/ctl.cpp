@@ -9,6 +9,7 @@
 #include "cli/commands.hpp"
 #include "daqflow/control/client.hpp"
 #include "daqflow/control/plan.hpp"
+#include "daqflow/runtime/fsm.hpp"
 
 namespace daqflow::cli {
 
@@ -40,7 +41,7 @@ void print(const nlohmann::json& answer) {
 // Polls until every listed application is in the target state; returns the final answer in the
 // shape of the command's own answer, with the states reached (and reasons of failures).
 nlohmann::json wait_for_target(const control::ControlClient& client, const CtlArgs& args,
-                               const std::string& target) {
+                               runtime::State target) {
   const auto deadline = std::chrono::steady_clock::now() +
                         std::chrono::milliseconds(static_cast<long>(args.timeout_s * 1000));
   for (;;) {
@@ -60,13 +61,14 @@ nlohmann::json wait_for_target(const control::ControlClient& client, const CtlAr
     nlohmann::json states = nlohmann::json::array();
     for (const auto& a : apps) {
       const auto id = text_of(a, "id");
-      const auto state = text_of(a, "state");
-      nlohmann::json entry{{"id", id}, {"state", state}};
-      if (state == "Failed") {
+      const auto text = text_of(a, "state");
+      const auto state = runtime::parse_state(text);
+      nlohmann::json entry{{"id", id}, {"state", text}};
+      if (state && *state == runtime::State::Failed) {
         entry["reason"] = text_of(a, "reason");
         if (failed.empty()) failed = "application " + id + " failed: " + text_of(a, "reason");
-      } else if (state != target && behind.empty()) {
-        behind = "application " + id + " is still " + state;
+      } else if ((!state || *state != target) && behind.empty()) {
+        behind = "application " + id + " is still " + text;
       }
       states.push_back(std::move(entry));
     }
@@ -84,7 +86,7 @@ nlohmann::json wait_for_target(const control::ControlClient& client, const CtlAr
     if (std::chrono::steady_clock::now() >= deadline) {
       print(answer);
       fail(args.command + ": " + behind + " after " + std::to_string(args.timeout_s) +
-           " s (waiting for " + target + ")");
+           " s (waiting for " + runtime::to_string(target) + ")");
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
@@ -93,15 +95,16 @@ nlohmann::json wait_for_target(const control::ControlClient& client, const CtlAr
 void ctl_command(const CtlArgs& args) {
   auto address = control::parse_host_port(args.address);
   if (!address) fail(address.error().message());
-  auto target = control::target_state(args.command);
-  if (!target) fail(target.error().message());
+  auto command = runtime::parse_command(args.command);
+  if (!command) fail(command.error().message());
+  const runtime::State target = runtime::target_state(*command);
 
   const control::ControlClient client(*address);
   const std::string path = args.app.empty() ? "/api/v1/fsm/" + args.command
                                             : "/api/v1/apps/" + args.app + "/fsm/" + args.command;
   auto answer = client.post(path);
   if (!answer) fail(answer.error().message());
-  print(args.wait ? wait_for_target(client, args, *target) : *answer);
+  print(args.wait ? wait_for_target(client, args, target) : *answer);
 }
 
 }  // namespace

@@ -29,6 +29,7 @@
 #include "cli/commands.hpp"
 #include "daqflow/apps/evb/fed_stream.hpp"
 #include "daqflow/control/client.hpp"
+#include "daqflow/core/net.hpp"
 #include "daqflow/wire/endian.hpp"
 #include "daqflow/wire/fed.hpp"
 
@@ -82,7 +83,7 @@ bool connected_to_itself(int fd) {
   return local_len == peer_len && std::memcmp(&local, &peer, local_len) == 0;
 }
 
-int connect_to(const control::HostPort& to, double timeout_s, std::string& error) {
+core::UniqueFd connect_to(const control::HostPort& to, double timeout_s, std::string& error) {
   const auto deadline = Clock::now() + std::chrono::duration<double>(timeout_s);
   addrinfo hints{};
   hints.ai_family = AF_UNSPEC;
@@ -92,27 +93,25 @@ int connect_to(const control::HostPort& to, double timeout_s, std::string& error
     const int rc = ::getaddrinfo(to.host.c_str(), std::to_string(to.port).c_str(), &hints, &found);
     if (rc != 0) {
       error = fmt::format("cannot resolve {}: {}", to.host, ::gai_strerror(rc));
-      return -1;
+      return {};
     }
-    int fd = -1;
+    core::UniqueFd fd;
     int last_errno = 0;
-    for (addrinfo* a = found; a != nullptr && fd < 0; a = a->ai_next) {
-      fd = ::socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC, a->ai_protocol);
-      if (fd >= 0 && ::connect(fd, a->ai_addr, a->ai_addrlen) != 0) {
+    for (addrinfo* a = found; a != nullptr && !fd; a = a->ai_next) {
+      fd.reset(::socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC, a->ai_protocol));
+      if (fd && ::connect(fd.get(), a->ai_addr, a->ai_addrlen) != 0) {
         last_errno = errno;
-        ::close(fd);
-        fd = -1;
+        fd.reset();
       }
     }
     ::freeaddrinfo(found);
-    if (fd >= 0 && connected_to_itself(fd)) {
+    if (fd && connected_to_itself(fd.get())) {
       // With nothing listening, a connect() whose ephemeral port happens to equal the target
       // port connects the socket to itself (TCP simultaneous open) and takes the RU's port.
-      ::close(fd);
-      fd = -1;
+      fd.reset();
       last_errno = ECONNREFUSED;
     }
-    if (fd >= 0) return fd;
+    if (fd) return fd;
     // The RU may not be configured yet: keep trying until the timeout, not too often, since
     // every attempt takes an ephemeral port that a RU might be about to listen on.
     if (Clock::now() >= deadline) {
@@ -120,7 +119,7 @@ int connect_to(const control::HostPort& to, double timeout_s, std::string& error
           "cannot connect to {}: {} (is the RU configured with input: network and "
           "fed_port {}?)",
           to.str(), std::strerror(last_errno), to.port);
-      return -1;
+      return {};
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(200));
   }
@@ -171,8 +170,8 @@ void corrupt_crc(std::span<std::byte> fragment) {
 }
 
 void send_stream(const FedsendArgs& args, Stream& s, std::uint16_t first_fed) {
-  const int fd = connect_to(s.to, args.connect_timeout_s, s.error);
-  if (fd < 0) return;
+  const core::UniqueFd fd = connect_to(s.to, args.connect_timeout_s, s.error);
+  if (!fd) return;
   const bool replay = !args.file.empty();
   const std::uint64_t events = replay ? s.replay.size() : args.events;
   Sizes sizes(args, s.id);
@@ -204,7 +203,7 @@ void send_stream(const FedsendArgs& args, Stream& s, std::uint16_t first_fed) {
     const bool paced = args.rate > 0;
     if (batch.size() >= kSendBatchBytes || paced || e + 1 == events) {
       std::string why;
-      if (!send_all(fd, batch, why)) {
+      if (!send_all(fd.get(), batch, why)) {
         s.error = fmt::format("sending to {} failed after {} fragments: {}", s.to.str(),
                               s.fragments, why);
         break;
@@ -216,7 +215,6 @@ void send_stream(const FedsendArgs& args, Stream& s, std::uint16_t first_fed) {
     if (paced)
       std::this_thread::sleep_until(start + std::chrono::duration<double>((e + 1) / args.rate));
   }
-  ::close(fd);
 }
 
 // --file: the file's fragments (walked from its end, as a super-fragment), grouped by FED.

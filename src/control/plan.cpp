@@ -33,31 +33,6 @@ std::vector<std::vector<PlannedApp>> halt_order(const runtime::ClusterConfig& co
   return groups;
 }
 
-Result<std::string> target_state(std::string_view command) {
-  static constexpr std::array<std::pair<std::string_view, std::string_view>, 6> kTargets{{
-      {"Configure", "Ready"},
-      {"Enable", "Enabled"},
-      {"Suspend", "Suspended"},
-      {"Resume", "Enabled"},
-      {"Halt", "Halted"},
-      {"Reset", "Halted"},
-  }};
-  for (const auto& [cmd, state] : kTargets) {
-    if (cmd == command) return std::string(state);
-  }
-  return Error("unknown command '" + std::string(command) +
-               "' (expected Configure, Enable, Suspend, Resume, Halt or Reset)");
-}
-
-bool is_transitional(std::string_view state) {
-  return state == "Configuring" || state == "Enabling" || state == "Suspending" ||
-         state == "Resuming" || state == "Halting";
-}
-
-bool can_halt(std::string_view state) {
-  return state == "Ready" || state == "Enabled" || state == "Suspended";
-}
-
 std::vector<std::string> exec_command(const std::string& self, const std::string& config_path,
                                       const std::vector<std::string>& contexts) {
   std::vector<std::string> argv{self, "exec", config_path};

@@ -67,7 +67,7 @@ class Run {
       : config_(config), registry_(registry), options_(options), reporter_(reporter), stop_(stop) {
     for (const auto& app : config.applications) {
       by_id_[app.id] = views_.size();
-      views_.push_back(View{&app, "Halted", "", nlohmann::json()});
+      views_.push_back(View{&app, runtime::State::Halted, "", nlohmann::json()});
     }
   }
 
@@ -76,7 +76,7 @@ class Run {
  private:
   struct View {
     const runtime::ApplicationConfig* config;
-    std::string state;
+    std::optional<runtime::State> state;  // none: unknown, or its context is gone
     std::string reason;
     nlohmann::json last;  // the last full GET /apps/{id} answer
   };
@@ -95,7 +95,7 @@ class Run {
   Result<void> check_deaths();
   [[nodiscard]] bool survivable(const std::vector<std::string>& contexts) const;
   Result<void> poll_states();
-  Result<void> wait_for(const std::vector<PlannedApp>& apps, const std::string& target,
+  Result<void> wait_for(const std::vector<PlannedApp>& apps, runtime::State target,
                         std::chrono::milliseconds timeout, bool any_failed_fails);
   Result<void> post_app(const View& v, const std::string& command);
   Result<void> start();
@@ -200,13 +200,13 @@ Result<void> Run::poll_states() {
   return ok();
 }
 
-Result<void> Run::wait_for(const std::vector<PlannedApp>& apps, const std::string& target,
+Result<void> Run::wait_for(const std::vector<PlannedApp>& apps, runtime::State target,
                            std::chrono::milliseconds timeout, bool any_failed_fails) {
   const auto deadline = Clock::now() + timeout;
   for (;;) {
     if (auto r = check_deaths(); !r) return r;
     if (auto r = poll_states(); !r) return r;
-    const auto failed = [](const View& v) { return v.state == "Failed"; };
+    const auto failed = [](const View& v) { return v.state == runtime::State::Failed; };
     if (any_failed_fails) {
       for (const auto& v : views_) {
         if (failed(v)) return Error("application " + v.config->id + " failed: " + v.reason);
@@ -221,8 +221,9 @@ Result<void> Run::wait_for(const std::vector<PlannedApp>& apps, const std::strin
     if (behind == nullptr) return ok();
     if (aborting()) return Error("aborted by a second interrupt");
     if (Clock::now() >= deadline) {
-      return Error("application " + behind->config->id + " did not reach " + target + " within " +
-                   seconds(timeout) + " (state " + behind->state + ")");
+      return Error("application " + behind->config->id + " did not reach " +
+                   runtime::to_string(target) + " within " + seconds(timeout) + " (state " +
+                   state_name(behind->state) + ")");
     }
     std::this_thread::sleep_for(kTick);
   }
@@ -268,7 +269,7 @@ Result<void> Run::configure() {
   std::vector<PlannedApp> all;
   for (const auto& group : enable_order(config_, registry_))
     all.insert(all.end(), group.begin(), group.end());
-  return wait_for(all, "Ready", options_.configure_timeout, true);
+  return wait_for(all, runtime::State::Ready, options_.configure_timeout, true);
 }
 
 Result<void> Run::enable() {
@@ -278,7 +279,9 @@ Result<void> Run::enable() {
     for (const auto& app : group) {
       if (auto r = post_app(view(app.id), "Enable"); !r) return r;
     }
-    if (auto r = wait_for(group, "Enabled", options_.transition_timeout, true); !r) return r;
+    if (auto r = wait_for(group, runtime::State::Enabled, options_.transition_timeout, true); !r) {
+      return r;
+    }
   }
   return ok();
 }
@@ -314,7 +317,7 @@ void Run::monitor() {
           AppSample lost;
           lost.id = v.config->id;
           lost.type = v.config->type;
-          lost.state = v.state = "Lost";
+          v.state.reset();
           samples.push_back(lost);
           continue;
         }
@@ -348,7 +351,7 @@ void Run::monitor() {
       std::size_t finished_count = 0;
       std::uint64_t progress = 0;
       for (std::size_t i = 0; i < views_.size(); ++i) {
-        if (samples[i].state == "Failed" && failed == nullptr) failed = &views_[i];
+        if (samples[i].state == runtime::State::Failed && failed == nullptr) failed = &views_[i];
         if (samples[i].finished) {
           ++finished_count;
           if (finished == nullptr) finished = &views_[i];
@@ -385,7 +388,11 @@ void Run::halt() {
     std::vector<PlannedApp> posted;
     for (const auto& app : group) {
       const View& v = view(app.id);
-      if (!cluster_->alive(app.context) || !can_halt(v.state)) continue;
+      // Halt is accepted in Ready, Enabled and Suspended; not in Failed, which keeps its reason.
+      if (!cluster_->alive(app.context) || !v.state ||
+          !runtime::transition(*v.state, runtime::Command::Halt)) {
+        continue;
+      }
       if (auto r = post_app(v, "Halt"); !r) {
         fail(r.error().message());
         continue;
@@ -394,7 +401,7 @@ void Run::halt() {
     }
     if (posted.empty()) continue;
     reporter_.note(fmt::format("halting rank {}: {}", group.front().rank, names_of(posted)));
-    if (auto r = wait_for(posted, "Halted", options_.transition_timeout, false); !r) {
+    if (auto r = wait_for(posted, runtime::State::Halted, options_.transition_timeout, false); !r) {
       fail(r.error().message());
     }
   }
@@ -411,14 +418,14 @@ void Run::collect() {
     if (alive && !aborting()) {
       if (auto app = client_of(v).get("/api/v1/apps/" + v.config->id); app) {
         v.last = std::move(*app);
-        v.state = text_of(v.last, "state");
+        v.state = sample_from_json(v.last).state;
         v.reason = text_of(v.last, "reason");
       } else {
         reporter_.note(app.error().message() + " (keeping the last answer)");
       }
     }
     if (alive) {
-      out.state = v.state;
+      out.state = state_name(v.state);
       out.reason = v.reason;
     } else if (cluster_) {
       out.state = "Lost";

@@ -34,7 +34,7 @@ AppSample sample_from_json(const nlohmann::json& app) {
   AppSample s;
   s.id = string_field(app, "id");
   s.type = string_field(app, "type");
-  s.state = string_field(app, "state");
+  if (auto state = runtime::parse_state(string_field(app, "state")); state) s.state = *state;
   if (app.is_object()) {
     const auto fin = app.find("finished");
     s.finished = fin != app.end() && fin->is_boolean() && fin->get<bool>();
@@ -78,12 +78,18 @@ Rates RateMeter::update(std::int64_t now_ns, const std::vector<AppSample>& sampl
   return rates;
 }
 
+std::string state_name(const std::optional<runtime::State>& state) {
+  return state ? runtime::to_string(*state) : "?";
+}
+
 StatusLine make_status_line(double elapsed_s, const std::vector<AppSample>& samples, Rates rates) {
   StatusLine line;
   line.elapsed_s = elapsed_s;
   line.total = static_cast<int>(samples.size());
-  line.enabled = static_cast<int>(std::count_if(
-      samples.begin(), samples.end(), [](const AppSample& s) { return s.state == "Enabled"; }));
+  line.enabled =
+      static_cast<int>(std::count_if(samples.begin(), samples.end(), [](const AppSample& s) {
+        return s.state == runtime::State::Enabled;
+      }));
   line.rates = rates;
   for (const auto& s : samples) {
     if (s.type == "evm") {

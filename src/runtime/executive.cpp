@@ -15,6 +15,7 @@
 #include <mutex>
 #include <thread>
 
+#include "daqflow/core/net.hpp"
 #include "executive_context.hpp"
 #include "http_api.hpp"
 
@@ -38,18 +39,15 @@ std::string bind_failure(const std::string& host, int port) {
   }
   std::string why = "unknown error";
   for (addrinfo* a = found; a != nullptr; a = a->ai_next) {
-    const int fd = ::socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC, a->ai_protocol);
-    if (fd < 0) {
+    const core::UniqueFd fd(::socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC, a->ai_protocol));
+    if (!fd) {
       why = std::strerror(errno);
       continue;
     }
     const int yes = 1;
-    ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof(yes));
-    const int rc = ::bind(fd, a->ai_addr, a->ai_addrlen);
-    const int err = errno;
-    ::close(fd);
-    if (rc != 0) {
-      why = std::strerror(err);
+    ::setsockopt(fd.get(), SOL_SOCKET, SO_REUSEADDR, &yes, sizeof(yes));
+    if (::bind(fd.get(), a->ai_addr, a->ai_addrlen) != 0) {
+      why = std::strerror(errno);
       break;
     }
   }

@@ -1,7 +1,7 @@
 #pragma once
-// Small POSIX socket helpers for the tcp transport: an owning descriptor, name resolution,
-// listening and non-blocking connecting with the transport's socket options, and static
-// descriptions of the errors a peer can cause (completion reasons must outlive the call).
+// Socket helpers for the transports, on top of core/net.hpp: listening and non-blocking
+// connecting with the transport's socket options, and static descriptions of the errors a peer
+// can cause (completion reasons must outlive the call).
 
 #include <sys/socket.h>
 
@@ -11,46 +11,15 @@
 #include <string_view>
 #include <utility>
 
+#include "daqflow/core/net.hpp"
 #include "daqflow/core/result.hpp"
 
 namespace daqflow::transport::detail {
 
-class UniqueFd {
- public:
-  UniqueFd() = default;
-  explicit UniqueFd(int fd) : fd_(fd) {}
-  UniqueFd(UniqueFd&& other) noexcept : fd_(std::exchange(other.fd_, -1)) {}
-  UniqueFd& operator=(UniqueFd&& other) noexcept {
-    if (this != &other) {
-      reset();
-      fd_ = std::exchange(other.fd_, -1);
-    }
-    return *this;
-  }
-  UniqueFd(const UniqueFd&) = delete;
-  UniqueFd& operator=(const UniqueFd&) = delete;
-  ~UniqueFd() { reset(); }
-
-  [[nodiscard]] int get() const { return fd_; }
-  [[nodiscard]] explicit operator bool() const { return fd_ >= 0; }
-  void reset();
-
- private:
-  int fd_ = -1;
-};
-
-struct SocketAddress {
-  sockaddr_storage storage{};
-  socklen_t length = 0;
-  std::string text;  // "host:port", for messages
-};
-
-// Whether an IP address is one of this host's: loopback, or an address of one of its network
-// interfaces (in this network namespace).
-[[nodiscard]] bool is_this_host(const sockaddr* address);
-
-// Resolves an IP address or host name (IPv4 or IPv6).
-[[nodiscard]] Result<SocketAddress> resolve(const std::string& host, std::uint16_t port);
+using core::is_this_host;
+using core::resolve;
+using core::SocketAddress;
+using core::UniqueFd;
 
 // A non-blocking listening socket with SO_REUSEADDR, bound to address. buffer_bytes (0: the
 // kernel's default) is set before listen() so that accepted sockets inherit it.

@@ -29,17 +29,6 @@ struct PlannedApp {
 [[nodiscard]] std::vector<std::vector<PlannedApp>> halt_order(const runtime::ClusterConfig& config,
                                                               const runtime::AppRegistry& registry);
 
-// The stable state a state-machine command leads to (Configure -> Ready, Enable -> Enabled,
-// Suspend -> Suspended, Resume -> Enabled, Halt -> Halted, Reset -> Halted); the error lists the
-// commands.
-[[nodiscard]] Result<std::string> target_state(std::string_view command);
-
-// States the state machine passes through on its own (Configuring, Enabling, ...).
-[[nodiscard]] bool is_transitional(std::string_view state);
-
-// The states from which Halt is accepted.
-[[nodiscard]] bool can_halt(std::string_view state);
-
 // The command line of the executive hosting a group of contexts:
 // SELF exec CONFIG --context A [--context B ...].
 [[nodiscard]] std::vector<std::string> exec_command(const std::string& self,

@@ -13,13 +13,16 @@
 #include <string>
 #include <vector>
 
+#include "daqflow/runtime/fsm.hpp"
+
 namespace daqflow::control {
 
 // The part of an application's GET /api/v1/apps/{id} answer that the status line uses.
 struct AppSample {
   std::string id;
   std::string type;
-  std::string state;
+  // The state machine's state; none when the answer names no state this daqflow knows.
+  std::optional<runtime::State> state;
   bool finished = false;
   std::uint64_t bytes_in = 0;
   std::uint64_t messages_in = 0;
@@ -29,7 +32,7 @@ struct AppSample {
   std::uint64_t events_lost = 0;
 };
 
-// Reads an application's JSON; missing fields read as empty or 0.
+// Reads an application's JSON; missing fields read as empty or 0, an unknown state as none.
 [[nodiscard]] AppSample sample_from_json(const nlohmann::json& app);
 
 struct Rates {
@@ -69,6 +72,9 @@ struct StatusLine {
   std::uint64_t events_lost = 0;
   std::vector<std::pair<std::string, std::uint64_t>> built_per_bu;
 };
+
+// "Enabled", or "?" for an unknown state.
+[[nodiscard]] std::string state_name(const std::optional<runtime::State>& state);
 
 // Counts the Enabled applications into a status line.
 [[nodiscard]] StatusLine make_status_line(double elapsed_s, const std::vector<AppSample>& samples,

@@ -25,22 +25,6 @@ constexpr std::size_t kMaxChunkSize = 4u << 20;
 constexpr std::size_t kMinRingSlots = 256;
 constexpr std::size_t kMaxRingSlots = 65536;
 
-Result<in_addr> resolve_ipv4(const std::string& host) {
-  in_addr addr{};
-  if (::inet_pton(AF_INET, host.c_str(), &addr) == 1) return addr;
-  addrinfo hints{};
-  hints.ai_family = AF_INET;
-  hints.ai_socktype = SOCK_STREAM;
-  addrinfo* found = nullptr;
-  const int rc = ::getaddrinfo(host.c_str(), nullptr, &hints, &found);
-  if (rc != 0 || found == nullptr) {
-    return Error(fmt::format("cannot resolve host '{}': {}", host, ::gai_strerror(rc)));
-  }
-  addr = reinterpret_cast<const sockaddr_in*>(found->ai_addr)->sin_addr;
-  ::freeaddrinfo(found);
-  return addr;
-}
-
 }  // namespace
 
 NetworkInput::NetworkInput(const NetworkInputSettings& settings) : settings_(settings) {}
@@ -86,58 +70,45 @@ Result<std::unique_ptr<NetworkInput>> NetworkInput::create(const NetworkInputSet
 }
 
 Result<void> NetworkInput::listen_all() {
-  auto addr = resolve_ipv4(settings_.host);
-  if (!addr) return addr.error().context(settings_.name);
-  epoll_fd_ = ::epoll_create1(EPOLL_CLOEXEC);
-  wake_fd_ = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-  if (epoll_fd_ < 0 || wake_fd_ < 0) {
-    return Error(fmt::format("{}: epoll/eventfd: {}", settings_.name, std::strerror(errno)));
+  epoll_fd_.reset(::epoll_create1(EPOLL_CLOEXEC));
+  wake_fd_.reset(::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC));
+  if (!epoll_fd_ || !wake_fd_) {
+    return Error(ErrorCode::internal,
+                 fmt::format("{}: epoll/eventfd: {}", settings_.name, std::strerror(errno)));
   }
   epoll_event wake{};
   wake.events = EPOLLIN;
   wake.data.u64 = ~std::uint64_t{0};
-  ::epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, wake_fd_, &wake);
+  ::epoll_ctl(epoll_fd_.get(), EPOLL_CTL_ADD, wake_fd_.get(), &wake);
   for (std::size_t i = 0; i < feds_.size(); ++i) {
     Fed& fed = *feds_[i];
-    const auto error = [&](const char* what) {
-      return Error(fmt::format("{}: FED {}: {} {}:{}: {}", settings_.name, fed.id, what,
-                               settings_.host, fed.port, std::strerror(errno)));
-    };
-    fed.listen_fd = ::socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-    if (fed.listen_fd < 0) return error("socket for");
-    const int one = 1;
-    ::setsockopt(fed.listen_fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-    sockaddr_in sa{};
-    sa.sin_family = AF_INET;
-    sa.sin_addr = *addr;
-    sa.sin_port = htons(fed.port);
-    if (::bind(fed.listen_fd, reinterpret_cast<const sockaddr*>(&sa), sizeof sa) != 0) {
-      return error("cannot listen on");
-    }
-    if (::listen(fed.listen_fd, 4) != 0) return error("cannot listen on");
+    auto address = core::resolve(settings_.host, fed.port);
+    if (!address) return address.error().context(settings_.name);
+    auto listening = core::listen_tcp(*address, /*non_blocking=*/true, {}, /*backlog=*/4);
+    if (!listening)
+      return listening.error().context(fmt::format("{}: FED {}", settings_.name, fed.id));
+    fed.listen_fd = std::move(*listening);
     epoll_event ev{};
     ev.events = EPOLLIN;
     ev.data.u64 = i << 1;  // even: listening socket of FED i; odd: its connection
-    if (::epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, fed.listen_fd, &ev) != 0) return error("epoll for");
+    if (::epoll_ctl(epoll_fd_.get(), EPOLL_CTL_ADD, fed.listen_fd.get(), &ev) != 0) {
+      return Error(ErrorCode::internal, fmt::format("{}: FED {}: epoll: {}", settings_.name, fed.id,
+                                                    std::strerror(errno)));
+    }
   }
   return ok();
 }
 
+// The descriptors close with their owners, after the I/O thread has stopped.
 NetworkInput::~NetworkInput() {
   stop();
-  for (auto& fed : feds_) {
-    if (fed->conn_fd >= 0) ::close(fed->conn_fd);
-    if (fed->listen_fd >= 0) ::close(fed->listen_fd);
-  }
-  if (epoll_fd_ >= 0) ::close(epoll_fd_);
-  if (wake_fd_ >= 0) ::close(wake_fd_);
 }
 
 void NetworkInput::stop() {
   if (stopping_.exchange(true)) return;
-  if (wake_fd_ >= 0) {
+  if (wake_fd_) {
     const std::uint64_t one = 1;
-    (void)!::write(wake_fd_, &one, sizeof one);
+    (void)!::write(wake_fd_.get(), &one, sizeof one);
   }
   if (thread_.joinable()) thread_.join();
 }

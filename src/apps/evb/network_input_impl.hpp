@@ -14,6 +14,7 @@
 #include "daqflow/apps/evb/fed_stream.hpp"
 #include "daqflow/apps/evb/network_input.hpp"
 #include "daqflow/core/buffer_pool.hpp"
+#include "daqflow/core/net.hpp"
 #include "daqflow/core/rings.hpp"
 
 namespace daqflow::apps::evb {
@@ -50,8 +51,8 @@ class NetworkInput final : public FragmentSource {
     std::uint16_t port = 0;
     std::unique_ptr<core::SpscRing<Fragment>> ring;
     // I/O thread.
-    int listen_fd = -1;
-    int conn_fd = -1;
+    core::UniqueFd listen_fd;
+    core::UniqueFd conn_fd;
     std::string peer;
     core::Buffer chunk;            // being filled
     std::size_t read_pos = 0;      // bytes received into chunk
@@ -93,8 +94,8 @@ class NetworkInput final : public FragmentSource {
   std::size_t chunk_size_ = 0;
   std::size_t max_frame_ = 0;
   std::vector<std::unique_ptr<Fed>> feds_;
-  int epoll_fd_ = -1;
-  int wake_fd_ = -1;  // eventfd: stop() wakes the I/O thread
+  core::UniqueFd epoll_fd_;
+  core::UniqueFd wake_fd_;  // eventfd: stop() wakes the I/O thread
   std::thread thread_;
   std::atomic<bool> stopping_{false};
 

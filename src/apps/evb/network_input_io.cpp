@@ -53,7 +53,7 @@ void NetworkInput::run() {
       any_paused = any_paused || fed->paused;
     }
     // While a FED waits for its consumer, look again soon; otherwise sleep until data comes.
-    const int n = ::epoll_wait(epoll_fd_, events.data(), static_cast<int>(events.size()),
+    const int n = ::epoll_wait(epoll_fd_.get(), events.data(), static_cast<int>(events.size()),
                                any_paused ? 1 : 200);
     if (n < 0) {
       if (errno == EINTR) continue;
@@ -64,7 +64,7 @@ void NetworkInput::run() {
       const std::uint64_t tag = events[static_cast<std::size_t>(i)].data.u64;
       if (tag == kWakeTag) {
         std::uint64_t count = 0;
-        (void)!::read(wake_fd_, &count, sizeof count);
+        (void)!::read(wake_fd_.get(), &count, sizeof count);
         continue;
       }
       if (io_stopped) continue;
@@ -80,8 +80,8 @@ void NetworkInput::run() {
 
 void NetworkInput::stop_all_io() {
   for (auto& fed : feds_) {
-    ::epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, fed->listen_fd, nullptr);
-    if (fed->in_epoll) ::epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, fed->conn_fd, nullptr);
+    ::epoll_ctl(epoll_fd_.get(), EPOLL_CTL_DEL, fed->listen_fd.get(), nullptr);
+    if (fed->in_epoll) ::epoll_ctl(epoll_fd_.get(), EPOLL_CTL_DEL, fed->conn_fd.get(), nullptr);
     fed->in_epoll = fed->watching = false;
     fed->paused = false;
     fed->dead = true;
@@ -91,26 +91,24 @@ void NetworkInput::stop_all_io() {
 void NetworkInput::accept_on(Fed& fed) {
   sockaddr_in sa{};
   socklen_t len = sizeof sa;
-  const int fd = ::accept4(fed.listen_fd, reinterpret_cast<sockaddr*>(&sa), &len,
-                           SOCK_NONBLOCK | SOCK_CLOEXEC);
-  if (fd < 0) return;  // the peer went away before accept; nothing to do
+  core::UniqueFd fd(::accept4(fed.listen_fd.get(), reinterpret_cast<sockaddr*>(&sa), &len,
+                              SOCK_NONBLOCK | SOCK_CLOEXEC));
+  if (!fd) return;  // the peer went away before accept; nothing to do
   const std::string peer = peer_of(sa);
-  if (fed.conn_fd >= 0 || fed.dead) {
+  if (fed.conn_fd || fed.dead) {
     spdlog::warn("{}: FED {}: refusing a connection from {} ({})", settings_.name, fed.id, peer,
                  fed.dead ? "its stream failed" : "already connected from " + fed.peer);
-    ::close(fd);
     return;
   }
-  ::setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &kSocketBufferBytes, sizeof kSocketBufferBytes);
+  ::setsockopt(fd.get(), SOL_SOCKET, SO_RCVBUF, &kSocketBufferBytes, sizeof kSocketBufferBytes);
   epoll_event ev{};
   ev.events = EPOLLIN;
   ev.data.u64 = std::uint64_t{fed.index} << 1 | 1;
-  if (::epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, fd, &ev) != 0) {
+  if (::epoll_ctl(epoll_fd_.get(), EPOLL_CTL_ADD, fd.get(), &ev) != 0) {
     spdlog::error("{}: FED {}: epoll: {}", settings_.name, fed.id, std::strerror(errno));
-    ::close(fd);
     return;
   }
-  fed.conn_fd = fd;
+  fed.conn_fd = std::move(fd);
   fed.peer = peer;
   fed.in_epoll = fed.watching = true;
   fed.paused = false;
@@ -120,11 +118,11 @@ void NetworkInput::accept_on(Fed& fed) {
 }
 
 void NetworkInput::on_connection_event(Fed& fed, std::uint32_t events) {
-  if (fed.conn_fd < 0) return;  // closed earlier in this round
+  if (!fed.conn_fd) return;  // closed earlier in this round
   if (fed.paused && (events & (EPOLLERR | EPOLLHUP)) != 0) {
     // Reported even without EPOLLIN interest: stop listening until the FED is read again,
     // which then finds the error or the end of the stream.
-    ::epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, fed.conn_fd, nullptr);
+    ::epoll_ctl(epoll_fd_.get(), EPOLL_CTL_DEL, fed.conn_fd.get(), nullptr);
     fed.in_epoll = fed.watching = false;
     return;
   }
@@ -132,12 +130,12 @@ void NetworkInput::on_connection_event(Fed& fed, std::uint32_t events) {
 }
 
 void NetworkInput::set_watch(Fed& fed, bool on) {
-  if (fed.conn_fd < 0 || fed.watching == on) return;
+  if (!fed.conn_fd || fed.watching == on) return;
   epoll_event ev{};
   ev.events = on ? std::uint32_t{EPOLLIN} : 0u;
   ev.data.u64 = std::uint64_t{fed.index} << 1 | 1;
   const int op = fed.in_epoll ? EPOLL_CTL_MOD : EPOLL_CTL_ADD;
-  if (::epoll_ctl(epoll_fd_, op, fed.conn_fd, &ev) == 0) {
+  if (::epoll_ctl(epoll_fd_.get(), op, fed.conn_fd.get(), &ev) == 0) {
     fed.in_epoll = true;
     fed.watching = on;
   }
@@ -149,10 +147,9 @@ void NetworkInput::pause(Fed& fed) {
 }
 
 void NetworkInput::close_connection(Fed& fed) {
-  if (fed.conn_fd < 0) return;
-  if (fed.in_epoll) ::epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, fed.conn_fd, nullptr);
-  ::close(fed.conn_fd);
-  fed.conn_fd = -1;
+  if (!fed.conn_fd) return;
+  if (fed.in_epoll) ::epoll_ctl(epoll_fd_.get(), EPOLL_CTL_DEL, fed.conn_fd.get(), nullptr);
+  fed.conn_fd.reset();
   fed.in_epoll = fed.watching = fed.paused = false;
 }
 
@@ -160,7 +157,7 @@ void NetworkInput::service(Fed& fed) {
   for (int round = 0; round < kReadsPerService; ++round) {
     if (fed.dead || has_failure_.load(std::memory_order_acquire)) return;
     if (!parse(fed)) return pause(fed);
-    if (fed.dead || fed.conn_fd < 0) {
+    if (fed.dead || !fed.conn_fd) {
       fed.paused = false;
       return;
     }
@@ -170,7 +167,8 @@ void NetworkInput::service(Fed& fed) {
       fed.paused = false;
       set_watch(fed, true);
     }
-    const ssize_t n = ::read(fed.conn_fd, fed.chunk.data() + fed.read_pos, limit - fed.read_pos);
+    const ssize_t n =
+        ::read(fed.conn_fd.get(), fed.chunk.data() + fed.read_pos, limit - fed.read_pos);
     if (n > 0) {
       fed.read_pos += static_cast<std::size_t>(n);
       continue;

@@ -72,35 +72,6 @@ TEST_F(PlanTest, OneGroupWhenAllRanksAreEqual) {
   EXPECT_TRUE(enable_order(cluster_of({}), registry).empty());
 }
 
-TEST(TargetState, EachCommandLeadsToItsStableState) {
-  EXPECT_EQ(*target_state("Configure"), "Ready");
-  EXPECT_EQ(*target_state("Enable"), "Enabled");
-  EXPECT_EQ(*target_state("Suspend"), "Suspended");
-  EXPECT_EQ(*target_state("Resume"), "Enabled");
-  EXPECT_EQ(*target_state("Halt"), "Halted");
-  EXPECT_EQ(*target_state("Reset"), "Halted");
-}
-
-TEST(TargetState, UnknownCommandIsAnErrorListingTheCommands) {
-  const auto r = target_state("Start");
-  ASSERT_FALSE(r.ok());
-  EXPECT_NE(r.error().message().find("'Start'"), std::string::npos);
-  EXPECT_NE(r.error().message().find("Configure"), std::string::npos);
-}
-
-TEST(States, TransitionalAndHaltable) {
-  for (const char* s : {"Configuring", "Enabling", "Suspending", "Resuming", "Halting"}) {
-    EXPECT_TRUE(is_transitional(s)) << s;
-    EXPECT_FALSE(can_halt(s)) << s;
-  }
-  for (const char* s : {"Ready", "Enabled", "Suspended"}) {
-    EXPECT_FALSE(is_transitional(s)) << s;
-    EXPECT_TRUE(can_halt(s)) << s;
-  }
-  EXPECT_FALSE(can_halt("Halted"));
-  EXPECT_FALSE(can_halt("Failed"));
-}
-
 TEST(ExecCommand, NamesEveryContextOfTheGroup) {
   const std::vector<std::string> expected{"/bin/daqflow", "exec", "/etc/c.yaml", "--context", "a",
                                           "--context",    "b"};

@@ -8,7 +8,7 @@ namespace {
 constexpr std::int64_t kSecond = 1'000'000'000;
 
 AppSample sample(const std::string& id, std::uint64_t bytes, std::uint64_t messages,
-                 const std::string& state = "Enabled") {
+                 runtime::State state = runtime::State::Enabled) {
   AppSample s;
   s.id = id;
   s.state = state;
@@ -63,7 +63,7 @@ TEST(SampleFromJson, ReadsStateFinishedAndCounters) {
       "reason": null, "metrics": {"bytes_in": 1234, "messages_in": 5, "bytes_out": 9}})");
   const AppSample s = sample_from_json(app);
   EXPECT_EQ(s.id, "snk0");
-  EXPECT_EQ(s.state, "Enabled");
+  EXPECT_EQ(s.state, runtime::State::Enabled);
   EXPECT_TRUE(s.finished);
   EXPECT_EQ(s.bytes_in, 1234u);
   EXPECT_EQ(s.messages_in, 5u);
@@ -72,7 +72,7 @@ TEST(SampleFromJson, ReadsStateFinishedAndCounters) {
 TEST(SampleFromJson, MissingOrOddFieldsReadAsZero) {
   const AppSample s = sample_from_json(nlohmann::json::parse(
       R"({"id": "src0", "finished": "yes", "metrics": {"bytes_in": "many", "messages_in": -3}})"));
-  EXPECT_EQ(s.state, "");
+  EXPECT_EQ(s.state, std::nullopt);
   EXPECT_FALSE(s.finished);
   EXPECT_EQ(s.bytes_in, 0u);
   EXPECT_EQ(s.messages_in, 0u);
@@ -81,7 +81,8 @@ TEST(SampleFromJson, MissingOrOddFieldsReadAsZero) {
 
 TEST(StatusLine, CountsEnabledApplications) {
   const auto line = make_status_line(
-      3.0, {sample("a", 0, 0), sample("b", 0, 0, "Enabling"), sample("c", 0, 0)}, Rates{1.5, 2.0});
+      3.0, {sample("a", 0, 0), sample("b", 0, 0, runtime::State::Enabling), sample("c", 0, 0)},
+      Rates{1.5, 2.0});
   EXPECT_EQ(line.enabled, 2);
   EXPECT_EQ(line.total, 3);
   EXPECT_DOUBLE_EQ(line.rates.mb_per_s, 1.5);
@@ -151,7 +152,7 @@ TEST(StatusLine, HasNoEventBuilderPartWithoutAnEvm) {
   AppSample sink;
   sink.id = "sink0";
   sink.type = "sink";
-  sink.state = "Enabled";
+  sink.state = runtime::State::Enabled;
   const auto line = make_status_line(1.0, {sink}, Rates{});
   EXPECT_EQ(format_status_line(line).find("ev/s"), std::string::npos);
 }
