@@ -16,19 +16,4 @@ std::string peer_name(const std::vector<std::string>& ids, transport::AppIndex p
   return "application #" + std::to_string(peer);
 }
 
-void release_pool_if_idle(std::unique_ptr<core::BufferPool>& pool) {
-  if (pool && pool->in_use() == 0) pool.reset();
-}
-
-void retire_pool(std::unique_ptr<core::BufferPool>& pool) {
-  if (!pool) return;
-  if (pool->in_use() == 0) {
-    pool.reset();
-    return;
-  }
-  spdlog::error("buffer pool '{}' destroyed with {} buffers still referenced; leaking it",
-                pool->name(), pool->in_use());
-  (void)pool.release();
-}
-
 }  // namespace daqflow::apps::detail

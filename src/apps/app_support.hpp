@@ -1,6 +1,6 @@
 #pragma once
-// Helpers shared by the built-in applications: application names for error messages and the
-// retirement of pools that peers may still reference. Control path only.
+// Helpers shared by the built-in applications: application names for error messages. Control
+// path only.
 
 #include <cstddef>
 #include <cstdint>
@@ -24,13 +24,5 @@ inline constexpr std::size_t kPollBatch = 64;
 
 // "sink0" for a known index, else "application #7" (for error messages, not the data path).
 [[nodiscard]] std::string peer_name(const std::vector<std::string>& ids, transport::AppIndex peer);
-
-// Frees a pool whose buffers have all come back; a pool still referenced (e.g. by a peer's
-// inproc endpoint that has not yet dropped a received message) is kept for a later call, since
-// freeing it would leave those references dangling.
-void release_pool_if_idle(std::unique_ptr<core::BufferPool>& pool);
-// For destructors: as above, but a pool still referenced is leaked on purpose, with an error
-// log naming it, rather than unmapped under its users.
-void retire_pool(std::unique_ptr<core::BufferPool>& pool);
 
 }  // namespace daqflow::apps::detail

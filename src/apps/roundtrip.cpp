@@ -25,12 +25,12 @@ std::vector<std::uint64_t> sweep_sizes(std::uint64_t min, std::uint64_t max) {
 
 RoundTrip::~RoundTrip() {
   release();
-  detail::retire_pool(pool_);
+  core::retire_pool(pool_, core::BusyPool::leak, id());
 }
 
 Result<void> RoundTrip::configure(runtime::AppContext& ctx) {
   release();
-  detail::retire_pool(pool_);
+  core::retire_pool(pool_, core::BusyPool::leak, id());
   runtime::ParamReader p = ctx.param_reader();
   peer_id_ = p.get<std::string>("peer");
   initiator_ = p.get<std::string>("role") == "initiator";
@@ -110,7 +110,7 @@ void RoundTrip::release() {
   for (auto& m : pending_) m.clear();
   pending_count_ = 0;
   endpoint_ = nullptr;
-  detail::release_pool_if_idle(pool_);
+  core::retire_pool(pool_, core::BusyPool::keep, id());
 }
 
 void RoundTrip::peer_lost(const std::string& why) {

@@ -24,12 +24,12 @@ constexpr std::chrono::microseconds kStarvedNap{100};
 Source::~Source() {
   for (auto& d : dests_) d.message.clear();
   for (auto& c : completions_) c.message.clear();
-  detail::retire_pool(pool_);
+  core::retire_pool(pool_, core::BusyPool::leak, id());
 }
 
 Result<void> Source::configure(runtime::AppContext& ctx) {
   release();
-  detail::retire_pool(pool_);
+  core::retire_pool(pool_, core::BusyPool::leak, id());
   self_ = ctx.self().index;
   runtime::ParamReader p = ctx.param_reader();
   const auto dest_ids = p.get<std::vector<std::string>>("destinations");
@@ -117,7 +117,7 @@ void Source::release() {
   }
   for (auto& c : completions_) c.message.clear();
   endpoint_ = nullptr;
-  detail::release_pool_if_idle(pool_);
+  core::retire_pool(pool_, core::BusyPool::keep, id());
 }
 
 Source::Destination* Source::destination_of(AppIndex peer) {

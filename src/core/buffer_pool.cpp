@@ -1,5 +1,7 @@
 #include "daqflow/core/buffer_pool.hpp"
 
+#include <spdlog/spdlog.h>
+
 #include <algorithm>
 
 #include "daqflow/core/memory.hpp"
@@ -182,6 +184,20 @@ BufferPoolStats BufferPool::stats() const {
       high_water_.load(std::memory_order_relaxed),
       acquired_.load(std::memory_order_relaxed) + owned_acquired_.load(std::memory_order_relaxed),
       exhausted_.load(std::memory_order_relaxed)};
+}
+
+void retire_pool(std::unique_ptr<BufferPool>& pool, BusyPool busy, std::string_view owner) {
+  if (!pool) return;
+  if (pool->in_use() == 0) {
+    pool.reset();
+    return;
+  }
+  if (busy == BusyPool::keep) return;
+  spdlog::error(
+      "{}: buffer pool '{}' destroyed while {} of its buffers are still held; it is leaked (drop "
+      "received messages before destroying their endpoint)",
+      owner, pool->name(), pool->in_use());
+  (void)pool.release();
 }
 
 }  // namespace daqflow::core

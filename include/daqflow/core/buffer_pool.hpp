@@ -20,6 +20,7 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <string_view>
 
 #include "daqflow/core/result.hpp"
 #include "daqflow/core/rings.hpp"
@@ -176,5 +177,12 @@ inline void Buffer::reset() {
   }
   slot_ = nullptr;
 }
+
+// Frees a pool whose buffers have all come back. A pool still referenced (by the application
+// holding received messages, by a peer's inproc endpoint that has not dropped a message yet) is
+// kept when keep_busy, for a later call; otherwise, as in a destructor, it is leaked on purpose
+// with an error naming owner and the buffers held, rather than unmapped under its users.
+enum class BusyPool : std::uint8_t { keep, leak };
+void retire_pool(std::unique_ptr<BufferPool>& pool, BusyPool busy, std::string_view owner);
 
 }  // namespace daqflow::core

@@ -9,13 +9,13 @@ namespace daqflow::apps::evb {
 
 Fanout::~Fanout() {
   clear();
-  detail::retire_pool(pool_);
+  core::retire_pool(pool_, core::BusyPool::leak, "fanout");
 }
 
 Result<void> Fanout::configure(const std::string& name, std::vector<transport::AppIndex> peers,
                                std::size_t capacity) {
   clear();
-  detail::retire_pool(pool_);
+  core::retire_pool(pool_, core::BusyPool::leak, "fanout");
   auto pool = core::BufferPool::create(name + ".control", kControlPayloadMax, capacity);
   if (!pool) return pool.error();
   pool_ = std::move(*pool);

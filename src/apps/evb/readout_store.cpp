@@ -35,8 +35,8 @@ ReadoutStore::ReadoutStore(const ReadoutSettings& s) : settings_(s) {}
 ReadoutStore::~ReadoutStore() {
   clear();
   // A peer (an inproc BU) may still hold chunks: leak the pools rather than unmap them.
-  detail::retire_pool(chunks_);
-  detail::retire_pool(descriptors_);
+  core::retire_pool(chunks_, core::BusyPool::leak, "readout store");
+  core::retire_pool(descriptors_, core::BusyPool::leak, "readout store");
 }
 
 Result<std::unique_ptr<ReadoutStore>> ReadoutStore::create(const ReadoutSettings& s,

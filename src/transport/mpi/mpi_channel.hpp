@@ -20,7 +20,7 @@
 #include "daqflow/core/buffer_pool.hpp"
 #include "daqflow/core/rings.hpp"
 #include "daqflow/transport/transport.hpp"
-#include "transport/fence.hpp"
+#include "transport/detail/fence.hpp"
 
 namespace daqflow::transport::mpi {
 

@@ -2,7 +2,7 @@
 #include <limits>
 
 #include "mpi_domain.hpp"
-#include "transport/stats_counters.hpp"
+#include "transport/detail/stats_counters.hpp"
 
 namespace daqflow::transport::mpi {
 

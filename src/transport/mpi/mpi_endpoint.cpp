@@ -5,7 +5,7 @@
 #include "daqflow/core/clock.hpp"
 #include "daqflow/wire/crc32c.hpp"
 #include "mpi_engine.hpp"
-#include "transport/message_checks.hpp"
+#include "transport/detail/message_checks.hpp"
 
 namespace daqflow::transport::mpi {
 namespace {

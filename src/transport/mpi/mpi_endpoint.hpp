@@ -14,7 +14,7 @@
 #include "daqflow/transport/fault.hpp"
 #include "daqflow/transport/transport.hpp"
 #include "mpi_channel.hpp"
-#include "transport/stats_counters.hpp"
+#include "transport/detail/stats_counters.hpp"
 
 namespace daqflow::transport::mpi {
 

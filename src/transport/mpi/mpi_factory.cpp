@@ -6,6 +6,7 @@
 #include "mpi_domain.hpp"
 #include "mpi_endpoint.hpp"
 #include "mpi_engine.hpp"
+#include "transport/detail/endpoint_common.hpp"
 #include "transport/factories.hpp"
 
 namespace daqflow::transport {
@@ -38,15 +39,10 @@ class MpiTransport final : public Transport {
 
   [[nodiscard]] Result<std::unique_ptr<Endpoint>> create_endpoint(
       const EndpointOptions& options) override {
-    if (options.self >= addresses_.size()) {
-      return Error("mpi: no application with index " + std::to_string(options.self) +
-                   " in the address table (" + std::to_string(addresses_.size()) +
-                   " applications)");
-    }
+    auto checked = detail::check_endpoint_options("mpi", addresses_, options);
+    if (!checked) return checked.error();
+    std::string who = *checked;
     const AppAddress& me = addresses_[options.self];
-    std::string who = "mpi endpoint of application '" + me.id + "'";
-    if (options.pipeline_depth == 0) return Error(who + ": pipeline_depth must be at least 1");
-    if (options.recv_buffers == 0) return Error(who + ": recv_buffers must be at least 1");
     const int rank = (*rank_of_)[options.self];
     if (rank < 0) {
       return Error(who + ": its context '" + me.context +

@@ -12,7 +12,8 @@
 #include "daqflow/core/clock.hpp"
 #include "daqflow/core/log.hpp"
 #include "ofi_endpoint.hpp"
-#include "transport/connect_backoff.hpp"
+#include "transport/detail/connect_backoff.hpp"
+#include "transport/detail/endpoint_common.hpp"
 
 namespace daqflow::transport::ofi {
 namespace {
@@ -22,22 +23,15 @@ using detail::StatsCounters;
 }  // namespace
 
 Result<void> OfiEndpoint::connect(AppIndex index) {
-  const std::string me = "ofi endpoint of application '" + table_[self()].id + "'";
-  if (closed_) return Error(me + " is closed");
-  if (index >= peers_.size()) {
-    return Error(me + ": cannot connect to index " + std::to_string(index) +
-                 ": not in the address table (" + std::to_string(peers_.size()) + " applications)");
-  }
+  const std::string me = detail::endpoint_name("ofi", table_, self());
+  if (auto r = detail::check_connect(me, table_, index, closed_); !r) return r;
   Peer& p = peers_[index];
   if (p.state == Peer::State::open || p.state == Peer::State::connecting) return ok();
   const AppAddress& to = table_[index];
-  if (shm_prefix_.empty() && to.data_port == 0) {
-    return Error(me + ": cannot connect to '" + to.id + "' (context '" + to.context +
-                 "'): it has no data port in the address table");
-  }
+  // Over tcp the peer's data port answers probes; the shm provider needs no address.
   if (shm_prefix_.empty()) {
-    auto address = detail::resolve(to.host, to.data_port);
-    if (!address) return address.error().context(me + ": cannot connect to '" + to.id + "'");
+    auto address = detail::peer_data_address(me, table_, index);
+    if (!address) return address.error();
     p.address = std::move(*address);
   }
   if (p.state != Peer::State::idle) {

@@ -10,7 +10,8 @@
 #include "daqflow/core/clock.hpp"
 #include "daqflow/core/log.hpp"
 #include "daqflow/wire/crc32c.hpp"
-#include "transport/message_checks.hpp"
+#include "transport/detail/endpoint_common.hpp"
+#include "transport/detail/message_checks.hpp"
 
 namespace daqflow::transport::ofi {
 namespace {
@@ -73,15 +74,8 @@ OfiEndpoint::OfiEndpoint(const AddressTable& table, const EndpointOptions& optio
 
 OfiEndpoint::~OfiEndpoint() {
   close(std::chrono::milliseconds(2000));
-  if (parts_.receive_pool != nullptr && parts_.receive_pool->in_use() > 0) {
-    // Freeing the pool would pull memory from under the application: leak it instead.
-    spdlog::error(
-        "ofi endpoint of application '{}': destroyed while the application still holds {} "
-        "received buffers; their pool is leaked (drop received messages before destroying the "
-        "endpoint)",
-        table_[self()].id, parts_.receive_pool->in_use());
-    (void)parts_.receive_pool.release();
-  }
+  core::retire_pool(parts_.receive_pool, core::BusyPool::leak,
+                    detail::endpoint_name("ofi", table_, self()));
 }
 
 bool OfiEndpoint::connected(AppIndex index) const {

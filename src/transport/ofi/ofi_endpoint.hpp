@@ -29,11 +29,11 @@
 #include "daqflow/transport/fault.hpp"
 #include "daqflow/transport/transport.hpp"
 #include "ofi_fabric.hpp"
-#include "transport/connect_backoff.hpp"
-#include "transport/event_queue.hpp"
-#include "transport/message_checks.hpp"
-#include "transport/socket.hpp"
-#include "transport/stats_counters.hpp"
+#include "transport/detail/connect_backoff.hpp"
+#include "transport/detail/event_queue.hpp"
+#include "transport/detail/message_checks.hpp"
+#include "transport/detail/socket.hpp"
+#include "transport/detail/stats_counters.hpp"
 
 namespace daqflow::transport::ofi {
 

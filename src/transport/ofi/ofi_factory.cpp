@@ -10,6 +10,7 @@
 #include <cstring>
 
 #include "ofi_endpoint.hpp"
+#include "transport/detail/endpoint_common.hpp"
 #include "transport/factories.hpp"
 
 namespace daqflow::transport {
@@ -62,14 +63,10 @@ class OfiTransport final : public Transport {
 
   [[nodiscard]] Result<std::unique_ptr<Endpoint>> create_endpoint(
       const EndpointOptions& options) override {
-    if (options.self >= table_.size()) {
-      return Error("ofi: application index " + std::to_string(options.self) +
-                   " is not in the address table (" + std::to_string(table_.size()) +
-                   " applications)");
-    }
+    auto checked = detail::check_endpoint_options("ofi", table_, options);
+    if (!checked) return checked.error();
     const AppAddress& me = table_[options.self];
-    const std::string who =
-        "ofi endpoint of application '" + me.id + "' (provider '" + provider_ + "')";
+    const std::string who = *checked + " (provider '" + provider_ + "')";
     auto made = create(options, me);
     if (!made) return made.error().context(who);
     return made;
@@ -77,8 +74,6 @@ class OfiTransport final : public Transport {
 
  private:
   Result<std::unique_ptr<Endpoint>> create(const EndpointOptions& options, const AppAddress& me) {
-    if (options.pipeline_depth == 0) return Error("pipeline_depth must be at least 1");
-    if (options.recv_buffers == 0) return Error("recv_buffers must be at least 1");
     const bool shm = !shm_prefix_.empty();
     SourceAddress source;
     if (shm) {

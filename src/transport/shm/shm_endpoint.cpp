@@ -9,7 +9,8 @@
 
 #include "daqflow/core/clock.hpp"
 #include "shm_futex.hpp"
-#include "transport/fence.hpp"
+#include "transport/detail/endpoint_common.hpp"
+#include "transport/detail/fence.hpp"
 
 namespace daqflow::transport::shm {
 namespace {
@@ -117,11 +118,11 @@ Result<std::unique_ptr<core::BufferPool>> ShmEndpoint::new_pool(const std::strin
 }
 
 Result<void> ShmEndpoint::connect(AppIndex index) {
-  if (closed_) return Error("shm endpoint of application " + std::to_string(self()) + " is closed");
-  if (index >= peers_.size()) {
-    return Error("shm: cannot connect application " + std::to_string(self()) + " to index " +
-                 std::to_string(index) + ": not in the address table (" +
-                 std::to_string(peers_.size()) + " applications)");
+  const AddressTable& table = *names_.addresses;
+  if (auto r =
+          detail::check_connect(detail::endpoint_name("shm", table, self()), table, index, closed_);
+      !r) {
+    return r;
   }
   Peer& p = peers_[index];
   if (p.state == Peer::State::closed && p.reported_closure && p.in == nullptr) {

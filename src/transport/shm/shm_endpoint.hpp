@@ -27,8 +27,8 @@
 #include "daqflow/transport/fault.hpp"
 #include "daqflow/transport/transport.hpp"
 #include "shm_segment.hpp"
-#include "transport/event_queue.hpp"
-#include "transport/stats_counters.hpp"
+#include "transport/detail/event_queue.hpp"
+#include "transport/detail/stats_counters.hpp"
 
 namespace daqflow::transport::shm {
 

@@ -5,6 +5,7 @@
 #include <new>
 
 #include "shm_endpoint.hpp"
+#include "transport/detail/endpoint_common.hpp"
 #include "transport/factories.hpp"
 
 namespace daqflow::transport {
@@ -24,14 +25,12 @@ class ShmTransport final : public Transport {
 
   [[nodiscard]] Result<std::unique_ptr<Endpoint>> create_endpoint(
       const EndpointOptions& options) override {
-    if (options.self >= addresses_.size()) {
-      return Error("shm endpoint of application index " + std::to_string(options.self) +
-                   ": not in the address table (" + std::to_string(addresses_.size()) +
-                   " applications)");
-    }
+    // Received messages are read in place in the sender's segment: no receive buffers.
+    auto checked = detail::check_endpoint_options("shm", addresses_, options,
+                                                  /*needs_recv_buffers=*/false);
+    if (!checked) return checked.error();
+    const std::string& who = *checked;
     const AppAddress& me = addresses_[options.self];
-    const std::string who = "shm endpoint of application '" + me.id + "'";
-    if (options.pipeline_depth == 0) return Error(who + ": pipeline_depth must be at least 1");
     Names names{&addresses_, run_tag_};
     const auto page = static_cast<std::size_t>(sysconf(_SC_PAGESIZE));
     const std::size_t bytes = round_up(kHeaderBytes + addresses_.size() * channel_stride(), page);

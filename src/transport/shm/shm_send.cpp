@@ -5,8 +5,8 @@
 #include "daqflow/wire/crc32c.hpp"
 #include "shm_endpoint.hpp"
 #include "shm_futex.hpp"
-#include "transport/fence.hpp"
-#include "transport/message_checks.hpp"
+#include "transport/detail/fence.hpp"
+#include "transport/detail/message_checks.hpp"
 
 namespace daqflow::transport::shm {
 

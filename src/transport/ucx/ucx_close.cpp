@@ -86,7 +86,6 @@ void UcxEndpoint::shut_down(bool orderly, std::chrono::milliseconds timeout) {
     p.send = nullptr;
     p.dial = nullptr;
     p.listed = false;
-    p.retry_pending = false;
     p.bye_request = nullptr;
     if (p.state != Peer::State::idle) p.state = Peer::State::closed;
   }
@@ -95,7 +94,7 @@ void UcxEndpoint::shut_down(bool orderly, std::chrono::milliseconds timeout) {
   receiving_ = 0;
   stalled_ = false;
   done_.clear();
-  retrying_.clear();
+  retries_.clear();
   replies_.clear();
   events_.clear();
   stats_.peers_connected.store(0, std::memory_order_relaxed);

@@ -6,6 +6,7 @@
 
 #include "daqflow/core/clock.hpp"
 #include "daqflow/core/log.hpp"
+#include "transport/detail/endpoint_common.hpp"
 #include "ucx_endpoint.hpp"
 #include "ucx_protocol.hpp"
 
@@ -114,32 +115,23 @@ void UcxEndpoint::accept_pending() {
 
 Result<void> UcxEndpoint::connect(AppIndex index) {
   std::lock_guard lock(mutex_);
-  const std::string me = "ucx endpoint of application '" + addresses_[self()].id + "'";
-  if (closed_ || closing_) return Error(me + " is closed");
-  if (index >= peers_.size()) {
-    return Error(me + ": cannot connect to index " + std::to_string(index) +
-                 ": not in the address table (" + std::to_string(peers_.size()) + " applications)");
-  }
+  const std::string me = detail::endpoint_name("ucx", addresses_, self());
+  if (auto r = detail::check_connect(me, addresses_, index, closed_ || closing_); !r) return r;
   Peer& p = peers_[index];
   if (p.state == Peer::State::open || p.state == Peer::State::connecting) return ok();
-  const AppAddress& to = addresses_[index];
-  if (to.data_port == 0) {
-    return Error(me + ": cannot connect to '" + to.id + "' (context '" + to.context +
-                 "'): it has no data port in the address table");
-  }
-  auto address = detail::resolve(to.host, to.data_port);
-  if (!address) return address.error().context(me + ": cannot connect to '" + to.id + "'");
+  auto address = detail::peer_data_address(me, addresses_, index);
+  if (!address) return address.error();
   reset_peer(index);
   p.address = std::move(*address);
   p.state = Peer::State::connecting;
-  p.backoff.start(core::monotonic_ns());
+  retries_.start(index, core::monotonic_ns());
   start_dial(index);
   return ok();
 }
 
 void UcxEndpoint::start_dial(AppIndex index) {
   Peer& p = peers_[index];
-  p.retry_pending = false;
+  retries_.cancel(index);
   auto owned = std::make_unique<Connection>();
   Connection& c = *owned;
   c.owner = this;
@@ -225,31 +217,7 @@ void UcxEndpoint::apply_failures() {
 void UcxEndpoint::dial_failed(AppIndex index, ucs_status_t status) {
   Peer& p = peers_[index];
   if (p.state != Peer::State::connecting) return;  // it connected to us meanwhile
-  const std::int64_t at = p.backoff.next_attempt(core::monotonic_ns());
-  if (at < 0) {
-    fail_peer(index, ucs_status_string(status));
-    return;
-  }
-  p.retry_at_ns = at;
-  if (!p.retry_pending) {
-    p.retry_pending = true;
-    retrying_.push_back(index);
-  }
-}
-
-void UcxEndpoint::run_retries() {
-  const std::int64_t now = core::monotonic_ns();
-  for (std::size_t k = 0; k < retrying_.size();) {
-    const AppIndex index = retrying_[k];
-    Peer& p = peers_[index];
-    if (p.retry_pending && p.retry_at_ns > now) {
-      ++k;
-      continue;
-    }
-    retrying_[k] = retrying_.back();
-    retrying_.pop_back();
-    if (p.retry_pending && p.state == Peer::State::connecting) start_dial(index);
-  }
+  if (!retries_.failed(index, core::monotonic_ns())) fail_peer(index, ucs_status_string(status));
 }
 
 void UcxEndpoint::on_hello(AppIndex source, const ucp_am_recv_param_t* param) {
@@ -285,7 +253,7 @@ void UcxEndpoint::associate(Connection& c, AppIndex index) {
   }
   if (p.send == nullptr) p.send = &c;
   set_open(p, true);
-  p.retry_pending = false;
+  retries_.cancel(index);
 }
 
 void UcxEndpoint::on_bye(AppIndex source, const ucp_am_recv_param_t* param) {
@@ -302,7 +270,7 @@ void UcxEndpoint::on_bye(AppIndex source, const ucp_am_recv_param_t* param) {
   set_open(p, false);
   p.state = Peer::State::closing;
   clear_sends(p);  // it reads nothing more
-  p.retry_pending = false;
+  retries_.cancel(source);
   // peer_closed follows the messages that arrived before the bye.
   const std::uint64_t id = arrivals_.push();
   Arrival& a = arrivals_[id];
@@ -353,7 +321,7 @@ void UcxEndpoint::fail_peer(AppIndex index, std::string_view reason) {
   set_open(p, false);
   p.state = Peer::State::failed;
   clear_sends(p);
-  p.retry_pending = false;
+  retries_.cancel(index);
   if (closing_ || closed_) return;
   StatsCounters::add(stats_.peer_errors);
   Completion event;
@@ -375,7 +343,7 @@ void UcxEndpoint::reset_peer(AppIndex index) {
   p.next_recv_sequence = 0;
   p.send = nullptr;
   p.dial = nullptr;
-  p.retry_pending = false;
+  retries_.cancel(index);
   p.bye_sent = false;
   p.bye_received = false;
   p.reply_pending = false;

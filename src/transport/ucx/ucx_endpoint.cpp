@@ -9,7 +9,8 @@
 #include "daqflow/core/clock.hpp"
 #include "daqflow/core/log.hpp"
 #include "daqflow/wire/crc32c.hpp"
-#include "transport/message_checks.hpp"
+#include "transport/detail/endpoint_common.hpp"
+#include "transport/detail/message_checks.hpp"
 #include "ucx_protocol.hpp"
 
 namespace daqflow::transport::ucx {
@@ -53,21 +54,13 @@ UcxEndpoint::UcxEndpoint(const AddressTable& addresses, const EndpointOptions& o
       arrival_limit_(options.recv_buffers + 64),
       events_(addresses.size() * 2 + 64) {
   done_.reserve(peers_.size());
-  retrying_.reserve(peers_.size());
+  retries_.resize(peers_.size());
   replies_.reserve(peers_.size());
 }
 
 UcxEndpoint::~UcxEndpoint() {
   close(std::chrono::milliseconds(2000));
-  if (pool_ != nullptr && pool_->in_use() > 0) {
-    // Freeing the pool would pull memory from under the application: leak it instead.
-    spdlog::error(
-        "ucx endpoint of application '{}': destroyed while the application still holds {} "
-        "received buffers; their pool is leaked (drop received messages before destroying the "
-        "endpoint)",
-        addresses_[self()].id, pool_->in_use());
-    (void)pool_.release();
-  }
+  core::retire_pool(pool_, core::BusyPool::leak, detail::endpoint_name("ucx", addresses_, self()));
 }
 
 Result<void> UcxEndpoint::start() {
@@ -159,28 +152,14 @@ SendStatus UcxEndpoint::post_send(AppIndex index, Message& message) {
     return SendStatus::back_pressure;
   }
   SendSlot& s = p.slots[(p.head + p.count) % p.slots.size()];
-  wire::MessageHeader h;
-  h.type = message.type;
-  h.flags = static_cast<std::uint16_t>(message.flags & ~wire::kFlagPayloadCrc);
-  h.source = self();
-  h.destination = index;
-  h.sequence = p.next_send_sequence;
-  h.tag = message.tag;
-  h.payload_size = size;
+  const wire::MessageHeader h =
+      detail::data_header(message, self(), index, p.next_send_sequence, size, options_.payload_crc);
   std::size_t pieces = 0;
   for (const Segment& seg : message.pieces()) {
     if (seg.length == 0) continue;
     s.iov[pieces].buffer = seg.bytes().data();
     s.iov[pieces].length = seg.length;
     ++pieces;
-  }
-  if (options_.payload_crc) {
-    h.flags |= wire::kFlagPayloadCrc;
-    std::uint32_t crc = 0;
-    for (const Segment& seg : message.pieces()) {
-      if (seg.length > 0) crc = wire::crc32c(seg.bytes(), crc);
-    }
-    h.crc32c = crc;
   }
   wire::encode(h, s.header);
 
@@ -257,7 +236,12 @@ void UcxEndpoint::tend() {
   attach_buffers();
   if (!failed_.empty() && (drained_ || !may_progress())) apply_failures();
   if (!replies_.empty()) send_replies();
-  if (!retrying_.empty()) run_retries();
+  if (!retries_.empty()) {
+    // A peer that reached us meanwhile is not dialled again.
+    retries_.run_due(core::monotonic_ns(), [this](AppIndex peer) {
+      if (peers_[peer].state == Peer::State::connecting) start_dial(peer);
+    });
+  }
   reap();
 }
 
@@ -336,12 +320,9 @@ void UcxEndpoint::wait(std::chrono::microseconds timeout) {
       ::ppoll(nullptr, 0, &ts, nullptr);
       return;
     }
-    if (!retrying_.empty()) {
+    if (!retries_.empty()) {
       const std::int64_t now = core::monotonic_ns();
-      std::int64_t first = INT64_MAX;
-      for (const AppIndex index : retrying_) {
-        if (peers_[index].retry_pending) first = std::min(first, peers_[index].retry_at_ns);
-      }
+      const std::int64_t first = retries_.next_due_ns();
       if (first <= now) return;
       timeout = std::min(timeout, std::chrono::duration_cast<std::chrono::microseconds>(
                                       std::chrono::nanoseconds(first - now + 999)));

@@ -39,11 +39,11 @@
 #include "arrivals.hpp"
 #include "daqflow/transport/fault.hpp"
 #include "daqflow/transport/transport.hpp"
-#include "transport/connect_backoff.hpp"
-#include "transport/event_queue.hpp"
-#include "transport/message_checks.hpp"
-#include "transport/socket.hpp"
-#include "transport/stats_counters.hpp"
+#include "transport/detail/connect_backoff.hpp"
+#include "transport/detail/event_queue.hpp"
+#include "transport/detail/message_checks.hpp"
+#include "transport/detail/socket.hpp"
+#include "transport/detail/stats_counters.hpp"
 #include "ucx_context.hpp"
 
 namespace daqflow::transport::ucx {
@@ -131,9 +131,6 @@ class UcxEndpoint final : public Endpoint, public FaultInjection {
     std::uint64_t next_send_sequence = 0;
     std::uint64_t next_recv_sequence = 0;
     detail::SocketAddress address;
-    detail::ConnectBackoff backoff;
-    std::int64_t retry_at_ns = 0;
-    bool retry_pending = false;
     bool listed = false;        // in done_: has completed sends to report
     bool bye_sent = false;      // we said goodbye (or answered one)
     bool bye_received = false;  // the peer said goodbye
@@ -164,7 +161,6 @@ class UcxEndpoint final : public Endpoint, public FaultInjection {
   void accept_pending();
   void start_dial(AppIndex index);
   void dial_failed(AppIndex index, ucs_status_t status);
-  void run_retries();
   void associate(Connection& c, AppIndex index);
   void reset_peer(AppIndex index);
   void on_hello(AppIndex source, const ucp_am_recv_param_t* param);
@@ -206,7 +202,7 @@ class UcxEndpoint final : public Endpoint, public FaultInjection {
   std::vector<ucp_conn_request_h> requests_;  // connection requests to accept after progress
   std::vector<Connection*> failed_;           // connections UCX reported failed
   std::vector<AppIndex> done_;                // peers with completed sends
-  std::vector<AppIndex> retrying_;
+  detail::DialRetries retries_;
   std::vector<AppIndex> replies_;  // peers owed a bye
   Arrivals arrivals_;
   std::uint64_t first_waiting_ = 0;  // no arrival before this id waits for a buffer

@@ -5,6 +5,7 @@
 #include <set>
 #include <string>
 
+#include "transport/detail/endpoint_common.hpp"
 #include "transport/factories.hpp"
 #include "ucx_context.hpp"
 #include "ucx_endpoint.hpp"
@@ -30,14 +31,9 @@ class UcxTransport final : public Transport {
 
   [[nodiscard]] Result<std::unique_ptr<Endpoint>> create_endpoint(
       const EndpointOptions& options) override {
-    if (options.self >= addresses_.size()) {
-      return Error("ucx: application index " + std::to_string(options.self) +
-                   " is not in the address table (" + std::to_string(addresses_.size()) +
-                   " applications)");
-    }
-    const std::string who = "ucx endpoint of application '" + addresses_[options.self].id + "'";
-    if (options.pipeline_depth == 0) return Error(who + ": pipeline_depth must be at least 1");
-    if (options.recv_buffers == 0) return Error(who + ": recv_buffers must be at least 1");
+    auto checked = detail::check_endpoint_options("ucx", addresses_, options);
+    if (!checked) return checked.error();
+    const std::string& who = *checked;
     {
       std::lock_guard lock(registry_->mutex);
       if (!registry_->live.insert(options.self).second) {

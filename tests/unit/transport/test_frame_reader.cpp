@@ -8,8 +8,8 @@
 #include <cerrno>
 #include <vector>
 
-#include "../../../src/transport/frame_reader.hpp"
-#include "../../../src/transport/socket.hpp"
+#include "transport/detail/socket.hpp"
+#include "transport/tcp/frame_reader.hpp"
 
 namespace daqflow::transport::detail {
 namespace {

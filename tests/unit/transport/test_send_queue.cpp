@@ -6,7 +6,7 @@
 #include <cstring>
 #include <vector>
 
-#include "../../../src/transport/send_queue.hpp"
+#include "transport/tcp/send_queue.hpp"
 
 namespace daqflow::transport::detail {
 namespace {

@@ -15,11 +15,11 @@
 #include <optional>
 #include <thread>
 
-#include "../../../src/transport/connect_backoff.hpp"
-#include "../../../src/transport/socket.hpp"
 #include "daqflow/core/clock.hpp"
 #include "daqflow/transport/transport.hpp"
 #include "daqflow/wire/crc32c.hpp"
+#include "transport/detail/connect_backoff.hpp"
+#include "transport/detail/socket.hpp"
 
 namespace daqflow::transport {
 namespace {

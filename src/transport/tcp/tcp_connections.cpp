@@ -49,7 +49,7 @@ void TcpEndpoint::accept_all() {
 
 void TcpEndpoint::start_dial(AppIndex index, detail::Emitter* emit) {
   Peer& p = peers_[index];
-  p.retry_pending = false;
+  retries_.cancel(index);
   auto dialed = detail::start_connect(p.address, options_.socket_buffer_bytes);
   if (!dialed.fd) {
     dial_failed(index, dialed.error, emit);
@@ -95,30 +95,8 @@ void TcpEndpoint::on_dial_progress(Connection& c, detail::Emitter* emit) {
 void TcpEndpoint::dial_failed(AppIndex index, int error, detail::Emitter* emit) {
   Peer& p = peers_[index];
   if (p.state != Peer::State::connecting) return;  // it connected to us meanwhile
-  const std::int64_t at = p.backoff.next_attempt(core::monotonic_ns());
-  if (at < 0) {
+  if (!retries_.failed(index, core::monotonic_ns())) {
     fail_peer(index, detail::describe_connect(error), emit);
-    return;
-  }
-  p.retry_at_ns = at;
-  if (!p.retry_pending) {
-    p.retry_pending = true;
-    retrying_.push_back(index);
-  }
-}
-
-void TcpEndpoint::run_retries(detail::Emitter& emit) {
-  const std::int64_t now = core::monotonic_ns();
-  for (std::size_t k = 0; k < retrying_.size();) {
-    const AppIndex index = retrying_[k];
-    Peer& p = peers_[index];
-    if (p.retry_pending && p.retry_at_ns > now) {
-      ++k;
-      continue;
-    }
-    retrying_[k] = retrying_.back();
-    retrying_.pop_back();
-    if (p.retry_pending) start_dial(index, &emit);
   }
 }
 
@@ -137,7 +115,7 @@ void TcpEndpoint::associate(Connection& c, AppIndex index) {
   // The peer reached us first: an attempt of ours still in progress is not needed any more.
   // (An established one stays: the peer may already use it.)
   if (p.dial != nullptr && p.dial != &c) drop(*p.dial);
-  p.retry_pending = false;
+  retries_.cancel(index);
 }
 
 void TcpEndpoint::reset_peer(AppIndex index) {
@@ -153,7 +131,7 @@ void TcpEndpoint::reset_peer(AppIndex index) {
   p.connections = 0;
   p.send = nullptr;
   p.dial = nullptr;
-  p.retry_pending = false;
+  retries_.cancel(index);
 }
 
 void TcpEndpoint::set_open(Peer& p, bool open) {
@@ -173,7 +151,7 @@ void TcpEndpoint::on_bye(Connection& c, detail::Emitter& emit) {
     set_open(p, false);
     p.state = Peer::State::closing;
     p.queue.clear();
-    p.retry_pending = false;
+    retries_.cancel(index);
     if (p.dial != nullptr) drop(*p.dial);
   }
   finish_closing(index, &emit);
@@ -233,7 +211,7 @@ void TcpEndpoint::fail_peer(AppIndex index, std::string_view reason, detail::Emi
   set_open(p, false);
   p.state = Peer::State::failed;
   p.queue.clear();
-  p.retry_pending = false;
+  retries_.cancel(index);
   if (closed_) return;
   StatsCounters::add(stats_.peer_errors);
   Completion event;

@@ -9,7 +9,8 @@
 #include "daqflow/core/clock.hpp"
 #include "daqflow/core/log.hpp"
 #include "daqflow/wire/crc32c.hpp"
-#include "message_checks.hpp"
+#include "transport/detail/endpoint_common.hpp"
+#include "transport/detail/message_checks.hpp"
 
 namespace daqflow::transport::tcp {
 namespace {
@@ -37,7 +38,7 @@ TcpEndpoint::TcpEndpoint(const AddressTable& addresses, const EndpointOptions& o
       ready_(kMaxEvents),
       events_(addresses.size() * 2 + 64) {
   dirty_.reserve(peers_.size());
-  retrying_.reserve(peers_.size());
+  retries_.resize(peers_.size());
   if (listener_) {
     epoll_event e{};
     e.events = EPOLLIN;
@@ -48,39 +49,20 @@ TcpEndpoint::TcpEndpoint(const AddressTable& addresses, const EndpointOptions& o
 
 TcpEndpoint::~TcpEndpoint() {
   close(std::chrono::milliseconds(2000));
-  if (pool_ != nullptr && pool_->in_use() > 0) {
-    // Freeing the pool would pull memory from under the application: leak it instead.
-    spdlog::error(
-        "tcp endpoint of application '{}': destroyed while the application still holds {} "
-        "received buffers; their pool is leaked (drop received messages before destroying the "
-        "endpoint)",
-        addresses_[self()].id, pool_->in_use());
-    (void)pool_.release();
-  }
+  core::retire_pool(pool_, core::BusyPool::leak, detail::endpoint_name("tcp", addresses_, self()));
 }
 
 Result<void> TcpEndpoint::connect(AppIndex index) {
-  const std::string me = "tcp endpoint of application '" + addresses_[self()].id + "'";
-  if (closed_) return Error(me + " is closed");
-  if (index >= peers_.size()) {
-    return Error(me + ": cannot connect to index " + std::to_string(index) +
-                 ": not in the address table (" + std::to_string(peers_.size()) + " applications)");
-  }
+  const std::string me = detail::endpoint_name("tcp", addresses_, self());
+  if (auto r = detail::check_connect(me, addresses_, index, closed_); !r) return r;
   Peer& p = peers_[index];
   if (p.state == Peer::State::open || p.state == Peer::State::connecting) return ok();
-  const AppAddress& to = addresses_[index];
-  if (to.data_port == 0) {
-    return Error(me + ": cannot connect to '" + to.id + "' (context '" + to.context +
-                 "'): it has no data port in the address table");
-  }
-  auto address = detail::resolve(to.host, to.data_port);
-  if (!address) {
-    return address.error().context(me + ": cannot connect to '" + to.id + "'");
-  }
+  auto address = detail::peer_data_address(me, addresses_, index);
+  if (!address) return address.error();
   reset_peer(index);
   p.address = std::move(*address);
   p.state = Peer::State::connecting;
-  p.backoff.start(core::monotonic_ns());
+  retries_.start(index, core::monotonic_ns());
   start_dial(index, nullptr);
   return ok();
 }
@@ -104,22 +86,8 @@ SendStatus TcpEndpoint::post_send(AppIndex index, Message& message) {
     StatsCounters::add(stats_.back_pressured);
     return SendStatus::back_pressure;
   }
-  wire::MessageHeader h;
-  h.type = message.type;
-  h.flags = static_cast<std::uint16_t>(message.flags & ~wire::kFlagPayloadCrc);
-  h.source = self();
-  h.destination = index;
-  h.sequence = p.next_send_sequence++;
-  h.tag = message.tag;
-  h.payload_size = size;
-  if (options_.payload_crc) {
-    h.flags |= wire::kFlagPayloadCrc;
-    std::uint32_t crc = 0;
-    for (const Segment& s : message.pieces()) {
-      if (s.length > 0) crc = wire::crc32c(s.bytes(), crc);
-    }
-    h.crc32c = crc;
-  }
+  const wire::MessageHeader h = detail::data_header(message, self(), index, p.next_send_sequence++,
+                                                    size, options_.payload_crc);
   detail::OutgoingMessage& out = p.queue.push_back();
   wire::encode(h, out.header);
   out.message = std::move(message);
@@ -154,7 +122,9 @@ std::size_t TcpEndpoint::poll(std::span<Completion> out) {
     }
   }
 
-  if (!retrying_.empty()) run_retries(emit);
+  if (!retries_.empty()) {
+    retries_.run_due(core::monotonic_ns(), [&](AppIndex peer) { start_dial(peer, &emit); });
+  }
 
   if (!stalled_.empty() && pool_->in_use() < pool_->count()) {
     for (Connection* c : stalled_) {
@@ -205,12 +175,9 @@ void TcpEndpoint::wait(std::chrono::microseconds timeout) {
     if (pool_->in_use() < pool_->count()) return;
     timeout = std::min(timeout, kStalledPollInterval);
   }
-  if (!retrying_.empty()) {
+  if (!retries_.empty()) {
     const std::int64_t now = core::monotonic_ns();
-    std::int64_t first = INT64_MAX;
-    for (const AppIndex index : retrying_) {
-      if (peers_[index].retry_pending) first = std::min(first, peers_[index].retry_at_ns);
-    }
+    const std::int64_t first = retries_.next_due_ns();
     if (first <= now) return;
     timeout = std::min(timeout, std::chrono::duration_cast<std::chrono::microseconds>(
                                     std::chrono::nanoseconds(first - now + 999)));

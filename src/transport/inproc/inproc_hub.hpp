@@ -20,7 +20,7 @@
 #include "daqflow/core/result.hpp"
 #include "daqflow/core/rings.hpp"
 #include "daqflow/transport/transport.hpp"
-#include "fence.hpp"
+#include "transport/detail/fence.hpp"
 
 namespace daqflow::transport::inproc {
 

@@ -9,8 +9,9 @@
 #include <string>
 
 #include "daqflow/core/clock.hpp"
-#include "factories.hpp"
 #include "tcp_endpoint.hpp"
+#include "transport/detail/endpoint_common.hpp"
+#include "transport/factories.hpp"
 
 namespace daqflow::transport::tcp {
 namespace {
@@ -25,15 +26,10 @@ class TcpTransport final : public Transport {
 
   [[nodiscard]] Result<std::unique_ptr<Endpoint>> create_endpoint(
       const EndpointOptions& options) override {
-    if (options.self >= addresses_.size()) {
-      return Error("tcp: application index " + std::to_string(options.self) +
-                   " is not in the address table (" + std::to_string(addresses_.size()) +
-                   " applications)");
-    }
+    auto checked = detail::check_endpoint_options("tcp", addresses_, options);
+    if (!checked) return checked.error();
+    const std::string& who = *checked;
     const AppAddress& me = addresses_[options.self];
-    const std::string who = "tcp endpoint of application '" + me.id + "'";
-    if (options.pipeline_depth == 0) return Error(who + ": pipeline_depth must be at least 1");
-    if (options.recv_buffers == 0) return Error(who + ": recv_buffers must be at least 1");
     auto pool = core::BufferPool::create(me.id + ".tcp-receive",
                                          std::max<std::uint32_t>(options.max_message_size, 1),
                                          options.recv_buffers);
@@ -92,7 +88,7 @@ void TcpEndpoint::close(std::chrono::milliseconds timeout) {
   }
   stalled_.clear();
   backlog_.clear();
-  retrying_.clear();
+  retries_.clear();
 
   for (;;) {
     bool pending = false;
@@ -179,14 +175,13 @@ void TcpEndpoint::release_all(bool hard) {
   backlog_.clear();
   stalled_.clear();
   dirty_.clear();
-  retrying_.clear();
+  retries_.clear();
   for (auto& p : peers_) {
     p.queue.clear();
     p.send = nullptr;
     p.dial = nullptr;
     p.connections = 0;
     p.dirty = false;
-    p.retry_pending = false;
     if (p.state != Peer::State::idle) p.state = Peer::State::closed;
   }
   events_.clear();

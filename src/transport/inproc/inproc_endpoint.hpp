@@ -15,16 +15,18 @@
 
 #include "daqflow/transport/fault.hpp"
 #include "daqflow/transport/transport.hpp"
-#include "event_queue.hpp"
 #include "inproc_hub.hpp"
-#include "stats_counters.hpp"
+#include "transport/detail/event_queue.hpp"
+#include "transport/detail/stats_counters.hpp"
 
 namespace daqflow::transport::inproc {
 
 class InprocEndpoint final : public Endpoint, public FaultInjection {
  public:
-  InprocEndpoint(std::shared_ptr<Hub> hub, const EndpointOptions& options,
-                 std::shared_ptr<Signal> signal, std::shared_ptr<Mailbox> mailbox);
+  // addresses (for messages) must outlive the endpoint, as the transport's contract says.
+  InprocEndpoint(const AddressTable& addresses, std::shared_ptr<Hub> hub,
+                 const EndpointOptions& options, std::shared_ptr<Signal> signal,
+                 std::shared_ptr<Mailbox> mailbox);
   ~InprocEndpoint() override;
   InprocEndpoint(const InprocEndpoint&) = delete;
   InprocEndpoint& operator=(const InprocEndpoint&) = delete;
@@ -74,6 +76,7 @@ class InprocEndpoint final : public Endpoint, public FaultInjection {
   void ring_doorbells();
   void shut(Closure how);
 
+  const AddressTable& addresses_;
   std::shared_ptr<Hub> hub_;
   EndpointOptions options_;
   std::shared_ptr<Signal> signal_;

@@ -4,8 +4,9 @@
 #include <bit>
 #include <string>
 
-#include "factories.hpp"
-#include "message_checks.hpp"
+#include "transport/detail/endpoint_common.hpp"
+#include "transport/detail/message_checks.hpp"
+#include "transport/factories.hpp"
 
 namespace daqflow::transport::inproc {
 namespace {
@@ -26,11 +27,11 @@ class InprocTransport final : public Transport {
 
   [[nodiscard]] Result<std::unique_ptr<Endpoint>> create_endpoint(
       const EndpointOptions& options) override {
-    const std::string who =
-        options.self < addresses_.size()
-            ? "inproc endpoint of application '" + addresses_[options.self].id + "'"
-            : "inproc endpoint of application index " + std::to_string(options.self);
-    if (options.pipeline_depth == 0) return Error(who + ": pipeline_depth must be at least 1");
+    // Messages are handed over by reference: no receive buffers.
+    auto checked = detail::check_endpoint_options("inproc", addresses_, options,
+                                                  /*needs_recv_buffers=*/false);
+    if (!checked) return checked.error();
+    const std::string& who = *checked;
     auto signal = Signal::create();
     if (!signal) return signal.error().context(who);
     const std::size_t slots =
@@ -38,8 +39,8 @@ class InprocTransport final : public Transport {
     auto mailbox = std::make_shared<Mailbox>(options.self, slots, *signal);
     auto published = hub_->publish(mailbox);
     if (!published) return published.error().context(who);
-    return std::unique_ptr<Endpoint>(
-        std::make_unique<InprocEndpoint>(hub_, options, std::move(*signal), std::move(mailbox)));
+    return std::unique_ptr<Endpoint>(std::make_unique<InprocEndpoint>(
+        addresses_, hub_, options, std::move(*signal), std::move(mailbox)));
   }
 
  private:
@@ -49,9 +50,11 @@ class InprocTransport final : public Transport {
 
 }  // namespace
 
-InprocEndpoint::InprocEndpoint(std::shared_ptr<Hub> hub, const EndpointOptions& options,
-                               std::shared_ptr<Signal> signal, std::shared_ptr<Mailbox> mailbox)
-    : hub_(std::move(hub)),
+InprocEndpoint::InprocEndpoint(const AddressTable& addresses, std::shared_ptr<Hub> hub,
+                               const EndpointOptions& options, std::shared_ptr<Signal> signal,
+                               std::shared_ptr<Mailbox> mailbox)
+    : addresses_(addresses),
+      hub_(std::move(hub)),
       options_(options),
       signal_(std::move(signal)),
       own_(std::move(mailbox)),
@@ -72,13 +75,10 @@ InprocEndpoint::~InprocEndpoint() {
 }
 
 Result<void> InprocEndpoint::connect(AppIndex index) {
-  if (closed_) {
-    return Error("inproc endpoint of application " + std::to_string(self()) + " is closed");
-  }
-  if (index >= peers_.size()) {
-    return Error("inproc: cannot connect application " + std::to_string(self()) + " to index " +
-                 std::to_string(index) + ": not in the address table (" +
-                 std::to_string(peers_.size()) + " applications)");
+  if (auto r = detail::check_connect(detail::endpoint_name("inproc", addresses_, self()),
+                                     addresses_, index, closed_);
+      !r) {
+    return r;
   }
   Peer& p = peers_[index];
   if (p.state == Peer::State::closed && p.reported) p = Peer{};

@@ -20,15 +20,15 @@
 #include <memory>
 #include <vector>
 
-#include "connect_backoff.hpp"
 #include "daqflow/transport/fault.hpp"
 #include "daqflow/transport/transport.hpp"
-#include "event_queue.hpp"
 #include "frame_reader.hpp"
-#include "message_checks.hpp"
 #include "send_queue.hpp"
-#include "socket.hpp"
-#include "stats_counters.hpp"
+#include "transport/detail/connect_backoff.hpp"
+#include "transport/detail/event_queue.hpp"
+#include "transport/detail/message_checks.hpp"
+#include "transport/detail/socket.hpp"
+#include "transport/detail/stats_counters.hpp"
 
 namespace daqflow::transport::tcp {
 
@@ -85,9 +85,6 @@ class TcpEndpoint final : public Endpoint, public FaultInjection {
     std::uint64_t next_recv_sequence = 0;
     std::uint32_t connections = 0;  // open connections that said hello
     detail::SocketAddress address;
-    detail::ConnectBackoff backoff;
-    std::int64_t retry_at_ns = 0;
-    bool retry_pending = false;
     bool dirty = false;  // in dirty_: has bytes to write
   };
 
@@ -117,7 +114,6 @@ class TcpEndpoint final : public Endpoint, public FaultInjection {
   void finish_closing(AppIndex index, detail::Emitter* emit);
   void drop(Connection& c);
   void reap();
-  void run_retries(detail::Emitter& emit);
   void set_open(Peer& p, bool open);
   void release_all(bool hard);
 
@@ -133,7 +129,7 @@ class TcpEndpoint final : public Endpoint, public FaultInjection {
   std::vector<Peer> peers_;
   std::vector<std::unique_ptr<Connection>> connections_;
   std::vector<AppIndex> dirty_;
-  std::vector<AppIndex> retrying_;
+  detail::DialRetries retries_;
   std::vector<Connection*> backlog_;
   std::vector<Connection*> backlog_scratch_;
   std::vector<Connection*> stalled_;
