@@ -31,6 +31,15 @@ namespace daqflow::transport::detail {
   return SendStatus::ok;
 }
 
+// What every post_send checks first: an open endpoint, a peer in the table (peers entries) and
+// a valid message; size receives the payload size when ok.
+[[nodiscard]] inline SendStatus check_post(bool closed, AppIndex peer, std::size_t peers,
+                                           const Message& message, std::uint32_t max_size,
+                                           std::uint32_t& size) {
+  if (closed || peer >= peers) return SendStatus::invalid;
+  return check_message(message, max_size, size);
+}
+
 // The life of a peer as the connection-oriented transports (tcp, ucx, ofi) track it.
 enum class PeerState : std::uint8_t { idle, connecting, open, closing, closed, failed };
 

@@ -120,10 +120,12 @@ bool InprocEndpoint::resolve(AppIndex index) {
 }
 
 SendStatus InprocEndpoint::post_send(AppIndex index, Message& message) {
-  if (closed_ || index >= peers_.size()) return SendStatus::invalid;
   std::uint32_t size = 0;
-  const SendStatus checked = detail::check_message(message, options_.max_message_size, size);
-  if (checked != SendStatus::ok) return checked;
+  if (const SendStatus checked = detail::check_post(closed_, index, peers_.size(), message,
+                                                    options_.max_message_size, size);
+      checked != SendStatus::ok) {
+    return checked;
+  }
   Peer& p = peers_[index];
   if (p.state != Peer::State::open && !resolve(index)) {
     return p.state == Peer::State::closed ? SendStatus::closed : SendStatus::not_connected;

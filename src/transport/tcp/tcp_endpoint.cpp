@@ -76,10 +76,12 @@ std::size_t TcpEndpoint::in_flight(AppIndex index) const {
 }
 
 SendStatus TcpEndpoint::post_send(AppIndex index, Message& message) {
-  if (closed_ || index >= peers_.size()) return SendStatus::invalid;
   std::uint32_t size = 0;
-  const SendStatus checked = detail::check_message(message, options_.max_message_size, size);
-  if (checked != SendStatus::ok) return checked;
+  if (const SendStatus checked = detail::check_post(closed_, index, peers_.size(), message,
+                                                    options_.max_message_size, size);
+      checked != SendStatus::ok) {
+    return checked;
+  }
   Peer& p = peers_[index];
   if (const SendStatus s = detail::send_status(p.state); s != SendStatus::ok) return s;
   if (p.queue.full()) {
