@@ -45,7 +45,7 @@ Result<void> RoundTrip::configure(runtime::AppContext& ctx) {
     return p.error("max_size", std::to_string(max_size) + " is below min_size (" +
                                    std::to_string(min_size) + ")");
   }
-  const std::uint32_t limit = ctx.cluster().transports.max_message_size;
+  const std::uint32_t limit = ctx.cluster().transports.endpoint.max_message_size;
   if (max_size > limit) {
     return p.error("max_size",
                    std::to_string(max_size) + " bytes exceeds transports.max_message_size (" +

@@ -41,7 +41,7 @@ Result<void> Source::configure(runtime::AppContext& ctx) {
   if (dest_ids.empty()) return p.error("destinations", "needs at least one destination");
   if (!parse_verify(verify, verify_)) return p.error("verify", "'" + verify + "' is unknown");
 
-  const runtime::TransportSettings& t = ctx.cluster().transports;
+  const transport::EndpointOptions& t = ctx.cluster().transports.endpoint;
   if (message_size_ > t.max_message_size) {
     return p.error("message_size", std::to_string(message_size_) +
                                        " bytes exceeds transports.max_message_size (" +

@@ -108,10 +108,4 @@ const nlohmann::json& app_results(const control::RunSummary& summary, const std:
   return empty;
 }
 
-double number(const nlohmann::json& j, const char* key, double fallback) {
-  if (!j.is_object()) return fallback;
-  const auto it = j.find(key);
-  return it != j.end() && it->is_number() ? it->get<double>() : fallback;
-}
-
 }  // namespace daqflow::bench

@@ -23,7 +23,4 @@ namespace daqflow::bench {
 [[nodiscard]] const nlohmann::json& app_results(const control::RunSummary& summary,
                                                 const std::string& id);
 
-// A number from a JSON object, or fallback when the key is absent or not a number.
-[[nodiscard]] double number(const nlohmann::json& j, const char* key, double fallback = 0);
-
 }  // namespace daqflow::bench

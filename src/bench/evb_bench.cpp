@@ -7,6 +7,7 @@
 #include "cluster_run.hpp"
 #include "daqflow/bench/runners.hpp"
 #include "daqflow/bench/sweep.hpp"
+#include "daqflow/runtime/params.hpp"
 
 namespace daqflow::bench {
 
@@ -122,17 +123,19 @@ Result<BenchOutput> run_evb(const EvbOptions& o, BenchEnv& env) {
     cluster.max_message_size = evb_max_message_size(s);
     auto summary = run_point(evb_yaml(cluster, s), name, o.duration_s, env);
     if (!summary) return summary.error().context(what);
-    const nlohmann::json& run = summary->results;
-    double rate = number(run, "event_rate_hz");
-    double mb_s = number(run, "throughput_mb_s");
-    const auto& evm = app_results(*summary, "evm0");
-    const double built = number(evm, "events_built") + number(evm, "events_incomplete");
-    const double seconds = number(evm, "seconds");
+    runtime::ParamReader evm(app_results(*summary, "evm0"), "evm0", "result");
+    double rate = evm.get<double>("event_rate_hz");
+    double mb_s = evm.get<double>("throughput_mb_s");
+    const double built = static_cast<double>(evm.get<std::uint64_t>("events_built") +
+                                             evm.get<std::uint64_t>("events_incomplete"));
+    const double seconds = evm.get<double>("seconds");
+    const double bytes = static_cast<double>(evm.get<std::uint64_t>("bytes_built"));
+    if (auto read = evm.status(); !read) return read.error().context(what);
     if (rate <= 0 && built > 0 && seconds > 0) {
       // Blocks so large that none completed inside the sampled intervals: the average over the
       // whole run is the only figure there is.
       rate = built / seconds;
-      mb_s = number(evm, "bytes_built") / 1e6 / seconds;
+      mb_s = bytes / 1e6 / seconds;
       if (env.progress != nullptr) {
         env.progress->line(what +
                            ": too few events for sampling; figures averaged over the run "

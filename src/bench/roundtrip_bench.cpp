@@ -6,6 +6,7 @@
 
 #include "cluster_run.hpp"
 #include "daqflow/bench/runners.hpp"
+#include "daqflow/runtime/params.hpp"
 
 namespace daqflow::bench {
 
@@ -76,18 +77,25 @@ Result<BenchOutput> run_roundtrip(const RoundtripOptions& o, BenchEnv& env) {
   Series median{"median RTT", {}, Series::Style::points_and_line};
   Series minimum{"minimum RTT", {}, Series::Style::points};
   Series p99{"99th percentile RTT", {}, Series::Style::points};
-  for (const auto& p : *points) {
-    const double size = number(p, "size");
-    add_row(r, {p.value("size", std::uint64_t{0}), number(p, "rtt_min_us"),
-                number(p, "rtt_median_us"), number(p, "rtt_p99_us"), number(p, "rtt_mean_us"),
-                number(p, "tau_median_us"), number(p, "bandwidth_mb_s")});
-    median.points.emplace_back(size, number(p, "rtt_median_us"));
-    minimum.points.emplace_back(size, number(p, "rtt_min_us"));
-    p99.points.emplace_back(size, number(p, "rtt_p99_us"));
-    if (p.value("size", std::uint64_t{0}) == 64) {
-      r.summary["rtt_median_64_us"] = number(p, "rtt_median_us");
-      r.summary["rtt_min_64_us"] = number(p, "rtt_min_us");
-      r.summary["rtt_p99_64_us"] = number(p, "rtt_p99_us");
+  for (const auto& point : *points) {
+    runtime::ParamReader p(point, "a point of the round-trip results", "result");
+    const auto size = p.get<std::uint64_t>("size");
+    const auto median_us = p.get<double>("rtt_median_us");
+    const auto min_us = p.get<double>("rtt_min_us");
+    const auto p99_us = p.get<double>("rtt_p99_us");
+    const auto mean_us = p.get<double>("rtt_mean_us");
+    const auto tau_us = p.get<double>("tau_median_us");
+    const auto mb_s = p.get<double>("bandwidth_mb_s");
+    if (auto read = p.status(); !read) return read.error();
+    add_row(r, {size, min_us, median_us, p99_us, mean_us, tau_us, mb_s});
+    const auto x = static_cast<double>(size);
+    median.points.emplace_back(x, median_us);
+    minimum.points.emplace_back(x, min_us);
+    p99.points.emplace_back(x, p99_us);
+    if (size == 64) {
+      r.summary["rtt_median_64_us"] = median_us;
+      r.summary["rtt_min_64_us"] = min_us;
+      r.summary["rtt_p99_64_us"] = p99_us;
     }
   }
 
@@ -100,22 +108,25 @@ Result<BenchOutput> run_roundtrip(const RoundtripOptions& o, BenchEnv& env) {
 
   const auto fit = run.find("fit");
   if (fit != run.end() && fit->is_object()) {
-    const double tau0 = number(*fit, "tau0_us");
-    const double c = number(*fit, "c_us_per_kb");
+    runtime::ParamReader f(*fit, "the round-trip fit", "result");
+    const double tau0 = f.get<double>("tau0_us");
+    const double c = f.get<double>("c_us_per_kb");
+    const double r2 = f.get<double>("r2");
+    const double from = f.get<double>("from_size");
+    const double to = f.get<double>("to_size");
+    if (auto read = f.status(); !read) return read.error();
     r.summary["tau0_us"] = tau0;
     r.summary["c_us_per_kb"] = c;
     if (const auto b = fit->find("b_inf_mb_s"); b != fit->end() && b->is_number()) {
       r.summary["binf_mb_s"] = b->get<double>();
     }
-    r.summary["r2"] = number(*fit, "r2");
-    r.summary["fit_from"] = number(*fit, "from_size");
-    r.summary["fit_to"] = number(*fit, "to_size");
+    r.summary["r2"] = r2;
+    r.summary["fit_from"] = from;
+    r.summary["fit_to"] = to;
     // RTT = 2 tau(P), drawn over the fitted range, where the line is a claim.
     Series line{fmt::format("fit 2(cP + tau0): tau0 {:.2f} us, c {:.4f} us/kB", tau0, c),
                 {},
                 Series::Style::dashed_line};
-    const double from = number(*fit, "from_size");
-    const double to = number(*fit, "to_size");
     constexpr int kSteps = 48;
     for (int i = 0; i <= kSteps && from > 0 && to > from; ++i) {
       const double size = from * std::pow(to / from, static_cast<double>(i) / kSteps);

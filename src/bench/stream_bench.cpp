@@ -5,6 +5,7 @@
 #include "cluster_run.hpp"
 #include "daqflow/bench/runners.hpp"
 #include "daqflow/bench/sweep.hpp"
+#include "daqflow/runtime/params.hpp"
 
 namespace daqflow::bench {
 
@@ -128,25 +129,27 @@ Result<BenchOutput> run_stream(const StreamOptions& o, BenchEnv& env) {
     const int nr = stream_receivers(o.pattern, p.n);
     for (int k = 0; k < nr; ++k) {
       const auto id = fmt::format("sink{}", k);
-      const auto& res = app_results(*summary, id);
-      if (!res.contains("throughput_mb_s")) {
-        return Error(fmt::format("{}: sink {} reported no throughput", what, id));
-      }
-      if (number(res, "errors_sequence") != 0 || number(res, "errors_pattern") != 0) {
+      runtime::ParamReader res(app_results(*summary, id), "sink " + id, "result");
+      const auto errors_sequence = res.get<std::uint64_t>("errors_sequence");
+      const auto errors_pattern = res.get<std::uint64_t>("errors_pattern");
+      const auto messages = res.get<std::uint64_t>("messages");
+      const bool sampled = res.get<std::string>("window") == "sampled";
+      ReceiverRate rate{res.get<double>("throughput_mb_s"), res.get<double>("stddev_mb_s"),
+                        res.get<double>("messages_per_s"),
+                        sampled ? res.get<std::uint64_t>("samples") : 0};
+      if (auto read = res.status(); !read) return read.error().context(what);
+      if (errors_sequence != 0 || errors_pattern != 0) {
         return Error(fmt::format("{}: sink {} saw {} sequence and {} pattern errors", what, id,
-                                 number(res, "errors_sequence"), number(res, "errors_pattern")));
+                                 errors_sequence, errors_pattern));
       }
-      if (number(res, "messages") == 0) {
+      if (messages == 0) {
         // A run that ends cleanly with nothing delivered is a transport that never got going.
         return Error(
             fmt::format("{}: no message arrived at {} in {:g} s (configuration, summary "
                         "and logs in {})",
                         what, id, o.duration_s, point_dir(env, name)));
       }
-      const bool sampled = res.value("window", "") == "sampled";
-      receivers.push_back({number(res, "throughput_mb_s"), number(res, "stddev_mb_s"),
-                           number(res, "messages_per_s"),
-                           sampled ? static_cast<std::uint64_t>(number(res, "samples")) : 0});
+      receivers.push_back(rate);
     }
     const StreamFigures f = combine_receivers(receivers);
     add_row(r, {p.size, p.depth, stream_senders(o.pattern, p.n), nr, f.total_mean, f.total_sd,

@@ -13,14 +13,8 @@ ParamReader AppContext::param_reader() const {
 }
 
 transport::EndpointOptions AppContext::endpoint_options() const {
-  const TransportSettings& t = cluster().transports;
-  transport::EndpointOptions o;
+  transport::EndpointOptions o = cluster().transports.endpoint;
   o.self = self().index;
-  o.max_message_size = t.max_message_size;
-  o.pipeline_depth = t.pipeline_depth;
-  o.recv_buffers = t.recv_buffers;
-  o.socket_buffer_bytes = t.socket_buffer_bytes;
-  o.payload_crc = t.payload_crc;
   return o;
 }
 

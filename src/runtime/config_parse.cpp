@@ -156,32 +156,34 @@ class Reader {
       if (f.key == "default") {
         if (auto v = choice(f, where, transports_)) t.default_transport = *v;
       } else if (f.key == "pipeline_depth") {
-        if (auto v = integer(f, where, 1, 4096)) t.pipeline_depth = static_cast<std::uint32_t>(*v);
+        if (auto v = integer(f, where, 1, 4096))
+          t.endpoint.pipeline_depth = static_cast<std::uint32_t>(*v);
       } else if (f.key == "max_message_size") {
         if (auto v = integer(f, where, 1, 1LL << 30)) {
-          t.max_message_size = static_cast<std::uint32_t>(*v);
+          t.endpoint.max_message_size = static_cast<std::uint32_t>(*v);
         }
       } else if (f.key == "recv_buffers") {
-        if (auto v = integer(f, where, 1, 65536)) t.recv_buffers = static_cast<std::uint32_t>(*v);
+        if (auto v = integer(f, where, 1, 65536))
+          t.endpoint.recv_buffers = static_cast<std::uint32_t>(*v);
       } else if (f.key == "socket_buffer_kb") {
         if (auto v = integer(f, where, 4, 1LL << 20)) {
-          t.socket_buffer_bytes = static_cast<std::size_t>(*v) * 1024;
+          t.endpoint.socket_buffer_bytes = static_cast<std::size_t>(*v) * 1024;
         }
       } else if (f.key == "payload_crc") {
         const auto v = f.value.IsScalar() ? parse_boolean(f.value.Scalar()) : std::nullopt;
         if (v) {
-          t.payload_crc = *v;
+          t.endpoint.payload_crc = *v;
         } else {
           d_.error(f.value.Mark(), fmt::format("'payload_crc' in transports: expected true or "
                                                "false, got {}",
                                                describe_node(f.value)));
         }
       } else if (f.key == "ucx_tls") {
-        if (auto v = text(f, where)) t.ucx_tls = *v;
+        if (auto v = text(f, where)) t.backends.ucx.tls = *v;
       } else if (f.key == "ofi_provider") {
-        if (auto v = text(f, where)) t.ofi_provider = *v;
+        if (auto v = text(f, where)) t.backends.ofi.provider = *v;
       } else if (f.key == "mpi_completion") {
-        if (auto v = choice(f, where, kMpiCompletions)) t.mpi_completion = *v;
+        if (auto v = choice(f, where, kMpiCompletions)) t.backends.mpi.completion = *v;
       } else {
         unknown_key(f, where, kTransportKeys);
       }

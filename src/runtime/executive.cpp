@@ -101,18 +101,14 @@ struct Executive::Impl {
   }
 
   // The transports' settings from the cluster configuration.
-  [[nodiscard]] transport::TransportConfig transport_config() const {
-    const TransportSettings& t = cluster.transports;
-    transport::TransportConfig c;
+  [[nodiscard]] transport::BackendOptions transport_config() const {
+    transport::BackendOptions c = cluster.transports.backends;
     // Run number and the first context's control port: two clusters running side by side on
     // one host never share a port, so their segment names never clash.
     c.run_tag =
         std::to_string(cluster.run.number) + "." +
         std::to_string(cluster.contexts.empty() ? 0 : cluster.contexts.front().control_port);
-    c.ucx_tls = t.ucx_tls;
-    c.ofi_provider = t.ofi_provider;
-    c.mpi_completion = t.mpi_completion;
-    c.mpi_contexts = cluster.mpi_contexts();
+    c.mpi.contexts = cluster.mpi_contexts();
     return c;
   }
 

@@ -408,19 +408,20 @@ ParamSpec&& ParamSpec::one_of(std::vector<std::string> values) && {
   return std::move(*this);
 }
 
-ParamReader::ParamReader(const json& params, std::string owner)
-    : ParamReader(&params, std::move(owner), "", nullptr) {}
+ParamReader::ParamReader(const json& params, std::string owner, std::string noun)
+    : ParamReader(&params, std::move(owner), std::move(noun), "", nullptr) {}
 
-ParamReader::ParamReader(const json* params, std::string owner, std::string path,
+ParamReader::ParamReader(const json* params, std::string owner, std::string noun, std::string path,
                          std::optional<Error>* first)
     : params_(params),
       owner_(std::move(owner)),
+      noun_(std::move(noun)),
       path_(std::move(path)),
       first_(first != nullptr ? first : &own_first_) {}
 
 Error ParamReader::error(std::string_view key, std::string_view what) const {
   return Error(ErrorCode::invalid_argument,
-               fmt::format("{}: parameter '{}{}': {}", owner_, path_, key, what));
+               fmt::format("{}: {} '{}{}': {}", owner_, noun_, path_, key, what));
 }
 
 void ParamReader::note(std::string_view key, std::string_view what) {
@@ -434,7 +435,7 @@ Result<void> ParamReader::status() const {
 
 const json* ParamReader::find(std::string_view key) {
   if (params_ == nullptr || !params_->is_object()) {
-    note(key, "no parameters");
+    note(key, "not a mapping");
     return nullptr;
   }
   const auto it = params_->find(key);
@@ -451,7 +452,7 @@ ParamReader ParamReader::object(std::string_view key) {
     note(key, "expected a mapping, got " + detail::describe(*v));
     v = nullptr;
   }
-  return ParamReader(v, owner_, path_ + std::string(key) + ".", first_);
+  return ParamReader(v, owner_, noun_, path_ + std::string(key) + ".", first_);
 }
 
 namespace {

@@ -68,7 +68,7 @@ std::span<const std::string_view> transports_not_built() {
 
 Result<std::unique_ptr<Transport>> make_transport(std::string_view name,
                                                   const AddressTable& addresses,
-                                                  const TransportConfig& config) {
+                                                  const BackendOptions& options) {
   for (std::size_t i = 0; i < addresses.size(); ++i) {
     if (addresses[i].index != i) {
       return Error("transport '" + std::string(name) + "': address table entry " +
@@ -78,15 +78,15 @@ Result<std::unique_ptr<Transport>> make_transport(std::string_view name,
   }
   if (name == "inproc") return make_inproc_transport(addresses);
   if (name == "tcp") return make_tcp_transport(addresses);
-  if (name == "shm") return make_shm_transport(addresses, config);
+  if (name == "shm") return make_shm_transport(addresses, options.run_tag);
 #ifdef DAQFLOW_HAVE_UCX
-  if (name == "ucx") return make_ucx_transport(addresses, config);
+  if (name == "ucx") return make_ucx_transport(addresses, options.ucx);
 #endif
 #ifdef DAQFLOW_HAVE_OFI
-  if (name == "ofi") return make_ofi_transport(addresses, config);
+  if (name == "ofi") return make_ofi_transport(addresses, options.ofi, options.run_tag);
 #endif
 #ifdef DAQFLOW_HAVE_MPI
-  if (name == "mpi") return make_mpi_transport(addresses, config);
+  if (name == "mpi") return make_mpi_transport(addresses, options.mpi);
 #endif
   std::string known;
   for (const auto n : kBuilt) known += (known.empty() ? "" : ", ") + std::string(n);

@@ -37,12 +37,13 @@ Cluster::Cluster(std::string_view transport, std::size_t count, std::uint16_t po
     a.data_port = static_cast<std::uint16_t>(port_base(transport) + port_block * 16 + i);
     table_.push_back(a);
   }
-  TransportConfig config;
+  BackendOptions config;
   config.run_tag = "conformance-" + std::to_string(::getpid()) + "-" + std::to_string(port_block);
-  config.mpi_contexts = {"ctx0"};
-  if (const char* tls = std::getenv("DAQFLOW_TEST_UCX_TLS")) config.ucx_tls = tls;
-  if (const char* provider = std::getenv("DAQFLOW_TEST_OFI_PROVIDER"))
-    config.ofi_provider = provider;
+  config.mpi.contexts = {"ctx0"};
+  if (const char* tls = std::getenv("DAQFLOW_TEST_UCX_TLS")) config.ucx.tls = tls;
+  if (const char* provider = std::getenv("DAQFLOW_TEST_OFI_PROVIDER")) {
+    config.ofi.provider = provider;
+  }
   auto made = make_transport(transport, table_, config);
   if (!made) throw std::runtime_error(made.error().message());
   transport_ = std::move(*made);

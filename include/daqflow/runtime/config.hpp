@@ -12,6 +12,7 @@
 
 #include "daqflow/core/result.hpp"
 #include "daqflow/transport/address.hpp"
+#include "daqflow/transport/options.hpp"
 
 namespace daqflow::runtime {
 
@@ -30,16 +31,13 @@ struct RunSettings {
   std::string output = "./run-data";
 };
 
+// The `transports` section: the one place of the transport settings.
 struct TransportSettings {
   std::string default_transport = "tcp";  // inproc | tcp | ...
-  std::uint32_t pipeline_depth = 8;
-  std::uint32_t max_message_size = 4u << 20;
-  std::uint32_t recv_buffers = 32;
-  std::size_t socket_buffer_bytes = 4u << 20;
-  bool payload_crc = false;
-  std::string ucx_tls;                       // ucx: UCX_TLS ("" = UCX's choice)
-  std::string ofi_provider = "tcp;ofi_rxm";  // ofi: libfabric provider
-  std::string mpi_completion = "testsome";   // mpi: testsome | test | testall
+  // What every endpoint is created with (each application's own index set as self).
+  transport::EndpointOptions endpoint;
+  // What the backends need beyond it (ucx, ofi, mpi; the run tag is the executive's).
+  transport::BackendOptions backends;
 };
 
 struct ApplicationConfig {
@@ -73,7 +71,7 @@ struct ClusterConfig {
   [[nodiscard]] const ApplicationConfig* find_application(std::string_view id) const;
   [[nodiscard]] const ContextConfig* find_context(std::string_view name) const;
   // The contexts hosting an application on the mpi transport, in file order: MPI rank i runs
-  // the i-th (TransportConfig::mpi_contexts; `daqflow run` starts them with one mpirun).
+  // the i-th (transport::MpiOptions::contexts; `daqflow run` starts them with one mpirun).
   [[nodiscard]] std::vector<std::string> mpi_contexts() const;
   // The address table every transport of every process shares.
   [[nodiscard]] transport::AddressTable address_table() const;

@@ -78,7 +78,8 @@ struct ParamSpec {
 [[nodiscard]] Result<nlohmann::json> validate_params(const std::vector<ParamSpec>& specs,
                                                      const nlohmann::json& params);
 
-// Reads typed values from a validated parameter object. get<T>() returns T{} on a missing or
+// Reads typed values from a validated parameter object (or any JSON object whose keys must be
+// there, such as an application's results). get<T>() returns T{} on a missing or
 // ill-typed key and keeps the first such error, so that configure() reads every parameter and
 // checks status() once. T is bool, std::int64_t, std::uint32_t, std::uint64_t, double,
 // std::string, std::vector<std::string>, std::vector<std::int64_t>, std::optional<std::int64_t>
@@ -87,8 +88,9 @@ struct ParamSpec {
 // Not thread-safe; the parameter object must outlive the reader.
 class ParamReader {
  public:
-  // owner names whose parameters these are in errors: "application 'bu1'".
-  ParamReader(const nlohmann::json& params, std::string owner);
+  // owner names whose parameters these are in errors: "application 'bu1'"; noun what the keys
+  // are ("parameter", or "result" for an application's results read by `daqflow bench`).
+  ParamReader(const nlohmann::json& params, std::string owner, std::string noun = "parameter");
   // Returned by value only (guaranteed elision): first_ may point into the reader itself.
   ParamReader(const ParamReader&) = delete;
   ParamReader& operator=(const ParamReader&) = delete;
@@ -104,13 +106,14 @@ class ParamReader {
   [[nodiscard]] Error error(std::string_view key, std::string_view what) const;
 
  private:
-  ParamReader(const nlohmann::json* params, std::string owner, std::string path,
+  ParamReader(const nlohmann::json* params, std::string owner, std::string noun, std::string path,
               std::optional<Error>* first);
   [[nodiscard]] const nlohmann::json* find(std::string_view key);
   void note(std::string_view key, std::string_view what);
 
   const nlohmann::json* params_;
   std::string owner_;
+  std::string noun_;
   std::string path_;  // "output." for a nested reader
   std::optional<Error> own_first_;
   std::optional<Error>* first_;  // own_first_, or the parent's

@@ -36,6 +36,7 @@
 #include "daqflow/core/buffer_pool.hpp"
 #include "daqflow/core/result.hpp"
 #include "daqflow/transport/address.hpp"
+#include "daqflow/transport/options.hpp"
 #include "daqflow/wire/header.hpp"
 
 namespace daqflow::transport {
@@ -103,15 +104,6 @@ struct Completion {
   std::string_view reason;  // error: static text, e.g. "connection reset by peer"
 };
 
-struct EndpointOptions {
-  AppIndex self = 0;
-  std::uint32_t max_message_size = 4u << 20;   // payload bytes
-  std::uint32_t pipeline_depth = 8;            // posted, uncompleted sends per peer
-  std::uint32_t recv_buffers = 32;             // receive pool buffers (transports that need one)
-  std::size_t socket_buffer_bytes = 4u << 20;  // tcp: SO_SNDBUF / SO_RCVBUF
-  bool payload_crc = false;                    // compute and check CRC32C of every payload
-};
-
 // Counters an endpoint keeps; read from any thread (relaxed).
 struct EndpointStats {
   std::uint64_t messages_sent = 0;
@@ -171,23 +163,6 @@ class Transport {
       const EndpointOptions& options) = 0;
 };
 
-// What some transports need beyond the address table; from the configuration's `transports`
-// section (docs/configuration.md) and the run.
-struct TransportConfig {
-  // shm: names the shared-memory segments of this cluster's run (with the context and the
-  // application), so that those a crashed run left can be found and removed (`daqflow shm`).
-  // The executive sets "<run number>.<first context's control port>".
-  std::string run_tag = "0";
-  // ucx: passed to UCX as UCX_TLS (empty: UCX chooses, e.g. "posix,cma,self" or "tcp").
-  std::string ucx_tls;
-  // ofi: the libfabric provider, e.g. "tcp", "tcp;ofi_rxm", "shm", "verbs;ofi_rxm".
-  std::string ofi_provider = "tcp;ofi_rxm";
-  // mpi: how the transport thread completes requests: "testsome", "test" or "testall".
-  std::string mpi_completion = "testsome";
-  // mpi: the context of each MPI rank, rank order (applications map to ranks by their context).
-  std::vector<std::string> mpi_contexts;
-};
-
 // The transports built into this binary: "inproc", "tcp", "shm", then "ucx", "ofi" and "mpi"
 // where their libraries were found at build time.
 [[nodiscard]] std::span<const std::string_view> transport_names();
@@ -196,6 +171,6 @@ struct TransportConfig {
 // Makes a transport by name; the address table must outlive it.
 [[nodiscard]] Result<std::unique_ptr<Transport>> make_transport(std::string_view name,
                                                                 const AddressTable& addresses,
-                                                                const TransportConfig& config = {});
+                                                                const BackendOptions& options = {});
 
 }  // namespace daqflow::transport

@@ -56,7 +56,7 @@ Result<void> ReadoutRole::configure(runtime::AppContext& ctx, const Topology& to
   s.event_capacity = kEventCapacity;
   s.block_capacity = topology.ru_block_capacity;
   s.max_block_events = topology.max_block_events;
-  s.max_message_size = ctx.cluster().transports.max_message_size;
+  s.max_message_size = ctx.cluster().transports.endpoint.max_message_size;
   s.endpoint = endpoint_;
   auto store = ReadoutStore::create(s, source_->max_super_fragment_size());
   if (!store) {

@@ -115,7 +115,7 @@ bool InprocEndpoint::resolve(AppIndex index) {
     p.linked = true;
     linked_.push_back(index);
   }
-  detail::StatsCounters::add<std::uint32_t>(stats_.peers_connected, 1);
+  stats_.peer_opened();
   return true;
 }
 
@@ -133,7 +133,7 @@ SendStatus InprocEndpoint::post_send(AppIndex index, Message& message) {
   Mailbox& mailbox = *p.mailbox;
   if (mailbox.closure() != Closure::open) return SendStatus::closed;
   if (p.posted - p.reported_sends >= options_.pipeline_depth) {
-    detail::StatsCounters::add(stats_.back_pressured);
+    stats_.back_pressured.add_single_writer();
     return SendStatus::back_pressure;
   }
   const std::uint64_t sequence = p.posted;
@@ -141,7 +141,7 @@ SendStatus InprocEndpoint::post_send(AppIndex index, Message& message) {
   Delivery delivery{p.link.get(), sequence, size, std::move(message)};
   if (!mailbox.inbound().try_push(std::move(delivery))) {
     message = std::move(delivery.message);
-    detail::StatsCounters::add(stats_.back_pressured);
+    stats_.back_pressured.add_single_writer();
     return SendStatus::back_pressure;
   }
   message.clear();
@@ -198,8 +198,8 @@ std::size_t InprocEndpoint::poll(std::span<Completion> out) {
       const SentInfo& s = p.sent[p.reported_sends % options_.pipeline_depth];
       emit.send_done(index, s.sequence, s.size, s.type, 0, s.tag);
       ++p.reported_sends;
-      detail::StatsCounters::add(stats_.messages_sent);
-      detail::StatsCounters::add<std::uint64_t>(stats_.bytes_sent, s.size);
+      stats_.messages_sent.add_single_writer();
+      stats_.bytes_sent.add_single_writer(s.size);
     }
     if (p.reported_sends == p.posted) {
       p.busy = false;
@@ -227,8 +227,8 @@ std::size_t InprocEndpoint::poll(std::span<Completion> out) {
       link.touched = true;
       touched_.push_back(&link);
     }
-    detail::StatsCounters::add(stats_.messages_received);
-    detail::StatsCounters::add<std::uint64_t>(stats_.bytes_received, d.size);
+    stats_.messages_received.add_single_writer();
+    stats_.bytes_received.add_single_writer(d.size);
   }
 
   if (!touched_.empty()) {
@@ -308,8 +308,7 @@ void InprocEndpoint::report_closure(AppIndex index, detail::Emitter& emit) {
   if (p.linked) {
     p.linked = false;
     erase_value(linked_, index);
-    detail::StatsCounters::add<std::uint32_t>(stats_.peers_connected,
-                                              static_cast<std::uint32_t>(-1));
+    stats_.peer_closed();
   }
   // Messages we pushed while it was closing may still sit in its ring: release them.
   if (p.mailbox != nullptr && p.mailbox->closure() != Closure::open) p.mailbox->drain();
@@ -320,7 +319,7 @@ void InprocEndpoint::report_closure(AppIndex index, detail::Emitter& emit) {
   if (p.closure == Closure::aborted) {
     c.kind = Completion::Kind::error;
     c.reason = "peer aborted without bye";
-    detail::StatsCounters::add(stats_.peer_errors);
+    stats_.peer_errors.add_single_writer();
   } else {
     c.kind = Completion::Kind::peer_closed;
   }

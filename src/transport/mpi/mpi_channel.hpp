@@ -18,6 +18,7 @@
 #include <string_view>
 
 #include "daqflow/core/buffer_pool.hpp"
+#include "daqflow/core/counter.hpp"
 #include "daqflow/core/rings.hpp"
 #include "daqflow/transport/transport.hpp"
 #include "transport/detail/fence.hpp"
@@ -92,8 +93,8 @@ struct Channel {
   // Set by the engine once nothing of this endpoint is left in MPI (after close or abort).
   std::atomic<bool> released{false};
   // Written by the engine only.
-  std::atomic<std::uint64_t> recv_stalls{0};
-  std::atomic<std::uint64_t> rejected{0};
+  core::Counter recv_stalls;
+  core::Counter rejected;
 };
 
 }  // namespace daqflow::transport::mpi

@@ -35,7 +35,7 @@ void Domain::on_header(Local& local, const HeaderBytes& bytes, const MPI_Status&
   if (!from_known) {
     // Nothing about it can be trusted, not even whether a payload follows.
     if (local.channel != nullptr) {
-      detail::StatsCounters::add(local.channel->rejected);
+      local.channel->rejected.add_single_writer();
     }
     return;
   }
@@ -75,7 +75,7 @@ void Domain::on_header(Local& local, const HeaderBytes& bytes, const MPI_Status&
   in.what = Inbound::What::discard;
   if (live && link.state != PeerLink::State::closed) {
     if (h.payload_size > local.channel->options.max_message_size) {
-      detail::StatsCounters::add(local.channel->rejected);
+      local.channel->rejected.add_single_writer();
       link.state = PeerLink::State::closed;
       Inbound refused;
       refused.what = Inbound::What::failed;
@@ -111,7 +111,7 @@ std::size_t Domain::post_inbound(Local& local) {
         if (!in.buffer) {
           if (!local.pool_dry) {
             local.pool_dry = true;
-            detail::StatsCounters::add(local.channel->recv_stalls);
+            local.channel->recv_stalls.add_single_writer();
           }
           break;
         }
@@ -164,7 +164,7 @@ std::size_t Domain::deliver_inbound(Local& local) {
         if (local.state != Local::State::live) continue;
         if (payload &&
             wire::verify_payload(h, {in.buffer.data(), h.payload_size}) != wire::DecodeStatus::ok) {
-          detail::StatsCounters::add(local.channel->rejected);
+          local.channel->rejected.add_single_writer();
           local.peers[h.source].state = PeerLink::State::closed;
           e.kind = Event::Kind::failed;
           e.reason = "payload CRC mismatch";

@@ -5,6 +5,7 @@
 #include "daqflow/core/clock.hpp"
 #include "daqflow/wire/crc32c.hpp"
 #include "mpi_engine.hpp"
+#include "transport/detail/endpoint_common.hpp"
 #include "transport/detail/message_checks.hpp"
 
 namespace daqflow::transport::mpi {
@@ -17,9 +18,11 @@ constexpr std::int64_t kDestroyWaitNs = 2'000'000'000;
 
 }  // namespace
 
-MpiEndpoint::MpiEndpoint(std::shared_ptr<Registry> registry, std::shared_ptr<Channel> channel,
+MpiEndpoint::MpiEndpoint(const AddressTable& addresses, std::shared_ptr<Registry> registry,
+                         std::shared_ptr<Channel> channel,
                          std::shared_ptr<const std::vector<int>> rank_of, std::string name)
-    : registry_(std::move(registry)),
+    : addresses_(addresses),
+      registry_(std::move(registry)),
       channel_(std::move(channel)),
       rank_of_(std::move(rank_of)),
       name_(std::move(name)),
@@ -43,14 +46,11 @@ void MpiEndpoint::push_work(Work&& work) {
 }
 
 Result<void> MpiEndpoint::connect(AppIndex index) {
-  if (closed_) return Error(name_ + " is closed");
-  if (index >= peers_.size()) {
-    return Error(name_ + ": cannot connect to index " + std::to_string(index) +
-                 ": not in the address table (" + std::to_string(peers_.size()) + " applications)");
-  }
+  if (auto r = detail::check_connect(name_, addresses_, index, closed_); !r) return r;
   if ((*rank_of_)[index] < 0) {
-    return Error(name_ + ": cannot connect to application index " + std::to_string(index) +
-                 ": its context is not one of the mpi contexts (it uses another transport)");
+    return Error(name_ + ": cannot connect to '" + addresses_[index].id + "' (context '" +
+                 addresses_[index].context +
+                 "'): its context is not one of the mpi contexts (it uses another transport)");
   }
   if (auto failure = Engine::instance().failure(); !failure.empty()) {
     return Error(name_ + ": " + failure);
@@ -87,7 +87,7 @@ SendStatus MpiEndpoint::post_send(AppIndex index, Message& message) {
     return p.state == Peer::State::closed ? SendStatus::closed : SendStatus::not_connected;
   }
   if (p.posted - p.reported >= channel_->options.pipeline_depth) {
-    detail::StatsCounters::add(stats_.back_pressured);
+    stats_.back_pressured.add_single_writer();
     return SendStatus::back_pressure;
   }
   Work w;
@@ -104,7 +104,7 @@ SendStatus MpiEndpoint::post_send(AppIndex index, Message& message) {
   w.message = std::move(message);
   if (!channel_->work.try_push(std::move(w))) {
     message = std::move(w.message);
-    detail::StatsCounters::add(stats_.back_pressured);
+    stats_.back_pressured.add_single_writer();
     return SendStatus::back_pressure;
   }
   message.clear();
@@ -141,14 +141,14 @@ bool MpiEndpoint::handle(Event& e, Completion& c) {
       c.kind = Completion::Kind::send_done;
       c.message.type = e.message.type;
       c.message.tag = e.message.tag;
-      detail::StatsCounters::add(stats_.messages_sent);
-      detail::StatsCounters::add<std::uint64_t>(stats_.bytes_sent, e.size);
+      stats_.messages_sent.add_single_writer();
+      stats_.bytes_sent.add_single_writer(e.size);
       return true;
     case Event::Kind::recv:
       c.kind = Completion::Kind::recv;
       c.message = std::move(e.message);
-      detail::StatsCounters::add(stats_.messages_received);
-      detail::StatsCounters::add<std::uint64_t>(stats_.bytes_received, e.size);
+      stats_.messages_received.add_single_writer();
+      stats_.bytes_received.add_single_writer(e.size);
       return true;
     case Event::Kind::opened:
       if (p.state == Peer::State::open) return false;
@@ -159,7 +159,7 @@ bool MpiEndpoint::handle(Event& e, Completion& c) {
         p.reported = 0;
       }
       p.state = Peer::State::open;
-      detail::StatsCounters::add<std::uint32_t>(stats_.peers_connected, 1);
+      stats_.peer_opened();
       return false;
     case Event::Kind::closed:
     case Event::Kind::failed:
@@ -170,7 +170,7 @@ bool MpiEndpoint::handle(Event& e, Completion& c) {
       } else {
         c.kind = Completion::Kind::error;
         c.reason = e.reason;
-        detail::StatsCounters::add(stats_.peer_errors);
+        stats_.peer_errors.add_single_writer();
       }
       c.sequence = 0;
       c.size = 0;
@@ -181,8 +181,7 @@ bool MpiEndpoint::handle(Event& e, Completion& c) {
 
 void MpiEndpoint::lose(Peer& p) {
   if (p.state == Peer::State::open) {
-    detail::StatsCounters::add<std::uint32_t>(stats_.peers_connected,
-                                              static_cast<std::uint32_t>(-1));
+    stats_.peer_closed();
   }
   p.state = Peer::State::closed;
   p.reported = p.posted;
@@ -243,8 +242,8 @@ void MpiEndpoint::await_release(std::int64_t deadline_ns) {
 
 EndpointStats MpiEndpoint::stats() const {
   EndpointStats s = stats_.snapshot(channel_->pool.get());
-  s.recv_stalls = channel_->recv_stalls.load(std::memory_order_relaxed);
-  s.rejected = channel_->rejected.load(std::memory_order_relaxed);
+  s.recv_stalls = channel_->recv_stalls.value();
+  s.rejected = channel_->rejected.value();
   return s;
 }
 

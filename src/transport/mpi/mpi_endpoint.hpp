@@ -26,8 +26,10 @@ struct Registry {
 
 class MpiEndpoint final : public Endpoint, public FaultInjection {
  public:
-  MpiEndpoint(std::shared_ptr<Registry> registry, std::shared_ptr<Channel> channel,
-              std::shared_ptr<const std::vector<int>> rank_of, std::string name);
+  // addresses (for messages) must outlive the endpoint, as the transport's contract says.
+  MpiEndpoint(const AddressTable& addresses, std::shared_ptr<Registry> registry,
+              std::shared_ptr<Channel> channel, std::shared_ptr<const std::vector<int>> rank_of,
+              std::string name);
   ~MpiEndpoint() override;
   MpiEndpoint(const MpiEndpoint&) = delete;
   MpiEndpoint& operator=(const MpiEndpoint&) = delete;
@@ -58,6 +60,7 @@ class MpiEndpoint final : public Endpoint, public FaultInjection {
   void await_release(std::int64_t deadline_ns);
   void push_work(Work&& work);
 
+  const AddressTable& addresses_;
   std::shared_ptr<Registry> registry_;
   std::shared_ptr<Channel> channel_;
   std::shared_ptr<const std::vector<int>> rank_of_;

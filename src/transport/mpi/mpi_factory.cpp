@@ -1,5 +1,5 @@
 // The mpi transport (seed 004's mpila on Open MPI): one engine thread per process drives MPI;
-// applications map to ranks by their context (TransportConfig::mpi_contexts, rank order).
+// applications map to ranks by their context (MpiOptions::contexts, rank order).
 #include <cstdlib>
 #include <string>
 
@@ -74,8 +74,8 @@ class MpiTransport final : public Transport {
     auto channel = std::make_shared<Channel>(options, std::move(*pool), addresses_.size());
     Engine::instance().post(
         [domain = domain_, self = options.self, channel] { domain->attach(self, channel); });
-    return std::unique_ptr<Endpoint>(
-        std::make_unique<MpiEndpoint>(registry_, std::move(channel), rank_of_, std::move(who)));
+    return std::unique_ptr<Endpoint>(std::make_unique<MpiEndpoint>(
+        addresses_, registry_, std::move(channel), rank_of_, std::move(who)));
   }
 
  private:
@@ -90,20 +90,20 @@ class MpiTransport final : public Transport {
 }  // namespace mpi
 
 Result<std::unique_ptr<Transport>> make_mpi_transport(const AddressTable& addresses,
-                                                      const TransportConfig& config) {
-  auto polling = mpi::parse_polling(config.mpi_completion);
+                                                      const MpiOptions& options) {
+  auto polling = mpi::parse_polling(options.completion);
   if (!polling) return polling.error().context("mpi transport");
   const int size = mpi::env_int("OMPI_COMM_WORLD_SIZE", 1);
   const int rank = mpi::env_int("OMPI_COMM_WORLD_RANK", 0);
-  if (size > 1 && static_cast<std::size_t>(size) != config.mpi_contexts.size()) {
+  if (size > 1 && static_cast<std::size_t>(size) != options.contexts.size()) {
     return Error("mpi transport: mpirun started " + std::to_string(size) +
-                 " ranks but the configuration has " + std::to_string(config.mpi_contexts.size()) +
+                 " ranks but the configuration has " + std::to_string(options.contexts.size()) +
                  " contexts with mpi applications (one rank each)");
   }
   auto rank_of = std::make_shared<std::vector<int>>(addresses.size(), -1);
   for (std::size_t a = 0; a < addresses.size(); ++a) {
-    for (std::size_t r = 0; r < config.mpi_contexts.size(); ++r) {
-      if (config.mpi_contexts[r] == addresses[a].context) {
+    for (std::size_t r = 0; r < options.contexts.size(); ++r) {
+      if (options.contexts[r] == addresses[a].context) {
         // A job of one process (no mpirun) hosts every context itself.
         (*rank_of)[a] = size == 1 ? 0 : static_cast<int>(r);
         break;

@@ -16,11 +16,7 @@
 #include "transport/detail/endpoint_common.hpp"
 
 namespace daqflow::transport::ofi {
-namespace {
-
-using detail::StatsCounters;
-
-}  // namespace
+namespace {}  // namespace
 
 Result<void> OfiEndpoint::connect(AppIndex index) {
   const std::string me = detail::endpoint_name("ofi", table_, self());
@@ -143,7 +139,7 @@ void OfiEndpoint::on_control(std::uint32_t k, std::size_t length, detail::Emitte
 void OfiEndpoint::open_peer(AppIndex index, bool send_hello) {
   Peer& p = peers_[index];
   if (p.state != Peer::State::open && p.state != Peer::State::closing) {
-    StatsCounters::add<std::uint32_t>(stats_.peers_connected, 1);
+    stats_.peer_opened();
   }
   reset_peer(p);
   p.state = Peer::State::open;
@@ -248,7 +244,7 @@ void OfiEndpoint::drop_sends(Peer& p) {
 void OfiEndpoint::finish_closing(AppIndex index, detail::Emitter& emit) {
   Peer& p = peers_[index];
   p.state = Peer::State::closed;
-  StatsCounters::add<std::uint32_t>(stats_.peers_connected, static_cast<std::uint32_t>(-1));
+  stats_.peer_closed();
   Completion c;
   c.kind = Completion::Kind::peer_closed;
   c.peer = index;
@@ -262,11 +258,11 @@ void OfiEndpoint::fail_peer(AppIndex index, std::string_view reason, detail::Emi
     return;
   }
   if (p.state == Peer::State::open || p.state == Peer::State::closing) {
-    StatsCounters::add<std::uint32_t>(stats_.peers_connected, static_cast<std::uint32_t>(-1));
+    stats_.peer_closed();
   }
   p.state = Peer::State::failed;
   drop_sends(p);
-  StatsCounters::add(stats_.peer_errors);
+  stats_.peer_errors.add_single_writer();
   spdlog::debug("ofi endpoint of application '{}': peer '{}' failed: {}", table_[self()].id,
                 table_[index].id, reason);
   Completion c;
@@ -277,12 +273,12 @@ void OfiEndpoint::fail_peer(AppIndex index, std::string_view reason, detail::Emi
 }
 
 void OfiEndpoint::reject(AppIndex index, std::string_view reason, detail::Emitter& emit) {
-  StatsCounters::add(stats_.rejected);
+  stats_.rejected.add_single_writer();
   if (index != wire::kNoApplication) {
     fail_peer(index, reason, &emit);
     return;
   }
-  StatsCounters::add(stats_.peer_errors);
+  stats_.peer_errors.add_single_writer();
   Completion c;
   c.kind = Completion::Kind::error;
   c.peer = wire::kNoApplication;

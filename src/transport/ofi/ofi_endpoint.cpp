@@ -16,8 +16,6 @@
 namespace daqflow::transport::ofi {
 namespace {
 
-using detail::StatsCounters;
-
 constexpr std::size_t kControlReceivesBase = 16;
 
 }  // namespace
@@ -110,7 +108,7 @@ SendStatus OfiEndpoint::post_send(AppIndex index, Message& message) {
   Peer& p = peers_[index];
   if (const SendStatus s = detail::send_status(p.state); s != SendStatus::ok) return s;
   if (p.count == p.slots.size()) {
-    StatsCounters::add(stats_.back_pressured);
+    stats_.back_pressured.add_single_writer();
     return SendStatus::back_pressure;
   }
   // A copy is needed when the provider cannot gather that many pieces (the header is one), or
@@ -142,7 +140,7 @@ SendStatus OfiEndpoint::post_send(AppIndex index, Message& message) {
   } else if (pieces + 1 > iov_limit_ || unregistered) {
     slot.bounce = parts_.bounce_pool->acquire();
     if (!slot.bounce) {
-      StatsCounters::add(stats_.back_pressured);
+      stats_.back_pressured.add_single_writer();
       return SendStatus::back_pressure;
     }
     std::size_t at = 0;
@@ -260,8 +258,8 @@ void OfiEndpoint::report_sends(AppIndex index, detail::Emitter& emit) {
     if (!slot.provider_done || slot.sequence >= p.acked) return;
     emit.send_done(index, slot.sequence, slot.size, slot.message.type, slot.message.flags,
                    slot.message.tag);
-    StatsCounters::add(stats_.messages_sent);
-    StatsCounters::add<std::uint64_t>(stats_.bytes_sent, slot.size);
+    stats_.messages_sent.add_single_writer();
+    stats_.bytes_sent.add_single_writer(slot.size);
     slot.message.clear();
     slot.bounce.reset();
     slot.posted = false;

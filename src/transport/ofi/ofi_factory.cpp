@@ -54,10 +54,10 @@ void close_fids(EndpointFids& f) {
 
 class OfiTransport final : public Transport {
  public:
-  OfiTransport(const AddressTable& table, const TransportConfig& config)
+  OfiTransport(const AddressTable& table, const OfiOptions& options, const std::string& run_tag)
       : table_(table),
-        provider_(config.ofi_provider.empty() ? "tcp;ofi_rxm" : config.ofi_provider),
-        shm_prefix_(provider_ == "shm" ? "dfofi." + sanitize(config.run_tag) + "." : "") {}
+        provider_(options.provider.empty() ? "tcp;ofi_rxm" : options.provider),
+        shm_prefix_(provider_ == "shm" ? "dfofi." + sanitize(run_tag) + "." : "") {}
 
   [[nodiscard]] std::string_view name() const override { return "ofi"; }
 
@@ -185,8 +185,10 @@ class OfiTransport final : public Transport {
 }  // namespace ofi
 
 Result<std::unique_ptr<Transport>> make_ofi_transport(const AddressTable& addresses,
-                                                      const TransportConfig& config) {
-  return std::unique_ptr<Transport>(std::make_unique<ofi::OfiTransport>(addresses, config));
+                                                      const OfiOptions& options,
+                                                      const std::string& run_tag) {
+  return std::unique_ptr<Transport>(
+      std::make_unique<ofi::OfiTransport>(addresses, options, run_tag));
 }
 
 }  // namespace daqflow::transport

@@ -15,8 +15,6 @@
 namespace daqflow::transport::ofi {
 namespace {
 
-using detail::StatsCounters;
-
 constexpr std::size_t kCompletionBatch = 16;
 constexpr int kMaxCompletionBatches = 8;
 // Without a wait object (shm) wait() naps this long at most, then lets the caller poll; but
@@ -161,8 +159,8 @@ void OfiEndpoint::deliver(Arrival& arrival, detail::Emitter& emit) {
     arrival.buffer.reset();
   }
   r.reason = {};
-  StatsCounters::add(stats_.messages_received);
-  StatsCounters::add<std::uint64_t>(stats_.bytes_received, h.payload_size);
+  stats_.messages_received.add_single_writer();
+  stats_.bytes_received.add_single_writer(h.payload_size);
   if (!p.ack_listed && p.state == Peer::State::open) {
     p.ack_listed = true;
     acks_owed_.push_back(arrival.peer);
@@ -202,7 +200,7 @@ void OfiEndpoint::repost_receives() {
     if (!b) {
       if (posted_recvs_.load(std::memory_order_relaxed) == 0 && !stalled_) {
         stalled_ = true;
-        StatsCounters::add(stats_.recv_stalls);
+        stats_.recv_stalls.add_single_writer();
       }
       return;
     }

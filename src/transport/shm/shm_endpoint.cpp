@@ -78,7 +78,10 @@ Result<void> ShmEndpoint::start() {
 Result<std::unique_ptr<core::BufferPool>> ShmEndpoint::make_send_pool(std::string name,
                                                                       std::size_t buffer_size,
                                                                       std::size_t count) {
-  if (closed_) return Error("shm endpoint of application " + std::to_string(self()) + " is closed");
+  if (closed_) {
+    return Error(ErrorCode::conflict,
+                 detail::endpoint_name("shm", *names_.addresses, self()) + " is closed");
+  }
   return new_pool(name, buffer_size, count);
 }
 
@@ -195,7 +198,7 @@ bool ShmEndpoint::resolve(AppIndex index) {
     p.waiting = false;
     std::erase(waiting_, index);
   }
-  detail::StatsCounters::add<std::uint32_t>(stats_.peers_connected, 1);
+  stats_.peer_opened();
   p.header->changes.fetch_add(1, std::memory_order_acq_rel);
   mark_doorbell(index);
   return true;
@@ -284,7 +287,7 @@ void ShmEndpoint::report(AppIndex index, SegmentState how, std::string_view reas
   } else {
     c.kind = Completion::Kind::error;
     c.reason = reason;
-    detail::StatsCounters::add(stats_.peer_errors);
+    stats_.peer_errors.add_single_writer();
   }
   (void)emit->event(std::move(c));
 }
@@ -298,8 +301,7 @@ void ShmEndpoint::end_sending(AppIndex index) {
   if (p.state == Peer::State::open) {
     std::erase(linked_, index);
     p.linked = false;
-    detail::StatsCounters::add<std::uint32_t>(stats_.peers_connected,
-                                              static_cast<std::uint32_t>(-1));
+    stats_.peer_closed();
     // Whatever it still reads of ours is released: it will never return it.
     for (std::size_t i = 0; i < send_pools_.size(); ++i) {
       SendPool& sp = send_pools_[i];

@@ -58,9 +58,9 @@ class ShmTransport final : public Transport {
 }  // namespace shm
 
 Result<std::unique_ptr<Transport>> make_shm_transport(const AddressTable& addresses,
-                                                      const TransportConfig& config) {
-  if (config.run_tag.empty()) return Error("transport 'shm': the run tag must not be empty");
-  return std::unique_ptr<Transport>(std::make_unique<shm::ShmTransport>(addresses, config.run_tag));
+                                                      const std::string& run_tag) {
+  if (run_tag.empty()) return Error("transport 'shm': the run tag must not be empty");
+  return std::unique_ptr<Transport>(std::make_unique<shm::ShmTransport>(addresses, run_tag));
 }
 
 }  // namespace daqflow::transport

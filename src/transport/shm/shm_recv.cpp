@@ -113,7 +113,7 @@ void ShmEndpoint::receive(AppIndex index, detail::Emitter& emit) {
     if (held > 0 && held + e.pieces > options_.recv_buffers) {
       if (!stalled_) {
         stalled_ = true;
-        detail::StatsCounters::add(stats_.recv_stalls);
+        stats_.recv_stalls.add_single_writer();
       }
       break;
     }
@@ -165,8 +165,8 @@ void ShmEndpoint::receive(AppIndex index, detail::Emitter& emit) {
     }
     head += d.entries;
     ++p.next_sequence;
-    detail::StatsCounters::add(stats_.messages_received);
-    detail::StatsCounters::add<std::uint64_t>(stats_.bytes_received, e.size);
+    stats_.messages_received.add_single_writer();
+    stats_.bytes_received.add_single_writer(e.size);
   }
   if (head != p.in_head) {
     p.in_head = head;
@@ -174,7 +174,7 @@ void ShmEndpoint::receive(AppIndex index, detail::Emitter& emit) {
     mark_doorbell(index);
   }
   if (!bad.empty()) {
-    detail::StatsCounters::add(stats_.rejected);
+    stats_.rejected.add_single_writer();
     end_receiving(index, false);
     peer_lost(index, SegmentState::aborted, bad, &emit);
   } else if (bye) {

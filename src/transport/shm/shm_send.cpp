@@ -56,7 +56,7 @@ SendStatus ShmEndpoint::post_send(AppIndex index, Message& message) {
     return SendStatus::closed;
   }
   if (p.posted - p.reported >= options_.pipeline_depth) {
-    detail::StatsCounters::add(stats_.back_pressured);
+    stats_.back_pressured.add_single_writer();
     return SendStatus::back_pressure;
   }
 
@@ -75,7 +75,7 @@ SendStatus ShmEndpoint::post_send(AppIndex index, Message& message) {
   if (!shared) {
     bounce = bounce_->acquire();
     if (!bounce) {
-      detail::StatsCounters::add(stats_.back_pressured);
+      stats_.back_pressured.add_single_writer();
       return SendStatus::back_pressure;
     }
     pieces = 1;
@@ -85,7 +85,7 @@ SendStatus ShmEndpoint::post_send(AppIndex index, Message& message) {
   if (p.tail + n + 1 - p.head_cache > kRingEntries) {
     p.head_cache = p.out->head.load(std::memory_order_acquire);
     if (p.tail + n + 1 - p.head_cache > kRingEntries) {
-      detail::StatsCounters::add(stats_.back_pressured);
+      stats_.back_pressured.add_single_writer();
       return SendStatus::back_pressure;
     }
   }
@@ -152,8 +152,8 @@ void ShmEndpoint::complete_sends(AppIndex index, detail::Emitter& emit) {
     if (s.end > head) break;
     emit.send_done(index, s.sequence, s.size, s.type, 0, s.tag);
     ++p.reported;
-    detail::StatsCounters::add(stats_.messages_sent);
-    detail::StatsCounters::add<std::uint64_t>(stats_.bytes_sent, s.size);
+    stats_.messages_sent.add_single_writer();
+    stats_.bytes_sent.add_single_writer(s.size);
   }
 }
 
@@ -179,7 +179,7 @@ bool ShmEndpoint::take_returns(AppIndex index, detail::Emitter& emit) {
     if (sp.loans[r.slot] == 0) sp.lent[r.slot].reset();
   }
   if (bad) {
-    detail::StatsCounters::add(stats_.rejected);
+    stats_.rejected.add_single_writer();
     peer_lost(index, SegmentState::aborted, "peer returned buffers it was not lent", &emit);
     return false;
   }

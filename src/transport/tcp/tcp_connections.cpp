@@ -15,8 +15,6 @@ namespace {
 
 constexpr int kMaxAcceptsPerEvent = 64;
 
-using detail::StatsCounters;
-
 void post_event(Completion&& event, detail::Emitter* emit, detail::EventQueue& queue) {
   if (emit != nullptr) {
     (void)emit->event(std::move(event));
@@ -137,9 +135,9 @@ void TcpEndpoint::reset_peer(AppIndex index) {
 void TcpEndpoint::set_open(Peer& p, bool open) {
   if (open && p.state != Peer::State::open) {
     p.state = Peer::State::open;
-    StatsCounters::add<std::uint32_t>(stats_.peers_connected, 1);
+    stats_.peer_opened();
   } else if (!open && p.state == Peer::State::open) {
-    StatsCounters::add<std::uint32_t>(stats_.peers_connected, static_cast<std::uint32_t>(-1));
+    stats_.peer_closed();
   }
 }
 
@@ -188,13 +186,13 @@ void TcpEndpoint::on_stream_end(Connection& c, int error, detail::Emitter& emit)
 }
 
 void TcpEndpoint::reject(Connection& c, std::string_view reason, detail::Emitter& emit) {
-  StatsCounters::add(stats_.rejected);
+  stats_.rejected.add_single_writer();
   if (c.peer != wire::kNoApplication) {
     fail_peer(c.peer, reason, &emit);
     return;
   }
   drop(c);
-  StatsCounters::add(stats_.peer_errors);
+  stats_.peer_errors.add_single_writer();
   Completion event;
   event.kind = Completion::Kind::error;
   event.peer = wire::kNoApplication;
@@ -213,7 +211,7 @@ void TcpEndpoint::fail_peer(AppIndex index, std::string_view reason, detail::Emi
   p.queue.clear();
   retries_.cancel(index);
   if (closed_) return;
-  StatsCounters::add(stats_.peer_errors);
+  stats_.peer_errors.add_single_writer();
   Completion event;
   event.kind = Completion::Kind::error;
   event.peer = index;

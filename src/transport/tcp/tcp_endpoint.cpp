@@ -21,8 +21,6 @@ constexpr int kMaxReadsPerEvent = 16;
 // application may drop buffers on another thread, which cannot wake epoll.
 constexpr std::chrono::microseconds kStalledPollInterval{1000};
 
-using detail::StatsCounters;
-
 }  // namespace
 
 TcpEndpoint::TcpEndpoint(const AddressTable& addresses, const EndpointOptions& options,
@@ -85,7 +83,7 @@ SendStatus TcpEndpoint::post_send(AppIndex index, Message& message) {
   Peer& p = peers_[index];
   if (const SendStatus s = detail::send_status(p.state); s != SendStatus::ok) return s;
   if (p.queue.full()) {
-    StatsCounters::add(stats_.back_pressured);
+    stats_.back_pressured.add_single_writer();
     return SendStatus::back_pressure;
   }
   const wire::MessageHeader h = detail::data_header(message, self(), index, p.next_send_sequence++,
@@ -268,7 +266,7 @@ void TcpEndpoint::stall(Connection& c) {
   if (c.stalled) return;
   c.stalled = true;
   stalled_.push_back(&c);
-  StatsCounters::add(stats_.recv_stalls);
+  stats_.recv_stalls.add_single_writer();
   watch(c);
 }
 
@@ -304,8 +302,8 @@ bool TcpEndpoint::flush(AppIndex index, detail::Emitter* emit) {
       return wrote;
     }
     p.queue.advance(static_cast<std::size_t>(n), [&](detail::OutgoingMessage& m) {
-      StatsCounters::add(stats_.messages_sent);
-      StatsCounters::add<std::uint64_t>(stats_.bytes_sent, m.size);
+      stats_.messages_sent.add_single_writer();
+      stats_.bytes_sent.add_single_writer(m.size);
       if (emit == nullptr) return;
       emit->send_done(index, m.sequence, m.size, m.message.type, m.message.flags, m.message.tag);
     });
@@ -394,8 +392,8 @@ void TcpEndpoint::on_frame(Connection& c, detail::Frame& frame, detail::Emitter&
   r.message.tag = h.tag;
   if (frame.payload) r.message.add(std::move(frame.payload), 0, h.payload_size);
   r.reason = {};
-  StatsCounters::add(stats_.messages_received);
-  StatsCounters::add<std::uint64_t>(stats_.bytes_received, h.payload_size);
+  stats_.messages_received.add_single_writer();
+  stats_.bytes_received.add_single_writer(h.payload_size);
 }
 
 }  // namespace daqflow::transport::tcp

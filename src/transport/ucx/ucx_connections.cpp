@@ -13,8 +13,6 @@
 namespace daqflow::transport::ucx {
 namespace {
 
-using detail::StatsCounters;
-
 void connection_error_callback(void* arg, ucp_ep_h, ucs_status_t status) {
   auto* c = static_cast<Connection*>(arg);
   c->owner->on_connection_error(*c, status);
@@ -323,7 +321,7 @@ void UcxEndpoint::fail_peer(AppIndex index, std::string_view reason) {
   clear_sends(p);
   retries_.cancel(index);
   if (closing_ || closed_) return;
-  StatsCounters::add(stats_.peer_errors);
+  stats_.peer_errors.add_single_writer();
   Completion event;
   event.kind = Completion::Kind::error;
   event.peer = index;
@@ -364,9 +362,9 @@ void UcxEndpoint::clear_sends(Peer& p) {
 void UcxEndpoint::set_open(Peer& p, bool open) {
   if (open && p.state != Peer::State::open) {
     p.state = Peer::State::open;
-    StatsCounters::add<std::uint32_t>(stats_.peers_connected, 1);
+    stats_.peer_opened();
   } else if (!open && p.state == Peer::State::open) {
-    StatsCounters::add<std::uint32_t>(stats_.peers_connected, static_cast<std::uint32_t>(-1));
+    stats_.peer_closed();
   }
 }
 

@@ -75,7 +75,7 @@ EffectiveTls effective_tls(const std::string& tls) {
 
 }  // namespace
 
-Result<std::shared_ptr<Context>> Context::create(const TransportConfig& config,
+Result<std::shared_ptr<Context>> Context::create(const UcxOptions& options,
                                                  std::size_t expected_endpoints) {
   ucp_config_t* ucp_config = nullptr;
   ucs_status_t status = ucp_config_read(nullptr, nullptr, &ucp_config);
@@ -90,12 +90,12 @@ Result<std::shared_ptr<Context>> Context::create(const TransportConfig& config,
     ucp_config_release(ucp_config);
     return Error(std::string("ucx: cannot set CM_REUSEADDR: ") + ucs_status_string(status));
   }
-  const auto [tls, host_local, shared_memory] = effective_tls(config.ucx_tls);
+  const auto [tls, host_local, shared_memory] = effective_tls(options.tls);
   if (!tls.empty()) {
     status = ucp_config_modify(ucp_config, "TLS", tls.c_str());
     if (status != UCS_OK) {
       ucp_config_release(ucp_config);
-      return Error("ucx: transports.ucx_tls '" + config.ucx_tls +
+      return Error("ucx: transports.ucx_tls '" + options.tls +
                    "' is not a valid UCX_TLS value: " + ucs_status_string(status));
     }
   }
@@ -115,7 +115,7 @@ Result<std::shared_ptr<Context>> Context::create(const TransportConfig& config,
   ucp_config_release(ucp_config);
   if (status != UCS_OK) {
     return Error(std::string("ucx: cannot initialise UCP") +
-                 (config.ucx_tls.empty() ? "" : " with UCX_TLS '" + config.ucx_tls + "'") + ": " +
+                 (options.tls.empty() ? "" : " with UCX_TLS '" + options.tls + "'") + ": " +
                  ucs_status_string(status));
   }
   return std::shared_ptr<Context>(new Context(context, tls, host_local, shared_memory));

@@ -24,8 +24,8 @@ inline constexpr std::size_t kRequestData = 16;
 
 class Context {
  public:
-  // Reads UCX's configuration (UCX_* variables) and applies config.ucx_tls as TLS on top.
-  static Result<std::shared_ptr<Context>> create(const TransportConfig& config,
+  // Reads UCX's configuration (UCX_* variables) and applies options.tls as TLS on top.
+  static Result<std::shared_ptr<Context>> create(const UcxOptions& options,
                                                  std::size_t expected_endpoints);
   ~Context();
   Context(const Context&) = delete;

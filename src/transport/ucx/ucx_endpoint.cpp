@@ -22,8 +22,6 @@ constexpr int kMaxProgressRounds = 16;
 // may drop buffers on another thread, which cannot wake the worker.
 constexpr std::chrono::microseconds kStalledPollInterval{1000};
 
-using detail::StatsCounters;
-
 void send_done_callback(void* request, ucs_status_t status, void* user_data) {
   auto* slot = static_cast<SendSlot*>(user_data);
   // A slot whose message was dropped (peer failed) may be reused: only its own request counts.
@@ -150,7 +148,7 @@ SendStatus UcxEndpoint::post_send(AppIndex index, Message& message) {
   if (const SendStatus s = detail::send_status(p.state); s != SendStatus::ok) return s;
   if (p.send == nullptr) return SendStatus::not_connected;
   if (p.count == p.slots.size()) {
-    StatsCounters::add(stats_.back_pressured);
+    stats_.back_pressured.add_single_writer();
     return SendStatus::back_pressure;
   }
   SendSlot& s = p.slots[(p.head + p.count) % p.slots.size()];
@@ -362,8 +360,8 @@ void UcxEndpoint::emit_sends(detail::Emitter& emit) {
         fail_peer(index, ucs_status_string(s.status));
         break;
       }
-      StatsCounters::add(stats_.messages_sent);
-      StatsCounters::add<std::uint64_t>(stats_.bytes_sent, s.size);
+      stats_.messages_sent.add_single_writer();
+      stats_.bytes_sent.add_single_writer(s.size);
       emit.send_done(index, s.sequence, s.size, s.message.type, s.message.flags, s.message.tag);
       s.message.clear();
       s.done = false;

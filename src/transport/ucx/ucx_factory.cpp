@@ -61,8 +61,8 @@ class UcxTransport final : public Transport {
 }  // namespace ucx
 
 Result<std::unique_ptr<Transport>> make_ucx_transport(const AddressTable& addresses,
-                                                      const TransportConfig& config) {
-  auto context = ucx::Context::create(config, addresses.size());
+                                                      const UcxOptions& options) {
+  auto context = ucx::Context::create(options, addresses.size());
   if (!context) return context.error();
   return std::unique_ptr<Transport>(
       std::make_unique<ucx::UcxTransport>(addresses, std::move(*context)));

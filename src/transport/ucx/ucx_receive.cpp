@@ -10,8 +10,6 @@
 namespace daqflow::transport::ucx {
 namespace {
 
-using detail::StatsCounters;
-
 void receive_done_callback(void* request, ucs_status_t status, std::size_t, void* user_data) {
   std::uint64_t id = 0;
   std::memcpy(&id, request, sizeof id);
@@ -36,13 +34,13 @@ ucs_status_t UcxEndpoint::on_active_message(const void* header, std::size_t head
     problem = "message size differs from its header";
   }
   if (!problem.empty()) {
-    StatsCounters::add(stats_.rejected);
+    stats_.rejected.add_single_writer();
     const AppIndex from =
         why == wire::DecodeStatus::ok && h.source < peers_.size() ? h.source : wire::kNoApplication;
     if (from != wire::kNoApplication) {
       fail_peer(from, problem);
     } else if (!closing_) {
-      StatsCounters::add(stats_.peer_errors);
+      stats_.peer_errors.add_single_writer();
       Completion event;
       event.kind = Completion::Kind::error;
       event.peer = wire::kNoApplication;
@@ -63,12 +61,12 @@ ucs_status_t UcxEndpoint::on_active_message(const void* header, std::size_t head
   // Closing: nothing is delivered any more. A failed or closed peer's late messages are dropped.
   if (closing_ || p.state == Peer::State::closed || p.state == Peer::State::failed) return UCS_OK;
   if (p.state == Peer::State::idle) {
-    StatsCounters::add(stats_.rejected);
+    stats_.rejected.add_single_writer();
     fail_peer(h.source, "message before hello");
     return UCS_OK;
   }
   if (h.sequence != p.next_recv_sequence) {
-    StatsCounters::add(stats_.rejected);
+    stats_.rejected.add_single_writer();
     fail_peer(h.source, "message out of sequence");
     return UCS_OK;
   }
@@ -117,7 +115,7 @@ void UcxEndpoint::attach_buffers() {
     if (!take_buffer(id)) {
       if (!stalled_) {
         stalled_ = true;
-        StatsCounters::add(stats_.recv_stalls);
+        stats_.recv_stalls.add_single_writer();
       }
       break;
     }
@@ -189,7 +187,7 @@ void UcxEndpoint::finish_arrival(Arrival& a) {
   if (verified != wire::DecodeStatus::ok) {
     a.state = Arrival::State::dropped;
     a.buffer.reset();
-    StatsCounters::add(stats_.rejected);
+    stats_.rejected.add_single_writer();
     fail_peer(a.peer, wire::to_string(verified));
     return;
   }
@@ -234,8 +232,8 @@ void UcxEndpoint::emit_arrivals(detail::Emitter& emit) {
     r.message.tag = a.header.tag;
     if (a.buffer) r.message.add(std::move(a.buffer), 0, a.header.payload_size);
     r.reason = {};
-    StatsCounters::add(stats_.messages_received);
-    StatsCounters::add<std::uint64_t>(stats_.bytes_received, a.header.payload_size);
+    stats_.messages_received.add_single_writer();
+    stats_.bytes_received.add_single_writer(a.header.payload_size);
     arrivals_.pop();
   }
 }

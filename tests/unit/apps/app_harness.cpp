@@ -11,16 +11,7 @@ namespace daqflow::apps::testing {
 
 Result<transport::Endpoint*> FakeContext::endpoint(const transport::EndpointOptions* options) {
   if (endpoint_) return endpoint_.get();
-  const runtime::TransportSettings& t = cluster_.transports;
-  if (options != nullptr) {
-    options_ = *options;
-  } else {
-    options_.max_message_size = t.max_message_size;
-    options_.pipeline_depth = t.pipeline_depth;
-    options_.recv_buffers = t.recv_buffers;
-    options_.socket_buffer_bytes = t.socket_buffer_bytes;
-    options_.payload_crc = t.payload_crc;
-  }
+  options_ = options != nullptr ? *options : cluster_.transports.endpoint;
   options_.self = self_;
   auto made = transport_.create_endpoint(options_);
   if (!made) return made.error();

@@ -101,7 +101,7 @@ TEST(RoundTripTest, ResponderAnswersBeforeItIsEnabled) {
 
 TEST(RoundTripTest, ConfigurationErrorsNameTheKey) {
   runtime::TransportSettings settings;
-  settings.max_message_size = 1 << 20;
+  settings.endpoint.max_message_size = 1 << 20;
   Harness h({{"roundtrip", "ping", {{"peer", "pong"}, {"role", "initiator"}}},
              {"roundtrip", "pong", {{"peer", "ping"}, {"role", "responder"}}},
              {"roundtrip", "self", {{"peer", "self"}, {"role", "responder"}, {"max_size", 64}}}},

@@ -154,7 +154,7 @@ TEST(StreamTest, UnlimitedSourceHaltsCleanly) {
 
 TEST(StreamTest, SourceRejectsMessagesLargerThanTheTransportAllows) {
   runtime::TransportSettings settings;
-  settings.max_message_size = 1 << 20;
+  settings.endpoint.max_message_size = 1 << 20;
   Harness h({{"source", "src0", {{"destinations", {"sink0"}}, {"message_size", 2 << 20}}},
              {"sink", "sink0", {}}},
             settings);

@@ -158,8 +158,8 @@ TEST(GeneratedConfig, TransportOptionsPassThrough) {
   cl.ofi_provider = "tcp;ofi_rxm";
   cl.idle = "spin";
   const auto c = load(stream_yaml(cl, StreamShape{}));
-  EXPECT_EQ(c.transports.ucx_tls, "posix,cma,self");
-  EXPECT_EQ(c.transports.ofi_provider, "tcp;ofi_rxm");
+  EXPECT_EQ(c.transports.backends.ucx.tls, "posix,cma,self");
+  EXPECT_EQ(c.transports.backends.ofi.provider, "tcp;ofi_rxm");
   EXPECT_EQ(c.applications[0].idle, "spin");
 }
 

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "daqflow/core/buffer_pool.hpp"
+#include "daqflow/core/counter.hpp"
 
 namespace daqflow::core {
 namespace {
@@ -210,6 +211,45 @@ TEST(BufferPool, RebindingHandsTheOldOwnersBuffersToTheSharedStack) {
   });
   other.join();
   EXPECT_EQ(pool->in_use(), 0u);
+}
+
+}  // namespace
+}  // namespace daqflow::core
+
+namespace daqflow::core {
+namespace {
+
+TEST(RetirePool, FreesAnIdlePoolAndKeepsOrLeaksABusyOne) {
+  auto made = BufferPool::create("retire", 64, 2);
+  ASSERT_TRUE(made.ok());
+  std::unique_ptr<BufferPool> pool = std::move(*made);
+  retire_pool(pool, BusyPool::keep, "test");
+  EXPECT_EQ(pool, nullptr) << "an idle pool is freed";
+
+  auto busy_made = BufferPool::create("retire-busy", 64, 2);
+  ASSERT_TRUE(busy_made.ok());
+  std::unique_ptr<BufferPool> busy = std::move(*busy_made);
+  BufferPool* raw = busy.get();
+  Buffer held = busy->acquire();
+  ASSERT_TRUE(held);
+  retire_pool(busy, BusyPool::keep, "test");
+  EXPECT_EQ(busy.get(), raw) << "a pool whose buffers are held is kept";
+  retire_pool(busy, BusyPool::leak, "test");
+  EXPECT_EQ(busy, nullptr);
+  held = Buffer();  // the buffer still goes back to the leaked pool, which stays mapped
+  EXPECT_EQ(raw->in_use(), 0u);
+  delete raw;  // the test owns what retire_pool leaked
+}
+
+TEST(Counter, CountsFromOneWriterAndFromMany) {
+  Counter c;
+  c.add_single_writer(3);
+  c.add_single_writer();
+  EXPECT_EQ(c.value(), 4u);
+  c.add(6);
+  EXPECT_EQ(c.value(), 10u);
+  c.reset();
+  EXPECT_EQ(c.value(), 0u);
 }
 
 }  // namespace

@@ -69,11 +69,11 @@ TEST(Config, SettingsAreRead) {
   EXPECT_EQ(c.run.number, 42u);
   EXPECT_EQ(c.run.output, "/tmp/run-42");
   EXPECT_EQ(c.transports.default_transport, "tcp");
-  EXPECT_EQ(c.transports.pipeline_depth, 16u);
-  EXPECT_EQ(c.transports.max_message_size, 1048576u);
-  EXPECT_EQ(c.transports.recv_buffers, 64u);
-  EXPECT_EQ(c.transports.socket_buffer_bytes, 8u * 1024);
-  EXPECT_TRUE(c.transports.payload_crc);
+  EXPECT_EQ(c.transports.endpoint.pipeline_depth, 16u);
+  EXPECT_EQ(c.transports.endpoint.max_message_size, 1048576u);
+  EXPECT_EQ(c.transports.endpoint.recv_buffers, 64u);
+  EXPECT_EQ(c.transports.endpoint.socket_buffer_bytes, 8u * 1024);
+  EXPECT_TRUE(c.transports.endpoint.payload_crc);
 }
 
 TEST(Config, OmittedSectionsTakeTheirDefaults) {
@@ -84,8 +84,8 @@ TEST(Config, OmittedSectionsTakeTheirDefaults) {
   EXPECT_EQ(c.run.number, run.number);
   EXPECT_EQ(c.run.output, run.output);
   EXPECT_EQ(c.transports.default_transport, transports.default_transport);
-  EXPECT_EQ(c.transports.pipeline_depth, transports.pipeline_depth);
-  EXPECT_EQ(c.transports.socket_buffer_bytes, transports.socket_buffer_bytes);
+  EXPECT_EQ(c.transports.endpoint.pipeline_depth, transports.endpoint.pipeline_depth);
+  EXPECT_EQ(c.transports.endpoint.socket_buffer_bytes, transports.endpoint.socket_buffer_bytes);
   ASSERT_EQ(c.contexts.size(), 1u);
   EXPECT_EQ(c.contexts[0].host, "127.0.0.1");
   EXPECT_EQ(c.contexts[0].data_port, 10100);

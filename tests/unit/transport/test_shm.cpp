@@ -40,7 +40,7 @@ struct Fixture {
     return std::move(transport->create_endpoint(o)).value();
   }
   AddressTable addresses;
-  TransportConfig config;
+  BackendOptions config;
   std::unique_ptr<Transport> transport;
 };
 

@@ -62,8 +62,8 @@ TEST_P(UcxTls, LargeMessageFromSendPoolArrivesIntact) {
   const auto position = static_cast<std::uint16_t>(
       std::find(kSelections.begin(), kSelections.end(), GetParam()) - kSelections.begin());
   const AddressTable addresses = table(kPortBase + 10 * position);
-  TransportConfig config;
-  config.ucx_tls = GetParam();
+  BackendOptions config;
+  config.ucx.tls = GetParam();
   auto transport = make_transport("ucx", addresses, config);
   ASSERT_TRUE(transport) << transport.error().message();
   EndpointOptions options;
