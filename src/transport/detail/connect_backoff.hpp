@@ -78,6 +78,15 @@ class DialRetries {
     }
     return first;
   }
+  // wait()'s timeout, shortened to the next pending retry; zero when one is due at now.
+  [[nodiscard]] std::chrono::microseconds cap_wait(std::chrono::microseconds timeout,
+                                                   std::int64_t now_ns) const {
+    if (empty()) return timeout;
+    const std::int64_t first = next_due_ns();
+    if (first <= now_ns) return std::chrono::microseconds(0);
+    return std::min(timeout, std::chrono::duration_cast<std::chrono::microseconds>(
+                                 std::chrono::nanoseconds(first - now_ns + 999)));
+  }
   // Calls dial(peer) for every pending retry whose time has come; it is no longer pending then.
   template <typename Dial>
   void run_due(std::int64_t now_ns, Dial&& dial) {

@@ -77,6 +77,21 @@ class Emitter {
     c.message.tag = tag;
     c.reason = {};
   }
+  // A recv completion for a message that arrived with header h (its CRC flag, the transport's
+  // business, taken off); the caller adds the payload and checked room().
+  Completion& recv(AppIndex peer, const wire::MessageHeader& h) {
+    Completion& c = next();
+    c.kind = Completion::Kind::recv;
+    c.peer = peer;
+    c.sequence = h.sequence;
+    c.size = h.payload_size;
+    c.message.clear();
+    c.message.type = h.type;
+    c.message.flags = static_cast<std::uint16_t>(h.flags & ~wire::kFlagPayloadCrc);
+    c.message.tag = h.tag;
+    c.reason = {};
+    return c;
+  }
   // A control event: to the caller if possible, else queued; returns false if it had to be
   // dropped (the queue is full).
   bool event(Completion&& event) {

@@ -32,12 +32,16 @@ namespace daqflow::transport::detail {
 }
 
 // What every post_send checks first: an open endpoint, a peer in the table (peers entries) and
-// a valid message; size receives the payload size when ok.
-[[nodiscard]] inline SendStatus check_post(bool closed, AppIndex peer, std::size_t peers,
-                                           const Message& message, std::uint32_t max_size,
-                                           std::uint32_t& size) {
-  if (closed || peer >= peers) return SendStatus::invalid;
-  return check_message(message, max_size, size);
+// a valid message; the payload size when ok.
+struct PostCheck {
+  SendStatus status = SendStatus::invalid;
+  std::uint32_t size = 0;
+};
+[[nodiscard]] inline PostCheck check_post(bool closed, AppIndex peer, std::size_t peers,
+                                          const Message& message, std::uint32_t max_size) {
+  PostCheck c;
+  if (!closed && peer < peers) c.status = check_message(message, max_size, c.size);
+  return c;
 }
 
 // The life of a peer as the connection-oriented transports (tcp, ucx, ofi) track it.

@@ -120,12 +120,9 @@ bool InprocEndpoint::resolve(AppIndex index) {
 }
 
 SendStatus InprocEndpoint::post_send(AppIndex index, Message& message) {
-  std::uint32_t size = 0;
-  if (const SendStatus checked = detail::check_post(closed_, index, peers_.size(), message,
-                                                    options_.max_message_size, size);
-      checked != SendStatus::ok) {
-    return checked;
-  }
+  const auto [checked, size] =
+      detail::check_post(closed_, index, peers_.size(), message, options_.max_message_size);
+  if (checked != SendStatus::ok) return checked;
   Peer& p = peers_[index];
   if (p.state != Peer::State::open && !resolve(index)) {
     return p.state == Peer::State::closed ? SendStatus::closed : SendStatus::not_connected;

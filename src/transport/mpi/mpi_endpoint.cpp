@@ -75,12 +75,9 @@ bool MpiEndpoint::connected(AppIndex index) const {
 }
 
 SendStatus MpiEndpoint::post_send(AppIndex index, Message& message) {
-  std::uint32_t size = 0;
-  if (const SendStatus checked = detail::check_post(closed_, index, peers_.size(), message,
-                                                    channel_->options.max_message_size, size);
-      checked != SendStatus::ok) {
-    return checked;
-  }
+  const auto [checked, size] = detail::check_post(closed_, index, peers_.size(), message,
+                                                  channel_->options.max_message_size);
+  if (checked != SendStatus::ok) return checked;
   if ((*rank_of_)[index] < 0) return SendStatus::invalid;
   Peer& p = peers_[index];
   if (p.state != Peer::State::open) {

@@ -99,12 +99,9 @@ EndpointStats OfiEndpoint::stats() const {
 }
 
 SendStatus OfiEndpoint::post_send(AppIndex index, Message& message) {
-  std::uint32_t size = 0;
-  if (const SendStatus checked = detail::check_post(closed_, index, peers_.size(), message,
-                                                    options_.max_message_size, size);
-      checked != SendStatus::ok) {
-    return checked;
-  }
+  const auto [checked, size] =
+      detail::check_post(closed_, index, peers_.size(), message, options_.max_message_size);
+  if (checked != SendStatus::ok) return checked;
   Peer& p = peers_[index];
   if (const SendStatus s = detail::send_status(p.state); s != SendStatus::ok) return s;
   if (p.count == p.slots.size()) {

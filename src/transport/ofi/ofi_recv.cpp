@@ -144,21 +144,12 @@ void OfiEndpoint::deliver(Arrival& arrival, detail::Emitter& emit) {
     return;
   }
   ++p.next_recv_sequence;
-  Completion& r = emit.next();
-  r.kind = Completion::Kind::recv;
-  r.peer = arrival.peer;
-  r.sequence = h.sequence;
-  r.size = h.payload_size;
-  r.message.clear();
-  r.message.type = h.type;
-  r.message.flags = static_cast<std::uint16_t>(h.flags & ~wire::kFlagPayloadCrc);
-  r.message.tag = h.tag;
+  Completion& r = emit.recv(arrival.peer, h);
   if (h.payload_size > 0) {
     r.message.add(std::move(arrival.buffer), kHeaderOffset + wire::kHeaderSize, h.payload_size);
   } else {
     arrival.buffer.reset();
   }
-  r.reason = {};
   stats_.messages_received.add_single_writer();
   stats_.bytes_received.add_single_writer(h.payload_size);
   if (!p.ack_listed && p.state == Peer::State::open) {

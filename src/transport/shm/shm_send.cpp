@@ -42,12 +42,9 @@ void ShmEndpoint::lend(Peer& p, std::size_t pool, core::Buffer& buffer, std::uin
 }
 
 SendStatus ShmEndpoint::post_send(AppIndex index, Message& message) {
-  std::uint32_t size = 0;
-  if (const SendStatus checked = detail::check_post(closed_, index, peers_.size(), message,
-                                                    options_.max_message_size, size);
-      checked != SendStatus::ok) {
-    return checked;
-  }
+  const auto [checked, size] =
+      detail::check_post(closed_, index, peers_.size(), message, options_.max_message_size);
+  if (checked != SendStatus::ok) return checked;
   Peer& p = peers_[index];
   if (p.state != Peer::State::open && !resolve(index)) {
     return p.state == Peer::State::closed ? SendStatus::closed : SendStatus::not_connected;

@@ -74,12 +74,9 @@ std::size_t TcpEndpoint::in_flight(AppIndex index) const {
 }
 
 SendStatus TcpEndpoint::post_send(AppIndex index, Message& message) {
-  std::uint32_t size = 0;
-  if (const SendStatus checked = detail::check_post(closed_, index, peers_.size(), message,
-                                                    options_.max_message_size, size);
-      checked != SendStatus::ok) {
-    return checked;
-  }
+  const auto [checked, size] =
+      detail::check_post(closed_, index, peers_.size(), message, options_.max_message_size);
+  if (checked != SendStatus::ok) return checked;
   Peer& p = peers_[index];
   if (const SendStatus s = detail::send_status(p.state); s != SendStatus::ok) return s;
   if (p.queue.full()) {
@@ -175,13 +172,8 @@ void TcpEndpoint::wait(std::chrono::microseconds timeout) {
     if (pool_->in_use() < pool_->count()) return;
     timeout = std::min(timeout, kStalledPollInterval);
   }
-  if (!retries_.empty()) {
-    const std::int64_t now = core::monotonic_ns();
-    const std::int64_t first = retries_.next_due_ns();
-    if (first <= now) return;
-    timeout = std::min(timeout, std::chrono::duration_cast<std::chrono::microseconds>(
-                                    std::chrono::nanoseconds(first - now + 999)));
-  }
+  timeout = retries_.cap_wait(timeout, core::monotonic_ns());
+  if (timeout.count() == 0) return;
   const timespec ts{static_cast<time_t>(timeout.count() / 1'000'000),
                     static_cast<long>(timeout.count() % 1'000'000) * 1000};
   const int got =
@@ -381,17 +373,8 @@ void TcpEndpoint::on_frame(Connection& c, detail::Frame& frame, detail::Emitter&
   ++p.next_recv_sequence;
   // (closing: a bye came on another connection; this one may still carry the last messages.)
   if (p.state == Peer::State::closed || p.state == Peer::State::failed) return;
-  Completion& r = emit.next();
-  r.kind = Completion::Kind::recv;
-  r.peer = c.peer;
-  r.sequence = h.sequence;
-  r.size = h.payload_size;
-  r.message.clear();
-  r.message.type = h.type;
-  r.message.flags = static_cast<std::uint16_t>(h.flags & ~wire::kFlagPayloadCrc);
-  r.message.tag = h.tag;
+  Completion& r = emit.recv(c.peer, h);
   if (frame.payload) r.message.add(std::move(frame.payload), 0, h.payload_size);
-  r.reason = {};
   stats_.messages_received.add_single_writer();
   stats_.bytes_received.add_single_writer(h.payload_size);
 }

@@ -138,12 +138,9 @@ std::size_t UcxEndpoint::in_flight(AppIndex index) const {
 
 SendStatus UcxEndpoint::post_send(AppIndex index, Message& message) {
   std::lock_guard lock(mutex_);
-  std::uint32_t size = 0;
-  if (const SendStatus checked = detail::check_post(closed_ || closing_, index, peers_.size(),
-                                                    message, options_.max_message_size, size);
-      checked != SendStatus::ok) {
-    return checked;
-  }
+  const auto [checked, size] = detail::check_post(closed_ || closing_, index, peers_.size(),
+                                                  message, options_.max_message_size);
+  if (checked != SendStatus::ok) return checked;
   Peer& p = peers_[index];
   if (const SendStatus s = detail::send_status(p.state); s != SendStatus::ok) return s;
   if (p.send == nullptr) return SendStatus::not_connected;
@@ -320,13 +317,8 @@ void UcxEndpoint::wait(std::chrono::microseconds timeout) {
       ::ppoll(nullptr, 0, &ts, nullptr);
       return;
     }
-    if (!retries_.empty()) {
-      const std::int64_t now = core::monotonic_ns();
-      const std::int64_t first = retries_.next_due_ns();
-      if (first <= now) return;
-      timeout = std::min(timeout, std::chrono::duration_cast<std::chrono::microseconds>(
-                                      std::chrono::nanoseconds(first - now + 999)));
-    }
+    timeout = retries_.cap_wait(timeout, core::monotonic_ns());
+    if (timeout.count() == 0) return;
     // Events that arrived since the last progress would not wake the fd again: progress first.
     if (ucp_worker_progress(worker_) != 0) return;
     if (ucp_worker_arm(worker_) == UCS_ERR_BUSY) return;

@@ -221,17 +221,8 @@ void UcxEndpoint::emit_arrivals(detail::Emitter& emit) {
       continue;
     }
     if (!emit.room()) return;
-    Completion& r = emit.next();
-    r.kind = Completion::Kind::recv;
-    r.peer = a.peer;
-    r.sequence = a.header.sequence;
-    r.size = a.header.payload_size;
-    r.message.clear();
-    r.message.type = a.header.type;
-    r.message.flags = static_cast<std::uint16_t>(a.header.flags & ~wire::kFlagPayloadCrc);
-    r.message.tag = a.header.tag;
+    Completion& r = emit.recv(a.peer, a.header);
     if (a.buffer) r.message.add(std::move(a.buffer), 0, a.header.payload_size);
-    r.reason = {};
     stats_.messages_received.add_single_writer();
     stats_.bytes_received.add_single_writer(a.header.payload_size);
     arrivals_.pop();
