@@ -91,6 +91,9 @@ class ParamReader {
   // owner names whose parameters these are in errors: "application 'bu1'"; noun what the keys
   // are ("parameter", or "result" for an application's results read by `daqflow bench`).
   ParamReader(const nlohmann::json& params, std::string owner, std::string noun = "parameter");
+  // The reader keeps a pointer to params: a temporary would be gone before the first get().
+  ParamReader(const nlohmann::json&& params, std::string owner,
+              std::string noun = "parameter") = delete;
   // Returned by value only (guaranteed elision): first_ may point into the reader itself.
   ParamReader(const ParamReader&) = delete;
   ParamReader& operator=(const ParamReader&) = delete;

@@ -54,7 +54,8 @@ TEST(ParamReader, AWrongTypeOrRangeIsAnErrorAndTheFirstOneIsKept) {
   EXPECT_THAT(message, HasSubstr("expected an integer in 0..4294967295, got string \"big\""));
   EXPECT_EQ(p.status().error().code(), ErrorCode::invalid_argument);
 
-  ParamReader q(json{{"depth", -1}}, "x");
+  const json negative = {{"depth", -1}};
+  ParamReader q(negative, "x");
   (void)q.get<std::uint64_t>("depth");
   EXPECT_THAT(q.status().error().message(), HasSubstr("'depth': expected an integer in 0.."));
 }
@@ -70,13 +71,15 @@ TEST(ParamReader, NestedKeysArePathsAndShareTheFirstError) {
 }
 
 TEST(ParamReader, ResultsAreReadWithTheirOwnNoun) {
-  ParamReader r(json{{"messages", 3}}, "sink sink0", "result");
+  const json results = {{"messages", 3}};
+  ParamReader r(results, "sink sink0", "result");
   (void)r.get<double>("throughput_mb_s");
   EXPECT_EQ(r.status().error().message(), "sink sink0: result 'throughput_mb_s': missing");
 }
 
 TEST(ParamReader, AnErrorAcrossParametersNamesTheKey) {
-  ParamReader p(json::object(), "application 'ping'");
+  const json none = json::object();
+  ParamReader p(none, "application 'ping'");
   EXPECT_EQ(p.error("max_size", "is below min_size").message(),
             "application 'ping': parameter 'max_size': is below min_size");
 }
