@@ -149,26 +149,31 @@ void Sink::on_message(Completion& c) {
   bytes_ += size;
   if (peer >= sources_.size() || !sources_[peer].allowed) {
     errors_sequence_->add_single_writer();
-    fail("message " + std::to_string(seq) + " from '" + detail::peer_name(ids_, peer) +
-         "', which is not among the sources of '" + id() + "'");
+    if (!failed())
+      fail("message " + std::to_string(seq) + " from '" + detail::peer_name(ids_, peer) +
+           "', which is not among the sources of '" + id() + "'");
     return;
   }
+  // Every error is counted; the reason is built only for the first, the one the host keeps.
   SourceState& s = sources_[peer];
   if (seq != s.expected) {
     errors_sequence_->add_single_writer();
-    fail("sequence error from '" + detail::peer_name(ids_, peer) + "': expected message " +
-         std::to_string(s.expected) + ", got " + std::to_string(seq));
+    if (!failed())
+      fail("sequence error from '" + detail::peer_name(ids_, peer) + "': expected message " +
+           std::to_string(s.expected) + ", got " + std::to_string(seq));
   }
   s.expected = seq + 1;
   if (c.message.type != wire::MessageType::data) {
     errors_pattern_->add_single_writer();
-    fail("message " + std::to_string(seq) + " from '" + detail::peer_name(ids_, peer) +
-         "' has type " + std::string(wire::to_string(c.message.type)) + ", expected data");
+    if (!failed())
+      fail("message " + std::to_string(seq) + " from '" + detail::peer_name(ids_, peer) +
+           "' has type " + std::string(wire::to_string(c.message.type)) + ", expected data");
   } else if (const std::size_t bad = check_pattern(c.message, seq, peer); bad != kPatternOk) {
     errors_pattern_->add_single_writer();
-    fail("pattern error (verify: " + std::string(to_string(verify_)) + ") from '" +
-         detail::peer_name(ids_, peer) + "' in message " + std::to_string(seq) + " of " +
-         std::to_string(size) + " bytes, at byte " + std::to_string(bad));
+    if (!failed())
+      fail("pattern error (verify: " + std::string(to_string(verify_)) + ") from '" +
+           detail::peer_name(ids_, peer) + "' in message " + std::to_string(seq) + " of " +
+           std::to_string(size) + " bytes, at byte " + std::to_string(bad));
   }
   if ((c.message.flags & wire::kFlagLast) != 0 && s.awaited && !s.complete) {
     s.complete = true;
