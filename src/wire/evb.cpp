@@ -65,6 +65,12 @@ void encode(const Heartbeat& m, std::span<std::byte, kHeartbeatSize> out) {
   store_le64(p + 8, m.sequence);
 }
 
+void encode(const Release& m, std::span<std::byte, kReleaseSize> out) {
+  std::byte* p = out.data();
+  store_le64(p, m.below);
+  store_le64(p + 8, 0);
+}
+
 void encode(const BlockHeader& m, std::span<std::byte, kBlockHeaderSize> out) {
   std::byte* p = out.data();
   store_le64(p, m.block_id);
@@ -125,6 +131,14 @@ EvbStatus decode(std::span<const std::byte> in, Heartbeat& out) {
   if (!zero(p + 4, 4)) return EvbStatus::reserved_not_zero;
   out.sender = load_le32(p);
   out.sequence = load_le64(p + 8);
+  return EvbStatus::ok;
+}
+
+EvbStatus decode(std::span<const std::byte> in, Release& out) {
+  if (in.size() != kReleaseSize) return EvbStatus::wrong_size;
+  const std::byte* p = in.data();
+  if (!zero(p + 8, 8)) return EvbStatus::reserved_not_zero;
+  out.below = load_le64(p);
   return EvbStatus::ok;
 }
 

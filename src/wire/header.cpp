@@ -17,6 +17,7 @@ bool is_known(MessageType type) {
     case MessageType::block:
     case MessageType::block_ack:
     case MessageType::heartbeat:
+    case MessageType::release:
       return true;
   }
   return false;
@@ -44,6 +45,8 @@ std::string_view to_string(MessageType type) {
       return "block_ack";
     case MessageType::heartbeat:
       return "heartbeat";
+    case MessageType::release:
+      return "release";
   }
   return "unknown";
 }

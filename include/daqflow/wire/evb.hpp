@@ -7,8 +7,8 @@
 //                              event order: block id, first event, count, ru, generation,
 //                              flags; per event its super-fragment size and flags
 //   block_ack      BU -> EVM   32 B  block id, bu, generation, built, incomplete, bytes
-//                  and RUs
 //   heartbeat      BU -> EVM   16 B  sender, sequence
+//   release        EVM -> RU   16 B  every block below this id is closed: its data may go
 //
 // A block's events are consecutive: first_event, first_event + 1, ... Decoders check every
 // length and bound before use and return a status; they never trust a count from the wire.
@@ -76,6 +76,14 @@ struct Heartbeat {
 };
 inline constexpr std::size_t kHeartbeatSize = 16;
 
+// The EVM is the only judge of when a block is done: a RU frees a block's data when the EVM says
+// so, never on a BU's word (a BU that dies between telling the EVM and telling a RU would leave
+// the block held forever; one that told a RU first could not be replaced).
+struct Release {
+  std::uint64_t below = 0;  // every block id below it is closed at the EVM
+};
+inline constexpr std::size_t kReleaseSize = 16;
+
 enum class EvbStatus : std::uint8_t {
   ok,
   wrong_size,         // payload size does not match the message's layout
@@ -89,6 +97,7 @@ void encode(const EventRequest& m, std::span<std::byte, kEventRequestSize> out);
 void encode(const Assign& m, std::span<std::byte, kAssignSize> out);
 void encode(const BlockAck& m, std::span<std::byte, kBlockAckSize> out);
 void encode(const Heartbeat& m, std::span<std::byte, kHeartbeatSize> out);
+void encode(const Release& m, std::span<std::byte, kReleaseSize> out);
 void encode(const BlockHeader& m, std::span<std::byte, kBlockHeaderSize> out);
 void encode(const BlockEntry& m, std::span<std::byte, kBlockEntrySize> out);
 
@@ -96,6 +105,7 @@ void encode(const BlockEntry& m, std::span<std::byte, kBlockEntrySize> out);
 [[nodiscard]] EvbStatus decode(std::span<const std::byte> in, Assign& out);
 [[nodiscard]] EvbStatus decode(std::span<const std::byte> in, BlockAck& out);
 [[nodiscard]] EvbStatus decode(std::span<const std::byte> in, Heartbeat& out);
+[[nodiscard]] EvbStatus decode(std::span<const std::byte> in, Release& out);
 
 // Decodes a block's header and checks that its table of entries fits: the descriptor is
 // kBlockHeaderSize + event_count * kBlockEntrySize bytes, and the super-fragment bytes that

@@ -38,10 +38,11 @@ enum class MessageType : std::uint8_t {
   event_request = 16,  // BU -> EVM
   assign = 17,         // EVM -> RU
   block = 18,          // RU -> BU: super-fragments of one block
-  block_ack = 19,      // BU -> EVM/RU
+  block_ack = 19,      // BU -> EVM: a block is written
   heartbeat = 20,      // liveness between event-builder applications
+  release = 21,        // EVM -> RU: every block below an id is closed
 };
-inline constexpr std::uint8_t kMaxMessageType = 20;
+inline constexpr std::uint8_t kMaxMessageType = 21;
 
 [[nodiscard]] bool is_known(MessageType type);
 [[nodiscard]] std::string_view to_string(MessageType type);

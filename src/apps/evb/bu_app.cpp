@@ -85,7 +85,7 @@ Result<void> BuilderUnit::configure(runtime::AppContext& ctx) {
   auto endpoint = ctx.endpoint(&options);
   if (!endpoint) return endpoint.error().context("application '" + id() + "': endpoint");
   endpoint_ = *endpoint;
-  if (auto r = fanout_.configure(id(), topology_.rus, 2 * std::size_t{window_} + 16); !r)
+  if (auto r = fanout_.configure(id(), {topology_.evm}, 2 * std::size_t{window_} + 16); !r)
     return context(r.error());
   for (const auto ru : topology_.rus) {
     if (auto r = endpoint_->connect(ru); !r) {
@@ -152,7 +152,6 @@ void BuilderUnit::ru_gone(AppIndex ru, const std::string& why) {
   auto& reason = ru_lost_why_[static_cast<std::size_t>(position)];
   if (reason.empty()) reason = why;
   builder_->ru_lost(static_cast<std::size_t>(position));
-  fanout_.drop(ru);
 }
 
 void BuilderUnit::on_completion(Completion& c, std::int64_t now) {
@@ -305,7 +304,7 @@ int BuilderUnit::request(std::int64_t now) {
       r.blocks = window_ - busy;
       std::array<std::byte, wire::kEventRequestSize> payload{};
       wire::encode(r, payload);
-      if (fanout_.push(wire::MessageType::event_request, 0, payload, 0)) {
+      if (fanout_.push(wire::MessageType::event_request, 0, payload)) {
         requested_ += r.blocks;
         requests_sent_->add_single_writer(r.blocks);
         ++n;
@@ -318,7 +317,7 @@ int BuilderUnit::request(std::int64_t now) {
     h.sequence = heartbeat_seq_++;
     std::array<std::byte, wire::kHeartbeatSize> payload{};
     wire::encode(h, payload);
-    (void)fanout_.push(wire::MessageType::heartbeat, h.sequence, payload, 0);
+    (void)fanout_.push(wire::MessageType::heartbeat, h.sequence, payload);
     next_heartbeat_ns_ = now + heartbeat_ns_;
   }
   return n;
@@ -348,10 +347,8 @@ int BuilderUnit::do_work() {
   work += request(now);
   gone_.clear();
   work += fanout_.post(*endpoint_, gone_);
-  for (const AppIndex peer : gone_) {
-    if (peer == topology_.evm && !halting)
-      fail("the EVM '" + topology_.name(peer) + "' refuses messages");
-    ru_gone(peer, "refuses messages");
+  if (!gone_.empty() && !halting) {
+    fail("the EVM '" + topology_.name(topology_.evm) + "' refuses messages");
   }
   publish(now);
   drained_.store(halting && builder_->open() == 0 && in_output_ == 0 && fanout_.idle(),

@@ -3,8 +3,8 @@
 // keeps blocks_in_flight blocks requested or open at the EVM, gathers each block from every RU
 // (BlockBuilder: checks, references to the received buffers, no copy), hands the built block to
 // its output (an OutputBatch from a pool of blocks_in_flight, reserved at Configure), and once
-// the output is done sends block_ack to the EVM and every RU. It sends a heartbeat to the EVM
-// every heartbeat_ms.
+// the output is done sends block_ack to the EVM (which releases the block at the RUs). It sends a
+// heartbeat to the EVM every heartbeat_ms.
 //
 // A RU whose part is missing after timeout_ms (or whose connection failed) leaves its events
 // incomplete: they are written flagged, or the BU fails naming the RU (on_incomplete: fail).
@@ -80,7 +80,7 @@ class BuilderUnit final : public runtime::Application {
   core::Clock* clock_ = nullptr;
   std::unique_ptr<BlockBuilder> builder_;
   std::unique_ptr<EventOutput> output_;
-  Fanout fanout_;  // to the RUs; position 0 is the EVM
+  Fanout fanout_;  // to the EVM: requests, heartbeats, acks
   std::vector<OutputBatch> batches_;
   std::vector<AckInfo> acks_;              // by batch
   std::vector<OutputBatch*> free_;         // batches not in use

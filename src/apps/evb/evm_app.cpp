@@ -94,6 +94,7 @@ Result<void> EventManagerApp::configure(runtime::AppContext& ctx) {
   tokens_ = 0;
   refilled_ns_ = 0;
   next_check_ns_ = 0;
+  released_ = 0;
   drained_.store(false);
   enabled_ns_.store(0);
   last_built_ns_.store(0);
@@ -159,7 +160,6 @@ void EventManagerApp::on_completion(Completion& c, std::int64_t now) {
                  std::to_string(a.block_id) + " counts " + std::to_string(a.built) + " built + " +
                  std::to_string(a.incomplete) + " incomplete events, not the block's size");
           }
-          role_.on_ack(a);
           last_built_ns_.store(now, std::memory_order_relaxed);
           break;
         }
@@ -198,6 +198,18 @@ std::uint64_t EventManagerApp::trigger_limit(std::int64_t now) {
   tokens_ = std::min(burst, tokens_ + rate_hz_ * static_cast<double>(now - refilled_ns_) * 1e-9);
   refilled_ns_ = now;
   return std::min(ahead, produced + static_cast<std::uint64_t>(tokens_));
+}
+
+// Tells the RUs (and this EVM's own store) which blocks are done, once per turn at most.
+int EventManagerApp::release_closed() {
+  const std::uint64_t below = evm_->closed_below();
+  if (below <= released_ || !assigns_.has_room()) return 0;
+  role_.on_release(below);
+  std::array<std::byte, wire::kReleaseSize> payload{};
+  wire::encode(wire::Release{below}, payload);
+  (void)assigns_.push(wire::MessageType::release, below, payload);
+  released_ = below;
+  return 1;
 }
 
 int EventManagerApp::assign(bool flush) {
@@ -264,6 +276,7 @@ int EventManagerApp::do_work() {
   const std::uint32_t triggered = role_.produce(limit, triggering && limit == lookahead_limit());
   if (rate_hz_ > 0) tokens_ = std::max(0.0, tokens_ - triggered);
   work += static_cast<int>(triggered);
+  work += release_closed();
   work += assign(halting);
   work += role_.send();
   gone_.clear();

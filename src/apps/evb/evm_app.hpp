@@ -65,6 +65,7 @@ class EventManagerApp final : public runtime::Application {
   [[nodiscard]] std::uint64_t lookahead_limit() const {
     return evm_->assigned() + topology_.lookahead_events;
   }
+  int release_closed();
   int assign(bool flush);
   void publish();
 
@@ -85,6 +86,7 @@ class EventManagerApp final : public runtime::Application {
   double tokens_ = 0;
   std::int64_t refilled_ns_ = 0;
   std::int64_t next_check_ns_ = 0;
+  std::uint64_t released_ = 0;  // the RUs were told that every block below it is closed
   // Metrics, published from the EventManager's figures and read by results().
   struct Published {
     std::uint64_t triggered = 0, assigned = 0, built = 0, incomplete = 0, reassigned = 0,

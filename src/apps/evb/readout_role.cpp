@@ -134,8 +134,8 @@ void ReadoutRole::on_assign(const wire::Assign& a) {
   if (store_->assign(a) == AssignOutcome::error) set_failure(store_->error());
 }
 
-void ReadoutRole::on_ack(const wire::BlockAck& a) {
-  (void)store_->ack(a.block_id, a.generation);
+void ReadoutRole::on_release(std::uint64_t below) {
+  (void)store_->release_below(below);
 }
 
 void ReadoutRole::on_send_done(transport::AppIndex peer) {

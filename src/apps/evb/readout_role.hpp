@@ -40,7 +40,8 @@ class ReadoutRole {
   // trigger held back by the builder).
   std::uint32_t produce(std::uint64_t limit, bool limit_throttles = false);
   void on_assign(const wire::Assign& a);
-  void on_ack(const wire::BlockAck& a);
+  // The EVM closed every block below `below`: their data may go.
+  void on_release(std::uint64_t below);
   void on_send_done(transport::AppIndex peer);
   // A BU is gone (its connection failed): nothing more is posted to it.
   void bu_gone(transport::AppIndex bu);

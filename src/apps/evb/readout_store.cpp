@@ -214,8 +214,8 @@ AssignOutcome ReadoutStore::assign(const wire::Assign& a) {
     ++counters_.blocks_resent;
     return AssignOutcome::resend;
   }
-  if (a.generation > 0) {
-    // A re-assign of a block closed here already (its ack came first): nothing to resend.
+  if (a.generation > 0 || a.block_id < released_) {
+    // A re-assign of a block released here already, or a repeated assign: nothing to do.
     ++counters_.stale_assigns;
     return AssignOutcome::stale;
   }
@@ -390,15 +390,26 @@ void ReadoutStore::close(Block& b) {
   --held_;
 }
 
-bool ReadoutStore::ack(std::uint64_t block_id, std::uint32_t generation) {
-  Block& b = slot(block_id);
-  if (b.state == State::free || b.id != block_id || generation > b.generation) {
-    ++counters_.stale_acks;
-    return false;
+std::size_t ReadoutStore::release_below(std::uint64_t below) {
+  std::size_t n = 0;
+  if (below > released_ + blocks_.size()) {
+    // A long way at once: visit every slot instead of every id.
+    for (Block& b : blocks_) {
+      if (b.state != State::free && b.id < below) {
+        close(b);
+        ++n;
+      }
+    }
+    released_ = below;
   }
-  close(b);
-  ++counters_.blocks_acked;
-  return true;
+  for (; released_ < below; ++released_) {
+    Block& b = slot(released_);
+    if (b.state == State::free || b.id != released_) continue;
+    close(b);
+    ++n;
+  }
+  counters_.blocks_released += n;
+  return n;
 }
 
 void ReadoutStore::clear() {

@@ -55,9 +55,14 @@ void ReadoutUnit::on_completion(Completion& c) {
           break;
         }
         role_.on_assign(a);
-      } else if (c.message.type == wire::MessageType::block_ack) {
-        wire::BlockAck a;
-        if (wire::decode(payload, a) == wire::EvbStatus::ok) role_.on_ack(a);
+      } else if (c.message.type == wire::MessageType::release && c.peer == topology_.evm) {
+        wire::Release r;
+        if (const auto s = wire::decode(payload, r); s != wire::EvbStatus::ok) {
+          fail("malformed release from " + topology_.name(c.peer) + ": " +
+               std::string(wire::to_string(s)));
+          break;
+        }
+        role_.on_release(r.below);
       }
       break;
     }
@@ -93,7 +98,7 @@ int ReadoutUnit::do_work() {
   role_.publish();
   if (role_.failed()) fail(role_.failure());
   const ReadoutStore* store = role_.store();
-  // Drained once every block is acknowledged, or (the EVM gone) nothing more can be posted; a
+  // Drained once every block is released, or (the EVM gone) nothing more can be posted; a
   // BU that hangs with our last messages unread does not hold up the halt.
   idle_.store(
       halting() && store->blocks_waiting() == 0 && (store->blocks_held() == 0 || role_.idle()),

@@ -1,4 +1,5 @@
-// The RU's readout store: super-fragments in chunks, blocks cut from them, retention until ack.
+// The RU's readout store: super-fragments in chunks, blocks cut from them, retention until the
+// EVM releases them.
 #include <gtest/gtest.h>
 
 #include <limits>
@@ -157,11 +158,11 @@ TEST(ReadoutStoreTest, RetainsChunksUntilTheAckAndThrottlesWhenFull) {
   s.mark_sent(0);
   EXPECT_EQ(s.produce(*source, kNoLimit), ProduceStatus::no_chunk) << "the block keeps its chunk";
   m.clear();  // the transport has sent it
-  EXPECT_EQ(s.produce(*source, kNoLimit), ProduceStatus::no_chunk) << "retained until the ack";
-  EXPECT_TRUE(s.ack(0, 0));
+  EXPECT_EQ(s.produce(*source, kNoLimit), ProduceStatus::no_chunk) << "retained until released";
+  EXPECT_EQ(s.release_below(1), 1u);
   EXPECT_EQ(s.blocks_held(), 0u);
   EXPECT_EQ(s.produce(*source, kNoLimit), ProduceStatus::produced) << "the chunk came back";
-  EXPECT_FALSE(s.ack(0, 0)) << "a second ack is stale";
+  EXPECT_EQ(s.release_below(1), 0u) << "a repeated release frees nothing";
 }
 
 TEST(ReadoutStoreTest, ReassignResendsTheSameDataWithTheNewGeneration) {
@@ -198,7 +199,7 @@ TEST(ReadoutStoreTest, ReassignResendsTheSameDataWithTheNewGeneration) {
   EXPECT_EQ(old.generation, 0u) << "the first message is untouched";
 
   EXPECT_EQ(s.assign(assign(5, 0, 8, 4, 1)), AssignOutcome::stale) << "a repeated re-assign";
-  EXPECT_TRUE(s.ack(5, 0)) << "an ack of the older generation still closes the block";
+  EXPECT_EQ(s.release_below(6), 1u) << "the EVM closed it, whoever built it";
   EXPECT_EQ(s.ready_count(), 0u);
   EXPECT_EQ(s.assign(assign(5, 0, 8, 2, 2)), AssignOutcome::stale) << "closed: nothing to resend";
 }
@@ -210,15 +211,37 @@ TEST(ReadoutStoreTest, AnAckBeforeTheEventsExistSkipsThem) {
   auto& s = **store;
   ASSERT_EQ(s.assign(assign(0, 0, 4)), AssignOutcome::accepted);
   ASSERT_EQ(s.assign(assign(1, 4, 4)), AssignOutcome::accepted);
-  EXPECT_TRUE(s.ack(0, 0));  // the BU gave up waiting for this RU
+  EXPECT_EQ(s.release_below(1), 1u);  // the BU gave up waiting for this RU
   produce(s, *source, 8);
   ASSERT_TRUE(s.cut());
   ASSERT_EQ(s.ready_count(), 1u);
   EXPECT_EQ(s.ready_at(0).block_id, 1u);
   EXPECT_EQ(s.consumed(), 8u);
-  EXPECT_TRUE(s.ack(1, 0));
+  EXPECT_EQ(s.release_below(2), 1u);
   s.clear();
   EXPECT_EQ(s.chunk_pool().in_use(), 0u);
+}
+
+TEST(ReadoutStoreTest, AReleaseFarAheadFreesEveryBlockBelowIt) {
+  // The EVM's word is all that frees a block: a BU that died before acknowledging leaves
+  // nothing behind here once the EVM has closed the block (by another BU's ack).
+  auto source = emulator(1024);
+  auto store = ReadoutStore::create(small_store(1 << 16, 4, 8), source->max_super_fragment_size());
+  ASSERT_TRUE(store);
+  auto& s = **store;
+  produce(s, *source, 8);
+  ASSERT_EQ(s.assign(assign(0, 0, 4)), AssignOutcome::accepted);
+  ASSERT_EQ(s.assign(assign(1, 4, 4)), AssignOutcome::accepted);
+  ASSERT_TRUE(s.cut());
+  transport::Message m;
+  s.stage(0, m);
+  s.mark_sent(0);
+  m.clear();
+  EXPECT_EQ(s.blocks_held(), 2u);
+  EXPECT_EQ(s.release_below(1000), 2u) << "a jump past the table visits every slot";
+  EXPECT_EQ(s.blocks_held(), 0u);
+  EXPECT_EQ(s.ready_count(), 0u);
+  EXPECT_EQ(s.assign(assign(999, 8, 4, 0, 1)), AssignOutcome::stale) << "released already";
 }
 
 TEST(ReadoutStoreTest, RejectsAssignsOutOfOrderOrTooLarge) {

@@ -18,7 +18,9 @@
 // the order they ask. With no BU left, every event in flight is lost.
 //
 // Acks: an ack closes its block when the generation is at most the block's current one (a BU
-// declared lost that still finishes a block has built those events; they count once).
+// declared lost that still finishes a block has built those events; they count once). The RUs
+// free a block's data only once the EVM has closed it and every block before it
+// (closed_below(), sent to them as wire::Release).
 //
 // Threading: one thread (the EVM's agent); the app publishes counters to metrics itself.
 
@@ -77,6 +79,8 @@ class EventManager {
   [[nodiscard]] std::uint64_t blocks_open() const { return open_blocks_; }
   [[nodiscard]] std::uint64_t requests_ignored() const { return requests_ignored_; }
   [[nodiscard]] std::uint64_t stale_acks() const { return stale_acks_; }
+  // Every block id below it is closed: the RUs may free those blocks' data.
+  [[nodiscard]] std::uint64_t closed_below() const { return oldest_; }
   [[nodiscard]] std::uint64_t in_flight() const { return triggered_ - built_ - incomplete_; }
   // Events that can no longer be built: those in flight once no BU is left.
   [[nodiscard]] std::uint64_t lost() const { return alive_ == 0 ? in_flight() : 0; }

@@ -1,8 +1,8 @@
 #pragma once
 // The readout store of a RU (and of the EVM, which is a RU): where super-fragments are written,
-// how blocks are cut from them, and what is retained until the BU acknowledges. No transport
-// here: the RU application feeds it assigns and acks and posts the messages it prepares, so the
-// logic is testable without sockets.
+// how blocks are cut from them, and what is retained until the EVM releases it. No transport
+// here: the RU application feeds it assigns and releases and posts the messages it prepares, so
+// the logic is testable without sockets.
 //
 // Memory (all allocated by create()): `chunks` pool buffers of `chunk_size` bytes, written back
 // to back with super-fragments (each contiguous in one chunk); a ring of produced events
@@ -12,14 +12,15 @@
 // A block's message is segment 0 = its descriptor (block header and one entry per event), then
 // slices of the chunks: consecutive events in one chunk form one slice, so a block needs one
 // segment per chunk it touches. Each block keeps a reference to those chunks until it is
-// acknowledged; a chunk is written again once no uncut event, no block and no peer needs it
+// released; a chunk is written again once no uncut event, no block and no peer needs it
 // (the most recently freed first, so that the memory in use stays small and cache-warm).
 //
 // Block life: assign (generation 0) -> waiting (events not yet produced) -> ready (cut; to be
-// posted) -> sent -> freed by its ack. A re-assign (generation + 1, another BU) of a block held
-// here rebuilds its descriptor in a fresh buffer (the old one may still be in a peer's hands)
-// and makes it ready again. An ack closes a block whatever its generation up to the current
-// one: the events were built once, and that is what counts.
+// posted) -> sent -> freed when the EVM releases it (wire::Release: every block below an id is
+// closed there). A re-assign (generation + 1, another BU) of a block held here rebuilds its
+// descriptor in a fresh buffer (the old one may still be in a peer's hands) and makes it ready
+// again. Only the EVM decides that a block is done: a BU's word could come from a BU the EVM has
+// already replaced, or never reach this RU.
 //
 // Threading: one thread (the RU's agent). Nothing allocates after create().
 
@@ -60,7 +61,7 @@ struct ReadoutSettings {
 
 enum class ProduceStatus : std::uint8_t {
   produced,   // one more event is held
-  no_chunk,   // every chunk is in use: wait for acks (back-pressure on production)
+  no_chunk,   // every chunk is in use: wait for releases (back-pressure on production)
   ring_full,  // event_capacity events wait for assignment
   not_ready,  // the source has no data for the next event yet
   failed,     // the source failed or a super-fragment does not fit a chunk; error() says why
@@ -78,10 +79,9 @@ struct ReadoutCounters {
   std::uint64_t events_produced = 0;
   std::uint64_t bytes_produced = 0;
   std::uint64_t blocks_cut = 0;
-  std::uint64_t blocks_acked = 0;
+  std::uint64_t blocks_released = 0;
   std::uint64_t blocks_resent = 0;
   std::uint64_t stale_assigns = 0;
-  std::uint64_t stale_acks = 0;
 };
 
 // A block ready to be posted: which BU, and what to tag the message with.
@@ -110,8 +110,9 @@ class ReadoutStore {
   [[nodiscard]] std::uint64_t assigned() const { return next_assign_; }
 
   [[nodiscard]] AssignOutcome assign(const wire::Assign& a);
-  // Closes the block; false when it is not held (already closed, or an unknown id).
-  bool ack(std::uint64_t block_id, std::uint32_t generation);
+  // Closes every block held with an id below `below` (the EVM's word that they are done);
+  // returns how many.
+  std::size_t release_below(std::uint64_t below);
   // Cuts every waiting block whose events are all produced; false (error() set) when a block
   // would exceed the message or segment limit.
   [[nodiscard]] bool cut();
@@ -122,7 +123,7 @@ class ReadoutStore {
   // Fills message (cleared first) with ready block i: type block, tag = block id, the
   // descriptor and the chunk slices, each a new reference.
   void stage(std::size_t i, transport::Message& message) const;
-  // Ready block i was posted: it leaves the ready list (still retained until its ack).
+  // Ready block i was posted: it leaves the ready list (still retained until released).
   void mark_sent(std::size_t i);
   // The BU is gone: its ready blocks leave the ready list and wait, retained, for a re-assign.
   void park(transport::AppIndex bu);
@@ -208,6 +209,7 @@ class ReadoutStore {
   std::size_t waiting_count_ = 0;
   std::vector<std::uint64_t> ready_;  // block ids, oldest first; reserved to block_capacity
   std::size_t held_ = 0;
+  std::uint64_t released_ = 0;  // every block id below it is closed
   ReadoutCounters counters_;
   std::string error_;
 };
