@@ -161,6 +161,17 @@ void LocalCluster::kill_all() {
   }
 }
 
+long LocalCluster::pid_of(const std::string& name) const {
+  return static_cast<long>(processes_[context(name).process].child.pid());
+}
+
+void LocalCluster::kill(const std::string& name) {
+  auto& p = processes_[context(name).process];
+  if (p.child.poll()) return;
+  p.child.kill_and_reap();
+  p.reported = true;
+}
+
 std::vector<ContextOutcome> LocalCluster::outcomes() const {
   std::vector<ContextOutcome> out;
   for (const auto& c : contexts_) {

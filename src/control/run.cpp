@@ -93,6 +93,15 @@ class Run {
   }
 
   Result<void> check_deaths();
+  // A context whose process lives but whose control API did not answer: survivable while data
+  // flows (like a death), fatal otherwise. Error when fatal.
+  Result<void> went_silent(const std::string& context, const Error& why);
+  // Asks silent contexts again, briefly; those that answer are back.
+  void probe_silent();
+  // Alive and answering: to be asked and commanded.
+  [[nodiscard]] bool reachable(const std::string& context) const {
+    return cluster_->alive(context) && !silent_.contains(context);
+  }
   [[nodiscard]] bool survivable(const std::vector<std::string>& contexts) const;
   Result<void> poll_states();
   Result<void> wait_for(const std::vector<PlannedApp>& apps, runtime::State target,
@@ -119,6 +128,8 @@ class Run {
   std::vector<std::string> mpi_contexts_;  // rank order; launched together by one mpirun
   bool configure_sent_ = false;            // from then on there is something to halt
   bool data_flowing_ = false;  // every application Enabled: survivable losses are tolerated
+  std::map<std::string, std::string> silent_;  // context -> what was seen
+  Clock::time_point next_probe_{};
   RunSummary summary_;
 };
 
@@ -150,6 +161,37 @@ Result<void> Run::check_deaths() {
   return ok();
 }
 
+Result<void> Run::went_silent(const std::string& context, const Error& why) {
+  const std::string description = "context " + context + " (pid " +
+                                  std::to_string(cluster_->pid_of(context)) +
+                                  ") does not answer its control API (" + why.message() + ")";
+  if (!data_flowing_ || !survivable({context})) return Error(description);
+  reporter_.note(description + "; its applications are survivable: the run goes on");
+  summary_.lost.push_back(description);
+  silent_.emplace(context, description);
+  return ok();
+}
+
+void Run::probe_silent() {
+  if (silent_.empty() || Clock::now() < next_probe_) return;
+  next_probe_ = Clock::now() + std::chrono::seconds(1);
+  for (auto it = silent_.begin(); it != silent_.end();) {
+    const std::string& context = it->first;
+    if (!cluster_->alive(context)) {
+      ++it;
+      continue;
+    }
+    const ControlClient quick(cluster_->client(context).address(), std::chrono::milliseconds(300),
+                              std::chrono::milliseconds(500));
+    if (quick.get("/api/v1/context")) {
+      reporter_.note("context " + context + " answers again");
+      it = silent_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+}
+
 // The MPI ranks live and die together: when one fails, mpirun ends the others and itself. Say so,
 // with the end of its log (where mpirun and the ranks wrote why).
 std::string Run::explain(const LocalCluster::Death& death) const {
@@ -179,13 +221,16 @@ void Run::shutdown_mpi_ranks() {
 
 // One GET /api/v1/apps per live context refreshes every application's state.
 Result<void> Run::poll_states() {
+  probe_silent();
   for (const auto& ctx : config_.contexts) {
-    if (!cluster_->alive(ctx.name)) continue;
+    if (!reachable(ctx.name)) continue;
     auto apps = cluster_->client(ctx.name).get("/api/v1/apps");
     if (!apps) {
       // A context that just died reads as a refused connection; say that it died instead.
       if (auto dead = check_deaths(); !dead) return dead;
-      return apps.error().context("context " + ctx.name);
+      if (!cluster_->alive(ctx.name)) continue;
+      if (auto r = went_silent(ctx.name, apps.error()); !r) return r;
+      continue;
     }
     if (!apps->is_array())
       return Error("context " + ctx.name + ": GET /api/v1/apps: not a JSON array");
@@ -215,6 +260,7 @@ Result<void> Run::wait_for(const std::vector<PlannedApp>& apps, runtime::State t
     const View* behind = nullptr;
     for (const auto& a : apps) {
       const View& v = view(a.id);
+      if (!reachable(a.context)) continue;  // died or silent, and survivable
       if (failed(v)) return Error("application " + a.id + " failed: " + v.reason);
       if (v.state != target && behind == nullptr) behind = &v;
     }
@@ -312,8 +358,9 @@ void Run::monitor() {
       if (next_poll <= elapsed()) next_poll = elapsed() + poll_period;
       std::vector<AppSample> samples;
       std::string error;
+      probe_silent();
       for (auto& v : views_) {
-        if (!cluster_->alive(v.config->context)) {
+        if (!reachable(v.config->context)) {
           AppSample lost;
           lost.id = v.config->id;
           lost.type = v.config->type;
@@ -323,9 +370,22 @@ void Run::monitor() {
         }
         auto app = client_of(v).get("/api/v1/apps/" + v.config->id);
         if (!app) {
-          const auto dead = check_deaths();
-          error = dead ? app.error().message() : dead.error().message();
-          break;
+          if (const auto dead = check_deaths(); !dead) {
+            error = dead.error().message();
+            break;
+          }
+          if (cluster_->alive(v.config->context)) {
+            if (auto r = went_silent(v.config->context, app.error()); !r) {
+              error = r.error().message();
+              break;
+            }
+          }
+          AppSample lost;
+          lost.id = v.config->id;
+          lost.type = v.config->type;
+          v.state.reset();
+          samples.push_back(lost);
+          continue;
         }
         v.last = std::move(*app);
         samples.push_back(sample_from_json(v.last));
@@ -389,7 +449,7 @@ void Run::halt() {
     for (const auto& app : group) {
       const View& v = view(app.id);
       // Halt is accepted in Ready, Enabled and Suspended; not in Failed, which keeps its reason.
-      if (!cluster_->alive(app.context) || !v.state ||
+      if (!reachable(app.context) || !v.state ||
           !runtime::transition(*v.state, runtime::Command::Halt)) {
         continue;
       }
@@ -414,8 +474,9 @@ void Run::collect() {
     out.type = v.config->type;
     out.context = v.config->context;
     const bool alive = cluster_ && cluster_->alive(v.config->context);
+    const auto silent = silent_.find(v.config->context);
     // After a second interrupt nothing is asked any more: the last answers are what is known.
-    if (alive && !aborting()) {
+    if (alive && silent == silent_.end() && !aborting()) {
       if (auto app = client_of(v).get("/api/v1/apps/" + v.config->id); app) {
         v.last = std::move(*app);
         v.state = sample_from_json(v.last).state;
@@ -424,7 +485,10 @@ void Run::collect() {
         reporter_.note(app.error().message() + " (keeping the last answer)");
       }
     }
-    if (alive) {
+    if (alive && silent != silent_.end()) {
+      out.state = "Lost";
+      out.reason = silent->second;
+    } else if (alive) {
       out.state = state_name(v.state);
       out.reason = v.reason;
     } else if (cluster_) {
@@ -465,6 +529,11 @@ RunSummary Run::execute() {
       cluster_->kill_all();
       fail("aborted by a second interrupt");
     } else {
+      for (const auto& [context, what] : silent_) {
+        if (!cluster_->alive(context)) continue;
+        reporter_.note("context " + context + " still does not answer: killing it");
+        cluster_->kill(context);
+      }
       shutdown_mpi_ranks();
       if (auto r = cluster_->shutdown(options_.exit_grace); !r) fail(r.error().message());
     }

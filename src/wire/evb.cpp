@@ -26,6 +26,8 @@ std::string_view to_string(EvbStatus status) {
       return "super-fragment sizes do not add up to the payload";
     case EvbStatus::reserved_not_zero:
       return "reserved bytes are not zero";
+    case EvbStatus::bad_value:
+      return "a field holds no known value";
   }
   return "unknown event-builder status";
 }
@@ -35,7 +37,7 @@ void encode(const EventRequest& m, std::span<std::byte, kEventRequestSize> out) 
   store_le32(p, m.bu);
   store_le32(p + 4, m.events_per_block);
   store_le32(p + 8, m.blocks);
-  store_le32(p + 12, 0);
+  store_le32(p + 12, m.epoch);
 }
 
 void encode(const Assign& m, std::span<std::byte, kAssignSize> out) {
@@ -71,6 +73,27 @@ void encode(const Release& m, std::span<std::byte, kReleaseSize> out) {
   store_le64(p + 8, 0);
 }
 
+void encode(const Commit& m, std::span<std::byte, kCommitSize> out) {
+  std::byte* p = out.data();
+  store_le64(p, m.block_id);
+  store_le32(p + 8, m.generation);
+  store_le32(p + 12, static_cast<std::uint32_t>(m.verdict));
+}
+
+void encode(const Fence& m, std::span<std::byte, kFenceSize> out) {
+  std::byte* p = out.data();
+  store_le32(p, m.bu);
+  store_le32(p + 4, m.epoch);
+  store_le64(p + 8, 0);
+}
+
+void encode(const Hold& m, std::span<std::byte, kHoldSize> out) {
+  std::byte* p = out.data();
+  store_le64(p, m.block_id);
+  store_le32(p + 8, static_cast<std::uint32_t>(m.action));
+  store_le32(p + 12, 0);
+}
+
 void encode(const BlockHeader& m, std::span<std::byte, kBlockHeaderSize> out) {
   std::byte* p = out.data();
   store_le64(p, m.block_id);
@@ -89,10 +112,10 @@ void encode(const BlockEntry& m, std::span<std::byte, kBlockEntrySize> out) {
 EvbStatus decode(std::span<const std::byte> in, EventRequest& out) {
   if (in.size() != kEventRequestSize) return EvbStatus::wrong_size;
   const std::byte* p = in.data();
-  if (!zero(p + 12, 4)) return EvbStatus::reserved_not_zero;
   out.bu = load_le32(p);
   out.events_per_block = load_le32(p + 4);
   out.blocks = load_le32(p + 8);
+  out.epoch = load_le32(p + 12);
   if (out.events_per_block == 0 || out.events_per_block > kMaxEventsPerBlock || out.blocks == 0) {
     return EvbStatus::bad_count;
   }
@@ -139,6 +162,43 @@ EvbStatus decode(std::span<const std::byte> in, Release& out) {
   const std::byte* p = in.data();
   if (!zero(p + 8, 8)) return EvbStatus::reserved_not_zero;
   out.below = load_le64(p);
+  return EvbStatus::ok;
+}
+
+EvbStatus decode(std::span<const std::byte> in, Commit& out) {
+  if (in.size() != kCommitSize) return EvbStatus::wrong_size;
+  const std::byte* p = in.data();
+  out.block_id = load_le64(p);
+  out.generation = load_le32(p + 8);
+  const std::uint32_t verdict = load_le32(p + 12);
+  if (verdict != static_cast<std::uint32_t>(CommitVerdict::granted) &&
+      verdict != static_cast<std::uint32_t>(CommitVerdict::fenced)) {
+    return EvbStatus::bad_value;
+  }
+  out.verdict = static_cast<CommitVerdict>(verdict);
+  return EvbStatus::ok;
+}
+
+EvbStatus decode(std::span<const std::byte> in, Fence& out) {
+  if (in.size() != kFenceSize) return EvbStatus::wrong_size;
+  const std::byte* p = in.data();
+  if (!zero(p + 8, 8)) return EvbStatus::reserved_not_zero;
+  out.bu = load_le32(p);
+  out.epoch = load_le32(p + 4);
+  return EvbStatus::ok;
+}
+
+EvbStatus decode(std::span<const std::byte> in, Hold& out) {
+  if (in.size() != kHoldSize) return EvbStatus::wrong_size;
+  const std::byte* p = in.data();
+  if (!zero(p + 12, 4)) return EvbStatus::reserved_not_zero;
+  out.block_id = load_le64(p);
+  const std::uint32_t action = load_le32(p + 8);
+  if (action != static_cast<std::uint32_t>(HoldAction::keep) &&
+      action != static_cast<std::uint32_t>(HoldAction::free)) {
+    return EvbStatus::bad_value;
+  }
+  out.action = static_cast<HoldAction>(action);
   return EvbStatus::ok;
 }
 

@@ -18,6 +18,11 @@ bool is_known(MessageType type) {
     case MessageType::block_ack:
     case MessageType::heartbeat:
     case MessageType::release:
+    case MessageType::commit_request:
+    case MessageType::commit:
+    case MessageType::fence:
+    case MessageType::rejoin:
+    case MessageType::hold:
       return true;
   }
   return false;
@@ -47,6 +52,16 @@ std::string_view to_string(MessageType type) {
       return "heartbeat";
     case MessageType::release:
       return "release";
+    case MessageType::commit_request:
+      return "commit_request";
+    case MessageType::commit:
+      return "commit";
+    case MessageType::fence:
+      return "fence";
+    case MessageType::rejoin:
+      return "rejoin";
+    case MessageType::hold:
+      return "hold";
   }
   return "unknown";
 }

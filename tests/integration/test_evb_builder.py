@@ -1,7 +1,8 @@
 """The two-stage event builder with real processes (docs/event-builder.md): examples/local.yaml,
 one process per context over TCP. A clean run keeps the accounting invariant and writes what it
-builds; a BU killed mid-run loses no event while the others build on; a RU killed mid-run fails
-the run, naming it.
+builds; a BU killed mid-run loses no event while the others build on; a BU frozen past the EVM's
+timeout is fenced, rejoins, and no event is written twice; a RU killed mid-run fails the run,
+naming it.
 
 Ports: this module takes its own block of 30000-32999 (the event-builder tests' range)."""
 
@@ -234,6 +235,73 @@ class EventBuilder(DaqflowTestCase):
             if app["state"] == "Failed":
                 self.assertIn("no data from RU 'ru2'", app["reason"], app)
         wait_until(lambda: not pid_alive(ctx["pid"]), 5, "ru2 to be gone")
+
+    def test_a_frozen_bu_is_fenced_and_writes_no_event_twice(self):
+        """SIGSTOP for longer than the EVM's heartbeat timeout and the controller's read timeout,
+        then SIGCONT, on BUs writing files: the EVM re-assigns what the frozen BU was not granted,
+        the woken BU drops what was taken from it and rejoins, and the files hold every event
+        exactly once (docs/reliability.md)."""
+        text = set_param(local_config(), "dir", self.path("run-data"))
+        text = set_param(text, "mean", 256)
+        text = set_param(text, "sd", 128)
+        text = text.replace("bus: [bu1, bu2]",
+                            "bus: [bu1, bu2]\n        heartbeat_timeout_ms: 1000"
+                            "\n        trigger_rate_hz: 1000", 1)
+        config = self.write_config("local.yaml", text)
+        ports = dict(contexts_of(text))
+        summary_path = self.path("summary.json")
+        run = self.start(["run", config, "--duration", "0", "--status-interval", "0.5",
+                          "--summary", summary_path, "--log-dir", self.path("logs")], "run.log")
+        evm = ports["evm"]
+        wait_until(lambda: self._built_or_none(evm) >= 2000, 60, "2000 events built")
+        status, ctx = http(ports["bu2"], "GET", "/api/v1/context")
+        self.assertEqual(status, 200, ctx)
+        os.kill(ctx["pid"], signal.SIGSTOP)
+        try:
+            wait_until(lambda: self.app(evm, "evm0")["results"]["lost_bus"] == ["bu2"], 15,
+                       "the EVM to declare the frozen bu2 lost")
+            at_loss = self._built_or_none(evm)
+            wait_until(lambda: self._built_or_none(evm) >= at_loss + 1000, 60,
+                       "1000 more events built by bu1 alone")
+            wait_until(lambda: "bu2" in self.output_of("run.log")
+                       and "does not answer its control API" in self.output_of("run.log"), 30,
+                       "the controller to see that bu2 does not answer")
+        finally:
+            os.kill(ctx["pid"], signal.SIGCONT)
+        wait_until(lambda: self.app(evm, "evm0")["results"]["rejoined_bus"] == ["bu2"], 30,
+                   "the woken bu2 to rejoin")
+        bu2_before = self.app(ports["bu2"], "bu2")["results"]["events_built"]
+        wait_until(lambda: self.app(ports["bu2"], "bu2")["results"]["events_built"]
+                   >= bu2_before + 500, 60, "bu2 to build again")
+        self.assertIsNone(run.poll(), self.output_of("run.log"))
+        self.assertEqual(self.stop_run(run), 0, self.output_of("run.log"))
+        out = self.output_of("run.log")
+        self.assertIn("context bu2 answers again", out)
+        with open(self.path(os.path.join("logs", "bu2.log"))) as f:
+            bu2_log = f.read()
+        self.assertIn("the EVM declared this BU lost", bu2_log)
+        self.assertIn("rejoining under epoch 1", bu2_log)
+        with open(summary_path) as f:
+            summary = json.load(f)
+        self.assertEqual(summary["status"], "ok", out)
+        r = summary["results"]
+        self.assertEqual(r["lost_bus"], ["bu2"], r)
+        self.assertEqual(r["rejoined_bus"], ["bu2"], r)
+        self.assertEqual(r["events_lost"], 0, r)
+        self.assertEqual(r["events_in_doubt"], 0, r)
+        self.assertEqual(r["events_incomplete"], 0, r)
+        self.assertEqual(r["events_triggered"], r["events_built"], r)
+        self.assertEqual(r["events_written"], r["events_built"], r)
+        self.assertEqual(r["bus"]["bu1"] + r["bus"]["bu2"], r["events_built"], r)
+        print(f"\nfrozen bu2: {summary['applications']['bu2']['results']['events_fenced']} built "
+              f"events dropped as fenced, {r['events_reassigned']} re-assigned", flush=True)
+
+        code, dump = self.daqflow(["dump", self.path("run-data"), "--json", "--events"])
+        self.assertEqual(code, 0, dump)
+        report = json.loads(dump)
+        self.assertTrue(report["all_verified"])
+        numbers = sorted(e["event"] for f in report["files"] for e in f["event_list"])
+        self.assertEqual(numbers, list(range(r["events_built"])), "every event once, on disk")
 
     def _built_or_none(self, port):
         try:

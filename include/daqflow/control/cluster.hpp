@@ -63,6 +63,9 @@ class LocalCluster {
 
   // SIGKILLs and reaps everything at once (the second Ctrl-C).
   void kill_all();
+  // Kills and reaps the process of this context (one that stopped answering at the end).
+  void kill(const std::string& context);
+  [[nodiscard]] long pid_of(const std::string& context) const;
 
   // Name, pid and exit code of every context, in configuration order.
   [[nodiscard]] std::vector<ContextOutcome> outcomes() const;

@@ -1,14 +1,24 @@
 #pragma once
 // Payloads of the event-builder protocol (DESIGN.md §6), little-endian, fixed layouts:
 //
-//   event_request  BU -> EVM   16 B  bu, events per block, blocks wanted
+//   event_request  BU -> EVM   16 B  bu, events per block, blocks wanted, epoch
 //   assign         EVM -> RU   32 B  block id, first event, event count, bu, generation
 //   block          RU -> BU    32 B + 8 B per event, then the super-fragments, concatenated in
 //                              event order: block id, first event, count, ru, generation,
 //                              flags; per event its super-fragment size and flags
-//   block_ack      BU -> EVM   32 B  block id, bu, generation, built, incomplete, bytes
+//   commit_request BU -> EVM   32 B  as block_ack: the block is built, may it be written?
+//   commit         EVM -> BU   16 B  block id, generation, verdict (granted or fenced)
+//   block_ack      BU -> EVM   32 B  block id, bu, generation, built, incomplete, bytes: written
 //   heartbeat      BU -> EVM   16 B  sender, sequence
 //   release        EVM -> RU   16 B  every block below this id is closed: its data may go
+//   hold           EVM -> RU   16 B  block id, action: keep it past the releases, or free it
+//   fence          EVM -> BU   16 B  bu, epoch: declared lost; drop what is not granted
+//   rejoin         BU -> EVM   16 B  bu, epoch: fenced and back
+//
+// Exactly once (docs/reliability.md): a BU writes a block only after the EVM granted it, and
+// the EVM grants a block only to the BU it is assigned to while that BU is not lost. A lost BU's
+// blocks not granted go to other BUs; granted ones stay its own ("in doubt" while it is away),
+// with their data held at the RUs, until it acknowledges them.
 //
 // A block's events are consecutive: first_event, first_event + 1, ... Decoders check every
 // length and bound before use and return a status; they never trust a count from the wire.
@@ -26,6 +36,7 @@ struct EventRequest {
   std::uint32_t bu = 0;
   std::uint32_t events_per_block = 0;
   std::uint32_t blocks = 0;
+  std::uint32_t epoch = 0;  // the BU's: 0, then the epoch of each fence it rejoined after
 };
 inline constexpr std::size_t kEventRequestSize = 16;
 
@@ -84,12 +95,41 @@ struct Release {
 };
 inline constexpr std::size_t kReleaseSize = 16;
 
+enum class CommitVerdict : std::uint32_t {
+  granted = 1,  // write it, then acknowledge
+  fenced = 2,   // not yours (any more): drop it
+};
+struct Commit {
+  std::uint64_t block_id = 0;
+  std::uint32_t generation = 0;
+  CommitVerdict verdict = CommitVerdict::granted;
+};
+inline constexpr std::size_t kCommitSize = 16;
+
+// fence and rejoin.
+struct Fence {
+  std::uint32_t bu = 0;
+  std::uint32_t epoch = 0;
+};
+inline constexpr std::size_t kFenceSize = 16;
+
+enum class HoldAction : std::uint32_t {
+  keep = 1,  // in doubt: keep it after the releases pass it
+  free = 2,  // resolved: its data may go
+};
+struct Hold {
+  std::uint64_t block_id = 0;
+  HoldAction action = HoldAction::keep;
+};
+inline constexpr std::size_t kHoldSize = 16;
+
 enum class EvbStatus : std::uint8_t {
   ok,
   wrong_size,         // payload size does not match the message's layout
   bad_count,          // event count 0 or above kMaxEventsPerBlock
   sizes_mismatch,     // per-event sizes do not add up to the payload
   reserved_not_zero,  // reserved bytes carry data
+  bad_value,          // an enumerated field holds no known value
 };
 [[nodiscard]] std::string_view to_string(EvbStatus status);
 
@@ -98,6 +138,9 @@ void encode(const Assign& m, std::span<std::byte, kAssignSize> out);
 void encode(const BlockAck& m, std::span<std::byte, kBlockAckSize> out);
 void encode(const Heartbeat& m, std::span<std::byte, kHeartbeatSize> out);
 void encode(const Release& m, std::span<std::byte, kReleaseSize> out);
+void encode(const Commit& m, std::span<std::byte, kCommitSize> out);
+void encode(const Fence& m, std::span<std::byte, kFenceSize> out);
+void encode(const Hold& m, std::span<std::byte, kHoldSize> out);
 void encode(const BlockHeader& m, std::span<std::byte, kBlockHeaderSize> out);
 void encode(const BlockEntry& m, std::span<std::byte, kBlockEntrySize> out);
 
@@ -106,6 +149,9 @@ void encode(const BlockEntry& m, std::span<std::byte, kBlockEntrySize> out);
 [[nodiscard]] EvbStatus decode(std::span<const std::byte> in, BlockAck& out);
 [[nodiscard]] EvbStatus decode(std::span<const std::byte> in, Heartbeat& out);
 [[nodiscard]] EvbStatus decode(std::span<const std::byte> in, Release& out);
+[[nodiscard]] EvbStatus decode(std::span<const std::byte> in, Commit& out);
+[[nodiscard]] EvbStatus decode(std::span<const std::byte> in, Fence& out);
+[[nodiscard]] EvbStatus decode(std::span<const std::byte> in, Hold& out);
 
 // Decodes a block's header and checks that its table of entries fits: the descriptor is
 // kBlockHeaderSize + event_count * kBlockEntrySize bytes, and the super-fragment bytes that

@@ -30,19 +30,24 @@ inline constexpr std::size_t kHeaderSize = 40;
 inline constexpr std::uint32_t kNoApplication = 0xffffffff;
 
 enum class MessageType : std::uint8_t {
-  hello = 1,           // connection set-up: announces the sender's application index
-  bye = 2,             // orderly close: the peer will send nothing more
-  data = 3,            // application data (stream benchmark, generic)
-  ping = 4,            // round-trip benchmark request
-  pong = 5,            // round-trip benchmark reply
-  event_request = 16,  // BU -> EVM
-  assign = 17,         // EVM -> RU
-  block = 18,          // RU -> BU: super-fragments of one block
-  block_ack = 19,      // BU -> EVM: a block is written
-  heartbeat = 20,      // liveness between event-builder applications
-  release = 21,        // EVM -> RU: every block below an id is closed
+  hello = 1,            // connection set-up: announces the sender's application index
+  bye = 2,              // orderly close: the peer will send nothing more
+  data = 3,             // application data (stream benchmark, generic)
+  ping = 4,             // round-trip benchmark request
+  pong = 5,             // round-trip benchmark reply
+  event_request = 16,   // BU -> EVM
+  assign = 17,          // EVM -> RU
+  block = 18,           // RU -> BU: super-fragments of one block
+  block_ack = 19,       // BU -> EVM: a block is written
+  heartbeat = 20,       // liveness between event-builder applications
+  release = 21,         // EVM -> RU: every block below an id is closed
+  commit_request = 22,  // BU -> EVM: a block is built; may it be written?
+  commit = 23,          // EVM -> BU: the answer (granted or fenced)
+  fence = 24,           // EVM -> BU: you were declared lost; drop what you hold, rejoin
+  rejoin = 25,          // BU -> EVM: fenced, back under a new epoch
+  hold = 26,            // EVM -> RU: keep a block in doubt past the releases, or free it
 };
-inline constexpr std::uint8_t kMaxMessageType = 21;
+inline constexpr std::uint8_t kMaxMessageType = 26;
 
 [[nodiscard]] bool is_known(MessageType type);
 [[nodiscard]] std::string_view to_string(MessageType type);

@@ -78,7 +78,9 @@ PartOutcome BlockBuilder::on_part(transport::AppIndex from, transport::Message& 
   PartOutcome outcome = PartOutcome::added;
   if (slot == nullptr) {
     for (std::size_t i = 0; i < recent_count_; ++i) {
-      if (recent_[i] == h.block_id) return PartOutcome::late;
+      // A higher generation is the block re-assigned (to this BU again): a new block here.
+      if (recent_[i].id == h.block_id && h.generation <= recent_[i].generation)
+        return PartOutcome::late;
     }
     for (Slot& s : slots_) {
       if (!s.used) {
@@ -100,7 +102,11 @@ PartOutcome BlockBuilder::on_part(transport::AppIndex from, transport::Message& 
     return PartOutcome::malformed;
   }
   Part& part = slot->parts[r];
-  if (part.present) return PartOutcome::duplicate;
+  if (part.present) {
+    // The same data again, re-sent for a re-assignment: the block answers to the newer one.
+    part.generation = std::max(part.generation, h.generation);
+    return PartOutcome::duplicate;
+  }
   part.present = true;
   part.generation = h.generation;
   part.descriptor_size = static_cast<std::uint32_t>(wire::block_descriptor_size(h.event_count));
@@ -264,10 +270,32 @@ BuildResult BlockBuilder::build(int index, OutputBatch& batch) {
   }
   s.used = false;
   --open_;
-  recent_[recent_next_] = s.id;
+  remember(s.id, r.generation);
+  return r;
+}
+
+void BlockBuilder::remember(std::uint64_t id, std::uint32_t generation) {
+  recent_[recent_next_] = Recent{id, generation};
   recent_next_ = (recent_next_ + 1) % recent_.size();
   recent_count_ = std::min(recent_count_ + 1, recent_.size());
-  return r;
+}
+
+std::uint32_t BlockBuilder::drop_open() {
+  std::uint32_t dropped = 0;
+  for (Slot& s : slots_) {
+    if (!s.used) continue;
+    std::uint32_t generation = 0;
+    for (Part& p : s.parts) {
+      if (p.present) generation = std::max(generation, p.generation);
+      p.message.clear();
+      p.present = false;
+    }
+    remember(s.id, generation);
+    s.used = false;
+    ++dropped;
+  }
+  open_ = 0;
+  return dropped;
 }
 
 void BlockBuilder::clear() {

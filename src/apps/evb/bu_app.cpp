@@ -42,7 +42,9 @@ Result<void> BuilderUnit::configure(runtime::AppContext& ctx) {
   BuilderSettings s;
   s.rus = topology_.rus;
   s.feds = topology_.ru_feds;
-  s.slots = window_;
+  // Room beyond the window: after a fence, parts of blocks taken from this BU may still come
+  // (they are built, refused and dropped) while it gathers its new ones.
+  s.slots = 2 * window_;
   s.max_block_events = topology_.max_block_events;
   s.timeout_ns = timeout_ms_ * 1'000'000;
   s.check_crc = check_crc;
@@ -67,6 +69,15 @@ Result<void> BuilderUnit::configure(runtime::AppContext& ctx) {
   unsubmitted_.reserve(window_);
   unacked_.clear();
   unacked_.reserve(window_);
+  unasked_.clear();
+  unasked_.reserve(window_);
+  awaiting_.clear();
+  awaiting_.reserve(window_);
+  const int position =
+      static_cast<int>(std::find(topology_.bus.begin(), topology_.bus.end(), ctx.self().index) -
+                       topology_.bus.begin());
+  durable_ = topology_.bu_durable[static_cast<std::size_t>(position)];
+  epoch_ = 0;
   for (auto& b : batches_) {
     b.events.reserve(topology_.max_block_events);
     b.pieces.reserve(builder_->max_pieces());
@@ -95,10 +106,14 @@ Result<void> BuilderUnit::configure(runtime::AppContext& ctx) {
   }
 
   runtime::MetricsRegistry& m = ctx.metrics();
-  events_built_ = &m.counter("events_built", "events built with every RU's data");
-  events_incomplete_ = &m.counter("events_incomplete", "events built without some RU's data");
+  events_built_ =
+      &m.counter("events_built", "events built with every RU's data and granted for output");
+  events_incomplete_ =
+      &m.counter("events_incomplete", "events built without some RU's data and granted for output");
   events_corrupted_ = &m.counter("events_corrupted", "events with a fragment that failed a check");
   events_written_ = &m.counter("events_written", "events the output finished with");
+  events_fenced_ =
+      &m.counter("events_fenced", "events built and dropped: the EVM had given them to another BU");
   bytes_built_ = &m.counter("bytes_built", "bytes of the events built");
   blocks_built_ = &m.counter("blocks_built", "blocks built");
   requests_sent_ = &m.counter("requests_sent", "blocks requested of the EVM");
@@ -111,6 +126,7 @@ Result<void> BuilderUnit::configure(runtime::AppContext& ctx) {
 
   requested_ = 0;
   in_output_ = 0;
+  rejoin_pending_ = false;
   heartbeat_seq_ = 0;
   next_heartbeat_ns_ = 0;
   next_output_check_ns_ = 0;
@@ -157,6 +173,19 @@ void BuilderUnit::ru_gone(AppIndex ru, const std::string& why) {
 void BuilderUnit::on_completion(Completion& c, std::int64_t now) {
   switch (c.kind) {
     case Completion::Kind::recv: {
+      if (c.peer == topology_.evm && c.message.segment_count > 0 &&
+          (c.message.type == wire::MessageType::commit ||
+           c.message.type == wire::MessageType::fence)) {
+        const auto payload = c.message.segments[0].bytes();
+        if (c.message.type == wire::MessageType::commit) {
+          wire::Commit answer;
+          if (wire::decode(payload, answer) == wire::EvbStatus::ok) on_commit(answer, now);
+        } else {
+          wire::Fence f;
+          if (wire::decode(payload, f) == wire::EvbStatus::ok) on_fence(f);
+        }
+        break;
+      }
       if (c.message.type != wire::MessageType::block) break;
       messages_in_->add_single_writer();
       bytes_in_->add_single_writer(c.size);
@@ -197,6 +226,8 @@ void BuilderUnit::on_completion(Completion& c, std::int64_t now) {
       if (error && c.peer == topology_.evm && !halting()) {
         fail("the EVM '" + topology_.name(c.peer) + "' is lost: " + std::string(c.reason));
       }
+      // The EVM closing in order is the end of the run: nothing more goes to it.
+      if (c.peer == topology_.evm) fanout_.drop(c.peer);
       if (error) {
         spdlog::warn("{}: RU '{}' lost: {}", id(), topology_.name(c.peer), c.reason);
         ru_gone(c.peer, "connection failed: " + std::string(c.reason));
@@ -222,12 +253,8 @@ int BuilderUnit::build(std::int64_t now) {
     free_.pop_back();
     ++in_output_;
     const BuildResult r = builder_->build(slot, *batch);
-    acks_[batch_index(batch)] = AckInfo{r.block_id, r.generation, r.built, r.incomplete, r.bytes};
-    events_built_->add_single_writer(r.built);
-    events_incomplete_->add_single_writer(r.incomplete);
-    events_corrupted_->add_single_writer(r.corrupted);
-    bytes_built_->add_single_writer(r.bytes);
-    blocks_built_->add_single_writer();
+    acks_[batch_index(batch)] =
+        AckInfo{r.block_id, r.generation, r.built, r.incomplete, r.bytes, r.corrupted, 0};
     if (first_build_ns_.load(std::memory_order_relaxed) == 0)
       first_build_ns_.store(now, std::memory_order_relaxed);
     last_build_ns_.store(now, std::memory_order_relaxed);
@@ -250,9 +277,80 @@ int BuilderUnit::build(std::int64_t now) {
       spdlog::warn("{}: corrupted event(s) in block {}: {} (further ones are only counted)", id(),
                    r.block_id, r.problem);
     }
-    if (!output_->submit(batch)) unsubmitted_.push_back(batch);
+    unasked_.push_back(batch);
   }
   return n;
+}
+
+// Asks the EVM for the right to write each built block (exactly once: docs/reliability.md).
+int BuilderUnit::ask(std::int64_t now) {
+  int n = 0;
+  while (!unasked_.empty() && fanout_.has_room()) {
+    OutputBatch* batch = unasked_.front();
+    AckInfo& info = acks_[batch_index(batch)];
+    info.asked_ns = now;
+    const auto payload = encode_ack(info);
+    (void)fanout_.push(wire::MessageType::commit_request, info.block_id, payload);
+    unasked_.erase(unasked_.begin());
+    awaiting_.push_back(batch);
+    ++n;
+  }
+  return n;
+}
+
+void BuilderUnit::on_commit(const wire::Commit& c, std::int64_t now) {
+  const auto it = std::find_if(awaiting_.begin(), awaiting_.end(), [&](const OutputBatch* b) {
+    const AckInfo& info = acks_[batch_index(b)];
+    return info.block_id == c.block_id && info.generation == c.generation;
+  });
+  if (it == awaiting_.end()) return;  // dropped by a fence meanwhile
+  OutputBatch* batch = *it;
+  awaiting_.erase(it);
+  const AckInfo& info = acks_[batch_index(batch)];
+  // Nothing is kept by a non-durable output, so the EVM re-assigns such a BU's blocks when it
+  // loses it, grants included: a grant is good only within the lease, which ends before the EVM
+  // can have lost this BU.
+  const bool expired = !durable_ && now - info.asked_ns >= topology_.grant_lease_ns;
+  if (c.verdict != wire::CommitVerdict::granted || expired) {
+    events_fenced_->add_single_writer(std::uint64_t{info.built} + info.incomplete);
+    recycle(batch);
+    return;
+  }
+  events_built_->add_single_writer(info.built);
+  events_incomplete_->add_single_writer(info.incomplete);
+  events_corrupted_->add_single_writer(info.corrupted);
+  bytes_built_->add_single_writer(info.bytes);
+  blocks_built_->add_single_writer();
+  if (!output_->submit(batch)) unsubmitted_.push_back(batch);
+}
+
+void BuilderUnit::on_fence(const wire::Fence& f) {
+  if (f.epoch <= epoch_) return;
+  epoch_ = f.epoch;
+  const std::uint32_t open = builder_->drop_open();
+  std::uint64_t events = 0;
+  for (auto* list : {&unasked_, &awaiting_}) {
+    for (OutputBatch* batch : *list) {
+      const AckInfo& info = acks_[batch_index(batch)];
+      events += std::uint64_t{info.built} + info.incomplete;
+      recycle(batch);
+    }
+    list->clear();
+  }
+  events_fenced_->add_single_writer(events);
+  requested_ = 0;
+  spdlog::warn(
+      "{}: the EVM declared this BU lost: {} block(s) being built and {} built event(s) not yet "
+      "granted dropped; rejoining under epoch {}",
+      id(), open, events, epoch_);
+  wire::Fence back;
+  back.bu = endpoint_->self();
+  back.epoch = epoch_;
+  std::array<std::byte, wire::kFenceSize> payload{};
+  wire::encode(back, payload);
+  if (!fanout_.push(wire::MessageType::rejoin, epoch_, payload)) {
+    rejoin_pending_ = true;
+  }
 }
 
 void BuilderUnit::recycle(OutputBatch* batch) {
@@ -261,8 +359,7 @@ void BuilderUnit::recycle(OutputBatch* batch) {
   --in_output_;
 }
 
-bool BuilderUnit::acknowledge(OutputBatch* batch) {
-  const AckInfo& info = acks_[batch_index(batch)];
+std::array<std::byte, wire::kBlockAckSize> BuilderUnit::encode_ack(const AckInfo& info) const {
   wire::BlockAck a;
   a.block_id = info.block_id;
   a.bu = endpoint_->self();
@@ -272,7 +369,12 @@ bool BuilderUnit::acknowledge(OutputBatch* batch) {
   a.bytes = info.bytes;
   std::array<std::byte, wire::kBlockAckSize> payload{};
   wire::encode(a, payload);
-  return fanout_.push(wire::MessageType::block_ack, a.block_id, payload);
+  return payload;
+}
+
+bool BuilderUnit::acknowledge(OutputBatch* batch) {
+  const AckInfo& info = acks_[batch_index(batch)];
+  return fanout_.push(wire::MessageType::block_ack, info.block_id, encode_ack(info));
 }
 
 int BuilderUnit::finish() {
@@ -295,13 +397,22 @@ int BuilderUnit::finish() {
 
 int BuilderUnit::request(std::int64_t now) {
   int n = 0;
-  if (producing()) {
+  if (rejoin_pending_ && fanout_.has_room()) {
+    wire::Fence back;
+    back.bu = endpoint_->self();
+    back.epoch = epoch_;
+    std::array<std::byte, wire::kFenceSize> payload{};
+    wire::encode(back, payload);
+    rejoin_pending_ = !fanout_.push(wire::MessageType::rejoin, epoch_, payload);
+  }
+  if (producing() && !rejoin_pending_) {
     const std::uint32_t busy = builder_->open() + in_output_ + requested_;
     if (busy < window_ && fanout_.has_room()) {
       wire::EventRequest r;
       r.bu = endpoint_->self();
       r.events_per_block = events_per_request_;
       r.blocks = window_ - busy;
+      r.epoch = epoch_;
       std::array<std::byte, wire::kEventRequestSize> payload{};
       wire::encode(r, payload);
       if (fanout_.push(wire::MessageType::event_request, 0, payload)) {
@@ -343,6 +454,7 @@ int BuilderUnit::do_work() {
   for (std::size_t i = 0; i < n; ++i) on_completion(completions_[i], now);
   work += static_cast<int>(n);
   work += build(now);
+  work += ask(now);
   work += finish();
   work += request(now);
   gone_.clear();
@@ -380,6 +492,7 @@ nlohmann::json BuilderUnit::results() const {
       {"events_incomplete", incomplete},
       {"events_corrupted", events_corrupted_->value()},
       {"events_written", events_written_->value()},
+      {"events_fenced", events_fenced_->value()},
       {"bytes_built", bytes},
       {"seconds", seconds},
       {"event_rate_hz", seconds > 0 ? static_cast<double>(built + incomplete) / seconds : 0.0},

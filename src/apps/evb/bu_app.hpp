@@ -1,9 +1,12 @@
 #pragma once
 // `bu`: a builder unit of the two-stage event builder (docs/event-builder.md). While enabled it
 // keeps blocks_in_flight blocks requested or open at the EVM, gathers each block from every RU
-// (BlockBuilder: checks, references to the received buffers, no copy), hands the built block to
-// its output (an OutputBatch from a pool of blocks_in_flight, reserved at Configure), and once
-// the output is done sends block_ack to the EVM (which releases the block at the RUs). It sends a
+// (BlockBuilder: checks, references to the received buffers, no copy), asks the EVM for the
+// right to write it (commit_request), hands it to its output once granted (an OutputBatch from a
+// pool of blocks_in_flight, reserved at Configure), and once the output is done sends block_ack
+// to the EVM (which releases the block at the RUs). A block refused (fenced) is dropped: the EVM
+// gave it to another BU. A fence from the EVM (this BU was declared lost) drops everything not
+// granted, and the BU rejoins under the fence's epoch (docs/reliability.md). It sends a
 // heartbeat to the EVM every heartbeat_ms.
 //
 // A RU whose part is missing after timeout_ms (or whose connection failed) leaves its events
@@ -51,12 +54,18 @@ class BuilderUnit final : public runtime::Application {
     std::uint32_t built = 0;
     std::uint32_t incomplete = 0;
     std::uint64_t bytes = 0;
+    std::uint32_t corrupted = 0;
+    std::int64_t asked_ns = 0;  // when the commit request was queued: the grant's lease starts
   };
 
   void on_completion(transport::Completion& c, std::int64_t now);
   void ru_gone(transport::AppIndex ru, const std::string& why);
   int build(std::int64_t now);
   int finish();
+  int ask(std::int64_t now);
+  void on_commit(const wire::Commit& c, std::int64_t now);
+  void on_fence(const wire::Fence& f);
+  [[nodiscard]] std::array<std::byte, wire::kBlockAckSize> encode_ack(const AckInfo& info) const;
   bool acknowledge(OutputBatch* batch);
   void recycle(OutputBatch* batch);
   int request(std::int64_t now);
@@ -84,13 +93,18 @@ class BuilderUnit final : public runtime::Application {
   std::vector<OutputBatch> batches_;
   std::vector<AckInfo> acks_;              // by batch
   std::vector<OutputBatch*> free_;         // batches not in use
-  std::vector<OutputBatch*> unsubmitted_;  // built, refused by a full output queue
+  std::vector<OutputBatch*> unasked_;      // built, commit not yet requested (queue full)
+  std::vector<OutputBatch*> awaiting_;     // commit requested, no answer yet
+  std::vector<OutputBatch*> unsubmitted_;  // granted, refused by a full output queue
   std::vector<OutputBatch*> unacked_;      // done, waiting for room to send the ack
   std::vector<std::string> ru_lost_why_;   // by RU position; empty while alive
   std::vector<transport::AppIndex> gone_;  // scratch, reserved
   std::array<transport::Completion, detail::kPollBatch> completions_{};
   std::uint32_t requested_ = 0;  // blocks asked for whose first part has not arrived
-  std::uint32_t in_output_ = 0;  // blocks built and not yet acknowledged
+  std::uint32_t in_output_ = 0;  // blocks built and not yet acknowledged (or dropped)
+  std::uint32_t epoch_ = 0;      // of the last fence; 0 before any
+  bool durable_ = false;         // the output keeps what it writes (file)
+  bool rejoin_pending_ = false;  // fenced; the rejoin is not queued yet
   std::uint64_t heartbeat_seq_ = 0;
   std::int64_t next_heartbeat_ns_ = 0;
   std::int64_t next_output_check_ns_ = 0;
@@ -102,6 +116,7 @@ class BuilderUnit final : public runtime::Application {
   runtime::Counter* events_incomplete_ = nullptr;
   runtime::Counter* events_corrupted_ = nullptr;
   runtime::Counter* events_written_ = nullptr;
+  runtime::Counter* events_fenced_ = nullptr;
   runtime::Counter* bytes_built_ = nullptr;
   runtime::Counter* blocks_built_ = nullptr;
   runtime::Counter* requests_sent_ = nullptr;

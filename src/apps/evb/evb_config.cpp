@@ -174,6 +174,7 @@ Result<Topology> resolve_topology(const runtime::AppContext& ctx) {
   const auto bu_ids = evm_params.get<std::vector<std::string>>("bus");
   t.rus.push_back(evm->index);
   t.ru_feds.push_back(evm_params.get<std::uint32_t>("feds"));
+  t.grant_lease_ns = evm_params.get<std::int64_t>("heartbeat_timeout_ms") * 1'000'000 / 2;
   if (auto r = evm_params.status(); !r) return r.error();
 
   auto member = [&](const std::string& id, const char* key, const char* type,
@@ -210,9 +211,11 @@ Result<Topology> resolve_topology(const runtime::AppContext& ctx) {
     runtime::ParamReader bu_params = params_of(*bu);
     const auto window = bu_params.get<std::uint32_t>("blocks_in_flight");
     const auto events = bu_params.get<std::uint32_t>("events_per_request");
+    const auto output = bu_params.get<nlohmann::json>("output");
     if (auto r = bu_params.status(); !r) return r.error();
     t.bus.push_back(bu->index);
     t.bu_windows.push_back(window);
+    t.bu_durable.push_back(output.is_object() && output.value("kind", std::string()) == "file");
     t.max_block_events = std::max(t.max_block_events, events);
     windows += window;
   }

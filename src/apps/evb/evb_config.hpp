@@ -26,9 +26,13 @@ struct Topology {
   std::vector<std::uint32_t> ru_feds;     // per RU, its `feds`
   std::vector<transport::AppIndex> bus;   // the EVM's `bus`
   std::vector<std::uint32_t> bu_windows;  // per BU, its `blocks_in_flight`
-  std::uint32_t max_block_events = 1;     // the largest `events_per_request` of the BUs
-  std::size_t evm_block_capacity = 64;    // the EVM's block table
-  std::size_t ru_block_capacity = 128;    // a RU's retained blocks: room for acks arriving late
+  std::vector<bool> bu_durable;           // per BU, its output keeps what it writes (file)
+  // A BU uses a commit grant of a non-durable output only this long after it asked for it: half
+  // the EVM's heartbeat_timeout_ms, so no grant is used once the EVM may have lost the BU.
+  std::int64_t grant_lease_ns = 1'000'000'000;
+  std::uint32_t max_block_events = 1;   // the largest `events_per_request` of the BUs
+  std::size_t evm_block_capacity = 64;  // the EVM's block table
+  std::size_t ru_block_capacity = 128;  // a RU's retained blocks: room for acks arriving late
   // Events a RU (or the EVM's trigger) produces ahead of the last assigned one: twice what the
   // BUs can have assigned at once, so that blocks never wait for data, while what is written
   // is still in cache when it is read.

@@ -11,6 +11,9 @@ EventManager::EventManager(EventManagerSettings settings) : settings_(std::move(
 Result<EventManager> EventManager::create(EventManagerSettings settings) {
   if (settings.bus.empty()) return Error("no BU to build events");
   if (settings.windows.size() != settings.bus.size()) return Error("one window per BU is needed");
+  if (!settings.durable.empty() && settings.durable.size() != settings.bus.size()) {
+    return Error("one durability flag per BU is needed");
+  }
   if (settings.max_block_events == 0 || settings.max_block_events > wire::kMaxEventsPerBlock) {
     return Error("events per block must be 1.." + std::to_string(wire::kMaxEventsPerBlock));
   }
@@ -33,12 +36,15 @@ Result<EventManager> EventManager::create(EventManagerSettings settings) {
     b.index = s.bus[i];
     b.window = std::max<std::uint32_t>(s.windows[i], 1);
     b.events_per_block = s.max_block_events;
+    b.durable = !s.durable.empty() && s.durable[i];
     m.bus_.push_back(b);
   }
   m.alive_ = m.bus_.size();
   m.queue_.resize(std::bit_ceil(std::max<std::uint64_t>(windows, 2)));
   m.blocks_.resize(s.block_capacity);
   m.mask_ = s.block_capacity - 1;
+  m.aside_.reserve(windows);
+  m.aside_changes_.reserve(2 * windows);
   return m;
 }
 
@@ -65,7 +71,7 @@ void EventManager::request(transport::AppIndex from, const wire::EventRequest& r
   }
   Bu& b = bus_[static_cast<std::size_t>(p)];
   b.last_heard_ns = now_ns;
-  if (!b.alive) {
+  if (!b.alive || r.epoch != b.epoch) {
     requests_ignored_ += r.blocks;
     return;
   }
@@ -100,8 +106,8 @@ bool EventManager::next_assign(wire::Assign& out, bool flush) {
   while (queue_size_ > 0) {
     const std::uint32_t p = queue_[queue_head_];
     Bu& bu = bus_[p];
-    if (!bu.alive) {
-      --bu.wanted;
+    if (!bu.alive) {  // defensive: lose() takes a lost BU's entries out of the queue
+      if (bu.wanted > 0) --bu.wanted;
       queue_head_ = (queue_head_ + 1) % queue_.size();
       --queue_size_;
       continue;
@@ -112,6 +118,7 @@ bool EventManager::next_assign(wire::Assign& out, bool flush) {
         Block& b = blocks_[id & mask_];
         if (!b.open || !b.orphan) continue;
         b.orphan = false;
+        b.granted = false;
         --orphan_count_;
         ++b.generation;
         reassigned_ += b.count;
@@ -142,15 +149,36 @@ bool EventManager::next_assign(wire::Assign& out, bool flush) {
   return false;
 }
 
-AckOutcome EventManager::ack(transport::AppIndex from, const wire::BlockAck& a,
-                             std::int64_t now_ns) {
-  heard_from(from, now_ns);
-  Block& b = blocks_[a.block_id & mask_];
-  if (!b.open || b.id != a.block_id || a.generation > b.generation) {
-    ++stale_acks_;
-    return AckOutcome::stale;
+EventManager::Block* EventManager::find_open(std::uint64_t id) {
+  Block& b = blocks_[id & mask_];
+  if (b.open && b.id == id) return &b;
+  for (Block& a : aside_) {
+    if (a.id == id) return &a;
   }
-  if (std::uint64_t{a.built} + a.incomplete != b.count) return AckOutcome::invalid;
+  return nullptr;
+}
+
+CommitOutcome EventManager::commit(transport::AppIndex from, const wire::BlockAck& a,
+                                   std::int64_t now_ns) {
+  heard_from(from, now_ns);
+  const int p = position_of(from);
+  Block* b = find_open(a.block_id);
+  if (p < 0 || b == nullptr || b->bu != static_cast<std::uint32_t>(p) || b->orphan ||
+      b->generation != a.generation) {
+    ++commits_fenced_;
+    return CommitOutcome::fenced;
+  }
+  if (b->granted) return CommitOutcome::granted;  // a repeated request: the same answer
+  if (!bus_[static_cast<std::size_t>(p)].alive) {
+    ++commits_fenced_;
+    return CommitOutcome::fenced;
+  }
+  if (std::uint64_t{a.built} + a.incomplete != b->count) return CommitOutcome::invalid;
+  b->granted = true;
+  return CommitOutcome::granted;
+}
+
+void EventManager::close(Block& b, const wire::BlockAck& a) {
   built_ += a.built;
   incomplete_ += a.incomplete;
   bytes_built_ += a.bytes;
@@ -158,9 +186,26 @@ AckOutcome EventManager::ack(transport::AppIndex from, const wire::BlockAck& a,
   --open_blocks_;
   Bu& owner = bus_[b.bu];
   if (owner.open > 0) --owner.open;
-  if (b.orphan) --orphan_count_;  // its lost BU finished it after all
   b.open = false;
-  b.orphan = false;
+  b.granted = false;
+}
+
+AckOutcome EventManager::ack(transport::AppIndex from, const wire::BlockAck& a,
+                             std::int64_t now_ns) {
+  heard_from(from, now_ns);
+  const int p = position_of(from);
+  Block* b = find_open(a.block_id);
+  if (p < 0 || b == nullptr || b->bu != static_cast<std::uint32_t>(p) || !b->granted ||
+      b->generation != a.generation) {
+    ++stale_acks_;
+    return AckOutcome::stale;
+  }
+  if (std::uint64_t{a.built} + a.incomplete != b->count) return AckOutcome::invalid;
+  close(*b, a);
+  if (b >= aside_.data() && b < aside_.data() + aside_.size()) {
+    aside_changes_.push_back({a.block_id, false});
+    aside_.erase(aside_.begin() + (b - aside_.data()));
+  }
   while (oldest_ < next_id_ && !blocks_[oldest_ & mask_].open) ++oldest_;
   return AckOutcome::closed;
 }
@@ -171,15 +216,67 @@ bool EventManager::lose(transport::AppIndex bu) {
   Bu& b = bus_[static_cast<std::size_t>(p)];
   if (!b.alive) return false;
   b.alive = false;
+  ++b.epoch;
   --alive_;
   lost_.push_back(bu);
+  // Its wanted blocks leave the queue: a rejoined BU asks afresh.
+  std::size_t kept = 0;
+  for (std::size_t i = 0; i < queue_size_; ++i) {
+    const std::uint32_t q = queue_[(queue_head_ + i) % queue_.size()];
+    if (q != static_cast<std::uint32_t>(p)) queue_[(queue_head_ + kept++) % queue_.size()] = q;
+  }
+  queue_size_ = kept;
+  b.wanted = 0;
   for (std::uint64_t id = oldest_; id < next_id_; ++id) {
     Block& blk = blocks_[id & mask_];
     if (!blk.open || blk.orphan || blk.bu != static_cast<std::uint32_t>(p)) continue;
-    blk.orphan = true;
-    ++orphan_count_;
+    if (blk.granted && b.durable) {
+      // In doubt: it may be written or being written; it stays this BU's, out of the table.
+      aside_.push_back(blk);
+      aside_changes_.push_back({blk.id, true});
+      blk.open = false;
+    } else {
+      blk.orphan = true;
+      blk.granted = false;
+      ++orphan_count_;
+    }
   }
+  b.open = 0;
+  for (const Block& blk : aside_) {
+    if (blk.bu == static_cast<std::uint32_t>(p)) ++b.open;  // they still fill its window
+  }
+  while (oldest_ < next_id_ && !blocks_[oldest_ & mask_].open) ++oldest_;
   return true;
+}
+
+bool EventManager::rejoin(transport::AppIndex bu, std::uint32_t epoch, std::int64_t now_ns) {
+  const int p = position_of(bu);
+  if (p < 0) return false;
+  Bu& b = bus_[static_cast<std::size_t>(p)];
+  if (b.alive || epoch != b.epoch) return false;
+  b.alive = true;
+  b.last_heard_ns = now_ns;
+  ++alive_;
+  rejoined_.push_back(bu);
+  return true;
+}
+
+std::uint32_t EventManager::epoch_of(transport::AppIndex bu) const {
+  const int p = position_of(bu);
+  return p < 0 ? 0 : bus_[static_cast<std::size_t>(p)].epoch;
+}
+
+void EventManager::take_aside_changes(std::vector<AsideChange>& out) {
+  out.insert(out.end(), aside_changes_.begin(), aside_changes_.end());
+  aside_changes_.clear();
+}
+
+std::uint64_t EventManager::in_doubt() const {
+  std::uint64_t n = 0;
+  for (const Block& b : aside_) {
+    if (!bus_[b.bu].alive) n += b.count;
+  }
+  return n;
 }
 
 void EventManager::check_heartbeats(std::int64_t now_ns,

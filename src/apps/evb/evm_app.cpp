@@ -41,6 +41,7 @@ Result<void> EventManagerApp::configure(runtime::AppContext& ctx) {
   EventManagerSettings s;
   s.bus = topology_.bus;
   s.windows = topology_.bu_windows;
+  s.durable = topology_.bu_durable;
   s.heartbeat_timeout_ns = heartbeat_timeout_ns_;
   s.block_capacity = topology_.evm_block_capacity;
   s.max_block_events = topology_.max_block_events;
@@ -56,6 +57,14 @@ Result<void> EventManagerApp::configure(runtime::AppContext& ctx) {
   // Every RU but this one receives the assigns; capacity: one per block of the table, twice.
   const std::vector<AppIndex> others(topology_.rus.begin() + 1, topology_.rus.end());
   if (auto r = assigns_.configure(id() + ".assigns", others, 2 * topology_.evm_block_capacity);
+      !r) {
+    return r.error().context("application '" + id() + "'");
+  }
+  // Commit answers and fences to the BUs: at most a window of commits each, and a fence.
+  std::size_t windows = 0;
+  for (const auto w : topology_.bu_windows) windows += w;
+  if (auto r = replies_.configure(id() + ".replies", topology_.bus,
+                                  2 * windows + 2 * topology_.bus.size() + 16);
       !r) {
     return r.error().context("application '" + id() + "'");
   }
@@ -85,6 +94,9 @@ Result<void> EventManagerApp::configure(runtime::AppContext& ctx) {
   bytes_built_ = &m.counter("bytes_built", "bytes of the events built");
   events_in_flight_ = &m.gauge("events_in_flight", "events triggered, not yet built or incomplete");
   events_lost_ = &m.gauge("events_lost", "events that can no longer be built (no BU left)");
+  events_in_doubt_ = &m.gauge("events_in_doubt",
+                              "events granted to a lost BU with a file output, not acknowledged");
+  commits_fenced_ = &m.counter("commits_fenced", "commit requests refused: the BU was lost");
   bus_alive_ = &m.gauge("bus_alive", "BUs not lost");
   bus_alive_->set(static_cast<double>(topology_.bus.size()));
   published_ = {};
@@ -100,6 +112,7 @@ Result<void> EventManagerApp::configure(runtime::AppContext& ctx) {
   last_built_ns_.store(0);
   const std::lock_guard lock(lost_mutex_);
   lost_bus_.clear();
+  rejoined_bus_.clear();
   return ok();
 }
 
@@ -112,6 +125,7 @@ Result<void> EventManagerApp::enable() {
 void EventManagerApp::release() {
   for (auto& c : completions_) c.message.clear();
   assigns_.clear();
+  replies_.clear();
   role_.release();
   endpoint_ = nullptr;
 }
@@ -131,6 +145,13 @@ void EventManagerApp::on_lost(AppIndex bu, const std::string& why, std::size_t o
   }
   spdlog::warn("{}: BU '{}' lost ({}); {} of its blocks go to the {} BU(s) left", id(),
                topology_.name(bu), why, orphans, evm_->bus_alive());
+  // Fenced: if it is only frozen or cut off, it learns this when it hears from us again.
+  wire::Fence f;
+  f.bu = bu;
+  f.epoch = evm_->epoch_of(bu);
+  std::array<std::byte, wire::kFenceSize> payload{};
+  wire::encode(f, payload);
+  reply(bu, wire::MessageType::fence, f.epoch, payload);
   if (evm_->bus_alive() == 0) {
     events_lost_->set(static_cast<double>(evm_->lost()));
     fail("no BU left (lost: " + names + "); " + std::to_string(evm_->lost()) +
@@ -152,6 +173,26 @@ void EventManagerApp::on_completion(Completion& c, std::int64_t now) {
         case wire::MessageType::heartbeat:
           evm_->heard_from(c.peer, now);
           break;
+        case wire::MessageType::commit_request: {
+          wire::BlockAck a;
+          if (wire::decode(payload, a) != wire::EvbStatus::ok) break;
+          const CommitOutcome outcome = evm_->commit(c.peer, a, now);
+          if (outcome == CommitOutcome::invalid) {
+            fail("commit_request from " + topology_.name(c.peer) + " for block " +
+                 std::to_string(a.block_id) + " counts " + std::to_string(a.built) + " built + " +
+                 std::to_string(a.incomplete) + " incomplete events, not the block's size");
+            break;
+          }
+          wire::Commit answer;
+          answer.block_id = a.block_id;
+          answer.generation = a.generation;
+          answer.verdict = outcome == CommitOutcome::granted ? wire::CommitVerdict::granted
+                                                             : wire::CommitVerdict::fenced;
+          std::array<std::byte, wire::kCommitSize> out{};
+          wire::encode(answer, out);
+          reply(c.peer, wire::MessageType::commit, a.block_id, out);
+          break;
+        }
         case wire::MessageType::block_ack: {
           wire::BlockAck a;
           if (wire::decode(payload, a) != wire::EvbStatus::ok) break;
@@ -161,6 +202,20 @@ void EventManagerApp::on_completion(Completion& c, std::int64_t now) {
                  std::to_string(a.incomplete) + " incomplete events, not the block's size");
           }
           last_built_ns_.store(now, std::memory_order_relaxed);
+          break;
+        }
+        case wire::MessageType::rejoin: {
+          wire::Fence f;
+          if (wire::decode(payload, f) != wire::EvbStatus::ok) break;
+          if (evm_->rejoin(c.peer, f.epoch, now)) {
+            role_.bu_back(c.peer);
+            {
+              const std::lock_guard lock(lost_mutex_);
+              rejoined_bus_.push_back(topology_.name(c.peer));
+            }
+            spdlog::warn("{}: BU '{}' rejoined under epoch {}; it is served again", id(),
+                         topology_.name(c.peer), f.epoch);
+          }
           break;
         }
         default:
@@ -201,6 +256,35 @@ std::uint64_t EventManagerApp::trigger_limit(std::int64_t now) {
 }
 
 // Tells the RUs (and this EVM's own store) which blocks are done, once per turn at most.
+void EventManagerApp::reply(AppIndex bu, wire::MessageType type, std::uint64_t tag,
+                            std::span<const std::byte> payload) {
+  const auto it = std::find(topology_.bus.begin(), topology_.bus.end(), bu);
+  if (it == topology_.bus.end()) return;
+  if (!replies_.push(type, tag, payload, static_cast<int>(it - topology_.bus.begin()))) {
+    fail("the queue of answers to the BUs is full (" + std::string(wire::to_string(type)) + " to " +
+         topology_.name(bu) + ")");
+  }
+}
+
+// Blocks in doubt leave the RUs' tables before a release could pass them; resolved ones go.
+int EventManagerApp::hold_aside() {
+  aside_changes_.clear();
+  evm_->take_aside_changes(aside_changes_);
+  for (const AsideChange& change : aside_changes_) {
+    wire::Hold h;
+    h.block_id = change.block_id;
+    h.action = change.keep ? wire::HoldAction::keep : wire::HoldAction::free;
+    role_.on_hold(h);
+    std::array<std::byte, wire::kHoldSize> payload{};
+    wire::encode(h, payload);
+    if (!assigns_.push(wire::MessageType::hold, h.block_id, payload)) {
+      fail("the queue of messages to the RUs is full (hold of block " + std::to_string(h.block_id) +
+           ")");
+    }
+  }
+  return static_cast<int>(aside_changes_.size());
+}
+
 int EventManagerApp::release_closed() {
   const std::uint64_t below = evm_->closed_below();
   if (below <= released_ || !assigns_.has_room()) return 0;
@@ -241,6 +325,8 @@ void EventManagerApp::publish() {
   delta(bytes_built_, e.bytes_built(), published_.bytes);
   events_in_flight_->set(static_cast<double>(e.in_flight()));
   events_lost_->set(static_cast<double>(e.lost()));
+  events_in_doubt_->set(static_cast<double>(e.in_doubt()));
+  delta(commits_fenced_, e.commits_fenced(), published_.fenced);
   bus_alive_->set(static_cast<double>(e.bus_alive()));
 }
 
@@ -276,9 +362,12 @@ int EventManagerApp::do_work() {
   const std::uint32_t triggered = role_.produce(limit, triggering && limit == lookahead_limit());
   if (rate_hz_ > 0) tokens_ = std::max(0.0, tokens_ - triggered);
   work += static_cast<int>(triggered);
+  work += hold_aside();
   work += release_closed();
   work += assign(halting);
   work += role_.send();
+  gone_.clear();
+  work += replies_.post(*endpoint_, gone_);  // a BU gone is lost through its completion
   gone_.clear();
   work += assigns_.post(*endpoint_, gone_);
   for (const AppIndex ru : gone_) {
@@ -299,9 +388,11 @@ int EventManagerApp::do_work() {
   }
   // Every triggered event built and its blocks acknowledged here too; sends still queued for a
   // BU that hangs do not hold up the halt.
-  drained_.store(
-      halting && evm_->in_flight() == 0 && assigns_.idle() && role_.store()->blocks_held() == 0,
-      std::memory_order_release);
+  // Blocks in doubt (their BU lost with them granted) are all that may be left.
+  const ReadoutStore* store = role_.store();
+  drained_.store(halting && evm_->in_flight() == evm_->in_doubt() && assigns_.idle() &&
+                     store->blocks_held() == store->blocks_aside(),
+                 std::memory_order_release);
   return work;
 }
 
@@ -325,9 +416,11 @@ nlohmann::json EventManagerApp::results() const {
   const std::int64_t to = last_built_ns_.load(std::memory_order_relaxed);
   const double seconds = from > 0 && to > from ? static_cast<double>(to - from) * 1e-9 : 0.0;
   nlohmann::json lost = nlohmann::json::array();
+  nlohmann::json rejoined = nlohmann::json::array();
   {
     const std::lock_guard lock(lost_mutex_);
     for (const auto& id : lost_bus_) lost.push_back(id);
+    for (const auto& id : rejoined_bus_) rejoined.push_back(id);
   }
   const std::uint64_t triggered = events_triggered_->value();
   const std::uint64_t incomplete = events_incomplete_->value();
@@ -345,6 +438,9 @@ nlohmann::json EventManagerApp::results() const {
       {"events_incomplete", incomplete},
       {"events_in_flight", triggered - std::min(triggered, built + incomplete)},
       {"events_lost", static_cast<std::uint64_t>(events_lost_->value())},
+      {"events_in_doubt", static_cast<std::uint64_t>(events_in_doubt_->value())},
+      {"commits_fenced", commits_fenced_->value()},
+      {"rejoined_bus", rejoined},
       {"events_reassigned", events_reassigned_->value()},
       {"bytes_built", bytes},
       {"lost_bus", lost},
@@ -360,11 +456,14 @@ nlohmann::json EventManagerApp::results() const {
 void EventManagerApp::fold_results(nlohmann::json& run, const std::string& /*id*/,
                                    const nlohmann::json& app) {
   if (!run.is_object()) run = nlohmann::json::object();
-  for (const char* key : {"events_triggered", "events_built", "events_incomplete", "events_lost",
-                          "events_reassigned", "bytes_built", "event_rate_hz", "throughput_mb_s"}) {
+  for (const char* key :
+       {"events_triggered", "events_built", "events_incomplete", "events_lost", "events_in_doubt",
+        "events_reassigned", "bytes_built", "event_rate_hz", "throughput_mb_s"}) {
     if (app.contains(key)) run[key] = app[key];
   }
   run["lost_bus"] = app.contains("lost_bus") ? app["lost_bus"] : nlohmann::json::array();
+  run["rejoined_bus"] =
+      app.contains("rejoined_bus") ? app["rejoined_bus"] : nlohmann::json::array();
 }
 
 runtime::AppType evm_type() {

@@ -6,8 +6,12 @@
 // BUs not keeping up) holds the trigger back, counted in throttled_ns.
 //
 // BU loss: a BU's connection failing, or no message from it for heartbeat_timeout_ms while the
-// EVM is enabled, loses it: its unacknowledged blocks go to the surviving BUs (generation + 1),
-// the run goes on, and the lost BU is named in the results. With no BU left the EVM fails.
+// EVM is enabled, loses it: its blocks not granted for writing go to the surviving BUs
+// (generation + 1), the run goes on, and the lost BU is named in the results. It is fenced: any
+// later commit request of a block taken from it is refused, and it is told so (fence); once it
+// rejoins under the new epoch it is served again. Granted blocks of a BU with a file output stay
+// its own, in doubt, held at the RUs, until it acknowledges them (EventManager). With no BU
+// left the EVM fails.
 //
 // Rates: event_rate_hz and throughput_mb_s come from samples of the built events every 200 ms,
 // the first and the last interval dropped (seed 004), or over the whole enabled time when the
@@ -24,6 +28,7 @@
 #include <atomic>
 #include <memory>
 #include <mutex>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -65,6 +70,9 @@ class EventManagerApp final : public runtime::Application {
   [[nodiscard]] std::uint64_t lookahead_limit() const {
     return evm_->assigned() + topology_.lookahead_events;
   }
+  void reply(transport::AppIndex bu, wire::MessageType type, std::uint64_t tag,
+             std::span<const std::byte> payload);
+  int hold_aside();
   int release_closed();
   int assign(bool flush);
   void publish();
@@ -74,7 +82,9 @@ class EventManagerApp final : public runtime::Application {
   core::Clock* clock_ = nullptr;
   ReadoutRole role_;
   std::unique_ptr<EventManager> evm_;
-  Fanout assigns_;
+  Fanout assigns_;                          // to the RUs: assign, release, hold
+  Fanout replies_;                          // to the BUs: commit, fence
+  std::vector<AsideChange> aside_changes_;  // scratch
   std::array<transport::Completion, detail::kPollBatch> completions_{};
   std::vector<transport::AppIndex> gone_;  // scratch, reserved
   double rate_hz_ = 0;
@@ -90,7 +100,7 @@ class EventManagerApp final : public runtime::Application {
   // Metrics, published from the EventManager's figures and read by results().
   struct Published {
     std::uint64_t triggered = 0, assigned = 0, built = 0, incomplete = 0, reassigned = 0,
-                  blocks = 0, bytes = 0;
+                  blocks = 0, bytes = 0, fenced = 0;
   } published_;
   runtime::Counter* events_triggered_ = nullptr;
   runtime::Counter* events_assigned_ = nullptr;
@@ -101,6 +111,8 @@ class EventManagerApp final : public runtime::Application {
   runtime::Counter* bytes_built_ = nullptr;
   runtime::Gauge* events_in_flight_ = nullptr;
   runtime::Gauge* events_lost_ = nullptr;
+  runtime::Gauge* events_in_doubt_ = nullptr;
+  runtime::Counter* commits_fenced_ = nullptr;
   runtime::Gauge* bus_alive_ = nullptr;
 
   // Shared with other threads.
@@ -108,7 +120,8 @@ class EventManagerApp final : public runtime::Application {
   std::atomic<std::int64_t> enabled_ns_{0};
   std::atomic<std::int64_t> last_built_ns_{0};
   mutable std::mutex lost_mutex_;
-  std::vector<std::string> lost_bus_;  // guarded by lost_mutex_
+  std::vector<std::string> lost_bus_;      // guarded by lost_mutex_
+  std::vector<std::string> rejoined_bus_;  // guarded by lost_mutex_
 };
 
 [[nodiscard]] runtime::AppType evm_type();

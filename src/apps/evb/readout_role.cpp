@@ -138,6 +138,14 @@ void ReadoutRole::on_release(std::uint64_t below) {
   (void)store_->release_below(below);
 }
 
+void ReadoutRole::on_hold(const wire::Hold& h) {
+  (void)store_->hold(h.block_id, h.action == wire::HoldAction::keep);
+}
+
+void ReadoutRole::bu_back(transport::AppIndex bu) {
+  if (bu < bus_.size() && bus_[bu].is_bu) bus_[bu].live = true;
+}
+
 void ReadoutRole::on_send_done(transport::AppIndex peer) {
   if (peer < bus_.size() && bus_[peer].in_flight > 0) --bus_[peer].in_flight;
 }

@@ -42,9 +42,13 @@ class ReadoutRole {
   void on_assign(const wire::Assign& a);
   // The EVM closed every block below `below`: their data may go.
   void on_release(std::uint64_t below);
+  // A block in doubt at the EVM (keep) or resolved there (free).
+  void on_hold(const wire::Hold& h);
   void on_send_done(transport::AppIndex peer);
   // A BU is gone (its connection failed): nothing more is posted to it.
   void bu_gone(transport::AppIndex bu);
+  // A BU the EVM had lost rejoined: blocks may go to it again.
+  void bu_back(transport::AppIndex bu);
   // Cuts the blocks whose events are produced and posts what the BUs' pipelines take.
   int send();
   // Copies the counters into the metrics (once per do_work, not per event).

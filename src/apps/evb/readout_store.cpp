@@ -11,6 +11,8 @@ namespace daqflow::apps::evb {
 namespace {
 
 constexpr std::size_t kMaxSlices = transport::kMaxSegments - 1;
+// Blocks held out of the table (in doubt at the EVM): at most the windows of the BUs lost at once.
+constexpr std::size_t kAsideReserve = 64;
 
 std::size_t align8(std::size_t n) {
   return (n + 7) & ~std::size_t{7};
@@ -120,6 +122,7 @@ Result<void> ReadoutStore::allocate() {
   block_mask_ = settings_.block_capacity - 1;
   pending_.resize(settings_.block_capacity);
   ready_.reserve(settings_.block_capacity);
+  aside_.reserve(kAsideReserve);
   return ok();
 }
 
@@ -196,9 +199,27 @@ ProduceStatus ReadoutStore::produce(FragmentSource& source, std::uint64_t limit)
   return ProduceStatus::no_chunk;
 }
 
+ReadoutStore::Block* ReadoutStore::find(std::uint64_t id) {
+  Block& b = slot(id);
+  if (b.state != State::free && b.id == id) return &b;
+  for (Block& a : aside_) {
+    if (a.id == id) return &a;
+  }
+  return nullptr;
+}
+
+const ReadoutStore::Block& ReadoutStore::held(std::uint64_t id) const {
+  const Block& b = blocks_[id & block_mask_];
+  if (b.state != State::free && b.id == id) return b;
+  for (const Block& a : aside_) {
+    if (a.id == id) return a;
+  }
+  return b;  // not reached: ready_ holds only ids of held blocks
+}
+
 AssignOutcome ReadoutStore::assign(const wire::Assign& a) {
-  Block& b = slot(a.block_id);
-  if (b.state != State::free && b.id == a.block_id) {
+  if (Block* found = find(a.block_id)) {
+    Block& b = *found;
     if (a.generation <= b.generation) {
       ++counters_.stale_assigns;
       return AssignOutcome::stale;
@@ -214,6 +235,7 @@ AssignOutcome ReadoutStore::assign(const wire::Assign& a) {
     ++counters_.blocks_resent;
     return AssignOutcome::resend;
   }
+  Block& b = slot(a.block_id);
   if (a.generation > 0 || a.block_id < released_) {
     // A re-assign of a block released here already, or a repeated assign: nothing to do.
     ++counters_.stale_assigns;
@@ -258,8 +280,9 @@ bool ReadoutStore::cut() {
   while (pending_size_ > 0) {
     const PendingCut& p = pending_[pending_head_];
     if (produced_ < p.first + p.count) break;
-    Block& b = slot(p.id);
-    if (b.state == State::waiting && b.id == p.id) {
+    Block* found = find(p.id);
+    if (found != nullptr && found->state == State::waiting) {
+      Block& b = *found;
       --waiting_count_;
       if (!build(b)) return false;
       b.state = State::ready;
@@ -341,12 +364,12 @@ bool ReadoutStore::write_descriptor(Block& b) {
 }
 
 ReadyBlock ReadoutStore::ready_at(std::size_t i) const {
-  const Block& b = blocks_[ready_[i] & block_mask_];
+  const Block& b = held(ready_[i]);
   return {b.id, b.generation, b.bu};
 }
 
 void ReadoutStore::stage(std::size_t i, transport::Message& message) const {
-  const Block& b = blocks_[ready_[i] & block_mask_];
+  const Block& b = held(ready_[i]);
   message.clear();
   message.type = wire::MessageType::block;
   message.flags = 0;
@@ -358,14 +381,14 @@ void ReadoutStore::stage(std::size_t i, transport::Message& message) const {
 }
 
 void ReadoutStore::mark_sent(std::size_t i) {
-  blocks_[ready_[i] & block_mask_].state = State::sent;
+  find(ready_[i])->state = State::sent;
   ready_.erase(ready_.begin() + static_cast<std::ptrdiff_t>(i));
 }
 
 void ReadoutStore::park(transport::AppIndex bu) {
   std::size_t kept = 0;
   for (const std::uint64_t id : ready_) {
-    Block& b = slot(id);
+    Block& b = *find(id);
     if (b.bu == bu) {
       b.state = State::parked;
     } else {
@@ -412,7 +435,27 @@ std::size_t ReadoutStore::release_below(std::uint64_t below) {
   return n;
 }
 
+bool ReadoutStore::hold(std::uint64_t block_id, bool keep) {
+  if (keep) {
+    Block& b = slot(block_id);
+    if (b.state == State::free || b.id != block_id) return false;
+    aside_.push_back(std::move(b));
+    b = Block{};
+    return true;
+  }
+  for (std::size_t i = 0; i < aside_.size(); ++i) {
+    if (aside_[i].id != block_id) continue;
+    close(aside_[i]);
+    aside_.erase(aside_.begin() + static_cast<std::ptrdiff_t>(i));
+    ++counters_.blocks_released;
+    return true;
+  }
+  return false;
+}
+
 void ReadoutStore::clear() {
+  for (Block& b : aside_) close(b);
+  aside_.clear();
   for (Block& b : blocks_) {
     if (b.state != State::free) close(b);
   }

@@ -63,6 +63,14 @@ void ReadoutUnit::on_completion(Completion& c) {
           break;
         }
         role_.on_release(r.below);
+      } else if (c.message.type == wire::MessageType::hold && c.peer == topology_.evm) {
+        wire::Hold h;
+        if (const auto s = wire::decode(payload, h); s != wire::EvbStatus::ok) {
+          fail("malformed hold from " + topology_.name(c.peer) + ": " +
+               std::string(wire::to_string(s)));
+          break;
+        }
+        role_.on_hold(h);
       }
       break;
     }

@@ -1,4 +1,5 @@
-// The EVM's bookkeeping: requests, assignment, acks, BU loss and re-assignment, accounting.
+// The EVM's bookkeeping: requests, assignment, commits and acks, BU loss, fencing, blocks in
+// doubt, rejoin, re-assignment, accounting.
 #include <gtest/gtest.h>
 
 #include <vector>
@@ -45,6 +46,16 @@ wire::BlockAck ack_of(const wire::Assign& a, std::uint32_t incomplete = 0) {
   return k;
 }
 
+// The BU's side of a block once built: ask to write it, then acknowledge it written.
+AckOutcome done(EventManager& m, transport::AppIndex bu, const wire::Assign& a,
+                std::uint32_t incomplete = 0) {
+  const wire::BlockAck k = ack_of(a, incomplete);
+  const CommitOutcome c = m.commit(bu, k, 0);
+  if (c == CommitOutcome::invalid) return AckOutcome::invalid;
+  if (c == CommitOutcome::fenced) return AckOutcome::stale;
+  return m.ack(bu, k, 0);
+}
+
 std::vector<wire::Assign> drain(EventManager& m, bool flush = false) {
   std::vector<wire::Assign> out;
   wire::Assign a;
@@ -88,7 +99,7 @@ TEST(EventManagerTest, ServesRequestsInArrivalOrderWithinEachWindow) {
   }
   m.request(kBu1, want(4, 1), 0);
   EXPECT_EQ(m.requests_ignored(), 4u) << "the window is full until an ack";
-  EXPECT_EQ(m.ack(kBu1, ack_of(a[2]), 0), AckOutcome::closed);
+  EXPECT_EQ(done(m, kBu1, a[2]), AckOutcome::closed);
   m.request(kBu1, want(4, 1), 0);
   EXPECT_EQ(drain(m).size(), 1u);
 }
@@ -99,18 +110,18 @@ TEST(EventManagerTest, AcksCountBuiltAndIncompleteAndKeepTheInvariant) {
   m.set_triggered(25);
   const auto a = drain(m);
   ASSERT_EQ(a.size(), 2u);
-  EXPECT_EQ(m.ack(kBu1, ack_of(a[1], 3), 0), AckOutcome::closed);
+  EXPECT_EQ(done(m, kBu1, a[1], 3), AckOutcome::closed);
   EXPECT_EQ(m.built(), 7u);
   EXPECT_EQ(m.incomplete(), 3u);
   EXPECT_EQ(m.bytes_built(), 10000u);
   EXPECT_EQ(m.in_flight(), 15u);
   EXPECT_EQ(m.blocks_open(), 1u);
   EXPECT_EQ(m.check_invariant(), "");
-  EXPECT_EQ(m.ack(kBu1, ack_of(a[1]), 0), AckOutcome::stale) << "a repeated ack";
+  EXPECT_EQ(done(m, kBu1, a[1]), AckOutcome::stale) << "a repeated ack";
   wire::BlockAck wrong = ack_of(a[0]);
   wrong.built = 3;
-  EXPECT_EQ(m.ack(kBu1, wrong, 0), AckOutcome::invalid);
-  EXPECT_EQ(m.ack(kBu1, ack_of(a[0]), 0), AckOutcome::closed);
+  EXPECT_EQ(m.commit(kBu1, wrong, 0), CommitOutcome::invalid);
+  EXPECT_EQ(done(m, kBu1, a[0]), AckOutcome::closed);
   EXPECT_EQ(m.in_flight(), 5u);
   EXPECT_EQ(m.check_invariant(), "");
 }
@@ -135,7 +146,7 @@ TEST(EventManagerTest, ALostBusBlocksGoToTheSurvivorsWithTheNextGeneration) {
   m.request(kBu3, want(10, 2), 0);
   const auto first = drain(m);
   ASSERT_EQ(first.size(), 6u);
-  EXPECT_EQ(m.ack(kBu1, ack_of(first[0]), 0), AckOutcome::closed);
+  EXPECT_EQ(done(m, kBu1, first[0]), AckOutcome::closed);
 
   EXPECT_TRUE(m.lose(kBu1));
   EXPECT_FALSE(m.lose(kBu1)) << "lost once";
@@ -145,7 +156,7 @@ TEST(EventManagerTest, ALostBusBlocksGoToTheSurvivorsWithTheNextGeneration) {
   EXPECT_EQ(m.requests_ignored(), 1u) << "a lost BU is not served";
 
   // The survivors ask again as they finish; the orphan goes first, to whoever asks.
-  EXPECT_EQ(m.ack(kBu3, ack_of(first[4]), 0), AckOutcome::closed);
+  EXPECT_EQ(done(m, kBu3, first[4]), AckOutcome::closed);
   m.request(kBu3, want(10, 1), 0);
   auto next = drain(m);
   ASSERT_EQ(next.size(), 1u);
@@ -156,9 +167,9 @@ TEST(EventManagerTest, ALostBusBlocksGoToTheSurvivorsWithTheNextGeneration) {
   EXPECT_EQ(m.reassigned(), 10u);
   EXPECT_EQ(m.orphans(), 0u);
 
-  EXPECT_EQ(m.ack(kBu3, ack_of(next[0]), 0), AckOutcome::closed);
+  EXPECT_EQ(done(m, kBu3, next[0]), AckOutcome::closed);
   for (const auto& a : {first[2], first[3], first[5]}) {
-    EXPECT_EQ(m.ack(a.bu, ack_of(a), 0), AckOutcome::closed);
+    EXPECT_EQ(done(m, a.bu, a), AckOutcome::closed);
   }
   EXPECT_EQ(m.built(), 60u);
   EXPECT_EQ(m.lost(), 0u);
@@ -166,36 +177,100 @@ TEST(EventManagerTest, ALostBusBlocksGoToTheSurvivorsWithTheNextGeneration) {
   EXPECT_EQ(m.lost_bus(), std::vector<transport::AppIndex>{kBu1});
 }
 
-TEST(EventManagerTest, AnAckFromALostBuStillCountsOnce) {
+TEST(EventManagerTest, ALostBuIsFencedFromWritingWhatWasTakenFromIt) {
   EventManager m = make({kBu1, kBu2}, 1);
   m.set_triggered(100);
   m.request(kBu1, want(5, 1), 0);
   const auto a = drain(m);
   ASSERT_EQ(a.size(), 1u);
-  EXPECT_TRUE(m.lose(kBu1));
-  EXPECT_EQ(m.ack(kBu1, ack_of(a[0]), 0), AckOutcome::closed) << "it built them after all";
-  EXPECT_EQ(m.orphans(), 0u);
+  EXPECT_EQ(m.ack(kBu1, ack_of(a[0]), 0), AckOutcome::stale) << "never granted";
+  ASSERT_TRUE(m.lose(kBu1));  // frozen, say, with the block built
+  EXPECT_EQ(m.epoch_of(kBu1), 1u);
   m.request(kBu2, want(5, 1), 0);
   const auto b = drain(m);
   ASSERT_EQ(b.size(), 1u);
-  EXPECT_EQ(b[0].block_id, 1u) << "no re-assignment of a closed block";
+  EXPECT_EQ(b[0].block_id, a[0].block_id);
+  EXPECT_EQ(b[0].generation, 1u);
+  EXPECT_EQ(m.commit(kBu1, ack_of(a[0]), 0), CommitOutcome::fenced) << "it woke up: too late";
+  EXPECT_EQ(m.commits_fenced(), 1u);
+  EXPECT_EQ(done(m, kBu2, b[0]), AckOutcome::closed);
+  EXPECT_EQ(m.built(), 5u) << "written once";
   EXPECT_EQ(m.check_invariant(), "");
 }
 
-TEST(EventManagerTest, ReassignedBlockClosesOnEitherGenerationsAck) {
+TEST(EventManagerTest, AGrantOfANonDurableBuIsReassignedWhenItIsLost) {
+  // Its grants end within the lease, before the EVM can lose it: nothing is in doubt.
   EventManager m = make({kBu1, kBu2}, 1);
   m.set_triggered(100);
   m.request(kBu1, want(5, 1), 0);
   const auto a = drain(m);
+  ASSERT_EQ(m.commit(kBu1, ack_of(a[0]), 0), CommitOutcome::granted);
   ASSERT_TRUE(m.lose(kBu1));
+  EXPECT_EQ(m.orphans(), 1u);
+  EXPECT_EQ(m.in_doubt(), 0u);
   m.request(kBu2, want(5, 1), 0);
   const auto b = drain(m);
   ASSERT_EQ(b.size(), 1u);
   EXPECT_EQ(b[0].generation, 1u);
-  EXPECT_EQ(m.ack(kBu1, ack_of(a[0]), 0), AckOutcome::closed) << "the old BU's ack comes first";
-  EXPECT_EQ(m.ack(kBu2, ack_of(b[0]), 0), AckOutcome::stale) << "counted once";
+  EXPECT_EQ(m.ack(kBu1, ack_of(a[0]), 0), AckOutcome::stale) << "an old grant closes nothing";
+  EXPECT_EQ(done(m, kBu2, b[0]), AckOutcome::closed);
   EXPECT_EQ(m.built(), 5u);
+}
+
+TEST(EventManagerTest, ADurableBusGrantedBlockIsInDoubtAsideUntilItsAck) {
+  EventManagerSettings s;
+  s.bus = {kBu1, kBu2};
+  s.windows = {2, 2};
+  s.durable = {true, true};
+  s.block_capacity = 8;
+  s.max_block_events = 16;
+  auto made = EventManager::create(s);
+  ASSERT_TRUE(made);
+  EventManager& m = *made;
+  m.set_triggered(1000);
+  m.request(kBu1, want(4, 2), 0);
+  const auto a = drain(m);
+  ASSERT_EQ(a.size(), 2u);
+  ASSERT_EQ(m.commit(kBu1, ack_of(a[0]), 0), CommitOutcome::granted);  // being written
+  ASSERT_TRUE(m.lose(kBu1));
+  EXPECT_EQ(m.orphans(), 1u) << "block 1, not granted, goes to another BU";
+  EXPECT_EQ(m.in_doubt(), 4u) << "block 0 may be on kBu1's disk already";
+  std::vector<AsideChange> changes;
+  m.take_aside_changes(changes);
+  ASSERT_EQ(changes.size(), 1u);
+  EXPECT_EQ(changes[0].block_id, 0u);
+  EXPECT_TRUE(changes[0].keep);
+  EXPECT_EQ(m.closed_below(), 1u) << "block 0 holds no place in the table";
+
+  // The survivor works on; the table turns over many times while block 0 is in doubt.
+  for (int round = 0; round < 20; ++round) {
+    m.request(kBu2, want(4, 2), 0);
+    for (const auto& x : drain(m)) ASSERT_EQ(done(m, kBu2, x), AckOutcome::closed);
+  }
+  EXPECT_GT(m.closed_below(), 30u);
   EXPECT_EQ(m.check_invariant(), "");
+
+  // kBu1 comes back: it rejoins under its new epoch and finishes what it was granted.
+  EXPECT_FALSE(m.rejoin(kBu1, 0, 0)) << "the old epoch";
+  ASSERT_TRUE(m.rejoin(kBu1, 1, 0));
+  EXPECT_EQ(m.in_doubt(), 0u) << "its owner is back";
+  EXPECT_EQ(m.ack(kBu1, ack_of(a[0]), 0), AckOutcome::closed);
+  changes.clear();
+  m.take_aside_changes(changes);
+  ASSERT_EQ(changes.size(), 1u);
+  EXPECT_FALSE(changes[0].keep) << "its data may go at the RUs";
+  m.request(kBu1, want(4, 1), 0);
+  EXPECT_EQ(m.requests_ignored(), 1u) << "a request under the old epoch";
+  wire::EventRequest r = want(4, 1);
+  r.epoch = 1;
+  m.request(kBu1, r, 0);
+  const auto c = drain(m);
+  ASSERT_EQ(c.size(), 1u);
+  EXPECT_EQ(c[0].bu, kBu1) << "served again";
+  EXPECT_EQ(done(m, kBu1, c[0]), AckOutcome::closed);
+  EXPECT_EQ(m.in_flight(), 1000u - m.built());
+  EXPECT_EQ(m.check_invariant(), "");
+  EXPECT_EQ(m.rejoined_bus(), std::vector<transport::AppIndex>{kBu1});
 }
 
 TEST(EventManagerTest, HeartbeatTimeoutLosesASilentBu) {
@@ -239,7 +314,7 @@ TEST(EventManagerTest, TheBlockTableBoundsWhatIsOutstanding) {
     m->request(kBu1, want(4, 4), 0);
     const auto a = drain(*m);
     ASSERT_EQ(a.size(), 4u);
-    for (const auto& x : a) EXPECT_EQ(m->ack(kBu1, ack_of(x), 0), AckOutcome::closed);
+    for (const auto& x : a) EXPECT_EQ(done(*m, kBu1, x), AckOutcome::closed);
   }
   EXPECT_EQ(m->built(), 160u);
   EXPECT_EQ(m->check_invariant(), "");

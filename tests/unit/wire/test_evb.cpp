@@ -59,6 +59,48 @@ TEST(EvbProtocol, RequestAckHeartbeatRoundTrip) {
   EXPECT_EQ(hb.sequence, 123456789012ull);
 }
 
+TEST(EvbProtocol, ExactlyOnceMessagesRoundTripAndRejectUnknownValues) {
+  std::array<std::byte, kCommitSize> c{};
+  encode(Commit{.block_id = 77, .generation = 2, .verdict = CommitVerdict::fenced}, c);
+  Commit commit;
+  ASSERT_EQ(decode(c, commit), EvbStatus::ok);
+  EXPECT_EQ(commit.block_id, 77u);
+  EXPECT_EQ(commit.generation, 2u);
+  EXPECT_EQ(commit.verdict, CommitVerdict::fenced);
+  c[12] = std::byte{9};
+  EXPECT_EQ(decode(c, commit), EvbStatus::bad_value);
+
+  std::array<std::byte, kFenceSize> f{};
+  encode(Fence{.bu = 4, .epoch = 3}, f);
+  Fence fence;
+  ASSERT_EQ(decode(f, fence), EvbStatus::ok);
+  EXPECT_EQ(fence.bu, 4u);
+  EXPECT_EQ(fence.epoch, 3u);
+  f[15] = std::byte{1};
+  EXPECT_EQ(decode(f, fence), EvbStatus::reserved_not_zero);
+
+  std::array<std::byte, kHoldSize> h{};
+  encode(Hold{.block_id = 5, .action = HoldAction::free}, h);
+  Hold hold;
+  ASSERT_EQ(decode(h, hold), EvbStatus::ok);
+  EXPECT_EQ(hold.action, HoldAction::free);
+  h[8] = std::byte{0};
+  EXPECT_EQ(decode(h, hold), EvbStatus::bad_value);
+
+  std::array<std::byte, kReleaseSize> r{};
+  encode(Release{.below = 1234}, r);
+  Release release;
+  ASSERT_EQ(decode(r, release), EvbStatus::ok);
+  EXPECT_EQ(release.below, 1234u);
+  EXPECT_EQ(decode(std::span<const std::byte>(r).first(8), release), EvbStatus::wrong_size);
+
+  std::array<std::byte, kEventRequestSize> q{};
+  encode(EventRequest{.bu = 3, .events_per_block = 32, .blocks = 2, .epoch = 7}, q);
+  EventRequest req;
+  ASSERT_EQ(decode(q, req), EvbStatus::ok);
+  EXPECT_EQ(req.epoch, 7u);
+}
+
 TEST(EvbProtocol, BlockDescriptorMustAddUpToThePayload) {
   constexpr std::uint32_t kEvents = 3;
   std::vector<std::byte> desc(block_descriptor_size(kEvents));

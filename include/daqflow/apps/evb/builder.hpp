@@ -53,7 +53,7 @@ enum class PartOutcome : std::uint8_t {
   first,      // the first part of a new block: a slot was taken
   added,      // a further part of a block being gathered
   duplicate,  // this RU's part of the block is already in: dropped
-  late,       // the block was built already (timed out): dropped
+  late,       // the block was built or dropped already (at this generation): dropped
   unknown,    // the sender is not a RU of this builder: dropped
   malformed,  // the descriptor does not decode or disagrees with the block: dropped
   no_slot,    // a new block while every slot is taken: more blocks than requested
@@ -97,6 +97,9 @@ class BlockBuilder {
   [[nodiscard]] std::size_t max_buffers() const;
   // Drops every held part.
   void clear();
+  // Drops every block being gathered (the BU was fenced: they are no longer its own); their
+  // parts arriving later are late. Returns how many blocks.
+  std::uint32_t drop_open();
 
  private:
   struct Part {
@@ -133,8 +136,13 @@ class BlockBuilder {
   std::vector<Slot> slots_;
   std::uint32_t open_ = 0;
   std::vector<wire::BlockEntry> scratch_;
-  std::vector<Cursor> cursors_;             // by RU position
-  std::array<std::uint64_t, 64> recent_{};  // ids of the last blocks built, for late parts
+  std::vector<Cursor> cursors_;  // by RU position
+  struct Recent {
+    std::uint64_t id = 0;
+    std::uint32_t generation = 0;
+  };
+  void remember(std::uint64_t id, std::uint32_t generation);
+  std::array<Recent, 64> recent_{};  // the last blocks built or dropped, for late parts
   std::size_t recent_next_ = 0;
   std::size_t recent_count_ = 0;
   // The super-fragments of the block being built, checked together (super_fragment_check.hpp).

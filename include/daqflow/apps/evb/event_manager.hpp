@@ -11,16 +11,27 @@
 // order requests arrived) until n events are triggered. A BU never has more than its window
 // (blocks_in_flight) wanted or open; requests beyond it are ignored (counted).
 //
-// Loss: a BU whose connection fails, or that is silent for heartbeat_timeout, is lost for the
-// rest of the run. Its unacknowledged blocks become orphans; each next request from a surviving
-// BU takes the oldest orphan before any new events, with generation + 1. Orphans go only to BUs
-// that asked for work, so no BU is given more than its window and the survivors share them in
-// the order they ask. With no BU left, every event in flight is lost.
+// Commit (exactly once, docs/reliability.md): a BU that has built a block asks to write it
+// (commit); the EVM grants it only to the BU the block is assigned to, at that generation,
+// while that BU is not lost, and refuses (fences) it otherwise. The ack that follows the write
+// closes the block. An ack of a block never granted is stale.
 //
-// Acks: an ack closes its block when the generation is at most the block's current one (a BU
-// declared lost that still finishes a block has built those events; they count once). The RUs
-// free a block's data only once the EVM has closed it and every block before it
-// (closed_below(), sent to them as wire::Release).
+// Loss: a BU whose connection fails, or that is silent for heartbeat_timeout, is lost. Its
+// blocks not granted become orphans; each next request from a surviving BU takes the oldest
+// orphan before any new events, with generation + 1. Orphans go only to BUs that asked for work,
+// so no BU is given more than its window and the survivors share them in the order they ask.
+// Its granted blocks are in doubt when its output keeps what it writes (durable): they stay its
+// own, out of the block table (they hold no place in it), until it acknowledges them. A
+// non-durable BU checks its grants against a lease shorter than the timeout, so none of them is
+// used once it is lost: they are orphans too. The lost BU's epoch goes up; it is told (fence),
+// drops what it holds that is not granted, and rejoins with the new epoch, after which it is
+// served again. With no BU alive, every event in flight is lost.
+//
+// Blocks out of the table: aside_changes() lists, in order, the blocks that left the table in
+// doubt (keep) and those that closed there (free), for the RUs, which hold their data.
+//
+// The RUs free a block's data only once the EVM has closed it and every block before it
+// (closed_below(), sent to them as wire::Release), or freed it aside.
 //
 // Threading: one thread (the EVM's agent); the app publishes counters to metrics itself.
 
@@ -38,6 +49,7 @@ namespace daqflow::apps::evb {
 struct EventManagerSettings {
   std::vector<transport::AppIndex> bus;
   std::vector<std::uint32_t> windows;  // per BU, its blocks_in_flight
+  std::vector<bool> durable;           // per BU, its output keeps what it writes (empty: none)
   std::int64_t heartbeat_timeout_ns = 2'000'000'000;
   std::size_t block_capacity = 256;  // power of two, above the sum of the windows
   std::uint32_t max_block_events = 32;
@@ -45,8 +57,19 @@ struct EventManagerSettings {
 
 enum class AckOutcome : std::uint8_t {
   closed,   // the block is built; counters updated
-  stale,    // not an open block (already closed, or a repeated ack): ignored
+  stale,    // not a block granted to this BU (closed, repeated, never granted): ignored
   invalid,  // counts do not add up to the block's events: a protocol violation
+};
+
+enum class CommitOutcome : std::uint8_t {
+  granted,  // the BU may write it
+  fenced,   // not this BU's block at this generation, or the BU is lost: it must drop it
+  invalid,  // counts do not add up to the block's events: a protocol violation
+};
+
+struct AsideChange {
+  std::uint64_t block_id = 0;
+  bool keep = true;  // true: left the table in doubt; false: closed out of the table
 };
 
 class EventManager {
@@ -56,8 +79,13 @@ class EventManager {
   // Starts the heartbeat watch: every BU alive counts as heard from now.
   void start_watch(std::int64_t now_ns);
   void heard_from(transport::AppIndex bu, std::int64_t now_ns);
-  // A request from `from` (the message's sender; the payload's bu field is not trusted).
+  // A request from `from` (the message's sender; the payload's bu field is not trusted). A lost
+  // BU, or one that asks under another epoch than its current one, is not served.
   void request(transport::AppIndex from, const wire::EventRequest& r, std::int64_t now_ns);
+  [[nodiscard]] CommitOutcome commit(transport::AppIndex from, const wire::BlockAck& a,
+                                     std::int64_t now_ns);
+  // A lost BU back under its current epoch (the one it was fenced with); false otherwise.
+  bool rejoin(transport::AppIndex bu, std::uint32_t epoch, std::int64_t now_ns);
   // Events triggered so far (event numbers 0 .. total - 1 exist at the EVM).
   void set_triggered(std::uint64_t total) { triggered_ = total; }
   // The next assignment, if a request can be served; flush allows a final partial block (Halt).
@@ -68,6 +96,9 @@ class EventManager {
   void check_heartbeats(std::int64_t now_ns, std::vector<transport::AppIndex>& lost_now);
   // Loses a BU (connection failed); false if unknown or already lost.
   bool lose(transport::AppIndex bu);
+  [[nodiscard]] std::uint32_t epoch_of(transport::AppIndex bu) const;
+  // Blocks that left or closed out of the table since the last call, oldest change first.
+  void take_aside_changes(std::vector<AsideChange>& out);
 
   [[nodiscard]] std::uint64_t triggered() const { return triggered_; }
   [[nodiscard]] std::uint64_t assigned() const { return next_event_; }
@@ -79,11 +110,16 @@ class EventManager {
   [[nodiscard]] std::uint64_t blocks_open() const { return open_blocks_; }
   [[nodiscard]] std::uint64_t requests_ignored() const { return requests_ignored_; }
   [[nodiscard]] std::uint64_t stale_acks() const { return stale_acks_; }
+  [[nodiscard]] std::uint64_t commits_fenced() const { return commits_fenced_; }
+  // Events of blocks granted to a lost BU and not acknowledged yet.
+  [[nodiscard]] std::uint64_t in_doubt() const;
+  [[nodiscard]] const std::vector<transport::AppIndex>& rejoined_bus() const { return rejoined_; }
   // Every block id below it is closed: the RUs may free those blocks' data.
   [[nodiscard]] std::uint64_t closed_below() const { return oldest_; }
   [[nodiscard]] std::uint64_t in_flight() const { return triggered_ - built_ - incomplete_; }
-  // Events that can no longer be built: those in flight once no BU is left.
-  [[nodiscard]] std::uint64_t lost() const { return alive_ == 0 ? in_flight() : 0; }
+  // Events that can no longer be built: those in flight once no BU is left (blocks in doubt
+  // excepted: their BU may still write them).
+  [[nodiscard]] std::uint64_t lost() const { return alive_ == 0 ? in_flight() - in_doubt() : 0; }
   [[nodiscard]] std::size_t bus_alive() const { return alive_; }
   [[nodiscard]] std::size_t orphans() const { return orphan_count_; }
   [[nodiscard]] const std::vector<transport::AppIndex>& lost_bus() const { return lost_; }
@@ -98,8 +134,10 @@ class EventManager {
     std::uint32_t events_per_block = 0;
     std::uint32_t wanted = 0;  // requests waiting in the queue
     std::uint32_t open = 0;    // blocks assigned and not acknowledged
+    std::uint32_t epoch = 0;   // + 1 at each loss
     std::int64_t last_heard_ns = 0;
     bool alive = true;
+    bool durable = false;
   };
   struct Block {
     std::uint64_t id = 0;
@@ -109,11 +147,15 @@ class EventManager {
     std::uint32_t bu = 0;  // position in bus_
     bool open = false;
     bool orphan = false;
+    bool granted = false;
   };
 
   explicit EventManager(EventManagerSettings settings);
   [[nodiscard]] int position_of(transport::AppIndex bu) const;
   void give(Block& b, std::uint32_t position, wire::Assign& out);
+  // The open block with this id, in the table or aside; nullptr if none.
+  [[nodiscard]] Block* find_open(std::uint64_t id);
+  void close(Block& b, const wire::BlockAck& a);
 
   EventManagerSettings settings_;
   std::vector<Bu> bus_;
@@ -123,8 +165,11 @@ class EventManager {
   std::size_t queue_size_ = 0;
   std::vector<Block> blocks_;  // ring by block id
   std::uint64_t mask_ = 0;
+  std::vector<Block> aside_;  // open blocks out of the ring (in doubt, or re-assigned from it)
+  std::vector<AsideChange> aside_changes_;
   std::size_t orphan_count_ = 0;  // open blocks of lost BUs, not yet re-assigned
   std::vector<transport::AppIndex> lost_;
+  std::vector<transport::AppIndex> rejoined_;
   std::size_t alive_ = 0;
   bool watching_ = false;
 
@@ -141,6 +186,7 @@ class EventManager {
   std::uint64_t blocks_assigned_ = 0;
   std::uint64_t requests_ignored_ = 0;
   std::uint64_t stale_acks_ = 0;
+  std::uint64_t commits_fenced_ = 0;
 };
 
 }  // namespace daqflow::apps::evb

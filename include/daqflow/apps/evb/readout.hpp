@@ -113,6 +113,11 @@ class ReadoutStore {
   // Closes every block held with an id below `below` (the EVM's word that they are done);
   // returns how many.
   std::size_t release_below(std::uint64_t below);
+  // keep: the block (held here) is in doubt at the EVM: it moves out of the table, where
+  // releases do not free it and new blocks do not need its place; free: an aside block is
+  // resolved: its data may go. False when there is no such block.
+  bool hold(std::uint64_t block_id, bool keep);
+  [[nodiscard]] std::size_t blocks_aside() const { return aside_.size(); }
   // Cuts every waiting block whose events are all produced; false (error() set) when a block
   // would exceed the message or segment limit.
   [[nodiscard]] bool cut();
@@ -184,6 +189,9 @@ class ReadoutStore {
   void close(Block& b);
   void unready(const Block& b);
   Block& slot(std::uint64_t id) { return blocks_[id & block_mask_]; }
+  // The held block with this id, in the table or aside.
+  [[nodiscard]] Block* find(std::uint64_t id);
+  [[nodiscard]] const Block& held(std::uint64_t id) const;
 
   ReadoutSettings settings_;
   std::unique_ptr<core::BufferPool> chunks_;
@@ -203,6 +211,7 @@ class ReadoutStore {
 
   std::vector<Block> blocks_;
   std::uint64_t block_mask_ = 0;
+  std::vector<Block> aside_;         // held out of the table: in doubt at the EVM
   std::vector<PendingCut> pending_;  // ring, in event order
   std::size_t pending_head_ = 0;
   std::size_t pending_size_ = 0;
