@@ -93,6 +93,7 @@ class Run {
   }
 
   Result<void> check_deaths();
+  void settle(const std::vector<std::string>& contexts);
   // A context whose process lives but whose control API did not answer: survivable while data
   // flows (like a death), fatal otherwise. Error when fatal.
   Result<void> went_silent(const std::string& context, const Error& why);
@@ -151,6 +152,7 @@ Result<void> Run::check_deaths() {
     if (data_flowing_ && survivable(death.contexts)) {
       reporter_.note(description + "; its applications are survivable: the run goes on");
       summary_.lost.push_back(description);
+      settle(death.contexts);
     } else if (!fatal) {
       fatal = description;
     } else {
@@ -159,6 +161,34 @@ Result<void> Run::check_deaths() {
   }
   if (fatal) return Error(*fatal);
   return ok();
+}
+
+// What the dead applications left behind (AppType::after_loss): e.g. a BU's files against the
+// EVM's blocks in doubt. A failure is reported; the blocks then stay in doubt in the results.
+void Run::settle(const std::vector<std::string>& contexts) {
+  const auto call = [this](const std::string& app_id, const std::string& action,
+                           const nlohmann::json& args) -> Result<nlohmann::json> {
+    const auto it = by_id_.find(app_id);
+    if (it == by_id_.end()) return Error("no application '" + app_id + "'");
+    const View& v = views_[it->second];
+    if (!reachable(v.config->context))
+      return Error("application '" + app_id + "' cannot be reached");
+    auto answer = client_of(v).post("/api/v1/apps/" + app_id + "/actions/" + action, args);
+    if (!answer) return answer.error();
+    return answer->value("result", nlohmann::json::object());
+  };
+  for (const auto& v : views_) {
+    if (std::find(contexts.begin(), contexts.end(), v.config->context) == contexts.end()) continue;
+    const auto* type = registry_.find(v.config->type);
+    if (type == nullptr || !type->after_loss) continue;
+    auto done = type->after_loss(runtime::LostApp{config_, *v.config, call});
+    if (!done) {
+      reporter_.note("could not settle what " + v.config->id + " left: " + done.error().message());
+    } else if (!done->empty()) {
+      reporter_.note(*done);
+      summary_.lost.back() += "; " + *done;
+    }
+  }
 }
 
 Result<void> Run::went_silent(const std::string& context, const Error& why) {

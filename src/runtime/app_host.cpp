@@ -121,6 +121,21 @@ nlohmann::json AppHost::results() const {
   return last_results_;
 }
 
+Result<nlohmann::json> AppHost::action(std::string_view name, const nlohmann::json& args) {
+  std::unique_lock busy(results_mutex_, std::try_to_lock);
+  if (!busy.owns_lock() || !configured_.load(std::memory_order_acquire)) {
+    return Error(ErrorCode::conflict, "application '" + id() + "' is not configured (state " +
+                                          std::string(to_string(status().state)) +
+                                          "): no action now");
+  }
+  try {
+    return app_->action(name, args);
+  } catch (...) {
+    return Error(ErrorCode::internal, "application '" + id() + "': action '" + std::string(name) +
+                                          "' threw: " + exception_text(std::current_exception()));
+  }
+}
+
 core::Clock& AppHost::clock() {
   return settings_.clock != nullptr ? *settings_.clock : core::MonotonicClock::instance();
 }

@@ -79,6 +79,9 @@ class AppHost final : public AppContext {
   // The application's results: {} until a configure() has succeeded; while configure() or
   // release() runs, the last results read.
   [[nodiscard]] nlohmann::json results() const;
+  // The application's action (Application::action), while it is configured; not during
+  // configure() or release() (conflict).
+  [[nodiscard]] Result<nlohmann::json> action(std::string_view name, const nlohmann::json& args);
   // Records a failure (the first one wins until it is handled); the control thread acts on it.
   void note_failure(std::string reason);
 

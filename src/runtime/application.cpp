@@ -47,6 +47,11 @@ void Application::wait_for_work(std::chrono::microseconds timeout) {
   }
 }
 
+Result<nlohmann::json> Application::action(std::string_view name, const nlohmann::json& /*args*/) {
+  return Error(ErrorCode::not_found,
+               "application '" + id_ + "' has no action '" + std::string(name) + "'");
+}
+
 void Application::fail(std::string reason) const {
   if (failed_.exchange(true, std::memory_order_acq_rel)) {
     spdlog::debug("{}: already failing; also: {}", id_, reason);

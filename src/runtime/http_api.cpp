@@ -60,6 +60,7 @@ const char* route_method(const std::vector<std::string_view>& p) {
   if (n == 2 && p[0] == "apps") return "GET";
   if (n == 3 && p[0] == "apps" && p[2] == "params") return "PUT";
   if (n == 4 && p[0] == "apps" && p[2] == "fsm") return "POST";
+  if (n == 4 && p[0] == "apps" && p[2] == "actions") return "POST";
   if (n == 2 && p[0] == "fsm") return "POST";
   return nullptr;
 }
@@ -157,6 +158,7 @@ ApiReply ControlApi::handle(std::string_view method, std::string_view path,
   if (host == nullptr) return unknown_app(p[1]);
   if (p.size() == 2) return app_json(*host);
   if (p.size() == 3) return put_params(*host, body);
+  if (p[2] == "actions") return action(*host, p[3], body);
   return command(*host, p[3]);
 }
 
@@ -249,6 +251,22 @@ ApiReply ControlApi::put_params(AppHost& host, std::string_view body) const {
   auto params = host.update_params(changes);
   if (!params) return error(params.error());
   return {200, json{{"id", host.id()}, {"params", std::move(*params)}}, {}};
+}
+
+ApiReply ControlApi::action(AppHost& host, std::string_view name, std::string_view body) const {
+  json args = json::object();
+  if (!body.empty()) {
+    try {
+      args = json::parse(body);
+    } catch (const json::parse_error& e) {
+      std::string what = e.what();
+      if (const auto end = what.find("] "); end != std::string::npos) what.erase(0, end + 2);
+      return error(400, "malformed JSON body: " + what);
+    }
+  }
+  auto result = host.action(name, args);
+  if (!result) return error(result.error());
+  return {200, json{{"id", host.id()}, {"action", name}, {"result", std::move(*result)}}, {}};
 }
 
 ApiReply ControlApi::command_all(std::string_view name) const {

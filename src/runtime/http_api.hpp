@@ -44,6 +44,7 @@ class ControlApi {
   [[nodiscard]] ApiReply apps_json() const;
   [[nodiscard]] ApiReply app_json(const AppHost& host) const;
   [[nodiscard]] ApiReply put_params(AppHost& host, std::string_view body) const;
+  [[nodiscard]] ApiReply action(AppHost& host, std::string_view name, std::string_view body) const;
   [[nodiscard]] ApiReply command_all(std::string_view name) const;
   [[nodiscard]] ApiReply command(AppHost& host, std::string_view name) const;
   [[nodiscard]] ApiReply unknown_app(std::string_view id) const;

@@ -303,6 +303,52 @@ class EventBuilder(DaqflowTestCase):
         numbers = sorted(e["event"] for f in report["files"] for e in f["event_list"])
         self.assertEqual(numbers, list(range(r["events_built"])), "every event once, on disk")
 
+    def test_a_bu_killed_while_writing_leaves_every_event_on_disk_once(self):
+        """SIGKILL of a BU writing files: the controller finishes its unfinished file and tells
+        the EVM which granted blocks are on disk; the others are built again by bu1."""
+        text = set_param(local_config(), "dir", self.path("run-data"))
+        text = set_param(text, "mean", 256)
+        text = set_param(text, "sd", 128)
+        text = text.replace("bus: [bu1, bu2]",
+                            "bus: [bu1, bu2]\n        trigger_rate_hz: 20000", 1)
+        config = self.write_config("local.yaml", text)
+        ports = dict(contexts_of(text))
+        summary_path = self.path("summary.json")
+        run = self.start(["run", config, "--duration", "0", "--status-interval", "0.5",
+                          "--summary", summary_path, "--log-dir", self.path("logs")], "run.log")
+        evm = ports["evm"]
+        wait_until(lambda: self._built_or_none(evm) >= 3000, 60, "3000 events built")
+        status, ctx = http(ports["bu2"], "GET", "/api/v1/context")
+        self.assertEqual(status, 200, ctx)
+        os.kill(ctx["pid"], signal.SIGKILL)
+        wait_until(lambda: "bu2: salvaged" in self.output_of("run.log"), 60,
+                   "the controller to salvage bu2's files")
+        at_salvage = self._built_or_none(evm)
+        wait_until(lambda: self._built_or_none(evm) >= at_salvage + 1000, 60,
+                   "1000 more events built by bu1")
+        self.assertIsNone(run.poll(), self.output_of("run.log"))
+        self.assertEqual(self.stop_run(run), 0, self.output_of("run.log"))
+        out = self.output_of("run.log")
+        with open(summary_path) as f:
+            summary = json.load(f)
+        self.assertEqual(summary["status"], "ok", out)
+        r = summary["results"]
+        self.assertEqual(r["lost_bus"], ["bu2"], r)
+        self.assertEqual(r["events_lost"], 0, r)
+        self.assertEqual(r["events_in_doubt"], 0, r)
+        self.assertEqual(r["events_incomplete"], 0, r)
+        self.assertEqual(r["events_triggered"], r["events_built"], r)
+
+        code, dump = self.daqflow(["dump", self.path("run-data"), "--json", "--events"])
+        self.assertEqual(code, 0, dump)
+        report = json.loads(dump)
+        self.assertTrue(report["all_verified"], dump[:2000])
+        self.assertFalse([n for n in os.listdir(self.path("run-data")) if n.endswith(".part")])
+        numbers = sorted(e["event"] for f in report["files"] for e in f["event_list"])
+        self.assertEqual(numbers, list(range(r["events_built"])), "every event once, on disk")
+        print("\n" + [line for line in out.splitlines() if "bu2: salvaged" in line][0],
+              flush=True)
+
     def _built_or_none(self, port):
         try:
             return self.built(port)

@@ -106,6 +106,13 @@ class Application {
   [[nodiscard]] virtual bool drained() const { return true; }
   // The application's results (e.g. a fit or a throughput), final once Halted.
   [[nodiscard]] virtual nlohmann::json results() const { return nlohmann::json::object(); }
+  // An operation of this application type beyond the state machine, asked over the control API
+  // (POST /api/v1/apps/{id}/actions/{name}, docs/control-api.md) while configured: e.g. the
+  // EVM's answer to a lost BU's salvaged files. Called on a control thread, never during
+  // configure() or release(); the application hands what the agent must do over to it. The
+  // default knows no action.
+  [[nodiscard]] virtual Result<nlohmann::json> action(std::string_view name,
+                                                      const nlohmann::json& args);
 
   // Any thread: the host's view.
   [[nodiscard]] const std::string& id() const { return id_; }
@@ -141,6 +148,16 @@ class Application {
 using ResultsFolder = void (*)(nlohmann::json& run_results, const std::string& app_id,
                                const nlohmann::json& app_results);
 
+// What the controller offers an application type's after_loss hook: the configuration, the
+// application whose process died, and a way to ask another application for an action.
+struct LostApp {
+  const ClusterConfig& cluster;
+  const ApplicationConfig& app;
+  std::function<Result<nlohmann::json>(const std::string& app_id, const std::string& action,
+                                       const nlohmann::json& args)>
+      call;
+};
+
 struct AppType {
   std::string name;
   std::string help;
@@ -154,6 +171,10 @@ struct AppType {
   // The run goes on when a process hosting only such applications dies while data flows: their
   // peers take over their work (a BU: the EVM re-assigns its blocks to the other BUs).
   bool survivable = false;
+  // Called by the controller once such a process died while data flowed, on the host where the
+  // application ran, to settle what it left behind (a BU: its unfinished files against the
+  // EVM's blocks in doubt). Returns what it did, for the run's log; empty: nothing to do.
+  std::function<Result<std::string>(const LostApp&)> after_loss;
 };
 
 class AppRegistry {

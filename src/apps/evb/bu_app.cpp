@@ -1,9 +1,13 @@
 #include "bu_app.hpp"
 
+#include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <chrono>
+#include <thread>
 
+#include "daqflow/apps/evb/salvage.hpp"
 #include "daqflow/wire/evb.hpp"
 
 namespace daqflow::apps::evb {
@@ -512,6 +516,52 @@ void BuilderUnit::fold_results(nlohmann::json& run, const std::string& id,
   run["bus"][id] = count(app, "events_built");
 }
 
+// A BU with a file output died: finish its files and tell the EVM which of the blocks it was
+// granted are on disk (salvage.hpp). Runs in the controller, on the host the BU ran on.
+Result<std::string> BuilderUnit::after_loss(const runtime::LostApp& lost) {
+  runtime::ParamReader p(lost.app.params, "application '" + lost.app.id + "'");
+  const auto output = p.get<nlohmann::json>("output");
+  const auto evm = p.get<std::string>("evm");
+  if (auto r = p.status(); !r) return r.error();
+  if (!output.is_object() || output.value("kind", std::string()) != "file") return std::string();
+  std::string dir = output.value("dir", std::string());
+  if (dir.empty()) dir = lost.cluster.run.output;
+
+  // The EVM loses a dead BU at the latest after its heartbeat timeout; only then are its blocks
+  // in doubt known.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  nlohmann::json doubt;
+  for (;;) {
+    auto answer = lost.call(evm, "in_doubt", nlohmann::json::object());
+    if (!answer) return answer.error();
+    doubt = std::move(*answer);
+    const auto& gone = doubt["lost_bus"];
+    if (std::find(gone.begin(), gone.end(), lost.app.id) != gone.end()) break;
+    if (std::chrono::steady_clock::now() >= deadline) {
+      return Error("the EVM '" + evm + "' did not declare '" + lost.app.id + "' lost within 60 s");
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  std::vector<SalvageBlock> blocks;
+  for (const auto& b : doubt["blocks"]) {
+    if (b["bu"] != lost.app.id) continue;
+    blocks.push_back({b["block"].get<std::uint64_t>(), b["first_event"].get<std::uint64_t>(),
+                      b["events"].get<std::uint32_t>()});
+  }
+  auto report = salvage_bu_files(dir, lost.cluster.run.number, lost.app.id, blocks);
+  if (!report) return report.error();
+  if (!blocks.empty()) {
+    const nlohmann::json args = {
+        {"bu", lost.app.id}, {"written", report->written}, {"not_written", report->not_written}};
+    if (auto r = lost.call(evm, "resolve", args); !r) return r.error();
+  }
+  return fmt::format(
+      "{}: salvaged {} file(s) in {} ({} events kept, {} bytes cut); of its {} block(s) in "
+      "doubt, {} are on disk, {} are built again",
+      lost.app.id, report->files.size(), dir, report->events_kept, report->bytes_cut, blocks.size(),
+      report->written.size(), report->not_written.size());
+}
+
 runtime::AppType bu_type() {
   runtime::AppType t;
   t.name = "bu";
@@ -522,6 +572,7 @@ runtime::AppType bu_type() {
   t.enable_rank = 0;
   // A lost BU's blocks are re-assigned by the EVM to the other BUs: the run goes on.
   t.survivable = true;
+  t.after_loss = &BuilderUnit::after_loss;
   t.peer_params = {"evm"};
   t.make = [] { return std::make_unique<BuilderUnit>(); };
   t.fold_results = &BuilderUnit::fold_results;

@@ -44,6 +44,8 @@ class BuilderUnit final : public runtime::Application {
   [[nodiscard]] bool drained() const override;
   [[nodiscard]] nlohmann::json results() const override;
 
+  [[nodiscard]] static Result<std::string> after_loss(const runtime::LostApp& lost);
+
   // events_written summed over BUs, and "bus": {id: events_built}.
   static void fold_results(nlohmann::json& run, const std::string& id, const nlohmann::json& app);
 

@@ -126,6 +126,15 @@ bool EventManager::next_assign(wire::Assign& out, bool flush) {
         return true;
       }
     }
+    for (Block& b : aside_) {  // orphans resolved out of doubt, not written
+      if (!b.orphan) continue;
+      b.orphan = false;
+      --orphan_count_;
+      ++b.generation;
+      reassigned_ += b.count;
+      give(b, p, out);
+      return true;
+    }
     const std::uint64_t available = triggered_ - next_event_;
     std::uint64_t count = bu.events_per_block;
     if (available < count) {
@@ -175,6 +184,7 @@ CommitOutcome EventManager::commit(transport::AppIndex from, const wire::BlockAc
   }
   if (std::uint64_t{a.built} + a.incomplete != b->count) return CommitOutcome::invalid;
   b->granted = true;
+  b->granted_as = a;
   return CommitOutcome::granted;
 }
 
@@ -242,8 +252,15 @@ bool EventManager::lose(transport::AppIndex bu) {
     }
   }
   b.open = 0;
-  for (const Block& blk : aside_) {
-    if (blk.bu == static_cast<std::uint32_t>(p)) ++b.open;  // they still fill its window
+  for (Block& blk : aside_) {
+    if (blk.bu != static_cast<std::uint32_t>(p) || blk.orphan) continue;
+    if (blk.granted && b.durable) {
+      ++b.open;  // in doubt (again): it still fills its window
+    } else {
+      blk.orphan = true;  // re-assigned to it out of doubt, not granted yet
+      blk.granted = false;
+      ++orphan_count_;
+    }
   }
   while (oldest_ < next_id_ && !blocks_[oldest_ & mask_].open) ++oldest_;
   return true;
@@ -261,6 +278,37 @@ bool EventManager::rejoin(transport::AppIndex bu, std::uint32_t epoch, std::int6
   return true;
 }
 
+bool EventManager::resolve(std::uint64_t block_id, bool written) {
+  for (std::size_t i = 0; i < aside_.size(); ++i) {
+    Block& b = aside_[i];
+    if (b.id != block_id || !b.granted || bus_[b.bu].alive) continue;
+    Bu& owner = bus_[b.bu];
+    if (written) {
+      close(b, b.granted_as);
+      aside_changes_.push_back({block_id, false});
+      aside_.erase(aside_.begin() + static_cast<std::ptrdiff_t>(i));
+      return true;
+    }
+    if (owner.open > 0) --owner.open;
+    b.granted = false;
+    b.orphan = true;
+    ++orphan_count_;
+    return true;
+  }
+  return false;
+}
+
+std::vector<EventManager::DoubtBlock> EventManager::doubt_blocks() const {
+  std::vector<DoubtBlock> out;
+  for (const Block& b : aside_) {
+    if (!b.granted || bus_[b.bu].alive) continue;
+    out.push_back({b.id, b.first, b.count, b.generation, bus_[b.bu].index});
+  }
+  std::sort(out.begin(), out.end(),
+            [](const DoubtBlock& x, const DoubtBlock& y) { return x.block_id < y.block_id; });
+  return out;
+}
+
 std::uint32_t EventManager::epoch_of(transport::AppIndex bu) const {
   const int p = position_of(bu);
   return p < 0 ? 0 : bus_[static_cast<std::size_t>(p)].epoch;
@@ -274,7 +322,7 @@ void EventManager::take_aside_changes(std::vector<AsideChange>& out) {
 std::uint64_t EventManager::in_doubt() const {
   std::uint64_t n = 0;
   for (const Block& b : aside_) {
-    if (!bus_[b.bu].alive) n += b.count;
+    if (b.granted && !bus_[b.bu].alive) n += b.count;
   }
   return n;
 }

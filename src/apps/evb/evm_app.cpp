@@ -113,6 +113,9 @@ Result<void> EventManagerApp::configure(runtime::AppContext& ctx) {
   const std::lock_guard lock(lost_mutex_);
   lost_bus_.clear();
   rejoined_bus_.clear();
+  const std::lock_guard doubt(doubt_mutex_);
+  doubt_.clear();
+  resolutions_.clear();
   return ok();
 }
 
@@ -136,6 +139,7 @@ void EventManagerApp::lose_bu(AppIndex bu, const std::string& why) {
 }
 
 void EventManagerApp::on_lost(AppIndex bu, const std::string& why, std::size_t orphans) {
+  publish_doubt();  // before the BU is listed lost: whoever sees it lost sees its blocks too
   role_.bu_gone(bu);
   std::string names;
   {
@@ -215,6 +219,7 @@ void EventManagerApp::on_completion(Completion& c, std::int64_t now) {
             }
             spdlog::warn("{}: BU '{}' rejoined under epoch {}; it is served again", id(),
                          topology_.name(c.peer), f.epoch);
+            publish_doubt();
           }
           break;
         }
@@ -282,7 +287,80 @@ int EventManagerApp::hold_aside() {
            ")");
     }
   }
+  if (!aside_changes_.empty()) publish_doubt();
   return static_cast<int>(aside_changes_.size());
+}
+
+void EventManagerApp::publish_doubt() {
+  auto blocks = evm_->doubt_blocks();
+  const std::lock_guard lock(doubt_mutex_);
+  doubt_ = std::move(blocks);
+}
+
+int EventManagerApp::apply_resolutions() {
+  resolving_.clear();
+  {
+    const std::lock_guard lock(doubt_mutex_);
+    if (resolutions_.empty()) return 0;
+    resolving_.swap(resolutions_);
+  }
+  std::size_t written = 0;
+  for (const auto& [block, was_written] : resolving_) {
+    if (evm_->resolve(block, was_written) && was_written) ++written;
+  }
+  spdlog::warn(
+      "{}: {} block(s) in doubt resolved from a lost BU's output: {} written there, {} "
+      "to be built again",
+      id(), resolving_.size(), written, resolving_.size() - written);
+  publish_doubt();
+  return static_cast<int>(resolving_.size());
+}
+
+Result<nlohmann::json> EventManagerApp::action(std::string_view name, const nlohmann::json& args) {
+  const std::lock_guard lock(doubt_mutex_);
+  if (name == "in_doubt") {
+    nlohmann::json blocks = nlohmann::json::array();
+    for (const auto& d : doubt_) {
+      blocks.push_back({{"block", d.block_id},
+                        {"first_event", d.first_event},
+                        {"events", d.events},
+                        {"generation", d.generation},
+                        {"bu", topology_.name(d.bu)}});
+    }
+    nlohmann::json lost = nlohmann::json::array();
+    {
+      const std::lock_guard lost_lock(lost_mutex_);
+      for (const auto& id : lost_bus_) lost.push_back(id);
+    }
+    return nlohmann::json{{"blocks", std::move(blocks)}, {"lost_bus", std::move(lost)}};
+  }
+  if (name != "resolve") return runtime::Application::action(name, args);
+  auto invalid = [&](const std::string& what) {
+    return Error(ErrorCode::invalid_argument, "resolve: " + what);
+  };
+  if (!args.is_object() || !args.contains("bu") || !args["bu"].is_string())
+    return invalid("expected {bu, written: [block ids], not_written: [block ids]}");
+  const std::string bu = args["bu"].get<std::string>();
+  std::vector<std::pair<std::uint64_t, bool>> asked;
+  for (const auto& [key, written] : {std::pair{"written", true}, std::pair{"not_written", false}}) {
+    const auto it = args.find(key);
+    if (it == args.end()) continue;
+    if (!it->is_array()) return invalid(std::string("'") + key + "' must be a list of block ids");
+    for (const auto& id : *it) {
+      if (!id.is_number_unsigned()) return invalid(std::string("'") + key + "' holds " + id.dump());
+      const auto block = id.get<std::uint64_t>();
+      const bool known = std::any_of(doubt_.begin(), doubt_.end(), [&](const auto& d) {
+        return d.block_id == block && topology_.name(d.bu) == bu;
+      });
+      if (!known) {
+        return Error(ErrorCode::conflict, "resolve: block " + std::to_string(block) +
+                                              " is not in doubt with BU '" + bu + "'");
+      }
+      asked.emplace_back(block, written);
+    }
+  }
+  resolutions_.insert(resolutions_.end(), asked.begin(), asked.end());
+  return nlohmann::json{{"queued", asked.size()}};
 }
 
 int EventManagerApp::release_closed() {
@@ -362,6 +440,7 @@ int EventManagerApp::do_work() {
   const std::uint32_t triggered = role_.produce(limit, triggering && limit == lookahead_limit());
   if (rate_hz_ > 0) tokens_ = std::max(0.0, tokens_ - triggered);
   work += static_cast<int>(triggered);
+  work += apply_resolutions();
   work += hold_aside();
   work += release_closed();
   work += assign(halting);

@@ -55,6 +55,11 @@ class EventManagerApp final : public runtime::Application {
 
   [[nodiscard]] bool drained() const override;
   [[nodiscard]] nlohmann::json results() const override;
+  // in_doubt: the blocks granted to lost BUs and not acknowledged ({blocks: [{block,
+  // first_event, events, generation, bu}]}); resolve {bu, written: [block ids], not_written:
+  // [block ids]}: what the lost BU's salvaged output holds (docs/reliability.md).
+  [[nodiscard]] Result<nlohmann::json> action(std::string_view name,
+                                              const nlohmann::json& args) override;
 
   // The run's event-builder figures: events_*, bytes_built, event_rate_hz, throughput_mb_s,
   // lost_bus (from the EVM).
@@ -73,6 +78,8 @@ class EventManagerApp final : public runtime::Application {
   void reply(transport::AppIndex bu, wire::MessageType type, std::uint64_t tag,
              std::span<const std::byte> payload);
   int hold_aside();
+  int apply_resolutions();
+  void publish_doubt();
   int release_closed();
   int assign(bool flush);
   void publish();
@@ -122,6 +129,10 @@ class EventManagerApp final : public runtime::Application {
   mutable std::mutex lost_mutex_;
   std::vector<std::string> lost_bus_;      // guarded by lost_mutex_
   std::vector<std::string> rejoined_bus_;  // guarded by lost_mutex_
+  mutable std::mutex doubt_mutex_;
+  std::vector<EventManager::DoubtBlock> doubt_;              // guarded by doubt_mutex_
+  std::vector<std::pair<std::uint64_t, bool>> resolutions_;  // guarded by doubt_mutex_
+  std::vector<std::pair<std::uint64_t, bool>> resolving_;    // agent's scratch
 };
 
 [[nodiscard]] runtime::AppType evm_type();

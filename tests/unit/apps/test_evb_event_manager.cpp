@@ -273,6 +273,52 @@ TEST(EventManagerTest, ADurableBusGrantedBlockIsInDoubtAsideUntilItsAck) {
   EXPECT_EQ(m.rejoined_bus(), std::vector<transport::AppIndex>{kBu1});
 }
 
+TEST(EventManagerTest, BlocksInDoubtOfADeadBuAreResolvedFromItsFiles) {
+  EventManagerSettings s;
+  s.bus = {kBu1, kBu2};
+  s.windows = {2, 2};
+  s.durable = {true, true};
+  s.block_capacity = 8;
+  s.max_block_events = 16;
+  auto made = EventManager::create(s);
+  ASSERT_TRUE(made);
+  EventManager& m = *made;
+  m.set_triggered(1000);
+  m.request(kBu1, want(4, 2), 0);
+  const auto a = drain(m);
+  ASSERT_EQ(a.size(), 2u);
+  ASSERT_EQ(m.commit(kBu1, ack_of(a[0], 1), 0), CommitOutcome::granted);
+  ASSERT_EQ(m.commit(kBu1, ack_of(a[1]), 0), CommitOutcome::granted);
+  ASSERT_TRUE(m.lose(kBu1));  // killed while writing both
+  const auto doubt = m.doubt_blocks();
+  ASSERT_EQ(doubt.size(), 2u);
+  EXPECT_EQ(doubt[0].block_id, 0u);
+  EXPECT_EQ(doubt[1].first_event, 4u);
+  EXPECT_EQ(doubt[1].bu, kBu1);
+  EXPECT_EQ(m.in_doubt(), 8u);
+
+  // Its salvaged file holds block 0 whole; block 1 was cut out.
+  EXPECT_TRUE(m.resolve(0, true));
+  EXPECT_TRUE(m.resolve(1, false));
+  EXPECT_FALSE(m.resolve(1, false)) << "no longer in doubt";
+  EXPECT_EQ(m.in_doubt(), 0u);
+  EXPECT_EQ(m.built(), 3u) << "as its commit request said: 3 built";
+  EXPECT_EQ(m.incomplete(), 1u);
+  m.request(kBu2, want(4, 1), 0);
+  const auto b = drain(m);
+  ASSERT_EQ(b.size(), 1u);
+  EXPECT_EQ(b[0].block_id, 1u) << "the block cut out goes to the next BU first";
+  EXPECT_EQ(b[0].generation, 1u);
+  EXPECT_EQ(done(m, kBu2, b[0]), AckOutcome::closed);
+  std::vector<AsideChange> changes;
+  m.take_aside_changes(changes);
+  ASSERT_EQ(changes.size(), 4u);  // keep 0, keep 1, free 0, free 1
+  EXPECT_FALSE(changes[2].keep);
+  EXPECT_FALSE(changes[3].keep);
+  EXPECT_EQ(m.built(), 7u);
+  EXPECT_EQ(m.check_invariant(), "");
+}
+
 TEST(EventManagerTest, HeartbeatTimeoutLosesASilentBu) {
   core::TestClock clock(1'000'000'000);
   EventManager m = make({kBu1, kBu2}, 2);

@@ -13,6 +13,7 @@
 
 #include "daqflow/apps/evb/event_file.hpp"
 #include "daqflow/apps/evb/output.hpp"
+#include "daqflow/apps/evb/salvage.hpp"
 #include "daqflow/wire/crc32c.hpp"
 #include "daqflow/wire/evb.hpp"
 #include "test_event_file_support.hpp"
@@ -280,6 +281,74 @@ TEST(FileOutput, ParameterErrorsNameTheKey) {
   r = make_output({{"kind", "file"}}, context);
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.error().message().find("run.output"), std::string::npos);
+}
+
+TEST(Salvage, FinishesADeadBusFileAndDecidesItsBlocksInDoubt) {
+  // A BU writes events 0..19 in blocks of 4 and dies: its file stays NAME.dqf.part, the last
+  // record torn. Blocks 3 (on disk), 4 (partly on disk) and 5 (not written) are in doubt.
+  TempDir live;
+  TempDir dead;
+  auto output = make({{"kind", "file"}, {"dir", live.path().string()}});
+  const Events events(0, 20, 2, 512);
+  write_all(*output, events, 4);
+  const auto part = live.path() / "run000042_bu1_0000.dqf.part";
+  ASSERT_TRUE(fs::exists(part));
+  const auto copy = dead.path() / part.filename();
+  fs::copy_file(part, copy);
+  ASSERT_TRUE(output->close().ok());
+  fs::resize_file(copy, fs::file_size(copy) - 10);  // torn inside event 19
+
+  auto report =
+      salvage_bu_files(dead.path().string(), 42, "bu1", {{3, 12, 4}, {4, 16, 4}, {5, 20, 4}});
+  ASSERT_TRUE(report.ok()) << report.error().message();
+  EXPECT_EQ(report->written, (std::vector<std::uint64_t>{3}));
+  EXPECT_EQ(report->not_written, (std::vector<std::uint64_t>{4, 5}))
+      << "the partial block is cut out and built again";
+  EXPECT_EQ(report->events_kept, 16u);
+  ASSERT_EQ(report->files.size(), 1u);
+  EXPECT_FALSE(fs::exists(copy));
+  std::vector<std::uint64_t> seen;
+  const FileReport file = check_event_file(
+      report->files[0], [&](const EventSummary& e) { seen.push_back(e.record.event); });
+  EXPECT_TRUE(file.verified()) << ::testing::PrintToString(file.problems);
+  ASSERT_EQ(seen.size(), 16u);
+  EXPECT_EQ(seen.front(), 0u);
+  EXPECT_EQ(seen.back(), 15u);
+
+  // Salvaging again changes nothing: the finished file is whole.
+  auto again = salvage_bu_files(dead.path().string(), 42, "bu1", {{3, 12, 4}});
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(again->written, (std::vector<std::uint64_t>{3}));
+  EXPECT_TRUE(again->files.empty());
+}
+
+TEST(Salvage, ABlockCutAcrossAFileRollIsCutOutOfBothFiles) {
+  TempDir live;
+  TempDir dead;
+  // Files of 6 events: block 1 (events 4..7) spans file 0 (4, 5) and file 1 (6, 7).
+  auto output = make({{"kind", "file"}, {"dir", live.path().string()}, {"max_file_events", 6}});
+  const Events events(0, 8, 1, 256);
+  write_all(*output, events, 4);
+  fs::copy_file(live.path() / "run000042_bu1_0000.dqf", dead.path() / "run000042_bu1_0000.dqf");
+  fs::copy_file(live.path() / "run000042_bu1_0000.json", dead.path() / "run000042_bu1_0000.json");
+  const auto part = live.path() / "run000042_bu1_0001.dqf.part";
+  ASSERT_TRUE(fs::exists(part));
+  fs::copy_file(part, dead.path() / part.filename());
+  ASSERT_TRUE(output->close().ok());
+  // The BU died after event 6: event 7 never reached the disk (both records are equal).
+  const auto copy = dead.path() / part.filename();
+  const std::uint64_t record = (fs::file_size(copy) - file_header_size(3)) / 2;
+  fs::resize_file(copy, fs::file_size(copy) - record);
+
+  auto report = salvage_bu_files(dead.path().string(), 42, "bu1", {{1, 4, 4}});
+  ASSERT_TRUE(report.ok()) << report.error().message();
+  EXPECT_EQ(report->not_written, (std::vector<std::uint64_t>{1}));
+  EXPECT_EQ(report->events_kept, 4u) << "events 0..3 stay; 4 and 5 leave the finished file";
+  const FileReport first = check_event_file((dead.path() / "run000042_bu1_0000.dqf").string());
+  EXPECT_TRUE(first.verified()) << ::testing::PrintToString(first.problems);
+  EXPECT_EQ(first.events, 4u);
+  EXPECT_FALSE(fs::exists(dead.path() / "run000042_bu1_0001.dqf")) << "nothing left in it";
+  EXPECT_FALSE(fs::exists(copy));
 }
 
 }  // namespace

@@ -275,6 +275,22 @@ TEST_F(HttpApi, ACommandNotAllowedIs409AndChangesNothing) {
   EXPECT_EQ(api().state("c1"), "Halted");
 }
 
+TEST_F(HttpApi, ActionsNeedAConfiguredApplicationAndOneItKnows) {
+  start(23130);
+  Api a = api();
+  auto r = a.post("/api/v1/apps/c1/actions/in_doubt");
+  EXPECT_EQ(r.status, 409) << r.body.dump();
+  EXPECT_EQ(r.body.at("error"), "application 'c1' is not configured (state Halted): no action now");
+  a.post("/api/v1/apps/c1/fsm/Configure");
+  ASSERT_EQ(a.wait_state("c1", "Ready"), "Ready");
+  r = a.post("/api/v1/apps/c1/actions/in_doubt");
+  EXPECT_EQ(r.status, 404);
+  EXPECT_EQ(r.body.at("error"), "application 'c1' has no action 'in_doubt'");
+  r = a.post("/api/v1/apps/c1/actions/x", "{not json");
+  EXPECT_EQ(r.status, 400);
+  EXPECT_EQ(a.get("/api/v1/apps/c1/actions/x").status, 405);
+}
+
 TEST_F(HttpApi, UnknownPathsAre404) {
   start(23113);
   for (const char* path : {"/", "/api", "/api/v1", "/api/v2/context", "/api/v1/contexts",

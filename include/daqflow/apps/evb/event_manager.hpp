@@ -86,6 +86,19 @@ class EventManager {
                                      std::int64_t now_ns);
   // A lost BU back under its current epoch (the one it was fenced with); false otherwise.
   bool rejoin(transport::AppIndex bu, std::uint32_t epoch, std::int64_t now_ns);
+  // A block in doubt whose BU is lost, resolved from what its output holds (salvage): written
+  // closes it as that BU's (the counts of its commit request), not written makes it an orphan
+  // for the next BU that asks. False when it is no block in doubt.
+  bool resolve(std::uint64_t block_id, bool written);
+  struct DoubtBlock {
+    std::uint64_t block_id = 0;
+    std::uint64_t first_event = 0;
+    std::uint32_t events = 0;
+    std::uint32_t generation = 0;
+    transport::AppIndex bu = 0;
+  };
+  // The blocks in doubt now (their BU lost), oldest first.
+  [[nodiscard]] std::vector<DoubtBlock> doubt_blocks() const;
   // Events triggered so far (event numbers 0 .. total - 1 exist at the EVM).
   void set_triggered(std::uint64_t total) { triggered_ = total; }
   // The next assignment, if a request can be served; flush allows a final partial block (Halt).
@@ -148,6 +161,7 @@ class EventManager {
     bool open = false;
     bool orphan = false;
     bool granted = false;
+    wire::BlockAck granted_as;  // the commit request granted: what the BU built
   };
 
   explicit EventManager(EventManagerSettings settings);

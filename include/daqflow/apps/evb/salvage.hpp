@@ -1,0 +1,50 @@
+#pragma once
+// Salvage of a lost BU's event files (docs/reliability.md, "A BU killed while writing"): the
+// blocks the EVM granted to a BU that died before acknowledging them are in doubt; what the BU's
+// files hold decides them. salvage_bu_files() reads the BU's unfinished NAME.dqf.part files of
+// the run and its newest finished file, keeps each record whose header and CRC32C check, and:
+//
+//   - a block in doubt with every event on disk is written: it stays, and counts as built;
+//   - a block with none of its events on disk is not written: the EVM has it built again;
+//   - a block with some of its events on disk (the BU died while writing it) is cut out: the
+//     file is truncated before its first event there, and it is built again;
+//   - a record torn by the death is cut too.
+//
+// Each file is then finished as the BU would have: NAME.dqf.part renamed to NAME.dqf with its
+// sidecar (checksum, counts and first and last event recomputed), or a finished file truncated
+// and given a new sidecar; a file left without records is removed. So no event is on disk twice
+// and none that the EVM counts as built is missing.
+//
+// The BU writes a block's events one after the other and the blocks in the order the EVM granted
+// them, so a partial block is the last thing written and nothing after it is lost by the cut.
+// Control path only (the controller runs it once the BU's process is gone).
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "daqflow/core/result.hpp"
+
+namespace daqflow::apps::evb {
+
+struct SalvageBlock {
+  std::uint64_t block_id = 0;
+  std::uint64_t first_event = 0;
+  std::uint32_t events = 0;
+};
+
+struct SalvageReport {
+  std::vector<std::uint64_t> written;      // block ids
+  std::vector<std::uint64_t> not_written;  // block ids (partial ones included)
+  std::vector<std::string> files;          // finished or rewritten by the salvage
+  std::uint64_t events_kept = 0;           // records in those files after the cuts
+  std::uint64_t bytes_cut = 0;             // torn or partial data removed
+};
+
+[[nodiscard]] Result<SalvageReport> salvage_bu_files(const std::string& dir,
+                                                     std::uint32_t run_number,
+                                                     std::string_view bu_id,
+                                                     const std::vector<SalvageBlock>& in_doubt);
+
+}  // namespace daqflow::apps::evb
