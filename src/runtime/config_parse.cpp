@@ -109,7 +109,7 @@ class Reader {
     auto v = text(f, where);
     if (v && !valid_name(*v)) {
       d_.error(f.value.Mark(), fmt::format("'{}' in {}: '{}' may contain only letters, digits, "
-                                           "'_', '.' and '-'",
+                                           "'_', '.' and '-', and no '..'",
                                            f.key, where, *v));
       return std::nullopt;
     }

@@ -301,9 +301,11 @@ std::vector<std::pair<std::string, std::string>> named_ids(const json& params,
 }
 
 bool valid_name(std::string_view name) {
-  return !name.empty() && std::all_of(name.begin(), name.end(), [](char c) {
-    return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.' || c == '-';
-  });
+  // Names become parts of file and segment names: nothing that could climb out of a directory.
+  return !name.empty() && name.find("..") == std::string_view::npos &&
+         std::all_of(name.begin(), name.end(), [](char c) {
+           return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.' || c == '-';
+         });
 }
 
 std::string canonical_host(const std::string& host) {

@@ -170,6 +170,20 @@ TEST(ConfigErrors, NamesMayUseOnlyPortableCharacters) {
                                    "contain only")));
 }
 
+TEST(ConfigErrors, NamesCannotClimbOutOfADirectory) {
+  // Application ids name files (a BU's output) and context names shared-memory segments.
+  EXPECT_THAT(errors_of(R"(contexts:
+  - name: ..
+    control_port: 9100
+    applications:
+      - {type: sink, id: "a..b"}
+)"),
+              ElementsAre(error_at("2:11", "'name' in context #1: '..' may contain only"),
+                          error_at("5:26",
+                                   "'id' in application #1 of context #1: 'a..b' may contain "
+                                   "only letters, digits, '_', '.' and '-', and no '..'")));
+}
+
 TEST(ConfigErrors, UnknownApplicationTypeListsTheKnownOnes) {
   EXPECT_THAT(errors_of(R"(contexts:
   - name: a

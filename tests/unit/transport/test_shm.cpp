@@ -149,6 +149,37 @@ std::size_t leftovers(const std::string& tag) {
   return n;
 }
 
+TEST(Shm, SegmentsAreOwnerOnlyAndNamedByTheirRun) {
+  Fixture first("first");
+  auto a = first.endpoint(0);
+  std::size_t segments = 0;
+  for (const auto& entry : std::filesystem::directory_iterator("/dev/shm")) {
+    const std::string name = entry.path().filename().string();
+    if (name.find(first.config.run_tag) == std::string::npos) continue;
+    ++segments;
+    EXPECT_EQ(entry.status().permissions(),
+              std::filesystem::perms::owner_read | std::filesystem::perms::owner_write)
+        << name;
+  }
+  EXPECT_GE(segments, 1u);
+
+  // Another run on this host looks for its own run's segments only: it cannot reach ours.
+  Fixture second("second");
+  auto b = second.endpoint(1);
+  ASSERT_TRUE(b->connect(0).ok());
+  auto pool = std::move(b->make_send_pool("tx", 4096, 2)).value();
+  std::array<Completion, 4> out;
+  for (int i = 0; i < 20; ++i) {
+    Message m = message_of(pool->acquire(), 8, 1);
+    EXPECT_NE(b->post_send(0, m), SendStatus::ok);
+    for (Endpoint* e : {b.get(), a.get()}) {
+      const std::size_t n = e->poll(out);
+      for (std::size_t k = 0; k < n; ++k) out[k].message.clear();
+    }
+    std::this_thread::sleep_for(1ms);
+  }
+}
+
 TEST(Shm, KilledProcessIsAnErrorAndLeavesItsSegments) {
   Fixture f("killed");
   auto rx = f.endpoint(1);
