@@ -33,6 +33,7 @@ int main(int argc, char** argv) {
   daqflow::cli::add_transports(app);
   daqflow::cli::add_shm(app);
   daqflow::cli::add_bench(app);
+  daqflow::cli::add_salvage(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

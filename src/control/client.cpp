@@ -41,7 +41,9 @@ Result<Reply> ControlClient::call(std::string_view method, const std::string& pa
   http.set_connection_timeout(connect_timeout_);
   http.set_read_timeout(read_timeout_);
   http.set_write_timeout(read_timeout_);
-  const std::string text = body != nullptr ? body->dump() : std::string();
+  const std::string text =
+      body != nullptr ? body->dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)
+                      : std::string();
   const char* type = "application/json";
 
   httplib::Result res{nullptr, httplib::Error::Unknown};

@@ -199,7 +199,7 @@ Result<nlohmann::json> AppHost::update_params(const nlohmann::json& changes) {
     }
   }
   params_ = std::move(*checked);
-  spdlog::info("{}: parameters changed: {}", id(), changes.dump());
+  spdlog::info("{}: parameters changed: {}", id(), json_text(changes));
   return params_;
 }
 

@@ -29,15 +29,14 @@ State during_state(Command command) {
 
 }  // namespace
 
-ContextControl::ContextControl(const ClusterConfig& cluster, const ContextConfig& context)
-    : cluster_(cluster), context_(context) {}
+ContextControl::ContextControl(const ContextConfig& context) : context_(context) {}
 
 Result<std::unique_ptr<ContextControl>> ContextControl::create(const ClusterConfig& cluster,
                                                                const ContextConfig& context,
                                                                const AppRegistry& registry,
                                                                EndpointFactory endpoints,
                                                                HostSettings settings) {
-  std::unique_ptr<ContextControl> ctl(new ContextControl(cluster, context));
+  std::unique_ptr<ContextControl> ctl(new ContextControl(context));
   ctl->halt_timeout_ = settings.halt_timeout;
   for (const AppIndex index : context.applications) {
     if (index >= cluster.applications.size()) {

@@ -66,7 +66,7 @@ class ContextControl {
   [[nodiscard]] std::future<void> close();
 
  private:
-  ContextControl(const ClusterConfig& cluster, const ContextConfig& context);
+  explicit ContextControl(const ContextConfig& context);
   void post(std::function<void()> task);
   void loop();
   void report_failure(std::size_t host, std::string reason);
@@ -76,7 +76,6 @@ class ContextControl {
   [[nodiscard]] bool still_in(const AppHost& host, Command command) const;
   [[nodiscard]] Error refusal_locked(const AppHost& host, Command command) const;
 
-  const ClusterConfig& cluster_;
   const ContextConfig& context_;
   std::vector<std::unique_ptr<AppHost>> hosts_;
   std::vector<AppHost*> enable_order_;

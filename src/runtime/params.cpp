@@ -11,6 +11,10 @@
 
 namespace daqflow::runtime {
 
+std::string json_text(const nlohmann::json& value) {
+  return value.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
 using nlohmann::json;
 
 const char* to_string(ParamKind kind) {
@@ -61,15 +65,15 @@ void check_bounds(const ParamSpec& spec, const json& value, const std::string& p
   const bool above = spec.max && v > *spec.max;
   if (!below && !above) return;
   if (spec.min && spec.max) {
-    add_value_issue(
-        issues, path,
-        fmt::format("{} is out of range {}..{}", value.dump(), bound(*spec.min), bound(*spec.max)));
+    add_value_issue(issues, path,
+                    fmt::format("{} is out of range {}..{}", json_text(value), bound(*spec.min),
+                                bound(*spec.max)));
   } else if (below) {
     add_value_issue(issues, path,
-                    fmt::format("{} is below the minimum {}", value.dump(), bound(*spec.min)));
+                    fmt::format("{} is below the minimum {}", json_text(value), bound(*spec.min)));
   } else {
     add_value_issue(issues, path,
-                    fmt::format("{} is above the maximum {}", value.dump(), bound(*spec.max)));
+                    fmt::format("{} is above the maximum {}", json_text(value), bound(*spec.max)));
   }
 }
 
@@ -148,20 +152,20 @@ std::string describe(const json& value) {
     case json::value_t::null:
       return "null";
     case json::value_t::boolean:
-      return fmt::format("boolean {}", value.dump());
+      return fmt::format("boolean {}", json_text(value));
     case json::value_t::number_integer:
     case json::value_t::number_unsigned:
-      return fmt::format("integer {}", value.dump());
+      return fmt::format("integer {}", json_text(value));
     case json::value_t::number_float:
-      return fmt::format("number {}", value.dump());
+      return fmt::format("number {}", json_text(value));
     case json::value_t::string:
-      return fmt::format("string {}", value.dump());
+      return fmt::format("string {}", json_text(value));
     case json::value_t::array:
       return "a list";
     case json::value_t::object:
       return "a mapping";
     default:
-      return value.dump();
+      return json_text(value);
   }
 }
 
@@ -191,7 +195,7 @@ json check_param(const ParamSpec& spec, const json& value, const std::string& pa
                            value.get_ref<const std::string&>()) == spec.choices.end()) {
         add_value_issue(
             issues, path,
-            fmt::format("{} is not one of: {}", value.dump(), join_names(spec.choices)));
+            fmt::format("{} is not one of: {}", json_text(value), join_names(spec.choices)));
       }
       break;
     case ParamKind::app_ref:

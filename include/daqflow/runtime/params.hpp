@@ -22,6 +22,10 @@
 
 namespace daqflow::runtime {
 
+// A JSON value as text for a message: bytes that are not UTF-8 (a configuration or a request
+// may hold any) are replaced, never thrown about.
+[[nodiscard]] std::string json_text(const nlohmann::json& value);
+
 enum class ParamKind {
   integer,  // JSON integer within [min, max]
   number,   // JSON number within [min, max]

@@ -347,7 +347,8 @@ Result<nlohmann::json> EventManagerApp::action(std::string_view name, const nloh
     if (it == args.end()) continue;
     if (!it->is_array()) return invalid(std::string("'") + key + "' must be a list of block ids");
     for (const auto& id : *it) {
-      if (!id.is_number_unsigned()) return invalid(std::string("'") + key + "' holds " + id.dump());
+      if (!id.is_number_unsigned())
+        return invalid(std::string("'") + key + "' holds " + runtime::json_text(id));
       const auto block = id.get<std::uint64_t>();
       const bool known = std::any_of(doubt_.begin(), doubt_.end(), [&](const auto& d) {
         return d.block_id == block && topology_.name(d.bu) == bu;

@@ -16,6 +16,7 @@
 #include <nlohmann/json.hpp>
 
 #include "daqflow/core/log.hpp"
+#include "daqflow/runtime/params.hpp"
 #include "daqflow/wire/crc32c.hpp"
 #include "file_output.hpp"
 #include "outputs.hpp"
@@ -150,7 +151,7 @@ Result<std::uint64_t> mebibytes(const nlohmann::json& params, const char* key) {
   if (it == params.end()) return std::uint64_t{0};
   if (!it->is_number() || it->get<double>() < 0) {
     return Error(fmt::format("output: '{}' must be a number of MiB >= 0 (0: no limit), got {}", key,
-                             it->dump()));
+                             runtime::json_text(*it)));
   }
   return static_cast<std::uint64_t>(std::llround(it->get<double>() * 1024.0 * 1024.0));
 }
@@ -161,7 +162,8 @@ Result<std::unique_ptr<EventOutput>> make_file_output(const nlohmann::json& para
                                                       const OutputContext& context) {
   static constexpr std::array kKeys = {"kind", "dir", "max_file_mb", "max_file_events",
                                        "max_total_mb"};
-  if (!params.is_object()) return Error("output: expected {kind: file, ...}, got " + params.dump());
+  if (!params.is_object())
+    return Error("output: expected {kind: file, ...}, got " + runtime::json_text(params));
   for (const auto& [key, value] : params.items()) {
     if (std::find(kKeys.begin(), kKeys.end(), key) == kKeys.end()) {
       return Error(
@@ -176,7 +178,8 @@ Result<std::unique_ptr<EventOutput>> make_file_output(const nlohmann::json& para
   s.queue_depth = std::max<std::size_t>(1, context.queue_depth);
   s.dir = context.default_dir;
   if (const auto it = params.find("dir"); it != params.end()) {
-    if (!it->is_string()) return Error("output: 'dir' must be a string, got " + it->dump());
+    if (!it->is_string())
+      return Error("output: 'dir' must be a string, got " + runtime::json_text(*it));
     // An empty dir (a parameter default) means run.output.
     if (!it->get_ref<const std::string&>().empty()) s.dir = it->get<std::string>();
   }
@@ -194,7 +197,7 @@ Result<std::unique_ptr<EventOutput>> make_file_output(const nlohmann::json& para
   if (const auto it = params.find("max_file_events"); it != params.end()) {
     if (!it->is_number_integer() || it->get<std::int64_t>() < 0) {
       return Error("output: 'max_file_events' must be an integer >= 0 (0: no limit), got " +
-                   it->dump());
+                   runtime::json_text(*it));
     }
     s.max_file_events = static_cast<std::uint64_t>(it->get<std::int64_t>());
   }

@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 
 #include "daqflow/apps/evb/output.hpp"
+#include "daqflow/runtime/params.hpp"
 #include "outputs.hpp"
 
 namespace daqflow::apps::evb {
@@ -14,7 +15,7 @@ Result<std::unique_ptr<EventOutput>> make_output(const nlohmann::json& params,
     return Error(
         "output: expected an object such as {kind: discard} or {kind: file, dir: PATH}, "
         "got " +
-        params.dump());
+        runtime::json_text(params));
   }
   const auto kind = params.find("kind");
   if (kind == params.end() || !kind->is_string()) {

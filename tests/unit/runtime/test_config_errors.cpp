@@ -184,6 +184,16 @@ TEST(ConfigErrors, NamesCannotClimbOutOfADirectory) {
                                    "only letters, digits, '_', '.' and '-', and no '..'")));
 }
 
+TEST(ConfigErrors, BytesThatAreNotUtf8AreShownNotThrownAbout) {
+  // Found by fuzz_config: a parameter of the wrong type holding such bytes made the message
+  // itself throw.
+  const auto errors = errors_of(
+      "contexts:\n  - name: a\n    control_port: 9100\n"
+      "    applications:\n      - {type: sink, id: s, expect: \"x\xcf\"}\n");
+  ASSERT_EQ(errors.size(), 1u);
+  EXPECT_NE(errors[0].find("expect"), std::string::npos) << errors[0];
+}
+
 TEST(ConfigErrors, UnknownApplicationTypeListsTheKnownOnes) {
   EXPECT_THAT(errors_of(R"(contexts:
   - name: a

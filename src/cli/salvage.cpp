@@ -1,0 +1,67 @@
+// daqflow salvage CONFIG APP: what `daqflow run` does by itself when a process dies while data
+// flows (AppType::after_loss), for an operator who runs the contexts by hand: for a BU with a
+// file output, finish its unfinished files and tell the EVM which of its blocks in doubt are on
+// disk (docs/reliability.md). Run it on the host where the application ran, once its process is
+// gone, while the rest of the run goes on.
+#include <cstdio>
+#include <memory>
+#include <string>
+
+#include "cli/commands.hpp"
+#include "daqflow/control/client.hpp"
+#include "daqflow/runtime/config.hpp"
+
+namespace daqflow::cli {
+
+namespace {
+
+struct SalvageArgs {
+  std::string config;
+  std::string app;
+};
+
+[[noreturn]] void fail(const std::string& why) {
+  std::fprintf(stderr, "daqflow salvage: %s\n", why.c_str());
+  throw CLI::RuntimeError(1);
+}
+
+void salvage_command(const SalvageArgs& args) {
+  auto cluster = runtime::load_config(args.config, registry());
+  if (!cluster) fail(cluster.error().message());
+  const runtime::ApplicationConfig* app = cluster->find_application(args.app);
+  if (app == nullptr) fail("no application '" + args.app + "' in " + args.config);
+  const runtime::AppType* type = registry().find(app->type);
+  if (type == nullptr || !type->after_loss) {
+    fail("application '" + args.app + "' is a " + app->type +
+         ": nothing is left to salvage when it dies");
+  }
+  const auto call = [&](const std::string& id, const std::string& action,
+                        const nlohmann::json& body) -> Result<nlohmann::json> {
+    const runtime::ApplicationConfig* target = cluster->find_application(id);
+    if (target == nullptr) return Error("no application '" + id + "' in " + args.config);
+    const runtime::ContextConfig* ctx = cluster->find_context(target->context);
+    if (ctx == nullptr || ctx->control_port == 0)
+      return Error("context '" + target->context + "' has no control_port");
+    const control::ControlClient client(
+        control::HostPort{ctx->host, static_cast<std::uint16_t>(ctx->control_port)});
+    auto answer = client.post("/api/v1/apps/" + id + "/actions/" + action, body);
+    if (!answer) return answer.error();
+    return answer->value("result", nlohmann::json::object());
+  };
+  auto done = type->after_loss(runtime::LostApp{*cluster, *app, call});
+  if (!done) fail(done.error().message());
+  std::printf("%s\n", done->empty() ? "nothing to salvage" : done->c_str());
+}
+
+}  // namespace
+
+void add_salvage(CLI::App& app) {
+  auto args = std::make_shared<SalvageArgs>();
+  auto* cmd = app.add_subcommand(
+      "salvage", "Settle what a dead application left (a BU: its files against the EVM)");
+  cmd->add_option("config", args->config, "the cluster configuration")->required();
+  cmd->add_option("app", args->app, "the application whose process died")->required();
+  cmd->callback([args] { salvage_command(*args); });
+}
+
+}  // namespace daqflow::cli
