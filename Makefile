@@ -5,7 +5,7 @@ BUILD_FUZZ  ?= build-fuzz
 BUILD_TSAN  ?= build-tsan
 CONFIG      ?= examples/local.yaml
 DURATION    ?= 20
-FUZZ_SECONDS ?= 30
+FUZZ_SECONDS ?= 20
 JOBS        ?= $(shell nproc)
 
 .PHONY: all bootstrap build run test test-format test-release test-asan test-tsan test-fuzz \
