@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <map>
 #include <optional>
+#include <set>
 #include <sstream>
 #include <thread>
 
@@ -101,8 +102,11 @@ class Run {
   void probe_silent();
   // Alive and answering: to be asked and commanded.
   [[nodiscard]] bool reachable(const std::string& context) const {
-    return cluster_->alive(context) && !silent_.contains(context);
+    return cluster_->alive(context) && !silent_.contains(context) && !given_up_.contains(context);
   }
+  // A survivable application Failed while data flows (e.g. a BU whose disk is full): its
+  // context is left out of the run like a dead one, and what it left is settled.
+  bool give_up(const View& failed);
   [[nodiscard]] bool survivable(const std::vector<std::string>& contexts) const;
   Result<void> poll_states();
   Result<void> wait_for(const std::vector<PlannedApp>& apps, runtime::State target,
@@ -130,6 +134,7 @@ class Run {
   bool configure_sent_ = false;            // from then on there is something to halt
   bool data_flowing_ = false;  // every application Enabled: survivable losses are tolerated
   std::map<std::string, std::string> silent_;  // context -> what was seen
+  std::set<std::string> given_up_;             // contexts of survivable applications Failed
   Clock::time_point next_probe_{};
   RunSummary summary_;
 };
@@ -189,6 +194,19 @@ void Run::settle(const std::vector<std::string>& contexts) {
       summary_.lost.back() += "; " + *done;
     }
   }
+}
+
+bool Run::give_up(const View& failed) {
+  const std::string& context = failed.config->context;
+  if (given_up_.contains(context)) return true;
+  if (!data_flowing_ || !survivable({context})) return false;
+  const std::string description = "application " + failed.config->id + " failed: " + failed.reason +
+                                  " (context " + context + ")";
+  reporter_.note(description + "; its applications are survivable: the run goes on without them");
+  summary_.lost.push_back(description);
+  given_up_.insert(context);
+  settle({context});
+  return true;
 }
 
 Result<void> Run::went_silent(const std::string& context, const Error& why) {
@@ -441,7 +459,10 @@ void Run::monitor() {
       std::size_t finished_count = 0;
       std::uint64_t progress = 0;
       for (std::size_t i = 0; i < views_.size(); ++i) {
-        if (samples[i].state == runtime::State::Failed && failed == nullptr) failed = &views_[i];
+        if (samples[i].state == runtime::State::Failed && failed == nullptr &&
+            !give_up(views_[i])) {
+          failed = &views_[i];
+        }
         if (samples[i].finished) {
           ++finished_count;
           if (finished == nullptr) finished = &views_[i];

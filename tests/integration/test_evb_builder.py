@@ -12,6 +12,7 @@ import os
 import re
 import signal
 import socket
+import subprocess
 import tempfile
 import time
 import unittest
@@ -346,6 +347,55 @@ class EventBuilder(DaqflowTestCase):
         self.assertFalse([n for n in os.listdir(self.path("run-data")) if n.endswith(".part")])
         numbers = sorted(e["event"] for f in report["files"] for e in f["event_list"])
         self.assertEqual(numbers, list(range(r["events_built"])), "every event once, on disk")
+        print("\n" + [line for line in out.splitlines() if "bu2: salvaged" in line][0],
+              flush=True)
+
+    def test_a_bu_whose_disk_fills_up_is_left_out_and_no_event_is_lost(self):
+        """bu2 writes to a tmpfs of 6 MB: when it is full bu2's output fails and bu2 goes Failed;
+        the controller leaves it out like a dead BU, salvages its files, and bu1 builds on."""
+        small = self.path("small-disk")
+        os.makedirs(small)
+        subprocess.run(["mount", "-t", "tmpfs", "-o", "size=6m", "tmpfs", small], check=True)
+        self.addCleanup(subprocess.run, ["umount", "-l", small], check=False)
+        text = set_param(local_config(), "dir", self.path("run-data"))
+        text = set_param(text, "mean", 256)
+        text = set_param(text, "sd", 128)
+        bu2 = text.index("id: bu2")
+        text = text[:bu2] + text[bu2:].replace(f"dir: {self.path('run-data')}", f"dir: {small}", 1)
+        text = text.replace("bus: [bu1, bu2]", "bus: [bu1, bu2]\n        trigger_rate_hz: 20000",
+                            1)
+        config = self.write_config("local.yaml", text)
+        ports = dict(contexts_of(text))
+        summary_path = self.path("summary.json")
+        run = self.start(["run", config, "--duration", "0", "--status-interval", "0.5",
+                          "--summary", summary_path, "--log-dir", self.path("logs")], "run.log")
+        evm = ports["evm"]
+        wait_until(lambda: "bu2: salvaged" in self.output_of("run.log")
+                   or run.poll() is not None, 90, "bu2's disk to fill and its files salvaged")
+        self.assertIsNone(run.poll(), self.output_of("run.log"))
+        at_salvage = self._built_or_none(evm)
+        wait_until(lambda: self._built_or_none(evm) >= at_salvage + 1000, 60,
+                   "1000 more events built by bu1")
+        self.assertEqual(self.stop_run(run), 0, self.output_of("run.log"))
+        out = self.output_of("run.log")
+        self.assertIn("No space left on device", out)
+        with open(summary_path) as f:
+            summary = json.load(f)
+        self.assertEqual(summary["status"], "ok", out)
+        r = summary["results"]
+        self.assertEqual(r["lost_bus"], ["bu2"], r)
+        self.assertEqual(r["events_lost"], 0, r)
+        self.assertEqual(r["events_in_doubt"], 0, r)
+        self.assertEqual(r["events_triggered"], r["events_built"], r)
+        numbers = []
+        for d in (self.path("run-data"), small):
+            code, dump = self.daqflow(["dump", d, "--json", "--events"])
+            self.assertEqual(code, 0, dump)
+            report = json.loads(dump)
+            self.assertTrue(report["all_verified"], dump[:2000])
+            numbers += [e["event"] for f in report["files"] for e in f["event_list"]]
+        self.assertEqual(sorted(numbers), list(range(r["events_built"])),
+                         "every event once, on one disk or the other")
         print("\n" + [line for line in out.splitlines() if "bu2: salvaged" in line][0],
               flush=True)
 

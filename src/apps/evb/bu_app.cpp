@@ -389,6 +389,13 @@ int BuilderUnit::finish() {
     ++n;
   }
   while (OutputBatch* done = output_->poll_done()) {
+    if (output_->failed()) {
+      // Perhaps not (all) written: the EVM keeps it in doubt; the salvage of the files decides.
+      fail(output_->failure());
+      recycle(done);
+      ++n;
+      continue;
+    }
     if (unacked_.empty() && acknowledge(done)) {
       recycle(done);
     } else {

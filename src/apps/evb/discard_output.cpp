@@ -45,6 +45,7 @@ class DiscardOutput final : public EventOutput {
   }
 
   [[nodiscard]] std::string failure() const override { return {}; }
+  [[nodiscard]] bool failed() const override { return false; }
 
  private:
   core::SpscRing<OutputBatch*> done_;

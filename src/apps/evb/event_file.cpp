@@ -146,6 +146,10 @@ std::uint32_t crc32c_combine(std::uint32_t crc_a, std::uint32_t crc_b, std::uint
   return multiply_mod_p(shift, crc_a) ^ crc_b;
 }
 
+std::string reserve_file_name(std::uint32_t run_number, std::string_view bu_id) {
+  return fmt::format("run{:06}_{}{}", run_number, bu_id, kReserveSuffix);
+}
+
 std::string data_file_stem(std::uint32_t run_number, std::string_view bu_id,
                            std::uint32_t sequence) {
   return fmt::format("run{:06}_{}_{:04}", run_number, bu_id, sequence);

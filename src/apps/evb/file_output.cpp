@@ -104,6 +104,8 @@ void FileOutput::run() {
     ::close(fd_);
     fd_ = -1;
   }
+  // A failed output keeps its room: the salvage of its files needs it on a full disk.
+  if (!failed_) release_room();
 }
 
 void FileOutput::write_batch(const OutputBatch& batch) {

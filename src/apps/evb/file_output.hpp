@@ -58,6 +58,9 @@ class FileOutput final : public EventOutput {
   Result<void> close() override;
   [[nodiscard]] OutputStats stats() const override;
   [[nodiscard]] std::string failure() const override;
+  [[nodiscard]] bool failed() const override {
+    return has_failure_.load(std::memory_order_acquire);
+  }
 
  private:
   static constexpr std::size_t kMaxIov = IOV_MAX;
@@ -69,6 +72,9 @@ class FileOutput final : public EventOutput {
   bool ensure_iov_room(std::size_t entries);
   bool flush();
   bool open_file();
+  // The room kept for finishing files on a full disk (kReserveSuffix).
+  bool reserve_room();
+  void release_room();
   bool finish_file();
   bool write_sidecar();
   void set_failure(std::string reason);
@@ -89,7 +95,8 @@ class FileOutput final : public EventOutput {
   std::array<std::byte, kMaxFileHeaderSize> file_header_{};
   int fd_ = -1;
   std::uint32_t sequence_ = 0;
-  std::string stem_;  // path without suffix of the open file
+  std::string reserve_path_;  // empty: no room reserved
+  std::string stem_;          // path without suffix of the open file
   std::uint64_t file_events_ = 0;
   std::uint64_t file_bytes_ = 0;
   std::uint32_t file_crc_ = 0;

@@ -64,7 +64,28 @@ void sync_directory(const std::string& dir) {
 
 }  // namespace
 
+bool FileOutput::reserve_room() {
+  reserve_path_ =
+      (fs::path(settings_.dir) / reserve_file_name(settings_.run_number, settings_.bu_id)).string();
+  const int fd = ::open(reserve_path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  const int error = fd < 0 ? errno : ::posix_fallocate(fd, 0, static_cast<off_t>(kReserveBytes));
+  if (fd >= 0) ::close(fd);
+  if (error != 0) {
+    write_errors_.fetch_add(1, std::memory_order_relaxed);
+    set_failure(fmt::format("file output: reserving {} bytes in {}: {}", kReserveBytes,
+                            reserve_path_, std::strerror(error)));
+    return false;
+  }
+  return true;
+}
+
+void FileOutput::release_room() {
+  if (!reserve_path_.empty()) ::unlink(reserve_path_.c_str());
+  reserve_path_.clear();
+}
+
 bool FileOutput::open_file() {
+  if (reserve_path_.empty() && !reserve_room()) return false;
   stem_ =
       (fs::path(settings_.dir) / data_file_stem(settings_.run_number, settings_.bu_id, sequence_))
           .string();

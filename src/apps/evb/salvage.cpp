@@ -167,6 +167,8 @@ Result<std::string> finish(const Scanned& s, std::uint32_t run, std::string_view
 Result<SalvageReport> salvage_bu_files(const std::string& dir, std::uint32_t run_number,
                                        std::string_view bu_id,
                                        const std::vector<SalvageBlock>& in_doubt) {
+  // The BU's reserved room: on a full disk, what lets the files be finished.
+  ::unlink((fs::path(dir) / reserve_file_name(run_number, bu_id)).c_str());
   const std::string first = data_file_stem(run_number, bu_id, 0);
   const std::string prefix = first.substr(0, first.size() - 4);  // "run000001_bu1_"
   std::vector<std::string> parts;

@@ -37,6 +37,11 @@ inline constexpr std::size_t kMaxFileHeaderSize = kFileHeaderFixedSize + kMaxBuI
 inline constexpr std::string_view kDataSuffix = ".dqf";
 inline constexpr std::string_view kPartSuffix = ".part";
 inline constexpr std::string_view kSidecarSuffix = ".json";
+// Room kept on the disk while a BU writes ("run000001_bu1.reserve"): when the disk fills up, the
+// files can still be finished (sidecars written) once it is removed. The BU removes it when its
+// output closes cleanly; the salvage of a lost BU's files removes it first.
+inline constexpr std::string_view kReserveSuffix = ".reserve";
+inline constexpr std::size_t kReserveBytes = 256 * 1024;
 
 struct FileHeader {
   std::uint16_t version = kFileVersion;
@@ -90,6 +95,9 @@ void encode_record_header(const RecordHeader& record, std::span<std::byte, kReco
 // "run000001_bu1_0000": the name of a data file without its suffix.
 [[nodiscard]] std::string data_file_stem(std::uint32_t run_number, std::string_view bu_id,
                                          std::uint32_t sequence);
+
+// "run000001_bu1.reserve": the BU's reserved room in its directory (kReserveSuffix).
+[[nodiscard]] std::string reserve_file_name(std::uint32_t run_number, std::string_view bu_id);
 
 // The JSON sidecar of a complete data file.
 struct Sidecar {

@@ -71,6 +71,9 @@ class EventOutput {
   [[nodiscard]] virtual OutputStats stats() const = 0;
   // Set when the output failed (e.g. disk error); the BU fails with this reason.
   [[nodiscard]] virtual std::string failure() const = 0;
+  // failure() is not empty; cheap, for the agent's data path. A batch that comes back from a
+  // failed output may not be written: it is not acknowledged (docs/reliability.md).
+  [[nodiscard]] virtual bool failed() const = 0;
 };
 
 struct OutputContext {
