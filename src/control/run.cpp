@@ -95,6 +95,7 @@ class Run {
 
   Result<void> check_deaths();
   void settle(const std::vector<std::string>& contexts);
+  static AppSample unknown_sample(View& v);
   // A context whose process lives but whose control API did not answer: survivable while data
   // flows (like a death), fatal otherwise. Error when fatal.
   Result<void> went_silent(const std::string& context, const Error& why);
@@ -380,6 +381,15 @@ Result<void> Run::enable() {
   return ok();
 }
 
+// A sample for an application whose context cannot be asked (dead, silent or left out).
+AppSample Run::unknown_sample(View& v) {
+  AppSample s;
+  s.id = v.config->id;
+  s.type = v.config->type;
+  v.state.reset();
+  return s;
+}
+
 void Run::monitor() {
   const auto enabled_at = Clock::now();
   const auto elapsed = [&] {
@@ -409,11 +419,7 @@ void Run::monitor() {
       probe_silent();
       for (auto& v : views_) {
         if (!reachable(v.config->context)) {
-          AppSample lost;
-          lost.id = v.config->id;
-          lost.type = v.config->type;
-          v.state.reset();
-          samples.push_back(lost);
+          samples.push_back(unknown_sample(v));
           continue;
         }
         auto app = client_of(v).get("/api/v1/apps/" + v.config->id);
@@ -428,11 +434,7 @@ void Run::monitor() {
               break;
             }
           }
-          AppSample lost;
-          lost.id = v.config->id;
-          lost.type = v.config->type;
-          v.state.reset();
-          samples.push_back(lost);
+          samples.push_back(unknown_sample(v));
           continue;
         }
         v.last = std::move(*app);

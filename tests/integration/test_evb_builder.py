@@ -237,22 +237,40 @@ class EventBuilder(DaqflowTestCase):
                 self.assertIn("no data from RU 'ru2'", app["reason"], app)
         wait_until(lambda: not pid_alive(ctx["pid"]), 5, "ru2 to be gone")
 
+    def _start_small_events_run(self, evm_params, text=None):
+        """local.yaml with small fragments, files in run-data and extra EVM parameters, run
+        until stopped; returns (run, control ports)."""
+        if text is None:
+            text = set_param(local_config(), "dir", self.path("run-data"))
+        text = set_param(text, "mean", 256)
+        text = set_param(text, "sd", 128)
+        extra = "".join(f"\n        {k}: {v}" for k, v in evm_params.items())
+        text = text.replace("bus: [bu1, bu2]", "bus: [bu1, bu2]" + extra, 1)
+        config = self.write_config("local.yaml", text)
+        run = self.start(["run", config, "--duration", "0", "--status-interval", "0.5",
+                          "--summary", self.path("summary.json"), "--log-dir",
+                          self.path("logs")], "run.log")
+        return run, dict(contexts_of(text))
+
+    def _assert_every_event_once_on_disk(self, dirs, built):
+        numbers = []
+        for d in dirs:
+            code, dump = self.daqflow(["dump", d, "--json", "--events"])
+            self.assertEqual(code, 0, dump)
+            report = json.loads(dump)
+            self.assertTrue(report["all_verified"], dump[:2000])
+            self.assertFalse([n for n in os.listdir(d) if n.endswith(".part")])
+            numbers += [e["event"] for f in report["files"] for e in f["event_list"]]
+        self.assertEqual(sorted(numbers), list(range(built)), "every event once, on disk")
+
     def test_a_frozen_bu_is_fenced_and_writes_no_event_twice(self):
         """SIGSTOP for longer than the EVM's heartbeat timeout and the controller's read timeout,
         then SIGCONT, on BUs writing files: the EVM re-assigns what the frozen BU was not granted,
         the woken BU drops what was taken from it and rejoins, and the files hold every event
         exactly once (docs/reliability.md)."""
-        text = set_param(local_config(), "dir", self.path("run-data"))
-        text = set_param(text, "mean", 256)
-        text = set_param(text, "sd", 128)
-        text = text.replace("bus: [bu1, bu2]",
-                            "bus: [bu1, bu2]\n        heartbeat_timeout_ms: 1000"
-                            "\n        trigger_rate_hz: 1000", 1)
-        config = self.write_config("local.yaml", text)
-        ports = dict(contexts_of(text))
+        run, ports = self._start_small_events_run({"heartbeat_timeout_ms": 1000,
+                                                   "trigger_rate_hz": 1000})
         summary_path = self.path("summary.json")
-        run = self.start(["run", config, "--duration", "0", "--status-interval", "0.5",
-                          "--summary", summary_path, "--log-dir", self.path("logs")], "run.log")
         evm = ports["evm"]
         wait_until(lambda: self._built_or_none(evm) >= 2000, 60, "2000 events built")
         status, ctx = http(ports["bu2"], "GET", "/api/v1/context")
@@ -297,26 +315,13 @@ class EventBuilder(DaqflowTestCase):
         print(f"\nfrozen bu2: {summary['applications']['bu2']['results']['events_fenced']} built "
               f"events dropped as fenced, {r['events_reassigned']} re-assigned", flush=True)
 
-        code, dump = self.daqflow(["dump", self.path("run-data"), "--json", "--events"])
-        self.assertEqual(code, 0, dump)
-        report = json.loads(dump)
-        self.assertTrue(report["all_verified"])
-        numbers = sorted(e["event"] for f in report["files"] for e in f["event_list"])
-        self.assertEqual(numbers, list(range(r["events_built"])), "every event once, on disk")
+        self._assert_every_event_once_on_disk([self.path("run-data")], r["events_built"])
 
     def test_a_bu_killed_while_writing_leaves_every_event_on_disk_once(self):
         """SIGKILL of a BU writing files: the controller finishes its unfinished file and tells
         the EVM which granted blocks are on disk; the others are built again by bu1."""
-        text = set_param(local_config(), "dir", self.path("run-data"))
-        text = set_param(text, "mean", 256)
-        text = set_param(text, "sd", 128)
-        text = text.replace("bus: [bu1, bu2]",
-                            "bus: [bu1, bu2]\n        trigger_rate_hz: 20000", 1)
-        config = self.write_config("local.yaml", text)
-        ports = dict(contexts_of(text))
+        run, ports = self._start_small_events_run({"trigger_rate_hz": 20000})
         summary_path = self.path("summary.json")
-        run = self.start(["run", config, "--duration", "0", "--status-interval", "0.5",
-                          "--summary", summary_path, "--log-dir", self.path("logs")], "run.log")
         evm = ports["evm"]
         wait_until(lambda: self._built_or_none(evm) >= 3000, 60, "3000 events built")
         status, ctx = http(ports["bu2"], "GET", "/api/v1/context")
@@ -340,13 +345,7 @@ class EventBuilder(DaqflowTestCase):
         self.assertEqual(r["events_incomplete"], 0, r)
         self.assertEqual(r["events_triggered"], r["events_built"], r)
 
-        code, dump = self.daqflow(["dump", self.path("run-data"), "--json", "--events"])
-        self.assertEqual(code, 0, dump)
-        report = json.loads(dump)
-        self.assertTrue(report["all_verified"], dump[:2000])
-        self.assertFalse([n for n in os.listdir(self.path("run-data")) if n.endswith(".part")])
-        numbers = sorted(e["event"] for f in report["files"] for e in f["event_list"])
-        self.assertEqual(numbers, list(range(r["events_built"])), "every event once, on disk")
+        self._assert_every_event_once_on_disk([self.path("run-data")], r["events_built"])
         print("\n" + [line for line in out.splitlines() if "bu2: salvaged" in line][0],
               flush=True)
 
@@ -358,17 +357,10 @@ class EventBuilder(DaqflowTestCase):
         subprocess.run(["mount", "-t", "tmpfs", "-o", "size=6m", "tmpfs", small], check=True)
         self.addCleanup(subprocess.run, ["umount", "-l", small], check=False)
         text = set_param(local_config(), "dir", self.path("run-data"))
-        text = set_param(text, "mean", 256)
-        text = set_param(text, "sd", 128)
         bu2 = text.index("id: bu2")
         text = text[:bu2] + text[bu2:].replace(f"dir: {self.path('run-data')}", f"dir: {small}", 1)
-        text = text.replace("bus: [bu1, bu2]", "bus: [bu1, bu2]\n        trigger_rate_hz: 20000",
-                            1)
-        config = self.write_config("local.yaml", text)
-        ports = dict(contexts_of(text))
+        run, ports = self._start_small_events_run({"trigger_rate_hz": 20000}, text)
         summary_path = self.path("summary.json")
-        run = self.start(["run", config, "--duration", "0", "--status-interval", "0.5",
-                          "--summary", summary_path, "--log-dir", self.path("logs")], "run.log")
         evm = ports["evm"]
         wait_until(lambda: "bu2: salvaged" in self.output_of("run.log")
                    or run.poll() is not None, 90, "bu2's disk to fill and its files salvaged")
@@ -387,15 +379,7 @@ class EventBuilder(DaqflowTestCase):
         self.assertEqual(r["events_lost"], 0, r)
         self.assertEqual(r["events_in_doubt"], 0, r)
         self.assertEqual(r["events_triggered"], r["events_built"], r)
-        numbers = []
-        for d in (self.path("run-data"), small):
-            code, dump = self.daqflow(["dump", d, "--json", "--events"])
-            self.assertEqual(code, 0, dump)
-            report = json.loads(dump)
-            self.assertTrue(report["all_verified"], dump[:2000])
-            numbers += [e["event"] for f in report["files"] for e in f["event_list"]]
-        self.assertEqual(sorted(numbers), list(range(r["events_built"])),
-                         "every event once, on one disk or the other")
+        self._assert_every_event_once_on_disk([self.path("run-data"), small], r["events_built"])
         print("\n" + [line for line in out.splitlines() if "bu2: salvaged" in line][0],
               flush=True)
 
