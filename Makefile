@@ -5,11 +5,11 @@ BUILD_FUZZ  ?= build-fuzz
 BUILD_TSAN  ?= build-tsan
 CONFIG      ?= examples/local.yaml
 DURATION    ?= 20
-FUZZ_SECONDS ?= 20
+FUZZ_SECONDS ?= 300
 JOBS        ?= $(shell nproc)
 
 .PHONY: all bootstrap build run test test-format test-release test-asan test-tsan test-fuzz \
-	test-soak test-fuzz-and-soak format clean bench
+	test-soak test-fuzz-and-soak fuzz format clean bench
 
 # Every C++ file of the project, for clang-format.
 SOURCES = $(shell find include src tests bench \( -name '*.hpp' -o -name '*.cpp' \) -print)
@@ -77,9 +77,18 @@ test-tsan: bootstrap
 	  suppressions=$(CURDIR)/tests/sanitizers/tsan.supp" \
 	  ctest --output-on-failure --timeout 300 -j $(JOBS) -R '^(core|transport|runtime)\.'
 
-test-fuzz: bootstrap
+$(BUILD_FUZZ)/build.ninja: | bootstrap
 	cmake -S . -B $(BUILD_FUZZ) -G Ninja -DCMAKE_BUILD_TYPE=Release -DDAQFLOW_FUZZ=ON \
 	  -DCMAKE_CXX_COMPILER=clang++
+
+# The fuzzers as a regression test: a fixed seed and number of inputs per target, so that a
+# clean checkout tries exactly the inputs tried where the change was made.
+test-fuzz: bootstrap $(BUILD_FUZZ)/build.ninja
+	cmake --build $(BUILD_FUZZ) -j $(JOBS)
+	@bash scripts/run-fuzzers $(BUILD_FUZZ) --regression
+
+# Exploring: a random seed, FUZZ_SECONDS per target, a working corpus kept in $(BUILD_FUZZ).
+fuzz: bootstrap $(BUILD_FUZZ)/build.ninja
 	cmake --build $(BUILD_FUZZ) -j $(JOBS)
 	@bash scripts/run-fuzzers $(BUILD_FUZZ) $(FUZZ_SECONDS)
 

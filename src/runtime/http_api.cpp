@@ -38,6 +38,19 @@ ApiReply error(const Error& e) {
   return error(http_status(e.code()), e.message());
 }
 
+// A request's JSON body. Whatever the parser refuses (bad syntax, a number past the range of a
+// double) is the client's error, never an exception out of the handler.
+Result<json> parse_body(std::string_view body) {
+  try {
+    return json::parse(body);
+  } catch (const json::exception& e) {
+    std::string what = e.what();
+    // "[json.exception.parse_error.101] parse error at line 1, ..." -> "parse error at line 1, ..."
+    if (const auto end = what.find("] "); end != std::string::npos) what.erase(0, end + 2);
+    return Error("malformed JSON body: " + what);
+  }
+}
+
 std::vector<std::string_view> split_path(std::string_view path) {
   std::vector<std::string_view> parts;
   while (!path.empty()) {
@@ -239,16 +252,9 @@ ApiReply ControlApi::app_json(const AppHost& host) const {
 }
 
 ApiReply ControlApi::put_params(AppHost& host, std::string_view body) const {
-  json changes;
-  try {
-    changes = json::parse(body);
-  } catch (const json::parse_error& e) {
-    std::string what = e.what();
-    // "[json.exception.parse_error.101] parse error at line 1, ..." -> "parse error at line 1, ..."
-    if (const auto end = what.find("] "); end != std::string::npos) what.erase(0, end + 2);
-    return error(400, "malformed JSON body: " + what);
-  }
-  auto params = host.update_params(changes);
+  auto changes = parse_body(body);
+  if (!changes) return error(changes.error());
+  auto params = host.update_params(*changes);
   if (!params) return error(params.error());
   return {200, json{{"id", host.id()}, {"params", std::move(*params)}}, {}};
 }
@@ -256,13 +262,9 @@ ApiReply ControlApi::put_params(AppHost& host, std::string_view body) const {
 ApiReply ControlApi::action(AppHost& host, std::string_view name, std::string_view body) const {
   json args = json::object();
   if (!body.empty()) {
-    try {
-      args = json::parse(body);
-    } catch (const json::parse_error& e) {
-      std::string what = e.what();
-      if (const auto end = what.find("] "); end != std::string::npos) what.erase(0, end + 2);
-      return error(400, "malformed JSON body: " + what);
-    }
+    auto parsed = parse_body(body);
+    if (!parsed) return error(parsed.error());
+    args = std::move(*parsed);
   }
   auto result = host.action(name, args);
   if (!result) return error(result.error());
