@@ -223,6 +223,45 @@ class LinkChecks {
   std::vector<std::string> ids_;
 };
 
+// The faults' links: both ends exist and differ, and a corruption goes where a payload CRC can
+// catch it.
+void resolve_faults(ParsedConfig& parsed, Diagnostics& d) {
+  std::vector<std::string> ids;
+  for (const ApplicationConfig& app : parsed.config.applications) ids.push_back(app.id);
+  for (std::size_t i = 0; i < parsed.faults.size(); ++i) {
+    const FaultMarks& marks = parsed.faults[i];
+    transport::FaultRule& rule = parsed.config.faults[i];
+    const std::string where = fmt::format("fault #{}", i + 1);
+    const ApplicationConfig* ends[2] = {nullptr, nullptr};
+    const std::pair<const std::string*, const YAML::Mark*> named[2] = {
+        {&marks.from, &marks.from_mark}, {&marks.to, &marks.to_mark}};
+    for (int k = 0; k < 2; ++k) {
+      if (named[k].first->empty()) continue;  // missing or malformed: reported already
+      ends[k] = parsed.config.find_application(*named[k].first);
+      if (ends[k] == nullptr) {
+        d.error(*named[k].second, fmt::format("'{}' in {}: no application '{}' in the cluster ({})",
+                                              k == 0 ? "from" : "to", where, *named[k].first,
+                                              known_ids_hint(*named[k].first, ids)));
+      }
+    }
+    if (ends[0] == nullptr || ends[1] == nullptr) continue;
+    rule.from = ends[0]->index;
+    rule.to = ends[1]->index;
+    if (rule.from == rule.to) {
+      d.error(marks.to_mark,
+              fmt::format("{}: from and to are the same application '{}'", where, ends[0]->id));
+    }
+    if (rule.kind == transport::FaultRule::Kind::corrupt &&
+        (!parsed.config.transports.endpoint.payload_crc ||
+         (ends[0]->transport != "tcp" && ends[0]->transport != "shm"))) {
+      d.error(marks.node, fmt::format("{}: a corruption is caught only by the receiver's payload "
+                                      "CRC: it needs transports.payload_crc: true and a link on "
+                                      "tcp or shm ('{}' uses {})",
+                                      where, ends[0]->id, ends[0]->transport));
+    }
+  }
+}
+
 }  // namespace
 
 void check_cluster(const AppRegistry& registry, ParsedConfig& parsed, Diagnostics& d) {
@@ -230,6 +269,7 @@ void check_cluster(const AppRegistry& registry, ParsedConfig& parsed, Diagnostic
   check_unique_applications(parsed, d);
   PortClaims(parsed, d).claim_all();
   LinkChecks(registry, parsed, d).check_all();
+  resolve_faults(parsed, d);
 }
 
 }  // namespace daqflow::runtime::detail

@@ -16,7 +16,11 @@ namespace {
 
 using nlohmann::json;
 
-const std::vector<std::string> kTopKeys{"run", "transports", "contexts"};
+const std::vector<std::string> kTopKeys{"run", "transports", "contexts", "faults"};
+const std::vector<std::string> kFaultKeys{"from",           "to",       "delay_ms",
+                                          "cut_ms",         "stall_ms", "corrupt",
+                                          "after_messages", "after_ms", "for_ms"};
+const std::vector<std::string> kFaultKinds{"delay_ms", "cut_ms", "stall_ms", "corrupt"};
 const std::vector<std::string> kRunKeys{"number", "output"};
 const std::vector<std::string> kTransportKeys{
     "default",     "pipeline_depth", "max_message_size", "recv_buffers",  "socket_buffer_kb",
@@ -63,6 +67,7 @@ class Reader {
     } else {
       d_.error(root.Mark(), "missing required key 'contexts' at the top level");
     }
+    if (const Field* f = find_field(fields, "faults")) faults(*f);
   }
 
  private:
@@ -188,6 +193,88 @@ class Reader {
         unknown_key(f, where, kTransportKeys);
       }
     }
+  }
+
+  // `faults`: a list of {from, to, one of delay_ms / cut_ms / stall_ms / corrupt, and when}.
+  void faults(const Field& section) {
+    if (section.value.IsNull()) return;
+    if (!section.value.IsSequence()) {
+      d_.error(section.value.Mark(),
+               fmt::format("'faults' must be a list, got {}", describe_node(section.value)));
+      return;
+    }
+    for (std::size_t i = 0; i < section.value.size(); ++i) fault(section.value[i], i);
+  }
+
+  void fault(const YAML::Node& node, std::size_t i) {
+    const std::string where = fmt::format("fault #{}", i + 1);
+    if (!node.IsMap()) {
+      d_.error(node.Mark(), fmt::format("{} must be a mapping with from, to and one of {}, got {}",
+                                        where, join_names(kFaultKinds), describe_node(node)));
+      return;
+    }
+    transport::FaultRule rule;
+    FaultMarks marks;
+    marks.node = node.Mark();
+    std::vector<std::string> kinds;
+    std::optional<YAML::Mark> for_mark;
+    for (const Field& f : fields_of(node, where, d_)) {
+      if (f.key == "from" || f.key == "to") {
+        if (auto v = name(f, where)) (f.key == "from" ? marks.from : marks.to) = *v;
+        (f.key == "from" ? marks.from_mark : marks.to_mark) = f.value.Mark();
+      } else if (f.key == "delay_ms") {
+        kinds.push_back(f.key);
+        rule.kind = transport::FaultRule::Kind::delay;
+        if (auto v = integer(f, where, 1, 3'600'000)) rule.delay = std::chrono::milliseconds(*v);
+      } else if (f.key == "cut_ms") {
+        kinds.push_back(f.key);
+        rule.kind = transport::FaultRule::Kind::cut;
+        if (auto v = integer(f, where, 0, 3'600'000)) rule.duration = std::chrono::milliseconds(*v);
+      } else if (f.key == "stall_ms") {
+        kinds.push_back(f.key);
+        rule.kind = transport::FaultRule::Kind::stall;
+        if (auto v = integer(f, where, 1, 3'600'000)) rule.duration = std::chrono::milliseconds(*v);
+      } else if (f.key == "corrupt") {
+        kinds.push_back(f.key);
+        rule.kind = transport::FaultRule::Kind::corrupt;
+        const auto v = f.value.IsScalar() ? parse_boolean(f.value.Scalar()) : std::nullopt;
+        if (v != std::optional<bool>(true)) {
+          d_.error(f.value.Mark(),
+                   fmt::format("'corrupt' in {}: expected true (leave the fault out "
+                               "otherwise), got {}",
+                               where, describe_node(f.value)));
+        }
+      } else if (f.key == "after_messages") {
+        if (auto v = integer(f, where, 0, 1LL << 62)) {
+          rule.after_messages = static_cast<std::uint64_t>(*v);
+        }
+      } else if (f.key == "after_ms") {
+        if (auto v = integer(f, where, 0, 3'600'000)) rule.after = std::chrono::milliseconds(*v);
+      } else if (f.key == "for_ms") {
+        for_mark = f.key_node.Mark();
+        if (auto v = integer(f, where, 1, 3'600'000)) rule.duration = std::chrono::milliseconds(*v);
+      } else {
+        unknown_key(f, where, kFaultKeys);
+      }
+    }
+    if (kinds.size() != 1) {
+      d_.error(node.Mark(),
+               fmt::format("{} must have exactly one of {}, got {}", where, join_names(kFaultKinds),
+                           kinds.empty() ? std::string("none") : join_names(kinds)));
+    }
+    if (for_mark && rule.kind != transport::FaultRule::Kind::delay) {
+      d_.error(*for_mark,
+               fmt::format("'for_ms' in {}: only a delay lasts for_ms (a cut and a stall "
+                           "say how long in cut_ms and stall_ms; a corruption is one "
+                           "message)",
+                           where));
+    }
+    for (const char* key : {"from", "to"}) {
+      if (!node[key])
+        d_.error(node.Mark(), fmt::format("missing required key '{}' in {}", key, where));
+    }
+    parsed_.config.faults.push_back(rule);
+    parsed_.faults.push_back(std::move(marks));
   }
 
   void contexts(const Field& section) {

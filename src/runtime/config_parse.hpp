@@ -81,10 +81,20 @@ struct ContextMarks {
   bool ports_valid = false;
 };
 
+// One fault of the `faults` section: the ids its link names, resolved by check_cluster().
+struct FaultMarks {
+  std::string from;
+  std::string to;
+  YAML::Mark node;
+  YAML::Mark from_mark;
+  YAML::Mark to_mark;
+};
+
 struct ParsedConfig {
   ClusterConfig config;
   std::vector<ContextMarks> contexts;  // parallel to config.contexts
   std::vector<AppMarks> apps;          // parallel to config.applications
+  std::vector<FaultMarks> faults;      // parallel to config.faults
 };
 
 // Converts a parameter value to JSON guided by its spec (spec may be null for keys that have

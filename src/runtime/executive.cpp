@@ -97,7 +97,15 @@ struct Executive::Impl {
       }
       t = it->second.get();
     }
-    return t->create_endpoint(o);
+    auto endpoint = t->create_endpoint(o);
+    if (!endpoint || cluster.faults.empty()) return endpoint;
+    // The configuration's `faults`: never on unless written there, and said loudly when on.
+    const transport::Endpoint* plain = endpoint->get();
+    const std::string& id = cluster.applications[o.self].id;
+    auto wrapped = transport::with_faults(std::move(*endpoint), o, cluster.faults);
+    if (!wrapped) return wrapped.error().context("application '" + id + "'");
+    if (wrapped->get() != plain) spdlog::warn("application {}: fault injection on its links", id);
+    return wrapped;
   }
 
   // The transports' settings from the cluster configuration.

@@ -12,6 +12,7 @@
 
 #include "daqflow/core/result.hpp"
 #include "daqflow/transport/address.hpp"
+#include "daqflow/transport/fault.hpp"
 #include "daqflow/transport/options.hpp"
 
 namespace daqflow::runtime {
@@ -67,6 +68,8 @@ struct ClusterConfig {
   TransportSettings transports;
   std::vector<ContextConfig> contexts;
   std::vector<ApplicationConfig> applications;  // indexed by AppIndex
+  // The `faults` section: faults to inject on links, for failure tests; empty unless written.
+  std::vector<transport::FaultRule> faults;
 
   [[nodiscard]] const ApplicationConfig* find_application(std::string_view id) const;
   [[nodiscard]] const ContextConfig* find_context(std::string_view name) const;

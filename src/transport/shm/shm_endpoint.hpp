@@ -63,6 +63,8 @@ class ShmEndpoint final : public Endpoint, public FaultInjection {
   void close(std::chrono::milliseconds timeout) override;
   [[nodiscard]] EndpointStats stats() const override;
   void abort() override { shut(SegmentState::aborted, std::chrono::milliseconds(0)); }
+  void corrupt_next(AppIndex peer) override { corrupt_next_ = peer; }
+  [[nodiscard]] bool can_corrupt() const override { return options_.payload_crc; }
   [[nodiscard]] Result<std::unique_ptr<core::BufferPool>> make_send_pool(
       std::string name, std::size_t buffer_size, std::size_t count) override;
 
@@ -188,6 +190,7 @@ class ShmEndpoint final : public Endpoint, public FaultInjection {
   std::size_t last_pool_ = 0;    // send_pools_ index of the last return taken
   bool stalled_ = false;
   bool closed_ = false;
+  AppIndex corrupt_next_ = wire::kNoApplication;  // FaultInjection::corrupt_next()
 };
 
 }  // namespace daqflow::transport::shm

@@ -127,6 +127,10 @@ SendStatus ShmEndpoint::post_send(AppIndex index, Message& message) {
       lend(p, pool, s.buffer, s.buffer.index());
     }
   }
+  if (index == corrupt_next_) {
+    crc ^= 1u;
+    corrupt_next_ = wire::kNoApplication;
+  }
   e.crc = crc;
   p.sent[p.posted & sent_mask_] = SentInfo{p.posted, message.tag, p.tail + n, size, message.type};
   // Published by ring_doorbells() (every poll() and wait()), once for all the messages posted

@@ -83,8 +83,12 @@ SendStatus TcpEndpoint::post_send(AppIndex index, Message& message) {
     stats_.back_pressured.add_single_writer();
     return SendStatus::back_pressure;
   }
-  const wire::MessageHeader h = detail::data_header(message, self(), index, p.next_send_sequence++,
-                                                    size, options_.payload_crc);
+  wire::MessageHeader h = detail::data_header(message, self(), index, p.next_send_sequence++, size,
+                                              options_.payload_crc);
+  if (index == corrupt_next_) {
+    h.crc32c ^= 1u;
+    corrupt_next_ = wire::kNoApplication;
+  }
   detail::OutgoingMessage& out = p.queue.push_back();
   wire::encode(h, out.header);
   out.message = std::move(message);

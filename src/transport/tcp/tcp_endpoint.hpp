@@ -73,6 +73,8 @@ class TcpEndpoint final : public Endpoint, public FaultInjection {
   void close(std::chrono::milliseconds timeout) override;
   [[nodiscard]] EndpointStats stats() const override { return stats_.snapshot(pool_.get()); }
   void abort() override;
+  void corrupt_next(AppIndex peer) override { corrupt_next_ = peer; }
+  [[nodiscard]] bool can_corrupt() const override { return options_.payload_crc; }
 
  private:
   struct Peer {
@@ -141,6 +143,7 @@ class TcpEndpoint final : public Endpoint, public FaultInjection {
   bool has_dead_ = false;
   bool skipped_input_ = false;  // the last poll() wrote and left epoll to the next call
   bool closed_ = false;
+  AppIndex corrupt_next_ = wire::kNoApplication;  // FaultInjection::corrupt_next()
 };
 
 }  // namespace daqflow::transport::tcp

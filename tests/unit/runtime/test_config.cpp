@@ -92,6 +92,37 @@ TEST(Config, OmittedSectionsTakeTheirDefaults) {
   EXPECT_TRUE(c.applications.empty());
 }
 
+TEST(Config, FaultsAreReadWithTheirLinksResolved) {
+  const ClusterConfig c = parse_ok(R"(transports: {payload_crc: true}
+contexts:
+  - name: a
+    control_port: 9100
+    applications: [{type: sink, id: s0}, {type: sink, id: s1}]
+faults:
+  - {from: s0, to: s1, cut_ms: 6000, after_ms: 3000}
+  - {from: s1, to: s0, delay_ms: 5, for_ms: 2000}
+  - {from: s0, to: s1, stall_ms: 700, after_messages: 10}
+  - {from: s1, to: s0, corrupt: true, after_messages: 500}
+)");
+  using Kind = transport::FaultRule::Kind;
+  ASSERT_EQ(c.faults.size(), 4u);
+  EXPECT_EQ(c.faults[0].kind, Kind::cut);
+  EXPECT_EQ(c.faults[0].from, 0u);
+  EXPECT_EQ(c.faults[0].to, 1u);
+  EXPECT_EQ(c.faults[0].duration, std::chrono::milliseconds(6000));
+  EXPECT_EQ(c.faults[0].after, std::chrono::milliseconds(3000));
+  EXPECT_EQ(c.faults[1].kind, Kind::delay);
+  EXPECT_EQ(c.faults[1].from, 1u);
+  EXPECT_EQ(c.faults[1].delay, std::chrono::milliseconds(5));
+  EXPECT_EQ(c.faults[1].duration, std::chrono::milliseconds(2000));
+  EXPECT_EQ(c.faults[2].kind, Kind::stall);
+  EXPECT_EQ(c.faults[2].after_messages, 10u);
+  EXPECT_EQ(c.faults[3].kind, Kind::corrupt);
+  EXPECT_EQ(c.faults[3].after_messages, 500u);
+  EXPECT_TRUE(
+      parse_ok("contexts:\n  - {name: a, control_port: 9100, applications: []}\n").faults.empty());
+}
+
 TEST(Config, ContextsKeepTheirOrderAndPorts) {
   const ClusterConfig c = parse_ok(kCluster);
   ASSERT_EQ(c.contexts.size(), 3u);

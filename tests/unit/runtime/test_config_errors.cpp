@@ -457,5 +457,33 @@ contexts:
                                   error_at("9:19", "port 9100"), error_at("10:5", "'bogus'")));
 }
 
+TEST(ConfigErrors, FaultsNameTheirLinkAndOneKind) {
+  const std::string head = R"(contexts:
+  - name: a
+    control_port: 9100
+    applications: [{type: sink, id: s0}, {type: sink, id: s1}]
+faults:
+)";
+  EXPECT_THAT(errors_of(head + "  - {from: s0, to: s9, cut_ms: 100}\n"),
+              ElementsAre(error_at("6:20", "'to' in fault #1: no application 's9'")));
+  EXPECT_THAT(errors_of(head + "  - {from: s0, to: s1, cut_ms: 100, delay_ms: 5}\n"),
+              ElementsAre(error_at("6:5", "fault #1 must have exactly one of")));
+  EXPECT_THAT(errors_of(head + "  - {from: s0, to: s1}\n"),
+              ElementsAre(error_at("6:5",
+                                   "exactly one of delay_ms, cut_ms, stall_ms, corrupt, "
+                                   "got none")));
+  EXPECT_THAT(errors_of(head + "  - {from: s0, to: s0, stall_ms: 100}\n"),
+              ElementsAre(error_at("6:20", "from and to are the same application 's0'")));
+  EXPECT_THAT(errors_of(head + "  - {to: s1, stall_ms: 100}\n"),
+              ElementsAre(error_at("6:5", "missing required key 'from' in fault #1")));
+  EXPECT_THAT(errors_of(head + "  - {from: s0, to: s1, cut_ms: 100, for_ms: 5}\n"),
+              ElementsAre(error_at("6:37", "only a delay lasts for_ms")));
+  EXPECT_THAT(errors_of(head + "  - {from: s0, to: s1, cut_ms: 100, after: 5}\n"),
+              ElementsAre(error_at("6:37", "unknown key 'after' in fault #1")));
+  // Without a payload CRC, nothing would notice the corruption.
+  EXPECT_THAT(errors_of(head + "  - {from: s0, to: s1, corrupt: true}\n"),
+              ElementsAre(error_at("6:5", "it needs transports.payload_crc: true")));
+}
+
 }  // namespace
 }  // namespace daqflow::runtime
