@@ -245,8 +245,7 @@ class DaqflowTestCase(unittest.TestCase):
             _stop(proc)
             if proc in _LIVE:
                 _LIVE.remove(proc)
-        failed = self._outcome is not None and not getattr(self._outcome, "success", True)
-        if failed:
+        if self._failed():
             for root, _, files in os.walk(self.dir):
                 for name in sorted(files):
                     if name.endswith(".log"):
@@ -255,6 +254,17 @@ class DaqflowTestCase(unittest.TestCase):
                             print(f"\n--- {path} (last 40 lines) ---\n" +
                                   "".join(f.readlines()[-40:]))
         shutil.rmtree(self.dir, ignore_errors=True)
+
+    def _failed(self):
+        """Whether this test has failed so far (cleanups run before the result is final)."""
+        outcome = self._outcome
+        if outcome is None:
+            return False
+        if not getattr(outcome, "success", True):
+            return True
+        result = getattr(outcome, "result", None)
+        marked = getattr(result, "failures", []) + getattr(result, "errors", [])
+        return any(test is self for test, _ in marked)
 
     def path(self, name):
         return os.path.join(self.dir, name)

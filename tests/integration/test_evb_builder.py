@@ -25,34 +25,39 @@ PORT_BLOCK = 100
 
 
 class _Ports:
-    """Blocks of 100 ports of 30000-32999, reserved with a lock file per test process."""
+    """Blocks of 100 ports of 30000-32999, reserved with a lock file per test process; a process
+    that uses one up takes the next free block."""
 
     def __init__(self):
-        self._lock = None
+        self._locks = []
         self._base = None
         self._next = 0
 
+    def _take_block(self):
+        blocks = (PORT_LAST + 1 - PORT_FIRST) // PORT_BLOCK
+        for i in range(blocks):
+            block = (os.getpid() + i) % blocks
+            f = open(os.path.join(tempfile.gettempdir(), f"daqflow-evb-ports-{block}.lock"), "w")
+            try:
+                fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError:
+                f.close()
+                continue
+            self._locks.append(f)
+            self._base, self._next = PORT_FIRST + block * PORT_BLOCK, 0
+            return
+        raise RuntimeError("every port block of 30000-32999 is taken")
+
     def take(self, count):
         if self._base is None:
-            blocks = (PORT_LAST + 1 - PORT_FIRST) // PORT_BLOCK
-            for i in range(blocks):
-                block = (os.getpid() + i) % blocks
-                f = open(os.path.join(tempfile.gettempdir(), f"daqflow-evb-ports-{block}.lock"), "w")
-                try:
-                    fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                except OSError:
-                    f.close()
-                    continue
-                self._lock, self._base = f, PORT_FIRST + block * PORT_BLOCK
-                break
-            else:
-                raise RuntimeError("every port block of 30000-32999 is taken")
-        while self._next + count <= PORT_BLOCK:
-            first = self._base + self._next
-            self._next += count
-            if all(_free(p) for p in range(first, first + count)):
-                return first
-        raise RuntimeError(f"port block {self._base} is used up")
+            self._take_block()
+        while True:
+            while self._next + count <= PORT_BLOCK:
+                first = self._base + self._next
+                self._next += count
+                if all(_free(p) for p in range(first, first + count)):
+                    return first
+            self._take_block()
 
 
 def _free(port):
@@ -315,6 +320,81 @@ class EventBuilder(DaqflowTestCase):
         print(f"\nfrozen bu2: {summary['applications']['bu2']['results']['events_fenced']} built "
               f"events dropped as fenced, {r['events_reassigned']} re-assigned", flush=True)
 
+        self._assert_every_event_once_on_disk([self.path("run-data")], r["events_built"])
+
+    def test_a_bu_cut_off_from_the_evm_and_restored_writes_no_event_twice(self):
+        """The fault transport cuts both directions between bu2 and the EVM for 4 s (longer than
+        the EVM's heartbeat timeout; nothing is lost in the cut, it arrives late and in order,
+        as TCP does over a cable pulled and put back): the EVM declares bu2 lost and re-assigns
+        what it was not granted; when the link is back bu2 hears the fence, drops what was
+        taken from it and rejoins, and the files hold every event exactly once."""
+        text = set_param(local_config(), "dir", self.path("run-data"))
+        text += ("faults:\n"
+                 "  - {from: bu2, to: evm0, cut_ms: 4000, after_ms: 3000}\n"
+                 "  - {from: evm0, to: bu2, cut_ms: 4000, after_ms: 3000}\n")
+        run, ports = self._start_small_events_run({"heartbeat_timeout_ms": 1000,
+                                                   "trigger_rate_hz": 1000}, text)
+        evm = ports["evm"]
+        wait_until(lambda: self._built_or_none(evm) >= 100, 60, "100 events built")
+        wait_until(lambda: self.app(evm, "evm0")["results"]["lost_bus"] == ["bu2"], 60,
+                   "the EVM to declare bu2 lost while its link is cut")
+        wait_until(lambda: self.app(evm, "evm0")["results"]["rejoined_bus"] == ["bu2"], 60,
+                   "bu2 to rejoin once the link is back")
+        bu2_before = self.app(ports["bu2"], "bu2")["results"]["events_built"]
+        wait_until(lambda: self.app(ports["bu2"], "bu2")["results"]["events_built"]
+                   >= bu2_before + 500, 60, "bu2 to build again")
+        self.assertIsNone(run.poll(), self.output_of("run.log"))
+        self.assertEqual(self.stop_run(run), 0, self.output_of("run.log"))
+        out = self.output_of("run.log")
+        with open(self.path(os.path.join("logs", "bu2.log"))) as f:
+            bu2_log = f.read()
+        self.assertIn("fault injection on its links", bu2_log)
+        self.assertIn("the EVM declared this BU lost", bu2_log)
+        with open(self.path("summary.json")) as f:
+            summary = json.load(f)
+        self.assertEqual(summary["status"], "ok", out)
+        r = summary["results"]
+        self.assertEqual(r["lost_bus"], ["bu2"], r)
+        self.assertEqual(r["rejoined_bus"], ["bu2"], r)
+        self.assertEqual(r["events_lost"], 0, r)
+        self.assertEqual(r["events_in_doubt"], 0, r)
+        self.assertEqual(r["events_incomplete"], 0, r)
+        self.assertEqual(r["events_triggered"], r["events_built"], r)
+        self.assertEqual(r["events_written"], r["events_built"], r)
+        self._assert_every_event_once_on_disk([self.path("run-data")], r["events_built"])
+        print(f"\ncut bu2: {summary['applications']['bu2']['results']['events_fenced']} built "
+              f"events dropped as fenced, {r['events_reassigned']} re-assigned", flush=True)
+
+    def test_a_corrupted_message_to_a_bu_is_caught_and_no_event_is_lost(self):
+        """One message from ru1 to bu2 leaves with a flipped bit (the fault transport, payload
+        CRCs on): bu2's transport rejects it by its CRC and counts it, bu2 cannot build without
+        ru1 and fails; the controller leaves it out like a dead BU and salvages its files, the
+        EVM re-assigns what it had not written, and the files hold every event exactly once."""
+        text = set_param(local_config(), "dir", self.path("run-data"))
+        text = text.replace("transports: {default: tcp,",
+                            "transports: {payload_crc: true, default: tcp,", 1)
+        self.assertIn("payload_crc: true", text)
+        text += "faults:\n  - {from: ru1, to: bu2, corrupt: true, after_messages: 100}\n"
+        run, ports = self._start_small_events_run({"trigger_rate_hz": 2000}, text)
+        evm = ports["evm"]
+        wait_until(lambda: "bu2: salvaged" in self.output_of("run.log")
+                   or run.poll() is not None, 90, "bu2 to fail and its files to be salvaged")
+        self.assertIsNone(run.poll(), self.output_of("run.log"))
+        at_salvage = self._built_or_none(evm)
+        wait_until(lambda: self._built_or_none(evm) >= at_salvage + 1000, 60,
+                   "1000 more events built by bu1")
+        self.assertEqual(self.stop_run(run), 0, self.output_of("run.log"))
+        out = self.output_of("run.log")
+        self.assertIn("payload CRC32C mismatch", out)
+        with open(self.path("summary.json")) as f:
+            summary = json.load(f)
+        self.assertEqual(summary["status"], "ok", out)
+        r = summary["results"]
+        self.assertEqual(r["lost_bus"], ["bu2"], r)
+        self.assertEqual(r["events_lost"], 0, r)
+        self.assertEqual(r["events_in_doubt"], 0, r)
+        self.assertEqual(r["events_incomplete"], 0, r)
+        self.assertEqual(r["events_triggered"], r["events_built"], r)
         self._assert_every_event_once_on_disk([self.path("run-data")], r["events_built"])
 
     def test_a_bu_killed_while_writing_leaves_every_event_on_disk_once(self):
