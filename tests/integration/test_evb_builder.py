@@ -397,6 +397,115 @@ class EventBuilder(DaqflowTestCase):
         self.assertEqual(r["events_triggered"], r["events_built"], r)
         self._assert_every_event_once_on_disk([self.path("run-data")], r["events_built"])
 
+    def _stopped_run_summary(self, run):
+        self.assertIsNone(run.poll(), self.output_of("run.log"))
+        self.assertEqual(self.stop_run(run), 0, self.output_of("run.log"))
+        with open(self.path("summary.json")) as f:
+            summary = json.load(f)
+        self.assertEqual(summary["status"], "ok", self.output_of("run.log"))
+        return summary
+
+    def test_a_slow_bu_takes_less_and_nothing_is_lost(self):
+        """Every message from the RUs to bu2 arrives 500 ms late (the fault transport), as at a
+        BU whose disk or network is slow: bu2's window stays full, the EVM gives it only what it
+        asks for, bu1 takes the rest, and nothing is lost or written twice."""
+        text = set_param(local_config(), "dir", self.path("run-data"))
+        text += "faults:\n" + "".join(
+            f"  - {{from: {ru}, to: bu2, delay_ms: 500}}\n" for ru in ("ru1", "ru2", "ru3"))
+        run, ports = self._start_small_events_run({"trigger_rate_hz": 1000}, text)
+        wait_until(lambda: self._built_or_none(ports["evm"]) >= 5000, 90, "5000 events built")
+        r = self._stopped_run_summary(run)["results"]
+        self.assertEqual(r["lost_bus"], [], r)
+        self.assertEqual(r["events_lost"], 0, r)
+        self.assertEqual(r["events_incomplete"], 0, r)
+        self.assertEqual(r["events_triggered"], r["events_built"], r)
+        self.assertEqual(r["events_written"], r["events_built"], r)
+        self.assertGreater(r["bus"]["bu2"], 0, r)
+        self.assertGreater(r["bus"]["bu1"], r["bus"]["bu2"], r)
+        self._assert_every_event_once_on_disk([self.path("run-data")], r["events_built"])
+        print(f"\nslow bu2: bu1 built {r['bus']['bu1']}, bu2 {r['bus']['bu2']}", flush=True)
+
+    def test_an_evm_frozen_for_3_s_loses_nothing(self):
+        """SIGSTOP of the EVM for 3 s (past its BUs' heartbeat timeout, within the controller's
+        read timeout), then SIGCONT: on waking it must not take the backlog of heartbeats for
+        silence; the run goes on and every event is on disk once."""
+        run, ports = self._start_small_events_run({"heartbeat_timeout_ms": 1000,
+                                                   "trigger_rate_hz": 1000})
+        evm = ports["evm"]
+        wait_until(lambda: self._built_or_none(evm) >= 2000, 60, "2000 events built")
+        status, ctx = http(evm, "GET", "/api/v1/context")
+        self.assertEqual(status, 200, ctx)
+        os.kill(ctx["pid"], signal.SIGSTOP)
+        try:
+            time.sleep(3)
+        finally:
+            os.kill(ctx["pid"], signal.SIGCONT)
+        at_wake = self._built_or_none(evm)
+        wait_until(lambda: self._built_or_none(evm) >= at_wake + 2000, 60,
+                   "2000 more events built")
+        r = self._stopped_run_summary(run)["results"]
+        self.assertEqual(r["lost_bus"], [], r)
+        self.assertEqual(r["events_lost"], 0, r)
+        self.assertEqual(r["events_incomplete"], 0, r)
+        self.assertEqual(r["events_triggered"], r["events_built"], r)
+        self.assertEqual(r["events_written"], r["events_built"], r)
+        self._assert_every_event_once_on_disk([self.path("run-data")], r["events_built"])
+
+    def test_a_frozen_ru_fails_the_run_naming_it_and_no_event_is_written_twice(self):
+        """SIGSTOP of ru2 until the controller gives up on it: a RU is not survivable, so the run
+        fails naming it; what the BUs wrote holds no event twice."""
+        run, ports = self._start_small_events_run({"trigger_rate_hz": 1000})
+        wait_until(lambda: self._built_or_none(ports["evm"]) >= 2000, 60, "2000 events built")
+        status, ctx = http(ports["ru2"], "GET", "/api/v1/context")
+        self.assertEqual(status, 200, ctx)
+        os.kill(ctx["pid"], signal.SIGSTOP)
+        self.addCleanup(lambda: pid_alive(ctx["pid"]) and os.kill(ctx["pid"], signal.SIGCONT))
+        wait_until(lambda: run.poll() is not None, 120, "the run to fail")
+        out = self.output_of("run.log")
+        self.assertNotEqual(run.returncode, 0, out)
+        self.assertIn("context ru2", out)
+        self.assertIn("does not answer its control API", out)
+        with open(self.path("summary.json")) as f:
+            summary = json.load(f)
+        self.assertEqual(summary["status"], "failed", out)
+        numbers = []
+        code, dump = self.daqflow(["dump", self.path("run-data"), "--json", "--events"])
+        self.assertEqual(code, 0, dump)
+        for f in json.loads(dump)["files"]:
+            numbers += [e["event"] for e in f["event_list"]]
+        self.assertGreater(len(numbers), 0)
+        self.assertEqual(len(numbers), len(set(numbers)), "an event written twice")
+
+    def test_a_killed_controller_leaves_closed_files_and_no_event_twice(self):
+        """SIGKILL of `daqflow run` mid-run: every context it launched is told by the kernel
+        (SIGTERM, its parent died) and halts in order on its own, closing its files; nothing is
+        left behind, and the files hold events 0..N once each, without a gap."""
+        run, ports = self._start_small_events_run({"trigger_rate_hz": 1000})
+        wait_until(lambda: self._built_or_none(ports["evm"]) >= 2000, 60, "2000 events built")
+        pids = []
+        for name, port in ports.items():
+            status, ctx = http(port, "GET", "/api/v1/context")
+            self.assertEqual(status, 200, ctx)
+            pids.append(ctx["pid"])
+        run.kill()
+        run.wait()
+        wait_until(lambda: not any(pid_alive(p) for p in pids), 60, "every context to exit")
+        names = os.listdir(self.path("run-data"))
+        self.assertFalse([n for n in names if n.endswith(".part") or n.endswith(".reserve")],
+                         names)
+        code, dump = self.daqflow(["dump", self.path("run-data"), "--json", "--events"])
+        self.assertEqual(code, 0, dump)
+        report = json.loads(dump)
+        self.assertTrue(report["all_verified"], dump[:2000])
+        numbers = [e["event"] for f in report["files"] for e in f["event_list"]]
+        self.assertGreaterEqual(len(numbers), 2000)
+        self.assertEqual(len(numbers), len(set(numbers)), "an event written twice")
+        # Each context halts in order on its own: the EVM stops triggering and waits for what
+        # is in flight, the BUs build and write it.
+        self.assertEqual(sorted(numbers), list(range(len(numbers))), "a gap in the events")
+        print(f"\nkilled controller: {len(numbers)} events on disk, the highest "
+              f"{max(numbers)}", flush=True)
+
     def test_a_bu_killed_while_writing_leaves_every_event_on_disk_once(self):
         """SIGKILL of a BU writing files: the controller finishes its unfinished file and tells
         the EVM which granted blocks are on disk; the others are built again by bu1."""
