@@ -127,8 +127,9 @@ class EventBuilder(DaqflowTestCase):
         sidecars = [n for n in os.listdir(self.path("run-data")) if n.endswith(".json")]
         self.assertGreaterEqual(len(sidecars), 2, "at least one closed file per BU")
 
-    def test_a_killed_bu_loses_no_event_and_the_others_build_on(self):
-        text = set_param(local_config(), "kind", "discard")
+    def _start_by_hand(self, text):
+        """Every context of text started with `daqflow exec`, configured and enabled in order,
+        as an operator without `daqflow run` would; returns (procs, ports, command)."""
         config = self.write_config("local.yaml", text)
         contexts = contexts_of(text)
         self.assertEqual(len(contexts), 6)
@@ -146,10 +147,16 @@ class EventBuilder(DaqflowTestCase):
                 app = n if n != "evm" else "evm0"
                 self.wait_app_state(ports[n], app, state, timeout=30)
 
-        command([n for n, _ in contexts], "Configure", "Ready")
+        command(list(ports), "Configure", "Ready")
         command(["bu1", "bu2"], "Enable", "Enabled")
         command(["ru1", "ru2", "ru3"], "Enable", "Enabled")
         command(["evm"], "Enable", "Enabled")
+        return procs, ports, command, config
+
+    def test_a_killed_bu_loses_no_event_and_the_others_build_on(self):
+        text = set_param(local_config(), "kind", "discard")
+        procs, ports, command, _ = self._start_by_hand(text)
+        contexts = list(ports.items())
         evm = ports["evm"]
         wait_until(lambda: self.built(evm) >= 2000, 30, "2000 events built")
 
@@ -174,6 +181,43 @@ class EventBuilder(DaqflowTestCase):
                 http(port, "POST", "/api/v1/shutdown")
         for name, proc in procs.items():
             wait_until(lambda: proc.poll() is not None, 15, f"{name} to exit")
+
+    def test_daqflow_salvage_settles_a_bu_killed_while_writing_without_daqflow_run(self):
+        """Contexts started by hand, BUs writing files: after SIGKILL of bu2 the EVM holds its
+        granted blocks in doubt (and cannot drain) until `daqflow salvage CONFIG bu2` finishes
+        bu2's file and tells the EVM which of them are on disk."""
+        text = set_param(local_config(), "dir", self.path("run-data"))
+        text = set_param(text, "mean", 256)
+        text = set_param(text, "sd", 128)
+        procs, ports, command, config = self._start_by_hand(text)
+        evm = ports["evm"]
+        wait_until(lambda: self.built(evm) >= 3000, 30, "3000 events built")
+        os.kill(procs["bu2"].pid, signal.SIGKILL)
+        procs["bu2"].wait(10)
+        wait_until(lambda: self.app(evm, "evm0")["results"]["lost_bus"] == ["bu2"], 15,
+                   "the EVM to lose bu2")
+        self.assertTrue([n for n in os.listdir(self.path("run-data")) if n.endswith(".part")],
+                        "bu2 died with a file open")
+        code, out = self.daqflow(["salvage", config, "bu2"])
+        self.assertEqual(code, 0, out)
+        self.assertIn("salvaged", out)
+        wait_until(lambda: self.app(evm, "evm0")["results"]["events_in_doubt"] == 0, 15,
+                   "the EVM to hold nothing in doubt")
+        at_salvage = self.built(evm)
+        wait_until(lambda: self.built(evm) >= at_salvage + 1000, 30, "1000 more events built")
+        command(["evm"], "Halt", "Halted")
+        command(["ru1", "ru2", "ru3", "bu1"], "Halt", "Halted")
+        r = self.app(evm, "evm0")["results"]
+        self.assertEqual(r["events_lost"], 0, r)
+        self.assertEqual(r["events_incomplete"], 0, r)
+        self.assertEqual(r["events_triggered"], r["events_built"], r)
+        for name, port in ports.items():
+            if name != "bu2":
+                http(port, "POST", "/api/v1/shutdown")
+        for name, proc in procs.items():
+            wait_until(lambda: proc.poll() is not None, 15, f"{name} to exit")
+        self._assert_every_event_once_on_disk([self.path("run-data")], r["events_built"])
+        print("\n" + out.strip().splitlines()[-1], flush=True)
 
     def test_a_killed_bu_under_run_loses_no_event_and_the_run_goes_on(self):
         text = set_param(local_config(), "kind", "discard")
