@@ -102,6 +102,10 @@ struct Completion {
   std::uint32_t size = 0;   // payload bytes (recv, send_done)
   Message message;          // recv: type, flags, tag and segments; send_done: type and tag only
   std::string_view reason;  // error: static text, e.g. "connection reset by peer"
+  // error: this endpoint refused what the peer sent (a payload CRC that does not match, a
+  // malformed or out-of-sequence message) and dropped the connection; the peer may be alive and
+  // well. Set by tcp and shm; the others report such errors with rejected false.
+  bool rejected = false;
 };
 
 // Counters an endpoint keeps; read from any thread (relaxed).

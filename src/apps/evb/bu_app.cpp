@@ -235,13 +235,15 @@ void BuilderUnit::on_completion(Completion& c, std::int64_t now) {
       if (error) {
         spdlog::warn("{}: RU '{}' lost: {}", id(), topology_.name(c.peer), c.reason);
         ru_gone(c.peer, "connection failed: " + std::string(c.reason));
-        // Without this RU every later event would be incomplete here, though the RU may serve
-        // the other BUs well (a corrupted message, a link cut): this BU steps out and the EVM
-        // gives what it has not written to BUs that can build it whole. A RU that died fails
-        // the run anyway.
-        if (!halting() && c.peer != topology_.evm) {
+        // Refused here (a corrupted or malformed message): the RU is alive and serves the other
+        // BUs, and every later event of this BU would be incomplete. This BU steps out instead,
+        // and the EVM gives what it has not written to BUs that can build it whole. A connection
+        // that broke may be a RU that died: its events are flagged incomplete, as everywhere.
+        if (c.rejected && !halting() && c.peer != topology_.evm) {
           fail("no data from RU '" + topology_.name(c.peer) +
-               "' any more: its connection failed (" + std::string(c.reason) + ")");
+               "' any more: its message was "
+               "refused (" +
+               std::string(c.reason) + ")");
         }
       } else {
         ru_gone(c.peer, "closed its connection");

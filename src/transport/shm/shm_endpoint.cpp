@@ -258,7 +258,7 @@ void ShmEndpoint::check_peers(detail::Emitter& emit) {
 }
 
 void ShmEndpoint::peer_lost(AppIndex index, SegmentState how, std::string_view reason,
-                            detail::Emitter* emit) {
+                            detail::Emitter* emit, bool rejected) {
   Peer& p = peers_[index];
   end_sending(index);
   if (p.in != nullptr) {
@@ -269,11 +269,11 @@ void ShmEndpoint::peer_lost(AppIndex index, SegmentState how, std::string_view r
     }
     end_receiving(index, false);
   }
-  report(index, how, reason, emit);
+  report(index, how, reason, emit, rejected);
 }
 
 void ShmEndpoint::report(AppIndex index, SegmentState how, std::string_view reason,
-                         detail::Emitter* emit) {
+                         detail::Emitter* emit, bool rejected) {
   Peer& p = peers_[index];
   p.closure_pending = false;
   if (p.reported_closure) return;
@@ -287,6 +287,7 @@ void ShmEndpoint::report(AppIndex index, SegmentState how, std::string_view reas
   } else {
     c.kind = Completion::Kind::error;
     c.reason = reason;
+    c.rejected = rejected;
     stats_.peer_errors.add_single_writer();
   }
   (void)emit->event(std::move(c));

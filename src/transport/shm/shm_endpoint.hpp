@@ -139,8 +139,10 @@ class ShmEndpoint final : public Endpoint, public FaultInjection {
   Result<void> map_peer(AppIndex index);
   void rescan_channels();
   void check_peers(detail::Emitter& emit);
-  void peer_lost(AppIndex index, SegmentState how, std::string_view reason, detail::Emitter* emit);
-  void report(AppIndex index, SegmentState how, std::string_view reason, detail::Emitter* emit);
+  void peer_lost(AppIndex index, SegmentState how, std::string_view reason, detail::Emitter* emit,
+                 bool rejected = false);
+  void report(AppIndex index, SegmentState how, std::string_view reason, detail::Emitter* emit,
+              bool rejected = false);
   void end_sending(AppIndex index);
   void end_receiving(AppIndex index, bool reset_channel);
   void shut(SegmentState how, std::chrono::milliseconds timeout);

@@ -176,7 +176,7 @@ void ShmEndpoint::receive(AppIndex index, detail::Emitter& emit) {
   if (!bad.empty()) {
     stats_.rejected.add_single_writer();
     end_receiving(index, false);
-    peer_lost(index, SegmentState::aborted, bad, &emit);
+    peer_lost(index, SegmentState::aborted, bad, &emit, /*rejected=*/true);
   } else if (bye) {
     end_receiving(index, true);
     end_sending(index);

@@ -188,7 +188,7 @@ void TcpEndpoint::on_stream_end(Connection& c, int error, detail::Emitter& emit)
 void TcpEndpoint::reject(Connection& c, std::string_view reason, detail::Emitter& emit) {
   stats_.rejected.add_single_writer();
   if (c.peer != wire::kNoApplication) {
-    fail_peer(c.peer, reason, &emit);
+    fail_peer(c.peer, reason, &emit, /*rejected=*/true);
     return;
   }
   drop(c);
@@ -200,7 +200,8 @@ void TcpEndpoint::reject(Connection& c, std::string_view reason, detail::Emitter
   (void)emit.event(std::move(event));
 }
 
-void TcpEndpoint::fail_peer(AppIndex index, std::string_view reason, detail::Emitter* emit) {
+void TcpEndpoint::fail_peer(AppIndex index, std::string_view reason, detail::Emitter* emit,
+                            bool rejected) {
   Peer& p = peers_[index];
   for (auto& c : connections_) {
     if (c->peer == index && c->state != Connection::State::dead) drop(*c);
@@ -216,6 +217,7 @@ void TcpEndpoint::fail_peer(AppIndex index, std::string_view reason, detail::Emi
   event.kind = Completion::Kind::error;
   event.peer = index;
   event.reason = reason;
+  event.rejected = rejected;
   post_event(std::move(event), emit, events_);
 }
 

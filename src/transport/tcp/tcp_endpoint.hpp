@@ -112,7 +112,8 @@ class TcpEndpoint final : public Endpoint, public FaultInjection {
   void on_bye(Connection& c, detail::Emitter& emit);
   void on_stream_end(Connection& c, int error, detail::Emitter& emit);
   void reject(Connection& c, std::string_view reason, detail::Emitter& emit);
-  void fail_peer(AppIndex index, std::string_view reason, detail::Emitter* emit);
+  void fail_peer(AppIndex index, std::string_view reason, detail::Emitter* emit,
+                 bool rejected = false);
   void finish_closing(AppIndex index, detail::Emitter* emit);
   void drop(Connection& c);
   void reap();
