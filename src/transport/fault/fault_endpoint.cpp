@@ -187,12 +187,16 @@ class FaultEndpoint final : public Endpoint, public FaultInjection {
 
   // Hands the inner endpoint what is due on links not cut, in order, as far as it takes them.
   void release_outgoing(std::int64_t now) {
+    refused_.clear();
     for (auto& [peer, held] : outgoing_) {
       while (!held.empty() && held.front().due_ns <= now && !cut(peer, now)) {
         Held& h = held.front();
         if (h.corrupt) inner_faults_->corrupt_next(peer);
         const SendStatus s = inner_->post_send(peer, h.message);
-        if (s == SendStatus::back_pressure || s == SendStatus::not_connected) break;
+        if (s == SendStatus::back_pressure || s == SendStatus::not_connected) {
+          refused_.push_back(peer);  // the inner endpoint's wait() wakes when it has room
+          break;
+        }
         // ok, or the peer is gone (closed): the inner endpoint reports that as an error.
         held.pop_front();
       }
@@ -242,7 +246,9 @@ class FaultEndpoint final : public Endpoint, public FaultInjection {
   [[nodiscard]] std::int64_t next_release(std::int64_t now) const {
     std::int64_t next = kNever;
     for (const auto& [peer, held] : outgoing_) {
-      if (held.empty()) continue;
+      if (held.empty() || std::find(refused_.begin(), refused_.end(), peer) != refused_.end()) {
+        continue;
+      }
       std::int64_t at = std::max(held.front().due_ns, now);
       for (const Fault& f : faults_) {
         if (f.rule.kind == FaultRule::Kind::cut && f.rule.to == peer && f.active(now)) {
@@ -270,6 +276,7 @@ class FaultEndpoint final : public Endpoint, public FaultInjection {
   std::vector<Fault> faults_;
   std::map<AppIndex, std::deque<Held>> outgoing_;
   std::map<AppIndex, std::deque<Completion>> incoming_;
+  std::vector<AppIndex> refused_;  // peers the inner endpoint had no room for at the last poll
 };
 
 }  // namespace
