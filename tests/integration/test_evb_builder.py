@@ -1,8 +1,10 @@
 """The two-stage event builder with real processes (docs/event-builder.md): examples/local.yaml,
 one process per context over TCP. A clean run keeps the accounting invariant and writes what it
-builds; a BU killed mid-run loses no event while the others build on; a BU frozen past the EVM's
-timeout is fenced, rejoins, and no event is written twice; a RU killed mid-run fails the run,
-naming it.
+builds; then the failure matrix of docs/reliability.md, a test per row: BUs killed (also while
+writing, and settled by `daqflow salvage`), frozen, cut off from the EVM, slowed, on a full disk
+or refusing a corrupted message; RUs killed, frozen, cut off and slowed; the EVM frozen; the
+controller killed. Links are cut, slowed and corrupted by the configuration's `faults`. Every
+row that writes files checks them with `daqflow dump --events`: no event twice.
 
 Ports: this module takes its own block of 30000-32999 (the event-builder tests' range)."""
 

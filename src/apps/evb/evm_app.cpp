@@ -424,7 +424,12 @@ int EventManagerApp::do_work() {
   work += static_cast<int>(n);
   if (failed()) return work;
 
-  if (watching_ && now >= next_check_ns_) {
+  // Silence is judged once what waited has been read (a poll that did not fill the array): an
+  // EVM that was itself frozen or descheduled reads its BUs' heartbeats first. Under a flood
+  // that never lets up, it is judged anyway a timeout late.
+  const bool read_all = n < completions_.size();
+  if (watching_ && now >= next_check_ns_ &&
+      (read_all || now >= next_check_ns_ + heartbeat_timeout_ns_)) {
     next_check_ns_ = now + std::min(kCheckPeriodNs, heartbeat_timeout_ns_ / 4);
     gone_.clear();
     const std::size_t orphans_before = evm_->orphans();
