@@ -1,9 +1,9 @@
 """The two-stage event builder with real processes (docs/event-builder.md): examples/local.yaml,
 one process per context over TCP. A clean run keeps the accounting invariant and writes what it
 builds; then the failure matrix of docs/reliability.md, a test per row: BUs killed (also while
-writing, and settled by `daqflow salvage`), frozen, cut off from the EVM, slowed, on a full disk
-or refusing a corrupted message; RUs killed, frozen, cut off and slowed; the EVM frozen; the
-controller killed. Links are cut, slowed and corrupted by the configuration's `faults`. Every
+writing, and settled by `daqflow salvage`), frozen, cut off from the EVM, slowed, on a full or
+failing disk, or refusing a corrupted message; RUs killed, frozen, cut off and slowed; the EVM
+frozen; the controller killed. Links are cut, slowed and corrupted by the configuration's `faults`. Every
 row that writes files checks them with `daqflow dump --events`: no event twice.
 
 Ports: this module takes its own block of 30000-32999 (the event-builder tests' range)."""
@@ -646,6 +646,75 @@ class EventBuilder(DaqflowTestCase):
         self._assert_every_event_once_on_disk([self.path("run-data"), small], r["events_built"])
         print("\n" + [line for line in out.splitlines() if "bu2: salvaged" in line][0],
               flush=True)
+
+    def test_a_bu_whose_disk_fails_is_left_out_and_loses_only_what_the_disk_held(self):
+        """bu2 writes to a disk that fails after 2 MB (failing_fs.py: every write, truncate,
+        fsync, create and rename then ends with EIO, reads still work): bu2's output fails and
+        bu2 goes Failed; the controller leaves it out and tries to salvage its files. The
+        unfinished file cannot be finished, so it is not output: its blocks in doubt are built
+        again by bu1, and what bu2 had acknowledged in it is reported lost. No event is in the
+        output twice, and the output lacks exactly what the salvage reports lost."""
+        backing, disk = self.path("failing-backing"), self.path("failing-disk")
+        os.makedirs(backing)
+        os.makedirs(disk)
+        with open(self.path("failing_fs.log"), "w") as log:
+            fs = subprocess.Popen(["/usr/bin/python3",
+                                   os.path.join(os.path.dirname(__file__), "failing_fs.py"),
+                                   backing, disk, str(2 << 20)],
+                                  stdout=log, stderr=subprocess.STDOUT)
+        self.addCleanup(fs.wait, 10)
+        self.addCleanup(subprocess.run, ["umount", "-l", disk], check=False)
+        wait_until(lambda: os.path.ismount(disk) or fs.poll() is not None, 10,
+                   "the failing disk to be mounted")
+        self.assertTrue(os.path.ismount(disk), self.output_of("failing_fs.log"))
+        text = set_param(local_config(), "dir", self.path("run-data"))
+        bu2 = text.index("id: bu2")
+        text = text[:bu2] + text[bu2:].replace(f"dir: {self.path('run-data')}", f"dir: {disk}", 1)
+        run, ports = self._start_small_events_run({"trigger_rate_hz": 20000}, text)
+        summary_path = self.path("summary.json")
+        evm = ports["evm"]
+        wait_until(lambda: "bu2: salvaged" in self.output_of("run.log")
+                   or run.poll() is not None, 90, "bu2's disk to fail and its salvage tried")
+        self.assertIsNone(run.poll(), self.output_of("run.log"))
+        at_salvage = self._built_or_none(evm)
+        wait_until(lambda: self._built_or_none(evm) >= at_salvage + 1000, 60,
+                   "1000 more events built by bu1")
+        self.assertEqual(self.stop_run(run), 0, self.output_of("run.log"))
+        out = self.output_of("run.log")
+        self.assertIn("Input/output error", out)
+        salvage = [line for line in out.splitlines() if "bu2: salvaged" in line][0]
+        self.assertIn("not finished: salvage: ", salvage)
+        self.assertIn("Input/output error", salvage)
+        with open(summary_path) as f:
+            summary = json.load(f)
+        self.assertEqual(summary["status"], "ok", out)
+        r = summary["results"]
+        self.assertEqual(r["lost_bus"], ["bu2"], r)
+        self.assertEqual(r["events_lost"], 0, r)
+        self.assertEqual(r["events_in_doubt"], 0, r)
+        self.assertEqual(r["events_triggered"], r["events_built"], r)
+
+        # The output: every file with its sidecar, in both folders; bu2's unfinished file is
+        # not part of it.
+        output = []
+        for d in (self.path("run-data"), disk):
+            code, dump = self.daqflow(["dump", d, "--json", "--events"])
+            report = json.loads(dump)
+            for f in report["files"]:
+                if f.get("complete"):
+                    output += [e["event"] for e in f["event_list"]]
+        self.assertEqual(len(output), len(set(output)), "no event twice in the output")
+        parts = [n for n in os.listdir(disk) if n.endswith(".dqf.part")]
+        self.assertEqual(len(parts), 1, os.listdir(disk))
+        match = re.search(r"(\d+) event\(s\) written before are lost", salvage)
+        lost = int(match.group(1)) if match else 0
+        missing = set(range(r["events_built"])) - set(output)
+        self.assertEqual(len(missing), lost, salvage)
+        # What is missing is what bu2 had written before its disk failed.
+        code, dump = self.daqflow(["dump", os.path.join(disk, parts[0]), "--json", "--events"])
+        in_part = {e["event"] for f in json.loads(dump)["files"] for e in f["event_list"]}
+        self.assertLessEqual(missing, in_part)
+        print("\n" + salvage, flush=True)
 
     def _built_or_none(self, port):
         try:

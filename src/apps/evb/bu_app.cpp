@@ -118,11 +118,11 @@ Result<void> BuilderUnit::configure(runtime::AppContext& ctx) {
   events_written_ = &m.counter("events_written", "events the output finished with");
   events_fenced_ =
       &m.counter("events_fenced", "events built and dropped: the EVM had given them to another BU");
-  bytes_built_ = &m.counter("bytes_built", "bytes of the events built");
+  bytes_built_ = &m.counter("bytes_built", "bytes of the events built", runtime::Unit::bytes);
   blocks_built_ = &m.counter("blocks_built", "blocks built");
   requests_sent_ = &m.counter("requests_sent", "blocks requested of the EVM");
   messages_in_ = &m.counter("messages_in", "block messages received");
-  bytes_in_ = &m.counter("bytes_in", "block bytes received");
+  bytes_in_ = &m.counter("bytes_in", "block bytes received", runtime::Unit::bytes);
   parts_late_ = &m.counter("parts_late", "block parts arriving after their block was built");
   parts_duplicate_ = &m.counter("parts_duplicate", "block parts received twice");
   blocks_open_ = &m.gauge("blocks_open", "blocks being gathered or written");
@@ -572,11 +572,21 @@ Result<std::string> BuilderUnit::after_loss(const runtime::LostApp& lost) {
         {"bu", lost.app.id}, {"written", report->written}, {"not_written", report->not_written}};
     if (auto r = lost.call(evm, "resolve", args); !r) return r.error();
   }
-  return fmt::format(
+  std::string text = fmt::format(
       "{}: salvaged {} file(s) in {} ({} events kept, {} bytes cut); of its {} block(s) in "
       "doubt, {} are on disk, {} are built again",
       lost.app.id, report->files.size(), dir, report->events_kept, report->bytes_cut, blocks.size(),
       report->written.size(), report->not_written.size());
+  if (!report->undecided.empty())
+    text += fmt::format(", {} stay in doubt", report->undecided.size());
+  for (const std::string& why : report->unfinished) text += "; not finished: " + why;
+  if (report->events_lost > 0) {
+    text += fmt::format(
+        "; {} event(s) written before are lost from the output (in a file that could not be "
+        "finished; it also holds events built again: do not finish it as it is)",
+        report->events_lost);
+  }
+  return text;
 }
 
 runtime::AppType bu_type() {

@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <set>
 
 #include "daqflow/apps/evb/event_file.hpp"
 #include "daqflow/core/net.hpp"
@@ -223,23 +224,49 @@ Result<SalvageReport> salvage_bu_files(const std::string& dir, std::uint32_t run
       s.end = std::min(s.end, it->second.second);
     }
   }
-  // Decide with what is left after the cuts.
-  for (const SalvageBlock& b : in_doubt) {
-    bool all = b.events > 0;
-    for (std::uint64_t e = b.first_event; all && e < b.first_event + b.events; ++e) {
-      const auto it = where.find(e);
-      all = it != where.end() && it->second.second < files[it->second.first].end;
-    }
-    (all ? report.written : report.not_written).push_back(b.block_id);
-  }
-  for (const Scanned& s : files) {
+  // Finish what needs it, then decide each block from what is output: the records of a file
+  // with its sidecar.
+  enum class Outcome { output, not_output, unknown };
+  std::vector<Outcome> outcome(files.size(), Outcome::output);
+  for (std::size_t f = 0; f < files.size(); ++f) {
+    const Scanned& s = files[f];
     if (s.finished && s.end == s.size) continue;  // untouched
-    report.bytes_cut += s.size - s.end;
     auto done = finish(s, run_number, bu_id);
-    if (!done) return done.error();
+    if (!done) {
+      report.unfinished.push_back(done.error().message());
+      // A finished file that could not be rewritten may hold what was to be cut.
+      outcome[f] = s.finished ? Outcome::unknown : Outcome::not_output;
+      continue;
+    }
+    report.bytes_cut += s.size - s.end;
     if (done->empty()) continue;
     report.files.push_back(*done);
     for (const Record& r : s.records) report.events_kept += r.end <= s.end ? 1 : 0;
+  }
+  std::set<std::uint64_t> doubtful;  // events of blocks in doubt
+  for (const SalvageBlock& b : in_doubt) {
+    for (std::uint64_t e = b.first_event; e < b.first_event + b.events; ++e) doubtful.insert(e);
+  }
+  for (std::size_t f = 0; f < files.size(); ++f) {
+    if (outcome[f] != Outcome::not_output) continue;
+    for (const Record& r : files[f].records)
+      report.events_lost += doubtful.contains(r.event) ? 0 : 1;
+  }
+  for (const SalvageBlock& b : in_doubt) {
+    std::uint32_t out = 0;
+    bool unknown = false;
+    for (std::uint64_t e = b.first_event; e < b.first_event + b.events; ++e) {
+      const auto it = where.find(e);
+      if (it == where.end()) continue;
+      const auto [f, offset] = it->second;
+      unknown = unknown || outcome[f] == Outcome::unknown;
+      out += outcome[f] == Outcome::output && offset < files[f].end ? 1 : 0;
+    }
+    if (unknown || (out != 0 && out != b.events)) {
+      report.undecided.push_back(b.block_id);
+    } else {
+      (out == b.events && b.events > 0 ? report.written : report.not_written).push_back(b.block_id);
+    }
   }
   return report;
 }

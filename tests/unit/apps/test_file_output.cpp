@@ -1,11 +1,17 @@
 // The disk writer (`output: {kind: file}`): files, rolling, the disk cap, sidecars, checksums and
 // disk errors, written into a temporary directory and read back with the dump checker.
 
+#include <fcntl.h>
 #include <fmt/format.h>
 #include <gtest/gtest.h>
+#include <linux/fs.h>
+#include <sys/ioctl.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -349,6 +355,89 @@ TEST(Salvage, ABlockCutAcrossAFileRollIsCutOutOfBothFiles) {
   EXPECT_EQ(first.events, 4u);
   EXPECT_FALSE(fs::exists(dead.path() / "run000042_bu1_0001.dqf")) << "nothing left in it";
   EXPECT_FALSE(fs::exists(copy));
+}
+
+// A file that cannot be changed, as on a disk whose writes fail: the immutable attribute
+// (root on ext4, as the tests run) makes truncate, rename and unlink fail while reads work.
+class Immutable {
+ public:
+  explicit Immutable(const fs::path& path) : path_(path) { set(true); }
+  ~Immutable() { set(false); }
+  Immutable(const Immutable&) = delete;
+  Immutable& operator=(const Immutable&) = delete;
+
+ private:
+  void set(bool on) {
+    const int fd = ::open(path_.c_str(), O_RDONLY | O_CLOEXEC);
+    ASSERT_GE(fd, 0) << path_;
+    int flags = 0;
+    ASSERT_EQ(::ioctl(fd, FS_IOC_GETFLAGS, &flags), 0) << std::strerror(errno);
+    flags = on ? (flags | FS_IMMUTABLE_FL) : (flags & ~FS_IMMUTABLE_FL);
+    ASSERT_EQ(::ioctl(fd, FS_IOC_SETFLAGS, &flags), 0) << std::strerror(errno);
+    ::close(fd);
+  }
+  fs::path path_;
+};
+
+TEST(Salvage, AFileThatCannotBeFinishedIsNotOutputAndWhatItHeldIsCountedLost) {
+  // As in the first case, but the disk fails: the .part file cannot be cut or renamed. It is not
+  // output, so blocks 3, 4 and 5 are built again, and events 0..11 (blocks 0..2, acknowledged
+  // before) are lost from the output and counted.
+  TempDir live;
+  TempDir dead;
+  auto output = make({{"kind", "file"}, {"dir", live.path().string()}});
+  const Events events(0, 20, 2, 512);
+  write_all(*output, events, 4);
+  const auto part = live.path() / "run000042_bu1_0000.dqf.part";
+  const auto copy = dead.path() / part.filename();
+  fs::copy_file(part, copy);
+  ASSERT_TRUE(output->close().ok());
+  fs::resize_file(copy, fs::file_size(copy) - 10);
+  const Immutable failing(copy);
+
+  auto report =
+      salvage_bu_files(dead.path().string(), 42, "bu1", {{3, 12, 4}, {4, 16, 4}, {5, 20, 4}});
+  ASSERT_TRUE(report.ok()) << report.error().message();
+  EXPECT_TRUE(report->written.empty());
+  EXPECT_EQ(report->not_written, (std::vector<std::uint64_t>{3, 4, 5}));
+  EXPECT_TRUE(report->undecided.empty());
+  EXPECT_TRUE(report->files.empty());
+  ASSERT_EQ(report->unfinished.size(), 1u);
+  EXPECT_NE(report->unfinished[0].find("truncating " + copy.string()), std::string::npos)
+      << report->unfinished[0];
+  EXPECT_EQ(report->events_lost, 12u);
+  EXPECT_TRUE(fs::exists(copy)) << "left as it was: not output";
+}
+
+TEST(Salvage, AFinishedFileThatCannotBeCutLeavesItsBlockInDoubt) {
+  // Block 1 spans finished file 0 (events 4, 5) and the .part file 1 (event 6; 7 never
+  // written); file 0 cannot be rewritten: events 4 and 5 stay in the output, so block 1 can be
+  // neither written (7 is missing) nor built again (4 and 5 would be twice): it stays in doubt.
+  TempDir live;
+  TempDir dead;
+  auto output = make({{"kind", "file"}, {"dir", live.path().string()}, {"max_file_events", 6}});
+  const Events events(0, 8, 1, 256);
+  write_all(*output, events, 4);
+  fs::copy_file(live.path() / "run000042_bu1_0000.dqf", dead.path() / "run000042_bu1_0000.dqf");
+  fs::copy_file(live.path() / "run000042_bu1_0000.json", dead.path() / "run000042_bu1_0000.json");
+  const auto part = live.path() / "run000042_bu1_0001.dqf.part";
+  fs::copy_file(part, dead.path() / part.filename());
+  ASSERT_TRUE(output->close().ok());
+  const auto copy = dead.path() / part.filename();
+  const std::uint64_t record = (fs::file_size(copy) - file_header_size(3)) / 2;
+  fs::resize_file(copy, fs::file_size(copy) - record);
+  const Immutable failing(dead.path() / "run000042_bu1_0000.dqf");
+
+  auto report = salvage_bu_files(dead.path().string(), 42, "bu1", {{1, 4, 4}});
+  ASSERT_TRUE(report.ok()) << report.error().message();
+  EXPECT_TRUE(report->written.empty());
+  EXPECT_TRUE(report->not_written.empty());
+  EXPECT_EQ(report->undecided, (std::vector<std::uint64_t>{1}));
+  ASSERT_EQ(report->unfinished.size(), 1u);
+  EXPECT_EQ(report->events_lost, 0u);
+  const FileReport first = check_event_file((dead.path() / "run000042_bu1_0000.dqf").string());
+  EXPECT_TRUE(first.verified()) << "untouched: " << ::testing::PrintToString(first.problems);
+  EXPECT_EQ(first.events, 6u);
 }
 
 }  // namespace

@@ -17,6 +17,15 @@
 //
 // The BU writes a block's events one after the other and the blocks in the order the EVM granted
 // them, so a partial block is the last thing written and nothing after it is lost by the cut.
+//
+// On a failing disk (writes end with EIO while reads still work) a file may not be finishable.
+// Only a file with its sidecar is output (`daqflow dump` counts no other), so the blocks are
+// decided from what is output once the files have been tried: a NAME.dqf.part that could not be
+// finished holds nothing of the output, and its blocks are built again; a finished file that
+// needed a cut and could not be rewritten leaves the blocks that reach into it in doubt (the
+// EVM keeps them, and the run's results count them as in doubt). The events of an unfinished file
+// that the BU had acknowledged before are lost from the output and counted (events_lost); the
+// file also holds events built again elsewhere, so it must never be finished as it is.
 // Control path only (the controller runs it once the BU's process is gone).
 
 #include <cstdint>
@@ -37,9 +46,12 @@ struct SalvageBlock {
 struct SalvageReport {
   std::vector<std::uint64_t> written;      // block ids
   std::vector<std::uint64_t> not_written;  // block ids (partial ones included)
+  std::vector<std::uint64_t> undecided;    // block ids left in doubt (see above)
   std::vector<std::string> files;          // finished or rewritten by the salvage
-  std::uint64_t events_kept = 0;           // records in those files after the cuts
-  std::uint64_t bytes_cut = 0;             // torn or partial data removed
+  std::vector<std::string> unfinished;     // why each file that could not be finished was not
+  std::uint64_t events_lost = 0;  // acknowledged earlier, but in a file that could not be finished
+  std::uint64_t events_kept = 0;  // records in those files after the cuts
+  std::uint64_t bytes_cut = 0;    // torn or partial data removed
 };
 
 [[nodiscard]] Result<SalvageReport> salvage_bu_files(const std::string& dir,
