@@ -87,10 +87,11 @@ Result<void> RoundTrip::configure(runtime::AppContext& ctx) {
 
   runtime::MetricsRegistry& m = ctx.metrics();
   messages_out_ = &m.counter("messages_out", initiator_ ? "pings sent" : "pongs sent");
-  bytes_out_ = &m.counter("bytes_out", "payload bytes sent");
+  bytes_out_ = &m.counter("bytes_out", "payload bytes sent", runtime::Unit::bytes);
   messages_in_ = &m.counter("messages_in", initiator_ ? "pongs received" : "pings received");
-  bytes_in_ = &m.counter("bytes_in", "payload bytes received");
-  size_gauge_ = &m.gauge("message_size", "size of the messages now being timed");
+  bytes_in_ = &m.counter("bytes_in", "payload bytes received", runtime::Unit::bytes);
+  size_gauge_ =
+      &m.gauge("message_size", "size of the messages now being timed", runtime::Unit::bytes);
   size_gauge_->set(static_cast<double>(sizes_.front()));
 
   size_index_ = 0;

@@ -88,11 +88,12 @@ Result<void> Sink::configure(runtime::AppContext& ctx) {
 
   runtime::MetricsRegistry& m = ctx.metrics();
   messages_in_ = &m.counter("messages_in", "messages received");
-  bytes_in_ = &m.counter("bytes_in", "payload bytes received");
+  bytes_in_ = &m.counter("bytes_in", "payload bytes received", runtime::Unit::bytes);
   errors_sequence_ = &m.counter(
       "errors_sequence", "messages out of sequence or from an application not among the sources");
   errors_pattern_ = &m.counter("errors_pattern", "messages whose payload pattern is wrong");
-  rate_gauge_ = &m.gauge("throughput_mb_s", "received MB/s (10^6 bytes) over the last sample");
+  rate_gauge_ = &m.gauge("throughput_mb_s", "received MB/s (10^6 bytes) over the last sample",
+                         runtime::Unit::megabytes_per_second);
 
   bytes_ = 0;
   messages_ = 0;

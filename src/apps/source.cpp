@@ -98,7 +98,7 @@ Result<void> Source::configure(runtime::AppContext& ctx) {
 
   runtime::MetricsRegistry& m = ctx.metrics();
   messages_out_ = &m.counter("messages_out", "messages sent and completed");
-  bytes_out_ = &m.counter("bytes_out", "payload bytes sent and completed");
+  bytes_out_ = &m.counter("bytes_out", "payload bytes sent and completed", runtime::Unit::bytes);
   back_pressured_ = &m.counter(
       "back_pressured", "post attempts refused because the pipeline or the send pool was full");
   in_flight_gauge_ = &m.gauge("in_flight", "messages posted and not yet completed");

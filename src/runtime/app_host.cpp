@@ -150,9 +150,19 @@ Result<transport::Endpoint*> AppHost::endpoint(const transport::EndpointOptions*
   if (!made) {
     return made.error().context("application '" + id() + "': endpoint on transport '" + name + "'");
   }
-  endpoint_ = std::move(*made);
+  {
+    const std::lock_guard lock(endpoint_mutex_);
+    endpoint_ = std::move(*made);
+    endpoint_transport_ = name;
+  }
   HostAccess::set_endpoint(*app_, endpoint_.get());
   return endpoint_.get();
+}
+
+std::optional<AppHost::EndpointFigures> AppHost::endpoint_figures() const {
+  const std::lock_guard lock(endpoint_mutex_);
+  if (!endpoint_) return std::nullopt;
+  return EndpointFigures{endpoint_transport_, endpoint_->stats()};
 }
 
 AppHost::Status AppHost::status() const {
@@ -393,7 +403,11 @@ Result<void> AppHost::release_all() {
   HostAccess::set_endpoint(*app_, nullptr);
   if (endpoint_) {
     endpoint_->close();
-    endpoint_.reset();
+    std::unique_ptr<transport::Endpoint> gone;
+    {
+      const std::lock_guard lock(endpoint_mutex_);
+      gone = std::move(endpoint_);
+    }
   }
   return r;
 }

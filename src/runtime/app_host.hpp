@@ -72,6 +72,12 @@ class AppHost final : public AppContext {
 
   // Any thread.
   [[nodiscard]] Status status() const;
+  struct EndpointFigures {
+    std::string transport;
+    transport::EndpointStats stats;
+  };
+  // The endpoint's counters while the application holds one.
+  [[nodiscard]] std::optional<EndpointFigures> endpoint_figures() const;
   [[nodiscard]] nlohmann::json params_json() const;
   // Merges changes into the parameters, validates them and returns the new parameters; only
   // while Halted or Ready (else ErrorCode::conflict).
@@ -145,8 +151,12 @@ class AppHost final : public AppContext {
   // Set by the agent once a do_work() call began after Halting was published.
   std::atomic<bool> halt_seen_{false};
 
-  // Control thread only.
+  // Set and reset on the control thread under endpoint_mutex_, which endpoint_figures() takes.
+  mutable std::mutex endpoint_mutex_;
   std::unique_ptr<transport::Endpoint> endpoint_;
+  std::string endpoint_transport_;
+
+  // Control thread only.
   std::unique_ptr<Agent> agent_;
   std::unique_ptr<core::AgentRunner> runner_;
   bool holding_ = false;              // configure() ran and release() has not

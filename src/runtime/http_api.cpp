@@ -7,6 +7,8 @@
 #include <exception>
 #include <vector>
 
+#include "prometheus.hpp"
+
 namespace daqflow::runtime {
 
 namespace {
@@ -140,8 +142,18 @@ ApiReply ControlApi::handle(std::string_view method, std::string_view path,
   if (method == "HEAD") method = "GET";
   const auto parts = split_path(path);
   const std::string where = std::string(method) + " " + std::string(path);
+  if (parts.size() == 1 && parts[0] == "metrics") {
+    if (method != "GET") {
+      ApiReply r = error(405, where + ": method not allowed (use GET)");
+      r.allow = "GET";
+      return r;
+    }
+    return ApiReply::plain(prometheus_text(context_), "text/plain; version=0.0.4; charset=utf-8");
+  }
   if (parts.size() < 3 || parts[0] != "api" || parts[1] != "v1") {
-    return error(404, where + ": no such path (the API is under /api/v1, see docs/control-api.md)");
+    return error(404, where +
+                          ": no such path (the API is under /api/v1, see docs/control-api.md; "
+                          "Prometheus metrics at /metrics)");
   }
   const std::vector<std::string_view> p(parts.begin() + 2, parts.end());
 
@@ -297,7 +309,11 @@ void ControlApi::install(httplib::Server& server) const {
     ApiReply r = handle(req.method, req.path, body);
     res.status = r.status;
     if (!r.allow.empty()) res.set_header("Allow", r.allow);
-    res.set_content(dump(r.body), "application/json");
+    if (!r.content_type.empty()) {
+      res.set_content(r.text, r.content_type);
+    } else {
+      res.set_content(dump(r.body), "application/json");
+    }
   };
   const auto without_body = [answer](const httplib::Request& req, httplib::Response& res) {
     answer(req, res, {});

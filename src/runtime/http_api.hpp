@@ -19,9 +19,21 @@ class Server;
 namespace daqflow::runtime {
 
 struct ApiReply {
+  ApiReply(int s, nlohmann::json b, std::string a = {})
+      : status(s), body(std::move(b)), allow(std::move(a)) {}
+  // A reply that is not JSON (GET /metrics).
+  static ApiReply plain(std::string text, std::string content_type) {
+    ApiReply r(200, nullptr);
+    r.text = std::move(text);
+    r.content_type = std::move(content_type);
+    return r;
+  }
+
   int status = 200;
   nlohmann::json body;
   std::string allow;  // 405: the methods the path accepts, for the Allow header
+  std::string text;   // a reply that is not JSON: its text and content type
+  std::string content_type;
 };
 
 // Thread-safe: handle() runs on the server's worker threads concurrently.

@@ -19,41 +19,42 @@ auto* find_named(List& list, const std::string& name) {
 
 // One name is one metric: registering a name under a second kind is a programming error of the
 // application, reported at Configure (the executive turns it into Failed with this message).
-Counter& MetricsRegistry::counter(const std::string& name, const std::string& help) {
+Counter& MetricsRegistry::counter(const std::string& name, const std::string& help, Unit unit) {
   std::lock_guard lock(mutex_);
   if (auto* c = find_named(counters_, name)) return c->second;
   if (find_named(gauges_, name) || find_named(probes_, name)) {
     throw std::logic_error("metric '" + name + "' is already registered as another kind");
   }
   // std::deque keeps references stable as it grows; the atomic is constructed in place.
-  counters_.emplace_back(std::piecewise_construct, std::forward_as_tuple(Named{name, help}),
+  counters_.emplace_back(std::piecewise_construct, std::forward_as_tuple(Named{name, help, unit}),
                          std::forward_as_tuple());
   return counters_.back().second;
 }
 
-Gauge& MetricsRegistry::gauge(const std::string& name, const std::string& help) {
+Gauge& MetricsRegistry::gauge(const std::string& name, const std::string& help, Unit unit) {
   std::lock_guard lock(mutex_);
   if (auto* g = find_named(gauges_, name)) return g->second;
   if (find_named(counters_, name) || find_named(probes_, name)) {
     throw std::logic_error("metric '" + name + "' is already registered as another kind");
   }
-  gauges_.emplace_back(std::piecewise_construct, std::forward_as_tuple(Named{name, help}),
+  gauges_.emplace_back(std::piecewise_construct, std::forward_as_tuple(Named{name, help, unit}),
                        std::forward_as_tuple());
   return gauges_.back().second;
 }
 
 void MetricsRegistry::probe(const std::string& name, std::function<double()> read,
-                            const std::string& help) {
+                            const std::string& help, Unit unit) {
   std::lock_guard lock(mutex_);
   if (auto* p = find_named(probes_, name)) {
     p->second = std::move(read);
     p->first.help = help;
+    p->first.unit = unit;
     return;
   }
   if (find_named(counters_, name) || find_named(gauges_, name)) {
     throw std::logic_error("metric '" + name + "' is already registered as another kind");
   }
-  probes_.emplace_back(Named{name, help}, std::move(read));
+  probes_.emplace_back(Named{name, help, unit}, std::move(read));
 }
 
 // Holding the lock while probes run is what makes clear_probes() safe: once it returns, no
@@ -74,6 +75,18 @@ void MetricsRegistry::snapshot(nlohmann::json& out) const {
   for (const auto& [named, c] : counters_) out[named.name] = c.value();
   for (const auto& [named, g] : gauges_) out[named.name] = g.value();
   for (const auto& [named, read] : probes_) out[named.name] = read ? read() : 0.0;
+}
+
+void MetricsRegistry::for_each(const std::function<void(const MetricSample&)>& visit) const {
+  std::lock_guard lock(mutex_);
+  for (const auto& [named, c] : counters_) {
+    visit(
+        {named.name, named.help, MetricKind::counter, named.unit, static_cast<double>(c.value())});
+  }
+  for (const auto& [named, g] : gauges_)
+    visit({named.name, named.help, MetricKind::gauge, named.unit, g.value()});
+  for (const auto& [named, read] : probes_)
+    visit({named.name, named.help, MetricKind::gauge, named.unit, read ? read() : 0.0});
 }
 
 }  // namespace daqflow::runtime

@@ -5,7 +5,8 @@
 // results() read them.
 //
 // Registration (counter(), gauge(), probe()) happens at Configure on the control thread; the
-// returned references stay valid for the registry's lifetime.
+// returned references stay valid for the registry's lifetime. A metric may say its unit, for
+// exporters that name metrics by base unit (Prometheus: docs/monitoring.md).
 
 #include <atomic>
 #include <cstdint>
@@ -33,12 +34,29 @@ class Gauge {
   std::atomic<double> v_{0.0};
 };
 
+// What a metric's value counts. The name says it too ("bytes_in", "throttled_ns",
+// "throughput_mb_s"); exporters move the unit to the end of the name and convert to base units.
+enum class Unit { none, bytes, nanoseconds, megabytes_per_second };
+
+enum class MetricKind { counter, gauge };
+
+// One metric as read at a moment (for exporters).
+struct MetricSample {
+  const std::string& name;
+  const std::string& help;
+  MetricKind kind;
+  Unit unit;
+  double value;
+};
+
 class MetricsRegistry {
  public:
   // Returns the metric of that name, creating it on first use.
-  Counter& counter(const std::string& name, const std::string& help = {});
-  Gauge& gauge(const std::string& name, const std::string& help = {});
-  void probe(const std::string& name, std::function<double()> read, const std::string& help = {});
+  Counter& counter(const std::string& name, const std::string& help = {}, Unit unit = Unit::none);
+  Gauge& gauge(const std::string& name, const std::string& help = {}, Unit unit = Unit::none);
+  // A gauge read by a function.
+  void probe(const std::string& name, std::function<double()> read, const std::string& help = {},
+             Unit unit = Unit::none);
   // Removes probes (they may point into objects being released at Halt).
   void clear_probes();
   // Sets every counter back to 0 (at Configure, for a new run).
@@ -46,11 +64,14 @@ class MetricsRegistry {
 
   // {"name": value, ...}; thread-safe.
   void snapshot(nlohmann::json& out) const;
+  // Every metric in registration order (counters, then gauges, then probes); thread-safe.
+  void for_each(const std::function<void(const MetricSample&)>& visit) const;
 
  private:
   struct Named {
     std::string name;
     std::string help;
+    Unit unit = Unit::none;
   };
   mutable std::mutex mutex_;  // guards the lists, not the values
   std::deque<std::pair<Named, Counter>> counters_;

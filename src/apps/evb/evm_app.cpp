@@ -91,7 +91,7 @@ Result<void> EventManagerApp::configure(runtime::AppContext& ctx) {
   events_incomplete_ = &m.counter("events_incomplete", "events built without some RU's data");
   events_reassigned_ = &m.counter("events_reassigned", "events re-assigned after a BU was lost");
   blocks_assigned_ = &m.counter("blocks_assigned", "blocks assigned to BUs");
-  bytes_built_ = &m.counter("bytes_built", "bytes of the events built");
+  bytes_built_ = &m.counter("bytes_built", "bytes of the events built", runtime::Unit::bytes);
   events_in_flight_ = &m.gauge("events_in_flight", "events triggered, not yet built or incomplete");
   events_lost_ = &m.gauge("events_lost", "events that can no longer be built (no BU left)");
   events_in_doubt_ = &m.gauge("events_in_doubt",

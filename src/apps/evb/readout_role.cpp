@@ -70,12 +70,14 @@ Result<void> ReadoutRole::configure(runtime::AppContext& ctx, const Topology& to
 
   runtime::MetricsRegistry& m = ctx.metrics();
   events_produced_ = &m.counter("events_produced", "super-fragments written into chunks");
-  bytes_produced_ = &m.counter("bytes_produced", "super-fragment bytes written into chunks");
+  bytes_produced_ = &m.counter("bytes_produced", "super-fragment bytes written into chunks",
+                               runtime::Unit::bytes);
   blocks_cut_ = &m.counter("blocks_cut", "blocks of assigned events cut from the store");
   messages_out_ = &m.counter("messages_out", "blocks posted to BUs");
-  bytes_out_metric_ = &m.counter("bytes_out", "block bytes posted to BUs");
+  bytes_out_metric_ = &m.counter("bytes_out", "block bytes posted to BUs", runtime::Unit::bytes);
   blocks_resent_ = &m.counter("blocks_resent", "blocks sent again after a BU was lost");
-  throttled_metric_ = &m.counter("throttled_ns", "time production waited for free chunk memory");
+  throttled_metric_ = &m.counter("throttled_ns", "time production waited for free chunk memory",
+                                 runtime::Unit::nanoseconds);
   fragment_errors_ = &m.counter("fragment_errors", "bad fragments seen by the input");
   events_held_ = &m.gauge("events_held", "events produced and not yet cut into a block");
   blocks_retained_ = &m.gauge("blocks_retained", "blocks kept until their BU acknowledges");

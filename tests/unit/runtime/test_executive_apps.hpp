@@ -216,8 +216,10 @@ inline ClusterConfig make_cluster(const std::vector<ContextSpec>& contexts,
 
 struct Reply {
   int status = 0;
-  json body;
+  json body;  // null when the body is not JSON
   std::string allow;
+  std::string text;  // the body as it came
+  std::string content_type;
 };
 
 // A client of one control port; every call is bounded by short timeouts.
@@ -268,6 +270,8 @@ class Api {
     r.status = res->status;
     r.body = json::parse(res->body, nullptr, /*allow_exceptions=*/false);
     r.allow = res->get_header_value("Allow");
+    r.text = res->body;
+    r.content_type = res->get_header_value("Content-Type");
     return r;
   }
 

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <set>
+#include <sstream>
 #include <vector>
 
 #include "test_executive_apps.hpp"
@@ -396,6 +397,58 @@ TEST_F(HttpApi, ContextWideCommandsAnswerEveryApplicationInEnableOrder) {
                           {"applications",
                            {{{"id", "c1"}, {"state", "Configuring"}},
                             {{"id", "p1"}, {"state", "Configuring"}}}}}));
+}
+
+// The series of one metric family whose labels include every one of want.
+std::vector<std::string> series(const std::string& text, const std::string& family,
+                                const std::vector<std::string>& want) {
+  std::vector<std::string> out;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind(family + "{", 0) != 0) continue;
+    bool all = true;
+    for (const auto& w : want) all = all && line.find(w) != std::string::npos;
+    if (all) out.push_back(line);
+  }
+  return out;
+}
+
+TEST_F(HttpApi, MetricsAreServedInPrometheusTextFormat) {
+  start(23122);
+  Api a = api();
+  a.post("/api/v1/apps/c1/fsm/Configure");
+  ASSERT_EQ(a.wait_state("c1", "Ready"), "Ready");
+  const auto r = a.get("/metrics");
+  ASSERT_EQ(r.status, 200) << r.text;
+  EXPECT_EQ(r.content_type, "text/plain; version=0.0.4; charset=utf-8");
+  const std::string& t = r.text;
+  EXPECT_NE(t.find("# HELP daqflow_work_total do_work calls while enabled\n"), std::string::npos)
+      << t;
+  EXPECT_NE(t.find("# TYPE daqflow_work_total counter\n"), std::string::npos) << t;
+  EXPECT_NE(t.find("# TYPE daqflow_probe gauge\n"), std::string::npos) << t;
+  const std::vector<std::string> c1 = {R"(context="ctx")", R"(application="c1")",
+                                       R"(type="consumer")"};
+  const auto work = series(t, "daqflow_work_total", c1);
+  ASSERT_EQ(work.size(), 1u) << t;
+  EXPECT_EQ(work[0].substr(work[0].rfind(' ')), " 0");
+  const auto probe = series(t, "daqflow_probe", c1);
+  ASSERT_EQ(probe.size(), 1u) << t;
+  EXPECT_EQ(probe[0].substr(probe[0].rfind(' ')), " 42");
+  // One series per state: 1 for the state the application is in.
+  auto state = c1;
+  state.push_back(R"(state="Ready")");
+  const auto ready = series(t, "daqflow_application_state", state);
+  ASSERT_EQ(ready.size(), 1u) << t;
+  EXPECT_EQ(ready[0].substr(ready[0].rfind(' ')), " 1");
+  EXPECT_EQ(series(t, "daqflow_application_state", c1).size(), 10u);
+  const auto p1 =
+      series(t, "daqflow_application_state", {R"(application="p1")", R"(state="Halted")"});
+  ASSERT_EQ(p1.size(), 1u) << t;
+  EXPECT_EQ(p1[0].substr(p1[0].rfind(' ')), " 1");
+  EXPECT_TRUE(series(t, "daqflow_work_total", {R"(application="o1")"}).empty())
+      << "only this context's applications";
+
+  EXPECT_EQ(a.post("/metrics").status, 405);
 }
 
 TEST_F(HttpApi, ShutdownIs202) {

@@ -1,4 +1,5 @@
-// The metrics registry: typed named metrics, snapshots as JSON, probes and their removal.
+// The metrics registry: typed named metrics, snapshots as JSON, probes and their removal; the
+// names metrics take in Prometheus.
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -9,6 +10,7 @@
 #include <vector>
 
 #include "daqflow/runtime/metrics.hpp"
+#include "runtime/prometheus.hpp"
 
 namespace daqflow::runtime {
 namespace {
@@ -157,6 +159,40 @@ TEST(Metrics, SnapshotKeepsWhatIsAlreadyInTheObject) {
   m.snapshot(out);
   EXPECT_EQ(out.at("other"), 1);
   EXPECT_EQ(out.at("a"), 1);
+}
+
+TEST(Metrics, ForEachVisitsEveryMetricWithItsKindAndUnit) {
+  MetricsRegistry m;
+  m.counter("bytes_in", "payload bytes", Unit::bytes).add(7);
+  m.gauge("level").set(2.5);
+  m.probe(
+      "answer", [] { return 42.0; }, "a probe");
+  std::vector<std::string> seen;
+  m.for_each([&](const MetricSample& s) {
+    seen.push_back(s.name + (s.kind == MetricKind::counter ? " counter " : " gauge ") +
+                   std::to_string(static_cast<int>(s.unit)) + " " + std::to_string(s.value));
+  });
+  EXPECT_EQ(seen, (std::vector<std::string>{"bytes_in counter 1 7.000000", "level gauge 0 2.500000",
+                                            "answer gauge 0 42.000000"}));
+}
+
+TEST(Metrics, PrometheusNamesAreInBaseUnitsWithTheUnitLast) {
+  const auto name = [](const std::string& n, MetricKind k, Unit u) {
+    const PrometheusName p = prometheus_name(n, k, u);
+    return p.name + " x" + std::to_string(p.scale);
+  };
+  EXPECT_EQ(name("events_built", MetricKind::counter, Unit::none),
+            "daqflow_events_built_total x1.000000");
+  EXPECT_EQ(name("blocks_open", MetricKind::gauge, Unit::none), "daqflow_blocks_open x1.000000");
+  EXPECT_EQ(name("bytes_in", MetricKind::counter, Unit::bytes), "daqflow_in_bytes_total x1.000000");
+  EXPECT_EQ(name("message_size", MetricKind::gauge, Unit::bytes),
+            "daqflow_message_size_bytes x1.000000");
+  EXPECT_EQ(name("throttled_ns", MetricKind::counter, Unit::nanoseconds),
+            "daqflow_throttled_seconds_total x0.000000");
+  EXPECT_EQ(prometheus_name("throttled_ns", MetricKind::counter, Unit::nanoseconds).scale, 1e-9);
+  EXPECT_EQ(name("throughput_mb_s", MetricKind::gauge, Unit::megabytes_per_second),
+            "daqflow_throughput_bytes_per_second x1000000.000000");
+  EXPECT_EQ(name("bytes", MetricKind::gauge, Unit::bytes), "daqflow_bytes x1.000000");
 }
 
 }  // namespace
