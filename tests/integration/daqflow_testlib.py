@@ -253,6 +253,9 @@ class DaqflowTestCase(unittest.TestCase):
                         with open(path, errors="replace") as f:
                             print(f"\n--- {path} (last 40 lines) ---\n" +
                                   "".join(f.readlines()[-40:]))
+        if self._failed() and os.environ.get("DAQFLOW_KEEP_FAILED"):
+            print(f"\n--- kept {self.dir} (DAQFLOW_KEEP_FAILED) ---")
+            return
         shutil.rmtree(self.dir, ignore_errors=True)
 
     def _failed(self):

@@ -135,6 +135,7 @@ Result<void> BuilderUnit::configure(runtime::AppContext& ctx) {
   next_heartbeat_ns_ = 0;
   next_output_check_ns_ = 0;
   warned_corrupt_ = false;
+  warned_incomplete_ = false;
   drained_.store(false);
   first_build_ns_.store(0);
   last_build_ns_.store(0);
@@ -273,18 +274,26 @@ int BuilderUnit::build(std::int64_t now) {
       first_build_ns_.store(now, std::memory_order_relaxed);
     last_build_ns_.store(now, std::memory_order_relaxed);
     ++n;
-    if (r.incomplete > 0 && fail_on_incomplete_) {
+    if (r.incomplete > 0 && (fail_on_incomplete_ || !warned_incomplete_)) {
       const auto missing = static_cast<std::size_t>(r.missing_ru);
       const std::string& why = ru_lost_why_[missing];
-      fail("block " + std::to_string(r.block_id) + " (events " +
-           std::to_string(batch->events.front().number) + ".." +
-           std::to_string(batch->events.back().number) + ") is incomplete: no data from RU '" +
-           topology_.name(topology_.rus[missing]) + "' (" +
-           (why.empty() ? "nothing within timeout_ms = " + std::to_string(timeout_ms_) + " ms"
-                        : why) +
-           (r.missing_count > 1 ? ", and " + std::to_string(r.missing_count - 1) + " more RU(s)"
-                                : "") +
-           "); on_incomplete is fail");
+      const std::string what =
+          "block " + std::to_string(r.block_id) + " (events " +
+          std::to_string(batch->events.front().number) + ".." +
+          std::to_string(batch->events.back().number) + ", generation " +
+          std::to_string(r.generation) + ") is incomplete: no data from RU '" +
+          topology_.name(topology_.rus[missing]) + "' (" +
+          (why.empty() ? "nothing within timeout_ms = " + std::to_string(timeout_ms_) + " ms"
+                       : why) +
+          (r.missing_count > 1 ? ", and " + std::to_string(r.missing_count - 1) + " more RU(s)"
+                               : "") +
+          ")";
+      if (fail_on_incomplete_) {
+        fail(what + "; on_incomplete is fail");
+      } else {
+        warned_incomplete_ = true;
+        spdlog::warn("{}: {}; written flagged (further ones are only counted)", id(), what);
+      }
     }
     if (r.corrupted > 0 && !warned_corrupt_) {
       warned_corrupt_ = true;

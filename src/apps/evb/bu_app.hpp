@@ -111,6 +111,7 @@ class BuilderUnit final : public runtime::Application {
   std::int64_t next_heartbeat_ns_ = 0;
   std::int64_t next_output_check_ns_ = 0;
   bool warned_corrupt_ = false;
+  bool warned_incomplete_ = false;
   std::uint64_t written_published_ = 0;  // the output's events_written already counted
 
   // Metrics, counted by the agent thread and read by results().
