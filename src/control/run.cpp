@@ -94,6 +94,7 @@ class Run {
   }
 
   Result<void> check_deaths();
+  void record_lost(const std::vector<std::string>& contexts, const std::string& description);
   void settle(const std::vector<std::string>& contexts);
   static AppSample unknown_sample(View& v);
   // A context whose process lives but whose control API did not answer: survivable while data
@@ -157,7 +158,7 @@ Result<void> Run::check_deaths() {
     const std::string description = explain(death);
     if (data_flowing_ && survivable(death.contexts)) {
       reporter_.note(description + "; its applications are survivable: the run goes on");
-      summary_.lost.push_back(description);
+      record_lost(death.contexts, description);
       settle(death.contexts);
     } else if (!fatal) {
       fatal = description;
@@ -167,6 +168,18 @@ Result<void> Run::check_deaths() {
   }
   if (fatal) return Error(*fatal);
   return ok();
+}
+
+// One entry per lost context in the summary: a context that stopped answering and then died (a
+// status request may see a killed process before its parent reaps it) is reported by its death.
+void Run::record_lost(const std::vector<std::string>& contexts, const std::string& description) {
+  for (const auto& context : contexts) {
+    const auto it = silent_.find(context);
+    if (it == silent_.end()) continue;
+    std::erase(summary_.lost, it->second);
+    silent_.erase(it);
+  }
+  summary_.lost.push_back(description);
 }
 
 // What the dead applications left behind (AppType::after_loss): e.g. a BU's files against the
