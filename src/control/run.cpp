@@ -364,7 +364,15 @@ Result<void> Run::start() {
                                       {options_.self, options_.config_path, options_.log_dir});
   if (!cluster) return cluster.error();
   cluster_.emplace(std::move(*cluster));
-  return cluster_->wait_until_reachable(options_.reach_timeout, [this] { return stopping(); });
+  if (auto reached =
+          cluster_->wait_until_reachable(options_.reach_timeout, [this] { return stopping(); });
+      !reached) {
+    return reached;
+  }
+  const runtime::ContextConfig& first = config_.contexts.front();
+  reporter_.note(fmt::format("dashboard: http://{}:{}/ (on every context's control port)",
+                             first.host, first.control_port));
+  return ok();
 }
 
 Result<void> Run::configure() {

@@ -16,7 +16,8 @@ namespace {
 
 using nlohmann::json;
 
-const std::vector<std::string> kTopKeys{"run", "transports", "contexts", "faults"};
+const std::vector<std::string> kTopKeys{"run", "transports", "monitoring", "contexts", "faults"};
+const std::vector<std::string> kMonitoringKeys{"interval_ms", "history_s", "max_series"};
 const std::vector<std::string> kFaultKeys{"from",           "to",       "delay_ms",
                                           "cut_ms",         "stall_ms", "corrupt",
                                           "after_messages", "after_ms", "for_ms"};
@@ -62,6 +63,7 @@ class Reader {
     // Transports first, whatever the order in the file: applications default to them.
     if (const Field* f = find_field(fields, "run")) run_settings(*f);
     if (const Field* f = find_field(fields, "transports")) transport_settings(*f);
+    if (const Field* f = find_field(fields, "monitoring")) monitoring_settings(*f);
     if (const Field* f = find_field(fields, "contexts")) {
       contexts(*f);
     } else {
@@ -150,6 +152,34 @@ class Reader {
       } else {
         unknown_key(f, "run", kRunKeys);
       }
+    }
+  }
+
+  void monitoring_settings(const Field& section) {
+    if (!mapping_or_empty(section) || section.value.IsNull()) return;
+    MonitoringSettings& m = parsed_.config.monitoring;
+    for (const Field& f : fields_of(section.value, "monitoring", d_)) {
+      if (f.key == "interval_ms") {
+        if (auto v = integer(f, "monitoring", 10, 3600000))
+          m.interval_ms = static_cast<std::uint32_t>(*v);
+      } else if (f.key == "history_s") {
+        if (auto v = integer(f, "monitoring", 1, 7 * 24 * 3600))
+          m.history_s = static_cast<std::uint32_t>(*v);
+      } else if (f.key == "max_series") {
+        if (auto v = integer(f, "monitoring", 1, 65536))
+          m.max_series = static_cast<std::uint32_t>(*v);
+      } else {
+        unknown_key(f, "monitoring", kMonitoringKeys);
+      }
+    }
+    const std::uint64_t bytes =
+        std::uint64_t{m.history_s} * 1000 / m.interval_ms * m.max_series * 8;
+    if (bytes > (std::uint64_t{1} << 30)) {
+      d_.error(
+          section.key_node.Mark(),
+          fmt::format("'monitoring': a history of {} s every {} ms for {} series takes {} MiB; "
+                      "at most 1024",
+                      m.history_s, m.interval_ms, m.max_series, bytes >> 20));
     }
   }
 

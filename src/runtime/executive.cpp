@@ -17,6 +17,7 @@
 
 #include "daqflow/core/net.hpp"
 #include "executive_context.hpp"
+#include "history.hpp"
 #include "http_api.hpp"
 
 namespace daqflow::runtime {
@@ -24,7 +25,7 @@ namespace daqflow::runtime {
 namespace {
 
 // Worker threads per control server: the control path sees a handful of clients at most.
-constexpr std::size_t kServerThreads = 4;
+constexpr std::size_t kServerThreads = 8;
 
 // httplib only says that binding failed; binding once more ourselves tells why.
 std::string bind_failure(const std::string& host, int port) {
@@ -60,6 +61,8 @@ std::string bind_failure(const std::string& host, int port) {
 struct Executive::Impl {
   struct Hosted {
     std::unique_ptr<ContextControl> control;
+    std::unique_ptr<MetricsHistory> history;
+    std::unique_ptr<HistorySampler> sampler;  // reads control into history: goes first
     std::unique_ptr<ControlApi> api;
     std::unique_ptr<httplib::Server> server;
     std::thread thread;
@@ -122,6 +125,7 @@ struct Executive::Impl {
 
   void stop_servers() {
     for (Hosted& h : contexts) {
+      h.sampler.reset();
       if (h.server) h.server->stop();
     }
     for (Hosted& h : contexts) {
@@ -169,7 +173,10 @@ Result<std::unique_ptr<Executive>> Executive::create(ClusterConfig cluster,
     if (!control) return control.error().context("context '" + name + "'");
     Impl::Hosted h;
     h.control = std::move(*control);
-    h.api = std::make_unique<ControlApi>(raw->cluster, raw->addresses, *h.control,
+    const MonitoringSettings& m = raw->cluster.monitoring;
+    h.history = std::make_unique<MetricsHistory>(std::size_t{m.history_s} * 1000 / m.interval_ms,
+                                                 m.max_series);
+    h.api = std::make_unique<ControlApi>(raw->cluster, raw->addresses, *h.control, *h.history,
                                          [raw_exec = exec.get()] { raw_exec->request_shutdown(); });
     raw->contexts.push_back(std::move(h));
     hosted.push_back(name);
@@ -184,6 +191,9 @@ Result<void> Executive::start() {
     h.server = std::make_unique<httplib::Server>();
     h.server->new_task_queue = [] { return new httplib::ThreadPool(kServerThreads); };
     h.api->install(*h.server);
+    // A browser keeps its connection open between the dashboard's requests, and an idle
+    // keep-alive connection holds a server thread: let it go after a second.
+    h.server->set_keep_alive_timeout(1);
     // httplib's default also sets SO_REUSEPORT, which lets a second executive bind the same
     // port and silently share its connections; SO_REUSEADDR alone only allows a quick restart.
     h.server->set_socket_options([](socket_t fd) {
@@ -214,6 +224,8 @@ Result<void> Executive::start() {
     while (!server->is_running() && std::chrono::steady_clock::now() < deadline) {
       std::this_thread::sleep_for(std::chrono::microseconds(200));
     }
+    h.sampler = std::make_unique<HistorySampler>(
+        *h.control, *h.history, std::chrono::milliseconds(impl_->cluster.monitoring.interval_ms));
     spdlog::info("context {}: control API on http://{}:{}/api/v1 ({} application(s))", c.name, bind,
                  h.port, h.control->hosts().size());
   }

@@ -4,9 +4,15 @@
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
+#include <cctype>
+#include <charconv>
+#include <chrono>
 #include <exception>
+#include <future>
 #include <vector>
 
+#include "daqflow/core/log.hpp"
+#include "dashboard.hpp"
 #include "prometheus.hpp"
 
 namespace daqflow::runtime {
@@ -67,10 +73,71 @@ std::vector<std::string_view> split_path(std::string_view path) {
 
 constexpr std::size_t kMaxBody = std::size_t{1} << 20;
 
+int hex_digit(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
+// %XX is a byte (a malformed escape stays as it is); in a query ('+' is a space) too.
+std::string url_decode(std::string_view in, bool plus_is_space) {
+  std::string out;
+  out.reserve(in.size());
+  for (std::size_t i = 0; i < in.size(); ++i) {
+    if (plus_is_space && in[i] == '+') {
+      out += ' ';
+    } else if (in[i] == '%' && i + 2 < in.size() && hex_digit(in[i + 1]) >= 0 &&
+               hex_digit(in[i + 2]) >= 0) {
+      out += static_cast<char>(hex_digit(in[i + 1]) * 16 + hex_digit(in[i + 2]));
+      i += 2;
+    } else {
+      out += in[i];
+    }
+  }
+  return out;
+}
+
+// A path segment as sent on: what is not unreserved (RFC 3986) percent-encoded.
+std::string url_encode(std::string_view in) {
+  static constexpr char kHex[] = "0123456789ABCDEF";
+  std::string out;
+  for (const char c : in) {
+    const auto u = static_cast<unsigned char>(c);
+    if (std::isalnum(u) != 0 || c == '-' || c == '_' || c == '.' || c == '~') {
+      out += c;
+    } else {
+      out += '%';
+      out += kHex[u >> 4];
+      out += kHex[u & 15];
+    }
+  }
+  return out;
+}
+
+// key=value&key=value; the first of a repeated key wins.
+std::map<std::string, std::string> parse_query(std::string_view q) {
+  std::map<std::string, std::string> out;
+  while (!q.empty()) {
+    const auto amp = q.find('&');
+    const std::string_view pair = q.substr(0, amp);
+    const auto eq = pair.find('=');
+    const std::string key = url_decode(pair.substr(0, eq), true);
+    const std::string value =
+        eq == std::string_view::npos ? std::string() : url_decode(pair.substr(eq + 1), true);
+    if (!key.empty()) out.emplace(key, value);
+    if (amp == std::string_view::npos) break;
+    q.remove_prefix(amp + 1);
+  }
+  return out;
+}
+
 // The method a path under /api/v1 accepts, or nullptr when there is no such route.
 const char* route_method(const std::vector<std::string_view>& p) {
   const std::size_t n = p.size();
-  if (n == 1 && (p[0] == "context" || p[0] == "cluster" || p[0] == "apps")) return "GET";
+  if (n == 1 && (p[0] == "context" || p[0] == "cluster" || p[0] == "apps" || p[0] == "history" ||
+                 p[0] == "logs" || p[0] == "snapshot" || p[0] == "snapshots" || p[0] == "contexts"))
+    return "GET";
   if (n == 1 && p[0] == "shutdown") return "POST";
   if (n == 2 && p[0] == "apps") return "GET";
   if (n == 3 && p[0] == "apps" && p[2] == "params") return "PUT";
@@ -118,6 +185,26 @@ const char* reason_phrase(int status) {
   }
 }
 
+const char* unit_name(Unit unit) {
+  switch (unit) {
+    case Unit::none:
+      return "";
+    case Unit::bytes:
+      return "bytes";
+    case Unit::nanoseconds:
+      return "ns";
+    case Unit::megabytes_per_second:
+      return "MB/s";
+  }
+  return "";
+}
+
+std::int64_t unix_ms_now() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
 std::string exception_text(const std::exception_ptr& ep) {
   try {
     std::rethrow_exception(ep);
@@ -131,17 +218,31 @@ std::string exception_text(const std::exception_ptr& ep) {
 }  // namespace
 
 ControlApi::ControlApi(const ClusterConfig& cluster, const transport::AddressTable& addresses,
-                       ContextControl& context, std::function<void()> request_shutdown)
+                       ContextControl& context, const MetricsHistory& history,
+                       std::function<void()> request_shutdown)
     : cluster_(cluster),
       addresses_(addresses),
       context_(context),
+      history_(history),
       request_shutdown_(std::move(request_shutdown)) {}
 
-ApiReply ControlApi::handle(std::string_view method, std::string_view path,
-                            std::string_view body) const {
+ApiReply ControlApi::handle(std::string_view method, std::string_view path, std::string_view body,
+                            std::string_view authorization) const {
   if (method == "HEAD") method = "GET";
+  // The request target as sent: the path percent-decoded, then the query.
+  std::map<std::string, std::string> query;
+  const auto q = path.find('?');
+  if (q != std::string_view::npos) query = parse_query(path.substr(q + 1));
+  const std::string_view original = path;
+  const std::string decoded = url_decode(path.substr(0, q), false);
+  path = decoded;
   const auto parts = split_path(path);
   const std::string where = std::string(method) + " " + std::string(path);
+  if (method == "GET" && (parts.empty() || parts[0] == "ui")) {
+    if (const EmbeddedAsset* a = find_asset(path)) {
+      return ApiReply::plain(std::string(a->body), std::string(a->content_type));
+    }
+  }
   if (parts.size() == 1 && parts[0] == "metrics") {
     if (method != "GET") {
       ApiReply r = error(405, where + ": method not allowed (use GET)");
@@ -156,6 +257,10 @@ ApiReply ControlApi::handle(std::string_view method, std::string_view path,
                           "Prometheus metrics at /metrics)");
   }
   const std::vector<std::string_view> p(parts.begin() + 2, parts.end());
+  if (p.size() >= 3 && p[0] == "contexts") {
+    return via_context(method, p, q == std::string_view::npos ? "" : original.substr(q), body,
+                       authorization);
+  }
 
   // The route, then the method, then what the route names: a wrong method is 405 even for an
   // unknown application.
@@ -170,6 +275,11 @@ ApiReply ControlApi::handle(std::string_view method, std::string_view path,
   }
 
   if (p[0] == "context") return context_json();
+  if (p[0] == "contexts") return contexts_json();
+  if (p[0] == "snapshot") return snapshot_json();
+  if (p[0] == "snapshots") return snapshots_json(authorization);
+  if (p[0] == "history") return history_json(query);
+  if (p[0] == "logs") return logs_json(query);
   if (p[0] == "cluster") return cluster_json();
   if (p[0] == "shutdown") {
     spdlog::info("context {}: shutdown requested over the control API", context_.config().name);
@@ -194,6 +304,162 @@ ApiReply ControlApi::unknown_app(std::string_view id) const {
                           app->context + "', not by '" + name + "'");
   }
   return error(404, "no application '" + std::string(id) + "' in context '" + name + "'");
+}
+
+// /api/v1/contexts/{name}/REST: REST of this context's API, or of another context's, asked by
+// HTTP with the caller's Authorization (the dashboard of any executive shows the whole
+// cluster). p is the decoded path after /api/v1; query is "?..." as sent, or empty.
+ApiReply ControlApi::via_context(std::string_view method, const std::vector<std::string_view>& p,
+                                 std::string_view query, std::string_view body,
+                                 std::string_view authorization) const {
+  const std::string_view name = p[1];
+  if (p[2] == "contexts") {
+    return error(400, std::string(method) + " /api/v1/contexts/" + std::string(name) +
+                          "/contexts/...: one context at a time");
+  }
+  std::string target = "/api/v1";
+  for (std::size_t i = 2; i < p.size(); ++i) target += "/" + url_encode(p[i]);
+  target += query;
+  if (name == context_.config().name) return handle(method, target, body, authorization);
+  const ContextConfig* c = cluster_.find_context(name);
+  if (c == nullptr) {
+    return error(404, "no context '" + std::string(name) + "' in " + cluster_.file);
+  }
+  if (c->control_port == 0) {
+    return error(503, "context '" + c->name + "' has no fixed control_port in " + cluster_.file +
+                          ": its API cannot be reached from here");
+  }
+  return forward(*c, method, target, body, authorization, std::chrono::seconds(3));
+}
+
+ApiReply ControlApi::forward(const ContextConfig& c, std::string_view method,
+                             const std::string& target, std::string_view body,
+                             std::string_view authorization,
+                             std::chrono::milliseconds timeout) const {
+  httplib::Client client(c.host, c.control_port);
+  client.set_connection_timeout(std::min(timeout, std::chrono::milliseconds(500)));
+  client.set_read_timeout(timeout);
+  client.set_write_timeout(timeout);
+  httplib::Request req;
+  req.method = method;
+  req.path = target;
+  req.body = body;
+  if (!authorization.empty()) req.set_header("Authorization", std::string(authorization));
+  if (!body.empty()) req.set_header("Content-Type", "application/json");
+  const auto res = client.send(req);
+  if (!res) {
+    return error(502, "context '" + c.name + "' at " + c.host + ":" +
+                          std::to_string(c.control_port) +
+                          " did not answer: " + httplib::to_string(res.error()));
+  }
+  const std::string type = res->get_header_value("Content-Type");
+  if (type.rfind("application/json", 0) == 0) {
+    auto parsed = parse_body(res->body);
+    if (parsed) {
+      ApiReply r(res->status, std::move(*parsed), res->get_header_value("Allow"));
+      return r;
+    }
+  }
+  ApiReply r = ApiReply::plain(res->body, type);
+  r.status = res->status;
+  return r;
+}
+
+// The snapshot of every context of the cluster, asked in parallel: what the dashboard reads
+// every second. A context that does not answer within a second is reported with why, and the
+// others are not held up by it.
+ApiReply ControlApi::snapshots_json(std::string_view authorization) const {
+  std::vector<std::future<ApiReply>> asked;
+  for (const ContextConfig& c : cluster_.contexts) {
+    if (c.name == context_.config().name) {
+      std::promise<ApiReply> mine;
+      mine.set_value(snapshot_json());
+      asked.push_back(mine.get_future());
+    } else if (c.control_port == 0) {
+      std::promise<ApiReply> none;
+      none.set_value(error(503, "no fixed control_port"));
+      asked.push_back(none.get_future());
+    } else {
+      asked.push_back(std::async(std::launch::async, [this, &c, auth = std::string(authorization)] {
+        return forward(c, "GET", "/api/v1/snapshot", {}, auth, std::chrono::milliseconds(1000));
+      }));
+    }
+  }
+  json out = json::array();
+  for (std::size_t i = 0; i < asked.size(); ++i) {
+    ApiReply r = asked[i].get();
+    json entry = {{"name", cluster_.contexts[i].name}};
+    if (r.status == 200) {
+      entry["snapshot"] = std::move(r.body);
+    } else {
+      entry["error"] = r.body.is_object() && r.body.contains("error")
+                           ? r.body["error"]
+                           : json("HTTP " + std::to_string(r.status));
+    }
+    out.push_back(std::move(entry));
+  }
+  return {200, json{{"time_ms", unix_ms_now()}, {"contexts", std::move(out)}}};
+}
+
+// Every context of the configuration with its address (the dashboard asks each through
+// /api/v1/contexts/{name}/...).
+ApiReply ControlApi::contexts_json() const {
+  json out = json::array();
+  for (const ContextConfig& c : cluster_.contexts) {
+    json apps = json::array();
+    for (const AppIndex i : c.applications) apps.push_back(cluster_.applications[i].id);
+    out.push_back({{"name", c.name},
+                   {"host", c.host},
+                   {"control_port", c.control_port},
+                   {"applications", std::move(apps)}});
+  }
+  return {200, std::move(out)};
+}
+
+// What the dashboard reads every second: each application's state, metrics (with kind and
+// unit) and endpoint counters, with the time they were read.
+ApiReply ControlApi::snapshot_json() const {
+  json apps = json::array();
+  for (const auto& h : context_.hosts()) {
+    const auto s = h->status();
+    json metrics = json::array();
+    h->metrics_registry().for_each([&metrics](const MetricSample& m) {
+      metrics.push_back({{"name", m.name},
+                         {"kind", m.kind == MetricKind::counter ? "counter" : "gauge"},
+                         {"unit", unit_name(m.unit)},
+                         {"value", m.value},
+                         {"help", m.help}});
+    });
+    json endpoint = nullptr;
+    if (const auto e = h->endpoint_figures()) {
+      const transport::EndpointStats& st = e->stats;
+      endpoint = {{"transport", e->transport},
+                  {"messages_sent", st.messages_sent},
+                  {"bytes_sent", st.bytes_sent},
+                  {"messages_received", st.messages_received},
+                  {"bytes_received", st.bytes_received},
+                  {"back_pressured", st.back_pressured},
+                  {"rejected", st.rejected},
+                  {"peer_errors", st.peer_errors},
+                  {"recv_stalls", st.recv_stalls},
+                  {"peers_connected", st.peers_connected},
+                  {"recv_pool_in_use", st.recv_pool_in_use},
+                  {"recv_pool_high_water", st.recv_pool_high_water}};
+    }
+    apps.push_back({{"id", h->id()},
+                    {"type", h->type().name},
+                    {"rank", h->rank()},
+                    {"state", to_string(s.state)},
+                    {"reason", s.reason},
+                    {"state_since_ms", s.since_unix_ms},
+                    {"metrics", std::move(metrics)},
+                    {"endpoint", std::move(endpoint)}});
+  }
+  return {200, json{{"context", context_.config().name},
+                    {"time_ms", unix_ms_now()},
+                    {"state", context_.state()},
+                    {"pid", ::getpid()},
+                    {"applications", std::move(apps)}}};
 }
 
 ApiReply ControlApi::context_json() const {
@@ -263,6 +529,90 @@ ApiReply ControlApi::app_json(const AppHost& host) const {
           {}};
 }
 
+// GET /api/v1/history: the series kept; with app and metric, one series' samples after since
+// (unix ms).
+ApiReply ControlApi::history_json(const std::map<std::string, std::string>& query) const {
+  const auto app = query.find("app");
+  const auto metric = query.find("metric");
+  if (app == query.end() && metric == query.end()) {
+    json series = json::array();
+    for (const auto& [a, m] : history_.names()) series.push_back({{"app", a}, {"metric", m}});
+    return {200, json{{"interval_ms", cluster_.monitoring.interval_ms},
+                      {"capacity", history_.capacity()},
+                      {"max_series", history_.max_series()},
+                      {"series_dropped", history_.series_dropped()},
+                      {"series", std::move(series)}}};
+  }
+  if (app == query.end() || metric == query.end()) {
+    return error(400,
+                 "GET /api/v1/history: name both 'app' and 'metric' (or neither, for the "
+                 "list of series)");
+  }
+  std::int64_t since = 0;
+  if (const auto it = query.find("since"); it != query.end()) {
+    const std::string& text = it->second;
+    const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), since);
+    if (ec != std::errc() || end != text.data() + text.size()) {
+      return error(400,
+                   "GET /api/v1/history: 'since' must be an integer (unix milliseconds), "
+                   "got '" +
+                       text + "'");
+    }
+  }
+  auto s = history_.read(app->second, metric->second, since);
+  if (!s) {
+    return error(404, "GET /api/v1/history: no series '" + metric->second + "' of application '" +
+                          app->second + "' in context '" + context_.config().name + "'");
+  }
+  return {
+      200,
+      json{{"app", s->app}, {"metric", s->metric}, {"t", std::move(s->t)}, {"v", std::move(s->v)}}};
+}
+
+// GET /api/v1/logs: the process's last log lines (core::recent_log_lines), optionally those of
+// one application (lines that begin with its id and a colon, as every application's own lines
+// do, that name it as "application ID" or 'ID', or audit lines of requests for /apps/ID/), at a
+// level or above, after a time.
+ApiReply ControlApi::logs_json(const std::map<std::string, std::string>& query) const {
+  std::int64_t since = 0;
+  if (const auto it = query.find("since"); it != query.end()) {
+    const std::string& text = it->second;
+    const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), since);
+    if (ec != std::errc() || end != text.data() + text.size()) {
+      return error(400, "GET /api/v1/logs: 'since' must be an integer (unix milliseconds), got '" +
+                            text + "'");
+    }
+  }
+  auto level = spdlog::level::trace;
+  if (const auto it = query.find("level"); it != query.end()) {
+    level = spdlog::level::from_str(it->second);
+    if (level == spdlog::level::off && it->second != "off") {
+      return error(400, "GET /api/v1/logs: unknown level '" + it->second +
+                            "' (trace, debug, info, warning, error, critical)");
+    }
+  }
+  std::string app;
+  if (const auto it = query.find("app"); it != query.end()) {
+    app = it->second;
+    if (context_.find(app) == nullptr) return unknown_app(app);
+  }
+  json lines = json::array();
+  for (const core::LogLine& l : core::recent_log_lines(since, level)) {
+    if (!app.empty() && l.text.rfind(app + ":", 0) != 0 &&
+        l.text.find("application " + app) == std::string::npos &&
+        l.text.find("'" + app + "'") == std::string::npos &&
+        l.text.find("/apps/" + app + "/") == std::string::npos) {
+      continue;
+    }
+    const auto name = spdlog::level::to_string_view(l.level);
+    lines.push_back({{"t", l.unix_ms},
+                     {"level", std::string(name.data(), name.size())},
+                     {"logger", l.logger},
+                     {"text", l.text}});
+  }
+  return {200, json{{"kept", core::kLogRingLines}, {"lines", std::move(lines)}}};
+}
+
 ApiReply ControlApi::put_params(AppHost& host, std::string_view body) const {
   auto changes = parse_body(body);
   if (!changes) return error(changes.error());
@@ -306,7 +656,12 @@ ApiReply ControlApi::command(AppHost& host, std::string_view name) const {
 void ControlApi::install(httplib::Server& server) const {
   const auto answer = [this](const httplib::Request& req, httplib::Response& res,
                              std::string_view body) {
-    ApiReply r = handle(req.method, req.path, body);
+    ApiReply r = handle(req.method, req.target, body, req.get_header_value("Authorization"));
+    // The audit log: who asked for a change, when (the log line's time), and the answer.
+    if (req.method != "GET" && req.method != "HEAD" && req.method != "OPTIONS") {
+      spdlog::info("audit: {} {} from {}:{} -> {}", req.method, req.target, req.remote_addr,
+                   req.remote_port, r.status);
+    }
     res.status = r.status;
     if (!r.allow.empty()) res.set_header("Allow", r.allow);
     if (!r.content_type.empty()) {

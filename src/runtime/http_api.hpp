@@ -4,13 +4,17 @@
 // install() puts it behind an httplib::Server, so that every request, malformed ones included,
 // is answered with a JSON body and nothing a client sends can crash the executive.
 
+#include <chrono>
 #include <functional>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "daqflow/runtime/config.hpp"
 #include "executive_context.hpp"
+#include "history.hpp"
 
 namespace httplib {
 class Server;
@@ -42,16 +46,29 @@ class ControlApi {
   // cluster, addresses and context must outlive the ControlApi; request_shutdown is called from
   // a handler and must not block.
   ControlApi(const ClusterConfig& cluster, const transport::AddressTable& addresses,
-             ContextControl& context, std::function<void()> request_shutdown);
+             ContextControl& context, const MetricsHistory& history,
+             std::function<void()> request_shutdown);
 
+  // path may end in a query string (?key=value&...). authorization is the request's header of
+  // that name, passed on when the request is for another context.
   [[nodiscard]] ApiReply handle(std::string_view method, std::string_view path,
-                                std::string_view body) const;
+                                std::string_view body, std::string_view authorization = {}) const;
 
   // Routes every method and path of server to handle().
   void install(httplib::Server& server) const;
 
  private:
   [[nodiscard]] ApiReply context_json() const;
+  [[nodiscard]] ApiReply contexts_json() const;
+  [[nodiscard]] ApiReply snapshot_json() const;
+  [[nodiscard]] ApiReply via_context(std::string_view method,
+                                     const std::vector<std::string_view>& p, std::string_view query,
+                                     std::string_view body, std::string_view authorization) const;
+  [[nodiscard]] ApiReply forward(const ContextConfig& c, std::string_view method,
+                                 const std::string& target, std::string_view body,
+                                 std::string_view authorization,
+                                 std::chrono::milliseconds timeout) const;
+  [[nodiscard]] ApiReply snapshots_json(std::string_view authorization) const;
   [[nodiscard]] ApiReply cluster_json() const;
   [[nodiscard]] ApiReply apps_json() const;
   [[nodiscard]] ApiReply app_json(const AppHost& host) const;
@@ -60,10 +77,13 @@ class ControlApi {
   [[nodiscard]] ApiReply command_all(std::string_view name) const;
   [[nodiscard]] ApiReply command(AppHost& host, std::string_view name) const;
   [[nodiscard]] ApiReply unknown_app(std::string_view id) const;
+  [[nodiscard]] ApiReply history_json(const std::map<std::string, std::string>& query) const;
+  [[nodiscard]] ApiReply logs_json(const std::map<std::string, std::string>& query) const;
 
   const ClusterConfig& cluster_;
   const transport::AddressTable& addresses_;
   ContextControl& context_;
+  const MetricsHistory& history_;
   std::function<void()> request_shutdown_;
 };
 

@@ -36,6 +36,7 @@ struct World {
   transport::AddressTable addresses;
   std::unique_ptr<transport::Transport> transport;
   std::unique_ptr<runtime::ContextControl> control;
+  std::unique_ptr<runtime::MetricsHistory> history;
   std::unique_ptr<runtime::ControlApi> api;
 
   World() {
@@ -50,7 +51,10 @@ struct World {
                             },
                             runtime::HostSettings{}))
                   .value();
-    api = std::make_unique<runtime::ControlApi>(cluster, addresses, *control, [] {});
+    // One sample in the history, so that its queries find a series.
+    history = std::make_unique<runtime::MetricsHistory>(60, 16);
+    history->add(1000, runtime::sample_context(*control));
+    api = std::make_unique<runtime::ControlApi>(cluster, addresses, *control, *history, [] {});
   }
 };
 
@@ -71,7 +75,9 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     return 0;
   }
   const runtime::ApiReply reply = world.api->handle(method, path, body);
+  // Every answer is JSON, but for the Prometheus text of GET /metrics.
   const bool json = reply.body.is_object() || reply.body.is_array();
-  if (reply.status < 200 || reply.status > 599 || !json) __builtin_trap();
+  const bool text = !reply.content_type.empty() && !reply.text.empty();
+  if (reply.status < 200 || reply.status > 599 || !(json || text)) __builtin_trap();
   return 0;
 }

@@ -32,6 +32,15 @@ struct RunSettings {
   std::string output = "./run-data";
 };
 
+// The `monitoring` section: how each executive samples its applications' metrics into the
+// history served at GET /api/v1/history (docs/monitoring.md). The history's memory is taken
+// once, at start: samples x series values.
+struct MonitoringSettings {
+  std::uint32_t interval_ms = 1000;  // between samples
+  std::uint32_t history_s = 3600;    // how far back the history reaches
+  std::uint32_t max_series = 256;    // metrics kept per context (application x metric)
+};
+
 // The `transports` section: the one place of the transport settings.
 struct TransportSettings {
   std::string default_transport = "tcp";  // inproc | tcp | ...
@@ -66,6 +75,7 @@ struct ClusterConfig {
   std::string file;
   RunSettings run;
   TransportSettings transports;
+  MonitoringSettings monitoring;
   std::vector<ContextConfig> contexts;
   std::vector<ApplicationConfig> applications;  // indexed by AppIndex
   // The `faults` section: faults to inject on links, for failure tests; empty unless written.

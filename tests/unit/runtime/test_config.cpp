@@ -92,6 +92,23 @@ TEST(Config, OmittedSectionsTakeTheirDefaults) {
   EXPECT_TRUE(c.applications.empty());
 }
 
+TEST(Config, MonitoringHasDefaultsAndIsRead) {
+  const std::string apps = R"(contexts:
+  - name: a
+    control_port: 9100
+    applications: [{type: sink, id: s0}]
+)";
+  const ClusterConfig plain = parse_ok(apps);
+  EXPECT_EQ(plain.monitoring.interval_ms, 1000u);
+  EXPECT_EQ(plain.monitoring.history_s, 3600u);
+  EXPECT_EQ(plain.monitoring.max_series, 256u);
+  const ClusterConfig c =
+      parse_ok("monitoring: {interval_ms: 250, history_s: 600, max_series: 64}\n" + apps);
+  EXPECT_EQ(c.monitoring.interval_ms, 250u);
+  EXPECT_EQ(c.monitoring.history_s, 600u);
+  EXPECT_EQ(c.monitoring.max_series, 64u);
+}
+
 TEST(Config, FaultsAreReadWithTheirLinksResolved) {
   const ClusterConfig c = parse_ok(R"(transports: {payload_crc: true}
 contexts:

@@ -457,6 +457,22 @@ contexts:
                                   error_at("9:19", "port 9100"), error_at("10:5", "'bogus'")));
 }
 
+TEST(ConfigErrors, MonitoringNamesItsKeyAndBoundsItsMemory) {
+  const std::string apps = R"(
+contexts:
+  - name: a
+    control_port: 9100
+    applications: [{type: sink, id: s0}]
+)";
+  EXPECT_THAT(errors_of("monitoring: {interval_ms: 5}" + apps),
+              ElementsAre(error_at("1:27", "interval_ms")));
+  EXPECT_THAT(errors_of("monitoring: {every: 5}" + apps),
+              ElementsAre(error_at("1:14", "unknown key 'every' in monitoring")));
+  // 7 days every 10 ms for 256 series: far more than the 1 GiB allowed.
+  EXPECT_THAT(errors_of("monitoring: {interval_ms: 10, history_s: 604800}" + apps),
+              ElementsAre(error_at("1:1", "at most 1024")));
+}
+
 TEST(ConfigErrors, FaultsNameTheirLinkAndOneKind) {
   const std::string head = R"(contexts:
   - name: a

@@ -7,10 +7,12 @@
 #include <sys/time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <set>
 #include <sstream>
 #include <vector>
 
+#include "daqflow/core/log.hpp"
 #include "test_executive_apps.hpp"
 
 namespace daqflow::runtime {
@@ -297,8 +299,9 @@ TEST_F(HttpApi, ActionsNeedAConfiguredApplicationAndOneItKnows) {
 
 TEST_F(HttpApi, UnknownPathsAre404) {
   start(23113);
-  for (const char* path : {"/", "/api", "/api/v1", "/api/v2/context", "/api/v1/contexts",
-                           "/api/v1/apps/c1/fsm", "/api/v1/apps/c1/metrics", "/api/v1/fsm"}) {
+  for (const char* path :
+       {"/index.html", "/api", "/api/v1", "/api/v2/context", "/api/v1/contexts/ctx",
+        "/api/v1/apps/c1/fsm", "/api/v1/apps/c1/metrics", "/api/v1/fsm"}) {
     const auto r = api().get(path);
     EXPECT_EQ(r.status, 404) << path;
     ASSERT_TRUE(r.body.is_object()) << path;
@@ -449,6 +452,211 @@ TEST_F(HttpApi, MetricsAreServedInPrometheusTextFormat) {
       << "only this context's applications";
 
   EXPECT_EQ(a.post("/metrics").status, 405);
+}
+
+TEST(HttpApiHistory, MetricsAreSampledIntoAHistoryReadBySeriesAndTime) {
+  ClusterConfig c = two_contexts(23123);
+  c.monitoring.interval_ms = 50;
+  auto exec = start_executive(c, {"ctx"});
+  ASSERT_TRUE(exec);
+  Api a(23123);
+  a.post("/api/v1/apps/c1/fsm/Configure");
+  ASSERT_EQ(a.wait_state("c1", "Ready"), "Ready");
+  const std::string path = "/api/v1/history?app=c1&metric=probe";
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  Reply r;
+  do {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    r = a.get(path);
+  } while ((r.status != 200 || r.body.at("t").size() < 3) &&
+           std::chrono::steady_clock::now() < deadline);
+  ASSERT_EQ(r.status, 200) << r.text;
+  EXPECT_EQ(r.body.at("app"), "c1");
+  EXPECT_EQ(r.body.at("metric"), "probe");
+  const auto t = r.body.at("t").get<std::vector<std::int64_t>>();
+  const auto v = r.body.at("v").get<std::vector<double>>();
+  ASSERT_GE(t.size(), 3u);
+  ASSERT_EQ(v.size(), t.size());
+  EXPECT_TRUE(std::is_sorted(t.begin(), t.end()));
+  for (const double x : v) EXPECT_EQ(x, 42.0);
+  // Only what came after since: a client asks for what it has not seen.
+  const auto later = a.get(path + "&since=" + std::to_string(t.back()));
+  ASSERT_EQ(later.status, 200);
+  for (const auto& x : later.body.at("t")) EXPECT_GT(x.get<std::int64_t>(), t.back());
+
+  const auto list = a.get("/api/v1/history");
+  ASSERT_EQ(list.status, 200);
+  EXPECT_EQ(list.body.at("interval_ms"), 50);
+  EXPECT_EQ(list.body.at("max_series"), 256);
+  EXPECT_NE(std::find(list.body.at("series").begin(), list.body.at("series").end(),
+                      json{{"app", "c1"}, {"metric", "work"}}),
+            list.body.at("series").end())
+      << list.body.dump();
+
+  EXPECT_EQ(a.get("/api/v1/history?app=c1").status, 400);
+  EXPECT_EQ(a.get("/api/v1/history?app=c1&metric=nope").status, 404);
+  const auto bad = a.get(path + "&since=yesterday");
+  EXPECT_EQ(bad.status, 400);
+  EXPECT_NE(bad.body.at("error").get<std::string>().find("'since' must be an integer"),
+            std::string::npos);
+  // Percent-encoded query values are decoded.
+  EXPECT_EQ(a.get("/api/v1/history?app=%63%31&metric=probe").status, 200);
+}
+
+TEST(HttpApiLogs, TheLastLogLinesAndTheAuditOfCommandsAreServed) {
+  core::init_logging("ctx", "info");  // the logger with its in-memory ring, as daqflow exec has
+  auto exec = start_executive(two_contexts(23124), {"ctx"});
+  ASSERT_TRUE(exec);
+  Api a(23124);
+  const auto started = std::chrono::duration_cast<std::chrono::milliseconds>(
+                           std::chrono::system_clock::now().time_since_epoch())
+                           .count();
+  a.post("/api/v1/apps/c1/fsm/Configure");
+  ASSERT_EQ(a.wait_state("c1", "Ready"), "Ready");
+  const auto texts = [&](const std::string& query) {
+    std::vector<std::string> out;
+    const auto r = a.get("/api/v1/logs" + query);
+    EXPECT_EQ(r.status, 200) << r.text;
+    for (const auto& l : r.body.at("lines")) out.push_back(l.at("text").get<std::string>());
+    return out;
+  };
+  const auto has = [](const std::vector<std::string>& lines, const std::string& part) {
+    return std::any_of(lines.begin(), lines.end(),
+                       [&](const std::string& l) { return l.find(part) != std::string::npos; });
+  };
+  const auto c1 = texts("?app=c1&since=" + std::to_string(started - 1));
+  EXPECT_TRUE(has(c1, "c1: Ready")) << ::testing::PrintToString(c1);
+  EXPECT_TRUE(has(c1, "audit: POST /api/v1/apps/c1/fsm/Configure from 127.0.0.1:"))
+      << ::testing::PrintToString(c1);
+  EXPECT_TRUE(has(c1, "-> 202"));
+  EXPECT_FALSE(has(texts("?app=p1&since=" + std::to_string(started - 1)), "c1: Ready"));
+  EXPECT_FALSE(
+      has(texts("?app=c1&level=warning&since=" + std::to_string(started - 1)), "c1: Ready"))
+      << "info lines are below warning";
+  const auto all = a.get("/api/v1/logs");
+  ASSERT_EQ(all.status, 200);
+  EXPECT_EQ(all.body.at("kept"), core::kLogRingLines);
+  const auto last = all.body.at("lines").back().at("t").get<std::int64_t>();
+  for (const auto& l : a.get("/api/v1/logs?since=" + std::to_string(last)).body.at("lines"))
+    EXPECT_GT(l.at("t").get<std::int64_t>(), last);
+  EXPECT_EQ(a.get("/api/v1/logs?level=loud").status, 400);
+  EXPECT_EQ(a.get("/api/v1/logs?app=nobody").status, 404);
+}
+
+TEST_F(HttpApi, TheDashboardIsServedAtTheRootWithItsScriptStyleAndPlottingLibrary) {
+  start(23125);
+  Api a = api();
+  const auto page = a.get("/");
+  ASSERT_EQ(page.status, 200);
+  EXPECT_EQ(page.content_type, "text/html;charset=utf-8");
+  EXPECT_NE(page.text.find("<script src=\"ui/dashboard.js\">"), std::string::npos) << page.text;
+  const auto script = a.get("/ui/dashboard.js");
+  ASSERT_EQ(script.status, 200);
+  EXPECT_EQ(script.content_type, "text/javascript;charset=utf-8");
+  EXPECT_NE(script.text.find("/api/v1/snapshots"), std::string::npos);
+  const auto uplot = a.get("/ui/uPlot.iife.min.js");
+  ASSERT_EQ(uplot.status, 200);
+  EXPECT_NE(uplot.text.find("uPlot"), std::string::npos);
+  EXPECT_GT(uplot.text.size(), 10000u);
+  EXPECT_EQ(a.get("/ui/uPlot.min.css").status, 200);
+  EXPECT_EQ(a.get("/ui/dashboard.css").status, 200);
+  EXPECT_NE(a.get("/ui/uPlot.LICENSE").text.find("MIT"), std::string::npos);
+  EXPECT_EQ(a.get("/ui/nothing.js").status, 404);
+}
+
+TEST_F(HttpApi, ASnapshotHasEveryApplicationsStateMetricsAndEndpoint) {
+  start(23126);
+  Api a = api();
+  a.post("/api/v1/apps/c1/fsm/Configure");
+  ASSERT_EQ(a.wait_state("c1", "Ready"), "Ready");
+  const auto r = a.get("/api/v1/snapshot");
+  ASSERT_EQ(r.status, 200) << r.text;
+  EXPECT_EQ(keys(r.body),
+            (std::set<std::string>{"context", "time_ms", "state", "pid", "applications"}));
+  EXPECT_EQ(r.body.at("context"), "ctx");
+  EXPECT_EQ(r.body.at("state"), "Mixed");
+  const json& apps = r.body.at("applications");
+  ASSERT_EQ(apps.size(), 2u);
+  const json& c1 = apps[0];
+  EXPECT_EQ(keys(c1), (std::set<std::string>{"id", "type", "rank", "state", "reason",
+                                             "state_since_ms", "metrics", "endpoint"}));
+  EXPECT_EQ(c1.at("id"), "c1");
+  EXPECT_EQ(c1.at("state"), "Ready");
+  bool saw_work = false;
+  bool saw_probe = false;
+  for (const json& m : c1.at("metrics")) {
+    EXPECT_EQ(keys(m), (std::set<std::string>{"name", "kind", "unit", "value", "help"}));
+    if (m.at("name") == "work") {
+      saw_work = true;
+      EXPECT_EQ(m.at("kind"), "counter");
+    }
+    if (m.at("name") == "probe") {
+      saw_probe = true;
+      EXPECT_EQ(m.at("kind"), "gauge");
+      EXPECT_EQ(m.at("value"), 42.0);
+    }
+  }
+  EXPECT_TRUE(saw_work && saw_probe) << c1.dump();
+  // The counter type never takes an endpoint (the browser test sees real ones, in
+  // tests/integration/test_dashboard.py).
+  EXPECT_TRUE(c1.at("endpoint").is_null());
+  EXPECT_EQ(apps[1].at("rank"), 1);
+}
+
+TEST_F(HttpApi, ContextsListsEveryContextOfTheClusterWithItsAddress) {
+  start(23127);
+  const auto r = api().get("/api/v1/contexts");
+  ASSERT_EQ(r.status, 200);
+  EXPECT_EQ(r.body, (json{{{"name", "ctx"},
+                           {"host", "127.0.0.1"},
+                           {"control_port", 23127},
+                           {"applications", {"c1", "p1"}}},
+                          {{"name", "other"},
+                           {"host", "127.0.0.1"},
+                           {"control_port", 23177},
+                           {"applications", {"o1"}}}}));
+}
+
+// The dashboard of one executive shows and drives the whole cluster: requests for another
+// context go to its executive, and one that is gone is reported, not waited for.
+TEST(HttpApiContexts, AnotherContextIsAskedThroughThisOne) {
+  const ClusterConfig c = two_contexts(23128);
+  auto here = start_executive(c, {"ctx"});
+  ASSERT_TRUE(here);
+  auto there = start_executive(c, {"other"});
+  ASSERT_TRUE(there);
+  Api a(23128);
+  const auto apps = a.get("/api/v1/contexts/other/apps");
+  ASSERT_EQ(apps.status, 200) << apps.text;
+  ASSERT_EQ(apps.body.size(), 1u);
+  EXPECT_EQ(apps.body[0].at("id"), "o1");
+  EXPECT_EQ(a.get("/api/v1/contexts/ctx/apps").body.size(), 2u) << "this context itself";
+  EXPECT_EQ(a.post("/api/v1/contexts/other/apps/o1/fsm/Configure").status, 202);
+  EXPECT_EQ(Api(23178).wait_state("o1", "Ready"), "Ready");
+  const auto refused = a.put("/api/v1/contexts/other/apps/o1/params", R"({"step": 0})");
+  EXPECT_EQ(refused.status, 400) << refused.text;
+  EXPECT_EQ(a.get("/api/v1/contexts/other/history?app=o1&metric=work&since=x").status, 400)
+      << "the query goes along";
+  EXPECT_EQ(a.get("/api/v1/contexts/nowhere/apps").status, 404);
+  EXPECT_EQ(a.get("/api/v1/contexts/other/contexts/ctx/apps").status, 400);
+
+  const auto both = a.get("/api/v1/snapshots");
+  ASSERT_EQ(both.status, 200) << both.text;
+  const json& contexts = both.body.at("contexts");
+  ASSERT_EQ(contexts.size(), 2u);
+  EXPECT_EQ(contexts[0].at("snapshot").at("context"), "ctx");
+  EXPECT_EQ(contexts[1].at("snapshot").at("applications")[0].at("state"), "Ready");
+
+  there.reset();  // the other executive ends
+  const auto gone = a.get("/api/v1/contexts/other/apps");
+  EXPECT_EQ(gone.status, 502);
+  EXPECT_NE(gone.body.at("error").get<std::string>().find("context 'other' at 127.0.0.1:23178"),
+            std::string::npos)
+      << gone.text;
+  const auto one = a.get("/api/v1/snapshots");
+  ASSERT_EQ(one.status, 200);
+  EXPECT_TRUE(one.body.at("contexts")[0].contains("snapshot"));
+  EXPECT_TRUE(one.body.at("contexts")[1].contains("error")) << one.text;
 }
 
 TEST_F(HttpApi, ShutdownIs202) {
