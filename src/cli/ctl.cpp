@@ -9,6 +9,7 @@
 #include "cli/commands.hpp"
 #include "daqflow/control/client.hpp"
 #include "daqflow/control/plan.hpp"
+#include "daqflow/runtime/access.hpp"
 #include "daqflow/runtime/fsm.hpp"
 
 namespace daqflow::cli {
@@ -17,6 +18,7 @@ namespace {
 
 struct CtlArgs {
   std::string address;
+  std::string token_file;
   std::string command;
   std::string app;
   bool wait = false;
@@ -99,7 +101,10 @@ void ctl_command(const CtlArgs& args) {
   if (!command) fail(command.error().message());
   const runtime::State target = runtime::target_state(*command);
 
-  const control::ControlClient client(*address);
+  control::ControlClient client(*address);
+  auto token = runtime::token_from(args.token_file);
+  if (!token) fail(token.error().message());
+  client.set_token(std::move(*token));
   const std::string path = args.app.empty() ? "/api/v1/fsm/" + args.command
                                             : "/api/v1/apps/" + args.app + "/fsm/" + args.command;
   auto answer = client.post(path);
@@ -114,6 +119,8 @@ void add_ctl(CLI::App& app) {
   auto* cmd = app.add_subcommand(
       "ctl", "Send a state-machine command to a context (or one application of it)");
   cmd->add_option("address", args->address, "the context's control address, HOST:PORT")->required();
+  cmd->add_option("--token-file", args->token_file,
+                  "the file of the control token (default: $DAQFLOW_TOKEN, if set)");
   cmd->add_option("command", args->command, "Configure, Enable, Suspend, Resume, Halt or Reset")
       ->required();
   cmd->add_option("--app", args->app, "only this application of the context");

@@ -9,6 +9,7 @@
 
 #include "cli/commands.hpp"
 #include "daqflow/control/client.hpp"
+#include "daqflow/runtime/access.hpp"
 #include "daqflow/runtime/config.hpp"
 
 namespace daqflow::cli {
@@ -35,6 +36,8 @@ void salvage_command(const SalvageArgs& args) {
     fail("application '" + args.app + "' is a " + app->type +
          ": nothing is left to salvage when it dies");
   }
+  auto token = runtime::access_token(*cluster);
+  if (!token) fail(token.error().message());
   const auto call = [&](const std::string& id, const std::string& action,
                         const nlohmann::json& body) -> Result<nlohmann::json> {
     const runtime::ApplicationConfig* target = cluster->find_application(id);
@@ -42,8 +45,9 @@ void salvage_command(const SalvageArgs& args) {
     const runtime::ContextConfig* ctx = cluster->find_context(target->context);
     if (ctx == nullptr || ctx->control_port == 0)
       return Error("context '" + target->context + "' has no control_port");
-    const control::ControlClient client(
+    control::ControlClient client(
         control::HostPort{ctx->host, static_cast<std::uint16_t>(ctx->control_port)});
+    client.set_token(*token);
     auto answer = client.post("/api/v1/apps/" + id + "/actions/" + action, body);
     if (!answer) return answer.error();
     return answer->value("result", nlohmann::json::object());

@@ -9,6 +9,7 @@
 
 #include "cli/commands.hpp"
 #include "daqflow/control/client.hpp"
+#include "daqflow/runtime/access.hpp"
 
 namespace daqflow::cli {
 
@@ -16,6 +17,7 @@ namespace {
 
 struct StatusArgs {
   std::string address;
+  std::string token_file;
   bool json = false;
 };
 
@@ -27,7 +29,10 @@ struct StatusArgs {
 void status_command(const StatusArgs& args) {
   auto address = control::parse_host_port(args.address);
   if (!address) fail(address.error().message());
-  const control::ControlClient client(*address);
+  control::ControlClient client(*address);
+  auto token = runtime::token_from(args.token_file);
+  if (!token) fail(token.error().message());
+  client.set_token(std::move(*token));
 
   auto context = client.get("/api/v1/context");
   if (!context) fail(context.error().message());
@@ -57,6 +62,8 @@ void add_status(CLI::App& app) {
   auto args = std::make_shared<StatusArgs>();
   auto* cmd = app.add_subcommand("status", "Show a context's applications, states and metrics");
   cmd->add_option("address", args->address, "the context's control address, HOST:PORT")->required();
+  cmd->add_option("--token-file", args->token_file,
+                  "the file of the control token (default: $DAQFLOW_TOKEN, if set)");
   cmd->add_flag("--json", args->json, "print the raw JSON instead of a table");
   cmd->callback([args] { status_command(*args); });
 }

@@ -41,6 +41,7 @@ Result<Reply> ControlClient::call(std::string_view method, const std::string& pa
   http.set_connection_timeout(connect_timeout_);
   http.set_read_timeout(read_timeout_);
   http.set_write_timeout(read_timeout_);
+  if (!token_.empty()) http.set_bearer_token_auth(token_);
   const std::string text =
       body != nullptr ? body->dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)
                       : std::string();

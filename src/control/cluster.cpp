@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "daqflow/control/plan.hpp"
+#include "daqflow/runtime/access.hpp"
 
 namespace daqflow::control {
 
@@ -27,6 +28,9 @@ std::string join(const std::vector<std::string>& names) {
 Result<LocalCluster> LocalCluster::launch(const runtime::ClusterConfig& config,
                                           const std::vector<std::vector<std::string>>& groups,
                                           const LaunchOptions& options) {
+  // The token the control ports ask for, if any (docs/control-api.md, Access).
+  auto token = runtime::access_token(config);
+  if (!token) return token.error();
   LocalCluster cluster;
   for (const auto& group : groups) {
     if (group.empty()) continue;
@@ -41,8 +45,14 @@ Result<LocalCluster> LocalCluster::launch(const runtime::ClusterConfig& config,
     for (std::size_t p = 0; p < cluster.processes_.size(); ++p) {
       const auto& names = cluster.processes_[p].contexts;
       if (std::find(names.begin(), names.end(), ctx.name) == names.end()) continue;
-      cluster.contexts_.push_back(
-          Context{ctx.name, p, ControlClient(HostPort{"127.0.0.1", ctx.control_port})});
+      // A port opened on every interface is reached on the loopback; one bound to a single
+      // address, there.
+      const std::string& bind = ctx.control_bind;
+      const bool wildcard = bind == "0.0.0.0" || bind == "::";
+      ControlClient client(
+          HostPort{wildcard || runtime::is_loopback(bind) ? "127.0.0.1" : bind, ctx.control_port});
+      client.set_token(*token);
+      cluster.contexts_.push_back(Context{ctx.name, p, std::move(client)});
     }
   }
   return cluster;
@@ -104,8 +114,8 @@ Result<void> LocalCluster::wait_until_reachable(std::chrono::milliseconds timeou
       if (answered[i]) continue;
       // Short timeouts: an executive still starting refuses at once; one that hangs must not
       // hold up the others' polling.
-      const ControlClient probe(contexts_[i].client.address(), std::chrono::milliseconds(200),
-                                std::chrono::milliseconds(1000));
+      const ControlClient probe = contexts_[i].client.with_timeouts(
+          std::chrono::milliseconds(200), std::chrono::milliseconds(1000));
       answered[i] = probe.get("/api/v1/context").ok();
       if (!answered[i])
         silent.push_back(contexts_[i].name + " at " + contexts_[i].client.address().str());
@@ -127,8 +137,9 @@ Result<void> LocalCluster::shutdown(std::chrono::milliseconds grace) {
     auto& p = processes_[i];
     if (p.child.poll()) continue;
     was_running[i] = true;
-    const ControlClient c(context(p.contexts.front()).client.address(),
-                          std::chrono::milliseconds(500), std::chrono::milliseconds(2000));
+    const ControlClient c =
+        context(p.contexts.front())
+            .client.with_timeouts(std::chrono::milliseconds(500), std::chrono::milliseconds(2000));
     if (!c.post("/api/v1/shutdown").ok()) p.child.signal(SIGTERM);
   }
   const auto deadline = std::chrono::steady_clock::now() + grace;

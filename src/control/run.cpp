@@ -243,8 +243,8 @@ void Run::probe_silent() {
       ++it;
       continue;
     }
-    const ControlClient quick(cluster_->client(context).address(), std::chrono::milliseconds(300),
-                              std::chrono::milliseconds(500));
+    const ControlClient quick = cluster_->client(context).with_timeouts(
+        std::chrono::milliseconds(300), std::chrono::milliseconds(500));
     if (quick.get("/api/v1/context")) {
       reporter_.note("context " + context + " answers again");
       it = silent_.erase(it);
@@ -275,8 +275,9 @@ std::string Run::explain(const LocalCluster::Death& death) const {
 void Run::shutdown_mpi_ranks() {
   for (std::size_t r = 1; r < mpi_contexts_.size(); ++r) {
     if (!cluster_->alive(mpi_contexts_[r])) continue;
-    const ControlClient c(cluster_->client(mpi_contexts_[r]).address(),
-                          std::chrono::milliseconds(500), std::chrono::milliseconds(2000));
+    const ControlClient c =
+        cluster_->client(mpi_contexts_[r])
+            .with_timeouts(std::chrono::milliseconds(500), std::chrono::milliseconds(2000));
     (void)c.post("/api/v1/shutdown");
   }
 }

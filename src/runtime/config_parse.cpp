@@ -3,9 +3,12 @@
 // every fault of the file at once.
 #include "runtime/config_parse.hpp"
 
+#include <arpa/inet.h>
 #include <fmt/format.h>
+#include <netinet/in.h>
 
 #include <algorithm>
+#include <filesystem>
 
 #include "daqflow/transport/transport.hpp"
 #include "runtime/param_check.hpp"
@@ -16,8 +19,10 @@ namespace {
 
 using nlohmann::json;
 
-const std::vector<std::string> kTopKeys{"run", "transports", "monitoring", "contexts", "faults"};
+const std::vector<std::string> kTopKeys{"run",    "transports", "monitoring",
+                                        "access", "contexts",   "faults"};
 const std::vector<std::string> kMonitoringKeys{"interval_ms", "history_s", "max_series"};
+const std::vector<std::string> kAccessKeys{"token_file", "protect_reads"};
 const std::vector<std::string> kFaultKeys{"from",           "to",       "delay_ms",
                                           "cut_ms",         "stall_ms", "corrupt",
                                           "after_messages", "after_ms", "for_ms"};
@@ -27,12 +32,18 @@ const std::vector<std::string> kTransportKeys{
     "default",     "pipeline_depth", "max_message_size", "recv_buffers",  "socket_buffer_kb",
     "payload_crc", "ucx_tls",        "ofi_provider",     "mpi_completion"};
 const std::vector<std::string> kMpiCompletions{"testsome", "test", "testall"};
-const std::vector<std::string> kContextKeys{"name", "host", "control_port", "data_port",
-                                            "applications"};
+const std::vector<std::string> kContextKeys{"name",      "host",         "control_port",
+                                            "data_port", "control_bind", "applications"};
 const std::vector<std::string> kAppKeys{"type", "id", "transport", "cpu", "idle"};
 const std::vector<std::string> kIdleStrategies{"spin", "yield", "backoff", "block"};
 
 constexpr long long kMaxPort = 65535;
+
+bool is_ip_address(const std::string& text) {
+  in6_addr buf{};
+  return ::inet_pton(AF_INET, text.c_str(), &buf) == 1 ||
+         ::inet_pton(AF_INET6, text.c_str(), &buf) == 1;
+}
 
 const Field* find_field(const std::vector<Field>& fields, std::string_view key) {
   auto it =
@@ -64,6 +75,7 @@ class Reader {
     if (const Field* f = find_field(fields, "run")) run_settings(*f);
     if (const Field* f = find_field(fields, "transports")) transport_settings(*f);
     if (const Field* f = find_field(fields, "monitoring")) monitoring_settings(*f);
+    if (const Field* f = find_field(fields, "access")) access_settings(*f);
     if (const Field* f = find_field(fields, "contexts")) {
       contexts(*f);
     } else {
@@ -180,6 +192,33 @@ class Reader {
           fmt::format("'monitoring': a history of {} s every {} ms for {} series takes {} MiB; "
                       "at most 1024",
                       m.history_s, m.interval_ms, m.max_series, bytes >> 20));
+    }
+  }
+
+  void access_settings(const Field& section) {
+    if (!mapping_or_empty(section) || section.value.IsNull()) return;
+    AccessSettings& a = parsed_.config.access;
+    for (const Field& f : fields_of(section.value, "access", d_)) {
+      if (f.key == "token_file") {
+        if (auto v = text(f, "access")) {
+          std::filesystem::path path(*v);
+          if (path.is_relative()) {
+            path = std::filesystem::path(parsed_.config.file).parent_path() / path;
+          }
+          a.token_file = path.lexically_normal().string();
+        }
+      } else if (f.key == "protect_reads") {
+        const auto v = f.value.IsScalar() ? parse_boolean(f.value.Scalar()) : std::nullopt;
+        if (v) {
+          a.protect_reads = *v;
+        } else {
+          d_.error(f.value.Mark(), fmt::format("'protect_reads' in access: expected true or "
+                                               "false, got {}",
+                                               describe_node(f.value)));
+        }
+      } else {
+        unknown_key(f, "access", kAccessKeys);
+      }
     }
   }
 
@@ -348,6 +387,17 @@ class Reader {
       if (f.key == "name") continue;
       if (f.key == "host") {
         if (auto v = text(f, where)) ctx.host = *v;
+      } else if (f.key == "control_bind") {
+        if (auto v = text(f, where)) {
+          if (is_ip_address(*v)) {
+            ctx.control_bind = *v;
+          } else {
+            d_.error(f.value.Mark(), fmt::format("'control_bind' in {}: '{}' is not an IPv4 or "
+                                                 "IPv6 address (e.g. 0.0.0.0 for every "
+                                                 "interface, 127.0.0.1 for this host only)",
+                                                 where, *v));
+          }
+        }
       } else if (f.key == "control_port") {
         marks.control_port = f.value.Mark();
         if (auto v = integer(f, where, 1, kMaxPort)) {

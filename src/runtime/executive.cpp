@@ -2,6 +2,8 @@
 
 #include <httplib.h>
 #include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <spdlog/spdlog.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -16,6 +18,7 @@
 #include <thread>
 
 #include "daqflow/core/net.hpp"
+#include "daqflow/runtime/access.hpp"
 #include "executive_context.hpp"
 #include "history.hpp"
 #include "http_api.hpp"
@@ -153,6 +156,12 @@ Result<std::unique_ptr<Executive>> Executive::create(ClusterConfig cluster,
   Impl* raw = impl.get();
   std::unique_ptr<Executive> exec(new Executive(std::move(impl)));
 
+  // The token the control ports ask for (none: anyone who reaches them may change things,
+  // which only the loopback allows).
+  auto token = access_token(raw->cluster);
+  if (!token) return token.error();
+  const AccessPolicy access{*token, raw->cluster.access.protect_reads};
+
   std::vector<std::string> hosted;
   for (const std::string& name : contexts) {
     if (std::find(hosted.begin(), hosted.end(), name) != hosted.end()) continue;
@@ -162,6 +171,11 @@ Result<std::unique_ptr<Executive>> Executive::create(ClusterConfig cluster,
       for (const auto& c : raw->cluster.contexts) known += (known.empty() ? "" : ", ") + c.name;
       return Error("context '" + name + "' is not in " + raw->cluster.file +
                    " (contexts: " + known + ")");
+    }
+    if (access.token.empty() && !is_loopback(config->control_bind)) {
+      return Error("context '" + name + "' opens its control port on " + config->control_bind +
+                   " (control_bind in " + raw->cluster.file +
+                   ") without a token: set access.token_file there, or DAQFLOW_TOKEN");
     }
     HostSettings settings{raw->options.halt_timeout, raw->options.clock};
     auto control = ContextControl::create(
@@ -176,8 +190,9 @@ Result<std::unique_ptr<Executive>> Executive::create(ClusterConfig cluster,
     const MonitoringSettings& m = raw->cluster.monitoring;
     h.history = std::make_unique<MetricsHistory>(std::size_t{m.history_s} * 1000 / m.interval_ms,
                                                  m.max_series);
-    h.api = std::make_unique<ControlApi>(raw->cluster, raw->addresses, *h.control, *h.history,
-                                         [raw_exec = exec.get()] { raw_exec->request_shutdown(); });
+    h.api =
+        std::make_unique<ControlApi>(raw->cluster, raw->addresses, *h.control, *h.history, access,
+                                     [raw_exec = exec.get()] { raw_exec->request_shutdown(); });
     raw->contexts.push_back(std::move(h));
     hosted.push_back(name);
   }
@@ -185,20 +200,26 @@ Result<std::unique_ptr<Executive>> Executive::create(ClusterConfig cluster,
 }
 
 Result<void> Executive::start() {
-  const std::string& bind = impl_->options.bind_address;
   for (Impl::Hosted& h : impl_->contexts) {
     const ContextConfig& c = h.control->config();
+    const std::string& bind = c.control_bind;
     h.server = std::make_unique<httplib::Server>();
     h.server->new_task_queue = [] { return new httplib::ThreadPool(kServerThreads); };
     h.api->install(*h.server);
     // A browser keeps its connection open between the dashboard's requests, and an idle
     // keep-alive connection holds a server thread: let it go after a second.
     h.server->set_keep_alive_timeout(1);
+    h.server->set_read_timeout(5);
+    h.server->set_write_timeout(5);
     // httplib's default also sets SO_REUSEPORT, which lets a second executive bind the same
     // port and silently share its connections; SO_REUSEADDR alone only allows a quick restart.
+    // TCP_DEFER_ACCEPT: a client that connects and sends nothing is never accepted, so it
+    // cannot hold one of the server's threads (the kernel drops it after the retries).
     h.server->set_socket_options([](socket_t fd) {
       const int yes = 1;
       ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof(yes));
+      const int defer_s = 5;
+      ::setsockopt(fd, IPPROTO_TCP, TCP_DEFER_ACCEPT, &defer_s, sizeof(defer_s));
     });
     int port = c.control_port;
     bool bound = false;

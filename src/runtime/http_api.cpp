@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "daqflow/core/log.hpp"
+#include "daqflow/runtime/access.hpp"
 #include "dashboard.hpp"
 #include "prometheus.hpp"
 
@@ -218,12 +219,13 @@ std::string exception_text(const std::exception_ptr& ep) {
 }  // namespace
 
 ControlApi::ControlApi(const ClusterConfig& cluster, const transport::AddressTable& addresses,
-                       ContextControl& context, const MetricsHistory& history,
+                       ContextControl& context, const MetricsHistory& history, AccessPolicy access,
                        std::function<void()> request_shutdown)
     : cluster_(cluster),
       addresses_(addresses),
       context_(context),
       history_(history),
+      access_(std::move(access)),
       request_shutdown_(std::move(request_shutdown)) {}
 
 ApiReply ControlApi::handle(std::string_view method, std::string_view path, std::string_view body,
@@ -243,13 +245,25 @@ ApiReply ControlApi::handle(std::string_view method, std::string_view path, std:
       return ApiReply::plain(std::string(a->body), std::string(a->content_type));
     }
   }
+  const bool changes = method != "GET" && method != "OPTIONS";
+  if (!access_.token.empty() && (changes || access_.protect_reads) &&
+      !bearer_matches(authorization, access_.token)) {
+    unauthorized_.fetch_add(1, std::memory_order_relaxed);
+    ApiReply r = error(
+        401, where + ": " +
+                 (authorization.empty() ? "this request needs the control token" : "wrong token") +
+                 " (Authorization: Bearer TOKEN; see access in docs/control-api.md)");
+    r.unauthorized = true;
+    return r;
+  }
   if (parts.size() == 1 && parts[0] == "metrics") {
     if (method != "GET") {
       ApiReply r = error(405, where + ": method not allowed (use GET)");
       r.allow = "GET";
       return r;
     }
-    return ApiReply::plain(prometheus_text(context_), "text/plain; version=0.0.4; charset=utf-8");
+    return ApiReply::plain(prometheus_text(context_, {unauthorized()}),
+                           "text/plain; version=0.0.4; charset=utf-8");
   }
   if (parts.size() < 3 || parts[0] != "api" || parts[1] != "v1") {
     return error(404, where +
@@ -478,6 +492,7 @@ ApiReply ControlApi::context_json() const {
                {"control_port", c.control_port},
                {"pid", ::getpid()},
                {"state", context_.state()},
+               {"unauthorized_requests", unauthorized()},
                {"applications", std::move(apps)}},
           {}};
 }
@@ -658,11 +673,16 @@ void ControlApi::install(httplib::Server& server) const {
                              std::string_view body) {
     ApiReply r = handle(req.method, req.target, body, req.get_header_value("Authorization"));
     // The audit log: who asked for a change, when (the log line's time), and the answer.
-    if (req.method != "GET" && req.method != "HEAD" && req.method != "OPTIONS") {
+    if (r.unauthorized) {
+      spdlog::warn("audit: {} {} from {}:{} -> 401 ({} token)", req.method, req.target,
+                   req.remote_addr, req.remote_port,
+                   req.has_header("Authorization") ? "wrong" : "no");
+    } else if (req.method != "GET" && req.method != "HEAD" && req.method != "OPTIONS") {
       spdlog::info("audit: {} {} from {}:{} -> {}", req.method, req.target, req.remote_addr,
                    req.remote_port, r.status);
     }
     res.status = r.status;
+    if (r.unauthorized) res.set_header("WWW-Authenticate", "Bearer realm=\"daqflow\"");
     if (!r.allow.empty()) res.set_header("Allow", r.allow);
     if (!r.content_type.empty()) {
       res.set_content(r.text, r.content_type);

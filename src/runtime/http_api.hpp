@@ -4,7 +4,9 @@
 // install() puts it behind an httplib::Server, so that every request, malformed ones included,
 // is answered with a JSON body and nothing a client sends can crash the executive.
 
+#include <atomic>
 #include <chrono>
+#include <cstdint>
 #include <functional>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -38,6 +40,15 @@ struct ApiReply {
   std::string allow;  // 405: the methods the path accepts, for the Allow header
   std::string text;   // a reply that is not JSON: its text and content type
   std::string content_type;
+  bool unauthorized = false;  // 401: a missing or wrong token
+};
+
+// Who may do what (docs/control-api.md, Access). With a token, every request that may change
+// something needs "Authorization: Bearer TOKEN"; with protect_reads, reads too (but the
+// dashboard's own files, which hold no data).
+struct AccessPolicy {
+  std::string token;
+  bool protect_reads = false;
 };
 
 // Thread-safe: handle() runs on the server's worker threads concurrently.
@@ -46,7 +57,7 @@ class ControlApi {
   // cluster, addresses and context must outlive the ControlApi; request_shutdown is called from
   // a handler and must not block.
   ControlApi(const ClusterConfig& cluster, const transport::AddressTable& addresses,
-             ContextControl& context, const MetricsHistory& history,
+             ContextControl& context, const MetricsHistory& history, AccessPolicy access,
              std::function<void()> request_shutdown);
 
   // path may end in a query string (?key=value&...). authorization is the request's header of
@@ -56,6 +67,11 @@ class ControlApi {
 
   // Routes every method and path of server to handle().
   void install(httplib::Server& server) const;
+
+  // Requests refused for a missing or wrong token.
+  [[nodiscard]] std::uint64_t unauthorized() const {
+    return unauthorized_.load(std::memory_order_relaxed);
+  }
 
  private:
   [[nodiscard]] ApiReply context_json() const;
@@ -84,7 +100,9 @@ class ControlApi {
   const transport::AddressTable& addresses_;
   ContextControl& context_;
   const MetricsHistory& history_;
+  const AccessPolicy access_;
   std::function<void()> request_shutdown_;
+  mutable std::atomic<std::uint64_t> unauthorized_{0};
 };
 
 }  // namespace daqflow::runtime

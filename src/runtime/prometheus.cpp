@@ -137,8 +137,12 @@ PrometheusName prometheus_name(const std::string& name, MetricKind kind, Unit un
   return {std::move(full), scale};
 }
 
-std::string prometheus_text(const ContextControl& context) {
+std::string prometheus_text(const ContextControl& context, const ControlFigures& control) {
   Families families;
+  add(family(families, "daqflow_control_unauthorized_requests_total",
+             "control API requests refused for a missing or wrong token",
+             prometheus::MetricType::Counter),
+      {{"context", context.config().name}}, static_cast<double>(control.unauthorized));
   for (const auto& host : context.hosts()) {
     const std::vector<prometheus::ClientMetric::Label> labels = {{"context", context.config().name},
                                                                  {"application", host->id()},

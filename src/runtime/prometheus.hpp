@@ -6,6 +6,7 @@
 // endpoint's counters are added. Serialised by prometheus-cpp's TextSerializer (Debian's
 // prometheus-cpp-dev), which escapes label values and help texts and formats the numbers.
 
+#include <cstdint>
 #include <string>
 
 #include "daqflow/runtime/metrics.hpp"
@@ -25,7 +26,13 @@ struct PrometheusName {
 // daqflow_events_built_total.
 [[nodiscard]] PrometheusName prometheus_name(const std::string& name, MetricKind kind, Unit unit);
 
+// The control port's own figures.
+struct ControlFigures {
+  std::uint64_t unauthorized = 0;  // requests refused for a missing or wrong token
+};
+
 // Any thread.
-[[nodiscard]] std::string prometheus_text(const ContextControl& context);
+[[nodiscard]] std::string prometheus_text(const ContextControl& context,
+                                          const ControlFigures& control = {});
 
 }  // namespace daqflow::runtime

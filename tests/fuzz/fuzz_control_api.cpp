@@ -54,7 +54,8 @@ struct World {
     // One sample in the history, so that its queries find a series.
     history = std::make_unique<runtime::MetricsHistory>(60, 16);
     history->add(1000, runtime::sample_context(*control));
-    api = std::make_unique<runtime::ControlApi>(cluster, addresses, *control, *history, [] {});
+    api = std::make_unique<runtime::ControlApi>(cluster, addresses, *control, *history,
+                                                runtime::AccessPolicy{}, [] {});
   }
 };
 

@@ -43,6 +43,16 @@ class ControlClient {
       std::chrono::milliseconds read_timeout = std::chrono::milliseconds(5000));
 
   [[nodiscard]] const HostPort& address() const { return address_; }
+  // Every request carries "Authorization: Bearer TOKEN" (docs/control-api.md, Access); empty:
+  // none.
+  void set_token(std::string token) { token_ = std::move(token); }
+  // The same client (address and token) with other timeouts.
+  [[nodiscard]] ControlClient with_timeouts(std::chrono::milliseconds connect_timeout,
+                                            std::chrono::milliseconds read_timeout) const {
+    ControlClient c(address_, connect_timeout, read_timeout);
+    c.token_ = token_;
+    return c;
+  }
 
   // The raw exchange: an error only when no HTTP answer came (refused, timeout, reset).
   [[nodiscard]] Result<Reply> call(std::string_view method, const std::string& path,
@@ -62,6 +72,7 @@ class ControlClient {
   HostPort address_;
   std::chrono::milliseconds connect_timeout_;
   std::chrono::milliseconds read_timeout_;
+  std::string token_;
 };
 
 }  // namespace daqflow::control

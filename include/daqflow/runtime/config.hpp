@@ -41,6 +41,16 @@ struct MonitoringSettings {
   std::uint32_t max_series = 256;    // metrics kept per context (application x metric)
 };
 
+// The `access` section (docs/control-api.md, Access): who may change things through the control
+// ports. Without a token anyone who reaches a port may; a context whose control_bind is not a
+// loopback address must have one.
+struct AccessSettings {
+  // The file holding the bearer token (relative: to the configuration file's folder); empty:
+  // the environment variable DAQFLOW_TOKEN, if set.
+  std::string token_file;
+  bool protect_reads = false;  // reads need the token too (but the dashboard's own files)
+};
+
 // The `transports` section: the one place of the transport settings.
 struct TransportSettings {
   std::string default_transport = "tcp";  // inproc | tcp | ...
@@ -66,6 +76,8 @@ struct ContextConfig {
   std::string name;
   std::string host = "127.0.0.1";
   std::uint16_t control_port = 0;
+  // The address the control port listens on: the loopback unless opened (needs a token).
+  std::string control_bind = "127.0.0.1";
   std::uint16_t data_port = 0;  // base: application i of this context listens on data_port + i
   std::vector<AppIndex> applications;
   SourceLocation location;
@@ -76,6 +88,7 @@ struct ClusterConfig {
   RunSettings run;
   TransportSettings transports;
   MonitoringSettings monitoring;
+  AccessSettings access;
   std::vector<ContextConfig> contexts;
   std::vector<ApplicationConfig> applications;  // indexed by AppIndex
   // The `faults` section: faults to inject on links, for failure tests; empty unless written.

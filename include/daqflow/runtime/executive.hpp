@@ -29,8 +29,6 @@
 namespace daqflow::runtime {
 
 struct ExecutiveOptions {
-  // The control servers listen here; loopback by default (DESIGN.md §9).
-  std::string bind_address = "127.0.0.1";
   // How long Halt waits for an application to drain before it goes to Failed.
   std::chrono::milliseconds halt_timeout{10000};
   // The clock applications see (AppContext::clock()); nullptr: the monotonic clock.

@@ -109,6 +109,29 @@ TEST(Config, MonitoringHasDefaultsAndIsRead) {
   EXPECT_EQ(c.monitoring.max_series, 64u);
 }
 
+TEST(Config, ControlBindAndAccessHaveSafeDefaultsAndAreRead) {
+  const ClusterConfig plain = parse_ok(R"(contexts:
+  - name: a
+    control_port: 9100
+    applications: [{type: sink, id: s0}]
+)");
+  EXPECT_EQ(plain.contexts[0].control_bind, "127.0.0.1");
+  EXPECT_EQ(plain.access.token_file, "");
+  EXPECT_FALSE(plain.access.protect_reads);
+  const ClusterConfig c =
+      parse_ok(R"(access: {token_file: secrets/daqflow.token, protect_reads: true}
+contexts:
+  - name: a
+    control_port: 9100
+    control_bind: 0.0.0.0
+    applications: [{type: sink, id: s0}]
+)");
+  EXPECT_EQ(c.contexts[0].control_bind, "0.0.0.0");
+  // Relative to the configuration file's folder (parse_ok names it "cluster.yaml": this one).
+  EXPECT_EQ(c.access.token_file, "secrets/daqflow.token");
+  EXPECT_TRUE(c.access.protect_reads);
+}
+
 TEST(Config, FaultsAreReadWithTheirLinksResolved) {
   const ClusterConfig c = parse_ok(R"(transports: {payload_crc: true}
 contexts:

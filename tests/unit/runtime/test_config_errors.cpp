@@ -457,6 +457,26 @@ contexts:
                                   error_at("9:19", "port 9100"), error_at("10:5", "'bogus'")));
 }
 
+TEST(ConfigErrors, ControlBindMustBeAnAddressAndAccessNamesItsKeys) {
+  const auto bind = errors_of(R"(contexts:
+  - name: a
+    control_port: 9100
+    control_bind: everywhere
+    applications: [{type: sink, id: s0}]
+)");
+  EXPECT_THAT(bind, ElementsAre(error_at("4:19", "'everywhere' is not an IPv4 or IPv6 address")));
+  const std::string apps = R"(
+contexts:
+  - name: a
+    control_port: 9100
+    applications: [{type: sink, id: s0}]
+)";
+  EXPECT_THAT(errors_of("access: {protect_reads: maybe}" + apps),
+              ElementsAre(error_at("1:25", "'protect_reads' in access: expected true or false")));
+  EXPECT_THAT(errors_of("access: {token: abc}" + apps),
+              ElementsAre(error_at("1:10", "unknown key 'token' in access")));
+}
+
 TEST(ConfigErrors, MonitoringNamesItsKeyAndBoundsItsMemory) {
   const std::string apps = R"(
 contexts:

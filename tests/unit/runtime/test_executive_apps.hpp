@@ -238,6 +238,8 @@ class Api {
     return wrap(client_.Put(path, body, "application/json"));
   }
   Reply del(const std::string& path) { return wrap(client_.Delete(path)); }
+  // Every later request carries "Authorization: Bearer token".
+  void set_token(const std::string& token) { client_.set_bearer_token_auth(token); }
 
   std::string state(const std::string& app) {
     const Reply r = get("/api/v1/apps/" + app);

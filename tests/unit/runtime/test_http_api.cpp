@@ -97,7 +97,7 @@ TEST_F(HttpApi, ContextDescribesTheContextAndItsApplications) {
   const auto r = api().get("/api/v1/context");
   ASSERT_EQ(r.status, 200);
   EXPECT_EQ(keys(r.body), (std::set<std::string>{"name", "host", "control_port", "pid", "state",
-                                                 "applications"}));
+                                                 "unauthorized_requests", "applications"}));
   EXPECT_EQ(r.body.at("name"), "ctx");
   EXPECT_EQ(r.body.at("host"), "127.0.0.1");
   EXPECT_EQ(r.body.at("control_port"), 23101);
@@ -657,6 +657,106 @@ TEST(HttpApiContexts, AnotherContextIsAskedThroughThisOne) {
   ASSERT_EQ(one.status, 200);
   EXPECT_TRUE(one.body.at("contexts")[0].contains("snapshot"));
   EXPECT_TRUE(one.body.at("contexts")[1].contains("error")) << one.text;
+}
+
+// A token in a file of its own, removed at the end of the test.
+class TokenFile {
+ public:
+  explicit TokenFile(const std::string& token) {
+    char name[] = "/tmp/daqflow-token-XXXXXX";
+    const int fd = ::mkstemp(name);
+    path_ = name;
+    const std::string text = token + "\n";
+    EXPECT_EQ(::write(fd, text.data(), text.size()), static_cast<ssize_t>(text.size()));
+    ::close(fd);
+  }
+  ~TokenFile() { ::unlink(path_.c_str()); }
+  TokenFile(const TokenFile&) = delete;
+  TokenFile& operator=(const TokenFile&) = delete;
+  [[nodiscard]] const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
+TEST(HttpApiAccess, ChangesNeedTheTokenReadsDoNotAndRefusalsAreCounted) {
+  const TokenFile token("s3cret-t0ken");
+  ClusterConfig c = two_contexts(23129);
+  c.access.token_file = token.path();
+  auto exec = start_executive(c, {"ctx"});
+  ASSERT_TRUE(exec);
+  Api a(23129);
+  const auto none = a.post("/api/v1/apps/c1/fsm/Configure");
+  EXPECT_EQ(none.status, 401) << none.text;
+  EXPECT_NE(none.body.at("error").get<std::string>().find("needs the control token"),
+            std::string::npos)
+      << none.text;
+  const std::string raw =
+      raw_exchange(23129, "POST /api/v1/shutdown HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n");
+  EXPECT_NE(raw.find("HTTP/1.1 401"), std::string::npos) << raw;
+  EXPECT_NE(raw.find("WWW-Authenticate: Bearer realm=\"daqflow\""), std::string::npos) << raw;
+  Api wrong(23129);
+  wrong.set_token("s3cret-t0keN");
+  const auto refused = wrong.put("/api/v1/apps/c1/params", R"({"step": 2})");
+  EXPECT_EQ(refused.status, 401);
+  EXPECT_NE(refused.body.at("error").get<std::string>().find("wrong token"), std::string::npos);
+  EXPECT_EQ(a.get("/api/v1/apps/c1").body.at("state"), "Halted") << "nothing was done";
+  EXPECT_EQ(a.get("/api/v1/apps/c1").body.at("params").at("step"), 1);
+
+  const auto context = a.get("/api/v1/context");
+  ASSERT_EQ(context.status, 200) << "reads are open";
+  EXPECT_EQ(context.body.at("unauthorized_requests"), 3);
+  EXPECT_NE(
+      a.get("/metrics").text.find("daqflow_control_unauthorized_requests_total{context=\"ctx\"} 3"),
+      std::string::npos);
+
+  a.set_token("s3cret-t0ken");
+  EXPECT_EQ(a.post("/api/v1/apps/c1/fsm/Configure").status, 202);
+  EXPECT_EQ(a.wait_state("c1", "Ready"), "Ready");
+}
+
+TEST(HttpApiAccess, ProtectedReadsNeedTheTokenButTheDashboardsFilesDoNot) {
+  const TokenFile token("another-token");
+  ClusterConfig c = two_contexts(23131);
+  c.access.token_file = token.path();
+  c.access.protect_reads = true;
+  auto exec = start_executive(c, {"ctx"});
+  ASSERT_TRUE(exec);
+  Api a(23131);
+  EXPECT_EQ(a.get("/api/v1/context").status, 401);
+  EXPECT_EQ(a.get("/metrics").status, 401);
+  EXPECT_EQ(a.get("/api/v1/snapshots").status, 401);
+  EXPECT_EQ(a.get("/").status, 200);
+  EXPECT_EQ(a.get("/ui/dashboard.js").status, 200);
+  a.set_token("another-token");
+  EXPECT_EQ(a.get("/api/v1/context").status, 200);
+  EXPECT_EQ(a.get("/metrics").status, 200);
+}
+
+TEST(HttpApiAccess, AControlPortOpenedBeyondTheLoopbackNeedsAToken) {
+  ClusterConfig c = two_contexts(23132);
+  c.contexts[0].control_bind = "0.0.0.0";
+  ::unsetenv("DAQFLOW_TOKEN");
+  auto refused = Executive::create(c, {"ctx"}, test_registry());
+  ASSERT_FALSE(refused);
+  EXPECT_NE(refused.error().message().find("opens its control port on 0.0.0.0 (control_bind"),
+            std::string::npos)
+      << refused.error().message();
+
+  ::setenv("DAQFLOW_TOKEN", "from-the-environment", 1);
+  auto exec = start_executive(c, {"ctx"});
+  ::unsetenv("DAQFLOW_TOKEN");
+  ASSERT_TRUE(exec);
+  Api a(23132);
+  EXPECT_EQ(a.post("/api/v1/fsm/Configure").status, 401);
+  a.set_token("from-the-environment");
+  EXPECT_EQ(a.post("/api/v1/fsm/Configure").status, 202);
+
+  c.access.token_file = "/nonexistent/daqflow.token";
+  auto unreadable = Executive::create(c, {"ctx"}, test_registry());
+  ASSERT_FALSE(unreadable);
+  EXPECT_NE(unreadable.error().message().find("/nonexistent/daqflow.token"), std::string::npos)
+      << unreadable.error().message();
 }
 
 TEST_F(HttpApi, ShutdownIs202) {
