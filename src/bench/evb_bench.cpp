@@ -1,8 +1,17 @@
 // daqflow bench evb: the event builder over its topologies (N RU x M BU, RUBU) and fragment
 // sizes, BUs discarding; event rate, throughput and the per-event cost as the builder grows.
 #include <fmt/format.h>
+#include <httplib.h>
 
 #include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <mutex>
+#include <optional>
+#include <stop_token>
+#include <thread>
+#include <vector>
 
 #include "cluster_run.hpp"
 #include "daqflow/bench/runners.hpp"
@@ -73,8 +82,129 @@ std::string command_line(const EvbOptions& o) {
       "--port-base {}",
       format_sweep(o.fragment_sizes), o.feds_per_ru, o.events_per_request, o.duration_s,
       o.cluster.idle, o.cluster.port_base);
+  if (o.dashboard_clients > 0) {
+    cmd += fmt::format(" --dashboard-clients {} --rounds {}", o.dashboard_clients, o.rounds);
+  }
   cmd += cluster_options(o.cluster);
   return cmd;
+}
+
+// What open dashboards ask of the executive they are opened on (web/dashboard.js): every
+// context's snapshot, once a second each, the clients spread over the second.
+class DashboardClients {
+ public:
+  DashboardClients(int clients, std::uint16_t port) {
+    for (int i = 0; i < clients; ++i) {
+      const auto offset = std::chrono::milliseconds(1000 * i / clients);
+      threads_.emplace_back([this, port, offset](const std::stop_token& stop) {
+        httplib::Client http("127.0.0.1", port);
+        http.set_connection_timeout(std::chrono::milliseconds(300));
+        http.set_read_timeout(std::chrono::seconds(2));
+        http.set_keep_alive(true);
+        auto next = std::chrono::steady_clock::now() + offset;
+        std::mutex mutex;
+        std::condition_variable_any wake;
+        while (!stop.stop_requested()) {
+          std::unique_lock lock(mutex);
+          wake.wait_until(lock, stop, next, [] { return false; });
+          if (stop.stop_requested()) break;
+          lock.unlock();
+          const auto res = http.Get("/api/v1/snapshots");
+          if (res && res->status == 200) answered_.fetch_add(1, std::memory_order_relaxed);
+          next += std::chrono::seconds(1);
+        }
+      });
+    }
+  }
+  [[nodiscard]] std::uint64_t answered() const { return answered_.load(); }
+
+ private:
+  std::atomic<std::uint64_t> answered_{0};
+  std::vector<std::jthread> threads_;  // last: stopped and joined first
+};
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const std::size_t n = v.size();
+  return n == 0 ? 0.0 : (n % 2 == 1 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2);
+}
+
+// bench evb --dashboard-clients N: rounds of the first shape without, then with, N dashboards.
+Result<BenchOutput> run_evb_dashboard_cost(const EvbOptions& o, const EvbShape& s, BenchEnv& env) {
+  BenchOutput out;
+  ResultSet& r = out.result;
+  r.bench = "evb";
+  r.stem = fmt::format("evb-dashboard-{}", o.cluster.transport);
+  r.transport = o.cluster.transport;
+  r.command = command_line(o);
+  r.params = {{"transport", o.cluster.transport},
+              {"topology", topology_name(s)},
+              {"fragment_mean", s.fragment_mean},
+              {"feds_per_ru", o.feds_per_ru},
+              {"events_per_request", o.events_per_request},
+              {"duration_s", o.duration_s},
+              {"dashboard_clients", o.dashboard_clients},
+              {"rounds", o.rounds},
+              {"output", "discard"},
+              {"idle", o.cluster.idle},
+              {"port_base", o.cluster.port_base}};
+  r.columns = {"round", "dashboard_clients", "events_per_s", "mb_s", "snapshots_answered"};
+  std::vector<double> without;
+  std::vector<double> with;
+  Series plain{"no dashboard", {}, Series::Style::points_and_line};
+  Series watched{
+      fmt::format("{} dashboards", o.dashboard_clients), {}, Series::Style::points_and_line};
+  const int total = 2 * o.rounds;
+  for (int round = 1; round <= o.rounds; ++round) {
+    for (const int clients : {0, o.dashboard_clients}) {
+      const std::string what = fmt::format("evb {} {} round {} with {} dashboard(s)",
+                                           topology_name(s), o.cluster.transport, round, clients);
+      if (env.progress != nullptr) {
+        env.progress->begin(2 * (round - 1) + (clients > 0 ? 2 : 1), total, what);
+      }
+      const std::string name = fmt::format("{}-{}-{}", r.stem, round, clients);
+      ClusterSettings cluster = o.cluster;
+      cluster.output_dir = point_dir(env, name);
+      cluster.max_message_size = evb_max_message_size(s);
+      // The EVM's context is the first: its control port is the base.
+      std::optional<DashboardClients> dashboards;
+      if (clients > 0) dashboards.emplace(clients, static_cast<std::uint16_t>(cluster.port_base));
+      auto summary = run_point(evb_yaml(cluster, s), name, o.duration_s, env);
+      const std::uint64_t answered = dashboards ? dashboards->answered() : 0;
+      dashboards.reset();
+      if (!summary) return summary.error().context(what);
+      runtime::ParamReader evm(app_results(*summary, "evm0"), "evm0", "result");
+      const double rate = evm.get<double>("event_rate_hz");
+      const double mb_s = evm.get<double>("throughput_mb_s");
+      if (auto read = evm.status(); !read) return read.error().context(what);
+      if (rate <= 0) return Error(what + ": no event was built (raise --duration)");
+      add_row(r, {round, clients, rate, mb_s, answered});
+      (clients > 0 ? with : without).push_back(rate);
+      (clients > 0 ? watched : plain).points.emplace_back(round, rate);
+      if (env.progress != nullptr) {
+        env.progress->line(fmt::format("{}: {:.0f} events/s, {:.1f} MB/s, {} snapshots served",
+                                       what, rate, mb_s, answered));
+      }
+    }
+  }
+  const double m0 = median(without);
+  const double m1 = median(with);
+  r.summary = {{"events_per_s_without", m0},
+               {"events_per_s_with", m1},
+               {"dashboard_clients", o.dashboard_clients},
+               {"ratio", m0 > 0 ? m1 / m0 : 0.0}};
+  if (env.progress != nullptr) {
+    env.progress->line(
+        fmt::format("median {:.0f} events/s without, {:.0f} with {} dashboards: "
+                    "ratio {:.3f}",
+                    m0, m1, o.dashboard_clients, m0 > 0 ? m1 / m0 : 0.0));
+  }
+  out.plot.title = fmt::format("Event builder over {} with and without {} dashboards",
+                               o.cluster.transport, o.dashboard_clients);
+  out.plot.x_label = "round";
+  out.plot.y_label = "events built per second";
+  out.plot.series = {std::move(plain), std::move(watched)};
+  return out;
 }
 
 Result<BenchOutput> run_evb(const EvbOptions& o, BenchEnv& env) {
@@ -86,6 +216,8 @@ Result<BenchOutput> run_evb(const EvbOptions& o, BenchEnv& env) {
       return Error("evb: topology " + topology_name(s) + " needs at least one RU and one BU");
     }
   }
+
+  if (o.dashboard_clients > 0) return run_evb_dashboard_cost(o, all.front(), env);
 
   BenchOutput out;
   ResultSet& r = out.result;

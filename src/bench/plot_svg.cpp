@@ -155,6 +155,10 @@ std::string tick_label(double value) {
   return fmt::format("{:g}", value);
 }
 
+std::string xml_escape(const std::string& text) {
+  return escape(text);
+}
+
 std::string render_svg(const Plot& plot) {
   Axis x = data_range(plot, true, plot.log_x, false);
   Axis y = data_range(plot, false, plot.log_y, plot.y_from_zero);
@@ -208,7 +212,7 @@ std::string render_svg(const Plot& plot) {
       const double cx = x.map(px);
       const double cy = y.map(py);
       path += fmt::format("{}{:.1f},{:.1f}", path.empty() ? "" : " ", cx, cy);
-      if (s.style != Series::Style::dashed_line) {
+      if (s.style != Series::Style::dashed_line && s.style != Series::Style::line) {
         marks += fmt::format("<circle cx=\"{:.1f}\" cy=\"{:.1f}\" r=\"3.5\" fill=\"{}\"/>\n", cx,
                              cy, color);
       }

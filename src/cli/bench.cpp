@@ -254,6 +254,14 @@ void add_evb(CLI::App& bench_cmd) {
   cmd->add_option("--duration", a->options.duration_s, "seconds per point")
       ->check(CLI::Range(0.5, 3600.0))
       ->capture_default_str();
+  cmd->add_option("--dashboard-clients", a->options.dashboard_clients,
+                  "the cost of monitoring: the first point, without and then with this many "
+                  "dashboards open on the EVM's executive, --rounds times; medians compared")
+      ->check(CLI::Range(0, 64))
+      ->capture_default_str();
+  cmd->add_option("--rounds", a->options.rounds, "with --dashboard-clients: rounds of the pair")
+      ->check(CLI::Range(1, 20))
+      ->capture_default_str();
   cmd->callback([a] {
     auto& o = a->options;
     o.cluster = a->common.cluster;

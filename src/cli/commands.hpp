@@ -20,8 +20,9 @@ void add_dump(CLI::App& app);        // daqflow dump FILE|DIR... [--events] [--j
 void add_fedsend(CLI::App& app);     // daqflow fedsend HOST:PORT --fed ID [--feds N] ...
 void add_transports(CLI::App& app);  // daqflow transports
 void add_shm(CLI::App& app);         // daqflow shm list|clean [--run TAG] [--all-dead]
-void add_bench(CLI::App& app);
-void add_salvage(CLI::App& app);  // daqflow salvage CONFIG APP       // daqflow bench
-                                  // roundtrip|stream|evb|compare|memcpy ...
+void add_bench(CLI::App& app);       // daqflow bench
+void add_salvage(CLI::App& app);     // daqflow salvage CONFIG APP
+void add_report(CLI::App& app);      // daqflow report DIR [--output FILE]
+                                     // roundtrip|stream|evb|compare|memcpy ...
 
 }  // namespace daqflow::cli

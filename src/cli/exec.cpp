@@ -25,6 +25,7 @@ struct ExecArgs {
   std::string config;
   std::vector<std::string> contexts;
   std::string log_level = "info";
+  std::string record_dir;
 };
 
 [[noreturn]] void fail(const std::string& why) {
@@ -122,7 +123,9 @@ void exec_command(const ExecArgs& args) {
 
   // Before any thread starts, so that every thread inherits the mask.
   SignalWatch::block();
-  auto exec = runtime::Executive::create(std::move(*config), hosted, registry());
+  runtime::ExecutiveOptions options;
+  options.record_dir = args.record_dir;
+  auto exec = runtime::Executive::create(std::move(*config), hosted, registry(), options);
   if (!exec) fail(exec.error().message());
   if (auto started = (*exec)->start(); !started) fail(started.error().message());
   {
@@ -138,6 +141,8 @@ void add_exec(CLI::App& app) {
   auto* cmd = app.add_subcommand("exec", "Run an executive hosting contexts of a configuration");
   cmd->add_option("config", args->config, "the cluster configuration (YAML)")->required();
   cmd->add_option("--context", args->contexts, "a context to host (repeatable)")->required();
+  cmd->add_option("--record", args->record_dir,
+                  "append every monitoring sample of each context to DIR/<context>.jsonl");
   cmd->add_option("--log-level", args->log_level, "trace, debug, info, warn or error")
       ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error"}));
   cmd->callback([args] { exec_command(*args); });

@@ -34,6 +34,7 @@ int main(int argc, char** argv) {
   daqflow::cli::add_shm(app);
   daqflow::cli::add_bench(app);
   daqflow::cli::add_salvage(app);
+  daqflow::cli::add_report(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

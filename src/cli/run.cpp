@@ -6,10 +6,13 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <chrono>
+#include <cstdint>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <string>
 
 #include "cli/commands.hpp"
@@ -74,12 +77,36 @@ class ConsoleReporter final : public control::RunReporter {
   bool open_ = false;
 };
 
+// With --record: keeps every note with its time for DIR/run.json (docs/monitoring.md,
+// Recording), and passes everything on.
+class RecordingReporter final : public control::RunReporter {
+ public:
+  explicit RecordingReporter(control::RunReporter& next) : next_(next) {}
+  void note(const std::string& text) override {
+    notes_.push_back({{"t", now_ms()}, {"text", text}});
+    next_.note(text);
+  }
+  void status(const control::StatusLine& line) override { next_.status(line); }
+  [[nodiscard]] const nlohmann::json& notes() const { return notes_; }
+
+  static std::int64_t now_ms() {
+    return std::chrono::duration_cast<std::chrono::milliseconds>(
+               std::chrono::system_clock::now().time_since_epoch())
+        .count();
+  }
+
+ private:
+  control::RunReporter& next_;
+  nlohmann::json notes_ = nlohmann::json::array();
+};
+
 struct RunArgs {
   std::string config;
   double duration_s = 10.0;
   double status_interval_s = 1.0;
   std::string summary;
   std::string log_dir;
+  std::string record_dir;
 };
 
 [[noreturn]] void fail(const std::string& why) {
@@ -87,14 +114,18 @@ struct RunArgs {
   throw CLI::RuntimeError(1);
 }
 
-void write_summary(const std::string& path, const control::RunSummary& summary) {
+void write_text(const std::string& path, const std::string& text) {
   std::error_code ec;
   const auto dir = std::filesystem::path(path).parent_path();
   if (!dir.empty()) std::filesystem::create_directories(dir, ec);
   std::ofstream out(path, std::ios::trunc);
-  if (!out) fail("cannot write the summary to " + path);
-  out << summary.to_json().dump(2) << "\n";
-  if (!out.flush()) fail("cannot write the summary to " + path);
+  if (!out) fail("cannot write " + path);
+  out << text;
+  if (!out.flush()) fail("cannot write " + path);
+}
+
+void write_summary(const std::string& path, const control::RunSummary& summary) {
+  write_text(path, summary.to_json().dump(2) + "\n");
 }
 
 void run_command(const RunArgs& args) {
@@ -113,13 +144,32 @@ void run_command(const RunArgs& args) {
   const std::string summary_path =
       args.summary.empty() ? (output / "summary.json").string() : args.summary;
 
+  if (!args.record_dir.empty()) {
+    options.record_dir = std::filesystem::absolute(args.record_dir).string();
+  }
+
   install_stop_handlers();
-  ConsoleReporter reporter;
-  const auto summary =
-      control::run_cluster(*config, registry(), options, reporter, g_stop_requests);
-  reporter.end_status_line();
+  ConsoleReporter console;
+  RecordingReporter recording(console);
+  const std::int64_t started_ms = RecordingReporter::now_ms();
+  const auto summary = control::run_cluster(
+      *config, registry(), options,
+      args.record_dir.empty() ? static_cast<control::RunReporter&>(console) : recording,
+      g_stop_requests);
+  console.end_status_line();
 
   write_summary(summary_path, summary);
+  if (!args.record_dir.empty()) {
+    // Beside the contexts' samples: what the run did when, and how it ended.
+    const nlohmann::json run{
+        {"config", options.config_path}, {"run_number", config->run.number},
+        {"started_ms", started_ms},      {"ended_ms", RecordingReporter::now_ms()},
+        {"notes", recording.notes()},    {"summary", summary.to_json()}};
+    write_text((std::filesystem::path(options.record_dir) / "run.json").string(),
+               run.dump(2) + "\n");
+    std::printf("recording: %s (daqflow report %s)\n", options.record_dir.c_str(),
+                args.record_dir.c_str());
+  }
   std::printf("%ssummary: %s\n", control::format_human_summary(summary).c_str(),
               summary_path.c_str());
   std::fflush(stdout);
@@ -148,6 +198,9 @@ void add_run(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--log-dir", args->log_dir,
                   "where the executives' logs go (default: <run.output>/logs)");
+  cmd->add_option("--record", args->record_dir,
+                  "record every monitoring sample of every context, and the run's notes, in DIR "
+                  "(daqflow report DIR turns it into a report)");
   cmd->callback([args] { run_command(*args); });
 }
 

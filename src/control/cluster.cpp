@@ -37,7 +37,11 @@ Result<LocalCluster> LocalCluster::launch(const runtime::ClusterConfig& config,
     const auto log_path =
         (std::filesystem::path(options.log_dir) / (group.front() + ".log")).string();
     auto child = ChildProcess::spawn(
-        launch_command(options.self, options.config_path, group, config), log_path);
+        launch_command(options.self, options.config_path, group, config,
+                       options.record_dir.empty()
+                           ? std::vector<std::string>{}
+                           : std::vector<std::string>{"--record", options.record_dir}),
+        log_path);
     if (!child) return child.error().context("starting context " + group.front());
     cluster.processes_.push_back(Process{group, std::move(*child), false});
   }

@@ -34,12 +34,14 @@ std::vector<std::vector<PlannedApp>> halt_order(const runtime::ClusterConfig& co
 }
 
 std::vector<std::string> exec_command(const std::string& self, const std::string& config_path,
-                                      const std::vector<std::string>& contexts) {
+                                      const std::vector<std::string>& contexts,
+                                      const std::vector<std::string>& extra) {
   std::vector<std::string> argv{self, "exec", config_path};
   for (const auto& name : contexts) {
     argv.emplace_back("--context");
     argv.push_back(name);
   }
+  argv.insert(argv.end(), extra.begin(), extra.end());
   return argv;
 }
 
@@ -96,17 +98,18 @@ std::vector<std::string> mpirun_command() {
 
 std::vector<std::string> launch_command(const std::string& self, const std::string& config_path,
                                         const std::vector<std::string>& group,
-                                        const runtime::ClusterConfig& config) {
+                                        const runtime::ClusterConfig& config,
+                                        const std::vector<std::string>& extra) {
   const auto ranks = config.mpi_contexts();
   if (group.empty() || std::find(ranks.begin(), ranks.end(), group.front()) == ranks.end()) {
-    return exec_command(self, config_path, group);
+    return exec_command(self, config_path, group, extra);
   }
   std::vector<std::string> argv = mpirun_command();
   for (const auto& name : group) {
     if (std::find(ranks.begin(), ranks.end(), name) == ranks.end()) continue;
     if (name != group.front()) argv.emplace_back(":");  // MPMD: one program per rank
     argv.insert(argv.end(), {"-np", "1"});
-    const auto one = exec_command(self, config_path, {name});
+    const auto one = exec_command(self, config_path, {name}, extra);
     argv.insert(argv.end(), one.begin(), one.end());
   }
   return argv;

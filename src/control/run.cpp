@@ -361,8 +361,9 @@ Result<void> Run::start() {
   }
   reporter_.note(fmt::format("starting {} process(es) for {} context(s); logs in {}",
                              groups->size(), config_.contexts.size(), options_.log_dir));
-  auto cluster = LocalCluster::launch(config_, *groups,
-                                      {options_.self, options_.config_path, options_.log_dir});
+  auto cluster = LocalCluster::launch(
+      config_, *groups,
+      {options_.self, options_.config_path, options_.log_dir, options_.record_dir});
   if (!cluster) return cluster.error();
   cluster_.emplace(std::move(*cluster));
   if (auto reached =

@@ -22,6 +22,7 @@
 #include "executive_context.hpp"
 #include "history.hpp"
 #include "http_api.hpp"
+#include "recorder.hpp"
 
 namespace daqflow::runtime {
 
@@ -65,6 +66,7 @@ struct Executive::Impl {
   struct Hosted {
     std::unique_ptr<ContextControl> control;
     std::unique_ptr<MetricsHistory> history;
+    std::unique_ptr<Recorder> recorder;       // with --record: the sampler writes to it
     std::unique_ptr<HistorySampler> sampler;  // reads control into history: goes first
     std::unique_ptr<ControlApi> api;
     std::unique_ptr<httplib::Server> server;
@@ -245,8 +247,18 @@ Result<void> Executive::start() {
     while (!server->is_running() && std::chrono::steady_clock::now() < deadline) {
       std::this_thread::sleep_for(std::chrono::microseconds(200));
     }
+    if (!impl_->options.record_dir.empty()) {
+      auto recorder = Recorder::open(impl_->options.record_dir, c.name);
+      if (!recorder) {
+        impl_->stop_servers();
+        return recorder.error().context("context " + c.name);
+      }
+      h.recorder = std::move(*recorder);
+      spdlog::info("context {}: recording every sample to {}", c.name, h.recorder->path());
+    }
     h.sampler = std::make_unique<HistorySampler>(
-        *h.control, *h.history, std::chrono::milliseconds(impl_->cluster.monitoring.interval_ms));
+        *h.control, *h.history, std::chrono::milliseconds(impl_->cluster.monitoring.interval_ms),
+        h.recorder.get());
     spdlog::info("context {}: control API on http://{}:{}/api/v1 ({} application(s))", c.name, bind,
                  h.port, h.control->hosts().size());
   }

@@ -6,6 +6,7 @@
 
 #include "app_host.hpp"
 #include "executive_context.hpp"
+#include "recorder.hpp"
 
 namespace daqflow::runtime {
 
@@ -77,19 +78,24 @@ std::vector<MetricsHistory::Point> sample_context(const ContextControl& context)
 }
 
 HistorySampler::HistorySampler(const ContextControl& context, MetricsHistory& history,
-                               std::chrono::milliseconds interval)
-    : thread_([this, &context, &history, interval](const std::stop_token& stop) {
+                               std::chrono::milliseconds interval, Recorder* recorder)
+    : thread_([this, &context, &history, interval, recorder](const std::stop_token& stop) {
+        const auto sample = [&] {
+          const std::int64_t ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                                      std::chrono::system_clock::now().time_since_epoch())
+                                      .count();
+          history.add(ms, sample_context(context));
+          if (recorder != nullptr) recorder->write(ms, context);
+        };
         auto next = std::chrono::steady_clock::now();
         while (!stop.stop_requested()) {
-          const auto now = std::chrono::system_clock::now();
-          history.add(
-              std::chrono::duration_cast<std::chrono::milliseconds>(now.time_since_epoch()).count(),
-              sample_context(context));
+          sample();
           // A sampler that fell behind (a descheduled process) skips rather than bursts.
           next = std::max(next + interval, std::chrono::steady_clock::now());
           std::unique_lock lock(mutex_);
           wake_.wait_until(lock, stop, next, [] { return false; });
         }
+        sample();  // the last word: the states the context ends in
       }) {}
 
 HistorySampler::~HistorySampler() {

@@ -24,6 +24,7 @@
 namespace daqflow::runtime {
 
 class ContextControl;
+class Recorder;
 
 class MetricsHistory {
  public:
@@ -71,8 +72,9 @@ class MetricsHistory {
 // destruction. context and history must outlive it.
 class HistorySampler {
  public:
+  // recorder (may be null) gets every sample too.
   HistorySampler(const ContextControl& context, MetricsHistory& history,
-                 std::chrono::milliseconds interval);
+                 std::chrono::milliseconds interval, Recorder* recorder = nullptr);
   ~HistorySampler();
   HistorySampler(const HistorySampler&) = delete;
   HistorySampler& operator=(const HistorySampler&) = delete;

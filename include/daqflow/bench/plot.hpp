@@ -9,8 +9,8 @@
 namespace daqflow::bench {
 
 struct Series {
-  enum class Style { points_and_line, points, dashed_line };
-  std::string name;                               // legend text
+  enum class Style { points_and_line, points, dashed_line, line };  // line: no marks
+  std::string name;                                                 // legend text
   std::vector<std::pair<double, double>> points;  // (x, y); drawn in the given order
   Style style = Style::points_and_line;
 };
@@ -33,6 +33,9 @@ struct Plot {
 // linear axis (4 to 8 ticks), powers of ten on a logarithmic one (with 2 and 5 in between when
 // the range spans fewer than three decades). Exposed for tests.
 [[nodiscard]] std::vector<double> axis_ticks(double lo, double hi, bool log);
+
+// Text made safe for XML and HTML (& < > " ').
+[[nodiscard]] std::string xml_escape(const std::string& text);
 
 // "1.5k", "64", "4M", "0.25": a tick label, SI prefixes for large magnitudes.
 [[nodiscard]] std::string tick_label(double value);

@@ -67,6 +67,11 @@ struct EvbOptions {
   int feds_per_ru = 8;
   std::uint32_t events_per_request = 32;
   double duration_s = 5;
+  // > 0: the cost of monitoring instead: the first topology and size, `rounds` times without
+  // and then with this many dashboards open on the EVM's executive (each asking for every
+  // context's snapshot once a second, as web/dashboard.js does); medians compared.
+  int dashboard_clients = 0;
+  int rounds = 3;
 };
 [[nodiscard]] std::string command_line(const EvbOptions& options);
 [[nodiscard]] std::string evb_stem(const EvbOptions& options);

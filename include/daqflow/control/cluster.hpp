@@ -26,6 +26,7 @@ struct LaunchOptions {
   std::string self;         // the daqflow executable
   std::string config_path;  // passed to every executive
   std::string log_dir;      // created if missing
+  std::string record_dir;   // non-empty: every executive records its samples there (--record)
 };
 
 class LocalCluster {

@@ -30,10 +30,12 @@ struct PlannedApp {
                                                               const runtime::AppRegistry& registry);
 
 // The command line of the executive hosting a group of contexts:
-// SELF exec CONFIG --context A [--context B ...].
+// SELF exec CONFIG --context A [--context B ...] [EXTRA...] (extra: options for every
+// executive, e.g. --record DIR).
 [[nodiscard]] std::vector<std::string> exec_command(const std::string& self,
                                                     const std::string& config_path,
-                                                    const std::vector<std::string>& contexts);
+                                                    const std::vector<std::string>& contexts,
+                                                    const std::vector<std::string>& extra = {});
 
 // The processes daqflow run starts, from the process groups (ClusterConfig::process_groups): the
 // groups hosting mpi contexts become one group, first, started by a single mpirun (its mpi
@@ -56,6 +58,7 @@ struct PlannedApp {
 [[nodiscard]] std::vector<std::string> launch_command(const std::string& self,
                                                       const std::string& config_path,
                                                       const std::vector<std::string>& group,
-                                                      const runtime::ClusterConfig& config);
+                                                      const runtime::ClusterConfig& config,
+                                                      const std::vector<std::string>& extra = {});
 
 }  // namespace daqflow::control

@@ -33,6 +33,7 @@ struct RunOptions {
   std::string config_path;
   std::string self;          // the daqflow executable the contexts run
   std::string log_dir;       // the executives' logs: <log_dir>/<first context>.log
+  std::string record_dir;    // non-empty: the executives record their samples there
   double duration_s = 10.0;  // <= 0: until finished or stopped
   double status_interval_s = 1.0;
   std::chrono::milliseconds reach_timeout{15000};       // control ports answering

@@ -33,6 +33,9 @@ struct ExecutiveOptions {
   std::chrono::milliseconds halt_timeout{10000};
   // The clock applications see (AppContext::clock()); nullptr: the monotonic clock.
   core::Clock* clock = nullptr;
+  // Non-empty: every context also appends each sample of its history to
+  // <record_dir>/<context>.jsonl (docs/monitoring.md, Recording).
+  std::string record_dir;
 };
 
 class Executive {
