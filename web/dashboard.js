@@ -62,14 +62,22 @@ const contextPath = (context, rest) =>
 // The endpoint counters become metrics of the application, "endpoint.<name>".
 const ENDPOINT_GAUGES = new Set(['peers_connected', 'recv_pool_in_use', 'recv_pool_high_water']);
 
+// ... and its traffic with each peer, "peer.<id>.<name>" (counters).
 function metricsOf(app) {
   const out = app.metrics.slice();
   if (app.endpoint) {
     for (const [name, value] of Object.entries(app.endpoint)) {
-      if (name === 'transport') continue;
+      if (typeof value !== 'number') continue;
       const unit = name.startsWith('bytes') ? 'bytes' : '';
       const kind = ENDPOINT_GAUGES.has(name) ? 'gauge' : 'counter';
       out.push({name: 'endpoint.' + name, kind, unit, value, help: `endpoint (${app.endpoint.transport})`});
+    }
+    for (const p of app.endpoint.peers || []) {
+      for (const [name, value] of Object.entries(p)) {
+        if (typeof value !== 'number') continue;
+        out.push({name: `peer.${p.peer}.${name}`, kind: 'counter', unit: name.startsWith('bytes') ? 'bytes' : '',
+          value, help: `with ${p.peer}`});
+      }
     }
   }
   return out;
@@ -452,6 +460,7 @@ async function appView(root, appId) {
     setState(state, snap.state);
     reason.textContent = snap.reason || '';
     for (const m of metricsOf(snap)) {
+      if (m.name.startsWith('peer.')) continue; // per peer: the transports view
       let row = known.get(m.name);
       if (!row) {
         row = {value: el('td', {class: 'num'}), rate: el('td', {class: 'num'}), plotId: 'plot-' + m.name.replace(/[^a-zA-Z0-9_-]/g, '_')};
@@ -572,10 +581,35 @@ function transportsView(root) {
   const cols = ['context', 'application', 'transport', 'peers', 'in msg/s', 'in MB/s', 'out msg/s', 'out MB/s',
     'back-pressured /s', 'recv stalls /s', 'rejected', 'peer errors', 'recv pool', 'pool high water'];
   const table = el('table', {id: 'transports'}, el('tr', {}, ...cols.map((h) => el('th', {text: h}))));
+  const peerCols = ['application', 'peer', 'in msg/s', 'in MB/s', 'out msg/s', 'out MB/s', 'back-pressured /s',
+    'messages in', 'messages out'];
+  const peerTable = el('table', {id: 'transport-peers'}, el('tr', {}, ...peerCols.map((h) => el('th', {text: h}))));
   const plots = el('div', {class: 'plots'});
-  root.append(el('h2', {text: 'Endpoints'}), table, el('h2', {text: 'Bytes in and out per second'}), plots);
+  root.append(el('h2', {text: 'Endpoints'}), table, el('h2', {text: 'Per peer'}), peerTable,
+    el('h2', {text: 'Bytes in and out per second'}), plots);
   const rows = new Map();
+  const peerRows = new Map();
   return () => {
+    for (const a of applications()) {
+      if (!a.snap || !a.snap.endpoint) continue;
+      for (const p of a.snap.endpoint.peers || []) {
+        const key = `${a.id}/${p.peer}`;
+        let tds = peerRows.get(key);
+        if (!tds) {
+          tds = peerCols.map((_, i) => el('td', {class: i > 1 ? 'num' : ''}));
+          peerRows.set(key, tds);
+          peerTable.append(el('tr', {'data-app': a.id, 'data-peer': p.peer}, ...tds));
+        }
+        const r = (name) => {
+          const l = latest(a.id, `peer.${p.peer}.${name}`);
+          return l ? l.rate : undefined;
+        };
+        const figures = [a.id, p.peer, fmt(r('messages_received')), fmtBytesRate(r('bytes_received')),
+          fmt(r('messages_sent')), fmtBytesRate(r('bytes_sent')), fmt(r('back_pressured')),
+          fmt(p.messages_received), fmt(p.messages_sent)];
+        figures.forEach((f, i) => { tds[i].textContent = f; });
+      }
+    }
     for (const a of applications()) {
       if (!a.snap || !a.snap.endpoint) continue;
       let tds = rows.get(a.id);

@@ -162,7 +162,7 @@ Result<transport::Endpoint*> AppHost::endpoint(const transport::EndpointOptions*
 std::optional<AppHost::EndpointFigures> AppHost::endpoint_figures() const {
   const std::lock_guard lock(endpoint_mutex_);
   if (!endpoint_) return std::nullopt;
-  return EndpointFigures{endpoint_transport_, endpoint_->stats()};
+  return EndpointFigures{endpoint_transport_, endpoint_->stats(), endpoint_->peer_stats()};
 }
 
 AppHost::Status AppHost::status() const {

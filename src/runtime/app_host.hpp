@@ -21,6 +21,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "daqflow/core/agent.hpp"
 #include "daqflow/runtime/application.hpp"
@@ -75,6 +76,7 @@ class AppHost final : public AppContext {
   struct EndpointFigures {
     std::string transport;
     transport::EndpointStats stats;
+    std::vector<transport::PeerStats> peers;  // the peers with any traffic
   };
   // The endpoint's counters while the application holds one.
   [[nodiscard]] std::optional<EndpointFigures> endpoint_figures() const;

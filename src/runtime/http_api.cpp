@@ -459,6 +459,18 @@ ApiReply ControlApi::snapshot_json() const {
                   {"peers_connected", st.peers_connected},
                   {"recv_pool_in_use", st.recv_pool_in_use},
                   {"recv_pool_high_water", st.recv_pool_high_water}};
+      json peers = json::array();
+      for (const transport::PeerStats& p : e->peers) {
+        peers.push_back(
+            {{"peer", p.peer < cluster_.applications.size() ? cluster_.applications[p.peer].id
+                                                            : std::to_string(p.peer)},
+             {"messages_sent", p.messages_sent},
+             {"bytes_sent", p.bytes_sent},
+             {"messages_received", p.messages_received},
+             {"bytes_received", p.bytes_received},
+             {"back_pressured", p.back_pressured}});
+      }
+      endpoint["peers"] = std::move(peers);
     }
     apps.push_back({{"id", h->id()},
                     {"type", h->type().name},

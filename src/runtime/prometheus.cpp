@@ -73,7 +73,7 @@ constexpr std::array kStates = {
     State::Suspending, State::Suspended,   State::Resuming, State::Halting,  State::Failed};
 
 void add_endpoint(Families& families, const std::vector<prometheus::ClientMetric::Label>& labels,
-                  const AppHost::EndpointFigures& e) {
+                  const AppHost::EndpointFigures& e, const ClusterConfig& cluster) {
   auto with_transport = labels;
   with_transport.push_back({"transport", e.transport});
   const auto counter = [&](const char* name, const char* help, std::uint64_t value) {
@@ -105,6 +105,25 @@ void add_endpoint(Families& families, const std::vector<prometheus::ClientMetric
   gauge("daqflow_transport_receive_pool_in_use", "receive buffers held now", s.recv_pool_in_use);
   gauge("daqflow_transport_receive_pool_high_water", "most receive buffers held at once",
         s.recv_pool_high_water);
+  // Per peer: one series per peer the endpoint exchanged anything with.
+  for (const transport::PeerStats& p : e.peers) {
+    auto with_peer = with_transport;
+    with_peer.push_back({"peer", p.peer < cluster.applications.size()
+                                     ? cluster.applications[p.peer].id
+                                     : std::to_string(p.peer)});
+    const auto peer_counter = [&](const char* name, const char* help, std::uint64_t value) {
+      add(family(families, name, help, prometheus::MetricType::Counter), with_peer,
+          static_cast<double>(value));
+    };
+    peer_counter("daqflow_peer_sent_messages_total", "messages sent to the peer", p.messages_sent);
+    peer_counter("daqflow_peer_sent_bytes_total", "payload bytes sent to the peer", p.bytes_sent);
+    peer_counter("daqflow_peer_received_messages_total", "messages received from the peer",
+                 p.messages_received);
+    peer_counter("daqflow_peer_received_bytes_total", "payload bytes received from the peer",
+                 p.bytes_received);
+    peer_counter("daqflow_peer_back_pressured_total", "sends to the peer refused for back-pressure",
+                 p.back_pressured);
+  }
 }
 
 }  // namespace
@@ -163,7 +182,9 @@ std::string prometheus_text(const ContextControl& context, const ControlFigures&
                                                : prometheus::MetricType::Gauge),
           labels, m.value * p.scale);
     });
-    if (const auto e = host->endpoint_figures()) add_endpoint(families, labels, *e);
+    if (const auto e = host->endpoint_figures()) {
+      add_endpoint(families, labels, *e, host->cluster());
+    }
   }
   std::vector<prometheus::MetricFamily> list;
   list.reserve(families.size());

@@ -83,6 +83,18 @@ TEST_P(Conformance, InOrderDelivery) {
   EXPECT_EQ(tx->stats().messages_sent, kCount);
   EXPECT_EQ(rx->stats().messages_received, kCount);
   EXPECT_EQ(tx->in_flight(1), 0u);
+  // The same counts per peer.
+  const auto to = tx->peer_stats();
+  ASSERT_EQ(to.size(), 1u);
+  EXPECT_EQ(to[0].peer, rx->self());
+  EXPECT_EQ(to[0].messages_sent, kCount);
+  EXPECT_EQ(to[0].bytes_sent, tx->stats().bytes_sent);
+  EXPECT_EQ(to[0].messages_received, 0u);
+  const auto from = rx->peer_stats();
+  ASSERT_EQ(from.size(), 1u);
+  EXPECT_EQ(from[0].peer, tx->self());
+  EXPECT_EQ(from[0].messages_received, kCount);
+  EXPECT_EQ(from[0].bytes_received, rx->stats().bytes_received);
 }
 
 // Sends one message of each size and checks every byte; with and without payload CRC.

@@ -65,6 +65,9 @@ TEST_P(Conformance, BackPressureFromStalledReceiver) {
   EXPECT_EQ(tx->in_flight(1), kDepth);
   EXPECT_LE(tx->in_flight(1), kDepth);
   EXPECT_GT(tx->stats().back_pressured, 0u);
+  const auto to = tx->peer_stats();
+  ASSERT_EQ(to.size(), 1u);
+  EXPECT_EQ(to[0].back_pressured, tx->stats().back_pressured) << "every refusal was for peer 1";
 
   // The receiver reads but holds every message: its receive pool (where it has one) runs dry and
   // reading stops.

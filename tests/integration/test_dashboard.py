@@ -179,6 +179,11 @@ class Dashboard(DaqflowTestCase):
         self.go("transports")
         self.wait(lambda: self.text('#transports tr[data-app="ru1"] td:nth-child(3)') == "tcp",
                   "ru1's tcp endpoint")
+        # Per peer: each RU sends its blocks to both BUs.
+        for bu in ("bu1", "bu2"):
+            self.wait(lambda: self.text(f'#transport-peers tr[data-app="ru1"][data-peer="{bu}"] '
+                                        'td:nth-child(9)') not in (None, "", "0", "–"),
+                      f"ru1's messages to {bu}")
         self.screenshot("transports")
 
         # The audit of the commands sent through this executive, through the logs view.

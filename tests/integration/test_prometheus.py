@@ -78,9 +78,17 @@ class PrometheusScrape(DaqflowTestCase):
             lambda: (lambda r: r if all(r.get(ru, 0) > 0 for ru in ("ru1", "ru2", "ru3"))
                      else None)(rates('rate(daqflow_transport_sent_bytes_total{type="ru"}[5s])')),
             30, "every RU's transport to send bytes", interval=0.5)
+        # Per peer: every RU sends to both BUs.
+        per_peer = wait_until(
+            lambda: (lambda pairs: pairs if all((ru, bu) in pairs for ru in ("ru1", "ru2", "ru3")
+                                                for bu in ("bu1", "bu2")) else None)(
+                {(labels.get("application"), labels.get("peer")) for labels, v in self._query(
+                    port, 'rate(daqflow_peer_sent_bytes_total{type="ru"}[5s]) > 0')}),
+            30, "each RU's bytes to each BU", interval=0.5)
         enabled = rates('daqflow_application_state{state="Enabled"} == 1')
         self.assertEqual(sorted(enabled), ["bu1", "bu2", "evm0", "ru1", "ru2", "ru3"], enabled)
-        print(f"\nPrometheus: events built/s {built}; RU bytes sent/s {sent}", flush=True)
+        print(f"\nPrometheus: events built/s {built}; RU bytes sent/s {sent}; "
+              f"RU->BU pairs {sorted(per_peer)}", flush=True)
 
         self.assertEqual(self.stop_run(run), 0, self.output_of("run.log"))
         with open(self.path("summary.json")) as f:

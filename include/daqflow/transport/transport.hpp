@@ -123,6 +123,17 @@ struct EndpointStats {
   std::uint32_t recv_pool_high_water = 0;
 };
 
+// The traffic with one peer (Endpoint::peer_stats; the wish of seed 003: who sends how much
+// to whom, and who holds whom back).
+struct PeerStats {
+  AppIndex peer = 0;
+  std::uint64_t messages_sent = 0;
+  std::uint64_t bytes_sent = 0;
+  std::uint64_t messages_received = 0;
+  std::uint64_t bytes_received = 0;
+  std::uint64_t back_pressured = 0;  // post_send calls to this peer answered back_pressure
+};
+
 class Endpoint {
  public:
   virtual ~Endpoint() = default;
@@ -145,6 +156,8 @@ class Endpoint {
   // still held by the endpoint are released. Idempotent; the destructor calls it.
   virtual void close(std::chrono::milliseconds timeout = std::chrono::milliseconds(2000)) = 0;
   [[nodiscard]] virtual EndpointStats stats() const = 0;
+  // The same counters per peer, for the peers with any traffic, by index; any thread.
+  [[nodiscard]] virtual std::vector<PeerStats> peer_stats() const { return {}; }
 
   // A pool for messages this endpoint will send, in memory the transport sends from without a
   // copy: a shared-memory segment (shm), memory registered with the network (ucx, ofi). The

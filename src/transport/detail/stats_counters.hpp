@@ -4,6 +4,8 @@
 
 #include <atomic>
 #include <cstdint>
+#include <memory>
+#include <vector>
 
 #include "daqflow/core/buffer_pool.hpp"
 #include "daqflow/core/counter.hpp"
@@ -12,6 +14,47 @@
 namespace daqflow::transport::detail {
 
 struct StatsCounters {
+  // The count of peers (the address table's size), before the endpoint is handed out: the
+  // per-peer counters are taken once and never move.
+  void set_peer_count(std::size_t n) {
+    peers_ = std::make_unique<PeerCounters[]>(n);
+    peer_count_ = n;
+  }
+
+  // Owning thread only: one call per completed send, arrival or refused post, counting the
+  // endpoint's totals and the peer's.
+  void sent(AppIndex peer, std::uint64_t bytes) {
+    messages_sent.add_single_writer();
+    bytes_sent.add_single_writer(bytes);
+    if (peer < peer_count_) {
+      peers_[peer].messages_sent.add_single_writer();
+      peers_[peer].bytes_sent.add_single_writer(bytes);
+    }
+  }
+  void received(AppIndex peer, std::uint64_t bytes) {
+    messages_received.add_single_writer();
+    bytes_received.add_single_writer(bytes);
+    if (peer < peer_count_) {
+      peers_[peer].messages_received.add_single_writer();
+      peers_[peer].bytes_received.add_single_writer(bytes);
+    }
+  }
+  void back_pressure(AppIndex peer) {
+    back_pressured.add_single_writer();
+    if (peer < peer_count_) peers_[peer].back_pressured.add_single_writer();
+  }
+
+  [[nodiscard]] std::vector<PeerStats> peer_snapshot() const {
+    std::vector<PeerStats> out;
+    for (std::size_t i = 0; i < peer_count_; ++i) {
+      const PeerCounters& c = peers_[i];
+      PeerStats s{static_cast<AppIndex>(i),    c.messages_sent.value(),  c.bytes_sent.value(),
+                  c.messages_received.value(), c.bytes_received.value(), c.back_pressured.value()};
+      if (s.messages_sent + s.messages_received + s.back_pressured > 0) out.push_back(s);
+    }
+    return out;
+  }
+
   core::Counter messages_sent;
   core::Counter bytes_sent;
   core::Counter messages_received;
@@ -50,6 +93,17 @@ struct StatsCounters {
     }
     return s;
   }
+
+ private:
+  struct PeerCounters {
+    core::Counter messages_sent;
+    core::Counter bytes_sent;
+    core::Counter messages_received;
+    core::Counter bytes_received;
+    core::Counter back_pressured;
+  };
+  std::unique_ptr<PeerCounters[]> peers_;
+  std::size_t peer_count_ = 0;
 };
 
 }  // namespace daqflow::transport::detail

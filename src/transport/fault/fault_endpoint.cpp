@@ -142,6 +142,7 @@ class FaultEndpoint final : public Endpoint, public FaultInjection {
     inner_->close(timeout);
   }
   [[nodiscard]] EndpointStats stats() const override { return inner_->stats(); }
+  [[nodiscard]] std::vector<PeerStats> peer_stats() const override { return inner_->peer_stats(); }
   [[nodiscard]] Result<std::unique_ptr<core::BufferPool>> make_send_pool(
       std::string name, std::size_t buffer_size, std::size_t count) override {
     return inner_->make_send_pool(std::move(name), buffer_size, count);

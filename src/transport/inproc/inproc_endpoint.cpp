@@ -60,6 +60,7 @@ InprocEndpoint::InprocEndpoint(const AddressTable& addresses, std::shared_ptr<Hu
       own_(std::move(mailbox)),
       peers_(hub_->applications()),
       events_(hub_->applications() * 2 + 16) {
+  stats_.set_peer_count(peers_.size());
   busy_.reserve(peers_.size());
   linked_.reserve(peers_.size());
   waiting_.reserve(peers_.size());
@@ -130,7 +131,7 @@ SendStatus InprocEndpoint::post_send(AppIndex index, Message& message) {
   Mailbox& mailbox = *p.mailbox;
   if (mailbox.closure() != Closure::open) return SendStatus::closed;
   if (p.posted - p.reported_sends >= options_.pipeline_depth) {
-    stats_.back_pressured.add_single_writer();
+    stats_.back_pressure(index);
     return SendStatus::back_pressure;
   }
   const std::uint64_t sequence = p.posted;
@@ -138,7 +139,7 @@ SendStatus InprocEndpoint::post_send(AppIndex index, Message& message) {
   Delivery delivery{p.link.get(), sequence, size, std::move(message)};
   if (!mailbox.inbound().try_push(std::move(delivery))) {
     message = std::move(delivery.message);
-    stats_.back_pressured.add_single_writer();
+    stats_.back_pressure(index);
     return SendStatus::back_pressure;
   }
   message.clear();
@@ -195,8 +196,7 @@ std::size_t InprocEndpoint::poll(std::span<Completion> out) {
       const SentInfo& s = p.sent[p.reported_sends % options_.pipeline_depth];
       emit.send_done(index, s.sequence, s.size, s.type, 0, s.tag);
       ++p.reported_sends;
-      stats_.messages_sent.add_single_writer();
-      stats_.bytes_sent.add_single_writer(s.size);
+      stats_.sent(index, s.size);
     }
     if (p.reported_sends == p.posted) {
       p.busy = false;
@@ -224,8 +224,7 @@ std::size_t InprocEndpoint::poll(std::span<Completion> out) {
       link.touched = true;
       touched_.push_back(&link);
     }
-    stats_.messages_received.add_single_writer();
-    stats_.bytes_received.add_single_writer(d.size);
+    stats_.received(link.sender, d.size);
   }
 
   if (!touched_.empty()) {

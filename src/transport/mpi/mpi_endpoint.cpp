@@ -26,7 +26,9 @@ MpiEndpoint::MpiEndpoint(const AddressTable& addresses, std::shared_ptr<Registry
       channel_(std::move(channel)),
       rank_of_(std::move(rank_of)),
       name_(std::move(name)),
-      peers_(rank_of_->size()) {}
+      peers_(rank_of_->size()) {
+  stats_.set_peer_count(peers_.size());
+}
 
 MpiEndpoint::~MpiEndpoint() {
   shut(Work::Kind::close, std::chrono::milliseconds(2000));
@@ -84,7 +86,7 @@ SendStatus MpiEndpoint::post_send(AppIndex index, Message& message) {
     return p.state == Peer::State::closed ? SendStatus::closed : SendStatus::not_connected;
   }
   if (p.posted - p.reported >= channel_->options.pipeline_depth) {
-    stats_.back_pressured.add_single_writer();
+    stats_.back_pressure(index);
     return SendStatus::back_pressure;
   }
   Work w;
@@ -101,7 +103,7 @@ SendStatus MpiEndpoint::post_send(AppIndex index, Message& message) {
   w.message = std::move(message);
   if (!channel_->work.try_push(std::move(w))) {
     message = std::move(w.message);
-    stats_.back_pressured.add_single_writer();
+    stats_.back_pressure(index);
     return SendStatus::back_pressure;
   }
   message.clear();
@@ -138,14 +140,12 @@ bool MpiEndpoint::handle(Event& e, Completion& c) {
       c.kind = Completion::Kind::send_done;
       c.message.type = e.message.type;
       c.message.tag = e.message.tag;
-      stats_.messages_sent.add_single_writer();
-      stats_.bytes_sent.add_single_writer(e.size);
+      stats_.sent(e.peer, e.size);
       return true;
     case Event::Kind::recv:
       c.kind = Completion::Kind::recv;
       c.message = std::move(e.message);
-      stats_.messages_received.add_single_writer();
-      stats_.bytes_received.add_single_writer(e.size);
+      stats_.received(e.peer, e.size);
       return true;
     case Event::Kind::opened:
       if (p.state == Peer::State::open) return false;

@@ -43,6 +43,9 @@ class MpiEndpoint final : public Endpoint, public FaultInjection {
   [[nodiscard]] std::size_t in_flight(AppIndex peer) const override;
   void close(std::chrono::milliseconds timeout) override;
   [[nodiscard]] EndpointStats stats() const override;
+  [[nodiscard]] std::vector<PeerStats> peer_stats() const override {
+    return stats_.peer_snapshot();
+  }
   void abort() override;
 
  private:

@@ -29,6 +29,7 @@ OfiEndpoint::OfiEndpoint(const AddressTable& table, const EndpointOptions& optio
       peers_(table.size()),
       iov_limit_(std::max<std::size_t>(parts_.domain->info->tx_attr->iov_limit, 1)),
       events_(table.size() * 2 + 64) {
+  stats_.set_peer_count(peers_.size());
   const std::size_t depth = options_.pipeline_depth;
   std::byte* at = parts_.control->bytes().data();
   for (AppIndex i = 0; i < peers_.size(); ++i) {
@@ -105,7 +106,7 @@ SendStatus OfiEndpoint::post_send(AppIndex index, Message& message) {
   Peer& p = peers_[index];
   if (const SendStatus s = detail::send_status(p.state); s != SendStatus::ok) return s;
   if (p.count == p.slots.size()) {
-    stats_.back_pressured.add_single_writer();
+    stats_.back_pressure(index);
     return SendStatus::back_pressure;
   }
   // A copy is needed when the provider cannot gather that many pieces (the header is one), or
@@ -137,7 +138,7 @@ SendStatus OfiEndpoint::post_send(AppIndex index, Message& message) {
   } else if (pieces + 1 > iov_limit_ || unregistered) {
     slot.bounce = parts_.bounce_pool->acquire();
     if (!slot.bounce) {
-      stats_.back_pressured.add_single_writer();
+      stats_.back_pressure(index);
       return SendStatus::back_pressure;
     }
     std::size_t at = 0;
@@ -255,8 +256,7 @@ void OfiEndpoint::report_sends(AppIndex index, detail::Emitter& emit) {
     if (!slot.provider_done || slot.sequence >= p.acked) return;
     emit.send_done(index, slot.sequence, slot.size, slot.message.type, slot.message.flags,
                    slot.message.tag);
-    stats_.messages_sent.add_single_writer();
-    stats_.bytes_sent.add_single_writer(slot.size);
+    stats_.sent(index, slot.size);
     slot.message.clear();
     slot.bounce.reset();
     slot.posted = false;

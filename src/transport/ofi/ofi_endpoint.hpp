@@ -116,6 +116,9 @@ class OfiEndpoint final : public Endpoint, public FaultInjection {
   [[nodiscard]] std::size_t in_flight(AppIndex peer) const override;
   void close(std::chrono::milliseconds timeout) override;
   [[nodiscard]] EndpointStats stats() const override;
+  [[nodiscard]] std::vector<PeerStats> peer_stats() const override {
+    return stats_.peer_snapshot();
+  }
   [[nodiscard]] Result<std::unique_ptr<core::BufferPool>> make_send_pool(
       std::string name, std::size_t buffer_size, std::size_t count) override;
   void abort() override;

@@ -150,8 +150,7 @@ void OfiEndpoint::deliver(Arrival& arrival, detail::Emitter& emit) {
   } else {
     arrival.buffer.reset();
   }
-  stats_.messages_received.add_single_writer();
-  stats_.bytes_received.add_single_writer(h.payload_size);
+  stats_.received(arrival.peer, h.payload_size);
   if (!p.ack_listed && p.state == Peer::State::open) {
     p.ack_listed = true;
     acks_owed_.push_back(arrival.peer);

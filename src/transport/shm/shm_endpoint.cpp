@@ -53,6 +53,7 @@ ShmEndpoint::ShmEndpoint(Names names, const EndpointOptions& options, std::share
       process_(self_process()),
       peers_(names_.addresses->size()),
       events_(names_.addresses->size() * 2 + 16) {
+  stats_.set_peer_count(peers_.size());
   linked_.reserve(peers_.size());
   active_.reserve(peers_.size());
   waiting_.reserve(peers_.size());

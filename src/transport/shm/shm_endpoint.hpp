@@ -62,6 +62,9 @@ class ShmEndpoint final : public Endpoint, public FaultInjection {
   [[nodiscard]] std::size_t in_flight(AppIndex peer) const override;
   void close(std::chrono::milliseconds timeout) override;
   [[nodiscard]] EndpointStats stats() const override;
+  [[nodiscard]] std::vector<PeerStats> peer_stats() const override {
+    return stats_.peer_snapshot();
+  }
   void abort() override { shut(SegmentState::aborted, std::chrono::milliseconds(0)); }
   void corrupt_next(AppIndex peer) override { corrupt_next_ = peer; }
   [[nodiscard]] bool can_corrupt() const override { return options_.payload_crc; }

@@ -165,8 +165,7 @@ void ShmEndpoint::receive(AppIndex index, detail::Emitter& emit) {
     }
     head += d.entries;
     ++p.next_sequence;
-    stats_.messages_received.add_single_writer();
-    stats_.bytes_received.add_single_writer(e.size);
+    stats_.received(index, e.size);
   }
   if (head != p.in_head) {
     p.in_head = head;

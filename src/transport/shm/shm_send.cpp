@@ -53,7 +53,7 @@ SendStatus ShmEndpoint::post_send(AppIndex index, Message& message) {
     return SendStatus::closed;
   }
   if (p.posted - p.reported >= options_.pipeline_depth) {
-    stats_.back_pressured.add_single_writer();
+    stats_.back_pressure(index);
     return SendStatus::back_pressure;
   }
 
@@ -72,7 +72,7 @@ SendStatus ShmEndpoint::post_send(AppIndex index, Message& message) {
   if (!shared) {
     bounce = bounce_->acquire();
     if (!bounce) {
-      stats_.back_pressured.add_single_writer();
+      stats_.back_pressure(index);
       return SendStatus::back_pressure;
     }
     pieces = 1;
@@ -82,7 +82,7 @@ SendStatus ShmEndpoint::post_send(AppIndex index, Message& message) {
   if (p.tail + n + 1 - p.head_cache > kRingEntries) {
     p.head_cache = p.out->head.load(std::memory_order_acquire);
     if (p.tail + n + 1 - p.head_cache > kRingEntries) {
-      stats_.back_pressured.add_single_writer();
+      stats_.back_pressure(index);
       return SendStatus::back_pressure;
     }
   }
@@ -153,8 +153,7 @@ void ShmEndpoint::complete_sends(AppIndex index, detail::Emitter& emit) {
     if (s.end > head) break;
     emit.send_done(index, s.sequence, s.size, s.type, 0, s.tag);
     ++p.reported;
-    stats_.messages_sent.add_single_writer();
-    stats_.bytes_sent.add_single_writer(s.size);
+    stats_.sent(index, s.size);
   }
 }
 

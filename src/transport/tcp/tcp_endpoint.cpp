@@ -35,6 +35,7 @@ TcpEndpoint::TcpEndpoint(const AddressTable& addresses, const EndpointOptions& o
       iov_(IOV_MAX),
       ready_(kMaxEvents),
       events_(addresses.size() * 2 + 64) {
+  stats_.set_peer_count(peers_.size());
   dirty_.reserve(peers_.size());
   retries_.resize(peers_.size());
   if (listener_) {
@@ -80,7 +81,7 @@ SendStatus TcpEndpoint::post_send(AppIndex index, Message& message) {
   Peer& p = peers_[index];
   if (const SendStatus s = detail::send_status(p.state); s != SendStatus::ok) return s;
   if (p.queue.full()) {
-    stats_.back_pressured.add_single_writer();
+    stats_.back_pressure(index);
     return SendStatus::back_pressure;
   }
   wire::MessageHeader h = detail::data_header(message, self(), index, p.next_send_sequence++, size,
@@ -298,8 +299,7 @@ bool TcpEndpoint::flush(AppIndex index, detail::Emitter* emit) {
       return wrote;
     }
     p.queue.advance(static_cast<std::size_t>(n), [&](detail::OutgoingMessage& m) {
-      stats_.messages_sent.add_single_writer();
-      stats_.bytes_sent.add_single_writer(m.size);
+      stats_.sent(index, m.size);
       if (emit == nullptr) return;
       emit->send_done(index, m.sequence, m.size, m.message.type, m.message.flags, m.message.tag);
     });
@@ -379,8 +379,7 @@ void TcpEndpoint::on_frame(Connection& c, detail::Frame& frame, detail::Emitter&
   if (p.state == Peer::State::closed || p.state == Peer::State::failed) return;
   Completion& r = emit.recv(c.peer, h);
   if (frame.payload) r.message.add(std::move(frame.payload), 0, h.payload_size);
-  stats_.messages_received.add_single_writer();
-  stats_.bytes_received.add_single_writer(h.payload_size);
+  stats_.received(c.peer, h.payload_size);
 }
 
 }  // namespace daqflow::transport::tcp

@@ -72,6 +72,9 @@ class TcpEndpoint final : public Endpoint, public FaultInjection {
   [[nodiscard]] std::size_t in_flight(AppIndex peer) const override;
   void close(std::chrono::milliseconds timeout) override;
   [[nodiscard]] EndpointStats stats() const override { return stats_.snapshot(pool_.get()); }
+  [[nodiscard]] std::vector<PeerStats> peer_stats() const override {
+    return stats_.peer_snapshot();
+  }
   void abort() override;
   void corrupt_next(AppIndex peer) override { corrupt_next_ = peer; }
   [[nodiscard]] bool can_corrupt() const override { return options_.payload_crc; }

@@ -51,6 +51,7 @@ UcxEndpoint::UcxEndpoint(const AddressTable& addresses, const EndpointOptions& o
       arrivals_(options.recv_buffers + 64),
       arrival_limit_(options.recv_buffers + 64),
       events_(addresses.size() * 2 + 64) {
+  stats_.set_peer_count(peers_.size());
   done_.reserve(peers_.size());
   retries_.resize(peers_.size());
   replies_.reserve(peers_.size());
@@ -145,7 +146,7 @@ SendStatus UcxEndpoint::post_send(AppIndex index, Message& message) {
   if (const SendStatus s = detail::send_status(p.state); s != SendStatus::ok) return s;
   if (p.send == nullptr) return SendStatus::not_connected;
   if (p.count == p.slots.size()) {
-    stats_.back_pressured.add_single_writer();
+    stats_.back_pressure(index);
     return SendStatus::back_pressure;
   }
   SendSlot& s = p.slots[(p.head + p.count) % p.slots.size()];
@@ -352,8 +353,7 @@ void UcxEndpoint::emit_sends(detail::Emitter& emit) {
         fail_peer(index, ucs_status_string(s.status));
         break;
       }
-      stats_.messages_sent.add_single_writer();
-      stats_.bytes_sent.add_single_writer(s.size);
+      stats_.sent(index, s.size);
       emit.send_done(index, s.sequence, s.size, s.message.type, s.message.flags, s.message.tag);
       s.message.clear();
       s.done = false;

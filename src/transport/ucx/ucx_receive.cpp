@@ -223,8 +223,7 @@ void UcxEndpoint::emit_arrivals(detail::Emitter& emit) {
     if (!emit.room()) return;
     Completion& r = emit.recv(a.peer, a.header);
     if (a.buffer) r.message.add(std::move(a.buffer), 0, a.header.payload_size);
-    stats_.messages_received.add_single_writer();
-    stats_.bytes_received.add_single_writer(a.header.payload_size);
+    stats_.received(a.peer, a.header.payload_size);
     arrivals_.pop();
   }
 }
