@@ -17,6 +17,7 @@
 #include <mutex>
 #include <thread>
 
+#include "connection_reaper.hpp"
 #include "daqflow/core/net.hpp"
 #include "daqflow/runtime/access.hpp"
 #include "executive_context.hpp"
@@ -128,7 +129,10 @@ struct Executive::Impl {
     return c;
   }
 
+  std::unique_ptr<ConnectionReaper> reaper;  // of every context's control port
+
   void stop_servers() {
+    reaper.reset();
     for (Hosted& h : contexts) {
       h.sampler.reset();
       if (h.server) h.server->stop();
@@ -262,6 +266,10 @@ Result<void> Executive::start() {
     spdlog::info("context {}: control API on http://{}:{}/api/v1 ({} application(s))", c.name, bind,
                  h.port, h.control->hosts().size());
   }
+  std::vector<std::uint16_t> ports;
+  for (const Impl::Hosted& h : impl_->contexts) ports.push_back(h.port);
+  impl_->reaper =
+      std::make_unique<ConnectionReaper>(std::move(ports), impl_->options.control_connection_limit);
   impl_->started = true;
   return ok();
 }

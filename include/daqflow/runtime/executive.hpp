@@ -36,6 +36,9 @@ struct ExecutiveOptions {
   // Non-empty: every context also appends each sample of its history to
   // <record_dir>/<context>.jsonl (docs/monitoring.md, Recording).
   std::string record_dir;
+  // A connection to a control port open longer than this is cut (a client trickling its
+  // request would hold a server thread: docs/control-api.md, Limits).
+  std::chrono::milliseconds control_connection_limit{30000};
 };
 
 class Executive {

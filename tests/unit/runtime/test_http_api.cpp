@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <set>
 #include <sstream>
+#include <thread>
 #include <vector>
 
 #include "daqflow/core/log.hpp"
@@ -757,6 +758,39 @@ TEST(HttpApiAccess, AControlPortOpenedBeyondTheLoopbackNeedsAToken) {
   ASSERT_FALSE(unreadable);
   EXPECT_NE(unreadable.error().message().find("/nonexistent/daqflow.token"), std::string::npos)
       << unreadable.error().message();
+}
+
+// A client that trickles its request would hold a server thread for as long as it likes; the
+// executive cuts a connection older than its limit.
+TEST(HttpApiLimits, AClientTricklingItsRequestIsCutAtTheConnectionLimit) {
+  ExecutiveOptions options;
+  options.control_connection_limit = std::chrono::milliseconds(1500);
+  auto exec = start_executive(two_contexts(23133), {"ctx"}, options);
+  ASSERT_TRUE(exec);
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  ASSERT_GE(fd, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(23133);
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
+  const std::string start = "GET /api/v1/context HTTP/1.1\r\nHost: x\r\nX-Slow: ";
+  ASSERT_EQ(::send(fd, start.data(), start.size(), MSG_NOSIGNAL),
+            static_cast<ssize_t>(start.size()));
+  // A byte every 300 ms: never idle for the 5 s read timeout.
+  const auto began = std::chrono::steady_clock::now();
+  bool cut = false;
+  while (!cut && std::chrono::steady_clock::now() - began < std::chrono::seconds(30)) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    if (::send(fd, "a", 1, MSG_NOSIGNAL) != 1) cut = true;
+    char buf[256];
+    if (::recv(fd, buf, sizeof(buf), MSG_DONTWAIT) == 0) cut = true;
+  }
+  ::close(fd);
+  const auto open_for = std::chrono::steady_clock::now() - began;
+  EXPECT_TRUE(cut) << "the trickling connection was never cut";
+  EXPECT_GE(open_for, std::chrono::milliseconds(1500)) << "not before the limit";
+  EXPECT_EQ(Api(23133).get("/api/v1/context").status, 200) << "the port serves others";
 }
 
 TEST_F(HttpApi, ShutdownIs202) {
