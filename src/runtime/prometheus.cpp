@@ -76,9 +76,13 @@ void add_endpoint(Families& families, const std::vector<prometheus::ClientMetric
                   const AppHost::EndpointFigures& e, const ClusterConfig& cluster) {
   auto with_transport = labels;
   with_transport.push_back({"transport", e.transport});
-  const auto counter = [&](const char* name, const char* help, std::uint64_t value) {
-    add(family(families, name, help, prometheus::MetricType::Counter), with_transport,
+  const auto counter_of = [&](const std::vector<prometheus::ClientMetric::Label>& series,
+                              const char* name, const char* help, std::uint64_t value) {
+    add(family(families, name, help, prometheus::MetricType::Counter), series,
         static_cast<double>(value));
+  };
+  const auto counter = [&](const char* name, const char* help, std::uint64_t value) {
+    counter_of(with_transport, name, help, value);
   };
   const auto gauge = [&](const char* name, const char* help, std::uint64_t value) {
     add(family(families, name, help, prometheus::MetricType::Gauge), with_transport,
@@ -112,8 +116,7 @@ void add_endpoint(Families& families, const std::vector<prometheus::ClientMetric
                                      ? cluster.applications[p.peer].id
                                      : std::to_string(p.peer)});
     const auto peer_counter = [&](const char* name, const char* help, std::uint64_t value) {
-      add(family(families, name, help, prometheus::MetricType::Counter), with_peer,
-          static_cast<double>(value));
+      counter_of(with_peer, name, help, value);
     };
     peer_counter("daqflow_peer_sent_messages_total", "messages sent to the peer", p.messages_sent);
     peer_counter("daqflow_peer_sent_bytes_total", "payload bytes sent to the peer", p.bytes_sent);

@@ -457,6 +457,14 @@ contexts:
                                   error_at("9:19", "port 9100"), error_at("10:5", "'bogus'")));
 }
 
+// The rest of a file whose first line is the section under test.
+const std::string kOneContext = R"(
+contexts:
+  - name: a
+    control_port: 9100
+    applications: [{type: sink, id: s0}]
+)";
+
 TEST(ConfigErrors, ControlBindMustBeAnAddressAndAccessNamesItsKeys) {
   const auto bind = errors_of(R"(contexts:
   - name: a
@@ -465,31 +473,19 @@ TEST(ConfigErrors, ControlBindMustBeAnAddressAndAccessNamesItsKeys) {
     applications: [{type: sink, id: s0}]
 )");
   EXPECT_THAT(bind, ElementsAre(error_at("4:19", "'everywhere' is not an IPv4 or IPv6 address")));
-  const std::string apps = R"(
-contexts:
-  - name: a
-    control_port: 9100
-    applications: [{type: sink, id: s0}]
-)";
-  EXPECT_THAT(errors_of("access: {protect_reads: maybe}" + apps),
+  EXPECT_THAT(errors_of("access: {protect_reads: maybe}" + kOneContext),
               ElementsAre(error_at("1:25", "'protect_reads' in access: expected true or false")));
-  EXPECT_THAT(errors_of("access: {token: abc}" + apps),
+  EXPECT_THAT(errors_of("access: {token: abc}" + kOneContext),
               ElementsAre(error_at("1:10", "unknown key 'token' in access")));
 }
 
 TEST(ConfigErrors, MonitoringNamesItsKeyAndBoundsItsMemory) {
-  const std::string apps = R"(
-contexts:
-  - name: a
-    control_port: 9100
-    applications: [{type: sink, id: s0}]
-)";
-  EXPECT_THAT(errors_of("monitoring: {interval_ms: 5}" + apps),
+  EXPECT_THAT(errors_of("monitoring: {interval_ms: 5}" + kOneContext),
               ElementsAre(error_at("1:27", "interval_ms")));
-  EXPECT_THAT(errors_of("monitoring: {every: 5}" + apps),
+  EXPECT_THAT(errors_of("monitoring: {every: 5}" + kOneContext),
               ElementsAre(error_at("1:14", "unknown key 'every' in monitoring")));
   // 7 days every 10 ms for 256 series: far more than the 1 GiB allowed.
-  EXPECT_THAT(errors_of("monitoring: {interval_ms: 10, history_s: 604800}" + apps),
+  EXPECT_THAT(errors_of("monitoring: {interval_ms: 10, history_s: 604800}" + kOneContext),
               ElementsAre(error_at("1:1", "at most 1024")));
 }
 
