@@ -662,10 +662,21 @@ function logsView(root) {
     dash.logs = {key: '', since: 0, lines: []};
     pre.replaceChildren();
   };
+  // One request at a time: two with the same `since` would show the same lines twice.
+  let asking = false;
   return async () => {
-    const q = new URLSearchParams({level: levelSel.value, since: String(dash.logs.since)});
+    if (asking) return;
+    const logs = dash.logs;
+    const q = new URLSearchParams({level: levelSel.value, since: String(logs.since)});
     if (appSel.value) q.set('app', appSel.value);
-    const r = await api('GET', contextPath(contextSel.value, 'logs?' + q.toString()));
+    asking = true;
+    let r;
+    try {
+      r = await api('GET', contextPath(contextSel.value, 'logs?' + q.toString()));
+    } finally {
+      asking = false;
+    }
+    if (logs !== dash.logs) return; // the filters changed meanwhile
     const stick = pre.scrollTop + pre.clientHeight >= pre.scrollHeight - 4;
     for (const line of r.lines) {
       dash.logs.since = Math.max(dash.logs.since, line.t);
@@ -694,12 +705,19 @@ async function historyView(root) {
     dash.history = {key: seriesSel.value, since: 0, t: [], v: []};
   };
   await loadSeries();
+  let asking = false; // one request at a time, as for the logs
   return async () => {
     const h = dash.history;
-    if (!h.key) return;
+    if (!h.key || asking) return;
     const slash = h.key.indexOf('/');
     const q = new URLSearchParams({app: h.key.slice(0, slash), metric: h.key.slice(slash + 1), since: String(h.since)});
-    const r = await api('GET', contextPath(contextSel.value, 'history?' + q.toString()));
+    asking = true;
+    let r;
+    try {
+      r = await api('GET', contextPath(contextSel.value, 'history?' + q.toString()));
+    } finally {
+      asking = false;
+    }
     if (h !== dash.history) return; // the selection changed meanwhile
     for (let i = 0; i < r.t.length; ++i) {
       h.t.push(r.t[i] / 1000);

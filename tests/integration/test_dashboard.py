@@ -190,6 +190,10 @@ class Dashboard(DaqflowTestCase):
         self.go("logs")
         self.wait(lambda: "audit: PUT /api/v1/contexts/bu1/apps/bu1/params" in
                   (self.text("#log-lines") or ""), "the audit line of the parameter change")
+        # A few more updates later, each line is still there once: the change and the refusal.
+        time.sleep(2.5)
+        self.assertEqual(self.text("#log-lines").count("/api/v1/contexts/bu1/apps/bu1/params"), 2,
+                         self.text("#log-lines"))
         self.screenshot("logs")
 
         self.go("history")
