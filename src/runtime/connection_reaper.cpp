@@ -2,11 +2,13 @@
 
 #include <arpa/inet.h>
 #include <fcntl.h>
+#include <fmt/format.h>
 #include <netinet/in.h>
 #include <spdlog/spdlog.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <string>
 
@@ -35,9 +37,10 @@ std::string address_of(const sockaddr_storage& a) {
 }  // namespace
 
 ConnectionReaper::ConnectionReaper(std::vector<std::uint16_t> ports,
-                                   std::chrono::milliseconds limit)
+                                   std::chrono::milliseconds limit, std::size_t max_per_port)
     : ports_(ports.begin(), ports.end()),
       limit_(limit),
+      max_per_port_(max_per_port),
       thread_([this](const std::stop_token& stop) {
         while (!stop.stop_requested()) {
           scan();
@@ -57,7 +60,13 @@ std::uint64_t ConnectionReaper::reaped() const {
 
 void ConnectionReaper::scan() {
   const auto now = std::chrono::steady_clock::now();
-  std::set<unsigned long> seen;
+  struct Open {
+    std::uint16_t port;
+    unsigned long inode;
+    std::chrono::steady_clock::time_point since;
+    core::UniqueFd dup;
+  };
+  std::vector<Open> open;
   std::error_code ec;
   for (const auto& entry : std::filesystem::directory_iterator("/proc/self/fd", ec)) {
     int fd = -1;
@@ -68,7 +77,7 @@ void ConnectionReaper::scan() {
     }
     // A duplicate holds the socket itself: whatever happens to the number fd meanwhile, what is
     // checked below and shut down is this one socket.
-    const core::UniqueFd dup(::fcntl(fd, F_DUPFD_CLOEXEC, 0));
+    core::UniqueFd dup(::fcntl(fd, F_DUPFD_CLOEXEC, 0));
     if (!dup) continue;
     struct stat st {};
     if (::fstat(dup.get(), &st) != 0 || !S_ISSOCK(st.st_mode)) continue;
@@ -80,27 +89,52 @@ void ConnectionReaper::scan() {
     sockaddr_storage local{};
     len = sizeof(local);
     if (::getsockname(dup.get(), reinterpret_cast<sockaddr*>(&local), &len) != 0) continue;
-    if (ports_.count(port_of(local)) == 0) continue;  // not accepted on a control port
-    const unsigned long inode = st.st_ino;
-    seen.insert(inode);
-    std::unique_lock lock(mutex_);
-    const auto [it, fresh] = first_seen_.emplace(inode, now);
-    if (fresh || now - it->second < limit_) continue;
-    it->second = now;  // shut down once; again only if it is still there after another limit
-    ++reaped_;
-    lock.unlock();
-    sockaddr_storage peer{};
-    len = sizeof(peer);
-    const std::string from = ::getpeername(dup.get(), reinterpret_cast<sockaddr*>(&peer), &len) == 0
-                                 ? address_of(peer)
-                                 : std::string("?");
-    spdlog::warn("control port {}: closing the connection from {}, open for more than {} ms",
-                 port_of(local), from, limit_.count());
-    ::shutdown(dup.get(), SHUT_RDWR);
+    const std::uint16_t port = port_of(local);
+    if (ports_.count(port) == 0) continue;  // not accepted on a control port
+    open.push_back(Open{port, static_cast<unsigned long>(st.st_ino), now, std::move(dup)});
   }
-  const std::lock_guard lock(mutex_);
-  for (auto it = first_seen_.begin(); it != first_seen_.end();) {
-    it = seen.count(it->first) != 0 ? std::next(it) : first_seen_.erase(it);
+
+  std::vector<std::pair<const Open*, std::string>> cut;
+  {
+    const std::lock_guard lock(mutex_);
+    std::map<unsigned long, std::chrono::steady_clock::time_point> still;
+    for (Open& o : open) {
+      const auto it = first_seen_.find(o.inode);
+      o.since = it == first_seen_.end() ? now : it->second;
+      still.emplace(o.inode, o.since);
+    }
+    first_seen_ = std::move(still);
+    // Too old: a client that trickles its request.
+    std::map<std::uint16_t, std::vector<const Open*>> kept;
+    for (const Open& o : open) {
+      if (now - o.since >= limit_) {
+        cut.emplace_back(&o, fmt::format("open for more than {} ms", limit_.count()));
+        first_seen_[o.inode] = now;  // again only if still there after another limit
+      } else {
+        kept[o.port].push_back(&o);
+      }
+    }
+    // Too many on one port: the youngest go, those already being served stay.
+    for (auto& [port, list] : kept) {
+      if (list.size() <= max_per_port_) continue;
+      std::sort(list.begin(), list.end(),
+                [](const Open* a, const Open* b) { return a->since < b->since; });
+      for (std::size_t i = max_per_port_; i < list.size(); ++i) {
+        cut.emplace_back(list[i], fmt::format("{} connections on the port, at most {}", list.size(),
+                                              max_per_port_));
+      }
+    }
+    reaped_ += cut.size();
+  }
+  for (const auto& [o, why] : cut) {
+    sockaddr_storage peer{};
+    socklen_t len = sizeof(peer);
+    const std::string from =
+        ::getpeername(o->dup.get(), reinterpret_cast<sockaddr*>(&peer), &len) == 0
+            ? address_of(peer)
+            : std::string("?");
+    spdlog::warn("control port {}: closing the connection from {}: {}", o->port, from, why);
+    ::shutdown(o->dup.get(), SHUT_RDWR);
   }
 }
 

@@ -269,7 +269,8 @@ Result<void> Executive::start() {
   std::vector<std::uint16_t> ports;
   for (const Impl::Hosted& h : impl_->contexts) ports.push_back(h.port);
   impl_->reaper =
-      std::make_unique<ConnectionReaper>(std::move(ports), impl_->options.control_connection_limit);
+      std::make_unique<ConnectionReaper>(std::move(ports), impl_->options.control_connection_limit,
+                                         impl_->options.control_connections_per_port);
   impl_->started = true;
   return ok();
 }

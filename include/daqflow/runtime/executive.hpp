@@ -39,6 +39,8 @@ struct ExecutiveOptions {
   // A connection to a control port open longer than this is cut (a client trickling its
   // request would hold a server thread: docs/control-api.md, Limits).
   std::chrono::milliseconds control_connection_limit{30000};
+  // More connections than this on one control port: the youngest are cut.
+  std::size_t control_connections_per_port = 64;
 };
 
 class Executive {

@@ -793,6 +793,52 @@ TEST(HttpApiLimits, AClientTricklingItsRequestIsCutAtTheConnectionLimit) {
   EXPECT_EQ(Api(23133).get("/api/v1/context").status, 200) << "the port serves others";
 }
 
+// The HTTP library queues accepted connections without a bound: past the count allowed per
+// port, the youngest are cut, and the port goes on serving.
+TEST(HttpApiLimits, ConnectionsBeyondTheBoundAreCutYoungestFirst) {
+  ExecutiveOptions options;
+  options.control_connections_per_port = 4;
+  options.control_connection_limit = std::chrono::minutes(10);
+  auto exec = start_executive(two_contexts(23134), {"ctx"}, options);
+  ASSERT_TRUE(exec);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(23134);
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  // Ten clients that each begin a request and say no more (the part sent gets them accepted).
+  std::vector<int> fds;
+  const std::string start = "GET /api/v1/context HTTP/1.1\r\nHost: x\r\nX-Slow: ";
+  for (int i = 0; i < 10; ++i) {
+    const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    ASSERT_GE(fd, 0);
+    ASSERT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
+    ASSERT_EQ(::send(fd, start.data(), start.size(), MSG_NOSIGNAL),
+              static_cast<ssize_t>(start.size()));
+    fds.push_back(fd);
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));  // an order of arrival
+  }
+  // Each keeps trickling, so that nothing but the bound cuts it; until six are cut.
+  std::vector<bool> gone(fds.size(), false);
+  std::size_t cut = 0;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (cut < 6 && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    cut = 0;
+    for (std::size_t i = 0; i < fds.size(); ++i) {
+      char buf[64];
+      if (!gone[i]) {
+        gone[i] = ::send(fds[i], "a", 1, MSG_NOSIGNAL) != 1 ||
+                  ::recv(fds[i], buf, sizeof(buf), MSG_DONTWAIT) == 0;
+      }
+      cut += gone[i] ? 1 : 0;
+    }
+  }
+  EXPECT_EQ(cut, 6u);
+  for (std::size_t i = 0; i < 4; ++i) EXPECT_FALSE(gone[i]) << "the oldest stay: " << i;
+  EXPECT_EQ(Api(23134).get("/api/v1/context").status, 200) << "the port serves others";
+  for (const int fd : fds) ::close(fd);
+}
+
 TEST_F(HttpApi, ShutdownIs202) {
   start(23118);
   const auto r = api().post("/api/v1/shutdown");
