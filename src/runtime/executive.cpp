@@ -206,6 +206,10 @@ Result<std::unique_ptr<Executive>> Executive::create(ClusterConfig cluster,
 }
 
 Result<void> Executive::start() {
+  // spdlog's registry is made on first use; made here, before the server threads start, every
+  // thread that logs sees it made (a first use on two threads at once is ordered only inside
+  // libspdlog, where ThreadSanitizer cannot see it).
+  (void)spdlog::default_logger_raw();
   for (Impl::Hosted& h : impl_->contexts) {
     const ContextConfig& c = h.control->config();
     const std::string& bind = c.control_bind;
