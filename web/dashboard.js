@@ -639,6 +639,20 @@ function transportsView(root) {
   };
 }
 
+// An async update that is skipped while its previous call is still waiting for its answer.
+function oneAtATime(update) {
+  let running = false;
+  return async () => {
+    if (running) return;
+    running = true;
+    try {
+      await update();
+    } finally {
+      running = false;
+    }
+  };
+}
+
 function selector(id, options, value, onchange) {
   const s = el('select', {id, onchange});
   for (const [v, label] of options) s.append(el('option', {value: v, text: label}));
@@ -663,19 +677,11 @@ function logsView(root) {
     pre.replaceChildren();
   };
   // One request at a time: two with the same `since` would show the same lines twice.
-  let asking = false;
-  return async () => {
-    if (asking) return;
+  return oneAtATime(async () => {
     const logs = dash.logs;
     const q = new URLSearchParams({level: levelSel.value, since: String(logs.since)});
     if (appSel.value) q.set('app', appSel.value);
-    asking = true;
-    let r;
-    try {
-      r = await api('GET', contextPath(contextSel.value, 'logs?' + q.toString()));
-    } finally {
-      asking = false;
-    }
+    const r = await api('GET', contextPath(contextSel.value, 'logs?' + q.toString()));
     if (logs !== dash.logs) return; // the filters changed meanwhile
     const stick = pre.scrollTop + pre.clientHeight >= pre.scrollHeight - 4;
     for (const line of r.lines) {
@@ -685,7 +691,7 @@ function logsView(root) {
     }
     while (pre.childElementCount > 2000) pre.firstChild.remove();
     if (stick) pre.scrollTop = pre.scrollHeight;
-  };
+  });
 }
 
 async function historyView(root) {
@@ -705,19 +711,12 @@ async function historyView(root) {
     dash.history = {key: seriesSel.value, since: 0, t: [], v: []};
   };
   await loadSeries();
-  let asking = false; // one request at a time, as for the logs
-  return async () => {
+  return oneAtATime(async () => { // as for the logs: points twice otherwise
     const h = dash.history;
-    if (!h.key || asking) return;
+    if (!h.key) return;
     const slash = h.key.indexOf('/');
     const q = new URLSearchParams({app: h.key.slice(0, slash), metric: h.key.slice(slash + 1), since: String(h.since)});
-    asking = true;
-    let r;
-    try {
-      r = await api('GET', contextPath(contextSel.value, 'history?' + q.toString()));
-    } finally {
-      asking = false;
-    }
+    const r = await api('GET', contextPath(contextSel.value, 'history?' + q.toString()));
     if (h !== dash.history) return; // the selection changed meanwhile
     for (let i = 0; i < r.t.length; ++i) {
       h.t.push(r.t[i] / 1000);
@@ -729,7 +728,7 @@ async function historyView(root) {
       ys = h.v.map((v, i) => (i === 0 || v < h.v[i - 1] ? null : (v - h.v[i - 1]) / (h.t[i] - h.t[i - 1])));
     }
     setPlot('history-plot', [h.t, ys]);
-  };
+  });
 }
 
 const VIEWS = {cluster: clusterView, app: appView, evb: evbView, transports: transportsView, logs: logsView, history: historyView};
