@@ -26,12 +26,13 @@ Result<EventManager> EventManager::create(EventManagerSettings settings) {
   }
   EventManager m(std::move(settings));
   const auto& s = m.settings_;
-  transport::AppIndex top = 0;
-  for (const auto bu : s.bus) top = std::max(top, bu);
-  m.position_.assign(std::size_t{top} + 1, -1);
+  std::vector<transport::AppIndex> sorted = s.bus;
+  std::sort(sorted.begin(), sorted.end());
+  if (std::adjacent_find(sorted.begin(), sorted.end()) != sorted.end()) {
+    return Error("a BU is listed twice");
+  }
+  m.consumers_ = ConsumerSet(s.bus, s.heartbeat_timeout_ns);
   for (std::size_t i = 0; i < s.bus.size(); ++i) {
-    if (m.position_[s.bus[i]] >= 0) return Error("a BU is listed twice");
-    m.position_[s.bus[i]] = static_cast<int>(i);
     Bu b;
     b.index = s.bus[i];
     b.window = std::max<std::uint32_t>(s.windows[i], 1);
@@ -39,27 +40,20 @@ Result<EventManager> EventManager::create(EventManagerSettings settings) {
     b.durable = !s.durable.empty() && s.durable[i];
     m.bus_.push_back(b);
   }
-  m.alive_ = m.bus_.size();
   m.queue_.resize(std::bit_ceil(std::max<std::uint64_t>(windows, 2)));
   m.blocks_.resize(s.block_capacity);
   m.mask_ = s.block_capacity - 1;
   m.aside_.reserve(windows);
   m.aside_changes_.reserve(2 * windows);
+  m.lost_positions_.reserve(m.bus_.size());
   return m;
 }
 
-int EventManager::position_of(transport::AppIndex bu) const {
-  return bu < position_.size() ? position_[bu] : -1;
-}
-
-void EventManager::start_watch(std::int64_t now_ns) {
-  watching_ = true;
-  for (auto& b : bus_) b.last_heard_ns = now_ns;
-}
+void EventManager::start_watch(std::int64_t now_ns) { consumers_.start_watch(now_ns); }
 
 void EventManager::heard_from(transport::AppIndex bu, std::int64_t now_ns) {
   const int p = position_of(bu);
-  if (p >= 0) bus_[static_cast<std::size_t>(p)].last_heard_ns = now_ns;
+  if (p >= 0) consumers_.heard_from(static_cast<std::size_t>(p), now_ns);
 }
 
 void EventManager::request(transport::AppIndex from, const wire::EventRequest& r,
@@ -70,8 +64,8 @@ void EventManager::request(transport::AppIndex from, const wire::EventRequest& r
     return;
   }
   Bu& b = bus_[static_cast<std::size_t>(p)];
-  b.last_heard_ns = now_ns;
-  if (!b.alive || r.epoch != b.epoch) {
+  consumers_.heard_from(static_cast<std::size_t>(p), now_ns);
+  if (!consumers_.accepts(static_cast<std::size_t>(p), r.epoch)) {
     requests_ignored_ += r.blocks;
     return;
   }
@@ -106,7 +100,7 @@ bool EventManager::next_assign(wire::Assign& out, bool flush) {
   while (queue_size_ > 0) {
     const std::uint32_t p = queue_[queue_head_];
     Bu& bu = bus_[p];
-    if (!bu.alive) {  // defensive: lose() takes a lost BU's entries out of the queue
+    if (!consumers_.alive(p)) {  // defensive: lose() takes a lost BU's entries out of the queue
       if (bu.wanted > 0) --bu.wanted;
       queue_head_ = (queue_head_ + 1) % queue_.size();
       --queue_size_;
@@ -178,7 +172,7 @@ CommitOutcome EventManager::commit(transport::AppIndex from, const wire::BlockAc
     return CommitOutcome::fenced;
   }
   if (b->granted) return CommitOutcome::granted;  // a repeated request: the same answer
-  if (!bus_[static_cast<std::size_t>(p)].alive) {
+  if (!consumers_.alive(static_cast<std::size_t>(p))) {
     ++commits_fenced_;
     return CommitOutcome::fenced;
   }
@@ -223,23 +217,25 @@ AckOutcome EventManager::ack(transport::AppIndex from, const wire::BlockAck& a,
 bool EventManager::lose(transport::AppIndex bu) {
   const int p = position_of(bu);
   if (p < 0) return false;
-  Bu& b = bus_[static_cast<std::size_t>(p)];
-  if (!b.alive) return false;
-  b.alive = false;
-  ++b.epoch;
-  --alive_;
-  lost_.push_back(bu);
+  if (!consumers_.lose(static_cast<std::size_t>(p))) return false;
+  release_blocks_of(static_cast<std::size_t>(p));
+  return true;
+}
+
+void EventManager::release_blocks_of(std::size_t position) {
+  const auto p = static_cast<std::uint32_t>(position);
+  Bu& b = bus_[position];
   // Its wanted blocks leave the queue: a rejoined BU asks afresh.
   std::size_t kept = 0;
   for (std::size_t i = 0; i < queue_size_; ++i) {
     const std::uint32_t q = queue_[(queue_head_ + i) % queue_.size()];
-    if (q != static_cast<std::uint32_t>(p)) queue_[(queue_head_ + kept++) % queue_.size()] = q;
+    if (q != p) queue_[(queue_head_ + kept++) % queue_.size()] = q;
   }
   queue_size_ = kept;
   b.wanted = 0;
   for (std::uint64_t id = oldest_; id < next_id_; ++id) {
     Block& blk = blocks_[id & mask_];
-    if (!blk.open || blk.orphan || blk.bu != static_cast<std::uint32_t>(p)) continue;
+    if (!blk.open || blk.orphan || blk.bu != p) continue;
     if (blk.granted && b.durable) {
       // In doubt: it may be written or being written; it stays this BU's, out of the table.
       aside_.push_back(blk);
@@ -253,7 +249,7 @@ bool EventManager::lose(transport::AppIndex bu) {
   }
   b.open = 0;
   for (Block& blk : aside_) {
-    if (blk.bu != static_cast<std::uint32_t>(p) || blk.orphan) continue;
+    if (blk.bu != p || blk.orphan) continue;
     if (blk.granted && b.durable) {
       ++b.open;  // in doubt (again): it still fills its window
     } else {
@@ -263,25 +259,18 @@ bool EventManager::lose(transport::AppIndex bu) {
     }
   }
   while (oldest_ < next_id_ && !blocks_[oldest_ & mask_].open) ++oldest_;
-  return true;
 }
 
 bool EventManager::rejoin(transport::AppIndex bu, std::uint32_t epoch, std::int64_t now_ns) {
   const int p = position_of(bu);
   if (p < 0) return false;
-  Bu& b = bus_[static_cast<std::size_t>(p)];
-  if (b.alive || epoch != b.epoch) return false;
-  b.alive = true;
-  b.last_heard_ns = now_ns;
-  ++alive_;
-  rejoined_.push_back(bu);
-  return true;
+  return consumers_.rejoin(static_cast<std::size_t>(p), epoch, now_ns);
 }
 
 bool EventManager::resolve(std::uint64_t block_id, bool written) {
   for (std::size_t i = 0; i < aside_.size(); ++i) {
     Block& b = aside_[i];
-    if (b.id != block_id || !b.granted || bus_[b.bu].alive) continue;
+    if (b.id != block_id || !b.granted || consumers_.alive(b.bu)) continue;
     Bu& owner = bus_[b.bu];
     if (written) {
       close(b, b.granted_as);
@@ -301,7 +290,7 @@ bool EventManager::resolve(std::uint64_t block_id, bool written) {
 std::vector<EventManager::DoubtBlock> EventManager::doubt_blocks() const {
   std::vector<DoubtBlock> out;
   for (const Block& b : aside_) {
-    if (!b.granted || bus_[b.bu].alive) continue;
+    if (!b.granted || consumers_.alive(b.bu)) continue;
     out.push_back({b.id, b.first, b.count, b.generation, bus_[b.bu].index});
   }
   std::sort(out.begin(), out.end(),
@@ -311,7 +300,7 @@ std::vector<EventManager::DoubtBlock> EventManager::doubt_blocks() const {
 
 std::uint32_t EventManager::epoch_of(transport::AppIndex bu) const {
   const int p = position_of(bu);
-  return p < 0 ? 0 : bus_[static_cast<std::size_t>(p)].epoch;
+  return p < 0 ? 0 : consumers_.epoch(static_cast<std::size_t>(p));
 }
 
 void EventManager::take_aside_changes(std::vector<AsideChange>& out) {
@@ -322,19 +311,22 @@ void EventManager::take_aside_changes(std::vector<AsideChange>& out) {
 std::uint64_t EventManager::in_doubt() const {
   std::uint64_t n = 0;
   for (const Block& b : aside_) {
-    if (b.granted && !bus_[b.bu].alive) n += b.count;
+    if (b.granted && !consumers_.alive(b.bu)) n += b.count;
   }
   return n;
 }
 
 void EventManager::check_heartbeats(std::int64_t now_ns,
                                     std::vector<transport::AppIndex>& lost_now) {
-  if (!watching_) return;
-  for (auto& b : bus_) {
-    if (b.alive && now_ns - b.last_heard_ns > settings_.heartbeat_timeout_ns && lose(b.index)) {
-      lost_now.push_back(b.index);
-    }
+  const std::size_t first = lost_positions_.size();
+  consumers_.check(now_ns, lost_positions_);
+  // check() lost them in the consumer set; the blocks follow.
+  for (std::size_t i = first; i < lost_positions_.size(); ++i) {
+    const std::size_t p = lost_positions_[i];
+    release_blocks_of(p);
+    lost_now.push_back(consumers_.index(p));
   }
+  lost_positions_.clear();
 }
 
 std::string EventManager::check_invariant() const {

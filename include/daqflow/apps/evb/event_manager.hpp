@@ -40,6 +40,7 @@
 #include <string>
 #include <vector>
 
+#include "daqflow/apps/consumers.hpp"
 #include "daqflow/core/result.hpp"
 #include "daqflow/transport/address.hpp"
 #include "daqflow/wire/evb.hpp"
@@ -126,16 +127,22 @@ class EventManager {
   [[nodiscard]] std::uint64_t commits_fenced() const { return commits_fenced_; }
   // Events of blocks granted to a lost BU and not acknowledged yet.
   [[nodiscard]] std::uint64_t in_doubt() const;
-  [[nodiscard]] const std::vector<transport::AppIndex>& rejoined_bus() const { return rejoined_; }
+  [[nodiscard]] const std::vector<transport::AppIndex>& rejoined_bus() const {
+    return consumers_.rejoined();
+  }
   // Every block id below it is closed: the RUs may free those blocks' data.
   [[nodiscard]] std::uint64_t closed_below() const { return oldest_; }
   [[nodiscard]] std::uint64_t in_flight() const { return triggered_ - built_ - incomplete_; }
   // Events that can no longer be built: those in flight once no BU is left (blocks in doubt
   // excepted: their BU may still write them).
-  [[nodiscard]] std::uint64_t lost() const { return alive_ == 0 ? in_flight() - in_doubt() : 0; }
-  [[nodiscard]] std::size_t bus_alive() const { return alive_; }
+  [[nodiscard]] std::uint64_t lost() const {
+    return consumers_.alive_count() == 0 ? in_flight() - in_doubt() : 0;
+  }
+  [[nodiscard]] std::size_t bus_alive() const { return consumers_.alive_count(); }
   [[nodiscard]] std::size_t orphans() const { return orphan_count_; }
-  [[nodiscard]] const std::vector<transport::AppIndex>& lost_bus() const { return lost_; }
+  [[nodiscard]] const std::vector<transport::AppIndex>& lost_bus() const {
+    return consumers_.lost();
+  }
   // The invariant, from independently kept counts: every assigned event is built, incomplete,
   // or in an open block. Empty when it holds; otherwise what is wrong.
   [[nodiscard]] std::string check_invariant() const;
@@ -147,9 +154,6 @@ class EventManager {
     std::uint32_t events_per_block = 0;
     std::uint32_t wanted = 0;  // requests waiting in the queue
     std::uint32_t open = 0;    // blocks assigned and not acknowledged
-    std::uint32_t epoch = 0;   // + 1 at each loss
-    std::int64_t last_heard_ns = 0;
-    bool alive = true;
     bool durable = false;
   };
   struct Block {
@@ -165,15 +169,20 @@ class EventManager {
   };
 
   explicit EventManager(EventManagerSettings settings);
-  [[nodiscard]] int position_of(transport::AppIndex bu) const;
+  [[nodiscard]] int position_of(transport::AppIndex bu) const {
+    return consumers_.position_of(bu);
+  }
   void give(Block& b, std::uint32_t position, wire::Assign& out);
   // The open block with this id, in the table or aside; nullptr if none.
   [[nodiscard]] Block* find_open(std::uint64_t id);
   void close(Block& b, const wire::BlockAck& a);
+  // After the consumer set lost the BU at this position: its blocks become orphans or in doubt.
+  void release_blocks_of(std::size_t position);
 
   EventManagerSettings settings_;
+  ConsumerSet consumers_;  // liveness, loss and epochs, by position as bus_
+  std::vector<std::size_t> lost_positions_;  // check_heartbeats' scratch
   std::vector<Bu> bus_;
-  std::vector<int> position_;         // by AppIndex: position in bus_, -1 if not a BU
   std::vector<std::uint32_t> queue_;  // ring of BU positions, one per wanted block
   std::size_t queue_head_ = 0;
   std::size_t queue_size_ = 0;
@@ -182,10 +191,6 @@ class EventManager {
   std::vector<Block> aside_;  // open blocks out of the ring (in doubt, or re-assigned from it)
   std::vector<AsideChange> aside_changes_;
   std::size_t orphan_count_ = 0;  // open blocks of lost BUs, not yet re-assigned
-  std::vector<transport::AppIndex> lost_;
-  std::vector<transport::AppIndex> rejoined_;
-  std::size_t alive_ = 0;
-  bool watching_ = false;
 
   std::uint64_t triggered_ = 0;
   std::uint64_t next_event_ = 0;
