@@ -23,6 +23,8 @@ bool is_known(MessageType type) {
     case MessageType::fence:
     case MessageType::rejoin:
     case MessageType::hold:
+    case MessageType::farm_event:
+    case MessageType::decision:
       return true;
   }
   return false;
@@ -62,6 +64,10 @@ std::string_view to_string(MessageType type) {
       return "rejoin";
     case MessageType::hold:
       return "hold";
+    case MessageType::farm_event:
+      return "farm_event";
+    case MessageType::decision:
+      return "decision";
   }
   return "unknown";
 }

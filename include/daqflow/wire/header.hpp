@@ -46,8 +46,10 @@ enum class MessageType : std::uint8_t {
   fence = 24,           // EVM -> BU: you were declared lost; drop what you hold, rejoin
   rejoin = 25,          // BU -> EVM: fenced, back under a new epoch
   hold = 26,            // EVM -> RU: keep a block in doubt past the releases, or free it
+  farm_event = 27,      // SFC -> worker: one event to process
+  decision = 28,        // worker -> SFC: a token, with the decision on its last event
 };
-inline constexpr std::uint8_t kMaxMessageType = 26;
+inline constexpr std::uint8_t kMaxMessageType = 28;
 
 [[nodiscard]] bool is_known(MessageType type);
 [[nodiscard]] std::string_view to_string(MessageType type);
