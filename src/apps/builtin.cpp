@@ -1,6 +1,7 @@
 #include "daqflow/apps/builtin.hpp"
 
 #include "daqflow/apps/evb/register.hpp"
+#include "daqflow/apps/farm/register.hpp"
 #include "roundtrip.hpp"
 #include "sink.hpp"
 #include "source.hpp"
@@ -12,6 +13,7 @@ void register_builtin_apps(runtime::AppRegistry& registry) {
   registry.add(source_type());
   registry.add(sink_type());
   evb::register_evb_apps(registry);
+  farm::register_farm_apps(registry);
 }
 
 }  // namespace daqflow::apps

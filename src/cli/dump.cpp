@@ -23,6 +23,7 @@ namespace {
 
 namespace fs = std::filesystem;
 using apps::evb::EventSummary;
+using apps::evb::FileContent;
 using apps::evb::FileReport;
 
 struct DumpArgs {
@@ -93,9 +94,15 @@ std::string feds_text(const std::vector<std::uint16_t>& feds) {
 }
 
 nlohmann::json event_json(const EventSummary& e) {
-  nlohmann::json j{{"event", e.record.event}, {"size", e.record.size},
-                   {"flags", e.record.flags}, {"pieces", e.record.pieces},
-                   {"feds", e.feds},          {"fed_count", e.feds.size()}};
+  nlohmann::json j{{"event", e.record.event}, {"size", e.record.size}, {"flags", e.record.flags}};
+  if (e.content == FileContent::farm_decisions) {
+    j["trigger_bits"] = e.trigger_bits;
+    j["output_size"] = e.output_size;
+  } else {
+    j["pieces"] = e.record.pieces;
+    j["feds"] = e.feds;
+    j["fed_count"] = e.feds.size();
+  }
   if (!e.problem.empty()) j["problem"] = e.problem;
   return j;
 }
@@ -116,6 +123,12 @@ void dump_command(const DumpArgs& args) {
       if (!args.events) return;
       if (args.json) {
         json_events.push_back(event_json(e));
+      } else if (e.content == FileContent::farm_decisions) {
+        std::printf("  event %llu  size %llu  trigger bits %#llx  output %u B%s\n",
+                    static_cast<unsigned long long>(e.record.event),
+                    static_cast<unsigned long long>(e.record.size),
+                    static_cast<unsigned long long>(e.trigger_bits), e.output_size,
+                    e.problem.empty() ? "" : ("  PROBLEM: " + e.problem).c_str());
       } else {
         std::printf("  event %llu  size %llu  FEDs %s (%zu)  flags %s%s\n",
                     static_cast<unsigned long long>(e.record.event),
@@ -140,6 +153,7 @@ void dump_command(const DumpArgs& args) {
                        {"complete", r.complete},
                        {"run", r.run_number},
                        {"bu", r.bu_id},
+                       {"content", apps::evb::to_string(r.content)},
                        {"sequence", r.sequence},
                        {"events", r.events},
                        {"bytes", r.bytes},
@@ -203,7 +217,7 @@ void dump_command(const DumpArgs& args) {
 
 void add_dump(CLI::App& app) {
   auto args = std::make_shared<DumpArgs>();
-  auto* cmd = app.add_subcommand("dump", "List and verify the event files a BU wrote");
+  auto* cmd = app.add_subcommand("dump", "List and verify the event files a BU or an SFC wrote");
   cmd->add_option("paths", args->paths, "data files (.dqf) or directories holding them")
       ->required();
   cmd->add_flag("--events", args->events, "list every event: number, size, FEDs, flags");

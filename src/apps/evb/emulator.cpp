@@ -8,6 +8,7 @@
 #include <numbers>
 #include <unordered_map>
 
+#include "daqflow/core/random.hpp"
 #include "daqflow/runtime/params.hpp"
 #include "daqflow/wire/endian.hpp"
 #include "daqflow/wire/fed.hpp"
@@ -18,59 +19,13 @@ namespace daqflow::apps::evb {
 
 namespace {
 
-constexpr std::uint64_t kGolden = 0x9e3779b97f4a7c15;
+using core::kGolden;
+using core::Xoshiro;
 constexpr std::uint32_t kLhcBunches = 3564;  // BX ids of an LHC orbit
 constexpr std::uint8_t kPhysicsEventType = 1;
 
-std::uint64_t splitmix64(std::uint64_t& state) {
-  std::uint64_t z = (state += kGolden);
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111eb;
-  return z ^ (z >> 31);
-}
-
-// xoshiro256** (Blackman and Vigna): small, fast, and the same sequence on every platform.
-class Xoshiro {
- public:
-  explicit Xoshiro(std::uint64_t seed) {
-    for (auto& w : s_) w = splitmix64(seed);
-  }
-  std::uint64_t next() {
-    const std::uint64_t result = std::rotl(s_[1] * 5, 7) * 9;
-    const std::uint64_t t = s_[1] << 17;
-    s_[2] ^= s_[0];
-    s_[3] ^= s_[1];
-    s_[1] ^= s_[2];
-    s_[0] ^= s_[3];
-    s_[2] ^= t;
-    s_[3] = std::rotl(s_[3], 45);
-    return result;
-  }
-  // Uniform in (0, 1]: never 0, so that log() below is finite.
-  double uniform() { return (static_cast<double>(next() >> 11) + 1.0) * 0x1.0p-53; }
-
- private:
-  std::array<std::uint64_t, 4> s_{};
-};
-
 double draw(const FragmentSizeSpec& spec, Xoshiro& rng) {
-  switch (spec.dist) {
-    case SizeDistribution::fixed:
-      return spec.mean;
-    case SizeDistribution::uniform: {
-      const double half = spec.sd * std::numbers::sqrt3;
-      return spec.mean - half + 2 * half * rng.uniform();
-    }
-    case SizeDistribution::lognormal: {
-      const double var = std::log1p((spec.sd * spec.sd) / (spec.mean * spec.mean));
-      const double mu = std::log(spec.mean) - var / 2;
-      // Box-Muller; one of the pair is enough here.
-      const double z =
-          std::sqrt(-2 * std::log(rng.uniform())) * std::cos(2 * std::numbers::pi * rng.uniform());
-      return std::exp(mu + std::sqrt(var) * z);
-    }
-  }
-  return spec.mean;
+  return core::sample({spec.dist, spec.mean, spec.sd}, rng);
 }
 
 std::uint32_t round_to_words(double bytes, std::uint32_t lo, std::uint32_t hi) {

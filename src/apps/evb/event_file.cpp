@@ -18,6 +18,16 @@ using wire::store_le16;
 using wire::store_le32;
 using wire::store_le64;
 
+std::string_view to_string(FileContent content) {
+  switch (content) {
+    case FileContent::built_events:
+      return "built events";
+    case FileContent::farm_decisions:
+      return "farm decisions";
+  }
+  return "unknown content";
+}
+
 std::string_view to_string(FileFormatStatus status) {
   switch (status) {
     case FileFormatStatus::ok:
@@ -32,6 +42,8 @@ std::string_view to_string(FileFormatStatus status) {
       return "header size disagrees with the BU id length";
     case FileFormatStatus::reserved_not_zero:
       return "reserved bytes are not zero";
+    case FileFormatStatus::bad_content:
+      return "unknown content kind";
     case FileFormatStatus::bu_id_too_long:
       return "BU id too long";
   }
@@ -39,7 +51,7 @@ std::string_view to_string(FileFormatStatus status) {
 }
 
 // File header layout: 0 magic u32 | 4 version u16 | 6 BU id length u16 | 8 header size u32 |
-// 12 run u32 | 16 sequence u32 | 20 reserved u32 | 24 BU id, zero-padded to 8.
+// 12 run u32 | 16 sequence u32 | 20 content u32 | 24 BU id, zero-padded to 8.
 std::size_t encode_file_header(const FileHeader& header, std::span<std::byte> out) {
   if (header.bu_id.size() > kMaxBuIdLength) return 0;
   const std::size_t size = file_header_size(header.bu_id.size());
@@ -52,6 +64,7 @@ std::size_t encode_file_header(const FileHeader& header, std::span<std::byte> ou
   store_le32(p + 8, static_cast<std::uint32_t>(size));
   store_le32(p + 12, header.run_number);
   store_le32(p + 16, header.sequence);
+  store_le32(p + 20, static_cast<std::uint32_t>(header.content));
   std::memcpy(p + kFileHeaderFixedSize, header.bu_id.data(), header.bu_id.size());
   return size;
 }
@@ -68,13 +81,17 @@ FileFormatStatus decode_file_header(std::span<const std::byte> in, FileHeader& o
   const std::size_t size = load_le32(p + 8);
   if (size != file_header_size(id_length)) return FileFormatStatus::bad_header_size;
   if (in.size() < size) return FileFormatStatus::too_short;
-  if (load_le32(p + 20) != 0) return FileFormatStatus::reserved_not_zero;
+  const std::uint32_t content = load_le32(p + 20);
+  if (content > static_cast<std::uint32_t>(FileContent::farm_decisions)) {
+    return FileFormatStatus::bad_content;
+  }
   for (std::size_t i = kFileHeaderFixedSize + id_length; i < size; ++i) {
     if (p[i] != std::byte{0}) return FileFormatStatus::reserved_not_zero;
   }
   out.version = version;
   out.run_number = load_le32(p + 12);
   out.sequence = load_le32(p + 16);
+  out.content = static_cast<FileContent>(content);
   out.bu_id = std::string_view(reinterpret_cast<const char*>(p + kFileHeaderFixedSize), id_length);
   header_size = size;
   return FileFormatStatus::ok;

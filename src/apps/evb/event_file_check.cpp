@@ -17,6 +17,7 @@
 #include "daqflow/wire/crc32c.hpp"
 #include "daqflow/wire/endian.hpp"
 #include "daqflow/wire/evb.hpp"
+#include "daqflow/wire/farm.hpp"
 #include "daqflow/wire/fed.hpp"
 
 namespace daqflow::apps::evb {
@@ -109,6 +110,22 @@ void check_fragments(std::span<const std::byte> data, EventSummary& summary,
   for (std::size_t i = 0; i < walk.count; ++i) summary.feds.push_back(infos[i].source_id);
 }
 
+// An SFC's record: the worker's decision (accept, this event) and its output, to the byte.
+void check_decision(std::span<const std::byte> data, EventSummary& summary) {
+  wire::Decision d;
+  const auto status = wire::decode(data, data.size(), d);
+  if (status != wire::EvbStatus::ok) {
+    summary.problem = fmt::format("decision: {}", wire::to_string(status));
+  } else if (d.verdict != wire::Verdict::accept) {
+    summary.problem = "decision: a record of an event that was not accepted";
+  } else if (d.event != summary.record.event) {
+    summary.problem = fmt::format("decision: names event {}", d.event);
+  } else {
+    summary.trigger_bits = d.trigger_bits;
+    summary.output_size = d.output_size;
+  }
+}
+
 }  // namespace
 
 FileReport check_event_file(const std::string& path,
@@ -150,6 +167,7 @@ FileReport check_event_file(const std::string& path,
   report.run_number = header.run_number;
   report.sequence = header.sequence;
   report.bu_id = std::string(header.bu_id);
+  report.content = header.content;
   report.bytes = header_size;
   report.checksum = wire::crc32c(std::span(buffer.data(), header_size));
 
@@ -162,6 +180,7 @@ FileReport check_event_file(const std::string& path,
     if (n == 0) break;
     const std::uint64_t offset = report.bytes;
     EventSummary summary;
+    summary.content = header.content;
     // A file without its sidecar may still be being written: its end can be anywhere.
     if (n < record_bytes.size() && !report.complete) {
       report.truncated = true;
@@ -205,7 +224,11 @@ FileReport check_event_file(const std::string& path,
       report.problems.push_back(
           fmt::format("{}: event {}: {}", path, record.event, summary.problem));
     } else {
-      check_fragments(payload, summary, infos);
+      if (header.content == FileContent::farm_decisions) {
+        check_decision(payload, summary);
+      } else {
+        check_fragments(payload, summary, infos);
+      }
       if (!summary.problem.empty() && !corrupted) {
         report.problems.push_back(
             fmt::format("{}: event {}: {}", path, record.event, summary.problem));

@@ -43,6 +43,7 @@ struct FileOutputSettings {
   std::uint32_t run_number = 0;
   std::string bu_id;
   std::size_t queue_depth = 8;
+  FileContent content = FileContent::built_events;
 };
 
 class FileOutput final : public EventOutput {

@@ -106,7 +106,8 @@ bool FileOutput::open_file() {
     return false;
   }
   const std::size_t size = encode_file_header(
-      FileHeader{kFileVersion, settings_.run_number, sequence_, settings_.bu_id}, file_header_);
+      FileHeader{kFileVersion, settings_.run_number, sequence_, settings_.bu_id, settings_.content},
+      file_header_);
   file_crc_ = wire::crc32c(std::span(file_header_.data(), size));
   file_events_ = 0;
   file_bytes_ = size;
@@ -197,6 +198,7 @@ Result<std::unique_ptr<EventOutput>> make_file_output(const nlohmann::json& para
   s.run_number = context.run_number;
   s.bu_id = context.bu_id;
   s.queue_depth = std::max<std::size_t>(1, context.queue_depth);
+  s.content = context.content;
   s.dir = context.default_dir;
   if (const auto it = params.find("dir"); it != params.end()) {
     if (!it->is_string())

@@ -30,11 +30,12 @@
 #include <vector>
 
 #include "daqflow/apps/evb/fragment_source.hpp"
+#include "daqflow/core/random.hpp"
 #include "daqflow/core/result.hpp"
 
 namespace daqflow::apps::evb {
 
-enum class SizeDistribution : std::uint8_t { fixed, uniform, lognormal };
+using SizeDistribution = core::Dist;  // fixed, uniform or lognormal here
 enum class PayloadKind : std::uint8_t { fixed_template, per_event_pattern };
 
 struct FragmentSizeSpec {

@@ -43,11 +43,19 @@ inline constexpr std::string_view kSidecarSuffix = ".json";
 inline constexpr std::string_view kReserveSuffix = ".reserve";
 inline constexpr std::size_t kReserveBytes = 256 * 1024;
 
+// What a file's records hold (the header's content field).
+enum class FileContent : std::uint32_t {
+  built_events = 0,    // events built by a BU: FED super-fragments, one per RU
+  farm_decisions = 1,  // accepted events of an SFC: a wire::Decision, then the worker's output
+};
+[[nodiscard]] std::string_view to_string(FileContent content);
+
 struct FileHeader {
   std::uint16_t version = kFileVersion;
   std::uint32_t run_number = 0;
   std::uint32_t sequence = 0;  // 0, 1, 2... per BU and run
   std::string_view bu_id;      // decode: points into the decoded bytes
+  FileContent content = FileContent::built_events;
 };
 
 struct RecordHeader {
@@ -67,6 +75,7 @@ enum class FileFormatStatus : std::uint8_t {
   bad_version,
   bad_header_size,  // header size field disagrees with the BU id length
   reserved_not_zero,
+  bad_content,     // a content field of no known kind
   bu_id_too_long,  // encoder: more than kMaxBuIdLength bytes
 };
 [[nodiscard]] std::string_view to_string(FileFormatStatus status);
@@ -119,7 +128,10 @@ struct Sidecar {
 // What the file checker found in one event.
 struct EventSummary {
   RecordHeader record;
-  std::vector<std::uint16_t> feds;  // source ids, in order of appearance
+  FileContent content = FileContent::built_events;  // the file's
+  std::vector<std::uint16_t> feds;  // built events: source ids, in order of appearance
+  std::uint64_t trigger_bits = 0;   // farm decisions: the worker's
+  std::uint32_t output_size = 0;    // farm decisions: bytes of the worker's output
   std::string problem;              // empty when the event verified
 };
 
@@ -130,6 +142,7 @@ struct FileReport {
   std::uint32_t run_number = 0;
   std::uint32_t sequence = 0;
   std::string bu_id;
+  FileContent content = FileContent::built_events;
   std::uint64_t events = 0;
   std::uint64_t bytes = 0;
   std::uint32_t checksum = 0;          // computed over the whole file

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "daqflow/core/buffer_pool.hpp"
+#include "daqflow/apps/evb/event_file.hpp"
 #include "daqflow/core/result.hpp"
 
 namespace daqflow::apps::evb {
@@ -81,6 +82,7 @@ struct OutputContext {
   std::string bu_id;        // names the files: run<run>_<bu>_<seq>.dqf
   std::string default_dir;  // run.output of the configuration
   std::size_t queue_depth = 8;
+  FileContent content = FileContent::built_events;
 };
 
 // Creates the output described by a BU's `output` parameter:

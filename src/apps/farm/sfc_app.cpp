@@ -1,0 +1,686 @@
+#include "sfc_app.hpp"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <bit>
+#include <cmath>
+
+#include "daqflow/wire/endian.hpp"
+
+namespace daqflow::apps::farm {
+
+using transport::AppIndex;
+using transport::Completion;
+using transport::SendStatus;
+
+namespace {
+
+constexpr std::int64_t kCheckPeriodNs = 10'000'000;
+constexpr std::int64_t kSampleIntervalNs = 200'000'000;
+constexpr double kBurstSeconds = 0.01;
+constexpr std::size_t kBatchEvents = 64;
+constexpr std::int64_t kBatchAgeNs = 20'000'000;
+constexpr std::size_t kBatchesPerStream = 10;
+constexpr std::uint32_t kMaxEventSize = 64u << 20;
+constexpr std::size_t kControlBufferSize = 64;
+
+}  // namespace
+
+void LatencyHistogram::clear() {
+  for (auto& b : buckets_) b.store(0, std::memory_order_relaxed);
+}
+
+void LatencyHistogram::add(std::int64_t ns) {
+  const double us = std::max(1.0, static_cast<double>(ns) * 1e-3);
+  const auto i = std::min<std::size_t>(kBuckets - 1, static_cast<std::size_t>(4 * std::log2(us)));
+  buckets_[i].store(buckets_[i].load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+}
+
+std::uint64_t LatencyHistogram::count() const {
+  std::uint64_t n = 0;
+  for (const auto& b : buckets_) n += b.load(std::memory_order_relaxed);
+  return n;
+}
+
+double LatencyHistogram::percentile_us(double fraction) const {
+  const std::uint64_t n = count();
+  if (n == 0) return 0;
+  const auto want = static_cast<std::uint64_t>(std::ceil(fraction * static_cast<double>(n)));
+  std::uint64_t seen = 0;
+  for (std::size_t i = 0; i < kBuckets; ++i) {
+    seen += buckets_[i].load(std::memory_order_relaxed);
+    if (seen >= want) return std::exp2(static_cast<double>(i + 1) / 4);
+  }
+  return std::exp2(static_cast<double>(kBuckets) / 4);
+}
+
+SubFarmController::~SubFarmController() {
+  release();
+  for (auto& c : completions_) c.message.clear();
+  core::retire_pool(events_pool_, core::BusyPool::leak, id());
+  core::retire_pool(control_pool_, core::BusyPool::leak, id());
+}
+
+Result<void> SubFarmController::configure(runtime::AppContext& ctx) {
+  release();
+  core::retire_pool(events_pool_, core::BusyPool::leak, id());
+  core::retire_pool(control_pool_, core::BusyPool::leak, id());
+  clock_ = &ctx.clock();
+  auto context = [&](const Error& e) { return e.context("application '" + id() + "'"); };
+  runtime::ParamReader p = ctx.param_reader();
+  const auto worker_ids = p.get<std::vector<std::string>>("workers");
+  const auto policy = p.get<std::string>("policy");
+  DispatcherSettings s;
+  s.window = p.get<std::uint32_t>("window");
+  const auto busy = p.get<std::int64_t>("busy_threshold");
+  const auto free = p.get<std::int64_t>("free_threshold");
+  s.queue = p.get<std::uint32_t>("queue");
+  heartbeat_timeout_ns_ = p.get<std::int64_t>("heartbeat_timeout_ms") * 1'000'000;
+  runtime::ParamReader size = p.object("event_size");
+  const auto dist = size.get<std::string>("dist");
+  size_.mean = size.get<double>("mean");
+  size_.sd = size.get<double>("sd");
+  max_size_ = size.get<std::uint32_t>("max");
+  rate_hz_ = p.get<double>("rate_hz");
+  count_ = p.get<std::uint64_t>("count");
+  const auto seed = p.get<std::uint64_t>("seed");
+  const auto output_params = p.get<nlohmann::json>("output");
+  const auto masks = p.get<std::vector<std::int64_t>>("stream_masks");
+  if (auto r = p.status(); !r) return r;
+  size_.dist = *core::parse_dist(dist);  // one_of: known
+  policy_ = *parse_policy(policy);       // one_of: known
+  if (max_size_ < size_.mean) return p.error("event_size", "max is below the mean");
+  const transport::EndpointOptions& t = ctx.cluster().transports.endpoint;
+  if (std::uint64_t{max_size_} + wire::kFarmEventSize > t.max_message_size) {
+    return p.error("event_size", "max (" + std::to_string(max_size_) +
+                                     " bytes) exceeds transports.max_message_size");
+  }
+  auto indexes = ctx.indexes_of("workers", worker_ids);
+  if (!indexes) return indexes.error();
+  workers_ = *indexes;
+  ids_ = detail::application_ids(ctx.cluster());
+
+  s.workers = workers_;
+  s.policy = policy_;
+  s.busy_threshold = busy > 0 ? static_cast<std::uint32_t>(busy) : s.window;
+  s.free_threshold = free >= 0 ? static_cast<std::uint32_t>(free) : s.busy_threshold - 1;
+  s.heartbeat_timeout_ns = heartbeat_timeout_ns_;
+  const std::size_t slots = std::size_t{s.queue} + workers_.size() * s.window;
+  auto dispatcher = Dispatcher::create(std::move(s));
+  if (!dispatcher) return context(dispatcher.error());
+  dispatcher_ = std::make_unique<Dispatcher>(std::move(*dispatcher));
+
+  transport::EndpointOptions options = ctx.endpoint_options();
+  // Decisions arrive from every worker at once, each its window's worth.
+  options.recv_buffers = std::max<std::uint32_t>(
+      options.recv_buffers, static_cast<std::uint32_t>(2 * workers_.size() * 4 + 16));
+  auto endpoint = ctx.endpoint(&options);
+  if (!endpoint) return endpoint.error().context("application '" + id() + "': endpoint");
+  endpoint_ = *endpoint;
+  for (const AppIndex w : workers_) {
+    if (auto r = endpoint_->connect(w); !r) {
+      return r.error().context("application '" + id() + "': connecting to worker '" +
+                               detail::peer_name(ids_, w) + "'");
+    }
+  }
+  auto events = endpoint_->make_send_pool(id() + ".events", std::max<std::uint32_t>(max_size_, 8),
+                                          slots + 16);
+  if (!events) return context(events.error());
+  events_pool_ = std::move(*events);
+  {
+    // Every event carries the same bytes but its first 8, its number.
+    std::vector<core::Buffer> all;
+    all.reserve(slots + 16);
+    for (std::size_t i = 0; i < slots + 16; ++i) {
+      all.push_back(events_pool_->acquire());
+      for (std::uint32_t j = 0; j < max_size_; ++j) {
+        all.back().data()[j] = static_cast<std::byte>((j * 37u + 11u) & 0xff);
+      }
+    }
+  }
+  auto control = endpoint_->make_send_pool(id() + ".control", kControlBufferSize,
+                                           2 * slots + 4 * workers_.size() + 64);
+  if (!control) return context(control.error());
+  control_pool_ = std::move(*control);
+  retained_ = std::vector<Retained>(slots);
+  rng_ = core::Xoshiro(seed);
+
+  // Output streams: one for every accepted event, or one per mask and `unrouted`.
+  streams_ = std::vector<Stream>(masks.empty() ? 1 : masks.size() + 1);
+  for (std::size_t i = 0; i < masks.size(); ++i) {
+    if (masks[i] <= 0) return p.error("stream_masks", "a stream's mask must be above 0");
+    streams_[i].name = "stream" + std::to_string(i);
+    streams_[i].mask = static_cast<std::uint64_t>(masks[i]);
+  }
+  if (!masks.empty()) streams_.back().name = "unrouted";
+  for (Stream& st : streams_) {
+    evb::OutputContext oc;
+    oc.run_number = ctx.cluster().run.number;
+    oc.bu_id = st.name.empty() ? id() : id() + "_" + st.name;
+    oc.default_dir = ctx.cluster().run.output;
+    oc.queue_depth = kBatchesPerStream;
+    oc.content = evb::FileContent::farm_decisions;
+    auto output = evb::make_output(output_params, oc);
+    if (!output) return context(output.error());
+    st.output = std::move(*output);
+    for (std::size_t i = 0; i < kBatchesPerStream; ++i) {
+      evb::OutputBatch& b = st.batches.emplace_back();
+      b.events.reserve(kBatchEvents);
+      b.pieces.reserve(kBatchEvents);
+      b.buffers.reserve(kBatchEvents);
+      st.free.push_back(&b);
+    }
+  }
+
+  runtime::MetricsRegistry& m = ctx.metrics();
+  events_received_ = &m.counter("events_received", "events taken in (generated)");
+  events_decided_ = &m.counter("events_decided", "events a worker decided on");
+  events_accepted_ = &m.counter("events_accepted", "events accepted by a worker");
+  events_pushed_ = &m.counter("events_pushed", "events pushed with no answer (push policy)");
+  events_written_ = &m.counter("events_written", "accepted events written, per stream");
+  events_redispatched_ =
+      &m.counter("events_redispatched", "events dispatched again after their worker was lost");
+  answers_late_ = &m.counter(
+      "answers_late", "decisions dropped: from a lost worker, or for an event it no longer held");
+  messages_malformed_ = &m.counter("messages_malformed", "malformed messages dropped");
+  bytes_out_ = &m.counter("bytes_out", "event bytes sent to workers", runtime::Unit::bytes);
+  events_outstanding_ = &m.gauge("events_outstanding", "events at workers, not decided");
+  events_queued_ = &m.gauge("events_queued", "events waiting for a worker");
+  workers_alive_ = &m.gauge("workers_alive", "workers not lost");
+  workers_alive_->set(static_cast<double>(workers_.size()));
+  published_ = {};
+  decided_by_ = std::make_unique<std::atomic<std::uint64_t>[]>(workers_.size());
+  latency_.clear();
+  sampler_.reset(kSampleIntervalNs);
+  next_event_ = 0;
+  tokens_ = 0;
+  refilled_ns_ = 0;
+  next_check_ns_ = 0;
+  watching_ = false;
+  bytes_decided_ = 0;
+  lost_now_.clear();
+  lost_now_.reserve(workers_.size());
+  drained_.store(false);
+  enabled_ns_.store(0);
+  const std::lock_guard lock(lost_mutex_);
+  lost_workers_.clear();
+  rejoined_workers_.clear();
+  return ok();
+}
+
+Result<void> SubFarmController::enable() {
+  if (enabled_ns_.load() == 0) enabled_ns_.store(clock_->now_ns());
+  return ok();
+}
+
+void SubFarmController::release() {
+  for (Stream& st : streams_) {
+    if (!st.output) continue;
+    if (auto r = st.output->close(); !r) {
+      spdlog::warn("{}: closing the output of stream '{}': {}", id(), st.name, r.error().message());
+    }
+    while (evb::OutputBatch* b = st.output->poll_done()) b->clear();
+    if (st.filling != nullptr) st.filling->clear();
+  }
+  streams_.clear();
+  for (auto& r : retained_) r.data.reset();
+  for (auto& c : completions_) c.message.clear();
+  endpoint_ = nullptr;
+}
+
+void SubFarmController::fence(AppIndex worker) {
+  core::Buffer b = control_pool_->acquire();
+  if (!b) return;  // the next heartbeat asks again
+  wire::Fence f;
+  f.bu = worker;
+  f.epoch = dispatcher_->epoch_of(worker);
+  wire::encode(f, std::span<std::byte, wire::kFenceSize>(b.data(), wire::kFenceSize));
+  transport::Message m;
+  m.type = wire::MessageType::fence;
+  m.tag = f.epoch;
+  m.add(std::move(b), 0, wire::kFenceSize);
+  (void)endpoint_->post_send(worker, m);
+  m.clear();
+}
+
+void SubFarmController::on_lost(AppIndex worker, const std::string& why) {
+  std::string names;
+  {
+    const std::lock_guard lock(lost_mutex_);
+    lost_workers_.push_back(detail::peer_name(ids_, worker));
+    for (const auto& n : lost_workers_) names += (names.empty() ? "" : ", ") + n;
+  }
+  const std::size_t alive = dispatcher_->workers().alive_count();
+  spdlog::warn("{}: worker '{}' lost ({}); its events go to the {} worker(s) left", id(),
+               detail::peer_name(ids_, worker), why, alive);
+  workers_alive_->set(static_cast<double>(alive));
+  fence(worker);
+  if (alive == 0 && (producing() || dispatcher_->outstanding() + dispatcher_->queued() > 0)) {
+    fail("no worker left (lost: " + names + "); " +
+         std::to_string(dispatcher_->outstanding() + dispatcher_->queued()) +
+         " events cannot be decided");
+  }
+}
+
+void SubFarmController::add_to(Stream& st, core::Buffer buffer, std::uint32_t size,
+                               const wire::Decision& d, std::int64_t now) {
+  if (st.filling == nullptr) {
+    if (st.free.empty()) {
+      // The disk is behind and the generator has not stopped yet: one more batch.
+      evb::OutputBatch& b = st.batches.emplace_back();
+      st.free.push_back(&b);
+    }
+    st.filling = st.free.back();
+    st.free.pop_back();
+    st.filling->clear();
+    st.filling_since_ns = now;
+  }
+  evb::OutputBatch& b = *st.filling;
+  evb::BuiltEvent e;
+  e.number = d.event;
+  e.first_piece = static_cast<std::uint32_t>(b.pieces.size());
+  e.piece_count = 1;
+  e.size = size;
+  b.pieces.push_back({buffer.data(), size});
+  b.buffers.push_back(std::move(buffer));
+  b.events.push_back(e);
+}
+
+void SubFarmController::on_decision(Completion& c, std::int64_t now) {
+  const auto& seg = c.message.segments[0];
+  wire::Decision d;
+  const auto status = wire::decode(seg.bytes(), c.size, d);
+  if (status != wire::EvbStatus::ok ||
+      (c.message.segment_count != 1 && d.verdict == wire::Verdict::accept)) {
+    messages_malformed_->add_single_writer();
+    spdlog::warn("{}: a malformed decision from '{}' dropped: {}", id(),
+                 detail::peer_name(ids_, c.peer),
+                 status != wire::EvbStatus::ok ? wire::to_string(status)
+                                               : std::string_view("output not contiguous"));
+    return;
+  }
+  const int position = dispatcher_->workers().position_of(c.peer);
+  const bool was_alive = position >= 0 && dispatcher_->workers().alive(std::size_t(position));
+  std::uint32_t slot = 0;
+  switch (dispatcher_->decide(c.peer, d, now, slot)) {
+    case DecisionOutcome::decided: {
+      Retained& r = retained_[slot];
+      latency_.add(now - r.admitted_ns);
+      bytes_decided_ += r.size;
+      r.data.reset();
+      auto& by = decided_by_[static_cast<std::size_t>(position)];
+      by.store(by.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+      if (d.verdict != wire::Verdict::accept) break;
+      const auto size = static_cast<std::uint32_t>(wire::kDecisionSize + d.output_size);
+      bool routed = false;
+      for (std::size_t i = 0; i < streams_.size(); ++i) {
+        Stream& st = streams_[i];
+        const bool last = i + 1 == streams_.size();
+        const bool match = st.mask == 0 ? true : (st.mask & d.trigger_bits) != 0;
+        if (match || (last && !routed && st.mask == 0)) {
+          add_to(st, seg.buffer.share(), size, d, now);
+          routed = true;
+        }
+      }
+      break;
+    }
+    case DecisionOutcome::ready:
+      if (!was_alive) {
+        {
+          const std::lock_guard lock(lost_mutex_);
+          rejoined_workers_.push_back(detail::peer_name(ids_, c.peer));
+        }
+        workers_alive_->set(static_cast<double>(dispatcher_->workers().alive_count()));
+        spdlog::warn("{}: worker '{}' rejoined under epoch {}; it is served again", id(),
+                     detail::peer_name(ids_, c.peer), d.epoch);
+      }
+      break;
+    case DecisionOutcome::late:
+      if (!was_alive) fence(c.peer);
+      break;
+    case DecisionOutcome::unknown:
+      messages_malformed_->add_single_writer();
+      break;
+  }
+}
+
+void SubFarmController::on_completion(Completion& c, std::int64_t now) {
+  switch (c.kind) {
+    case Completion::Kind::recv:
+      if (c.message.segment_count == 0) break;
+      if (c.message.type == wire::MessageType::decision) {
+        on_decision(c, now);
+      } else if (c.message.type == wire::MessageType::heartbeat) {
+        const int p = dispatcher_->workers().position_of(c.peer);
+        if (p >= 0 && dispatcher_->workers().alive(static_cast<std::size_t>(p))) {
+          dispatcher_->heard_from(c.peer, now);
+        } else if (p >= 0) {
+          fence(c.peer);  // lost and still sending: it must learn its new epoch
+        }
+      }
+      break;
+    case Completion::Kind::send_done:
+      break;
+    case Completion::Kind::peer_closed:
+    case Completion::Kind::error:
+      if (dispatcher_->lose(c.peer)) {
+        on_lost(c.peer, c.kind == Completion::Kind::error
+                            ? "connection failed: " + std::string(c.reason)
+                            : std::string("closed its connection"));
+      }
+      break;
+  }
+  c.message.clear();
+}
+
+int SubFarmController::generate(std::int64_t now) {
+  if (!producing()) return 0;
+  std::uint64_t limit = count_ > 0 ? count_ : UINT64_MAX;
+  if (rate_hz_ > 0) {
+    const double burst = std::max(1.0, rate_hz_ * kBurstSeconds);
+    tokens_ = std::min(burst, tokens_ + rate_hz_ * static_cast<double>(now - refilled_ns_) * 1e-9);
+    refilled_ns_ = now;
+    limit = std::min(limit, next_event_ + static_cast<std::uint64_t>(tokens_));
+  }
+  for (const Stream& st : streams_) {
+    if (st.free.empty() && st.filling != nullptr && st.filling->events.size() >= kBatchEvents) {
+      return 0;  // the disk is behind: hold the input back
+    }
+  }
+  int made = 0;
+  while (next_event_ < limit && made < 64 && dispatcher_->can_admit()) {
+    core::Buffer b = events_pool_->acquire();
+    if (!b) break;
+    const double drawn = core::sample(size_, rng_);
+    const auto size = static_cast<std::uint32_t>(
+        std::clamp<double>(std::llround(drawn / 8.0) * 8.0, 8.0, static_cast<double>(max_size_)));
+    wire::store_le64(b.data(), next_event_);
+    const std::uint32_t slot = dispatcher_->admit(next_event_);
+    retained_[slot] = Retained{std::move(b), size, 0, now};
+    ++next_event_;
+    ++made;
+    if (rate_hz_ > 0) tokens_ -= 1;
+  }
+  return made;
+}
+
+int SubFarmController::dispatch() {
+  int sent = 0;
+  Dispatch d;
+  const bool push = policy_ == Policy::push;
+  while (dispatcher_->next(d)) {
+    core::Buffer desc = control_pool_->acquire();
+    if (!desc) {
+      dispatcher_->retract(d);
+      break;
+    }
+    Retained& r = retained_[d.slot];
+    wire::FarmEvent e;
+    e.event = d.event;
+    e.slot = push ? kNoSlot : d.slot;
+    e.epoch = d.epoch;
+    e.size = r.size;
+    e.flags = r.flags;
+    wire::encode(e, std::span<std::byte, wire::kFarmEventSize>(desc.data(), wire::kFarmEventSize));
+    transport::Message m;
+    m.type = wire::MessageType::farm_event;
+    m.tag = d.event;
+    m.add(std::move(desc), 0, wire::kFarmEventSize);
+    m.add(push ? std::move(r.data) : r.data.share(), 0, r.size);
+    const SendStatus status = endpoint_->post_send(d.peer, m);
+    if (status == SendStatus::ok) {
+      bytes_out_->add_single_writer(r.size);
+      if (push) dispatcher_->pushed(d);
+      ++sent;
+      continue;
+    }
+    if (push) r.data = std::move(m.segments[1].buffer);
+    m.clear();
+    dispatcher_->retract(d);
+    if (status == SendStatus::back_pressure || status == SendStatus::not_connected) break;
+    if (dispatcher_->lose(d.peer)) {
+      on_lost(d.peer, "sending failed: " + std::string(transport::to_string(status)));
+    }
+  }
+  return sent;
+}
+
+int SubFarmController::flush_outputs(std::int64_t now, bool all) {
+  int work = 0;
+  for (Stream& st : streams_) {
+    while (evb::OutputBatch* b = st.output->poll_done()) {
+      if (!st.output->failed()) {
+        st.written += b->events.size();
+        events_written_->add_single_writer(b->events.size());
+      }
+      b->clear();
+      st.free.push_back(b);
+      --st.in_output;
+      ++work;
+    }
+    if (st.output->failed()) {
+      fail("output of stream '" + (st.name.empty() ? id() : st.name) +
+           "' failed: " + st.output->failure());
+      return work;
+    }
+    if (st.filling != nullptr && (all || st.filling->events.size() >= kBatchEvents ||
+                                  now - st.filling_since_ns >= kBatchAgeNs)) {
+      if (st.output->submit(st.filling)) {
+        st.filling = nullptr;
+        ++st.in_output;
+        ++work;
+      }
+    }
+  }
+  return work;
+}
+
+void SubFarmController::publish() {
+  const Dispatcher& d = *dispatcher_;
+  auto bump = [](runtime::Counter* c, std::uint64_t& seen, std::uint64_t now) {
+    if (now > seen) c->add_single_writer(now - seen);
+    seen = now;
+  };
+  bump(events_received_, published_.received, d.received());
+  bump(events_decided_, published_.decided, d.decided());
+  bump(events_accepted_, published_.accepted, d.accepted());
+  bump(events_pushed_, published_.pushed, d.pushed_count());
+  bump(events_redispatched_, published_.redispatched, d.redispatched());
+  bump(answers_late_, published_.late, d.late());
+  events_outstanding_->set(static_cast<double>(d.outstanding()));
+  events_queued_->set(static_cast<double>(d.queued()));
+}
+
+int SubFarmController::do_work() {
+  std::int64_t now = clock_->now_ns();
+  int work = 0;
+  const std::size_t n = endpoint_->poll(completions_);
+  for (std::size_t i = 0; i < n; ++i) on_completion(completions_[i], now);
+  work += static_cast<int>(n);
+  if (failed()) return work;
+  if (!watching_ && producing()) {
+    dispatcher_->start_watch(now);
+    watching_ = true;
+    refilled_ns_ = now;
+  }
+  if (watching_ && now >= next_check_ns_) {
+    lost_now_.clear();
+    dispatcher_->check(now, lost_now_);
+    for (const AppIndex w : lost_now_) {
+      on_lost(w, "silent for more than " + std::to_string(heartbeat_timeout_ns_ / 1'000'000) +
+                     " ms");
+    }
+    next_check_ns_ = now + std::min(kCheckPeriodNs, heartbeat_timeout_ns_ / 4);
+  }
+  work += generate(now);
+  work += dispatch();
+  work += flush_outputs(now, halting());
+  publish();
+  if (const std::string broken = dispatcher_->check_invariant(); !broken.empty()) {
+    fail("accounting broken: " + broken);
+  }
+  const std::uint64_t done = dispatcher_->decided() + dispatcher_->pushed_count();
+  if (!sampler_.started()) {
+    if (done > 0) sampler_.start(now, bytes_decided_, done);
+  } else {
+    (void)sampler_.tick(now, bytes_decided_, done);
+  }
+  const bool empty = dispatcher_->queued() == 0 && dispatcher_->outstanding() == 0 &&
+                     std::all_of(streams_.begin(), streams_.end(), [](const Stream& st) {
+                       return st.filling == nullptr && st.in_output == 0;
+                     });
+  if (halting() && empty) drained_.store(true, std::memory_order_release);
+  if (count_ > 0 && next_event_ == count_ && empty && !finished()) set_finished();
+  return work;
+}
+
+void SubFarmController::wait_for_work(std::chrono::microseconds timeout) {
+  // The generator, the heartbeat check and the output batches need turns without a message.
+  std::chrono::microseconds cap{1000};
+  if (producing() && dispatcher_->can_admit() && (count_ == 0 || next_event_ < count_)) {
+    cap = std::chrono::microseconds(rate_hz_ > 0 ? 200 : 0);
+  }
+  if (cap.count() == 0) return;
+  endpoint_->wait(std::min(timeout, cap));
+}
+
+bool SubFarmController::drained() const {
+  return drained_.load(std::memory_order_acquire) || failed();
+}
+
+nlohmann::json SubFarmController::results() const {
+  if (events_received_ == nullptr) return nlohmann::json::object();
+  nlohmann::json workers = nlohmann::json::object();
+  for (std::size_t i = 0; i < workers_.size(); ++i) {
+    workers[detail::peer_name(ids_, workers_[i])] = decided_by_[i].load(std::memory_order_relaxed);
+  }
+  nlohmann::json r = {
+      {"policy", to_string(policy_)},
+      {"events_received", events_received_->value()},
+      {"events_decided", events_decided_->value()},
+      {"events_accepted", events_accepted_->value()},
+      {"events_pushed", events_pushed_->value()},
+      {"events_written", events_written_->value()},
+      {"events_redispatched", events_redispatched_->value()},
+      {"answers_late", answers_late_->value()},
+      {"messages_malformed", messages_malformed_->value()},
+      {"events_outstanding", static_cast<std::uint64_t>(events_outstanding_->value())},
+      {"events_queued", static_cast<std::uint64_t>(events_queued_->value())},
+      {"bytes_out", bytes_out_->value()},
+      {"workers", workers},
+      {"latency_us",
+       {{"p50", latency_.percentile_us(0.5)},
+        {"p90", latency_.percentile_us(0.9)},
+        {"p99", latency_.percentile_us(0.99)},
+        {"count", latency_.count()}}},
+  };
+  if (const auto steady = summarize(sampler_.samples())) {
+    r["events_per_s"] = steady->messages_per_s;
+    r["mb_per_s"] = steady->mb_s;
+    r["rate_seconds"] = steady->seconds;
+  } else {
+    r["events_per_s"] = 0.0;
+    r["mb_per_s"] = 0.0;
+  }
+  // The decided count every sample (200 ms): for soak runs to see whether the rate decays.
+  nlohmann::json series = nlohmann::json::array();
+  for (const auto& s : sampler_.samples()) series.push_back({s.t_ns, s.messages});
+  r["series"] = std::move(series);
+  const std::lock_guard lock(lost_mutex_);
+  r["lost_workers"] = lost_workers_;
+  r["rejoined_workers"] = rejoined_workers_;
+  return r;
+}
+
+void SubFarmController::fold_results(nlohmann::json& run, const std::string& id,
+                                     const nlohmann::json& app) {
+  auto count = [](const nlohmann::json& o, const char* key) {
+    return o.contains(key) && o[key].is_number() ? o[key].get<std::uint64_t>() : 0;
+  };
+  for (const char* key : {"events_decided", "events_accepted", "events_written", "events_pushed",
+                          "answers_late", "events_redispatched"}) {
+    run[key] = count(run, key) + count(app, key);
+  }
+  if (!run.contains("sfcs") || !run["sfcs"].is_object()) run["sfcs"] = nlohmann::json::object();
+  run["sfcs"][id] = {{"events_per_s", app.value("events_per_s", 0.0)},
+                     {"lost_workers", app.value("lost_workers", nlohmann::json::array())}};
+}
+
+runtime::AppType sfc_type() {
+  using runtime::ParamSpec;
+  runtime::AppType t;
+  t.name = "sfc";
+  t.help =
+      "Sub-farm controller: dispatches events to its workers (round_robin, tokens, least_loaded "
+      "or push), re-dispatches a lost worker's events, and writes the accepted ones per stream.";
+  t.enable_rank = 10;
+  t.peer_params = {"workers"};
+  t.params = {
+      ParamSpec::app_ref_list("workers", "the workers this SFC dispatches to"),
+      ParamSpec::string("policy", "round_robin, tokens, least_loaded or push")
+          .default_value("tokens")
+          .one_of({"round_robin", "tokens", "least_loaded", "push"}),
+      ParamSpec::integer("window", "tokens per worker: events a worker holds at once")
+          .default_value(2)
+          .range(1, 64),
+      ParamSpec::integer("busy_threshold", "least_loaded: busy at this many events; 0: window")
+          .default_value(0)
+          .range(0, 64),
+      ParamSpec::integer("free_threshold",
+                         "least_loaded: free again at this many; -1: busy_threshold - 1")
+          .default_value(-1)
+          .range(-1, 63),
+      ParamSpec::integer("queue", "events waiting for a worker before the input is held back")
+          .default_value(64)
+          .range(1, 65536),
+      ParamSpec::integer("heartbeat_timeout_ms", "a worker silent this long is lost")
+          .default_value(2000)
+          .range(10, 600000),
+      ParamSpec::object(
+          "event_size", "generator: event sizes, bytes",
+          {ParamSpec::string("dist", "fixed, uniform, exponential or lognormal")
+               .default_value("fixed")
+               .one_of({"fixed", "uniform", "exponential", "lognormal"}),
+           ParamSpec::number("mean", "mean size, bytes").default_value(32768).range(8, kMaxEventSize),
+           ParamSpec::number("sd", "standard deviation, bytes").default_value(0).range(0, kMaxEventSize),
+           ParamSpec::integer("max", "largest event, bytes").default_value(32768).range(8, kMaxEventSize)}),
+      ParamSpec::number("rate_hz", "generator: events per second; 0: as fast as workers take them")
+          .default_value(0)
+          .at_least(0),
+      ParamSpec::integer("count", "generator: events, then the SFC is finished; 0: unlimited")
+          .default_value(0)
+          .at_least(0),
+      ParamSpec::integer("seed", "generator: seed of the sizes").default_value(1).at_least(0),
+      ParamSpec::object(
+          "output",
+          "where accepted events go: {kind: discard} or {kind: file, dir, max_file_mb, "
+          "max_file_events, max_total_mb}",
+          {
+              ParamSpec::string("kind", "discard or file")
+                  .default_value("discard")
+                  .one_of({"discard", "file"}),
+              ParamSpec::string("dir", "file: directory; empty: run.output").default_value(""),
+              ParamSpec::number("max_file_mb", "file: roll files at this size, MiB; 0: no limit")
+                  .default_value(256)
+                  .at_least(0),
+              ParamSpec::integer("max_file_events",
+                                 "file: roll files after this many events; 0: no limit")
+                  .default_value(0)
+                  .at_least(0),
+              ParamSpec::number("max_total_mb",
+                                "file: stop writing past this much, MiB; 0: no limit")
+                  .default_value(0)
+                  .at_least(0),
+          }),
+      ParamSpec::integer_list("stream_masks",
+                              "one output stream per trigger mask ([]: one stream for all)")
+          .default_json_text("[]")
+          .range(1, 9.2e18),
+  };
+  t.make = [] { return std::make_unique<SubFarmController>(); };
+  t.fold_results = &SubFarmController::fold_results;
+  return t;
+}
+
+}  // namespace daqflow::apps::farm

@@ -1,0 +1,161 @@
+#pragma once
+// `sfc`: the sub-farm controller of the filter farm (docs/farm.md, seed 002). It takes events
+// from its own generator (sizes from a distribution, at a rate or as fast as the workers take
+// them), retains each until a worker has decided on it, dispatches them under a policy
+// (Dispatcher), and writes the accepted events, each with its decision and processed data, into
+// files per stream (an accepted event goes to every stream whose trigger mask its trigger bits
+// match; with masks given, one that matches none goes to the stream `unrouted`).
+//
+// Exactly once: a decision counts only from the worker the event was last given to, under the
+// epoch it was given under (Dispatcher); the SFC alone writes, so an event is written at most
+// once per stream it belongs to. A lost worker (connection failed, or silent for
+// heartbeat_timeout_ms) is fenced: its events go to the other workers; when it is heard from again
+// it is told its new epoch (fence) and rejoins with a token. With no worker left the SFC fails.
+//
+// Back-pressure: the generator stops while the queue of events waiting for a token is full, or
+// while an output stream has no batch free (the disk is behind).
+//
+// Halt: the generator stops; drained() once every event is decided and written.
+//
+// Threading: as every application (runtime/application.hpp); results() reads counters, the
+// sampler and the latency histogram, which the agent writes.
+
+#include <array>
+#include <deque>
+#include <atomic>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "apps/app_support.hpp"
+#include "daqflow/apps/evb/output.hpp"
+#include "daqflow/apps/farm/dispatcher.hpp"
+#include "daqflow/apps/sampler.hpp"
+#include "daqflow/core/random.hpp"
+#include "daqflow/runtime/application.hpp"
+
+namespace daqflow::apps::farm {
+
+// Event latency, dispatch queue included: admitted to decided. Buckets of a quarter octave from
+// 1 us; one writer, any reader.
+class LatencyHistogram {
+ public:
+  static constexpr std::size_t kBuckets = 128;
+  void clear();
+  void add(std::int64_t ns);
+  // The value below which this fraction of the samples fall (upper edge of its bucket), us.
+  [[nodiscard]] double percentile_us(double fraction) const;
+  [[nodiscard]] std::uint64_t count() const;
+
+ private:
+  std::array<std::atomic<std::uint64_t>, kBuckets> buckets_{};
+};
+
+class SubFarmController final : public runtime::Application {
+ public:
+  ~SubFarmController() override;
+
+  Result<void> configure(runtime::AppContext& ctx) override;
+  Result<void> enable() override;
+  void release() override;
+
+  [[nodiscard]] int do_work() override;
+  void wait_for_work(std::chrono::microseconds timeout) override;
+
+  [[nodiscard]] bool drained() const override;
+  [[nodiscard]] nlohmann::json results() const override;
+
+  // The run's farm figures: events_decided, events_accepted, farm_events_per_s, lost_workers.
+  static void fold_results(nlohmann::json& run, const std::string& id, const nlohmann::json& app);
+
+ private:
+  struct Retained {
+    core::Buffer data;  // the event, as sent
+    std::uint32_t size = 0;
+    std::uint32_t flags = 0;
+    std::int64_t admitted_ns = 0;
+  };
+  struct Stream {
+    std::string name;
+    std::uint64_t mask = 0;  // 0: every accepted event
+    std::unique_ptr<evb::EventOutput> output;
+    std::deque<evb::OutputBatch> batches;  // grows only when the disk falls behind
+    std::vector<evb::OutputBatch*> free;
+    evb::OutputBatch* filling = nullptr;
+    std::int64_t filling_since_ns = 0;
+    std::uint32_t in_output = 0;
+    std::uint64_t written = 0;
+  };
+
+  void on_completion(transport::Completion& c, std::int64_t now);
+  void on_decision(transport::Completion& c, std::int64_t now);
+  void on_lost(transport::AppIndex worker, const std::string& why);
+  void fence(transport::AppIndex worker);
+  int generate(std::int64_t now);
+  int dispatch();
+  void record(transport::Completion& c, const wire::Decision& d);
+  void add_to(Stream& s, core::Buffer buffer, std::uint32_t size, const wire::Decision& d,
+              std::int64_t now);
+  int flush_outputs(std::int64_t now, bool all);
+  void publish();
+
+  // Configuration.
+  std::vector<transport::AppIndex> workers_;
+  std::vector<std::string> ids_;
+  Policy policy_ = Policy::tokens;
+  core::DistSpec size_;
+  std::uint32_t max_size_ = 0;
+  double rate_hz_ = 0;
+  std::uint64_t count_ = 0;
+  std::int64_t heartbeat_timeout_ns_ = 0;
+
+  // Agent thread.
+  transport::Endpoint* endpoint_ = nullptr;
+  core::Clock* clock_ = nullptr;
+  std::unique_ptr<Dispatcher> dispatcher_;
+  std::unique_ptr<core::BufferPool> events_pool_;
+  std::unique_ptr<core::BufferPool> control_pool_;
+  std::vector<Retained> retained_;  // by slot
+  std::vector<Stream> streams_;
+  core::Xoshiro rng_;
+  std::uint64_t next_event_ = 0;
+  double tokens_ = 0;
+  std::int64_t refilled_ns_ = 0;
+  std::int64_t next_check_ns_ = 0;
+  bool watching_ = false;
+  std::uint64_t bytes_decided_ = 0;
+  std::vector<transport::AppIndex> lost_now_;
+  ThroughputSampler sampler_;
+  std::array<transport::Completion, detail::kPollBatch> completions_{};
+
+  // Metrics.
+  runtime::Counter* events_received_ = nullptr;
+  runtime::Counter* events_decided_ = nullptr;
+  runtime::Counter* events_accepted_ = nullptr;
+  runtime::Counter* events_pushed_ = nullptr;
+  runtime::Counter* events_written_ = nullptr;
+  runtime::Counter* events_redispatched_ = nullptr;
+  runtime::Counter* answers_late_ = nullptr;
+  runtime::Counter* messages_malformed_ = nullptr;
+  runtime::Counter* bytes_out_ = nullptr;
+  runtime::Gauge* events_outstanding_ = nullptr;
+  runtime::Gauge* events_queued_ = nullptr;
+  runtime::Gauge* workers_alive_ = nullptr;
+  struct Published {
+    std::uint64_t received = 0, decided = 0, accepted = 0, pushed = 0, redispatched = 0, late = 0;
+  } published_;
+
+  // Shared with other threads.
+  std::unique_ptr<std::atomic<std::uint64_t>[]> decided_by_;  // per worker position
+  LatencyHistogram latency_;
+  std::atomic<bool> drained_{false};
+  std::atomic<std::int64_t> enabled_ns_{0};
+  mutable std::mutex lost_mutex_;
+  std::vector<std::string> lost_workers_;      // guarded by lost_mutex_
+  std::vector<std::string> rejoined_workers_;  // guarded by lost_mutex_
+};
+
+[[nodiscard]] runtime::AppType sfc_type();
+
+}  // namespace daqflow::apps::farm

@@ -1,0 +1,427 @@
+#include "worker_app.hpp"
+
+#include <dlfcn.h>
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "daqflow/apps/farm/dispatcher.hpp"
+#include "daqflow/wire/endian.hpp"
+
+namespace daqflow::apps::farm {
+
+using transport::Completion;
+using transport::SendStatus;
+
+namespace {
+
+// Events a worker can hold: far above any sensible window (the SFC's tokens bound them).
+constexpr std::size_t kMaxHeld = 256;
+constexpr std::uint32_t kMaxOutput = 64u << 20;
+// Decision buffers: one per held event, and a few in flight.
+constexpr std::size_t kDecisionBuffers = kMaxHeld + 16;
+
+core::DistSpec time_spec(const nlohmann::json& o) {
+  core::DistSpec s;
+  s.dist = *core::parse_dist(o.at("dist").get<std::string>());  // one_of: known
+  s.mean = o.at("mean_us").get<double>();
+  s.sd = o.at("sd_us").get<double>();
+  return s;
+}
+
+std::vector<runtime::ParamSpec> time_fields(double mean_us) {
+  using runtime::ParamSpec;
+  return {ParamSpec::string("dist", "fixed, uniform, exponential or lognormal")
+              .default_value("fixed")
+              .one_of({"fixed", "uniform", "exponential", "lognormal"}),
+          ParamSpec::number("mean_us", "mean time, microseconds").default_value(mean_us).range(0, 6e7),
+          ParamSpec::number("sd_us", "standard deviation (uniform, lognormal), microseconds")
+              .default_value(0)
+              .range(0, 6e7)};
+}
+
+}  // namespace
+
+Worker::~Worker() {
+  release();
+  for (auto& c : completions_) c.message.clear();
+  core::retire_pool(pool_, core::BusyPool::leak, id());
+}
+
+Result<void> Worker::configure(runtime::AppContext& ctx) {
+  release();
+  core::retire_pool(pool_, core::BusyPool::leak, id());
+  clock_ = &ctx.clock();
+  runtime::ParamReader p = ctx.param_reader();
+  const auto sfc = p.get<std::string>("sfc");
+  const auto processing = p.get<std::string>("processing");
+  accept_fraction_ = p.get<double>("accept_fraction");
+  output_bytes_ = p.get<std::uint32_t>("output_bytes");
+  trigger_bits_ = p.get<std::uint64_t>("trigger_bits");
+  const auto accept_time = p.get<nlohmann::json>("accept_time");
+  const auto reject_time = p.get<nlohmann::json>("reject_time");
+  const auto plugin = p.get<std::string>("plugin");
+  const auto plugin_config = p.get<std::string>("plugin_config");
+  heartbeat_ns_ = p.get<std::int64_t>("heartbeat_ms") * 1'000'000;
+  const auto seed = p.get<std::uint64_t>("seed");
+  if (auto r = p.status(); !r) return r;
+  auto index = ctx.index_of(sfc);
+  if (!index) return p.error("sfc", index.error().message());
+  sfc_ = *index;
+  accept_time_us_ = time_spec(accept_time);
+  reject_time_us_ = time_spec(reject_time);
+  rng_ = core::Xoshiro(seed ^ (std::uint64_t{ctx.self().index} * core::kGolden));
+  ids_ = detail::application_ids(ctx.cluster());
+  if (processing == "plugin") {
+    if (plugin.empty()) return p.error("plugin", "processing: plugin needs the library's path");
+    if (auto r = load_plugin(plugin, plugin_config); !r) return p.error("plugin", r.error().message());
+  } else if (!plugin.empty()) {
+    return p.error("plugin", "is set, but processing is 'model' (set processing: plugin)");
+  }
+
+  auto endpoint = ctx.endpoint(nullptr);
+  if (!endpoint) return endpoint.error().context("application '" + id() + "': endpoint");
+  endpoint_ = *endpoint;
+  if (auto r = endpoint_->connect(sfc_); !r) {
+    return r.error().context("application '" + id() + "': connecting to '" + sfc + "'");
+  }
+  auto pool = endpoint_->make_send_pool(id() + ".decisions", wire::kDecisionSize + output_bytes_,
+                                        kDecisionBuffers);
+  if (!pool) return pool.error().context("application '" + id() + "'");
+  pool_ = std::move(*pool);
+  // Model output: the same bytes for every event but its first 8, the event number.
+  if (plugin_.process == nullptr) {
+    std::vector<core::Buffer> all;
+    all.reserve(kDecisionBuffers);
+    for (std::size_t i = 0; i < kDecisionBuffers; ++i) {
+      all.push_back(pool_->acquire());
+      for (std::uint32_t j = 0; j < output_bytes_; ++j) {
+        all.back().data()[wire::kDecisionSize + j] = static_cast<std::byte>((j * 131u + 7u) & 0xff);
+      }
+    }
+  }
+  held_ = std::vector<Held>(kMaxHeld);
+  head_ = count_ = 0;
+  epoch_ = 0;
+  token_sent_ = false;
+  heartbeat_seq_ = 0;
+  next_heartbeat_ns_ = 0;
+
+  runtime::MetricsRegistry& m = ctx.metrics();
+  events_in_ = &m.counter("events_in", "events received from the SFC");
+  bytes_in_ = &m.counter("bytes_in", "bytes of events received", runtime::Unit::bytes);
+  events_accepted_ = &m.counter("events_accepted", "events decided: accepted");
+  events_rejected_ = &m.counter("events_rejected", "events decided: rejected");
+  events_dropped_ = &m.counter(
+      "events_dropped", "events dropped undecided: fenced by the SFC, or sent under an older epoch");
+  events_pushed_ = &m.counter("events_pushed", "events pushed with no answer wanted (push policy)");
+  busy_ns_ = &m.counter("busy_ns", "time spent processing", runtime::Unit::none);
+  messages_malformed_ = &m.counter("messages_malformed", "malformed messages dropped");
+  fences_ = &m.counter("fences", "fences received: the SFC had declared this worker lost");
+  return ok();
+}
+
+Result<void> Worker::load_plugin(const std::string& path, const std::string& config) {
+  void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (handle == nullptr) return Error("cannot load '" + path + "': " + dlerror());
+  auto sym = [&](const char* name) { return dlsym(handle, name); };
+  auto abi = reinterpret_cast<daqflow_farm_abi_fn>(sym("daqflow_farm_abi"));
+  auto process = reinterpret_cast<daqflow_farm_process_fn>(sym("daqflow_farm_process"));
+  if (abi == nullptr || process == nullptr) {
+    dlclose(handle);
+    return Error("'" + path + "' does not export daqflow_farm_abi and daqflow_farm_process");
+  }
+  if (abi() != DAQFLOW_FARM_ABI) {
+    const int found = abi();
+    dlclose(handle);
+    return Error("'" + path + "' is built for farm ABI " + std::to_string(found) + ", not " +
+                 std::to_string(DAQFLOW_FARM_ABI));
+  }
+  plugin_.handle = handle;
+  plugin_.process = process;
+  plugin_.fini = reinterpret_cast<daqflow_farm_fini_fn>(sym("daqflow_farm_fini"));
+  if (auto init = reinterpret_cast<daqflow_farm_init_fn>(sym("daqflow_farm_init"))) {
+    plugin_.state = init(config.c_str());
+    if (plugin_.state == nullptr) {
+      unload_plugin();
+      return Error("'" + path + "': daqflow_farm_init refused the configuration '" + config + "'");
+    }
+  }
+  return ok();
+}
+
+void Worker::unload_plugin() {
+  if (plugin_.handle == nullptr) return;
+  if (plugin_.fini != nullptr && plugin_.state != nullptr) plugin_.fini(plugin_.state);
+  dlclose(plugin_.handle);
+  plugin_ = Plugin{};
+}
+
+void Worker::release() {
+  drop_held();
+  for (auto& c : completions_) c.message.clear();
+  unload_plugin();
+  endpoint_ = nullptr;
+}
+
+void Worker::drop_held() {
+  for (auto& h : held_) {
+    h.message.clear();
+    h.output.reset();
+    h.done_ns = 0;
+  }
+  head_ = count_ = 0;
+}
+
+bool Worker::send_token() {
+  std::byte* p = nullptr;
+  core::Buffer b = pool_->acquire();
+  if (!b) return false;
+  p = b.data();
+  wire::Decision d;
+  d.epoch = epoch_;
+  wire::encode(d, std::span<std::byte, wire::kDecisionSize>(p, wire::kDecisionSize));
+  transport::Message m;
+  m.type = wire::MessageType::decision;
+  m.add(std::move(b), 0, wire::kDecisionSize);
+  return endpoint_->post_send(sfc_, m) == SendStatus::ok;
+}
+
+void Worker::send_heartbeat(std::int64_t now) {
+  if (now < next_heartbeat_ns_) return;
+  core::Buffer b = pool_->acquire();
+  if (!b) return;
+  wire::Heartbeat h;
+  h.sender = endpoint_->self();
+  h.sequence = heartbeat_seq_;
+  wire::encode(h, std::span<std::byte, wire::kHeartbeatSize>(b.data(), wire::kHeartbeatSize));
+  transport::Message m;
+  m.type = wire::MessageType::heartbeat;
+  m.tag = heartbeat_seq_;
+  m.add(std::move(b), 0, wire::kHeartbeatSize);
+  if (endpoint_->post_send(sfc_, m) == SendStatus::ok) {
+    ++heartbeat_seq_;
+    next_heartbeat_ns_ = now + heartbeat_ns_;
+  }
+}
+
+void Worker::on_completion(Completion& c) {
+  if (c.kind == Completion::Kind::recv && c.peer == sfc_ && c.message.segment_count > 0) {
+    const auto payload = c.message.segments[0].bytes();
+    if (c.message.type == wire::MessageType::farm_event) {
+      wire::FarmEvent e;
+      const auto status = wire::decode(payload, c.size, e);
+      if (status != wire::EvbStatus::ok) {
+        messages_malformed_->add_single_writer();
+        spdlog::warn("{}: a malformed event from the SFC, dropped: {}", id(),
+                     wire::to_string(status));
+      } else if (e.slot == kNoSlot) {
+        events_pushed_->add_single_writer();
+        bytes_in_->add_single_writer(e.size);
+      } else if (e.epoch != epoch_ || !token_sent_) {
+        events_dropped_->add_single_writer();
+      } else if (count_ == held_.size()) {
+        fail("the SFC sent more events than a worker holds (" + std::to_string(held_.size()) +
+             "): lower its window");
+      } else {
+        Held& h = held_[(head_ + count_++) % held_.size()];
+        h.event = e;
+        h.message = std::move(c.message);
+        h.done_ns = 0;
+        events_in_->add_single_writer();
+        bytes_in_->add_single_writer(e.size);
+      }
+    } else if (c.message.type == wire::MessageType::fence) {
+      wire::Fence f;
+      if (wire::decode(payload, f) == wire::EvbStatus::ok && f.epoch > epoch_) {
+        events_dropped_->add_single_writer(count_);
+        spdlog::warn("{}: the SFC declared this worker lost; {} held event(s) dropped, back under "
+                     "epoch {}",
+                     id(), count_, f.epoch);
+        drop_held();
+        epoch_ = f.epoch;
+        token_sent_ = false;
+        fences_->add_single_writer();
+      }
+    }
+  } else if ((c.kind == Completion::Kind::error || c.kind == Completion::Kind::peer_closed) &&
+             c.peer == sfc_ && !winding_down()) {
+    spdlog::warn("{}: the SFC '{}' {}", id(), detail::peer_name(ids_, c.peer),
+                 c.kind == Completion::Kind::error ? "failed: " + std::string(c.reason)
+                                                   : std::string("closed its connection"));
+  }
+  c.message.clear();
+}
+
+// Decides on the event at the head: the plugin now, the model by drawing its time.
+bool Worker::start(Held& h, std::int64_t now) {
+  h.output = pool_->acquire();
+  if (!h.output) return false;
+  wire::Decision& d = h.decision;
+  d = wire::Decision{};
+  d.event = h.event.event;
+  d.slot = h.event.slot;
+  d.epoch = h.event.epoch;
+  std::byte* out = h.output.data() + wire::kDecisionSize;
+  if (plugin_.process != nullptr) {
+    // Byte-stream transports deliver one segment; inproc the SFC's two (descriptor, event).
+    const transport::Message& m = h.message;
+    const std::byte* data = nullptr;
+    if (m.segment_count == 1) {
+      data = m.segments[0].bytes().data() + wire::kFarmEventSize;
+    } else if (m.segment_count == 2 && m.segments[0].length == wire::kFarmEventSize) {
+      data = m.segments[1].bytes().data();
+    } else {
+      fail("an event in " + std::to_string(m.segment_count) +
+           " segments: the plugin needs it contiguous");
+      return false;
+    }
+    daqflow_farm_event event{h.event.event, h.event.flags, data, h.event.size};
+    daqflow_farm_decision decision{};
+    decision.output = out;
+    decision.output_capacity = output_bytes_;
+    const std::int64_t t0 = clock_->now_ns();
+    const int rc = plugin_.process(plugin_.state, &event, &decision);
+    const std::int64_t t1 = clock_->now_ns();
+    busy_ns_->add_single_writer(static_cast<std::uint64_t>(t1 - t0));
+    if (rc != 0) {
+      fail("the plugin failed on event " + std::to_string(h.event.event) + " (returned " +
+           std::to_string(rc) + ")");
+      return false;
+    }
+    if (decision.output_size > output_bytes_) {
+      fail("the plugin wrote " + std::to_string(decision.output_size) +
+           " bytes of output, more than output_bytes (" + std::to_string(output_bytes_) + ")");
+      return false;
+    }
+    d.verdict = decision.accept != 0 ? wire::Verdict::accept : wire::Verdict::reject;
+    d.trigger_bits = decision.trigger_bits;
+    d.output_size = d.verdict == wire::Verdict::accept
+                        ? static_cast<std::uint32_t>(decision.output_size)
+                        : 0;
+    h.done_ns = t1;
+  } else {
+    const bool accept = rng_.uniform() <= accept_fraction_;
+    const double us =
+        std::max(0.0, core::sample(accept ? accept_time_us_ : reject_time_us_, rng_));
+    d.verdict = accept ? wire::Verdict::accept : wire::Verdict::reject;
+    d.trigger_bits = accept ? trigger_bits_ : 0;
+    d.output_size = accept ? output_bytes_ : 0;
+    if (accept && output_bytes_ >= 8) wire::store_le64(out, h.event.event);
+    const auto ns = static_cast<std::int64_t>(us * 1000.0);
+    busy_ns_->add_single_writer(static_cast<std::uint64_t>(ns));
+    h.done_ns = now + std::max<std::int64_t>(ns, 1);
+  }
+  wire::encode(d, std::span<std::byte, wire::kDecisionSize>(h.output.data(), wire::kDecisionSize));
+  return true;
+}
+
+int Worker::do_work() {
+  int work = 0;
+  const std::size_t n = endpoint_->poll(completions_);
+  for (std::size_t i = 0; i < n; ++i) on_completion(completions_[i]);
+  work += static_cast<int>(n);
+  if (failed()) return work;
+  std::int64_t now = clock_->now_ns();
+  if (!token_sent_ && run_state() != runtime::RunState::halting &&
+      endpoint_->connected(sfc_) && send_token()) {
+    token_sent_ = true;
+    ++work;
+  }
+  if (token_sent_) send_heartbeat(now);
+  while (count_ > 0) {
+    Held& h = held_[head_];
+    if (h.done_ns == 0 && !start(h, now)) break;
+    now = clock_->now_ns();
+    if (now < h.done_ns) break;
+    transport::Message m;
+    m.type = wire::MessageType::decision;
+    m.tag = h.decision.event;
+    m.add(h.output.share(), 0, wire::kDecisionSize + h.decision.output_size);
+    const SendStatus s = endpoint_->post_send(sfc_, m);
+    if (s == SendStatus::back_pressure || s == SendStatus::not_connected) {
+      m.clear();
+      break;
+    }
+    m.clear();
+    if (s == SendStatus::ok) {
+      (h.decision.verdict == wire::Verdict::accept ? events_accepted_ : events_rejected_)
+          ->add_single_writer();
+    }
+    h.output.reset();
+    h.message.clear();
+    h.done_ns = 0;
+    head_ = (head_ + 1) % held_.size();
+    --count_;
+    ++work;
+  }
+  return work;
+}
+
+void Worker::wait_for_work(std::chrono::microseconds timeout) {
+  std::int64_t until = clock_->now_ns() + timeout.count() * 1000;
+  if (token_sent_) until = std::min(until, next_heartbeat_ns_);
+  if (count_ > 0 && held_[head_].done_ns > 0) until = std::min(until, held_[head_].done_ns);
+  const std::int64_t wait_ns = until - clock_->now_ns();
+  if (wait_ns <= 0) return;
+  endpoint_->wait(std::chrono::microseconds(wait_ns / 1000));
+}
+
+nlohmann::json Worker::results() const {
+  if (events_in_ == nullptr) return nlohmann::json::object();
+  return {{"events_in", events_in_->value()},
+          {"bytes_in", bytes_in_->value()},
+          {"events_accepted", events_accepted_->value()},
+          {"events_rejected", events_rejected_->value()},
+          {"events_dropped", events_dropped_->value()},
+          {"events_pushed", events_pushed_->value()},
+          {"busy_s", static_cast<double>(busy_ns_->value()) * 1e-9},
+          {"fences", fences_->value()},
+          {"messages_malformed", messages_malformed_->value()}};
+}
+
+runtime::AppType worker_type() {
+  using runtime::ParamSpec;
+  runtime::AppType t;
+  t.name = "worker";
+  t.help =
+      "Filter-farm worker: processes the events its SFC sends (a model or a plugin library) and "
+      "answers each with a decision that is also its next token.";
+  t.enable_rank = 0;
+  // A lost worker's events go to the other workers: the run goes on.
+  t.survivable = true;
+  t.peer_params = {"sfc"};
+  t.params = {
+      ParamSpec::app_ref("sfc", "the sub-farm controller this worker serves"),
+      ParamSpec::string("processing", "model (times and decisions drawn) or plugin (a library)")
+          .default_value("model")
+          .one_of({"model", "plugin"}),
+      ParamSpec::number("accept_fraction", "model: fraction of events accepted")
+          .default_value(0.005)
+          .range(0, 1),
+      ParamSpec::integer("output_bytes",
+                         "output of an accepted event: the model's size, the plugin's room")
+          .default_value(65536)
+          .range(0, kMaxOutput),
+      ParamSpec::integer("trigger_bits", "model: trigger bits of an accepted event")
+          .default_value(1)
+          .at_least(0),
+      ParamSpec::object("accept_time", "model: processing time of an accepted event",
+                        time_fields(0)),
+      ParamSpec::object("reject_time", "model: processing time of a rejected event",
+                        time_fields(0)),
+      ParamSpec::string("plugin", "plugin: path of the shared library (daqflow/farm_plugin.h)")
+          .default_value(""),
+      ParamSpec::string("plugin_config", "plugin: text handed to daqflow_farm_init")
+          .default_value(""),
+      ParamSpec::integer("heartbeat_ms", "interval of heartbeats to the SFC")
+          .default_value(100)
+          .range(1, 60000),
+      ParamSpec::integer("seed", "model: seed of the decisions and times").default_value(1).at_least(0),
+  };
+  t.make = [] { return std::make_unique<Worker>(); };
+  return t;
+}
+
+}  // namespace daqflow::apps::farm

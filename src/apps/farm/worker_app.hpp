@@ -1,0 +1,109 @@
+#pragma once
+// `worker`: a filter-farm node (docs/farm.md). It tells its SFC it is ready (a token with no
+// decision), processes the events the SFC sends it one at a time, in order, and answers each with
+// a decision, which is also its next token: accept or reject, the trigger bits, and for an
+// accepted event the processed data.
+//
+// Processing comes from a model (an accept fraction, times drawn from a distribution, longer for
+// accepted events, and output of a fixed size whose first 8 bytes are the event number) or from
+// a user function in a shared library (daqflow/farm_plugin.h). A model's time is waited, not
+// spent: the worker does not occupy a core, so that many workers share a small machine; a
+// plugin runs on the worker's thread for as long as it takes.
+//
+// Failures: a fence from the SFC (it declared this worker lost, e.g. after a freeze) makes it
+// drop every event it holds (the SFC has given them to other workers) and send a token under the
+// new epoch. Events for an older epoch are dropped and counted. Events pushed with no answer
+// wanted (the SFC's push policy) are counted and dropped at once.
+//
+// Threading: as every application (runtime/application.hpp); the agent thread owns the data path;
+// results() reads counters.
+
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "apps/app_support.hpp"
+#include "daqflow/core/random.hpp"
+#include "daqflow/farm_plugin.h"
+#include "daqflow/runtime/application.hpp"
+#include "daqflow/wire/farm.hpp"
+
+namespace daqflow::apps::farm {
+
+class Worker final : public runtime::Application {
+ public:
+  ~Worker() override;
+
+  Result<void> configure(runtime::AppContext& ctx) override;
+  void release() override;
+
+  [[nodiscard]] int do_work() override;
+  void wait_for_work(std::chrono::microseconds timeout) override;
+
+  [[nodiscard]] nlohmann::json results() const override;
+
+ private:
+  struct Held {
+    wire::FarmEvent event;
+    transport::Message message;
+    std::int64_t done_ns = 0;  // 0: not started
+    wire::Decision decision;
+    core::Buffer output;  // descriptor and output data, once started
+  };
+  struct Plugin {
+    void* handle = nullptr;
+    void* state = nullptr;
+    daqflow_farm_process_fn process = nullptr;
+    daqflow_farm_fini_fn fini = nullptr;
+  };
+
+  Result<void> load_plugin(const std::string& path, const std::string& config);
+  void unload_plugin();
+  void on_completion(transport::Completion& c);
+  [[nodiscard]] bool start(Held& h, std::int64_t now);
+  [[nodiscard]] bool send_token();
+  void send_heartbeat(std::int64_t now);
+  void drop_held();
+
+  // Configuration.
+  transport::AppIndex sfc_ = 0;
+  double accept_fraction_ = 0;
+  std::uint32_t output_bytes_ = 0;
+  std::uint64_t trigger_bits_ = 1;
+  core::DistSpec accept_time_us_;
+  core::DistSpec reject_time_us_;
+  std::int64_t heartbeat_ns_ = 0;
+  Plugin plugin_;
+  std::vector<std::string> ids_;
+
+  // Agent thread.
+  transport::Endpoint* endpoint_ = nullptr;
+  core::Clock* clock_ = nullptr;
+  std::unique_ptr<core::BufferPool> pool_;  // decisions: descriptor + output
+  core::Xoshiro rng_;
+  std::vector<Held> held_;  // ring
+  std::size_t head_ = 0;
+  std::size_t count_ = 0;
+  std::uint32_t epoch_ = 0;
+  bool token_sent_ = false;
+  std::uint64_t heartbeat_seq_ = 0;
+  std::int64_t next_heartbeat_ns_ = 0;
+  std::array<transport::Completion, detail::kPollBatch> completions_{};
+
+  // Metrics.
+  runtime::Counter* events_in_ = nullptr;
+  runtime::Counter* bytes_in_ = nullptr;
+  runtime::Counter* events_accepted_ = nullptr;
+  runtime::Counter* events_rejected_ = nullptr;
+  runtime::Counter* events_dropped_ = nullptr;  // fenced or of an older epoch
+  runtime::Counter* events_pushed_ = nullptr;
+  runtime::Counter* busy_ns_ = nullptr;
+  runtime::Counter* fences_ = nullptr;
+  runtime::Counter* messages_malformed_ = nullptr;
+};
+
+[[nodiscard]] runtime::AppType worker_type();
+
+}  // namespace daqflow::apps::farm
