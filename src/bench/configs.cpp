@@ -188,4 +188,46 @@ std::string evb_yaml(const ClusterSettings& cluster, const EvbShape& s) {
   return y;
 }
 
+int farm_contexts(const FarmShape& s) {
+  return 1 + (s.workers + s.workers_per_context - 1) / s.workers_per_context;
+}
+
+int farm_ports_used(const FarmShape& s) {
+  // Per context its control port and one data port per application.
+  return 2 * farm_contexts(s) + s.workers + 1;
+}
+
+std::string farm_yaml(const ClusterSettings& cluster, const FarmShape& s) {
+  std::string y = header(cluster, fmt::format("filter farm, {} workers, {}", s.workers, s.policy));
+  int port = cluster.port_base;
+  int app = 0;
+  const auto ctx = [&](const std::string& name, const std::vector<std::string>& apps) {
+    y += fmt::format(
+        "  - name: {}\n"
+        "    host: 127.0.0.1\n"
+        "    control_port: {}\n"
+        "    data_port: {}\n"
+        "    applications:\n",
+        name, port, port + 1);
+    port += 1 + static_cast<int>(apps.size()) + 1;
+    for (const auto& a : apps) y += fmt::format("      - {{{}, {}}}\n", a, app_common(cluster, app++));
+  };
+  ctx("sfc", {fmt::format("type: sfc, id: sfc0, workers: {}, policy: {}, window: {}, "
+                          "event_size: {{dist: fixed, mean: {}, max: {}}}, output: {{kind: discard}}",
+                          id_list("w", 0, s.workers), s.policy, s.window, s.event_size,
+                          s.event_size)});
+  for (int first = 0; first < s.workers; first += s.workers_per_context) {
+    std::vector<std::string> apps;
+    for (int i = first; i < std::min(s.workers, first + s.workers_per_context); ++i) {
+      const double t = i == s.workers - 1 ? s.time_us * s.slow_factor : s.time_us;
+      apps.push_back(fmt::format(
+          "type: worker, id: w{}, sfc: sfc0, accept_fraction: {}, output_bytes: {}, seed: {}, "
+          "accept_time: {{dist: fixed, mean_us: {}}}, reject_time: {{dist: fixed, mean_us: {}}}",
+          i, s.accept_fraction, s.output_bytes, i + 1, t, t));
+    }
+    ctx(fmt::format("workers{}", first / s.workers_per_context), apps);
+  }
+  return y;
+}
+
 }  // namespace daqflow::bench

@@ -1,4 +1,4 @@
-// daqflow bench roundtrip|stream|evb|compare|memcpy: benchmark figures against their references,
+// daqflow bench roundtrip|stream|evb|farm|compare|memcpy: benchmark figures against their references,
 // written as JSON, CSV and SVG into an output folder (docs/benchmarks.md; runners in src/bench/).
 #include <fmt/format.h>
 #include <signal.h>
@@ -292,6 +292,54 @@ void add_evb(CLI::App& bench_cmd) {
   });
 }
 
+void add_farm(CLI::App& bench_cmd) {
+  struct Args {
+    Common common;
+    bench::FarmOptions options;
+  };
+  auto a = std::make_shared<Args>();
+  auto* cmd = bench_cmd.add_subcommand(
+      "farm",
+      "Filter farm (seed 002): tokens and round_robin against a raw push, then one slow worker");
+  // Twenty workers and their SFC share the machine's cores: agents that spin or yield while
+  // idle take the CPU from those with work.
+  add_common(cmd, a->common, "block");
+  auto& s = a->options.shape;
+  cmd->add_option("--workers", s.workers, "workers")->check(CLI::Range(1, 256))->capture_default_str();
+  cmd->add_option("--workers-per-process", s.workers_per_context, "workers sharing a process")
+      ->check(CLI::Range(1, 64))
+      ->capture_default_str();
+  cmd->add_option("--event-size", s.event_size, "bytes per event")
+      ->check(CLI::Range(8, 16 << 20))
+      ->capture_default_str();
+  cmd->add_option("--window", s.window, "tokens per worker")->check(CLI::Range(1, 64))->capture_default_str();
+  cmd->add_option("--accept-fraction", s.accept_fraction, "events accepted (with output)")
+      ->check(CLI::Range(0.0, 1.0))
+      ->capture_default_str();
+  cmd->add_option("--output-bytes", s.output_bytes, "output of an accepted event, bytes")
+      ->check(CLI::Range(0, 16 << 20))
+      ->capture_default_str();
+  cmd->add_option("--time-us", a->options.time_us,
+                  "second part: every worker's processing time, microseconds")
+      ->check(CLI::Range(1.0, 1e6))
+      ->capture_default_str();
+  cmd->add_option("--slow-factor", a->options.slow_factor, "second part: the slow worker's factor")
+      ->check(CLI::Range(1.0, 1000.0))
+      ->capture_default_str();
+  cmd->add_option("--duration", a->options.duration_s, "seconds per run")
+      ->check(CLI::Range(1.0, 3600.0))
+      ->capture_default_str();
+  cmd->add_option("--rounds", a->options.rounds, "rounds of all the runs, interleaved")
+      ->check(CLI::Range(1, 20))
+      ->capture_default_str();
+  cmd->callback([a] {
+    auto& o = a->options;
+    o.cluster = a->common.cluster;
+    o.cluster.cpus = parse_cpus(a->common.cpus);
+    print_rows(run_and_write(o, a->common.out, bench::run_farm));
+  });
+}
+
 void add_compare(CLI::App& bench_cmd) {
   struct Args {
     Common common;
@@ -398,6 +446,7 @@ void add_bench(CLI::App& app) {
   add_roundtrip(*cmd);
   add_stream(*cmd);
   add_evb(*cmd);
+  add_farm(*cmd);
   add_compare(*cmd);
   add_memcpy(*cmd);
 }

@@ -84,4 +84,23 @@ struct EvbShape {
 [[nodiscard]] std::uint64_t evb_max_message_size(const EvbShape& shape);
 [[nodiscard]] std::string evb_yaml(const ClusterSettings& cluster, const EvbShape& shape);
 
+// The filter farm (seed 002): an SFC generating events, `workers` workers, several per context.
+// Processing times are waited by the workers, not spent; slow_factor > 1 makes the last worker
+// that many times slower.
+struct FarmShape {
+  std::string policy = "tokens";
+  int workers = 20;
+  int workers_per_context = 5;
+  std::uint32_t event_size = 32768;
+  std::uint32_t window = 2;
+  double accept_fraction = 0.005;
+  std::uint32_t output_bytes = 65536;
+  double time_us = 0;  // processing time of every event (fixed)
+  double slow_factor = 1;
+};
+[[nodiscard]] int farm_contexts(const FarmShape& shape);
+// Ports a farm configuration takes from the base (every application has a data port).
+[[nodiscard]] int farm_ports_used(const FarmShape& shape);
+[[nodiscard]] std::string farm_yaml(const ClusterSettings& cluster, const FarmShape& shape);
+
 }  // namespace daqflow::bench

@@ -13,7 +13,7 @@
 namespace daqflow::bench {
 
 struct ResultSet {
-  std::string bench;      // roundtrip | stream | evb | compare | memcpy
+  std::string bench;      // roundtrip | stream | evb | farm | compare | memcpy
   std::string stem;       // file name without extension: "stream-1to1-tcp-size"
   std::string transport;  // "" for benches without one (memcpy)
   std::string date;       // ISO 8601 UTC; filled by write_result_files when empty

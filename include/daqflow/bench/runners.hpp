@@ -77,6 +77,21 @@ struct EvbOptions {
 [[nodiscard]] std::string evb_stem(const EvbOptions& options);
 [[nodiscard]] Result<BenchOutput> run_evb(const EvbOptions& options, BenchEnv& env);
 
+// The filter farm of seed 002: the policies side by side (tokens and round_robin against the raw
+// push of the seed's Version 3), then with a processing time and one worker slow_factor times
+// slower, where tokens must keep its rate and round_robin loses it. Rounds interleave the
+// policies; medians are compared.
+struct FarmOptions {
+  ClusterSettings cluster;
+  FarmShape shape;           // policy and times are set per run
+  double duration_s = 5;     // per run
+  int rounds = 3;
+  double time_us = 2000;     // the heterogeneous part: every worker's processing time
+  double slow_factor = 10;   // ... and the slow worker's factor
+};
+[[nodiscard]] std::string command_line(const FarmOptions& options);
+[[nodiscard]] Result<BenchOutput> run_farm(const FarmOptions& options, BenchEnv& env);
+
 struct MemcpyOptions {
   std::vector<std::uint64_t> sizes{1u << 20};
   double seconds = 1;

@@ -24,6 +24,7 @@ constexpr std::int64_t kBatchAgeNs = 20'000'000;
 constexpr std::size_t kBatchesPerStream = 10;
 constexpr std::uint32_t kMaxEventSize = 64u << 20;
 constexpr std::size_t kControlBufferSize = 64;
+constexpr int kPollRounds = 8;
 
 }  // namespace
 
@@ -153,7 +154,10 @@ Result<void> SubFarmController::configure(runtime::AppContext& ctx) {
     streams_[i].name = "stream" + std::to_string(i);
     streams_[i].mask = static_cast<std::uint64_t>(masks[i]);
   }
-  if (!masks.empty()) streams_.back().name = "unrouted";
+  if (!masks.empty()) {
+    streams_.back().name = "unrouted";
+    streams_.back().unrouted = true;
+  }
   for (Stream& st : streams_) {
     evb::OutputContext oc;
     oc.run_number = ctx.cluster().run.number;
@@ -313,15 +317,13 @@ void SubFarmController::on_decision(Completion& c, std::int64_t now) {
       by.store(by.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
       if (d.verdict != wire::Verdict::accept) break;
       const auto size = static_cast<std::uint32_t>(wire::kDecisionSize + d.output_size);
+      // The streams whose mask matches, in order; `unrouted` (last) only when none did.
       bool routed = false;
-      for (std::size_t i = 0; i < streams_.size(); ++i) {
-        Stream& st = streams_[i];
-        const bool last = i + 1 == streams_.size();
-        const bool match = st.mask == 0 ? true : (st.mask & d.trigger_bits) != 0;
-        if (match || (last && !routed && st.mask == 0)) {
-          add_to(st, seg.buffer.share(), size, d, now);
-          routed = true;
-        }
+      for (Stream& st : streams_) {
+        const bool take = st.unrouted ? !routed : st.mask == 0 || (st.mask & d.trigger_bits) != 0;
+        if (!take) continue;
+        add_to(st, seg.buffer.share(), size, d, now);
+        routed = true;
       }
       break;
     }
@@ -431,7 +433,10 @@ int SubFarmController::dispatch() {
     const SendStatus status = endpoint_->post_send(d.peer, m);
     if (status == SendStatus::ok) {
       bytes_out_->add_single_writer(r.size);
-      if (push) dispatcher_->pushed(d);
+      if (push) {
+        dispatcher_->pushed(d);
+        bytes_decided_ += e.size;
+      }
       ++sent;
       continue;
     }
@@ -495,9 +500,14 @@ void SubFarmController::publish() {
 int SubFarmController::do_work() {
   std::int64_t now = clock_->now_ns();
   int work = 0;
-  const std::size_t n = endpoint_->poll(completions_);
-  for (std::size_t i = 0; i < n; ++i) on_completion(completions_[i], now);
-  work += static_cast<int>(n);
+  // Every send completes, so completions come faster than one batch per turn while the
+  // generator runs: take several, or the decisions and heartbeats behind them would wait.
+  for (int round = 0; round < kPollRounds; ++round) {
+    const std::size_t n = endpoint_->poll(completions_);
+    for (std::size_t i = 0; i < n; ++i) on_completion(completions_[i], now);
+    work += static_cast<int>(n);
+    if (n < completions_.size()) break;
+  }
   if (failed()) return work;
   if (!watching_ && producing()) {
     dispatcher_->start_watch(now);
@@ -512,14 +522,14 @@ int SubFarmController::do_work() {
                      " ms");
     }
     next_check_ns_ = now + std::min(kCheckPeriodNs, heartbeat_timeout_ns_ / 4);
+    if (const std::string broken = dispatcher_->check_invariant(); !broken.empty()) {
+      fail("accounting broken: " + broken);
+    }
   }
   work += generate(now);
   work += dispatch();
   work += flush_outputs(now, halting());
   publish();
-  if (const std::string broken = dispatcher_->check_invariant(); !broken.empty()) {
-    fail("accounting broken: " + broken);
-  }
   const std::uint64_t done = dispatcher_->decided() + dispatcher_->pushed_count();
   if (!sampler_.started()) {
     if (done > 0) sampler_.start(now, bytes_decided_, done);
@@ -530,7 +540,12 @@ int SubFarmController::do_work() {
                      std::all_of(streams_.begin(), streams_.end(), [](const Stream& st) {
                        return st.filling == nullptr && st.in_output == 0;
                      });
-  if (halting() && empty) drained_.store(true, std::memory_order_release);
+  if (halting() && empty && !drained_.load(std::memory_order_relaxed)) {
+    if (const std::string broken = dispatcher_->check_invariant(); !broken.empty()) {
+      fail("accounting broken at the end: " + broken);
+    }
+    drained_.store(true, std::memory_order_release);
+  }
   if (count_ > 0 && next_event_ == count_ && empty && !finished()) set_finished();
   return work;
 }

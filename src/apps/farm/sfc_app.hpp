@@ -79,6 +79,7 @@ class SubFarmController final : public runtime::Application {
   struct Stream {
     std::string name;
     std::uint64_t mask = 0;  // 0: every accepted event
+    bool unrouted = false;   // the events no mask matched
     std::unique_ptr<evb::EventOutput> output;
     std::deque<evb::OutputBatch> batches;  // grows only when the disk falls behind
     std::vector<evb::OutputBatch*> free;

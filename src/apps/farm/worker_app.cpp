@@ -245,11 +245,12 @@ void Worker::on_completion(Completion& c) {
         fences_->add_single_writer();
       }
     }
-  } else if ((c.kind == Completion::Kind::error || c.kind == Completion::Kind::peer_closed) &&
-             c.peer == sfc_ && !winding_down()) {
-    spdlog::warn("{}: the SFC '{}' {}", id(), detail::peer_name(ids_, c.peer),
-                 c.kind == Completion::Kind::error ? "failed: " + std::string(c.reason)
-                                                   : std::string("closed its connection"));
+  } else if (c.kind == Completion::Kind::error && c.peer == sfc_ && !winding_down()) {
+    spdlog::warn("{}: the connection to the SFC '{}' failed: {}", id(),
+                 detail::peer_name(ids_, c.peer), c.reason);
+  } else if (c.kind == Completion::Kind::peer_closed && c.peer == sfc_) {
+    // The SFC halts before its workers: at the end of a run this is the normal goodbye.
+    spdlog::info("{}: the SFC '{}' closed its connection", id(), detail::peer_name(ids_, c.peer));
   }
   c.message.clear();
 }
