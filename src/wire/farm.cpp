@@ -24,6 +24,18 @@ void encode(const Decision& m, std::span<std::byte, kDecisionSize> out) {
   store_le32(p + 28, m.output_size);
 }
 
+void encode(const FarmCredit& m, std::span<std::byte, kFarmCreditSize> out) {
+  store_le64(out.data(), m.taken);
+  store_le64(out.data() + 8, 0);
+}
+
+EvbStatus decode(std::span<const std::byte> in, FarmCredit& out) {
+  if (in.size() != kFarmCreditSize) return EvbStatus::wrong_size;
+  if (load_le64(in.data() + 8) != 0) return EvbStatus::reserved_not_zero;
+  out.taken = load_le64(in.data());
+  return EvbStatus::ok;
+}
+
 EvbStatus decode(std::span<const std::byte> descriptor, std::size_t payload_size,
                  FarmEvent& out) {
   if (descriptor.size() < kFarmEventSize || payload_size < kFarmEventSize) {

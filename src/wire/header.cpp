@@ -25,6 +25,7 @@ bool is_known(MessageType type) {
     case MessageType::hold:
     case MessageType::farm_event:
     case MessageType::decision:
+    case MessageType::farm_credit:
       return true;
   }
   return false;
@@ -68,6 +69,8 @@ std::string_view to_string(MessageType type) {
       return "farm_event";
     case MessageType::decision:
       return "decision";
+    case MessageType::farm_credit:
+      return "farm_credit";
   }
   return "unknown";
 }

@@ -9,7 +9,7 @@ import os
 import signal
 import unittest
 
-from daqflow_testlib import DaqflowTestCase, http, rewrite_ports, wait_until
+from daqflow_testlib import DaqflowTestCase, http, read_example, rewrite_ports, wait_until
 
 WORKERS = {"wa": ["w0", "w1"], "wb": ["w2", "w3"], "wc": ["w4", "w5"]}
 
@@ -216,6 +216,24 @@ class Farm(DaqflowTestCase):
         streams = {f["bu"]: [e["trigger_bits"] for e in f["event_list"]] for f in report["files"]}
         self.assertTrue(all(b & 2 for b in streams.get("sfc0_stream0", [])))
         self.assertTrue(all(not b & 2 for b in streams.get("sfc0_unrouted", [])))
+
+    def test_the_event_builder_feeds_the_farm_and_every_built_event_is_decided_once(self):
+        """examples/farm.yaml: BUs with output {kind: farm} hand every built event to the SFC;
+        the EVM's triggered events are built, taken by the SFC and decided, each once."""
+        text = rewrite_ports(read_example("farm.yaml"))
+        config = self.write_config("farm.yaml", text)
+        run = self.start(["run", config, "--duration", "0", "--summary",
+                          self.path("summary.json"), "--log-dir", self.path("logs")], "run.log")
+        port = control_port(text, "sfc")
+        wait_until(lambda: self.decided(port) >= 3000, 60, "3000 built events decided")
+        summary = self.finish(run)
+        sfc = self.assert_every_event_decided_once(summary)
+        r = summary["results"]
+        self.assertEqual(r["events_triggered"], r["events_built"], r)
+        self.assertEqual(r["events_built"], sfc["events_decided"], r)
+        self.assertEqual(r["events_written"], r["events_built"], "every built event taken over")
+        self.assertEqual(sfc["events_duplicate"], 0, sfc)
+        self.assert_written_once(r, sfc)
 
     def test_a_plugin_that_cannot_load_is_a_clear_error(self):
         text = farm_config("tcp", "tokens", worker="processing: plugin, plugin: /nonexistent.so")

@@ -5,6 +5,9 @@
 //                               flags
 //   decision    worker -> SFC   32 B, then the output bytes of an accepted event: event number,
 //                               trigger bits, slot, epoch, verdict, output size
+//   farm_event  BU -> SFC       as SFC -> worker (slot kNoSlot, epoch 0): a built event handed on
+//                               by a BU's farm output
+//   farm_credit SFC -> BU       16 B: events the SFC has taken over from this BU so far
 //
 // A decision is also the worker's token (seed 002): it says the worker is ready for one more
 // event. A token with verdict `none` carries no decision (the tokens a worker sends when it
@@ -49,7 +52,14 @@ struct Decision {
 };
 inline constexpr std::size_t kDecisionSize = 32;
 
+struct FarmCredit {
+  std::uint64_t taken = 0;  // cumulative, in the order the BU sent them
+};
+inline constexpr std::size_t kFarmCreditSize = 16;
+
 void encode(const FarmEvent& m, std::span<std::byte, kFarmEventSize> out);
+void encode(const FarmCredit& m, std::span<std::byte, kFarmCreditSize> out);
+[[nodiscard]] EvbStatus decode(std::span<const std::byte> in, FarmCredit& out);
 void encode(const Decision& m, std::span<std::byte, kDecisionSize> out);
 
 // payload_size is the message's whole payload: the descriptor and what follows it, whose size

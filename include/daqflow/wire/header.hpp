@@ -48,8 +48,9 @@ enum class MessageType : std::uint8_t {
   hold = 26,            // EVM -> RU: keep a block in doubt past the releases, or free it
   farm_event = 27,      // SFC -> worker: one event to process
   decision = 28,        // worker -> SFC: a token, with the decision on its last event
+  farm_credit = 29,     // SFC -> BU: events taken over so far (the BU's farm output)
 };
-inline constexpr std::uint8_t kMaxMessageType = 28;
+inline constexpr std::uint8_t kMaxMessageType = 29;
 
 [[nodiscard]] bool is_known(MessageType type);
 [[nodiscard]] std::string_view to_string(MessageType type);

@@ -56,15 +56,6 @@ Result<void> BuilderUnit::configure(runtime::AppContext& ctx) {
   if (!builder) return context(builder.error());
   builder_ = std::move(*builder);
 
-  OutputContext oc;
-  oc.run_number = ctx.cluster().run.number;
-  oc.bu_id = id();
-  oc.default_dir = ctx.cluster().run.output;
-  oc.queue_depth = window_;
-  auto output = make_output(output_params, oc);
-  if (!output) return context(output.error());
-  output_ = std::move(*output);
-
   batches_ = std::vector<OutputBatch>(window_);
   acks_.assign(window_, AckInfo{});
   free_.clear();
@@ -100,6 +91,26 @@ Result<void> BuilderUnit::configure(runtime::AppContext& ctx) {
   auto endpoint = ctx.endpoint(&options);
   if (!endpoint) return endpoint.error().context("application '" + id() + "': endpoint");
   endpoint_ = *endpoint;
+
+  OutputContext oc;
+  oc.run_number = ctx.cluster().run.number;
+  oc.bu_id = id();
+  oc.default_dir = ctx.cluster().run.output;
+  oc.queue_depth = window_;
+  if (output_params.value("kind", std::string()) == "farm") {
+    // The SFC says how many events a BU may send it ahead (its input_window).
+    const auto sfc_id = output_params.value("sfc", std::string());
+    const runtime::ApplicationConfig* sfc = ctx.cluster().find_application(sfc_id);
+    if (sfc == nullptr || sfc->type != "sfc") {
+      return p.error("output", "kind farm: sfc '" + sfc_id + "' is no sfc application");
+    }
+    oc.endpoint = endpoint_;
+    oc.sfc = sfc->index;
+    oc.sfc_window = sfc->params.value("input_window", 0u);
+  }
+  auto output = make_output(output_params, oc);
+  if (!output) return context(output.error());
+  output_ = std::move(*output);
   if (auto r = fanout_.configure(id(), {topology_.evm}, 2 * std::size_t{window_} + 16); !r)
     return context(r.error());
   for (const auto ru : topology_.rus) {
@@ -176,6 +187,10 @@ void BuilderUnit::ru_gone(AppIndex ru, const std::string& why) {
 }
 
 void BuilderUnit::on_completion(Completion& c, std::int64_t now) {
+  if (output_->on_message(c)) {
+    c.message.clear();
+    return;
+  }
   switch (c.kind) {
     case Completion::Kind::recv: {
       if (c.peer == topology_.evm && c.message.segment_count > 0 &&
@@ -485,6 +500,7 @@ int BuilderUnit::do_work() {
   work += static_cast<int>(n);
   work += build(now);
   work += ask(now);
+  work += output_->progress();
   work += finish();
   work += request(now);
   gone_.clear();

@@ -111,12 +111,13 @@ std::vector<ParamSpec> bu_param_specs() {
           .range(1, 600000),
       ParamSpec::object(
           "output",
-          "where built events go: {kind: discard} or {kind: file, dir, max_file_mb, "
-          "max_file_events, max_total_mb}",
+          "where built events go: {kind: discard}, {kind: file, dir, max_file_mb, "
+          "max_file_events, max_total_mb} or {kind: farm, sfc} (the filter farm)",
           {
-              ParamSpec::string("kind", "discard or file")
+              ParamSpec::string("kind", "discard, file or farm")
                   .default_value("discard")
-                  .one_of({"discard", "file"}),
+                  .one_of({"discard", "file", "farm"}),
+              ParamSpec::string("sfc", "farm: the SFC the built events go to").default_value(""),
               ParamSpec::string("dir", "file: directory; empty: run.output").default_value(""),
               ParamSpec::number("max_file_mb", "file: roll files at this size, MiB; 0: no limit")
                   .default_value(256)

@@ -19,12 +19,13 @@ Result<std::unique_ptr<EventOutput>> make_output(const nlohmann::json& params,
   }
   const auto kind = params.find("kind");
   if (kind == params.end() || !kind->is_string()) {
-    return Error("output: missing 'kind' (discard or file)");
+    return Error("output: missing 'kind' (discard, file or farm)");
   }
   const auto& name = kind->get_ref<const std::string&>();
   if (name == "discard") return make_discard_output(context);
   if (name == "file") return make_file_output(params, context);
-  return Error("output: unknown kind '" + name + "' (known: discard, file)");
+  if (name == "farm") return make_farm_output(context);
+  return Error("output: unknown kind '" + name + "' (known: discard, file, farm)");
 }
 
 }  // namespace daqflow::apps::evb

@@ -19,12 +19,15 @@ namespace {
 constexpr std::int64_t kCheckPeriodNs = 10'000'000;
 constexpr std::int64_t kSampleIntervalNs = 200'000'000;
 constexpr double kBurstSeconds = 0.01;
-constexpr std::size_t kBatchEvents = 64;
+constexpr std::size_t kBatchEvents = 32;
 constexpr std::int64_t kBatchAgeNs = 20'000'000;
-constexpr std::size_t kBatchesPerStream = 10;
+constexpr std::size_t kBatchesPerStream = 4;
 constexpr std::uint32_t kMaxEventSize = 64u << 20;
 constexpr std::size_t kControlBufferSize = 64;
 constexpr int kPollRounds = 8;
+// Event numbers remembered for the duplicate check of events from BUs: a block built again after
+// its BU was lost comes within far fewer events than this.
+constexpr std::uint64_t kSeenEvents = 1u << 22;
 
 }  // namespace
 
@@ -88,6 +91,8 @@ Result<void> SubFarmController::configure(runtime::AppContext& ctx) {
   const auto seed = p.get<std::uint64_t>("seed");
   const auto output_params = p.get<nlohmann::json>("output");
   const auto masks = p.get<std::vector<std::int64_t>>("stream_masks");
+  const auto input_ids = p.get<std::vector<std::string>>("inputs");
+  input_window_ = p.get<std::uint32_t>("input_window");
   if (auto r = p.status(); !r) return r;
   size_.dist = *core::parse_dist(dist);  // one_of: known
   policy_ = *parse_policy(policy);       // one_of: known
@@ -100,6 +105,16 @@ Result<void> SubFarmController::configure(runtime::AppContext& ctx) {
   auto indexes = ctx.indexes_of("workers", worker_ids);
   if (!indexes) return indexes.error();
   workers_ = *indexes;
+  auto inputs = ctx.indexes_of("inputs", input_ids);
+  if (!inputs) return inputs.error();
+  inputs_ = *inputs;
+  for (std::size_t i = 0; i < inputs_.size(); ++i) {
+    const auto& app = ctx.cluster().applications[inputs_[i]];
+    if (app.type != "bu" || app.params.value("output", nlohmann::json::object()).value("sfc", "") != id()) {
+      return p.error("inputs", "'" + input_ids[i] + "' is no BU with output {kind: farm, sfc: " +
+                                   id() + "}");
+    }
+  }
   ids_ = detail::application_ids(ctx.cluster());
 
   s.workers = workers_;
@@ -113,9 +128,16 @@ Result<void> SubFarmController::configure(runtime::AppContext& ctx) {
   dispatcher_ = std::make_unique<Dispatcher>(std::move(*dispatcher));
 
   transport::EndpointOptions options = ctx.endpoint_options();
-  // Decisions arrive from every worker at once, each its window's worth.
+  // Received buffers this SFC may hold at once: every input BU's window of events, the decisions
+  // of every worker's window (twice: answers, late answers, tokens), and the accepted events in
+  // the output batches (the input stops while those are full). Were the pool to run dry, the
+  // transport would stop reading, and the workers' heartbeats with it.
+  const std::size_t streams = masks.empty() ? 1 : masks.size() + 1;
   options.recv_buffers = std::max<std::uint32_t>(
-      options.recv_buffers, static_cast<std::uint32_t>(2 * workers_.size() * 4 + 16));
+      options.recv_buffers,
+      static_cast<std::uint32_t>(inputs_.size() * input_window_ +
+                                 2 * workers_.size() * (s.window + 1) +
+                                 streams * kBatchEvents * kBatchesPerStream + 32));
   auto endpoint = ctx.endpoint(&options);
   if (!endpoint) return endpoint.error().context("application '" + id() + "': endpoint");
   endpoint_ = *endpoint;
@@ -123,6 +145,12 @@ Result<void> SubFarmController::configure(runtime::AppContext& ctx) {
     if (auto r = endpoint_->connect(w); !r) {
       return r.error().context("application '" + id() + "': connecting to worker '" +
                                detail::peer_name(ids_, w) + "'");
+    }
+  }
+  for (const AppIndex bu : inputs_) {
+    if (auto r = endpoint_->connect(bu); !r) {
+      return r.error().context("application '" + id() + "': connecting to BU '" +
+                               detail::peer_name(ids_, bu) + "'");
     }
   }
   auto events = endpoint_->make_send_pool(id() + ".events", std::max<std::uint32_t>(max_size_, 8),
@@ -146,6 +174,12 @@ Result<void> SubFarmController::configure(runtime::AppContext& ctx) {
   control_pool_ = std::move(*control);
   retained_ = std::vector<Retained>(slots);
   rng_ = core::Xoshiro(seed);
+  pending_ = std::vector<Pending>(inputs_.size() * input_window_ + 16);
+  pending_head_ = pending_count_ = 0;
+  taken_.assign(inputs_.size(), 0);
+  credit_due_.assign(inputs_.size(), false);
+  seen_.assign(inputs_.empty() ? 0 : kSeenEvents / 64, 0);
+  highest_seen_ = 0;
 
   // Output streams: one for every accepted event, or one per mask and `unrouted`.
   streams_ = std::vector<Stream>(masks.empty() ? 1 : masks.size() + 1);
@@ -188,6 +222,8 @@ Result<void> SubFarmController::configure(runtime::AppContext& ctx) {
   answers_late_ = &m.counter(
       "answers_late", "decisions dropped: from a lost worker, or for an event it no longer held");
   messages_malformed_ = &m.counter("messages_malformed", "malformed messages dropped");
+  events_duplicate_ = &m.counter(
+      "events_duplicate", "events from BUs dropped as taken before (a block built again)");
   bytes_out_ = &m.counter("bytes_out", "event bytes sent to workers", runtime::Unit::bytes);
   events_outstanding_ = &m.gauge("events_outstanding", "events at workers, not decided");
   events_queued_ = &m.gauge("events_queued", "events waiting for a worker");
@@ -228,7 +264,9 @@ void SubFarmController::release() {
     if (st.filling != nullptr) st.filling->clear();
   }
   streams_.clear();
-  for (auto& r : retained_) r.data.reset();
+  for (auto& r : retained_) r.data.clear();
+  for (auto& p : pending_) p.message.clear();
+  pending_count_ = 0;
   for (auto& c : completions_) c.message.clear();
   endpoint_ = nullptr;
 }
@@ -312,7 +350,7 @@ void SubFarmController::on_decision(Completion& c, std::int64_t now) {
       Retained& r = retained_[slot];
       latency_.add(now - r.admitted_ns);
       bytes_decided_ += r.size;
-      r.data.reset();
+      r.data.clear();
       auto& by = decided_by_[static_cast<std::size_t>(position)];
       by.store(by.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
       if (d.verdict != wire::Verdict::accept) break;
@@ -353,6 +391,13 @@ void SubFarmController::on_completion(Completion& c, std::int64_t now) {
       if (c.message.segment_count == 0) break;
       if (c.message.type == wire::MessageType::decision) {
         on_decision(c, now);
+      } else if (c.message.type == wire::MessageType::farm_event) {
+        const auto it = std::find(inputs_.begin(), inputs_.end(), c.peer);
+        if (it == inputs_.end()) {
+          messages_malformed_->add_single_writer();
+        } else {
+          on_input(c, static_cast<std::size_t>(it - inputs_.begin()));
+        }
       } else if (c.message.type == wire::MessageType::heartbeat) {
         const int p = dispatcher_->workers().position_of(c.peer);
         if (p >= 0 && dispatcher_->workers().alive(static_cast<std::size_t>(p))) {
@@ -377,7 +422,7 @@ void SubFarmController::on_completion(Completion& c, std::int64_t now) {
 }
 
 int SubFarmController::generate(std::int64_t now) {
-  if (!producing()) return 0;
+  if (!producing() || !inputs_.empty()) return 0;
   std::uint64_t limit = count_ > 0 ? count_ : UINT64_MAX;
   if (rate_hz_ > 0) {
     const double burst = std::max(1.0, rate_hz_ * kBurstSeconds);
@@ -385,11 +430,7 @@ int SubFarmController::generate(std::int64_t now) {
     refilled_ns_ = now;
     limit = std::min(limit, next_event_ + static_cast<std::uint64_t>(tokens_));
   }
-  for (const Stream& st : streams_) {
-    if (st.free.empty() && st.filling != nullptr && st.filling->events.size() >= kBatchEvents) {
-      return 0;  // the disk is behind: hold the input back
-    }
-  }
+  if (disk_behind()) return 0;
   int made = 0;
   while (next_event_ < limit && made < 64 && dispatcher_->can_admit()) {
     core::Buffer b = events_pool_->acquire();
@@ -399,12 +440,117 @@ int SubFarmController::generate(std::int64_t now) {
         std::clamp<double>(std::llround(drawn / 8.0) * 8.0, 8.0, static_cast<double>(max_size_)));
     wire::store_le64(b.data(), next_event_);
     const std::uint32_t slot = dispatcher_->admit(next_event_);
-    retained_[slot] = Retained{std::move(b), size, 0, now};
+    Retained& r = retained_[slot];
+    r.data.clear();
+    r.data.add(std::move(b), 0, size);
+    r.size = size;
+    r.flags = 0;
+    r.admitted_ns = now;
     ++next_event_;
     ++made;
     if (rate_hz_ > 0) tokens_ -= 1;
   }
   return made;
+}
+
+void SubFarmController::on_input(Completion& c, std::size_t input) {
+  wire::FarmEvent e;
+  const auto status = wire::decode(c.message.segments[0].bytes(), c.size, e);
+  if (status != wire::EvbStatus::ok || c.message.segments[0].length < wire::kFarmEventSize) {
+    messages_malformed_->add_single_writer();
+    spdlog::warn("{}: a malformed event from '{}' dropped: {}", id(),
+                 detail::peer_name(ids_, c.peer), wire::to_string(status));
+    return;
+  }
+  if (pending_count_ == pending_.size()) {
+    fail("'" + detail::peer_name(ids_, c.peer) + "' sent more events than its input_window (" +
+         std::to_string(input_window_) + ")");
+    return;
+  }
+  Pending& p = pending_[(pending_head_ + pending_count_++) % pending_.size()];
+  p.message = std::move(c.message);
+  p.event = e;
+  p.input = input;
+}
+
+bool SubFarmController::seen_before(std::uint64_t event) {
+  if (event + kSeenEvents <= highest_seen_) return true;  // older than the memory: taken long ago
+  if (event > highest_seen_) {
+    // Forget the numbers the window moves past.
+    for (std::uint64_t n = highest_seen_ + 1; n <= event && n < highest_seen_ + 1 + kSeenEvents;
+         ++n) {
+      seen_[(n % kSeenEvents) / 64] &= ~(std::uint64_t{1} << (n % 64));
+    }
+    highest_seen_ = event;
+  }
+  std::uint64_t& word = seen_[(event % kSeenEvents) / 64];
+  const std::uint64_t bit = std::uint64_t{1} << (event % 64);
+  const bool before = (word & bit) != 0;
+  word |= bit;
+  return before;
+}
+
+// Events from BUs enter the dispatcher as it has room; each taken one is credited to its BU.
+bool SubFarmController::disk_behind() const {
+  return std::any_of(streams_.begin(), streams_.end(), [](const Stream& st) {
+    return st.free.empty() && st.filling != nullptr && st.filling->events.size() >= kBatchEvents;
+  });
+}
+
+int SubFarmController::admit_inputs(std::int64_t now) {
+  int n = 0;
+  while (pending_count_ > 0 && dispatcher_->can_admit() && !disk_behind()) {
+    Pending& p = pending_[pending_head_];
+    pending_head_ = (pending_head_ + 1) % pending_.size();
+    --pending_count_;
+    ++taken_[p.input];
+    credit_due_[p.input] = true;
+    ++n;
+    if (seen_before(p.event.event)) {
+      events_duplicate_->add_single_writer();
+      p.message.clear();
+      continue;
+    }
+    const std::uint32_t slot = dispatcher_->admit(p.event.event);
+    Retained& r = retained_[slot];
+    r.data.clear();
+    const transport::Segment& first = p.message.segments[0];
+    if (first.length > wire::kFarmEventSize) {
+      r.data.add(first.buffer.share(), first.offset + wire::kFarmEventSize,
+                 first.length - static_cast<std::uint32_t>(wire::kFarmEventSize));
+    }
+    for (std::uint8_t i = 1; i < p.message.segment_count; ++i) {
+      const transport::Segment& seg = p.message.segments[i];
+      r.data.add(seg.buffer.share(), seg.offset, seg.length);
+    }
+    p.message.clear();
+    r.size = p.event.size;
+    r.flags = p.event.flags;
+    r.admitted_ns = now;
+  }
+  return n;
+}
+
+int SubFarmController::send_credits() {
+  int n = 0;
+  for (std::size_t i = 0; i < inputs_.size(); ++i) {
+    if (!credit_due_[i]) continue;
+    core::Buffer b = control_pool_->acquire();
+    if (!b) break;
+    wire::FarmCredit credit;
+    credit.taken = taken_[i];
+    wire::encode(credit, std::span<std::byte, wire::kFarmCreditSize>(b.data(), wire::kFarmCreditSize));
+    transport::Message m;
+    m.type = wire::MessageType::farm_credit;
+    m.tag = credit.taken;
+    m.add(std::move(b), 0, wire::kFarmCreditSize);
+    if (endpoint_->post_send(inputs_[i], m) == SendStatus::ok) {
+      credit_due_[i] = false;
+      ++n;
+    }
+    m.clear();
+  }
+  return n;
 }
 
 int SubFarmController::dispatch() {
@@ -429,18 +575,20 @@ int SubFarmController::dispatch() {
     m.type = wire::MessageType::farm_event;
     m.tag = d.event;
     m.add(std::move(desc), 0, wire::kFarmEventSize);
-    m.add(push ? std::move(r.data) : r.data.share(), 0, r.size);
+    for (const transport::Segment& seg : r.data.pieces()) {
+      m.add(seg.buffer.share(), seg.offset, seg.length);
+    }
     const SendStatus status = endpoint_->post_send(d.peer, m);
     if (status == SendStatus::ok) {
       bytes_out_->add_single_writer(r.size);
       if (push) {
         dispatcher_->pushed(d);
         bytes_decided_ += e.size;
+        r.data.clear();
       }
       ++sent;
       continue;
     }
-    if (push) r.data = std::move(m.segments[1].buffer);
     m.clear();
     dispatcher_->retract(d);
     if (status == SendStatus::back_pressure || status == SendStatus::not_connected) break;
@@ -527,6 +675,8 @@ int SubFarmController::do_work() {
     }
   }
   work += generate(now);
+  work += admit_inputs(now);
+  work += send_credits();
   work += dispatch();
   work += flush_outputs(now, halting());
   publish();
@@ -536,7 +686,8 @@ int SubFarmController::do_work() {
   } else {
     (void)sampler_.tick(now, bytes_decided_, done);
   }
-  const bool empty = dispatcher_->queued() == 0 && dispatcher_->outstanding() == 0 &&
+  const bool empty = pending_count_ == 0 && dispatcher_->queued() == 0 &&
+                     dispatcher_->outstanding() == 0 &&
                      std::all_of(streams_.begin(), streams_.end(), [](const Stream& st) {
                        return st.filling == nullptr && st.in_output == 0;
                      });
@@ -553,7 +704,8 @@ int SubFarmController::do_work() {
 void SubFarmController::wait_for_work(std::chrono::microseconds timeout) {
   // The generator, the heartbeat check and the output batches need turns without a message.
   std::chrono::microseconds cap{1000};
-  if (producing() && dispatcher_->can_admit() && (count_ == 0 || next_event_ < count_)) {
+  if (producing() && inputs_.empty() && dispatcher_->can_admit() &&
+      (count_ == 0 || next_event_ < count_)) {
     cap = std::chrono::microseconds(rate_hz_ > 0 ? 200 : 0);
   }
   if (cap.count() == 0) return;
@@ -580,6 +732,7 @@ nlohmann::json SubFarmController::results() const {
       {"events_redispatched", events_redispatched_->value()},
       {"answers_late", answers_late_->value()},
       {"messages_malformed", messages_malformed_->value()},
+      {"events_duplicate", events_duplicate_->value()},
       {"events_outstanding", static_cast<std::uint64_t>(events_outstanding_->value())},
       {"events_queued", static_cast<std::uint64_t>(events_queued_->value())},
       {"bytes_out", bytes_out_->value()},
@@ -613,10 +766,12 @@ void SubFarmController::fold_results(nlohmann::json& run, const std::string& id,
   auto count = [](const nlohmann::json& o, const char* key) {
     return o.contains(key) && o[key].is_number() ? o[key].get<std::uint64_t>() : 0;
   };
-  for (const char* key : {"events_decided", "events_accepted", "events_written", "events_pushed",
+  for (const char* key : {"events_decided", "events_accepted", "events_pushed",
                           "answers_late", "events_redispatched"}) {
     run[key] = count(run, key) + count(app, key);
   }
+  // events_written is the BUs' (taken over, with a farm output): the SFC's files are its own.
+  run["farm_events_written"] = count(run, "farm_events_written") + count(app, "events_written");
   if (!run.contains("sfcs") || !run["sfcs"].is_object()) run["sfcs"] = nlohmann::json::object();
   run["sfcs"][id] = {{"events_per_s", app.value("events_per_s", 0.0)},
                      {"lost_workers", app.value("lost_workers", nlohmann::json::array())}};
@@ -629,7 +784,9 @@ runtime::AppType sfc_type() {
   t.help =
       "Sub-farm controller: dispatches events to its workers (round_robin, tokens, least_loaded "
       "or push), re-dispatches a lost worker's events, and writes the accepted ones per stream.";
-  t.enable_rank = 10;
+  // Enabled after its workers, before the BUs that feed it; halted after the BUs, before the
+  // workers.
+  t.enable_rank = -10;
   t.peer_params = {"workers"};
   t.params = {
       ParamSpec::app_ref_list("workers", "the workers this SFC dispatches to"),
@@ -667,6 +824,12 @@ runtime::AppType sfc_type() {
           .default_value(0)
           .at_least(0),
       ParamSpec::integer("seed", "generator: seed of the sizes").default_value(1).at_least(0),
+      ParamSpec::app_ref_list("inputs",
+                              "BUs whose output is {kind: farm, sfc: this}; []: the generator")
+          .default_json_text("[]"),
+      ParamSpec::integer("input_window", "events each input BU may send before they are taken")
+          .default_value(64)
+          .range(1, 65536),
       ParamSpec::object(
           "output",
           "where accepted events go: {kind: discard} or {kind: file, dir, max_file_mb, "

@@ -71,7 +71,7 @@ class SubFarmController final : public runtime::Application {
 
  private:
   struct Retained {
-    core::Buffer data;  // the event, as sent
+    transport::Message data;  // the event's bytes: one segment, or a BU's pieces
     std::uint32_t size = 0;
     std::uint32_t flags = 0;
     std::int64_t admitted_ns = 0;
@@ -89,7 +89,21 @@ class SubFarmController final : public runtime::Application {
     std::uint64_t written = 0;
   };
 
+  struct Pending {  // an event from a BU, not yet admitted
+    transport::Message message;
+    wire::FarmEvent event;
+    std::size_t input = 0;
+  };
+
   void on_completion(transport::Completion& c, std::int64_t now);
+  void on_input(transport::Completion& c, std::size_t input);
+  int admit_inputs(std::int64_t now);
+  // An output stream has every batch taken and its current one full: hold the input back.
+  [[nodiscard]] bool disk_behind() const;
+  int send_credits();
+  // Whether this event number was taken before (a block built again after its BU was lost);
+  // marks it taken.
+  [[nodiscard]] bool seen_before(std::uint64_t event);
   void on_decision(transport::Completion& c, std::int64_t now);
   void on_lost(transport::AppIndex worker, const std::string& why);
   void fence(transport::AppIndex worker);
@@ -103,6 +117,8 @@ class SubFarmController final : public runtime::Application {
 
   // Configuration.
   std::vector<transport::AppIndex> workers_;
+  std::vector<transport::AppIndex> inputs_;  // BUs handing events on; empty: the generator
+  std::uint32_t input_window_ = 0;
   std::vector<std::string> ids_;
   Policy policy_ = Policy::tokens;
   core::DistSpec size_;
@@ -118,6 +134,13 @@ class SubFarmController final : public runtime::Application {
   std::unique_ptr<core::BufferPool> events_pool_;
   std::unique_ptr<core::BufferPool> control_pool_;
   std::vector<Retained> retained_;  // by slot
+  std::vector<Pending> pending_;    // ring
+  std::size_t pending_head_ = 0;
+  std::size_t pending_count_ = 0;
+  std::vector<std::uint64_t> taken_;  // per input: events taken over
+  std::vector<bool> credit_due_;      // per input
+  std::vector<std::uint64_t> seen_;   // bitmap ring of event numbers taken from inputs
+  std::uint64_t highest_seen_ = 0;
   std::vector<Stream> streams_;
   core::Xoshiro rng_;
   std::uint64_t next_event_ = 0;
@@ -139,6 +162,7 @@ class SubFarmController final : public runtime::Application {
   runtime::Counter* events_redispatched_ = nullptr;
   runtime::Counter* answers_late_ = nullptr;
   runtime::Counter* messages_malformed_ = nullptr;
+  runtime::Counter* events_duplicate_ = nullptr;
   runtime::Counter* bytes_out_ = nullptr;
   runtime::Gauge* events_outstanding_ = nullptr;
   runtime::Gauge* events_queued_ = nullptr;

@@ -389,7 +389,7 @@ runtime::AppType worker_type() {
   t.help =
       "Filter-farm worker: processes the events its SFC sends (a model or a plugin library) and "
       "answers each with a decision that is also its next token.";
-  t.enable_rank = 0;
+  t.enable_rank = -20;  // before its SFC
   // A lost worker's events go to the other workers: the run goes on.
   t.survivable = true;
   t.peer_params = {"sfc"};

@@ -15,9 +15,10 @@
 #include <string>
 #include <vector>
 
-#include "daqflow/core/buffer_pool.hpp"
 #include "daqflow/apps/evb/event_file.hpp"
+#include "daqflow/core/buffer_pool.hpp"
 #include "daqflow/core/result.hpp"
+#include "daqflow/transport/transport.hpp"
 
 namespace daqflow::apps::evb {
 
@@ -75,6 +76,12 @@ class EventOutput {
   // failure() is not empty; cheap, for the agent's data path. A batch that comes back from a
   // failed output may not be written: it is not acknowledged (docs/reliability.md).
   [[nodiscard]] virtual bool failed() const = 0;
+
+  // Outputs that send over the network (kind farm) do so on the BU's agent thread, through its
+  // endpoint: progress() gives them a turn in every one of the BU's, and on_message() offers them
+  // each completion first (true: it was theirs, the BU ignores it).
+  virtual int progress() { return 0; }
+  [[nodiscard]] virtual bool on_message(const transport::Completion& /*c*/) { return false; }
 };
 
 struct OutputContext {
@@ -83,10 +90,15 @@ struct OutputContext {
   std::string default_dir;  // run.output of the configuration
   std::size_t queue_depth = 8;
   FileContent content = FileContent::built_events;
+  // Kind farm: the BU's endpoint, the SFC it hands events to, and how many it may send ahead.
+  transport::Endpoint* endpoint = nullptr;
+  transport::AppIndex sfc = 0;
+  std::uint32_t sfc_window = 0;
 };
 
 // Creates the output described by a BU's `output` parameter:
-//   {kind: discard} or {kind: file, dir: PATH, max_file_mb: N, max_file_events: N, max_total_mb: N}
+//   {kind: discard}, {kind: file, dir: PATH, max_file_mb: N, max_file_events: N, max_total_mb: N}
+//   or {kind: farm, sfc: ID} (the OutputContext then names the endpoint and the SFC)
 [[nodiscard]] Result<std::unique_ptr<EventOutput>> make_output(const nlohmann::json& params,
                                                                const OutputContext& context);
 
