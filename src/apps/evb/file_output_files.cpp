@@ -187,6 +187,8 @@ Result<std::unique_ptr<EventOutput>> make_file_output(const nlohmann::json& para
   if (!params.is_object())
     return Error("output: expected {kind: file, ...}, got " + runtime::json_text(params));
   for (const auto& [key, value] : params.items()) {
+    // The BU's output spec fills in the farm kind's `sfc` with "": not set.
+    if (key == "sfc" && value == "") continue;
     if (std::find(kKeys.begin(), kKeys.end(), key) == kKeys.end()) {
       return Error(
           fmt::format("output: unknown key '{}' for kind file (known: dir, max_file_mb, "
