@@ -4,8 +4,7 @@
 
 namespace daqflow::apps {
 
-ConsumerSet::ConsumerSet(const std::vector<transport::AppIndex>& consumers,
-                         std::int64_t timeout_ns)
+ConsumerSet::ConsumerSet(const std::vector<transport::AppIndex>& consumers, std::int64_t timeout_ns)
     : timeout_ns_(timeout_ns), alive_(consumers.size()) {
   transport::AppIndex top = 0;
   for (const auto c : consumers) top = std::max(top, c);

@@ -210,12 +210,13 @@ std::string farm_yaml(const ClusterSettings& cluster, const FarmShape& s) {
         "    applications:\n",
         name, port, port + 1);
     port += 1 + static_cast<int>(apps.size()) + 1;
-    for (const auto& a : apps) y += fmt::format("      - {{{}, {}}}\n", a, app_common(cluster, app++));
+    for (const auto& a : apps)
+      y += fmt::format("      - {{{}, {}}}\n", a, app_common(cluster, app++));
   };
-  ctx("sfc", {fmt::format("type: sfc, id: sfc0, workers: {}, policy: {}, window: {}, "
-                          "event_size: {{dist: fixed, mean: {}, max: {}}}, output: {{kind: discard}}",
-                          id_list("w", 0, s.workers), s.policy, s.window, s.event_size,
-                          s.event_size)});
+  ctx("sfc",
+      {fmt::format("type: sfc, id: sfc0, workers: {}, policy: {}, window: {}, "
+                   "event_size: {{dist: fixed, mean: {}, max: {}}}, output: {{kind: discard}}",
+                   id_list("w", 0, s.workers), s.policy, s.window, s.event_size, s.event_size)});
   for (int first = 0; first < s.workers; first += s.workers_per_context) {
     std::vector<std::string> apps;
     for (int i = first; i < std::min(s.workers, first + s.workers_per_context); ++i) {

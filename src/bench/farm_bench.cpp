@@ -60,7 +60,8 @@ Result<FarmRun> run_one(const FarmOptions& o, const FarmShape& s, const std::str
   const auto latency = r.get<nlohmann::json>("latency_us");
   const auto workers = r.get<nlohmann::json>("workers");
   if (auto read = r.status(); !read) return read.error().context(what);
-  if (out.events_per_s <= 0) return Error(what + ": no event decided (see " + cluster.output_dir + ")");
+  if (out.events_per_s <= 0)
+    return Error(what + ": no event decided (see " + cluster.output_dir + ")");
   out.p50_us = latency.value("p50", 0.0);
   out.p90_us = latency.value("p90", 0.0);
   out.p99_us = latency.value("p99", 0.0);
@@ -111,9 +112,8 @@ Result<BenchOutput> run_farm(const FarmOptions& o, BenchEnv& env) {
               {"output", "discard"},
               {"idle", o.cluster.idle},
               {"port_base", o.cluster.port_base}};
-  r.columns = {"part",     "round",  "policy",   "time_us",  "slow_factor", "events_per_s",
-               "mb_s",     "p50_us", "p90_us",   "p99_us",   "jain",        "min_share",
-               "max_share"};
+  r.columns = {"part",   "round",  "policy", "time_us", "slow_factor", "events_per_s", "mb_s",
+               "p50_us", "p90_us", "p99_us", "jain",    "min_share",   "max_share"};
 
   struct Case {
     std::string part, policy;
@@ -129,7 +129,8 @@ Result<BenchOutput> run_farm(const FarmOptions& o, BenchEnv& env) {
   std::map<std::string, std::vector<double>> rates;  // by case key
   std::map<std::string, Series> series;
   const auto key_of = [](const Case& c) {
-    return fmt::format("{} {}{}", c.policy, c.time_us > 0 ? fmt::format("{:g} us", c.time_us) : "no time",
+    return fmt::format("{} {}{}", c.policy,
+                       c.time_us > 0 ? fmt::format("{:g} us", c.time_us) : "no time",
                        c.slow > 1 ? fmt::format(", one {:g}x slower", c.slow) : "");
   };
   std::vector<double> jains;
@@ -149,9 +150,9 @@ Result<BenchOutput> run_farm(const FarmOptions& o, BenchEnv& env) {
       const std::string name = fmt::format("{}-{}-{}", r.stem, round, done);
       auto run = run_one(o, s, name, what, env);
       if (!run) return run.error();
-      add_row(r, {c.part, round, c.policy, c.time_us, c.slow, run->events_per_s, run->mb_s,
-                  run->p50_us, run->p90_us, run->p99_us, run->jain, run->min_share,
-                  run->max_share});
+      add_row(
+          r, {c.part, round, c.policy, c.time_us, c.slow, run->events_per_s, run->mb_s, run->p50_us,
+              run->p90_us, run->p99_us, run->jain, run->min_share, run->max_share});
       rates[key].push_back(run->events_per_s);
       if (c.policy == "tokens" && c.time_us == 0) {
         jains.push_back(run->jain);
@@ -161,8 +162,9 @@ Result<BenchOutput> run_farm(const FarmOptions& o, BenchEnv& env) {
       auto [it, fresh] = series.try_emplace(key, Series{key, {}, Series::Style::points_and_line});
       it->second.points.emplace_back(round, run->events_per_s);
       if (env.progress != nullptr) {
-        env.progress->line(fmt::format("{}: {:.0f} events/s, {:.1f} MB/s, Jain {:.3f}, p50 {:.0f} us",
-                                       what, run->events_per_s, run->mb_s, run->jain, run->p50_us));
+        env.progress->line(
+            fmt::format("{}: {:.0f} events/s, {:.1f} MB/s, Jain {:.3f}, p50 {:.0f} us", what,
+                        run->events_per_s, run->mb_s, run->jain, run->p50_us));
       }
     }
   }

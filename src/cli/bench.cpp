@@ -1,5 +1,6 @@
-// daqflow bench roundtrip|stream|evb|farm|compare|memcpy: benchmark figures against their references,
-// written as JSON, CSV and SVG into an output folder (docs/benchmarks.md; runners in src/bench/).
+// daqflow bench roundtrip|stream|evb|farm|compare|memcpy: benchmark figures against their
+// references, written as JSON, CSV and SVG into an output folder (docs/benchmarks.md; runners in
+// src/bench/).
 #include <fmt/format.h>
 #include <signal.h>
 
@@ -305,14 +306,18 @@ void add_farm(CLI::App& bench_cmd) {
   // idle take the CPU from those with work.
   add_common(cmd, a->common, "block");
   auto& s = a->options.shape;
-  cmd->add_option("--workers", s.workers, "workers")->check(CLI::Range(1, 256))->capture_default_str();
+  cmd->add_option("--workers", s.workers, "workers")
+      ->check(CLI::Range(1, 256))
+      ->capture_default_str();
   cmd->add_option("--workers-per-process", s.workers_per_context, "workers sharing a process")
       ->check(CLI::Range(1, 64))
       ->capture_default_str();
   cmd->add_option("--event-size", s.event_size, "bytes per event")
       ->check(CLI::Range(8, 16 << 20))
       ->capture_default_str();
-  cmd->add_option("--window", s.window, "tokens per worker")->check(CLI::Range(1, 64))->capture_default_str();
+  cmd->add_option("--window", s.window, "tokens per worker")
+      ->check(CLI::Range(1, 64))
+      ->capture_default_str();
   cmd->add_option("--accept-fraction", s.accept_fraction, "events accepted (with output)")
       ->check(CLI::Range(0.0, 1.0))
       ->capture_default_str();

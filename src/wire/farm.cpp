@@ -36,8 +36,7 @@ EvbStatus decode(std::span<const std::byte> in, FarmCredit& out) {
   return EvbStatus::ok;
 }
 
-EvbStatus decode(std::span<const std::byte> descriptor, std::size_t payload_size,
-                 FarmEvent& out) {
+EvbStatus decode(std::span<const std::byte> descriptor, std::size_t payload_size, FarmEvent& out) {
   if (descriptor.size() < kFarmEventSize || payload_size < kFarmEventSize) {
     return EvbStatus::wrong_size;
   }
@@ -57,8 +56,7 @@ EvbStatus decode(std::span<const std::byte> descriptor, std::size_t payload_size
   return EvbStatus::ok;
 }
 
-EvbStatus decode(std::span<const std::byte> descriptor, std::size_t payload_size,
-                 Decision& out) {
+EvbStatus decode(std::span<const std::byte> descriptor, std::size_t payload_size, Decision& out) {
   if (descriptor.size() < kDecisionSize || payload_size < kDecisionSize) {
     return EvbStatus::wrong_size;
   }

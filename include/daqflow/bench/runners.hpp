@@ -83,11 +83,11 @@ struct EvbOptions {
 // policies; medians are compared.
 struct FarmOptions {
   ClusterSettings cluster;
-  FarmShape shape;           // policy and times are set per run
-  double duration_s = 5;     // per run
+  FarmShape shape;        // policy and times are set per run
+  double duration_s = 5;  // per run
   int rounds = 3;
-  double time_us = 2000;     // the heterogeneous part: every worker's processing time
-  double slow_factor = 10;   // ... and the slow worker's factor
+  double time_us = 2000;    // the heterogeneous part: every worker's processing time
+  double slow_factor = 10;  // ... and the slow worker's factor
 };
 [[nodiscard]] std::string command_line(const FarmOptions& options);
 [[nodiscard]] Result<BenchOutput> run_farm(const FarmOptions& options, BenchEnv& env);

@@ -49,7 +49,9 @@ Result<EventManager> EventManager::create(EventManagerSettings settings) {
   return m;
 }
 
-void EventManager::start_watch(std::int64_t now_ns) { consumers_.start_watch(now_ns); }
+void EventManager::start_watch(std::int64_t now_ns) {
+  consumers_.start_watch(now_ns);
+}
 
 void EventManager::heard_from(transport::AppIndex bu, std::int64_t now_ns) {
   const int p = position_of(bu);

@@ -53,8 +53,10 @@ class FarmOutput final : public EventOutput {
     bytes_written_.store(bytes_, std::memory_order_relaxed);
     head_ = (head_ + 1) % queue_.size();
     --count_;
-    if (sending_ > 0) --sending_;
-    else next_event_ = 0;
+    if (sending_ > 0)
+      --sending_;
+    else
+      next_event_ = 0;
     queued_.store(count_, std::memory_order_relaxed);
     return b;
   }
@@ -92,8 +94,8 @@ class FarmOutput final : public EventOutput {
       f.slot = 0xffffffff;
       f.size = static_cast<std::uint32_t>(e.size);
       f.flags = e.flags;
-      wire::encode(f, std::span<std::byte, wire::kFarmEventSize>(desc.data(),
-                                                                  wire::kFarmEventSize));
+      wire::encode(f,
+                   std::span<std::byte, wire::kFarmEventSize>(desc.data(), wire::kFarmEventSize));
       transport::Message m;
       m.type = wire::MessageType::farm_event;
       m.tag = e.number;
@@ -107,9 +109,8 @@ class FarmOutput final : public EventOutput {
             break;
           }
         }
-        if (holder == nullptr || !m.add(holder->share(),
-                                        static_cast<std::uint32_t>(p.data - holder->data()),
-                                        p.size)) {
+        if (holder == nullptr ||
+            !m.add(holder->share(), static_cast<std::uint32_t>(p.data - holder->data()), p.size)) {
           m.clear();
           set_failure(holder == nullptr
                           ? "farm output: a piece of event " + std::to_string(e.number) +
@@ -180,8 +181,8 @@ class FarmOutput final : public EventOutput {
   std::vector<Entry> queue_;  // ring
   std::size_t head_ = 0;
   std::size_t count_ = 0;
-  std::size_t sending_ = 0;      // batches before it are sent whole
-  std::size_t next_event_ = 0;   // in the batch being sent
+  std::size_t sending_ = 0;     // batches before it are sent whole
+  std::size_t next_event_ = 0;  // in the batch being sent
   std::uint64_t queued_events_ = 0;
   std::uint64_t sent_ = 0;
   std::uint64_t taken_ = 0;

@@ -110,9 +110,10 @@ Result<void> SubFarmController::configure(runtime::AppContext& ctx) {
   inputs_ = *inputs;
   for (std::size_t i = 0; i < inputs_.size(); ++i) {
     const auto& app = ctx.cluster().applications[inputs_[i]];
-    if (app.type != "bu" || app.params.value("output", nlohmann::json::object()).value("sfc", "") != id()) {
-      return p.error("inputs", "'" + input_ids[i] + "' is no BU with output {kind: farm, sfc: " +
-                                   id() + "}");
+    if (app.type != "bu" ||
+        app.params.value("output", nlohmann::json::object()).value("sfc", "") != id()) {
+      return p.error("inputs",
+                     "'" + input_ids[i] + "' is no BU with output {kind: farm, sfc: " + id() + "}");
     }
   }
   ids_ = detail::application_ids(ctx.cluster());
@@ -222,8 +223,8 @@ Result<void> SubFarmController::configure(runtime::AppContext& ctx) {
   answers_late_ = &m.counter(
       "answers_late", "decisions dropped: from a lost worker, or for an event it no longer held");
   messages_malformed_ = &m.counter("messages_malformed", "malformed messages dropped");
-  events_duplicate_ = &m.counter(
-      "events_duplicate", "events from BUs dropped as taken before (a block built again)");
+  events_duplicate_ = &m.counter("events_duplicate",
+                                 "events from BUs dropped as taken before (a block built again)");
   bytes_out_ = &m.counter("bytes_out", "event bytes sent to workers", runtime::Unit::bytes);
   events_outstanding_ = &m.gauge("events_outstanding", "events at workers, not decided");
   events_queued_ = &m.gauge("events_queued", "events waiting for a worker");
@@ -539,7 +540,8 @@ int SubFarmController::send_credits() {
     if (!b) break;
     wire::FarmCredit credit;
     credit.taken = taken_[i];
-    wire::encode(credit, std::span<std::byte, wire::kFarmCreditSize>(b.data(), wire::kFarmCreditSize));
+    wire::encode(credit,
+                 std::span<std::byte, wire::kFarmCreditSize>(b.data(), wire::kFarmCreditSize));
     transport::Message m;
     m.type = wire::MessageType::farm_credit;
     m.tag = credit.taken;
@@ -666,8 +668,8 @@ int SubFarmController::do_work() {
     lost_now_.clear();
     dispatcher_->check(now, lost_now_);
     for (const AppIndex w : lost_now_) {
-      on_lost(w, "silent for more than " + std::to_string(heartbeat_timeout_ns_ / 1'000'000) +
-                     " ms");
+      on_lost(w,
+              "silent for more than " + std::to_string(heartbeat_timeout_ns_ / 1'000'000) + " ms");
     }
     next_check_ns_ = now + std::min(kCheckPeriodNs, heartbeat_timeout_ns_ / 4);
     if (const std::string broken = dispatcher_->check_invariant(); !broken.empty()) {
@@ -686,11 +688,10 @@ int SubFarmController::do_work() {
   } else {
     (void)sampler_.tick(now, bytes_decided_, done);
   }
-  const bool empty = pending_count_ == 0 && dispatcher_->queued() == 0 &&
-                     dispatcher_->outstanding() == 0 &&
-                     std::all_of(streams_.begin(), streams_.end(), [](const Stream& st) {
-                       return st.filling == nullptr && st.in_output == 0;
-                     });
+  const bool empty =
+      pending_count_ == 0 && dispatcher_->queued() == 0 && dispatcher_->outstanding() == 0 &&
+      std::all_of(streams_.begin(), streams_.end(),
+                  [](const Stream& st) { return st.filling == nullptr && st.in_output == 0; });
   if (halting() && empty && !drained_.load(std::memory_order_relaxed)) {
     if (const std::string broken = dispatcher_->check_invariant(); !broken.empty()) {
       fail("accounting broken at the end: " + broken);
@@ -766,8 +767,8 @@ void SubFarmController::fold_results(nlohmann::json& run, const std::string& id,
   auto count = [](const nlohmann::json& o, const char* key) {
     return o.contains(key) && o[key].is_number() ? o[key].get<std::uint64_t>() : 0;
   };
-  for (const char* key : {"events_decided", "events_accepted", "events_pushed",
-                          "answers_late", "events_redispatched"}) {
+  for (const char* key : {"events_decided", "events_accepted", "events_pushed", "answers_late",
+                          "events_redispatched"}) {
     run[key] = count(run, key) + count(app, key);
   }
   // events_written is the BUs' (taken over, with a farm output): the SFC's files are its own.
@@ -809,14 +810,19 @@ runtime::AppType sfc_type() {
       ParamSpec::integer("heartbeat_timeout_ms", "a worker silent this long is lost")
           .default_value(2000)
           .range(10, 600000),
-      ParamSpec::object(
-          "event_size", "generator: event sizes, bytes",
-          {ParamSpec::string("dist", "fixed, uniform, exponential or lognormal")
-               .default_value("fixed")
-               .one_of({"fixed", "uniform", "exponential", "lognormal"}),
-           ParamSpec::number("mean", "mean size, bytes").default_value(32768).range(8, kMaxEventSize),
-           ParamSpec::number("sd", "standard deviation, bytes").default_value(0).range(0, kMaxEventSize),
-           ParamSpec::integer("max", "largest event, bytes").default_value(32768).range(8, kMaxEventSize)}),
+      ParamSpec::object("event_size", "generator: event sizes, bytes",
+                        {ParamSpec::string("dist", "fixed, uniform, exponential or lognormal")
+                             .default_value("fixed")
+                             .one_of({"fixed", "uniform", "exponential", "lognormal"}),
+                         ParamSpec::number("mean", "mean size, bytes")
+                             .default_value(32768)
+                             .range(8, kMaxEventSize),
+                         ParamSpec::number("sd", "standard deviation, bytes")
+                             .default_value(0)
+                             .range(0, kMaxEventSize),
+                         ParamSpec::integer("max", "largest event, bytes")
+                             .default_value(32768)
+                             .range(8, kMaxEventSize)}),
       ParamSpec::number("rate_hz", "generator: events per second; 0: as fast as workers take them")
           .default_value(0)
           .at_least(0),

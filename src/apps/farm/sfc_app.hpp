@@ -21,8 +21,8 @@
 // sampler and the latency histogram, which the agent writes.
 
 #include <array>
-#include <deque>
 #include <atomic>
+#include <deque>
 #include <memory>
 #include <mutex>
 #include <string>

@@ -32,13 +32,14 @@ core::DistSpec time_spec(const nlohmann::json& o) {
 
 std::vector<runtime::ParamSpec> time_fields(double mean_us) {
   using runtime::ParamSpec;
-  return {ParamSpec::string("dist", "fixed, uniform, exponential or lognormal")
-              .default_value("fixed")
-              .one_of({"fixed", "uniform", "exponential", "lognormal"}),
-          ParamSpec::number("mean_us", "mean time, microseconds").default_value(mean_us).range(0, 6e7),
-          ParamSpec::number("sd_us", "standard deviation (uniform, lognormal), microseconds")
-              .default_value(0)
-              .range(0, 6e7)};
+  return {
+      ParamSpec::string("dist", "fixed, uniform, exponential or lognormal")
+          .default_value("fixed")
+          .one_of({"fixed", "uniform", "exponential", "lognormal"}),
+      ParamSpec::number("mean_us", "mean time, microseconds").default_value(mean_us).range(0, 6e7),
+      ParamSpec::number("sd_us", "standard deviation (uniform, lognormal), microseconds")
+          .default_value(0)
+          .range(0, 6e7)};
 }
 
 }  // namespace
@@ -75,7 +76,8 @@ Result<void> Worker::configure(runtime::AppContext& ctx) {
   ids_ = detail::application_ids(ctx.cluster());
   if (processing == "plugin") {
     if (plugin.empty()) return p.error("plugin", "processing: plugin needs the library's path");
-    if (auto r = load_plugin(plugin, plugin_config); !r) return p.error("plugin", r.error().message());
+    if (auto r = load_plugin(plugin, plugin_config); !r)
+      return p.error("plugin", r.error().message());
   } else if (!plugin.empty()) {
     return p.error("plugin", "is set, but processing is 'model' (set processing: plugin)");
   }
@@ -113,8 +115,9 @@ Result<void> Worker::configure(runtime::AppContext& ctx) {
   bytes_in_ = &m.counter("bytes_in", "bytes of events received", runtime::Unit::bytes);
   events_accepted_ = &m.counter("events_accepted", "events decided: accepted");
   events_rejected_ = &m.counter("events_rejected", "events decided: rejected");
-  events_dropped_ = &m.counter(
-      "events_dropped", "events dropped undecided: fenced by the SFC, or sent under an older epoch");
+  events_dropped_ =
+      &m.counter("events_dropped",
+                 "events dropped undecided: fenced by the SFC, or sent under an older epoch");
   events_pushed_ = &m.counter("events_pushed", "events pushed with no answer wanted (push policy)");
   busy_ns_ = &m.counter("busy_ns", "time spent processing", runtime::Unit::none);
   messages_malformed_ = &m.counter("messages_malformed", "malformed messages dropped");
@@ -236,9 +239,10 @@ void Worker::on_completion(Completion& c) {
       wire::Fence f;
       if (wire::decode(payload, f) == wire::EvbStatus::ok && f.epoch > epoch_) {
         events_dropped_->add_single_writer(count_);
-        spdlog::warn("{}: the SFC declared this worker lost; {} held event(s) dropped, back under "
-                     "epoch {}",
-                     id(), count_, f.epoch);
+        spdlog::warn(
+            "{}: the SFC declared this worker lost; {} held event(s) dropped, back under "
+            "epoch {}",
+            id(), count_, f.epoch);
         drop_held();
         epoch_ = f.epoch;
         token_sent_ = false;
@@ -298,14 +302,12 @@ bool Worker::start(Held& h, std::int64_t now) {
     }
     d.verdict = decision.accept != 0 ? wire::Verdict::accept : wire::Verdict::reject;
     d.trigger_bits = decision.trigger_bits;
-    d.output_size = d.verdict == wire::Verdict::accept
-                        ? static_cast<std::uint32_t>(decision.output_size)
-                        : 0;
+    d.output_size =
+        d.verdict == wire::Verdict::accept ? static_cast<std::uint32_t>(decision.output_size) : 0;
     h.done_ns = t1;
   } else {
     const bool accept = rng_.uniform() <= accept_fraction_;
-    const double us =
-        std::max(0.0, core::sample(accept ? accept_time_us_ : reject_time_us_, rng_));
+    const double us = std::max(0.0, core::sample(accept ? accept_time_us_ : reject_time_us_, rng_));
     d.verdict = accept ? wire::Verdict::accept : wire::Verdict::reject;
     d.trigger_bits = accept ? trigger_bits_ : 0;
     d.output_size = accept ? output_bytes_ : 0;
@@ -325,8 +327,8 @@ int Worker::do_work() {
   work += static_cast<int>(n);
   if (failed()) return work;
   std::int64_t now = clock_->now_ns();
-  if (!token_sent_ && run_state() != runtime::RunState::halting &&
-      endpoint_->connected(sfc_) && send_token()) {
+  if (!token_sent_ && run_state() != runtime::RunState::halting && endpoint_->connected(sfc_) &&
+      send_token()) {
     token_sent_ = true;
     ++work;
   }
@@ -419,7 +421,9 @@ runtime::AppType worker_type() {
       ParamSpec::integer("heartbeat_ms", "interval of heartbeats to the SFC")
           .default_value(100)
           .range(1, 60000),
-      ParamSpec::integer("seed", "model: seed of the decisions and times").default_value(1).at_least(0),
+      ParamSpec::integer("seed", "model: seed of the decisions and times")
+          .default_value(1)
+          .at_least(0),
   };
   t.make = [] { return std::make_unique<Worker>(); };
   return t;

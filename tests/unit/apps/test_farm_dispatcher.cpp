@@ -24,7 +24,9 @@ Dispatcher make(Policy policy, std::uint32_t window = 2, std::uint32_t queue = 8
   return std::move(*d);
 }
 
-wire::Decision token(std::uint32_t epoch = 0) { return wire::Decision{.epoch = epoch}; }
+wire::Decision token(std::uint32_t epoch = 0) {
+  return wire::Decision{.epoch = epoch};
+}
 
 wire::Decision answer(const Dispatch& d, wire::Verdict v = wire::Verdict::reject) {
   return wire::Decision{.event = d.event, .slot = d.slot, .epoch = d.epoch, .verdict = v};

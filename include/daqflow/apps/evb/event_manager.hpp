@@ -169,9 +169,7 @@ class EventManager {
   };
 
   explicit EventManager(EventManagerSettings settings);
-  [[nodiscard]] int position_of(transport::AppIndex bu) const {
-    return consumers_.position_of(bu);
-  }
+  [[nodiscard]] int position_of(transport::AppIndex bu) const { return consumers_.position_of(bu); }
   void give(Block& b, std::uint32_t position, wire::Assign& out);
   // The open block with this id, in the table or aside; nullptr if none.
   [[nodiscard]] Block* find_open(std::uint64_t id);
@@ -180,7 +178,7 @@ class EventManager {
   void release_blocks_of(std::size_t position);
 
   EventManagerSettings settings_;
-  ConsumerSet consumers_;  // liveness, loss and epochs, by position as bus_
+  ConsumerSet consumers_;                    // liveness, loss and epochs, by position as bus_
   std::vector<std::size_t> lost_positions_;  // check_heartbeats' scratch
   std::vector<Bu> bus_;
   std::vector<std::uint32_t> queue_;  // ring of BU positions, one per wanted block

@@ -85,9 +85,7 @@ class Dispatcher {
   void heard_from(transport::AppIndex peer, std::int64_t now_ns);
 
   // Room for one more event in the queue.
-  [[nodiscard]] bool can_admit() const {
-    return queued_size_ < settings_.queue && free_count_ > 0;
-  }
+  [[nodiscard]] bool can_admit() const { return queued_size_ < settings_.queue && free_count_ > 0; }
   // Queues event `number` and returns its slot (can_admit() must hold).
   std::uint32_t admit(std::uint64_t number);
   // The next event and the worker to send it to under the policy, if any; the event is then
@@ -125,9 +123,7 @@ class Dispatcher {
     std::uint32_t outstanding = 0;
     bool ready = false;
   };
-  [[nodiscard]] const WorkerCounts& counts(std::size_t position) const {
-    return counts_[position];
-  }
+  [[nodiscard]] const WorkerCounts& counts(std::size_t position) const { return counts_[position]; }
   // Empty when the accounting holds; otherwise what is wrong.
   [[nodiscard]] std::string check_invariant() const;
 
