@@ -306,6 +306,10 @@ void add_farm(CLI::App& bench_cmd) {
   // idle take the CPU from those with work.
   add_common(cmd, a->common, "block");
   auto& s = a->options.shape;
+  // Four tokens per worker: with two (the seed's suggestion and the sfc's default) each worker's
+  // socket carries one or two events per system call and the SFC's core, which pays for every
+  // loopback segment at both ends, saturates first (docs/farm.md, "Benchmark and soak").
+  s.window = 4;
   cmd->add_option("--workers", s.workers, "workers")
       ->check(CLI::Range(1, 256))
       ->capture_default_str();

@@ -134,6 +134,18 @@ Result<void> SubFarmController::configure(runtime::AppContext& ctx) {
   // the output batches (the input stops while those are full). Were the pool to run dry, the
   // transport would stop reading, and the workers' heartbeats with it.
   const std::size_t streams = masks.empty() ? 1 : masks.size() + 1;
+  // Receive buffers are as large as the largest message (and filled in at Configure): with the
+  // generator, the largest message this SFC receives is a worker's decision with its output.
+  if (inputs_.empty()) {
+    std::uint64_t largest = std::uint64_t{max_size_} + wire::kFarmEventSize;
+    for (const AppIndex w : workers_) {
+      const auto& params = ctx.cluster().applications[w].params;
+      largest = std::max<std::uint64_t>(
+          largest, wire::kDecisionSize + params.value("output_bytes", std::uint64_t{0}));
+    }
+    options.max_message_size = static_cast<std::uint32_t>(
+        std::min<std::uint64_t>(options.max_message_size, std::max<std::uint64_t>(largest, 4096)));
+  }
   options.recv_buffers = std::max<std::uint32_t>(
       options.recv_buffers,
       static_cast<std::uint32_t>(inputs_.size() * input_window_ +
