@@ -235,6 +235,33 @@ class Farm(DaqflowTestCase):
         self.assertEqual(sfc["events_duplicate"], 0, sfc)
         self.assert_written_once(r, sfc)
 
+    def test_a_killed_bu_feeding_the_farm_loses_no_event_and_none_is_decided_twice(self):
+        """examples/farm.yaml with bu2 SIGKILLed mid-run: the EVM gives its blocks to bu1; the
+        events of those blocks that the SFC had already taken from bu2 come again from bu1 and
+        are dropped by number, so every built event is decided once."""
+        text = rewrite_ports(read_example("farm.yaml"))
+        config = self.write_config("farm.yaml", text)
+        run = self.start(["run", config, "--duration", "0", "--summary",
+                          self.path("summary.json"), "--log-dir", self.path("logs")], "run.log")
+        port = control_port(text, "sfc")
+        wait_until(lambda: self.decided(port) >= 3000, 60, "3000 built events decided")
+        status, ctx = http(control_port(text, "bu2"), "GET", "/api/v1/context")
+        self.assertEqual(status, 200, ctx)
+        os.kill(ctx["pid"], signal.SIGKILL)
+        at_kill = self.decided(port)
+        wait_until(lambda: self.decided(port) >= at_kill + 3000, 60,
+                   "3000 more events decided, from bu1 alone")
+        summary = self.finish(run)
+        sfc = self.assert_every_event_decided_once(summary)
+        r = summary["results"]
+        self.assertEqual(r["lost_bus"], ["bu2"], r)
+        self.assertEqual(r["events_lost"], 0, r)
+        self.assertEqual(r["events_triggered"], r["events_built"], r)
+        self.assertEqual(sfc["events_decided"], r["events_built"], (r, sfc))
+        print(f"\nkilled bu2: {r['events_reassigned']} events re-assigned, "
+              f"{sfc['events_duplicate']} taken twice and dropped", flush=True)
+        self.assert_written_once(r, sfc)
+
     def test_a_plugin_that_cannot_load_is_a_clear_error(self):
         text = farm_config("tcp", "tokens", worker="processing: plugin, plugin: /nonexistent.so")
         code, out, _ = self.run_config(self.write_config("farm.yaml", text), "--duration", "1")
