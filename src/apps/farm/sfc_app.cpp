@@ -764,10 +764,6 @@ nlohmann::json SubFarmController::results() const {
     r["events_per_s"] = 0.0;
     r["mb_per_s"] = 0.0;
   }
-  // The decided count every sample (200 ms): for soak runs to see whether the rate decays.
-  nlohmann::json series = nlohmann::json::array();
-  for (const auto& s : sampler_.samples()) series.push_back({s.t_ns, s.messages});
-  r["series"] = std::move(series);
   const std::lock_guard lock(lost_mutex_);
   r["lost_workers"] = lost_workers_;
   r["rejoined_workers"] = rejoined_workers_;
