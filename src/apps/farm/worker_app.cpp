@@ -19,8 +19,9 @@ namespace {
 // Events a worker can hold: far above any sensible window (the SFC's tokens bound them).
 constexpr std::size_t kMaxHeld = 256;
 constexpr std::uint32_t kMaxOutput = 64u << 20;
-// Decision buffers: one per held event, and a few in flight.
-constexpr std::size_t kDecisionBuffers = kMaxHeld + 16;
+// Decision buffers: the one being decided, those the transport still sends (its pipeline), the
+// heartbeats and tokens.
+constexpr std::size_t kDecisionBuffers = 32;
 
 core::DistSpec time_spec(const nlohmann::json& o) {
   core::DistSpec s;
@@ -82,7 +83,19 @@ Result<void> Worker::configure(runtime::AppContext& ctx) {
     return p.error("plugin", "is set, but processing is 'model' (set processing: plugin)");
   }
 
-  auto endpoint = ctx.endpoint(nullptr);
+  // Receive buffers are as large as the largest message and filled in at Configure: an SFC
+  // with its generator sends nothing larger than its largest event.
+  transport::EndpointOptions options = ctx.endpoint_options();
+  const runtime::ApplicationConfig& sfc_app = ctx.cluster().applications[sfc_];
+  if (sfc_app.type == "sfc" && sfc_app.params.value("inputs", nlohmann::json::array()).empty()) {
+    const std::uint64_t largest =
+        sfc_app.params.value("event_size", nlohmann::json::object()).value("max", 0) +
+        std::uint64_t{wire::kFarmEventSize};
+    options.max_message_size = static_cast<std::uint32_t>(std::min<std::uint64_t>(
+        options.max_message_size,
+        std::max<std::uint64_t>({largest, wire::kDecisionSize + output_bytes_, 4096})));
+  }
+  auto endpoint = ctx.endpoint(&options);
   if (!endpoint) return endpoint.error().context("application '" + id() + "': endpoint");
   endpoint_ = *endpoint;
   if (auto r = endpoint_->connect(sfc_); !r) {
