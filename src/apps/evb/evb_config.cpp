@@ -5,6 +5,7 @@
 
 #include "apps/app_support.hpp"
 #include "daqflow/apps/evb/emulator.hpp"
+#include "daqflow/apps/evb/output.hpp"
 #include "daqflow/wire/evb.hpp"
 #include "sources.hpp"
 
@@ -89,6 +90,25 @@ std::vector<ParamSpec> evm_param_specs() {
   return specs;
 }
 
+namespace {
+
+// {kind: discard}, {kind: file, ...} or {kind: farm, sfc}.
+ParamSpec output_spec() {
+  std::vector<ParamSpec> fields = {
+      ParamSpec::string("kind", "discard, file or farm")
+          .default_value("discard")
+          .one_of({"discard", "file", "farm"}),
+      ParamSpec::string("sfc", "farm: the SFC the built events go to").default_value(""),
+  };
+  for (auto& f : file_output_param_fields()) fields.push_back(std::move(f));
+  return ParamSpec::object("output",
+                           "where built events go: {kind: discard}, {kind: file, dir, max_file_mb, "
+                           "max_file_events, max_total_mb} or {kind: farm, sfc} (the filter farm)",
+                           std::move(fields));
+}
+
+}  // namespace
+
 std::vector<ParamSpec> bu_param_specs() {
   return {
       ParamSpec::app_ref("evm", "the EVM of this builder"),
@@ -109,29 +129,7 @@ std::vector<ParamSpec> bu_param_specs() {
       ParamSpec::integer("heartbeat_ms", "heartbeat period towards the EVM")
           .default_value(200)
           .range(1, 600000),
-      ParamSpec::object(
-          "output",
-          "where built events go: {kind: discard}, {kind: file, dir, max_file_mb, "
-          "max_file_events, max_total_mb} or {kind: farm, sfc} (the filter farm)",
-          {
-              ParamSpec::string("kind", "discard, file or farm")
-                  .default_value("discard")
-                  .one_of({"discard", "file", "farm"}),
-              ParamSpec::string("sfc", "farm: the SFC the built events go to").default_value(""),
-              ParamSpec::string("dir", "file: directory; empty: run.output").default_value(""),
-              ParamSpec::number("max_file_mb", "file: roll files at this size, MiB; 0: no limit")
-                  .default_value(256)
-                  .at_least(0),
-              ParamSpec::integer("max_file_events",
-                                 "file: roll files after this many events; 0: no limit")
-                  .default_value(0)
-                  .at_least(0),
-              ParamSpec::number(
-                  "max_total_mb",
-                  "file: stop writing (events still built) past this much, MiB; 0: no limit")
-                  .default_value(0)
-                  .at_least(0),
-          }),
+      output_spec(),
   };
 }
 

@@ -9,6 +9,24 @@
 
 namespace daqflow::apps::evb {
 
+std::vector<runtime::ParamSpec> file_output_param_fields() {
+  using runtime::ParamSpec;
+  return {
+      ParamSpec::string("dir", "file: directory; empty: run.output").default_value(""),
+      ParamSpec::number("max_file_mb", "file: roll files at this size, MiB; 0: no limit")
+          .default_value(256)
+          .at_least(0),
+      ParamSpec::integer("max_file_events", "file: roll files after this many events; 0: no limit")
+          .default_value(0)
+          .at_least(0),
+      ParamSpec::number("max_total_mb",
+                        "file: stop writing (events still counted) past this much, MiB; 0: no "
+                        "limit")
+          .default_value(0)
+          .at_least(0),
+  };
+}
+
 Result<std::unique_ptr<EventOutput>> make_output(const nlohmann::json& params,
                                                  const OutputContext& context) {
   if (!params.is_object()) {

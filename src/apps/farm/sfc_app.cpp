@@ -786,6 +786,25 @@ void SubFarmController::fold_results(nlohmann::json& run, const std::string& id,
                      {"lost_workers", app.value("lost_workers", nlohmann::json::array())}};
 }
 
+namespace {
+
+// {kind: discard} or {kind: file, ...}, as a BU's.
+runtime::ParamSpec output_spec() {
+  std::vector<runtime::ParamSpec> fields = {
+      runtime::ParamSpec::string("kind", "discard or file")
+          .default_value("discard")
+          .one_of({"discard", "file"}),
+  };
+  for (auto& f : evb::file_output_param_fields()) fields.push_back(std::move(f));
+  return runtime::ParamSpec::object(
+      "output",
+      "where accepted events go: {kind: discard} or {kind: file, dir, max_file_mb, "
+      "max_file_events, max_total_mb}",
+      std::move(fields));
+}
+
+}  // namespace
+
 runtime::AppType sfc_type() {
   using runtime::ParamSpec;
   runtime::AppType t;
@@ -844,27 +863,7 @@ runtime::AppType sfc_type() {
       ParamSpec::integer("input_window", "events each input BU may send before they are taken")
           .default_value(64)
           .range(1, 65536),
-      ParamSpec::object(
-          "output",
-          "where accepted events go: {kind: discard} or {kind: file, dir, max_file_mb, "
-          "max_file_events, max_total_mb}",
-          {
-              ParamSpec::string("kind", "discard or file")
-                  .default_value("discard")
-                  .one_of({"discard", "file"}),
-              ParamSpec::string("dir", "file: directory; empty: run.output").default_value(""),
-              ParamSpec::number("max_file_mb", "file: roll files at this size, MiB; 0: no limit")
-                  .default_value(256)
-                  .at_least(0),
-              ParamSpec::integer("max_file_events",
-                                 "file: roll files after this many events; 0: no limit")
-                  .default_value(0)
-                  .at_least(0),
-              ParamSpec::number("max_total_mb",
-                                "file: stop writing past this much, MiB; 0: no limit")
-                  .default_value(0)
-                  .at_least(0),
-          }),
+      output_spec(),
       ParamSpec::integer_list("stream_masks",
                               "one output stream per trigger mask ([]: one stream for all)")
           .default_json_text("[]")

@@ -191,13 +191,11 @@ void Worker::drop_held() {
 }
 
 bool Worker::send_token() {
-  std::byte* p = nullptr;
   core::Buffer b = pool_->acquire();
   if (!b) return false;
-  p = b.data();
   wire::Decision d;
   d.epoch = epoch_;
-  wire::encode(d, std::span<std::byte, wire::kDecisionSize>(p, wire::kDecisionSize));
+  wire::encode(d, std::span<std::byte, wire::kDecisionSize>(b.data(), wire::kDecisionSize));
   transport::Message m;
   m.type = wire::MessageType::decision;
   m.add(std::move(b), 0, wire::kDecisionSize);

@@ -18,6 +18,7 @@
 #include "daqflow/apps/evb/event_file.hpp"
 #include "daqflow/core/buffer_pool.hpp"
 #include "daqflow/core/result.hpp"
+#include "daqflow/runtime/params.hpp"
 #include "daqflow/transport/transport.hpp"
 
 namespace daqflow::apps::evb {
@@ -99,6 +100,10 @@ struct OutputContext {
 // Creates the output described by a BU's `output` parameter:
 //   {kind: discard}, {kind: file, dir: PATH, max_file_mb: N, max_file_events: N, max_total_mb: N}
 //   or {kind: farm, sfc: ID} (the OutputContext then names the endpoint and the SFC)
+// The fields of `{kind: file}` (dir, max_file_mb, max_file_events, max_total_mb), for the
+// `output` parameter of every application that writes event files (bu, sfc).
+[[nodiscard]] std::vector<runtime::ParamSpec> file_output_param_fields();
+
 [[nodiscard]] Result<std::unique_ptr<EventOutput>> make_output(const nlohmann::json& params,
                                                                const OutputContext& context);
 
