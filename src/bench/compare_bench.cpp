@@ -70,13 +70,6 @@ Result<DaqflowFigure> daqflow_figure(const CompareOptions& o, const std::string&
   return DaqflowFigure{value, sub.result.stem, sub.result.command};
 }
 
-double median(std::vector<double> values) {
-  std::sort(values.begin(), values.end());
-  const std::size_t n = values.size();
-  if (n == 0) return 0;
-  return n % 2 == 1 ? values[n / 2] : (values[n / 2 - 1] + values[n / 2]) / 2;
-}
-
 }  // namespace
 
 std::string compare_stem(const CompareOptions& o) {

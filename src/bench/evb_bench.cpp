@@ -123,12 +123,6 @@ class DashboardClients {
   std::vector<std::jthread> threads_;  // last: stopped and joined first
 };
 
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const std::size_t n = v.size();
-  return n == 0 ? 0.0 : (n % 2 == 1 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2);
-}
-
 // bench evb --dashboard-clients N: rounds of the first shape without, then with, N dashboards.
 Result<BenchOutput> run_evb_dashboard_cost(const EvbOptions& o, const EvbShape& s, BenchEnv& env) {
   BenchOutput out;

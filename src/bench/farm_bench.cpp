@@ -19,12 +19,6 @@ namespace daqflow::bench {
 
 namespace {
 
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const std::size_t n = v.size();
-  return n == 0 ? 0.0 : (n % 2 == 1 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2);
-}
-
 // Jain's fairness index of the workers' shares: 1 when all are equal, 1/n when one takes all.
 double jain(const std::vector<double>& x) {
   double sum = 0;

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -56,6 +57,13 @@ nlohmann::ordered_json document(const ResultSet& result, const nlohmann::json& h
 }
 
 }  // namespace
+
+double median(std::vector<double> values) {
+  std::sort(values.begin(), values.end());
+  const std::size_t n = values.size();
+  if (n == 0) return 0;
+  return n % 2 == 1 ? values[n / 2] : (values[n / 2 - 1] + values[n / 2]) / 2;
+}
 
 void add_row(ResultSet& result, nlohmann::json row) {
   if (!row.is_array() || row.size() != result.columns.size()) {

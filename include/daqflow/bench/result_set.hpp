@@ -37,6 +37,10 @@ struct ResultSet {
                                                                   ResultSet& result,
                                                                   const Plot& plot);
 
+// The median of the figures of several rounds (0 for none): what the benches compare, since
+// single runs on a shared machine wander.
+[[nodiscard]] double median(std::vector<double> values);
+
 // Adds a row; checks that it has one value per column.
 void add_row(ResultSet& result, nlohmann::json row);
 
