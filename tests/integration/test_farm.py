@@ -127,9 +127,16 @@ class Farm(DaqflowTestCase):
             return json.load(f)
 
     def test_a_killed_worker_process_loses_no_event(self):
+        self.killed_worker_process_loses_no_event("tcp")
+
+    def test_a_killed_worker_process_loses_no_event_over_shm(self):
+        self.killed_worker_process_loses_no_event("shm")
+
+    def killed_worker_process_loses_no_event(self, transport):
         """SIGKILL of the process of w0 and w1 while each holds events (500 us per event): the
         SFC dispatches their events again and the run goes on."""
         run, text, port = self.start_farm(
+            transport=transport,
             worker="reject_time: {mean_us: 500}, accept_time: {mean_us: 800}",
             sfc="heartbeat_timeout_ms: 1000")
         status, ctx = http(control_port(text, "wa"), "GET", "/api/v1/context")
@@ -144,15 +151,28 @@ class Farm(DaqflowTestCase):
         self.assertEqual(len(summary["lost"]), 1, summary["lost"])
         self.assertIn("context wa", summary["lost"][0])
         sfc = self.assert_every_event_decided_once(summary)
-        print(f"\nkilled w0, w1: {sfc['events_redispatched']} events dispatched again, "
+        print(f"\n{transport}: killed w0, w1: {sfc['events_redispatched']} events dispatched again, "
               f"{sfc['events_decided']} decided", flush=True)
         self.assert_written_once(summary["results"], sfc)
+        if transport == "shm":
+            # The killed process could not remove its segments: `daqflow shm clean --all-dead` does.
+            code, out = self.daqflow(["shm", "clean", "--all-dead"])
+            self.assertEqual(code, 0, out)
+            left = [n for n in os.listdir("/dev/shm") if f".{ctx['pid']}.wa." in n]
+            self.assertEqual(left, [], out)
 
     def test_a_frozen_worker_process_is_fenced_and_nothing_is_decided_twice(self):
+        self.frozen_worker_process_is_fenced("tcp")
+
+    def test_a_frozen_worker_process_is_fenced_and_nothing_is_decided_twice_over_shm(self):
+        self.frozen_worker_process_is_fenced("shm")
+
+    def frozen_worker_process_is_fenced(self, transport):
         """SIGSTOP of the process of w0 and w1 for longer than the SFC's heartbeat timeout, then
         SIGCONT: the SFC gives their events to the others; the woken workers learn they were
         fenced, drop what they held (or their late answers are dropped by the SFC) and rejoin."""
         run, text, port = self.start_farm(
+            transport=transport,
             worker="reject_time: {mean_us: 500}, accept_time: {mean_us: 800}",
             sfc="heartbeat_timeout_ms: 1000")
         status, ctx = http(control_port(text, "wa"), "GET", "/api/v1/context")
@@ -190,7 +210,7 @@ class Farm(DaqflowTestCase):
         with open(self.path(os.path.join("logs", "wa.log"))) as f:
             log = f.read()
         self.assertIn("the SFC declared this worker lost", log)
-        print(f"\nfrozen w0, w1: {sfc['events_redispatched']} events dispatched again, "
+        print(f"\n{transport}: frozen w0, w1: {sfc['events_redispatched']} events dispatched again, "
               f"{w0['events_dropped'] + w1['events_dropped']} dropped by the workers, "
               f"{sfc['answers_late']} late answers dropped", flush=True)
         self.assert_written_once(summary["results"], sfc)
