@@ -71,16 +71,19 @@ class _Ports:
     @staticmethod
     def _free(port):
         with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+            # As daqflow's listeners do: a connection of an earlier test lingering in TIME_WAIT
+            # does not make the port busy, a listener does.
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
             try:
                 s.bind(("127.0.0.1", port))
             except OSError:
                 return False
         return True
 
-    def take(self, count=1):
-        """The first of `count` consecutive free ports. The cursor goes round the block, so
-        ports of processes that have ended are used again; one configuration takes far fewer
-        than a block, so it never gets the same port twice."""
+    def take(self, count=1, avoid=()):
+        """The first of `count` consecutive free ports, none of them in `avoid` (the ports a
+        configuration already has: a port free now is not free once that configuration runs).
+        The cursor goes round the block, so ports of processes that have ended are used again."""
         if self._base is None:
             self._reserve()
         for _ in range(PORT_BLOCK):
@@ -88,7 +91,8 @@ class _Ports:
                 self._next = 0
             first = self._base + self._next
             self._next += count
-            if all(self._free(p) for p in range(first, first + count)):
+            ports = range(first, first + count)
+            if not any(p in avoid for p in ports) and all(self._free(p) for p in ports):
                 return first
         raise RuntimeError(f"no {count} free consecutive ports in "
                            f"{self._base}-{self._base + PORT_BLOCK - 1}")
@@ -153,13 +157,17 @@ def rewrite_ports(text):
     test process (a data_port is a base: application i of the context listens on data_port + i,
     so it gets 8)."""
     mapping = {}
+    taken = set()
 
     def repl(m):
         key, value = m.group(1), int(m.group(3))
         if value == 0:
             return m.group(0)
         if (key, value) not in mapping:
-            mapping[(key, value)] = PORTS.take(8 if key == "data_port" else 1)
+            count = 8 if key == "data_port" else 1
+            first = PORTS.take(count, avoid=taken)
+            taken.update(range(first, first + count))
+            mapping[(key, value)] = first
         return f"{key}{m.group(2)}{mapping[(key, value)]}"
 
     return re.sub(r"\b(control_port|data_port)(\s*:\s*)(\d+)", repl, text)
