@@ -2,6 +2,7 @@
 
 #include "daqflow/apps/evb/register.hpp"
 #include "daqflow/apps/farm/register.hpp"
+#include "daqflow/apps/timeslice/register.hpp"
 #include "roundtrip.hpp"
 #include "sink.hpp"
 #include "source.hpp"
@@ -14,6 +15,7 @@ void register_builtin_apps(runtime::AppRegistry& registry) {
   registry.add(sink_type());
   evb::register_evb_apps(registry);
   farm::register_farm_apps(registry);
+  timeslice::register_timeslice_apps(registry);
 }
 
 }  // namespace daqflow::apps

@@ -26,6 +26,8 @@ bool is_known(MessageType type) {
     case MessageType::farm_event:
     case MessageType::decision:
     case MessageType::farm_credit:
+    case MessageType::ts_contribution:
+    case MessageType::ts_ack:
       return true;
   }
   return false;
@@ -71,6 +73,10 @@ std::string_view to_string(MessageType type) {
       return "decision";
     case MessageType::farm_credit:
       return "farm_credit";
+    case MessageType::ts_contribution:
+      return "ts_contribution";
+    case MessageType::ts_ack:
+      return "ts_ack";
   }
   return "unknown";
 }

@@ -24,6 +24,8 @@ std::string_view to_string(FileContent content) {
       return "built events";
     case FileContent::farm_decisions:
       return "farm decisions";
+    case FileContent::timeslices:
+      return "timeslices";
   }
   return "unknown content";
 }
@@ -82,7 +84,7 @@ FileFormatStatus decode_file_header(std::span<const std::byte> in, FileHeader& o
   if (size != file_header_size(id_length)) return FileFormatStatus::bad_header_size;
   if (in.size() < size) return FileFormatStatus::too_short;
   const std::uint32_t content = load_le32(p + 20);
-  if (content > static_cast<std::uint32_t>(FileContent::farm_decisions)) {
+  if (content > static_cast<std::uint32_t>(FileContent::timeslices)) {
     return FileFormatStatus::bad_content;
   }
   for (std::size_t i = kFileHeaderFixedSize + id_length; i < size; ++i) {

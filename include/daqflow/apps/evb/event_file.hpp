@@ -47,6 +47,8 @@ inline constexpr std::size_t kReserveBytes = 256 * 1024;
 enum class FileContent : std::uint32_t {
   built_events = 0,    // events built by a BU: FED super-fragments, one per RU
   farm_decisions = 1,  // accepted events of an SFC: a wire::Decision, then the worker's output
+  timeslices = 2,      // timeslices of a ts_builder: a wire::TimesliceDescriptor, then its
+                       // components (docs/timeslices.md)
 };
 [[nodiscard]] std::string_view to_string(FileContent content);
 

@@ -1,0 +1,118 @@
+#pragma once
+// Time-slice building (docs/timeslices.md, seed 001 and FLESnet), little-endian, fixed layouts.
+//
+//   microslice descriptor   32 B   FLESnet's, byte for byte: hdr_id 0xDD, hdr_ver 0x01, eq_id,
+//                                  flags, sys_id, sys_ver, idx (start time, ns), CRC-32C of the
+//                                  content, size, offset (of the content in the input's stream)
+//   ts_contribution  input -> builder   one input's part of one timeslice: a 48-byte component
+//                                  descriptor, then its microslice descriptors (core, then
+//                                  overlap), then their contents, back to back in that order
+//   ts_ack           builder -> input   16 B: the timeslice is done (written or flagged); the
+//                                  input may drop what it kept for it
+//   timeslice descriptor    40 B   starts a timeslice in an archive file; its components follow
+//                                  (each a component descriptor with its descriptors and contents)
+//
+// Decoders check every length, bound and enumerated value before use; they never trust a size
+// from the wire.
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <string_view>
+
+#include "daqflow/wire/evb.hpp"
+
+namespace daqflow::wire {
+
+inline constexpr std::uint8_t kMicrosliceHeaderId = 0xDD;
+inline constexpr std::uint8_t kMicrosliceHeaderVersion = 0x01;
+inline constexpr std::size_t kMicrosliceDescriptorSize = 32;
+
+// fles::MicrosliceFlags: the content's CRC-32C is in the descriptor.
+enum MicrosliceFlags : std::uint16_t {
+  kMicrosliceCrcValid = 1u << 0,
+};
+
+struct MicrosliceDescriptor {
+  std::uint8_t hdr_id = kMicrosliceHeaderId;
+  std::uint8_t hdr_ver = kMicrosliceHeaderVersion;
+  std::uint16_t eq_id = 0;   // equipment: the input channel
+  std::uint16_t flags = 0;   // MicrosliceFlags and the detector's own
+  std::uint8_t sys_id = 0;   // subsystem
+  std::uint8_t sys_ver = 0;  // subsystem format version
+  std::uint64_t idx = 0;     // start time, ns
+  std::uint32_t crc = 0;     // CRC-32C of the content when flags has kMicrosliceCrcValid
+  std::uint32_t size = 0;    // content bytes
+  std::uint64_t offset = 0;  // of the content in the channel's stream of contents
+
+  friend bool operator==(const MicrosliceDescriptor&, const MicrosliceDescriptor&) = default;
+};
+
+// The component descriptor: what one input sends of one timeslice.
+struct Contribution {
+  std::uint64_t index = 0;     // timeslice number
+  std::uint64_t start_ns = 0;  // start of the timeslice's core interval
+  std::uint16_t eq_id = 0;
+  std::uint8_t sys_id = 0;
+  std::uint8_t sys_ver = 0;
+  std::uint32_t microslices = 0;       // descriptors that follow: core, then overlap
+  std::uint32_t core_microslices = 0;  // of them, in [start, start + duration)
+  std::uint32_t epoch = 0;             // the assignment it was sent under (0: round robin)
+  std::uint64_t content_size = 0;      // bytes of content after the descriptors
+};
+inline constexpr std::size_t kContributionSize = 48;
+// Descriptors a contribution may carry (a bound on what a decoder believes).
+inline constexpr std::uint32_t kMaxMicroslicesPerContribution = 1u << 20;
+
+enum class TsAckStatus : std::uint32_t {
+  complete = 1,    // every input's contribution, written
+  incomplete = 2,  // written flagged: some input's contribution is missing
+  late = 3,        // this contribution came after its timeslice was done (dropped)
+};
+
+struct TsAck {
+  std::uint64_t index = 0;
+  TsAckStatus status = TsAckStatus::complete;
+  std::uint32_t epoch = 0;
+};
+inline constexpr std::size_t kTsAckSize = 16;
+
+enum TimesliceFlags : std::uint32_t {
+  kTimesliceIncomplete = 1u << 0,  // an input's contribution is missing
+};
+
+struct TimesliceDescriptor {
+  std::uint64_t index = 0;
+  std::uint64_t start_ns = 0;
+  std::uint32_t microslice_ns = 0;
+  std::uint32_t core_microslices = 0;
+  std::uint32_t overlap_microslices = 0;
+  std::uint16_t components_expected = 0;
+  std::uint16_t components_present = 0;  // components that follow
+  std::uint32_t flags = 0;               // TimesliceFlags
+};
+inline constexpr std::size_t kTimesliceDescriptorSize = 40;
+
+void encode(const MicrosliceDescriptor& m, std::span<std::byte, kMicrosliceDescriptorSize> out);
+// Checks hdr_id and hdr_ver.
+[[nodiscard]] EvbStatus decode(std::span<const std::byte, kMicrosliceDescriptorSize> in,
+                               MicrosliceDescriptor& out);
+
+void encode(const Contribution& m, std::span<std::byte, kContributionSize> out);
+// payload_size is the whole message's: the descriptor, the microslice descriptors and the
+// contents, which must add up to it.
+[[nodiscard]] EvbStatus decode(std::span<const std::byte, kContributionSize> in,
+                               std::size_t payload_size, Contribution& out);
+[[nodiscard]] constexpr std::uint64_t payload_size(const Contribution& m) {
+  return kContributionSize + std::uint64_t{m.microslices} * kMicrosliceDescriptorSize +
+         m.content_size;
+}
+
+void encode(const TsAck& m, std::span<std::byte, kTsAckSize> out);
+[[nodiscard]] EvbStatus decode(std::span<const std::byte> in, TsAck& out);
+
+void encode(const TimesliceDescriptor& m, std::span<std::byte, kTimesliceDescriptorSize> out);
+[[nodiscard]] EvbStatus decode(std::span<const std::byte, kTimesliceDescriptorSize> in,
+                               TimesliceDescriptor& out);
+
+}  // namespace daqflow::wire

@@ -1,0 +1,590 @@
+#include "ts_builder_app.hpp"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+
+#include "daqflow/wire/endian.hpp"
+
+namespace daqflow::apps::timeslice {
+
+using transport::AppIndex;
+using transport::Completion;
+using transport::SendStatus;
+
+namespace {
+
+constexpr std::int64_t kSampleIntervalNs = 200'000'000;
+constexpr std::int64_t kExpirePeriodNs = 10'000'000;
+constexpr std::size_t kOutputDepth = 8;
+constexpr std::size_t kAckBufferSize = 64;
+constexpr int kPollRounds = 4;
+// Timeslices remembered as done here, for contributions sent again after a loss: those come
+// within far fewer timeslices than this.
+constexpr std::uint64_t kDoneBits = 1u << 20;
+
+}  // namespace
+
+TsBuilder::~TsBuilder() {
+  release();
+  for (auto& c : completions_) c.message.clear();
+  core::retire_pool(control_pool_, core::BusyPool::leak, id());
+}
+
+Result<void> TsBuilder::configure(runtime::AppContext& ctx) {
+  release();
+  core::retire_pool(control_pool_, core::BusyPool::leak, id());
+  clock_ = &ctx.clock();
+  auto context = [&](const Error& e) { return e.context("application '" + id() + "'"); };
+  runtime::ParamReader p = ctx.param_reader();
+  const auto input_ids = p.get<std::vector<std::string>>("inputs");
+  timeout_ns_ = p.get<std::int64_t>("timeout_ms") * 1'000'000;
+  fail_incomplete_ = p.get<std::string>("on_incomplete") == "fail";
+  verify_crc_ = p.get<bool>("verify_crc");
+  const auto output_params = p.get<nlohmann::json>("output");
+  if (auto r = p.status(); !r) return r;
+  auto inputs = ctx.indexes_of("inputs", input_ids);
+  if (!inputs) return inputs.error();
+  inputs_ = *inputs;
+  if (inputs_.empty()) return p.error("inputs", "a builder needs at least one input");
+  if (inputs_.size() > 65535) return p.error("inputs", "more than 65535 inputs");
+  ids_ = detail::application_ids(ctx.cluster());
+  // Every input is a ts_input that sends here, and they share one geometry.
+  std::uint64_t largest = 0;
+  for (std::size_t i = 0; i < inputs_.size(); ++i) {
+    const auto& app = ctx.cluster().applications[inputs_[i]];
+    const auto builders = app.params.value("builders", std::vector<std::string>{});
+    if (app.type != "ts_input" ||
+        std::find(builders.begin(), builders.end(), id()) == builders.end()) {
+      return p.error("inputs",
+                     "'" + input_ids[i] + "' is no ts_input with '" + id() + "' in its builders");
+    }
+    auto g = input_geometry(app.params, "application '" + app.id + "'");
+    if (!g) return g.error();
+    if (i == 0) {
+      geometry_ = *g;
+    } else if (!(*g == geometry_)) {
+      return p.error("inputs", "'" + input_ids[i] + "' has another timeslice geometry than '" +
+                                   input_ids[0] + "' (microslice_us, timeslice_us, overlap_us)");
+    }
+    const std::uint64_t slices = std::uint64_t{g->core} + g->overlap;
+    const auto max = app.params.value("microslice_size", nlohmann::json::object())
+                         .value("max", std::uint64_t{0});
+    largest = std::max(largest,
+                       wire::kContributionSize + slices * (wire::kMicrosliceDescriptorSize + max));
+  }
+
+  transport::EndpointOptions options = ctx.endpoint_options();
+  // Received buffers held at once: the timeslices being built (every input's in_flight, at
+  // most) and those in the output.
+  std::uint64_t in_flight = 0;
+  for (const AppIndex i : inputs_) {
+    in_flight = std::max<std::uint64_t>(
+        in_flight, ctx.cluster().applications[i].params.value("in_flight", std::uint64_t{8}));
+  }
+  options.max_message_size = static_cast<std::uint32_t>(
+      std::min<std::uint64_t>(options.max_message_size, std::max<std::uint64_t>(largest, 4096)));
+  options.recv_buffers = std::max<std::uint32_t>(
+      options.recv_buffers,
+      static_cast<std::uint32_t>(inputs_.size() * (in_flight + kOutputDepth + 2)));
+  auto endpoint = ctx.endpoint(&options);
+  if (!endpoint) return endpoint.error().context("application '" + id() + "': endpoint");
+  endpoint_ = *endpoint;
+  for (const AppIndex i : inputs_) {
+    if (auto r = endpoint_->connect(i); !r) {
+      return r.error().context("application '" + id() + "': connecting to input '" +
+                               detail::peer_name(ids_, i) + "'");
+    }
+  }
+  auto control = endpoint_->make_send_pool(id() + ".acks", kAckBufferSize,
+                                           inputs_.size() * (in_flight + kOutputDepth + 4) + 16);
+  if (!control) return context(control.error());
+  control_pool_ = std::move(*control);
+
+  evb::OutputContext oc;
+  oc.run_number = ctx.cluster().run.number;
+  oc.bu_id = id();
+  oc.default_dir = ctx.cluster().run.output;
+  oc.queue_depth = kOutputDepth;
+  oc.content = evb::FileContent::timeslices;
+  auto output = evb::make_output(output_params, oc);
+  if (!output) return context(output.error());
+  output_ = std::move(*output);
+  batches_ = std::vector<evb::OutputBatch>(kOutputDepth);
+  written_ = std::vector<Written>(kOutputDepth);
+  free_.clear();
+  for (std::size_t i = 0; i < kOutputDepth; ++i) {
+    batches_[i].events.reserve(1);
+    batches_[i].pieces.reserve(1 + inputs_.size() * transport::kMaxSegments);
+    batches_[i].buffers.reserve(inputs_.size() * transport::kMaxSegments);
+    written_[i].from.assign(inputs_.size(), 0);
+    free_.push_back(&batches_[i]);
+  }
+  in_output_ = 0;
+  building_ = std::vector<Building>(2 * in_flight + 4);
+  for (Building& b : building_) {
+    b.parts = std::vector<transport::Message>(inputs_.size());
+    b.have.assign(inputs_.size(), 0);
+  }
+  building_count_ = 0;
+  done_bits_.assign(kDoneBits / 64, 0);
+  done_high_ = 0;
+  input_alive_.assign(inputs_.size(), true);
+  next_expire_ns_ = 0;
+  bytes_done_ = done_total_ = 0;
+  sampler_.reset(kSampleIntervalNs);
+  drained_.store(false);
+
+  runtime::MetricsRegistry& m = ctx.metrics();
+  contributions_ = &m.counter("contributions", "contributions received");
+  timeslices_complete_ = &m.counter("timeslices_complete", "timeslices with every contribution");
+  timeslices_incomplete_ =
+      &m.counter("timeslices_incomplete", "timeslices written flagged: contributions missing");
+  timeslices_written_ = &m.counter("timeslices_written", "timeslices the output has taken");
+  contributions_late_ = &m.counter(
+      "contributions_late", "contributions for a timeslice done before (dropped, acknowledged)");
+  contributions_duplicate_ =
+      &m.counter("contributions_duplicate", "a second contribution of one input (dropped)");
+  contributions_rejected_ =
+      &m.counter("contributions_rejected", "contributions that failed the checks (dropped)");
+  messages_malformed_ = &m.counter("messages_malformed", "malformed messages dropped");
+  bytes_in_ = &m.counter("bytes_in", "contribution bytes received", runtime::Unit::bytes);
+  timeslices_building_ = &m.gauge("timeslices_building", "timeslices waiting for contributions");
+  const std::lock_guard lock(results_mutex_);
+  missing_by_input_.assign(inputs_.size(), 0);
+  lost_inputs_.clear();
+  return ok();
+}
+
+void TsBuilder::release() {
+  if (output_) {
+    if (auto r = output_->close(); !r) {
+      spdlog::warn("{}: closing the output: {}", id(), r.error().message());
+    }
+    while (evb::OutputBatch* b = output_->poll_done()) b->clear();
+    output_.reset();
+  }
+  for (auto& b : batches_) b.clear();
+  for (auto& b : building_) {
+    for (auto& part : b.parts) part.clear();
+    b.used = false;
+  }
+  building_count_ = 0;
+  for (auto& c : completions_) c.message.clear();
+  endpoint_ = nullptr;
+}
+
+bool TsBuilder::done_before(std::uint64_t index) const {
+  if (index >= done_high_) return false;
+  if (done_high_ - index >= kDoneBits) return true;  // too old to be anything but a resend
+  const std::uint64_t bit = index % kDoneBits;
+  return (done_bits_[bit / 64] >> (bit % 64) & 1u) != 0;
+}
+
+void TsBuilder::mark_done(std::uint64_t index) {
+  // Bits of indexes that fell out of the window are cleared as the window moves on.
+  while (done_high_ <= index) {
+    const std::uint64_t bit = done_high_ % kDoneBits;
+    done_bits_[bit / 64] &= ~(std::uint64_t{1} << (bit % 64));
+    ++done_high_;
+  }
+  const std::uint64_t bit = index % kDoneBits;
+  done_bits_[bit / 64] |= std::uint64_t{1} << (bit % 64);
+}
+
+TsBuilder::Building* TsBuilder::find(std::uint64_t index) {
+  for (Building& b : building_) {
+    if (b.used && b.index == index) return &b;
+  }
+  return nullptr;
+}
+
+TsBuilder::Building& TsBuilder::take_slot(std::uint64_t index, std::int64_t now) {
+  auto it =
+      std::find_if(building_.begin(), building_.end(), [](const Building& b) { return !b.used; });
+  if (it == building_.end()) {
+    // The inputs are further apart than their windows suggest: one more slot (rare; allocates).
+    Building& b = building_.emplace_back();
+    b.parts = std::vector<transport::Message>(inputs_.size());
+    b.have.assign(inputs_.size(), 0);
+    it = building_.end() - 1;
+  }
+  it->used = true;
+  it->index = index;
+  it->first_ns = now;
+  it->present = 0;
+  std::fill(it->have.begin(), it->have.end(), 0);
+  ++building_count_;
+  return *it;
+}
+
+void TsBuilder::send_ack(std::size_t input, std::uint64_t index, wire::TsAckStatus status) {
+  if (!input_alive_[input]) return;
+  core::Buffer b = control_pool_->acquire();
+  if (!b) {
+    // More acknowledgements in flight than the pool holds: the input is gone or stuck.
+    spdlog::warn("{}: no buffer for the acknowledgement of timeslice {} to '{}'", id(), index,
+                 detail::peer_name(ids_, inputs_[input]));
+    return;
+  }
+  wire::TsAck a;
+  a.index = index;
+  a.status = status;
+  wire::encode(a, std::span<std::byte, wire::kTsAckSize>(b.data(), wire::kTsAckSize));
+  transport::Message m;
+  m.type = wire::MessageType::ts_ack;
+  m.tag = index;
+  m.add(std::move(b), 0, wire::kTsAckSize);
+  const SendStatus s = endpoint_->post_send(inputs_[input], m);
+  m.clear();
+  if (s != SendStatus::ok && s != SendStatus::closed) {
+    // back_pressure: the pipeline holds pipeline_depth acks; an input that does not take them
+    // will send again and be acknowledged then.
+    spdlog::debug("{}: acknowledgement of timeslice {} to '{}': {}", id(), index,
+                  detail::peer_name(ids_, inputs_[input]), transport::to_string(s));
+  }
+}
+
+bool TsBuilder::complete(Building& b, std::int64_t now) {
+  (void)now;
+  if (free_.empty()) return false;  // the output is behind: the next turn
+  evb::OutputBatch* batch = free_.back();
+  const auto slot = static_cast<std::size_t>(batch - batches_.data());
+  Written& w = written_[slot];
+  w.index = b.index;
+  w.complete = b.present == inputs_.size();
+  std::copy(b.have.begin(), b.have.end(), w.from.begin());
+  if (!w.complete) {
+    std::string missing;
+    {
+      const std::lock_guard lock(results_mutex_);
+      for (std::size_t i = 0; i < inputs_.size(); ++i) {
+        if (b.have[i] != 0) continue;
+        ++missing_by_input_[i];
+        missing += (missing.empty() ? "" : ", ") + detail::peer_name(ids_, inputs_[i]);
+      }
+    }
+    if (fail_incomplete_) {
+      fail("timeslice " + std::to_string(b.index) + " is incomplete: no contribution from " +
+           missing);
+      return false;
+    }
+    spdlog::warn("{}: timeslice {} written incomplete: no contribution from {}", id(), b.index,
+                 missing);
+    timeslices_incomplete_->add_single_writer();
+  } else {
+    timeslices_complete_->add_single_writer();
+  }
+  wire::TimesliceDescriptor d;
+  d.index = b.index;
+  d.start_ns = b.index * geometry_.duration_ns();
+  d.microslice_ns = geometry_.microslice_ns;
+  d.core_microslices = geometry_.core;
+  d.overlap_microslices = geometry_.overlap;
+  d.components_expected = static_cast<std::uint16_t>(inputs_.size());
+  d.components_present = static_cast<std::uint16_t>(b.present);
+  d.flags = w.complete ? 0u : std::uint32_t{wire::kTimesliceIncomplete};
+  wire::encode(d, std::span<std::byte, wire::kTimesliceDescriptorSize>(w.descriptor));
+
+  free_.pop_back();
+  batch->clear();
+  batch->block_id = b.index;
+  evb::BuiltEvent e;
+  e.number = b.index;
+  e.flags = w.complete ? 0u : std::uint32_t{wire::kEventIncomplete};
+  e.first_piece = 0;
+  batch->pieces.push_back({w.descriptor.data(), wire::kTimesliceDescriptorSize});
+  std::uint64_t size = wire::kTimesliceDescriptorSize;
+  for (std::size_t i = 0; i < inputs_.size(); ++i) {
+    if (b.have[i] == 0) continue;
+    transport::Message& m = b.parts[i];
+    for (std::uint8_t s = 0; s < m.segment_count; ++s) {
+      transport::Segment& seg = m.segments[s];
+      if (seg.length == 0) continue;
+      batch->pieces.push_back({seg.buffer.data() + seg.offset, seg.length});
+      size += seg.length;
+      batch->buffers.push_back(std::move(seg.buffer));
+    }
+    m.clear();
+  }
+  e.piece_count = static_cast<std::uint32_t>(batch->pieces.size());
+  e.size = size;
+  batch->events.push_back(e);
+  bytes_done_ += size;
+  ++done_total_;
+  mark_done(b.index);
+  b.used = false;
+  --building_count_;
+  if (!output_->submit(batch)) {
+    // Cannot happen: at most kOutputDepth batches are lent, the output's queue holds as many.
+    fail("the output refused a timeslice");
+    return false;
+  }
+  ++in_output_;
+  return true;
+}
+
+int TsBuilder::flush_outputs() {
+  int work = 0;
+  while (evb::OutputBatch* batch = output_->poll_done()) {
+    const auto slot = static_cast<std::size_t>(batch - batches_.data());
+    Written& w = written_[slot];
+    if (!output_->failed()) {
+      timeslices_written_->add_single_writer();
+      const auto status = w.complete ? wire::TsAckStatus::complete : wire::TsAckStatus::incomplete;
+      for (std::size_t i = 0; i < inputs_.size(); ++i) {
+        if (w.from[i] != 0) send_ack(i, w.index, status);
+      }
+    }
+    batch->clear();
+    free_.push_back(batch);
+    --in_output_;
+    ++work;
+  }
+  if (output_->failed()) fail("output failed: " + output_->failure());
+  return work;
+}
+
+void TsBuilder::on_contribution(Completion& c, std::size_t input, std::int64_t now) {
+  contributions_->add_single_writer();
+  bytes_in_->add_single_writer(c.size);
+  const std::uint64_t index = c.message.tag;
+  if (done_before(index)) {
+    contributions_late_->add_single_writer();
+    send_ack(input, index, wire::TsAckStatus::late);
+    return;
+  }
+  std::array<std::span<const std::byte>, transport::kMaxSegments> spans{};
+  for (std::uint8_t s = 0; s < c.message.segment_count; ++s) {
+    spans[s] = c.message.segments[s].bytes();
+  }
+  const ContributionCheck check = check_contribution(Pieces(spans.data(), c.message.segment_count),
+                                                     c.size, geometry_, index, verify_crc_);
+  if (!check.problem.empty()) {
+    contributions_rejected_->add_single_writer();
+    spdlog::warn("{}: contribution of '{}' to timeslice {} rejected: {}", id(),
+                 detail::peer_name(ids_, inputs_[input]), index, check.problem);
+    return;
+  }
+  Building* b = find(index);
+  if (b == nullptr) b = &take_slot(index, now);
+  if (b->have[input] != 0) {
+    contributions_duplicate_->add_single_writer();
+    return;
+  }
+  b->have[input] = 1;
+  b->parts[input] = std::move(c.message);
+  ++b->present;
+  if (b->present == inputs_.size()) (void)complete(*b, now);
+}
+
+void TsBuilder::lose_input(std::size_t input, const std::string& why) {
+  if (!input_alive_[input]) return;
+  input_alive_[input] = false;
+  const std::string name = detail::peer_name(ids_, inputs_[input]);
+  {
+    const std::lock_guard lock(results_mutex_);
+    lost_inputs_.push_back(name);
+  }
+  spdlog::warn("{}: input '{}' lost ({}); timeslices without it are written incomplete", id(), name,
+               why);
+}
+
+void TsBuilder::on_completion(Completion& c, std::int64_t now) {
+  switch (c.kind) {
+    case Completion::Kind::recv: {
+      const auto it = std::find(inputs_.begin(), inputs_.end(), c.peer);
+      if (c.message.type != wire::MessageType::ts_contribution || it == inputs_.end()) {
+        messages_malformed_->add_single_writer();
+        break;
+      }
+      on_contribution(c, static_cast<std::size_t>(it - inputs_.begin()), now);
+      break;
+    }
+    case Completion::Kind::send_done:
+      break;
+    case Completion::Kind::peer_closed:
+    case Completion::Kind::error: {
+      const auto it = std::find(inputs_.begin(), inputs_.end(), c.peer);
+      if (it == inputs_.end()) break;
+      const auto input = static_cast<std::size_t>(it - inputs_.begin());
+      // An input that is done says goodbye in order; one that goes in the middle is lost.
+      if (c.kind == Completion::Kind::peer_closed && winding_down()) {
+        input_alive_[input] = false;
+        break;
+      }
+      lose_input(input, c.kind == Completion::Kind::error
+                            ? "connection failed: " + std::string(c.reason)
+                            : std::string("closed its connection"));
+      break;
+    }
+  }
+  c.message.clear();
+}
+
+int TsBuilder::expire(std::int64_t now) {
+  int work = 0;
+  for (Building& b : building_) {
+    if (!b.used) continue;
+    bool only_lost_missing = true;
+    for (std::size_t i = 0; i < inputs_.size() && only_lost_missing; ++i) {
+      only_lost_missing = b.have[i] != 0 || !input_alive_[i];
+    }
+    if (only_lost_missing || now - b.first_ns >= timeout_ns_) {
+      if (!complete(b, now)) break;
+      ++work;
+    }
+  }
+  return work;
+}
+
+int TsBuilder::do_work() {
+  const std::int64_t now = clock_->now_ns();
+  int work = 0;
+  for (int round = 0; round < kPollRounds; ++round) {
+    const std::size_t n = endpoint_->poll(completions_);
+    for (std::size_t i = 0; i < n; ++i) on_completion(completions_[i], now);
+    work += static_cast<int>(n);
+    if (n < completions_.size()) break;
+  }
+  if (failed()) return work;
+  work += flush_outputs();
+  // Complete timeslices wait here when the output was full; expired ones are written flagged.
+  if (building_count_ > 0 && (now >= next_expire_ns_ || !free_.empty())) {
+    for (Building& b : building_) {
+      if (b.used && b.present == inputs_.size() && complete(b, now)) ++work;
+    }
+    if (now >= next_expire_ns_) {
+      work += expire(now);
+      next_expire_ns_ = now + std::min<std::int64_t>(kExpirePeriodNs, timeout_ns_ / 4);
+    }
+  }
+  timeslices_building_->set(static_cast<double>(building_count_));
+  if (!sampler_.started()) {
+    if (done_total_ > 0) sampler_.start(now, bytes_done_, done_total_);
+  } else {
+    (void)sampler_.tick(now, bytes_done_, done_total_);
+  }
+  if (halting() && building_count_ == 0 && in_output_ == 0 &&
+      !drained_.load(std::memory_order_relaxed)) {
+    drained_.store(true, std::memory_order_release);
+  }
+  return work;
+}
+
+void TsBuilder::wait_for_work(std::chrono::microseconds timeout) {
+  // The output's completions and the timeouts need turns without a message.
+  const std::chrono::microseconds cap{in_output_ > 0 ? 200 : 2000};
+  endpoint_->wait(std::min(timeout, cap));
+}
+
+bool TsBuilder::drained() const {
+  return drained_.load(std::memory_order_acquire) || failed();
+}
+
+nlohmann::json TsBuilder::results() const {
+  if (contributions_ == nullptr) return nlohmann::json::object();
+  nlohmann::json r = {
+      {"contributions", contributions_->value()},
+      {"timeslices_complete", timeslices_complete_->value()},
+      {"timeslices_incomplete", timeslices_incomplete_->value()},
+      {"timeslices_written", timeslices_written_->value()},
+      {"contributions_late", contributions_late_->value()},
+      {"contributions_duplicate", contributions_duplicate_->value()},
+      {"contributions_rejected", contributions_rejected_->value()},
+      {"messages_malformed", messages_malformed_->value()},
+      {"bytes_in", bytes_in_->value()},
+      {"timeslices_building", static_cast<std::uint64_t>(timeslices_building_->value())},
+  };
+  if (output_) {
+    const evb::OutputStats s = output_->stats();
+    r["bytes_written"] = s.bytes_written;
+    r["files_closed"] = s.files_closed;
+  }
+  if (const auto steady = summarize(sampler_.samples())) {
+    r["timeslices_per_s"] = steady->messages_per_s;
+    r["mb_per_s"] = steady->mb_s;
+  } else {
+    r["timeslices_per_s"] = 0.0;
+    r["mb_per_s"] = 0.0;
+  }
+  const std::lock_guard lock(results_mutex_);
+  nlohmann::json missing = nlohmann::json::object();
+  for (std::size_t i = 0; i < missing_by_input_.size(); ++i) {
+    if (missing_by_input_[i] > 0)
+      missing[detail::peer_name(ids_, inputs_[i])] = missing_by_input_[i];
+  }
+  r["missing_by_input"] = missing;
+  r["lost_inputs"] = lost_inputs_;
+  return r;
+}
+
+void TsBuilder::fold_results(nlohmann::json& run, const std::string& id,
+                             const nlohmann::json& app) {
+  auto count = [](const nlohmann::json& o, const char* key) {
+    return o.contains(key) && o[key].is_number() ? o[key].get<std::uint64_t>() : 0;
+  };
+  for (const char* key : {"timeslices_complete", "timeslices_incomplete", "timeslices_written",
+                          "contributions_late", "contributions_rejected"}) {
+    run[key] = count(run, key) + count(app, key);
+  }
+  run["timeslices_per_s"] = run.value("timeslices_per_s", 0.0) + app.value("timeslices_per_s", 0.0);
+  run["builder_mb_per_s"] = run.value("builder_mb_per_s", 0.0) + app.value("mb_per_s", 0.0);
+  if (!run.contains("ts_builders") || !run["ts_builders"].is_object()) {
+    run["ts_builders"] = nlohmann::json::object();
+  }
+  run["ts_builders"][id] = {
+      {"timeslices_written", count(app, "timeslices_written")},
+      {"missing_by_input", app.value("missing_by_input", nlohmann::json::object())}};
+}
+
+namespace {
+
+// {kind: discard} or {kind: file, ...}, as a BU's.
+runtime::ParamSpec output_spec() {
+  std::vector<runtime::ParamSpec> fields = {
+      runtime::ParamSpec::string("kind", "discard or file")
+          .default_value("discard")
+          .one_of({"discard", "file"}),
+  };
+  for (auto& f : evb::file_output_param_fields()) fields.push_back(std::move(f));
+  return runtime::ParamSpec::object(
+      "output",
+      "where timeslices go: {kind: discard} or {kind: file, dir, max_file_mb, max_file_events, "
+      "max_total_mb} (an archive of timeslices, checked by daqflow dump)",
+      std::move(fields));
+}
+
+}  // namespace
+
+runtime::AppType ts_builder_type() {
+  using runtime::ParamSpec;
+  runtime::AppType t;
+  t.name = "ts_builder";
+  t.help =
+      "Time-slice builder: one contribution per input per timeslice, checked (descriptors, "
+      "CRC-32C) and written without a copy; missing contributions flag the timeslice.";
+  // Enabled before its inputs, halted after them.
+  t.enable_rank = -10;
+  t.peer_params = {"inputs"};
+  t.params = {
+      ParamSpec::app_ref_list("inputs", "the ts_inputs, in order: a timeslice's components"),
+      ParamSpec::integer("timeout_ms",
+                         "a timeslice still missing contributions this long after its first is "
+                         "incomplete")
+          .default_value(2000)
+          .range(1, 3600000),
+      ParamSpec::string("on_incomplete", "flag (write it, flagged) or fail (fail the run)")
+          .default_value("flag")
+          .one_of({"flag", "fail"}),
+      ParamSpec::boolean("verify_crc", "check each microslice's CRC-32C").default_value(true),
+      output_spec(),
+  };
+  t.make = [] { return std::make_unique<TsBuilder>(); };
+  t.fold_results = &TsBuilder::fold_results;
+  // A builder's process may die while data flows: the inputs send its timeslices to the others.
+  t.survivable = true;
+  return t;
+}
+
+}  // namespace daqflow::apps::timeslice

@@ -1,0 +1,128 @@
+#pragma once
+// `ts_builder`: a compute node of the time-slice builder (docs/timeslices.md). It receives one
+// contribution per input per timeslice it is given, checks each (its descriptor against the
+// timeslice's geometry, every microslice descriptor's header, start time and offset, and the
+// contents' CRC-32C when the input set it), and completes the timeslice without copying: the
+// received messages themselves go to the output (an archive file or discard), which writes the
+// timeslice descriptor and the contributions as they arrived. Once written, every input that
+// contributed is acknowledged and drops its copy.
+//
+// A timeslice still missing contributions `timeout_ms` after its first one arrived, or missing
+// only inputs that are lost, is written flagged incomplete, naming the missing inputs in the log
+// and the results; with `on_incomplete: fail` the builder fails the run instead. A contribution
+// that fails its checks is dropped and counted (its timeslice then lacks it); one for a
+// timeslice this builder has done already (an input sending again after a loss) is dropped and
+// acknowledged again; nothing is written twice by one builder.
+//
+// Threading: as every application (runtime/application.hpp); the agent thread owns the data
+// path; the file output writes on its own thread.
+
+#include <array>
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "apps/app_support.hpp"
+#include "daqflow/apps/evb/output.hpp"
+#include "daqflow/apps/sampler.hpp"
+#include "daqflow/runtime/application.hpp"
+#include "daqflow/wire/timeslice.hpp"
+#include "ts_input_app.hpp"
+
+namespace daqflow::apps::timeslice {
+
+class TsBuilder final : public runtime::Application {
+ public:
+  ~TsBuilder() override;
+
+  Result<void> configure(runtime::AppContext& ctx) override;
+  void release() override;
+
+  [[nodiscard]] int do_work() override;
+  void wait_for_work(std::chrono::microseconds timeout) override;
+  [[nodiscard]] bool drained() const override;
+  [[nodiscard]] nlohmann::json results() const override;
+  static void fold_results(nlohmann::json& run, const std::string& id, const nlohmann::json& app);
+
+ private:
+  // A timeslice being built: the contributions so far, by input position.
+  struct Building {
+    std::uint64_t index = 0;
+    bool used = false;
+    std::int64_t first_ns = 0;
+    std::uint32_t present = 0;
+    std::vector<transport::Message> parts;
+    std::vector<std::uint8_t> have;
+  };
+  // What goes with a batch in the output: the timeslice descriptor and who contributed.
+  struct Written {
+    std::array<std::byte, wire::kTimesliceDescriptorSize> descriptor{};
+    std::uint64_t index = 0;
+    bool complete = true;
+    std::vector<std::uint8_t> from;
+  };
+
+  void on_completion(transport::Completion& c, std::int64_t now);
+  void on_contribution(transport::Completion& c, std::size_t input, std::int64_t now);
+  [[nodiscard]] Building* find(std::uint64_t index);
+  [[nodiscard]] Building& take_slot(std::uint64_t index, std::int64_t now);
+  [[nodiscard]] bool complete(Building& b, std::int64_t now);
+  int expire(std::int64_t now);
+  int flush_outputs();
+  void send_ack(std::size_t input, std::uint64_t index, wire::TsAckStatus status);
+  [[nodiscard]] bool done_before(std::uint64_t index) const;
+  void mark_done(std::uint64_t index);
+  void lose_input(std::size_t input, const std::string& why);
+
+  // Configuration.
+  Geometry geometry_;
+  std::vector<transport::AppIndex> inputs_;
+  std::int64_t timeout_ns_ = 0;
+  bool fail_incomplete_ = false;
+  bool verify_crc_ = true;
+  std::vector<std::string> ids_;
+
+  // Agent thread.
+  transport::Endpoint* endpoint_ = nullptr;
+  core::Clock* clock_ = nullptr;
+  std::unique_ptr<core::BufferPool> control_pool_;
+  std::unique_ptr<evb::EventOutput> output_;
+  std::vector<evb::OutputBatch> batches_;
+  std::vector<Written> written_;  // by batch
+  std::vector<evb::OutputBatch*> free_;
+  std::size_t in_output_ = 0;
+  std::vector<Building> building_;
+  std::size_t building_count_ = 0;
+  std::vector<std::uint64_t> done_bits_;  // timeslices done here, by index mod the bit count
+  std::uint64_t done_high_ = 0;           // highest index done + 1
+  std::vector<bool> input_alive_;
+  std::int64_t next_expire_ns_ = 0;
+  std::uint64_t bytes_done_ = 0;
+  std::uint64_t done_total_ = 0;
+  ThroughputSampler sampler_;
+  std::atomic<bool> drained_{false};
+  std::array<transport::Completion, detail::kPollBatch> completions_{};
+
+  // Metrics.
+  runtime::Counter* contributions_ = nullptr;
+  runtime::Counter* timeslices_complete_ = nullptr;
+  runtime::Counter* timeslices_incomplete_ = nullptr;
+  runtime::Counter* timeslices_written_ = nullptr;
+  runtime::Counter* contributions_late_ = nullptr;
+  runtime::Counter* contributions_duplicate_ = nullptr;
+  runtime::Counter* contributions_rejected_ = nullptr;
+  runtime::Counter* messages_malformed_ = nullptr;
+  runtime::Counter* bytes_in_ = nullptr;
+  runtime::Gauge* timeslices_building_ = nullptr;
+
+  mutable std::mutex results_mutex_;
+  std::vector<std::uint64_t> missing_by_input_;  // timeslices each input was missing from
+  std::vector<std::string> lost_inputs_;
+};
+
+[[nodiscard]] runtime::AppType ts_builder_type();
+
+}  // namespace daqflow::apps::timeslice

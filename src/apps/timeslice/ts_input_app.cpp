@@ -1,0 +1,572 @@
+#include "ts_input_app.hpp"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include "daqflow/wire/crc32c.hpp"
+#include "daqflow/wire/endian.hpp"
+
+namespace daqflow::apps::timeslice {
+
+using transport::AppIndex;
+using transport::Completion;
+using transport::SendStatus;
+
+namespace {
+
+constexpr std::uint32_t kMaxMicrosliceSize = 16u << 20;
+constexpr std::int64_t kSampleIntervalNs = 200'000'000;
+constexpr int kPollRounds = 4;
+
+}  // namespace
+
+TsInput::~TsInput() {
+  release();
+  for (auto& c : completions_) c.message.clear();
+  core::retire_pool(data_pool_, core::BusyPool::leak, id());
+  core::retire_pool(header_pool_, core::BusyPool::leak, id());
+}
+
+Result<void> TsInput::configure(runtime::AppContext& ctx) {
+  release();
+  core::retire_pool(data_pool_, core::BusyPool::leak, id());
+  core::retire_pool(header_pool_, core::BusyPool::leak, id());
+  clock_ = &ctx.clock();
+  auto context = [&](const Error& e) { return e.context("application '" + id() + "'"); };
+  auto geometry = input_geometry(ctx.params(), "application '" + id() + "'");
+  if (!geometry) return geometry.error();
+  geometry_ = *geometry;
+  runtime::ParamReader p = ctx.param_reader();
+  const auto builder_ids = p.get<std::vector<std::string>>("builders");
+  const auto order = p.get<std::string>("order");
+  slot_ns_ = static_cast<std::int64_t>(std::llround(p.get<double>("slot_us") * 1000));
+  runtime::ParamReader size = p.object("microslice_size");
+  const auto dist = size.get<std::string>("dist");
+  size_.mean = size.get<double>("mean");
+  size_.sd = size.get<double>("sd");
+  max_size_ = size.get<std::uint32_t>("max");
+  const auto eq_id = p.get<std::int64_t>("eq_id");
+  sys_id_ = static_cast<std::uint8_t>(p.get<std::uint32_t>("sys_id"));
+  sys_ver_ = static_cast<std::uint8_t>(p.get<std::uint32_t>("sys_ver"));
+  crc_ = p.get<bool>("crc");
+  real_time_ = p.get<std::string>("pace") == "real_time";
+  count_ = p.get<std::uint64_t>("count");
+  const auto in_flight = p.get<std::uint32_t>("in_flight");
+  const auto seed = p.get<std::uint64_t>("seed");
+  if (auto r = p.status(); !r) return r;
+  size_.dist = *core::parse_dist(dist);  // one_of: known
+  order_ = order == "scheduled" ? SendOrder::scheduled : SendOrder::chaotic;
+  if (max_size_ < size_.mean) return p.error("microslice_size", "max is below the mean");
+  auto indexes = ctx.indexes_of("builders", builder_ids);
+  if (!indexes) return indexes.error();
+  builders_ = *indexes;
+  ids_ = detail::application_ids(ctx.cluster());
+  // The inputs of this input's builders, in configuration order: this input's position among
+  // them is its place in the barrel shifter. Every builder lists the same inputs (checked by the
+  // builders).
+  const auto& first = ctx.cluster().applications[builders_.front()];
+  const auto inputs = first.params.value("inputs", std::vector<std::string>{});
+  const auto me = std::find(inputs.begin(), inputs.end(), id());
+  if (me == inputs.end()) {
+    return p.error("builders",
+                   "builder '" + first.id + "' does not list '" + id() + "' among its inputs");
+  }
+  position_ = static_cast<std::size_t>(me - inputs.begin());
+  eq_id_ = static_cast<std::uint16_t>(eq_id >= 0 ? eq_id : static_cast<std::int64_t>(position_));
+
+  // A contribution: the header, (core + overlap) descriptors and at most as many largest
+  // microslices.
+  const std::uint64_t slices = std::uint64_t{geometry_.core} + geometry_.overlap;
+  const std::uint64_t largest =
+      wire::kContributionSize + slices * (wire::kMicrosliceDescriptorSize + max_size_);
+  const transport::EndpointOptions& t = ctx.cluster().transports.endpoint;
+  if (largest > t.max_message_size) {
+    return p.error("microslice_size",
+                   "a timeslice of " + std::to_string(slices) + " microslices of up to " +
+                       std::to_string(max_size_) + " bytes (" + std::to_string(largest) +
+                       " bytes with descriptors) exceeds transports.max_message_size (" +
+                       std::to_string(t.max_message_size) + ")");
+  }
+  transport::EndpointOptions options = ctx.endpoint_options();
+  // Messages as large as a contribution; received are acknowledgements only, each dropped at
+  // once, so few receive buffers (they are as large as the largest message).
+  options.max_message_size = static_cast<std::uint32_t>(std::max<std::uint64_t>(largest, 4096));
+  options.recv_buffers = 8;
+  auto endpoint = ctx.endpoint(&options);
+  if (!endpoint) return endpoint.error().context("application '" + id() + "': endpoint");
+  endpoint_ = *endpoint;
+  for (const AppIndex b : builders_) {
+    if (auto r = endpoint_->connect(b); !r) {
+      return r.error().context("application '" + id() + "': connecting to builder '" +
+                               detail::peer_name(ids_, b) + "'");
+    }
+  }
+  const std::uint64_t interval_bytes =
+      std::uint64_t{geometry_.core} * (wire::kMicrosliceDescriptorSize + max_size_);
+  auto data = endpoint_->make_send_pool(id() + ".microslices", interval_bytes, in_flight + 2);
+  if (!data) return context(data.error());
+  data_pool_ = std::move(*data);
+  {
+    // Contents are a fixed pattern but for their first 8 bytes (the microslice's start time):
+    // written once here, not per microslice.
+    std::vector<core::Buffer> all;
+    for (std::uint32_t i = 0; i < in_flight + 2; ++i) {
+      all.push_back(data_pool_->acquire());
+      for (std::uint64_t j = 0; j < interval_bytes; ++j) {
+        all.back().data()[j] = static_cast<std::byte>((j * 131u + eq_id_ * 7u + 3u) & 0xff);
+      }
+    }
+  }
+  auto headers = endpoint_->make_send_pool(id() + ".headers", wire::kContributionSize,
+                                           2 * std::size_t{in_flight} + 16);
+  if (!headers) return context(headers.error());
+  header_pool_ = std::move(*headers);
+  retained_ = std::vector<Retained>(in_flight);
+  head_ = count_retained_ = 0;
+  previous_ = Interval{};
+  intervals_ = 0;
+  stream_offset_ = 0;
+  alive_.assign(builders_.size(), true);
+  rng_ = core::Xoshiro(seed + position_);
+  start_ns_ = 0;
+  last_slot_ = -1;
+  sent_high_ = 0;
+  bytes_sent_total_ = acked_total_ = 0;
+  sampler_.reset(kSampleIntervalNs);
+  drained_.store(false);
+
+  runtime::MetricsRegistry& m = ctx.metrics();
+  microslices_ = &m.counter("microslices", "microslices produced");
+  timeslices_sent_ = &m.counter("timeslices_sent", "contributions sent (first time)");
+  timeslices_acked_ = &m.counter("timeslices_acked", "timeslices acknowledged by their builder");
+  contributions_resent_ =
+      &m.counter("contributions_resent", "contributions sent again after their builder was lost");
+  bytes_sent_ = &m.counter("bytes_sent", "contribution bytes sent", runtime::Unit::bytes);
+  intervals_late_ = &m.counter("intervals_late",
+                               "real time: intervals produced late (every buffer awaited an ack)");
+  messages_malformed_ = &m.counter("messages_malformed", "malformed messages dropped");
+  timeslices_retained_ = &m.gauge("timeslices_retained", "timeslices kept until acknowledged");
+  const std::lock_guard lock(lost_mutex_);
+  lost_builders_.clear();
+  return ok();
+}
+
+Result<void> TsInput::enable() {
+  if (start_ns_ == 0) start_ns_ = clock_->now_ns();
+  return ok();
+}
+
+void TsInput::release() {
+  for (auto& r : retained_) r = Retained{};
+  count_retained_ = 0;
+  previous_ = Interval{};
+  for (auto& c : completions_) c.message.clear();
+  endpoint_ = nullptr;
+}
+
+void TsInput::generate_interval(Interval& out) {
+  std::byte* base = out.buffer.data();
+  std::byte* content = base + std::size_t{geometry_.core} * wire::kMicrosliceDescriptorSize;
+  const std::uint64_t first_idx = intervals_ * geometry_.duration_ns();
+  out.first_offset = stream_offset_;
+  std::uint32_t used = 0;
+  for (std::uint32_t j = 0; j < geometry_.core; ++j) {
+    const double drawn = core::sample(size_, rng_);
+    const auto size = static_cast<std::uint32_t>(
+        std::clamp<double>(std::llround(drawn), 8.0, static_cast<double>(max_size_)));
+    wire::MicrosliceDescriptor d;
+    d.eq_id = eq_id_;
+    d.sys_id = sys_id_;
+    d.sys_ver = sys_ver_;
+    d.idx = first_idx + std::uint64_t{j} * geometry_.microslice_ns;
+    d.size = size;
+    d.offset = stream_offset_ + used;
+    std::byte* c = content + used;
+    wire::store_le64(c, d.idx);
+    if (crc_) {
+      d.flags = wire::kMicrosliceCrcValid;
+      d.crc = wire::crc32c({c, size});
+    }
+    wire::encode(d, std::span<std::byte, wire::kMicrosliceDescriptorSize>(
+                        base + std::size_t{j} * wire::kMicrosliceDescriptorSize,
+                        wire::kMicrosliceDescriptorSize));
+    used += size;
+    if (j + 1 == geometry_.overlap) out.overlap_bytes = used;
+  }
+  out.content_bytes = used;
+  stream_offset_ += used;
+  ++intervals_;
+  microslices_->add_single_writer(geometry_.core);
+}
+
+int TsInput::builder_for(std::uint64_t index) const {
+  const std::size_t n = builders_.size();
+  for (std::size_t j = 0; j < n; ++j) {
+    const std::size_t b = static_cast<std::size_t>((index + j) % n);
+    if (alive_[b]) return static_cast<int>(b);
+  }
+  return -1;
+}
+
+int TsInput::generate(std::int64_t now) {
+  if (!producing() || start_ns_ == 0) return 0;
+  int made = 0;
+  // Interval j exists once its end has passed (real time) or at once; timeslice j - 1 is ready
+  // with it (its overlap is interval j's first microslices).
+  while (made < 4) {
+    if (count_ > 0 && intervals_ >= count_ + 1) break;
+    if (real_time_ &&
+        now - start_ns_ < static_cast<std::int64_t>((intervals_ + 1) * geometry_.duration_ns())) {
+      break;
+    }
+    if (intervals_ > 0 && count_retained_ == retained_.size()) break;
+    Interval next;
+    next.buffer = data_pool_->acquire();
+    if (!next.buffer) break;
+    if (real_time_ &&
+        now - start_ns_ >= static_cast<std::int64_t>((intervals_ + 2) * geometry_.duration_ns())) {
+      intervals_late_->add_single_writer();
+    }
+    generate_interval(next);
+    if (previous_.buffer) {
+      Retained& r = at(count_retained_);
+      r = Retained{};
+      r.index = intervals_ - 2;
+      r.core = std::move(previous_);
+      r.next.buffer = next.buffer.share();
+      r.next.first_offset = next.first_offset;
+      r.next.content_bytes = next.content_bytes;
+      r.next.overlap_bytes = next.overlap_bytes;
+      r.builder = builder_for(r.index);
+      ++count_retained_;
+    }
+    previous_ = std::move(next);
+    ++made;
+  }
+  return made;
+}
+
+bool TsInput::send_one(Retained& r) {
+  core::Buffer h = header_pool_->acquire();
+  if (!h) return false;
+  wire::Contribution c;
+  c.index = r.index;
+  c.start_ns = r.index * geometry_.duration_ns();
+  c.eq_id = eq_id_;
+  c.sys_id = sys_id_;
+  c.sys_ver = sys_ver_;
+  c.core_microslices = geometry_.core;
+  c.microslices = geometry_.core + geometry_.overlap;
+  c.content_size = std::uint64_t{r.core.content_bytes} + r.next.overlap_bytes;
+  wire::encode(c, std::span<std::byte, wire::kContributionSize>(h.data(), wire::kContributionSize));
+  const auto descriptors =
+      geometry_.core * static_cast<std::uint32_t>(wire::kMicrosliceDescriptorSize);
+  transport::Message m;
+  m.type = wire::MessageType::ts_contribution;
+  m.tag = r.index;
+  m.add(std::move(h), 0, wire::kContributionSize);
+  m.add(r.core.buffer.share(), 0, descriptors);
+  if (geometry_.overlap > 0) {
+    m.add(r.next.buffer.share(), 0,
+          geometry_.overlap * static_cast<std::uint32_t>(wire::kMicrosliceDescriptorSize));
+  }
+  m.add(r.core.buffer.share(), descriptors, r.core.content_bytes);
+  if (r.next.overlap_bytes > 0) m.add(r.next.buffer.share(), descriptors, r.next.overlap_bytes);
+  const AppIndex peer = builders_[static_cast<std::size_t>(r.builder)];
+  const SendStatus status = endpoint_->post_send(peer, m);
+  if (status == SendStatus::ok) {
+    const std::uint64_t bytes = wire::payload_size(c);
+    bytes_sent_->add_single_writer(bytes);
+    bytes_sent_total_ += bytes;
+    r.sent = true;
+    return true;
+  }
+  m.clear();
+  if (status == SendStatus::back_pressure || status == SendStatus::not_connected) return false;
+  lose_builder(static_cast<std::size_t>(r.builder),
+               "sending failed: " + std::string(transport::to_string(status)));
+  return false;
+}
+
+int TsInput::send(std::int64_t now) {
+  if (failed()) return 0;
+  int sent = 0;
+  if (order_ == SendOrder::chaotic) {
+    for (std::size_t i = 0; i < count_retained_; ++i) {
+      Retained& r = at(i);
+      if (r.sent || r.acked) continue;
+      const bool resend = r.index < sent_high_;
+      if (!send_one(r)) break;
+      ++sent;
+      if (resend) {
+        contributions_resent_->add_single_writer();
+      } else {
+        timeslices_sent_->add_single_writer();
+        sent_high_ = r.index + 1;
+      }
+    }
+    return sent;
+  }
+  // Scheduled: slot s of the run's clock goes to builder (position + s) mod N; one contribution
+  // per slot, the oldest one for that builder.
+  const std::int64_t slot = now / slot_ns_;
+  if (slot == last_slot_) return 0;
+  const std::size_t target =
+      static_cast<std::size_t>((position_ + static_cast<std::uint64_t>(slot)) % builders_.size());
+  for (std::size_t i = 0; i < count_retained_; ++i) {
+    Retained& r = at(i);
+    if (r.sent || r.acked || static_cast<std::size_t>(r.builder) != target) continue;
+    const bool resend = r.index < sent_high_;
+    if (!send_one(r)) return 0;  // try again within the slot
+    if (resend) {
+      contributions_resent_->add_single_writer();
+    } else {
+      timeslices_sent_->add_single_writer();
+      sent_high_ = r.index + 1;
+    }
+    ++sent;
+    break;
+  }
+  last_slot_ = slot;
+  return sent;
+}
+
+void TsInput::lose_builder(std::size_t position, const std::string& why) {
+  if (!alive_[position]) return;
+  alive_[position] = false;
+  const std::string name = detail::peer_name(ids_, builders_[position]);
+  {
+    const std::lock_guard lock(lost_mutex_);
+    lost_builders_.push_back(name);
+  }
+  std::size_t moved = 0;
+  for (std::size_t i = 0; i < count_retained_; ++i) {
+    Retained& r = at(i);
+    if (r.acked || r.builder != static_cast<int>(position)) continue;
+    r.builder = builder_for(r.index);
+    r.sent = false;
+    ++moved;
+  }
+  if (builder_for(0) < 0) {
+    fail("every builder is lost (the last: '" + name + "', " + why + "); " +
+         std::to_string(count_retained_) + " timeslices cannot be built");
+    return;
+  }
+  spdlog::warn("{}: builder '{}' lost ({}); {} timeslice(s) it held go to the builders left", id(),
+               name, why, moved);
+}
+
+void TsInput::on_ack(const Completion& c) {
+  wire::TsAck a;
+  if (c.message.segment_count != 1 ||
+      wire::decode(c.message.segments[0].bytes(), a) != wire::EvbStatus::ok) {
+    messages_malformed_->add_single_writer();
+    return;
+  }
+  if (count_retained_ == 0) return;
+  const std::uint64_t first = at(0).index;
+  if (a.index < first || a.index - first >= count_retained_) return;  // done before: a resend's
+  Retained& r = at(static_cast<std::size_t>(a.index - first));
+  if (r.acked) return;
+  r.acked = true;
+  r.core = Interval{};
+  r.next = Interval{};
+  ++acked_total_;
+  timeslices_acked_->add_single_writer();
+  while (count_retained_ > 0 && at(0).acked) {
+    at(0) = Retained{};
+    head_ = (head_ + 1) % retained_.size();
+    --count_retained_;
+  }
+}
+
+void TsInput::on_completion(Completion& c) {
+  switch (c.kind) {
+    case Completion::Kind::recv:
+      if (c.message.type == wire::MessageType::ts_ack) {
+        on_ack(c);
+      } else {
+        messages_malformed_->add_single_writer();
+      }
+      break;
+    case Completion::Kind::send_done:
+      break;
+    case Completion::Kind::peer_closed:
+    case Completion::Kind::error: {
+      const auto it = std::find(builders_.begin(), builders_.end(), c.peer);
+      if (it == builders_.end()) break;
+      const auto position = static_cast<std::size_t>(it - builders_.begin());
+      // A builder that closes once this input is done (or halting with nothing for it) is not
+      // lost; one that goes while it holds this input's timeslices is.
+      bool holds = false;
+      for (std::size_t i = 0; i < count_retained_ && !holds; ++i) {
+        holds = !at(i).acked && at(i).builder == static_cast<int>(position);
+      }
+      if (!holds && winding_down()) break;
+      lose_builder(position, c.kind == Completion::Kind::error
+                                 ? "connection failed: " + std::string(c.reason)
+                                 : std::string("closed its connection"));
+      break;
+    }
+  }
+  c.message.clear();
+}
+
+int TsInput::do_work() {
+  const std::int64_t now = clock_->now_ns();
+  int work = 0;
+  for (int round = 0; round < kPollRounds; ++round) {
+    const std::size_t n = endpoint_->poll(completions_);
+    for (std::size_t i = 0; i < n; ++i) on_completion(completions_[i]);
+    work += static_cast<int>(n);
+    if (n < completions_.size()) break;
+  }
+  if (failed()) return work;
+  work += generate(now);
+  work += send(now);
+  timeslices_retained_->set(static_cast<double>(count_retained_));
+  if (!sampler_.started()) {
+    if (acked_total_ > 0) sampler_.start(now, bytes_sent_total_, acked_total_);
+  } else {
+    (void)sampler_.tick(now, bytes_sent_total_, acked_total_);
+  }
+  const bool all_made = count_ > 0 && intervals_ >= count_ + 1;
+  if (count_retained_ == 0 && all_made && !finished()) set_finished();
+  if (halting() && count_retained_ == 0 && !drained_.load(std::memory_order_relaxed)) {
+    drained_.store(true, std::memory_order_release);
+  }
+  return work;
+}
+
+void TsInput::wait_for_work(std::chrono::microseconds timeout) {
+  std::chrono::microseconds cap{1000};
+  if (producing()) {
+    if (order_ == SendOrder::scheduled) {
+      cap = std::chrono::microseconds(std::max<std::int64_t>(1, slot_ns_ / 4000));
+    }
+    if (!real_time_ && count_retained_ < retained_.size() &&
+        (count_ == 0 || intervals_ < count_ + 1)) {
+      return;  // as fast as possible: generate again at once
+    }
+    if (real_time_) {
+      const std::int64_t due =
+          start_ns_ + static_cast<std::int64_t>((intervals_ + 1) * geometry_.duration_ns());
+      const std::int64_t wait_us = std::max<std::int64_t>(0, (due - clock_->now_ns()) / 1000);
+      cap = std::min(cap, std::chrono::microseconds(wait_us));
+    }
+  }
+  if (cap.count() == 0) return;
+  endpoint_->wait(std::min(timeout, cap));
+}
+
+bool TsInput::drained() const {
+  return drained_.load(std::memory_order_acquire) || failed();
+}
+
+nlohmann::json TsInput::results() const {
+  if (microslices_ == nullptr) return nlohmann::json::object();
+  nlohmann::json r = {
+      {"eq_id", eq_id_},
+      {"microslices", microslices_->value()},
+      {"timeslices_sent", timeslices_sent_->value()},
+      {"timeslices_acked", timeslices_acked_->value()},
+      {"contributions_resent", contributions_resent_->value()},
+      {"bytes_sent", bytes_sent_->value()},
+      {"intervals_late", intervals_late_->value()},
+      {"messages_malformed", messages_malformed_->value()},
+      {"timeslices_retained", static_cast<std::uint64_t>(timeslices_retained_->value())},
+  };
+  if (const auto steady = summarize(sampler_.samples())) {
+    r["timeslices_per_s"] = steady->messages_per_s;
+    r["mb_per_s"] = steady->mb_s;
+  } else {
+    r["timeslices_per_s"] = 0.0;
+    r["mb_per_s"] = 0.0;
+  }
+  const std::lock_guard lock(lost_mutex_);
+  r["lost_builders"] = lost_builders_;
+  return r;
+}
+
+void TsInput::fold_results(nlohmann::json& run, const std::string& id, const nlohmann::json& app) {
+  auto count = [](const nlohmann::json& o, const char* key) {
+    return o.contains(key) && o[key].is_number() ? o[key].get<std::uint64_t>() : 0;
+  };
+  for (const char* key : {"microslices", "contributions_resent"}) {
+    run[key] = count(run, key) + count(app, key);
+  }
+  run["input_mb_per_s"] = run.value("input_mb_per_s", 0.0) + app.value("mb_per_s", 0.0);
+  if (!run.contains("ts_inputs") || !run["ts_inputs"].is_object()) {
+    run["ts_inputs"] = nlohmann::json::object();
+  }
+  run["ts_inputs"][id] = {{"timeslices_acked", count(app, "timeslices_acked")},
+                          {"lost_builders", app.value("lost_builders", nlohmann::json::array())}};
+}
+
+runtime::AppType ts_input_type() {
+  using runtime::ParamSpec;
+  runtime::AppType t;
+  t.name = "ts_input";
+  t.help =
+      "Time-slice input channel: microslices (FLESnet descriptors, CRC-32C) of a fixed duration, "
+      "sent as one contribution per timeslice to its builder, kept until acknowledged.";
+  t.enable_rank = 0;
+  t.peer_params = {"builders"};
+  t.params = {
+      ParamSpec::app_ref_list("builders", "the ts_builders; timeslice k goes to builder k mod N"),
+      ParamSpec::number("microslice_us", "duration of a microslice, us")
+          .default_value(100)
+          .range(0.001, 4e6),
+      ParamSpec::number("timeslice_us", "duration of a timeslice's core, us (whole microslices)")
+          .default_value(10000)
+          .range(0.001, 4e9),
+      ParamSpec::number("overlap_us", "overlap after the core, us (whole microslices)")
+          .default_value(100)
+          .range(0, 4e9),
+      ParamSpec::object("microslice_size", "microslice content sizes, bytes",
+                        {ParamSpec::string("dist", "fixed, uniform, exponential or lognormal")
+                             .default_value("fixed")
+                             .one_of({"fixed", "uniform", "exponential", "lognormal"}),
+                         ParamSpec::number("mean", "mean size, bytes")
+                             .default_value(1024)
+                             .range(8, kMaxMicrosliceSize),
+                         ParamSpec::number("sd", "standard deviation, bytes")
+                             .default_value(0)
+                             .range(0, kMaxMicrosliceSize),
+                         ParamSpec::integer("max", "largest microslice, bytes")
+                             .default_value(1024)
+                             .range(8, kMaxMicrosliceSize)}),
+      ParamSpec::string("pace", "real_time (microslices as time passes) or max (as fast as taken)")
+          .default_value("real_time")
+          .one_of({"real_time", "max"}),
+      ParamSpec::string("order", "chaotic (send when ready) or scheduled (barrel shifter)")
+          .default_value("chaotic")
+          .one_of({"chaotic", "scheduled"}),
+      ParamSpec::number("slot_us", "scheduled: length of a time slot, us")
+          .default_value(100)
+          .range(1, 1e7),
+      ParamSpec::integer("eq_id", "equipment id of the descriptors; -1: the input's position")
+          .default_value(-1)
+          .range(-1, 65535),
+      ParamSpec::integer("sys_id", "subsystem id of the descriptors")
+          .default_value(0)
+          .range(0, 255),
+      ParamSpec::integer("sys_ver", "subsystem format version").default_value(0).range(0, 255),
+      ParamSpec::boolean("crc", "compute each microslice's CRC-32C").default_value(true),
+      ParamSpec::integer("in_flight", "timeslices kept until acknowledged (pool: + 2 intervals)")
+          .default_value(8)
+          .range(1, 4096),
+      ParamSpec::integer("count", "timeslices, then the input is finished; 0: until halted")
+          .default_value(0)
+          .at_least(0),
+      ParamSpec::integer("seed", "seed of the sizes").default_value(1).at_least(0),
+  };
+  t.make = [] { return std::make_unique<TsInput>(); };
+  t.fold_results = &TsInput::fold_results;
+  return t;
+}
+
+}  // namespace daqflow::apps::timeslice

@@ -1,0 +1,141 @@
+#pragma once
+// `ts_input`: one input channel of the time-slice builder (docs/timeslices.md). It produces
+// microslices of a fixed duration with FLESnet's descriptor, their sizes drawn from a
+// distribution and their contents checksummed (CRC-32C), in real time or as fast as the builders
+// take them. Timeslice k is the microslices of [k * duration, (k + 1) * duration) (its core) and
+// the first `overlap` microslices after it; the input sends it to its builder as one
+// contribution once the overlap exists, and keeps it until that builder acknowledges it.
+//
+// Memory: the microslices of one timeslice interval are generated into one buffer of a send pool
+// (descriptors, then contents), so a contribution is the header and four pieces of two buffers
+// (the core's and the next interval's, for the overlap), sent without a copy; on shm the builder
+// reads them in place. The pool holds `in_flight` + 2 intervals: when every timeslice in it
+// waits for an acknowledgement, generation waits (and in real time falls behind, counted).
+//
+// Assignment: round robin, timeslice k to builder k mod N; a builder that is lost (its
+// connection fails) is skipped: k goes to the next live builder after it, and what the lost one
+// had not acknowledged is sent again. Every input computes the same choice from the same losses.
+//
+// Order: `chaotic` sends a contribution as soon as it is ready; `scheduled` is the barrel
+// shifter of seed 001: in time slot s this input (position i among the inputs) sends only to
+// builder (i + s) mod N, one contribution per slot, so that no two inputs send to one builder at
+// once.
+//
+// Threading: as every application (runtime/application.hpp); the agent thread owns the data path.
+
+#include <array>
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "apps/app_support.hpp"
+#include "daqflow/apps/sampler.hpp"
+#include "daqflow/core/random.hpp"
+#include "daqflow/runtime/application.hpp"
+#include "daqflow/wire/timeslice.hpp"
+#include "ts_check.hpp"
+
+namespace daqflow::apps::timeslice {
+
+enum class SendOrder : std::uint8_t { chaotic, scheduled };
+
+class TsInput final : public runtime::Application {
+ public:
+  ~TsInput() override;
+
+  Result<void> configure(runtime::AppContext& ctx) override;
+  Result<void> enable() override;
+  void release() override;
+
+  [[nodiscard]] int do_work() override;
+  void wait_for_work(std::chrono::microseconds timeout) override;
+  [[nodiscard]] bool drained() const override;
+  [[nodiscard]] nlohmann::json results() const override;
+  static void fold_results(nlohmann::json& run, const std::string& id, const nlohmann::json& app);
+
+ private:
+  // One interval of microslices: descriptors then contents, in one pool buffer.
+  struct Interval {
+    core::Buffer buffer;
+    std::uint64_t first_offset = 0;  // stream offset of its first content byte
+    std::uint32_t content_bytes = 0;
+    std::uint32_t overlap_bytes = 0;  // content bytes of its first `overlap` microslices
+  };
+  // A timeslice not yet acknowledged.
+  struct Retained {
+    std::uint64_t index = 0;
+    Interval core;
+    Interval next;     // the overlap's source
+    int builder = -1;  // position in builders_
+    bool sent = false;
+    bool acked = false;
+  };
+
+  void generate_interval(Interval& out);
+  int generate(std::int64_t now);
+  int send(std::int64_t now);
+  [[nodiscard]] bool send_one(Retained& r);
+  void on_completion(transport::Completion& c);
+  void on_ack(const transport::Completion& c);
+  void lose_builder(std::size_t position, const std::string& why);
+  [[nodiscard]] int builder_for(std::uint64_t index) const;
+  [[nodiscard]] Retained& at(std::size_t i) { return retained_[(head_ + i) % retained_.size()]; }
+
+  // Configuration.
+  Geometry geometry_;
+  std::vector<transport::AppIndex> builders_;
+  std::size_t position_ = 0;  // among the inputs of the builders (the barrel shifter's i)
+  SendOrder order_ = SendOrder::chaotic;
+  std::int64_t slot_ns_ = 0;
+  core::DistSpec size_;
+  std::uint32_t max_size_ = 0;
+  std::uint16_t eq_id_ = 0;
+  std::uint8_t sys_id_ = 0;
+  std::uint8_t sys_ver_ = 0;
+  bool crc_ = true;
+  bool real_time_ = true;
+  std::uint64_t count_ = 0;  // timeslices; 0: until halted
+  std::vector<std::string> ids_;
+
+  // Agent thread.
+  transport::Endpoint* endpoint_ = nullptr;
+  core::Clock* clock_ = nullptr;
+  std::unique_ptr<core::BufferPool> data_pool_;
+  std::unique_ptr<core::BufferPool> header_pool_;
+  core::Xoshiro rng_;
+  std::vector<Retained> retained_;  // ring, by index
+  std::size_t head_ = 0;
+  std::size_t count_retained_ = 0;
+  Interval previous_;            // the last interval generated, not yet any timeslice's core
+  std::uint64_t intervals_ = 0;  // generated so far
+  std::uint64_t stream_offset_ = 0;
+  std::vector<bool> alive_;
+  std::int64_t start_ns_ = 0;
+  std::int64_t last_slot_ = -1;
+  std::uint64_t sent_high_ = 0;  // timeslices below this were sent once (a later send: resend)
+  std::uint64_t bytes_sent_total_ = 0;
+  std::uint64_t acked_total_ = 0;
+  ThroughputSampler sampler_;
+  std::atomic<bool> drained_{false};
+  std::array<transport::Completion, detail::kPollBatch> completions_{};
+
+  // Metrics.
+  runtime::Counter* microslices_ = nullptr;
+  runtime::Counter* timeslices_sent_ = nullptr;
+  runtime::Counter* timeslices_acked_ = nullptr;
+  runtime::Counter* contributions_resent_ = nullptr;
+  runtime::Counter* bytes_sent_ = nullptr;
+  runtime::Counter* intervals_late_ = nullptr;
+  runtime::Counter* messages_malformed_ = nullptr;
+  runtime::Gauge* timeslices_retained_ = nullptr;
+
+  mutable std::mutex lost_mutex_;
+  std::vector<std::string> lost_builders_;
+};
+
+[[nodiscard]] runtime::AppType ts_input_type();
+
+}  // namespace daqflow::apps::timeslice

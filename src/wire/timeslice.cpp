@@ -1,0 +1,137 @@
+#include "daqflow/wire/timeslice.hpp"
+
+#include "daqflow/wire/endian.hpp"
+
+namespace daqflow::wire {
+
+void encode(const MicrosliceDescriptor& m, std::span<std::byte, kMicrosliceDescriptorSize> out) {
+  std::byte* p = out.data();
+  p[0] = static_cast<std::byte>(m.hdr_id);
+  p[1] = static_cast<std::byte>(m.hdr_ver);
+  store_le16(p + 2, m.eq_id);
+  store_le16(p + 4, m.flags);
+  p[6] = static_cast<std::byte>(m.sys_id);
+  p[7] = static_cast<std::byte>(m.sys_ver);
+  store_le64(p + 8, m.idx);
+  store_le32(p + 16, m.crc);
+  store_le32(p + 20, m.size);
+  store_le64(p + 24, m.offset);
+}
+
+EvbStatus decode(std::span<const std::byte, kMicrosliceDescriptorSize> in,
+                 MicrosliceDescriptor& out) {
+  const std::byte* p = in.data();
+  MicrosliceDescriptor m;
+  m.hdr_id = static_cast<std::uint8_t>(p[0]);
+  m.hdr_ver = static_cast<std::uint8_t>(p[1]);
+  if (m.hdr_id != kMicrosliceHeaderId || m.hdr_ver != kMicrosliceHeaderVersion) {
+    return EvbStatus::bad_value;
+  }
+  m.eq_id = load_le16(p + 2);
+  m.flags = load_le16(p + 4);
+  m.sys_id = static_cast<std::uint8_t>(p[6]);
+  m.sys_ver = static_cast<std::uint8_t>(p[7]);
+  m.idx = load_le64(p + 8);
+  m.crc = load_le32(p + 16);
+  m.size = load_le32(p + 20);
+  m.offset = load_le64(p + 24);
+  out = m;
+  return EvbStatus::ok;
+}
+
+void encode(const Contribution& m, std::span<std::byte, kContributionSize> out) {
+  std::byte* p = out.data();
+  store_le64(p, m.index);
+  store_le64(p + 8, m.start_ns);
+  store_le16(p + 16, m.eq_id);
+  p[18] = static_cast<std::byte>(m.sys_id);
+  p[19] = static_cast<std::byte>(m.sys_ver);
+  store_le32(p + 20, m.microslices);
+  store_le32(p + 24, m.core_microslices);
+  store_le32(p + 28, m.epoch);
+  store_le64(p + 32, m.content_size);
+  store_le64(p + 40, 0);
+}
+
+EvbStatus decode(std::span<const std::byte, kContributionSize> in, std::size_t payload_size,
+                 Contribution& out) {
+  const std::byte* p = in.data();
+  if (load_le64(p + 40) != 0) return EvbStatus::reserved_not_zero;
+  Contribution m;
+  m.index = load_le64(p);
+  m.start_ns = load_le64(p + 8);
+  m.eq_id = load_le16(p + 16);
+  m.sys_id = static_cast<std::uint8_t>(p[18]);
+  m.sys_ver = static_cast<std::uint8_t>(p[19]);
+  m.microslices = load_le32(p + 20);
+  m.core_microslices = load_le32(p + 24);
+  m.epoch = load_le32(p + 28);
+  m.content_size = load_le64(p + 32);
+  if (m.core_microslices == 0 || m.core_microslices > m.microslices ||
+      m.microslices > kMaxMicroslicesPerContribution) {
+    return EvbStatus::bad_count;
+  }
+  if (m.content_size > payload_size || wire::payload_size(m) != payload_size) {
+    return EvbStatus::sizes_mismatch;
+  }
+  out = m;
+  return EvbStatus::ok;
+}
+
+void encode(const TsAck& m, std::span<std::byte, kTsAckSize> out) {
+  std::byte* p = out.data();
+  store_le64(p, m.index);
+  store_le32(p + 8, static_cast<std::uint32_t>(m.status));
+  store_le32(p + 12, m.epoch);
+}
+
+EvbStatus decode(std::span<const std::byte> in, TsAck& out) {
+  if (in.size() != kTsAckSize) return EvbStatus::wrong_size;
+  const std::byte* p = in.data();
+  const std::uint32_t status = load_le32(p + 8);
+  if (status < 1 || status > 3) return EvbStatus::bad_value;
+  out.index = load_le64(p);
+  out.status = static_cast<TsAckStatus>(status);
+  out.epoch = load_le32(p + 12);
+  return EvbStatus::ok;
+}
+
+void encode(const TimesliceDescriptor& m, std::span<std::byte, kTimesliceDescriptorSize> out) {
+  std::byte* p = out.data();
+  store_le64(p, m.index);
+  store_le64(p + 8, m.start_ns);
+  store_le32(p + 16, m.microslice_ns);
+  store_le32(p + 20, m.core_microslices);
+  store_le32(p + 24, m.overlap_microslices);
+  store_le16(p + 28, m.components_expected);
+  store_le16(p + 30, m.components_present);
+  store_le32(p + 32, m.flags);
+  store_le32(p + 36, 0);
+}
+
+EvbStatus decode(std::span<const std::byte, kTimesliceDescriptorSize> in,
+                 TimesliceDescriptor& out) {
+  const std::byte* p = in.data();
+  if (load_le32(p + 36) != 0) return EvbStatus::reserved_not_zero;
+  TimesliceDescriptor m;
+  m.index = load_le64(p);
+  m.start_ns = load_le64(p + 8);
+  m.microslice_ns = load_le32(p + 16);
+  m.core_microslices = load_le32(p + 20);
+  m.overlap_microslices = load_le32(p + 24);
+  m.components_expected = load_le16(p + 28);
+  m.components_present = load_le16(p + 30);
+  m.flags = load_le32(p + 32);
+  if ((m.flags & ~std::uint32_t{kTimesliceIncomplete}) != 0) return EvbStatus::bad_value;
+  if (m.components_present > m.components_expected || m.core_microslices == 0 ||
+      m.microslice_ns == 0) {
+    return EvbStatus::bad_count;
+  }
+  if (m.components_present < m.components_expected && (m.flags & kTimesliceIncomplete) == 0) {
+    return EvbStatus::bad_value;
+  }
+  out = m;
+  return EvbStatus::ok;
+}
+
+}  // namespace daqflow::wire
