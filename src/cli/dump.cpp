@@ -98,6 +98,18 @@ nlohmann::json event_json(const EventSummary& e) {
   if (e.content == FileContent::farm_decisions) {
     j["trigger_bits"] = e.trigger_bits;
     j["output_size"] = e.output_size;
+  } else if (e.content == FileContent::timeslices) {
+    j["start_ns"] = e.start_ns;
+    j["components_expected"] = e.components_expected;
+    nlohmann::json components = nlohmann::json::array();
+    for (const auto& c : e.components) {
+      components.push_back({{"eq_id", c.eq_id},
+                            {"microslices", c.microslices},
+                            {"content_size", c.content_size},
+                            {"first", c.first},
+                            {"overlap", c.overlap}});
+    }
+    j["components"] = std::move(components);
   } else {
     j["pieces"] = e.record.pieces;
     j["feds"] = e.feds;
@@ -123,6 +135,23 @@ void dump_command(const DumpArgs& args) {
       if (!args.events) return;
       if (args.json) {
         json_events.push_back(event_json(e));
+      } else if (e.content == FileContent::timeslices) {
+        std::uint64_t microslices = 0;
+        std::vector<std::uint16_t> eq_ids;
+        for (const auto& c : e.components) {
+          microslices += c.microslices;
+          eq_ids.push_back(c.eq_id);
+        }
+        std::sort(eq_ids.begin(), eq_ids.end());
+        std::printf(
+            "  timeslice %llu  start %llu ns  size %llu  components %zu/%u (eq_id %s)  "
+            "microslices %llu  flags %s%s\n",
+            static_cast<unsigned long long>(e.record.event),
+            static_cast<unsigned long long>(e.start_ns),
+            static_cast<unsigned long long>(e.record.size), e.components.size(),
+            e.components_expected, feds_text(eq_ids).c_str(),
+            static_cast<unsigned long long>(microslices), flags_text(e.record.flags).c_str(),
+            e.problem.empty() ? "" : ("  PROBLEM: " + e.problem).c_str());
       } else if (e.content == FileContent::farm_decisions) {
         std::printf("  event %llu  size %llu  trigger bits %#llx  output %u B%s\n",
                     static_cast<unsigned long long>(e.record.event),

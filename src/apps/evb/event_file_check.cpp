@@ -13,12 +13,14 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 
+#include "apps/timeslice/ts_check.hpp"
 #include "daqflow/apps/evb/event_file.hpp"
 #include "daqflow/wire/crc32c.hpp"
 #include "daqflow/wire/endian.hpp"
 #include "daqflow/wire/evb.hpp"
 #include "daqflow/wire/farm.hpp"
 #include "daqflow/wire/fed.hpp"
+#include "daqflow/wire/timeslice.hpp"
 
 namespace daqflow::apps::evb {
 namespace {
@@ -126,6 +128,73 @@ void check_decision(std::span<const std::byte> data, EventSummary& summary) {
   }
 }
 
+// A timeslice: its descriptor, then each component present, checked as the builder checks a
+// contribution (with every CRC-32C).
+void check_timeslice(std::span<const std::byte> data, EventSummary& summary) {
+  wire::TimesliceDescriptor d;
+  if (data.size() < wire::kTimesliceDescriptorSize) {
+    summary.problem = "shorter than a timeslice descriptor";
+    return;
+  }
+  if (const auto s = wire::decode(data.first<wire::kTimesliceDescriptorSize>(), d);
+      s != wire::EvbStatus::ok) {
+    summary.problem = fmt::format("timeslice descriptor: {}", wire::to_string(s));
+    return;
+  }
+  if (d.index != summary.record.event) {
+    summary.problem = fmt::format("timeslice descriptor names timeslice {}", d.index);
+    return;
+  }
+  summary.start_ns = d.start_ns;
+  summary.components_expected = d.components_expected;
+  const timeslice::Geometry geometry{d.microslice_ns, d.core_microslices, d.overlap_microslices};
+  std::size_t offset = wire::kTimesliceDescriptorSize;
+  for (std::uint16_t c = 0; c < d.components_present; ++c) {
+    const std::span<const std::byte> rest = data.subspan(offset);
+    if (rest.size() < wire::kContributionSize) {
+      summary.problem = fmt::format("component {}: truncated", c);
+      return;
+    }
+    // The component's size from its descriptor, bounded by what is left (checked in full below).
+    const std::uint64_t microslices = wire::load_le32(rest.data() + 20);
+    const std::uint64_t size = wire::kContributionSize +
+                               microslices * wire::kMicrosliceDescriptorSize +
+                               wire::load_le64(rest.data() + 32);
+    if (size > rest.size()) {
+      summary.problem =
+          fmt::format("component {}: {} bytes, {} left in the record", c, size, rest.size());
+      return;
+    }
+    const std::array<std::span<const std::byte>, 1> pieces{rest.first(size)};
+    const timeslice::ContributionCheck check =
+        timeslice::check_contribution(pieces, size, geometry, d.index, true);
+    if (!check.problem.empty()) {
+      summary.problem = fmt::format("component {}: {}", c, check.problem);
+      return;
+    }
+    ComponentSummary& cs = summary.components.emplace_back();
+    cs.eq_id = check.header.eq_id;
+    cs.microslices = check.header.microslices;
+    cs.content_size = check.header.content_size;
+    for (std::uint32_t j = 0; j < check.header.microslices; ++j) {
+      const bool first = j < geometry.overlap;
+      const bool overlap = j >= geometry.core;
+      if (!first && !overlap) continue;
+      wire::MicrosliceDescriptor m;
+      (void)wire::decode(rest.subspan(wire::kContributionSize + j * wire::kMicrosliceDescriptorSize)
+                             .first<wire::kMicrosliceDescriptorSize>(),
+                         m);
+      (first ? cs.first : cs.overlap).push_back({m.idx, m.size, m.crc});
+    }
+    offset += size;
+  }
+  if (offset != data.size()) {
+    summary.problem = fmt::format("{} bytes after the last component", data.size() - offset);
+  } else if (d.components_present < d.components_expected && summary.record.flags == 0) {
+    summary.problem = "components missing, but the record is not flagged incomplete";
+  }
+}
+
 }  // namespace
 
 FileReport check_event_file(const std::string& path,
@@ -226,6 +295,8 @@ FileReport check_event_file(const std::string& path,
     } else {
       if (header.content == FileContent::farm_decisions) {
         check_decision(payload, summary);
+      } else if (header.content == FileContent::timeslices) {
+        check_timeslice(payload, summary);
       } else {
         check_fragments(payload, summary, infos);
       }

@@ -408,9 +408,11 @@ void TsBuilder::on_completion(Completion& c, std::int64_t now) {
       const auto it = std::find(inputs_.begin(), inputs_.end(), c.peer);
       if (it == inputs_.end()) break;
       const auto input = static_cast<std::size_t>(it - inputs_.begin());
-      // An input that is done says goodbye in order; one that goes in the middle is lost.
-      if (c.kind == Completion::Kind::peer_closed && winding_down()) {
+      // An input that is halted says goodbye in order: it ended, and a timeslice it did not
+      // make (inputs end a timeslice apart) is written without it. One that fails is lost.
+      if (c.kind == Completion::Kind::peer_closed) {
         input_alive_[input] = false;
+        spdlog::info("{}: input '{}' ended", id(), detail::peer_name(ids_, inputs_[input]));
         break;
       }
       lose_input(input, c.kind == Completion::Kind::error

@@ -133,7 +133,6 @@ Result<void> TsInput::configure(runtime::AppContext& ctx) {
   rng_ = core::Xoshiro(seed + position_);
   start_ns_ = 0;
   last_slot_ = -1;
-  sent_high_ = 0;
   bytes_sent_total_ = acked_total_ = 0;
   sampler_.reset(kSampleIntervalNs);
   drained_.store(false);
@@ -281,7 +280,8 @@ bool TsInput::send_one(Retained& r) {
     const std::uint64_t bytes = wire::payload_size(c);
     bytes_sent_->add_single_writer(bytes);
     bytes_sent_total_ += bytes;
-    r.sent = true;
+    (r.ever_sent ? contributions_resent_ : timeslices_sent_)->add_single_writer();
+    r.sent = r.ever_sent = true;
     return true;
   }
   m.clear();
@@ -298,15 +298,8 @@ int TsInput::send(std::int64_t now) {
     for (std::size_t i = 0; i < count_retained_; ++i) {
       Retained& r = at(i);
       if (r.sent || r.acked) continue;
-      const bool resend = r.index < sent_high_;
       if (!send_one(r)) break;
       ++sent;
-      if (resend) {
-        contributions_resent_->add_single_writer();
-      } else {
-        timeslices_sent_->add_single_writer();
-        sent_high_ = r.index + 1;
-      }
     }
     return sent;
   }
@@ -319,14 +312,7 @@ int TsInput::send(std::int64_t now) {
   for (std::size_t i = 0; i < count_retained_; ++i) {
     Retained& r = at(i);
     if (r.sent || r.acked || static_cast<std::size_t>(r.builder) != target) continue;
-    const bool resend = r.index < sent_high_;
     if (!send_one(r)) return 0;  // try again within the slot
-    if (resend) {
-      contributions_resent_->add_single_writer();
-    } else {
-      timeslices_sent_->add_single_writer();
-      sent_high_ = r.index + 1;
-    }
     ++sent;
     break;
   }
@@ -565,6 +551,9 @@ runtime::AppType ts_input_type() {
       ParamSpec::integer("seed", "seed of the sizes").default_value(1).at_least(0),
   };
   t.make = [] { return std::make_unique<TsInput>(); };
+  // An input's process may die while data flows: the builders write the timeslices without it,
+  // flagged incomplete and naming it.
+  t.survivable = true;
   t.fold_results = &TsInput::fold_results;
   return t;
 }

@@ -68,9 +68,10 @@ class TsInput final : public runtime::Application {
   struct Retained {
     std::uint64_t index = 0;
     Interval core;
-    Interval next;     // the overlap's source
-    int builder = -1;  // position in builders_
-    bool sent = false;
+    Interval next;           // the overlap's source
+    int builder = -1;        // position in builders_
+    bool sent = false;       // to its present builder
+    bool ever_sent = false;  // to any builder (a later send is a resend)
     bool acked = false;
   };
 
@@ -115,7 +116,6 @@ class TsInput final : public runtime::Application {
   std::vector<bool> alive_;
   std::int64_t start_ns_ = 0;
   std::int64_t last_slot_ = -1;
-  std::uint64_t sent_high_ = 0;  // timeslices below this were sent once (a later send: resend)
   std::uint64_t bytes_sent_total_ = 0;
   std::uint64_t acked_total_ = 0;
   ThroughputSampler sampler_;

@@ -13,6 +13,7 @@
 // Encoders and decoders here are plain functions on byte spans (no allocation, no exception);
 // the sidecar and the file checker below are control-path code for tools and tests.
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -127,14 +128,28 @@ struct Sidecar {
 // The error names the missing or malformed key.
 [[nodiscard]] Result<Sidecar> sidecar_from_json(const nlohmann::json& json);
 
+// Timeslices: one input's component of a timeslice.
+struct ComponentSummary {
+  std::uint16_t eq_id = 0;
+  std::uint32_t microslices = 0;
+  std::uint64_t content_size = 0;
+  // (start ns, size, CRC-32C) of the overlap's microslices, and of as many first ones of the
+  // core: the overlap of timeslice k must equal the first core microslices of k + 1.
+  std::vector<std::array<std::uint64_t, 3>> first;
+  std::vector<std::array<std::uint64_t, 3>> overlap;
+};
+
 // What the file checker found in one event.
 struct EventSummary {
   RecordHeader record;
   FileContent content = FileContent::built_events;  // the file's
-  std::vector<std::uint16_t> feds;  // built events: source ids, in order of appearance
-  std::uint64_t trigger_bits = 0;   // farm decisions: the worker's
-  std::uint32_t output_size = 0;    // farm decisions: bytes of the worker's output
-  std::string problem;              // empty when the event verified
+  std::vector<std::uint16_t> feds;           // built events: source ids, in order of appearance
+  std::uint64_t trigger_bits = 0;            // farm decisions: the worker's
+  std::uint32_t output_size = 0;             // farm decisions: bytes of the worker's output
+  std::uint64_t start_ns = 0;                // timeslices: start of the core
+  std::uint32_t components_expected = 0;     // timeslices: the builder's inputs
+  std::vector<ComponentSummary> components;  // timeslices: those present
+  std::string problem;                       // empty when the event verified
 };
 
 // The result of checking one data file (or an incomplete .part file).

@@ -1,0 +1,244 @@
+"""Time-slice building with real processes (docs/timeslices.md): four ts_inputs in two processes
+and four ts_builders, one per process. Over tcp, shm and ucx, chaotic and scheduled, every
+timeslice of a run is built once, complete and verified by `daqflow dump` (descriptors in order,
+CRC-32C of every microslice, the overlap equal to the next timeslice's first microslices); a
+builder process SIGKILLed mid-run loses no timeslice (the inputs send what it had not
+acknowledged to the others); an input process killed makes timeslices flagged incomplete naming
+its inputs."""
+
+import json
+import os
+import signal
+import unittest
+
+from daqflow_testlib import DaqflowTestCase, http, rewrite_ports, wait_until
+
+INPUTS = {"ia": ["in0", "in1"], "ib": ["in2", "in3"]}
+BUILDERS = ["tb0", "tb1", "tb2", "tb3"]
+
+
+def ts_config(transport="tcp", inputs="", builders="", output="{kind: file}"):
+    """Inputs two per process, builders one per process; extra flow-style keys for each."""
+    all_inputs = [i for ids in INPUTS.values() for i in ids]
+    text = (f"run: {{number: 5, output: ./run-data}}\n"
+            f"transports: {{default: {transport}, pipeline_depth: 8, "
+            f"max_message_size: 1048576}}\n"
+            f"contexts:\n")
+    port = 1
+    for ctx, ids in INPUTS.items():
+        text += (f"  - name: {ctx}\n    host: 127.0.0.1\n    control_port: {port}\n"
+                 f"    data_port: {port + 1}\n    applications:\n")
+        port += 2
+        for i in ids:
+            text += (f"      - {{type: ts_input, id: {i}, builders: [{', '.join(BUILDERS)}], "
+                     f"microslice_us: 100, timeslice_us: 2000, overlap_us: 300, "
+                     f"microslice_size: {{dist: uniform, mean: 2048, sd: 1000, max: 4096}}, "
+                     f"seed: {i[2:]}{', ' + inputs if inputs else ''}}}\n")
+    for b in BUILDERS:
+        text += (f"  - name: ctx_{b}\n    host: 127.0.0.1\n    control_port: {port}\n"
+                 f"    data_port: {port + 1}\n    applications:\n"
+                 f"      - {{type: ts_builder, id: {b}, inputs: [{', '.join(all_inputs)}], "
+                 f"output: {output}{', ' + builders if builders else ''}}}\n")
+        port += 2
+    return rewrite_ports(text)
+
+
+def control_port(text, ctx):
+    lines = text.splitlines()
+    i = lines.index(f"  - name: {ctx}")
+    return int(lines[i + 2].split(":")[1])
+
+
+class Timeslices(DaqflowTestCase):
+    def dump(self):
+        code, out = self.daqflow(["dump", self.path("run-data"), "--json", "--events"],
+                                 timeout=120)
+        report = json.loads(out) if out.lstrip().startswith("{") else None
+        self.assertIsNotNone(report, out[:3000])
+        self.assertEqual(code, 0, out[:3000])
+        self.assertTrue(report["all_verified"], out[:3000])
+        self.assertTrue(all(f["content"] == "timeslices" for f in report["files"]))
+        return [e for f in report["files"] for e in f["event_list"]]
+
+    def assert_built_once(self, timeslices, count):
+        """Every timeslice 0..count-1 on disk once, with every input's component; each overlap
+        equals the next timeslice's first microslices of the same input."""
+        numbers = sorted(t["event"] for t in timeslices)
+        self.assertEqual(numbers, list(range(count)), "every timeslice once")
+        by_index = {t["event"]: t for t in timeslices}
+        for t in timeslices:
+            self.assertEqual(t["flags"], 0, t["event"])
+            self.assertEqual(t["components_expected"], 4)
+            self.assertEqual(sorted(c["eq_id"] for c in t["components"]), [0, 1, 2, 3])
+            for c in t["components"]:
+                self.assertEqual(c["microslices"], 23)  # 20 core + 3 overlap
+                self.assertEqual(len(c["overlap"]), 3)
+                self.assertEqual(c["first"][0][0], t["start_ns"])
+            after = by_index.get(t["event"] + 1)
+            if after is None:
+                continue
+            first = {c["eq_id"]: c["first"] for c in after["components"]}
+            for c in t["components"]:
+                self.assertEqual(c["overlap"], first[c["eq_id"]],
+                                 f"timeslice {t['event']}, eq_id {c['eq_id']}: the overlap is "
+                                 "the next timeslice's first microslices")
+
+    def clean_run(self, transport, order):
+        extra = f"pace: max, count: 200, order: {order}"
+        if order == "scheduled":
+            extra += ", slot_us: 200"
+        text = ts_config(transport, inputs=extra)
+        code, out, summary = self.run_config(self.write_config("ts.yaml", text), "--duration",
+                                             "0", timeout=180)
+        self.assertEqual(code, 0, out)
+        self.assertEqual(summary["status"], "ok", summary.get("failure"))
+        results = summary["results"]
+        self.assertEqual(results["timeslices_complete"], 200, results)
+        self.assertEqual(results["timeslices_written"], 200, results)
+        self.assertEqual(results["timeslices_incomplete"], 0, results)
+        self.assertEqual(results["contributions_rejected"], 0, results)
+        apps = summary["applications"]
+        for ids in INPUTS.values():
+            for i in ids:
+                r = apps[i]["results"]
+                self.assertEqual(r["timeslices_acked"], 200, (i, r))
+                self.assertEqual(r["timeslices_sent"], 200, (i, r))
+                self.assertEqual(r["contributions_resent"], 0, (i, r))
+        for b in BUILDERS:
+            # Round robin: timeslice k to builder k mod 4.
+            self.assertEqual(apps[b]["results"]["timeslices_written"], 50, b)
+        self.assert_built_once(self.dump(), 200)
+
+    def test_every_timeslice_built_once_over_tcp_shm_and_ucx(self):
+        for transport in ("tcp", "shm", "ucx"):
+            with self.subTest(transport=transport):
+                self.clean_run(transport, "chaotic")
+                os.rename(self.path("run-data"), self.path(f"run-data-{transport}"))
+
+    def test_scheduled_order_builds_every_timeslice_once(self):
+        for transport in ("tcp", "shm"):
+            with self.subTest(transport=transport):
+                self.clean_run(transport, "scheduled")
+                os.rename(self.path("run-data"), self.path(f"run-data-{transport}"))
+
+    def start_run(self, text):
+        config = self.write_config("ts.yaml", text)
+        run = self.start(["run", config, "--duration", "0", "--status-interval", "0.5",
+                          "--summary", self.path("summary.json"), "--log-dir",
+                          self.path("logs")], "run.log")
+        return run
+
+    def acked(self, port, app):
+        try:
+            status, body = http(port, "GET", f"/api/v1/apps/{app}")
+            return body["results"].get("timeslices_acked", 0) if status == 200 else 0
+        except OSError:
+            return 0
+
+    def finish(self, run):
+        self.assertIsNone(run.poll(), self.output_of("run.log"))
+        self.assertEqual(self.stop_run(run), 0, self.output_of("run.log"))
+        with open(self.path("summary.json")) as f:
+            return json.load(f)
+
+    def test_a_killed_builder_process_loses_no_timeslice(self):
+        """SIGKILL of tb1's process mid-run (inputs as fast as the builders take timeslices, so
+        tb1 holds some): the inputs send what tb1 had not acknowledged to the next builder, and
+        every timeslice they made is acknowledged by a builder."""
+        text = ts_config("tcp", inputs="pace: max", output="{kind: discard}")
+        run = self.start_run(text)
+        ia = control_port(text, "ia")
+        wait_until(lambda: self.acked(ia, "in0") >= 2000, 60, "2000 timeslices acknowledged")
+        status, ctx = http(control_port(text, "ctx_tb1"), "GET", "/api/v1/context")
+        self.assertEqual(status, 200, ctx)
+        os.kill(ctx["pid"], signal.SIGKILL)
+
+        def lost_everywhere():
+            for c, ids in INPUTS.items():
+                for i in ids:
+                    status, body = http(control_port(text, c), "GET", f"/api/v1/apps/{i}")
+                    if body["results"]["lost_builders"] != ["tb1"]:
+                        return False
+            return True
+        wait_until(lost_everywhere, 30, "every input to lose tb1")
+        at_loss = self.acked(ia, "in0")
+        wait_until(lambda: self.acked(ia, "in0") >= at_loss + 2000, 60,
+                   "2000 more timeslices acknowledged by the others")
+        summary = self.finish(run)
+        self.assertEqual(summary["status"], "ok", summary.get("failure"))
+        self.assertEqual(len(summary["lost"]), 1, summary["lost"])
+        self.assertIn("ctx_tb1", summary["lost"][0])
+        apps = summary["applications"]
+        made = []
+        for ids in INPUTS.values():
+            for i in ids:
+                r = apps[i]["results"]
+                # Halted: nothing retained, so every timeslice it made was acknowledged.
+                self.assertEqual(r["timeslices_retained"], 0, (i, r))
+                self.assertEqual(r["timeslices_acked"], r["timeslices_sent"], (i, r))
+                self.assertEqual(r["lost_builders"], ["tb1"], (i, r))
+                made.append(r["timeslices_sent"])
+        # Halted one after the other, the inputs end a few timeslices apart (as fast as taken).
+        resent = summary["results"]["contributions_resent"]
+        print(f"\ntcp: killed tb1: {resent} contributions sent again, {max(made)} timeslices",
+              flush=True)
+        self.assertGreater(resent, 0, "tb1 held timeslices when it was killed")
+        survivors = sum(apps[b]["results"]["timeslices_written"] for b in BUILDERS if b != "tb1")
+        self.assertGreater(survivors, 0)
+        incomplete = 0
+        for b in BUILDERS:
+            if b == "tb1":
+                continue
+            r = apps[b]["results"]
+            self.assertEqual(r["lost_inputs"], [], (b, r))
+            self.assertEqual(r["timeslices_building"], 0, (b, r))
+            incomplete += r["timeslices_incomplete"]
+        # Only the last timeslices, those some inputs did not make before they were halted.
+        self.assertLessEqual(incomplete, max(made) - min(made), made)
+
+    def test_a_killed_input_process_flags_timeslices_incomplete(self):
+        """SIGKILL of the process of in2 and in3: the builders write the timeslices in flight
+        without them, flagged incomplete and naming them, and the run goes on with in0 and in1."""
+        text = ts_config("tcp", builders="timeout_ms: 500")
+        run = self.start_run(text)
+        ia = control_port(text, "ia")
+        wait_until(lambda: self.acked(ia, "in0") >= 100, 60, "100 timeslices acknowledged")
+        status, ctx = http(control_port(text, "ib"), "GET", "/api/v1/context")
+        self.assertEqual(status, 200, ctx)
+        os.kill(ctx["pid"], signal.SIGKILL)
+        at_loss = self.acked(ia, "in0")
+        wait_until(lambda: self.acked(ia, "in0") >= at_loss + 100, 60,
+                   "100 more timeslices acknowledged")
+        summary = self.finish(run)
+        self.assertEqual(len(summary["lost"]), 1, summary["lost"])
+        apps = summary["applications"]
+        incomplete = 0
+        for b in BUILDERS:
+            r = apps[b]["results"]
+            self.assertEqual(sorted(r["lost_inputs"]), ["in2", "in3"], (b, r))
+            incomplete += r["timeslices_incomplete"]
+            self.assertGreater(r["missing_by_input"].get("in2", 0), 0, (b, r))
+        self.assertGreater(incomplete, 0)
+        timeslices = self.dump()
+        flagged = [t for t in timeslices if t["flags"] != 0]
+        self.assertEqual(len(flagged), incomplete)
+        for t in flagged:
+            self.assertLess(len(t["components"]), 4, t["event"])
+        # An input missing from a timeslice is missing from every later one: in2 and in3 from
+        # the kill on, in0 and in1 at most at the end (halted one after the other, each ends
+        # when it is halted).
+        numbers = sorted(t["event"] for t in timeslices)
+        self.assertEqual(numbers, list(range(len(numbers))), "no timeslice skipped")
+        by_index = {t["event"]: {c["eq_id"] for c in t["components"]} for t in timeslices}
+        for eq_id in range(4):
+            missing = [n for n in numbers if eq_id not in by_index[n]]
+            if missing:
+                self.assertEqual(missing, list(range(missing[0], len(numbers))), eq_id)
+            if eq_id >= 2:
+                self.assertTrue(missing, f"eq_id {eq_id} is missing after the kill")
+        complete = [t for t in timeslices if t["flags"] == 0]
+        self.assertTrue(all(len(t["components"]) == 4 for t in complete))
+
+
+if __name__ == "__main__":
+    unittest.main()
