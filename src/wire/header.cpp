@@ -28,6 +28,10 @@ bool is_known(MessageType type) {
     case MessageType::farm_credit:
     case MessageType::ts_contribution:
     case MessageType::ts_ack:
+    case MessageType::ts_assign:
+    case MessageType::ts_report:
+    case MessageType::ts_commit:
+    case MessageType::ts_done:
       return true;
   }
   return false;
@@ -77,6 +81,14 @@ std::string_view to_string(MessageType type) {
       return "ts_contribution";
     case MessageType::ts_ack:
       return "ts_ack";
+    case MessageType::ts_assign:
+      return "ts_assign";
+    case MessageType::ts_report:
+      return "ts_report";
+    case MessageType::ts_commit:
+      return "ts_commit";
+    case MessageType::ts_done:
+      return "ts_done";
   }
   return "unknown";
 }

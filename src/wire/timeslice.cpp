@@ -134,4 +134,77 @@ EvbStatus decode(std::span<const std::byte, kTimesliceDescriptorSize> in,
   return EvbStatus::ok;
 }
 
+void encode(const TsAssign& m, std::span<std::byte, kTsAssignSize> out) {
+  std::byte* p = out.data();
+  store_le64(p, m.index);
+  store_le32(p + 8, m.builder);
+  store_le32(p + 12, m.epoch);
+}
+
+EvbStatus decode(std::span<const std::byte> in, TsAssign& out) {
+  if (in.size() != kTsAssignSize) return EvbStatus::wrong_size;
+  const std::byte* p = in.data();
+  out.index = load_le64(p);
+  out.builder = load_le32(p + 8);
+  out.epoch = load_le32(p + 12);
+  return EvbStatus::ok;
+}
+
+void encode(const TsReport& m, std::span<std::byte, kTsReportSize> out) {
+  std::byte* p = out.data();
+  store_le32(p, m.epoch);
+  store_le32(p + 4, m.building);
+  store_le32(p + 8, m.free_buffers);
+  store_le32(p + 12, 0);
+  store_le64(p + 16, m.done);
+}
+
+EvbStatus decode(std::span<const std::byte> in, TsReport& out) {
+  if (in.size() != kTsReportSize) return EvbStatus::wrong_size;
+  const std::byte* p = in.data();
+  if (load_le32(p + 12) != 0) return EvbStatus::reserved_not_zero;
+  out.epoch = load_le32(p);
+  out.building = load_le32(p + 4);
+  out.free_buffers = load_le32(p + 8);
+  out.reserved = 0;
+  out.done = load_le64(p + 16);
+  return EvbStatus::ok;
+}
+
+void encode(const TsCommit& m, std::span<std::byte, kTsCommitSize> out) {
+  std::byte* p = out.data();
+  store_le64(p, m.index);
+  store_le32(p + 8, m.epoch);
+  store_le32(p + 12, static_cast<std::uint32_t>(m.answer));
+}
+
+EvbStatus decode(std::span<const std::byte> in, TsCommit& out) {
+  if (in.size() != kTsCommitSize) return EvbStatus::wrong_size;
+  const std::byte* p = in.data();
+  const std::uint32_t answer = load_le32(p + 12);
+  if (answer > 2) return EvbStatus::bad_value;
+  out.index = load_le64(p);
+  out.epoch = load_le32(p + 8);
+  out.answer = static_cast<CommitAnswer>(answer);
+  return EvbStatus::ok;
+}
+
+void encode(const TsDone& m, std::span<std::byte, kTsDoneSize> out) {
+  std::byte* p = out.data();
+  store_le64(p, m.index);
+  store_le32(p + 8, m.epoch);
+  store_le32(p + 12, m.incomplete);
+}
+
+EvbStatus decode(std::span<const std::byte> in, TsDone& out) {
+  if (in.size() != kTsDoneSize) return EvbStatus::wrong_size;
+  const std::byte* p = in.data();
+  const std::uint32_t incomplete = load_le32(p + 12);
+  if (incomplete > 1) return EvbStatus::bad_value;
+  out.index = load_le64(p);
+  out.epoch = load_le32(p + 8);
+  out.incomplete = incomplete;
+  return EvbStatus::ok;
+}
+
 }  // namespace daqflow::wire

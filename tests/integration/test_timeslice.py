@@ -17,14 +17,23 @@ INPUTS = {"ia": ["in0", "in1"], "ib": ["in2", "in3"]}
 BUILDERS = ["tb0", "tb1", "tb2", "tb3"]
 
 
-def ts_config(transport="tcp", inputs="", builders="", output="{kind: file}"):
-    """Inputs two per process, builders one per process; extra flow-style keys for each."""
+def ts_config(transport="tcp", inputs="", builders="", output="{kind: file}", manager=None):
+    """Inputs two per process, builders one per process; extra flow-style keys for each. With
+    manager (its extra keys, or ""), a ts_manager in a process of its own assigns."""
     all_inputs = [i for ids in INPUTS.values() for i in ids]
     text = (f"run: {{number: 5, output: ./run-data}}\n"
             f"transports: {{default: {transport}, pipeline_depth: 8, "
             f"max_message_size: 1048576}}\n"
             f"contexts:\n")
     port = 1
+    if manager is not None:
+        text += (f"  - name: mgr\n    host: 127.0.0.1\n    control_port: {port}\n"
+                 f"    data_port: {port + 1}\n    applications:\n"
+                 f"      - {{type: ts_manager, id: tm, builders: [{', '.join(BUILDERS)}], "
+                 f"inputs: [{', '.join(all_inputs)}]{', ' + manager if manager else ''}}}\n")
+        port += 2
+        inputs = "manager: tm" + (", " + inputs if inputs else "")
+        builders = "manager: tm" + (", " + builders if builders else "")
     for ctx, ids in INPUTS.items():
         text += (f"  - name: {ctx}\n    host: 127.0.0.1\n    control_port: {port}\n"
                  f"    data_port: {port + 1}\n    applications:\n")
@@ -83,11 +92,11 @@ class Timeslices(DaqflowTestCase):
                                  f"timeslice {t['event']}, eq_id {c['eq_id']}: the overlap is "
                                  "the next timeslice's first microslices")
 
-    def clean_run(self, transport, order):
+    def clean_run(self, transport, order, manager=None):
         extra = f"pace: max, count: 200, order: {order}"
         if order == "scheduled":
             extra += ", slot_us: 200"
-        text = ts_config(transport, inputs=extra)
+        text = ts_config(transport, inputs=extra, manager=manager)
         code, out, summary = self.run_config(self.write_config("ts.yaml", text), "--duration",
                                              "0", timeout=180)
         self.assertEqual(code, 0, out)
@@ -104,9 +113,19 @@ class Timeslices(DaqflowTestCase):
                 self.assertEqual(r["timeslices_acked"], 200, (i, r))
                 self.assertEqual(r["timeslices_sent"], 200, (i, r))
                 self.assertEqual(r["contributions_resent"], 0, (i, r))
-        for b in BUILDERS:
-            # Round robin: timeslice k to builder k mod 4.
-            self.assertEqual(apps[b]["results"]["timeslices_written"], 50, b)
+        if manager is None:
+            for b in BUILDERS:
+                # Round robin: timeslice k to builder k mod 4.
+                self.assertEqual(apps[b]["results"]["timeslices_written"], 50, b)
+        else:
+            tm = apps["tm"]["results"]
+            self.assertEqual(tm["timeslices_done"], 200, tm)
+            self.assertEqual(tm["commits_granted"], 200, tm)
+            self.assertEqual(tm["commits_denied"], 0, tm)
+            self.assertEqual(tm["timeslices_reassigned"], 0, tm)
+            written = [apps[b]["results"]["timeslices_written"] for b in BUILDERS]
+            self.assertEqual(sum(written), 200, written)
+            print(f"\n{transport}: manager: timeslices per builder {written}", flush=True)
         self.assert_built_once(self.dump(), 200)
 
     def test_every_timeslice_built_once_over_tcp_shm_and_ucx(self):
@@ -120,6 +139,97 @@ class Timeslices(DaqflowTestCase):
             with self.subTest(transport=transport):
                 self.clean_run(transport, "scheduled")
                 os.rename(self.path("run-data"), self.path(f"run-data-{transport}"))
+
+    def test_a_manager_assigns_every_timeslice_once(self):
+        for transport in ("tcp", "shm"):
+            with self.subTest(transport=transport):
+                self.clean_run(transport, "chaotic", manager="")
+                os.rename(self.path("run-data"), self.path(f"run-data-{transport}"))
+
+    def manager_results(self, port):
+        try:
+            status, body = http(port, "GET", "/api/v1/apps/tm")
+            return body["results"] if status == 200 else {}
+        except OSError:
+            return {}
+
+    def assert_contiguous_once(self, timeslices, summary):
+        """Each timeslice of the run on disk once and complete, none skipped: the manager tells
+        the inputs where the run ends, and they make every timeslice up to there."""
+        numbers = sorted(t["event"] for t in timeslices)
+        self.assertEqual(numbers, list(range(len(numbers))), "every timeslice once")
+        flagged = [t["event"] for t in timeslices if t["flags"] != 0]
+        self.assertEqual(flagged, [], "no timeslice incomplete")
+        tm = summary["applications"]["tm"]["results"]
+        self.assertEqual(tm["timeslices_done"], len(numbers), tm)
+        self.assertEqual(tm["timeslices_in_flight"], 0, tm)
+
+    def test_a_frozen_builder_is_fenced_and_nothing_is_written_twice(self):
+        """SIGSTOP of tb1's process past the manager's heartbeat timeout, then SIGCONT: the
+        manager gives tb1's timeslices to the others; tb1 wakes, is fenced, drops what it held,
+        is denied what it asks to write, rejoins and builds again."""
+        text = ts_config("tcp", inputs="pace: max", manager="heartbeat_timeout_ms: 1000")
+        run = self.start_run(text)
+        mgr = control_port(text, "mgr")
+        wait_until(lambda: self.manager_results(mgr).get("timeslices_done", 0) >= 1000, 60,
+                   "1000 timeslices written")
+        status, ctx = http(control_port(text, "ctx_tb1"), "GET", "/api/v1/context")
+        self.assertEqual(status, 200, ctx)
+        os.kill(ctx["pid"], signal.SIGSTOP)
+        try:
+            wait_until(lambda: self.manager_results(mgr).get("lost_builders") == ["tb1"], 30,
+                       "the manager to declare the frozen tb1 lost")
+            at_loss = self.manager_results(mgr)["timeslices_done"]
+            wait_until(lambda: self.manager_results(mgr)["timeslices_done"] >= at_loss + 1000,
+                       60, "1000 more timeslices written by the others")
+        finally:
+            os.kill(ctx["pid"], signal.SIGCONT)
+        wait_until(lambda: self.manager_results(mgr).get("rejoined_builders") == ["tb1"], 30,
+                   "tb1 to rejoin")
+        tb1 = control_port(text, "ctx_tb1")
+
+        def written_by_tb1():
+            status, body = http(tb1, "GET", "/api/v1/apps/tb1")
+            return body["results"]["timeslices_written"]
+        before = written_by_tb1()
+        wait_until(lambda: written_by_tb1() >= before + 100, 60, "tb1 to build again")
+        summary = self.finish(run)
+        self.assertEqual(summary["status"], "ok", summary.get("failure"))
+        tm = summary["applications"]["tm"]["results"]
+        self.assertGreater(tm["timeslices_reassigned"], 0, tm)
+        self.assertEqual(tm["timeslices_in_doubt"], 0, tm)
+        r = summary["applications"]["tb1"]["results"]
+        print(f"\ntcp: froze tb1: {tm['timeslices_reassigned']} reassigned, tb1 fenced "
+              f"{r['fences']}, dropped {r['contributions_fenced']} contributions, denied "
+              f"{r['commits_denied']}", flush=True)
+        self.assertEqual(r["fences"], 1, r)
+        self.assert_contiguous_once(self.dump(), summary)
+
+    def test_a_killed_builder_with_a_manager_is_salvaged_and_nothing_is_written_twice(self):
+        """SIGKILL of tb1's process while it writes: the manager gives what tb1 was not allowed
+        to write yet to the others; the controller salvages tb1's files, and the timeslices tb1
+        was allowed to write are decided by what is on its disk."""
+        text = ts_config("tcp", inputs="pace: max", manager="heartbeat_timeout_ms: 1000")
+        run = self.start_run(text)
+        mgr = control_port(text, "mgr")
+        wait_until(lambda: self.manager_results(mgr).get("timeslices_done", 0) >= 1000, 60,
+                   "1000 timeslices written")
+        status, ctx = http(control_port(text, "ctx_tb1"), "GET", "/api/v1/context")
+        self.assertEqual(status, 200, ctx)
+        os.kill(ctx["pid"], signal.SIGKILL)
+        wait_until(lambda: self.manager_results(mgr).get("lost_builders") == ["tb1"], 30,
+                   "the manager to lose tb1")
+        wait_until(lambda: self.manager_results(mgr).get("timeslices_in_doubt", 1) == 0, 60,
+                   "the salvage of tb1's files to settle what it was writing")
+        at_loss = self.manager_results(mgr)["timeslices_done"]
+        wait_until(lambda: self.manager_results(mgr)["timeslices_done"] >= at_loss + 1000, 60,
+                   "1000 more timeslices written by the others")
+        summary = self.finish(run)
+        self.assertEqual(summary["status"], "ok", summary.get("failure"))
+        tm = summary["applications"]["tm"]["results"]
+        print(f"\ntcp: killed tb1: {tm['timeslices_reassigned']} reassigned, "
+              f"{tm['timeslices_salvaged']} found on its disk", flush=True)
+        self.assert_contiguous_once(self.dump(), summary)
 
     def start_run(self, text):
         config = self.write_config("ts.yaml", text)

@@ -51,8 +51,12 @@ enum class MessageType : std::uint8_t {
   farm_credit = 29,      // SFC -> BU: events taken over so far (the BU's farm output)
   ts_contribution = 30,  // time-slice input -> builder: its microslices of one timeslice
   ts_ack = 31,           // time-slice builder -> input: a timeslice is done, release it
+  ts_assign = 32,        // ts_manager -> input: which builder gets a timeslice
+  ts_report = 33,        // ts_builder -> ts_manager: load and liveness
+  ts_commit = 34,        // ts_builder <-> ts_manager: may a timeslice be written? the answer
+  ts_done = 35,          // ts_builder -> ts_manager: a timeslice is written
 };
-inline constexpr std::uint8_t kMaxMessageType = 31;
+inline constexpr std::uint8_t kMaxMessageType = 35;
 
 [[nodiscard]] bool is_known(MessageType type);
 [[nodiscard]] std::string_view to_string(MessageType type);

@@ -12,6 +12,14 @@
 //   timeslice descriptor    40 B   starts a timeslice in an archive file; its components follow
 //                                  (each a component descriptor with its descriptors and contents)
 //
+// With a ts_manager (assignment: manager):
+//   ts_assign        manager -> input   16 B: timeslice k goes to builder b under its epoch e
+//   ts_report        builder -> manager 24 B: its epoch, timeslices building, free receive
+//                                  buffers, timeslices done so far; also its heartbeat
+//   ts_commit        builder -> manager 16 B: may it write timeslice k (epoch e)? and the answer
+//   ts_done          builder -> manager 16 B: timeslice k is written and acknowledged
+// The manager fences a lost builder with the event builder's `fence` (wire/evb.hpp).
+//
 // Decoders check every length, bound and enumerated value before use; they never trust a size
 // from the wire.
 
@@ -92,6 +100,51 @@ struct TimesliceDescriptor {
   std::uint32_t flags = 0;               // TimesliceFlags
 };
 inline constexpr std::size_t kTimesliceDescriptorSize = 40;
+
+struct TsAssign {
+  std::uint64_t index = 0;
+  std::uint32_t builder = 0;  // application index
+  std::uint32_t epoch = 0;    // the builder's, at assignment
+};
+inline constexpr std::size_t kTsAssignSize = 16;
+
+struct TsReport {
+  std::uint32_t epoch = 0;
+  std::uint32_t building = 0;      // timeslices with contributions waiting
+  std::uint32_t free_buffers = 0;  // receive buffers free
+  std::uint32_t reserved = 0;
+  std::uint64_t done = 0;  // timeslices written so far
+};
+inline constexpr std::size_t kTsReportSize = 24;
+
+enum class CommitAnswer : std::uint32_t {
+  ask = 0,      // builder -> manager: the request
+  granted = 1,  // write it
+  denied = 2,   // do not: the builder is fenced or the timeslice is another's now
+};
+
+struct TsCommit {
+  std::uint64_t index = 0;
+  std::uint32_t epoch = 0;
+  CommitAnswer answer = CommitAnswer::ask;
+};
+inline constexpr std::size_t kTsCommitSize = 16;
+
+struct TsDone {
+  std::uint64_t index = 0;
+  std::uint32_t epoch = 0;
+  std::uint32_t incomplete = 0;  // 1: written flagged incomplete
+};
+inline constexpr std::size_t kTsDoneSize = 16;
+
+void encode(const TsAssign& m, std::span<std::byte, kTsAssignSize> out);
+[[nodiscard]] EvbStatus decode(std::span<const std::byte> in, TsAssign& out);
+void encode(const TsReport& m, std::span<std::byte, kTsReportSize> out);
+[[nodiscard]] EvbStatus decode(std::span<const std::byte> in, TsReport& out);
+void encode(const TsCommit& m, std::span<std::byte, kTsCommitSize> out);
+[[nodiscard]] EvbStatus decode(std::span<const std::byte> in, TsCommit& out);
+void encode(const TsDone& m, std::span<std::byte, kTsDoneSize> out);
+[[nodiscard]] EvbStatus decode(std::span<const std::byte> in, TsDone& out);
 
 void encode(const MicrosliceDescriptor& m, std::span<std::byte, kMicrosliceDescriptorSize> out);
 // Checks hdr_id and hdr_ver.

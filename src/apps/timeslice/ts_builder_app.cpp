@@ -3,7 +3,10 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <chrono>
+#include <thread>
 
+#include "daqflow/apps/evb/salvage.hpp"
 #include "daqflow/wire/endian.hpp"
 
 namespace daqflow::apps::timeslice {
@@ -42,7 +45,18 @@ Result<void> TsBuilder::configure(runtime::AppContext& ctx) {
   fail_incomplete_ = p.get<std::string>("on_incomplete") == "fail";
   verify_crc_ = p.get<bool>("verify_crc");
   const auto output_params = p.get<nlohmann::json>("output");
+  const auto manager = p.get<std::string>("manager");
+  report_ns_ = p.get<std::int64_t>("report_ms") * 1'000'000;
   if (auto r = p.status(); !r) return r;
+  has_manager_ = !manager.empty();
+  if (has_manager_) {
+    auto m = ctx.index_of(manager);
+    if (!m) return p.error("manager", m.error().message());
+    manager_ = *m;
+    if (ctx.cluster().applications[manager_].type != "ts_manager") {
+      return p.error("manager", "'" + manager + "' is no ts_manager");
+    }
+  }
   auto inputs = ctx.indexes_of("inputs", input_ids);
   if (!inputs) return inputs.error();
   inputs_ = *inputs;
@@ -87,9 +101,15 @@ Result<void> TsBuilder::configure(runtime::AppContext& ctx) {
   options.recv_buffers = std::max<std::uint32_t>(
       options.recv_buffers,
       static_cast<std::uint32_t>(inputs_.size() * (in_flight + kOutputDepth + 2)));
+  recv_buffers_ = options.recv_buffers;
   auto endpoint = ctx.endpoint(&options);
   if (!endpoint) return endpoint.error().context("application '" + id() + "': endpoint");
   endpoint_ = *endpoint;
+  if (has_manager_) {
+    if (auto r = endpoint_->connect(manager_); !r) {
+      return r.error().context("application '" + id() + "': connecting to its manager");
+    }
+  }
   for (const AppIndex i : inputs_) {
     if (auto r = endpoint_->connect(i); !r) {
       return r.error().context("application '" + id() + "': connecting to input '" +
@@ -131,6 +151,8 @@ Result<void> TsBuilder::configure(runtime::AppContext& ctx) {
   done_high_ = 0;
   input_alive_.assign(inputs_.size(), true);
   next_expire_ns_ = 0;
+  next_report_ns_ = 0;
+  epoch_ = 0;
   bytes_done_ = done_total_ = 0;
   sampler_.reset(kSampleIntervalNs);
   drained_.store(false);
@@ -148,6 +170,11 @@ Result<void> TsBuilder::configure(runtime::AppContext& ctx) {
   contributions_rejected_ =
       &m.counter("contributions_rejected", "contributions that failed the checks (dropped)");
   messages_malformed_ = &m.counter("messages_malformed", "malformed messages dropped");
+  contributions_fenced_ = &m.counter(
+      "contributions_fenced", "contributions sent under another epoch of this builder (dropped)");
+  commits_denied_ =
+      &m.counter("commits_denied", "timeslices the manager did not let this builder write");
+  fences_ = &m.counter("fences", "fences received: the manager had declared this builder lost");
   bytes_in_ = &m.counter("bytes_in", "contribution bytes received", runtime::Unit::bytes);
   timeslices_building_ = &m.gauge("timeslices_building", "timeslices waiting for contributions");
   const std::lock_guard lock(results_mutex_);
@@ -213,6 +240,8 @@ TsBuilder::Building& TsBuilder::take_slot(std::uint64_t index, std::int64_t now)
   it->index = index;
   it->first_ns = now;
   it->present = 0;
+  it->awaiting_commit = false;
+  it->granted = false;
   std::fill(it->have.begin(), it->have.end(), 0);
   ++building_count_;
   return *it;
@@ -245,13 +274,110 @@ void TsBuilder::send_ack(std::size_t input, std::uint64_t index, wire::TsAckStat
   }
 }
 
+bool TsBuilder::send_to_manager(wire::MessageType type, std::uint64_t tag,
+                                std::span<const std::byte> bytes) {
+  core::Buffer buffer = control_pool_->acquire();
+  if (!buffer) return false;
+  std::copy(bytes.begin(), bytes.end(), buffer.data());
+  transport::Message m;
+  m.type = type;
+  m.tag = tag;
+  m.add(std::move(buffer), 0, static_cast<std::uint32_t>(bytes.size()));
+  const SendStatus s = endpoint_->post_send(manager_, m);
+  m.clear();
+  return s == SendStatus::ok;
+}
+
+void TsBuilder::send_report() {
+  const transport::EndpointStats s = endpoint_->stats();
+  wire::TsReport r;
+  r.epoch = epoch_;
+  r.building = static_cast<std::uint32_t>(building_count_);
+  r.free_buffers = recv_buffers_ > s.recv_pool_in_use ? recv_buffers_ - s.recv_pool_in_use : 0;
+  r.done = done_total_;
+  std::array<std::byte, wire::kTsReportSize> bytes{};
+  wire::encode(r, bytes);
+  (void)send_to_manager(wire::MessageType::ts_report, epoch_, bytes);
+}
+
+void TsBuilder::drop(Building& b) {
+  for (auto& part : b.parts) part.clear();
+  b.used = false;
+  b.awaiting_commit = false;
+  b.granted = false;
+  --building_count_;
+}
+
 bool TsBuilder::complete(Building& b, std::int64_t now) {
   (void)now;
+  if (b.awaiting_commit) return false;
+  if (!has_manager_ || b.granted) return write(b);
+  // Ask first: the manager grants each timeslice's write to one builder only.
+  wire::TsCommit q{b.index, epoch_, wire::CommitAnswer::ask};
+  std::array<std::byte, wire::kTsCommitSize> bytes{};
+  wire::encode(q, bytes);
+  if (!send_to_manager(wire::MessageType::ts_commit, b.index, bytes)) return false;
+  b.awaiting_commit = true;
+  return true;
+}
+
+void TsBuilder::on_manager(const Completion& c) {
+  if (c.message.segment_count != 1) {
+    messages_malformed_->add_single_writer();
+    return;
+  }
+  if (c.message.type == wire::MessageType::fence) {
+    wire::Fence f;
+    if (wire::decode(c.message.segments[0].bytes(), f) != wire::EvbStatus::ok) {
+      messages_malformed_->add_single_writer();
+      return;
+    }
+    if (f.epoch <= epoch_) return;
+    fences_->add_single_writer();
+    std::size_t dropped = 0;
+    for (Building& b : building_) {
+      if (b.used && !b.awaiting_commit) {
+        drop(b);
+        ++dropped;
+      }
+    }
+    spdlog::warn(
+        "{}: fenced by the manager (epoch {} -> {}): {} timeslice(s) dropped, the "
+        "others build them",
+        id(), epoch_, f.epoch, dropped);
+    epoch_ = f.epoch;
+    send_report();  // rejoins under the new epoch
+    return;
+  }
+  if (c.message.type != wire::MessageType::ts_commit) {
+    messages_malformed_->add_single_writer();
+    return;
+  }
+  wire::TsCommit a;
+  if (wire::decode(c.message.segments[0].bytes(), a) != wire::EvbStatus::ok ||
+      a.answer == wire::CommitAnswer::ask) {
+    messages_malformed_->add_single_writer();
+    return;
+  }
+  Building* b = find(a.index);
+  if (b == nullptr || !b->awaiting_commit) return;
+  if (a.answer == wire::CommitAnswer::denied) {
+    commits_denied_->add_single_writer();
+    drop(*b);
+    return;
+  }
+  b->awaiting_commit = false;
+  b->granted = true;
+  (void)write(*b);  // or once the output has room (do_work)
+}
+
+bool TsBuilder::write(Building& b) {
   if (free_.empty()) return false;  // the output is behind: the next turn
   evb::OutputBatch* batch = free_.back();
   const auto slot = static_cast<std::size_t>(batch - batches_.data());
   Written& w = written_[slot];
   w.index = b.index;
+  w.epoch = epoch_;
   w.complete = b.present == inputs_.size();
   std::copy(b.have.begin(), b.have.end(), w.from.begin());
   if (!w.complete) {
@@ -314,6 +440,7 @@ bool TsBuilder::complete(Building& b, std::int64_t now) {
   ++done_total_;
   mark_done(b.index);
   b.used = false;
+  b.granted = false;
   --building_count_;
   if (!output_->submit(batch)) {
     // Cannot happen: at most kOutputDepth batches are lent, the output's queue holds as many.
@@ -334,6 +461,15 @@ int TsBuilder::flush_outputs() {
       const auto status = w.complete ? wire::TsAckStatus::complete : wire::TsAckStatus::incomplete;
       for (std::size_t i = 0; i < inputs_.size(); ++i) {
         if (w.from[i] != 0) send_ack(i, w.index, status);
+      }
+      if (has_manager_) {
+        wire::TsDone d{w.index, w.epoch, w.complete ? 0u : 1u};
+        std::array<std::byte, wire::kTsDoneSize> bytes{};
+        wire::encode(d, bytes);
+        if (!send_to_manager(wire::MessageType::ts_done, w.index, bytes)) {
+          spdlog::warn("{}: could not tell the manager that timeslice {} is written", id(),
+                       w.index);
+        }
       }
     }
     batch->clear();
@@ -366,6 +502,11 @@ void TsBuilder::on_contribution(Completion& c, std::size_t input, std::int64_t n
                  detail::peer_name(ids_, inputs_[input]), index, check.problem);
     return;
   }
+  if (has_manager_ && check.header.epoch != epoch_) {
+    // Assigned to this builder before it was fenced: the manager has given it to another.
+    contributions_fenced_->add_single_writer();
+    return;
+  }
   Building* b = find(index);
   if (b == nullptr) b = &take_slot(index, now);
   if (b->have[input] != 0) {
@@ -391,6 +532,16 @@ void TsBuilder::lose_input(std::size_t input, const std::string& why) {
 }
 
 void TsBuilder::on_completion(Completion& c, std::int64_t now) {
+  if (has_manager_ && c.peer == manager_) {
+    if (c.kind == Completion::Kind::recv) {
+      on_manager(c);
+    } else if (c.kind != Completion::Kind::send_done && !winding_down()) {
+      spdlog::warn("{}: the connection to the manager failed: {}", id(),
+                   c.kind == Completion::Kind::error ? c.reason : "closed");
+    }
+    c.message.clear();
+    return;
+  }
   switch (c.kind) {
     case Completion::Kind::recv: {
       const auto it = std::find(inputs_.begin(), inputs_.end(), c.peer);
@@ -432,8 +583,9 @@ int TsBuilder::expire(std::int64_t now) {
     for (std::size_t i = 0; i < inputs_.size() && only_lost_missing; ++i) {
       only_lost_missing = b.have[i] != 0 || !input_alive_[i];
     }
+    if (b.awaiting_commit) continue;
     if (only_lost_missing || now - b.first_ns >= timeout_ns_) {
-      if (!complete(b, now)) break;
+      if (!complete(b, now)) continue;
       ++work;
     }
   }
@@ -460,6 +612,10 @@ int TsBuilder::do_work() {
       work += expire(now);
       next_expire_ns_ = now + std::min<std::int64_t>(kExpirePeriodNs, timeout_ns_ / 4);
     }
+  }
+  if (has_manager_ && now >= next_report_ns_) {
+    send_report();
+    next_report_ns_ = now + report_ns_;
   }
   timeslices_building_->set(static_cast<double>(building_count_));
   if (!sampler_.started()) {
@@ -495,6 +651,9 @@ nlohmann::json TsBuilder::results() const {
       {"contributions_duplicate", contributions_duplicate_->value()},
       {"contributions_rejected", contributions_rejected_->value()},
       {"messages_malformed", messages_malformed_->value()},
+      {"contributions_fenced", contributions_fenced_->value()},
+      {"commits_denied", commits_denied_->value()},
+      {"fences", fences_->value()},
       {"bytes_in", bytes_in_->value()},
       {"timeslices_building", static_cast<std::uint64_t>(timeslices_building_->value())},
   };
@@ -540,6 +699,50 @@ void TsBuilder::fold_results(nlohmann::json& run, const std::string& id,
       {"missing_by_input", app.value("missing_by_input", nlohmann::json::object())}};
 }
 
+Result<std::string> TsBuilder::after_loss(const runtime::LostApp& lost) {
+  runtime::ParamReader p(lost.app.params, "application '" + lost.app.id + "'");
+  const auto output = p.get<nlohmann::json>("output");
+  const auto manager = p.get<std::string>("manager");
+  if (auto r = p.status(); !r) return r.error();
+  if (manager.empty()) return std::string();  // round robin: the inputs sent again already
+  // The manager declares a dead builder lost at the latest after its heartbeat timeout; only
+  // then are its timeslices in doubt known.
+  const nlohmann::json who = {{"builder", lost.app.id}};
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  nlohmann::json doubt;
+  for (;;) {
+    auto answer = lost.call(manager, "in_doubt", who);
+    if (!answer) return answer.error();
+    doubt = std::move(*answer);
+    if (doubt.value("lost", false)) break;
+    if (std::chrono::steady_clock::now() >= deadline) {
+      return Error("the manager '" + manager + "' did not declare '" + lost.app.id +
+                   "' lost within 60 s");
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  std::vector<evb::SalvageBlock> blocks;
+  for (const auto& k : doubt["timeslices"]) {
+    const auto index = k.get<std::uint64_t>();
+    blocks.push_back({index, index, 1});
+  }
+  nlohmann::json written = nlohmann::json::array();
+  std::string what = "no files (output " + output.value("kind", std::string("discard")) + ")";
+  if (output.is_object() && output.value("kind", std::string()) == "file") {
+    std::string dir = output.value("dir", std::string());
+    if (dir.empty()) dir = lost.cluster.run.output;
+    auto report = evb::salvage_bu_files(dir, lost.cluster.run.number, lost.app.id, blocks);
+    if (!report) return report.error();
+    for (const auto id : report->written) written.push_back(id);
+    what = std::to_string(report->files.size()) + " file(s) finished, " +
+           std::to_string(report->bytes_cut) + " bytes cut";
+  }
+  auto answer = lost.call(manager, "salvaged", {{"builder", lost.app.id}, {"written", written}});
+  if (!answer) return answer.error();
+  return "builder '" + lost.app.id + "': " + std::to_string(blocks.size()) +
+         " timeslice(s) in doubt, " + std::to_string(written.size()) + " on disk; " + what;
+}
+
 namespace {
 
 // {kind: discard} or {kind: file, ...}, as a BU's.
@@ -580,9 +783,15 @@ runtime::AppType ts_builder_type() {
           .default_value("flag")
           .one_of({"flag", "fail"}),
       ParamSpec::boolean("verify_crc", "check each microslice's CRC-32C").default_value(true),
+      ParamSpec::app_ref("manager", "the ts_manager that assigns timeslices; empty: round robin")
+          .default_value(""),
+      ParamSpec::integer("report_ms", "with a manager: load report (and heartbeat) interval")
+          .default_value(50)
+          .range(1, 60000),
       output_spec(),
   };
   t.make = [] { return std::make_unique<TsBuilder>(); };
+  t.after_loss = &TsBuilder::after_loss;
   t.fold_results = &TsBuilder::fold_results;
   // A builder's process may die while data flows: the inputs send its timeslices to the others.
   t.survivable = true;

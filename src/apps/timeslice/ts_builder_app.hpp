@@ -54,6 +54,8 @@ class TsBuilder final : public runtime::Application {
     bool used = false;
     std::int64_t first_ns = 0;
     std::uint32_t present = 0;
+    bool awaiting_commit = false;  // asked the manager; the answer decides
+    bool granted = false;          // the manager said write it (the output may be full)
     std::vector<transport::Message> parts;
     std::vector<std::uint8_t> have;
   };
@@ -61,6 +63,7 @@ class TsBuilder final : public runtime::Application {
   struct Written {
     std::array<std::byte, wire::kTimesliceDescriptorSize> descriptor{};
     std::uint64_t index = 0;
+    std::uint32_t epoch = 0;
     bool complete = true;
     std::vector<std::uint8_t> from;
   };
@@ -69,7 +72,15 @@ class TsBuilder final : public runtime::Application {
   void on_contribution(transport::Completion& c, std::size_t input, std::int64_t now);
   [[nodiscard]] Building* find(std::uint64_t index);
   [[nodiscard]] Building& take_slot(std::uint64_t index, std::int64_t now);
+  // Writes the timeslice (with a manager: asks first); false when it must wait.
   [[nodiscard]] bool complete(Building& b, std::int64_t now);
+  [[nodiscard]] bool write(Building& b);
+  void drop(Building& b);
+  void on_manager(const transport::Completion& c);
+  void send_report();
+  bool send_to_manager(wire::MessageType type, std::uint64_t tag, std::span<const std::byte> bytes);
+  [[nodiscard]] static Result<std::string> after_loss(const runtime::LostApp& lost);
+  friend runtime::AppType ts_builder_type();
   int expire(std::int64_t now);
   int flush_outputs();
   void send_ack(std::size_t input, std::uint64_t index, wire::TsAckStatus status);
@@ -83,6 +94,10 @@ class TsBuilder final : public runtime::Application {
   std::int64_t timeout_ns_ = 0;
   bool fail_incomplete_ = false;
   bool verify_crc_ = true;
+  bool has_manager_ = false;
+  transport::AppIndex manager_ = 0;
+  std::int64_t report_ns_ = 0;
+  std::uint32_t recv_buffers_ = 0;
   std::vector<std::string> ids_;
 
   // Agent thread.
@@ -100,6 +115,8 @@ class TsBuilder final : public runtime::Application {
   std::uint64_t done_high_ = 0;           // highest index done + 1
   std::vector<bool> input_alive_;
   std::int64_t next_expire_ns_ = 0;
+  std::int64_t next_report_ns_ = 0;
+  std::uint32_t epoch_ = 0;  // with a manager: fenced when it declares this builder lost
   std::uint64_t bytes_done_ = 0;
   std::uint64_t done_total_ = 0;
   ThroughputSampler sampler_;
@@ -115,6 +132,9 @@ class TsBuilder final : public runtime::Application {
   runtime::Counter* contributions_duplicate_ = nullptr;
   runtime::Counter* contributions_rejected_ = nullptr;
   runtime::Counter* messages_malformed_ = nullptr;
+  runtime::Counter* contributions_fenced_ = nullptr;
+  runtime::Counter* commits_denied_ = nullptr;
+  runtime::Counter* fences_ = nullptr;
   runtime::Counter* bytes_in_ = nullptr;
   runtime::Gauge* timeslices_building_ = nullptr;
 

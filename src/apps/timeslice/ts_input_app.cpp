@@ -56,7 +56,22 @@ Result<void> TsInput::configure(runtime::AppContext& ctx) {
   count_ = p.get<std::uint64_t>("count");
   const auto in_flight = p.get<std::uint32_t>("in_flight");
   const auto seed = p.get<std::uint64_t>("seed");
+  const auto manager = p.get<std::string>("manager");
   if (auto r = p.status(); !r) return r;
+  has_manager_ = !manager.empty();
+  std::uint64_t manager_window = 0;
+  std::uint32_t spare = 0;
+  if (has_manager_) {
+    auto m = ctx.index_of(manager);
+    if (!m) return p.error("manager", m.error().message());
+    manager_ = *m;
+    const auto& app = ctx.cluster().applications[manager_];
+    if (app.type != "ts_manager") return p.error("manager", "'" + manager + "' is no ts_manager");
+    manager_window = app.params.value("window", std::uint64_t{64});
+    // Timeslices a frozen builder was allowed to write stay here until it wakes or is
+    // salvaged: room for as many as it may hold (two intervals each), so the rest go on.
+    spare = 2 * app.params.value("builder_window", std::uint32_t{4});
+  }
   size_.dist = *core::parse_dist(dist);  // one_of: known
   order_ = order == "scheduled" ? SendOrder::scheduled : SendOrder::chaotic;
   if (max_size_ < size_.mean) return p.error("microslice_size", "max is below the mean");
@@ -98,6 +113,11 @@ Result<void> TsInput::configure(runtime::AppContext& ctx) {
   auto endpoint = ctx.endpoint(&options);
   if (!endpoint) return endpoint.error().context("application '" + id() + "': endpoint");
   endpoint_ = *endpoint;
+  if (has_manager_) {
+    if (auto r = endpoint_->connect(manager_); !r) {
+      return r.error().context("application '" + id() + "': connecting to its manager");
+    }
+  }
   for (const AppIndex b : builders_) {
     if (auto r = endpoint_->connect(b); !r) {
       return r.error().context("application '" + id() + "': connecting to builder '" +
@@ -106,14 +126,15 @@ Result<void> TsInput::configure(runtime::AppContext& ctx) {
   }
   const std::uint64_t interval_bytes =
       std::uint64_t{geometry_.core} * (wire::kMicrosliceDescriptorSize + max_size_);
-  auto data = endpoint_->make_send_pool(id() + ".microslices", interval_bytes, in_flight + 2);
+  const std::uint32_t intervals = in_flight + 2 + spare;
+  auto data = endpoint_->make_send_pool(id() + ".microslices", interval_bytes, intervals);
   if (!data) return context(data.error());
   data_pool_ = std::move(*data);
   {
     // Contents are a fixed pattern but for their first 8 bytes (the microslice's start time):
     // written once here, not per microslice.
     std::vector<core::Buffer> all;
-    for (std::uint32_t i = 0; i < in_flight + 2; ++i) {
+    for (std::uint32_t i = 0; i < intervals; ++i) {
       all.push_back(data_pool_->acquire());
       for (std::uint64_t j = 0; j < interval_bytes; ++j) {
         all.back().data()[j] = static_cast<std::byte>((j * 131u + eq_id_ * 7u + 3u) & 0xff);
@@ -121,15 +142,17 @@ Result<void> TsInput::configure(runtime::AppContext& ctx) {
     }
   }
   auto headers = endpoint_->make_send_pool(id() + ".headers", wire::kContributionSize,
-                                           2 * std::size_t{in_flight} + 16);
+                                           2 * std::size_t{intervals} + 16);
   if (!headers) return context(headers.error());
   header_pool_ = std::move(*headers);
-  retained_ = std::vector<Retained>(in_flight);
+  retained_ = std::vector<Retained>(intervals - 1);
   head_ = count_retained_ = 0;
   previous_ = Interval{};
   intervals_ = 0;
   stream_offset_ = 0;
   alive_.assign(builders_.size(), true);
+  end_ = UINT64_MAX;
+  ahead_.assign(has_manager_ ? 2 * manager_window + in_flight + 16 : 0, Assignment{});
   rng_ = core::Xoshiro(seed + position_);
   start_ns_ = 0;
   last_slot_ = -1;
@@ -147,6 +170,8 @@ Result<void> TsInput::configure(runtime::AppContext& ctx) {
   intervals_late_ = &m.counter("intervals_late",
                                "real time: intervals produced late (every buffer awaited an ack)");
   messages_malformed_ = &m.counter("messages_malformed", "malformed messages dropped");
+  after_end_ = &m.counter("timeslices_after_end",
+                          "timeslices made past the run's end (the manager's), dropped unsent");
   timeslices_retained_ = &m.gauge("timeslices_retained", "timeslices kept until acknowledged");
   const std::lock_guard lock(lost_mutex_);
   lost_builders_.clear();
@@ -217,6 +242,7 @@ int TsInput::generate(std::int64_t now) {
   // with it (its overlap is interval j's first microslices).
   while (made < 4) {
     if (count_ > 0 && intervals_ >= count_ + 1) break;
+    if (end_ != UINT64_MAX && intervals_ >= end_ + 1) break;
     if (real_time_ &&
         now - start_ns_ < static_cast<std::int64_t>((intervals_ + 1) * geometry_.duration_ns())) {
       break;
@@ -239,7 +265,15 @@ int TsInput::generate(std::int64_t now) {
       r.next.first_offset = next.first_offset;
       r.next.content_bytes = next.content_bytes;
       r.next.overlap_bytes = next.overlap_bytes;
-      r.builder = builder_for(r.index);
+      if (has_manager_) {
+        const Assignment& a = ahead_[r.index % ahead_.size()];
+        if (a.index == r.index) {
+          r.builder = a.builder;
+          r.epoch = a.epoch;
+        }
+      } else {
+        r.builder = builder_for(r.index);
+      }
       ++count_retained_;
     }
     previous_ = std::move(next);
@@ -258,6 +292,7 @@ bool TsInput::send_one(Retained& r) {
   c.sys_id = sys_id_;
   c.sys_ver = sys_ver_;
   c.core_microslices = geometry_.core;
+  c.epoch = r.epoch;
   c.microslices = geometry_.core + geometry_.overlap;
   c.content_size = std::uint64_t{r.core.content_bytes} + r.next.overlap_bytes;
   wire::encode(c, std::span<std::byte, wire::kContributionSize>(h.data(), wire::kContributionSize));
@@ -297,7 +332,7 @@ int TsInput::send(std::int64_t now) {
   if (order_ == SendOrder::chaotic) {
     for (std::size_t i = 0; i < count_retained_; ++i) {
       Retained& r = at(i);
-      if (r.sent || r.acked) continue;
+      if (r.sent || r.acked || r.builder < 0) continue;
       if (!send_one(r)) break;
       ++sent;
     }
@@ -311,7 +346,9 @@ int TsInput::send(std::int64_t now) {
       static_cast<std::size_t>((position_ + static_cast<std::uint64_t>(slot)) % builders_.size());
   for (std::size_t i = 0; i < count_retained_; ++i) {
     Retained& r = at(i);
-    if (r.sent || r.acked || static_cast<std::size_t>(r.builder) != target) continue;
+    if (r.sent || r.acked || r.builder < 0 || static_cast<std::size_t>(r.builder) != target) {
+      continue;
+    }
     if (!send_one(r)) return 0;  // try again within the slot
     ++sent;
     break;
@@ -327,6 +364,12 @@ void TsInput::lose_builder(std::size_t position, const std::string& why) {
   {
     const std::lock_guard lock(lost_mutex_);
     lost_builders_.push_back(name);
+  }
+  if (has_manager_) {
+    // The manager decides where its timeslices go (and may wait for it to come back).
+    spdlog::warn("{}: builder '{}' lost ({}); its timeslices wait for the manager", id(), name,
+                 why);
+    return;
   }
   std::size_t moved = 0;
   for (std::size_t i = 0; i < count_retained_; ++i) {
@@ -369,10 +412,57 @@ void TsInput::on_ack(const Completion& c) {
   }
 }
 
+void TsInput::on_assign(const Completion& c) {
+  wire::TsAssign a;
+  if (c.message.segment_count != 1 ||
+      wire::decode(c.message.segments[0].bytes(), a) != wire::EvbStatus::ok) {
+    messages_malformed_->add_single_writer();
+    return;
+  }
+  if (a.builder == wire::kNoApplication) {
+    // The run ends before timeslice a.index: what was made beyond is no timeslice of it.
+    end_ = a.index;
+    std::uint64_t dropped = 0;
+    while (count_retained_ > 0 && at(count_retained_ - 1).index >= end_) {
+      at(count_retained_ - 1) = Retained{};
+      --count_retained_;
+      ++dropped;
+    }
+    after_end_->add_single_writer(dropped);
+    spdlog::info("{}: the run ends before timeslice {} ({} made beyond it dropped)", id(), end_,
+                 dropped);
+    return;
+  }
+  const auto b = std::find(builders_.begin(), builders_.end(), a.builder);
+  if (b == builders_.end()) {
+    messages_malformed_->add_single_writer();
+    return;
+  }
+  const int position = static_cast<int>(b - builders_.begin());
+  if (count_retained_ > 0) {
+    const std::uint64_t first = at(0).index;
+    if (a.index < first) return;  // acknowledged already: a late reassignment
+    if (a.index - first < count_retained_) {
+      Retained& r = at(static_cast<std::size_t>(a.index - first));
+      if (!r.acked && (r.builder != position || r.epoch != a.epoch)) {
+        r.builder = position;
+        r.epoch = a.epoch;
+        r.sent = false;  // (again) to this builder
+      }
+      return;
+    }
+  } else if (intervals_ >= 2 && a.index < intervals_ - 1) {
+    return;  // every timeslice up to the last made is acknowledged
+  }
+  ahead_[a.index % ahead_.size()] = Assignment{a.index, position, a.epoch};
+}
+
 void TsInput::on_completion(Completion& c) {
   switch (c.kind) {
     case Completion::Kind::recv:
-      if (c.message.type == wire::MessageType::ts_ack) {
+      if (c.message.type == wire::MessageType::ts_assign && has_manager_ && c.peer == manager_) {
+        on_assign(c);
+      } else if (c.message.type == wire::MessageType::ts_ack) {
         on_ack(c);
       } else {
         messages_malformed_->add_single_writer();
@@ -382,6 +472,13 @@ void TsInput::on_completion(Completion& c) {
       break;
     case Completion::Kind::peer_closed:
     case Completion::Kind::error: {
+      if (has_manager_ && c.peer == manager_) {
+        if (!winding_down()) {
+          fail("the connection to the manager failed: " +
+               std::string(c.kind == Completion::Kind::error ? c.reason : "closed"));
+        }
+        break;
+      }
       const auto it = std::find(builders_.begin(), builders_.end(), c.peer);
       if (it == builders_.end()) break;
       const auto position = static_cast<std::size_t>(it - builders_.begin());
@@ -434,7 +531,7 @@ void TsInput::wait_for_work(std::chrono::microseconds timeout) {
       cap = std::chrono::microseconds(std::max<std::int64_t>(1, slot_ns_ / 4000));
     }
     if (!real_time_ && count_retained_ < retained_.size() &&
-        (count_ == 0 || intervals_ < count_ + 1)) {
+        (count_ == 0 || intervals_ < count_ + 1) && (end_ == UINT64_MAX || intervals_ < end_ + 1)) {
       return;  // as fast as possible: generate again at once
     }
     if (real_time_) {
@@ -463,6 +560,7 @@ nlohmann::json TsInput::results() const {
       {"bytes_sent", bytes_sent_->value()},
       {"intervals_late", intervals_late_->value()},
       {"messages_malformed", messages_malformed_->value()},
+      {"timeslices_after_end", after_end_->value()},
       {"timeslices_retained", static_cast<std::uint64_t>(timeslices_retained_->value())},
   };
   if (const auto steady = summarize(sampler_.samples())) {
@@ -542,13 +640,17 @@ runtime::AppType ts_input_type() {
           .range(0, 255),
       ParamSpec::integer("sys_ver", "subsystem format version").default_value(0).range(0, 255),
       ParamSpec::boolean("crc", "compute each microslice's CRC-32C").default_value(true),
-      ParamSpec::integer("in_flight", "timeslices kept until acknowledged (pool: + 2 intervals)")
+      ParamSpec::integer("in_flight",
+                         "timeslices kept until acknowledged (pool: + 2 intervals; with a "
+                         "manager, + 2 x its builder_window for timeslices in doubt)")
           .default_value(8)
           .range(1, 4096),
       ParamSpec::integer("count", "timeslices, then the input is finished; 0: until halted")
           .default_value(0)
           .at_least(0),
       ParamSpec::integer("seed", "seed of the sizes").default_value(1).at_least(0),
+      ParamSpec::app_ref("manager", "the ts_manager that assigns timeslices; empty: round robin")
+          .default_value(""),
   };
   t.make = [] { return std::make_unique<TsInput>(); };
   // An input's process may die while data flows: the builders write the timeslices without it,

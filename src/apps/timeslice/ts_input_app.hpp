@@ -68,10 +68,11 @@ class TsInput final : public runtime::Application {
   struct Retained {
     std::uint64_t index = 0;
     Interval core;
-    Interval next;           // the overlap's source
-    int builder = -1;        // position in builders_
-    bool sent = false;       // to its present builder
-    bool ever_sent = false;  // to any builder (a later send is a resend)
+    Interval next;            // the overlap's source
+    int builder = -1;         // position in builders_; -1: not assigned yet (manager)
+    std::uint32_t epoch = 0;  // the builder's, from the assignment
+    bool sent = false;        // to its present builder
+    bool ever_sent = false;   // to any builder (a later send is a resend)
     bool acked = false;
   };
 
@@ -81,6 +82,7 @@ class TsInput final : public runtime::Application {
   [[nodiscard]] bool send_one(Retained& r);
   void on_completion(transport::Completion& c);
   void on_ack(const transport::Completion& c);
+  void on_assign(const transport::Completion& c);
   void lose_builder(std::size_t position, const std::string& why);
   [[nodiscard]] int builder_for(std::uint64_t index) const;
   [[nodiscard]] Retained& at(std::size_t i) { return retained_[(head_ + i) % retained_.size()]; }
@@ -99,6 +101,8 @@ class TsInput final : public runtime::Application {
   bool crc_ = true;
   bool real_time_ = true;
   std::uint64_t count_ = 0;  // timeslices; 0: until halted
+  bool has_manager_ = false;
+  transport::AppIndex manager_ = 0;
   std::vector<std::string> ids_;
 
   // Agent thread.
@@ -114,6 +118,14 @@ class TsInput final : public runtime::Application {
   std::uint64_t intervals_ = 0;  // generated so far
   std::uint64_t stream_offset_ = 0;
   std::vector<bool> alive_;
+  // With a manager: assignments of timeslices not generated yet, by index modulo the size.
+  struct Assignment {
+    std::uint64_t index = UINT64_MAX;
+    int builder = -1;
+    std::uint32_t epoch = 0;
+  };
+  std::vector<Assignment> ahead_;
+  std::uint64_t end_ = UINT64_MAX;  // with a manager: the run's timeslices are those below
   std::int64_t start_ns_ = 0;
   std::int64_t last_slot_ = -1;
   std::uint64_t bytes_sent_total_ = 0;
@@ -130,6 +142,7 @@ class TsInput final : public runtime::Application {
   runtime::Counter* bytes_sent_ = nullptr;
   runtime::Counter* intervals_late_ = nullptr;
   runtime::Counter* messages_malformed_ = nullptr;
+  runtime::Counter* after_end_ = nullptr;
   runtime::Gauge* timeslices_retained_ = nullptr;
 
   mutable std::mutex lost_mutex_;

@@ -1,0 +1,576 @@
+#include "ts_manager_app.hpp"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <nlohmann/json.hpp>
+
+namespace daqflow::apps::timeslice {
+
+using transport::AppIndex;
+using transport::Completion;
+using transport::SendStatus;
+
+namespace {
+
+constexpr std::int64_t kCheckPeriodNs = 10'000'000;
+constexpr std::size_t kControlBufferSize = 64;
+constexpr int kPollRounds = 4;
+
+}  // namespace
+
+TsManager::~TsManager() {
+  release();
+  for (auto& c : completions_) c.message.clear();
+  core::retire_pool(control_pool_, core::BusyPool::leak, id());
+}
+
+Result<void> TsManager::configure(runtime::AppContext& ctx) {
+  release();
+  core::retire_pool(control_pool_, core::BusyPool::leak, id());
+  clock_ = &ctx.clock();
+  runtime::ParamReader p = ctx.param_reader();
+  const auto builder_names = p.get<std::vector<std::string>>("builders");
+  const auto input_names = p.get<std::vector<std::string>>("inputs");
+  window_ = p.get<std::uint32_t>("window");
+  builder_window_ = p.get<std::uint32_t>("builder_window");
+  heartbeat_timeout_ns_ = p.get<std::int64_t>("heartbeat_timeout_ms") * 1'000'000;
+  if (auto r = p.status(); !r) return r;
+  auto b = ctx.indexes_of("builders", builder_names);
+  if (!b) return b.error();
+  builder_ids_ = *b;
+  auto in = ctx.indexes_of("inputs", input_names);
+  if (!in) return in.error();
+  inputs_ = *in;
+  ids_ = detail::application_ids(ctx.cluster());
+  for (std::size_t i = 0; i < builder_ids_.size(); ++i) {
+    const auto& app = ctx.cluster().applications[builder_ids_[i]];
+    if (app.type != "ts_builder" || app.params.value("manager", std::string()) != id()) {
+      return p.error("builders",
+                     "'" + builder_names[i] + "' is no ts_builder with manager: " + id());
+    }
+  }
+  for (std::size_t i = 0; i < inputs_.size(); ++i) {
+    const auto& app = ctx.cluster().applications[inputs_[i]];
+    if (app.type != "ts_input" || app.params.value("manager", std::string()) != id()) {
+      return p.error("inputs", "'" + input_names[i] + "' is no ts_input with manager: " + id());
+    }
+  }
+  min_free_ = static_cast<std::uint32_t>(inputs_.size());
+  limit_ = UINT64_MAX;
+  for (const AppIndex i : inputs_) {
+    const auto count = ctx.cluster().applications[i].params.value("count", std::uint64_t{0});
+    if (count > 0) limit_ = std::min(limit_, count);
+  }
+
+  transport::EndpointOptions options = ctx.endpoint_options();
+  options.max_message_size = 4096;
+  options.recv_buffers = std::max<std::uint32_t>(
+      options.recv_buffers, static_cast<std::uint32_t>(builder_ids_.size() * (window_ + 8)));
+  auto endpoint = ctx.endpoint(&options);
+  if (!endpoint) return endpoint.error().context("application '" + id() + "': endpoint");
+  endpoint_ = *endpoint;
+  for (const AppIndex peer : builder_ids_) {
+    if (auto r = endpoint_->connect(peer); !r)
+      return r.error().context("application '" + id() + "'");
+  }
+  for (const AppIndex peer : inputs_) {
+    if (auto r = endpoint_->connect(peer); !r)
+      return r.error().context("application '" + id() + "'");
+  }
+  auto control = endpoint_->make_send_pool(
+      id() + ".control", kControlBufferSize,
+      (inputs_.size() + builder_ids_.size()) * (std::size_t{window_} + 16) + 64);
+  if (!control) return control.error().context("application '" + id() + "'");
+  control_pool_ = std::move(*control);
+  set_ = ConsumerSet(builder_ids_, heartbeat_timeout_ns_);
+  builders_.assign(builder_ids_.size(), Builder{});
+  entries_.assign(window_, Entry{});
+  oldest_ = next_ = 0;
+  aside_.clear();
+  unsent_.assign(inputs_.size(), {});
+  lost_now_.clear();
+  lost_now_.reserve(builder_ids_.size());
+  watching_ = false;
+  end_sent_ = false;
+  next_check_ns_ = 0;
+  drained_.store(false);
+
+  runtime::MetricsRegistry& m = ctx.metrics();
+  assigned_ = &m.counter("timeslices_assigned", "timeslices given to a builder (first time)");
+  reassigned_ = &m.counter("timeslices_reassigned", "timeslices given again after a loss");
+  committed_ = &m.counter("commits_granted", "timeslices a builder was allowed to write");
+  denied_ = &m.counter("commits_denied", "commit requests refused (fenced or reassigned)");
+  done_ = &m.counter("timeslices_done", "timeslices written");
+  salvaged_written_ =
+      &m.counter("timeslices_salvaged", "timeslices found written in a lost builder's files");
+  messages_malformed_ = &m.counter("messages_malformed", "malformed messages dropped");
+  in_flight_ = &m.gauge("timeslices_in_flight", "timeslices assigned, not written");
+  builders_alive_ = &m.gauge("builders_alive", "builders not lost");
+  builders_alive_->set(static_cast<double>(builder_ids_.size()));
+  const std::lock_guard lock(mutex_);
+  lost_builders_.clear();
+  rejoined_builders_.clear();
+  salvaged_.clear();
+  in_doubt_.assign(builder_ids_.size(), {});
+  lost_flags_.assign(builder_ids_.size(), false);
+  return ok();
+}
+
+void TsManager::release() {
+  for (auto& c : completions_) c.message.clear();
+  endpoint_ = nullptr;
+}
+
+TsManager::Entry* TsManager::entry(std::uint64_t index) {
+  if (index >= oldest_ && index < next_ && entries_[index % window_].state != State::aside) {
+    return &entries_[index % window_];
+  }
+  for (Entry& e : aside_) {
+    if (e.index == index) return &e;
+  }
+  return nullptr;
+}
+
+void TsManager::advance() {
+  while (oldest_ < next_ && (entries_[oldest_ % window_].state == State::done ||
+                             entries_[oldest_ % window_].state == State::aside)) {
+    ++oldest_;
+  }
+}
+
+void TsManager::publish_doubt() {
+  const std::lock_guard lock(mutex_);
+  for (auto& d : in_doubt_) d.clear();
+  for (const Entry& e : aside_) {
+    if (e.state == State::committed && !set_.alive(e.builder)) {
+      in_doubt_[e.builder].push_back(e.index);
+    }
+  }
+}
+
+int TsManager::reassign_target() const {
+  const int to = pick_builder();
+  if (to >= 0) return to;
+  for (std::size_t o = 0; o < builders_.size(); ++o) {
+    if (set_.alive(o)) return static_cast<int>(o);
+  }
+  return -1;
+}
+
+int TsManager::pick_builder() const {
+  int best = -1;
+  for (std::size_t b = 0; b < builders_.size(); ++b) {
+    const Builder& s = builders_[b];
+    if (!set_.alive(b) || s.outstanding >= builder_window_) continue;
+    // Room for one more timeslice's contributions, once the builder has said how much it has.
+    if (s.reported && s.free_buffers < min_free_ * (s.outstanding + 1)) continue;
+    if (best < 0) {
+      best = static_cast<int>(b);
+      continue;
+    }
+    const Builder& o = builders_[static_cast<std::size_t>(best)];
+    if (s.outstanding < o.outstanding ||
+        (s.outstanding == o.outstanding && s.free_buffers > o.free_buffers)) {
+      best = static_cast<int>(b);
+    }
+  }
+  return best;
+}
+
+void TsManager::assign(Entry& e, std::size_t builder) {
+  e.builder = builder;
+  e.epoch = set_.epoch(builder);
+  e.state = State::assigned;
+  ++builders_[builder].outstanding;
+  const wire::TsAssign a{e.index, builder_ids_[builder], e.epoch};
+  for (auto& q : unsent_) q.push_back(a);
+}
+
+bool TsManager::send_small(AppIndex peer, wire::MessageType type, std::uint64_t tag,
+                           std::span<const std::byte> bytes) {
+  core::Buffer b = control_pool_->acquire();
+  if (!b) return false;
+  std::copy(bytes.begin(), bytes.end(), b.data());
+  transport::Message m;
+  m.type = type;
+  m.tag = tag;
+  m.add(std::move(b), 0, static_cast<std::uint32_t>(bytes.size()));
+  const SendStatus s = endpoint_->post_send(peer, m);
+  m.clear();
+  return s == SendStatus::ok || s == SendStatus::closed;  // a gone peer needs nothing more
+}
+
+int TsManager::flush_assignments() {
+  int sent = 0;
+  for (std::size_t i = 0; i < inputs_.size(); ++i) {
+    auto& q = unsent_[i];
+    while (!q.empty()) {
+      std::array<std::byte, wire::kTsAssignSize> bytes{};
+      wire::encode(q.front(), bytes);
+      if (!send_small(inputs_[i], wire::MessageType::ts_assign, q.front().index, bytes)) break;
+      q.pop_front();
+      ++sent;
+    }
+  }
+  return sent;
+}
+
+void TsManager::fence(std::size_t b) {
+  wire::Fence f;
+  f.bu = builder_ids_[b];
+  f.epoch = set_.epoch(b);
+  std::array<std::byte, wire::kFenceSize> bytes{};
+  wire::encode(f, bytes);
+  (void)send_small(builder_ids_[b], wire::MessageType::fence, f.epoch, bytes);
+}
+
+void TsManager::lose(std::size_t b, const std::string& why) {
+  if (set_.lose(b)) on_lost(b, why);
+}
+
+void TsManager::on_lost(std::size_t b, const std::string& why) {
+  const std::string name = detail::peer_name(ids_, builder_ids_[b]);
+  std::size_t moved = 0;
+  std::size_t doubt = 0;
+  auto give_again = [&](Entry& e) {
+    --builders_[b].outstanding;
+    const int to = reassign_target();
+    if (to < 0) return;  // no builder left: the run fails below
+    assign(e, static_cast<std::size_t>(to));
+    reassigned_->add_single_writer();
+    ++moved;
+  };
+  for (std::uint64_t k = oldest_; k < next_; ++k) {
+    Entry& e = entries_[k % window_];
+    if (e.state == State::done || e.state == State::aside || e.builder != b) continue;
+    if (e.state == State::committed) {
+      // It may be written: the builder wakes and says so, or its files are salvaged. Aside, so
+      // that the window moves on meanwhile.
+      aside_.push_back(e);
+      e.state = State::aside;
+      ++doubt;
+      continue;
+    }
+    give_again(e);
+  }
+  for (Entry& e : aside_) {
+    if (e.builder != b) continue;
+    if (e.state == State::committed) {
+      ++doubt;
+    } else if (e.state == State::assigned) {
+      give_again(e);
+    }
+  }
+  advance();
+  {
+    const std::lock_guard lock(mutex_);
+    lost_builders_.push_back(name);
+    lost_flags_[b] = true;
+  }
+  publish_doubt();
+  builders_alive_->set(static_cast<double>(set_.alive_count()));
+  spdlog::warn("{}: builder '{}' lost ({}); {} timeslice(s) assigned again, {} in doubt", id(),
+               name, why, moved, doubt);
+  fence(b);
+  if (set_.alive_count() == 0 && !winding_down()) {
+    fail("every builder is lost (the last: '" + name + "', " + why + ")");
+  }
+}
+
+void TsManager::mark_done(Entry& e) {
+  if (e.state == State::done) return;
+  --builders_[e.builder].outstanding;
+  done_->add_single_writer();
+  if (&e >= aside_.data() && &e < aside_.data() + aside_.size()) {
+    aside_.erase(aside_.begin() + (&e - aside_.data()));
+    publish_doubt();
+    return;
+  }
+  e.state = State::done;
+  advance();
+}
+
+void TsManager::on_report(std::size_t b, const Completion& c, std::int64_t now) {
+  wire::TsReport r;
+  if (wire::decode(c.message.segments[0].bytes(), r) != wire::EvbStatus::ok) {
+    messages_malformed_->add_single_writer();
+    return;
+  }
+  if (!set_.alive(b)) {
+    if (set_.rejoin(b, r.epoch, now)) {
+      {
+        const std::lock_guard lock(mutex_);
+        rejoined_builders_.push_back(detail::peer_name(ids_, builder_ids_[b]));
+        lost_flags_[b] = false;
+      }
+      builders_alive_->set(static_cast<double>(set_.alive_count()));
+      spdlog::warn("{}: builder '{}' rejoined under epoch {}", id(),
+                   detail::peer_name(ids_, builder_ids_[b]), r.epoch);
+    } else {
+      fence(b);  // still under its old epoch: tell it again
+      return;
+    }
+  }
+  if (!set_.accepts(b, r.epoch)) return;
+  set_.heard_from(b, now);
+  builders_[b].free_buffers = r.free_buffers;
+  builders_[b].reported = true;
+}
+
+void TsManager::on_commit(std::size_t b, const Completion& c) {
+  wire::TsCommit q;
+  if (wire::decode(c.message.segments[0].bytes(), q) != wire::EvbStatus::ok ||
+      q.answer != wire::CommitAnswer::ask) {
+    messages_malformed_->add_single_writer();
+    return;
+  }
+  Entry* e = entry(q.index);
+  const bool granted = e != nullptr && e->builder == b && e->epoch == q.epoch &&
+                       e->state == State::assigned && set_.accepts(b, q.epoch);
+  if (granted) {
+    e->state = State::committed;
+    committed_->add_single_writer();
+  } else {
+    denied_->add_single_writer();
+  }
+  wire::TsCommit a = q;
+  a.answer = granted ? wire::CommitAnswer::granted : wire::CommitAnswer::denied;
+  std::array<std::byte, wire::kTsCommitSize> bytes{};
+  wire::encode(a, bytes);
+  (void)send_small(builder_ids_[b], wire::MessageType::ts_commit, q.index, bytes);
+}
+
+void TsManager::on_done(std::size_t b, const Completion& c) {
+  wire::TsDone d;
+  if (wire::decode(c.message.segments[0].bytes(), d) != wire::EvbStatus::ok) {
+    messages_malformed_->add_single_writer();
+    return;
+  }
+  Entry* e = entry(d.index);
+  // Done counts from the builder it was granted to, whatever its epoch now: a fenced builder
+  // still writes what it was allowed to.
+  if (e == nullptr || e->builder != b || e->state != State::committed) return;
+  mark_done(*e);
+}
+
+void TsManager::apply_salvage() {
+  std::vector<Salvaged> work;
+  {
+    const std::lock_guard lock(mutex_);
+    work.swap(salvaged_);
+  }
+  for (const Salvaged& s : work) {
+    if (set_.alive(s.builder)) continue;  // it came back and reports for itself
+    std::size_t written = 0;
+    std::size_t again = 0;
+    for (std::size_t i = 0; i < aside_.size();) {
+      Entry& e = aside_[i];
+      if (e.builder != s.builder || e.state != State::committed) {
+        ++i;
+        continue;
+      }
+      const std::uint64_t k = e.index;
+      if (std::find(s.written.begin(), s.written.end(), k) != s.written.end()) {
+        // On disk: done, and the inputs may drop it.
+        mark_done(e);  // erases it from aside_
+        salvaged_written_->add_single_writer();
+        wire::TsAck a{k, wire::TsAckStatus::complete, 0};
+        std::array<std::byte, wire::kTsAckSize> bytes{};
+        wire::encode(a, bytes);
+        for (const AppIndex in : inputs_) {
+          (void)send_small(in, wire::MessageType::ts_ack, k, bytes);
+        }
+        ++written;
+        continue;
+      }
+      --builders_[e.builder].outstanding;
+      const int to = reassign_target();
+      if (to >= 0) {
+        assign(e, static_cast<std::size_t>(to));
+        reassigned_->add_single_writer();
+        ++again;
+      }
+      ++i;
+    }
+    publish_doubt();
+    spdlog::warn("{}: builder '{}' salvaged: {} timeslice(s) on its disk, {} built again", id(),
+                 detail::peer_name(ids_, builder_ids_[s.builder]), written, again);
+  }
+}
+
+void TsManager::on_completion(Completion& c, std::int64_t now) {
+  const auto it = std::find(builder_ids_.begin(), builder_ids_.end(), c.peer);
+  const bool from_builder = it != builder_ids_.end();
+  const auto b = static_cast<std::size_t>(it - builder_ids_.begin());
+  switch (c.kind) {
+    case Completion::Kind::recv:
+      if (!from_builder || c.message.segment_count != 1) {
+        messages_malformed_->add_single_writer();
+      } else if (c.message.type == wire::MessageType::ts_report) {
+        on_report(b, c, now);
+      } else if (c.message.type == wire::MessageType::ts_commit) {
+        on_commit(b, c);
+      } else if (c.message.type == wire::MessageType::ts_done) {
+        on_done(b, c);
+      } else {
+        messages_malformed_->add_single_writer();
+      }
+      break;
+    case Completion::Kind::send_done:
+      break;
+    case Completion::Kind::peer_closed:
+    case Completion::Kind::error:
+      if (from_builder && !(c.kind == Completion::Kind::peer_closed && winding_down())) {
+        lose(b, c.kind == Completion::Kind::error ? "connection failed: " + std::string(c.reason)
+                                                  : std::string("closed its connection"));
+      }
+      break;
+  }
+  c.message.clear();
+}
+
+int TsManager::do_work() {
+  const std::int64_t now = clock_->now_ns();
+  int work = 0;
+  for (int round = 0; round < kPollRounds; ++round) {
+    const std::size_t n = endpoint_->poll(completions_);
+    for (std::size_t i = 0; i < n; ++i) on_completion(completions_[i], now);
+    work += static_cast<int>(n);
+    if (n < completions_.size()) break;
+  }
+  if (failed()) return work;
+  apply_salvage();
+  if (!watching_ && producing()) {
+    set_.start_watch(now);
+    watching_ = true;
+  }
+  if (watching_ && now >= next_check_ns_) {
+    lost_now_.clear();
+    set_.check(now, lost_now_);
+    for (const std::size_t b : lost_now_) {
+      on_lost(b,
+              "silent for more than " + std::to_string(heartbeat_timeout_ns_ / 1'000'000) + " ms");
+    }
+    next_check_ns_ = now + std::min(kCheckPeriodNs, heartbeat_timeout_ns_ / 4);
+  }
+  // Assign ahead while the window and the builders have room; only while producing (a halted run
+  // assigns nothing new, but finishes what it has).
+  while (producing() && next_ < limit_ && next_ - oldest_ < window_) {
+    const int b = pick_builder();
+    if (b < 0) break;
+    Entry& e = entries_[next_ % window_];
+    e.index = next_++;
+    assign(e, static_cast<std::size_t>(b));
+    assigned_->add_single_writer();
+    ++work;
+  }
+  if (halting() && !end_sent_) {
+    // The run ends before timeslice next_: the inputs make every timeslice up to it (they are
+    // halted after this manager) and drop what they made beyond.
+    const wire::TsAssign end{next_, wire::kNoApplication, 0};
+    for (auto& q : unsent_) q.push_back(end);
+    end_sent_ = true;
+    spdlog::info("{}: the run ends before timeslice {}", id(), next_);
+  }
+  work += flush_assignments();
+  in_flight_->set(static_cast<double>(next_ - oldest_ + aside_.size()));
+  const bool all_sent =
+      std::all_of(unsent_.begin(), unsent_.end(), [](const auto& q) { return q.empty(); });
+  if (halting() && end_sent_ && all_sent && oldest_ == next_ && aside_.empty() &&
+      !drained_.load(std::memory_order_relaxed)) {
+    drained_.store(true, std::memory_order_release);
+  }
+  return work;
+}
+
+void TsManager::wait_for_work(std::chrono::microseconds timeout) {
+  endpoint_->wait(std::min(timeout, std::chrono::microseconds(2000)));
+}
+
+bool TsManager::drained() const {
+  return drained_.load(std::memory_order_acquire) || failed();
+}
+
+nlohmann::json TsManager::results() const {
+  if (assigned_ == nullptr) return nlohmann::json::object();
+  nlohmann::json r = {
+      {"timeslices_assigned", assigned_->value()},
+      {"timeslices_reassigned", reassigned_->value()},
+      {"commits_granted", committed_->value()},
+      {"commits_denied", denied_->value()},
+      {"timeslices_done", done_->value()},
+      {"timeslices_salvaged", salvaged_written_->value()},
+      {"messages_malformed", messages_malformed_->value()},
+      {"timeslices_in_flight", static_cast<std::uint64_t>(in_flight_->value())},
+  };
+  const std::lock_guard lock(mutex_);
+  r["lost_builders"] = lost_builders_;
+  r["rejoined_builders"] = rejoined_builders_;
+  std::uint64_t doubt = 0;
+  for (const auto& d : in_doubt_) doubt += d.size();
+  r["timeslices_in_doubt"] = doubt;
+  return r;
+}
+
+Result<nlohmann::json> TsManager::action(std::string_view name, const nlohmann::json& args) {
+  auto position = [&](const nlohmann::json& a) -> Result<std::size_t> {
+    const std::string builder = a.value("builder", std::string());
+    for (std::size_t b = 0; b < builder_ids_.size(); ++b) {
+      if (detail::peer_name(ids_, builder_ids_[b]) == builder) return b;
+    }
+    return Error("no builder '" + builder + "' of manager '" + id() + "'");
+  };
+  if (name == "in_doubt") {
+    // The timeslices a lost builder was allowed to write and did not report written; `lost` is
+    // false while the manager has not declared it lost yet.
+    auto b = position(args);
+    if (!b) return b.error();
+    const std::lock_guard lock(mutex_);
+    return nlohmann::json{{"lost", lost_flags_[*b]}, {"timeslices", in_doubt_[*b]}};
+  }
+  if (name == "salvaged") {
+    auto b = position(args);
+    if (!b) return b.error();
+    Salvaged s;
+    s.builder = *b;
+    for (const auto& k : args.value("written", nlohmann::json::array())) {
+      if (!k.is_number_unsigned()) return Error("salvaged: 'written' lists timeslice numbers");
+      s.written.push_back(k.get<std::uint64_t>());
+    }
+    const std::lock_guard lock(mutex_);
+    salvaged_.push_back(std::move(s));
+    return nlohmann::json{{"accepted", true}};
+  }
+  return Application::action(name, args);
+}
+
+runtime::AppType ts_manager_type() {
+  using runtime::ParamSpec;
+  runtime::AppType t;
+  t.name = "ts_manager";
+  t.help =
+      "Time-slice manager: assigns each timeslice to the builder with the fewest in flight and "
+      "room, grants each write once, and gives a lost builder's timeslices to the others.";
+  // Enabled after the builders and the inputs, halted first: it then tells the inputs where the
+  // run ends and drains while they make and send every timeslice up to there.
+  t.enable_rank = 5;
+  t.peer_params = {"builders", "inputs"};
+  t.params = {
+      ParamSpec::app_ref_list("builders", "the ts_builders it assigns to"),
+      ParamSpec::app_ref_list("inputs", "the ts_inputs it tells"),
+      ParamSpec::integer("window", "timeslices assigned and not yet written, at most")
+          .default_value(64)
+          .range(1, 65536),
+      ParamSpec::integer("builder_window", "timeslices in flight at one builder, at most")
+          .default_value(4)
+          .range(1, 4096),
+      ParamSpec::integer("heartbeat_timeout_ms", "a builder silent this long is lost")
+          .default_value(2000)
+          .range(10, 600000),
+  };
+  t.make = [] { return std::make_unique<TsManager>(); };
+  return t;
+}
+
+}  // namespace daqflow::apps::timeslice
