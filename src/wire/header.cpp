@@ -32,6 +32,9 @@ bool is_known(MessageType type) {
     case MessageType::ts_report:
     case MessageType::ts_commit:
     case MessageType::ts_done:
+    case MessageType::clock_probe:
+    case MessageType::clock_reply:
+    case MessageType::clock_correction:
       return true;
   }
   return false;
@@ -89,6 +92,12 @@ std::string_view to_string(MessageType type) {
       return "ts_commit";
     case MessageType::ts_done:
       return "ts_done";
+    case MessageType::clock_probe:
+      return "clock_probe";
+    case MessageType::clock_reply:
+      return "clock_reply";
+    case MessageType::clock_correction:
+      return "clock_correction";
   }
   return "unknown";
 }

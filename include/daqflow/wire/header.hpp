@@ -30,33 +30,36 @@ inline constexpr std::size_t kHeaderSize = 40;
 inline constexpr std::uint32_t kNoApplication = 0xffffffff;
 
 enum class MessageType : std::uint8_t {
-  hello = 1,             // connection set-up: announces the sender's application index
-  bye = 2,               // orderly close: the peer will send nothing more
-  data = 3,              // application data (stream benchmark, generic)
-  ping = 4,              // round-trip benchmark request
-  pong = 5,              // round-trip benchmark reply
-  event_request = 16,    // BU -> EVM
-  assign = 17,           // EVM -> RU
-  block = 18,            // RU -> BU: super-fragments of one block
-  block_ack = 19,        // BU -> EVM: a block is written
-  heartbeat = 20,        // liveness between event-builder applications
-  release = 21,          // EVM -> RU: every block below an id is closed
-  commit_request = 22,   // BU -> EVM: a block is built; may it be written?
-  commit = 23,           // EVM -> BU: the answer (granted or fenced)
-  fence = 24,            // EVM -> BU: you were declared lost; drop what you hold, rejoin
-  rejoin = 25,           // BU -> EVM: fenced, back under a new epoch
-  hold = 26,             // EVM -> RU: keep a block in doubt past the releases, or free it
-  farm_event = 27,       // SFC -> worker: one event to process
-  decision = 28,         // worker -> SFC: a token, with the decision on its last event
-  farm_credit = 29,      // SFC -> BU: events taken over so far (the BU's farm output)
-  ts_contribution = 30,  // time-slice input -> builder: its microslices of one timeslice
-  ts_ack = 31,           // time-slice builder -> input: a timeslice is done, release it
-  ts_assign = 32,        // ts_manager -> input: which builder gets a timeslice
-  ts_report = 33,        // ts_builder -> ts_manager: load and liveness
-  ts_commit = 34,        // ts_builder <-> ts_manager: may a timeslice be written? the answer
-  ts_done = 35,          // ts_builder -> ts_manager: a timeslice is written
+  hello = 1,              // connection set-up: announces the sender's application index
+  bye = 2,                // orderly close: the peer will send nothing more
+  data = 3,               // application data (stream benchmark, generic)
+  ping = 4,               // round-trip benchmark request
+  pong = 5,               // round-trip benchmark reply
+  event_request = 16,     // BU -> EVM
+  assign = 17,            // EVM -> RU
+  block = 18,             // RU -> BU: super-fragments of one block
+  block_ack = 19,         // BU -> EVM: a block is written
+  heartbeat = 20,         // liveness between event-builder applications
+  release = 21,           // EVM -> RU: every block below an id is closed
+  commit_request = 22,    // BU -> EVM: a block is built; may it be written?
+  commit = 23,            // EVM -> BU: the answer (granted or fenced)
+  fence = 24,             // EVM -> BU: you were declared lost; drop what you hold, rejoin
+  rejoin = 25,            // BU -> EVM: fenced, back under a new epoch
+  hold = 26,              // EVM -> RU: keep a block in doubt past the releases, or free it
+  farm_event = 27,        // SFC -> worker: one event to process
+  decision = 28,          // worker -> SFC: a token, with the decision on its last event
+  farm_credit = 29,       // SFC -> BU: events taken over so far (the BU's farm output)
+  ts_contribution = 30,   // time-slice input -> builder: its microslices of one timeslice
+  ts_ack = 31,            // time-slice builder -> input: a timeslice is done, release it
+  ts_assign = 32,         // ts_manager -> input: which builder gets a timeslice
+  ts_report = 33,         // ts_builder -> ts_manager: load and liveness
+  ts_commit = 34,         // ts_builder <-> ts_manager: may a timeslice be written? the answer
+  ts_done = 35,           // ts_builder -> ts_manager: a timeslice is written
+  clock_probe = 36,       // clock master -> node: a round trip's first leg
+  clock_reply = 37,       // node -> clock master: its receive and send times
+  clock_correction = 38,  // clock master -> node: shift and scale of its clock
 };
-inline constexpr std::uint8_t kMaxMessageType = 35;
+inline constexpr std::uint8_t kMaxMessageType = 38;
 
 [[nodiscard]] bool is_known(MessageType type);
 [[nodiscard]] std::string_view to_string(MessageType type);

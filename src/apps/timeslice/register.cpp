@@ -1,7 +1,9 @@
-// The time-slice building application types: ts_input, ts_builder (docs/timeslices.md).
+// The time-slice building application types (docs/timeslices.md): ts_input, ts_builder,
+// ts_manager, and the clock synchronisation's clock_master and clock_client.
 
 #include "daqflow/apps/timeslice/register.hpp"
 
+#include "apps/clock/clock_apps.hpp"
 #include "ts_builder_app.hpp"
 #include "ts_input_app.hpp"
 #include "ts_manager_app.hpp"
@@ -12,6 +14,8 @@ void register_timeslice_apps(runtime::AppRegistry& registry) {
   registry.add(ts_input_type());
   registry.add(ts_builder_type());
   registry.add(ts_manager_type());
+  registry.add(clock::clock_master_type());
+  registry.add(clock::clock_client_type());
 }
 
 }  // namespace daqflow::apps::timeslice

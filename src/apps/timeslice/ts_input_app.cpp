@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "daqflow/core/synced_clock.hpp"
 #include "daqflow/wire/crc32c.hpp"
 #include "daqflow/wire/endian.hpp"
 
@@ -340,7 +341,10 @@ int TsInput::send(std::int64_t now) {
   }
   // Scheduled: slot s of the run's clock goes to builder (position + s) mod N; one contribution
   // per slot, the oldest one for that builder.
-  const std::int64_t slot = now / slot_ns_;
+  // Slots are aligned on the synchronised clock (a clock_client in this context corrects it), so
+  // that the inputs of different hosts agree on whose turn it is.
+  const std::int64_t slot = core::synced_clock().now_ns() / slot_ns_;
+  (void)now;
   if (slot == last_slot_) return 0;
   const std::size_t target =
       static_cast<std::size_t>((position_ + static_cast<std::uint64_t>(slot)) % builders_.size());

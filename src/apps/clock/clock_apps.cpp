@@ -1,0 +1,397 @@
+#include "clock_apps.hpp"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <cmath>
+#include <nlohmann/json.hpp>
+
+#include "daqflow/core/synced_clock.hpp"
+#include "daqflow/wire/clock.hpp"
+
+namespace daqflow::apps::clock {
+
+using transport::AppIndex;
+using transport::Completion;
+using transport::SendStatus;
+
+namespace {
+
+constexpr std::size_t kBufferSize = 64;
+
+bool post(transport::Endpoint& endpoint, core::BufferPool& pool, AppIndex peer,
+          wire::MessageType type, std::span<const std::byte> bytes) {
+  core::Buffer b = pool.acquire();
+  if (!b) return false;
+  std::copy(bytes.begin(), bytes.end(), b.data());
+  transport::Message m;
+  m.type = type;
+  m.add(std::move(b), 0, static_cast<std::uint32_t>(bytes.size()));
+  const SendStatus s = endpoint.post_send(peer, m);
+  m.clear();
+  return s == SendStatus::ok;
+}
+
+}  // namespace
+
+ClockMaster::~ClockMaster() {
+  release();
+  for (auto& c : completions_) c.message.clear();
+  core::retire_pool(pool_, core::BusyPool::leak, id());
+}
+
+Result<void> ClockMaster::configure(runtime::AppContext& ctx) {
+  release();
+  core::retire_pool(pool_, core::BusyPool::leak, id());
+  runtime::ParamReader p = ctx.param_reader();
+  const auto names = p.get<std::vector<std::string>>("nodes");
+  interval_ns_ = p.get<std::int64_t>("interval_ms") * 1'000'000;
+  probes_ = p.get<std::uint32_t>("probes");
+  const auto window = p.get<std::uint32_t>("window");
+  if (auto r = p.status(); !r) return r;
+  auto indexes = ctx.indexes_of("nodes", names);
+  if (!indexes) return indexes.error();
+  nodes_ = *indexes;
+  for (std::size_t i = 0; i < nodes_.size(); ++i) {
+    const auto& app = ctx.cluster().applications[nodes_[i]];
+    if (app.type != "clock_client" || app.params.value("master", std::string()) != id()) {
+      return p.error("nodes", "'" + names[i] + "' is no clock_client with master: " + id());
+    }
+  }
+  ids_ = detail::application_ids(ctx.cluster());
+  transport::EndpointOptions options = ctx.endpoint_options();
+  options.max_message_size = 4096;
+  auto endpoint = ctx.endpoint(&options);
+  if (!endpoint) return endpoint.error().context("application '" + id() + "': endpoint");
+  endpoint_ = *endpoint;
+  for (const AppIndex n : nodes_) {
+    if (auto r = endpoint_->connect(n); !r) return r.error().context("application '" + id() + "'");
+  }
+  auto pool = endpoint_->make_send_pool(id() + ".probes", kBufferSize, 4 * nodes_.size() + 16);
+  if (!pool) return pool.error().context("application '" + id() + "'");
+  pool_ = std::move(*pool);
+  nodes_state_.clear();
+  for (std::size_t i = 0; i < nodes_.size(); ++i) {
+    Node& n = nodes_state_.emplace_back();
+    n.estimator = ClockEstimator(window);
+  }
+  round_ = 0;
+  step_ = 0;
+  next_round_ns_ = 0;
+  runtime::MetricsRegistry& m = ctx.metrics();
+  worst_precision_ =
+      &m.gauge("clock_precision_ns", "the worst node's estimated clock precision, ns");
+  rounds_ = &m.counter("clock_rounds", "rounds of round trips done (all nodes)");
+  messages_malformed_ = &m.counter("messages_malformed", "malformed messages dropped");
+  const std::lock_guard lock(mutex_);
+  published_.assign(nodes_.size(), ClockEstimate{});
+  return ok();
+}
+
+void ClockMaster::release() {
+  for (auto& c : completions_) c.message.clear();
+  endpoint_ = nullptr;
+}
+
+bool ClockMaster::send(AppIndex peer, wire::MessageType type, std::span<const std::byte> bytes) {
+  return post(*endpoint_, *pool_, peer, type, bytes);
+}
+
+void ClockMaster::send_probe(std::size_t n, std::int64_t now) {
+  Node& s = nodes_state_[n];
+  wire::ClockProbe p{round_, s.probe, 0};
+  // The send time is taken as late as can be: the message leaves in the poll() right after.
+  p.t1 = core::synced_clock().local_ns();
+  std::array<std::byte, wire::kClockProbeSize> bytes{};
+  wire::encode(p, bytes);
+  if (!send(nodes_[n], wire::MessageType::clock_probe, bytes)) return;
+  s.waiting = true;
+  s.sent_ns = now;
+  (void)endpoint_->poll(std::span<Completion>(completions_.data(), 0));
+}
+
+bool ClockMaster::step_waiting(std::int64_t now) const {
+  const Node& s = nodes_state_[step_ % nodes_.size()];
+  return s.waiting && now - s.sent_ns > 1'000'000;
+}
+
+void ClockMaster::next_step(std::int64_t now) {
+  // Probes go one at a time, to the nodes in turn (probe 0 of every node, then probe 1...):
+  // round trips to two nodes at once would delay each other, and each node sees the same
+  // conditions.
+  ++step_;
+  if (step_ >= total_steps()) {
+    finish_all();
+    return;
+  }
+  Node& s = nodes_state_[step_ % nodes_.size()];
+  s.probe = static_cast<std::uint32_t>(step_ / nodes_.size());
+  send_probe(step_ % nodes_.size(), now);
+}
+
+void ClockMaster::finish_all() {
+  for (std::size_t n = 0; n < nodes_.size(); ++n) finish_round(n);
+  step_ = total_steps();
+}
+
+void ClockMaster::finish_round(std::size_t n) {
+  Node& s = nodes_state_[n];
+  if (s.has_best) {
+    s.estimator.add_round(s.best);
+    ++s.rounds;
+    rounds_->add_single_writer();
+    if (const auto e = s.estimator.estimate()) {
+      wire::ClockCorrectionMsg c;
+      c.round = s.rounds;
+      c.shift_ns = e->correction.shift_ns;
+      c.scale = e->correction.scale;
+      c.precision_ns = e->precision_ns;
+      c.drift_ppm = e->drift_ppm;
+      std::array<std::byte, wire::kClockCorrectionSize> bytes{};
+      wire::encode(c, bytes);
+      (void)send(nodes_[n], wire::MessageType::clock_correction, bytes);
+      const std::lock_guard lock(mutex_);
+      published_[n] = *e;
+      double worst = 0;
+      for (const auto& p : published_) worst = std::max(worst, p.precision_ns);
+      worst_precision_->set(worst);
+    }
+  }
+  s.has_best = false;
+  s.waiting = false;
+}
+
+void ClockMaster::on_completion(Completion& c, std::int64_t now) {
+  if (c.kind == Completion::Kind::recv && c.message.type == wire::MessageType::clock_reply) {
+    const std::int64_t t4 = core::synced_clock().local_ns();
+    const auto it = std::find(nodes_.begin(), nodes_.end(), c.peer);
+    wire::ClockReply r;
+    if (it == nodes_.end() || c.message.segment_count != 1 ||
+        wire::decode(c.message.segments[0].bytes(), r) != wire::EvbStatus::ok) {
+      messages_malformed_->add_single_writer();
+    } else {
+      const auto n = static_cast<std::size_t>(it - nodes_.begin());
+      Node& s = nodes_state_[n];
+      if (r.round == round_ && s.waiting && r.probe == s.probe) {
+        const RoundTrip trip{r.t1, r.t2, r.t3, t4};
+        if (trip.delay_ns() >= 0 && (!s.has_best || trip.delay_ns() < s.best.delay_ns())) {
+          s.best = trip;
+          s.has_best = true;
+        }
+        ++s.replies;
+        s.waiting = false;
+        next_step(now);
+      }
+    }
+  } else if (c.kind == Completion::Kind::error || c.kind == Completion::Kind::peer_closed) {
+    if (!winding_down()) {
+      spdlog::warn("{}: node '{}' gone: {}", id(), detail::peer_name(ids_, c.peer),
+                   c.kind == Completion::Kind::error ? c.reason : "closed");
+    }
+  }
+  c.message.clear();
+}
+
+int ClockMaster::do_work() {
+  const std::int64_t now = core::monotonic_ns();
+  int work = 0;
+  const std::size_t got = endpoint_->poll(completions_);
+  for (std::size_t i = 0; i < got; ++i) on_completion(completions_[i], now);
+  work += static_cast<int>(got);
+  if (!producing() && !halting()) return work;
+  // A node that does not answer within a millisecond loses that probe: the next step goes.
+  if (step_ < total_steps() && step_waiting(now)) {
+    nodes_state_[step_ % nodes_.size()].waiting = false;
+    next_step(now);
+  }
+  if (now >= next_round_ns_ && !nodes_.empty()) {
+    if (step_ < total_steps()) finish_all();  // the last round's stragglers are lost
+    ++round_;
+    step_ = 0;
+    for (Node& s : nodes_state_) s.probe = 0;
+    send_probe(0, now);
+    next_round_ns_ = now + interval_ns_;
+    ++work;
+  }
+  return work;
+}
+
+void ClockMaster::wait_for_work(std::chrono::microseconds timeout) {
+  // Replies are awaited by polling: a round trip must not include a wake-up's latency.
+  bool waiting = false;
+  for (const Node& s : nodes_state_) waiting = waiting || s.waiting;
+  if (waiting) return;
+  endpoint_->wait(std::min(timeout, std::chrono::microseconds(1000)));
+}
+
+nlohmann::json ClockMaster::results() const {
+  if (rounds_ == nullptr) return nlohmann::json::object();
+  nlohmann::json nodes = nlohmann::json::object();
+  const std::lock_guard lock(mutex_);
+  double worst = 0;
+  for (std::size_t n = 0; n < nodes_.size() && n < published_.size(); ++n) {
+    const ClockEstimate& e = published_[n];
+    nodes[detail::peer_name(ids_, nodes_[n])] = {{"offset_ns", e.offset_ns},
+                                                 {"drift_ppm", e.drift_ppm},
+                                                 {"drift_precision_ppm", e.drift_precision_ppm},
+                                                 {"precision_ns", e.precision_ns},
+                                                 {"min_delay_ns", e.min_delay_ns},
+                                                 {"rounds", e.rounds}};
+    worst = std::max(worst, e.precision_ns);
+  }
+  return {{"nodes", nodes}, {"clock_precision_ns", worst}, {"rounds", rounds_->value()}};
+}
+
+ClockClient::~ClockClient() {
+  release();
+  for (auto& c : completions_) c.message.clear();
+  core::retire_pool(pool_, core::BusyPool::leak, id());
+}
+
+Result<void> ClockClient::configure(runtime::AppContext& ctx) {
+  release();
+  core::retire_pool(pool_, core::BusyPool::leak, id());
+  runtime::ParamReader p = ctx.param_reader();
+  const auto master = p.get<std::string>("master");
+  const auto offset_us = p.get<double>("inject_offset_us");
+  const auto drift_ppm = p.get<double>("inject_drift_ppm");
+  if (auto r = p.status(); !r) return r;
+  auto m = ctx.index_of(master);
+  if (!m) return p.error("master", m.error().message());
+  master_ = *m;
+  if (offset_us != 0 || drift_ppm != 0) {
+    core::synced_clock().inject(std::llround(offset_us * 1000), drift_ppm);
+    spdlog::info("{}: this process's local clock runs {} us ahead, {} ppm fast (injected)", id(),
+                 offset_us, drift_ppm);
+  }
+  transport::EndpointOptions options = ctx.endpoint_options();
+  options.max_message_size = 4096;
+  auto endpoint = ctx.endpoint(&options);
+  if (!endpoint) return endpoint.error().context("application '" + id() + "': endpoint");
+  endpoint_ = *endpoint;
+  if (auto r = endpoint_->connect(master_); !r) {
+    return r.error().context("application '" + id() + "'");
+  }
+  auto pool = endpoint_->make_send_pool(id() + ".replies", kBufferSize, 32);
+  if (!pool) return pool.error().context("application '" + id() + "'");
+  pool_ = std::move(*pool);
+  runtime::MetricsRegistry& reg = ctx.metrics();
+  probes_ = &reg.counter("clock_probes", "round trips answered");
+  corrections_ = &reg.counter("clock_corrections", "corrections applied");
+  messages_malformed_ = &reg.counter("messages_malformed", "malformed messages dropped");
+  return ok();
+}
+
+void ClockClient::release() {
+  for (auto& c : completions_) c.message.clear();
+  endpoint_ = nullptr;
+}
+
+void ClockClient::on_completion(Completion& c) {
+  if (c.kind != Completion::Kind::recv || c.peer != master_) {
+    c.message.clear();
+    return;
+  }
+  if (c.message.type == wire::MessageType::clock_probe) {
+    const std::int64_t t2 = core::synced_clock().local_ns();
+    wire::ClockProbe p;
+    if (c.message.segment_count != 1 ||
+        wire::decode(c.message.segments[0].bytes(), p) != wire::EvbStatus::ok) {
+      messages_malformed_->add_single_writer();
+    } else {
+      wire::ClockReply r{p.round, p.probe, p.t1, t2, 0};
+      r.t3 = core::synced_clock().local_ns();
+      std::array<std::byte, wire::kClockReplySize> bytes{};
+      wire::encode(r, bytes);
+      if (post(*endpoint_, *pool_, master_, wire::MessageType::clock_reply, bytes)) {
+        (void)endpoint_->poll(std::span<Completion>(completions_.data(), 0));
+        probes_->add_single_writer();
+      }
+    }
+  } else if (c.message.type == wire::MessageType::clock_correction) {
+    wire::ClockCorrectionMsg m;
+    if (c.message.segment_count != 1 ||
+        wire::decode(c.message.segments[0].bytes(), m) != wire::EvbStatus::ok) {
+      messages_malformed_->add_single_writer();
+    } else {
+      core::synced_clock().set_correction({m.shift_ns, m.scale, m.precision_ns, m.round});
+      drift_ppm_.store(m.drift_ppm, std::memory_order_relaxed);
+      corrections_->add_single_writer();
+    }
+  } else {
+    messages_malformed_->add_single_writer();
+  }
+  c.message.clear();
+}
+
+int ClockClient::do_work() {
+  const std::size_t got = endpoint_->poll(completions_);
+  for (std::size_t i = 0; i < got; ++i) on_completion(completions_[i]);
+  return static_cast<int>(got);
+}
+
+nlohmann::json ClockClient::results() const {
+  if (probes_ == nullptr) return nlohmann::json::object();
+  const core::ClockCorrection c = core::synced_clock().correction();
+  const core::SyncedClock& clock = core::synced_clock();
+  // The corrected clock's true error, where the master's clock is this host's monotonic clock
+  // (master and node on one host): corrected minus monotonic, read back to back.
+  const std::int64_t before = core::monotonic_ns();
+  const std::int64_t local = clock.local_ns();
+  const std::int64_t after = core::monotonic_ns();
+  const std::int64_t mono = before + (after - before) / 2;
+  return {{"probes", probes_->value()},
+          {"corrections", corrections_->value()},
+          {"shift_ns", c.shift_ns},
+          {"scale", c.scale},
+          {"drift_ppm", drift_ppm_.load(std::memory_order_relaxed)},
+          {"precision_ns", c.precision_ns},
+          {"local_minus_monotonic_ns", local - mono},
+          {"error_ns", clock.correct(local) - mono}};
+}
+
+runtime::AppType clock_master_type() {
+  using runtime::ParamSpec;
+  runtime::AppType t;
+  t.name = "clock_master";
+  t.help =
+      "Clock master: measures each node's clock offset and drift by round trips, sends each its "
+      "correction (shift, scale) and reports the precision per node.";
+  t.enable_rank = -20;
+  t.peer_params = {"nodes"};
+  t.params = {
+      ParamSpec::app_ref_list("nodes", "the clock_clients it synchronises"),
+      ParamSpec::integer("interval_ms", "time between rounds").default_value(200).range(1, 3600000),
+      ParamSpec::integer("probes", "round trips per round; the lowest-delay one counts")
+          .default_value(8)
+          .range(1, 1000),
+      ParamSpec::integer("window", "rounds the offset and drift are fitted over")
+          .default_value(50)
+          .range(2, 100000),
+  };
+  t.make = [] { return std::make_unique<ClockMaster>(); };
+  return t;
+}
+
+runtime::AppType clock_client_type() {
+  using runtime::ParamSpec;
+  runtime::AppType t;
+  t.name = "clock_client";
+  t.help =
+      "Clock client: answers its master's round trips and corrects this process's clock, which "
+      "every application of the context reads.";
+  t.enable_rank = -20;
+  t.peer_params = {"master"};
+  t.params = {
+      ParamSpec::app_ref("master", "the clock_master"),
+      ParamSpec::number("inject_offset_us", "tests: run this process's local clock ahead by this")
+          .default_value(0),
+      ParamSpec::number("inject_drift_ppm", "tests: and this much fast (ppm)")
+          .default_value(0)
+          .range(-10000, 10000),
+  };
+  t.make = [] { return std::make_unique<ClockClient>(); };
+  return t;
+}
+
+}  // namespace daqflow::apps::clock

@@ -1,0 +1,100 @@
+#pragma once
+// Clock synchronisation by round trips (docs/timeslices.md; seed 001): `clock_master` measures
+// each node's clock against its own every `interval_ms` (a round of `probes` round trips, one
+// after the other, keeping the one of lowest delay), fits offset and drift over a window of
+// rounds (ClockEstimator), sends each node its correction (shift and scale) and reports the
+// estimated precision per node. `clock_client` answers the probes with its local clock and
+// applies the corrections to the process's clock (core::synced_clock()), which every application
+// of its context reads; it may distort its local clock by a known offset and drift (tests).
+//
+// Threading: as every application; the agent thread owns the rounds.
+
+#include <array>
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "apps/app_support.hpp"
+#include "clock_estimator.hpp"
+#include "daqflow/runtime/application.hpp"
+
+namespace daqflow::apps::clock {
+
+class ClockMaster final : public runtime::Application {
+ public:
+  ~ClockMaster() override;
+  Result<void> configure(runtime::AppContext& ctx) override;
+  void release() override;
+  [[nodiscard]] int do_work() override;
+  void wait_for_work(std::chrono::microseconds timeout) override;
+  [[nodiscard]] nlohmann::json results() const override;
+
+ private:
+  struct Node {
+    ClockEstimator estimator;
+    std::uint32_t probe = 0;   // next probe of the round
+    bool waiting = false;      // a probe is out
+    std::int64_t sent_ns = 0;  // when it went out (master clock)
+    RoundTrip best;
+    bool has_best = false;
+    std::uint64_t rounds = 0;
+    std::uint64_t replies = 0;
+  };
+
+  bool send(transport::AppIndex peer, wire::MessageType type, std::span<const std::byte> bytes);
+  void send_probe(std::size_t n, std::int64_t now);
+  void finish_round(std::size_t n);
+  void finish_all();
+  void next_step(std::int64_t now);
+  [[nodiscard]] bool step_waiting(std::int64_t now) const;
+  [[nodiscard]] std::size_t total_steps() const { return nodes_.size() * probes_; }
+  void on_completion(transport::Completion& c, std::int64_t now);
+
+  std::vector<transport::AppIndex> nodes_;
+  std::int64_t interval_ns_ = 0;
+  std::uint32_t probes_ = 0;
+  std::vector<std::string> ids_;
+
+  transport::Endpoint* endpoint_ = nullptr;
+  std::unique_ptr<core::BufferPool> pool_;
+  std::vector<Node> nodes_state_;
+  std::uint32_t round_ = 0;
+  std::size_t step_ = 0;  // of the round: node step % N, probe step / N
+  std::int64_t next_round_ns_ = 0;
+  std::array<transport::Completion, detail::kPollBatch> completions_{};
+
+  runtime::Gauge* worst_precision_ = nullptr;
+  runtime::Counter* rounds_ = nullptr;
+  runtime::Counter* messages_malformed_ = nullptr;
+  mutable std::mutex mutex_;
+  std::vector<ClockEstimate> published_;  // per node, the last estimate
+};
+
+class ClockClient final : public runtime::Application {
+ public:
+  ~ClockClient() override;
+  Result<void> configure(runtime::AppContext& ctx) override;
+  void release() override;
+  [[nodiscard]] int do_work() override;
+  [[nodiscard]] nlohmann::json results() const override;
+
+ private:
+  void on_completion(transport::Completion& c);
+
+  transport::AppIndex master_ = 0;
+  transport::Endpoint* endpoint_ = nullptr;
+  std::unique_ptr<core::BufferPool> pool_;
+  std::array<transport::Completion, detail::kPollBatch> completions_{};
+  runtime::Counter* probes_ = nullptr;
+  runtime::Counter* corrections_ = nullptr;
+  runtime::Counter* messages_malformed_ = nullptr;
+  std::atomic<double> drift_ppm_{0};
+};
+
+[[nodiscard]] runtime::AppType clock_master_type();
+[[nodiscard]] runtime::AppType clock_client_type();
+
+}  // namespace daqflow::apps::clock

@@ -1,0 +1,87 @@
+"""Clock synchronisation by round trips with real processes (docs/timeslices.md): a clock master
+and two nodes, one of whose local clock is made to run 2.5 ms ahead and 50 ppm fast. The master
+recovers the injected drift within three times its reported precision, and the injected node's
+corrected clock agrees with the plain node's within three times their precisions (both share
+this host's monotonic clock, so what is left is the path's asymmetry, the same for both)."""
+
+import unittest
+
+from daqflow_testlib import DaqflowTestCase, http, rewrite_ports, wait_until
+
+
+def clock_config(transport):
+    return rewrite_ports(
+        f"run: {{number: 1, output: ./run-data}}\n"
+        f"transports: {{default: {transport}}}\n"
+        f"contexts:\n"
+        f"  - {{name: master, host: 127.0.0.1, control_port: 1, data_port: 2, applications: "
+        f"[{{type: clock_master, id: cm, nodes: [c1, c2], interval_ms: 50, probes: 8, "
+        f"window: 40}}]}}\n"
+        f"  - {{name: n1, host: 127.0.0.1, control_port: 3, data_port: 4, applications: "
+        f"[{{type: clock_client, id: c1, master: cm}}]}}\n"
+        f"  - {{name: n2, host: 127.0.0.1, control_port: 5, data_port: 6, applications: "
+        f"[{{type: clock_client, id: c2, master: cm, inject_offset_us: 2500, "
+        f"inject_drift_ppm: 50}}]}}\n")
+
+
+def port_of(text, ctx):
+    for line in text.splitlines():
+        if f"name: {ctx}," in line:
+            return int(line.split("control_port: ")[1].split(",")[0])
+    raise KeyError(ctx)
+
+
+class ClockSync(DaqflowTestCase):
+    def results(self, port, app):
+        status, body = http(port, "GET", f"/api/v1/apps/{app}")
+        self.assertEqual(status, 200, body)
+        return body["results"]
+
+    def check(self, transport):
+        text = clock_config(transport)
+        run = self.start(["run", self.write_config("clock.yaml", text), "--duration", "0",
+                          "--summary", self.path("summary.json"), "--log-dir",
+                          self.path("logs")], "run.log")
+        master = port_of(text, "master")
+
+        def rounds():
+            try:
+                nodes = self.results(master, "cm").get("nodes", {})
+                return min((n["rounds"] for n in nodes.values()), default=0)
+            except OSError:
+                return 0
+        wait_until(lambda: rounds() >= 40, 60, "40 rounds for each node")
+        nodes = self.results(master, "cm")["nodes"]
+        c1 = self.results(port_of(text, "n1"), "c1")
+        c2 = self.results(port_of(text, "n2"), "c2")
+        self.assertEqual(self.stop_run(run), 0, self.output_of("run.log"))
+        print(f"\n{transport}: drift {nodes['c2']['drift_ppm']:.3f} ppm "
+              f"(+- {nodes['c2']['drift_precision_ppm']:.3f}), precision "
+              f"{nodes['c1']['precision_ns']:.0f} / {nodes['c2']['precision_ns']:.0f} ns, "
+              f"corrected clock error {c1['error_ns']} / {c2['error_ns']} ns, lowest round trip "
+              f"{nodes['c1']['min_delay_ns']:.0f} ns", flush=True)
+        self.assertGreater(c2["corrections"], 0, c2)
+        # The injection is real: c2's local clock is 2.5 ms ahead (and more, it runs fast).
+        self.assertGreater(c2["local_minus_monotonic_ns"], 2_500_000, c2)
+        self.assertAlmostEqual(nodes["c2"]["drift_ppm"], 50,
+                               delta=3 * nodes["c2"]["drift_precision_ppm"])
+        self.assertAlmostEqual(nodes["c1"]["drift_ppm"], 0,
+                               delta=3 * nodes["c1"]["drift_precision_ppm"])
+        # Both corrected clocks carry the path's asymmetry (at most half a round trip); the
+        # injected offset and drift are gone from c2's within the precisions.
+        for c in (c1, c2):
+            self.assertLessEqual(abs(c["error_ns"]), nodes["c1"]["min_delay_ns"] / 2 +
+                                 3 * nodes["c2"]["precision_ns"], c)
+        self.assertLessEqual(abs(c2["error_ns"] - c1["error_ns"]),
+                             3 * (nodes["c1"]["precision_ns"] + nodes["c2"]["precision_ns"]),
+                             (c1, c2))
+
+    def test_injected_offset_and_drift_are_recovered_over_tcp(self):
+        self.check("tcp")
+
+    def test_injected_offset_and_drift_are_recovered_over_shm(self):
+        self.check("shm")
+
+
+if __name__ == "__main__":
+    unittest.main()
