@@ -71,8 +71,8 @@ class _Ports:
     @staticmethod
     def _free(port):
         with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-            # As daqflow's listeners do: a connection of an earlier test lingering in TIME_WAIT
-            # does not make the port busy, a listener does.
+            # As daqflow's listeners do: an earlier test's connection lingering in TIME_WAIT does
+            # not make a port busy (the kill tests leave hundreds), a listener does.
             s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
             try:
                 s.bind(("127.0.0.1", port))

@@ -64,6 +64,9 @@ class RunFailures(DaqflowTestCase):
         # Hold the first context's control port so that its executive cannot bind it.
         blocker = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         self.addCleanup(blocker.close)
+        # As the executive does; a listening socket still keeps it out (an earlier test's
+        # connection in TIME_WAIT on this port would not).
+        blocker.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         blocker.bind(("127.0.0.1", ports[0]))
         blocker.listen(1)
 

@@ -196,7 +196,6 @@ class Timeslices(DaqflowTestCase):
         summary = self.finish(run)
         self.assertEqual(summary["status"], "ok", summary.get("failure"))
         tm = summary["applications"]["tm"]["results"]
-        self.assertGreater(tm["timeslices_reassigned"], 0, tm)
         self.assertEqual(tm["timeslices_in_doubt"], 0, tm)
         r = summary["applications"]["tb1"]["results"]
         print(f"\ntcp: froze tb1: {tm['timeslices_reassigned']} reassigned, tb1 fenced "

@@ -146,8 +146,10 @@ Result<void> TsInput::configure(runtime::AppContext& ctx) {
                                            2 * std::size_t{intervals} + 16);
   if (!headers) return context(headers.error());
   header_pool_ = std::move(*headers);
-  retained_ = std::vector<Retained>(intervals - 1);
-  head_ = count_retained_ = 0;
+  retained_cap_ = intervals - 1;
+  retained_.clear();
+  retained_.reserve(retained_cap_);
+  count_retained_ = 0;
   previous_ = Interval{};
   intervals_ = 0;
   stream_offset_ = 0;
@@ -185,7 +187,7 @@ Result<void> TsInput::enable() {
 }
 
 void TsInput::release() {
-  for (auto& r : retained_) r = Retained{};
+  retained_.clear();
   count_retained_ = 0;
   previous_ = Interval{};
   for (auto& c : completions_) c.message.clear();
@@ -248,7 +250,7 @@ int TsInput::generate(std::int64_t now) {
         now - start_ns_ < static_cast<std::int64_t>((intervals_ + 1) * geometry_.duration_ns())) {
       break;
     }
-    if (intervals_ > 0 && count_retained_ == retained_.size()) break;
+    if (intervals_ > 0 && count_retained_ == retained_cap_) break;
     Interval next;
     next.buffer = data_pool_->acquire();
     if (!next.buffer) break;
@@ -258,8 +260,7 @@ int TsInput::generate(std::int64_t now) {
     }
     generate_interval(next);
     if (previous_.buffer) {
-      Retained& r = at(count_retained_);
-      r = Retained{};
+      Retained& r = retained_.emplace_back();
       r.index = intervals_ - 2;
       r.core = std::move(previous_);
       r.next.buffer = next.buffer.share();
@@ -333,7 +334,7 @@ int TsInput::send(std::int64_t now) {
   if (order_ == SendOrder::chaotic) {
     for (std::size_t i = 0; i < count_retained_; ++i) {
       Retained& r = at(i);
-      if (r.sent || r.acked || r.builder < 0) continue;
+      if (r.sent || r.builder < 0) continue;
       if (!send_one(r)) break;
       ++sent;
     }
@@ -350,7 +351,7 @@ int TsInput::send(std::int64_t now) {
       static_cast<std::size_t>((position_ + static_cast<std::uint64_t>(slot)) % builders_.size());
   for (std::size_t i = 0; i < count_retained_; ++i) {
     Retained& r = at(i);
-    if (r.sent || r.acked || r.builder < 0 || static_cast<std::size_t>(r.builder) != target) {
+    if (r.sent || r.builder < 0 || static_cast<std::size_t>(r.builder) != target) {
       continue;
     }
     if (!send_one(r)) return 0;  // try again within the slot
@@ -378,7 +379,7 @@ void TsInput::lose_builder(std::size_t position, const std::string& why) {
   std::size_t moved = 0;
   for (std::size_t i = 0; i < count_retained_; ++i) {
     Retained& r = at(i);
-    if (r.acked || r.builder != static_cast<int>(position)) continue;
+    if (r.builder != static_cast<int>(position)) continue;
     r.builder = builder_for(r.index);
     r.sent = false;
     ++moved;
@@ -399,21 +400,18 @@ void TsInput::on_ack(const Completion& c) {
     messages_malformed_->add_single_writer();
     return;
   }
-  if (count_retained_ == 0) return;
-  const std::uint64_t first = at(0).index;
-  if (a.index < first || a.index - first >= count_retained_) return;  // done before: a resend's
-  Retained& r = at(static_cast<std::size_t>(a.index - first));
-  if (r.acked) return;
-  r.acked = true;
-  r.core = Interval{};
-  r.next = Interval{};
+  Retained* r = find_retained(a.index);
+  if (r == nullptr) return;  // acknowledged before: the answer to a resend
+  retained_.erase(retained_.begin() + (r - retained_.data()));
+  count_retained_ = retained_.size();
   ++acked_total_;
   timeslices_acked_->add_single_writer();
-  while (count_retained_ > 0 && at(0).acked) {
-    at(0) = Retained{};
-    head_ = (head_ + 1) % retained_.size();
-    --count_retained_;
-  }
+}
+
+TsInput::Retained* TsInput::find_retained(std::uint64_t index) {
+  const auto it = std::lower_bound(retained_.begin(), retained_.end(), index,
+                                   [](const Retained& r, std::uint64_t i) { return r.index < i; });
+  return it != retained_.end() && it->index == index ? &*it : nullptr;
 }
 
 void TsInput::on_assign(const Completion& c) {
@@ -427,11 +425,11 @@ void TsInput::on_assign(const Completion& c) {
     // The run ends before timeslice a.index: what was made beyond is no timeslice of it.
     end_ = a.index;
     std::uint64_t dropped = 0;
-    while (count_retained_ > 0 && at(count_retained_ - 1).index >= end_) {
-      at(count_retained_ - 1) = Retained{};
-      --count_retained_;
+    while (!retained_.empty() && retained_.back().index >= end_) {
+      retained_.pop_back();
       ++dropped;
     }
+    count_retained_ = retained_.size();
     after_end_->add_single_writer(dropped);
     spdlog::info("{}: the run ends before timeslice {} ({} made beyond it dropped)", id(), end_,
                  dropped);
@@ -443,21 +441,17 @@ void TsInput::on_assign(const Completion& c) {
     return;
   }
   const int position = static_cast<int>(b - builders_.begin());
-  if (count_retained_ > 0) {
-    const std::uint64_t first = at(0).index;
-    if (a.index < first) return;  // acknowledged already: a late reassignment
-    if (a.index - first < count_retained_) {
-      Retained& r = at(static_cast<std::size_t>(a.index - first));
-      if (!r.acked && (r.builder != position || r.epoch != a.epoch)) {
-        r.builder = position;
-        r.epoch = a.epoch;
-        r.sent = false;  // (again) to this builder
-      }
-      return;
+  if (Retained* r = find_retained(a.index)) {
+    if (r->builder != position || r->epoch != a.epoch) {
+      r->builder = position;
+      r->epoch = a.epoch;
+      r->sent = false;  // (again) to this builder
     }
-  } else if (intervals_ >= 2 && a.index < intervals_ - 1) {
-    return;  // every timeslice up to the last made is acknowledged
+    return;
   }
+  // Made already (timeslice k is made with interval k + 1) and not retained: acknowledged, and
+  // this is a late reassignment.
+  if (intervals_ >= 2 && a.index < intervals_ - 1) return;
   ahead_[a.index % ahead_.size()] = Assignment{a.index, position, a.epoch};
 }
 
@@ -490,7 +484,7 @@ void TsInput::on_completion(Completion& c) {
       // lost; one that goes while it holds this input's timeslices is.
       bool holds = false;
       for (std::size_t i = 0; i < count_retained_ && !holds; ++i) {
-        holds = !at(i).acked && at(i).builder == static_cast<int>(position);
+        holds = at(i).builder == static_cast<int>(position);
       }
       if (!holds && winding_down()) break;
       lose_builder(position, c.kind == Completion::Kind::error
@@ -534,7 +528,7 @@ void TsInput::wait_for_work(std::chrono::microseconds timeout) {
     if (order_ == SendOrder::scheduled) {
       cap = std::chrono::microseconds(std::max<std::int64_t>(1, slot_ns_ / 4000));
     }
-    if (!real_time_ && count_retained_ < retained_.size() &&
+    if (!real_time_ && count_retained_ < retained_cap_ &&
         (count_ == 0 || intervals_ < count_ + 1) && (end_ == UINT64_MAX || intervals_ < end_ + 1)) {
       return;  // as fast as possible: generate again at once
     }

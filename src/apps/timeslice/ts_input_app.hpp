@@ -73,7 +73,6 @@ class TsInput final : public runtime::Application {
     std::uint32_t epoch = 0;  // the builder's, from the assignment
     bool sent = false;        // to its present builder
     bool ever_sent = false;   // to any builder (a later send is a resend)
-    bool acked = false;
   };
 
   void generate_interval(Interval& out);
@@ -85,7 +84,9 @@ class TsInput final : public runtime::Application {
   void on_assign(const transport::Completion& c);
   void lose_builder(std::size_t position, const std::string& why);
   [[nodiscard]] int builder_for(std::uint64_t index) const;
-  [[nodiscard]] Retained& at(std::size_t i) { return retained_[(head_ + i) % retained_.size()]; }
+  [[nodiscard]] Retained& at(std::size_t i) { return retained_[i]; }
+  // The retained timeslice of this index, or nullptr (acknowledged, or not made yet).
+  [[nodiscard]] Retained* find_retained(std::uint64_t index);
 
   // Configuration.
   Geometry geometry_;
@@ -111,11 +112,13 @@ class TsInput final : public runtime::Application {
   std::unique_ptr<core::BufferPool> data_pool_;
   std::unique_ptr<core::BufferPool> header_pool_;
   core::Xoshiro rng_;
-  std::vector<Retained> retained_;  // ring, by index
-  std::size_t head_ = 0;
-  std::size_t count_retained_ = 0;
-  Interval previous_;            // the last interval generated, not yet any timeslice's core
-  std::uint64_t intervals_ = 0;  // generated so far
+  // Not acknowledged, by index (increasing). Each is taken out when acknowledged, whatever its
+  // place: one held up (in doubt at a frozen builder) does not hold up those after it.
+  std::vector<Retained> retained_;
+  std::size_t retained_cap_ = 0;
+  std::size_t count_retained_ = 0;  // retained_.size()
+  Interval previous_;               // the last interval generated, not yet any timeslice's core
+  std::uint64_t intervals_ = 0;     // generated so far
   std::uint64_t stream_offset_ = 0;
   std::vector<bool> alive_;
   // With a manager: assignments of timeslices not generated yet, by index modulo the size.
