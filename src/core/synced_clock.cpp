@@ -17,20 +17,23 @@ std::int64_t SyncedClock::correct(std::int64_t local) const {
   for (;;) {
     const std::uint64_t s = seq_.load(std::memory_order_acquire);
     if ((s & 1) != 0) continue;
-    const double shift = shift_.load(std::memory_order_relaxed);
-    const double scale = scale_.load(std::memory_order_relaxed);
-    std::atomic_thread_fence(std::memory_order_acquire);
+    // Acquire loads keep the second read of the sequence after them (no standalone fence:
+    // ThreadSanitizer does not model those).
+    const double shift = shift_.load(std::memory_order_acquire);
+    const double scale = scale_.load(std::memory_order_acquire);
     if (seq_.load(std::memory_order_relaxed) != s) continue;
     return std::llround((static_cast<double>(local) - shift) * scale);
   }
 }
 
 void SyncedClock::set_correction(const ClockCorrection& c) {
+  // One writer at a time (the clock client's agent). The odd count is visible before the
+  // fields change: the stores below are release, so the increment cannot pass them.
   seq_.fetch_add(1, std::memory_order_acq_rel);
-  shift_.store(c.shift_ns, std::memory_order_relaxed);
-  scale_.store(c.scale, std::memory_order_relaxed);
-  precision_.store(c.precision_ns, std::memory_order_relaxed);
-  round_.store(c.round, std::memory_order_relaxed);
+  shift_.store(c.shift_ns, std::memory_order_release);
+  scale_.store(c.scale, std::memory_order_release);
+  precision_.store(c.precision_ns, std::memory_order_release);
+  round_.store(c.round, std::memory_order_release);
   seq_.fetch_add(1, std::memory_order_release);
 }
 
@@ -39,11 +42,10 @@ ClockCorrection SyncedClock::correction() const {
     const std::uint64_t s = seq_.load(std::memory_order_acquire);
     if ((s & 1) != 0) continue;
     ClockCorrection c;
-    c.shift_ns = shift_.load(std::memory_order_relaxed);
-    c.scale = scale_.load(std::memory_order_relaxed);
-    c.precision_ns = precision_.load(std::memory_order_relaxed);
-    c.round = round_.load(std::memory_order_relaxed);
-    std::atomic_thread_fence(std::memory_order_acquire);
+    c.shift_ns = shift_.load(std::memory_order_acquire);
+    c.scale = scale_.load(std::memory_order_acquire);
+    c.precision_ns = precision_.load(std::memory_order_acquire);
+    c.round = round_.load(std::memory_order_acquire);
     if (seq_.load(std::memory_order_relaxed) == s) return c;
   }
 }

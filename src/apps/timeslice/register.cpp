@@ -1,9 +1,11 @@
 // The time-slice building application types (docs/timeslices.md): ts_input, ts_builder,
-// ts_manager, and the clock synchronisation's clock_master and clock_client.
+// ts_manager, the clock synchronisation's clock_master and clock_client, and the multicast
+// control traffic's mcast_sender and mcast_receiver.
 
 #include "daqflow/apps/timeslice/register.hpp"
 
 #include "apps/clock/clock_apps.hpp"
+#include "apps/mcast/mcast_apps.hpp"
 #include "ts_builder_app.hpp"
 #include "ts_input_app.hpp"
 #include "ts_manager_app.hpp"
@@ -16,6 +18,8 @@ void register_timeslice_apps(runtime::AppRegistry& registry) {
   registry.add(ts_manager_type());
   registry.add(clock::clock_master_type());
   registry.add(clock::clock_client_type());
+  registry.add(mcast::mcast_sender_type());
+  registry.add(mcast::mcast_receiver_type());
 }
 
 }  // namespace daqflow::apps::timeslice

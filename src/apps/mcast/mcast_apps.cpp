@@ -1,0 +1,274 @@
+#include "mcast_apps.hpp"
+
+#include <poll.h>
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <nlohmann/json.hpp>
+
+#include "daqflow/core/clock.hpp"
+#include "daqflow/wire/endian.hpp"
+
+namespace daqflow::apps::mcast {
+
+namespace {
+
+// How long a halted receiver waits for the repairs of what it still misses.
+constexpr std::int64_t kReceiverLingerNs = 2'000'000'000;
+
+Result<Group> group_of(runtime::ParamReader& p) {
+  Group g;
+  g.address = p.get<std::string>("group");
+  g.port = static_cast<std::uint16_t>(p.get<std::uint32_t>("port"));
+  g.interface = p.get<std::string>("interface");
+  if (auto r = p.status(); !r) return r.error();
+  return g;
+}
+
+void wait_readable(int fd, std::chrono::microseconds timeout) {
+  pollfd pfd{fd, POLLIN, 0};
+  (void)::poll(&pfd, 1, static_cast<int>(std::max<std::int64_t>(0, timeout.count() / 1000)));
+}
+
+std::vector<runtime::ParamSpec> group_params() {
+  using runtime::ParamSpec;
+  return {
+      ParamSpec::string("group", "multicast group address (224.0.0.0/4)")
+          .default_value("239.255.77.1"),
+      ParamSpec::integer("port", "multicast port").range(1, 65535),
+      ParamSpec::string("interface", "address of the interface to send and join on")
+          .default_value("127.0.0.1"),
+  };
+}
+
+}  // namespace
+
+Result<void> McastSender::configure(runtime::AppContext& ctx) {
+  release();
+  runtime::ParamReader p = ctx.param_reader();
+  auto group = group_of(p);
+  if (!group) return group.error().context("application '" + id() + "'");
+  rate_hz_ = p.get<double>("rate_hz");
+  size_ = p.get<std::uint32_t>("size");
+  count_ = p.get<std::uint64_t>("count");
+  const auto history = p.get<std::uint64_t>("history");
+  linger_ns_ = p.get<std::int64_t>("linger_ms") * 1'000'000;
+  if (auto r = p.status(); !r) return r;
+  if (size_ < 8 || size_ > kMaxPayload) {
+    return p.error("size", "must be between 8 and " + std::to_string(kMaxPayload));
+  }
+  auto sender = Sender::open(*group, history);
+  if (!sender) return sender.error().context("application '" + id() + "'");
+  sender_.emplace(std::move(*sender));
+  payload_.assign(size_, std::byte{0});
+  tokens_ = 0;
+  refilled_ns_ = 0;
+  halt_ns_.store(0);
+  drained_.store(false);
+  return ok();
+}
+
+void McastSender::begin_halt() {
+  halt_ns_.store(core::monotonic_ns());
+}
+
+void McastSender::release() {
+  sender_.reset();
+}
+
+int McastSender::do_work() {
+  if (!sender_) return 0;
+  const std::int64_t now = core::monotonic_ns();
+  int work = sender_->pump(now);
+  if (producing() && (count_ == 0 || sender_->next_sequence() < count_)) {
+    if (refilled_ns_ == 0) refilled_ns_ = now;
+    tokens_ = std::min(std::max(1.0, rate_hz_ * 0.01),
+                       tokens_ + rate_hz_ * static_cast<double>(now - refilled_ns_) * 1e-9);
+    refilled_ns_ = now;
+    while (tokens_ >= 1 && (count_ == 0 || sender_->next_sequence() < count_)) {
+      // Contents a receiver can check: the sequence, then bytes derived from it.
+      const std::uint64_t seq = sender_->next_sequence();
+      wire::store_le64(payload_.data(), seq);
+      for (std::size_t i = 8; i < payload_.size(); ++i) {
+        payload_[i] = static_cast<std::byte>((seq * 31 + i) & 0xff);
+      }
+      if (!sender_->send(payload_)) break;
+      tokens_ -= 1;
+      ++work;
+    }
+    if (count_ > 0 && sender_->next_sequence() >= count_ && !finished()) set_finished();
+  }
+  {
+    const std::lock_guard lock(mutex_);
+    stats_ = sender_->stats();
+  }
+  // Halting: keeps answering NACKs (and sending heartbeats) for linger_ms, so that the
+  // receivers get the repairs of the last messages.
+  const std::int64_t halt = halt_ns_.load();
+  if (halting() && halt != 0 && now - halt >= linger_ns_) drained_.store(true);
+  return work;
+}
+
+void McastSender::wait_for_work(std::chrono::microseconds timeout) {
+  if (!sender_) return;
+  const auto cap = std::chrono::microseconds(
+      producing() && rate_hz_ > 0
+          ? std::clamp<std::int64_t>(static_cast<std::int64_t>(2e5 / rate_hz_), 0, 1000)
+          : 1000);
+  if (cap.count() == 0) return;
+  wait_readable(sender_->fd(), std::min(timeout, cap));
+}
+
+bool McastSender::drained() const {
+  return drained_.load() || failed();
+}
+
+nlohmann::json McastSender::results() const {
+  const std::lock_guard lock(mutex_);
+  return {{"sent", stats_.sent},
+          {"repairs_sent", stats_.repairs_sent},
+          {"nacks_received", stats_.nacks_received},
+          {"repairs_unavailable", stats_.repairs_unavailable}};
+}
+
+Result<void> McastReceiver::configure(runtime::AppContext& ctx) {
+  release();
+  runtime::ParamReader p = ctx.param_reader();
+  auto group = group_of(p);
+  if (!group) return group.error().context("application '" + id() + "'");
+  const auto drop = p.get<double>("drop_fraction");
+  const auto nack_ms = p.get<double>("nack_ms");
+  const auto max_nacks = p.get<std::uint32_t>("max_nacks");
+  const auto seed = p.get<std::uint64_t>("seed");
+  if (auto r = p.status(); !r) return r;
+  auto receiver =
+      Receiver::open(*group, drop, seed, static_cast<std::int64_t>(nack_ms * 1e6), max_nacks);
+  if (!receiver) return receiver.error().context("application '" + id() + "'");
+  receiver_.emplace(std::move(*receiver));
+  content_errors_ = 0;
+  next_seq_ = 0;
+  halting_since_ns_ = 0;
+  drained_.store(false);
+  return ok();
+}
+
+void McastReceiver::release() {
+  receiver_.reset();
+}
+
+int McastReceiver::do_work() {
+  if (!receiver_) return 0;
+  const std::int64_t now = core::monotonic_ns();
+  const int work = receiver_->pump(now, [&](std::span<const std::byte> m) {
+    // In order (a message given up is skipped) and with the contents the sender made.
+    const std::uint64_t seq = m.size() >= 8 ? wire::load_le64(m.data()) : 0;
+    bool good = m.size() >= 8 && seq >= next_seq_;
+    next_seq_ = seq + 1;
+    for (std::size_t i = 8; good && i < m.size(); ++i) {
+      good = m[i] == static_cast<std::byte>((seq * 31 + i) & 0xff);
+    }
+    if (!good) ++content_errors_;
+  });
+  {
+    const std::lock_guard lock(mutex_);
+    stats_ = receiver_->stats();
+    content_errors_copy_ = content_errors_;
+  }
+  if (halting()) {
+    if (halting_since_ns_ == 0) halting_since_ns_ = now;
+    // Done once nothing is missing any more (or the repairs did not come in time).
+    if (receiver_->missing() == 0 || now - halting_since_ns_ >= kReceiverLingerNs) {
+      drained_.store(true);
+    }
+  }
+  return work;
+}
+
+void McastReceiver::wait_for_work(std::chrono::microseconds timeout) {
+  if (!receiver_) return;
+  wait_readable(receiver_->fd(), std::min(timeout, std::chrono::microseconds(1000)));
+}
+
+bool McastReceiver::drained() const {
+  return drained_.load() || failed();
+}
+
+nlohmann::json McastReceiver::results() const {
+  const std::lock_guard lock(mutex_);
+  return {{"delivered", stats_.delivered},
+          {"lost_before_retry", stats_.lost_before_retry},
+          {"recovered", stats_.recovered},
+          {"lost_after_retry", stats_.lost_after_retry},
+          {"duplicates", stats_.duplicates},
+          {"nacks_sent", stats_.nacks_sent},
+          {"dropped_injected", stats_.dropped_injected},
+          {"malformed", stats_.malformed},
+          {"content_errors", content_errors_copy_}};
+}
+
+void McastReceiver::fold_results(nlohmann::json& run, const std::string& id,
+                                 const nlohmann::json& app) {
+  auto count = [](const nlohmann::json& o, const char* key) {
+    return o.contains(key) && o[key].is_number() ? o[key].get<std::uint64_t>() : 0;
+  };
+  for (const char* key : {"lost_before_retry", "recovered", "lost_after_retry"}) {
+    const std::string k = std::string("mcast_") + key;
+    run[k] = count(run, k.c_str()) + count(app, key);
+  }
+  if (!run.contains("mcast_receivers") || !run["mcast_receivers"].is_object()) {
+    run["mcast_receivers"] = nlohmann::json::object();
+  }
+  run["mcast_receivers"][id] = app;
+}
+
+runtime::AppType mcast_sender_type() {
+  using runtime::ParamSpec;
+  runtime::AppType t;
+  t.name = "mcast_sender";
+  t.help =
+      "Multicast control traffic: numbered messages to every receiver by UDP multicast, repaired "
+      "on negative acknowledgements.";
+  t.enable_rank = 10;  // after the receivers; halted first, then lingers for the repairs
+  t.params = group_params();
+  t.params.push_back(
+      ParamSpec::number("rate_hz", "messages per second").default_value(1000).range(0.001, 1e7));
+  t.params.push_back(
+      ParamSpec::integer("size", "message bytes (8 to 8192)").default_value(256).range(8, 8192));
+  t.params.push_back(ParamSpec::integer("count", "messages, then finished; 0: until halted")
+                         .default_value(0)
+                         .at_least(0));
+  t.params.push_back(ParamSpec::integer("history", "messages kept for repairs")
+                         .default_value(65536)
+                         .range(1, 1 << 24));
+  t.params.push_back(ParamSpec::integer("linger_ms", "halted: answer NACKs this long")
+                         .default_value(500)
+                         .range(0, 60000));
+  t.make = [] { return std::make_unique<McastSender>(); };
+  return t;
+}
+
+runtime::AppType mcast_receiver_type() {
+  using runtime::ParamSpec;
+  runtime::AppType t;
+  t.name = "mcast_receiver";
+  t.help =
+      "Multicast control traffic receiver: delivers in order, asks for what it missed (NACK), "
+      "counts the loss before and after the retry.";
+  t.enable_rank = 5;
+  t.params = group_params();
+  t.params.push_back(
+      ParamSpec::number("drop_fraction", "tests: drop this fraction of arriving datagrams")
+          .default_value(0)
+          .range(0, 0.5));
+  t.params.push_back(
+      ParamSpec::number("nack_ms", "between NACKs for one gap").default_value(5).range(0.1, 10000));
+  t.params.push_back(ParamSpec::integer("max_nacks", "NACKs for one gap, then it is lost")
+                         .default_value(50)
+                         .range(1, 100000));
+  t.params.push_back(ParamSpec::integer("seed", "of the drops").default_value(1).at_least(0));
+  t.make = [] { return std::make_unique<McastReceiver>(); };
+  t.fold_results = &McastReceiver::fold_results;
+  return t;
+}
+
+}  // namespace daqflow::apps::mcast
