@@ -47,9 +47,11 @@ std::optional<ClockEstimate> ClockEstimator::estimate() const {
       ss += r * r;
     }
     e.precision_ns = std::sqrt(ss / n);
-    // Standard error of the slope: sigma / sqrt(sum of (x - mean x)^2).
-    const double sxx_centred = sxx - sx * sx / n;
-    if (sxx_centred > 0) e.drift_precision_ppm = e.precision_ns / std::sqrt(sxx_centred) * 1e6;
+    // The drift that would move the offset by twice its precision across the window. (The
+    // slope's standard error, sigma / sqrt(sum (x - mean x)^2), assumes independent rounds; the
+    // offsets' errors are not, and it came out too small.)
+    const double span = samples_.back().master_ns - t0;
+    if (span > 0) e.drift_precision_ppm = 2 * e.precision_ns / span * 1e6;
   } else {
     e.precision_ns = e.min_delay_ns / 2;  // one round: only the asymmetry bound is known
   }

@@ -34,7 +34,7 @@ struct ClockEstimate {
   double drift_ppm = 0;
   double offset_ns = 0;            // L - t at the last round's master time
   double precision_ns = 0;         // RMS of the rounds' offsets around the fit (one sigma)
-  double drift_precision_ppm = 0;  // the drift's standard error
+  double drift_precision_ppm = 0;  // 2 x precision over the window's span
   double min_delay_ns = 0;         // the lowest round trip in the window
   std::size_t rounds = 0;
   core::ClockCorrection correction;  // corrected = (L - shift) * scale
