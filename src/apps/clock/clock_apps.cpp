@@ -21,15 +21,7 @@ constexpr std::size_t kBufferSize = 64;
 
 bool post(transport::Endpoint& endpoint, core::BufferPool& pool, AppIndex peer,
           wire::MessageType type, std::span<const std::byte> bytes) {
-  core::Buffer b = pool.acquire();
-  if (!b) return false;
-  std::copy(bytes.begin(), bytes.end(), b.data());
-  transport::Message m;
-  m.type = type;
-  m.add(std::move(b), 0, static_cast<std::uint32_t>(bytes.size()));
-  const SendStatus s = endpoint.post_send(peer, m);
-  m.clear();
-  return s == SendStatus::ok;
+  return detail::send_copy(endpoint, pool, peer, type, 0, bytes) == SendStatus::ok;
 }
 
 }  // namespace

@@ -27,6 +27,20 @@ std::vector<runtime::ParamSpec> file_output_param_fields() {
   };
 }
 
+runtime::ParamSpec discard_or_file_output_spec(const std::string& what) {
+  std::vector<runtime::ParamSpec> fields = {
+      runtime::ParamSpec::string("kind", "discard or file")
+          .default_value("discard")
+          .one_of({"discard", "file"}),
+  };
+  for (auto& f : file_output_param_fields()) fields.push_back(std::move(f));
+  return runtime::ParamSpec::object(
+      "output",
+      "where " + what +
+          " go: {kind: discard} or {kind: file, dir, max_file_mb, max_file_events, max_total_mb}",
+      std::move(fields));
+}
+
 Result<std::unique_ptr<EventOutput>> make_output(const nlohmann::json& params,
                                                  const OutputContext& context) {
   if (!params.is_object()) {

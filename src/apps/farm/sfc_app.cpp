@@ -786,25 +786,6 @@ void SubFarmController::fold_results(nlohmann::json& run, const std::string& id,
                      {"lost_workers", app.value("lost_workers", nlohmann::json::array())}};
 }
 
-namespace {
-
-// {kind: discard} or {kind: file, ...}, as a BU's.
-runtime::ParamSpec output_spec() {
-  std::vector<runtime::ParamSpec> fields = {
-      runtime::ParamSpec::string("kind", "discard or file")
-          .default_value("discard")
-          .one_of({"discard", "file"}),
-  };
-  for (auto& f : evb::file_output_param_fields()) fields.push_back(std::move(f));
-  return runtime::ParamSpec::object(
-      "output",
-      "where accepted events go: {kind: discard} or {kind: file, dir, max_file_mb, "
-      "max_file_events, max_total_mb}",
-      std::move(fields));
-}
-
-}  // namespace
-
 runtime::AppType sfc_type() {
   using runtime::ParamSpec;
   runtime::AppType t;
@@ -863,7 +844,7 @@ runtime::AppType sfc_type() {
       ParamSpec::integer("input_window", "events each input BU may send before they are taken")
           .default_value(64)
           .range(1, 65536),
-      output_spec(),
+      evb::discard_or_file_output_spec("accepted events"),
       ParamSpec::integer_list("stream_masks",
                               "one output stream per trigger mask ([]: one stream for all)")
           .default_json_text("[]")

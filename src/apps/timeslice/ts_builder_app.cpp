@@ -276,16 +276,8 @@ void TsBuilder::send_ack(std::size_t input, std::uint64_t index, wire::TsAckStat
 
 bool TsBuilder::send_to_manager(wire::MessageType type, std::uint64_t tag,
                                 std::span<const std::byte> bytes) {
-  core::Buffer buffer = control_pool_->acquire();
-  if (!buffer) return false;
-  std::copy(bytes.begin(), bytes.end(), buffer.data());
-  transport::Message m;
-  m.type = type;
-  m.tag = tag;
-  m.add(std::move(buffer), 0, static_cast<std::uint32_t>(bytes.size()));
-  const SendStatus s = endpoint_->post_send(manager_, m);
-  m.clear();
-  return s == SendStatus::ok;
+  return detail::send_copy(*endpoint_, *control_pool_, manager_, type, tag, bytes) ==
+         SendStatus::ok;
 }
 
 void TsBuilder::send_report() {
@@ -743,25 +735,6 @@ Result<std::string> TsBuilder::after_loss(const runtime::LostApp& lost) {
          " timeslice(s) in doubt, " + std::to_string(written.size()) + " on disk; " + what;
 }
 
-namespace {
-
-// {kind: discard} or {kind: file, ...}, as a BU's.
-runtime::ParamSpec output_spec() {
-  std::vector<runtime::ParamSpec> fields = {
-      runtime::ParamSpec::string("kind", "discard or file")
-          .default_value("discard")
-          .one_of({"discard", "file"}),
-  };
-  for (auto& f : evb::file_output_param_fields()) fields.push_back(std::move(f));
-  return runtime::ParamSpec::object(
-      "output",
-      "where timeslices go: {kind: discard} or {kind: file, dir, max_file_mb, max_file_events, "
-      "max_total_mb} (an archive of timeslices, checked by daqflow dump)",
-      std::move(fields));
-}
-
-}  // namespace
-
 runtime::AppType ts_builder_type() {
   using runtime::ParamSpec;
   runtime::AppType t;
@@ -788,7 +761,7 @@ runtime::AppType ts_builder_type() {
       ParamSpec::integer("report_ms", "with a manager: load report (and heartbeat) interval")
           .default_value(50)
           .range(1, 60000),
-      output_spec(),
+      evb::discard_or_file_output_spec("timeslices (an archive checked by daqflow dump)"),
   };
   t.make = [] { return std::make_unique<TsBuilder>(); };
   t.after_loss = &TsBuilder::after_loss;

@@ -189,15 +189,7 @@ void TsManager::assign(Entry& e, std::size_t builder) {
 
 bool TsManager::send_small(AppIndex peer, wire::MessageType type, std::uint64_t tag,
                            std::span<const std::byte> bytes) {
-  core::Buffer b = control_pool_->acquire();
-  if (!b) return false;
-  std::copy(bytes.begin(), bytes.end(), b.data());
-  transport::Message m;
-  m.type = type;
-  m.tag = tag;
-  m.add(std::move(b), 0, static_cast<std::uint32_t>(bytes.size()));
-  const SendStatus s = endpoint_->post_send(peer, m);
-  m.clear();
+  const SendStatus s = detail::send_copy(*endpoint_, *control_pool_, peer, type, tag, bytes);
   return s == SendStatus::ok || s == SendStatus::closed;  // a gone peer needs nothing more
 }
 

@@ -103,6 +103,9 @@ struct OutputContext {
 // The fields of `{kind: file}` (dir, max_file_mb, max_file_events, max_total_mb), for the
 // `output` parameter of every application that writes event files (bu, sfc).
 [[nodiscard]] std::vector<runtime::ParamSpec> file_output_param_fields();
+// An `output` parameter that is {kind: discard} (the default) or {kind: file, ...}: the SFC's
+// and the time-slice builder's. what says what goes there.
+[[nodiscard]] runtime::ParamSpec discard_or_file_output_spec(const std::string& what);
 
 [[nodiscard]] Result<std::unique_ptr<EventOutput>> make_output(const nlohmann::json& params,
                                                                const OutputContext& context);
