@@ -150,6 +150,11 @@ Result<void> TsBuilder::configure(runtime::AppContext& ctx) {
   done_bits_.assign(kDoneBits / 64, 0);
   done_high_ = 0;
   input_alive_.assign(inputs_.size(), true);
+  pending_acks_.assign(inputs_.size(), AckQueue{});
+  for (AckQueue& q : pending_acks_) q.acks.reserve(in_flight + kOutputDepth + 4);
+  acks_pending_ = 0;
+  done_pending_.clear();
+  done_pending_.reserve(kOutputDepth + 4);
   next_expire_ns_ = 0;
   next_report_ns_ = 0;
   epoch_ = 0;
@@ -249,13 +254,17 @@ TsBuilder::Building& TsBuilder::take_slot(std::uint64_t index, std::int64_t now)
 
 void TsBuilder::send_ack(std::size_t input, std::uint64_t index, wire::TsAckStatus status) {
   if (!input_alive_[input]) return;
+  AckQueue& q = pending_acks_[input];
+  // An input keeps a timeslice until its acknowledgement comes and never sends it again unless
+  // this builder is lost: an acknowledgement the transport cannot take now must wait, not go.
+  if (q.empty() && post_ack(input, index, status)) return;
+  q.acks.push_back({index, status});
+  ++acks_pending_;
+}
+
+bool TsBuilder::post_ack(std::size_t input, std::uint64_t index, wire::TsAckStatus status) {
   core::Buffer b = control_pool_->acquire();
-  if (!b) {
-    // More acknowledgements in flight than the pool holds: the input is gone or stuck.
-    spdlog::warn("{}: no buffer for the acknowledgement of timeslice {} to '{}'", id(), index,
-                 detail::peer_name(ids_, inputs_[input]));
-    return;
-  }
+  if (!b) return false;  // every buffer in flight: the input is slow to take them
   wire::TsAck a;
   a.index = index;
   a.status = status;
@@ -266,12 +275,37 @@ void TsBuilder::send_ack(std::size_t input, std::uint64_t index, wire::TsAckStat
   m.add(std::move(b), 0, wire::kTsAckSize);
   const SendStatus s = endpoint_->post_send(inputs_[input], m);
   m.clear();
-  if (s != SendStatus::ok && s != SendStatus::closed) {
-    // back_pressure: the pipeline holds pipeline_depth acks; an input that does not take them
-    // will send again and be acknowledged then.
-    spdlog::debug("{}: acknowledgement of timeslice {} to '{}': {}", id(), index,
-                  detail::peer_name(ids_, inputs_[input]), transport::to_string(s));
+  // closed: the input is gone; what it retained is its own affair now.
+  return s == SendStatus::ok || s == SendStatus::closed;
+}
+
+int TsBuilder::flush_done() {
+  std::size_t sent = 0;
+  for (; sent < done_pending_.size(); ++sent) {
+    std::array<std::byte, wire::kTsDoneSize> bytes{};
+    wire::encode(done_pending_[sent], bytes);
+    if (!send_to_manager(wire::MessageType::ts_done, done_pending_[sent].index, bytes)) break;
   }
+  done_pending_.erase(done_pending_.begin(), done_pending_.begin() + static_cast<long>(sent));
+  return static_cast<int>(sent);
+}
+
+int TsBuilder::flush_acks() {
+  int sent = 0;
+  for (std::size_t i = 0; i < pending_acks_.size() && acks_pending_ > 0; ++i) {
+    AckQueue& q = pending_acks_[i];
+    while (!q.empty()) {
+      if (input_alive_[i] && !post_ack(i, q.acks[q.head].index, q.acks[q.head].status)) break;
+      ++q.head;
+      --acks_pending_;
+      ++sent;
+    }
+    if (q.empty()) {
+      q.acks.clear();
+      q.head = 0;
+    }
+  }
+  return sent;
 }
 
 bool TsBuilder::send_to_manager(wire::MessageType type, std::uint64_t tag,
@@ -458,9 +492,11 @@ int TsBuilder::flush_outputs() {
         wire::TsDone d{w.index, w.epoch, w.complete ? 0u : 1u};
         std::array<std::byte, wire::kTsDoneSize> bytes{};
         wire::encode(d, bytes);
-        if (!send_to_manager(wire::MessageType::ts_done, w.index, bytes)) {
-          spdlog::warn("{}: could not tell the manager that timeslice {} is written", id(),
-                       w.index);
+        // The manager counts this builder's timeslices in flight by these: one it cannot take
+        // now waits, in order.
+        if (!done_pending_.empty() ||
+            !send_to_manager(wire::MessageType::ts_done, w.index, bytes)) {
+          done_pending_.push_back(d);
         }
       }
     }
@@ -594,6 +630,8 @@ int TsBuilder::do_work() {
     if (n < completions_.size()) break;
   }
   if (failed()) return work;
+  if (acks_pending_ > 0) work += flush_acks();
+  if (!done_pending_.empty()) work += flush_done();
   work += flush_outputs();
   // Complete timeslices wait here when the output was full; expired ones are written flagged.
   if (building_count_ > 0 && (now >= next_expire_ns_ || !free_.empty())) {
@@ -615,8 +653,8 @@ int TsBuilder::do_work() {
   } else {
     (void)sampler_.tick(now, bytes_done_, done_total_);
   }
-  if (halting() && building_count_ == 0 && in_output_ == 0 &&
-      !drained_.load(std::memory_order_relaxed)) {
+  if (halting() && building_count_ == 0 && in_output_ == 0 && acks_pending_ == 0 &&
+      done_pending_.empty() && !drained_.load(std::memory_order_relaxed)) {
     drained_.store(true, std::memory_order_release);
   }
   return work;
@@ -624,7 +662,8 @@ int TsBuilder::do_work() {
 
 void TsBuilder::wait_for_work(std::chrono::microseconds timeout) {
   // The output's completions and the timeouts need turns without a message.
-  const std::chrono::microseconds cap{in_output_ > 0 ? 200 : 2000};
+  const bool pending = in_output_ > 0 || acks_pending_ > 0 || !done_pending_.empty();
+  const std::chrono::microseconds cap{pending ? 200 : 2000};
   endpoint_->wait(std::min(timeout, cap));
 }
 

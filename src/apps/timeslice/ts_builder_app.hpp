@@ -83,7 +83,12 @@ class TsBuilder final : public runtime::Application {
   friend runtime::AppType ts_builder_type();
   int expire(std::int64_t now);
   int flush_outputs();
+  // Acknowledges a timeslice to an input, in order: one the transport cannot take now
+  // (back-pressure, no buffer) waits in the input's queue and goes before any later one.
   void send_ack(std::size_t input, std::uint64_t index, wire::TsAckStatus status);
+  [[nodiscard]] bool post_ack(std::size_t input, std::uint64_t index, wire::TsAckStatus status);
+  int flush_acks();
+  int flush_done();  // the ts_done messages the manager could not take at once
   [[nodiscard]] bool done_before(std::uint64_t index) const;
   void mark_done(std::uint64_t index);
   void lose_input(std::size_t input, const std::string& why);
@@ -114,6 +119,18 @@ class TsBuilder final : public runtime::Application {
   std::vector<std::uint64_t> done_bits_;  // timeslices done here, by index mod the bit count
   std::uint64_t done_high_ = 0;           // highest index done + 1
   std::vector<bool> input_alive_;
+  struct PendingAck {
+    std::uint64_t index = 0;
+    wire::TsAckStatus status = wire::TsAckStatus::complete;
+  };
+  struct AckQueue {
+    std::vector<PendingAck> acks;  // [head, size) wait; capacity kept when emptied
+    std::size_t head = 0;
+    [[nodiscard]] bool empty() const { return head == acks.size(); }
+  };
+  std::vector<AckQueue> pending_acks_;  // by input
+  std::size_t acks_pending_ = 0;        // in all queues
+  std::vector<wire::TsDone> done_pending_;
   std::int64_t next_expire_ns_ = 0;
   std::int64_t next_report_ns_ = 0;
   std::uint32_t epoch_ = 0;  // with a manager: fenced when it declares this builder lost
