@@ -6,22 +6,29 @@ this host's monotonic clock, so what is left is the path's asymmetry, the same f
 
 import unittest
 
-from daqflow_testlib import DaqflowTestCase, http, rewrite_ports, wait_until
+from daqflow_testlib import PORTS, DaqflowTestCase, http, rewrite_ports, wait_until
 
 
-def clock_config(transport):
+def clock_config(transport, multicast=False):
+    """With multicast, the corrections go by UDP multicast and c2 drops 10% of the datagrams."""
+    master_extra = c2_extra = ""
+    if multicast:
+        port = PORTS.take(1)
+        master_extra = (f", multicast: {{group: 239.255.{(port >> 8) & 255}.{port & 255}, "
+                        f"port: {port}}}")
+        c2_extra = ", multicast_drop: 0.1"
     return rewrite_ports(
         f"run: {{number: 1, output: ./run-data}}\n"
         f"transports: {{default: {transport}}}\n"
         f"contexts:\n"
         f"  - {{name: master, host: 127.0.0.1, control_port: 1, data_port: 2, applications: "
         f"[{{type: clock_master, id: cm, nodes: [c1, c2], interval_ms: 50, probes: 8, "
-        f"window: 40}}]}}\n"
+        f"window: 40{master_extra}}}]}}\n"
         f"  - {{name: n1, host: 127.0.0.1, control_port: 3, data_port: 4, applications: "
         f"[{{type: clock_client, id: c1, master: cm}}]}}\n"
         f"  - {{name: n2, host: 127.0.0.1, control_port: 5, data_port: 6, applications: "
         f"[{{type: clock_client, id: c2, master: cm, inject_offset_us: 2500, "
-        f"inject_drift_ppm: 50}}]}}\n")
+        f"inject_drift_ppm: 50{c2_extra}}}]}}\n")
 
 
 def port_of(text, ctx):
@@ -37,8 +44,8 @@ class ClockSync(DaqflowTestCase):
         self.assertEqual(status, 200, body)
         return body["results"]
 
-    def check(self, transport):
-        text = clock_config(transport)
+    def check(self, transport, multicast=False):
+        text = clock_config(transport, multicast)
         run = self.start(["run", self.write_config("clock.yaml", text), "--duration", "0",
                           "--summary", self.path("summary.json"), "--log-dir",
                           self.path("logs")], "run.log")
@@ -51,10 +58,13 @@ class ClockSync(DaqflowTestCase):
             except OSError:
                 return 0
         wait_until(lambda: rounds() >= 40, 60, "40 rounds for each node")
-        nodes = self.results(master, "cm")["nodes"]
+        cm = self.results(master, "cm")
+        nodes = cm["nodes"]
         c1 = self.results(port_of(text, "n1"), "c1")
         c2 = self.results(port_of(text, "n2"), "c2")
         self.assertEqual(self.stop_run(run), 0, self.output_of("run.log"))
+        if multicast:
+            self.check_multicast(cm, c1, c2)
         print(f"\n{transport}: drift {nodes['c2']['drift_ppm']:.3f} ppm "
               f"(+- {nodes['c2']['drift_precision_ppm']:.3f}), precision "
               f"{nodes['c1']['precision_ns']:.0f} / {nodes['c2']['precision_ns']:.0f} ns, "
@@ -69,12 +79,36 @@ class ClockSync(DaqflowTestCase):
                                delta=3 * nodes["c1"]["drift_precision_ppm"])
         # Both corrected clocks carry the path's asymmetry (at most half a round trip); the
         # injected offset and drift are gone from c2's within the precisions.
-        for c in (c1, c2):
-            self.assertLessEqual(abs(c["error_ns"]), nodes["c1"]["min_delay_ns"] / 2 +
-                                 3 * nodes["c2"]["precision_ns"], c)
+        # Each against its own node's precision (c1's bound once took c2's, which on shm is
+        # often four times smaller: CI saw c1 900 ns off against a bound of 774 ns).
+        for name, c in (("c1", c1), ("c2", c2)):
+            self.assertLessEqual(abs(c["error_ns"]), nodes[name]["min_delay_ns"] / 2 +
+                                 3 * nodes[name]["precision_ns"], (name, c, nodes[name]))
         self.assertLessEqual(abs(c2["error_ns"] - c1["error_ns"]),
                              3 * (nodes["c1"]["precision_ns"] + nodes["c2"]["precision_ns"]),
                              (c1, c2))
+
+    def check_multicast(self, cm, c1, c2):
+        """Every correction reached its node: c2 lost some datagrams and got them back by NACK,
+        none is lost after the retry; the master sent none over the transport."""
+        sent = cm["multicast"]
+        print(f"\nmulticast corrections: {sent['sent']} sent, {sent['repairs_sent']} repairs; "
+              f"c2 lost {c2['multicast']['lost_before_retry']} before retry, "
+              f"{c2['multicast']['lost_after_retry']} after", flush=True)
+        self.assertEqual(sent["corrections_unicast"], 0, sent)
+        for c in (c1, c2):
+            self.assertEqual(c["multicast"]["lost_after_retry"], 0, c)
+            # Each node reads every correction (both nodes'); it applies its own.
+            self.assertGreater(c["multicast"]["delivered"], 0, c)
+            self.assertGreaterEqual(c["corrections"], 30, c)
+        self.assertEqual(c1["multicast"]["lost_before_retry"], 0, c1)
+        self.assertGreater(c2["multicast"]["dropped_injected"], 0, c2)
+        self.assertGreater(c2["multicast"]["lost_before_retry"], 0, c2)
+        self.assertGreater(c2["multicast"]["recovered"], 0, c2)
+        self.assertGreater(sent["repairs_sent"], 0, sent)
+
+    def test_corrections_by_multicast_with_retry(self):
+        self.check("tcp", multicast=True)
 
     def test_injected_offset_and_drift_are_recovered_over_tcp(self):
         self.check("tcp")

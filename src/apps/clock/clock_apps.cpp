@@ -8,6 +8,7 @@
 
 #include "daqflow/core/synced_clock.hpp"
 #include "daqflow/wire/clock.hpp"
+#include "daqflow/wire/endian.hpp"
 
 namespace daqflow::apps::clock {
 
@@ -18,6 +19,9 @@ using transport::SendStatus;
 namespace {
 
 constexpr std::size_t kBufferSize = 64;
+// Multicast corrections: a NACK every 5 ms for a missing one, 50 at most.
+constexpr std::int64_t kNackIntervalNs = 5'000'000;
+constexpr std::uint32_t kMaxNacks = 50;
 
 bool post(transport::Endpoint& endpoint, core::BufferPool& pool, AppIndex peer,
           wire::MessageType type, std::span<const std::byte> bytes) {
@@ -40,7 +44,20 @@ Result<void> ClockMaster::configure(runtime::AppContext& ctx) {
   interval_ns_ = p.get<std::int64_t>("interval_ms") * 1'000'000;
   probes_ = p.get<std::uint32_t>("probes");
   const auto window = p.get<std::uint32_t>("window");
+  runtime::ParamReader multicast = p.object("multicast");
+  mcast::Group group;
+  group.address = multicast.get<std::string>("group");
+  group.port = static_cast<std::uint16_t>(multicast.get<std::uint32_t>("port"));
+  group.interface = multicast.get<std::string>("interface");
+  const auto history = multicast.get<std::uint64_t>("history");
   if (auto r = p.status(); !r) return r;
+  mcast_.reset();
+  if (!group.address.empty()) {
+    if (group.port == 0) return p.error("multicast", "a group needs its port");
+    auto sender = mcast::Sender::open(group, history);
+    if (!sender) return sender.error().context("application '" + id() + "': multicast");
+    mcast_.emplace(std::move(*sender));
+  }
   auto indexes = ctx.indexes_of("nodes", names);
   if (!indexes) return indexes.error();
   nodes_ = *indexes;
@@ -75,8 +92,11 @@ Result<void> ClockMaster::configure(runtime::AppContext& ctx) {
       &m.gauge("clock_precision_ns", "the worst node's estimated clock precision, ns");
   rounds_ = &m.counter("clock_rounds", "rounds of round trips done (all nodes)");
   messages_malformed_ = &m.counter("messages_malformed", "malformed messages dropped");
+  corrections_unicast_ = &m.counter("corrections_unicast",
+                                    "multicast: corrections sent over the transport (socket full)");
   const std::lock_guard lock(mutex_);
   published_.assign(nodes_.size(), ClockEstimate{});
+  mcast_stats_ = {};
   return ok();
 }
 
@@ -87,6 +107,18 @@ void ClockMaster::release() {
 
 bool ClockMaster::send(AppIndex peer, wire::MessageType type, std::span<const std::byte> bytes) {
   return post(*endpoint_, *pool_, peer, type, bytes);
+}
+
+void ClockMaster::send_correction(std::size_t n, std::span<const std::byte> bytes) {
+  if (mcast_) {
+    // The datagram names its node (application index); every node reads every correction.
+    std::array<std::byte, 8 + wire::kClockCorrectionSize> datagram{};
+    wire::store_le32(datagram.data(), nodes_[n]);
+    std::copy(bytes.begin(), bytes.end(), datagram.begin() + 8);
+    if (mcast_->send(datagram)) return;
+    corrections_unicast_->add_single_writer();
+  }
+  (void)send(nodes_[n], wire::MessageType::clock_correction, bytes);
 }
 
 void ClockMaster::send_probe(std::size_t n, std::int64_t now) {
@@ -141,9 +173,10 @@ void ClockMaster::finish_round(std::size_t n) {
       c.drift_ppm = e->drift_ppm;
       std::array<std::byte, wire::kClockCorrectionSize> bytes{};
       wire::encode(c, bytes);
-      (void)send(nodes_[n], wire::MessageType::clock_correction, bytes);
+      send_correction(n, bytes);
       const std::lock_guard lock(mutex_);
       published_[n] = *e;
+      if (mcast_) mcast_stats_ = mcast_->stats();
       double worst = 0;
       for (const auto& p : published_) worst = std::max(worst, p.precision_ns);
       worst_precision_->set(worst);
@@ -190,6 +223,14 @@ int ClockMaster::do_work() {
   const std::size_t got = endpoint_->poll(completions_);
   for (std::size_t i = 0; i < got; ++i) on_completion(completions_[i], now);
   work += static_cast<int>(got);
+  if (mcast_) {
+    // NACKs answered with repairs, and the heartbeat that shows the nodes the last correction.
+    if (const int n = mcast_->pump(now); n > 0) {
+      work += n;
+      const std::lock_guard lock(mutex_);
+      mcast_stats_ = mcast_->stats();
+    }
+  }
   if (!producing() && !halting()) return work;
   // A node that does not answer within a millisecond loses that probe: the next step goes.
   if (step_ < total_steps() && step_waiting(now)) {
@@ -231,7 +272,16 @@ nlohmann::json ClockMaster::results() const {
                                                  {"rounds", e.rounds}};
     worst = std::max(worst, e.precision_ns);
   }
-  return {{"nodes", nodes}, {"clock_precision_ns", worst}, {"rounds", rounds_->value()}};
+  nlohmann::json r = {
+      {"nodes", nodes}, {"clock_precision_ns", worst}, {"rounds", rounds_->value()}};
+  if (mcast_) {
+    r["multicast"] = {{"sent", mcast_stats_.sent},
+                      {"repairs_sent", mcast_stats_.repairs_sent},
+                      {"nacks_received", mcast_stats_.nacks_received},
+                      {"repairs_unavailable", mcast_stats_.repairs_unavailable},
+                      {"corrections_unicast", corrections_unicast_->value()}};
+  }
+  return r;
 }
 
 ClockClient::~ClockClient() {
@@ -247,10 +297,25 @@ Result<void> ClockClient::configure(runtime::AppContext& ctx) {
   const auto master = p.get<std::string>("master");
   const auto offset_us = p.get<double>("inject_offset_us");
   const auto drift_ppm = p.get<double>("inject_drift_ppm");
+  const auto drop = p.get<double>("multicast_drop");
   if (auto r = p.status(); !r) return r;
   auto m = ctx.index_of(master);
   if (!m) return p.error("master", m.error().message());
   master_ = *m;
+  self_ = ctx.self().index;
+  // The group is the master's: one place in the configuration for all nodes.
+  mcast_.reset();
+  const nlohmann::json multicast =
+      ctx.cluster().applications[master_].params.value("multicast", nlohmann::json::object());
+  mcast::Group group;
+  group.address = multicast.value("group", std::string());
+  if (!group.address.empty()) {
+    group.port = multicast.value("port", std::uint16_t{0});
+    group.interface = multicast.value("interface", std::string("127.0.0.1"));
+    auto receiver = mcast::Receiver::open(group, drop, self_ + 1, kNackIntervalNs, kMaxNacks);
+    if (!receiver) return receiver.error().context("application '" + id() + "': multicast");
+    mcast_.emplace(std::move(*receiver));
+  }
   if (offset_us != 0 || drift_ppm != 0) {
     core::synced_clock().inject(std::llround(offset_us * 1000), drift_ppm);
     spdlog::info("{}: this process's local clock runs {} us ahead, {} ppm fast (injected)", id(),
@@ -271,6 +336,8 @@ Result<void> ClockClient::configure(runtime::AppContext& ctx) {
   probes_ = &reg.counter("clock_probes", "round trips answered");
   corrections_ = &reg.counter("clock_corrections", "corrections applied");
   messages_malformed_ = &reg.counter("messages_malformed", "malformed messages dropped");
+  const std::lock_guard lock(mutex_);
+  mcast_stats_ = {};
   return ok();
 }
 
@@ -301,14 +368,10 @@ void ClockClient::on_completion(Completion& c) {
       }
     }
   } else if (c.message.type == wire::MessageType::clock_correction) {
-    wire::ClockCorrectionMsg m;
-    if (c.message.segment_count != 1 ||
-        wire::decode(c.message.segments[0].bytes(), m) != wire::EvbStatus::ok) {
+    if (c.message.segment_count != 1) {
       messages_malformed_->add_single_writer();
     } else {
-      core::synced_clock().set_correction({m.shift_ns, m.scale, m.precision_ns, m.round});
-      drift_ppm_.store(m.drift_ppm, std::memory_order_relaxed);
-      corrections_->add_single_writer();
+      apply(c.message.segments[0].bytes());
     }
   } else {
     messages_malformed_->add_single_writer();
@@ -316,10 +379,46 @@ void ClockClient::on_completion(Completion& c) {
   c.message.clear();
 }
 
+void ClockClient::apply(std::span<const std::byte> correction) {
+  wire::ClockCorrectionMsg m;
+  if (wire::decode(correction, m) != wire::EvbStatus::ok) {
+    messages_malformed_->add_single_writer();
+    return;
+  }
+  core::synced_clock().set_correction({m.shift_ns, m.scale, m.precision_ns, m.round});
+  drift_ppm_.store(m.drift_ppm, std::memory_order_relaxed);
+  corrections_->add_single_writer();
+}
+
+void ClockClient::on_datagram(std::span<const std::byte> payload) {
+  if (payload.size() != 8 + wire::kClockCorrectionSize) {
+    messages_malformed_->add_single_writer();
+    return;
+  }
+  if (wire::load_le32(payload.data()) != self_) return;  // another node's
+  apply(payload.subspan(8));
+}
+
 int ClockClient::do_work() {
   const std::size_t got = endpoint_->poll(completions_);
   for (std::size_t i = 0; i < got; ++i) on_completion(completions_[i]);
-  return static_cast<int>(got);
+  int work = static_cast<int>(got);
+  if (mcast_) {
+    const int n = mcast_->pump(core::monotonic_ns(),
+                               [this](std::span<const std::byte> d) { on_datagram(d); });
+    if (n > 0) {
+      work += n;
+      const std::lock_guard lock(mutex_);
+      mcast_stats_ = mcast_->stats();
+    }
+  }
+  return work;
+}
+
+void ClockClient::wait_for_work(std::chrono::microseconds timeout) {
+  // The multicast socket is not the endpoint's: look at it (and send NACKs when due) at least
+  // every millisecond.
+  endpoint_->wait(mcast_ ? std::min(timeout, std::chrono::microseconds(1000)) : timeout);
 }
 
 nlohmann::json ClockClient::results() const {
@@ -332,14 +431,24 @@ nlohmann::json ClockClient::results() const {
   const std::int64_t local = clock.local_ns();
   const std::int64_t after = core::monotonic_ns();
   const std::int64_t mono = before + (after - before) / 2;
-  return {{"probes", probes_->value()},
-          {"corrections", corrections_->value()},
-          {"shift_ns", c.shift_ns},
-          {"scale", c.scale},
-          {"drift_ppm", drift_ppm_.load(std::memory_order_relaxed)},
-          {"precision_ns", c.precision_ns},
-          {"local_minus_monotonic_ns", local - mono},
-          {"error_ns", clock.correct(local) - mono}};
+  nlohmann::json r = {{"probes", probes_->value()},
+                      {"corrections", corrections_->value()},
+                      {"shift_ns", c.shift_ns},
+                      {"scale", c.scale},
+                      {"drift_ppm", drift_ppm_.load(std::memory_order_relaxed)},
+                      {"precision_ns", c.precision_ns},
+                      {"local_minus_monotonic_ns", local - mono},
+                      {"error_ns", clock.correct(local) - mono}};
+  if (mcast_) {
+    const std::lock_guard lock(mutex_);
+    r["multicast"] = {{"delivered", mcast_stats_.delivered},
+                      {"lost_before_retry", mcast_stats_.lost_before_retry},
+                      {"recovered", mcast_stats_.recovered},
+                      {"lost_after_retry", mcast_stats_.lost_after_retry},
+                      {"nacks_sent", mcast_stats_.nacks_sent},
+                      {"dropped_injected", mcast_stats_.dropped_injected}};
+  }
+  return r;
 }
 
 runtime::AppType clock_master_type() {
@@ -360,6 +469,16 @@ runtime::AppType clock_master_type() {
       ParamSpec::integer("window", "rounds the offset and drift are fitted over")
           .default_value(50)
           .range(2, 100000),
+      ParamSpec::object(
+          "multicast", "corrections by UDP multicast to every node, with retry (apps/mcast)",
+          {ParamSpec::string("group", "multicast group address; empty: over the transport")
+               .default_value(""),
+           ParamSpec::integer("port", "multicast port").default_value(0).range(0, 65535),
+           ParamSpec::string("interface", "address of the interface to send and join on")
+               .default_value("127.0.0.1"),
+           ParamSpec::integer("history", "corrections kept for repairs")
+               .default_value(1024)
+               .range(1, 1 << 20)}),
   };
   t.make = [] { return std::make_unique<ClockMaster>(); };
   return t;
@@ -381,6 +500,10 @@ runtime::AppType clock_client_type() {
       ParamSpec::number("inject_drift_ppm", "tests: and this much fast (ppm)")
           .default_value(0)
           .range(-10000, 10000),
+      ParamSpec::number("multicast_drop",
+                        "tests: drop this fraction of the master's multicast datagrams")
+          .default_value(0)
+          .range(0, 0.5),
   };
   t.make = [] { return std::make_unique<ClockClient>(); };
   return t;

@@ -7,6 +7,11 @@
 // applies the corrections to the process's clock (core::synced_clock()), which every application
 // of its context reads; it may distort its local clock by a known offset and drift (tests).
 //
+// The corrections go over the transport to each node, or, with the master's `multicast` group,
+// by UDP multicast to all nodes at once (seed 001's control traffic mixed with the data), each
+// datagram naming its node, with the retry of apps/mcast (NACKs, repairs): a lost correction is
+// recovered, and each client counts what it lost before and after the retry.
+//
 // Threading: as every application; the agent thread owns the rounds.
 
 #include <array>
@@ -14,10 +19,12 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "apps/app_support.hpp"
+#include "apps/mcast/mcast_channel.hpp"
 #include "clock_estimator.hpp"
 #include "daqflow/runtime/application.hpp"
 
@@ -45,6 +52,8 @@ class ClockMaster final : public runtime::Application {
   };
 
   bool send(transport::AppIndex peer, wire::MessageType type, std::span<const std::byte> bytes);
+  // To node n: by multicast when configured (over the transport when the socket is full).
+  void send_correction(std::size_t n, std::span<const std::byte> bytes);
   void send_probe(std::size_t n, std::int64_t now);
   void finish_round(std::size_t n);
   void finish_all();
@@ -66,11 +75,15 @@ class ClockMaster final : public runtime::Application {
   std::int64_t next_round_ns_ = 0;
   std::array<transport::Completion, detail::kPollBatch> completions_{};
 
+  std::optional<mcast::Sender> mcast_;
+
   runtime::Gauge* worst_precision_ = nullptr;
   runtime::Counter* rounds_ = nullptr;
+  runtime::Counter* corrections_unicast_ = nullptr;
   runtime::Counter* messages_malformed_ = nullptr;
   mutable std::mutex mutex_;
   std::vector<ClockEstimate> published_;  // per node, the last estimate
+  mcast::SenderStats mcast_stats_;        // a copy for results()
 };
 
 class ClockClient final : public runtime::Application {
@@ -79,12 +92,17 @@ class ClockClient final : public runtime::Application {
   Result<void> configure(runtime::AppContext& ctx) override;
   void release() override;
   [[nodiscard]] int do_work() override;
+  void wait_for_work(std::chrono::microseconds timeout) override;
   [[nodiscard]] nlohmann::json results() const override;
 
  private:
   void on_completion(transport::Completion& c);
+  void apply(std::span<const std::byte> correction);
+  void on_datagram(std::span<const std::byte> payload);
 
   transport::AppIndex master_ = 0;
+  transport::AppIndex self_ = 0;
+  std::optional<mcast::Receiver> mcast_;
   transport::Endpoint* endpoint_ = nullptr;
   std::unique_ptr<core::BufferPool> pool_;
   std::array<transport::Completion, detail::kPollBatch> completions_{};
@@ -92,6 +110,8 @@ class ClockClient final : public runtime::Application {
   runtime::Counter* corrections_ = nullptr;
   runtime::Counter* messages_malformed_ = nullptr;
   std::atomic<double> drift_ppm_{0};
+  mutable std::mutex mutex_;
+  mcast::ReceiverStats mcast_stats_;  // a copy for results()
 };
 
 [[nodiscard]] runtime::AppType clock_master_type();
