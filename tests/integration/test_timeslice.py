@@ -305,6 +305,46 @@ class Timeslices(DaqflowTestCase):
         # Only the last timeslices, those some inputs did not make before they were halted.
         self.assertLessEqual(incomplete, max(made) - min(made), made)
 
+    def test_recorded_microslices_are_replayed_as_they_were(self):
+        """A run's archives replayed by its inputs (`replay`): the 199 timeslices a recording of
+        200 gives (its last interval is the overlap of the one before) are built again with every
+        microslice as recorded: sizes, CRC-32Cs, start times and the overlaps."""
+        self.clean_run("shm", "chaotic")
+        recorded = self.path("recorded")
+        os.rename(self.path("run-data"), recorded)
+        before = {t["event"]: t for t in self.dump_of(recorded)}
+        text = ts_config("shm", inputs=f"pace: max, replay: {recorded}")
+        code, out, summary = self.run_config(self.write_config("replay.yaml", text), "--duration",
+                                             "0", timeout=180)
+        self.assertEqual(code, 0, out)
+        self.assertEqual(summary["results"]["timeslices_complete"], 199, summary["results"])
+        after = self.dump()
+        self.assertEqual(sorted(t["event"] for t in after), list(range(199)))
+        for t in after:
+            was = before[t["event"]]
+            self.assertEqual(t["size"], was["size"], t["event"])
+            self.assertEqual(t["start_ns"], was["start_ns"], t["event"])
+            recorded_components = {c["eq_id"]: c for c in was["components"]}
+            for c in t["components"]:
+                self.assertEqual(c, recorded_components[c["eq_id"]], t["event"])
+
+    def test_a_replay_of_another_geometry_is_refused_naming_the_file(self):
+        self.clean_run("tcp", "chaotic")
+        recorded = self.path("recorded")
+        os.rename(self.path("run-data"), recorded)
+        text = ts_config("tcp", inputs=f"pace: max, replay: {recorded}").replace(
+            "overlap_us: 300", "overlap_us: 200")
+        code, out, _ = self.run_config(self.write_config("replay.yaml", text), "--duration", "0")
+        self.assertNotEqual(code, 0, out)
+        self.assertIn("replay", out)
+        self.assertIn(recorded, out)
+        self.assertIn("3 of overlap", out)
+
+    def dump_of(self, folder):
+        code, out = self.daqflow(["dump", folder, "--json", "--events"], timeout=120)
+        self.assertEqual(code, 0, out[:3000])
+        return [e for f in json.loads(out)["files"] for e in f["event_list"]]
+
     def test_a_killed_input_process_flags_timeslices_incomplete(self):
         """SIGKILL of the process of in2 and in3: the builders write the timeslices in flight
         without them, flagged incomplete and naming them, and the run goes on with in0 and in1."""

@@ -147,6 +147,9 @@ void check_timeslice(std::span<const std::byte> data, EventSummary& summary) {
   }
   summary.start_ns = d.start_ns;
   summary.components_expected = d.components_expected;
+  summary.microslice_ns = d.microslice_ns;
+  summary.core_microslices = d.core_microslices;
+  summary.overlap_microslices = d.overlap_microslices;
   const timeslice::Geometry geometry{d.microslice_ns, d.core_microslices, d.overlap_microslices};
   std::size_t offset = wire::kTimesliceDescriptorSize;
   for (std::uint16_t c = 0; c < d.components_present; ++c) {
@@ -173,6 +176,7 @@ void check_timeslice(std::span<const std::byte> data, EventSummary& summary) {
       return;
     }
     ComponentSummary& cs = summary.components.emplace_back();
+    cs.offset = offset;
     cs.eq_id = check.header.eq_id;
     cs.microslices = check.header.microslices;
     cs.content_size = check.header.content_size;
@@ -263,6 +267,7 @@ FileReport check_event_file(const std::string& path,
       break;
     }
     const RecordHeader& record = summary.record;
+    summary.data_offset = offset + kRecordHeaderSize;
     // Bounded by what is left of the file, so that a damaged size cannot ask for terabytes.
     const auto left =
         static_cast<std::uint64_t>(std::max<long>(0, file_size - std::ftell(file.get())));

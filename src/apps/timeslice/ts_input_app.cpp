@@ -21,6 +21,9 @@ namespace {
 constexpr std::uint32_t kMaxMicrosliceSize = 16u << 20;
 constexpr std::int64_t kSampleIntervalNs = 200'000'000;
 constexpr int kPollRounds = 4;
+// Waiting for a send buffer to come back: buffers return through the endpoint's poll, which a
+// wait does not always wake for.
+constexpr std::int64_t kStarvedWaitUs = 100;
 
 }  // namespace
 
@@ -58,6 +61,7 @@ Result<void> TsInput::configure(runtime::AppContext& ctx) {
   const auto in_flight = p.get<std::uint32_t>("in_flight");
   const auto seed = p.get<std::uint64_t>("seed");
   const auto manager = p.get<std::string>("manager");
+  const auto replay = p.get<std::string>("replay");
   if (auto r = p.status(); !r) return r;
   has_manager_ = !manager.empty();
   std::uint64_t manager_window = 0;
@@ -92,6 +96,20 @@ Result<void> TsInput::configure(runtime::AppContext& ctx) {
   }
   position_ = static_cast<std::size_t>(me - inputs.begin());
   eq_id_ = static_cast<std::uint16_t>(eq_id >= 0 ? eq_id : static_cast<std::int64_t>(position_));
+  replay_.reset();
+  if (!replay.empty()) {
+    auto recorded = MicrosliceReplay::open(replay, eq_id_, geometry_);
+    if (!recorded) return p.error("replay", recorded.error().message());
+    // The last recorded interval is the overlap of the one before: one timeslice fewer.
+    if (recorded->intervals() < 2) {
+      return p.error("replay", replay + ": " + std::to_string(recorded->intervals()) +
+                                   " timeslice(s) recorded; a replay needs at least two");
+    }
+    const std::uint64_t timeslices = recorded->intervals() - 1;
+    count_ = count_ == 0 ? timeslices : std::min(count_, timeslices);
+    max_size_ = recorded->largest_microslice();
+    replay_ = std::make_unique<MicrosliceReplay>(std::move(*recorded));
+  }
 
   // A contribution: the header, (core + overlap) descriptors and at most as many largest
   // microslices.
@@ -126,7 +144,8 @@ Result<void> TsInput::configure(runtime::AppContext& ctx) {
     }
   }
   const std::uint64_t interval_bytes =
-      std::uint64_t{geometry_.core} * (wire::kMicrosliceDescriptorSize + max_size_);
+      replay_ ? replay_->largest_interval_bytes()
+              : std::uint64_t{geometry_.core} * (wire::kMicrosliceDescriptorSize + max_size_);
   const std::uint32_t intervals = in_flight + 2 + spare;
   auto data = endpoint_->make_send_pool(id() + ".microslices", interval_bytes, intervals);
   if (!data) return context(data.error());
@@ -158,6 +177,7 @@ Result<void> TsInput::configure(runtime::AppContext& ctx) {
   ahead_.assign(has_manager_ ? 2 * manager_window + in_flight + 16 : 0, Assignment{});
   rng_ = core::Xoshiro(seed + position_);
   start_ns_ = 0;
+  starved_ = false;
   last_slot_ = -1;
   bytes_sent_total_ = acked_total_ = 0;
   sampler_.reset(kSampleIntervalNs);
@@ -170,6 +190,8 @@ Result<void> TsInput::configure(runtime::AppContext& ctx) {
   contributions_resent_ =
       &m.counter("contributions_resent", "contributions sent again after their builder was lost");
   bytes_sent_ = &m.counter("bytes_sent", "contribution bytes sent", runtime::Unit::bytes);
+  slots_late_ = &m.counter("slots_late",
+                           "scheduled: contributions sent after their slot (the input woke late)");
   intervals_late_ = &m.counter("intervals_late",
                                "real time: intervals produced late (every buffer awaited an ack)");
   messages_malformed_ = &m.counter("messages_malformed", "malformed messages dropped");
@@ -192,6 +214,32 @@ void TsInput::release() {
   previous_ = Interval{};
   for (auto& c : completions_) c.message.clear();
   endpoint_ = nullptr;
+}
+
+bool TsInput::replay_interval(Interval& out) {
+  std::byte* base = out.buffer.data();
+  std::uint64_t bytes = 0;
+  if (!replay_->read(intervals_, out.buffer.span(), bytes)) {
+    fail("replay: cannot read recorded timeslice " + std::to_string(intervals_) +
+         " (the archive changed since Configure?)");
+    return false;
+  }
+  // The replay's own start times and stream offsets; the rest as recorded.
+  const std::uint64_t first_idx = intervals_ * geometry_.duration_ns();
+  out.first_offset = stream_offset_;
+  std::uint32_t used = 0;
+  for (std::uint32_t j = 0; j < geometry_.core; ++j) {
+    std::byte* at = base + std::size_t{j} * wire::kMicrosliceDescriptorSize;
+    wire::store_le64(at + 8, first_idx + std::uint64_t{j} * geometry_.microslice_ns);
+    wire::store_le64(at + 24, stream_offset_ + used);
+    used += wire::load_le32(at + 20);
+    if (j + 1 == geometry_.overlap) out.overlap_bytes = used;
+  }
+  out.content_bytes = used;
+  stream_offset_ += used;
+  ++intervals_;
+  microslices_->add_single_writer(geometry_.core);
+  return true;
 }
 
 void TsInput::generate_interval(Interval& out) {
@@ -253,12 +301,22 @@ int TsInput::generate(std::int64_t now) {
     if (intervals_ > 0 && count_retained_ == retained_cap_) break;
     Interval next;
     next.buffer = data_pool_->acquire();
-    if (!next.buffer) break;
+    if (!next.buffer) {
+      // Every buffer is lent to a builder (in flight, or held until it is written): generating
+      // waits for one to come back, without spinning.
+      starved_ = true;
+      break;
+    }
+    starved_ = false;
     if (real_time_ &&
         now - start_ns_ >= static_cast<std::int64_t>((intervals_ + 2) * geometry_.duration_ns())) {
       intervals_late_->add_single_writer();
     }
-    generate_interval(next);
+    if (replay_) {
+      if (!replay_interval(next)) break;
+    } else {
+      generate_interval(next);
+    }
     if (previous_.buffer) {
       Retained& r = retained_.emplace_back();
       r.index = intervals_ - 2;
@@ -343,20 +401,28 @@ int TsInput::send(std::int64_t now) {
   // Scheduled: slot s of the run's clock goes to builder (position + s) mod N; one contribution
   // per slot, the oldest one for that builder.
   // Slots are aligned on the synchronised clock (a clock_client in this context corrects it), so
-  // that the inputs of different hosts agree on whose turn it is.
+  // that the inputs of different hosts agree on whose turn it is. Slots this input slept through
+  // (a late wake-up) are served now, in their order, at most one turn of the shifter late:
+  // a busy host would otherwise lose the capacity of every slot it misses.
   const std::int64_t slot = core::synced_clock().now_ns() / slot_ns_;
   (void)now;
   if (slot == last_slot_) return 0;
-  const std::size_t target =
-      static_cast<std::size_t>((position_ + static_cast<std::uint64_t>(slot)) % builders_.size());
-  for (std::size_t i = 0; i < count_retained_; ++i) {
-    Retained& r = at(i);
-    if (r.sent || r.builder < 0 || static_cast<std::size_t>(r.builder) != target) {
-      continue;
+  const auto n = static_cast<std::int64_t>(builders_.size());
+  const std::int64_t first = last_slot_ < 0 ? slot : std::max(last_slot_ + 1, slot - (n - 1));
+  for (std::int64_t s = first; s <= slot; ++s) {
+    const auto target =
+        static_cast<std::size_t>((position_ + static_cast<std::uint64_t>(s)) % builders_.size());
+    for (std::size_t i = 0; i < count_retained_; ++i) {
+      Retained& r = at(i);
+      if (r.sent || r.builder < 0 || static_cast<std::size_t>(r.builder) != target) continue;
+      if (!send_one(r)) {
+        last_slot_ = s - 1;  // try this slot again
+        return sent;
+      }
+      if (s < slot) slots_late_->add_single_writer();
+      ++sent;
+      break;
     }
-    if (!send_one(r)) return 0;  // try again within the slot
-    ++sent;
-    break;
   }
   last_slot_ = slot;
   return sent;
@@ -528,10 +594,11 @@ void TsInput::wait_for_work(std::chrono::microseconds timeout) {
     if (order_ == SendOrder::scheduled) {
       cap = std::chrono::microseconds(std::max<std::int64_t>(1, slot_ns_ / 4000));
     }
-    if (!real_time_ && count_retained_ < retained_cap_ &&
+    if (!real_time_ && !starved_ && count_retained_ < retained_cap_ &&
         (count_ == 0 || intervals_ < count_ + 1) && (end_ == UINT64_MAX || intervals_ < end_ + 1)) {
       return;  // as fast as possible: generate again at once
     }
+    if (starved_) cap = std::min(cap, std::chrono::microseconds(kStarvedWaitUs));
     if (real_time_) {
       const std::int64_t due =
           start_ns_ + static_cast<std::int64_t>((intervals_ + 1) * geometry_.duration_ns());
@@ -557,6 +624,7 @@ nlohmann::json TsInput::results() const {
       {"contributions_resent", contributions_resent_->value()},
       {"bytes_sent", bytes_sent_->value()},
       {"intervals_late", intervals_late_->value()},
+      {"slots_late", slots_late_->value()},
       {"messages_malformed", messages_malformed_->value()},
       {"timeslices_after_end", after_end_->value()},
       {"timeslices_retained", static_cast<std::uint64_t>(timeslices_retained_->value())},
@@ -648,6 +716,10 @@ runtime::AppType ts_input_type() {
           .at_least(0),
       ParamSpec::integer("seed", "seed of the sizes").default_value(1).at_least(0),
       ParamSpec::app_ref("manager", "the ts_manager that assigns timeslices; empty: round robin")
+          .default_value(""),
+      ParamSpec::string("replay",
+                        "timeslice archives (a .dqf file or a folder) whose component of this "
+                        "input's eq_id is replayed instead of generated microslices; empty: none")
           .default_value(""),
   };
   t.make = [] { return std::make_unique<TsInput>(); };

@@ -1,8 +1,9 @@
 #pragma once
 // `ts_input`: one input channel of the time-slice builder (docs/timeslices.md). It produces
 // microslices of a fixed duration with FLESnet's descriptor, their sizes drawn from a
-// distribution and their contents checksummed (CRC-32C), in real time or as fast as the builders
-// take them. Timeslice k is the microslices of [k * duration, (k + 1) * duration) (its core) and
+// distribution and their contents checksummed (CRC-32C), or replays recorded ones from timeslice
+// archives (`replay`, microslice_replay.hpp), in real time or as fast as the builders take them.
+// Timeslice k is the microslices of [k * duration, (k + 1) * duration) (its core) and
 // the first `overlap` microslices after it; the input sends it to its builder as one
 // contribution once the overlap exists, and keeps it until that builder acknowledges it.
 //
@@ -19,7 +20,7 @@
 // Order: `chaotic` sends a contribution as soon as it is ready; `scheduled` is the barrel
 // shifter of seed 001: in time slot s this input (position i among the inputs) sends only to
 // builder (i + s) mod N, one contribution per slot, so that no two inputs send to one builder at
-// once.
+// once; slots it slept through are served late, in order, at most one turn of the shifter.
 //
 // Threading: as every application (runtime/application.hpp); the agent thread owns the data path.
 
@@ -36,6 +37,7 @@
 #include "daqflow/core/random.hpp"
 #include "daqflow/runtime/application.hpp"
 #include "daqflow/wire/timeslice.hpp"
+#include "microslice_replay.hpp"
 #include "ts_check.hpp"
 
 namespace daqflow::apps::timeslice {
@@ -76,6 +78,9 @@ class TsInput final : public runtime::Application {
   };
 
   void generate_interval(Interval& out);
+  // The next recorded interval instead; false (and the application failed) when it cannot be
+  // read.
+  [[nodiscard]] bool replay_interval(Interval& out);
   int generate(std::int64_t now);
   int send(std::int64_t now);
   [[nodiscard]] bool send_one(Retained& r);
@@ -101,7 +106,8 @@ class TsInput final : public runtime::Application {
   std::uint8_t sys_ver_ = 0;
   bool crc_ = true;
   bool real_time_ = true;
-  std::uint64_t count_ = 0;  // timeslices; 0: until halted
+  std::uint64_t count_ = 0;                   // timeslices; 0: until halted
+  std::unique_ptr<MicrosliceReplay> replay_;  // recorded microslices instead of generated ones
   bool has_manager_ = false;
   transport::AppIndex manager_ = 0;
   std::vector<std::string> ids_;
@@ -130,6 +136,7 @@ class TsInput final : public runtime::Application {
   std::vector<Assignment> ahead_;
   std::uint64_t end_ = UINT64_MAX;  // with a manager: the run's timeslices are those below
   std::int64_t start_ns_ = 0;
+  bool starved_ = false;  // the last generate() found no free buffer
   std::int64_t last_slot_ = -1;
   std::uint64_t bytes_sent_total_ = 0;
   std::uint64_t acked_total_ = 0;
@@ -144,6 +151,7 @@ class TsInput final : public runtime::Application {
   runtime::Counter* contributions_resent_ = nullptr;
   runtime::Counter* bytes_sent_ = nullptr;
   runtime::Counter* intervals_late_ = nullptr;
+  runtime::Counter* slots_late_ = nullptr;
   runtime::Counter* messages_malformed_ = nullptr;
   runtime::Counter* after_end_ = nullptr;
   runtime::Gauge* timeslices_retained_ = nullptr;

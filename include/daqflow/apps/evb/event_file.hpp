@@ -130,6 +130,7 @@ struct Sidecar {
 
 // Timeslices: one input's component of a timeslice.
 struct ComponentSummary {
+  std::uint64_t offset = 0;  // of its component descriptor in the record's data
   std::uint16_t eq_id = 0;
   std::uint32_t microslices = 0;
   std::uint64_t content_size = 0;
@@ -142,12 +143,16 @@ struct ComponentSummary {
 // What the file checker found in one event.
 struct EventSummary {
   RecordHeader record;
+  std::uint64_t data_offset = 0;  // of the record's data (after its header) in the file
   FileContent content = FileContent::built_events;  // the file's
-  std::vector<std::uint16_t> feds;           // built events: source ids, in order of appearance
-  std::uint64_t trigger_bits = 0;            // farm decisions: the worker's
-  std::uint32_t output_size = 0;             // farm decisions: bytes of the worker's output
-  std::uint64_t start_ns = 0;                // timeslices: start of the core
-  std::uint32_t components_expected = 0;     // timeslices: the builder's inputs
+  std::vector<std::uint16_t> feds;        // built events: source ids, in order of appearance
+  std::uint64_t trigger_bits = 0;         // farm decisions: the worker's
+  std::uint32_t output_size = 0;          // farm decisions: bytes of the worker's output
+  std::uint64_t start_ns = 0;             // timeslices: start of the core
+  std::uint32_t components_expected = 0;  // timeslices: the builder's inputs
+  std::uint32_t microslice_ns = 0;        // timeslices: the geometry of the descriptor
+  std::uint32_t core_microslices = 0;
+  std::uint32_t overlap_microslices = 0;
   std::vector<ComponentSummary> components;  // timeslices: those present
   std::string problem;                       // empty when the event verified
 };
