@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "daqflow/wire/timeslice.hpp"
+
 namespace daqflow::bench {
 
 namespace {
@@ -227,6 +229,98 @@ std::string farm_yaml(const ClusterSettings& cluster, const FarmShape& s) {
           i, s.accept_fraction, s.output_bytes, i + 1, t, t));
     }
     ctx(fmt::format("workers{}", first / s.workers_per_context), apps);
+  }
+  return y;
+}
+
+namespace {
+
+std::uint64_t microslice_bytes(const TimesliceShape& s) {
+  return std::max<std::uint64_t>(
+      8, s.contribution_bytes / static_cast<std::uint64_t>(s.microslices + 1));
+}
+
+}  // namespace
+
+std::uint64_t timeslice_contribution_wire_bytes(const TimesliceShape& s) {
+  const auto microslices = static_cast<std::uint64_t>(s.microslices + 1);
+  return wire::kContributionSize + microslices * wire::kMicrosliceDescriptorSize +
+         microslices * microslice_bytes(s);
+}
+
+namespace {
+
+bool with_clocks(const TimesliceShape& s) {
+  return s.clock_only || s.order == "scheduled";
+}
+
+}  // namespace
+
+int timeslice_contexts(const TimesliceShape& s) {
+  return s.n + (with_clocks(s) ? 1 : 0);
+}
+
+int timeslice_ports_used(const TimesliceShape& s) {
+  // Per context its control port and one data port per application (two or three per node).
+  const int apps_per_node = (s.clock_only ? 0 : 2) + (with_clocks(s) ? 1 : 0);
+  return timeslice_contexts(s) + s.n * apps_per_node + (with_clocks(s) ? 1 : 0);
+}
+
+std::string timeslice_yaml(const ClusterSettings& cluster, const TimesliceShape& s) {
+  const bool scheduled = s.order == "scheduled";
+  std::string y = header(
+      cluster, s.clock_only ? fmt::format("clock synchronisation of {} nodes", s.n)
+                            : fmt::format("time-slice building {}x{}, {} B contributions, {}", s.n,
+                                          s.n, s.contribution_bytes, s.order));
+  int port = cluster.port_base;
+  int app = 0;
+  const auto ctx = [&](const std::string& name, const std::vector<std::string>& apps) {
+    y += fmt::format(
+        "  - name: {}\n"
+        "    host: 127.0.0.1\n"
+        "    control_port: {}\n"
+        "    data_port: {}\n"
+        "    applications:\n",
+        name, port, port + 1);
+    port += 1 + static_cast<int>(apps.size());
+    for (const auto& a : apps) {
+      // A clock client that sleeps in the kernel between probes answers each one a wake-up
+      // late, by a varying amount; backing off (spin, yield, then sleep) it answers the probes
+      // after the first of a round at once, and the round's best trip is a true one.
+      ClusterSettings c = cluster;
+      if (a.starts_with("type: clock_")) c.idle = "backoff";
+      y += fmt::format("      - {{{}, {}}}\n", a, app_common(c, app++));
+    }
+  };
+  // Time does not pace the inputs (pace: max); the geometry only names the microslices.
+  const std::uint64_t m = microslice_bytes(s);
+  const int microslice_us = 10;
+  const std::string geometry = fmt::format(
+      "microslice_us: {}, timeslice_us: {}, overlap_us: {}, microslice_size: {{dist: fixed, "
+      "mean: {}, max: {}}}, pace: max, crc: {}",
+      microslice_us, microslice_us * s.microslices, microslice_us, m, m, s.crc);
+  const std::string order =
+      scheduled ? fmt::format("order: scheduled, slot_us: {:g}", s.slot_us) : "order: chaotic";
+  const std::string builders = id_list("tb", 0, s.n);
+  const std::string inputs = id_list("in", 0, s.n);
+  if (with_clocks(s)) {
+    ctx("clock", {fmt::format("type: clock_master, id: clock, nodes: {}, interval_ms: 50",
+                              id_list("clk", 0, s.n))});
+  }
+  for (int i = 0; i < s.n; ++i) {
+    std::vector<std::string> apps;
+    if (!s.clock_only) {
+      apps.push_back(fmt::format("type: ts_input, id: in{}, builders: {}, {}, {}, seed: {}", i,
+                                 builders, geometry, order, i + 1));
+      apps.push_back(
+          fmt::format("type: ts_builder, id: tb{}, inputs: {}, verify_crc: {}, output: {{kind: "
+                      "discard}}",
+                      i, inputs, s.crc));
+    }
+    if (with_clocks(s)) {
+      apps.push_back(fmt::format("type: clock_client, id: clk{}, master: clock", i));
+    }
+    ctx(fmt::format("node{}", i), apps);
   }
   return y;
 }

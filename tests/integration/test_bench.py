@@ -140,6 +140,31 @@ class Bench(DaqflowTestCase):
         self.assertEqual(self.column(doc, "depth"), [2, 4])
         self.assertTrue(all(v > 0 for v in self.column(doc, "mb_s_per_receiver_mean")))
 
+    def test_timeslice_building_against_the_all_to_all_stream(self):
+        out, _ = self.bench(["timeslice", "--transport", "shm", "--n", "2", "--sizes", "16384",
+                             "--duration", "1.5", "--rounds", "1"])
+        doc = self.check_files(out, "timeslice-shm-n2", "timeslice",
+                               ["contribution_bytes", "wire_bytes", "round", "run", "slot_us",
+                                "mb_s_per_node", "per_s", "incomplete", "clock_precision_ns"], 4)
+        self.assertEqual(self.column(doc, "run"), ["stream", "chaotic", "scheduled", "clock"])
+        self.assertTrue(all(v > 0 for v in self.column(doc, "mb_s_per_node")[:3]))
+        # The scheduled run's slot is the stream's time per message and sender; it and the
+        # clocks' run alone have a clock master, whose precision is reported.
+        stream, chaotic, scheduled, clock = doc["rows"]
+        self.assertGreater(clock[8], 0)
+        self.assertEqual(doc["summary"]["clock_precision_ns_quiet"], clock[8])
+        wire, rate = stream[1], stream[5]
+        self.assertAlmostEqual(scheduled[4], max(1.0, wire / rate), delta=1e-6 * scheduled[4])
+        self.assertEqual(chaotic[8], -1)
+        self.assertGreater(scheduled[8], 0)
+        size = doc["summary"]["sizes"][0]
+        self.assertEqual(size["contribution_bytes"], 16384)
+        self.assertAlmostEqual(size["chaotic_to_stream"], chaotic[5] / rate, delta=1e-9)
+        self.assertAlmostEqual(size["scheduled_to_stream"], scheduled[5] / rate, delta=1e-9)
+        config = self.generated_config(out, "timeslice-shm-n2-16384-scheduled-1")
+        self.assertIn("type: clock_master", config)
+        self.assertIn("order: scheduled", config)
+
     def test_event_builder_topologies(self):
         out, _ = self.bench(["evb", "--transport", "inproc", "--topologies", "1x1,2x1",
                              "--fragment-sizes", "1024", "--duration", "1.5"])

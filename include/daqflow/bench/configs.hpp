@@ -103,4 +103,29 @@ struct FarmShape {
 [[nodiscard]] int farm_ports_used(const FarmShape& shape);
 [[nodiscard]] std::string farm_yaml(const ClusterSettings& cluster, const FarmShape& shape);
 
+// Time-slice building all to all (seed 001): n nodes, each an input (ts_input, microslices as
+// fast as taken, no CRC) and a builder (ts_builder, discard output) in one context, as the
+// stream pattern nxn places a source and a sink; timeslice k goes to builder k mod n. A
+// contribution carries `microslices` microslices of core and one of overlap, together
+// `contribution_bytes` of content. Scheduled runs add a clock master in a context of its own and
+// a clock client in every node, so that the slots are those of the synchronised clock.
+struct TimesliceShape {
+  int n = 4;
+  std::uint64_t contribution_bytes = 65536;
+  int microslices = 7;  // of the core; the overlap is one more
+  std::string order = "chaotic";
+  double slot_us = 0;  // scheduled: length of a slot
+  bool crc = true;     // the inputs compute CRC-32C and the builders check it
+  // No inputs or builders: the clock master and clients alone (the precision without data).
+  bool clock_only = false;
+};
+// The size of one contribution on the wire: its component descriptor, the microslice
+// descriptors and the contents.
+[[nodiscard]] std::uint64_t timeslice_contribution_wire_bytes(const TimesliceShape& shape);
+[[nodiscard]] int timeslice_contexts(const TimesliceShape& shape);
+// Ports a configuration takes from the base (every application has a data port).
+[[nodiscard]] int timeslice_ports_used(const TimesliceShape& shape);
+[[nodiscard]] std::string timeslice_yaml(const ClusterSettings& cluster,
+                                         const TimesliceShape& shape);
+
 }  // namespace daqflow::bench

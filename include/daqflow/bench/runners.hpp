@@ -1,9 +1,9 @@
 #pragma once
-// The runners behind `daqflow bench roundtrip|stream|evb|compare|memcpy` (docs/benchmarks.md).
-// Each generates the cluster configurations of its points, runs them one after the other with
-// control::run_cluster (as `daqflow run` does: real executives, real transports), reads the
-// summaries and returns the figure set and its plot. A point that fails ends the bench with an
-// error naming the point and where its logs are.
+// The runners behind `daqflow bench roundtrip|stream|evb|farm|timeslice|compare|memcpy`
+// (docs/benchmarks.md). Each generates the cluster configurations of its points, runs them one
+// after the other with control::run_cluster (as `daqflow run` does: real executives, real
+// transports), reads the summaries and returns the figure set and its plot. A point that fails ends
+// the bench with an error naming the point and where its logs are.
 
 #include <atomic>
 #include <cstdint>
@@ -91,6 +91,23 @@ struct FarmOptions {
 };
 [[nodiscard]] std::string command_line(const FarmOptions& options);
 [[nodiscard]] Result<BenchOutput> run_farm(const FarmOptions& options, BenchEnv& env);
+
+// Time-slice building all to all (seed 001): for each contribution size, in rounds, the raw
+// N x N stream of the transport (bench stream --pattern nxn, messages of the contribution's size
+// on the wire), then the time-slice builder in chaotic and in scheduled order; the receive rate
+// per builder against the stream's per receiver, by medians. Scheduled runs synchronise the
+// clocks and report their precision; the slot is the time the stream took per message and
+// sender in the same round (slot_us > 0 fixes it instead).
+struct TimesliceOptions {
+  ClusterSettings cluster;
+  TimesliceShape shape;  // contribution size and order are set per run
+  std::vector<std::uint64_t> sizes{1024, 4096, 16384, 65536, 262144};
+  double duration_s = 3;  // per run
+  int rounds = 3;
+  double slot_us = 0;  // 0: from the stream of the same round
+};
+[[nodiscard]] std::string command_line(const TimesliceOptions& options);
+[[nodiscard]] Result<BenchOutput> run_timeslice(const TimesliceOptions& options, BenchEnv& env);
 
 struct MemcpyOptions {
   std::vector<std::uint64_t> sizes{1u << 20};

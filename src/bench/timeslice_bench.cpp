@@ -1,0 +1,280 @@
+// daqflow bench timeslice: seed 001's all-to-all table on this machine. For each contribution
+// size, in rounds that interleave the runs: the raw N x N stream of the transport (every node a
+// source and a sink, messages the size of a contribution on the wire), then time-slice building
+// in chaotic and in scheduled order on the same nodes. The figure is the receive rate per node
+// (seed 001's bytes/us, which is MB/s), and each order's median as a ratio to the stream's.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <map>
+#include <vector>
+
+#include "cluster_run.hpp"
+#include "daqflow/bench/runners.hpp"
+#include "daqflow/bench/sweep.hpp"
+#include "daqflow/runtime/params.hpp"
+
+namespace daqflow::bench {
+
+namespace {
+
+struct StreamRun {
+  double per_receiver_mb_s = 0;
+  double messages_per_s = 0;  // summed over the receivers
+};
+
+struct TimesliceRun {
+  double per_builder_mb_s = 0;
+  double timeslices_per_s = 0;  // summed over the builders
+  std::uint64_t incomplete = 0;
+  double clock_precision_ns = -1;  // scheduled runs: the clock master's worst node
+};
+
+std::uint64_t message_size_for(std::uint64_t wire_bytes) {
+  std::uint64_t size = 1u << 16;
+  while (size < wire_bytes + 4096) size *= 2;
+  return size;
+}
+
+Result<StreamRun> run_stream_point(const TimesliceOptions& o, const TimesliceShape& s,
+                                   const std::string& name, const std::string& what,
+                                   BenchEnv& env) {
+  StreamShape shape;
+  shape.pattern = "nxn";
+  shape.n = s.n;
+  shape.message_size = timeslice_contribution_wire_bytes(s);
+  shape.depth = o.cluster.pipeline_depth;
+  // With CRC-32C the inputs write and the builders read every byte: the stream then checks
+  // every byte of its messages too.
+  shape.verify = s.crc ? "full" : "ends";
+  ClusterSettings cluster = o.cluster;
+  cluster.output_dir = point_dir(env, name);
+  cluster.max_message_size = message_size_for(shape.message_size);
+  auto summary = run_point(stream_yaml(cluster, shape), name, o.duration_s, env);
+  if (!summary) return summary.error().context(what);
+  std::vector<ReceiverRate> receivers;
+  for (int k = 0; k < s.n; ++k) {
+    const auto id = fmt::format("sink{}", k);
+    runtime::ParamReader r(app_results(*summary, id), "sink " + id, "result");
+    const ReceiverRate rate{r.get<double>("throughput_mb_s"), r.get<double>("stddev_mb_s"),
+                            r.get<double>("messages_per_s"), 0};
+    const auto errors =
+        r.get<std::uint64_t>("errors_sequence") + r.get<std::uint64_t>("errors_pattern");
+    if (auto read = r.status(); !read) return read.error().context(what);
+    if (errors != 0) return Error(fmt::format("{}: sink {} saw {} errors", what, id, errors));
+    if (rate.mean_mb_s <= 0) {
+      return Error(fmt::format("{}: nothing arrived at {} (see {})", what, id, cluster.output_dir));
+    }
+    receivers.push_back(rate);
+  }
+  const StreamFigures f = combine_receivers(receivers);
+  return StreamRun{f.per_receiver_mean, f.messages_per_s};
+}
+
+Result<TimesliceRun> run_timeslice_point(const TimesliceOptions& o, const TimesliceShape& s,
+                                         const std::string& name, const std::string& what,
+                                         BenchEnv& env) {
+  ClusterSettings cluster = o.cluster;
+  cluster.output_dir = point_dir(env, name);
+  cluster.max_message_size = message_size_for(timeslice_contribution_wire_bytes(s));
+  auto summary = run_point(timeslice_yaml(cluster, s), name, o.duration_s, env);
+  if (!summary) return summary.error().context(what);
+  TimesliceRun out;
+  for (int k = 0; k < s.n; ++k) {
+    const auto id = fmt::format("tb{}", k);
+    runtime::ParamReader r(app_results(*summary, id), "ts_builder " + id, "result");
+    const auto mb_s = r.get<double>("mb_per_s");
+    const auto per_s = r.get<double>("timeslices_per_s");
+    const auto rejected = r.get<std::uint64_t>("contributions_rejected");
+    const auto malformed = r.get<std::uint64_t>("messages_malformed");
+    const auto incomplete = r.get<std::uint64_t>("timeslices_incomplete");
+    if (auto read = r.status(); !read) return read.error().context(what);
+    if (rejected != 0 || malformed != 0) {
+      return Error(fmt::format("{}: builder {} rejected {} contributions and {} messages (see {})",
+                               what, id, rejected, malformed, cluster.output_dir));
+    }
+    if (mb_s <= 0) {
+      return Error(fmt::format("{}: builder {} completed no timeslice (see {})", what, id,
+                               cluster.output_dir));
+    }
+    out.per_builder_mb_s += mb_s / s.n;
+    out.timeslices_per_s += per_s;
+    out.incomplete += incomplete;
+  }
+  if (s.order == "scheduled") {
+    runtime::ParamReader r(app_results(*summary, "clock"), "clock_master clock", "result");
+    out.clock_precision_ns = r.get<double>("clock_precision_ns");
+    if (auto read = r.status(); !read) return read.error().context(what);
+  }
+  return out;
+}
+
+// The clocks alone, for their precision without data beside them.
+Result<double> run_clock_point(const TimesliceOptions& o, const std::string& name,
+                               const std::string& what, BenchEnv& env) {
+  TimesliceShape s = o.shape;
+  s.clock_only = true;
+  ClusterSettings cluster = o.cluster;
+  cluster.output_dir = point_dir(env, name);
+  // The fit's window (50 rounds of 50 ms) fills in 2.5 s.
+  auto summary = run_point(timeslice_yaml(cluster, s), name, std::max(o.duration_s, 4.0), env);
+  if (!summary) return summary.error().context(what);
+  runtime::ParamReader r(app_results(*summary, "clock"), "clock_master clock", "result");
+  const auto precision = r.get<double>("clock_precision_ns");
+  if (auto read = r.status(); !read) return read.error().context(what);
+  return precision;
+}
+
+}  // namespace
+
+std::string command_line(const TimesliceOptions& o) {
+  return fmt::format(
+      "daqflow bench timeslice --transport {} --n {} --sizes {} --microslices {} --crc {} "
+      "--slot-us {:g} --depth {} --duration {:g} --rounds {} --idle {} --port-base {}{}",
+      o.cluster.transport, o.shape.n, format_sweep(o.sizes), o.shape.microslices,
+      o.shape.crc ? "true" : "false", o.slot_us, o.cluster.pipeline_depth, o.duration_s, o.rounds,
+      o.cluster.idle, o.cluster.port_base, cluster_options(o.cluster));
+}
+
+Result<BenchOutput> run_timeslice(const TimesliceOptions& o, BenchEnv& env) {
+  if (auto ok = check_transport(o.cluster.transport); !ok) return ok.error();
+  if (o.sizes.empty()) return Error("timeslice: --sizes needs at least one value");
+  BenchOutput out;
+  ResultSet& r = out.result;
+  r.bench = "timeslice";
+  r.stem = fmt::format("timeslice-{}-n{}", o.cluster.transport, o.shape.n);
+  r.transport = o.cluster.transport;
+  r.command = command_line(o);
+  r.params = {{"transport", o.cluster.transport},
+              {"n", o.shape.n},
+              {"sizes", o.sizes},
+              {"microslices", o.shape.microslices},
+              {"crc", o.shape.crc},
+              {"slot_us", o.slot_us},
+              {"depth", o.cluster.pipeline_depth},
+              {"duration_s", o.duration_s},
+              {"rounds", o.rounds},
+              {"output", "discard"},
+              {"idle", o.cluster.idle},
+              {"port_base", o.cluster.port_base}};
+  r.columns = {"contribution_bytes",
+               "wire_bytes",
+               "round",
+               "run",
+               "slot_us",
+               "mb_s_per_node",
+               "per_s",
+               "incomplete",
+               "clock_precision_ns"};
+
+  // Medians per size, by run kind; the plot has one series per kind.
+  std::map<std::string, std::map<std::uint64_t, std::vector<double>>> rates;
+  std::vector<double> precisions;
+  const char* kinds[] = {"stream", "chaotic", "scheduled"};
+  const int total = o.rounds * static_cast<int>(o.sizes.size()) * 3;  // and the clocks alone
+  int done = 0;
+  for (const std::uint64_t size : o.sizes) {
+    for (int round = 1; round <= o.rounds; ++round) {
+      TimesliceShape s = o.shape;
+      s.contribution_bytes = size;
+      const std::uint64_t wire = timeslice_contribution_wire_bytes(s);
+      double stream_mb_s = 0;
+      for (const char* kind : kinds) {
+        const std::string what = fmt::format("timeslice {} {}x{} {} B {} round {}",
+                                             o.cluster.transport, s.n, s.n, size, kind, round);
+        if (env.progress != nullptr) env.progress->begin(++done, total + 1, what);
+        const std::string name = fmt::format("{}-{}-{}-{}", r.stem, size, kind, round);
+        double mb_s = 0;
+        double per_s = 0;
+        std::uint64_t incomplete = 0;
+        double precision = -1;
+        double slot_us = 0;
+        if (std::string(kind) == "stream") {
+          auto run = run_stream_point(o, s, name, what, env);
+          if (!run) return run.error();
+          mb_s = stream_mb_s = run->per_receiver_mb_s;
+          per_s = run->messages_per_s;
+        } else {
+          s.order = kind;
+          if (s.order == "scheduled") {
+            // One contribution per slot and input: the slot is as long as a message took per
+            // sender in this round's stream, so that the schedule asks the links for the rate
+            // the raw stream reached, and no more.
+            slot_us =
+                o.slot_us > 0 ? o.slot_us : std::max(1.0, static_cast<double>(wire) / stream_mb_s);
+            s.slot_us = slot_us;
+          }
+          auto run = run_timeslice_point(o, s, name, what, env);
+          if (!run) return run.error();
+          mb_s = run->per_builder_mb_s;
+          per_s = run->timeslices_per_s;
+          incomplete = run->incomplete;
+          precision = run->clock_precision_ns;
+          if (precision >= 0) precisions.push_back(precision);
+        }
+        add_row(r, {size, wire, round, kind, slot_us, mb_s, per_s, incomplete, precision});
+        rates[kind][size].push_back(mb_s);
+        if (env.progress != nullptr) {
+          env.progress->line(fmt::format(
+              "{}: {:.1f} MB/s per node{}{}", what, mb_s,
+              slot_us > 0 ? fmt::format(", slot {:.1f} us", slot_us) : "",
+              precision >= 0 ? fmt::format(", clock precision {:.0f} ns", precision) : ""));
+        }
+      }
+    }
+  }
+
+  nlohmann::json by_size = nlohmann::json::array();
+  for (const std::uint64_t size : o.sizes) {
+    const double stream = median(rates["stream"][size]);
+    const double chaotic = median(rates["chaotic"][size]);
+    const double scheduled = median(rates["scheduled"][size]);
+    const auto ratio = [&](double x) { return stream > 0 ? x / stream : 0.0; };
+    by_size.push_back({{"contribution_bytes", size},
+                       {"stream_mb_s", stream},
+                       {"chaotic_mb_s", chaotic},
+                       {"scheduled_mb_s", scheduled},
+                       {"chaotic_to_stream", ratio(chaotic)},
+                       {"scheduled_to_stream", ratio(scheduled)}});
+    if (env.progress != nullptr) {
+      env.progress->line(fmt::format(
+          "{} B medians: stream {:.1f}, chaotic {:.1f} ({:.3f}), scheduled {:.1f} ({:.3f}) MB/s "
+          "per node",
+          size, stream, chaotic, ratio(chaotic), scheduled, ratio(scheduled)));
+    }
+    for (const char* kind : kinds) {
+      auto& series = out.plot.series;
+      auto it = std::find_if(series.begin(), series.end(),
+                             [&](const Series& x) { return x.name == kind; });
+      if (it == series.end()) {
+        series.push_back(Series{kind, {}, Series::Style::points_and_line});
+        it = series.end() - 1;
+      }
+      it->points.emplace_back(static_cast<double>(size), median(rates[kind][size]));
+    }
+  }
+  const std::string what = fmt::format("timeslice {} clocks alone", o.cluster.transport);
+  if (env.progress != nullptr) env.progress->begin(total + 1, total + 1, what);
+  auto quiet = run_clock_point(o, r.stem + "-clock", what, env);
+  if (!quiet) return quiet.error();
+  add_row(r, {0, 0, 1, "clock", 0, 0, 0, 0, *quiet});
+  if (env.progress != nullptr) {
+    env.progress->line(fmt::format(
+        "clock precision: {:.0f} ns with no data; median {:.0f} ns during the scheduled runs",
+        *quiet, median(precisions)));
+  }
+  r.summary = {
+      {"sizes", by_size},
+      {"clock_precision_ns_quiet", *quiet},
+      {"clock_precision_ns_median", median(precisions)},
+      {"clock_precision_ns_max",
+       precisions.empty() ? 0.0 : *std::max_element(precisions.begin(), precisions.end())}};
+  out.plot.title =
+      fmt::format("Time-slice building {}x{} over {}", o.shape.n, o.shape.n, o.cluster.transport);
+  out.plot.x_label = "contribution size (bytes)";
+  out.plot.y_label = "receive rate per node (MB/s = bytes/us)";
+  out.plot.log_x = true;
+  return out;
+}
+
+}  // namespace daqflow::bench
