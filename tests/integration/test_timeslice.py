@@ -345,6 +345,49 @@ class Timeslices(DaqflowTestCase):
         self.assertEqual(code, 0, out[:3000])
         return [e for f in json.loads(out)["files"] for e in f["event_list"]]
 
+    def test_complete_timeslices_go_to_the_farm_and_each_is_decided_once(self):
+        """Builders with output {kind: farm}: every complete timeslice goes to an SFC, which
+        hands it to one of two workers (tokens) reading it in place over shm; each of the 200
+        timeslices is decided once, the inputs are acknowledged only once the SFC took them, and
+        the accepted ones are on disk once (the SFC's files, verified by daqflow dump). Four
+        inputs over shm make 21 pieces: each timeslice goes as one copy."""
+        text = ts_config("shm", inputs="pace: max, count: 200", output="{kind: farm, sfc: sfc0}")
+        text += (f"  - name: farm\n    host: 127.0.0.1\n    control_port: 60\n"
+                 f"    data_port: 61\n    applications:\n"
+                 f"      - {{type: sfc, id: sfc0, inputs: [{', '.join(BUILDERS)}], workers: [w0, w1], "
+                 f"policy: tokens, output: {{kind: file}}}}\n"
+                 f"      - {{type: worker, id: w0, sfc: sfc0, accept_fraction: 0.2, "
+                 f"output_bytes: 512, seed: 1}}\n"
+                 f"      - {{type: worker, id: w1, sfc: sfc0, accept_fraction: 0.2, "
+                 f"output_bytes: 512, seed: 2}}\n")
+        text = rewrite_ports(text)
+        code, out, summary = self.run_config(self.write_config("farm.yaml", text), "--duration",
+                                             "0", timeout=180)
+        self.assertEqual(code, 0, out)
+        self.assertEqual(summary["status"], "ok", summary.get("failure"))
+        apps = summary["applications"]
+        sfc = apps["sfc0"]["results"]
+        self.assertEqual(sfc["events_received"], 200, sfc)
+        self.assertEqual(sfc["events_decided"], 200, sfc)
+        self.assertEqual(sfc["events_duplicate"], 0, sfc)
+        self.assertEqual(sum(sfc["workers"].values()), 200, sfc)
+        self.assertEqual(summary["results"]["timeslices_complete"], 200, summary["results"])
+        for ids in INPUTS.values():
+            for i in ids:
+                self.assertEqual(apps[i]["results"]["timeslices_acked"], 200, i)
+        # 4 inputs over shm: 1 + 5 x 4 pieces, each timeslice copied into one buffer.
+        self.assertEqual(sum(apps[b]["results"]["timeslices_copied"] for b in BUILDERS), 200)
+        accepted = sum(apps[w]["results"]["events_accepted"] for w in ("w0", "w1"))
+        self.assertGreater(accepted, 0)
+        code, dumped = self.daqflow(["dump", self.path("run-data"), "--json", "--events"],
+                                    timeout=120)
+        self.assertEqual(code, 0, dumped[:3000])
+        report = json.loads(dumped)
+        numbers = sorted(e["event"] for f in report["files"] for e in f["event_list"])
+        self.assertEqual(len(numbers), accepted)
+        self.assertEqual(len(set(numbers)), accepted, "no timeslice written twice")
+        self.assertTrue(all(0 <= n < 200 for n in numbers), numbers)
+
     def test_a_killed_input_process_flags_timeslices_incomplete(self):
         """SIGKILL of the process of in2 and in3: the builders write the timeslices in flight
         without them, flagged incomplete and naming them, and the run goes on with in0 and in1."""

@@ -97,16 +97,8 @@ Result<void> BuilderUnit::configure(runtime::AppContext& ctx) {
   oc.bu_id = id();
   oc.default_dir = ctx.cluster().run.output;
   oc.queue_depth = window_;
-  if (output_params.value("kind", std::string()) == "farm") {
-    // The SFC says how many events a BU may send it ahead (its input_window).
-    const auto sfc_id = output_params.value("sfc", std::string());
-    const runtime::ApplicationConfig* sfc = ctx.cluster().find_application(sfc_id);
-    if (sfc == nullptr || sfc->type != "sfc") {
-      return p.error("output", "kind farm: sfc '" + sfc_id + "' is no sfc application");
-    }
-    oc.endpoint = endpoint_;
-    oc.sfc = sfc->index;
-    oc.sfc_window = sfc->params.value("input_window", 0u);
+  if (auto r = farm_output_context(ctx.cluster(), output_params, endpoint_, oc); !r) {
+    return p.error("output", r.error().message());
   }
   auto output = make_output(output_params, oc);
   if (!output) return context(output.error());

@@ -90,25 +90,6 @@ std::vector<ParamSpec> evm_param_specs() {
   return specs;
 }
 
-namespace {
-
-// {kind: discard}, {kind: file, ...} or {kind: farm, sfc}.
-ParamSpec output_spec() {
-  std::vector<ParamSpec> fields = {
-      ParamSpec::string("kind", "discard, file or farm")
-          .default_value("discard")
-          .one_of({"discard", "file", "farm"}),
-      ParamSpec::string("sfc", "farm: the SFC the built events go to").default_value(""),
-  };
-  for (auto& f : file_output_param_fields()) fields.push_back(std::move(f));
-  return ParamSpec::object("output",
-                           "where built events go: {kind: discard}, {kind: file, dir, max_file_mb, "
-                           "max_file_events, max_total_mb} or {kind: farm, sfc} (the filter farm)",
-                           std::move(fields));
-}
-
-}  // namespace
-
 std::vector<ParamSpec> bu_param_specs() {
   return {
       ParamSpec::app_ref("evm", "the EVM of this builder"),
@@ -129,7 +110,7 @@ std::vector<ParamSpec> bu_param_specs() {
       ParamSpec::integer("heartbeat_ms", "heartbeat period towards the EVM")
           .default_value(200)
           .range(1, 600000),
-      output_spec(),
+      output_spec_with_farm("built events"),
   };
 }
 

@@ -13,6 +13,7 @@
 // failure() from any thread.
 
 #include <atomic>
+#include <cstring>
 #include <mutex>
 #include <vector>
 
@@ -27,14 +28,19 @@ constexpr std::size_t kDescriptorBuffer = 64;
 
 class FarmOutput final : public EventOutput {
  public:
-  FarmOutput(const OutputContext& c, std::unique_ptr<core::BufferPool> pool)
+  FarmOutput(const OutputContext& c, std::unique_ptr<core::BufferPool> pool,
+             std::unique_ptr<core::BufferPool> copies)
       : endpoint_(c.endpoint),
         sfc_(c.sfc),
         window_(c.sfc_window),
         pool_(std::move(pool)),
+        copies_(std::move(copies)),
         queue_(std::max<std::size_t>(c.queue_depth, 1)) {}
 
-  ~FarmOutput() override { core::retire_pool(pool_, core::BusyPool::leak, "farm output"); }
+  ~FarmOutput() override {
+    core::retire_pool(pool_, core::BusyPool::leak, "farm output");
+    core::retire_pool(copies_, core::BusyPool::leak, "farm output copies");
+  }
 
   [[nodiscard]] bool submit(OutputBatch* batch) override {
     if (count_ == queue_.size()) return false;
@@ -68,6 +74,7 @@ class FarmOutput final : public EventOutput {
     s.events_written = taken_published_.load(std::memory_order_relaxed);
     s.bytes_written = bytes_written_.load(std::memory_order_relaxed);
     s.queued = queued_.load(std::memory_order_relaxed);
+    s.events_copied = copied_published_.load(std::memory_order_relaxed);
     return s;
   }
   [[nodiscard]] std::string failure() const override {
@@ -100,26 +107,16 @@ class FarmOutput final : public EventOutput {
       m.type = wire::MessageType::farm_event;
       m.tag = e.number;
       m.add(std::move(desc), 0, wire::kFarmEventSize);
-      for (std::uint32_t i = 0; i < e.piece_count; ++i) {
-        const EventPiece& p = b.pieces[e.first_piece + i];
-        const core::Buffer* holder = nullptr;
-        for (const core::Buffer& buf : b.buffers) {
-          if (p.data >= buf.data() && p.data + p.size <= buf.data() + buf.capacity()) {
-            holder = &buf;
-            break;
-          }
-        }
-        if (holder == nullptr ||
-            !m.add(holder->share(), static_cast<std::uint32_t>(p.data - holder->data()), p.size)) {
+      if (e.piece_count + 1 > transport::kMaxSegments && copies_ != nullptr) {
+        // More pieces than a message carries: the event in one buffer (a copy).
+        core::Buffer whole = copies_->acquire();
+        if (!whole) {
           m.clear();
-          set_failure(holder == nullptr
-                          ? "farm output: a piece of event " + std::to_string(e.number) +
-                                " is in no buffer of its batch"
-                          : "farm output: event " + std::to_string(e.number) + " has " +
-                                std::to_string(e.piece_count) +
-                                " pieces, more than a message carries (15 RUs at most)");
-          return sent;
+          break;  // every copy in flight: when the SFC has taken one
         }
+        if (!copy_whole(b, e, std::move(whole), m)) return sent;
+      } else if (!add_pieces(b, e, m)) {
+        return sent;
       }
       const transport::SendStatus s = endpoint_->post_send(sfc_, m);
       if (s == transport::SendStatus::back_pressure || s == transport::SendStatus::not_connected) {
@@ -163,6 +160,54 @@ class FarmOutput final : public EventOutput {
   }
 
  private:
+  // The event's pieces as the message's segments, shared from the batch's buffers (no copy).
+  bool add_pieces(const OutputBatch& b, const BuiltEvent& e, transport::Message& m) {
+    for (std::uint32_t i = 0; i < e.piece_count; ++i) {
+      const EventPiece& p = b.pieces[e.first_piece + i];
+      const core::Buffer* holder = nullptr;
+      for (const core::Buffer& buf : b.buffers) {
+        if (p.data >= buf.data() && p.data + p.size <= buf.data() + buf.capacity()) {
+          holder = &buf;
+          break;
+        }
+      }
+      if (holder == nullptr ||
+          !m.add(holder->share(), static_cast<std::uint32_t>(p.data - holder->data()), p.size)) {
+        m.clear();
+        set_failure(holder == nullptr
+                        ? "farm output: a piece of event " + std::to_string(e.number) +
+                              " is in no buffer of its batch"
+                        : "farm output: event " + std::to_string(e.number) + " has " +
+                              std::to_string(e.piece_count) +
+                              " pieces, more than a message carries (15 RUs at most)");
+        return false;
+      }
+    }
+    return true;
+  }
+
+  // The event's pieces copied, in order, into one buffer: its one segment.
+  bool copy_whole(const OutputBatch& b, const BuiltEvent& e, core::Buffer whole,
+                  transport::Message& m) {
+    if (e.size > whole.capacity()) {
+      m.clear();
+      set_failure("farm output: event " + std::to_string(e.number) + " of " +
+                  std::to_string(e.size) + " bytes exceeds the largest expected (" +
+                  std::to_string(whole.capacity()) + ")");
+      return false;
+    }
+    std::uint64_t at = 0;
+    for (std::uint32_t i = 0; i < e.piece_count; ++i) {
+      const EventPiece& p = b.pieces[e.first_piece + i];
+      std::memcpy(whole.data() + at, p.data, p.size);
+      at += p.size;
+    }
+    (void)m.add(std::move(whole), 0, static_cast<std::uint32_t>(at));
+    ++copied_;
+    copied_published_.store(copied_, std::memory_order_relaxed);
+    return true;
+  }
+
   struct Entry {
     OutputBatch* batch = nullptr;
     std::uint64_t done_at = 0;  // taken_ at which every event of the batch is taken
@@ -178,6 +223,9 @@ class FarmOutput final : public EventOutput {
   transport::AppIndex sfc_;
   std::uint64_t window_;
   std::unique_ptr<core::BufferPool> pool_;
+  std::unique_ptr<core::BufferPool> copies_;  // null: events are never copied
+  std::uint64_t copied_ = 0;
+  std::atomic<std::uint64_t> copied_published_{0};
   std::vector<Entry> queue_;  // ring
   std::size_t head_ = 0;
   std::size_t count_ = 0;
@@ -206,7 +254,18 @@ Result<std::unique_ptr<EventOutput>> make_farm_output(const OutputContext& conte
   auto pool = context.endpoint->make_send_pool(context.bu_id + ".farm", kDescriptorBuffer,
                                                context.sfc_window + 16);
   if (!pool) return pool.error();
-  return std::unique_ptr<EventOutput>(std::make_unique<FarmOutput>(context, std::move(*pool)));
+  std::unique_ptr<core::BufferPool> copies;
+  if (context.max_event_size > 0) {
+    // Copies in flight at once: a few are enough to keep the SFC busy (an event waits for one
+    // to come back), and each may be large (a timeslice).
+    auto made =
+        context.endpoint->make_send_pool(context.bu_id + ".farm_copies", context.max_event_size,
+                                         std::min<std::uint32_t>(context.sfc_window, 8));
+    if (!made) return made.error();
+    copies = std::move(*made);
+  }
+  return std::unique_ptr<EventOutput>(
+      std::make_unique<FarmOutput>(context, std::move(*pool), std::move(copies)));
 }
 
 }  // namespace daqflow::apps::evb

@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 
 #include "daqflow/apps/evb/output.hpp"
+#include "daqflow/runtime/config.hpp"
 #include "daqflow/runtime/params.hpp"
 #include "outputs.hpp"
 
@@ -39,6 +40,38 @@ runtime::ParamSpec discard_or_file_output_spec(const std::string& what) {
       "where " + what +
           " go: {kind: discard} or {kind: file, dir, max_file_mb, max_file_events, max_total_mb}",
       std::move(fields));
+}
+
+runtime::ParamSpec output_spec_with_farm(const std::string& what) {
+  std::vector<runtime::ParamSpec> fields = {
+      runtime::ParamSpec::string("kind", "discard, file or farm")
+          .default_value("discard")
+          .one_of({"discard", "file", "farm"}),
+      runtime::ParamSpec::string("sfc", "farm: the SFC they go to").default_value(""),
+  };
+  for (auto& f : file_output_param_fields()) fields.push_back(std::move(f));
+  return runtime::ParamSpec::object(
+      "output",
+      "where " + what +
+          " go: {kind: discard}, {kind: file, dir, max_file_mb, max_file_events, max_total_mb} "
+          "or {kind: farm, sfc} (the filter farm)",
+      std::move(fields));
+}
+
+Result<void> farm_output_context(const runtime::ClusterConfig& cluster,
+                                 const nlohmann::json& params, transport::Endpoint* endpoint,
+                                 OutputContext& context) {
+  if (!params.is_object() || params.value("kind", std::string()) != "farm") return ok();
+  // The SFC says how many events an input may send it ahead (its input_window).
+  const auto sfc_id = params.value("sfc", std::string());
+  const runtime::ApplicationConfig* sfc = cluster.find_application(sfc_id);
+  if (sfc == nullptr || sfc->type != "sfc") {
+    return Error("kind farm: sfc '" + sfc_id + "' is no sfc application");
+  }
+  context.endpoint = endpoint;
+  context.sfc = sfc->index;
+  context.sfc_window = sfc->params.value("input_window", 0u);
+  return ok();
 }
 
 Result<std::unique_ptr<EventOutput>> make_output(const nlohmann::json& params,

@@ -110,10 +110,12 @@ Result<void> SubFarmController::configure(runtime::AppContext& ctx) {
   inputs_ = *inputs;
   for (std::size_t i = 0; i < inputs_.size(); ++i) {
     const auto& app = ctx.cluster().applications[inputs_[i]];
-    if (app.type != "bu" ||
+    // Built events from BUs, or complete timeslices from time-slice builders.
+    if ((app.type != "bu" && app.type != "ts_builder") ||
         app.params.value("output", nlohmann::json::object()).value("sfc", "") != id()) {
       return p.error("inputs",
-                     "'" + input_ids[i] + "' is no BU with output {kind: farm, sfc: " + id() + "}");
+                     "'" + input_ids[i] +
+                         "' is no BU or ts_builder with output {kind: farm, sfc: " + id() + "}");
     }
   }
   ids_ = detail::application_ids(ctx.cluster());
@@ -839,9 +841,10 @@ runtime::AppType sfc_type() {
           .at_least(0),
       ParamSpec::integer("seed", "generator: seed of the sizes").default_value(1).at_least(0),
       ParamSpec::app_ref_list("inputs",
-                              "BUs whose output is {kind: farm, sfc: this}; []: the generator")
+                              "BUs or ts_builders whose output is {kind: farm, sfc: this}; []: "
+                              "the generator")
           .default_json_text("[]"),
-      ParamSpec::integer("input_window", "events each input BU may send before they are taken")
+      ParamSpec::integer("input_window", "events each input may send before they are taken")
           .default_value(64)
           .range(1, 65536),
       evb::discard_or_file_output_spec("accepted events"),

@@ -8,6 +8,7 @@
 
 #include "daqflow/apps/evb/salvage.hpp"
 #include "daqflow/wire/endian.hpp"
+#include "daqflow/wire/farm.hpp"
 
 namespace daqflow::apps::timeslice {
 
@@ -86,6 +87,9 @@ Result<void> TsBuilder::configure(runtime::AppContext& ctx) {
                          .value("max", std::uint64_t{0});
     largest = std::max(largest,
                        wire::kContributionSize + slices * (wire::kMicrosliceDescriptorSize + max));
+    // A replaying input's microslices are as large as they were recorded: up to the transport's
+    // largest message.
+    if (!app.params.value("replay", std::string()).empty()) largest = UINT64_MAX;
   }
 
   transport::EndpointOptions options = ctx.endpoint_options();
@@ -96,8 +100,16 @@ Result<void> TsBuilder::configure(runtime::AppContext& ctx) {
     in_flight = std::max<std::uint64_t>(
         in_flight, ctx.cluster().applications[i].params.value("in_flight", std::uint64_t{8}));
   }
-  options.max_message_size = static_cast<std::uint32_t>(
-      std::min<std::uint64_t>(options.max_message_size, std::max<std::uint64_t>(largest, 4096)));
+  const std::uint64_t cluster_max = options.max_message_size;
+  std::uint64_t message = std::max<std::uint64_t>(largest, 4096);
+  if (output_params.value("kind", std::string()) == "farm") {
+    // It sends whole timeslices to the SFC: the endpoint's one size limit (which also sizes its
+    // receive buffers) must hold one.
+    message = std::max<std::uint64_t>(
+        message, wire::kFarmEventSize + wire::kTimesliceDescriptorSize +
+                     inputs_.size() * std::min<std::uint64_t>(largest, cluster_max));
+  }
+  options.max_message_size = static_cast<std::uint32_t>(std::min(cluster_max, message));
   options.recv_buffers = std::max<std::uint32_t>(
       options.recv_buffers,
       static_cast<std::uint32_t>(inputs_.size() * (in_flight + kOutputDepth + 2)));
@@ -127,6 +139,15 @@ Result<void> TsBuilder::configure(runtime::AppContext& ctx) {
   oc.default_dir = ctx.cluster().run.output;
   oc.queue_depth = kOutputDepth;
   oc.content = evb::FileContent::timeslices;
+  if (auto r = evb::farm_output_context(ctx.cluster(), output_params, endpoint_, oc); !r) {
+    return p.error("output", r.error().message());
+  }
+  // A timeslice is a descriptor and up to five pieces per input (on byte-stream transports one):
+  // past what a message carries, the farm output copies it into one buffer.
+  if (1 + 1 + 5 * inputs_.size() > transport::kMaxSegments) {
+    oc.max_event_size = wire::kTimesliceDescriptorSize +
+                        inputs_.size() * std::min<std::uint64_t>(largest, cluster_max);
+  }
   auto output = evb::make_output(output_params, oc);
   if (!output) return context(output.error());
   output_ = std::move(*output);
@@ -183,6 +204,7 @@ Result<void> TsBuilder::configure(runtime::AppContext& ctx) {
   bytes_in_ = &m.counter("bytes_in", "contribution bytes received", runtime::Unit::bytes);
   timeslices_building_ = &m.gauge("timeslices_building", "timeslices waiting for contributions");
   const std::lock_guard lock(results_mutex_);
+  output_stats_ = {};
   missing_by_input_.assign(inputs_.size(), 0);
   lost_inputs_.clear();
   return ok();
@@ -194,6 +216,9 @@ void TsBuilder::release() {
       spdlog::warn("{}: closing the output: {}", id(), r.error().message());
     }
     while (evb::OutputBatch* b = output_->poll_done()) b->clear();
+    // The output's figures outlive it: the run's results are read once it is gone.
+    const std::lock_guard lock(results_mutex_);
+    output_stats_ = output_->stats();
     output_.reset();
   }
   for (auto& b : batches_) b.clear();
@@ -560,6 +585,11 @@ void TsBuilder::lose_input(std::size_t input, const std::string& why) {
 }
 
 void TsBuilder::on_completion(Completion& c, std::int64_t now) {
+  // The farm output's messages (the SFC's credits) are its own.
+  if (output_->on_message(c)) {
+    c.message.clear();
+    return;
+  }
   if (has_manager_ && c.peer == manager_) {
     if (c.kind == Completion::Kind::recv) {
       on_manager(c);
@@ -630,6 +660,7 @@ int TsBuilder::do_work() {
     if (n < completions_.size()) break;
   }
   if (failed()) return work;
+  work += output_->progress();
   if (acks_pending_ > 0) work += flush_acks();
   if (!done_pending_.empty()) work += flush_done();
   work += flush_outputs();
@@ -688,11 +719,16 @@ nlohmann::json TsBuilder::results() const {
       {"bytes_in", bytes_in_->value()},
       {"timeslices_building", static_cast<std::uint64_t>(timeslices_building_->value())},
   };
+  evb::OutputStats s;
   if (output_) {
-    const evb::OutputStats s = output_->stats();
-    r["bytes_written"] = s.bytes_written;
-    r["files_closed"] = s.files_closed;
+    s = output_->stats();
+  } else {
+    const std::lock_guard lock(results_mutex_);
+    s = output_stats_;
   }
+  r["bytes_written"] = s.bytes_written;
+  r["files_closed"] = s.files_closed;
+  r["timeslices_copied"] = s.events_copied;  // farm: in more pieces than a message carries
   if (const auto steady = summarize(sampler_.samples())) {
     r["timeslices_per_s"] = steady->messages_per_s;
     r["mb_per_s"] = steady->mb_s;
@@ -800,7 +836,8 @@ runtime::AppType ts_builder_type() {
       ParamSpec::integer("report_ms", "with a manager: load report (and heartbeat) interval")
           .default_value(50)
           .range(1, 60000),
-      evb::discard_or_file_output_spec("timeslices (an archive checked by daqflow dump)"),
+      evb::output_spec_with_farm(
+          "complete timeslices (an archive checked by daqflow dump, or the filter farm)"),
   };
   t.make = [] { return std::make_unique<TsBuilder>(); };
   t.after_loss = &TsBuilder::after_loss;

@@ -156,6 +156,7 @@ class TsBuilder final : public runtime::Application {
   runtime::Gauge* timeslices_building_ = nullptr;
 
   mutable std::mutex results_mutex_;
+  evb::OutputStats output_stats_;                // the output's last figures, once it is released
   std::vector<std::uint64_t> missing_by_input_;  // timeslices each input was missing from
   std::vector<std::string> lost_inputs_;
 };

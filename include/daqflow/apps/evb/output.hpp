@@ -21,6 +21,10 @@
 #include "daqflow/runtime/params.hpp"
 #include "daqflow/transport/transport.hpp"
 
+namespace daqflow::runtime {
+struct ClusterConfig;
+}
+
 namespace daqflow::apps::evb {
 
 // One contiguous piece of an event: a super-fragment (or part of one) in a received buffer.
@@ -59,7 +63,8 @@ struct OutputStats {
   std::uint64_t files_closed = 0;
   std::uint64_t events_over_cap = 0;  // not written because the disk cap was reached
   std::uint64_t write_errors = 0;
-  std::uint32_t queued = 0;  // batches submitted, not yet done
+  std::uint32_t queued = 0;         // batches submitted, not yet done
+  std::uint64_t events_copied = 0;  // farm: events in more pieces than a message carries
 };
 
 class EventOutput {
@@ -95,7 +100,19 @@ struct OutputContext {
   transport::Endpoint* endpoint = nullptr;
   transport::AppIndex sfc = 0;
   std::uint32_t sfc_window = 0;
+  // Kind farm: the largest event, when an event may come in more pieces than a message carries
+  // (a timeslice of many inputs): such an event is copied into one buffer of this size. 0: no
+  // event ever has that many pieces (one that does fails the output, naming it).
+  std::uint64_t max_event_size = 0;
 };
+
+// Kind farm: checks that the `output` parameter's sfc is an SFC application and fills in the
+// context's endpoint, SFC and window from it (the BU's and the time-slice builder's). Nothing to
+// do for another kind.
+[[nodiscard]] Result<void> farm_output_context(const runtime::ClusterConfig& cluster,
+                                               const nlohmann::json& params,
+                                               transport::Endpoint* endpoint,
+                                               OutputContext& context);
 
 // Creates the output described by a BU's `output` parameter:
 //   {kind: discard}, {kind: file, dir: PATH, max_file_mb: N, max_file_events: N, max_total_mb: N}
@@ -103,9 +120,11 @@ struct OutputContext {
 // The fields of `{kind: file}` (dir, max_file_mb, max_file_events, max_total_mb), for the
 // `output` parameter of every application that writes event files (bu, sfc).
 [[nodiscard]] std::vector<runtime::ParamSpec> file_output_param_fields();
-// An `output` parameter that is {kind: discard} (the default) or {kind: file, ...}: the SFC's
-// and the time-slice builder's. what says what goes there.
+// An `output` parameter that is {kind: discard} (the default) or {kind: file, ...}: the SFC's.
+// what says what goes there.
 [[nodiscard]] runtime::ParamSpec discard_or_file_output_spec(const std::string& what);
+// The same or {kind: farm, sfc: ID}: the BU's and the time-slice builder's.
+[[nodiscard]] runtime::ParamSpec output_spec_with_farm(const std::string& what);
 
 [[nodiscard]] Result<std::unique_ptr<EventOutput>> make_output(const nlohmann::json& params,
                                                                const OutputContext& context);
