@@ -60,6 +60,36 @@ std::string fragment_size(std::uint64_t mean) {
                      evb_fragment_max(mean));
 }
 
+// Contexts whose applications each have a data port: the control port, then the data ports
+// from the next one, then `spare` ports left unused; the port and application counts run on
+// across contexts.
+struct ContextWriter {
+  const ClusterSettings& cluster;
+  std::string& y;
+  int port;
+  int spare;
+  int app = 0;
+
+  void add(const std::string& name, const std::vector<std::string>& apps) {
+    y += fmt::format(
+        "  - name: {}\n"
+        "    host: 127.0.0.1\n"
+        "    control_port: {}\n"
+        "    data_port: {}\n"
+        "    applications:\n",
+        name, port, port + 1);
+    port += 1 + static_cast<int>(apps.size()) + spare;
+    for (const auto& a : apps) {
+      // A clock client that sleeps in the kernel between probes answers each one a wake-up
+      // late, by a varying amount; backing off (spin, yield, then sleep) it answers the probes
+      // after the first of a round at once, and the round's best trip is a true one.
+      ClusterSettings c = cluster;
+      if (a.starts_with("type: clock_")) c.idle = "backoff";
+      y += fmt::format("      - {{{}, {}}}\n", a, app_common(c, app++));
+    }
+  }
+};
+
 }  // namespace
 
 std::string cluster_options(const ClusterSettings& c) {
@@ -201,24 +231,13 @@ int farm_ports_used(const FarmShape& s) {
 
 std::string farm_yaml(const ClusterSettings& cluster, const FarmShape& s) {
   std::string y = header(cluster, fmt::format("filter farm, {} workers, {}", s.workers, s.policy));
-  int port = cluster.port_base;
-  int app = 0;
-  const auto ctx = [&](const std::string& name, const std::vector<std::string>& apps) {
-    y += fmt::format(
-        "  - name: {}\n"
-        "    host: 127.0.0.1\n"
-        "    control_port: {}\n"
-        "    data_port: {}\n"
-        "    applications:\n",
-        name, port, port + 1);
-    port += 1 + static_cast<int>(apps.size()) + 1;
-    for (const auto& a : apps)
-      y += fmt::format("      - {{{}, {}}}\n", a, app_common(cluster, app++));
-  };
-  ctx("sfc",
-      {fmt::format("type: sfc, id: sfc0, workers: {}, policy: {}, window: {}, "
-                   "event_size: {{dist: fixed, mean: {}, max: {}}}, output: {{kind: discard}}",
-                   id_list("w", 0, s.workers), s.policy, s.window, s.event_size, s.event_size)});
+  // A spare port after each context's.
+  ContextWriter ctx{cluster, y, cluster.port_base, 1};
+
+  ctx.add("sfc", {fmt::format(
+                     "type: sfc, id: sfc0, workers: {}, policy: {}, window: {}, "
+                     "event_size: {{dist: fixed, mean: {}, max: {}}}, output: {{kind: discard}}",
+                     id_list("w", 0, s.workers), s.policy, s.window, s.event_size, s.event_size)});
   for (int first = 0; first < s.workers; first += s.workers_per_context) {
     std::vector<std::string> apps;
     for (int i = first; i < std::min(s.workers, first + s.workers_per_context); ++i) {
@@ -228,7 +247,7 @@ std::string farm_yaml(const ClusterSettings& cluster, const FarmShape& s) {
           "accept_time: {{dist: fixed, mean_us: {}}}, reject_time: {{dist: fixed, mean_us: {}}}",
           i, s.accept_fraction, s.output_bytes, i + 1, t, t));
     }
-    ctx(fmt::format("workers{}", first / s.workers_per_context), apps);
+    ctx.add(fmt::format("workers{}", first / s.workers_per_context), apps);
   }
   return y;
 }
@@ -272,26 +291,8 @@ std::string timeslice_yaml(const ClusterSettings& cluster, const TimesliceShape&
       cluster, s.clock_only ? fmt::format("clock synchronisation of {} nodes", s.n)
                             : fmt::format("time-slice building {}x{}, {} B contributions, {}", s.n,
                                           s.n, s.contribution_bytes, s.order));
-  int port = cluster.port_base;
-  int app = 0;
-  const auto ctx = [&](const std::string& name, const std::vector<std::string>& apps) {
-    y += fmt::format(
-        "  - name: {}\n"
-        "    host: 127.0.0.1\n"
-        "    control_port: {}\n"
-        "    data_port: {}\n"
-        "    applications:\n",
-        name, port, port + 1);
-    port += 1 + static_cast<int>(apps.size());
-    for (const auto& a : apps) {
-      // A clock client that sleeps in the kernel between probes answers each one a wake-up
-      // late, by a varying amount; backing off (spin, yield, then sleep) it answers the probes
-      // after the first of a round at once, and the round's best trip is a true one.
-      ClusterSettings c = cluster;
-      if (a.starts_with("type: clock_")) c.idle = "backoff";
-      y += fmt::format("      - {{{}, {}}}\n", a, app_common(c, app++));
-    }
-  };
+  ContextWriter ctx{cluster, y, cluster.port_base, 0};
+
   // Time does not pace the inputs (pace: max); the geometry only names the microslices.
   const std::uint64_t m = microslice_bytes(s);
   const int microslice_us = 10;
@@ -304,8 +305,8 @@ std::string timeslice_yaml(const ClusterSettings& cluster, const TimesliceShape&
   const std::string builders = id_list("tb", 0, s.n);
   const std::string inputs = id_list("in", 0, s.n);
   if (with_clocks(s)) {
-    ctx("clock", {fmt::format("type: clock_master, id: clock, nodes: {}, interval_ms: 50",
-                              id_list("clk", 0, s.n))});
+    ctx.add("clock", {fmt::format("type: clock_master, id: clock, nodes: {}, interval_ms: 50",
+                                  id_list("clk", 0, s.n))});
   }
   for (int i = 0; i < s.n; ++i) {
     std::vector<std::string> apps;
@@ -320,7 +321,7 @@ std::string timeslice_yaml(const ClusterSettings& cluster, const TimesliceShape&
     if (with_clocks(s)) {
       apps.push_back(fmt::format("type: clock_client, id: clk{}, master: clock", i));
     }
-    ctx(fmt::format("node{}", i), apps);
+    ctx.add(fmt::format("node{}", i), apps);
   }
   return y;
 }
