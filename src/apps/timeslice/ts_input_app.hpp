@@ -136,6 +136,7 @@ class TsInput final : public runtime::Application {
   std::vector<Assignment> ahead_;
   std::uint64_t end_ = UINT64_MAX;  // with a manager: the run's timeslices are those below
   std::int64_t start_ns_ = 0;
+  bool timer_slack_set_ = false;
   bool starved_ = false;  // the last generate() found no free buffer
   std::int64_t last_slot_ = -1;
   std::uint64_t bytes_sent_total_ = 0;
@@ -152,6 +153,9 @@ class TsInput final : public runtime::Application {
   runtime::Counter* bytes_sent_ = nullptr;
   runtime::Counter* intervals_late_ = nullptr;
   runtime::Counter* slots_late_ = nullptr;
+  runtime::Counter* slots_missed_ = nullptr;
+  runtime::Counter* slots_empty_ = nullptr;
+  runtime::Counter* slots_blocked_ = nullptr;
   runtime::Counter* messages_malformed_ = nullptr;
   runtime::Counter* after_end_ = nullptr;
   runtime::Gauge* timeslices_retained_ = nullptr;
