@@ -1,12 +1,15 @@
 // daqflow fedsend HOST:PORT --fed ID [--feds N] [--events N] [--size BYTES | --lognormal MEAN SD]
-//   [--seed S] [--corrupt-crc EVENT]... [--rate HZ] [--file FILE]
+//   [--seed S] [--corrupt-crc EVENT]... [--rate HZ] [--file FILE] [--framing ferol|frame]
+//   [--block-data BYTES]
 //
 // Plays FEDs for a RU's network input (`input: network`): FED ID + i streams to PORT + i, one
-// TCP connection and one thread per FED, each fragment behind the frame header of
-// daqflow/apps/evb/fed_stream.hpp. Fragments are made with the FED codec (wire::write_fragment:
-// a per-FED, per-event payload pattern and a correct CRC), or replayed from a file of raw
-// fragments (--file; each goes to the stream of its source id). --corrupt-crc flips the CRC of
-// the first FED's fragment of that event, for testing the RU's checks.
+// TCP connection and one thread per FED, each fragment cut into CMS FEROL blocks
+// (daqflow/wire/ferol.hpp; --block-data bytes of fragment per block, 4080 as a FEROL fills
+// them) or behind the frame header of daqflow/apps/evb/fed_stream.hpp. Fragments are made with the
+// FED codec (wire::write_fragment: a per-FED, per-event payload pattern and a correct CRC), or
+// replayed from a file of raw fragments (--file; each goes to the stream of its source id).
+// --corrupt-crc flips the CRC of the first FED's fragment of that event, for testing the RU's
+// checks.
 
 #include <fmt/format.h>
 #include <netdb.h>
@@ -32,6 +35,7 @@
 #include "daqflow/core/net.hpp"
 #include "daqflow/wire/endian.hpp"
 #include "daqflow/wire/fed.hpp"
+#include "daqflow/wire/ferol.hpp"
 
 namespace daqflow::cli {
 
@@ -52,6 +56,8 @@ struct FedsendArgs {
   std::vector<std::uint64_t> corrupt_crc;
   double rate = 0;  // events per second per FED; 0: as fast as the RU takes them
   std::string file;
+  std::string framing = "ferol";
+  std::size_t block_data = wire::kFerolMaxBlockData;
   double connect_timeout_s = 10;
 };
 
@@ -169,6 +175,43 @@ void corrupt_crc(std::span<std::byte> fragment) {
   wire::store_le64(trailer, wire::load_le64(trailer) ^ wire::kFedTrailerCrcMask);
 }
 
+// Appends one fragment to `out` as the stream carries it: behind a frame header, or cut into
+// FEROL blocks.
+void append_framed(const FedsendArgs& args, std::uint16_t fed, std::uint64_t event,
+                   std::span<const std::byte> fragment, std::vector<std::byte>& out) {
+  const std::size_t at = out.size();
+  if (args.framing == "frame") {
+    out.resize(at + apps::evb::kFedFrameHeaderSize + fragment.size());
+    (void)apps::evb::encode_fed_frame(
+        {static_cast<std::uint32_t>(fragment.size() / 8), fed, event},
+        std::span(out).subspan(at).first<apps::evb::kFedFrameHeaderSize>());
+    std::copy(fragment.begin(), fragment.end(),
+              out.begin() + static_cast<std::ptrdiff_t>(at + apps::evb::kFedFrameHeaderSize));
+    return;
+  }
+  // FEROL blocks carry the FED header's L1 id as their event number.
+  wire::FedHeaderFields header;
+  (void)wire::decode_header(fragment, header);
+  const std::size_t blocks = (fragment.size() + args.block_data - 1) / args.block_data;
+  out.resize(at + fragment.size() + blocks * wire::kFerolHeaderSize);
+  std::size_t to = at;
+  for (std::size_t b = 0; b < blocks; ++b) {
+    const std::size_t from = b * args.block_data;
+    const std::size_t length = std::min(args.block_data, fragment.size() - from);
+    wire::FerolHeader h;
+    h.data_length = static_cast<std::uint32_t>(length);
+    h.packet = static_cast<std::uint32_t>(b);
+    h.first = b == 0;
+    h.last = b + 1 == blocks;
+    h.fed_id = fed;
+    h.event = header.l1_id;
+    (void)wire::encode_ferol_header(h, std::span(out).subspan(to).first<wire::kFerolHeaderSize>());
+    to += wire::kFerolHeaderSize;
+    std::memcpy(out.data() + to, fragment.data() + from, length);
+    to += length;
+  }
+}
+
 void send_stream(const FedsendArgs& args, Stream& s, std::uint16_t first_fed) {
   const core::UniqueFd fd = connect_to(s.to, args.connect_timeout_s, s.error);
   if (!fd) return;
@@ -176,16 +219,13 @@ void send_stream(const FedsendArgs& args, Stream& s, std::uint16_t first_fed) {
   const std::uint64_t events = replay ? s.replay.size() : args.events;
   Sizes sizes(args, s.id);
   std::vector<std::byte> batch;
-  batch.reserve(kSendBatchBytes + apps::evb::kFedFrameHeaderSize + args.max_size);
+  batch.reserve(kSendBatchBytes + 3 * args.max_size);
+  std::vector<std::byte> made(args.max_size);
   const auto start = Clock::now();
   for (std::uint64_t e = 0; e < events; ++e) {
     const std::size_t size = replay ? s.replay[e].size() : sizes.next();
-    const std::size_t at = batch.size();
-    batch.resize(at + apps::evb::kFedFrameHeaderSize + size);
-    const auto frame = std::span(batch).subspan(at);
-    (void)apps::evb::encode_fed_frame({static_cast<std::uint32_t>(size / 8), s.id, e},
-                                      frame.first<apps::evb::kFedFrameHeaderSize>());
-    const auto fragment = frame.subspan(apps::evb::kFedFrameHeaderSize);
+    if (made.size() < size) made.resize(size);
+    const auto fragment = std::span(made).first(size);
     if (replay) {
       std::copy(s.replay[e].begin(), s.replay[e].end(), fragment.begin());
     } else {
@@ -200,6 +240,7 @@ void send_stream(const FedsendArgs& args, Stream& s, std::uint16_t first_fed) {
       corrupt_crc(fragment);
       s.corrupted.push_back(e);
     }
+    append_framed(args, s.id, e, fragment, batch);
     const bool paced = args.rate > 0;
     if (batch.size() >= kSendBatchBytes || paced || e + 1 == events) {
       std::string why;
@@ -260,6 +301,11 @@ void fedsend_command(const FedsendArgs& args) {
     fail("--lognormal MEAN SD: MEAN must be above 0 and SD at least 0");
   }
   if (args.max_size < wire::kFedMinFragmentSize) fail("--max-size must be at least 16");
+  if (args.block_data % 8 != 0 || args.block_data < 8 ||
+      args.block_data > wire::kFerolMaxBlockData) {
+    fail(fmt::format("--block-data {}: a multiple of 8 from 8 to {}", args.block_data,
+                     wire::kFerolMaxBlockData));
+  }
 
   std::vector<Stream> streams(static_cast<std::size_t>(args.feds));
   for (int i = 0; i < args.feds; ++i) {
@@ -331,6 +377,13 @@ void add_fedsend(CLI::App& app) {
   auto* file = cmd->add_option("--file", args->file,
                                "replay the raw FED fragments of this file instead of generating");
   file->excludes(size)->excludes(lognormal)->excludes(events);
+  cmd->add_option("--framing", args->framing,
+                  "ferol: CMS FEROL blocks (as the RU's fed_framing default); frame: one 16-byte "
+                  "frame header per fragment")
+      ->check(CLI::IsMember({"ferol", "frame"}));
+  cmd->add_option("--block-data", args->block_data,
+                  "ferol: bytes of fragment per block (a multiple of 8 up to 4080; the last block "
+                  "of a fragment carries the rest)");
   cmd->add_option("--connect-timeout", args->connect_timeout_s,
                   "seconds to keep trying to connect while the RU is not listening yet");
   cmd->callback([args] { fedsend_command(*args); });

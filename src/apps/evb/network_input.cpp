@@ -16,6 +16,7 @@
 
 #include "daqflow/core/log.hpp"
 #include "daqflow/wire/fed.hpp"
+#include "daqflow/wire/ferol.hpp"
 #include "network_input_impl.hpp"
 
 namespace daqflow::apps::evb {
@@ -47,7 +48,10 @@ Result<std::unique_ptr<NetworkInput>> NetworkInput::create(const NetworkInputSet
   NetworkInput& in = *input;
   // A frame never straddles two chunks, so a chunk holds at least two of the largest frames;
   // a FED has at least two chunks so that one fills while the other drains.
-  in.max_frame_ = kFedFrameHeaderSize + (s.max_fragment_bytes + 7) / 8 * 8;
+  const std::size_t largest = (s.max_fragment_bytes + 7) / 8 * 8;
+  // FEROL blocks may be as small as one word: a fragment then takes three times its size.
+  in.max_frame_ = s.framing == FedFraming::ferol ? largest + wire::kFerolHeaderSize * (largest / 8)
+                                                 : kFedFrameHeaderSize + largest;
   in.chunk_size_ = std::clamp(s.buffer_bytes_per_fed / 4, 2 * in.max_frame_,
                               std::max(kMaxChunkSize, 2 * in.max_frame_));
   const std::size_t chunks = std::max<std::size_t>(2, s.buffer_bytes_per_fed / in.chunk_size_);

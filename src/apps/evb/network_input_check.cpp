@@ -62,11 +62,14 @@ std::uint32_t NetworkInput::check(Fed& fed, std::uint64_t frame_event, std::uint
   const std::uint32_t every = settings_.crc_check_every;
   const bool crc_due = every != 0 && event % every == 0;
   std::string problem;
+  // A FEROL header carries the FED's L1 id, a frame header the event's index on the stream.
+  const bool ferol = settings_.framing == FedFraming::ferol;
+  const std::uint64_t expected_number = ferol ? wire::fed_l1_id(event) : event & kFedFrameMaxEvent;
   if (frame_fed != fed.id) {
     problem = fmt::format("frame header names FED {} (wrong connection?)", frame_fed);
-  } else if (frame_event != (event & kFedFrameMaxEvent)) {
-    problem =
-        fmt::format("event number out of sequence (the frame header says event {})", frame_event);
+  } else if (frame_event != expected_number) {
+    problem = fmt::format("event number out of sequence (the {} header says event {}, expected {})",
+                          ferol ? "FEROL" : "frame", frame_event, expected_number);
   } else {
     wire::FedCheck expect;
     expect.source_id = fed.id;

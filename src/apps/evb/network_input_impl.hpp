@@ -58,10 +58,17 @@ class NetworkInput final : public FragmentSource {
     std::size_t read_pos = 0;      // bytes received into chunk
     std::size_t parse_pos = 0;     // start of the first frame not yet published
     std::uint64_t next_event = 0;  // event of the next fragment on the stream
-    bool paused = false;           // pool or ring full: not reading
-    bool in_epoll = false;         // conn_fd is in the epoll set
-    bool watching = false;         // ... with EPOLLIN
-    bool dead = false;             // a stream error: never read again
+    // FEROL blocks: the fragment in progress began at parse_pos; its data gathered so far is
+    // [parse_pos + header, gather_end); raw_pos is the next block's header (parse_pos between
+    // fragments).
+    std::size_t raw_pos = 0;
+    std::size_t gather_end = 0;
+    std::uint32_t next_packet = 0;  // 0: between fragments
+    std::uint64_t block_event = 0;  // the event number of the fragment's first block
+    bool paused = false;            // pool or ring full: not reading
+    bool in_epoll = false;          // conn_fd is in the epoll set
+    bool watching = false;          // ... with EPOLLIN
+    bool dead = false;              // a stream error: never read again
     // RU thread.
     alignas(core::kCacheLine) Fragment front;  // own cache line: the I/O thread writes above
     bool has_front = false;
@@ -75,14 +82,20 @@ class NetworkInput final : public FragmentSource {
   void accept_on(Fed& fed);
   void service(Fed& fed);
   bool parse(Fed& fed);  // false when the ring is full
+  bool parse_frames(Fed& fed);
+  bool parse_blocks(Fed& fed);
+  void publish(Fed& fed, std::size_t offset, std::size_t size, std::uint32_t flags);
   bool next_read_window(Fed& fed, std::size_t& limit);
+  // Why a connection that ended within a fragment failed the stream.
+  [[nodiscard]] std::string truncation(const Fed& fed, const std::string& how) const;
   void close_connection(Fed& fed);
   void set_watch(Fed& fed, bool on);
   void pause(Fed& fed);
   void on_connection_event(Fed& fed, std::uint32_t events);
   void stop_all_io();
-  // Validates one framed fragment of fed.next_event. Returns the event's flags (0 or
-  // kEventCorrupted); sets ok to false when the error fails the input.
+  // Validates one fragment of fed.next_event, with the event number its frame or FEROL blocks
+  // carried. Returns the event's flags (0 or kEventCorrupted); sets ok to false when the error
+  // fails the input.
   std::uint32_t check(Fed& fed, std::uint64_t frame_event, std::uint16_t frame_fed,
                       std::span<const std::byte> fragment, bool& ok);
   void report(const Fed& fed, std::uint64_t event, const std::string& what, bool fatal);

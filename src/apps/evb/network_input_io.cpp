@@ -6,8 +6,9 @@
 // published; parse_pos is always at a frame boundary. While read_pos is below chunk_size -
 // max_frame the thread reads as much as the socket has, up to that bound, so that any frame that
 // starts below it ends inside the chunk. Above it, the thread reads exactly to the end of the
-// frame in progress (its header first if need be) and then moves on to a fresh chunk: no frame
-// ever straddles two chunks and no received byte is ever moved.
+// frame (or FEROL block) in progress, its header first if need be, and once a fragment is
+// complete moves on to a fresh chunk: no fragment ever straddles two chunks. A framed fragment
+// is never moved; the blocks of a FEROL fragment are made contiguous within the chunk.
 
 #include <arpa/inet.h>
 #include <fmt/format.h>
@@ -22,6 +23,8 @@
 
 #include "daqflow/apps/evb/fed_stream.hpp"
 #include "daqflow/core/log.hpp"
+#include "daqflow/wire/fed.hpp"
+#include "daqflow/wire/ferol.hpp"
 #include "network_input_impl.hpp"
 
 namespace daqflow::apps::evb {
@@ -182,17 +185,7 @@ void NetworkInput::service(Fed& fed) {
     const std::string how = n == 0 ? "closed" : fmt::format("failed ({})", std::strerror(errno));
     const std::size_t pending = fed.read_pos - fed.parse_pos;
     if (pending != 0) {
-      FedFrameHeader frame;
-      const bool framed = pending >= kFedFrameHeaderSize &&
-                          decode_fed_frame({fed.chunk.data() + fed.parse_pos, pending}, frame) ==
-                              FedFrameStatus::ok;
-      fail_stream(fed, framed ? fmt::format("stream truncated: the connection from {} {} within "
-                                            "the fragment ({} of {} bytes received)",
-                                            fed.peer, how, pending - kFedFrameHeaderSize,
-                                            std::size_t{frame.length_words} * 8)
-                              : fmt::format("stream truncated: the connection from {} {} within "
-                                            "a frame header ({} of {} bytes received)",
-                                            fed.peer, how, pending, kFedFrameHeaderSize));
+      fail_stream(fed, truncation(fed, how));
       return;
     }
     spdlog::info(
@@ -212,10 +205,22 @@ bool NetworkInput::next_read_window(Fed& fed, std::size_t& limit) {
   if (!fed.chunk) {
     fed.chunk = fed.pool->acquire();
     if (!fed.chunk) return false;
-    fed.read_pos = fed.parse_pos = 0;
+    fed.read_pos = fed.parse_pos = fed.raw_pos = 0;
   }
   if (fed.read_pos < free_limit) {
     limit = free_limit;
+    return true;
+  }
+  if (settings_.framing == FedFraming::ferol) {
+    // To the end of the block in progress (parse() has checked its header).
+    const std::size_t pending = fed.read_pos - fed.raw_pos;
+    if (pending < wire::kFerolHeaderSize) {
+      limit = fed.raw_pos + wire::kFerolHeaderSize;
+      return true;
+    }
+    wire::FerolHeader block;
+    (void)wire::decode_ferol_header({fed.chunk.data() + fed.raw_pos, pending}, block);
+    limit = fed.raw_pos + wire::kFerolHeaderSize + block.data_length;
     return true;
   }
   const std::size_t pending = fed.read_pos - fed.parse_pos;
@@ -230,7 +235,52 @@ bool NetworkInput::next_read_window(Fed& fed, std::size_t& limit) {
   return true;
 }
 
+std::string NetworkInput::truncation(const Fed& fed, const std::string& how) const {
+  const std::size_t pending = fed.read_pos - fed.parse_pos;
+  if (settings_.framing == FedFraming::ferol) {
+    const std::size_t in_block = fed.read_pos - fed.raw_pos;
+    wire::FerolHeader block;
+    const bool has_header = in_block >= wire::kFerolHeaderSize &&
+                            wire::decode_ferol_header({fed.chunk.data() + fed.raw_pos, in_block},
+                                                      block) == wire::FerolStatus::ok;
+    return has_header ? fmt::format(
+                            "stream truncated: the connection from {} {} within block {} "
+                            "({} of its {} bytes received)",
+                            fed.peer, how, fed.next_packet, in_block - wire::kFerolHeaderSize,
+                            block.data_length)
+                      : fmt::format(
+                            "stream truncated: the connection from {} {} within the "
+                            "header of block {} ({} of {} bytes received)",
+                            fed.peer, how, fed.next_packet, in_block, wire::kFerolHeaderSize);
+  }
+  FedFrameHeader frame;
+  const bool framed =
+      pending >= kFedFrameHeaderSize &&
+      decode_fed_frame({fed.chunk.data() + fed.parse_pos, pending}, frame) == FedFrameStatus::ok;
+  return framed ? fmt::format(
+                      "stream truncated: the connection from {} {} within the fragment "
+                      "({} of {} bytes received)",
+                      fed.peer, how, pending - kFedFrameHeaderSize,
+                      std::size_t{frame.length_words} * 8)
+                : fmt::format(
+                      "stream truncated: the connection from {} {} within a frame "
+                      "header ({} of {} bytes received)",
+                      fed.peer, how, pending, kFedFrameHeaderSize);
+}
+
 bool NetworkInput::parse(Fed& fed) {
+  return settings_.framing == FedFraming::ferol ? parse_blocks(fed) : parse_frames(fed);
+}
+
+void NetworkInput::publish(Fed& fed, std::size_t offset, std::size_t size, std::uint32_t flags) {
+  Fragment fragment{fed.chunk.share(), static_cast<std::uint32_t>(offset),
+                    static_cast<std::uint32_t>(size), flags};
+  (void)fed.ring->try_push(std::move(fragment));
+  fragments_.fetch_add(1, std::memory_order_relaxed);
+  ++fed.next_event;
+}
+
+bool NetworkInput::parse_frames(Fed& fed) {
   while (!fed.dead) {
     const std::size_t available = fed.read_pos - fed.parse_pos;
     if (available < kFedFrameHeaderSize) return true;
@@ -255,13 +305,75 @@ bool NetworkInput::parse(Fed& fed) {
     const std::uint32_t flags =
         check(fed, frame.event, frame.fed_id, {p + kFedFrameHeaderSize, size}, ok);
     if (!ok) return true;
-    Fragment fragment{fed.chunk.share(),
-                      static_cast<std::uint32_t>(fed.parse_pos + kFedFrameHeaderSize),
-                      static_cast<std::uint32_t>(size), flags};
-    (void)fed.ring->try_push(std::move(fragment));
-    fragments_.fetch_add(1, std::memory_order_relaxed);
+    publish(fed, fed.parse_pos + kFedFrameHeaderSize, size, flags);
     fed.parse_pos += kFedFrameHeaderSize + size;
-    ++fed.next_event;
+  }
+  return true;
+}
+
+// One block at a time: its header is checked against the fragment in progress as soon as it is
+// in; its data, once in, is moved down onto the end of the data before it (a fragment of one
+// block is not moved); the last block completes the fragment, which is then checked whole.
+bool NetworkInput::parse_blocks(Fed& fed) {
+  while (!fed.dead) {
+    const std::size_t available = fed.read_pos - fed.raw_pos;
+    if (available < wire::kFerolHeaderSize) return true;
+    std::byte* base = fed.chunk.data();
+    wire::FerolHeader block;
+    const wire::FerolStatus status =
+        wire::decode_ferol_header({base + fed.raw_pos, wire::kFerolHeaderSize}, block);
+    const bool first = fed.next_packet == 0;
+    const std::size_t gathered =
+        first ? 0 : fed.gather_end - (fed.parse_pos + wire::kFerolHeaderSize);
+    std::string problem;
+    if (status != wire::FerolStatus::ok) {
+      problem = fmt::format("{} from {}", wire::to_string(status), fed.peer);
+    } else if (block.fed_id != fed.id) {
+      problem = fmt::format("the FEROL header names FED {} (wrong connection?)", block.fed_id);
+    } else if (block.packet != fed.next_packet) {
+      problem = fmt::format("packet number {}, expected {} (blocks out of order or lost)",
+                            block.packet, fed.next_packet);
+    } else if (block.first != first) {
+      problem = first ? std::string("the fragment's first block lacks the first-block flag")
+                      : std::string("first-block flag within a fragment (its last block missing)");
+    } else if (!first && block.event != fed.block_event) {
+      problem = fmt::format("the FEROL header says event number {}, the fragment's first block {}",
+                            block.event, fed.block_event);
+    } else if (gathered + block.data_length > settings_.max_fragment_bytes) {
+      problem = fmt::format("the fragment passes the maximum of {} bytes (fed_max_fragment_bytes)",
+                            settings_.max_fragment_bytes);
+    } else if (block.last && gathered + block.data_length < wire::kFedMinFragmentSize) {
+      problem = fmt::format(
+          "the fragment ends after {} bytes, shorter than a FED header and "
+          "trailer",
+          gathered + block.data_length);
+    }
+    if (!problem.empty()) {
+      fail_stream(fed, fmt::format("block {}: {}", fed.next_packet, problem));
+      return true;
+    }
+    if (available < wire::kFerolHeaderSize + block.data_length) return true;
+    // size() may lag behind the consumer, never ahead of it: room seen here is real.
+    if (block.last && fed.ring->size() >= fed.ring->capacity()) return false;
+    const std::size_t data = fed.raw_pos + wire::kFerolHeaderSize;
+    if (first) {
+      fed.block_event = block.event;
+      fed.gather_end = data;
+    } else {
+      std::memmove(base + fed.gather_end, base + data, block.data_length);
+    }
+    fed.gather_end += block.data_length;
+    fed.raw_pos = data + block.data_length;
+    ++fed.next_packet;
+    if (!block.last) continue;
+    const std::size_t start = fed.parse_pos + wire::kFerolHeaderSize;
+    const std::size_t size = fed.gather_end - start;
+    bool ok = true;
+    const std::uint32_t flags = check(fed, fed.block_event, fed.id, {base + start, size}, ok);
+    if (!ok) return true;
+    publish(fed, start, size, flags);
+    fed.parse_pos = fed.raw_pos;
+    fed.next_packet = 0;
   }
   return true;
 }

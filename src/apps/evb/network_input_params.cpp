@@ -24,6 +24,11 @@ std::vector<runtime::ParamSpec> network_input_params() {
           "input: network: check the FED CRC of events n with n % N == 0 (0: never, 1: always)")
           .default_value(1)
           .range(0, 1e9),
+      ParamSpec::string("fed_framing",
+                        "input: network: fragments arrive in CMS FEROL blocks (ferol) or each "
+                        "behind one 16-byte frame header (frame)")
+          .default_value("ferol")
+          .one_of({"ferol", "frame"}),
       ParamSpec::string(
           "on_error",
           "input: network: a bad fragment fails the run (fail) or marks its event corrupted (mark)")
@@ -58,6 +63,7 @@ Result<std::unique_ptr<FragmentSource>> make_network_input(const nlohmann::json&
   s.crc_check_every = p.get<std::uint32_t>("crc_check_every");
   s.on_error =
       p.get<std::string>("on_error") == "mark" ? OnFragmentError::mark : OnFragmentError::fail;
+  s.framing = p.get<std::string>("fed_framing") == "frame" ? FedFraming::frame : FedFraming::ferol;
   s.max_fragment_bytes = p.get<std::uint32_t>("fed_max_fragment_bytes");
   s.buffer_bytes_per_fed = std::size_t{p.get<std::uint32_t>("fed_buffer_mb")} << 20;
   if (auto r = p.status(); !r) return r.error();

@@ -1,5 +1,6 @@
-// The RU's FED network input, fed through real TCP sockets on 127.0.0.1 (ports 23400-23599):
-// good streams, CRC errors, events out of sequence, truncated streams, marking and back-pressure.
+// The RU's FED network input, fed through real TCP sockets on 127.0.0.1 (ports 23400-23699):
+// good streams, CRC errors, events out of sequence, truncated streams, marking and back-pressure,
+// in frames; FEROL blocks cut at random points, and every kind of bad block.
 
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
@@ -8,6 +9,8 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <functional>
+#include <random>
 #include <regex>
 #include <thread>
 
@@ -16,6 +19,7 @@
 #include "daqflow/wire/endian.hpp"
 #include "daqflow/wire/evb.hpp"
 #include "daqflow/wire/fed.hpp"
+#include "daqflow/wire/ferol.hpp"
 #include "test_event_file_support.hpp"
 
 namespace daqflow::apps::evb {
@@ -74,8 +78,10 @@ class Sender {
   int fd_ = -1;
 };
 
+// Frames unless a test asks for FEROL blocks.
 NetworkInputSettings settings(std::uint16_t port, std::uint16_t first_fed, std::size_t feds) {
   NetworkInputSettings s;
+  s.framing = FedFraming::frame;
   s.port = port;
   for (std::size_t i = 0; i < feds; ++i)
     s.fed_ids.push_back(static_cast<std::uint16_t>(first_fed + i));
@@ -235,7 +241,8 @@ TEST(NetworkInput, AnEventOutOfSequenceIsReported) {
   }
   EXPECT_EQ(p.status, Produced::Status::failed);
   EXPECT_EQ(input->failure(),
-            "FED 740 event 2: event number out of sequence (the frame header says event 3)");
+            "FED 740 event 2: event number out of sequence (the frame header says event 3, "
+            "expected 2)");
 }
 
 TEST(NetworkInput, AFragmentWithTheWrongL1IdIsReported) {
@@ -339,6 +346,253 @@ TEST(FedStream, FrameHeaderRoundTripsAndRefusesGarbage) {
   bytes[15] |= std::byte{0x80};
   EXPECT_EQ(decode_fed_frame(bytes, out), FedFrameStatus::reserved_bits);
   EXPECT_EQ(decode_fed_frame(std::span(bytes).first(15), out), FedFrameStatus::too_short);
+}
+
+// FEROL blocks of a fragment, `block_data` bytes of it per block, each header then changed by
+// `edit` (block index, header) to make it bad.
+std::vector<std::byte> ferol_blocks(
+    std::uint16_t fed, std::span<const std::byte> fragment, std::size_t block_data,
+    const std::function<void(std::size_t, wire::FerolHeader&)>& edit = {}) {
+  wire::FedHeaderFields header;
+  EXPECT_EQ(wire::decode_header(fragment, header), wire::FedStatus::ok);
+  std::vector<std::byte> out;
+  const std::size_t blocks = (fragment.size() + block_data - 1) / block_data;
+  for (std::size_t b = 0; b < blocks; ++b) {
+    const std::size_t from = b * block_data;
+    const std::size_t length = std::min(block_data, fragment.size() - from);
+    wire::FerolHeader h{static_cast<std::uint32_t>(length),
+                        static_cast<std::uint32_t>(b),
+                        b == 0,
+                        b + 1 == blocks,
+                        fed,
+                        header.l1_id};
+    if (edit) edit(b, h);
+    std::array<std::byte, wire::kFerolHeaderSize> bytes{};
+    const auto status = wire::encode_ferol_header(h, bytes);
+    if (status == wire::FerolStatus::bad_length) {  // written anyway: the test wants it on the wire
+      wire::store_le64(bytes.data(), std::uint64_t{wire::kFerolSignature} << 48 |
+                                         std::uint64_t{h.first} << 31 |
+                                         std::uint64_t{h.last} << 30 |
+                                         std::uint64_t{h.packet} << 19 | h.data_length);
+      wire::store_le64(bytes.data() + 8, std::uint64_t{h.fed_id} << 48 | h.event);
+    }
+    out.insert(out.end(), bytes.begin(), bytes.end());
+    out.insert(out.end(), fragment.begin() + static_cast<std::ptrdiff_t>(from),
+               fragment.begin() + static_cast<std::ptrdiff_t>(from + length));
+  }
+  return out;
+}
+
+NetworkInputSettings ferol_settings(std::uint16_t port, std::uint16_t first_fed, std::size_t feds) {
+  NetworkInputSettings s = settings(port, first_fed, feds);
+  s.framing = FedFraming::ferol;
+  s.max_fragment_bytes = 65536;
+  s.buffer_bytes_per_fed = 1u << 20;
+  return s;
+}
+
+// Fragment sizes from 16 B to 64 kB.
+std::size_t ferol_fragment_size(std::size_t fed, std::uint64_t event) {
+  static constexpr std::array<std::size_t, 9> kSizes{16,   24,   4080,  4088, 4096,
+                                                     8160, 8168, 30000, 65536};
+  return kSizes[(event + fed) % kSizes.size()] / 8 * 8;
+}
+
+TEST(NetworkInput, FerolBlocksCutAtRandomPointsAreReassembled) {
+  const auto s = ferol_settings(23600, 600, 2);
+  auto input = make(s);
+  ASSERT_TRUE(input);
+  constexpr std::uint64_t kEvents = 400;
+  std::vector<std::thread> senders;
+  for (std::size_t f = 0; f < 2; ++f) {
+    senders.emplace_back([f] {
+      const auto fed = static_cast<std::uint16_t>(600 + f);
+      std::vector<std::byte> stream;
+      for (std::uint64_t e = 0; e < kEvents; ++e) {
+        // Full blocks as a FEROL sends them, and for some events smaller ones (at most 2048
+        // blocks: the packet number has 11 bits).
+        const std::size_t size = ferol_fragment_size(f, e);
+        const std::size_t block_data =
+            e % 5 == 4 ? std::max<std::size_t>(8 * (1 + e % 97), (size / 2040 + 7) / 8 * 8)
+                       : wire::kFerolMaxBlockData;
+        const auto blocks = ferol_blocks(fed, make_fragment(fed, e, size), block_data);
+        stream.insert(stream.end(), blocks.begin(), blocks.end());
+      }
+      // Written in pieces of random length: headers and data split anywhere between writes
+      // (and so between the input's reads).
+      Sender sender(static_cast<std::uint16_t>(23600 + f));
+      std::mt19937_64 rng(f + 1);
+      for (std::size_t at = 0; at < stream.size();) {
+        const std::size_t n = std::min<std::size_t>(1 + rng() % 9000, stream.size() - at);
+        sender.send(std::span(stream).subspan(at, n));
+        at += n;
+      }
+    });
+  }
+  std::vector<std::byte> out(input->max_super_fragment_size());
+  for (std::uint64_t e = 0; e < kEvents; ++e) {
+    const Produced p = produce(*input, e, out);
+    ASSERT_EQ(p.status, Produced::Status::ready) << "event " << e << ": " << input->failure();
+    EXPECT_EQ(p.flags, 0u);
+    std::vector<std::byte> expected;
+    for (std::size_t f = 0; f < 2; ++f) {
+      const auto fed = static_cast<std::uint16_t>(600 + f);
+      const auto frag = make_fragment(fed, e, ferol_fragment_size(f, e));
+      expected.insert(expected.end(), frag.begin(), frag.end());
+    }
+    ASSERT_EQ(p.bytes, expected.size()) << "event " << e;
+    ASSERT_TRUE(std::equal(expected.begin(), expected.end(), out.begin())) << "event " << e;
+  }
+  for (auto& t : senders) t.join();
+  EXPECT_EQ(input->stats().fragments, 2 * kEvents);
+  EXPECT_EQ(input->stats().fragment_errors, 0u);
+  EXPECT_EQ(input->stats().crc_checked, 2 * kEvents);
+}
+
+// Events 0 and 1 good, event 2 (three blocks of 4080 bytes and a last one) spoilt by `edit` (or
+// its fragment by `edit_fragment`): the input fails with `expected` (a regex).
+void expect_bad_block(
+    std::uint16_t port, const std::function<void(std::size_t, wire::FerolHeader&)>& edit,
+    const std::string& expected,
+    const std::function<std::vector<std::byte>(std::vector<std::byte>)>& edit_fragment = {}) {
+  SCOPED_TRACE(expected);
+  constexpr std::uint16_t kFed = 650;
+  auto input = make(ferol_settings(port, kFed, 1));
+  ASSERT_TRUE(input);
+  Sender a(port);
+  for (std::uint64_t e = 0; e < 2; ++e) {
+    a.send(ferol_blocks(kFed, make_fragment(kFed, e, 5000), wire::kFerolMaxBlockData));
+  }
+  auto fragment = make_fragment(kFed, 2, 14000);
+  if (edit_fragment) fragment = edit_fragment(std::move(fragment));
+  a.send(ferol_blocks(kFed, fragment, wire::kFerolMaxBlockData, edit));
+  a.close();
+  std::vector<std::byte> out(input->max_super_fragment_size());
+  // Events 0 and 1 may be taken before the input sees event 2's blocks (then it takes none).
+  Produced p;
+  for (std::uint64_t e = 0;
+       e < 3 && (p = produce(*input, e, out)).status == Produced::Status::ready; ++e) {
+  }
+  EXPECT_EQ(p.status, Produced::Status::failed);
+  EXPECT_TRUE(std::regex_match(input->failure(), std::regex(expected))) << input->failure();
+}
+
+TEST(NetworkInput, EveryKindOfBadFerolBlockNamesTheFedTheEventAndTheBlock) {
+  using H = wire::FerolHeader;
+  expect_bad_block(
+      23610, [](std::size_t b, H& h) { h.fed_id = b == 1 ? 651 : h.fed_id; },
+      "FED 650 event 2: block 1: the FEROL header names FED 651 \\(wrong connection\\?\\)");
+  expect_bad_block(
+      23611, [](std::size_t b, H& h) { h.packet = b == 2 ? 3 : h.packet; },
+      "FED 650 event 2: block 2: packet number 3, expected 2 \\(blocks out of order or lost\\)");
+  expect_bad_block(
+      23612, [](std::size_t b, H& h) { h.first = b == 0 ? false : h.first; },
+      "FED 650 event 2: block 0: the fragment's first block lacks the first-block flag");
+  expect_bad_block(
+      23613, [](std::size_t b, H& h) { h.first = h.first || b == 1; },
+      "FED 650 event 2: block 1: first-block flag within a fragment \\(its last block missing\\)");
+  expect_bad_block(
+      23614, [](std::size_t b, H& h) { h.event = b == 3 ? h.event + 1 : h.event; },
+      "FED 650 event 2: block 3: the FEROL header says event number 3, the fragment's first "
+      "block 2");
+  expect_bad_block(
+      23615, [](std::size_t b, H& h) { h.data_length = b == 1 ? 4084 : h.data_length; },
+      "FED 650 event 2: block 1: FEROL block length is 0, not a multiple of 8 or above 4080 "
+      "bytes from 127\\.0\\.0\\.1:[0-9]+");
+  expect_bad_block(
+      23616, [](std::size_t, H& h) { h.event += 1; },
+      "FED 650 event 2: event number out of sequence \\(the FEROL header says event 3, "
+      "expected 2\\)");
+  // The last-block flag one block early: the fragment ends short of its trailer (a payload word
+  // where the trailer should be: no EOE marker, or by chance one with a wrong length).
+  expect_bad_block(
+      23617, [](std::size_t b, H& h) { h.last = h.last || b == 2; },
+      "FED 650 event 2: (no FED trailer \\(EOE 0x[0-9a-f], expected 0xa\\)|trailer length [0-9]+ "
+      "words, but the fragment has 1530 words)");
+  // Blocks that carry more than the trailer counts.
+  expect_bad_block(23618, {},
+                   "FED 650 event 2: trailer length 1750 words, but the fragment has 1751 words",
+                   [](std::vector<std::byte> fragment) {
+                     // One word more before the trailer; the trailer still counts the old length.
+                     fragment.insert(fragment.end() - 8, 8, std::byte{0});
+                     return fragment;
+                   });
+  // A block of no data.
+  expect_bad_block(
+      23619, [](std::size_t b, H& h) { h.data_length = b == 2 ? 0 : h.data_length; },
+      "FED 650 event 2: block 2: FEROL block length is 0, not a multiple of 8 or above 4080 "
+      "bytes from 127\\.0\\.0\\.1:[0-9]+");
+}
+
+TEST(NetworkInput, AFerolStreamWithABadSignatureOrTooLargeAFragmentFails) {
+  {
+    auto input = make(ferol_settings(23620, 660, 1));
+    ASSERT_TRUE(input);
+    Sender a(23620);
+    auto blocks = ferol_blocks(660, make_fragment(660, 0, 64), wire::kFerolMaxBlockData);
+    blocks[6] ^= std::byte{0x01};  // in the signature
+    a.send(blocks);
+    std::vector<std::byte> out(input->max_super_fragment_size());
+    EXPECT_EQ(produce(*input, 0, out).status, Produced::Status::failed);
+    EXPECT_TRUE(std::regex_match(
+        input->failure(), std::regex("FED 660 event 0: block 0: bad FEROL signature \\(the stream "
+                                     "is out of step\\) from 127\\.0\\.0\\.1:[0-9]+")))
+        << input->failure();
+  }
+  {
+    auto s = ferol_settings(23621, 661, 1);
+    s.max_fragment_bytes = 8192;
+    auto input = make(s);
+    ASSERT_TRUE(input);
+    Sender a(23621);
+    a.send(ferol_blocks(661, make_fragment(661, 0, 9000), wire::kFerolMaxBlockData));
+    std::vector<std::byte> out(input->max_super_fragment_size());
+    EXPECT_EQ(produce(*input, 0, out).status, Produced::Status::failed);
+    EXPECT_EQ(input->failure(),
+              "FED 661 event 0: block 2: the fragment passes the maximum of 8192 bytes "
+              "(fed_max_fragment_bytes)");
+  }
+}
+
+TEST(NetworkInput, AFerolStreamClosedWithinABlockFails) {
+  auto input = make(ferol_settings(23630, 670, 1));
+  ASSERT_TRUE(input);
+  {
+    Sender a(23630);
+    const auto blocks = ferol_blocks(670, make_fragment(670, 0, 6000), wire::kFerolMaxBlockData);
+    a.send(std::span(blocks).first(wire::kFerolHeaderSize + 4080 + wire::kFerolHeaderSize + 100));
+  }
+  const auto deadline = std::chrono::steady_clock::now() + 10s;
+  while (input->failure().empty() && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(1ms);
+  }
+  EXPECT_TRUE(std::regex_match(input->failure(),
+                               std::regex("FED 670 event 0: stream truncated: the connection from "
+                                          "127\\.0\\.0\\.1:[0-9]+ closed within block 1 \\(100 of "
+                                          "its 1920 bytes received\\)")))
+      << input->failure();
+}
+
+TEST(Ferol, HeaderRoundTripsAndRefusesGarbage) {
+  std::array<std::byte, wire::kFerolHeaderSize> bytes{};
+  const wire::FerolHeader in{4080, wire::kFerolMaxPacket, true, true, 0xfff, wire::kFerolMaxEvent};
+  ASSERT_EQ(wire::encode_ferol_header(in, bytes), wire::FerolStatus::ok);
+  EXPECT_EQ(wire::load_le64(bytes.data()) >> 48, wire::kFerolSignature);
+  wire::FerolHeader out;
+  ASSERT_EQ(wire::decode_ferol_header(bytes, out), wire::FerolStatus::ok);
+  EXPECT_EQ(out, in);
+  EXPECT_EQ(wire::encode_ferol_header({8, 0, true, true, 0x1000, 0}, bytes),
+            wire::FerolStatus::field_out_of_range);
+  EXPECT_EQ(wire::encode_ferol_header({12, 0, true, true, 1, 0}, bytes),
+            wire::FerolStatus::bad_length);
+  ASSERT_EQ(wire::encode_ferol_header(in, bytes), wire::FerolStatus::ok);
+  bytes[15] |= std::byte{0x80};
+  EXPECT_EQ(wire::decode_ferol_header(bytes, out), wire::FerolStatus::reserved_bits);
+  EXPECT_EQ(wire::decode_ferol_header(std::span(bytes).first(15), out),
+            wire::FerolStatus::too_short);
+  EXPECT_EQ(wire::ferol_blocks(4080), 1u);
+  EXPECT_EQ(wire::ferol_blocks(4088), 2u);
+  EXPECT_EQ(wire::ferol_stream_size(8160), 8160u + 32u);
 }
 
 }  // namespace
