@@ -47,7 +47,9 @@ void encode(const Assign& m, std::span<std::byte, kAssignSize> out) {
   store_le32(p + 16, m.event_count);
   store_le32(p + 20, m.bu);
   store_le32(p + 24, m.generation);
-  store_le32(p + 28, 0);
+  store_le32(p + 28, m.lumi_section);
+  store_le64(p + 32, m.first_id);
+  store_le64(p + 40, 0);
 }
 
 void encode(const BlockAck& m, std::span<std::byte, kBlockAckSize> out) {
@@ -102,6 +104,9 @@ void encode(const BlockHeader& m, std::span<std::byte, kBlockHeaderSize> out) {
   store_le32(p + 20, m.ru);
   store_le32(p + 24, m.generation);
   store_le32(p + 28, m.flags);
+  store_le64(p + 32, m.first_id);
+  store_le32(p + 40, m.lumi_section);
+  store_le32(p + 44, 0);
 }
 
 void encode(const BlockEntry& m, std::span<std::byte, kBlockEntrySize> out) {
@@ -125,12 +130,14 @@ EvbStatus decode(std::span<const std::byte> in, EventRequest& out) {
 EvbStatus decode(std::span<const std::byte> in, Assign& out) {
   if (in.size() != kAssignSize) return EvbStatus::wrong_size;
   const std::byte* p = in.data();
-  if (!zero(p + 28, 4)) return EvbStatus::reserved_not_zero;
+  if (!zero(p + 40, 8)) return EvbStatus::reserved_not_zero;
   out.block_id = load_le64(p);
   out.first_event = load_le64(p + 8);
   out.event_count = load_le32(p + 16);
   out.bu = load_le32(p + 20);
   out.generation = load_le32(p + 24);
+  out.lumi_section = load_le32(p + 28);
+  out.first_id = load_le64(p + 32);
   if (out.event_count == 0 || out.event_count > kMaxEventsPerBlock) return EvbStatus::bad_count;
   return EvbStatus::ok;
 }
@@ -212,6 +219,9 @@ EvbStatus decode_block(std::span<const std::byte> descriptor, std::size_t payloa
   header.ru = load_le32(p + 20);
   header.generation = load_le32(p + 24);
   header.flags = load_le32(p + 28);
+  header.first_id = load_le64(p + 32);
+  header.lumi_section = load_le32(p + 40);
+  if (!zero(p + 44, 4)) return EvbStatus::reserved_not_zero;
   if (header.event_count == 0 || header.event_count > kMaxEventsPerBlock ||
       header.event_count > entries.size()) {
     return EvbStatus::bad_count;

@@ -2,10 +2,12 @@
 // Payloads of the event-builder protocol (DESIGN.md §6), little-endian, fixed layouts:
 //
 //   event_request  BU -> EVM   16 B  bu, events per block, blocks wanted, epoch
-//   assign         EVM -> RU   32 B  block id, first event, event count, bu, generation
-//   block          RU -> BU    32 B + 8 B per event, then the super-fragments, concatenated in
+//   assign         EVM -> RU   48 B  block id, first event, event count, bu, generation,
+//                              luminosity section, first event id
+//   block          RU -> BU    48 B + 8 B per event, then the super-fragments, concatenated in
 //                              event order: block id, first event, count, ru, generation,
-//                              flags; per event its super-fragment size and flags
+//                              flags, first event id, luminosity section; per event its
+//                              super-fragment size and flags
 //   commit_request BU -> EVM   32 B  as block_ack: the block is built, may it be written?
 //   commit         EVM -> BU   16 B  block id, generation, verdict (granted or fenced)
 //   block_ack      BU -> EVM   32 B  block id, bu, generation, built, incomplete, bytes: written
@@ -20,7 +22,11 @@
 // blocks not granted go to other BUs; granted ones stay its own ("in doubt" while it is away),
 // with their data held at the RUs, until it acknowledges them.
 //
-// A block's events are consecutive: first_event, first_event + 1, ... Decoders check every
+// A block's events are consecutive: first_event, first_event + 1, ... and so are their ids
+// (first_id, first_id + 1, ...: the EVM cuts blocks where the ids jump, at a resync or a rollover
+// of CMS numbering, and where the luminosity section changes). An event id is the event's index
+// with daqflow's numbering, (resync count << 32 | L1 id) with CMS's (apps/evb/event_numbers.hpp).
+// Decoders check every
 // length and bound before use and return a status; they never trust a count from the wire.
 
 #include <cstddef>
@@ -45,9 +51,11 @@ struct Assign {
   std::uint64_t first_event = 0;
   std::uint32_t event_count = 0;
   std::uint32_t bu = 0;
-  std::uint32_t generation = 0;  // 0 first; +1 at each re-assignment after a BU loss
+  std::uint32_t generation = 0;    // 0 first; +1 at each re-assignment after a BU loss
+  std::uint32_t lumi_section = 0;  // of every event of the block (from 1)
+  std::uint64_t first_id = 0;      // the id of the first event
 };
-inline constexpr std::size_t kAssignSize = 32;
+inline constexpr std::size_t kAssignSize = 48;
 
 // Per-event flags in a block and in built events.
 enum EventFlags : std::uint32_t {
@@ -62,8 +70,10 @@ struct BlockHeader {
   std::uint32_t ru = 0;
   std::uint32_t generation = 0;
   std::uint32_t flags = 0;
+  std::uint64_t first_id = 0;      // as assigned
+  std::uint32_t lumi_section = 0;  // as assigned
 };
-inline constexpr std::size_t kBlockHeaderSize = 32;
+inline constexpr std::size_t kBlockHeaderSize = 48;
 inline constexpr std::size_t kBlockEntrySize = 8;
 
 struct BlockEntry {

@@ -93,11 +93,14 @@ PartOutcome BlockBuilder::on_part(transport::AppIndex from, transport::Message& 
     slot->id = h.block_id;
     slot->first = h.first_event;
     slot->count = h.event_count;
+    slot->first_id = h.first_id;
+    slot->lumi = h.lumi_section;
     slot->received = 0;
     slot->first_ns = now_ns;
     ++open_;
     outcome = PartOutcome::first;
-  } else if (slot->first != h.first_event || slot->count != h.event_count) {
+  } else if (slot->first != h.first_event || slot->count != h.event_count ||
+             slot->first_id != h.first_id || slot->lumi != h.lumi_section) {
     if (detail != nullptr) *detail = wire::EvbStatus::bad_count;
     return PartOutcome::malformed;
   }
@@ -198,7 +201,8 @@ BuildResult BlockBuilder::build(int index, OutputBatch& batch) {
 
   for (std::uint32_t i = 0; i < s.count; ++i) {
     BuiltEvent ev;
-    ev.number = s.first + i;
+    ev.number = s.first_id + i;
+    ev.lumi = s.lumi;
     ev.first_piece = static_cast<std::uint32_t>(batch.pieces.size());
     for (std::size_t ru = 0; ru < nru; ++ru) {
       Part& p = s.parts[ru];

@@ -201,7 +201,7 @@ void FedEmulator::write_fast(const Fed& fed, const Entry& e, std::uint64_t event
                              std::byte* out) const {
   wire::FedHeaderFields h;
   h.event_type = kPhysicsEventType;
-  h.l1_id = wire::fed_l1_id(event);
+  h.l1_id = l1_id_of(settings_.numbering, event, settings_.resync_every);
   h.bx_id = static_cast<std::uint16_t>(event % kLhcBunches);
   h.source_id = fed.id;
   // Fields were checked at construction; encode_header cannot refuse them.
@@ -229,7 +229,7 @@ Produced FedEmulator::produce(std::uint64_t event, std::span<std::byte> out) {
     } else {
       wire::FedHeaderFields h;
       h.event_type = kPhysicsEventType;
-      h.l1_id = wire::fed_l1_id(event);
+      h.l1_id = l1_id_of(settings_.numbering, event, settings_.resync_every);
       h.bx_id = static_cast<std::uint16_t>(event % kLhcBunches);
       h.source_id = fed.id;
       (void)wire::write_fragment(std::span<std::byte>(p, bytes), h, settings_.seed);
@@ -251,9 +251,13 @@ FragmentSourceStats FedEmulator::stats() const {
 }
 
 Result<std::unique_ptr<FragmentSource>> make_emulator(const nlohmann::json& ru_params,
-                                                      std::uint32_t ru_index) {
+                                                      std::uint32_t ru_index,
+                                                      EventNumbering numbering,
+                                                      std::uint64_t resync_every) {
   auto settings = parse_emulator_settings(ru_params, ru_index);
   if (!settings) return settings.error();
+  settings->numbering = numbering;
+  settings->resync_every = resync_every;
   auto emulator = FedEmulator::create(*settings);
   if (!emulator) return emulator.error().context("FED emulator");
   return std::unique_ptr<FragmentSource>(std::move(*emulator));

@@ -85,6 +85,26 @@ std::vector<ParamSpec> evm_param_specs() {
                          "a BU silent for this long is lost; its blocks go to the others")
           .default_value(2000)
           .range(10, 3600000),
+      ParamSpec::string("event_numbers",
+                        "the FEDs' L1 ids: index (event k carries k mod 2^24) or cms (from 1, "
+                        "wrapping at 2^24, a resync restarting at 1), for every RU of the builder")
+          .default_value("index")
+          .one_of({"index", "cms"}),
+      ParamSpec::number("lumi_section_s",
+                        "length of a luminosity section, s (CMS: 2^18 LHC orbits, 23.31 s); "
+                        "the sections of a run count from 1 at Enable")
+          .default_value(23.311)
+          .range(0.001, 1e6),
+      ParamSpec::integer("lumi_section_events",
+                         "a luminosity section every this many events instead (tests); 0: by "
+                         "time")
+          .default_value(0)
+          .at_least(0),
+      ParamSpec::integer("resync_every",
+                         "event_numbers cms, FED emulators: a resync after this many events (the "
+                         "next is event 1 again); 0: never")
+          .default_value(0)
+          .at_least(0),
   };
   for (auto& p : readout_param_specs()) specs.push_back(std::move(p));
   return specs;
@@ -155,6 +175,9 @@ Result<Topology> resolve_topology(const runtime::AppContext& ctx) {
   t.rus.push_back(evm->index);
   t.ru_feds.push_back(evm_params.get<std::uint32_t>("feds"));
   t.grant_lease_ns = evm_params.get<std::int64_t>("heartbeat_timeout_ms") * 1'000'000 / 2;
+  t.numbering = evm_params.get<std::string>("event_numbers") == "cms" ? EventNumbering::cms
+                                                                      : EventNumbering::index;
+  t.resync_every = evm_params.get<std::uint64_t>("resync_every");
   if (auto r = evm_params.status(); !r) return r.error();
 
   auto member = [&](const std::string& id, const char* key, const char* type,

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "daqflow/apps/evb/event_numbers.hpp"
 #include "daqflow/core/result.hpp"
 #include "daqflow/runtime/application.hpp"
 
@@ -37,6 +38,9 @@ struct Topology {
   // BUs can have assigned at once, so that blocks never wait for data, while what is written
   // is still in cache when it is read.
   std::uint64_t lookahead_events = 256;
+  // The FEDs' event numbers (the EVM's event_numbers and resync_every).
+  EventNumbering numbering = EventNumbering::index;
+  std::uint64_t resync_every = 0;
   std::vector<std::string> ids;  // every application id, by index (for messages)
   [[nodiscard]] std::string name(transport::AppIndex index) const;
   // Position of a RU (0 = the EVM), or -1.

@@ -96,6 +96,12 @@ void EventManager::give(Block& blk, std::uint32_t position, wire::Assign& out) {
   out.event_count = blk.count;
   out.bu = bu.index;
   out.generation = blk.generation;
+  out.first_id = blk.first_id;
+  out.lumi_section = blk.lumi;
+}
+
+void EventManager::begin_ids(std::uint64_t first, std::uint64_t id, std::uint32_t lumi) {
+  id_runs_.push_back(IdRun{first, id, lumi});
 }
 
 bool EventManager::next_assign(wire::Assign& out, bool flush) {
@@ -131,10 +137,20 @@ bool EventManager::next_assign(wire::Assign& out, bool flush) {
       give(b, p, out);
       return true;
     }
-    const std::uint64_t available = triggered_ - next_event_;
+    // The run of ids the next event is in, and where it ends: a block stops there.
+    while (id_runs_.size() > 1 && id_runs_[1].first <= next_event_) id_runs_.pop_front();
+    std::uint64_t first_id = next_event_;
+    std::uint32_t lumi = 0;
+    std::uint64_t run_end = UINT64_MAX;
+    if (!id_runs_.empty() && id_runs_.front().first <= next_event_) {
+      first_id = id_runs_.front().id + (next_event_ - id_runs_.front().first);
+      lumi = id_runs_.front().lumi;
+      if (id_runs_.size() > 1) run_end = id_runs_[1].first;
+    }
+    const std::uint64_t available = std::min(triggered_, run_end) - next_event_;
     std::uint64_t count = bu.events_per_block;
     if (available < count) {
-      if (!flush || available == 0) return false;
+      if ((!flush && run_end > triggered_) || available == 0) return false;
       count = available;
     }
     if (next_id_ - oldest_ >= blocks_.size()) return false;  // the table is full: wait for acks
@@ -143,6 +159,8 @@ bool EventManager::next_assign(wire::Assign& out, bool flush) {
     b.id = next_id_++;
     b.first = next_event_;
     b.count = static_cast<std::uint32_t>(count);
+    b.first_id = first_id;
+    b.lumi = lumi;
     b.open = true;
     next_event_ += count;
     open_events_ += count;

@@ -7,6 +7,7 @@
 #include <limits>
 
 #include "daqflow/wire/evb.hpp"
+#include "daqflow/wire/fed.hpp"
 
 namespace daqflow::apps::evb {
 
@@ -33,6 +34,11 @@ Result<void> EventManagerApp::configure(runtime::AppContext& ctx) {
   runtime::ParamReader p = ctx.param_reader();
   rate_hz_ = p.get<double>("trigger_rate_hz");
   heartbeat_timeout_ns_ = p.get<std::int64_t>("heartbeat_timeout_ms") * 1'000'000;
+  lumi_ns_ = std::llround(p.get<double>("lumi_section_s") * 1e9);
+  lumi_events_ = p.get<std::uint64_t>("lumi_section_events");
+  sequence_.reset();
+  ids_seen_ = last_id_ = 0;
+  last_lumi_ = 0;
   if (auto r = p.status(); !r) return r;
   auto topology = resolve_topology(ctx);
   if (!topology) return topology.error();
@@ -375,6 +381,32 @@ int EventManagerApp::release_closed() {
   return 1;
 }
 
+void EventManagerApp::note_ids(std::int64_t now) {
+  const std::int64_t enabled = enabled_ns_.load(std::memory_order_relaxed);
+  for (const std::uint64_t produced = role_.produced(); ids_seen_ < produced; ++ids_seen_) {
+    std::uint64_t id = ids_seen_;
+    if (topology_.numbering == EventNumbering::cms) {
+      // The input checked every FED's numbers (and reported a bad one): follow the first FED.
+      wire::FedHeaderFields header;
+      if (wire::decode_header(role_.event_bytes(ids_seen_), header) == wire::FedStatus::ok) {
+        (void)sequence_.take(header.l1_id);
+      }
+      id = sequence_.current().packed();
+    }
+    const std::uint64_t section =
+        lumi_events_ > 0
+            ? ids_seen_ / lumi_events_
+            : static_cast<std::uint64_t>(
+                  enabled > 0 ? std::max<std::int64_t>(0, now - enabled) / lumi_ns_ : 0);
+    const auto lumi = static_cast<std::uint32_t>(section + 1);
+    if (ids_seen_ == 0 || id != last_id_ + 1 || lumi != last_lumi_) {
+      evm_->begin_ids(ids_seen_, id, lumi);
+    }
+    last_id_ = id;
+    last_lumi_ = lumi;
+  }
+}
+
 int EventManagerApp::assign(bool flush) {
   int n = 0;
   evm_->set_triggered(role_.produced());
@@ -444,6 +476,7 @@ int EventManagerApp::do_work() {
   const std::uint64_t limit = trigger_limit(now);
   const bool triggering = producing();
   const std::uint32_t triggered = role_.produce(limit, triggering && limit == lookahead_limit());
+  note_ids(now);
   if (rate_hz_ > 0) tokens_ = std::max(0.0, tokens_ - triggered);
   work += static_cast<int>(triggered);
   work += apply_resolutions();

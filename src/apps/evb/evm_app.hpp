@@ -82,6 +82,9 @@ class EventManagerApp final : public runtime::Application {
   void publish_doubt();
   int release_closed();
   int assign(bool flush);
+  // Reads the id of each new event (its first FED's L1 id, with CMS numbering) and its
+  // luminosity section, and tells the event manager where a run of consecutive ids begins.
+  void note_ids(std::int64_t now);
   void publish();
 
   Topology topology_;
@@ -95,6 +98,14 @@ class EventManagerApp final : public runtime::Application {
   std::array<transport::Completion, detail::kPollBatch> completions_{};
   std::vector<transport::AppIndex> gone_;  // scratch, reserved
   double rate_hz_ = 0;
+  // Event ids and luminosity sections (note_ids()): events up to ids_seen_ are known to the
+  // event manager.
+  std::int64_t lumi_ns_ = 0;
+  std::uint64_t lumi_events_ = 0;
+  CmsEventSequence sequence_;
+  std::uint64_t ids_seen_ = 0;
+  std::uint64_t last_id_ = 0;
+  std::uint32_t last_lumi_ = 0;
   std::int64_t heartbeat_timeout_ns_ = 0;
 
   // Agent thread (the sampler's samples are read by results()).

@@ -159,6 +159,12 @@ Produced NetworkInput::produce(std::uint64_t event, std::span<std::byte> out) {
     total += fed->front.size;
   }
   if (total > out.size()) return {Produced::Status::no_room, 0, 0};
+  if (settings_.numbering == EventNumbering::cms) {
+    if (std::string why = disagreement(event); !why.empty()) {
+      set_failure(why);
+      return {Produced::Status::failed, 0, 0};
+    }
+  }
   std::uint32_t flags = 0;
   std::size_t offset = 0;
   for (auto& fed : feds_) {
@@ -173,6 +179,19 @@ Produced NetworkInput::produce(std::uint64_t event, std::span<std::byte> out) {
   events_.fetch_add(1, std::memory_order_relaxed);
   bytes_.fetch_add(total, std::memory_order_relaxed);
   return {Produced::Status::ready, static_cast<std::uint32_t>(total), flags};
+}
+
+std::string NetworkInput::disagreement(std::uint64_t event) const {
+  const EventId& a = feds_.front()->front.id;
+  for (const auto& fed : feds_) {
+    const EventId& b = fed->front.id;
+    if (b == a) continue;
+    return fmt::format(
+        "{}: event {}: the FEDs disagree on its number: FED {} has event number {} (resync {}), "
+        "FED {} event number {} (resync {})",
+        settings_.name, event, feds_.front()->id, a.number, a.resync, fed->id, b.number, b.resync);
+  }
+  return {};
 }
 
 Result<std::unique_ptr<FragmentSource>> make_network_input(const NetworkInputSettings& settings) {

@@ -56,30 +56,52 @@ std::string describe(wire::FedStatus status, std::span<const std::byte> fragment
 
 }  // namespace
 
+std::string NetworkInput::take_event_number(Fed& fed, std::span<const std::byte> fragment) {
+  wire::FedHeaderFields header;
+  if (wire::decode_header(fragment, header) != wire::FedStatus::ok) return {};  // reported already
+  const CmsEventSequence::Step step = fed.sequence.take(header.l1_id);
+  if (!CmsEventSequence::is_error(step)) return {};
+  return "event number out of sequence: " + fed.sequence.describe(step, header.l1_id);
+}
+
 std::uint32_t NetworkInput::check(Fed& fed, std::uint64_t frame_event, std::uint16_t frame_fed,
                                   std::span<const std::byte> fragment, bool& ok) {
   const std::uint64_t event = fed.next_event;
   const std::uint32_t every = settings_.crc_check_every;
   const bool crc_due = every != 0 && event % every == 0;
+  const bool cms = settings_.numbering == EventNumbering::cms;
   std::string problem;
-  // A FEROL header carries the FED's L1 id, a frame header the event's index on the stream.
+  // A FEROL header carries the FED's L1 id (with CMS numbering whatever the count is: the
+  // sequence is checked below), a frame header the event's index on the stream.
   const bool ferol = settings_.framing == FedFraming::ferol;
-  const std::uint64_t expected_number = ferol ? wire::fed_l1_id(event) : event & kFedFrameMaxEvent;
+  std::uint64_t expected_number = event & kFedFrameMaxEvent;
+  if (ferol) {
+    wire::FedHeaderFields header;
+    expected_number = cms && wire::decode_header(fragment, header) == wire::FedStatus::ok
+                          ? header.l1_id
+                          : wire::fed_l1_id(event);
+  }
   if (frame_fed != fed.id) {
     problem = fmt::format("frame header names FED {} (wrong connection?)", frame_fed);
   } else if (frame_event != expected_number) {
-    problem = fmt::format("event number out of sequence (the {} header says event {}, expected {})",
-                          ferol ? "FEROL" : "frame", frame_event, expected_number);
+    problem = fmt::format("event number out of sequence (the {} header says event {}, {} {})",
+                          ferol ? "FEROL" : "frame", frame_event,
+                          ferol && cms ? "the FED header" : "expected", expected_number);
   } else {
     wire::FedCheck expect;
     expect.source_id = fed.id;
-    expect.event = event;
+    if (!cms) expect.event = event;
     expect.verify_crc = crc_due;
     const wire::FedStatus status = wire::check_fragment(fragment, expect);
     if (crc_due) crc_checked_.fetch_add(1, std::memory_order_relaxed);
-    if (status == wire::FedStatus::ok) return 0;
-    problem = describe(status, fragment, fed.id, event);
+    if (status != wire::FedStatus::ok) problem = describe(status, fragment, fed.id, event);
   }
+  if (cms) {
+    // Every fragment moves the sequence on, good or bad, so that one bad number is one error.
+    std::string sequence = take_event_number(fed, fragment);
+    if (problem.empty()) problem = std::move(sequence);
+  }
+  if (problem.empty()) return 0;
   const bool fatal = settings_.on_error == OnFragmentError::fail;
   report(fed, event, problem, fatal);
   if (fatal) {

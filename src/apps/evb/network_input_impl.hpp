@@ -41,6 +41,7 @@ class NetworkInput final : public FragmentSource {
     std::uint32_t offset = 0;
     std::uint32_t size = 0;
     std::uint32_t flags = 0;  // wire::EventFlags
+    EventId id;               // numbering cms: the event's id on this FED's stream
   };
 
   struct Fed {
@@ -65,6 +66,7 @@ class NetworkInput final : public FragmentSource {
     std::size_t gather_end = 0;
     std::uint32_t next_packet = 0;  // 0: between fragments
     std::uint64_t block_event = 0;  // the event number of the fragment's first block
+    CmsEventSequence sequence;      // numbering cms: the L1 ids so far
     bool paused = false;            // pool or ring full: not reading
     bool in_epoll = false;          // conn_fd is in the epoll set
     bool watching = false;          // ... with EPOLLIN
@@ -85,6 +87,8 @@ class NetworkInput final : public FragmentSource {
   bool parse_frames(Fed& fed);
   bool parse_blocks(Fed& fed);
   void publish(Fed& fed, std::size_t offset, std::size_t size, std::uint32_t flags);
+  // The FEDs' fronts disagree on the event (numbering cms): what to report, or "".
+  [[nodiscard]] std::string disagreement(std::uint64_t event) const;
   bool next_read_window(Fed& fed, std::size_t& limit);
   // Why a connection that ended within a fragment failed the stream.
   [[nodiscard]] std::string truncation(const Fed& fed, const std::string& how) const;
@@ -98,6 +102,8 @@ class NetworkInput final : public FragmentSource {
   // fails the input.
   std::uint32_t check(Fed& fed, std::uint64_t frame_event, std::uint16_t frame_fed,
                       std::span<const std::byte> fragment, bool& ok);
+  // numbering cms: takes the fragment's L1 id into the FED's sequence; "" or what is wrong.
+  std::string take_event_number(Fed& fed, std::span<const std::byte> fragment);
   void report(const Fed& fed, std::uint64_t event, const std::string& what, bool fatal);
   void fail_stream(Fed& fed, const std::string& what);
   // Any thread; the first reason wins.

@@ -274,7 +274,7 @@ bool NetworkInput::parse(Fed& fed) {
 
 void NetworkInput::publish(Fed& fed, std::size_t offset, std::size_t size, std::uint32_t flags) {
   Fragment fragment{fed.chunk.share(), static_cast<std::uint32_t>(offset),
-                    static_cast<std::uint32_t>(size), flags};
+                    static_cast<std::uint32_t>(size), flags, fed.sequence.current()};
   (void)fed.ring->try_push(std::move(fragment));
   fragments_.fetch_add(1, std::memory_order_relaxed);
   ++fed.next_event;

@@ -51,9 +51,11 @@ std::vector<runtime::ParamSpec> network_input_params() {
 // the checks across parameters.
 Result<std::unique_ptr<FragmentSource>> make_network_input(const nlohmann::json& ru_params,
                                                            std::uint32_t ru_index,
-                                                           const std::string& host) {
+                                                           const std::string& host,
+                                                           EventNumbering numbering) {
   NetworkInputSettings s;
   s.host = host;
+  s.numbering = numbering;
   runtime::ParamReader p(ru_params, "FED network input");
   const auto feds = p.get<std::uint32_t>("feds");
   // As the emulator: the EVM's FEDs are 0.., the first RU's 100.., unless first_fed_id is set.

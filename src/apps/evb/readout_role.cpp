@@ -39,11 +39,12 @@ Result<void> ReadoutRole::configure(runtime::AppContext& ctx, const Topology& to
   if (!params) return params.error();
   if (params->network_input) {
     const runtime::ContextConfig* c = ctx.cluster().find_context(ctx.self().context);
-    auto source = make_network_input(ctx.params(), position, c != nullptr ? c->host : "127.0.0.1");
+    auto source = make_network_input(ctx.params(), position, c != nullptr ? c->host : "127.0.0.1",
+                                     topology.numbering);
     if (!source) return context(source.error());
     source_ = std::move(*source);
   } else {
-    auto source = make_emulator(ctx.params(), position);
+    auto source = make_emulator(ctx.params(), position, topology.numbering, topology.resync_every);
     if (!source) return context(source.error());
     source_ = std::move(*source);
   }

@@ -62,6 +62,10 @@ class ReadoutRole {
   [[nodiscard]] bool failed() const { return !failure_.empty(); }
   [[nodiscard]] const std::string& failure() const { return failure_; }
   [[nodiscard]] std::uint64_t produced() const { return store_ ? store_->produced() : 0; }
+  // A produced event's super-fragment, until it is cut into a block.
+  [[nodiscard]] std::span<const std::byte> event_bytes(std::uint64_t event) const {
+    return store_->event_bytes(event);
+  }
   [[nodiscard]] std::uint64_t assigned() const { return store_ ? store_->assigned() : 0; }
   // Nothing to post to a live BU and no post in flight.
   [[nodiscard]] bool idle() const;

@@ -262,12 +262,19 @@ AssignOutcome ReadoutStore::assign(const wire::Assign& a) {
   b.count = a.event_count;
   b.generation = a.generation;
   b.bu = a.bu;
+  b.first_id = a.first_id;
+  b.lumi_section = a.lumi_section;
   next_assign_ += a.event_count;
   ++held_;
   ++waiting_count_;
   pending_[(pending_head_ + pending_size_) % pending_.size()] = {b.id, b.first, b.count};
   ++pending_size_;
   return AssignOutcome::accepted;
+}
+
+std::span<const std::byte> ReadoutStore::event_bytes(std::uint64_t event) const {
+  const EventRecord& e = events_[event & event_mask_];
+  return {chunk_refs_[e.chunk].data() + e.offset, e.size};
 }
 
 void ReadoutStore::release_event(const EventRecord& e) {
@@ -357,6 +364,8 @@ bool ReadoutStore::write_descriptor(Block& b) {
   h.event_count = b.count;
   h.ru = settings_.ru;
   h.generation = b.generation;
+  h.first_id = b.first_id;
+  h.lumi_section = b.lumi_section;
   wire::encode(h, std::span<std::byte, wire::kBlockHeaderSize>(p, wire::kBlockHeaderSize));
   b.descriptor = std::move(d);
   b.descriptor_size = static_cast<std::uint32_t>(size);

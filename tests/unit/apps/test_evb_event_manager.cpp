@@ -138,6 +138,36 @@ TEST(EventManagerTest, FlushAssignsAFinalPartialBlock) {
   EXPECT_TRUE(drain(m, true).empty()) << "nothing left to assign";
 }
 
+TEST(EventManagerTest, BlocksStopWhereTheIdsJumpOrTheLuminositySectionChanges) {
+  EventManager m = make({kBu1}, 8);
+  m.request(kBu1, want(8, 8), 0);
+  // Events 0..4: ids 1..5 (section 1); a resync at event 5 (id 1 << 32 | 1); section 2 from
+  // event 12.
+  m.begin_ids(0, 1, 1);
+  m.begin_ids(5, (std::uint64_t{1} << 32) | 1, 1);
+  m.begin_ids(12, (std::uint64_t{1} << 32) | 8, 2);
+  m.set_triggered(9);
+  // Events 0..4 end a run: a block of 5 without waiting for a flush; 5..8 wait for more.
+  auto a = drain(m);
+  ASSERT_EQ(a.size(), 1u);
+  EXPECT_EQ(a[0].first_event, 0u);
+  EXPECT_EQ(a[0].event_count, 5u);
+  EXPECT_EQ(a[0].first_id, 1u);
+  EXPECT_EQ(a[0].lumi_section, 1u);
+  m.set_triggered(30);
+  a = drain(m);
+  ASSERT_EQ(a.size(), 3u);
+  EXPECT_EQ(a[0].first_event, 5u);
+  EXPECT_EQ(a[0].event_count, 7u);  // up to the new section
+  EXPECT_EQ(a[0].first_id, (std::uint64_t{1} << 32) | 1);
+  EXPECT_EQ(a[1].first_event, 12u);
+  EXPECT_EQ(a[1].event_count, 8u);
+  EXPECT_EQ(a[1].first_id, (std::uint64_t{1} << 32) | 8);
+  EXPECT_EQ(a[1].lumi_section, 2u);
+  EXPECT_EQ(a[2].first_id, (std::uint64_t{1} << 32) | 16);
+  EXPECT_EQ(a[2].lumi_section, 2u);
+}
+
 TEST(EventManagerTest, ALostBusBlocksGoToTheSurvivorsWithTheNextGeneration) {
   EventManager m = make({kBu1, kBu2, kBu3}, 2);
   m.set_triggered(1000);

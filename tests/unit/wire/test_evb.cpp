@@ -9,7 +9,13 @@ namespace daqflow::wire {
 namespace {
 
 TEST(EvbProtocol, AssignRoundTripsAndRejectsBadCounts) {
-  Assign a{.block_id = 77, .first_event = 1000, .event_count = 16, .bu = 5, .generation = 2};
+  Assign a{.block_id = 77,
+           .first_event = 1000,
+           .event_count = 16,
+           .bu = 5,
+           .generation = 2,
+           .lumi_section = 9,
+           .first_id = (std::uint64_t{3} << 32) | 0xfffff0};
   std::array<std::byte, kAssignSize> buf{};
   encode(a, buf);
   Assign out;
@@ -19,8 +25,10 @@ TEST(EvbProtocol, AssignRoundTripsAndRejectsBadCounts) {
   EXPECT_EQ(out.event_count, 16u);
   EXPECT_EQ(out.bu, 5u);
   EXPECT_EQ(out.generation, 2u);
+  EXPECT_EQ(out.lumi_section, 9u);
+  EXPECT_EQ(out.first_id, (std::uint64_t{3} << 32) | 0xfffff0);
 
-  EXPECT_EQ(decode(std::span(buf).first(31), out), EvbStatus::wrong_size);
+  EXPECT_EQ(decode(std::span(buf).first(kAssignSize - 1), out), EvbStatus::wrong_size);
   a.event_count = 0;
   encode(a, buf);
   EXPECT_EQ(decode(buf, out), EvbStatus::bad_count);
@@ -29,7 +37,7 @@ TEST(EvbProtocol, AssignRoundTripsAndRejectsBadCounts) {
   EXPECT_EQ(decode(buf, out), EvbStatus::bad_count);
   a.event_count = 1;
   encode(a, buf);
-  buf[30] = std::byte{1};
+  buf[44] = std::byte{1};
   EXPECT_EQ(decode(buf, out), EvbStatus::reserved_not_zero);
 }
 
@@ -104,7 +112,12 @@ TEST(EvbProtocol, ExactlyOnceMessagesRoundTripAndRejectUnknownValues) {
 TEST(EvbProtocol, BlockDescriptorMustAddUpToThePayload) {
   constexpr std::uint32_t kEvents = 3;
   std::vector<std::byte> desc(block_descriptor_size(kEvents));
-  encode(BlockHeader{.block_id = 1, .first_event = 10, .event_count = kEvents, .ru = 2},
+  encode(BlockHeader{.block_id = 1,
+                     .first_event = 10,
+                     .event_count = kEvents,
+                     .ru = 2,
+                     .first_id = 0x100000001,
+                     .lumi_section = 4},
          std::span<std::byte, kBlockHeaderSize>(desc.data(), kBlockHeaderSize));
   const std::uint32_t sizes[kEvents] = {64, 128, 256};
   for (std::uint32_t i = 0; i < kEvents; ++i) {
@@ -117,12 +130,16 @@ TEST(EvbProtocol, BlockDescriptorMustAddUpToThePayload) {
   const std::size_t payload = desc.size() + 64 + 128 + 256;
   ASSERT_EQ(decode_block(desc, payload, header, entries), EvbStatus::ok);
   EXPECT_EQ(header.first_event, 10u);
+  EXPECT_EQ(header.first_id, 0x100000001u);
+  EXPECT_EQ(header.lumi_section, 4u);
   EXPECT_EQ(entries[2].size, 256u);
   EXPECT_EQ(decode_block(desc, payload + 8, header, entries), EvbStatus::sizes_mismatch);
   EXPECT_EQ(decode_block(std::span(desc).first(40), payload, header, entries),
             EvbStatus::wrong_size);
   std::array<BlockEntry, 2> too_few{};
   EXPECT_EQ(decode_block(desc, payload, header, too_few), EvbStatus::bad_count);
+  desc[kBlockHeaderSize - 1] = std::byte{1};
+  EXPECT_EQ(decode_block(desc, payload, header, entries), EvbStatus::reserved_not_zero);
 }
 
 }  // namespace

@@ -11,9 +11,9 @@
 // it has: the super-fragment is walked from its last trailer as wire::walk_super_fragment does
 // (super_fragment_check.hpp, all of a block's walks interleaved), which checks that the fragments
 // fill exactly the size in the block's table, that the RU's FED count matches, and that every
-// fragment's L1 id is the event number modulo 2^24 (so all RUs agree on the event), and the FED
-// CRCs when check_crc is set. A failed check flags the event corrupted;
-// it is still built (counted, never dropped).
+// fragment's L1 id is the event id modulo 2^24 (so all RUs agree on the event; the id is the
+// event's number, or its CMS id, as the EVM assigned it), and the FED CRCs when check_crc is set. A
+// failed check flags the event corrupted; it is still built (counted, never dropped).
 //
 // Message layout accepted: the descriptor at the start of the first segment; each super-fragment
 // within one segment (every daqflow transport and RU delivers that). A super-fragment that
@@ -113,6 +113,8 @@ class BlockBuilder {
     std::uint64_t id = 0;
     std::uint64_t first = 0;
     std::uint32_t count = 0;
+    std::uint64_t first_id = 0;  // the events' ids and luminosity section, as assigned
+    std::uint32_t lumi = 0;
     std::uint32_t received = 0;
     std::int64_t first_ns = 0;
     std::vector<Part> parts;                // by RU position

@@ -29,6 +29,7 @@
 #include <string>
 #include <vector>
 
+#include "daqflow/apps/evb/event_numbers.hpp"
 #include "daqflow/apps/evb/fragment_source.hpp"
 #include "daqflow/core/random.hpp"
 #include "daqflow/core/result.hpp"
@@ -53,6 +54,9 @@ struct EmulatorSettings {
   std::uint64_t seed = 1;
   PayloadKind payload = PayloadKind::fixed_template;
   std::uint32_t period = 8192;  // events before the size tables repeat (a power of two)
+  // The L1 ids written (event_numbers.hpp): k mod 2^24, or CMS's count from 1.
+  EventNumbering numbering = EventNumbering::index;
+  std::uint64_t resync_every = 0;  // cms: a resync after this many events; 0: never
 };
 
 inline constexpr std::uint32_t kMaxFedsPerRu = 64;

@@ -37,6 +37,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <deque>
 #include <string>
 #include <vector>
 
@@ -102,6 +103,10 @@ class EventManager {
   [[nodiscard]] std::vector<DoubtBlock> doubt_blocks() const;
   // Events triggered so far (event numbers 0 .. total - 1 exist at the EVM).
   void set_triggered(std::uint64_t total) { triggered_ = total; }
+  // Event `first` has id `id` and is in luminosity section `lumi`, and the events after it
+  // follow it (ids + 1, same section) until the next such start: a block never spans two. Called
+  // in event order, for event 0 first; without any, event k's id is k and its section 0.
+  void begin_ids(std::uint64_t first, std::uint64_t id, std::uint32_t lumi);
   // The next assignment, if a request can be served; flush allows a final partial block (Halt).
   [[nodiscard]] bool next_assign(wire::Assign& out, bool flush);
   [[nodiscard]] AckOutcome ack(transport::AppIndex from, const wire::BlockAck& a,
@@ -162,6 +167,8 @@ class EventManager {
     std::uint32_t count = 0;
     std::uint32_t generation = 0;
     std::uint32_t bu = 0;  // position in bus_
+    std::uint64_t first_id = 0;
+    std::uint32_t lumi = 0;
     bool open = false;
     bool orphan = false;
     bool granted = false;
@@ -190,6 +197,12 @@ class EventManager {
   std::vector<AsideChange> aside_changes_;
   std::size_t orphan_count_ = 0;  // open blocks of lost BUs, not yet re-assigned
 
+  struct IdRun {
+    std::uint64_t first = 0;  // event
+    std::uint64_t id = 0;     // its id
+    std::uint32_t lumi = 0;
+  };
+  std::deque<IdRun> id_runs_;  // from the one next_event_ is in; a few entries (rare changes)
   std::uint64_t triggered_ = 0;
   std::uint64_t next_event_ = 0;
   std::uint64_t next_id_ = 0;

@@ -37,6 +37,7 @@
 #include <string>
 #include <vector>
 
+#include "daqflow/apps/evb/event_numbers.hpp"
 #include "daqflow/apps/evb/fragment_source.hpp"
 #include "daqflow/core/result.hpp"
 
@@ -56,6 +57,7 @@ struct NetworkInputSettings {
   std::uint32_t crc_check_every = 1;
   OnFragmentError on_error = OnFragmentError::fail;
   FedFraming framing = FedFraming::ferol;
+  EventNumbering numbering = EventNumbering::index;
   std::size_t max_fragment_bytes = 64 * 1024;
   std::size_t buffer_bytes_per_fed = 4u << 20;  // staging memory per FED
   std::string name = "network input";           // for messages: the RU's id

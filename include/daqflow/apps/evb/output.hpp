@@ -34,11 +34,14 @@ struct EventPiece {
 };
 
 struct BuiltEvent {
+  // The event's id: its index in the run (event_numbers: index), or (cms) resync count << 32 |
+  // event number (apps/evb/event_numbers.hpp).
   std::uint64_t number = 0;
   std::uint32_t flags = 0;        // wire::EventFlags
   std::uint32_t first_piece = 0;  // index into OutputBatch::pieces
   std::uint32_t piece_count = 0;
   std::uint64_t size = 0;  // bytes, all pieces
+  std::uint32_t lumi = 0;  // luminosity section, from 1
 };
 
 // A built block: its events, the pieces they reference, and the buffers holding those pieces

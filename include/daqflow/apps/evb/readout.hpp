@@ -104,6 +104,9 @@ class ReadoutStore {
   // Writes the next event (number produced()) from source, unless it is at or past limit.
   [[nodiscard]] ProduceStatus produce(FragmentSource& source, std::uint64_t limit);
   [[nodiscard]] std::uint64_t produced() const { return produced_; }
+  // The super-fragment of a produced event not yet cut into a block (the EVM reads its event
+  // numbers there before it assigns the event).
+  [[nodiscard]] std::span<const std::byte> event_bytes(std::uint64_t event) const;
   // Events cut into blocks (or skipped for closed ones): the oldest event still held.
   [[nodiscard]] std::uint64_t consumed() const { return consumed_; }
   // The first event of the next new block: every event below it has been assigned.
@@ -167,6 +170,8 @@ class ReadoutStore {
     std::uint32_t count = 0;
     std::uint32_t generation = 0;
     transport::AppIndex bu = 0;
+    std::uint64_t first_id = 0;      // as assigned
+    std::uint32_t lumi_section = 0;  // as assigned
     core::Buffer descriptor;
     std::uint32_t descriptor_size = 0;
     std::array<Slice, transport::kMaxSegments - 1> slices{};
