@@ -1,6 +1,6 @@
 // daqflow fedsend HOST:PORT --fed ID [--feds N] [--events N] [--size BYTES | --lognormal MEAN SD]
 //   [--seed S] [--corrupt-crc EVENT]... [--rate HZ] [--file FILE] [--framing ferol|frame]
-//   [--block-data BYTES]
+//   [--block-data BYTES] [--numbering index|cms] [--resync-after N]
 //
 // Plays FEDs for a RU's network input (`input: network`): FED ID + i streams to PORT + i, one
 // TCP connection and one thread per FED, each fragment cut into CMS FEROL blocks
@@ -58,6 +58,8 @@ struct FedsendArgs {
   std::string file;
   std::string framing = "ferol";
   std::size_t block_data = wire::kFerolMaxBlockData;
+  std::string numbering = "index";
+  std::uint64_t resync_after = 0;
   double connect_timeout_s = 10;
 };
 
@@ -170,6 +172,15 @@ class Sizes {
   std::lognormal_distribution<double> dist_;
 };
 
+// The L1 id of the e-th fragment: e mod 2^24, or CMS's count from 1 (wrapping at 2^24), back
+// to 1 after the first --resync-after fragments.
+std::uint32_t l1_id_of(std::uint64_t e, const FedsendArgs& args) {
+  if (args.numbering != "cms") return wire::fed_l1_id(e);
+  const std::uint64_t count =
+      args.resync_after > 0 && e >= args.resync_after ? e - args.resync_after + 1 : e + 1;
+  return wire::fed_l1_id(count);
+}
+
 void corrupt_crc(std::span<std::byte> fragment) {
   std::byte* trailer = fragment.data() + fragment.size() - wire::kFedTrailerSize;
   wire::store_le64(trailer, wire::load_le64(trailer) ^ wire::kFedTrailerCrcMask);
@@ -230,7 +241,7 @@ void send_stream(const FedsendArgs& args, Stream& s, std::uint16_t first_fed) {
       std::copy(s.replay[e].begin(), s.replay[e].end(), fragment.begin());
     } else {
       wire::FedHeaderFields header;
-      header.l1_id = wire::fed_l1_id(e);
+      header.l1_id = l1_id_of(e, args);
       header.bx_id = static_cast<std::uint16_t>(e % 3564);
       header.source_id = s.id;
       (void)wire::write_fragment(fragment, header, args.seed);
@@ -384,6 +395,12 @@ void add_fedsend(CLI::App& app) {
   cmd->add_option("--block-data", args->block_data,
                   "ferol: bytes of fragment per block (a multiple of 8 up to 4080; the last block "
                   "of a fragment carries the rest)");
+  cmd->add_option("--numbering", args->numbering,
+                  "L1 ids: index (fragment k carries k mod 2^24) or cms (from 1, wrapping at "
+                  "2^24), as the EVM's event_numbers")
+      ->check(CLI::IsMember({"index", "cms"}));
+  cmd->add_option("--resync-after", args->resync_after,
+                  "cms: after this many fragments the count restarts at 1 (a resync); 0: never");
   cmd->add_option("--connect-timeout", args->connect_timeout_s,
                   "seconds to keep trying to connect while the RU is not listening yet");
   cmd->callback([args] { fedsend_command(*args); });

@@ -11,10 +11,9 @@ FED ports come from 24000-24499 (this file's range); control and data ports from
 import json
 import os
 import re
-import socket
-import struct
 import unittest
 
+from cms_formats import fed_fragment, free_ports
 from daqflow_testlib import DaqflowTestCase, http, rewrite_ports, wait_until
 
 FED_PORT_FIRST = 24000
@@ -23,24 +22,9 @@ FED_PORT_LAST = 24499
 
 def free_fed_ports(count):
     """The first of `count` consecutive ports of this file's range, all free on 127.0.0.1."""
-    for first in range(FED_PORT_FIRST + (os.getpid() % 40) * 10, FED_PORT_LAST - count, count):
-        socks = []
-        try:
-            for port in range(first, first + count):
-                s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-                socks.append(s)
-                s.bind(("127.0.0.1", port))
-            return first
-        except OSError:
-            continue
-        finally:
-            for s in socks:
-                s.close()
-    raise AssertionError("no free FED ports in 24000-24499")
+    return free_ports(FED_PORT_FIRST, FED_PORT_LAST, count)
 
 
-# An EVM (its own FED emulator, or FEDs over the network), a RU with two FEDs over the network
-# and a BU; ports are placeholders that rewrite_ports() replaces.
 CONFIG = """\
 run: {{number: 3, output: {output}}}
 transports: {{default: tcp, max_message_size: 4194304}}
@@ -68,29 +52,6 @@ contexts:
 
 CRC_ERROR = re.compile(r"FED 1203 event 57: CRC mismatch \(trailer 0x[0-9a-f]{4}, computed "
                        r"0x[0-9a-f]{4}\)")
-
-
-def fed_crc16(words):
-    """CRC-16/CMS (poly 0x8005, init 0xffff) over 64-bit words, most significant byte first."""
-    crc = 0xFFFF
-    for word in words:
-        for byte in word.to_bytes(8, "big"):
-            crc ^= byte << 8
-            for _ in range(8):
-                crc = ((crc << 1) ^ 0x8005) & 0xFFFF if crc & 0x8000 else (crc << 1) & 0xFFFF
-    return crc
-
-
-def fed_fragment(source_id, event, payload_words):
-    """A CMS FED fragment: header, payload, trailer with length and CRC."""
-    header = (0x5 << 60) | ((event & 0xFFFFFF) << 32) | ((event % 3564) << 20) | (source_id << 8)
-    payload = [(event * 1_000_003 + source_id * 7919 + i * 104_729) & (2**64 - 1)
-               for i in range(payload_words)]
-    length = payload_words + 2
-    trailer = (0xA << 60) | (length << 32)
-    crc = fed_crc16([header] + payload + [trailer])
-    trailer |= crc << 16
-    return struct.pack(f"<{length}Q", header, *payload, trailer)
 
 
 class FedSend(DaqflowTestCase):

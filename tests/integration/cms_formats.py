@@ -1,0 +1,85 @@
+"""CMS formats written here from their definitions, independently of daqflow's C++: FED fragments
+with their CRC-16, FEROL blocks, and (later) FRD events. Used by the integration tests to feed
+and to read daqflow.
+
+FED fragment (CMSSW DataFormats/FEDRawData fed_header.h, fed_trailer.h): little-endian 64-bit
+words; header 0x5 | event type | L1 id (24) | BX id (12) | source id (12) | version | H;
+trailer 0xa | length in words (24) | CRC-16 (16) | status bits. CRC-16/CMS: polynomial 0x8005,
+initial 0xffff, over every word most significant byte first, the trailer's CRC field and
+receiver bits (mask 0xffffc004 of its low half) taken as zero.
+"""
+
+import os
+import socket
+import struct
+
+_CRC_TABLE = []
+for _i in range(256):
+    _c = _i << 8
+    for _ in range(8):
+        _c = ((_c << 1) ^ 0x8005) & 0xFFFF if _c & 0x8000 else (_c << 1) & 0xFFFF
+    _CRC_TABLE.append(_c)
+
+
+def fed_crc16(words):
+    """CRC-16/CMS over 64-bit words, most significant byte first."""
+    crc = 0xFFFF
+    table = _CRC_TABLE
+    for word in words:
+        for byte in word.to_bytes(8, "big"):
+            crc = ((crc << 8) & 0xFFFF) ^ table[(crc >> 8) ^ byte]
+    return crc
+
+
+def fed_fragment(source_id, l1_id, payload_words, seed=0):
+    """A CMS FED fragment: header, payload, trailer with length and CRC."""
+    header = (0x5 << 60) | ((l1_id & 0xFFFFFF) << 32) | ((l1_id % 3564) << 20) | (source_id << 8)
+    payload = [(l1_id * 1_000_003 + source_id * 7919 + i * 104_729 + seed) & (2**64 - 1)
+               for i in range(payload_words)]
+    length = payload_words + 2
+    trailer = (0xA << 60) | (length << 32)
+    trailer |= fed_crc16([header] + payload + [trailer]) << 16
+    return struct.pack(f"<{length}Q", header, *payload, trailer)
+
+
+FEROL_SIGNATURE = 0x475A
+FEROL_MAX_DATA = 4080
+
+
+def ferol_blocks(fed_id, fragment, block_data=FEROL_MAX_DATA, edit=None):
+    """A fragment cut into FEROL blocks (daqflow's layout, docs/fed-format.md): per block two
+    little-endian words, signature << 48 | first << 31 | last << 30 | packet << 19 | length, and
+    fed_id << 48 | event number (the FED header's L1 id). `edit(index, fields)` may change a
+    block's fields (a dict) before it is written."""
+    l1_id = (struct.unpack_from("<Q", fragment, 0)[0] >> 32) & 0xFFFFFF
+    count = (len(fragment) + block_data - 1) // block_data
+    out = bytearray()
+    for b in range(count):
+        data = fragment[b * block_data:(b + 1) * block_data]
+        f = {"signature": FEROL_SIGNATURE, "first": b == 0, "last": b == count - 1,
+             "packet": b, "length": len(data), "fed": fed_id, "event": l1_id}
+        if edit:
+            edit(b, f)
+        out += struct.pack("<QQ", f["signature"] << 48 | int(f["first"]) << 31 |
+                           int(f["last"]) << 30 | f["packet"] << 19 | f["length"],
+                           f["fed"] << 48 | f["event"])
+        out += data
+    return bytes(out)
+
+
+def free_ports(first, last, count):
+    """The first of `count` consecutive ports in [first, last], all free on 127.0.0.1."""
+    for base in range(first + (os.getpid() % 40) * 10, last - count, count):
+        socks = []
+        try:
+            for port in range(base, base + count):
+                s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+                socks.append(s)
+                s.bind(("127.0.0.1", port))
+            return base
+        except OSError:
+            continue
+        finally:
+            for s in socks:
+                s.close()
+    raise AssertionError(f"no free ports in {first}-{last}")

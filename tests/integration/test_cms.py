@@ -1,0 +1,199 @@
+"""daqflow against CMS-formatted streams, in real processes: FEROL blocks written here from the
+format's definition (cms_formats.py) and cut at random points, CMS event numbers from 1 through a
+resync and through a rollover of the 24-bit counter (with `daqflow fedsend`), bad blocks.
+
+FED ports come from 24500-24999 (this file's range); control and data ports from the test lib.
+"""
+
+import json
+import os
+import random
+import re
+import socket
+import time
+import unittest
+
+from cms_formats import fed_fragment, ferol_blocks, free_ports
+from daqflow_testlib import DaqflowTestCase, http, rewrite_ports, wait_until
+
+CONFIG = """\
+run: {{number: 17, output: {output}}}
+transports: {{default: tcp, max_message_size: 16777216}}
+contexts:
+  - name: evm
+    host: 127.0.0.1
+    control_port: 9500
+    data_port: 9600
+    applications:
+      - {{type: evm, id: evm0, rus: [ru1], bus: [bu1], feds: 1, first_fed_id: 1024,
+         input: network, fed_port: {evm_fed_port}, event_numbers: cms,
+         lumi_section_events: {lumi_events}, fed_max_fragment_bytes: {max_fragment}}}
+  - name: ru1
+    host: 127.0.0.1
+    control_port: 9501
+    data_port: 9601
+    applications:
+      - {{type: ru, id: ru1, evm: evm0, feds: 2, first_fed_id: 1203, input: network,
+         fed_port: {ru_fed_port}, fed_max_fragment_bytes: {max_fragment}}}
+  - name: bu1
+    host: 127.0.0.1
+    control_port: 9502
+    data_port: 9602
+    applications:
+      - {{type: bu, id: bu1, evm: evm0, events_per_request: {per_request}, check_crc: true,
+         output: {output_spec}}}
+"""
+
+# Fragment sizes from 16 B to 64 kB: one word of payload, block boundaries and beyond.
+SIZES = [16, 24, 4080, 4088, 4096, 8160, 8168, 29992, 65536]
+
+
+def send_in_pieces(port, data, seed):
+    """Sends `data` to 127.0.0.1:port in pieces of random length, each its own segment."""
+    rng = random.Random(seed)
+    deadline = time.monotonic() + 30
+    while True:
+        try:
+            s = socket.create_connection(("127.0.0.1", port), timeout=30)
+            break
+        except OSError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.1)
+    with s:
+        s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        at = 0
+        while at < len(data):
+            n = rng.randint(1, 9000)
+            s.sendall(data[at:at + n])
+            at += n
+            if rng.random() < 0.05:
+                time.sleep(0.001)
+
+
+class Cms(DaqflowTestCase):
+    def start_run(self, output_spec="{kind: discard}", per_request=16, lumi_events=0,
+                  max_fragment=65536):
+        self.fed_ports = free_ports(24500, 24999, 4)
+        text = rewrite_ports(CONFIG.format(
+            output=self.path("data"), evm_fed_port=self.fed_ports + 2,
+            ru_fed_port=self.fed_ports, output_spec=output_spec, per_request=per_request,
+            lumi_events=lumi_events, max_fragment=max_fragment))
+        control = [int(p) for p in re.findall(r"control_port\s*:\s*(\d+)", text)]
+        self.evm_control, self.ru_control = control[0], control[1]
+        config = self.write_config("cms.yaml", text)
+        self.summary = self.path("summary.json")
+        run = self.start(["run", config, "--duration", "0", "--summary", self.summary,
+                          "--log-dir", self.path("logs")], "run.log")
+
+        def listening():
+            self.assertIsNone(run.poll(), self.output_of("run.log"))
+            try:
+                status, body = http(self.ru_control, "GET", "/api/v1/apps/ru1", timeout=1.0)
+            except OSError:
+                return False
+            return status == 200 and body.get("state") in ("Ready", "Enabling", "Enabled")
+        wait_until(listening, 30, "ru1 configured")
+        return run
+
+    def stop_when_triggered(self, run, events, timeout=120):
+        def triggered():
+            self.assertIsNone(run.poll(), self.output_of("run.log"))
+            status, body = http(self.evm_control, "GET", "/api/v1/apps/evm0", timeout=2.0)
+            return status == 200 and body["metrics"].get("events_triggered", 0) >= events
+        wait_until(triggered, timeout, f"{events} events at the EVM")
+        return self.stop_run(run)
+
+    def results(self):
+        with open(self.summary) as f:
+            return json.load(f)["applications"]
+
+    def logs(self):
+        text = ""
+        for name in os.listdir(self.path("logs")):
+            with open(os.path.join(self.path("logs"), name), errors="replace") as f:
+                text += f.read()
+        return text
+
+    def test_ferol_blocks_cut_anywhere_with_a_resync_are_built_with_cms_event_ids(self):
+        # 60 events: numbers 1..40, a resync, 1..20; every FED's fragments 16 B to 64 kB.
+        numbers = list(range(1, 41)) + list(range(1, 21))
+        run = self.start_run("{kind: file}", lumi_events=25)
+        streams = {}
+        for fed in (1024, 1203, 1204):
+            streams[fed] = b"".join(
+                ferol_blocks(fed, fed_fragment(fed, n, SIZES[(k + fed) % len(SIZES)] // 8 - 2))
+                for k, n in enumerate(numbers))
+        send_in_pieces(self.fed_ports + 2, streams[1024], 1)
+        send_in_pieces(self.fed_ports, streams[1203], 2)
+        send_in_pieces(self.fed_ports + 1, streams[1204], 3)
+        self.assertEqual(self.stop_when_triggered(run, 60), 0, self.output_of("run.log"))
+        bu = self.results()["bu1"]["results"]
+        self.assertEqual(bu["events_written"], 60)
+        self.assertEqual(bu["events_corrupted"], 0)
+        self.assertEqual(bu["events_incomplete"], 0)
+
+        code, out = self.daqflow(["dump", self.path("data"), "--events", "--json"])
+        self.assertEqual(code, 0, out)
+        report = json.loads(out)
+        self.assertTrue(report["all_verified"], out)
+        ids = sorted(e["event"] for f in report["files"] for e in f["event_list"])
+        expected = sorted(list(range(1, 41)) + [(1 << 32) | n for n in range(1, 21)])
+        self.assertEqual(ids, expected)
+        events = {e["event"]: e for f in report["files"] for e in f["event_list"]}
+        self.assertEqual(events[(1 << 32) | 7]["feds"], [1024, 1203, 1204])
+        # Each event whole: its three fragments' sizes, 16 B to 64 kB each.
+        self.assertEqual(sorted(e["size"] for e in events.values()),
+                         sorted(sum(SIZES[(k + fed) % len(SIZES)] for fed in (1024, 1203, 1204))
+                                for k in range(60)))
+
+    def test_a_stream_through_a_rollover_and_a_resync_is_built_without_error(self):
+        # 2^24 + 84 events of 16-byte fragments: 1 .. 2^24 - 1, 0, 1 .. 34, a resync, 1 .. 50.
+        events, resync_after = (1 << 24) + 84, (1 << 24) + 34
+        run = self.start_run(per_request=2048, max_fragment=64, lumi_events=4_000_000)
+        common = ["--events", str(events), "--size", "16", "--numbering", "cms",
+                  "--resync-after", str(resync_after)]
+        evm = self.start(["fedsend", f"127.0.0.1:{self.fed_ports + 2}", "--fed", "1024"] + common,
+                         "fedsend-evm.log")
+        code, out = self.daqflow(["fedsend", f"127.0.0.1:{self.fed_ports}", "--fed", "1203",
+                                  "--feds", "2"] + common, timeout=600)
+        self.assertEqual(code, 0, out)
+        self.assertEqual(evm.wait(timeout=600), 0, self.output_of("fedsend-evm.log"))
+        self.assertEqual(self.stop_when_triggered(run, events, timeout=600), 0,
+                         self.output_of("run.log"))
+        apps = self.results()
+        self.assertEqual(apps["evm0"]["results"]["events_triggered"], events)
+        bu = apps["bu1"]["results"]
+        self.assertEqual(bu["events_built"], events)
+        self.assertEqual(bu["events_corrupted"], 0)  # every FED's L1 id matched the EVM's id
+        self.assertEqual(bu["events_incomplete"], 0)
+        self.assertNotIn("out of sequence", self.logs())
+
+    def test_bad_blocks_fail_the_run_naming_the_fed_the_event_and_the_block(self):
+        run = self.start_run()
+        good = b"".join(ferol_blocks(1024, fed_fragment(1024, n, 1000)) for n in range(1, 4))
+        send_in_pieces(self.fed_ports + 2, good, 4)
+
+        def swap(index, f):  # block 1 and 2 of the third fragment arrive swapped
+            if index in (1, 2):
+                f["packet"] = 3 - index
+        bad = b"".join(ferol_blocks(1203, fed_fragment(1203, n, 1000),
+                                    edit=swap if n == 3 else None) for n in range(1, 4))
+        send_in_pieces(self.fed_ports, bad, 5)
+        self.assertNotEqual(run.wait(timeout=60), 0)
+        self.assertIn("FED 1203 event 2: block 1: packet number 2, expected 1 (blocks out of "
+                      "order or lost)", self.output_of("run.log") + self.logs())
+
+    def test_a_skipped_event_number_is_reported_with_the_fed_and_the_event(self):
+        run = self.start_run()
+        send_in_pieces(self.fed_ports + 2, b"".join(
+            ferol_blocks(1024, fed_fragment(1024, n, 10)) for n in (1, 2, 3)), 6)
+        send_in_pieces(self.fed_ports, b"".join(
+            ferol_blocks(1203, fed_fragment(1203, n, 10)) for n in (1, 2, 4)), 7)
+        self.assertNotEqual(run.wait(timeout=60), 0)
+        self.assertIn("FED 1203 event 2: event number out of sequence: skipped from event number "
+                      "2 to 4 (a resync restarts at 1)", self.output_of("run.log") + self.logs())
+
+
+if __name__ == "__main__":
+    unittest.main()
