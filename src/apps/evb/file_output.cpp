@@ -14,46 +14,15 @@
 namespace daqflow::apps::evb {
 
 FileOutput::FileOutput(FileOutputSettings settings)
-    : settings_(std::move(settings)),
-      pending_(settings_.queue_depth),
-      done_(settings_.queue_depth),
+    : ThreadedOutput(settings.queue_depth),
+      settings_(std::move(settings)),
       record_headers_(kMaxIov) {
-  thread_ = std::thread([this] { run(); });
+  start();
 }
 
 FileOutput::~FileOutput() {
   const auto closed = close();
   if (!closed) spdlog::error("file output: {}", closed.error().message());
-}
-
-bool FileOutput::submit(OutputBatch* batch) {
-  if (closed_.load(std::memory_order_relaxed) ||
-      queued_.load(std::memory_order_relaxed) >= settings_.queue_depth) {
-    return false;
-  }
-  if (!pending_.try_push(std::move(batch))) return false;
-  queued_.fetch_add(1, std::memory_order_relaxed);
-  wake_.fetch_add(1, std::memory_order_release);
-  wake_.notify_one();
-  return true;
-}
-
-OutputBatch* FileOutput::poll_done() {
-  OutputBatch* batch = nullptr;
-  if (!done_.try_pop(batch)) return nullptr;
-  queued_.fetch_sub(1, std::memory_order_relaxed);
-  return batch;
-}
-
-Result<void> FileOutput::close() {
-  if (!closed_.exchange(true)) {
-    stopping_.store(true, std::memory_order_release);
-    wake_.fetch_add(1, std::memory_order_release);
-    wake_.notify_one();
-    if (thread_.joinable()) thread_.join();
-  }
-  if (has_failure_.load(std::memory_order_acquire)) return Error(failure_);
-  return ok();
 }
 
 OutputStats FileOutput::stats() const {
@@ -63,42 +32,11 @@ OutputStats FileOutput::stats() const {
   s.files_closed = files_closed_.load(std::memory_order_relaxed);
   s.events_over_cap = events_over_cap_.load(std::memory_order_relaxed);
   s.write_errors = write_errors_.load(std::memory_order_relaxed);
-  s.queued = queued_.load(std::memory_order_relaxed);
+  s.queued = queued();
   return s;
 }
 
-std::string FileOutput::failure() const {
-  return has_failure_.load(std::memory_order_acquire) ? failure_ : std::string();
-}
-
-void FileOutput::set_failure(std::string reason) {
-  if (failed_) return;
-  failed_ = true;
-  spdlog::error("{}", reason);
-  failure_ = std::move(reason);
-  has_failure_.store(true, std::memory_order_release);
-}
-
-void FileOutput::run() {
-  for (;;) {
-    const std::uint32_t seen = wake_.load(std::memory_order_acquire);
-    OutputBatch* batch = nullptr;
-    if (pending_.try_pop(batch)) {
-      write_batch(*batch);
-      // Cannot fail: at most queue_depth batches are lent out and done_ holds that many.
-      (void)done_.try_push(std::move(batch));
-      continue;
-    }
-    if (stopping_.load(std::memory_order_acquire)) {
-      // Every submit() happened before close(): once stopping_ is seen, so are their batches.
-      while (pending_.try_pop(batch)) {
-        write_batch(*batch);
-        (void)done_.try_push(std::move(batch));
-      }
-      break;
-    }
-    wake_.wait(seen, std::memory_order_acquire);
-  }
+void FileOutput::finish() {
   if (fd_ >= 0 && !failed_) (void)finish_file();
   if (fd_ >= 0) {
     ::close(fd_);

@@ -16,8 +16,7 @@
 // NAME.json. Once max_total_mb would be passed no further event is written (events_over_cap,
 // one warning), but batches still complete so that the run goes on.
 //
-// Threading: submit() and poll_done() from the BU's agent thread; close() from one control
-// thread (after which nothing is submitted); stats() and failure() from any thread.
+// Threading: as ThreadedOutput's; stats() from any thread.
 
 #include <sys/uio.h>
 
@@ -31,7 +30,7 @@
 
 #include "daqflow/apps/evb/event_file.hpp"
 #include "daqflow/apps/evb/output.hpp"
-#include "daqflow/core/rings.hpp"
+#include "threaded_output.hpp"
 
 namespace daqflow::apps::evb {
 
@@ -46,7 +45,7 @@ struct FileOutputSettings {
   FileContent content = FileContent::built_events;
 };
 
-class FileOutput final : public EventOutput {
+class FileOutput final : public ThreadedOutput {
  public:
   // Starts the writer thread. The directory must exist (make_file_output creates it).
   explicit FileOutput(FileOutputSettings settings);
@@ -54,21 +53,14 @@ class FileOutput final : public EventOutput {
   FileOutput(const FileOutput&) = delete;
   FileOutput& operator=(const FileOutput&) = delete;
 
-  [[nodiscard]] bool submit(OutputBatch* batch) override;
-  [[nodiscard]] OutputBatch* poll_done() override;
-  Result<void> close() override;
   [[nodiscard]] OutputStats stats() const override;
-  [[nodiscard]] std::string failure() const override;
-  [[nodiscard]] bool failed() const override {
-    return has_failure_.load(std::memory_order_acquire);
-  }
 
  private:
   static constexpr std::size_t kMaxIov = IOV_MAX;
 
   // Writer thread.
-  void run();
-  void write_batch(const OutputBatch& batch);
+  void write_batch(const OutputBatch& batch) override;
+  void finish() override;
   void write_event(const OutputBatch& batch, const BuiltEvent& event);
   bool ensure_iov_room(std::size_t entries);
   bool flush();
@@ -78,15 +70,8 @@ class FileOutput final : public EventOutput {
   void release_room();
   bool finish_file();
   bool write_sidecar();
-  void set_failure(std::string reason);
 
   FileOutputSettings settings_;
-  core::SpscRing<OutputBatch*> pending_;
-  core::SpscRing<OutputBatch*> done_;
-  std::thread thread_;
-  std::atomic<std::uint32_t> wake_{0};
-  std::atomic<bool> stopping_{false};
-  std::atomic<bool> closed_{false};
 
   // Writer thread state.
   std::array<iovec, kMaxIov> iov_{};
@@ -105,7 +90,6 @@ class FileOutput final : public EventOutput {
   std::uint64_t last_event_ = 0;
   std::uint64_t total_bytes_ = 0;  // all files, the open one included
   bool over_cap_ = false;
-  bool failed_ = false;
 
   // Shared counters (written by the writer thread, read anywhere).
   std::atomic<std::uint64_t> events_written_{0};
@@ -113,10 +97,6 @@ class FileOutput final : public EventOutput {
   std::atomic<std::uint64_t> files_closed_{0};
   std::atomic<std::uint64_t> events_over_cap_{0};
   std::atomic<std::uint64_t> write_errors_{0};
-  std::atomic<std::uint32_t> queued_{0};
-  // failure_ is written once by the writer thread before has_failure_ is released.
-  std::atomic<bool> has_failure_{false};
-  std::string failure_;
 };
 
 }  // namespace daqflow::apps::evb

@@ -1,0 +1,79 @@
+#include "threaded_output.hpp"
+
+#include "daqflow/core/log.hpp"
+
+namespace daqflow::apps::evb {
+
+ThreadedOutput::ThreadedOutput(std::size_t queue_depth)
+    : queue_depth_(queue_depth), pending_(queue_depth), done_(queue_depth) {}
+
+void ThreadedOutput::start() {
+  thread_ = std::thread([this] { run(); });
+}
+
+bool ThreadedOutput::submit(OutputBatch* batch) {
+  if (closed_.load(std::memory_order_relaxed) ||
+      queued_.load(std::memory_order_relaxed) >= queue_depth_) {
+    return false;
+  }
+  if (!pending_.try_push(std::move(batch))) return false;
+  queued_.fetch_add(1, std::memory_order_relaxed);
+  wake_.fetch_add(1, std::memory_order_release);
+  wake_.notify_one();
+  return true;
+}
+
+OutputBatch* ThreadedOutput::poll_done() {
+  OutputBatch* batch = nullptr;
+  if (!done_.try_pop(batch)) return nullptr;
+  queued_.fetch_sub(1, std::memory_order_relaxed);
+  return batch;
+}
+
+Result<void> ThreadedOutput::close() {
+  if (!closed_.exchange(true)) {
+    stopping_.store(true, std::memory_order_release);
+    wake_.fetch_add(1, std::memory_order_release);
+    wake_.notify_one();
+    if (thread_.joinable()) thread_.join();
+  }
+  if (has_failure_.load(std::memory_order_acquire)) return Error(failure_);
+  return ok();
+}
+
+std::string ThreadedOutput::failure() const {
+  return has_failure_.load(std::memory_order_acquire) ? failure_ : std::string();
+}
+
+void ThreadedOutput::set_failure(std::string reason) {
+  if (failed_) return;
+  failed_ = true;
+  spdlog::error("{}", reason);
+  failure_ = std::move(reason);
+  has_failure_.store(true, std::memory_order_release);
+}
+
+void ThreadedOutput::run() {
+  for (;;) {
+    const std::uint32_t seen = wake_.load(std::memory_order_acquire);
+    OutputBatch* batch = nullptr;
+    if (pending_.try_pop(batch)) {
+      write_batch(*batch);
+      // Cannot fail: at most queue_depth batches are lent out and done_ holds that many.
+      (void)done_.try_push(std::move(batch));
+      continue;
+    }
+    if (stopping_.load(std::memory_order_acquire)) {
+      // Every submit() happened before close(): once stopping_ is seen, so are their batches.
+      while (pending_.try_pop(batch)) {
+        write_batch(*batch);
+        (void)done_.try_push(std::move(batch));
+      }
+      break;
+    }
+    wake_.wait(seen, std::memory_order_acquire);
+  }
+  finish();
+}
+
+}  // namespace daqflow::apps::evb

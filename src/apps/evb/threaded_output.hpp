@@ -1,0 +1,61 @@
+#pragma once
+// An output that writes on a thread of its own (the event file and FRD writers): the BU's agent
+// hands batches over through one bounded SPSC ring and takes them back, written, through
+// another, so that it never waits for the disk. A subclass writes each batch
+// (write_batch()) and finishes its files when the output closes (finish()), both on the
+// writer thread.
+//
+// Threading: submit() and poll_done() from the BU's agent thread; close() from one control
+// thread (after which nothing is submitted); failure() and failed() from any thread.
+
+#include <atomic>
+#include <cstdint>
+#include <string>
+#include <thread>
+
+#include "daqflow/apps/evb/output.hpp"
+#include "daqflow/core/rings.hpp"
+
+namespace daqflow::apps::evb {
+
+class ThreadedOutput : public EventOutput {
+ public:
+  ~ThreadedOutput() override = default;
+  ThreadedOutput(const ThreadedOutput&) = delete;
+  ThreadedOutput& operator=(const ThreadedOutput&) = delete;
+
+  [[nodiscard]] bool submit(OutputBatch* batch) final;
+  [[nodiscard]] OutputBatch* poll_done() final;
+  Result<void> close() final;
+  [[nodiscard]] std::string failure() const final;
+  [[nodiscard]] bool failed() const final { return has_failure_.load(std::memory_order_acquire); }
+
+ protected:
+  explicit ThreadedOutput(std::size_t queue_depth);
+  // Starts the writer thread: the last step of a subclass's constructor.
+  void start();
+  // A subclass's destructor calls close() first, so that the thread is gone before its members.
+  [[nodiscard]] std::uint32_t queued() const { return queued_.load(std::memory_order_relaxed); }
+  // Writer thread.
+  virtual void write_batch(const OutputBatch& batch) = 0;
+  virtual void finish() = 0;  // after the last batch
+  void set_failure(std::string reason);
+  bool failed_ = false;  // writer thread's view
+
+ private:
+  void run();
+
+  std::size_t queue_depth_;
+  core::SpscRing<OutputBatch*> pending_;
+  core::SpscRing<OutputBatch*> done_;
+  std::thread thread_;
+  std::atomic<std::uint32_t> wake_{0};
+  std::atomic<bool> stopping_{false};
+  std::atomic<bool> closed_{false};
+  std::atomic<std::uint32_t> queued_{0};
+  // failure_ is written once by the writer thread before has_failure_ is released.
+  std::atomic<bool> has_failure_{false};
+  std::string failure_;
+};
+
+}  // namespace daqflow::apps::evb
