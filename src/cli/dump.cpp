@@ -1,7 +1,9 @@
 // daqflow dump FILE|DIR... [--events] [--json]: lists and verifies the event files a BU wrote
-// (docs/event-builder.md, "Output format"). Each data file is checked record by record against
-// its CRC32Cs, its FED fragments and its JSON sidecar; files still named .dqf.part (no sidecar)
-// are listed as incomplete and not counted. Exits 1 when anything does not verify.
+// (docs/event-builder.md, "Output format"), daqflow's .dqf files and CMS FRD .raw files. Each
+// data file is checked record by record against its CRC32Cs, its FED fragments and its JSON
+// sidecar (.json, or the FRD file's .jsn); files still named .dqf.part (no sidecar) are listed as
+// incomplete and not counted. A directory of FRD files is also checked as a CMS run directory
+// (end-of-section and end-of-run records). Exits 1 when anything does not verify.
 
 #include <fmt/format.h>
 
@@ -15,6 +17,7 @@
 
 #include "cli/commands.hpp"
 #include "daqflow/apps/evb/event_file.hpp"
+#include "daqflow/apps/evb/frd.hpp"
 #include "daqflow/wire/evb.hpp"
 
 namespace daqflow::cli {
@@ -37,26 +40,37 @@ bool ends_with(const std::string& s, std::string_view suffix) {
          s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
-bool is_event_file(const std::string& name) {
-  return ends_with(name, apps::evb::kDataSuffix) ||
-         ends_with(name, std::string(apps::evb::kDataSuffix) + std::string(apps::evb::kPartSuffix));
+bool is_frd_file(const std::string& name) {
+  return ends_with(name, ".raw");
 }
 
-// The data files named by the arguments: files as given, directories by their *.dqf and
-// *.dqf.part files, sorted by name.
+bool is_event_file(const std::string& name) {
+  return ends_with(name, apps::evb::kDataSuffix) ||
+         ends_with(name,
+                   std::string(apps::evb::kDataSuffix) + std::string(apps::evb::kPartSuffix)) ||
+         is_frd_file(name);
+}
+
+// The data files named by the arguments: files as given, directories by their *.dqf, *.dqf.part
+// and *.raw files, sorted by name; run_dirs receives the directories holding FRD files.
 std::vector<std::string> collect(const std::vector<std::string>& paths,
-                                 std::vector<std::string>& errors) {
+                                 std::vector<std::string>& errors,
+                                 std::vector<std::string>& run_dirs) {
   std::vector<std::string> files;
   for (const auto& path : paths) {
     std::error_code ec;
     if (fs::is_directory(path, ec)) {
       std::vector<std::string> found;
+      bool frd = false;
       for (const auto& entry : fs::directory_iterator(path, ec)) {
         const std::string name = entry.path().filename().string();
-        if (entry.is_regular_file(ec) && is_event_file(name))
+        if (entry.is_regular_file(ec) && is_event_file(name)) {
           found.push_back(entry.path().string());
+          frd = frd || is_frd_file(name);
+        }
       }
       if (ec) errors.push_back(fmt::format("{}: {}", path, ec.message()));
+      if (frd) run_dirs.push_back(path);
       std::sort(found.begin(), found.end());
       files.insert(files.end(), found.begin(), found.end());
     } else if (fs::exists(path, ec)) {
@@ -121,7 +135,8 @@ nlohmann::json event_json(const EventSummary& e) {
 
 void dump_command(const DumpArgs& args) {
   std::vector<std::string> errors;
-  const std::vector<std::string> files = collect(args.paths, errors);
+  std::vector<std::string> run_dirs;
+  const std::vector<std::string> files = collect(args.paths, errors, run_dirs);
   std::uint64_t events = 0;
   std::uint64_t bytes = 0;
   std::size_t complete = 0;
@@ -167,7 +182,9 @@ void dump_command(const DumpArgs& args) {
       }
     };
     if (args.events && !args.json) std::printf("%s\n", path.c_str());
-    const FileReport r = apps::evb::check_event_file(path, on_event);
+    const bool frd = is_frd_file(path);
+    const FileReport r = frd ? apps::evb::check_frd_file(path, on_event)
+                             : apps::evb::check_event_file(path, on_event);
     if (r.complete) {
       ++complete;
       events += r.events;
@@ -179,6 +196,7 @@ void dump_command(const DumpArgs& args) {
 
     if (args.json) {
       nlohmann::json f{{"path", r.path},
+                       {"format", frd ? "frd" : "dqf"},
                        {"complete", r.complete},
                        {"run", r.run_number},
                        {"bu", r.bu_id},
@@ -214,6 +232,15 @@ void dump_command(const DumpArgs& args) {
     }
   }
 
+  // FRD run directories: their end-of-section and end-of-run records against the files.
+  std::vector<std::string> run_problems;
+  for (const auto& dir : run_dirs) {
+    for (auto& p : apps::evb::check_frd_run(dir)) run_problems.push_back(std::move(p));
+  }
+  if (!args.json) {
+    for (const auto& p : run_problems) std::printf("%s\n", p.c_str());
+  }
+  bad += run_problems.size();
   const bool all_ok = bad == 0 && errors.empty();
   if (args.json) {
     const nlohmann::json out{{"files", json_files},
@@ -223,6 +250,7 @@ void dump_command(const DumpArgs& args) {
                              {"incomplete_files", incomplete},
                              {"files_with_problems", bad},
                              {"errors", errors},
+                             {"run_problems", run_problems},
                              {"all_verified", all_ok}};
     std::printf("%s\n", out.dump(2).c_str());
   } else {
@@ -247,7 +275,8 @@ void dump_command(const DumpArgs& args) {
 void add_dump(CLI::App& app) {
   auto args = std::make_shared<DumpArgs>();
   auto* cmd = app.add_subcommand("dump", "List and verify the event files a BU or an SFC wrote");
-  cmd->add_option("paths", args->paths, "data files (.dqf) or directories holding them")
+  cmd->add_option("paths", args->paths,
+                  "data files (.dqf, or CMS FRD .raw) or directories holding them")
       ->required();
   cmd->add_flag("--events", args->events, "list every event: number, size, FEDs, flags");
   cmd->add_flag("--json", args->json, "print the report as JSON");

@@ -21,6 +21,7 @@
 #include "daqflow/wire/farm.hpp"
 #include "daqflow/wire/fed.hpp"
 #include "daqflow/wire/timeslice.hpp"
+#include "event_checks.hpp"
 
 namespace daqflow::apps::evb {
 namespace {
@@ -82,34 +83,6 @@ void check_sidecar(FileReport& report, const fs::path& sidecar_path, std::uint64
   if (report.events > 0 && sidecar->last_event != last_event) {
     mismatch("last event", sidecar->last_event, last_event);
   }
-}
-
-// Walks an event's fragments from the back; fills summary.feds or summary.problem.
-void check_fragments(std::span<const std::byte> data, EventSummary& summary,
-                     std::vector<wire::FedFragmentInfo>& infos) {
-  infos.resize(std::max<std::size_t>(infos.size(), data.size() / wire::kFedMinFragmentSize + 1));
-  wire::FedCheck check;
-  check.event = summary.record.event;
-  wire::FedWalk walk = wire::walk_super_fragment(data, infos, check);
-  if (walk.status != wire::FedStatus::ok) {
-    wire::FedHeaderFields header;
-    const bool named =
-        walk.error_offset < data.size() &&
-        wire::decode_header(data.subspan(walk.error_offset), header) == wire::FedStatus::ok;
-    summary.problem =
-        fmt::format("{} at byte {} of the event: {}",
-                    named ? fmt::format("FED {}", header.source_id) : std::string("FED fragment"),
-                    walk.error_offset, wire::to_string(walk.status));
-    // The FEDs are still listed when only their contents are wrong (a bad CRC, say).
-    wire::FedCheck structure_only;
-    structure_only.verify_crc = false;
-    structure_only.allow_reserved_bits = true;
-    structure_only.allow_receiver_errors = true;
-    walk = wire::walk_super_fragment(data, infos, structure_only);
-    if (walk.status != wire::FedStatus::ok) return;
-  }
-  summary.feds.reserve(walk.count);
-  for (std::size_t i = 0; i < walk.count; ++i) summary.feds.push_back(infos[i].source_id);
 }
 
 // An SFC's record: the worker's decision (accept, this event) and its output, to the byte.
@@ -200,6 +173,34 @@ void check_timeslice(std::span<const std::byte> data, EventSummary& summary) {
 }
 
 }  // namespace
+
+// Walks an event's fragments from the back; fills summary.feds or summary.problem.
+void check_fragments(std::span<const std::byte> data, EventSummary& summary,
+                     std::vector<wire::FedFragmentInfo>& infos) {
+  infos.resize(std::max<std::size_t>(infos.size(), data.size() / wire::kFedMinFragmentSize + 1));
+  wire::FedCheck check;
+  check.event = summary.record.event;
+  wire::FedWalk walk = wire::walk_super_fragment(data, infos, check);
+  if (walk.status != wire::FedStatus::ok) {
+    wire::FedHeaderFields header;
+    const bool named =
+        walk.error_offset < data.size() &&
+        wire::decode_header(data.subspan(walk.error_offset), header) == wire::FedStatus::ok;
+    summary.problem =
+        fmt::format("{} at byte {} of the event: {}",
+                    named ? fmt::format("FED {}", header.source_id) : std::string("FED fragment"),
+                    walk.error_offset, wire::to_string(walk.status));
+    // The FEDs are still listed when only their contents are wrong (a bad CRC, say).
+    wire::FedCheck structure_only;
+    structure_only.verify_crc = false;
+    structure_only.allow_reserved_bits = true;
+    structure_only.allow_receiver_errors = true;
+    walk = wire::walk_super_fragment(data, infos, structure_only);
+    if (walk.status != wire::FedStatus::ok) return;
+  }
+  summary.feds.reserve(walk.count);
+  for (std::size_t i = 0; i < walk.count; ++i) summary.feds.push_back(infos[i].source_id);
+}
 
 FileReport check_event_file(const std::string& path,
                             const std::function<void(const EventSummary&)>& on_event) {

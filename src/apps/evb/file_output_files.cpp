@@ -19,6 +19,7 @@
 #include "daqflow/runtime/params.hpp"
 #include "daqflow/wire/crc32c.hpp"
 #include "file_output.hpp"
+#include "file_util.hpp"
 #include "outputs.hpp"
 
 namespace daqflow::apps::evb {
@@ -28,38 +29,6 @@ namespace fs = std::filesystem;
 
 std::string errno_text() {
   return std::strerror(errno);
-}
-
-// Writes all of data to a new file at path (replacing one left by a crash) and fsyncs it.
-bool write_small_file(const std::string& path, std::string_view data, std::string& error) {
-  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) {
-    error = fmt::format("creating {}: {}", path, errno_text());
-    return false;
-  }
-  std::size_t done = 0;
-  while (done < data.size()) {
-    const ssize_t n = ::write(fd, data.data() + done, data.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) {
-      error = fmt::format("writing {}: {}", path, errno_text());
-      ::close(fd);
-      return false;
-    }
-    done += static_cast<std::size_t>(n);
-  }
-  if (::fsync(fd) != 0 || ::close(fd) != 0) {
-    error = fmt::format("closing {}: {}", path, errno_text());
-    return false;
-  }
-  return true;
-}
-
-void sync_directory(const std::string& dir) {
-  const int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (fd < 0) return;
-  (void)::fsync(fd);
-  ::close(fd);
 }
 
 }  // namespace
@@ -187,8 +156,8 @@ Result<std::unique_ptr<EventOutput>> make_file_output(const nlohmann::json& para
   if (!params.is_object())
     return Error("output: expected {kind: file, ...}, got " + runtime::json_text(params));
   for (const auto& [key, value] : params.items()) {
-    // The BU's output spec fills in the farm kind's `sfc` with "": not set.
-    if (key == "sfc" && value == "") continue;
+    // The BU's output spec fills in the other kinds' keys with their defaults: not set.
+    if ((key == "sfc" && value == "") || (key == "events_per_file" && value == 400)) continue;
     if (std::find(kKeys.begin(), kKeys.end(), key) == kKeys.end()) {
       return Error(
           fmt::format("output: unknown key '{}' for kind file (known: dir, max_file_mb, "

@@ -44,17 +44,22 @@ runtime::ParamSpec discard_or_file_output_spec(const std::string& what) {
 
 runtime::ParamSpec output_spec_with_farm(const std::string& what) {
   std::vector<runtime::ParamSpec> fields = {
-      runtime::ParamSpec::string("kind", "discard, file or farm")
+      runtime::ParamSpec::string("kind", "discard, file, farm or frd")
           .default_value("discard")
-          .one_of({"discard", "file", "farm"}),
+          .one_of({"discard", "file", "farm", "frd"}),
       runtime::ParamSpec::string("sfc", "farm: the SFC they go to").default_value(""),
+      runtime::ParamSpec::integer("events_per_file",
+                                  "frd: events per file (a file holds one luminosity section)")
+          .default_value(400)
+          .range(1, 65535),
   };
   for (auto& f : file_output_param_fields()) fields.push_back(std::move(f));
   return runtime::ParamSpec::object(
       "output",
       "where " + what +
-          " go: {kind: discard}, {kind: file, dir, max_file_mb, max_file_events, max_total_mb} "
-          "or {kind: farm, sfc} (the filter farm)",
+          " go: {kind: discard}, {kind: file, dir, max_file_mb, max_file_events, max_total_mb}, "
+          "{kind: farm, sfc} (the filter farm) or {kind: frd, dir, events_per_file} (CMS FRD "
+          "files for the HLT)",
       std::move(fields));
 }
 
@@ -90,7 +95,8 @@ Result<std::unique_ptr<EventOutput>> make_output(const nlohmann::json& params,
   if (name == "discard") return make_discard_output(context);
   if (name == "file") return make_file_output(params, context);
   if (name == "farm") return make_farm_output(context);
-  return Error("output: unknown kind '" + name + "' (known: discard, file, farm)");
+  if (name == "frd") return make_frd_output(params, context);
+  return Error("output: unknown kind '" + name + "' (known: discard, file, farm, frd)");
 }
 
 }  // namespace daqflow::apps::evb

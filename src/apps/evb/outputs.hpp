@@ -21,6 +21,11 @@ namespace daqflow::apps::evb {
 [[nodiscard]] Result<std::unique_ptr<EventOutput>> make_file_output(const nlohmann::json& params,
                                                                     const OutputContext& context);
 
+// {kind: frd, dir, events_per_file}: CMS FRD files per luminosity section in the HLT's run
+// directory layout (frd_output.cpp).
+[[nodiscard]] Result<std::unique_ptr<EventOutput>> make_frd_output(const nlohmann::json& params,
+                                                                   const OutputContext& context);
+
 // {kind: farm, sfc: ID}: every built event goes to the SFC of the filter farm, over the BU's
 // own endpoint; a batch is done once the SFC has taken all its events (farm_output.cpp).
 [[nodiscard]] Result<std::unique_ptr<EventOutput>> make_farm_output(const OutputContext& context);

@@ -142,6 +142,9 @@ Result<void> TsBuilder::configure(runtime::AppContext& ctx) {
   if (auto r = evb::farm_output_context(ctx.cluster(), output_params, endpoint_, oc); !r) {
     return p.error("output", r.error().message());
   }
+  if (output_params.value("kind", std::string()) == "frd") {
+    return p.error("output", "kind frd holds CMS events, not timeslices (discard, file or farm)");
+  }
   // A timeslice is a descriptor and up to five pieces per input (on byte-stream transports one):
   // past what a message carries, the farm output copies it into one buffer.
   if (1 + 1 + 5 * inputs_.size() > transport::kMaxSegments) {

@@ -1,0 +1,99 @@
+#include "daqflow/apps/evb/frd.hpp"
+
+#include <fmt/format.h>
+
+#include <cstring>
+
+#include "daqflow/wire/endian.hpp"
+
+namespace daqflow::apps::evb {
+
+using wire::load_le16;
+using wire::load_le32;
+using wire::load_le64;
+using wire::store_le16;
+using wire::store_le32;
+using wire::store_le64;
+
+namespace {
+constexpr std::string_view kRawMagic = "RAW_0001";
+}  // namespace
+
+std::string_view to_string(FrdStatus status) {
+  switch (status) {
+    case FrdStatus::ok:
+      return "ok";
+    case FrdStatus::too_short:
+      return "truncated header";
+    case FrdStatus::bad_version:
+      return "FRD event version is not 6";
+    case FrdStatus::bad_magic:
+      return "raw file does not start with RAW_0001";
+    case FrdStatus::bad_header_size:
+      return "raw file header size is not 24";
+  }
+  return "unknown status";
+}
+
+void encode_frd_header(const FrdHeader& h, std::span<std::byte, kFrdHeaderSize> out) {
+  std::byte* p = out.data();
+  store_le16(p, h.version);
+  store_le16(p + 2, h.flags);
+  store_le32(p + 4, h.run);
+  store_le32(p + 8, h.lumi);
+  store_le32(p + 12, h.event);
+  store_le32(p + 16, h.size);
+  store_le32(p + 20, h.crc32c);
+}
+
+FrdStatus decode_frd_header(std::span<const std::byte> in, FrdHeader& out) {
+  if (in.size() < kFrdHeaderSize) return FrdStatus::too_short;
+  const std::byte* p = in.data();
+  out.version = load_le16(p);
+  if (out.version != kFrdVersion) return FrdStatus::bad_version;
+  out.flags = load_le16(p + 2);
+  out.run = load_le32(p + 4);
+  out.lumi = load_le32(p + 8);
+  out.event = load_le32(p + 12);
+  out.size = load_le32(p + 16);
+  out.crc32c = load_le32(p + 20);
+  return FrdStatus::ok;
+}
+
+void encode_raw_file_header(const RawFileHeader& h, std::span<std::byte, kRawFileHeaderSize> out) {
+  std::byte* p = out.data();
+  std::memcpy(p, kRawMagic.data(), kRawMagic.size());
+  store_le16(p + 8, static_cast<std::uint16_t>(kRawFileHeaderSize));
+  store_le16(p + 10, h.events);
+  store_le32(p + 12, h.lumi);
+  store_le64(p + 16, h.file_size);
+}
+
+FrdStatus decode_raw_file_header(std::span<const std::byte> in, RawFileHeader& out) {
+  if (in.size() < kRawFileHeaderSize) return FrdStatus::too_short;
+  const std::byte* p = in.data();
+  if (std::memcmp(p, kRawMagic.data(), kRawMagic.size()) != 0) return FrdStatus::bad_magic;
+  if (load_le16(p + 8) != kRawFileHeaderSize) return FrdStatus::bad_header_size;
+  out.events = load_le16(p + 10);
+  out.lumi = load_le32(p + 12);
+  out.file_size = load_le64(p + 16);
+  return FrdStatus::ok;
+}
+
+std::string frd_run_dir(std::uint32_t run) {
+  return fmt::format("run{:06d}", run);
+}
+
+std::string frd_data_stem(std::uint32_t run, std::uint32_t lumi, std::uint32_t index) {
+  return fmt::format("run{:06d}_ls{:04d}_index{:06d}", run, lumi, index);
+}
+
+std::string frd_eols_name(std::uint32_t run, std::uint32_t lumi) {
+  return fmt::format("run{:06d}_ls{:04d}_EoLS.jsn", run, lumi);
+}
+
+std::string frd_eor_name(std::uint32_t run) {
+  return fmt::format("run{:06d}_ls0000_EoR.jsn", run);
+}
+
+}  // namespace daqflow::apps::evb

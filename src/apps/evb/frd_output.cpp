@@ -1,0 +1,308 @@
+#include "frd_output.hpp"
+
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+
+#include "daqflow/core/log.hpp"
+#include "daqflow/runtime/params.hpp"
+#include "daqflow/wire/crc32c.hpp"
+#include "file_util.hpp"
+#include "outputs.hpp"
+
+namespace daqflow::apps::evb {
+namespace {
+
+namespace fs = std::filesystem;
+
+// The HLT picks a file up by its name: write under a temporary one, then rename.
+bool write_then_rename(const std::string& path, std::string_view data, std::string& error) {
+  const std::string tmp = path + ".tmp";
+  if (!write_small_file(tmp, data, error)) return false;
+  if (::rename(tmp.c_str(), path.c_str()) != 0) {
+    error = fmt::format("renaming {}: {}", tmp, std::strerror(errno));
+    return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+FrdOutput::FrdOutput(FrdOutputSettings settings)
+    : ThreadedOutput(settings.queue_depth),
+      settings_(std::move(settings)),
+      run_dir_((fs::path(settings_.dir) / frd_run_dir(settings_.run_number)).string()),
+      open_dir_((fs::path(run_dir_) / "open").string()),
+      headers_(kMaxIov) {}
+
+FrdOutput::~FrdOutput() {
+  const auto closed = close();
+  if (!closed) spdlog::error("FRD output: {}", closed.error().message());
+}
+
+Result<std::unique_ptr<FrdOutput>> FrdOutput::create(FrdOutputSettings settings) {
+  std::unique_ptr<FrdOutput> out(new FrdOutput(std::move(settings)));
+  const std::string& run_dir = out->run_dir_;
+  std::error_code ec;
+  if (fs::exists(run_dir, ec)) {
+    return Error(
+        fmt::format("output: '{}' exists already (files of run {} from an earlier "
+                    "attempt): remove it or change run.number",
+                    run_dir, out->settings_.run_number));
+  }
+  fs::create_directories(out->open_dir_, ec);
+  if (!ec) fs::create_directories(fs::path(run_dir) / "jsd", ec);
+  if (ec) return Error(fmt::format("output: creating '{}': {}", run_dir, ec.message()));
+  std::string error;
+  const fs::path jsd = fs::path(run_dir) / "jsd";
+  if (!write_small_file((jsd / "rawData.jsd").string(), kFrdRawDataJsd, error) ||
+      !write_small_file((jsd / "EoLS.jsd").string(), kFrdEolsJsd, error) ||
+      !write_small_file((jsd / "EoR.jsd").string(), kFrdEorJsd, error) ||
+      !write_small_file((fs::path(run_dir) / "fu.lock").string(), "1 0", error)) {
+    return Error("output: " + error);
+  }
+  out->start();
+  return out;
+}
+
+OutputStats FrdOutput::stats() const {
+  OutputStats s;
+  s.events_written = events_written_.load(std::memory_order_relaxed);
+  s.bytes_written = bytes_written_.load(std::memory_order_relaxed);
+  s.files_closed = files_closed_.load(std::memory_order_relaxed);
+  s.write_errors = write_errors_.load(std::memory_order_relaxed);
+  s.queued = queued();
+  return s;
+}
+
+void FrdOutput::fail_io(const std::string& what) {
+  write_errors_.fetch_add(1, std::memory_order_relaxed);
+  set_failure("FRD output: " + what);
+}
+
+void FrdOutput::write_batch(const OutputBatch& batch) {
+  if (failed_) return;
+  for (const BuiltEvent& event : batch.events) {
+    write_event(batch, event);
+    if (failed_) return;
+  }
+  (void)flush();
+}
+
+void FrdOutput::write_event(const OutputBatch& batch, const BuiltEvent& event) {
+  if (event.first_piece + std::uint64_t{event.piece_count} > batch.pieces.size()) {
+    set_failure("FRD output: event " + std::to_string(event.number) +
+                " names pieces beyond its batch (a BU bug)");
+    return;
+  }
+  const std::uint32_t lumi = event.lumi;
+  const std::uint32_t per_file =
+      std::min<std::uint32_t>(settings_.events_per_file, kMaxRawFileEvents);
+  if (fd_ >= 0 && (file_lumi_ != lumi || file_events_ >= per_file) && !finish_file()) return;
+  if (lumi > highest_lumi_) {
+    // Every section before this one is over at this BU (blocks come in the EVM's order),
+    // sections without an event here included.
+    for (std::uint32_t l = highest_lumi_ == 0 ? 1 : highest_lumi_; l < lumi; ++l) {
+      if (!sections_[l].closed && !write_eols(l)) return;
+    }
+    highest_lumi_ = lumi;
+  }
+  Section& section = sections_[lumi];
+  if (section.closed && !section.reopened) {
+    section.reopened = true;
+    spdlog::warn(
+        "FRD output of {}: event {} of luminosity section {}, whose EoLS is written "
+        "(a re-assigned block): a new file, the EoLS again at the end of the run",
+        settings_.bu_id, event.number, lumi);
+  }
+  if (fd_ < 0 && !open_file(lumi)) return;
+
+  const std::span<const EventPiece> pieces(batch.pieces.data() + event.first_piece,
+                                           event.piece_count);
+  std::uint64_t size = 0;
+  std::uint32_t crc = 0;
+  for (const EventPiece& piece : pieces) {
+    size += piece.size;
+    crc = wire::crc32c({piece.data, piece.size}, crc);
+  }
+  if (size > UINT32_MAX) {
+    set_failure(
+        fmt::format("FRD output: event {} has {} bytes, more than an FRD event can "
+                    "count",
+                    event.number, size));
+    return;
+  }
+  if ((iov_count_ + 1 + pieces.size() > kMaxIov || header_count_ == headers_.size()) && !flush())
+    return;
+  auto& header = headers_[header_count_++];
+  encode_frd_header(
+      FrdHeader{kFrdVersion, 0, settings_.run_number, lumi,
+                static_cast<std::uint32_t>(event.number), static_cast<std::uint32_t>(size), crc},
+      header);
+  iov_[iov_count_++] = iovec{header.data(), header.size()};
+  for (const EventPiece& piece : pieces) {
+    if (piece.size == 0) continue;
+    if (iov_count_ == kMaxIov && !flush()) return;
+    // writev() takes non-const iovecs but only reads the memory.
+    iov_[iov_count_++] = iovec{const_cast<std::byte*>(piece.data), piece.size};
+  }
+  ++file_events_;
+  file_bytes_ += kFrdHeaderSize + size;
+}
+
+bool FrdOutput::flush() {
+  std::size_t first = 0;
+  while (first < iov_count_) {
+    const ssize_t n = ::writev(fd_, iov_.data() + first, static_cast<int>(iov_count_ - first));
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      fail_io(fmt::format("writing {}: {}", open_dir_, std::strerror(errno)));
+      iov_count_ = header_count_ = 0;
+      return false;
+    }
+    auto left = static_cast<std::size_t>(n);
+    while (first < iov_count_ && left >= iov_[first].iov_len) left -= iov_[first++].iov_len;
+    if (left > 0) {
+      iov_[first].iov_base = static_cast<std::byte*>(iov_[first].iov_base) + left;
+      iov_[first].iov_len -= left;
+    }
+  }
+  iov_count_ = header_count_ = 0;
+  return true;
+}
+
+bool FrdOutput::open_file(std::uint32_t lumi) {
+  Section& section = sections_[lumi];
+  file_lumi_ = lumi;
+  file_index_ = section.next_index++;
+  const std::string path =
+      (fs::path(open_dir_) / (frd_data_stem(settings_.run_number, lumi, file_index_) + ".raw"))
+          .string();
+  fd_ = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd_ < 0) {
+    fail_io(fmt::format("creating {}: {}", path, std::strerror(errno)));
+    return false;
+  }
+  // The header's counts are known at the end: room for it now, written then.
+  if (::lseek(fd_, static_cast<off_t>(kRawFileHeaderSize), SEEK_SET) < 0) {
+    fail_io(fmt::format("seeking in {}: {}", path, std::strerror(errno)));
+    return false;
+  }
+  file_events_ = 0;
+  file_bytes_ = kRawFileHeaderSize;
+  return true;
+}
+
+bool FrdOutput::finish_file() {
+  if (!flush()) return false;
+  const std::string stem = frd_data_stem(settings_.run_number, file_lumi_, file_index_);
+  const std::string open_path = (fs::path(open_dir_) / (stem + ".raw")).string();
+  std::array<std::byte, kRawFileHeaderSize> header{};
+  encode_raw_file_header(
+      RawFileHeader{static_cast<std::uint16_t>(file_events_), file_lumi_, file_bytes_}, header);
+  if (::pwrite(fd_, header.data(), header.size(), 0) != static_cast<ssize_t>(header.size()) ||
+      ::fsync(fd_) != 0) {
+    fail_io(fmt::format("finishing {}: {}", open_path, std::strerror(errno)));
+    return false;
+  }
+  ::close(fd_);
+  fd_ = -1;
+  const std::string path = (fs::path(run_dir_) / (stem + ".raw")).string();
+  if (::rename(open_path.c_str(), path.c_str()) != 0) {
+    fail_io(fmt::format("renaming {}: {}", open_path, std::strerror(errno)));
+    return false;
+  }
+  if (!write_json(stem + ".jsn", "rawData.jsd", {file_events_, file_bytes_})) return false;
+  Section& section = sections_[file_lumi_];
+  section.events += file_events_;
+  section.bytes += file_bytes_;
+  ++section.files;
+  events_written_.fetch_add(file_events_, std::memory_order_relaxed);
+  bytes_written_.fetch_add(file_bytes_, std::memory_order_relaxed);
+  files_closed_.fetch_add(1, std::memory_order_relaxed);
+  return true;
+}
+
+bool FrdOutput::write_json(const std::string& name, const std::string& legend_file,
+                           const std::vector<std::uint64_t>& values) {
+  // As CMS writes them: the values as strings, the legend's path, the writer.
+  nlohmann::json data = nlohmann::json::array();
+  for (const std::uint64_t v : values) data.push_back(std::to_string(v));
+  const nlohmann::json doc = {{"data", data},
+                              {"definition", (fs::path(run_dir_) / "jsd" / legend_file).string()},
+                              {"source", "BU-" + settings_.bu_id}};
+  std::string error;
+  if (!write_then_rename((fs::path(run_dir_) / name).string(), doc.dump(), error)) {
+    fail_io(error);
+    return false;
+  }
+  return true;
+}
+
+bool FrdOutput::write_eols(std::uint32_t lumi) {
+  Section& s = sections_[lumi];
+  // Events of this section at this BU: all of them written (incomplete ones too, flagged in the
+  // BU's counters), none lost.
+  if (!write_json(frd_eols_name(settings_.run_number, lumi), "EoLS.jsd",
+                  {s.events, s.files, s.events, 0, s.bytes})) {
+    return false;
+  }
+  s.closed = true;
+  return true;
+}
+
+void FrdOutput::finish() {
+  if (fd_ >= 0 && !failed_) (void)finish_file();
+  if (fd_ >= 0) {
+    ::close(fd_);
+    fd_ = -1;
+  }
+  if (failed_) return;
+  std::uint64_t events = 0;
+  std::uint64_t files = 0;
+  std::uint64_t lumis = 0;
+  std::uint32_t last = 0;
+  for (auto& [lumi, s] : sections_) {
+    if ((!s.closed || s.reopened) && !write_eols(lumi)) return;
+    events += s.events;
+    files += s.files;
+    if (s.files > 0) {
+      ++lumis;
+      last = lumi;
+    }
+  }
+  if (!write_json(frd_eor_name(settings_.run_number), "EoR.jsd", {events, files, lumis, last}))
+    return;
+  std::error_code ec;
+  fs::remove(open_dir_, ec);  // empty by now
+  sync_directory(run_dir_);
+}
+
+Result<std::unique_ptr<EventOutput>> make_frd_output(const nlohmann::json& params,
+                                                     const OutputContext& context) {
+  FrdOutputSettings s;
+  s.run_number = context.run_number;
+  s.bu_id = context.bu_id;
+  s.queue_depth = context.queue_depth;
+  const std::string dir = params.value("dir", std::string());
+  // One directory per BU, as each CMS BU has its own disk.
+  s.dir = dir.empty() ? (fs::path(context.default_dir) / context.bu_id).string() : dir;
+  const auto per_file = params.value("events_per_file", std::int64_t{400});
+  if (per_file < 1 || per_file > kMaxRawFileEvents) {
+    return Error(
+        fmt::format("output: events_per_file {} is outside 1..{} (an FRD file header "
+                    "counts its events in 16 bits)",
+                    per_file, kMaxRawFileEvents));
+  }
+  s.events_per_file = static_cast<std::uint32_t>(per_file);
+  auto out = FrdOutput::create(std::move(s));
+  if (!out) return out.error();
+  return std::unique_ptr<EventOutput>(std::move(*out));
+}
+
+}  // namespace daqflow::apps::evb
