@@ -83,3 +83,66 @@ def free_ports(first, last, count):
             for s in socks:
                 s.close()
     raise AssertionError(f"no free ports in {first}-{last}")
+
+
+_CRC32C_TABLE = []
+for _i in range(256):
+    _c = _i
+    for _ in range(8):
+        _c = (_c >> 1) ^ 0x82F63B78 if _c & 1 else _c >> 1
+    _CRC32C_TABLE.append(_c)
+
+
+def crc32c(data):
+    """CRC-32C (Castagnoli, reflected 0x82f63b78, init and final xor 0xffffffff)."""
+    crc = 0xFFFFFFFF
+    table = _CRC32C_TABLE
+    for byte in data:
+        crc = (crc >> 8) ^ table[(crc ^ byte) & 0xFF]
+    return crc ^ 0xFFFFFFFF
+
+
+def read_fed_fragments(data):
+    """Walks an FRD event's FED data from its end, as CMSSW's FRD source does: each trailer's
+    length gives its fragment. Checks the markers and every CRC-16; returns (source id, L1 id)
+    per fragment, last first."""
+    feds = []
+    end = len(data)
+    while end > 0:
+        trailer = struct.unpack_from("<Q", data, end - 8)[0]
+        assert trailer >> 60 == 0xA, f"no FED trailer at byte {end - 8}"
+        size = ((trailer >> 32) & 0xFFFFFF) * 8
+        assert 16 <= size <= end, f"FED length {size} at byte {end - 8}"
+        start = end - size
+        words = list(struct.unpack_from(f"<{size // 8}Q", data, start))
+        header = words[0]
+        assert header >> 60 == 0x5, f"no FED header at byte {start}"
+        crc = (trailer >> 16) & 0xFFFF
+        words[-1] = trailer & ~0xFFFFC004
+        assert fed_crc16(words) == crc, f"FED CRC-16 at byte {start}"
+        feds.append(((header >> 8) & 0xFFF, (header >> 32) & 0xFFFFFF))
+        end = start
+    return feds
+
+
+def read_frd_file(path):
+    """A CMS raw file (FRD file header v1, then FRD v6 events), read from the formats'
+    definitions (CMSSW IOPool/Streamer FRDFileHeader.h, FRDEventMessage.h). Returns the header
+    fields and the events: (run, lumi, event, FEDs as read_fed_fragments gives them)."""
+    with open(path, "rb") as f:
+        raw = f.read()
+    magic, header_size, count, lumi, file_size = struct.unpack_from("<8sHHIQ", raw, 0)
+    assert magic == b"RAW_0001" and header_size == 24, f"{path}: raw file header"
+    assert file_size == len(raw), f"{path}: header says {file_size} bytes, file {len(raw)}"
+    events = []
+    at = 24
+    while at < len(raw):
+        version, flags, run, ev_lumi, event, size, crc = struct.unpack_from("<HHIIIII", raw, at)
+        assert version == 6 and flags == 0, f"{path}: FRD version {version} flags {flags}"
+        data = raw[at + 24:at + 24 + size]
+        assert len(data) == size, f"{path}: event {event} truncated"
+        assert crc32c(data) == crc, f"{path}: event {event} CRC-32C"
+        events.append((run, ev_lumi, event, read_fed_fragments(data)))
+        at += 24 + size
+    assert len(events) == count, f"{path}: header counts {count} events, file holds {len(events)}"
+    return {"lumi": lumi, "size": len(raw), "events": events}

@@ -13,7 +13,7 @@ import socket
 import time
 import unittest
 
-from cms_formats import fed_fragment, ferol_blocks, free_ports
+from cms_formats import fed_fragment, ferol_blocks, free_ports, read_frd_file
 from daqflow_testlib import DaqflowTestCase, http, rewrite_ports, wait_until
 
 CONFIG = """\
@@ -146,6 +146,63 @@ class Cms(DaqflowTestCase):
         self.assertEqual(sorted(e["size"] for e in events.values()),
                          sorted(sum(SIZES[(k + fed) % len(SIZES)] for fed in (1024, 1203, 1204))
                                 for k in range(60)))
+
+    def test_frd_files_per_luminosity_section_are_read_back_by_an_independent_reader(self):
+        # 300 events, numbers 1..200 then a resync and 1..100, sections of 120 events, files of
+        # at most 50 events: sections 1 and 2 of 120 events in 3 files, section 3 of 60 in 2.
+        run = self.start_run("{kind: frd, events_per_file: 50}", lumi_events=120)
+        common = ["--events", "300", "--numbering", "cms", "--resync-after", "200"]
+        code, out = self.daqflow(["fedsend", f"127.0.0.1:{self.fed_ports + 2}", "--fed", "1024",
+                                  "--size", "64"] + common)
+        self.assertEqual(code, 0, out)
+        code, out = self.daqflow(["fedsend", f"127.0.0.1:{self.fed_ports}", "--fed", "1203",
+                                  "--feds", "2", "--lognormal", "2048", "1024", "--max-size",
+                                  "16384"] + common)
+        self.assertEqual(code, 0, out)
+        self.assertEqual(self.stop_when_triggered(run, 300), 0, self.output_of("run.log"))
+
+        run_dir = os.path.join(self.path("data"), "bu1", "run000017")
+        names = sorted(os.listdir(run_dir))
+        raws = [n for n in names if n.endswith(".raw")]
+        self.assertEqual(raws, [f"run000017_ls{ls:04d}_index{i:06d}.raw"
+                                for ls, files in ((1, 3), (2, 3), (3, 2)) for i in range(files)])
+        self.assertNotIn("open", names)  # nothing left being written
+        with open(os.path.join(run_dir, "fu.lock")) as f:
+            self.assertEqual(f.read(), "1 0")
+
+        def data_of(name):
+            with open(os.path.join(run_dir, name)) as f:
+                doc = json.load(f)
+            self.assertTrue(os.path.exists(doc["definition"]), doc)
+            return [int(v) for v in doc["data"]]
+
+        seen = []
+        per_section = {}
+        for name in raws:
+            f = read_frd_file(os.path.join(run_dir, name))
+            lumi = int(name[12:16])
+            self.assertEqual(f["lumi"], lumi)
+            self.assertEqual(data_of(name[:-4] + ".jsn"), [len(f["events"]), f["size"]])
+            section = per_section.setdefault(lumi, [0, 0, 0])
+            section[0] += len(f["events"])
+            section[1] += 1
+            section[2] += f["size"]
+            for run_number, ev_lumi, event, feds in f["events"]:
+                self.assertEqual((run_number, ev_lumi), (17, lumi))
+                # CMSSW walks from the end: the RU's FEDs, then the EVM's; all of this event.
+                self.assertEqual(sorted(fed for fed, _ in feds), [1024, 1203, 1204])
+                self.assertEqual({l1 for _, l1 in feds}, {event})
+                seen.append((ev_lumi, event))
+        expected = [(1 + k // 120, k + 1 if k < 200 else k - 199) for k in range(300)]
+        self.assertEqual(seen, expected)
+        for lumi, (events, files, size) in per_section.items():
+            self.assertEqual(data_of(f"run000017_ls{lumi:04d}_EoLS.jsn"),
+                             [events, files, events, 0, size])
+        self.assertEqual(data_of("run000017_ls0000_EoR.jsn"), [300, 8, 3, 3])
+
+        code, out = self.daqflow(["dump", run_dir])
+        self.assertEqual(code, 0, out)
+        self.assertIn("300 events in 8 files, all verified", out)
 
     def test_a_stream_through_a_rollover_and_a_resync_is_built_without_error(self):
         # 2^24 + 84 events of 16-byte fragments: 1 .. 2^24 - 1, 0, 1 .. 34, a resync, 1 .. 50.
