@@ -48,8 +48,9 @@ contexts:
 SIZES = [16, 24, 4080, 4088, 4096, 8160, 8168, 29992, 65536]
 
 
-def send_in_pieces(port, data, seed):
-    """Sends `data` to 127.0.0.1:port in pieces of random length, each its own segment."""
+def send_in_pieces(port, data, seed, bad=False):
+    """Sends `data` to 127.0.0.1:port in pieces of random length, each its own segment. A `bad`
+    stream may be cut short by the receiver, which closes it at the error."""
     rng = random.Random(seed)
     deadline = time.monotonic() + 30
     while True:
@@ -65,7 +66,12 @@ def send_in_pieces(port, data, seed):
         at = 0
         while at < len(data):
             n = rng.randint(1, 9000)
-            s.sendall(data[at:at + n])
+            try:
+                s.sendall(data[at:at + n])
+            except (BrokenPipeError, ConnectionResetError):
+                if not bad:
+                    raise
+                return
             at += n
             if rng.random() < 0.05:
                 time.sleep(0.001)
@@ -226,27 +232,52 @@ class Cms(DaqflowTestCase):
         self.assertEqual(bu["events_incomplete"], 0)
         self.assertNotIn("out of sequence", self.logs())
 
-    def test_bad_blocks_fail_the_run_naming_the_fed_the_event_and_the_block(self):
-        run = self.start_run()
-        good = b"".join(ferol_blocks(1024, fed_fragment(1024, n, 1000)) for n in range(1, 4))
-        send_in_pieces(self.fed_ports + 2, good, 4)
-
-        def swap(index, f):  # block 1 and 2 of the third fragment arrive swapped
-            if index in (1, 2):
-                f["packet"] = 3 - index
-        bad = b"".join(ferol_blocks(1203, fed_fragment(1203, n, 1000),
-                                    edit=swap if n == 3 else None) for n in range(1, 4))
-        send_in_pieces(self.fed_ports, bad, 5)
-        self.assertNotEqual(run.wait(timeout=60), 0)
-        self.assertIn("FED 1203 event 2: block 1: packet number 2, expected 1 (blocks out of "
-                      "order or lost)", self.output_of("run.log") + self.logs())
+    def test_a_bad_block_of_each_kind_fails_the_run_naming_the_fed_the_event_and_the_block(self):
+        # The third fragment (event 2) of FED 1203, three blocks (8816 bytes), spoilt in one
+        # block's header.
+        def field(name, value, block):
+            def edit(index, f):
+                if index == block:
+                    f[name] = value(f[name]) if callable(value) else value
+            return edit
+        kinds = [
+            ("signature", field("signature", 0x4759, 1),
+             "FED 1203 event 2: block 1: bad FEROL signature (the stream is out of step)"),
+            ("FED id", field("fed", 1205, 1),
+             "FED 1203 event 2: block 1: the FEROL header names FED 1205 (wrong connection?)"),
+            ("order", field("packet", 2, 1),
+             "FED 1203 event 2: block 1: packet number 2, expected 1 (blocks out of order or "
+             "lost)"),
+            ("first flag missing", field("first", False, 0),
+             "FED 1203 event 2: block 0: the fragment's first block lacks the first-block flag"),
+            ("first flag inside", field("first", True, 2),
+             "FED 1203 event 2: block 2: first-block flag within a fragment (its last block "
+             "missing)"),
+            ("event number", field("event", lambda e: e + 7, 2),
+             "FED 1203 event 2: block 2: the FEROL header says event number 10, the fragment's "
+             "first block 3"),
+            ("length", field("length", 0, 1),
+             "FED 1203 event 2: block 1: FEROL block length is 0, not a multiple of 8 or above "
+             "4080 bytes"),
+        ]
+        for name, edit, message in kinds:
+            with self.subTest(kind=name):
+                run = self.start_run()
+                send_in_pieces(self.fed_ports + 2, b"".join(
+                    ferol_blocks(1024, fed_fragment(1024, n, 1000)) for n in range(1, 4)), 4)
+                stream = b"".join(ferol_blocks(1203, fed_fragment(1203, n, 1100),
+                                               edit=edit if n == 3 else None)
+                                  for n in range(1, 4))
+                send_in_pieces(self.fed_ports, stream, 5, bad=True)
+                self.assertNotEqual(run.wait(timeout=60), 0)
+                self.assertIn(message, self.output_of("run.log") + self.logs())
 
     def test_a_skipped_event_number_is_reported_with_the_fed_and_the_event(self):
         run = self.start_run()
         send_in_pieces(self.fed_ports + 2, b"".join(
             ferol_blocks(1024, fed_fragment(1024, n, 10)) for n in (1, 2, 3)), 6)
         send_in_pieces(self.fed_ports, b"".join(
-            ferol_blocks(1203, fed_fragment(1203, n, 10)) for n in (1, 2, 4)), 7)
+            ferol_blocks(1203, fed_fragment(1203, n, 10)) for n in (1, 2, 4)), 7, bad=True)
         self.assertNotEqual(run.wait(timeout=60), 0)
         self.assertIn("FED 1203 event 2: event number out of sequence: skipped from event number "
                       "2 to 4 (a resync restarts at 1)", self.output_of("run.log") + self.logs())

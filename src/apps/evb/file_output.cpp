@@ -73,7 +73,8 @@ void FileOutput::write_event(const OutputBatch& batch, const BuiltEvent& event) 
   }
   const bool roll =
       fd_ >= 0 && file_events_ > 0 &&
-      ((settings_.max_file_events != 0 && file_events_ >= settings_.max_file_events) ||
+      (event.lumi != file_lumi_ ||
+       (settings_.max_file_events != 0 && file_events_ >= settings_.max_file_events) ||
        (settings_.max_file_bytes != 0 && file_bytes_ + record_size > settings_.max_file_bytes));
   if (roll && !finish_file()) return;
   const std::uint64_t header_size = fd_ >= 0 ? 0 : file_header_size(settings_.bu_id.size());
@@ -105,7 +106,10 @@ void FileOutput::write_event(const OutputBatch& batch, const BuiltEvent& event) 
   }
 
   file_crc_ = crc32c_combine(wire::crc32c(header, file_crc_), crc, size);
-  if (file_events_ == 0) first_event_ = event.number;
+  if (file_events_ == 0) {
+    first_event_ = event.number;
+    file_lumi_ = event.lumi;
+  }
   last_event_ = event.number;
   ++file_events_;
   file_bytes_ += record_size;

@@ -11,10 +11,11 @@
 // reserved at construction). Each event's CRC32C is computed once; the file's checksum is
 // combined from them. fsync() runs when a file is closed, not per batch.
 //
-// Files roll when the next event would pass max_file_mb or when max_file_events are in the
-// file; a file is written as NAME.dqf.part, renamed to NAME.dqf and then given its sidecar
-// NAME.json. Once max_total_mb would be passed no further event is written (events_over_cap,
-// one warning), but batches still complete so that the run goes on.
+// Files roll when the next event would pass max_file_mb, when max_file_events are in the file,
+// or when the event's luminosity section is not the file's (a file holds one section); a file is
+// written as NAME.dqf.part, renamed to NAME.dqf and then given its sidecar NAME.json. Once
+// max_total_mb would be passed no further event is written (events_over_cap, one warning), but
+// batches still complete so that the run goes on.
 //
 // Threading: as ThreadedOutput's; stats() from any thread.
 
@@ -84,6 +85,7 @@ class FileOutput final : public ThreadedOutput {
   std::string reserve_path_;  // empty: no room reserved
   std::string stem_;          // path without suffix of the open file
   std::uint64_t file_events_ = 0;
+  std::uint32_t file_lumi_ = 0;  // the luminosity section of the open file's events
   std::uint64_t file_bytes_ = 0;
   std::uint32_t file_crc_ = 0;
   std::uint64_t first_event_ = 0;
