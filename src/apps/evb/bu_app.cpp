@@ -579,7 +579,8 @@ Result<std::string> BuilderUnit::after_loss(const runtime::LostApp& lost) {
   std::vector<SalvageBlock> blocks;
   for (const auto& b : doubt["blocks"]) {
     if (b["bu"] != lost.app.id) continue;
-    blocks.push_back({b["block"].get<std::uint64_t>(), b["first_event"].get<std::uint64_t>(),
+    // The files hold event ids (the event numbers with CMS numbering), not the builder's indexes.
+    blocks.push_back({b["block"].get<std::uint64_t>(), b["first_id"].get<std::uint64_t>(),
                       b["events"].get<std::uint32_t>()});
   }
   auto report = salvage_bu_files(dir, lost.cluster.run.number, lost.app.id, blocks);

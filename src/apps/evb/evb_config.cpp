@@ -218,7 +218,10 @@ Result<Topology> resolve_topology(const runtime::AppContext& ctx) {
     if (auto r = bu_params.status(); !r) return r.error();
     t.bus.push_back(bu->index);
     t.bu_windows.push_back(window);
-    t.bu_durable.push_back(output.is_object() && output.value("kind", std::string()) == "file");
+    // Outputs that keep what they write: a block granted to such a BU is never given to
+    // another (event files are salvaged to decide it; FRD files are not yet: it stays in doubt).
+    const std::string kind = output.is_object() ? output.value("kind", std::string()) : "";
+    t.bu_durable.push_back(kind == "file" || kind == "frd");
     t.max_block_events = std::max(t.max_block_events, events);
     windows += window;
   }

@@ -329,6 +329,7 @@ Result<nlohmann::json> EventManagerApp::action(std::string_view name, const nloh
     for (const auto& d : doubt_) {
       blocks.push_back({{"block", d.block_id},
                         {"first_event", d.first_event},
+                        {"first_id", d.first_id},
                         {"events", d.events},
                         {"generation", d.generation},
                         {"bu", topology_.name(d.bu)}});

@@ -95,6 +95,7 @@ class EventManager {
   struct DoubtBlock {
     std::uint64_t block_id = 0;
     std::uint64_t first_event = 0;
+    std::uint64_t first_id = 0;  // the id of its first event (what a BU's records hold)
     std::uint32_t events = 0;
     std::uint32_t generation = 0;
     transport::AppIndex bu = 0;

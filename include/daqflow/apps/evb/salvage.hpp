@@ -39,7 +39,7 @@ namespace daqflow::apps::evb {
 
 struct SalvageBlock {
   std::uint64_t block_id = 0;
-  std::uint64_t first_event = 0;
+  std::uint64_t first_event = 0;  // the id of its first event, as the BU's records hold it
   std::uint32_t events = 0;
 };
 
