@@ -7,8 +7,10 @@ FED ports come from 24500-24999 (this file's range); control and data ports from
 
 import json
 import os
+import glob
 import random
 import re
+import signal
 import socket
 import time
 import unittest
@@ -42,6 +44,44 @@ contexts:
     applications:
       - {{type: bu, id: bu1, evm: evm0, events_per_request: {per_request}, check_crc: true,
          output: {output_spec}}}
+"""
+
+# Two BUs writing FRD files from emulated FEDs with CMS numbering (a resync every 7000 events,
+# a luminosity section every 5000).
+TWO_BUS = """\
+run: {{number: 18, output: {output}}}
+transports: {{default: tcp, max_message_size: 4194304}}
+contexts:
+  - name: evm
+    host: 127.0.0.1
+    control_port: 9500
+    data_port: 9600
+    applications:
+      - {{type: evm, id: evm0, rus: [ru1], bus: [bu1, bu2], feds: 2, first_fed_id: 1024,
+         event_numbers: cms, resync_every: 7000, lumi_section_events: 5000,
+         trigger_rate_hz: 20000, heartbeat_timeout_ms: 1000,
+         fragment_size: {{dist: fixed, mean: 256}}, payload: pattern}}
+  - name: ru1
+    host: 127.0.0.1
+    control_port: 9501
+    data_port: 9601
+    applications:
+      - {{type: ru, id: ru1, evm: evm0, feds: 2, first_fed_id: 1203,
+         fragment_size: {{dist: fixed, mean: 512}}, payload: pattern}}
+  - name: bu1
+    host: 127.0.0.1
+    control_port: 9502
+    data_port: 9602
+    applications:
+      - {{type: bu, id: bu1, evm: evm0, events_per_request: 32, check_crc: true,
+         output: {{kind: frd, events_per_file: 400}}}}
+  - name: bu2
+    host: 127.0.0.1
+    control_port: 9503
+    data_port: 9603
+    applications:
+      - {{type: bu, id: bu2, evm: evm0, events_per_request: 32, check_crc: true,
+         output: {{kind: frd, events_per_file: 400}}}}
 """
 
 # Fragment sizes from 16 B to 64 kB: one word of payload, block boundaries and beyond.
@@ -209,6 +249,54 @@ class Cms(DaqflowTestCase):
         code, out = self.daqflow(["dump", run_dir])
         self.assertEqual(code, 0, out)
         self.assertIn("300 events in 8 files, all verified", out)
+
+    def test_a_bu_killed_while_writing_frd_files_leaves_every_event_on_disk_once(self):
+        text = rewrite_ports(TWO_BUS.format(output=self.path("data")))
+        control = dict(zip(["evm", "ru1", "bu1", "bu2"],
+                           [int(p) for p in re.findall(r"control_port\s*:\s*(\d+)", text)]))
+        run = self.start(["run", self.write_config("two-bus.yaml", text), "--duration", "0",
+                          "--summary", self.path("summary.json"), "--log-dir",
+                          self.path("logs")], "run.log")
+
+        def built():
+            self.assertIsNone(run.poll(), self.output_of("run.log"))
+            try:
+                status, body = http(control["evm"], "GET", "/api/v1/apps/evm0", timeout=2.0)
+            except OSError:
+                return -1
+            return body["metrics"].get("events_built", 0) if status == 200 else -1
+        wait_until(lambda: built() >= 8000, 90, "8000 events built")
+        status, ctx = http(control["bu2"], "GET", "/api/v1/context")
+        self.assertEqual(status, 200, ctx)
+        os.kill(ctx["pid"], signal.SIGKILL)
+        wait_until(lambda: "bu2: salvaged" in self.output_of("run.log"), 60,
+                   "the controller to salvage bu2's files")
+        at_salvage = built()
+        wait_until(lambda: built() >= at_salvage + 3000, 60, "3000 more events built by bu1")
+        self.assertEqual(self.stop_run(run), 0, self.output_of("run.log"))
+        with open(self.path("summary.json")) as f:
+            r = json.load(f)["results"]
+        self.assertEqual(r["lost_bus"], ["bu2"], r)
+        self.assertEqual(r["events_lost"], 0, r)
+        self.assertEqual(r["events_in_doubt"], 0, r)
+        self.assertEqual(r["events_triggered"], r["events_built"], r)
+
+        # Every event once, read from both BUs' files with the independent reader.
+        seen = []
+        for bu in ("bu1", "bu2"):
+            run_dir = os.path.join(self.path("data"), bu, "run000018")
+            self.assertFalse(os.path.exists(os.path.join(run_dir, "open")), bu)
+            for path in sorted(glob.glob(os.path.join(run_dir, "*.raw"))):
+                for _, lumi, event, feds in read_frd_file(path)["events"]:
+                    self.assertEqual(len(feds), 4)
+                    seen.append((lumi, event))
+            code, out = self.daqflow(["dump", run_dir])
+            self.assertEqual(code, 0, out)
+        expected = [(1 + k // 5000, k % 7000 + 1) for k in range(r["events_built"])]
+        self.assertEqual(len(seen), len(set(seen)), "an event written twice")
+        self.assertEqual(sorted(seen), sorted(expected))
+        print("\n" + [line for line in self.output_of("run.log").splitlines()
+                       if "bu2: salvaged" in line][0], flush=True)
 
     def test_a_stream_through_a_rollover_and_a_resync_is_built_without_error(self):
         # 2^24 + 84 events of 16-byte fragments: 1 .. 2^24 - 1, 0, 1 .. 34, a resync, 1 .. 50.

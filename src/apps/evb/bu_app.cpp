@@ -5,8 +5,10 @@
 
 #include <algorithm>
 #include <chrono>
+#include <filesystem>
 #include <thread>
 
+#include "daqflow/apps/evb/frd.hpp"
 #include "daqflow/apps/evb/salvage.hpp"
 #include "daqflow/wire/evb.hpp"
 
@@ -557,8 +559,14 @@ Result<std::string> BuilderUnit::after_loss(const runtime::LostApp& lost) {
   const auto output = p.get<nlohmann::json>("output");
   const auto evm = p.get<std::string>("evm");
   if (auto r = p.status(); !r) return r.error();
-  if (!output.is_object() || output.value("kind", std::string()) != "file") return std::string();
+  const std::string kind = output.is_object() ? output.value("kind", std::string()) : "";
+  if (kind != "file" && kind != "frd") return std::string();
   std::string dir = output.value("dir", std::string());
+  if (kind == "frd") {
+    // As the FRD output makes it: one directory per BU, the run's directory in it.
+    if (dir.empty()) dir = (std::filesystem::path(lost.cluster.run.output) / lost.app.id).string();
+    dir = (std::filesystem::path(dir) / frd_run_dir(lost.cluster.run.number)).string();
+  }
   if (dir.empty()) dir = lost.cluster.run.output;
 
   // The EVM loses a dead BU at the latest after its heartbeat timeout; only then are its blocks
@@ -581,9 +589,10 @@ Result<std::string> BuilderUnit::after_loss(const runtime::LostApp& lost) {
     if (b["bu"] != lost.app.id) continue;
     // The files hold event ids (the event numbers with CMS numbering), not the builder's indexes.
     blocks.push_back({b["block"].get<std::uint64_t>(), b["first_id"].get<std::uint64_t>(),
-                      b["events"].get<std::uint32_t>()});
+                      b["events"].get<std::uint32_t>(), b["lumi_section"].get<std::uint32_t>()});
   }
-  auto report = salvage_bu_files(dir, lost.cluster.run.number, lost.app.id, blocks);
+  auto report = kind == "frd" ? salvage_frd_files(dir, lost.cluster.run.number, lost.app.id, blocks)
+                              : salvage_bu_files(dir, lost.cluster.run.number, lost.app.id, blocks);
   if (!report) return report.error();
   if (!blocks.empty()) {
     const nlohmann::json args = {

@@ -311,7 +311,7 @@ std::vector<EventManager::DoubtBlock> EventManager::doubt_blocks() const {
   std::vector<DoubtBlock> out;
   for (const Block& b : aside_) {
     if (!b.granted || consumers_.alive(b.bu)) continue;
-    out.push_back({b.id, b.first, b.first_id, b.count, b.generation, bus_[b.bu].index});
+    out.push_back({b.id, b.first, b.first_id, b.lumi, b.count, b.generation, bus_[b.bu].index});
   }
   std::sort(out.begin(), out.end(),
             [](const DoubtBlock& x, const DoubtBlock& y) { return x.block_id < y.block_id; });

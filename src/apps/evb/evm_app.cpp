@@ -330,6 +330,7 @@ Result<nlohmann::json> EventManagerApp::action(std::string_view name, const nloh
       blocks.push_back({{"block", d.block_id},
                         {"first_event", d.first_event},
                         {"first_id", d.first_id},
+                        {"lumi_section", d.lumi},
                         {"events", d.events},
                         {"generation", d.generation},
                         {"bu", topology_.name(d.bu)}});

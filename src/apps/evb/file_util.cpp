@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 
 namespace daqflow::apps::evb {
@@ -38,6 +39,16 @@ void sync_directory(const std::string& dir) {
   if (fd < 0) return;
   (void)::fsync(fd);
   ::close(fd);
+}
+
+bool write_file_then_rename(const std::string& path, std::string_view data, std::string& error) {
+  const std::string tmp = path + ".tmp";
+  if (!write_small_file(tmp, data, error)) return false;
+  if (::rename(tmp.c_str(), path.c_str()) != 0) {
+    error = fmt::format("renaming {}: {}", tmp, std::strerror(errno));
+    return false;
+  }
+  return true;
 }
 
 }  // namespace daqflow::apps::evb

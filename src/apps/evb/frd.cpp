@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 
 #include <cstring>
+#include <filesystem>
+#include <nlohmann/json.hpp>
 
 #include "daqflow/wire/endian.hpp"
 
@@ -78,6 +80,17 @@ FrdStatus decode_raw_file_header(std::span<const std::byte> in, RawFileHeader& o
   out.lumi = load_le32(p + 12);
   out.file_size = load_le64(p + 16);
   return FrdStatus::ok;
+}
+
+std::string frd_json_text(const std::string& run_dir, const std::string& legend_file,
+                          const std::vector<std::uint64_t>& values, const std::string& bu_id) {
+  nlohmann::json data = nlohmann::json::array();
+  for (const std::uint64_t v : values) data.push_back(std::to_string(v));
+  const nlohmann::json doc = {
+      {"data", data},
+      {"definition", (std::filesystem::path(run_dir) / "jsd" / legend_file).string()},
+      {"source", "BU-" + bu_id}};
+  return doc.dump();
 }
 
 std::string frd_run_dir(std::uint32_t run) {

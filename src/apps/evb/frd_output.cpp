@@ -20,17 +20,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// The HLT picks a file up by its name: write under a temporary one, then rename.
-bool write_then_rename(const std::string& path, std::string_view data, std::string& error) {
-  const std::string tmp = path + ".tmp";
-  if (!write_small_file(tmp, data, error)) return false;
-  if (::rename(tmp.c_str(), path.c_str()) != 0) {
-    error = fmt::format("renaming {}: {}", tmp, std::strerror(errno));
-    return false;
-  }
-  return true;
-}
-
 }  // namespace
 
 FrdOutput::FrdOutput(FrdOutputSettings settings)
@@ -230,14 +219,10 @@ bool FrdOutput::finish_file() {
 
 bool FrdOutput::write_json(const std::string& name, const std::string& legend_file,
                            const std::vector<std::uint64_t>& values) {
-  // As CMS writes them: the values as strings, the legend's path, the writer.
-  nlohmann::json data = nlohmann::json::array();
-  for (const std::uint64_t v : values) data.push_back(std::to_string(v));
-  const nlohmann::json doc = {{"data", data},
-                              {"definition", (fs::path(run_dir_) / "jsd" / legend_file).string()},
-                              {"source", "BU-" + settings_.bu_id}};
   std::string error;
-  if (!write_then_rename((fs::path(run_dir_) / name).string(), doc.dump(), error)) {
+  if (!write_file_then_rename((fs::path(run_dir_) / name).string(),
+                              frd_json_text(run_dir_, legend_file, values, settings_.bu_id),
+                              error)) {
     fail_io(error);
     return false;
   }

@@ -1,10 +1,21 @@
-// The FRD event and raw file headers, byte for byte as CMSSW defines them, and CMS's file names.
+// The FRD event and raw file headers, byte for byte as CMSSW defines them, and CMS's file names;
+// the FRD writer's files checked by the checker `daqflow dump` uses; the salvage of a dead BU's
+// FRD files.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <array>
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <thread>
 
 #include "daqflow/apps/evb/frd.hpp"
+#include "daqflow/apps/evb/output.hpp"
+#include "daqflow/apps/evb/salvage.hpp"
 #include "daqflow/wire/endian.hpp"
+#include "test_event_file_support.hpp"
 
 namespace daqflow::apps::evb {
 namespace {
@@ -51,6 +62,103 @@ TEST(Frd, NamesAsCmsWritesThem) {
   EXPECT_EQ(frd_data_stem(17, 3, 12), "run000017_ls0003_index000012");
   EXPECT_EQ(frd_eols_name(17, 3), "run000017_ls0003_EoLS.jsn");
   EXPECT_EQ(frd_eor_name(17), "run000017_ls0000_EoR.jsn");
+}
+
+namespace fs = std::filesystem;
+
+// `count` events (ids 0..count-1, 2 RUs of 2 FEDs of 256 B) of luminosity section 1 written by
+// the FRD output into dir, `per_file` to a file.
+void write_frd(const std::string& dir, std::uint64_t count, std::uint32_t per_file) {
+  OutputContext context;
+  context.run_number = 42;
+  context.bu_id = "bu1";
+  context.queue_depth = 2;
+  auto output =
+      make_output({{"kind", "frd"}, {"dir", dir}, {"events_per_file", per_file}}, context);
+  ASSERT_TRUE(output.ok()) << output.error().message();
+  std::vector<std::vector<std::byte>> data;
+  for (std::uint64_t e = 0; e < count; ++e) {
+    for (std::uint16_t ru = 0; ru < 2; ++ru) {
+      data.push_back(testing::make_super_fragment(static_cast<std::uint16_t>(100 * ru), 2, e, 256));
+    }
+  }
+  OutputBatch batch;
+  for (std::uint64_t e = 0; e < count; ++e) {
+    BuiltEvent event;
+    event.number = e;
+    event.lumi = 1;
+    event.first_piece = static_cast<std::uint32_t>(batch.pieces.size());
+    event.piece_count = 2;
+    for (std::size_t p = 0; p < 2; ++p) {
+      const auto& d = data[e * 2 + p];
+      batch.pieces.push_back({d.data(), static_cast<std::uint32_t>(d.size())});
+      event.size += d.size();
+    }
+    batch.events.push_back(event);
+  }
+  ASSERT_TRUE((*output)->submit(&batch));
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while ((*output)->poll_done() == nullptr) {
+    ASSERT_LT(std::chrono::steady_clock::now(), deadline);
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  ASSERT_TRUE((*output)->close().ok());
+}
+
+TEST(FrdOutput, WritesARunDirectoryThatVerifies) {
+  testing::TempDir tmp;
+  write_frd(tmp.path().string(), 100, 40);
+  const fs::path run_dir = tmp.path() / "run000042";
+  std::uint64_t events = 0;
+  for (std::uint32_t i = 0; i < 3; ++i) {
+    const FileReport r = check_frd_file((run_dir / (frd_data_stem(42, 1, i) + ".raw")).string());
+    EXPECT_TRUE(r.verified()) << (r.problems.empty() ? "no .jsn" : r.problems.front());
+    events += r.events;
+  }
+  EXPECT_EQ(events, 100u);
+  EXPECT_TRUE(check_frd_run(run_dir.string()).empty());
+  EXPECT_FALSE(fs::exists(run_dir / "open"));
+}
+
+TEST(FrdSalvage, FinishesTheOpenFileAndDecidesTheBlocksInDoubt) {
+  testing::TempDir tmp;
+  write_frd(tmp.path().string(), 100, 40);
+  const fs::path run_dir = tmp.path() / "run000042";
+  // As if the BU died writing its third file: back in open/, header not written, its .jsn,
+  // EoLS and EoR not written, the last event torn.
+  const std::string stem = frd_data_stem(42, 1, 2);
+  const fs::path open = run_dir / "open" / (stem + ".raw");
+  fs::create_directories(run_dir / "open");
+  fs::rename(run_dir / (stem + ".raw"), open);
+  fs::remove(run_dir / (stem + ".jsn"));
+  fs::remove(run_dir / frd_eols_name(42, 1));
+  fs::remove(run_dir / frd_eor_name(42));
+  const auto size = fs::file_size(open);
+  {
+    std::fstream f(open, std::ios::in | std::ios::out | std::ios::binary);
+    const std::array<char, kRawFileHeaderSize> zero{};
+    f.write(zero.data(), zero.size());
+  }
+  ASSERT_EQ(::truncate(open.c_str(), static_cast<off_t>(size - 100)), 0);
+
+  // Blocks in doubt: events 70..79 (a finished file), 80..89 (the open file, whole) and 90..99
+  // (the open file, its last event torn).
+  const std::vector<SalvageBlock> blocks = {{7, 70, 10, 1}, {8, 80, 10, 1}, {9, 90, 10, 1}};
+  auto report = salvage_frd_files(run_dir.string(), 42, "bu1", blocks);
+  ASSERT_TRUE(report.ok()) << report.error().message();
+  EXPECT_EQ(report->written, (std::vector<std::uint64_t>{7, 8}));
+  EXPECT_EQ(report->not_written, (std::vector<std::uint64_t>{9}));
+  EXPECT_TRUE(report->undecided.empty());
+  EXPECT_TRUE(report->unfinished.empty());
+
+  const FileReport r = check_frd_file((run_dir / (stem + ".raw")).string());
+  EXPECT_TRUE(r.verified()) << (r.problems.empty() ? "no .jsn" : r.problems.front());
+  EXPECT_EQ(r.events, 10u);  // 80..89: block 9 cut out
+  EXPECT_TRUE(check_frd_run(run_dir.string()).empty());
+  EXPECT_FALSE(fs::exists(run_dir / "open"));
+  std::ifstream eor(run_dir / frd_eor_name(42));
+  const auto doc = nlohmann::json::parse(eor);
+  EXPECT_EQ(doc["data"], (nlohmann::json{"90", "3", "1", "1"}));
 }
 
 }  // namespace

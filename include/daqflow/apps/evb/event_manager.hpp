@@ -96,6 +96,7 @@ class EventManager {
     std::uint64_t block_id = 0;
     std::uint64_t first_event = 0;
     std::uint64_t first_id = 0;  // the id of its first event (what a BU's records hold)
+    std::uint32_t lumi = 0;      // its luminosity section
     std::uint32_t events = 0;
     std::uint32_t generation = 0;
     transport::AppIndex bu = 0;

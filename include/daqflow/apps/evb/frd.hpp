@@ -75,6 +75,12 @@ void encode_raw_file_header(const RawFileHeader& h, std::span<std::byte, kRawFil
 [[nodiscard]] std::string frd_eols_name(std::uint32_t run, std::uint32_t lumi);
 [[nodiscard]] std::string frd_eor_name(std::uint32_t run);
 
+// A .jsn, EoLS or EoR document as CMS writes them: the values as strings in "data", the legend's
+// path (`run_dir`/jsd/`legend_file`) in "definition", the writer ("BU-<id>") in "source".
+[[nodiscard]] std::string frd_json_text(const std::string& run_dir, const std::string& legend_file,
+                                        const std::vector<std::uint64_t>& values,
+                                        const std::string& bu_id);
+
 // The "data" arrays' legends (jsd files), in the order the values are written.
 inline constexpr std::string_view kFrdRawDataJsd =
     R"({"legend": [{"name": "NEvents", "operation": "sum", "type": "integer"}, )"

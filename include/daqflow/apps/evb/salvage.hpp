@@ -41,6 +41,7 @@ struct SalvageBlock {
   std::uint64_t block_id = 0;
   std::uint64_t first_event = 0;  // the id of its first event, as the BU's records hold it
   std::uint32_t events = 0;
+  std::uint32_t lumi = 0;  // its luminosity section (FRD files: where its events are)
 };
 
 struct SalvageReport {
@@ -53,6 +54,19 @@ struct SalvageReport {
   std::uint64_t events_kept = 0;  // records in those files after the cuts
   std::uint64_t bytes_cut = 0;    // torn or partial data removed
 };
+
+// The same for a lost BU's CMS FRD files (output kind frd, apps/evb/frd.hpp), in its run
+// directory: the raw files of the sections of the blocks in doubt, the one still in open/ and
+// any finished one without its .jsn are scanned (events kept while their FRD header and CRC-32C
+// check); an event of a block is found by its section and event number (the id's low 32 bits;
+// the last one in file order, should a resync have repeated a number in the section). Blocks
+// are decided and partial ones cut as above; each touched file is finished as the BU would have
+// (truncated, its raw header rewritten, moved out of open/, its .jsn written), then, since the
+// BU writes nothing more in this run, every section's EoLS and the run's EoR.
+[[nodiscard]] Result<SalvageReport> salvage_frd_files(const std::string& run_dir,
+                                                      std::uint32_t run_number,
+                                                      std::string_view bu_id,
+                                                      const std::vector<SalvageBlock>& in_doubt);
 
 [[nodiscard]] Result<SalvageReport> salvage_bu_files(const std::string& dir,
                                                      std::uint32_t run_number,
