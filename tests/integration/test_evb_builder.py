@@ -6,7 +6,7 @@ failing disk, or refusing a corrupted message; RUs killed, frozen, cut off and s
 frozen; the controller killed. Links are cut, slowed and corrupted by the configuration's `faults`. Every
 row that writes files checks them with `daqflow dump --events`: no event twice.
 
-Ports: this module takes its own block of 30000-32999 (the event-builder tests' range)."""
+Ports: this module takes its own block of 30000-32767 (the event-builder tests' range)."""
 
 import fcntl
 import json
@@ -22,12 +22,12 @@ import unittest
 from daqflow_testlib import DaqflowTestCase, http, pid_alive, read_example, set_param, wait_until
 
 PORT_FIRST = 30000
-PORT_LAST = 32999
+PORT_LAST = 32767  # below the kernel's ephemeral ports (32768 and up)
 PORT_BLOCK = 100
 
 
 class _Ports:
-    """Blocks of 100 ports of 30000-32999, reserved with a lock file per test process; a process
+    """Blocks of 100 ports of 30000-32767, reserved with a lock file per test process; a process
     that uses one up takes the next free block."""
 
     def __init__(self):
@@ -48,7 +48,7 @@ class _Ports:
             self._locks.append(f)
             self._base, self._next = PORT_FIRST + block * PORT_BLOCK, 0
             return
-        raise RuntimeError("every port block of 30000-32999 is taken")
+        raise RuntimeError("every port block of 30000-32767 is taken")
 
     def take(self, count):
         if self._base is None:
