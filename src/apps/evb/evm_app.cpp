@@ -390,9 +390,9 @@ void EventManagerApp::note_ids(std::int64_t now) {
     if (topology_.numbering == EventNumbering::cms) {
       // The input checked every FED's numbers (and reported a bad one): follow the first FED.
       wire::FedHeaderFields header;
-      if (wire::decode_header(role_.event_bytes(ids_seen_), header) == wire::FedStatus::ok) {
-        (void)sequence_.take(header.l1_id);
-      }
+      const bool decoded =
+          wire::decode_header(role_.event_bytes(ids_seen_), header) == wire::FedStatus::ok;
+      (void)sequence_.take(decoded ? header.l1_id : sequence_.next_number());
       id = sequence_.current().packed();
     }
     const std::uint64_t section =

@@ -195,16 +195,29 @@ Result<SalvageReport> salvage_frd_files(const std::string& run_dir, std::uint32_
     return std::pair(a.lumi, a.index) < std::pair(b.lumi, b.index);
   });
 
-  // Where each event lies: (section, event number) -> file, offset; the last one wins.
+  // Where each event lies: (section, event number) -> file, offset. A number found twice in a
+  // section (a resync repeated it) is ambiguous: a block that has one stays undecided.
   std::map<std::pair<std::uint32_t, std::uint32_t>, std::pair<std::size_t, std::uint64_t>> where;
+  std::set<std::pair<std::uint32_t, std::uint32_t>> ambiguous;
   for (std::size_t f = 0; f < files.size(); ++f) {
-    for (const Record& r : files[f].records) where[{files[f].lumi, r.event}] = {f, r.offset};
+    for (const Record& r : files[f].records) {
+      if (!where.try_emplace({files[f].lumi, r.event}, f, r.offset).second) {
+        ambiguous.insert({files[f].lumi, r.event});
+      }
+    }
   }
   auto key = [](const SalvageBlock& b, std::uint64_t i) {
     return std::pair(b.lumi, static_cast<std::uint32_t>(b.first_event + i));
   };
+  auto is_ambiguous = [&](const SalvageBlock& b) {
+    for (std::uint64_t i = 0; i < b.events; ++i) {
+      if (ambiguous.contains(key(b, i))) return true;
+    }
+    return false;
+  };
   SalvageReport report;
   for (const SalvageBlock& b : in_doubt) {
+    if (is_ambiguous(b)) continue;
     std::uint32_t present = 0;
     for (std::uint64_t i = 0; i < b.events; ++i) present += where.contains(key(b, i)) ? 1 : 0;
     if (present == 0 || present == b.events) continue;
@@ -215,30 +228,36 @@ Result<SalvageReport> salvage_frd_files(const std::string& run_dir, std::uint32_
       s.end = std::min(s.end, it->second.second);
     }
   }
-  std::vector<bool> output(files.size(), true);
+  // Finish what needs it, then decide each block from what is output: the raw files in the run
+  // directory with their .jsn.
+  enum class Outcome { output, not_output, unknown };
+  std::vector<Outcome> outcome(files.size(), Outcome::output);
   for (std::size_t f = 0; f < files.size(); ++f) {
     Scanned& s = files[f];
     if (!s.open && s.has_jsn && s.end == s.size) continue;  // untouched
     auto done = finish(s, run_dir, run_number, bu_id);
     if (!done) {
       report.unfinished.push_back(done.error().message());
-      output[f] = false;
+      // A file in the run directory that could not be rewritten may hold what was to be cut.
+      outcome[f] = s.open ? Outcome::not_output : Outcome::unknown;
       continue;
     }
-    report.bytes_cut += s.size - s.end;
+    if (s.size > s.end) report.bytes_cut += s.size - s.end;
     if (done->empty()) continue;
     report.files.push_back(*done);
     report.events_kept += kept(s);
   }
   for (const SalvageBlock& b : in_doubt) {
     std::uint32_t out = 0;
+    bool unknown = is_ambiguous(b);
     for (std::uint64_t i = 0; i < b.events; ++i) {
       const auto it = where.find(key(b, i));
       if (it == where.end()) continue;
       const auto [f, offset] = it->second;
-      out += output[f] && offset < files[f].end ? 1 : 0;
+      unknown = unknown || outcome[f] == Outcome::unknown;
+      out += outcome[f] == Outcome::output && offset < files[f].end ? 1 : 0;
     }
-    if (out != 0 && out != b.events) {
+    if (unknown || (out != 0 && out != b.events)) {
       report.undecided.push_back(b.block_id);
     } else {
       (out == b.events && b.events > 0 ? report.written : report.not_written).push_back(b.block_id);

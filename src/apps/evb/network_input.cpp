@@ -49,8 +49,11 @@ Result<std::unique_ptr<NetworkInput>> NetworkInput::create(const NetworkInputSet
   // A frame never straddles two chunks, so a chunk holds at least two of the largest frames;
   // a FED has at least two chunks so that one fills while the other drains.
   const std::size_t largest = (s.max_fragment_bytes + 7) / 8 * 8;
-  // FEROL blocks may be as small as one word: a fragment then takes three times its size.
-  in.max_frame_ = s.framing == FedFraming::ferol ? largest + wire::kFerolHeaderSize * (largest / 8)
+  // FEROL blocks may be as small as one word, and a fragment has at most kFerolMaxPacket + 1 of
+  // them; the header of one more block is read before the input refuses it.
+  const std::size_t blocks =
+      std::min<std::size_t>(largest / 8, std::size_t{wire::kFerolMaxPacket} + 1) + 1;
+  in.max_frame_ = s.framing == FedFraming::ferol ? largest + wire::kFerolHeaderSize * blocks
                                                  : kFedFrameHeaderSize + largest;
   in.chunk_size_ = std::clamp(s.buffer_bytes_per_fed / 4, 2 * in.max_frame_,
                               std::max(kMaxChunkSize, 2 * in.max_frame_));

@@ -58,7 +58,11 @@ std::string describe(wire::FedStatus status, std::span<const std::byte> fragment
 
 std::string NetworkInput::take_event_number(Fed& fed, std::span<const std::byte> fragment) {
   wire::FedHeaderFields header;
-  if (wire::decode_header(fragment, header) != wire::FedStatus::ok) return {};  // reported already
+  if (wire::decode_header(fragment, header) != wire::FedStatus::ok) {
+    // Reported already; the sequence moves on by one, so that the next fragment is judged alone.
+    (void)fed.sequence.take(fed.sequence.next_number());
+    return {};
+  }
   const CmsEventSequence::Step step = fed.sequence.take(header.l1_id);
   if (!CmsEventSequence::is_error(step)) return {};
   return "event number out of sequence: " + fed.sequence.describe(step, header.l1_id);

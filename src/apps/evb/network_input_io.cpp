@@ -214,13 +214,18 @@ bool NetworkInput::next_read_window(Fed& fed, std::size_t& limit) {
   if (settings_.framing == FedFraming::ferol) {
     // To the end of the block in progress (parse() has checked its header).
     const std::size_t pending = fed.read_pos - fed.raw_pos;
-    if (pending < wire::kFerolHeaderSize) {
-      limit = fed.raw_pos + wire::kFerolHeaderSize;
-      return true;
+    limit = fed.raw_pos + wire::kFerolHeaderSize;
+    if (pending >= wire::kFerolHeaderSize) {
+      wire::FerolHeader block;
+      (void)wire::decode_ferol_header({fed.chunk.data() + fed.raw_pos, pending}, block);
+      limit += block.data_length;
     }
-    wire::FerolHeader block;
-    (void)wire::decode_ferol_header({fed.chunk.data() + fed.raw_pos, pending}, block);
-    limit = fed.raw_pos + wire::kFerolHeaderSize + block.data_length;
+    // max_frame_ bounds a fragment's blocks, so this holds; never read past the chunk anyway.
+    if (limit > chunk_size_) {
+      fail_stream(fed, fmt::format("block {}: the fragment does not fit the staging memory",
+                                   fed.next_packet));
+      return false;
+    }
     return true;
   }
   const std::size_t pending = fed.read_pos - fed.parse_pos;
@@ -330,6 +335,9 @@ bool NetworkInput::parse_blocks(Fed& fed) {
       problem = fmt::format("{} from {}", wire::to_string(status), fed.peer);
     } else if (block.fed_id != fed.id) {
       problem = fmt::format("the FEROL header names FED {} (wrong connection?)", block.fed_id);
+    } else if (fed.next_packet > wire::kFerolMaxPacket) {
+      problem = fmt::format("the fragment has more than {} blocks, the most a packet number counts",
+                            wire::kFerolMaxPacket + 1);
     } else if (block.packet != fed.next_packet) {
       problem = fmt::format("packet number {}, expected {} (blocks out of order or lost)",
                             block.packet, fed.next_packet);

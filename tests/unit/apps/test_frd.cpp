@@ -66,9 +66,10 @@ TEST(Frd, NamesAsCmsWritesThem) {
 
 namespace fs = std::filesystem;
 
-// `count` events (ids 0..count-1, 2 RUs of 2 FEDs of 256 B) of luminosity section 1 written by
-// the FRD output into dir, `per_file` to a file.
-void write_frd(const std::string& dir, std::uint64_t count, std::uint32_t per_file) {
+// `count` events (2 RUs of 2 FEDs of 256 B) of luminosity section 1 written by the FRD output
+// into dir, `per_file` to a file; ids 0, 1, ..., or from `resync` on (1 << 32) | 0, 1, ...
+void write_frd(const std::string& dir, std::uint64_t count, std::uint32_t per_file,
+               std::uint64_t resync = UINT64_MAX) {
   OutputContext context;
   context.run_number = 42;
   context.bu_id = "bu1";
@@ -79,13 +80,15 @@ void write_frd(const std::string& dir, std::uint64_t count, std::uint32_t per_fi
   std::vector<std::vector<std::byte>> data;
   for (std::uint64_t e = 0; e < count; ++e) {
     for (std::uint16_t ru = 0; ru < 2; ++ru) {
-      data.push_back(testing::make_super_fragment(static_cast<std::uint16_t>(100 * ru), 2, e, 256));
+      const std::uint64_t number = e < resync ? e : e - resync;
+      data.push_back(
+          testing::make_super_fragment(static_cast<std::uint16_t>(100 * ru), 2, number, 256));
     }
   }
   OutputBatch batch;
   for (std::uint64_t e = 0; e < count; ++e) {
     BuiltEvent event;
-    event.number = e;
+    event.number = e < resync ? e : (std::uint64_t{1} << 32) | (e - resync);
     event.lumi = 1;
     event.first_piece = static_cast<std::uint32_t>(batch.pieces.size());
     event.piece_count = 2;
@@ -159,6 +162,23 @@ TEST(FrdSalvage, FinishesTheOpenFileAndDecidesTheBlocksInDoubt) {
   std::ifstream eor(run_dir / frd_eor_name(42));
   const auto doc = nlohmann::json::parse(eor);
   EXPECT_EQ(doc["data"], (nlohmann::json{"90", "3", "1", "1"}));
+}
+
+TEST(FrdSalvage, ABlockWhoseNumbersARepeatedInItsSectionStaysInDoubt) {
+  testing::TempDir tmp;
+  // Numbers 0..59, a resync, 0..39, all in section 1: 0..39 are there twice.
+  write_frd(tmp.path().string(), 100, 40, 60);
+  const fs::path run_dir = tmp.path() / "run000042";
+  fs::remove(run_dir / frd_eols_name(42, 1));
+  fs::remove(run_dir / frd_eor_name(42));
+  const std::vector<SalvageBlock> blocks = {
+      {5, (std::uint64_t{1} << 32) | 30, 10, 1},  // numbers 30..39: found twice
+      {6, 50, 10, 1}};                            // numbers 50..59: once
+  auto report = salvage_frd_files(run_dir.string(), 42, "bu1", blocks);
+  ASSERT_TRUE(report.ok()) << report.error().message();
+  EXPECT_EQ(report->undecided, (std::vector<std::uint64_t>{5}));
+  EXPECT_EQ(report->written, (std::vector<std::uint64_t>{6}));
+  EXPECT_TRUE(check_frd_run(run_dir.string()).empty());
 }
 
 }  // namespace

@@ -46,6 +46,8 @@ class CmsEventSequence {
   Step take(std::uint32_t l1_id);
   // The id of the event last taken.
   [[nodiscard]] EventId current() const { return {resync_, previous_}; }
+  // The number the next event should carry (1 first).
+  [[nodiscard]] std::uint32_t next_number() const { return (previous_ + 1) & 0xffffff; }
   // What an error step means, with the numbers: "skipped from event number 41 to 43".
   [[nodiscard]] std::string describe(Step s, std::uint32_t l1_id) const;
   void reset() { *this = CmsEventSequence{}; }

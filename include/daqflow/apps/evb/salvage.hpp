@@ -58,8 +58,9 @@ struct SalvageReport {
 // The same for a lost BU's CMS FRD files (output kind frd, apps/evb/frd.hpp), in its run
 // directory: the raw files of the sections of the blocks in doubt, the one still in open/ and
 // any finished one without its .jsn are scanned (events kept while their FRD header and CRC-32C
-// check); an event of a block is found by its section and event number (the id's low 32 bits;
-// the last one in file order, should a resync have repeated a number in the section). Blocks
+// check); an event of a block is found by its section and event number (the id's low 32 bits);
+// a block one of whose numbers is found twice in its section (a resync repeated it) stays in
+// doubt, as does one in a finished file that could not be rewritten. Blocks
 // are decided and partial ones cut as above; each touched file is finished as the BU would have
 // (truncated, its raw header rewritten, moved out of open/, its .jsn written), then, since the
 // BU writes nothing more in this run, every section's EoLS and the run's EoR.
