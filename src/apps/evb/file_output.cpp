@@ -10,6 +10,7 @@
 
 #include "daqflow/core/log.hpp"
 #include "daqflow/wire/crc32c.hpp"
+#include "file_util.hpp"
 
 namespace daqflow::apps::evb {
 
@@ -122,27 +123,14 @@ bool FileOutput::ensure_iov_room(std::size_t entries) {
 }
 
 bool FileOutput::flush() {
-  std::size_t first = 0;
-  while (first < iov_count_) {
-    const int count = static_cast<int>(iov_count_ - first);
-    const ssize_t n = ::writev(fd_, iov_.data() + first, count);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      write_errors_.fetch_add(1, std::memory_order_relaxed);
-      set_failure("file output: writing " + stem_ + std::string(kDataSuffix) +
-                  std::string(kPartSuffix) + ": " + std::strerror(errno));
-      iov_count_ = record_count_ = 0;
-      return false;
-    }
-    // A short write leaves the rest for the next writev(): skip what went out.
-    auto left = static_cast<std::size_t>(n);
-    while (first < iov_count_ && left >= iov_[first].iov_len) left -= iov_[first++].iov_len;
-    if (left > 0) {
-      iov_[first].iov_base = static_cast<std::byte*>(iov_[first].iov_base) + left;
-      iov_[first].iov_len -= left;
-    }
-  }
+  const int error = writev_all(fd_, iov_.data(), iov_count_);
   iov_count_ = record_count_ = 0;
+  if (error != 0) {
+    write_errors_.fetch_add(1, std::memory_order_relaxed);
+    set_failure("file output: writing " + stem_ + std::string(kDataSuffix) +
+                std::string(kPartSuffix) + ": " + std::strerror(error));
+    return false;
+  }
   return true;
 }
 

@@ -41,6 +41,25 @@ void sync_directory(const std::string& dir) {
   ::close(fd);
 }
 
+int writev_all(int fd, iovec* iov, std::size_t count) {
+  std::size_t first = 0;
+  while (first < count) {
+    const ssize_t n = ::writev(fd, iov + first, static_cast<int>(count - first));
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return errno;
+    }
+    // A short write leaves the rest for the next writev(): skip what went out.
+    auto left = static_cast<std::size_t>(n);
+    while (first < count && left >= iov[first].iov_len) left -= iov[first++].iov_len;
+    if (left > 0) {
+      iov[first].iov_base = static_cast<std::byte*>(iov[first].iov_base) + left;
+      iov[first].iov_len -= left;
+    }
+  }
+  return 0;
+}
+
 bool write_file_then_rename(const std::string& path, std::string_view data, std::string& error) {
   const std::string tmp = path + ".tmp";
   if (!write_small_file(tmp, data, error)) return false;

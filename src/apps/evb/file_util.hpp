@@ -1,6 +1,9 @@
 #pragma once
 // Small file helpers of the event writers (control path and the writers' threads).
 
+#include <sys/uio.h>
+
+#include <cstddef>
 #include <string>
 #include <string_view>
 
@@ -14,6 +17,9 @@ namespace daqflow::apps::evb {
 // name never sees half of one.
 [[nodiscard]] bool write_file_then_rename(const std::string& path, std::string_view data,
                                           std::string& error);
+// Writes every byte of iov[0, count) with as few writev() calls as the kernel allows, going on
+// after short writes and EINTR (iov is consumed). 0, or the errno of the write that failed.
+[[nodiscard]] int writev_all(int fd, iovec* iov, std::size_t count);
 // fsync of a directory, so that a rename or a new file in it is on disk (errors ignored).
 void sync_directory(const std::string& dir);
 

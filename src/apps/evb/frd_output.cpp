@@ -145,23 +145,12 @@ void FrdOutput::write_event(const OutputBatch& batch, const BuiltEvent& event) {
 }
 
 bool FrdOutput::flush() {
-  std::size_t first = 0;
-  while (first < iov_count_) {
-    const ssize_t n = ::writev(fd_, iov_.data() + first, static_cast<int>(iov_count_ - first));
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      fail_io(fmt::format("writing {}: {}", open_dir_, std::strerror(errno)));
-      iov_count_ = header_count_ = 0;
-      return false;
-    }
-    auto left = static_cast<std::size_t>(n);
-    while (first < iov_count_ && left >= iov_[first].iov_len) left -= iov_[first++].iov_len;
-    if (left > 0) {
-      iov_[first].iov_base = static_cast<std::byte*>(iov_[first].iov_base) + left;
-      iov_[first].iov_len -= left;
-    }
-  }
+  const int error = writev_all(fd_, iov_.data(), iov_count_);
   iov_count_ = header_count_ = 0;
+  if (error != 0) {
+    fail_io(fmt::format("writing {}: {}", open_dir_, std::strerror(error)));
+    return false;
+  }
   return true;
 }
 
