@@ -7,6 +7,9 @@
 #include <atomic>
 #include <cstdio>
 #include <ctime>
+#include <iostream>
+#include <nlohmann/json.hpp>
+#include <optional>
 #include <memory>
 #include <string>
 #include <thread>
@@ -26,11 +29,39 @@ struct ExecArgs {
   std::vector<std::string> contexts;
   std::string log_level = "info";
   std::string record_dir;
+  bool config_stdin = false;
+  double lease_s = 0;
+  std::string log_file;
 };
 
 [[noreturn]] void fail(const std::string& why) {
   std::fprintf(stderr, "daqflow exec: %s\n", why.c_str());
   throw CLI::RuntimeError(1);
+}
+
+// What a launcher sends on the executive's standard input with --config-stdin
+// (docs/deployment.md): one line of JSON, {"yaml": the configuration's text, "token": the control
+// token or null}. Neither lands in a file or on a command line of the host.
+struct Delivered {
+  std::string yaml;
+  std::optional<std::string> token;
+};
+
+Delivered read_delivered_config(const std::string& name) {
+  std::string line;
+  if (!std::getline(std::cin, line)) {
+    fail("--config-stdin: nothing on standard input (the launcher sends the configuration " +
+         name + " there)");
+  }
+  const auto bundle = nlohmann::json::parse(line, nullptr, false);
+  if (!bundle.is_object() || !bundle.contains("yaml") || !bundle["yaml"].is_string()) {
+    fail("--config-stdin: standard input is not {\"yaml\": ..., \"token\": ...} on one line");
+  }
+  Delivered d{bundle["yaml"].get<std::string>(), std::nullopt};
+  if (const auto it = bundle.find("token"); it != bundle.end() && it->is_string()) {
+    d.token = it->get<std::string>();
+  }
+  return d;
 }
 
 std::string join(const std::vector<std::string>& names, const char* sep) {
@@ -108,7 +139,16 @@ class SignalWatch {
 
 void exec_command(const ExecArgs& args) {
   core::init_logging(join(args.contexts, ","), args.log_level);
-  auto config = runtime::load_config(args.config, registry());
+  if (!args.log_file.empty()) {
+    if (auto r = core::log_to_file(args.log_file); !r) fail(r.error().message());
+  }
+  std::optional<std::string> token;
+  auto config = [&] {
+    if (!args.config_stdin) return runtime::load_config(args.config, registry());
+    Delivered d = read_delivered_config(args.config);
+    token = std::move(d.token);
+    return runtime::parse_config(d.yaml, args.config, registry());
+  }();
   if (!config) fail(config.error().message());
   for (const std::string& name : args.contexts) {
     if (config->find_context(name) == nullptr) {
@@ -125,6 +165,8 @@ void exec_command(const ExecArgs& args) {
   SignalWatch::block();
   runtime::ExecutiveOptions options;
   options.record_dir = args.record_dir;
+  options.token = std::move(token);
+  options.lease = std::chrono::milliseconds(static_cast<long long>(args.lease_s * 1000));
   auto exec = runtime::Executive::create(std::move(*config), hosted, registry(), options);
   if (!exec) fail(exec.error().message());
   if (auto started = (*exec)->start(); !started) fail(started.error().message());
@@ -145,6 +187,13 @@ void add_exec(CLI::App& app) {
                   "append every monitoring sample of each context to DIR/<context>.jsonl");
   cmd->add_option("--log-level", args->log_level, "trace, debug, info, warn or error")
       ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error"}));
+  cmd->add_flag("--config-stdin", args->config_stdin,
+                "read the configuration (and the control token) from standard input as one JSON "
+                "line {\"yaml\": ..., \"token\": ...}; CONFIG names it in messages");
+  cmd->add_option("--lease", args->lease_s,
+                  "shut down when no POST /api/v1/lease came for this many seconds (0: never)")
+      ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--log-file", args->log_file, "also append the log to this file");
   cmd->callback([args] { exec_command(*args); });
 }
 

@@ -3,10 +3,16 @@
 #include <signal.h>
 
 #include <algorithm>
+#include <condition_variable>
 #include <filesystem>
+#include <fstream>
+#include <map>
+#include <mutex>
+#include <sstream>
 #include <stdexcept>
 #include <thread>
 
+#include "control/launchers.hpp"
 #include "daqflow/control/plan.hpp"
 #include "daqflow/runtime/access.hpp"
 
@@ -23,94 +29,196 @@ std::string join(const std::vector<std::string>& names) {
   return out;
 }
 
+Result<std::string> read_text_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return Error("cannot read " + path);
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
 }  // namespace
 
-Result<LocalCluster> LocalCluster::launch(const runtime::ClusterConfig& config,
-                                          const std::vector<std::vector<std::string>>& groups,
-                                          const LaunchOptions& options) {
+// Renews the lease of every executive started elsewhere, on a thread of its own: the run's loop
+// may wait on a slow answer, the leases must not.
+class LeaseKeeper {
+ public:
+  LeaseKeeper(std::vector<ControlClient> clients, std::chrono::milliseconds period)
+      : clients_(std::move(clients)), period_(period) {
+    thread_ = std::thread([this] { loop(); });
+  }
+  ~LeaseKeeper() {
+    {
+      std::lock_guard lock(mutex_);
+      done_ = true;
+    }
+    cv_.notify_all();
+    thread_.join();
+  }
+  LeaseKeeper(const LeaseKeeper&) = delete;
+  LeaseKeeper& operator=(const LeaseKeeper&) = delete;
+
+ private:
+  void loop() {
+    std::unique_lock lock(mutex_);
+    while (!done_) {
+      lock.unlock();
+      for (const auto& c : clients_) (void)c.post("/api/v1/lease");
+      lock.lock();
+      cv_.wait_for(lock, period_, [this] { return done_; });
+    }
+  }
+
+  std::vector<ControlClient> clients_;
+  std::chrono::milliseconds period_;
+  std::mutex mutex_;
+  std::condition_variable cv_;
+  bool done_ = false;
+  std::thread thread_;
+};
+
+Cluster::Cluster() = default;
+Cluster::Cluster(Cluster&&) noexcept = default;
+Cluster& Cluster::operator=(Cluster&&) noexcept = default;
+Cluster::~Cluster() {
+  leases_.reset();
+  // What still runs is killed (a Launched kills nothing by itself when destroyed elsewhere).
+  for (auto& p : processes_) {
+    if (p.launched && !p.launched->poll()) p.launched->kill();
+  }
+}
+
+Result<Cluster> Cluster::launch(const runtime::ClusterConfig& config,
+                                const std::vector<std::vector<std::string>>& groups,
+                                const LaunchOptions& options) {
   // The token the control ports ask for, if any (docs/control-api.md, Access).
   auto token = runtime::access_token(config);
   if (!token) return token.error();
-  LocalCluster cluster;
+  LaunchSettings settings{options.self, options.config_path, "", *token, options.log_dir};
+  Cluster cluster;
+  std::map<std::string, Launcher*> by_address;
+  std::vector<ControlClient> leased;
+  auto lease_period = std::chrono::milliseconds(0);
   for (const auto& group : groups) {
     if (group.empty()) continue;
+    const runtime::ContextConfig& first = *config.find_context(group.front());
+    const runtime::HostConfig* host = config.host_of(first);
+    const bool remote = host != nullptr && host->launcher != runtime::LauncherKind::local;
+    if (remote && settings.config_text.empty()) {
+      auto text = read_text_file(options.config_path);
+      if (!text) return text.error();
+      settings.config_text = std::move(*text);
+    }
+    Launcher*& launcher = by_address[remote ? first.host : std::string()];
+    if (launcher == nullptr) {
+      auto made = make_launcher(host, first.host, settings);
+      if (!made) return made.error();
+      cluster.launchers_.push_back(std::move(*made));
+      launcher = cluster.launchers_.back().get();
+    }
     const auto log_path =
         (std::filesystem::path(options.log_dir) / (group.front() + ".log")).string();
-    auto child = ChildProcess::spawn(
-        launch_command(options.self, options.config_path, group, config,
-                       options.record_dir.empty()
-                           ? std::vector<std::string>{}
-                           : std::vector<std::string>{"--record", options.record_dir}),
-        log_path);
-    if (!child) return child.error().context("starting context " + group.front());
-    cluster.processes_.push_back(Process{group, std::move(*child), false});
+    const std::vector<std::string> extra =
+        options.record_dir.empty() ? std::vector<std::string>{}
+                                   : std::vector<std::string>{"--record", options.record_dir};
+    const auto mpi = config.mpi_contexts();
+    const bool mpi_group = std::find(mpi.begin(), mpi.end(), group.front()) != mpi.end();
+    if (mpi_group && remote) {
+      return Error(first.location.str() + ": context " + first.name +
+                   " uses the mpi transport, which daqflow run starts with mpirun on this "
+                   "machine; its host " + first.host + " has launcher " +
+                   to_string(host->launcher));
+    }
+    auto started =
+        mpi_group ? start_command(launch_command(options.self, options.config_path, group, config,
+                                                 extra),
+                                  log_path)
+                  : launcher->start(LaunchRequest{group, extra, log_path});
+    if (!started) return started.error().context("starting context " + group.front());
+    cluster.processes_.push_back(Process{group, std::move(*started), false, 0});
+    if (remote) {
+      const auto lease = std::chrono::milliseconds(std::int64_t{host->lease_s} * 1000);
+      lease_period = lease_period.count() == 0 ? lease / 4 : std::min(lease_period, lease / 4);
+    }
   }
   for (const auto& ctx : config.contexts) {
     for (std::size_t p = 0; p < cluster.processes_.size(); ++p) {
       const auto& names = cluster.processes_[p].contexts;
       if (std::find(names.begin(), names.end(), ctx.name) == names.end()) continue;
-      // A port opened on every interface is reached on the loopback; one bound to a single
-      // address, there.
+      const runtime::HostConfig* host = config.host_of(ctx);
+      const bool remote = host != nullptr && host->launcher != runtime::LauncherKind::local;
+      // A port opened on every interface is reached on the loopback (here) or at the host's
+      // address (elsewhere); one bound to a single address, there.
       const std::string& bind = ctx.control_bind;
       const bool wildcard = bind == "0.0.0.0" || bind == "::";
-      ControlClient client(
-          HostPort{wildcard || runtime::is_loopback(bind) ? "127.0.0.1" : bind, ctx.control_port});
+      std::string address = bind;
+      if (wildcard) address = remote ? ctx.host : "127.0.0.1";
+      if (!remote && runtime::is_loopback(bind)) address = "127.0.0.1";
+      ControlClient client(HostPort{address, ctx.control_port});
       client.set_token(*token);
+      if (remote && names.front() == ctx.name) {
+        leased.push_back(client.with_timeouts(std::chrono::milliseconds(1000),
+                                              std::chrono::milliseconds(2000)));
+      }
       cluster.contexts_.push_back(Context{ctx.name, p, std::move(client)});
     }
+  }
+  if (!leased.empty()) {
+    cluster.leases_ = std::make_unique<LeaseKeeper>(
+        std::move(leased), std::max(lease_period, std::chrono::milliseconds(250)));
   }
   return cluster;
 }
 
-const LocalCluster::Context& LocalCluster::context(const std::string& name) const {
+const Cluster::Context& Cluster::context(const std::string& name) const {
   for (const auto& c : contexts_) {
     if (c.name == name) return c;
   }
   throw std::out_of_range("no launched context named " + name);
 }
 
-const ControlClient& LocalCluster::client(const std::string& name) const {
+const ControlClient& Cluster::client(const std::string& name) const {
   return context(name).client;
 }
 
-std::string LocalCluster::describe_end(const Process& p) const {
+std::string Cluster::describe_end(const Process& p) const {
   const std::string who =
       p.contexts.size() == 1 ? "context " + p.contexts.front() : "contexts " + join(p.contexts);
-  const auto& status = p.child.exit_status();
-  return who + " (pid " + std::to_string(p.child.pid()) +
-         ") died: " + (status ? status->str() : std::string("still running"));
+  const auto& status = p.launched->exit_status();
+  return who + " (" + where_of(p) + ") died: " + (status ? status->str() : std::string("still running"));
 }
 
-std::vector<LocalCluster::Death> LocalCluster::reap_dead() {
+std::vector<Cluster::Death> Cluster::reap_dead() {
   std::vector<Death> deaths;
   for (auto& p : processes_) {
-    if (p.reported || !p.child.poll()) continue;
+    if (p.reported || !p.launched->poll()) continue;
     p.reported = true;
     deaths.push_back(Death{p.contexts, describe_end(p)});
   }
   return deaths;
 }
 
-bool LocalCluster::alive(const std::string& name) const {
-  return !processes_[context(name).process].child.exit_status().has_value();
+bool Cluster::alive(const std::string& name) const {
+  return !processes_[context(name).process].launched->exit_status().has_value();
 }
 
-std::string LocalCluster::death_of(const std::string& name) const {
+std::string Cluster::death_of(const std::string& name) const {
   const auto& p = processes_[context(name).process];
-  return p.child.exit_status() ? describe_end(p) : std::string();
+  return p.launched->exit_status() ? describe_end(p) : std::string();
 }
 
-Result<void> LocalCluster::wait_until_reachable(std::chrono::milliseconds timeout,
+Result<void> Cluster::wait_until_reachable(std::chrono::milliseconds timeout,
                                                 const std::function<bool()>& abort) {
   const auto deadline = std::chrono::steady_clock::now() + timeout;
   std::vector<bool> answered(contexts_.size(), false);
   for (;;) {
     for (auto& p : processes_) {
-      if (p.reported || !p.child.poll()) continue;
+      if (p.reported || !p.launched->poll()) continue;
       p.reported = true;
       std::string text = describe_end(p) + " before its control port answered";
-      const auto tail = tail_of_file(p.child.log_path(), kLogTailLines);
-      if (!tail.empty()) text += "; last lines of " + p.child.log_path() + ":\n" + tail;
+      const std::string log = p.launched->local_log();
+      const auto tail = tail_of_file(log, kLogTailLines);
+      if (!tail.empty()) text += "; last lines of " + log + ":\n" + tail;
       return Error(text);
     }
     std::vector<std::string> silent;
@@ -120,7 +228,12 @@ Result<void> LocalCluster::wait_until_reachable(std::chrono::milliseconds timeou
       // hold up the others' polling.
       const ControlClient probe = contexts_[i].client.with_timeouts(
           std::chrono::milliseconds(200), std::chrono::milliseconds(1000));
-      answered[i] = probe.get("/api/v1/context").ok();
+      const auto answer = probe.get("/api/v1/context");
+      answered[i] = answer.ok();
+      if (answered[i] && answer->is_object()) {
+        Process& p = processes_[contexts_[i].process];
+        if (p.pid == 0) p.pid = answer->value("pid", 0L);
+      }
       if (!answered[i])
         silent.push_back(contexts_[i].name + " at " + contexts_[i].client.address().str());
     }
@@ -135,16 +248,16 @@ Result<void> LocalCluster::wait_until_reachable(std::chrono::milliseconds timeou
   }
 }
 
-Result<void> LocalCluster::shutdown(std::chrono::milliseconds grace) {
+Result<void> Cluster::shutdown(std::chrono::milliseconds grace) {
   std::vector<bool> was_running(processes_.size(), false);
   for (std::size_t i = 0; i < processes_.size(); ++i) {
     auto& p = processes_[i];
-    if (p.child.poll()) continue;
+    if (p.launched->poll()) continue;
     was_running[i] = true;
     const ControlClient c =
         context(p.contexts.front())
             .client.with_timeouts(std::chrono::milliseconds(500), std::chrono::milliseconds(2000));
-    if (!c.post("/api/v1/shutdown").ok()) p.child.signal(SIGTERM);
+    if (!c.post("/api/v1/shutdown").ok()) p.launched->terminate();
   }
   const auto deadline = std::chrono::steady_clock::now() + grace;
   std::vector<std::string> problems;
@@ -155,44 +268,52 @@ Result<void> LocalCluster::shutdown(std::chrono::milliseconds grace) {
         deadline - std::chrono::steady_clock::now());
     p.reported = true;
     const std::string who = (p.contexts.size() == 1 ? "context " : "contexts ") + join(p.contexts) +
-                            " (pid " + std::to_string(p.child.pid()) + ")";
-    if (!p.child.wait_for(std::max(left, std::chrono::milliseconds(0)))) {
-      p.child.kill_and_reap();
+                            " (" + where_of(p) + ")";
+    if (!p.launched->wait_for(std::max(left, std::chrono::milliseconds(0)))) {
+      p.launched->kill();
       problems.push_back(who + " did not exit within " + std::to_string(grace.count() / 1000) +
                          " s of shutdown and was killed");
-    } else if (!p.child.exit_status()->clean()) {
-      problems.push_back(who + " " + p.child.exit_status()->str() + " at shutdown");
+    } else if (!p.launched->exit_status()->clean()) {
+      problems.push_back(who + " " + p.launched->exit_status()->str() + " at shutdown");
     }
   }
   if (problems.empty()) return ok();
   return Error(join(problems));
 }
 
-void LocalCluster::kill_all() {
+void Cluster::kill_all() {
   for (auto& p : processes_) {
-    if (p.child.poll()) continue;
-    p.child.kill_and_reap();
+    if (p.launched->poll()) continue;
+    p.launched->kill();
     p.reported = true;
   }
 }
 
-long LocalCluster::pid_of(const std::string& name) const {
-  return static_cast<long>(processes_[context(name).process].child.pid());
+std::string Cluster::where_of(const Process& p) const {
+  const std::string where = p.launched->where();
+  // Elsewhere, the pid on the host comes from its control API.
+  if (p.launched->pid() == 0 && p.pid != 0) return "pid " + std::to_string(p.pid) + " " + where;
+  return where;
 }
 
-void LocalCluster::kill(const std::string& name) {
+std::string Cluster::where(const std::string& name) const {
+  return where_of(processes_[context(name).process]);
+}
+
+void Cluster::kill(const std::string& name) {
   auto& p = processes_[context(name).process];
-  if (p.child.poll()) return;
-  p.child.kill_and_reap();
+  if (p.launched->poll()) return;
+  p.launched->kill();
   p.reported = true;
 }
 
-std::vector<ContextOutcome> LocalCluster::outcomes() const {
+std::vector<ContextOutcome> Cluster::outcomes() const {
   std::vector<ContextOutcome> out;
   for (const auto& c : contexts_) {
-    const auto& child = processes_[c.process].child;
-    ContextOutcome o{c.name, static_cast<int>(child.pid()), std::nullopt};
-    if (child.exit_status()) o.exit_code = child.exit_status()->shell_code();
+    const Process& p = processes_[c.process];
+    const long pid = p.launched->pid() != 0 ? p.launched->pid() : p.pid;
+    ContextOutcome o{c.name, static_cast<int>(pid), std::nullopt};
+    if (p.launched->exit_status()) o.exit_code = p.launched->exit_status()->shell_code();
     out.push_back(std::move(o));
   }
   return out;

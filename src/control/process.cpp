@@ -1,15 +1,18 @@
 #include "daqflow/control/process.hpp"
 
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <thread>
 
 namespace daqflow::control {
@@ -42,7 +45,8 @@ ExitStatus decode_wait_status(int status) {
 }
 
 Result<ChildProcess> ChildProcess::spawn(const std::vector<std::string>& argv,
-                                         const std::string& log_path) {
+                                         const std::string& log_path,
+                                         const std::optional<std::string>& input) {
   if (argv.empty()) return Error("no program to start");
   std::error_code ec;
   const auto dir = std::filesystem::path(log_path).parent_path();
@@ -58,6 +62,12 @@ Result<ChildProcess> ChildProcess::spawn(const std::vector<std::string>& argv,
   for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
   args.push_back(nullptr);
   const pid_t parent = ::getpid();
+  int in_pipe[2] = {-1, -1};
+  if (input && ::pipe2(in_pipe, O_CLOEXEC) != 0) {
+    const int err = errno;
+    ::close(log_fd);
+    return Error("cannot start " + argv[0] + ": pipe: " + errno_text(err));
+  }
 
   const pid_t pid = ::fork();
   if (pid < 0) {
@@ -71,15 +81,19 @@ Result<ChildProcess> ChildProcess::spawn(const std::vector<std::string>& argv,
     if (::getppid() != parent) ::_exit(127);  // the controller died before prctl took effect
     ::dup2(log_fd, STDOUT_FILENO);
     ::dup2(log_fd, STDERR_FILENO);
-    const int null_fd = ::open("/dev/null", O_RDONLY);
-    if (null_fd >= 0) ::dup2(null_fd, STDIN_FILENO);
+    if (in_pipe[0] >= 0) {
+      ::dup2(in_pipe[0], STDIN_FILENO);
+    } else {
+      const int null_fd = ::open("/dev/null", O_RDONLY);
+      if (null_fd >= 0) ::dup2(null_fd, STDIN_FILENO);
+    }
     // The signal mask and dispositions are inherited across exec; the executive expects defaults.
     sigset_t none;
     sigemptyset(&none);
     ::sigprocmask(SIG_SETMASK, &none, nullptr);
     ::signal(SIGINT, SIG_DFL);
     ::signal(SIGTERM, SIG_DFL);
-    ::execv(args[0], args.data());
+    ::execvp(args[0], args.data());
     const char msg[] = "daqflow: exec failed\n";
     [[maybe_unused]] auto n = ::write(STDERR_FILENO, msg, sizeof msg - 1);
     ::_exit(127);
@@ -87,6 +101,19 @@ Result<ChildProcess> ChildProcess::spawn(const std::vector<std::string>& argv,
   // Also from the parent, so that signal() works even before the child ran setpgid().
   ::setpgid(pid, pid);
   ::close(log_fd);
+  if (input) {
+    ::close(in_pipe[0]);
+    // A child that exits early closes its end: EPIPE (SIGPIPE is ignored by daqflow run), and
+    // what it said about why is in its log.
+    std::size_t done = 0;
+    while (done < input->size()) {
+      const ssize_t n = ::write(in_pipe[1], input->data() + done, input->size() - done);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) break;
+      done += static_cast<std::size_t>(n);
+    }
+    ::close(in_pipe[1]);
+  }
   return ChildProcess(pid, log_path);
 }
 
@@ -167,6 +194,74 @@ std::string tail_of_file(const std::string& path, int max_lines) {
     pos = nl;
   }
   return text;
+}
+
+Result<CommandOutput> run_command(const std::vector<std::string>& argv,
+                                  std::chrono::milliseconds timeout) {
+  if (argv.empty()) return Error("no program to run");
+  int out_pipe[2] = {-1, -1};
+  if (::pipe2(out_pipe, O_CLOEXEC) != 0) return Error("pipe: " + errno_text(errno));
+  std::vector<char*> args;
+  for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+  args.push_back(nullptr);
+  const pid_t pid = ::fork();
+  if (pid < 0) {
+    const int err = errno;
+    ::close(out_pipe[0]);
+    ::close(out_pipe[1]);
+    return Error("cannot run " + argv[0] + ": fork: " + errno_text(err));
+  }
+  if (pid == 0) {
+    ::setpgid(0, 0);
+    ::dup2(out_pipe[1], STDOUT_FILENO);
+    ::dup2(out_pipe[1], STDERR_FILENO);
+    const int null_fd = ::open("/dev/null", O_RDONLY);
+    if (null_fd >= 0) ::dup2(null_fd, STDIN_FILENO);
+    sigset_t none;
+    sigemptyset(&none);
+    ::sigprocmask(SIG_SETMASK, &none, nullptr);
+    ::execvp(args[0], args.data());
+    const char msg[] = "daqflow: exec failed\n";
+    [[maybe_unused]] auto n = ::write(STDERR_FILENO, msg, sizeof msg - 1);
+    ::_exit(127);
+  }
+  ::setpgid(pid, pid);
+  ::close(out_pipe[1]);
+  ChildProcess child(pid, "");
+  CommandOutput result;
+  constexpr std::size_t kMaxOutput = 1 << 20;
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  bool timed_out = false;
+  for (;;) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        deadline - std::chrono::steady_clock::now());
+    if (left.count() <= 0) {
+      timed_out = true;
+      break;
+    }
+    pollfd p{out_pipe[0], POLLIN, 0};
+    const int r = ::poll(&p, 1, static_cast<int>(std::min<long long>(left.count(), 100)));
+    if (r < 0 && errno != EINTR) break;
+    if (r <= 0) continue;
+    char buf[4096];
+    const ssize_t n = ::read(out_pipe[0], buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;  // every writer closed: the command (and what it started) is done
+    if (result.out.size() < kMaxOutput) result.out.append(buf, static_cast<std::size_t>(n));
+  }
+  ::close(out_pipe[0]);
+  if (timed_out) {
+    child.kill_and_reap();
+    return Error(argv[0] + " did not finish within " + std::to_string(timeout.count()) + " ms");
+  }
+  const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+      deadline - std::chrono::steady_clock::now());
+  if (!child.wait_for(std::max(left, std::chrono::milliseconds(100)))) {
+    child.kill_and_reap();
+    return Error(argv[0] + " did not exit within " + std::to_string(timeout.count()) + " ms");
+  }
+  result.status = *child.exit_status();
+  return result;
 }
 
 Result<std::string> self_executable() {

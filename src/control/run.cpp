@@ -128,8 +128,8 @@ class Run {
   const std::atomic<int>& stop_;
   std::vector<View> views_;  // configuration order
   std::map<std::string, std::size_t> by_id_;
-  std::optional<LocalCluster> cluster_;
-  [[nodiscard]] std::string explain(const LocalCluster::Death& death) const;
+  std::optional<Cluster> cluster_;
+  [[nodiscard]] std::string explain(const Cluster::Death& death) const;
   void shutdown_mpi_ranks();
 
   std::vector<std::string> mpi_contexts_;  // rank order; launched together by one mpirun
@@ -224,8 +224,7 @@ bool Run::give_up(const View& failed) {
 }
 
 Result<void> Run::went_silent(const std::string& context, const Error& why) {
-  const std::string description = "context " + context + " (pid " +
-                                  std::to_string(cluster_->pid_of(context)) +
+  const std::string description = "context " + context + " (" + cluster_->where(context) +
                                   ") does not answer its control API (" + why.message() + ")";
   if (!data_flowing_ || !survivable({context})) return Error(description);
   reporter_.note(description + "; its applications are survivable: the run goes on");
@@ -256,7 +255,7 @@ void Run::probe_silent() {
 
 // The MPI ranks live and die together: when one fails, mpirun ends the others and itself. Say so,
 // with the end of its log (where mpirun and the ranks wrote why).
-std::string Run::explain(const LocalCluster::Death& death) const {
+std::string Run::explain(const Cluster::Death& death) const {
   if (mpi_contexts_.empty() || death.contexts.empty() ||
       death.contexts.front() != mpi_contexts_.front()) {
     return death.description;
@@ -270,7 +269,7 @@ std::string Run::explain(const LocalCluster::Death& death) const {
   return text;
 }
 
-// LocalCluster::shutdown asks the first context of each process; under mpirun every rank is a
+// Cluster::shutdown asks the first context of each process; under mpirun every rank is a
 // process of its own and needs asking too (mpirun ends when the last rank has).
 void Run::shutdown_mpi_ranks() {
   for (std::size_t r = 1; r < mpi_contexts_.size(); ++r) {
@@ -361,7 +360,7 @@ Result<void> Run::start() {
   }
   reporter_.note(fmt::format("starting {} process(es) for {} context(s); logs in {}",
                              groups->size(), config_.contexts.size(), options_.log_dir));
-  auto cluster = LocalCluster::launch(
+  auto cluster = Cluster::launch(
       config_, *groups,
       {options_.self, options_.config_path, options_.log_dir, options_.record_dir});
   if (!cluster) return cluster.error();

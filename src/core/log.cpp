@@ -1,5 +1,6 @@
 #include "daqflow/core/log.hpp"
 
+#include <spdlog/sinks/basic_file_sink.h>
 #include <spdlog/sinks/ringbuffer_sink.h>
 #include <spdlog/sinks/stdout_color_sinks.h>
 
@@ -16,17 +17,35 @@ std::shared_ptr<spdlog::sinks::ringbuffer_sink_mt>& ring() {
   return r;
 }
 
+std::shared_ptr<spdlog::sinks::basic_file_sink_mt>& file_sink() {
+  static std::shared_ptr<spdlog::sinks::basic_file_sink_mt> f;
+  return f;
+}
+
 }  // namespace
 
 void init_logging(const std::string& name, const std::string& level) {
   if (!ring()) ring() = std::make_shared<spdlog::sinks::ringbuffer_sink_mt>(kLogRingLines);
   auto stderr_sink = std::make_shared<spdlog::sinks::stderr_color_sink_mt>();
-  auto logger = std::make_shared<spdlog::logger>(
-      name, spdlog::sinks_init_list{std::move(stderr_sink), ring()});
+  std::vector<spdlog::sink_ptr> sinks{std::move(stderr_sink), ring()};
+  if (file_sink()) sinks.push_back(file_sink());
+  auto logger = std::make_shared<spdlog::logger>(name, sinks.begin(), sinks.end());
   logger->set_pattern("[%H:%M:%S.%e] [%n] [%^%l%$] %v");
   logger->set_level(spdlog::level::from_str(level));
   logger->flush_on(spdlog::level::warn);
   spdlog::set_default_logger(std::move(logger));
+}
+
+Result<void> log_to_file(const std::string& path) {
+  try {
+    file_sink() = std::make_shared<spdlog::sinks::basic_file_sink_mt>(path, false);
+  } catch (const spdlog::spdlog_ex& e) {
+    return Error("cannot open the log file " + path + ": " + e.what());
+  }
+  if (auto* logger = spdlog::default_logger_raw()) {
+    logger->sinks().push_back(file_sink());
+  }
+  return ok();
 }
 
 std::vector<LogLine> recent_log_lines(std::int64_t since_ms, spdlog::level::level_enum min_level) {

@@ -30,6 +30,30 @@ const ContextConfig* ClusterConfig::find_context(std::string_view name) const {
   return nullptr;
 }
 
+const char* to_string(LauncherKind kind) {
+  switch (kind) {
+    case LauncherKind::local:
+      return "local";
+    case LauncherKind::ssh:
+      return "ssh";
+    case LauncherKind::supervisor:
+      return "supervisor";
+    case LauncherKind::slurm:
+      return "slurm";
+  }
+  return "?";
+}
+
+const HostConfig* ClusterConfig::host_of(const ContextConfig& context) const {
+  const std::string host = detail::canonical_host(context.host);
+  for (const auto& h : hosts) {
+    for (const auto& address : h.addresses) {
+      if (detail::canonical_host(address) == host) return &h;
+    }
+  }
+  return nullptr;
+}
+
 std::vector<std::string> ClusterConfig::mpi_contexts() const {
   std::vector<std::string> out;
   for (const ContextConfig& ctx : contexts) {

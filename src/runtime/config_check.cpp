@@ -1,7 +1,9 @@
 // Checks between the parts of a configuration: names given twice, ports two contexts both
 // claim, parameters naming applications that do not exist, and links whose ends disagree on
 // the transport. Each runs on what read_document() could read, so that one file reports all.
+#include <arpa/inet.h>
 #include <fmt/format.h>
+#include <netinet/in.h>
 
 #include <algorithm>
 #include <map>
@@ -262,9 +264,30 @@ void resolve_faults(ParsedConfig& parsed, Diagnostics& d) {
   }
 }
 
+// A context started on another host is controlled from elsewhere: unless it says otherwise, its
+// control port listens on its host's control_bind, else on its own address (else everywhere).
+void apply_host_defaults(ParsedConfig& parsed) {
+  ClusterConfig& config = parsed.config;
+  for (std::size_t i = 0; i < config.contexts.size(); ++i) {
+    ContextConfig& ctx = config.contexts[i];
+    const HostConfig* host = config.host_of(ctx);
+    if (host == nullptr || host->launcher == LauncherKind::local) continue;
+    if (parsed.contexts[i].control_bind_given) continue;
+    if (!host->control_bind.empty()) {
+      ctx.control_bind = host->control_bind;
+    } else {
+      in6_addr buf{};
+      const bool ip = ::inet_pton(AF_INET, ctx.host.c_str(), &buf) == 1 ||
+                      ::inet_pton(AF_INET6, ctx.host.c_str(), &buf) == 1;
+      ctx.control_bind = ip ? ctx.host : "0.0.0.0";
+    }
+  }
+}
+
 }  // namespace
 
 void check_cluster(const AppRegistry& registry, ParsedConfig& parsed, Diagnostics& d) {
+  apply_host_defaults(parsed);
   check_unique_contexts(parsed, d);
   check_unique_applications(parsed, d);
   PortClaims(parsed, d).claim_all();

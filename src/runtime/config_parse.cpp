@@ -19,8 +19,17 @@ namespace {
 
 using nlohmann::json;
 
-const std::vector<std::string> kTopKeys{"run",    "transports", "monitoring",
-                                        "access", "contexts",   "faults"};
+const std::vector<std::string> kTopKeys{"run",   "transports", "monitoring", "access",
+                                        "hosts", "contexts",   "faults"};
+const std::vector<std::string> kHostKeys{"address", "launcher",     "daqflow", "workdir",
+                                         "log_dir", "control_bind", "lease_s", "ssh",
+                                         "supervisor", "slurm"};
+const std::vector<std::string> kLaunchers{"local", "ssh", "supervisor", "slurm"};
+const std::vector<std::string> kSshKeys{"destination", "user", "port", "options"};
+const std::vector<std::string> kSupervisorKeys{"url", "user", "password_file"};
+const std::vector<std::string> kSlurmKeys{"node", "partition", "account"};
+const std::vector<std::string> kRestartKeys{"policy", "backoff_ms", "max_backoff_ms",
+                                            "max_restarts"};
 const std::vector<std::string> kMonitoringKeys{"interval_ms", "history_s", "max_series"};
 const std::vector<std::string> kAccessKeys{"token_file", "protect_reads"};
 const std::vector<std::string> kFaultKeys{"from",           "to",       "delay_ms",
@@ -32,8 +41,9 @@ const std::vector<std::string> kTransportKeys{
     "default",     "pipeline_depth", "max_message_size", "recv_buffers",  "socket_buffer_kb",
     "payload_crc", "ucx_tls",        "ofi_provider",     "mpi_completion"};
 const std::vector<std::string> kMpiCompletions{"testsome", "test", "testall"};
-const std::vector<std::string> kContextKeys{"name",      "host",         "control_port",
-                                            "data_port", "control_bind", "applications"};
+const std::vector<std::string> kContextKeys{"name",         "host",        "control_port",
+                                            "data_port",    "control_bind", "restart",
+                                            "applications"};
 const std::vector<std::string> kAppKeys{"type", "id", "transport", "cpu", "idle"};
 const std::vector<std::string> kIdleStrategies{"spin", "yield", "backoff", "block"};
 
@@ -76,6 +86,7 @@ class Reader {
     if (const Field* f = find_field(fields, "transports")) transport_settings(*f);
     if (const Field* f = find_field(fields, "monitoring")) monitoring_settings(*f);
     if (const Field* f = find_field(fields, "access")) access_settings(*f);
+    if (const Field* f = find_field(fields, "hosts")) hosts(*f);
     if (const Field* f = find_field(fields, "contexts")) {
       contexts(*f);
     } else {
@@ -264,6 +275,233 @@ class Reader {
     }
   }
 
+  // A path that may be given relative to the configuration file's folder.
+  std::string beside_config(const std::string& path) const {
+    std::filesystem::path p(path);
+    if (p.is_relative()) p = std::filesystem::path(parsed_.config.file).parent_path() / p;
+    return p.lexically_normal().string();
+  }
+
+  std::optional<std::string> absolute_path(const Field& f, const std::string& where) {
+    auto v = text(f, where);
+    if (v && !std::filesystem::path(*v).is_absolute()) {
+      d_.error(f.value.Mark(), fmt::format("'{}' in {}: '{}' is not an absolute path (it is a "
+                                           "path on that host)",
+                                           f.key, where, *v));
+      return std::nullopt;
+    }
+    return v;
+  }
+
+  std::optional<std::vector<std::string>> text_list(const Field& f, const std::string& where) {
+    if (!f.value.IsSequence()) {
+      d_.error(f.value.Mark(), fmt::format("'{}' in {}: expected a list of strings, got {}", f.key,
+                                           where, describe_node(f.value)));
+      return std::nullopt;
+    }
+    std::vector<std::string> out;
+    for (const auto& item : f.value) {
+      if (!item.IsScalar() || item.Scalar().empty()) {
+        d_.error(item.Mark(), fmt::format("'{}' in {}: expected a non-empty string, got {}", f.key,
+                                          where, describe_node(item)));
+        return std::nullopt;
+      }
+      out.push_back(item.Scalar());
+    }
+    return out;
+  }
+
+  // `hosts`: a list of {address (one or a list), launcher, and how that launcher reaches it}.
+  void hosts(const Field& section) {
+    if (section.value.IsNull()) return;
+    if (!section.value.IsSequence()) {
+      d_.error(section.value.Mark(),
+               fmt::format("'hosts' must be a list, got {}", describe_node(section.value)));
+      return;
+    }
+    for (std::size_t i = 0; i < section.value.size(); ++i) host(section.value[i], i);
+  }
+
+  void host(const YAML::Node& node, std::size_t i) {
+    std::string where = fmt::format("host #{}", i + 1);
+    if (!node.IsMap()) {
+      d_.error(node.Mark(), fmt::format("{} must be a mapping with address and launcher, got {}",
+                                        where, describe_node(node)));
+      return;
+    }
+    HostConfig h;
+    h.location = d_.location(node.Mark());
+    const auto fields = fields_of(node, where, d_);
+    if (const Field* f = find_field(fields, "address")) {
+      if (f->value.IsSequence()) {
+        if (auto v = text_list(*f, where)) h.addresses = *v;
+      } else if (auto v = text(*f, where)) {
+        h.addresses = {*v};
+      }
+      if (h.addresses.size() == 1) where = fmt::format("host '{}'", h.addresses.front());
+    } else {
+      d_.error(node.Mark(), fmt::format("missing required key 'address' in {} (the contexts' "
+                                        "host it describes)",
+                                        where));
+    }
+    for (const Field& f : fields) {
+      if (f.key == "address") continue;
+      if (f.key == "launcher") {
+        if (auto v = choice(f, where, kLaunchers)) {
+          h.launcher = static_cast<LauncherKind>(
+              std::find(kLaunchers.begin(), kLaunchers.end(), *v) - kLaunchers.begin());
+        }
+      } else if (f.key == "daqflow") {
+        if (auto v = absolute_path(f, where)) h.daqflow = *v;
+      } else if (f.key == "workdir") {
+        if (auto v = absolute_path(f, where)) h.workdir = *v;
+      } else if (f.key == "log_dir") {
+        if (auto v = absolute_path(f, where)) h.log_dir = *v;
+      } else if (f.key == "control_bind") {
+        if (auto v = text(f, where)) {
+          if (is_ip_address(*v)) {
+            h.control_bind = *v;
+          } else {
+            d_.error(f.value.Mark(), fmt::format("'control_bind' in {}: '{}' is not an IPv4 or "
+                                                 "IPv6 address",
+                                                 where, *v));
+          }
+        }
+      } else if (f.key == "lease_s") {
+        if (auto v = integer(f, where, 2, 3600)) h.lease_s = static_cast<std::uint32_t>(*v);
+      } else if (f.key == "ssh") {
+        ssh_settings(f, where, h.ssh);
+      } else if (f.key == "supervisor") {
+        supervisor_settings(f, where, h.supervisor);
+      } else if (f.key == "slurm") {
+        slurm_settings(f, where, h.slurm);
+      } else {
+        unknown_key(f, where, kHostKeys);
+      }
+    }
+    for (const char* section : {"ssh", "supervisor", "slurm"}) {
+      const Field* f = find_field(fields, section);
+      if (f != nullptr && std::string(to_string(h.launcher)) != section) {
+        d_.error(f->key_node.Mark(), fmt::format("'{}' in {}: the host's launcher is {}, not {}",
+                                                 section, where, to_string(h.launcher), section));
+      }
+    }
+    for (const auto& address : h.addresses) {
+      const std::string canonical = canonical_host(address);
+      for (const auto& other : parsed_.config.hosts) {
+        for (const auto& a : other.addresses) {
+          if (canonical_host(a) == canonical) {
+            d_.error(node.Mark(), fmt::format("{}: address '{}' is already described by the host "
+                                              "at {}",
+                                              where, address, other.location.str()));
+          }
+        }
+      }
+    }
+    parsed_.config.hosts.push_back(std::move(h));
+  }
+
+  void ssh_settings(const Field& section, const std::string& host, SshSettings& ssh) {
+    if (!mapping_or_empty(section) || section.value.IsNull()) return;
+    const std::string where = "ssh of " + host;
+    for (const Field& f : fields_of(section.value, where, d_)) {
+      if (f.key == "destination") {
+        if (auto v = text(f, where)) ssh.destination = *v;
+      } else if (f.key == "user") {
+        if (auto v = text(f, where)) ssh.user = *v;
+      } else if (f.key == "port") {
+        if (auto v = integer(f, where, 1, kMaxPort)) ssh.port = static_cast<std::uint16_t>(*v);
+      } else if (f.key == "options") {
+        if (auto v = text_list(f, where)) ssh.options = *v;
+      } else {
+        unknown_key(f, where, kSshKeys);
+      }
+    }
+  }
+
+  void supervisor_settings(const Field& section, const std::string& host, SupervisorSettings& s) {
+    if (!mapping_or_empty(section) || section.value.IsNull()) return;
+    const std::string where = "supervisor of " + host;
+    for (const Field& f : fields_of(section.value, where, d_)) {
+      if (f.key == "url") {
+        if (auto v = text(f, where)) {
+          if (v->rfind("http://", 0) == 0 || v->rfind("https://", 0) == 0) {
+            s.url = *v;
+          } else {
+            d_.error(f.value.Mark(), fmt::format("'url' in {}: '{}' is not an http:// or https:// "
+                                                 "URL (supervisord's inet_http_server)",
+                                                 where, *v));
+          }
+        }
+      } else if (f.key == "user") {
+        if (auto v = text(f, where)) s.user = *v;
+      } else if (f.key == "password_file") {
+        if (auto v = text(f, where)) s.password_file = beside_config(*v);
+      } else {
+        unknown_key(f, where, kSupervisorKeys);
+      }
+    }
+  }
+
+  void slurm_settings(const Field& section, const std::string& host, SlurmSettings& s) {
+    if (!mapping_or_empty(section) || section.value.IsNull()) return;
+    const std::string where = "slurm of " + host;
+    for (const Field& f : fields_of(section.value, where, d_)) {
+      if (f.key == "node") {
+        if (auto v = text(f, where)) s.node = *v;
+      } else if (f.key == "partition") {
+        if (auto v = text(f, where)) s.partition = *v;
+      } else if (f.key == "account") {
+        if (auto v = text(f, where)) s.account = *v;
+      } else {
+        unknown_key(f, where, kSlurmKeys);
+      }
+    }
+  }
+
+  // `restart` of a context: never | on-failure, or a mapping {policy, backoff_ms, ...}.
+  void restart_policy(const Field& f, const std::string& where, RestartPolicy& r) {
+    const std::vector<std::string> policies{"never", "on-failure"};
+    if (f.value.IsScalar()) {
+      if (auto v = choice(f, where, policies)) r.on_failure = *v == "on-failure";
+      return;
+    }
+    if (!f.value.IsMap()) {
+      d_.error(f.value.Mark(), fmt::format("'restart' in {}: expected never, on-failure or a "
+                                           "mapping with {}, got {}",
+                                           where, join_names(kRestartKeys),
+                                           describe_node(f.value)));
+      return;
+    }
+    const std::string inner = "restart of " + where;
+    bool policy_given = false;
+    for (const Field& g : fields_of(f.value, inner, d_)) {
+      if (g.key == "policy") {
+        policy_given = true;
+        if (auto v = choice(g, inner, policies)) r.on_failure = *v == "on-failure";
+      } else if (g.key == "backoff_ms") {
+        if (auto v = integer(g, inner, 0, 600000)) r.backoff_ms = static_cast<std::uint32_t>(*v);
+      } else if (g.key == "max_backoff_ms") {
+        if (auto v = integer(g, inner, 0, 3600000))
+          r.max_backoff_ms = static_cast<std::uint32_t>(*v);
+      } else if (g.key == "max_restarts") {
+        if (auto v = integer(g, inner, 0, 1000000))
+          r.max_restarts = static_cast<std::uint32_t>(*v);
+      } else {
+        unknown_key(g, inner, kRestartKeys);
+      }
+    }
+    if (!policy_given) {
+      d_.error(f.value.Mark(), fmt::format("missing required key 'policy' in {} (never or "
+                                           "on-failure)",
+                                           inner));
+    }
+    if (r.max_backoff_ms < r.backoff_ms) {
+      d_.error(f.value.Mark(), fmt::format("{}: max_backoff_ms {} is below backoff_ms {}", inner,
+                                           r.max_backoff_ms, r.backoff_ms));
+    }
+  }
+
   // `faults`: a list of {from, to, one of delay_ms / cut_ms / stall_ms / corrupt, and when}.
   void faults(const Field& section) {
     if (section.value.IsNull()) return;
@@ -388,6 +626,7 @@ class Reader {
       if (f.key == "host") {
         if (auto v = text(f, where)) ctx.host = *v;
       } else if (f.key == "control_bind") {
+        marks.control_bind_given = true;
         if (auto v = text(f, where)) {
           if (is_ip_address(*v)) {
             ctx.control_bind = *v;
@@ -411,6 +650,8 @@ class Reader {
           ctx.data_port = static_cast<std::uint16_t>(*v);
           data_ok = true;
         }
+      } else if (f.key == "restart") {
+        restart_policy(f, where, ctx.restart);
       } else if (f.key == "applications") {
         applications = &f;
       } else {

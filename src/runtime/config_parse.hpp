@@ -79,6 +79,7 @@ struct ContextMarks {
   YAML::Mark control_port;
   YAML::Mark data_port;  // the data_port key's value, or control_port's when defaulted
   bool ports_valid = false;
+  bool control_bind_given = false;
 };
 
 // One fault of the `faults` section: the ids its link names, resolved by check_cluster().

@@ -91,6 +91,18 @@ struct Executive::Impl {
   bool shutting_down = false;       // guarded by mutex: one wait() does the work
   bool finished = false;            // guarded by mutex
   bool started = false;             // start() succeeded; owner thread only
+  // When the lease runs out (options.lease); guarded by mutex.
+  std::chrono::steady_clock::time_point lease_deadline = std::chrono::steady_clock::time_point::max();
+
+  nlohmann::json renew_lease() {
+    if (options.lease.count() == 0) return nullptr;
+    {
+      std::lock_guard lock(mutex);
+      lease_deadline = std::chrono::steady_clock::now() + options.lease;
+    }
+    cv.notify_all();
+    return nlohmann::json{{"lease_ms", options.lease.count()}};
+  }
 
   Result<std::unique_ptr<transport::Endpoint>> make_endpoint(const std::string& name,
                                                              const transport::EndpointOptions& o) {
@@ -164,7 +176,8 @@ Result<std::unique_ptr<Executive>> Executive::create(ClusterConfig cluster,
 
   // The token the control ports ask for (none: anyone who reaches them may change things,
   // which only the loopback allows).
-  auto token = access_token(raw->cluster);
+  auto token = raw->options.token ? Result<std::string>(*raw->options.token)
+                                  : access_token(raw->cluster);
   if (!token) return token.error();
   const AccessPolicy access{*token, raw->cluster.access.protect_reads};
 
@@ -196,9 +209,10 @@ Result<std::unique_ptr<Executive>> Executive::create(ClusterConfig cluster,
     const MonitoringSettings& m = raw->cluster.monitoring;
     h.history = std::make_unique<MetricsHistory>(std::size_t{m.history_s} * 1000 / m.interval_ms,
                                                  m.max_series);
-    h.api =
-        std::make_unique<ControlApi>(raw->cluster, raw->addresses, *h.control, *h.history, access,
-                                     [raw_exec = exec.get()] { raw_exec->request_shutdown(); });
+    ExecutiveHooks hooks{[raw_exec = exec.get()] { raw_exec->request_shutdown(); },
+                         [raw] { return raw->renew_lease(); }};
+    h.api = std::make_unique<ControlApi>(raw->cluster, raw->addresses, *h.control, *h.history,
+                                         access, std::move(hooks));
     raw->contexts.push_back(std::move(h));
     hosted.push_back(name);
   }
@@ -276,6 +290,11 @@ Result<void> Executive::start() {
       std::make_unique<ConnectionReaper>(std::move(ports), impl_->options.control_connection_limit,
                                          impl_->options.control_connections_per_port);
   impl_->started = true;
+  if (impl_->options.lease.count() != 0) {
+    impl_->renew_lease();
+    spdlog::info("leased: shutting down when the controller has not renewed the lease for {} ms",
+                 impl_->options.lease.count());
+  }
   return ok();
 }
 
@@ -290,7 +309,18 @@ void Executive::request_shutdown() {
 void Executive::wait() {
   {
     std::unique_lock lock(impl_->mutex);
-    impl_->cv.wait(lock, [this] { return impl_->shutdown_requested; });
+    while (!impl_->shutdown_requested) {
+      if (impl_->options.lease.count() == 0) {
+        impl_->cv.wait(lock);
+        continue;
+      }
+      if (impl_->cv.wait_until(lock, impl_->lease_deadline) == std::cv_status::no_timeout) continue;
+      if (std::chrono::steady_clock::now() < impl_->lease_deadline) continue;
+      spdlog::warn("no lease renewal from the controller for {} ms (it died, or this host lost "
+                   "its link to it): shutting down",
+                   impl_->options.lease.count());
+      impl_->shutdown_requested = true;
+    }
     if (impl_->shutting_down) {
       impl_->cv.wait(lock, [this] { return impl_->finished; });
       return;

@@ -139,7 +139,7 @@ const char* route_method(const std::vector<std::string_view>& p) {
   if (n == 1 && (p[0] == "context" || p[0] == "cluster" || p[0] == "apps" || p[0] == "history" ||
                  p[0] == "logs" || p[0] == "snapshot" || p[0] == "snapshots" || p[0] == "contexts"))
     return "GET";
-  if (n == 1 && p[0] == "shutdown") return "POST";
+  if (n == 1 && (p[0] == "shutdown" || p[0] == "lease")) return "POST";
   if (n == 2 && p[0] == "apps") return "GET";
   if (n == 3 && p[0] == "apps" && p[2] == "params") return "PUT";
   if (n == 4 && p[0] == "apps" && p[2] == "fsm") return "POST";
@@ -220,13 +220,13 @@ std::string exception_text(const std::exception_ptr& ep) {
 
 ControlApi::ControlApi(const ClusterConfig& cluster, const transport::AddressTable& addresses,
                        ContextControl& context, const MetricsHistory& history, AccessPolicy access,
-                       std::function<void()> request_shutdown)
+                       ExecutiveHooks hooks)
     : cluster_(cluster),
       addresses_(addresses),
       context_(context),
       history_(history),
       access_(std::move(access)),
-      request_shutdown_(std::move(request_shutdown)) {}
+      hooks_(std::move(hooks)) {}
 
 ApiReply ControlApi::handle(std::string_view method, std::string_view path, std::string_view body,
                             std::string_view authorization) const {
@@ -297,8 +297,12 @@ ApiReply ControlApi::handle(std::string_view method, std::string_view path, std:
   if (p[0] == "cluster") return cluster_json();
   if (p[0] == "shutdown") {
     spdlog::info("context {}: shutdown requested over the control API", context_.config().name);
-    request_shutdown_();
+    hooks_.request_shutdown();
     return {202, json{{"context", context_.config().name}, {"shutdown", true}}, {}};
+  }
+  if (p[0] == "lease") {
+    json lease = hooks_.renew_lease ? hooks_.renew_lease() : json(nullptr);
+    return {200, json{{"context", context_.config().name}, {"lease", std::move(lease)}}, {}};
   }
   if (p[0] == "fsm") return command_all(p[1]);
   if (p.size() == 1) return apps_json();
@@ -690,8 +694,11 @@ void ControlApi::install(httplib::Server& server) const {
                    req.remote_addr, req.remote_port,
                    req.has_header("Authorization") ? "wrong" : "no");
     } else if (req.method != "GET" && req.method != "HEAD" && req.method != "OPTIONS") {
-      spdlog::info("audit: {} {} from {}:{} -> {}", req.method, req.target, req.remote_addr,
-                   req.remote_port, r.status);
+      // A lease renewal every few seconds changes nothing worth a line each.
+      const auto level =
+          req.path == "/api/v1/lease" ? spdlog::level::debug : spdlog::level::info;
+      spdlog::log(level, "audit: {} {} from {}:{} -> {}", req.method, req.target, req.remote_addr,
+                  req.remote_port, r.status);
     }
     res.status = r.status;
     if (r.unauthorized) res.set_header("WWW-Authenticate", "Bearer realm=\"daqflow\"");

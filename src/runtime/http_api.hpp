@@ -51,14 +51,21 @@ struct AccessPolicy {
   bool protect_reads = false;
 };
 
+// What the API asks of the executive hosting it; called from handlers, must not block.
+struct ExecutiveHooks {
+  std::function<void()> request_shutdown;
+  // POST /api/v1/lease: renews the executive's lease (ExecutiveOptions::lease) and says what it
+  // now is; empty: the executive has none.
+  std::function<nlohmann::json()> renew_lease;
+};
+
 // Thread-safe: handle() runs on the server's worker threads concurrently.
 class ControlApi {
  public:
-  // cluster, addresses and context must outlive the ControlApi; request_shutdown is called from
-  // a handler and must not block.
+  // cluster, addresses and context must outlive the ControlApi.
   ControlApi(const ClusterConfig& cluster, const transport::AddressTable& addresses,
              ContextControl& context, const MetricsHistory& history, AccessPolicy access,
-             std::function<void()> request_shutdown);
+             ExecutiveHooks hooks);
 
   // path may end in a query string (?key=value&...). authorization is the request's header of
   // that name, passed on when the request is for another context.
@@ -101,7 +108,7 @@ class ControlApi {
   ContextControl& context_;
   const MetricsHistory& history_;
   const AccessPolicy access_;
-  std::function<void()> request_shutdown_;
+  ExecutiveHooks hooks_;
   mutable std::atomic<std::uint64_t> unauthorized_{0};
 };
 

@@ -1,12 +1,15 @@
 #pragma once
-// The executives of a run on this machine: one child process per process group
-// (ClusterConfig::process_groups), each `daqflow exec CONFIG --context A [--context B ...]` with
-// its output in LOG_DIR/<first context>.log.
+// The executives of a run: one per process group (ClusterConfig::process_groups), each
+// `daqflow exec CONFIG --context A [--context B ...]` started through the launcher of its host
+// (launcher.hpp; this machine unless the `hosts` section says otherwise), with its output in
+// LOG_DIR/<first context>.log on this machine.
 //
-// Every context is reached on loopback at its control_port: `daqflow run` starts them all here,
-// and an executive binds its control port to 127.0.0.1 unless told otherwise.
+// A context on this machine is reached on the loopback at its control_port (an executive binds
+// it to 127.0.0.1 unless told otherwise); one elsewhere at its control_bind, or its host when
+// that opens every interface. Executives started elsewhere are leased: a thread renews each
+// lease while the Cluster lives.
 //
-// Owns the children: destroying a LocalCluster kills and reaps what still runs. Not thread-safe.
+// Owns the executives: destroying a Cluster kills what still runs. Not thread-safe.
 
 #include <chrono>
 #include <functional>
@@ -15,6 +18,7 @@
 #include <vector>
 
 #include "daqflow/control/client.hpp"
+#include "daqflow/control/launcher.hpp"
 #include "daqflow/control/process.hpp"
 #include "daqflow/control/summary.hpp"
 #include "daqflow/core/result.hpp"
@@ -29,10 +33,12 @@ struct LaunchOptions {
   std::string record_dir;   // non-empty: every executive records its samples there (--record)
 };
 
-class LocalCluster {
+class LeaseKeeper;
+
+class Cluster {
  public:
   // Starts one executive per group of context names. On error, what was started is killed.
-  [[nodiscard]] static Result<LocalCluster> launch(
+  [[nodiscard]] static Result<Cluster> launch(
       const runtime::ClusterConfig& config, const std::vector<std::vector<std::string>>& groups,
       const LaunchOptions& options);
 
@@ -47,7 +53,7 @@ class LocalCluster {
 
   struct Death {
     std::vector<std::string> contexts;  // the contexts the process hosted
-    std::string description;            // "context ru1 (pid 123) died: killed by signal 9 (Killed)"
+    std::string description;  // "context ru1 (pid 123) died: killed by signal 9 (Killed)"
   };
   // Reaps children that ended since the last call and describes each.
   std::vector<Death> reap_dead();
@@ -66,7 +72,12 @@ class LocalCluster {
   void kill_all();
   // Kills and reaps the process of this context (one that stopped answering at the end).
   void kill(const std::string& context);
-  [[nodiscard]] long pid_of(const std::string& context) const;
+  // Where the process hosting this context runs: "pid 123", "pid 45 on 10.77.0.2 via ssh".
+  [[nodiscard]] std::string where(const std::string& context) const;
+
+  Cluster(Cluster&&) noexcept;
+  Cluster& operator=(Cluster&&) noexcept;
+  ~Cluster();
 
   // Name, pid and exit code of every context, in configuration order.
   [[nodiscard]] std::vector<ContextOutcome> outcomes() const;
@@ -74,8 +85,9 @@ class LocalCluster {
  private:
   struct Process {
     std::vector<std::string> contexts;
-    ChildProcess child;
+    std::unique_ptr<Launched> launched;
     bool reported = false;  // its end was described by reap_dead()
+    long pid = 0;           // on its host, as its control API said; 0 until it answered
   };
   struct Context {
     std::string name;
@@ -83,12 +95,15 @@ class LocalCluster {
     ControlClient client;
   };
 
-  LocalCluster() = default;
+  Cluster();
+  [[nodiscard]] std::string where_of(const Process& p) const;
   [[nodiscard]] std::string describe_end(const Process& p) const;
   [[nodiscard]] const Context& context(const std::string& name) const;
 
+  std::vector<std::unique_ptr<Launcher>> launchers_;  // one per host address used
   std::vector<Process> processes_;
   std::vector<Context> contexts_;  // configuration order
+  std::unique_ptr<LeaseKeeper> leases_;
 };
 
 }  // namespace daqflow::control

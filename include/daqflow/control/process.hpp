@@ -37,10 +37,14 @@ struct ExitStatus {
 class ChildProcess {
  public:
   // Starts argv[0] with argv, stdout and stderr appended to log_path (created, with its
-  // directory). The error names the program and the log file.
+  // directory; argv[0] is looked up in PATH when it has no slash), stdin /dev/null, or a pipe that is given input and then closed (when input is
+  // set). The error names the program and the log file.
   [[nodiscard]] static Result<ChildProcess> spawn(const std::vector<std::string>& argv,
-                                                  const std::string& log_path);
+                                                  const std::string& log_path,
+                                                  const std::optional<std::string>& input = {});
 
+  // Adopts a child this process forked, leader of its own process group.
+  ChildProcess(pid_t pid, std::string log_path) : pid_(pid), log_path_(std::move(log_path)) {}
   ChildProcess(ChildProcess&& other) noexcept;
   ChildProcess& operator=(ChildProcess&& other) noexcept;
   ChildProcess(const ChildProcess&) = delete;
@@ -62,8 +66,6 @@ class ChildProcess {
   [[nodiscard]] const std::optional<ExitStatus>& exit_status() const { return exit_; }
 
  private:
-  ChildProcess(pid_t pid, std::string log_path) : pid_(pid), log_path_(std::move(log_path)) {}
-
   pid_t pid_ = -1;
   std::string log_path_;
   std::optional<ExitStatus> exit_;
@@ -72,6 +74,17 @@ class ChildProcess {
 // The last max_lines lines of a text file (at most 64 KiB are read), for error messages about a
 // child that died; empty when the file cannot be read.
 [[nodiscard]] std::string tail_of_file(const std::string& path, int max_lines);
+
+// What a short command printed, and how it ended.
+struct CommandOutput {
+  ExitStatus status;
+  std::string out;  // stdout and stderr together, at most 1 MiB
+};
+
+// Runs argv (stdin /dev/null) and collects its output; after timeout it is killed and the error
+// says so. For the engines' own tools (ssh HOST kill ..., scontrol, ...).
+[[nodiscard]] Result<CommandOutput> run_command(const std::vector<std::string>& argv,
+                                                std::chrono::milliseconds timeout);
 
 // The path of the running executable (/proc/self/exe resolved).
 [[nodiscard]] Result<std::string> self_executable();

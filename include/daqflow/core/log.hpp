@@ -5,6 +5,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include "daqflow/core/result.hpp"
+
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -18,6 +20,10 @@ inline constexpr std::size_t kLogRingLines = 4096;
 // ("trace", "debug", "info", "warn", "error"), and the in-memory ring of its last lines (the
 // same ring across calls). Safe to call again to rename.
 void init_logging(const std::string& name, const std::string& level = "info");
+
+// Also appends every line to path (its folder is created), from now on and across renames by
+// init_logging(). Call before other threads log.
+[[nodiscard]] Result<void> log_to_file(const std::string& path);
 
 struct LogLine {
   std::int64_t unix_ms = 0;

@@ -60,6 +60,58 @@ struct TransportSettings {
   transport::BackendOptions backends;
 };
 
+// The `hosts` section (docs/deployment.md): how `daqflow run` reaches the host of a context and
+// starts its executive there. A context whose host has no entry is started on this machine.
+enum class LauncherKind { local, ssh, supervisor, slurm };
+[[nodiscard]] const char* to_string(LauncherKind kind);
+
+struct SshSettings {
+  std::string destination;           // what ssh connects to; empty: the host's address
+  std::string user;                  // empty: ssh's own choice (the current user, ~/.ssh/config)
+  std::uint16_t port = 0;            // 0: ssh's own choice (22)
+  std::vector<std::string> options;  // passed to ssh before the destination ("-i", "KEY", ...)
+};
+
+struct SupervisorSettings {
+  std::string url;            // the XML-RPC server; empty: http://ADDRESS:9001/RPC2
+  std::string user;           // basic authentication, when supervisord asks for it
+  std::string password_file;  // relative: to the configuration file's folder
+};
+
+struct SlurmSettings {
+  std::string node;       // the Slurm node name; empty: the host's address
+  std::string partition;  // empty: the cluster's default
+  std::string account;
+};
+
+struct HostConfig {
+  std::vector<std::string> addresses;  // the contexts' `host` values this entry covers
+  LauncherKind launcher = LauncherKind::local;
+  std::string daqflow;   // the executable on the host; empty: the controller's own path
+  std::string workdir;   // where its executives start; relative paths of the configuration
+                         // (run.output) resolve there; empty: /tmp/daqflow
+  std::string log_dir;   // where its executives write their logs there; empty: WORKDIR/logs
+  // The default control_bind of its contexts: the controller reaches them from elsewhere. Empty:
+  // the context's host for a launcher other than local.
+  std::string control_bind;
+  // An executive started elsewhere ends itself when the controller has not renewed its lease
+  // for this long (no orphans when the controller dies); `daqflow run --attach` renews it.
+  std::uint32_t lease_s = 20;
+  SshSettings ssh;
+  SupervisorSettings supervisor;
+  SlurmSettings slurm;
+  SourceLocation location;
+};
+
+// A context's restart policy (`restart:` in a context): never, or on-failure with a back-off
+// doubling from backoff_ms up to max_backoff_ms, at most max_restarts times in a run.
+struct RestartPolicy {
+  bool on_failure = false;
+  std::uint32_t backoff_ms = 500;
+  std::uint32_t max_backoff_ms = 10000;
+  std::uint32_t max_restarts = 5;
+};
+
 struct ApplicationConfig {
   AppIndex index = 0;            // position in the cluster's address table
   std::string type;              // registry name: "source", "sink", "roundtrip", ...
@@ -80,6 +132,7 @@ struct ContextConfig {
   std::string control_bind = "127.0.0.1";
   std::uint16_t data_port = 0;  // base: application i of this context listens on data_port + i
   std::vector<AppIndex> applications;
+  RestartPolicy restart;
   SourceLocation location;
 };
 
@@ -89,6 +142,7 @@ struct ClusterConfig {
   TransportSettings transports;
   MonitoringSettings monitoring;
   AccessSettings access;
+  std::vector<HostConfig> hosts;
   std::vector<ContextConfig> contexts;
   std::vector<ApplicationConfig> applications;  // indexed by AppIndex
   // The `faults` section: faults to inject on links, for failure tests; empty unless written.
@@ -96,6 +150,8 @@ struct ClusterConfig {
 
   [[nodiscard]] const ApplicationConfig* find_application(std::string_view id) const;
   [[nodiscard]] const ContextConfig* find_context(std::string_view name) const;
+  // The `hosts` entry of a context's host; nullptr: none (started on this machine).
+  [[nodiscard]] const HostConfig* host_of(const ContextConfig& context) const;
   // The contexts hosting an application on the mpi transport, in file order: MPI rank i runs
   // the i-th (transport::MpiOptions::contexts; `daqflow run` starts them with one mpirun).
   [[nodiscard]] std::vector<std::string> mpi_contexts() const;

@@ -17,6 +17,7 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -41,6 +42,13 @@ struct ExecutiveOptions {
   std::chrono::milliseconds control_connection_limit{30000};
   // More connections than this on one control port: the youngest are cut.
   std::size_t control_connections_per_port = 64;
+  // The control token, given by the launcher (`daqflow exec --config-stdin`); none: the
+  // configuration's (access.token_file, else DAQFLOW_TOKEN).
+  std::optional<std::string> token;
+  // Non-zero: the executive shuts itself down (halting its applications) when no
+  // POST /api/v1/lease came for this long; the first lease starts with start(). What a context
+  // started on another host is given, so that it does not outlive a controller that died.
+  std::chrono::milliseconds lease{0};
 };
 
 class Executive {

@@ -1,0 +1,181 @@
+"""Hosts for tests made of Linux network namespaces (needs root).
+
+NamespaceHosts(n) makes n hosts: a namespace each, joined to a bridge in the test's own namespace
+by a veth pair, addresses 10.77.B.2 .. 10.77.B.(n+1) on a /24 of their own (the bridge, where
+the controller runs, is 10.77.B.1; B is a block reserved with a lock file, so that test processes
+running at the same time never share one). Each host can run an sshd (start_sshd) with a key
+made for the test. cut(i) and restore(i) take a host's link down and up again. close() kills
+every process left in the namespaces and removes the namespaces, the bridge and the files.
+
+The namespaces share this machine's file systems: tests that mean to show that nothing needs a
+shared file system use paths that only the host's processes write.
+"""
+
+import fcntl
+import os
+import shutil
+import signal
+import subprocess
+import tempfile
+import time
+
+SUBNET_FIRST = 10  # 10.77.10.0/24 .. 10.77.59.0/24
+SUBNET_COUNT = 50
+
+
+def _run(*args, check=True):
+    done = subprocess.run(list(args), stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    if check and done.returncode != 0:
+        raise RuntimeError(f"{' '.join(args)}: {done.stdout.decode(errors='replace').strip()}")
+    return done
+
+
+def available():
+    """Why namespace hosts cannot be made here, or None when they can."""
+    if os.geteuid() != 0:
+        return "namespace hosts need root"
+    for tool in ("ip", "nsenter"):
+        if shutil.which(tool) is None:
+            return f"{tool} is not installed"
+    return None
+
+
+class NamespaceHosts:
+    def __init__(self, count):
+        self.count = count
+        self._lock = None
+        self.block = self._reserve_block()
+        self.tag = f"dqf{self.block}"
+        self.bridge = f"{self.tag}br"
+        self.gateway = f"10.77.{self.block}.1"
+        self.names = [f"{self.tag}h{i}" for i in range(count)]
+        self.addresses = [f"10.77.{self.block}.{i + 2}" for i in range(count)]
+        self.dir = tempfile.mkdtemp(prefix=f"daqflow-hosts-{self.block}-")
+        self._daemons = []
+        try:
+            self._make()
+        except Exception:
+            self.close()
+            raise
+
+    def _reserve_block(self):
+        start = os.getpid() % SUBNET_COUNT
+        for i in range(SUBNET_COUNT):
+            block = SUBNET_FIRST + (start + i) % SUBNET_COUNT
+            f = open(os.path.join(tempfile.gettempdir(), f"daqflow-test-subnet-{block}.lock"), "w")
+            try:
+                fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError:
+                f.close()
+                continue
+            self._lock = f
+            return block
+        raise RuntimeError("every 10.77.x.0/24 block of the namespace hosts is taken")
+
+    def _make(self):
+        # What an earlier test process of this block left behind (killed before its clean-up).
+        self._remove_links()
+        _run("ip", "link", "add", self.bridge, "type", "bridge")
+        _run("ip", "addr", "add", f"{self.gateway}/24", "dev", self.bridge)
+        _run("ip", "link", "set", self.bridge, "up")
+        for i, (ns, address) in enumerate(zip(self.names, self.addresses)):
+            outside, inside = f"{self.tag}v{i}", f"{self.tag}p{i}"
+            _run("ip", "netns", "add", ns)
+            _run("ip", "link", "add", outside, "type", "veth", "peer", "name", inside)
+            _run("ip", "link", "set", inside, "netns", ns)
+            _run("ip", "link", "set", outside, "master", self.bridge)
+            _run("ip", "link", "set", outside, "up")
+            _run("ip", "-n", ns, "link", "set", "lo", "up")
+            _run("ip", "-n", ns, "addr", "add", f"{address}/24", "dev", inside)
+            _run("ip", "-n", ns, "link", "set", inside, "up")
+            _run("ip", "-n", ns, "route", "add", "default", "via", self.gateway)
+
+    def _remove_links(self):
+        for ns in self.names:
+            self._kill_in(ns)
+            _run("ip", "netns", "del", ns, check=False)
+        _run("ip", "link", "del", self.bridge, check=False)
+
+    @staticmethod
+    def _kill_in(ns):
+        done = _run("ip", "netns", "pids", ns, check=False)
+        for pid in done.stdout.decode().split():
+            try:
+                os.kill(int(pid), signal.SIGKILL)
+            except (ProcessLookupError, ValueError):
+                pass
+
+    def pids(self, i):
+        """The processes running in host i."""
+        done = _run("ip", "netns", "pids", self.names[i], check=False)
+        return [int(p) for p in done.stdout.decode().split()]
+
+    def command(self, i, args):
+        """args run in host i's network namespace (nsenter: no remount of /sys)."""
+        return ["nsenter", f"--net=/run/netns/{self.names[i]}", "--"] + list(args)
+
+    def cut(self, i):
+        _run("ip", "-n", self.names[i], "link", "set", f"{self.tag}p{i}", "down")
+
+    def restore(self, i):
+        _run("ip", "-n", self.names[i], "link", "set", f"{self.tag}p{i}", "up")
+        _run("ip", "-n", self.names[i], "route", "replace", "default", "via", self.gateway)
+
+    # --- sshd ---
+
+    def start_sshd(self):
+        """An sshd on port 22 of every host, accepting a key made here for root; returns the ssh
+        options a client needs (identity, no host key checks)."""
+        os.makedirs("/run/sshd", exist_ok=True)
+        key = os.path.join(self.dir, "id_ed25519")
+        host_key = os.path.join(self.dir, "host_ed25519")
+        for path in (key, host_key):
+            _run("ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", path)
+        authorized = os.path.join(self.dir, "authorized_keys")
+        shutil.copy(key + ".pub", authorized)
+        os.chmod(authorized, 0o600)
+        sshd = shutil.which("sshd") or "/usr/sbin/sshd"
+        for i, address in enumerate(self.addresses):
+            config = os.path.join(self.dir, f"sshd_{i}.conf")
+            with open(config, "w") as f:
+                f.write(f"ListenAddress {address}\nPort 22\nHostKey {host_key}\n"
+                        f"AuthorizedKeysFile {authorized}\nPermitRootLogin prohibit-password\n"
+                        "PasswordAuthentication no\nKbdInteractiveAuthentication no\n"
+                        "UsePAM no\nStrictModes no\nPidFile none\nLogLevel ERROR\n"
+                        "ClientAliveInterval 2\nClientAliveCountMax 3\n")
+            log = open(os.path.join(self.dir, f"sshd_{i}.log"), "w")
+            proc = subprocess.Popen(self.command(i, [sshd, "-D", "-e", "-f", config]),
+                                    stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+            log.close()
+            self._daemons.append(proc)
+        options = ["-i", key, "-o", "StrictHostKeyChecking=no", "-o",
+                   "UserKnownHostsFile=/dev/null", "-o", "LogLevel=ERROR"]
+        for address in self.addresses:
+            self._wait_ssh(address, options)
+        return options
+
+    def _wait_ssh(self, address, options, timeout=30.0):
+        deadline = time.monotonic() + timeout
+        while True:
+            done = _run("ssh", "-o", "BatchMode=yes", "-o", "ConnectTimeout=5", *options,
+                        f"root@{address}", "true", check=False)
+            if done.returncode == 0:
+                return
+            if time.monotonic() >= deadline:
+                raise RuntimeError(f"sshd on {address} did not answer within {timeout} s: "
+                                   f"{done.stdout.decode(errors='replace').strip()}")
+            time.sleep(0.2)
+
+    def close(self):
+        for proc in self._daemons:
+            try:
+                os.killpg(proc.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            proc.wait()
+        self._daemons = []
+        self._remove_links()
+        shutil.rmtree(self.dir, ignore_errors=True)
+        if self._lock is not None:
+            self._lock.close()
+            self._lock = None
