@@ -22,6 +22,8 @@ void add_transports(CLI::App& app);  // daqflow transports
 void add_shm(CLI::App& app);         // daqflow shm list|clean [--run TAG] [--all-dead]
 void add_bench(CLI::App& app);       // daqflow bench
 void add_salvage(CLI::App& app);     // daqflow salvage CONFIG APP
+void add_logs(CLI::App& app);        // daqflow logs CONFIG [--context C] [--follow]
+void add_stop(CLI::App& app);        // daqflow stop CONFIG
 void add_report(CLI::App& app);      // daqflow report DIR [--output FILE]
                                      // roundtrip|stream|evb|compare|memcpy ...
 

@@ -8,9 +8,9 @@
 #include <cstdio>
 #include <ctime>
 #include <iostream>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
-#include <memory>
 #include <string>
 #include <thread>
 #include <vector>
@@ -50,8 +50,8 @@ struct Delivered {
 Delivered read_delivered_config(const std::string& name) {
   std::string line;
   if (!std::getline(std::cin, line)) {
-    fail("--config-stdin: nothing on standard input (the launcher sends the configuration " +
-         name + " there)");
+    fail("--config-stdin: nothing on standard input (the launcher sends the configuration " + name +
+         " there)");
   }
   const auto bundle = nlohmann::json::parse(line, nullptr, false);
   if (!bundle.is_object() || !bundle.contains("yaml") || !bundle["yaml"].is_string()) {

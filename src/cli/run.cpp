@@ -1,5 +1,5 @@
-// daqflow run CONFIG: runs a whole configuration on this machine (control/run.hpp) and writes
-// its summary.
+// daqflow run CONFIG: runs a whole configuration, here or on its hosts (control/run.hpp), and
+// writes its summary.
 #include "daqflow/control/run.hpp"
 
 #include <signal.h>
@@ -107,6 +107,7 @@ struct RunArgs {
   std::string summary;
   std::string log_dir;
   std::string record_dir;
+  bool attach = false;
 };
 
 [[noreturn]] void fail(const std::string& why) {
@@ -141,6 +142,7 @@ void run_command(const RunArgs& args) {
   options.log_dir = args.log_dir.empty() ? (output / "logs").string() : args.log_dir;
   options.duration_s = args.duration_s;
   options.status_interval_s = args.status_interval_s;
+  options.attach = args.attach;
   const std::string summary_path =
       args.summary.empty() ? (output / "summary.json").string() : args.summary;
 
@@ -180,10 +182,10 @@ void run_command(const RunArgs& args) {
 
 void add_run(CLI::App& app) {
   auto args = std::make_shared<RunArgs>();
-  auto* cmd = app.add_subcommand(
-      "run",
-      "Run a configuration on this machine: start its executives, configure, enable, monitor, "
-      "halt, and write the summary");
+  auto* cmd = app.add_subcommand("run",
+                                 "Run a configuration: start its executives (here, or on its "
+                                 "hosts), configure, enable, monitor, "
+                                 "halt, and write the summary");
   cmd->add_option("config", args->config, "the cluster configuration (YAML)")
       ->required()
       ->check(CLI::ExistingFile);
@@ -198,6 +200,9 @@ void add_run(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--log-dir", args->log_dir,
                   "where the executives' logs go (default: <run.output>/logs)");
+  cmd->add_flag("--attach", args->attach,
+                "take over a run whose executives still run (its controller died): monitor it, "
+                "and halt it at the end");
   cmd->add_option("--record", args->record_dir,
                   "record every monitoring sample of every context, and the run's notes, in DIR "
                   "(daqflow report DIR turns it into a report)");

@@ -22,6 +22,9 @@ namespace {
 
 constexpr int kLogTailLines = 20;
 constexpr auto kPollPeriod = std::chrono::milliseconds(50);
+// How often the controller tells the executives it is there (at most: a quarter of the shortest
+// lease).
+constexpr auto kLeasePeriod = std::chrono::milliseconds(1000);
 
 std::string join(const std::vector<std::string>& names) {
   std::string out;
@@ -39,8 +42,10 @@ Result<std::string> read_text_file(const std::string& path) {
 
 }  // namespace
 
-// Renews the lease of every executive started elsewhere, on a thread of its own: the run's loop
-// may wait on a slow answer, the leases must not.
+// Tells every executive, about once a second, that its controller is attached (POST
+// /api/v1/lease): renews the lease of those started elsewhere, and hears whether `daqflow stop`
+// asked for the end of the run. On a thread of its own: the run's loop may wait on a slow
+// answer, the leases must not.
 class LeaseKeeper {
  public:
   LeaseKeeper(std::vector<ControlClient> clients, std::chrono::milliseconds period)
@@ -58,12 +63,20 @@ class LeaseKeeper {
   LeaseKeeper(const LeaseKeeper&) = delete;
   LeaseKeeper& operator=(const LeaseKeeper&) = delete;
 
+  [[nodiscard]] bool stop_requested() const { return stop_.load(std::memory_order_relaxed); }
+
  private:
   void loop() {
     std::unique_lock lock(mutex_);
     while (!done_) {
       lock.unlock();
-      for (const auto& c : clients_) (void)c.post("/api/v1/lease");
+      for (const auto& c : clients_) {
+        const auto answer = c.post("/api/v1/lease");
+        if (answer && answer->is_object() && answer->contains("run") &&
+            (*answer)["run"].is_object() && (*answer)["run"].value("stop_requested", false)) {
+          stop_.store(true, std::memory_order_relaxed);
+        }
+      }
       lock.lock();
       cv_.wait_for(lock, period_, [this] { return done_; });
     }
@@ -71,6 +84,7 @@ class LeaseKeeper {
 
   std::vector<ControlClient> clients_;
   std::chrono::milliseconds period_;
+  std::atomic<bool> stop_{false};
   std::mutex mutex_;
   std::condition_variable cv_;
   bool done_ = false;
@@ -88,9 +102,73 @@ Cluster::~Cluster() {
   }
 }
 
+// An executive started by an earlier controller: alive while its control port answers.
+class AttachedLaunched final : public Launched {
+ public:
+  AttachedLaunched(ControlClient client, Launcher& launcher, std::string context, std::string host)
+      : client_(
+            client.with_timeouts(std::chrono::milliseconds(500), std::chrono::milliseconds(1500))),
+        launcher_(launcher),
+        context_(std::move(context)),
+        host_(std::move(host)) {}
+
+  std::optional<ExitStatus> poll() override {
+    if (exit_ || std::chrono::steady_clock::now() < next_probe_) return exit_;
+    next_probe_ = std::chrono::steady_clock::now() + std::chrono::milliseconds(500);
+    // A frozen executive still accepts connections (the kernel does) and then times out: it is
+    // silent, not gone. Three refusals in a row are an end.
+    const auto answer = client_.get("/api/v1/context");
+    const bool refused =
+        !answer && answer.error().message().find("Connection") != std::string::npos;
+    refusals_ = refused ? refusals_ + 1 : 0;
+    if (answer && answer->is_object()) pid_ = answer->value("pid", 0L);
+    if (refusals_ >= 3) exit_ = ExitStatus{end_expected_ ? 0 : ExitStatus::kUnknown, 0};
+    return exit_;
+  }
+  void terminate() override {
+    if (client_.post("/api/v1/shutdown")) end_expected_ = true;
+  }
+  void expect_end() override { end_expected_ = true; }
+  ExitStatus kill() override {
+    if (exit_) return *exit_;
+    (void)launcher_.kill_remains(context_);
+    exit_ = ExitStatus{0, SIGKILL};
+    return *exit_;
+  }
+  [[nodiscard]] const std::optional<ExitStatus>& exit_status() const override { return exit_; }
+  [[nodiscard]] std::string where() const override {
+    return "pid " + std::to_string(pid_) + " on " + host_ + ", attached";
+  }
+  [[nodiscard]] long pid() const override { return pid_; }
+  [[nodiscard]] std::string local_log() const override { return {}; }
+
+ private:
+  ControlClient client_;
+  Launcher& launcher_;
+  std::string context_;
+  std::string host_;
+  long pid_ = 0;
+  int refusals_ = 0;
+  bool end_expected_ = false;
+  std::chrono::steady_clock::time_point next_probe_{};
+  std::optional<ExitStatus> exit_;
+};
+
 Result<Cluster> Cluster::launch(const runtime::ClusterConfig& config,
                                 const std::vector<std::vector<std::string>>& groups,
                                 const LaunchOptions& options) {
+  return make(config, groups, options, false);
+}
+
+Result<Cluster> Cluster::attach(const runtime::ClusterConfig& config,
+                                const std::vector<std::vector<std::string>>& groups,
+                                const LaunchOptions& options) {
+  return make(config, groups, options, true);
+}
+
+Result<Cluster> Cluster::make(const runtime::ClusterConfig& config,
+                              const std::vector<std::vector<std::string>>& groups,
+                              const LaunchOptions& options, bool attach) {
   // The token the control ports ask for, if any (docs/control-api.md, Access).
   auto token = runtime::access_token(config);
   if (!token) return token.error();
@@ -98,7 +176,7 @@ Result<Cluster> Cluster::launch(const runtime::ClusterConfig& config,
   Cluster cluster;
   std::map<std::string, Launcher*> by_address;
   std::vector<ControlClient> leased;
-  auto lease_period = std::chrono::milliseconds(0);
+  auto lease_period = kLeasePeriod;
   for (const auto& group : groups) {
     if (group.empty()) continue;
     const runtime::ContextConfig& first = *config.find_context(group.front());
@@ -126,39 +204,37 @@ Result<Cluster> Cluster::launch(const runtime::ClusterConfig& config,
     if (mpi_group && remote) {
       return Error(first.location.str() + ": context " + first.name +
                    " uses the mpi transport, which daqflow run starts with mpirun on this "
-                   "machine; its host " + first.host + " has launcher " +
-                   to_string(host->launcher));
+                   "machine; its host " +
+                   first.host + " has launcher " + to_string(host->launcher));
     }
-    auto started =
-        mpi_group ? start_command(launch_command(options.self, options.config_path, group, config,
-                                                 extra),
-                                  log_path)
-                  : launcher->start(LaunchRequest{group, extra, log_path});
+    Result<std::unique_ptr<Launched>> started = Error("not started");
+    if (attach) {
+      ControlClient client(control_address(config, first));
+      client.set_token(*token);
+      started = std::unique_ptr<Launched>(
+          std::make_unique<AttachedLaunched>(client, *launcher, first.name, first.host));
+    } else if (mpi_group) {
+      started = start_command(
+          launch_command(options.self, options.config_path, group, config, extra), log_path);
+    } else {
+      started = launcher->start(LaunchRequest{group, extra, log_path});
+    }
     if (!started) return started.error().context("starting context " + group.front());
     cluster.processes_.push_back(Process{group, std::move(*started), false, 0});
     if (remote) {
       const auto lease = std::chrono::milliseconds(std::int64_t{host->lease_s} * 1000);
-      lease_period = lease_period.count() == 0 ? lease / 4 : std::min(lease_period, lease / 4);
+      lease_period = std::min(lease_period, lease / 4);
     }
   }
   for (const auto& ctx : config.contexts) {
     for (std::size_t p = 0; p < cluster.processes_.size(); ++p) {
       const auto& names = cluster.processes_[p].contexts;
       if (std::find(names.begin(), names.end(), ctx.name) == names.end()) continue;
-      const runtime::HostConfig* host = config.host_of(ctx);
-      const bool remote = host != nullptr && host->launcher != runtime::LauncherKind::local;
-      // A port opened on every interface is reached on the loopback (here) or at the host's
-      // address (elsewhere); one bound to a single address, there.
-      const std::string& bind = ctx.control_bind;
-      const bool wildcard = bind == "0.0.0.0" || bind == "::";
-      std::string address = bind;
-      if (wildcard) address = remote ? ctx.host : "127.0.0.1";
-      if (!remote && runtime::is_loopback(bind)) address = "127.0.0.1";
-      ControlClient client(HostPort{address, ctx.control_port});
+      ControlClient client(control_address(config, ctx));
       client.set_token(*token);
-      if (remote && names.front() == ctx.name) {
-        leased.push_back(client.with_timeouts(std::chrono::milliseconds(1000),
-                                              std::chrono::milliseconds(2000)));
+      if (names.front() == ctx.name) {
+        leased.push_back(
+            client.with_timeouts(std::chrono::milliseconds(1000), std::chrono::milliseconds(2000)));
       }
       cluster.contexts_.push_back(Context{ctx.name, p, std::move(client)});
     }
@@ -168,6 +244,21 @@ Result<Cluster> Cluster::launch(const runtime::ClusterConfig& config,
         std::move(leased), std::max(lease_period, std::chrono::milliseconds(250)));
   }
   return cluster;
+}
+
+bool Cluster::stop_requested() const {
+  return leases_ && leases_->stop_requested();
+}
+
+HostPort control_address(const runtime::ClusterConfig& config, const runtime::ContextConfig& ctx) {
+  const runtime::HostConfig* host = config.host_of(ctx);
+  const bool remote = host != nullptr && host->launcher != runtime::LauncherKind::local;
+  // A port opened on every interface is reached on the loopback (here) or at the host's address
+  // (elsewhere); one bound to a single address, there.
+  const std::string& bind = ctx.control_bind;
+  if (bind == "0.0.0.0" || bind == "::") return {remote ? ctx.host : "127.0.0.1", ctx.control_port};
+  if (!remote && runtime::is_loopback(bind)) return {"127.0.0.1", ctx.control_port};
+  return {bind, ctx.control_port};
 }
 
 const Cluster::Context& Cluster::context(const std::string& name) const {
@@ -185,7 +276,8 @@ std::string Cluster::describe_end(const Process& p) const {
   const std::string who =
       p.contexts.size() == 1 ? "context " + p.contexts.front() : "contexts " + join(p.contexts);
   const auto& status = p.launched->exit_status();
-  return who + " (" + where_of(p) + ") died: " + (status ? status->str() : std::string("still running"));
+  return who + " (" + where_of(p) +
+         ") died: " + (status ? status->str() : std::string("still running"));
 }
 
 std::vector<Cluster::Death> Cluster::reap_dead() {
@@ -208,7 +300,7 @@ std::string Cluster::death_of(const std::string& name) const {
 }
 
 Result<void> Cluster::wait_until_reachable(std::chrono::milliseconds timeout,
-                                                const std::function<bool()>& abort) {
+                                           const std::function<bool()>& abort) {
   const auto deadline = std::chrono::steady_clock::now() + timeout;
   std::vector<bool> answered(contexts_.size(), false);
   for (;;) {
@@ -257,7 +349,11 @@ Result<void> Cluster::shutdown(std::chrono::milliseconds grace) {
     const ControlClient c =
         context(p.contexts.front())
             .client.with_timeouts(std::chrono::milliseconds(500), std::chrono::milliseconds(2000));
-    if (!c.post("/api/v1/shutdown").ok()) p.launched->terminate();
+    if (c.post("/api/v1/shutdown").ok()) {
+      p.launched->expect_end();
+    } else {
+      p.launched->terminate();
+    }
   }
   const auto deadline = std::chrono::steady_clock::now() + grace;
   std::vector<std::string> problems;

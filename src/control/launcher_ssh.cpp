@@ -30,16 +30,11 @@ class Ssh {
  public:
   Ssh(const runtime::HostConfig& host, std::string address)
       : address_(std::move(address)), log_dir_(host_log_dir(host)) {
-    base_ = {"ssh",
-             "-T",
-             "-o",
-             "BatchMode=yes",
-             "-o",
-             "ConnectTimeout=10",
-             "-o",
-             "ServerAliveInterval=2",
-             "-o",
-             "ServerAliveCountMax=3"};
+    base_ = {"ssh", "-T",
+             "-o",  "BatchMode=yes",
+             "-o",  "ConnectTimeout=10",
+             "-o",  "ServerAliveInterval=2",
+             "-o",  "ServerAliveCountMax=3"};
     if (host.ssh.port != 0) base_.insert(base_.end(), {"-p", std::to_string(host.ssh.port)});
     if (!host.ssh.user.empty()) base_.insert(base_.end(), {"-l", host.ssh.user});
     base_.insert(base_.end(), host.ssh.options.begin(), host.ssh.options.end());

@@ -31,6 +31,7 @@ std::string ExitStatus::str() const {
     return "killed by signal " + std::to_string(signal) +
            (name != nullptr ? " (" + std::string(name) + ")" : std::string());
   }
+  if (code == kUnknown) return "ended (no longer answers on its control port)";
   return "exited with code " + std::to_string(code);
 }
 

@@ -82,7 +82,9 @@ class Run {
     nlohmann::json last;  // the last full GET /apps/{id} answer
   };
 
-  [[nodiscard]] bool stopping() const { return stop_.load(std::memory_order_relaxed) >= 1; }
+  [[nodiscard]] bool stopping() const {
+    return stop_.load(std::memory_order_relaxed) >= 1 || (cluster_ && cluster_->stop_requested());
+  }
   [[nodiscard]] bool aborting() const { return stop_.load(std::memory_order_relaxed) >= 2; }
   void fail(const std::string& why) {
     reporter_.note("FAILED: " + why);
@@ -115,6 +117,7 @@ class Run {
                         std::chrono::milliseconds timeout, bool any_failed_fails);
   Result<void> post_app(const View& v, const std::string& command);
   Result<void> start();
+  Result<bool> attached_state();
   Result<void> configure();
   Result<void> enable();
   void monitor();
@@ -358,11 +361,17 @@ Result<void> Run::start() {
     reporter_.note(fmt::format("starting {} MPI rank(s) with mpirun: {}", mpi_contexts_.size(),
                                fmt::join(mpi_contexts_, ", ")));
   }
-  reporter_.note(fmt::format("starting {} process(es) for {} context(s); logs in {}",
-                             groups->size(), config_.contexts.size(), options_.log_dir));
-  auto cluster = Cluster::launch(
-      config_, *groups,
-      {options_.self, options_.config_path, options_.log_dir, options_.record_dir});
+  const LaunchOptions launch{options_.self, options_.config_path, options_.log_dir,
+                             options_.record_dir};
+  if (options_.attach) {
+    reporter_.note(fmt::format("attaching to {} process(es) of {} context(s)", groups->size(),
+                               config_.contexts.size()));
+  } else {
+    reporter_.note(fmt::format("starting {} process(es) for {} context(s); logs in {}",
+                               groups->size(), config_.contexts.size(), options_.log_dir));
+  }
+  auto cluster = options_.attach ? Cluster::attach(config_, *groups, launch)
+                                 : Cluster::launch(config_, *groups, launch);
   if (!cluster) return cluster.error();
   cluster_.emplace(std::move(*cluster));
   if (auto reached =
@@ -425,7 +434,9 @@ void Run::monitor() {
   std::optional<std::uint64_t> last_progress;  // bytes + messages received, once one finished
   for (;;) {
     if (stopping()) {
-      reporter_.note("stop requested: halting");
+      reporter_.note(stop_.load(std::memory_order_relaxed) >= 1
+                         ? "stop requested: halting"
+                         : "daqflow stop asked for the end of the run: halting");
       break;
     }
     if (options_.duration_s > 0 && elapsed() >= options_.duration_s) break;
@@ -580,12 +591,38 @@ void Run::collect() {
   }
 }
 
+// What an attached controller finds: true when every application is Enabled (the run goes on
+// from monitoring), false when every one is Halted (it is configured and enabled as usual).
+Result<bool> Run::attached_state() {
+  if (auto r = poll_states(); !r) return r.error();
+  std::map<std::string, std::vector<std::string>> by_state;
+  for (const auto& v : views_) by_state[state_name(v.state)].push_back(v.config->id);
+  if (by_state.size() == 1 && by_state.contains("Enabled")) return true;
+  if (by_state.size() == 1 && by_state.contains("Halted")) return false;
+  std::string states;
+  for (const auto& [state, ids] : by_state) {
+    states += (states.empty() ? "" : "; ") + state + ": " + fmt::format("{}", fmt::join(ids, ", "));
+  }
+  return Error(
+      "cannot take over the run: its applications are neither all Enabled nor all "
+      "Halted (" +
+      states + ")");
+}
+
 RunSummary Run::execute() {
   summary_.config = options_.config_path;
   summary_.started_at = iso8601_utc(std::chrono::system_clock::now());
 
   if (auto r = start(); !r) {
     fail(r.error().message());
+  } else if (const auto attached = options_.attach ? attached_state() : Result<bool>(false);
+             !attached) {
+    configure_sent_ = true;  // what runs is halted and shut down
+    fail(attached.error().message());
+  } else if (*attached) {
+    reporter_.note("every application is Enabled: monitoring the run");
+    configure_sent_ = true;
+    monitor();
   } else if (auto c = configure(); !c) {
     fail(c.error().message());
   } else if (auto e = enable(); !e) {

@@ -21,8 +21,8 @@ using nlohmann::json;
 
 const std::vector<std::string> kTopKeys{"run",   "transports", "monitoring", "access",
                                         "hosts", "contexts",   "faults"};
-const std::vector<std::string> kHostKeys{"address", "launcher",     "daqflow", "workdir",
-                                         "log_dir", "control_bind", "lease_s", "ssh",
+const std::vector<std::string> kHostKeys{"address",    "launcher",     "daqflow", "workdir",
+                                         "log_dir",    "control_bind", "lease_s", "ssh",
                                          "supervisor", "slurm"};
 const std::vector<std::string> kLaunchers{"local", "ssh", "supervisor", "slurm"};
 const std::vector<std::string> kSshKeys{"destination", "user", "port", "options"};
@@ -41,9 +41,8 @@ const std::vector<std::string> kTransportKeys{
     "default",     "pipeline_depth", "max_message_size", "recv_buffers",  "socket_buffer_kb",
     "payload_crc", "ucx_tls",        "ofi_provider",     "mpi_completion"};
 const std::vector<std::string> kMpiCompletions{"testsome", "test", "testall"};
-const std::vector<std::string> kContextKeys{"name",         "host",        "control_port",
-                                            "data_port",    "control_bind", "restart",
-                                            "applications"};
+const std::vector<std::string> kContextKeys{"name",         "host",    "control_port", "data_port",
+                                            "control_bind", "restart", "applications"};
 const std::vector<std::string> kAppKeys{"type", "id", "transport", "cpu", "idle"};
 const std::vector<std::string> kIdleStrategies{"spin", "yield", "backoff", "block"};
 
@@ -467,10 +466,10 @@ class Reader {
       return;
     }
     if (!f.value.IsMap()) {
-      d_.error(f.value.Mark(), fmt::format("'restart' in {}: expected never, on-failure or a "
-                                           "mapping with {}, got {}",
-                                           where, join_names(kRestartKeys),
-                                           describe_node(f.value)));
+      d_.error(f.value.Mark(),
+               fmt::format("'restart' in {}: expected never, on-failure or a "
+                           "mapping with {}, got {}",
+                           where, join_names(kRestartKeys), describe_node(f.value)));
       return;
     }
     const std::string inner = "restart of " + where;
@@ -485,8 +484,7 @@ class Reader {
         if (auto v = integer(g, inner, 0, 3600000))
           r.max_backoff_ms = static_cast<std::uint32_t>(*v);
       } else if (g.key == "max_restarts") {
-        if (auto v = integer(g, inner, 0, 1000000))
-          r.max_restarts = static_cast<std::uint32_t>(*v);
+        if (auto v = integer(g, inner, 0, 1000000)) r.max_restarts = static_cast<std::uint32_t>(*v);
       } else {
         unknown_key(g, inner, kRestartKeys);
       }

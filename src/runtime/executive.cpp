@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <condition_variable>
 #include <cstring>
@@ -91,17 +92,35 @@ struct Executive::Impl {
   bool shutting_down = false;       // guarded by mutex: one wait() does the work
   bool finished = false;            // guarded by mutex
   bool started = false;             // start() succeeded; owner thread only
-  // When the lease runs out (options.lease); guarded by mutex.
-  std::chrono::steady_clock::time_point lease_deadline = std::chrono::steady_clock::time_point::max();
+  // When the lease runs out (options.lease), and when a controller last renewed it; guarded by
+  // mutex.
+  std::chrono::steady_clock::time_point lease_deadline =
+      std::chrono::steady_clock::time_point::max();
+  std::optional<std::chrono::steady_clock::time_point> controller_seen;
+  std::atomic<bool> stop_requested{false};  // `daqflow stop` asked for the end of the run
 
-  nlohmann::json renew_lease() {
-    if (options.lease.count() == 0) return nullptr;
+  void renew_lease() {
     {
       std::lock_guard lock(mutex);
-      lease_deadline = std::chrono::steady_clock::now() + options.lease;
+      const auto now = std::chrono::steady_clock::now();
+      controller_seen = now;
+      if (options.lease.count() != 0) lease_deadline = now + options.lease;
     }
     cv.notify_all();
-    return nlohmann::json{{"lease_ms", options.lease.count()}};
+  }
+
+  nlohmann::json run_state() {
+    nlohmann::json state{{"lease_ms", nullptr},
+                         {"controller_seen_ms_ago", nullptr},
+                         {"stop_requested", stop_requested.load(std::memory_order_relaxed)}};
+    if (options.lease.count() != 0) state["lease_ms"] = options.lease.count();
+    std::lock_guard lock(mutex);
+    if (controller_seen) {
+      state["controller_seen_ms_ago"] = std::chrono::duration_cast<std::chrono::milliseconds>(
+                                            std::chrono::steady_clock::now() - *controller_seen)
+                                            .count();
+    }
+    return state;
   }
 
   Result<std::unique_ptr<transport::Endpoint>> make_endpoint(const std::string& name,
@@ -176,8 +195,8 @@ Result<std::unique_ptr<Executive>> Executive::create(ClusterConfig cluster,
 
   // The token the control ports ask for (none: anyone who reaches them may change things,
   // which only the loopback allows).
-  auto token = raw->options.token ? Result<std::string>(*raw->options.token)
-                                  : access_token(raw->cluster);
+  auto token =
+      raw->options.token ? Result<std::string>(*raw->options.token) : access_token(raw->cluster);
   if (!token) return token.error();
   const AccessPolicy access{*token, raw->cluster.access.protect_reads};
 
@@ -210,7 +229,9 @@ Result<std::unique_ptr<Executive>> Executive::create(ClusterConfig cluster,
     h.history = std::make_unique<MetricsHistory>(std::size_t{m.history_s} * 1000 / m.interval_ms,
                                                  m.max_series);
     ExecutiveHooks hooks{[raw_exec = exec.get()] { raw_exec->request_shutdown(); },
-                         [raw] { return raw->renew_lease(); }};
+                         [raw] { raw->renew_lease(); },
+                         [raw] { raw->stop_requested.store(true, std::memory_order_relaxed); },
+                         [raw] { return raw->run_state(); }};
     h.api = std::make_unique<ControlApi>(raw->cluster, raw->addresses, *h.control, *h.history,
                                          access, std::move(hooks));
     raw->contexts.push_back(std::move(h));
@@ -291,7 +312,10 @@ Result<void> Executive::start() {
                                          impl_->options.control_connections_per_port);
   impl_->started = true;
   if (impl_->options.lease.count() != 0) {
-    impl_->renew_lease();
+    {
+      std::lock_guard lock(impl_->mutex);
+      impl_->lease_deadline = std::chrono::steady_clock::now() + impl_->options.lease;
+    }
     spdlog::info("leased: shutting down when the controller has not renewed the lease for {} ms",
                  impl_->options.lease.count());
   }
@@ -316,9 +340,10 @@ void Executive::wait() {
       }
       if (impl_->cv.wait_until(lock, impl_->lease_deadline) == std::cv_status::no_timeout) continue;
       if (std::chrono::steady_clock::now() < impl_->lease_deadline) continue;
-      spdlog::warn("no lease renewal from the controller for {} ms (it died, or this host lost "
-                   "its link to it): shutting down",
-                   impl_->options.lease.count());
+      spdlog::warn(
+          "no lease renewal from the controller for {} ms (it died, or this host lost "
+          "its link to it): shutting down",
+          impl_->options.lease.count());
       impl_->shutdown_requested = true;
     }
     if (impl_->shutting_down) {

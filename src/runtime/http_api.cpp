@@ -139,7 +139,7 @@ const char* route_method(const std::vector<std::string_view>& p) {
   if (n == 1 && (p[0] == "context" || p[0] == "cluster" || p[0] == "apps" || p[0] == "history" ||
                  p[0] == "logs" || p[0] == "snapshot" || p[0] == "snapshots" || p[0] == "contexts"))
     return "GET";
-  if (n == 1 && (p[0] == "shutdown" || p[0] == "lease")) return "POST";
+  if (n == 1 && (p[0] == "shutdown" || p[0] == "lease" || p[0] == "stop")) return "POST";
   if (n == 2 && p[0] == "apps") return "GET";
   if (n == 3 && p[0] == "apps" && p[2] == "params") return "PUT";
   if (n == 4 && p[0] == "apps" && p[2] == "fsm") return "POST";
@@ -301,8 +301,14 @@ ApiReply ControlApi::handle(std::string_view method, std::string_view path, std:
     return {202, json{{"context", context_.config().name}, {"shutdown", true}}, {}};
   }
   if (p[0] == "lease") {
-    json lease = hooks_.renew_lease ? hooks_.renew_lease() : json(nullptr);
-    return {200, json{{"context", context_.config().name}, {"lease", std::move(lease)}}, {}};
+    if (hooks_.renew_lease) hooks_.renew_lease();
+    return {200, json{{"context", context_.config().name}, {"run", run_state()}}, {}};
+  }
+  if (p[0] == "stop") {
+    spdlog::info("context {}: the end of the run was asked for over the control API",
+                 context_.config().name);
+    if (hooks_.request_stop) hooks_.request_stop();
+    return {202, json{{"context", context_.config().name}, {"run", run_state()}}, {}};
   }
   if (p[0] == "fsm") return command_all(p[1]);
   if (p.size() == 1) return apps_json();
@@ -492,6 +498,10 @@ ApiReply ControlApi::snapshot_json() const {
                     {"applications", std::move(apps)}}};
 }
 
+json ControlApi::run_state() const {
+  return hooks_.run_state ? hooks_.run_state() : json(nullptr);
+}
+
 ApiReply ControlApi::context_json() const {
   const ContextConfig& c = context_.config();
   json apps = json::array();
@@ -509,6 +519,7 @@ ApiReply ControlApi::context_json() const {
                {"pid", ::getpid()},
                {"state", context_.state()},
                {"unauthorized_requests", unauthorized()},
+               {"run", run_state()},
                {"applications", std::move(apps)}},
           {}};
 }
@@ -695,8 +706,7 @@ void ControlApi::install(httplib::Server& server) const {
                    req.has_header("Authorization") ? "wrong" : "no");
     } else if (req.method != "GET" && req.method != "HEAD" && req.method != "OPTIONS") {
       // A lease renewal every few seconds changes nothing worth a line each.
-      const auto level =
-          req.path == "/api/v1/lease" ? spdlog::level::debug : spdlog::level::info;
+      const auto level = req.path == "/api/v1/lease" ? spdlog::level::debug : spdlog::level::info;
       spdlog::log(level, "audit: {} {} from {}:{} -> {}", req.method, req.target, req.remote_addr,
                   req.remote_port, r.status);
     }

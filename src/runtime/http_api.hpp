@@ -54,9 +54,14 @@ struct AccessPolicy {
 // What the API asks of the executive hosting it; called from handlers, must not block.
 struct ExecutiveHooks {
   std::function<void()> request_shutdown;
-  // POST /api/v1/lease: renews the executive's lease (ExecutiveOptions::lease) and says what it
-  // now is; empty: the executive has none.
-  std::function<nlohmann::json()> renew_lease;
+  // POST /api/v1/lease (the controller, every second or so): renews the executive's lease
+  // (ExecutiveOptions::lease), if it has one, and notes that a controller is attached.
+  std::function<void()> renew_lease;
+  // POST /api/v1/stop: `daqflow stop` asks the controller of the run to end it.
+  std::function<void()> request_stop;
+  // The run's side of the executive, for GET /api/v1/context and the lease's answer:
+  // {"lease_ms": N or null, "controller_seen_ms_ago": N or null, "stop_requested": bool}.
+  std::function<nlohmann::json()> run_state;
 };
 
 // Thread-safe: handle() runs on the server's worker threads concurrently.
@@ -81,6 +86,7 @@ class ControlApi {
   }
 
  private:
+  [[nodiscard]] nlohmann::json run_state() const;
   [[nodiscard]] ApiReply context_json() const;
   [[nodiscard]] ApiReply contexts_json() const;
   [[nodiscard]] ApiReply snapshot_json() const;

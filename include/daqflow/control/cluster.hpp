@@ -35,12 +35,25 @@ struct LaunchOptions {
 
 class LeaseKeeper;
 
+// Where a controller reaches a context's control port: the loopback for one on this machine
+// (unless bound to another single address), else its control_bind, or its host when that opens
+// every interface.
+[[nodiscard]] HostPort control_address(const runtime::ClusterConfig& config,
+                                       const runtime::ContextConfig& context);
+
 class Cluster {
  public:
   // Starts one executive per group of context names. On error, what was started is killed.
-  [[nodiscard]] static Result<Cluster> launch(
-      const runtime::ClusterConfig& config, const std::vector<std::vector<std::string>>& groups,
-      const LaunchOptions& options);
+  [[nodiscard]] static Result<Cluster> launch(const runtime::ClusterConfig& config,
+                                              const std::vector<std::vector<std::string>>& groups,
+                                              const LaunchOptions& options);
+
+  // Takes over executives a controller before this one started (daqflow run --attach): each
+  // is known by its control port (alive while it answers) and ended through its host's
+  // launcher. Their leases are renewed from now on.
+  [[nodiscard]] static Result<Cluster> attach(const runtime::ClusterConfig& config,
+                                              const std::vector<std::vector<std::string>>& groups,
+                                              const LaunchOptions& options);
 
   // The control client of a context; the name must be one of the launched contexts.
   [[nodiscard]] const ControlClient& client(const std::string& context) const;
@@ -53,7 +66,7 @@ class Cluster {
 
   struct Death {
     std::vector<std::string> contexts;  // the contexts the process hosted
-    std::string description;  // "context ru1 (pid 123) died: killed by signal 9 (Killed)"
+    std::string description;            // "context ru1 (pid 123) died: killed by signal 9 (Killed)"
   };
   // Reaps children that ended since the last call and describes each.
   std::vector<Death> reap_dead();
@@ -72,6 +85,9 @@ class Cluster {
   void kill_all();
   // Kills and reaps the process of this context (one that stopped answering at the end).
   void kill(const std::string& context);
+  // Whether `daqflow stop` asked an executive of the run to have the run ended.
+  [[nodiscard]] bool stop_requested() const;
+
   // Where the process hosting this context runs: "pid 123", "pid 45 on 10.77.0.2 via ssh".
   [[nodiscard]] std::string where(const std::string& context) const;
 
@@ -96,6 +112,9 @@ class Cluster {
   };
 
   Cluster();
+  [[nodiscard]] static Result<Cluster> make(const runtime::ClusterConfig& config,
+                                            const std::vector<std::vector<std::string>>& groups,
+                                            const LaunchOptions& options, bool attach);
   [[nodiscard]] std::string where_of(const Process& p) const;
   [[nodiscard]] std::string describe_end(const Process& p) const;
   [[nodiscard]] const Context& context(const std::string& name) const;

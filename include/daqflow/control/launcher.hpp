@@ -42,6 +42,9 @@ class Launched {
   // Ends it at once (SIGKILL to its process group) and waits for the launcher to see it end.
   virtual ExitStatus kill() = 0;
   [[nodiscard]] virtual const std::optional<ExitStatus>& exit_status() const = 0;
+  // It was asked to shut down (POST /api/v1/shutdown): a launcher that cannot see its exit
+  // status takes its end as a clean one.
+  virtual void expect_end() {}
 
   // "pid 123", "pid 123 on 10.77.0.2 via ssh": for messages.
   [[nodiscard]] virtual std::string where() const = 0;
@@ -87,8 +90,9 @@ class Launcher {
 
 // The `daqflow exec` command line of an executive started elsewhere, with --config-stdin,
 // --lease and --log-file for its host.
-[[nodiscard]] std::vector<std::string> remote_exec_command(
-    const runtime::HostConfig& host, const LaunchSettings& settings, const LaunchRequest& request);
+[[nodiscard]] std::vector<std::string> remote_exec_command(const runtime::HostConfig& host,
+                                                           const LaunchSettings& settings,
+                                                           const LaunchRequest& request);
 
 // The one line of JSON an executive reads with --config-stdin.
 [[nodiscard]] std::string config_delivery(const LaunchSettings& settings);

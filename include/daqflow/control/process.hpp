@@ -21,8 +21,9 @@ namespace daqflow::control {
 
 // How a process ended, as waitpid() reported it.
 struct ExitStatus {
-  int code = 0;    // exit code when it exited
+  int code = 0;    // exit code when it exited; kUnknown: it ended, how is not known here
   int signal = 0;  // the signal that killed it, else 0
+  static constexpr int kUnknown = -1;
 
   // "exited with code 3" / "killed by signal 9 (Killed)".
   [[nodiscard]] std::string str() const;
@@ -37,8 +38,9 @@ struct ExitStatus {
 class ChildProcess {
  public:
   // Starts argv[0] with argv, stdout and stderr appended to log_path (created, with its
-  // directory; argv[0] is looked up in PATH when it has no slash), stdin /dev/null, or a pipe that is given input and then closed (when input is
-  // set). The error names the program and the log file.
+  // directory; argv[0] is looked up in PATH when it has no slash), stdin /dev/null, or a pipe that
+  // is given input and then closed (when input is set). The error names the program and the log
+  // file.
   [[nodiscard]] static Result<ChildProcess> spawn(const std::vector<std::string>& argv,
                                                   const std::string& log_path,
                                                   const std::optional<std::string>& input = {});

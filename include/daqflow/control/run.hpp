@@ -40,6 +40,10 @@ struct RunOptions {
   std::chrono::milliseconds configure_timeout{30000};   // every application Ready
   std::chrono::milliseconds transition_timeout{15000};  // each rank Enabled, each rank Halted
   std::chrono::milliseconds exit_grace{10000};          // processes ending after shutdown
+  // Take over a run whose executives are running (an earlier controller started them and
+  // died): find them at their control ports, and go on from monitoring if every application is
+  // Enabled, from configuring if every one is Halted.
+  bool attach = false;
 };
 
 // Where the run reports progress. Called on the thread running run_cluster().

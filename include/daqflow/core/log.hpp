@@ -5,11 +5,11 @@
 
 #include <spdlog/spdlog.h>
 
-#include "daqflow/core/result.hpp"
-
 #include <cstdint>
 #include <string>
 #include <vector>
+
+#include "daqflow/core/result.hpp"
 
 namespace daqflow::core {
 

@@ -87,10 +87,10 @@ struct SlurmSettings {
 struct HostConfig {
   std::vector<std::string> addresses;  // the contexts' `host` values this entry covers
   LauncherKind launcher = LauncherKind::local;
-  std::string daqflow;   // the executable on the host; empty: the controller's own path
-  std::string workdir;   // where its executives start; relative paths of the configuration
-                         // (run.output) resolve there; empty: /tmp/daqflow
-  std::string log_dir;   // where its executives write their logs there; empty: WORKDIR/logs
+  std::string daqflow;  // the executable on the host; empty: the controller's own path
+  std::string workdir;  // where its executives start; relative paths of the configuration
+                        // (run.output) resolve there; empty: /tmp/daqflow
+  std::string log_dir;  // where its executives write their logs there; empty: WORKDIR/logs
   // The default control_bind of its contexts: the controller reaches them from elsewhere. Empty:
   // the context's host for a launcher other than local.
   std::string control_bind;
