@@ -111,7 +111,8 @@ class NamespaceHosts:
         return [int(p) for p in done.stdout.decode().split()]
 
     def command(self, i, args):
-        """args run in host i's network namespace (nsenter: no remount of /sys)."""
+        """args run in host i's network namespace (nsenter: no remount of /sys, which slurmd
+        needs to find its cgroups)."""
         return ["nsenter", f"--net=/run/netns/{self.names[i]}", "--"] + list(args)
 
     def cut(self, i):
@@ -144,7 +145,12 @@ class NamespaceHosts:
                         "UsePAM no\nStrictModes no\nPidFile none\nLogLevel ERROR\n"
                         "ClientAliveInterval 2\nClientAliveCountMax 3\n")
             log = open(os.path.join(self.dir, f"sshd_{i}.log"), "w")
-            proc = subprocess.Popen(self.command(i, [sshd, "-D", "-e", "-f", config]),
+            # `ip netns exec`, which mounts the namespace's own /sys (UCX finds its network
+            # devices there), and a UTS namespace: each host has its own name, as real hosts
+            # do (UCX tells a peer on the same machine by it).
+            command = ["ip", "netns", "exec", self.names[i], "unshare", "--uts", "sh", "-c",
+                       f"hostname {self.names[i]} && exec {sshd} -D -e -f {config}"]
+            proc = subprocess.Popen(command,
                                     stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
             log.close()
             self._daemons.append(proc)

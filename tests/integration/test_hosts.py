@@ -1,0 +1,219 @@
+"""A run across hosts (issue 15): the event builder on four hosts made of network namespaces
+(netns_hosts.py), each with its own sshd, started by `daqflow run` through the ssh launcher.
+
+Checked: every event built and written once over tcp, ucx and ofi between the hosts; the logs of
+every context read back with `daqflow logs`; a controller killed mid-run either leaves nothing
+behind once the lease runs out, or is replaced by `daqflow run --attach`, which halts the run
+cleanly when `daqflow stop` asks; a BU whose host loses its link mid-run is declared lost and
+fenced, and the run loses nothing and writes nothing twice.
+"""
+
+import json
+import os
+import re
+import shutil
+import signal
+import time
+import unittest
+
+from daqflow_testlib import DaqflowTestCase, read_example, rewrite_ports, set_default_transport, \
+    set_param, wait_until
+from netns_hosts import NamespaceHosts, available
+
+# Which host each context of examples/local.yaml runs on: the EVM beside an RU, two RUs
+# together, each BU alone (so that cutting a BU's host cuts nothing else).
+PLACEMENT = {"evm": 0, "ru1": 0, "ru2": 1, "ru3": 1, "bu1": 2, "bu2": 3}
+
+
+class SshHosts(DaqflowTestCase):
+    @classmethod
+    def setUpClass(cls):
+        why = available()
+        if why is not None:
+            raise RuntimeError(f"test_hosts needs namespace hosts: {why}")
+        cls.hosts = NamespaceHosts(4)
+        try:
+            cls.ssh_options = cls.hosts.start_sshd()
+        except Exception:
+            cls.hosts.close()
+            raise
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.hosts.close()
+
+    def config(self, name, transport="tcp", lease_s=20, extra_transport=""):
+        """examples/local.yaml on the namespace hosts, launched over ssh, each host with a working
+        directory of its own (where its BU writes) under the test directory."""
+        text = rewrite_ports(read_example("local.yaml"))
+        text = set_default_transport(text, transport)
+        # Small events at a bounded rate: every one is read back from the files.
+        text = set_param(set_param(text, "mean", 256), "sd", 128)
+        text = text.replace("bus: [bu1, bu2]", "bus: [bu1, bu2]\n        trigger_rate_hz: 4000\n"
+                            "        heartbeat_timeout_ms: 1500", 1)
+        if extra_transport:
+            text = re.sub(r"^transports: \{", "transports: {" + extra_transport + ", ", text,
+                          flags=re.M)
+        out, context = [], None
+        for line in text.split("\n"):
+            m = re.match(r"\s*- name: (\w+)", line)
+            if m:
+                context = m.group(1)
+            if line.strip().startswith("host:") and context in PLACEMENT:
+                line = line.replace("127.0.0.1", self.hosts.addresses[PLACEMENT[context]])
+            out.append(line)
+        text = "\n".join(out)
+        token = self.path("token")
+        with open(token, "w") as f:
+            f.write("hosts-test-token\n")
+        os.chmod(token, 0o600)
+        hosts = "hosts:\n"
+        for i, address in enumerate(self.hosts.addresses):
+            hosts += (f"  - address: {address}\n    launcher: ssh\n    lease_s: {lease_s}\n"
+                      f"    workdir: {self.workdir(i)}\n"
+                      f"    ssh: {{user: root, options: {json.dumps(self.ssh_options)}}}\n")
+        text = text.replace("contexts:\n", f"access: {{token_file: {token}}}\n{hosts}contexts:\n",
+                            1)
+        return self.write_config(name, text)
+
+    def workdir(self, i):
+        return self.path(f"host{i}")
+
+    def check_built_once(self, summary):
+        self.assertEqual(summary["status"], "ok", summary.get("failure"))
+        r = summary["results"]
+        self.assertGreater(r["events_built"], 0, r)
+        self.assertEqual(r["events_triggered"], r["events_built"], r)
+        self.assertEqual(r["events_incomplete"], 0, r)
+        self.assertEqual(r["events_lost"], 0, r)
+        self.assertEqual(r["events_written"], r["events_built"], r)
+        for bu in ("bu1", "bu2"):
+            self.assertGreater(r["bus"][bu], 0, f"{bu} built nothing")
+        return r
+
+    def check_files(self, written):
+        """daqflow dump over both BUs' files (each on its own host): every event once."""
+        numbers = []
+        for bu in ("bu1", "bu2"):
+            d = os.path.join(self.workdir(PLACEMENT[bu]), "run-data")
+            code, dump = self.daqflow(["dump", d, "--json", "--events"], timeout=120)
+            self.assertEqual(code, 0, dump[-2000:])
+            report = json.loads(dump)
+            self.assertTrue(report["all_verified"], dump[:2000])
+            numbers += [e["event"] for f in report["files"] for e in f["event_list"]]
+        self.assertEqual(len(numbers), written)
+        self.assertEqual(len(set(numbers)), len(numbers), "an event written twice")
+
+    def executives_left(self):
+        """The processes still running in the hosts, sshd's aside."""
+        left = []
+        for i in range(self.hosts.count):
+            for pid in self.hosts.pids(i):
+                try:
+                    with open(f"/proc/{pid}/cmdline", "rb") as f:
+                        cmd = f.read().replace(b"\0", b" ").decode(errors="replace")
+                except OSError:
+                    continue
+                if "sshd" not in cmd:
+                    left.append(f"host{i}: {pid} {cmd.strip()}")
+        return left
+
+    def test_the_event_builder_runs_across_four_hosts_over_tcp_ucx_and_ofi(self):
+        for transport, extra in (("tcp", ""), ("ucx", "ucx_tls: tcp"), ("ofi", "")):
+            with self.subTest(transport=transport):
+                config = self.config(f"hosts-{transport}.yaml", transport, extra_transport=extra)
+                code, out, summary = self.run_config(config, "--duration", "3", timeout=240)
+                self.assertEqual(code, 0, out)
+                r = self.check_built_once(summary)
+                self.check_files(r["events_written"])
+                # The logs of every context, read back from each host through ssh (the run
+                # is over: the control APIs are gone).
+                code, logs = self.daqflow(["logs", config, "-n", "400"], timeout=120)
+                self.assertEqual(code, 0, logs)
+                for context in PLACEMENT:
+                    self.assertIn(f"=== {context} ===", logs)
+                    self.assertRegex(logs, rf"\[{context}\] \[info\] .*: Enabled")
+                self.assertNotIn("no log:", logs)
+                self.assertEqual(self.executives_left(), [])
+                for i in range(self.hosts.count):
+                    # The next transport's BUs start on empty directories.
+                    shutil.rmtree(self.workdir(i), ignore_errors=True)
+
+    def start_run(self, config, log_name, *extra):
+        proc = self.start(["run", config, "--duration", "0", "--summary", self.path("summary.json"),
+                           "--log-dir", self.path("logs")] + list(extra), log_name)
+        wait_until(lambda: "Enabled: monitoring" in self.output_of(log_name) or
+                   "running until" in self.output_of(log_name) or proc.poll() is not None,
+                   120, f"the run of {log_name} to be enabled")
+        self.assertIsNone(proc.poll(), self.output_of(log_name))
+        return proc
+
+    def summary(self):
+        with open(self.path("summary.json")) as f:
+            return json.load(f)
+
+    def test_a_killed_controller_is_replaced_with_attach_and_the_run_ends_cleanly(self):
+        config = self.config("attach.yaml")
+        first = self.start_run(config, "first.log")
+        # Data flows before the controller dies.
+        code, logs = self.daqflow(["logs", config, "--context", "bu1"])
+        self.assertEqual(code, 0, logs)
+        self.assertIn("bu1: Enabled", logs)
+        os.killpg(first.pid, signal.SIGKILL)
+        first.wait(30)
+        attached = self.start_run(config, "attached.log", "--attach")
+        self.assertIn("every application is Enabled: monitoring the run",
+                      self.output_of("attached.log"))
+        code, out = self.daqflow(["stop", config], timeout=180)
+        self.assertEqual(code, 0, out)
+        self.assertIn("asked the controller of the run to end it", out)
+        self.assertEqual(attached.wait(120), 0, self.output_of("attached.log"))
+        out = self.output_of("attached.log")
+        self.assertIn("daqflow stop asked for the end of the run: halting", out)
+        r = self.check_built_once(self.summary())
+        self.check_files(r["events_written"])
+        wait_until(lambda: not self.executives_left(), 30, "the executives to exit")
+
+    def test_a_killed_controller_leaves_no_process_behind_once_the_lease_runs_out(self):
+        config = self.config("lease.yaml", lease_s=3)
+        first = self.start_run(config, "first.log")
+        self.assertNotEqual(self.executives_left(), [])
+        os.killpg(first.pid, signal.SIGKILL)
+        first.wait(30)
+        wait_until(lambda: not self.executives_left(), 60,
+                   "the executives to end themselves when their lease runs out")
+        code, logs = self.daqflow(["logs", config, "--context", "evm", "-n", "20"])
+        self.assertEqual(code, 0, logs)
+        self.assertIn("no lease renewal from the controller", logs)
+
+    def test_a_bu_host_that_loses_its_link_is_fenced_and_nothing_is_lost_or_written_twice(self):
+        config = self.config("cut.yaml", lease_s=60)
+        proc = self.start_run(config, "run.log")
+        bu1_host = PLACEMENT["bu1"]
+        self.hosts.cut(bu1_host)
+        try:
+            wait_until(lambda: "context bu1" in self.output_of("run.log") and
+                       "does not answer" in self.output_of("run.log"), 60,
+                       "the controller to see bu1's host cut off")
+            wait_until(lambda: "BU 'bu1' lost" in self.daqflow(
+                ["logs", config, "--context", "evm", "-n", "1000"])[1], 60,
+                "the EVM to declare bu1 lost", interval=1.0)
+        finally:
+            self.hosts.restore(bu1_host)
+        wait_until(lambda: "context bu1 answers again" in self.output_of("run.log"), 60,
+                   "bu1's host to be back")
+        # Events still flow to both BUs after bu1 rejoined.
+        time.sleep(1)
+        self.assertEqual(self.stop_run(proc, timeout=180), 0, self.output_of("run.log"))
+        summary = self.summary()
+        self.assertEqual(summary["status"], "ok", summary.get("failure"))
+        r = summary["results"]
+        self.assertEqual(r["events_triggered"], r["events_built"] + r["events_incomplete"], r)
+        self.assertEqual(r["events_lost"], 0, r)
+        self.assertIn("bu1", r["lost_bus"], r)
+        self.assertEqual(r["events_written"], r["events_built"], r)
+        self.check_files(r["events_written"])
+
+
+if __name__ == "__main__":
+    unittest.main()
