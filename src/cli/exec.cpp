@@ -32,6 +32,7 @@ struct ExecArgs {
   bool config_stdin = false;
   double lease_s = 0;
   std::string log_file;
+  bool restarted = false;
 };
 
 [[noreturn]] void fail(const std::string& why) {
@@ -166,6 +167,7 @@ void exec_command(const ExecArgs& args) {
   runtime::ExecutiveOptions options;
   options.record_dir = args.record_dir;
   options.token = std::move(token);
+  options.restarted = args.restarted;
   options.lease = std::chrono::milliseconds(static_cast<long long>(args.lease_s * 1000));
   auto exec = runtime::Executive::create(std::move(*config), hosted, registry(), options);
   if (!exec) fail(exec.error().message());
@@ -194,6 +196,9 @@ void add_exec(CLI::App& app) {
                   "shut down when no POST /api/v1/lease came for this many seconds (0: never)")
       ->check(CLI::NonNegativeNumber);
   cmd->add_option("--log-file", args->log_file, "also append the log to this file");
+  cmd->add_flag("--restarted", args->restarted,
+                "started again by daqflow run's restart policy: outputs continue what the earlier "
+                "executive wrote in this run");
   cmd->callback([args] { exec_command(*args); });
 }
 

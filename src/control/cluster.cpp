@@ -220,7 +220,9 @@ Result<Cluster> Cluster::make(const runtime::ClusterConfig& config,
       started = launcher->start(LaunchRequest{group, extra, log_path});
     }
     if (!started) return started.error().context("starting context " + group.front());
-    cluster.processes_.push_back(Process{group, std::move(*started), false, 0});
+    Launcher* restartable = attach || mpi_group ? nullptr : launcher;
+    cluster.processes_.push_back(Process{group, std::move(*started), false, 0, restartable,
+                                         LaunchRequest{group, extra, log_path}});
     if (remote) {
       const auto lease = std::chrono::milliseconds(std::int64_t{host->lease_s} * 1000);
       lease_period = std::min(lease_period, lease / 4);
@@ -285,7 +287,7 @@ std::vector<Cluster::Death> Cluster::reap_dead() {
   for (auto& p : processes_) {
     if (p.reported || !p.launched->poll()) continue;
     p.reported = true;
-    deaths.push_back(Death{p.contexts, describe_end(p)});
+    deaths.push_back(Death{p.contexts, describe_end(p), p.launched->exit_status()->clean()});
   }
   return deaths;
 }
@@ -383,6 +385,27 @@ void Cluster::kill_all() {
     p.launched->kill();
     p.reported = true;
   }
+}
+
+Result<void> Cluster::restart(const std::string& name) {
+  Process& p = processes_[context(name).process];
+  if (p.launcher == nullptr) {
+    return Error("context " + name + " cannot be started again by this controller (an mpirun " +
+                 "rank, or a context it attached to)");
+  }
+  if (!p.launched->poll()) return Error("context " + name + " still runs");
+  LaunchRequest again = p.request;
+  again.extra_args.emplace_back("--restarted");
+  auto started = p.launcher->start(again);
+  if (!started) return started.error().context("restarting context " + name);
+  p.launched = std::move(*started);
+  p.reported = false;
+  p.pid = 0;
+  return ok();
+}
+
+const std::vector<std::string>& Cluster::group_of(const std::string& name) const {
+  return processes_[context(name).process].contexts;
 }
 
 std::string Cluster::where_of(const Process& p) const {

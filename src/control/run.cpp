@@ -96,6 +96,10 @@ class Run {
   }
 
   Result<void> check_deaths();
+  // The restart policy (ContextConfig::restart): a survivable context that died is started
+  // again after its back-off, configured and enabled, and rejoins the run.
+  void schedule_restart(const std::string& context, bool clean);
+  void advance_restarts();
   void record_lost(const std::vector<std::string>& contexts, const std::string& description);
   void settle(const std::vector<std::string>& contexts);
   static AppSample unknown_sample(View& v);
@@ -106,7 +110,16 @@ class Run {
   void probe_silent();
   // Alive and answering: to be asked and commanded.
   [[nodiscard]] bool reachable(const std::string& context) const {
-    return cluster_->alive(context) && !silent_.contains(context) && !given_up_.contains(context);
+    return cluster_->alive(context) && !silent_.contains(context) && !given_up_.contains(context) &&
+           !restarting(context);
+  }
+  // Being started again (advance_restarts() talks to it until it is Enabled).
+  [[nodiscard]] bool restarting(const std::string& context) const {
+    for (const auto& r : restarts_) {
+      const auto& group = cluster_->group_of(r.context);
+      if (std::find(group.begin(), group.end(), context) != group.end()) return true;
+    }
+    return false;
   }
   // A survivable application Failed while data flows (e.g. a BU whose disk is full): its
   // context is left out of the run like a dead one, and what it left is settled.
@@ -140,6 +153,16 @@ class Run {
   bool data_flowing_ = false;  // every application Enabled: survivable losses are tolerated
   std::map<std::string, std::string> silent_;  // context -> what was seen
   std::set<std::string> given_up_;             // contexts of survivable applications Failed
+  struct Restart {
+    enum class Phase { waiting, starting, configuring, enabling };
+    std::string context;  // the first of its process
+    std::uint32_t attempt = 0;
+    Phase phase = Phase::waiting;
+    Clock::time_point due;       // waiting: when to start it
+    Clock::time_point deadline;  // the other phases: when to give this attempt up
+  };
+  std::vector<Restart> restarts_;
+  std::map<std::string, std::uint32_t> restart_counts_;
   Clock::time_point next_probe_{};
   RunSummary summary_;
 };
@@ -163,6 +186,7 @@ Result<void> Run::check_deaths() {
       reporter_.note(description + "; its applications are survivable: the run goes on");
       record_lost(death.contexts, description);
       settle(death.contexts);
+      schedule_restart(death.contexts.front(), death.clean);
     } else if (!fatal) {
       fatal = description;
     } else {
@@ -203,6 +227,18 @@ void Run::settle(const std::vector<std::string>& contexts) {
     if (std::find(contexts.begin(), contexts.end(), v.config->context) == contexts.end()) continue;
     const auto* type = registry_.find(v.config->type);
     if (type == nullptr || !type->after_loss) continue;
+    // What it left is on its host's disks, not here: settling it from here would read the wrong
+    // directory (and could build again what is on disk there). Its blocks stay in doubt.
+    const runtime::ContextConfig& ctx = *config_.find_context(v.config->context);
+    if (const auto* host = config_.host_of(ctx);
+        host != nullptr && host->launcher != runtime::LauncherKind::local) {
+      const std::string text = v.config->id + ": what it wrote is on " + ctx.host +
+                               "; its blocks in doubt stay in doubt (daqflow salvage there "
+                               "settles them)";
+      reporter_.note(text);
+      summary_.lost.back() += "; " + text;
+      continue;
+    }
     auto done = type->after_loss(runtime::LostApp{config_, *v.config, call});
     if (!done) {
       reporter_.note("could not settle what " + v.config->id + " left: " + done.error().message());
@@ -211,6 +247,144 @@ void Run::settle(const std::vector<std::string>& contexts) {
       summary_.lost.back() += "; " + *done;
     }
   }
+}
+
+void Run::schedule_restart(const std::string& context, bool clean) {
+  const runtime::RestartPolicy& policy = config_.find_context(context)->restart;
+  if (!policy.on_failure || clean) return;
+  std::uint32_t& count = restart_counts_[context];
+  if (count >= policy.max_restarts) {
+    reporter_.note(
+        fmt::format("context {} was started again {} time(s), its max_restarts: it "
+                    "stays lost",
+                    context, count));
+    return;
+  }
+  ++count;
+  const std::uint64_t backoff = std::min<std::uint64_t>(
+      std::uint64_t{policy.backoff_ms} << std::min(count - 1, 20U), policy.max_backoff_ms);
+  reporter_.note(fmt::format("context {}: restart {} of {} in {} ms (restart: on-failure)", context,
+                             count, policy.max_restarts, backoff));
+  Restart r;
+  r.context = context;
+  r.attempt = count;
+  r.due = Clock::now() + std::chrono::milliseconds(backoff);
+  restarts_.push_back(std::move(r));
+}
+
+// One step of each restart in progress, without holding up the run's loop: start the process,
+// wait for its control port, Configure, wait for Ready, Enable in rank order, wait for Enabled.
+// An attempt that fails ends the process and counts against max_restarts.
+void Run::advance_restarts() {
+  using Phase = Restart::Phase;
+  std::vector<std::string> again;  // attempts that failed, scheduled once the loop is done
+  for (auto it = restarts_.begin(); it != restarts_.end();) {
+    Restart& r = *it;
+    const auto now = Clock::now();
+    const std::vector<std::string> group = cluster_->group_of(r.context);
+    if (r.phase != Phase::waiting && !cluster_->alive(r.context)) {
+      it = restarts_.erase(it);  // it died again: check_deaths() reports it and decides
+      continue;
+    }
+    std::optional<std::string> failed;
+    bool done = false;
+    switch (r.phase) {
+      case Phase::waiting:
+        if (now < r.due) break;
+        if (auto started = cluster_->restart(r.context); !started) {
+          failed = started.error().message();
+          break;
+        }
+        reporter_.note("context " + r.context + ": started again");
+        r.phase = Phase::starting;
+        r.deadline = now + options_.reach_timeout;
+        break;
+      case Phase::starting: {
+        const ControlClient quick = cluster_->client(r.context).with_timeouts(
+            std::chrono::milliseconds(200), std::chrono::milliseconds(1000));
+        if (!quick.get("/api/v1/context")) {
+          if (now >= r.deadline) {
+            failed = "its control port did not answer within " + seconds(options_.reach_timeout);
+          }
+          break;
+        }
+        for (const auto& name : group) {
+          silent_.erase(name);
+          given_up_.erase(name);
+          if (auto c = cluster_->client(name).post("/api/v1/fsm/Configure"); !c) {
+            failed = c.error().message();
+            break;
+          }
+        }
+        r.phase = Phase::configuring;
+        r.deadline = now + options_.configure_timeout;
+        break;
+      }
+      case Phase::configuring:
+      case Phase::enabling: {
+        const bool configuring = r.phase == Phase::configuring;
+        const std::string target = configuring ? "Ready" : "Enabled";
+        std::map<std::string, std::pair<std::string, std::string>> seen;  // id -> state, reason
+        for (const auto& name : group) {
+          auto answer = cluster_->client(name).get("/api/v1/apps");
+          if (!answer || !answer->is_array()) continue;
+          for (const auto& a : *answer) {
+            seen[text_of(a, "id")] = {text_of(a, "state"), text_of(a, "reason")};
+          }
+        }
+        bool all = true;
+        for (const auto& v : views_) {
+          if (std::find(group.begin(), group.end(), v.config->context) == group.end()) continue;
+          const auto s = seen.find(v.config->id);
+          if (s != seen.end() && s->second.first == "Failed") {
+            failed = "application " + v.config->id + " failed: " + s->second.second;
+          }
+          all = all && s != seen.end() && s->second.first == target;
+        }
+        if (failed) break;
+        if (!all) {
+          if (now >= r.deadline) {
+            failed =
+                "its applications did not reach " + target + " within " +
+                seconds(configuring ? options_.configure_timeout : options_.transition_timeout);
+          }
+          break;
+        }
+        if (!configuring) {
+          done = true;
+          break;
+        }
+        for (const auto& rank : enable_order(config_, registry_)) {
+          for (const auto& app : rank) {
+            if (std::find(group.begin(), group.end(), app.context) == group.end()) continue;
+            if (auto e = post_app(view(app.id), "Enable"); !e) failed = e.error().message();
+          }
+        }
+        r.phase = Phase::enabling;
+        r.deadline = now + options_.transition_timeout;
+        break;
+      }
+    }
+    if (done) {
+      const auto max = config_.find_context(r.context)->restart.max_restarts;
+      const std::string text = fmt::format("context {} restarted ({} of {}) and rejoins the run",
+                                           r.context, r.attempt, max);
+      reporter_.note(text);
+      summary_.restarted.push_back(text);
+      it = restarts_.erase(it);
+      continue;
+    }
+    if (failed) {
+      reporter_.note("restarting context " + r.context + " failed: " + *failed);
+      const std::string context = r.context;
+      it = restarts_.erase(it);
+      if (cluster_->alive(context)) cluster_->kill(context);
+      again.push_back(context);
+      continue;
+    }
+    ++it;
+  }
+  for (const auto& context : again) schedule_restart(context, false);
 }
 
 bool Run::give_up(const View& failed) {
@@ -444,6 +618,7 @@ void Run::monitor() {
       fail(r.error().message());
       break;
     }
+    advance_restarts();
     if (elapsed() >= next_poll) {
       next_poll += poll_period;
       if (next_poll <= elapsed()) next_poll = elapsed() + poll_period;

@@ -15,6 +15,7 @@ nlohmann::json RunSummary::to_json() const {
   out["status"] = ok() ? "ok" : "failed";
   out["failure"] = failure ? nlohmann::json(*failure) : nlohmann::json(nullptr);
   out["lost"] = lost;
+  out["restarted"] = restarted;
   out["contexts"] = nlohmann::json::array();
   for (const auto& c : contexts) {
     out["contexts"].push_back(
@@ -69,6 +70,7 @@ std::string format_human_summary(const RunSummary& summary) {
                        *summary.failure);
   }
   for (const auto& lost : summary.lost) out += "lost, the run went on: " + lost + "\n";
+  for (const auto& r : summary.restarted) out += r + "\n";
   if (!summary.results.empty()) {
     out += "results:\n" + summary.results.dump(2) + "\n";
   }

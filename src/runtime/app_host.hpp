@@ -36,6 +36,7 @@ using EndpointFactory = std::function<Result<std::unique_ptr<transport::Endpoint
 struct HostSettings {
   std::chrono::milliseconds halt_timeout{10000};
   core::Clock* clock = nullptr;  // nullptr: the monotonic clock
+  bool restarted = false;        // AppContext::restarted()
 };
 
 class AppHost final : public AppContext {
@@ -63,6 +64,7 @@ class AppHost final : public AppContext {
       const transport::EndpointOptions* options = nullptr) override;
   [[nodiscard]] MetricsRegistry& metrics() override { return metrics_; }
   [[nodiscard]] core::Clock& clock() override;
+  [[nodiscard]] bool restarted() const override { return settings_.restarted; }
 
   [[nodiscard]] const std::string& id() const { return self_.id; }
   [[nodiscard]] const AppType& type() const { return type_; }

@@ -215,7 +215,7 @@ Result<std::unique_ptr<Executive>> Executive::create(ClusterConfig cluster,
                    " (control_bind in " + raw->cluster.file +
                    ") without a token: set access.token_file there, or DAQFLOW_TOKEN");
     }
-    HostSettings settings{raw->options.halt_timeout, raw->options.clock};
+    HostSettings settings{raw->options.halt_timeout, raw->options.clock, raw->options.restarted};
     auto control = ContextControl::create(
         raw->cluster, *config, registry,
         [raw](const std::string& transport, const transport::EndpointOptions& o) {

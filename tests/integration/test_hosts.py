@@ -8,6 +8,7 @@ cleanly when `daqflow stop` asks; a BU whose host loses its link mid-run is decl
 fenced, and the run loses nothing and writes nothing twice.
 """
 
+import http.client as httpclient
 import json
 import os
 import re
@@ -213,6 +214,104 @@ class SshHosts(DaqflowTestCase):
         self.assertIn("bu1", r["lost_bus"], r)
         self.assertEqual(r["events_written"], r["events_built"], r)
         self.check_files(r["events_written"])
+
+    def test_a_killed_bu_process_with_restart_on_failure_comes_back_on_its_host(self):
+        config = self.config("restart.yaml")
+        with open(config) as f:
+            text = f.read().replace(
+                "  - name: bu1\n",
+                "  - name: bu1\n    restart: {policy: on-failure, backoff_ms: 200}\n", 1)
+        with open(config, "w") as f:
+            f.write(text)
+        proc = self.start_run(config, "run.log")
+        host = self.hosts.addresses[PLACEMENT["bu1"]]
+        port = int(re.search(r"name: bu1\n(?:.*\n)*?\s+control_port: (\d+)", text).group(1))
+        wait_until(lambda: remote_built(host, port) > 0, 60, "bu1 to build events")
+        status, ctx = remote_get(host, port, "/api/v1/context")
+        self.assertEqual(status, 200, ctx)
+        os.kill(ctx["pid"], signal.SIGKILL)
+        killed_at = time.monotonic()
+        wait_until(lambda: "context bu1 restarted (1 of 5) and rejoins the run" in
+                   self.output_of("run.log"), 60, "bu1 to be started again")
+        wait_until(lambda: remote_built(host, port) > 0, 60,
+                   "the restarted bu1 to build events")
+        back_after = time.monotonic() - killed_at
+        print(f"\nbu1 killed on {host}: building events again after {back_after:.1f} s")
+        self.assertEqual(self.stop_run(proc, timeout=180), 0, self.output_of("run.log"))
+        summary = self.summary()
+        self.assertEqual(summary["status"], "ok", summary.get("failure"))
+        r = summary["results"]
+        self.assertEqual(r["rejoined_bus"], ["bu1"], r)
+        self.assertEqual(r["events_lost"], 0, r)
+        self.assertEqual(r["events_triggered"],
+                         r["events_built"] + r["events_incomplete"] + r["events_in_doubt"], r)
+        self.assertEqual(len(summary["restarted"]), 1, summary)
+
+
+def remote_get(host, port, path):
+    conn = httpclient.HTTPConnection(host, port, timeout=5)
+    try:
+        conn.request("GET", path)
+        resp = conn.getresponse()
+        return resp.status, json.loads(resp.read().decode())
+    finally:
+        conn.close()
+
+
+def remote_built(host, port):
+    """events_built of the BU at host:port, or 0 while it does not answer."""
+    try:
+        status, app = remote_get(host, port, "/api/v1/apps/bu1")
+    except (OSError, ValueError):
+        return 0
+    if status != 200 or app.get("state") != "Enabled":
+        return 0
+    return app["metrics"].get("events_built", 0)
+
+
+class RestartPolicy(DaqflowTestCase):
+    """restart: on-failure on this machine, where what the killed BU wrote is settled before it
+    comes back: every event on disk once."""
+
+    def test_a_killed_bu_is_started_again_rejoins_and_nothing_is_lost_or_written_twice(self):
+        text = rewrite_ports(read_example("local.yaml"))
+        text = set_param(set_param(text, "mean", 256), "sd", 128)
+        text = set_param(text, "dir", self.path("run-data"))
+        text = text.replace("bus: [bu1, bu2]", "bus: [bu1, bu2]\n        trigger_rate_hz: 4000\n"
+                            "        heartbeat_timeout_ms: 1500", 1)
+        text = text.replace("  - name: bu1\n",
+                            "  - name: bu1\n    restart: {policy: on-failure, backoff_ms: 200}\n", 1)
+        config = self.write_config("restart.yaml", text)
+        port = int(re.search(r"name: bu1\n(?:.*\n)*?\s+control_port: (\d+)", text).group(1))
+        proc = self.start(["run", config, "--duration", "0", "--summary", self.path("summary.json"),
+                           "--log-dir", self.path("logs")], "run.log")
+        wait_until(lambda: remote_built("127.0.0.1", port) > 0, 120, "bu1 to build events")
+        status, ctx = remote_get("127.0.0.1", port, "/api/v1/context")
+        os.kill(ctx["pid"], signal.SIGKILL)
+        wait_until(lambda: "context bu1 restarted (1 of 5) and rejoins the run" in
+                   self.output_of("run.log"), 60, "bu1 to be started again")
+        wait_until(lambda: remote_built("127.0.0.1", port) > 0, 60,
+                   "the restarted bu1 to build events")
+        self.assertEqual(self.stop_run(proc, timeout=180), 0, self.output_of("run.log"))
+        with open(self.path("summary.json")) as f:
+            summary = json.load(f)
+        self.assertEqual(summary["status"], "ok", summary.get("failure"))
+        r = summary["results"]
+        self.assertEqual(r["rejoined_bus"], ["bu1"], r)
+        self.assertEqual(r["events_lost"], 0, r)
+        self.assertEqual(r["events_in_doubt"], 0, r)
+        self.assertEqual(r["events_triggered"], r["events_built"] + r["events_incomplete"], r)
+        code, dump = self.daqflow(["dump", self.path("run-data"), "--json", "--events"],
+                                  timeout=120)
+        self.assertEqual(code, 0, dump[-2000:])
+        report = json.loads(dump)
+        self.assertTrue(report["all_verified"], dump[:2000])
+        numbers = [e["event"] for f in report["files"] for e in f["event_list"]]
+        self.assertEqual(len(set(numbers)), len(numbers), "an event written twice")
+        self.assertEqual(len(numbers), r["events_built"], "every built event on disk")
+        # Two instances of bu1 wrote: the second went on after the first one's files.
+        bu1_files = sorted(f["path"] for f in report["files"] if "_bu1_" in f["path"])
+        self.assertGreaterEqual(len(bu1_files), 2, bu1_files)
 
 
 if __name__ == "__main__":

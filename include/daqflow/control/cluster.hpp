@@ -67,6 +67,7 @@ class Cluster {
   struct Death {
     std::vector<std::string> contexts;  // the contexts the process hosted
     std::string description;            // "context ru1 (pid 123) died: killed by signal 9 (Killed)"
+    bool clean = false;                 // it exited with code 0
   };
   // Reaps children that ended since the last call and describes each.
   std::vector<Death> reap_dead();
@@ -80,6 +81,12 @@ class Cluster {
   // refused), waits up to grace, then SIGKILLs what remains. The error lists the processes that
   // had to be killed or exited with a non-zero code.
   [[nodiscard]] Result<void> shutdown(std::chrono::milliseconds grace);
+
+  // Starts the process of this context again, as it was started, once it has ended (its
+  // restart policy); its death is reported again by reap_dead() should it end again.
+  [[nodiscard]] Result<void> restart(const std::string& context);
+  // The contexts the process of this context hosts.
+  [[nodiscard]] const std::vector<std::string>& group_of(const std::string& context) const;
 
   // SIGKILLs and reaps everything at once (the second Ctrl-C).
   void kill_all();
@@ -102,8 +109,10 @@ class Cluster {
   struct Process {
     std::vector<std::string> contexts;
     std::unique_ptr<Launched> launched;
-    bool reported = false;  // its end was described by reap_dead()
-    long pid = 0;           // on its host, as its control API said; 0 until it answered
+    bool reported = false;         // its end was described by reap_dead()
+    long pid = 0;                  // on its host, as its control API said; 0 until it answered
+    Launcher* launcher = nullptr;  // none: started by mpirun, or attached
+    LaunchRequest request;
   };
   struct Context {
     std::string name;

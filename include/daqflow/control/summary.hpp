@@ -45,6 +45,8 @@ struct RunSummary {
   std::optional<std::string> failure;
   // Contexts that died while the run went on without them (survivable applications only).
   std::vector<std::string> lost;
+  // Contexts started again by their restart policy: "context bu2 restarted (1 of 5) after ...".
+  std::vector<std::string> restarted;
   std::vector<ContextOutcome> contexts;
   std::vector<AppOutcome> applications;  // configuration order
   nlohmann::json results = nlohmann::json::object();

@@ -60,6 +60,10 @@ class AppContext {
       const transport::EndpointOptions* options = nullptr) = 0;
   [[nodiscard]] virtual MetricsRegistry& metrics() = 0;
   [[nodiscard]] virtual core::Clock& clock() = 0;
+  // Whether this executive was started again, in the same run, by its context's restart policy
+  // (`daqflow exec --restarted`): outputs continue what the earlier instance left, which the
+  // controller settled, rather than refusing it.
+  [[nodiscard]] virtual bool restarted() const { return false; }
 
   // Typed parameters; errors name the application and the key.
   [[nodiscard]] ParamReader param_reader() const;

@@ -49,6 +49,8 @@ struct ExecutiveOptions {
   // POST /api/v1/lease came for this long; the first lease starts with start(). What a context
   // started on another host is given, so that it does not outlive a controller that died.
   std::chrono::milliseconds lease{0};
+  // Started again by the restart policy (AppContext::restarted()).
+  bool restarted = false;
 };
 
 class Executive {

@@ -99,6 +99,7 @@ Result<void> BuilderUnit::configure(runtime::AppContext& ctx) {
   oc.bu_id = id();
   oc.default_dir = ctx.cluster().run.output;
   oc.queue_depth = window_;
+  oc.restarted = ctx.restarted();
   if (auto r = farm_output_context(ctx.cluster(), output_params, endpoint_, oc); !r) {
     return p.error("output", r.error().message());
   }

@@ -58,18 +58,18 @@ void EventManager::heard_from(transport::AppIndex bu, std::int64_t now_ns) {
   if (p >= 0) consumers_.heard_from(static_cast<std::size_t>(p), now_ns);
 }
 
-void EventManager::request(transport::AppIndex from, const wire::EventRequest& r,
+bool EventManager::request(transport::AppIndex from, const wire::EventRequest& r,
                            std::int64_t now_ns) {
   const int p = position_of(from);
   if (p < 0) {
     requests_ignored_ += r.blocks;
-    return;
+    return true;
   }
   Bu& b = bus_[static_cast<std::size_t>(p)];
   consumers_.heard_from(static_cast<std::size_t>(p), now_ns);
   if (!consumers_.accepts(static_cast<std::size_t>(p), r.epoch)) {
     requests_ignored_ += r.blocks;
-    return;
+    return false;
   }
   if (r.events_per_block > 0) {
     b.events_per_block = std::min(r.events_per_block, settings_.max_block_events);
@@ -82,6 +82,7 @@ void EventManager::request(transport::AppIndex from, const wire::EventRequest& r
     ++queue_size_;
   }
   b.wanted += take;
+  return true;
 }
 
 void EventManager::give(Block& blk, std::uint32_t position, wire::Assign& out) {

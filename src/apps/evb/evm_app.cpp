@@ -156,17 +156,21 @@ void EventManagerApp::on_lost(AppIndex bu, const std::string& why, std::size_t o
   spdlog::warn("{}: BU '{}' lost ({}); {} of its blocks go to the {} BU(s) left", id(),
                topology_.name(bu), why, orphans, evm_->bus_alive());
   // Fenced: if it is only frozen or cut off, it learns this when it hears from us again.
+  fence(bu);
+  if (evm_->bus_alive() == 0) {
+    events_lost_->set(static_cast<double>(evm_->lost()));
+    fail("no BU left (lost: " + names + "); " + std::to_string(evm_->lost()) +
+         " events in flight cannot be built");
+  }
+}
+
+void EventManagerApp::fence(AppIndex bu) {
   wire::Fence f;
   f.bu = bu;
   f.epoch = evm_->epoch_of(bu);
   std::array<std::byte, wire::kFenceSize> payload{};
   wire::encode(f, payload);
   reply(bu, wire::MessageType::fence, f.epoch, payload);
-  if (evm_->bus_alive() == 0) {
-    events_lost_->set(static_cast<double>(evm_->lost()));
-    fail("no BU left (lost: " + names + "); " + std::to_string(evm_->lost()) +
-         " events in flight cannot be built");
-  }
 }
 
 void EventManagerApp::on_completion(Completion& c, std::int64_t now) {
@@ -177,7 +181,11 @@ void EventManagerApp::on_completion(Completion& c, std::int64_t now) {
       switch (c.message.type) {
         case wire::MessageType::event_request: {
           wire::EventRequest r;
-          if (wire::decode(payload, r) == wire::EvbStatus::ok) evm_->request(c.peer, r, now);
+          if (wire::decode(payload, r) == wire::EvbStatus::ok && !evm_->request(c.peer, r, now)) {
+            // It missed its fence, or was started again: it learns its epoch and rejoins.
+            replies_.revive(c.peer);
+            fence(c.peer);
+          }
           break;
         }
         case wire::MessageType::heartbeat:

@@ -69,6 +69,8 @@ class EventManagerApp final : public runtime::Application {
   void on_completion(transport::Completion& c, std::int64_t now);
   void lose_bu(transport::AppIndex bu, const std::string& why);
   // After the EventManager has lost bu: stop sending to it, record it, fail if none is left.
+  // Tells a BU its epoch (its requests under an older one are refused).
+  void fence(transport::AppIndex bu);
   void on_lost(transport::AppIndex bu, const std::string& why, std::size_t orphans);
   [[nodiscard]] std::uint64_t trigger_limit(std::int64_t now);
   // Back-pressure: the trigger runs no further ahead of the assignments than the RUs produce.

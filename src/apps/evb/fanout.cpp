@@ -100,6 +100,15 @@ void Fanout::drop(transport::AppIndex peer) {
   reclaim();
 }
 
+void Fanout::revive(transport::AppIndex peer) {
+  for (Peer& p : peers_) {
+    if (p.index == peer && !p.live) {
+      p.live = true;
+      p.cursor = tail_;
+    }
+  }
+}
+
 bool Fanout::idle() const {
   return std::all_of(peers_.begin(), peers_.end(),
                      [this](const Peer& p) { return !p.live || p.cursor >= tail_; });

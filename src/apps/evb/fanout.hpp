@@ -41,6 +41,9 @@ class Fanout {
   int post(transport::Endpoint& endpoint, std::vector<transport::AppIndex>& gone);
   // This peer receives nothing more.
   void drop(transport::AppIndex peer);
+  // A dropped peer that was heard from again (a new connection: a process started again): it
+  // gets what is pushed from now on.
+  void revive(transport::AppIndex peer);
   // Nothing waits to be posted to a live peer.
   [[nodiscard]] bool idle() const;
   // Drops every message and every buffer reference (before the pool goes).

@@ -17,7 +17,8 @@ namespace daqflow::apps::evb {
 FileOutput::FileOutput(FileOutputSettings settings)
     : ThreadedOutput(settings.queue_depth),
       settings_(std::move(settings)),
-      record_headers_(kMaxIov) {
+      record_headers_(kMaxIov),
+      sequence_(settings_.first_sequence) {
   start();
 }
 

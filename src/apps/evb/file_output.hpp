@@ -44,6 +44,7 @@ struct FileOutputSettings {
   std::string bu_id;
   std::size_t queue_depth = 8;
   FileContent content = FileContent::built_events;
+  std::uint32_t first_sequence = 0;  // the first file's sequence number
 };
 
 class FileOutput final : public ThreadedOutput {

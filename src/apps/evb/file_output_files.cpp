@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <array>
 #include <cerrno>
+#include <charconv>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
@@ -202,11 +203,21 @@ Result<std::unique_ptr<EventOutput>> make_file_output(const nlohmann::json& para
   if (::access(s.dir.c_str(), W_OK) != 0) {
     return Error(fmt::format("output: directory '{}' is not writable: {}", s.dir, errno_text()));
   }
-  // Files of this run and BU from an earlier attempt would be overwritten or mixed in: refuse.
+  // Files of this run and BU from an earlier attempt would be overwritten or mixed in: refuse,
+  // unless the BU was started again in this run, which goes on after the last of them.
   const std::string prefix = data_file_stem(s.run_number, s.bu_id, 0);
   const std::string run_prefix = prefix.substr(0, prefix.size() - 4);
   for (const auto& entry : fs::directory_iterator(s.dir, ec)) {
     const std::string name = entry.path().filename().string();
+    if (name.rfind(run_prefix, 0) == 0 && context.restarted) {
+      std::uint32_t seq = 0;
+      const auto digits = name.substr(run_prefix.size(), name.find('.') - run_prefix.size());
+      const auto [end, err] = std::from_chars(digits.data(), digits.data() + digits.size(), seq);
+      if (err == std::errc() && end == digits.data() + digits.size()) {
+        s.first_sequence = std::max(s.first_sequence, seq + 1);
+      }
+      continue;
+    }
     if (name.rfind(run_prefix, 0) == 0) {
       return Error(
           fmt::format("output: '{}' already holds files of run {} from {} ({}): remove "

@@ -134,7 +134,15 @@ void ReadoutRole::on_assign(const wire::Assign& a) {
                 ", not a BU of this builder");
     return;
   }
-  if (store_->assign(a) == AssignOutcome::error) set_failure(store_->error());
+  const AssignOutcome outcome = store_->assign(a);
+  if (outcome == AssignOutcome::error) {
+    set_failure(store_->error());
+    return;
+  }
+  // The EVM assigns only to BUs it holds alive: one this RU saw go (its process ended) is back
+  // (started again, and rejoined the EVM under a new epoch). What was parked for the old one
+  // stays parked: the EVM re-assigned or holds it.
+  if (outcome != AssignOutcome::stale && !bus_[a.bu].live) bu_back(a.bu);
 }
 
 void ReadoutRole::on_release(std::uint64_t below) {

@@ -82,8 +82,10 @@ class EventManager {
   void start_watch(std::int64_t now_ns);
   void heard_from(transport::AppIndex bu, std::int64_t now_ns);
   // A request from `from` (the message's sender; the payload's bu field is not trusted). A lost
-  // BU, or one that asks under another epoch than its current one, is not served.
-  void request(transport::AppIndex from, const wire::EventRequest& r, std::int64_t now_ns);
+  // BU, or one that asks under another epoch than its current one, is not served: false then
+  // (it does not know its epoch yet: a process started again, or one that missed its fence; it
+  // is to be fenced again).
+  bool request(transport::AppIndex from, const wire::EventRequest& r, std::int64_t now_ns);
   [[nodiscard]] CommitOutcome commit(transport::AppIndex from, const wire::BlockAck& a,
                                      std::int64_t now_ns);
   // A lost BU back under its current epoch (the one it was fenced with); false otherwise.

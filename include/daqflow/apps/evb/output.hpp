@@ -107,6 +107,9 @@ struct OutputContext {
   // (a timeslice of many inputs): such an event is copied into one buffer of this size. 0: no
   // event ever has that many pieces (one that does fails the output, naming it).
   std::uint64_t max_event_size = 0;
+  // The BU was started again in the same run (AppContext::restarted()): file outputs go on after
+  // the files its earlier instance left instead of refusing them.
+  bool restarted = false;
 };
 
 // Kind farm: checks that the `output` parameter's sfc is an SFC application and fills in the
