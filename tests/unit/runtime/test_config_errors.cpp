@@ -517,5 +517,91 @@ faults:
               ElementsAre(error_at("6:5", "it needs transports.payload_crc: true")));
 }
 
+TEST(ConfigHosts, AHostsEntryDescribesHowItsContextsAreStarted) {
+  auto config = parse_config(R"(hosts:
+  - address: [10.1.0.2, 10.1.0.3]
+    launcher: ssh
+    daqflow: /opt/daqflow/bin/daqflow
+    workdir: /var/lib/daqflow
+    lease_s: 7
+    ssh: {user: daq, port: 2222, options: [-i, /keys/daq]}
+contexts:
+  - {name: a, host: 10.1.0.3, control_port: 9100, applications: []}
+  - {name: b, host: 10.1.0.9, control_port: 9101, applications: []}
+  - {name: c, host: 10.1.0.2, control_port: 9102, control_bind: 127.0.0.1, applications: []}
+)",
+                             "x.yaml", registry());
+  ASSERT_TRUE(config.ok()) << config.error().message();
+  ASSERT_EQ(config->hosts.size(), 1U);
+  const HostConfig& h = config->hosts[0];
+  EXPECT_EQ(h.launcher, LauncherKind::ssh);
+  EXPECT_EQ(h.daqflow, "/opt/daqflow/bin/daqflow");
+  EXPECT_EQ(h.lease_s, 7U);
+  EXPECT_EQ(h.ssh.user, "daq");
+  EXPECT_EQ(h.ssh.port, 2222);
+  EXPECT_THAT(h.ssh.options, ElementsAre("-i", "/keys/daq"));
+  EXPECT_EQ(config->host_of(config->contexts[0]), &h);
+  EXPECT_EQ(config->host_of(config->contexts[1]), nullptr);  // started here
+  // Controlled from elsewhere: the control port listens on the host's address, unless the
+  // context says otherwise.
+  EXPECT_EQ(config->contexts[0].control_bind, "10.1.0.3");
+  EXPECT_EQ(config->contexts[1].control_bind, "127.0.0.1");
+  EXPECT_EQ(config->contexts[2].control_bind, "127.0.0.1");
+}
+
+TEST(ConfigHosts, MistakesAreNamedWithTheirPosition) {
+  EXPECT_THAT(
+      errors_of(R"(hosts:
+  - address: 10.1.0.2
+    launcher: sssh
+    workdir: relative/dir
+    lease_s: 1
+    supervisor: {url: http://x:9001}
+  - launcher: ssh
+  - address: 10.1.0.2
+contexts:
+  - {name: a, control_port: 9100, applications: []}
+)"),
+      ElementsAre(error_at("3:15", "'launcher' in host '10.1.0.2': 'sssh' is not one of"),
+                  error_at("4:14", "'relative/dir' is not an absolute path"),
+                  error_at("5:14", "'lease_s' in host '10.1.0.2': 1 is out of range 2..3600"),
+                  error_at("6:5",
+                           "'supervisor' in host '10.1.0.2': the host's launcher is "
+                           "local, not supervisor"),
+                  error_at("7:5", "missing required key 'address' in host #2"),
+                  error_at("8:5",
+                           "address '10.1.0.2' is already described by the host at "
+                           "x.yaml:2:5")));
+}
+
+TEST(ConfigHosts, RestartPolicies) {
+  auto config = parse_config(R"(contexts:
+  - {name: a, control_port: 9100, applications: [], restart: on-failure}
+  - name: b
+    control_port: 9101
+    applications: []
+    restart: {policy: on-failure, backoff_ms: 100, max_backoff_ms: 800, max_restarts: 3}
+  - {name: c, control_port: 9102, applications: []}
+)",
+                             "x.yaml", registry());
+  ASSERT_TRUE(config.ok()) << config.error().message();
+  EXPECT_TRUE(config->contexts[0].restart.on_failure);
+  EXPECT_EQ(config->contexts[1].restart.backoff_ms, 100U);
+  EXPECT_EQ(config->contexts[1].restart.max_backoff_ms, 800U);
+  EXPECT_EQ(config->contexts[1].restart.max_restarts, 3U);
+  EXPECT_FALSE(config->contexts[2].restart.on_failure);
+  EXPECT_THAT(errors_of(R"(contexts:
+  - {name: a, control_port: 9100, applications: [], restart: always}
+  - {name: b, control_port: 9101, applications: [], restart: {backoff_ms: 900, max_backoff_ms: 10}}
+)"),
+              ElementsAre(error_at("2:62",
+                                   "'restart' in context 'a': 'always' is not one of: "
+                                   "never, on-failure"),
+                          error_at("3:62",
+                                   "missing required key 'policy' in restart of context "
+                                   "'b'"),
+                          error_at("3:62", "max_backoff_ms 10 is below backoff_ms 900")));
+}
+
 }  // namespace
 }  // namespace daqflow::runtime

@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <future>
+#include <thread>
 
 #include "test_executive_apps.hpp"
 
@@ -277,6 +278,45 @@ TEST(Executive, ShutdownOverTheApiHaltsEverythingAndEndsWait) {
   std::sort(released.begin(), released.end());
   EXPECT_EQ(released, (std::vector<std::string>{"c1:release", "c2:release"}));
   EXPECT_EQ(api.get("/api/v1/context").status, 0) << "the server no longer answers";
+}
+
+TEST(Executive, ALeaseNotRenewedShutsTheExecutiveDown) {
+  hook_log().clear();
+  ExecutiveOptions options;
+  options.lease = 600ms;
+  auto exec = start_executive(make_cluster({{"ctx", 23023}}, {app("c1")}), {"ctx"}, options);
+  ASSERT_TRUE(exec);
+  Api api(23023);
+  api.post("/api/v1/fsm/Configure");
+  ASSERT_EQ(api.wait_state("c1", "Ready"), "Ready");
+  auto waited = std::async(std::launch::async, [&] { exec->wait(); });
+  // Renewed: it stays, for several times the lease.
+  for (int i = 0; i < 12; ++i) {
+    const auto r = api.post("/api/v1/lease");
+    ASSERT_EQ(r.status, 200);
+    EXPECT_EQ(r.body.at("run").at("lease_ms"), 600);
+    EXPECT_LT(r.body.at("run").at("controller_seen_ms_ago").get<int>(), 600);
+    std::this_thread::sleep_for(150ms);
+  }
+  EXPECT_EQ(waited.wait_for(0s), std::future_status::timeout) << "renewed, it keeps running";
+  // No more renewals: it halts its applications and ends.
+  ASSERT_EQ(waited.wait_for(30s), std::future_status::ready);
+  EXPECT_EQ(entries_of(":release"), (std::vector<std::string>{"c1:release"}));
+}
+
+TEST(Executive, AStopRequestIsShownToTheController) {
+  auto exec = start_executive(make_cluster({{"ctx", 23024}}, {app("c1")}), {"ctx"});
+  ASSERT_TRUE(exec);
+  Api api(23024);
+  const auto before = api.get("/api/v1/context");
+  ASSERT_EQ(before.status, 200);
+  EXPECT_EQ(before.body.at("run").at("stop_requested"), false);
+  EXPECT_TRUE(before.body.at("run").at("lease_ms").is_null());
+  EXPECT_TRUE(before.body.at("run").at("controller_seen_ms_ago").is_null());
+  EXPECT_EQ(api.post("/api/v1/stop").status, 202);
+  const auto lease = api.post("/api/v1/lease");
+  EXPECT_EQ(lease.body.at("run").at("stop_requested"), true);
+  EXPECT_EQ(api.get("/api/v1/context").body.at("run").at("stop_requested"), true);
 }
 
 TEST(Executive, ShutdownRefusesFurtherCommands) {
