@@ -17,6 +17,13 @@ endif()
 # and listed as not built (transports_not_built(), `daqflow transports`); the conformance suite
 # has a test that fails when DAQFLOW_REQUIRE_ALL_TRANSPORTS is on and one is missing.
 option(DAQFLOW_REQUIRE_ALL_TRANSPORTS "Fail configuration when a transport library is missing" ON)
+# supervisord's XML-RPC API, for the supervisor launcher: xmlrpc-c's C++ client.
+find_program(XMLRPC_C_CONFIG xmlrpc-c-config REQUIRED)
+execute_process(COMMAND ${XMLRPC_C_CONFIG} c++2 client --libs OUTPUT_VARIABLE XMLRPC_C_LIBS
+                OUTPUT_STRIP_TRAILING_WHITESPACE COMMAND_ERROR_IS_FATAL ANY)
+separate_arguments(XMLRPC_C_LIBS UNIX_COMMAND "${XMLRPC_C_LIBS}")
+add_library(daqflow_xmlrpc INTERFACE)
+target_link_libraries(daqflow_xmlrpc INTERFACE ${XMLRPC_C_LIBS})
 pkg_check_modules(UCX IMPORTED_TARGET ucx)
 pkg_check_modules(LIBFABRIC IMPORTED_TARGET libfabric)
 pkg_check_modules(MPI IMPORTED_TARGET ompi-c)  # Open MPI

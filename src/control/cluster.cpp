@@ -122,7 +122,10 @@ class AttachedLaunched final : public Launched {
         !answer && answer.error().message().find("Connection") != std::string::npos;
     refusals_ = refused ? refusals_ + 1 : 0;
     if (answer && answer->is_object()) pid_ = answer->value("pid", 0L);
-    if (refusals_ >= 3) exit_ = ExitStatus{end_expected_ ? 0 : ExitStatus::kUnknown, 0};
+    if (refusals_ >= 3) {
+      exit_ = ExitStatus{end_expected_ ? 0 : ExitStatus::kUnknown, 0};
+      (void)launcher_.kill_remains(context_);  // what the engine keeps of it (a program entry)
+    }
     return exit_;
   }
   void terminate() override {

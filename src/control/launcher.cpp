@@ -48,15 +48,17 @@ std::string config_delivery(const LaunchSettings& settings) {
 
 std::vector<std::string> remote_exec_command(const runtime::HostConfig& host,
                                              const LaunchSettings& settings,
-                                             const LaunchRequest& request) {
+                                             const LaunchRequest& request, bool log_file) {
   std::vector<std::string> argv{host.daqflow.empty() ? settings.self : host.daqflow,
                                 "exec",
                                 settings.config_path,
                                 "--config-stdin",
                                 "--lease",
-                                std::to_string(host.lease_s),
-                                "--log-file",
-                                host_log_dir(host) + "/" + request.contexts.front() + ".log"};
+                                std::to_string(host.lease_s)};
+  if (log_file) {
+    argv.emplace_back("--log-file");
+    argv.push_back(host_log_dir(host) + "/" + request.contexts.front() + ".log");
+  }
   for (const auto& name : request.contexts) {
     argv.emplace_back("--context");
     argv.push_back(name);
@@ -134,6 +136,7 @@ Result<std::unique_ptr<Launcher>> make_launcher(const runtime::HostConfig* host,
     case runtime::LauncherKind::ssh:
       return make_ssh_launcher(*host, address, settings);
     case runtime::LauncherKind::supervisor:
+      return make_supervisor_launcher(*host, address, settings);
     case runtime::LauncherKind::slurm:
       break;
     case runtime::LauncherKind::local:

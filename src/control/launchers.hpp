@@ -17,4 +17,7 @@ namespace daqflow::control {
                                                                   const std::string& address,
                                                                   const LaunchSettings& settings);
 
+[[nodiscard]] Result<std::unique_ptr<Launcher>> make_supervisor_launcher(
+    const runtime::HostConfig& host, const std::string& address, const LaunchSettings& settings);
+
 }  // namespace daqflow::control

@@ -96,6 +96,9 @@ class Run {
   }
 
   Result<void> check_deaths();
+  // Every expendable group (`expendable: {group, min}`) still has min contexts running and
+  // answering; the error names the group and who is left.
+  [[nodiscard]] Result<void> check_groups() const;
   // The restart policy (ContextConfig::restart): a survivable context that died is started
   // again after its back-off, configured and enabled, and rejoins the run.
   void schedule_restart(const std::string& context, bool clean);
@@ -130,6 +133,7 @@ class Run {
                         std::chrono::milliseconds timeout, bool any_failed_fails);
   Result<void> post_app(const View& v, const std::string& command);
   Result<void> start();
+  Result<void> bring_up();
   Result<bool> attached_state();
   Result<void> configure();
   Result<void> enable();
@@ -168,6 +172,11 @@ class Run {
 };
 
 bool Run::survivable(const std::vector<std::string>& contexts) const {
+  for (const auto& name : contexts) {
+    if (config_.find_context(name)->expendable.expendable == std::optional<bool>(false)) {
+      return false;
+    }
+  }
   for (const auto& v : views_) {
     if (std::find(contexts.begin(), contexts.end(), v.config->context) == contexts.end()) continue;
     const auto* type = registry_.find(v.config->type);
@@ -247,6 +256,25 @@ void Run::settle(const std::vector<std::string>& contexts) {
       summary_.lost.back() += "; " + *done;
     }
   }
+}
+
+Result<void> Run::check_groups() const {
+  std::map<std::string, std::pair<std::uint32_t, std::vector<std::string>>> groups;
+  for (const auto& ctx : config_.contexts) {
+    if (ctx.expendable.group.empty()) continue;
+    auto& g = groups[ctx.expendable.group];
+    g.first = ctx.expendable.min;
+    // One being started again by its restart policy counts: it is on its way back.
+    if (reachable(ctx.name) || restarting(ctx.name)) g.second.push_back(ctx.name);
+  }
+  for (const auto& [name, g] : groups) {
+    if (g.second.size() >= g.first) continue;
+    return Error(
+        fmt::format("expendable group '{}' is down to {} context(s) ({}), below its min "
+                    "{}",
+                    name, g.second.size(), fmt::join(g.second, ", "), g.first));
+  }
+  return ok();
 }
 
 void Run::schedule_restart(const std::string& context, bool clean) {
@@ -619,6 +647,10 @@ void Run::monitor() {
       break;
     }
     advance_restarts();
+    if (auto r = check_groups(); !r) {
+      fail(r.error().message());
+      break;
+    }
     if (elapsed() >= next_poll) {
       next_poll += poll_period;
       if (next_poll <= elapsed()) next_poll = elapsed() + poll_period;
@@ -784,28 +816,49 @@ Result<bool> Run::attached_state() {
       states + ")");
 }
 
+// Start (or attach), configure and enable, timing each step for the summary. Ok when the run is
+// to be monitored.
+Result<void> Run::bring_up() {
+  auto mark = Clock::now();
+  const auto lap = [&mark] {
+    const auto now = Clock::now();
+    const double s = std::chrono::duration<double>(now - mark).count();
+    mark = now;
+    return s;
+  };
+  const auto started = start();
+  summary_.start_s = lap();
+  if (!started) return started;
+  if (options_.attach) {
+    configure_sent_ = true;  // from here on, what runs is halted at the end
+    auto enabled = attached_state();
+    if (!enabled) return enabled.error();
+    if (*enabled) {
+      reporter_.note("every application is Enabled: monitoring the run");
+      return ok();
+    }
+  }
+  auto configured = configure();
+  summary_.configure_s = lap();
+  if (!configured) return configured;
+  auto enabled = enable();
+  summary_.enable_s = lap();
+  if (!enabled) return enabled;
+  reporter_.note(fmt::format("started in {:.2f} s, configured in {:.2f} s, enabled in {:.2f} s",
+                             summary_.start_s, summary_.configure_s, summary_.enable_s));
+  reporter_.note(options_.duration_s > 0
+                     ? fmt::format("running for {:g} s (Ctrl-C stops)", options_.duration_s)
+                     : std::string("running until an application finishes (Ctrl-C stops)"));
+  return ok();
+}
+
 RunSummary Run::execute() {
   summary_.config = options_.config_path;
   summary_.started_at = iso8601_utc(std::chrono::system_clock::now());
 
-  if (auto r = start(); !r) {
-    fail(r.error().message());
-  } else if (const auto attached = options_.attach ? attached_state() : Result<bool>(false);
-             !attached) {
-    configure_sent_ = true;  // what runs is halted and shut down
-    fail(attached.error().message());
-  } else if (*attached) {
-    reporter_.note("every application is Enabled: monitoring the run");
-    configure_sent_ = true;
-    monitor();
-  } else if (auto c = configure(); !c) {
-    fail(c.error().message());
-  } else if (auto e = enable(); !e) {
-    fail(e.error().message());
+  if (auto ready = bring_up(); !ready) {
+    fail(ready.error().message());
   } else {
-    reporter_.note(options_.duration_s > 0
-                       ? fmt::format("running for {:g} s (Ctrl-C stops)", options_.duration_s)
-                       : std::string("running until an application finishes (Ctrl-C stops)"));
     monitor();
   }
   if (cluster_ && configure_sent_) halt();

@@ -12,6 +12,9 @@ nlohmann::json RunSummary::to_json() const {
   out["config"] = config;
   out["started_at"] = started_at;
   out["duration_s"] = duration_s;
+  out["start_s"] = start_s;
+  out["configure_s"] = configure_s;
+  out["enable_s"] = enable_s;
   out["status"] = ok() ? "ok" : "failed";
   out["failure"] = failure ? nlohmann::json(*failure) : nlohmann::json(nullptr);
   out["lost"] = lost;

@@ -284,10 +284,52 @@ void apply_host_defaults(ParsedConfig& parsed) {
   }
 }
 
+// A context marked expendable must host only applications the run can lose; the contexts of a
+// group agree on its min, and the group has at least min of them.
+void check_expendable(const AppRegistry& registry, ParsedConfig& parsed, Diagnostics& d) {
+  const ClusterConfig& config = parsed.config;
+  struct Group {
+    std::uint32_t min = 0;
+    std::size_t members = 0;
+    YAML::Mark first;  // its first context
+  };
+  std::map<std::string, Group> groups;
+  for (std::size_t i = 0; i < config.contexts.size(); ++i) {
+    const ContextConfig& ctx = config.contexts[i];
+    if (ctx.expendable.expendable != std::optional<bool>(true)) continue;
+    for (const AppIndex a : ctx.applications) {
+      const ApplicationConfig& app = config.applications[a];
+      const AppType* type = registry.find(app.type);
+      if (type != nullptr && !type->survivable) {
+        d.error(parsed.contexts[i].node,
+                fmt::format("context '{}' is expendable, but its application '{}' ({}) is not "
+                            "one the run can lose",
+                            ctx.name, app.id, app.type));
+      }
+    }
+    if (ctx.expendable.group.empty()) continue;
+    auto [it, added] = groups.try_emplace(ctx.expendable.group,
+                                          Group{ctx.expendable.min, 0, parsed.contexts[i].node});
+    if (!added && it->second.min != ctx.expendable.min) {
+      d.error(parsed.contexts[i].node,
+              fmt::format("context '{}': expendable group '{}' has min {} here and {} elsewhere",
+                          ctx.name, ctx.expendable.group, ctx.expendable.min, it->second.min));
+    }
+    ++it->second.members;
+  }
+  for (const auto& [group, g] : groups) {
+    if (g.members < g.min) {
+      d.error(g.first, fmt::format("expendable group '{}' has {} context(s), fewer than its min {}",
+                                   group, g.members, g.min));
+    }
+  }
+}
+
 }  // namespace
 
 void check_cluster(const AppRegistry& registry, ParsedConfig& parsed, Diagnostics& d) {
   apply_host_defaults(parsed);
+  check_expendable(registry, parsed, d);
   check_unique_contexts(parsed, d);
   check_unique_applications(parsed, d);
   PortClaims(parsed, d).claim_all();

@@ -41,8 +41,10 @@ const std::vector<std::string> kTransportKeys{
     "default",     "pipeline_depth", "max_message_size", "recv_buffers",  "socket_buffer_kb",
     "payload_crc", "ucx_tls",        "ofi_provider",     "mpi_completion"};
 const std::vector<std::string> kMpiCompletions{"testsome", "test", "testall"};
-const std::vector<std::string> kContextKeys{"name",         "host",    "control_port", "data_port",
-                                            "control_bind", "restart", "applications"};
+const std::vector<std::string> kContextKeys{"name",       "host",         "control_port",
+                                            "data_port",  "control_bind", "restart",
+                                            "expendable", "applications"};
+const std::vector<std::string> kExpendableKeys{"group", "min"};
 const std::vector<std::string> kAppKeys{"type", "id", "transport", "cpu", "idle"};
 const std::vector<std::string> kIdleStrategies{"spin", "yield", "backoff", "block"};
 
@@ -500,6 +502,44 @@ class Reader {
     }
   }
 
+  // `expendable` of a context: true, false, or {group, min} (expendable, counted with the other
+  // contexts of the group).
+  void expendability(const Field& f, const std::string& where, Expendability& e) {
+    if (f.value.IsScalar()) {
+      const auto v = parse_boolean(f.value.Scalar());
+      if (v) {
+        e.expendable = *v;
+      } else {
+        d_.error(f.value.Mark(), fmt::format("'expendable' in {}: expected true, false or "
+                                             "{{group, min}}, got {}",
+                                             where, describe_node(f.value)));
+      }
+      return;
+    }
+    if (!f.value.IsMap()) {
+      d_.error(f.value.Mark(), fmt::format("'expendable' in {}: expected true, false or "
+                                           "{{group, min}}, got {}",
+                                           where, describe_node(f.value)));
+      return;
+    }
+    e.expendable = true;
+    const std::string inner = "expendable of " + where;
+    for (const Field& g : fields_of(f.value, inner, d_)) {
+      if (g.key == "group") {
+        if (auto v = name(g, inner)) e.group = *v;
+      } else if (g.key == "min") {
+        if (auto v = integer(g, inner, 0, 100000)) e.min = static_cast<std::uint32_t>(*v);
+      } else {
+        unknown_key(g, inner, kExpendableKeys);
+      }
+    }
+    if (e.group.empty()) {
+      d_.error(f.value.Mark(), fmt::format("missing required key 'group' in {} (the contexts "
+                                           "counted together for min)",
+                                           inner));
+    }
+  }
+
   // `faults`: a list of {from, to, one of delay_ms / cut_ms / stall_ms / corrupt, and when}.
   void faults(const Field& section) {
     if (section.value.IsNull()) return;
@@ -650,6 +690,8 @@ class Reader {
         }
       } else if (f.key == "restart") {
         restart_policy(f, where, ctx.restart);
+      } else if (f.key == "expendable") {
+        expendability(f, where, ctx.expendable);
       } else if (f.key == "applications") {
         applications = &f;
       } else {

@@ -160,6 +160,52 @@ class NamespaceHosts:
             self._wait_ssh(address, options)
         return options
 
+    # --- supervisord ---
+
+    SUPERVISOR_PORT = 9001
+
+    def start_supervisord(self):
+        """A supervisord on every host (Debian's, with supervisor_twiddler for programs added
+        over XML-RPC), its XML-RPC server on ADDRESS:9001; returns the URLs."""
+        urls = []
+        for i, address in enumerate(self.addresses):
+            base = os.path.join(self.dir, f"supervisor_{i}")
+            os.makedirs(base, exist_ok=True)
+            config = os.path.join(base, "supervisord.conf")
+            with open(config, "w") as f:
+                f.write(f"[supervisord]\nnodaemon = true\nlogfile = {base}/supervisord.log\n"
+                        f"pidfile = {base}/supervisord.pid\nchildlogdir = {base}\n"
+                        "loglevel = info\n"
+                        f"[inet_http_server]\nport = {address}:{self.SUPERVISOR_PORT}\n"
+                        "[rpcinterface:supervisor]\nsupervisor.rpcinterface_factory = "
+                        "supervisor.rpcinterface:make_main_rpcinterface\n"
+                        "[rpcinterface:twiddler]\nsupervisor.rpcinterface_factory = "
+                        "supervisor_twiddler.rpcinterface:make_twiddler_rpcinterface\n"
+                        "[group:daqflow]\nprograms =\n")
+            log = open(os.path.join(base, "stdout.log"), "w")
+            command = ["ip", "netns", "exec", self.names[i], "unshare", "--uts", "sh", "-c",
+                       f"hostname {self.names[i]} && exec /usr/bin/python3 -m supervisor.supervisord "
+                       f"-c {config}"]
+            proc = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT,
+                                    start_new_session=True)
+            log.close()
+            self._daemons.append(proc)
+            urls.append(f"http://{address}:{self.SUPERVISOR_PORT}/RPC2")
+        import xmlrpc.client
+        for url in urls:
+            deadline = time.monotonic() + 30.0
+            while True:
+                try:
+                    if xmlrpc.client.ServerProxy(url).supervisor.getState()["statename"] == \
+                            "RUNNING":
+                        break
+                except OSError:
+                    pass
+                if time.monotonic() >= deadline:
+                    raise RuntimeError(f"supervisord at {url} did not answer within 30 s")
+                time.sleep(0.2)
+        return urls
+
     def _wait_ssh(self, address, options, timeout=30.0):
         deadline = time.monotonic() + timeout
         while True:

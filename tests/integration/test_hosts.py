@@ -43,6 +43,12 @@ class SshHosts(DaqflowTestCase):
     def tearDownClass(cls):
         cls.hosts.close()
 
+    launcher = "ssh"
+
+    def host_settings(self):
+        """What the hosts' entries say beyond address, launcher, lease and workdir."""
+        return f"    ssh: {{user: root, options: {json.dumps(self.ssh_options)}}}\n"
+
     def config(self, name, transport="tcp", lease_s=20, extra_transport=""):
         """examples/local.yaml on the namespace hosts, launched over ssh, each host with a working
         directory of its own (where its BU writes) under the test directory."""
@@ -51,7 +57,7 @@ class SshHosts(DaqflowTestCase):
         # Small events at a bounded rate: every one is read back from the files.
         text = set_param(set_param(text, "mean", 256), "sd", 128)
         text = text.replace("bus: [bu1, bu2]", "bus: [bu1, bu2]\n        trigger_rate_hz: 4000\n"
-                            "        heartbeat_timeout_ms: 1500", 1)
+                            "        heartbeat_timeout_ms: 3000", 1)
         if extra_transport:
             text = re.sub(r"^transports: \{", "transports: {" + extra_transport + ", ", text,
                           flags=re.M)
@@ -70,9 +76,9 @@ class SshHosts(DaqflowTestCase):
         os.chmod(token, 0o600)
         hosts = "hosts:\n"
         for i, address in enumerate(self.hosts.addresses):
-            hosts += (f"  - address: {address}\n    launcher: ssh\n    lease_s: {lease_s}\n"
-                      f"    workdir: {self.workdir(i)}\n"
-                      f"    ssh: {{user: root, options: {json.dumps(self.ssh_options)}}}\n")
+            hosts += (f"  - address: {address}\n    launcher: {self.launcher}\n"
+                      f"    lease_s: {lease_s}\n    workdir: {self.workdir(i)}\n" +
+                      self.host_settings())
         text = text.replace("contexts:\n", f"access: {{token_file: {token}}}\n{hosts}contexts:\n",
                             1)
         return self.write_config(name, text)
@@ -106,7 +112,7 @@ class SshHosts(DaqflowTestCase):
         self.assertEqual(len(set(numbers)), len(numbers), "an event written twice")
 
     def executives_left(self):
-        """The processes still running in the hosts, sshd's aside."""
+        """The processes still running in the hosts, sshd's and supervisord's aside."""
         left = []
         for i in range(self.hosts.count):
             for pid in self.hosts.pids(i):
@@ -115,21 +121,36 @@ class SshHosts(DaqflowTestCase):
                         cmd = f.read().replace(b"\0", b" ").decode(errors="replace")
                 except OSError:
                     continue
-                if "sshd" not in cmd:
+                if "sshd" not in cmd and "supervisord" not in cmd:
                     left.append(f"host{i}: {pid} {cmd.strip()}")
         return left
 
     def test_the_event_builder_runs_across_four_hosts_over_tcp_ucx_and_ofi(self):
+        # The same configuration on this machine first: the times to start, configure and
+        # enable, beside those through the launcher (printed, not asserted).
+        with open(self.config("local.yaml")) as f:
+            local = re.sub(r"^hosts:\n(?:  .*\n)+", "", f.read(), flags=re.M)
+        for address in self.hosts.addresses:
+            local = local.replace(address, "127.0.0.1")
+        local = re.sub(r"access: \{[^}]*\}\n", "", local)
+        code, out, summary = self.run_config(self.write_config("local.yaml", local), "--duration",
+                                             "1", timeout=240)
+        self.assertEqual(code, 0, out)
+        times = [("local", summary)]
+        shutil.rmtree(self.path("run-data"), ignore_errors=True)
         for transport, extra in (("tcp", ""), ("ucx", "ucx_tls: tcp"), ("ofi", "")):
             with self.subTest(transport=transport):
                 config = self.config(f"hosts-{transport}.yaml", transport, extra_transport=extra)
                 code, out, summary = self.run_config(config, "--duration", "3", timeout=240)
                 self.assertEqual(code, 0, out)
+                times.append((f"{self.launcher} {transport}", summary))
                 r = self.check_built_once(summary)
                 self.check_files(r["events_written"])
-                # The logs of every context, read back from each host through ssh (the run
-                # is over: the control APIs are gone).
-                code, logs = self.daqflow(["logs", config, "-n", "400"], timeout=120)
+                # The logs of every context, read back through the launcher (the run is over:
+                # the control APIs are gone): from each host over ssh, or the copies the
+                # controller kept of supervisord's.
+                code, logs = self.daqflow(["logs", config, "-n", "400", "--log-dir",
+                                           self.path("logs")], timeout=120)
                 self.assertEqual(code, 0, logs)
                 for context in PLACEMENT:
                     self.assertIn(f"=== {context} ===", logs)
@@ -139,6 +160,10 @@ class SshHosts(DaqflowTestCase):
                 for i in range(self.hosts.count):
                     # The next transport's BUs start on empty directories.
                     shutil.rmtree(self.workdir(i), ignore_errors=True)
+        print("\nstart, configure, enable (s):")
+        for what, summary in times:
+            print(f"  {what:16} {summary['start_s']:.2f} {summary['configure_s']:.2f} "
+                  f"{summary['enable_s']:.2f}")
 
     def start_run(self, config, log_name, *extra):
         proc = self.start(["run", config, "--duration", "0", "--summary", self.path("summary.json"),
@@ -278,7 +303,7 @@ class RestartPolicy(DaqflowTestCase):
         text = set_param(set_param(text, "mean", 256), "sd", 128)
         text = set_param(text, "dir", self.path("run-data"))
         text = text.replace("bus: [bu1, bu2]", "bus: [bu1, bu2]\n        trigger_rate_hz: 4000\n"
-                            "        heartbeat_timeout_ms: 1500", 1)
+                            "        heartbeat_timeout_ms: 3000", 1)
         text = text.replace("  - name: bu1\n",
                             "  - name: bu1\n    restart: {policy: on-failure, backoff_ms: 200}\n", 1)
         config = self.write_config("restart.yaml", text)
@@ -312,6 +337,50 @@ class RestartPolicy(DaqflowTestCase):
         # Two instances of bu1 wrote: the second went on after the first one's files.
         bu1_files = sorted(f["path"] for f in report["files"] if "_bu1_" in f["path"])
         self.assertGreaterEqual(len(bu1_files), 2, bu1_files)
+
+
+class ExpendableContexts(DaqflowTestCase):
+    """expendable: a context the run could survive made fatal, and a group with a minimum."""
+
+    def start_with(self, bu1, bu2):
+        text = rewrite_ports(read_example("local.yaml"))
+        text = set_param(set_param(text, "mean", 256), "sd", 128)
+        text = set_param(text, "dir", self.path("run-data"))
+        text = text.replace("bus: [bu1, bu2]", "bus: [bu1, bu2]\n        trigger_rate_hz: 4000", 1)
+        text = text.replace("  - name: bu1\n", f"  - name: bu1\n    expendable: {bu1}\n", 1)
+        text = text.replace("  - name: bu2\n", f"  - name: bu2\n    expendable: {bu2}\n", 1)
+        config = self.write_config("expendable.yaml", text)
+        ports = {name: int(port) for name, port in
+                 re.findall(r"name: (\w+)\n(?:.*\n)*?\s+control_port: (\d+)", text)}
+        proc = self.start(["run", config, "--duration", "0", "--summary", self.path("summary.json"),
+                           "--log-dir", self.path("logs")], "run.log")
+        wait_until(lambda: remote_built("127.0.0.1", ports["bu1"]) > 0, 120, "bu1 to build")
+        return proc, ports
+
+    def kill(self, port):
+        status, ctx = remote_get("127.0.0.1", port, "/api/v1/context")
+        self.assertEqual(status, 200, ctx)
+        os.kill(ctx["pid"], signal.SIGKILL)
+
+    def test_a_group_below_its_minimum_fails_the_run(self):
+        proc, ports = self.start_with("{group: bus, min: 2}", "{group: bus, min: 2}")
+        self.kill(ports["bu2"])
+        self.assertEqual(proc.wait(120), 1, self.output_of("run.log"))
+        out = self.output_of("run.log")
+        self.assertIn("expendable group 'bus' is down to 1 context(s) (bu1), below its min 2", out)
+
+    def test_a_group_at_its_minimum_goes_on(self):
+        proc, ports = self.start_with("{group: bus, min: 1}", "{group: bus, min: 1}")
+        self.kill(ports["bu2"])
+        wait_until(lambda: "the run goes on" in self.output_of("run.log"), 60, "the loss")
+        self.assertEqual(self.stop_run(proc, timeout=180), 0, self.output_of("run.log"))
+
+    def test_a_context_marked_not_expendable_fails_the_run_when_lost(self):
+        proc, ports = self.start_with("true", "false")
+        self.kill(ports["bu2"])
+        self.assertEqual(proc.wait(120), 1, self.output_of("run.log"))
+        self.assertRegex(self.output_of("run.log"),
+                         r"run FAILED .*context bu2 \(pid \d+\) died: killed by signal 9")
 
 
 if __name__ == "__main__":

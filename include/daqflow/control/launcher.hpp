@@ -89,10 +89,11 @@ class Launcher {
                                                               const LaunchSettings& settings);
 
 // The `daqflow exec` command line of an executive started elsewhere, with --config-stdin,
-// --lease and --log-file for its host.
+// --lease and (unless the engine keeps its output itself) --log-file for its host.
 [[nodiscard]] std::vector<std::string> remote_exec_command(const runtime::HostConfig& host,
                                                            const LaunchSettings& settings,
-                                                           const LaunchRequest& request);
+                                                           const LaunchRequest& request,
+                                                           bool log_file = true);
 
 // The one line of JSON an executive reads with --config-stdin.
 [[nodiscard]] std::string config_delivery(const LaunchSettings& settings);

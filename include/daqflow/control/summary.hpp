@@ -42,6 +42,11 @@ struct RunSummary {
   std::string config;
   std::string started_at;   // ISO 8601, UTC
   double duration_s = 0.0;  // from all applications Enabled to the start of Halt
+  // How long the run took to get there: the executives started (every control port answering,
+  // the launchers' start-up included), every application configured, every rank enabled.
+  double start_s = 0.0;
+  double configure_s = 0.0;
+  double enable_s = 0.0;
   std::optional<std::string> failure;
   // Contexts that died while the run went on without them (survivable applications only).
   std::vector<std::string> lost;

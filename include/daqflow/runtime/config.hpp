@@ -105,6 +105,15 @@ struct HostConfig {
 
 // A context's restart policy (`restart:` in a context): never, or on-failure with a back-off
 // doubling from backoff_ms up to max_backoff_ms, at most max_restarts times in a run.
+// Whether the run survives the loss of a context (`expendable:` in a context). By default the
+// types of its applications decide (BUs, workers, builders are survivable); `false` makes its
+// loss end the run; a group names contexts of which at least `min` must be left.
+struct Expendability {
+  std::optional<bool> expendable;  // none: as its applications' types say
+  std::string group;               // contexts counted together ("" : none)
+  std::uint32_t min = 0;           // the run fails when fewer of the group are left
+};
+
 struct RestartPolicy {
   bool on_failure = false;
   std::uint32_t backoff_ms = 500;
@@ -133,6 +142,7 @@ struct ContextConfig {
   std::uint16_t data_port = 0;  // base: application i of this context listens on data_port + i
   std::vector<AppIndex> applications;
   RestartPolicy restart;
+  Expendability expendable;
   SourceLocation location;
 };
 

@@ -574,6 +574,45 @@ contexts:
                            "x.yaml:2:5")));
 }
 
+TEST(ConfigHosts, ExpendableContextsAndGroups) {
+  auto config = parse_config(R"(contexts:
+  - {name: s1, control_port: 9100, applications: [{type: sink, id: k1}],
+     expendable: {group: sinks, min: 1}}
+  - {name: s2, control_port: 9101, applications: [{type: sink, id: k2}],
+     expendable: {group: sinks, min: 1}}
+  - {name: s3, control_port: 9102, applications: [{type: sink, id: k3}], expendable: false}
+  - {name: s4, control_port: 9103, applications: [{type: sink, id: k4}]}
+)",
+                             "x.yaml", registry());
+  ASSERT_TRUE(config.ok()) << config.error().message();
+  EXPECT_EQ(config->contexts[0].expendable.expendable, std::optional<bool>(true));
+  EXPECT_EQ(config->contexts[0].expendable.group, "sinks");
+  EXPECT_EQ(config->contexts[1].expendable.min, 1U);
+  EXPECT_EQ(config->contexts[2].expendable.expendable, std::optional<bool>(false));
+  EXPECT_FALSE(config->contexts[3].expendable.expendable.has_value());
+
+  EXPECT_THAT(errors_of(R"(contexts:
+  - {name: a, control_port: 9100, applications: [{type: source, id: src, peer: k1}],
+     expendable: true}
+  - {name: b, control_port: 9101, applications: [{type: sink, id: k1}],
+     expendable: {group: g, min: 3}}
+  - {name: c, control_port: 9102, applications: [], expendable: {group: g, min: 1}}
+  - {name: d, control_port: 9103, applications: [], expendable: {min: 1}}
+)"),
+              ElementsAre(error_at("2:5",
+                                   "context 'a' is expendable, but its application 'src' "
+                                   "(source) is not one the run can lose"),
+                          error_at("4:5",
+                                   "expendable group 'g' has 2 context(s), fewer than its "
+                                   "min 3"),
+                          error_at("6:5",
+                                   "context 'c': expendable group 'g' has min 1 here and 3 "
+                                   "elsewhere"),
+                          error_at("7:65",
+                                   "missing required key 'group' in expendable of context "
+                                   "'d'")));
+}
+
 TEST(ConfigHosts, RestartPolicies) {
   auto config = parse_config(R"(contexts:
   - {name: a, control_port: 9100, applications: [], restart: on-failure}

@@ -50,8 +50,8 @@ inline AppType fake_type(std::string name, std::vector<ParamSpec> params,
   return t;
 }
 
-// source: sends to `peer`; sink: receives, with an `output` object; ru: sends to `evm` and to
-// every BU of `bus`.
+// source: sends to `peer`; sink: receives, with an `output` object, and is survivable; ru: sends
+// to `evm` and to every BU of `bus`.
 inline AppRegistry fake_registry() {
   AppRegistry r;
   r.add(fake_type(
@@ -64,7 +64,7 @@ inline AppRegistry fake_registry() {
           one_of(param("pattern", ParamKind::string, "\"counter\""), {"counter", "random"}),
       },
       {"peer"}));
-  r.add(fake_type(
+  AppType sink = fake_type(
       "sink", {
                   bounded(param("expect", ParamKind::integer, "0"), 0, std::nullopt),
                   param("label", ParamKind::string, "\"\""),
@@ -73,7 +73,9 @@ inline AppRegistry fake_registry() {
                                   one_of(param("kind", ParamKind::string), {"file", "null"}),
                                   bounded(param("max_file_mb", ParamKind::integer, "256"), 1, 4096),
                               }),
-              }));
+              });
+  sink.survivable = true;  // a run can go on without one (as without a BU)
+  r.add(std::move(sink));
   r.add(fake_type("ru",
                   {
                       param("evm", ParamKind::app_ref),

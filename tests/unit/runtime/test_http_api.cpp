@@ -98,7 +98,9 @@ TEST_F(HttpApi, ContextDescribesTheContextAndItsApplications) {
   const auto r = api().get("/api/v1/context");
   ASSERT_EQ(r.status, 200);
   EXPECT_EQ(keys(r.body), (std::set<std::string>{"name", "host", "control_port", "pid", "state",
-                                                 "unauthorized_requests", "applications"}));
+                                                 "unauthorized_requests", "run", "applications"}));
+  EXPECT_EQ(keys(r.body.at("run")),
+            (std::set<std::string>{"lease_ms", "controller_seen_ms_ago", "stop_requested"}));
   EXPECT_EQ(r.body.at("name"), "ctx");
   EXPECT_EQ(r.body.at("host"), "127.0.0.1");
   EXPECT_EQ(r.body.at("control_port"), 23101);

@@ -1,0 +1,342 @@
+// The supervisor launcher (docs/deployment.md): supervisord on the host, driven through its
+// XML-RPC API (xmlrpc-c's client). The host's supervisord needs the twiddler interface
+// (supervisor_twiddler, which adds and removes programs at run time) and an empty group for
+// daqflow's programs:
+//
+//   [rpcinterface:twiddler]
+//   supervisor.rpcinterface_factory = supervisor_twiddler.rpcinterface:make_twiddler_rpcinterface
+//   [group:daqflow]
+//   programs =
+//
+// For each executive: a program named after its first context is added to the group (no
+// autostart, no autorestart: the restart policy is daqflow's), started, and sent the
+// configuration on its stdin; supervisord keeps its output, read back with
+// tailProcessStdoutLog. When it has ended, its output is copied to the controller's log
+// directory and the program is removed.
+#include <fmt/format.h>
+#include <signal.h>
+
+#include <fstream>
+#include <thread>
+#include <xmlrpc-c/base.hpp>
+#include <xmlrpc-c/client.hpp>
+#include <xmlrpc-c/client_transport.hpp>
+
+#include "control/launchers.hpp"
+
+namespace daqflow::control {
+
+namespace {
+
+constexpr unsigned kCallTimeoutMs = 10000;
+constexpr auto kPollPeriod = std::chrono::milliseconds(300);
+constexpr int kLogBytes = 1 << 20;
+constexpr const char* kGroup = "daqflow";
+
+// One supervisord's XML-RPC API.
+class Supervisor {
+ public:
+  Supervisor(std::string url, std::string user, std::string password)
+      : url_(std::move(url)), user_(std::move(user)), password_(std::move(password)) {}
+
+  Result<xmlrpc_c::value> call(const std::string& method, const xmlrpc_c::paramList& params) {
+    try {
+      if (!transport_) {
+        transport_ = std::make_unique<xmlrpc_c::clientXmlTransport_curl>(
+            xmlrpc_c::clientXmlTransport_curl::constrOpt().timeout(kCallTimeoutMs));
+        client_ = std::make_unique<xmlrpc_c::client_xml>(transport_.get());
+      }
+      xmlrpc_c::carriageParm_curl0 where(url_);
+      if (!user_.empty()) {
+        where.setUser(user_, password_);
+        where.allowAuthBasic();
+      }
+      xmlrpc_c::rpcPtr rpc(method, params);
+      rpc->call(client_.get(), &where);
+      if (!rpc->isSuccessful()) {
+        const xmlrpc_c::fault f = rpc->getFault();
+        return Error(fmt::format("supervisord at {}: {}: {} ({})", url_, method, f.getDescription(),
+                                 static_cast<int>(f.getCode())));
+      }
+      return rpc->getResult();
+    } catch (const std::exception& e) {
+      return Error(fmt::format("supervisord at {}: {}: {}", url_, method, e.what()));
+    }
+  }
+
+  // supervisor.getProcessInfo as a map; an error when the program is not there.
+  Result<std::map<std::string, xmlrpc_c::value>> info(const std::string& full_name) {
+    xmlrpc_c::paramList p;
+    p.add(xmlrpc_c::value_string(full_name));
+    auto r = call("supervisor.getProcessInfo", p);
+    if (!r) return r.error();
+    return static_cast<std::map<std::string, xmlrpc_c::value>>(xmlrpc_c::value_struct(*r));
+  }
+
+  // The last lines of a program's output as supervisord keeps it.
+  Result<std::string> tail(const std::string& full_name, int lines) {
+    xmlrpc_c::paramList p;
+    p.add(xmlrpc_c::value_string(full_name));
+    p.add(xmlrpc_c::value_int(0));
+    p.add(xmlrpc_c::value_int(kLogBytes));
+    auto r = call("supervisor.tailProcessStdoutLog", p);
+    if (!r) return r.error();
+    const std::vector<xmlrpc_c::value> parts = xmlrpc_c::value_array(*r).vectorValueValue();
+    std::string text = static_cast<std::string>(xmlrpc_c::value_string(parts.at(0)));
+    return tail_lines(text, lines);
+  }
+
+  Result<void> signal(const std::string& full_name, const char* sig) {
+    xmlrpc_c::paramList p;
+    p.add(xmlrpc_c::value_string(full_name));
+    p.add(xmlrpc_c::value_string(sig));
+    auto r = call("supervisor.signalProcess", p);
+    if (!r) return r.error();
+    return ok();
+  }
+
+  Result<void> remove(const std::string& name) {
+    xmlrpc_c::paramList p;
+    p.add(xmlrpc_c::value_string(kGroup));
+    p.add(xmlrpc_c::value_string(name));
+    auto r = call("twiddler.removeProcessFromGroup", p);
+    if (!r) return r.error();
+    return ok();
+  }
+
+  [[nodiscard]] const std::string& url() const { return url_; }
+
+  static std::string tail_lines(std::string text, int lines) {
+    std::size_t pos = text.size();
+    if (pos > 0 && text.back() == '\n') --pos;
+    for (int n = 0; n < lines && pos > 0; ++n) {
+      const auto nl = text.rfind('\n', pos - 1);
+      if (nl == std::string::npos) return text;
+      pos = nl;
+      if (n + 1 == lines) return text.substr(nl + 1);
+    }
+    return text;
+  }
+
+ private:
+  std::string url_;
+  std::string user_;
+  std::string password_;
+  std::unique_ptr<xmlrpc_c::clientXmlTransport_curl> transport_;
+  std::unique_ptr<xmlrpc_c::client_xml> client_;
+};
+
+std::string state_of(const std::map<std::string, xmlrpc_c::value>& info) {
+  const auto it = info.find("statename");
+  return it == info.end() ? std::string()
+                          : static_cast<std::string>(xmlrpc_c::value_string(it->second));
+}
+
+int int_of(const std::map<std::string, xmlrpc_c::value>& info, const char* key) {
+  const auto it = info.find(key);
+  return it == info.end() ? 0 : static_cast<int>(xmlrpc_c::value_int(it->second));
+}
+
+bool running_state(const std::string& state) {
+  return state == "STARTING" || state == "RUNNING" || state == "BACKOFF" || state == "STOPPING";
+}
+
+class SupervisorLaunched final : public Launched {
+ public:
+  SupervisorLaunched(std::shared_ptr<Supervisor> sup, std::string name, std::string address,
+                     std::string local_log)
+      : sup_(std::move(sup)),
+        name_(std::move(name)),
+        full_(std::string(kGroup) + ":" + name_),
+        address_(std::move(address)),
+        local_log_(std::move(local_log)) {}
+
+  std::optional<ExitStatus> poll() override {
+    if (exit_ || std::chrono::steady_clock::now() < next_poll_) return exit_;
+    next_poll_ = std::chrono::steady_clock::now() + kPollPeriod;
+    auto info = sup_->info(full_);
+    if (!info) {
+      // supervisord does not answer (its host is cut off, or it died): three times in a row is
+      // an end, as a lost ssh connection is; the lease ends the executive there.
+      if (++failures_ >= 3) end(ExitStatus{ExitStatus::kUnknown, 0});
+      return exit_;
+    }
+    failures_ = 0;
+    pid_ = int_of(*info, "pid") != 0 ? int_of(*info, "pid") : pid_;
+    const std::string state = state_of(*info);
+    if (running_state(state)) return exit_;
+    // EXITED (its own end: supervisord's exitstatus), STOPPED (stopped through the API),
+    // FATAL (could not be started).
+    ExitStatus s{int_of(*info, "exitstatus"), 0};
+    if (state == "FATAL") s.code = 127;
+    if (state == "STOPPED" && s.code == 0) s.signal = SIGTERM;
+    end(s);
+    return exit_;
+  }
+
+  void terminate() override { (void)sup_->signal(full_, "TERM"); }
+
+  ExitStatus kill() override {
+    if (poll()) return *exit_;
+    (void)sup_->signal(full_, "KILL");
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+    while (!poll() && std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    if (!exit_) end(ExitStatus{0, SIGKILL});
+    return *exit_;
+  }
+
+  [[nodiscard]] const std::optional<ExitStatus>& exit_status() const override { return exit_; }
+  [[nodiscard]] std::string where() const override {
+    return "pid " + std::to_string(pid_) + " on " + address_ + " via supervisord";
+  }
+  [[nodiscard]] long pid() const override { return pid_; }
+  [[nodiscard]] std::string local_log() const override { return local_log_; }
+
+ private:
+  // Its output into the controller's log directory, then the program out of supervisord.
+  void end(ExitStatus s) {
+    exit_ = s;
+    if (auto out = sup_->tail(full_, 1 << 20); out) {
+      std::ofstream log(local_log_, std::ios::app);
+      log << *out;
+    }
+    (void)sup_->remove(name_);
+  }
+
+  std::shared_ptr<Supervisor> sup_;
+  std::string name_;
+  std::string full_;
+  std::string address_;
+  std::string local_log_;
+  long pid_ = 0;
+  int failures_ = 0;
+  std::chrono::steady_clock::time_point next_poll_{};
+  std::optional<ExitStatus> exit_;
+};
+
+class SupervisorLauncher final : public Launcher {
+ public:
+  SupervisorLauncher(const runtime::HostConfig& host, std::string address, LaunchSettings settings,
+                     std::string password)
+      : host_(host),
+        address_(std::move(address)),
+        settings_(std::move(settings)),
+        sup_(std::make_shared<Supervisor>(
+            host.supervisor.url.empty() ? "http://" + address_ + ":9001/RPC2" : host.supervisor.url,
+            host.supervisor.user, std::move(password))) {}
+
+  Result<std::unique_ptr<Launched>> start(const LaunchRequest& request) override {
+    const std::string& name = request.contexts.front();
+    const std::string full = std::string(kGroup) + ":" + name;
+    // What an earlier run left: removed if it has ended, refused if it runs.
+    if (auto info = sup_->info(full); info) {
+      if (running_state(state_of(*info))) {
+        return Error("context " + name + " still runs under supervisord on " + address_ +
+                     " (a run that did not end? daqflow stop ends it)");
+      }
+      if (auto r = sup_->remove(name); !r) return r.error();
+    }
+    std::string command;
+    for (const auto& w : remote_exec_command(host_, settings_, request, false)) {
+      command += (command.empty() ? "" : " ") + shell_quote(w);
+    }
+    const std::string script = fmt::format("mkdir -p {0} && cd {0} && exec {1}",
+                                           shell_quote(host_workdir(host_)), command);
+    std::string program = "/bin/sh -c " + shell_quote(script);
+    // supervisord expands %(name)s in a command: a literal % is written %%.
+    std::string escaped;
+    for (const char c : program) escaped += c == '%' ? std::string("%%") : std::string(1, c);
+
+    std::map<std::string, xmlrpc_c::value> options{
+        {"command", xmlrpc_c::value_string(escaped)},
+        {"autostart", xmlrpc_c::value_string("false")},
+        {"autorestart", xmlrpc_c::value_string("false")},
+        {"startsecs", xmlrpc_c::value_string("0")},
+        {"startretries", xmlrpc_c::value_string("0")},
+        {"redirect_stderr", xmlrpc_c::value_string("true")},
+        {"stopasgroup", xmlrpc_c::value_string("true")},
+        {"killasgroup", xmlrpc_c::value_string("true")},
+        {"stopwaitsecs", xmlrpc_c::value_string("30")},
+        {"stdout_logfile_maxbytes", xmlrpc_c::value_string("64MB")}};
+    xmlrpc_c::paramList add;
+    add.add(xmlrpc_c::value_string(kGroup));
+    add.add(xmlrpc_c::value_string(name));
+    add.add(xmlrpc_c::value_struct(options));
+    if (auto r = sup_->call("twiddler.addProgramToGroup", add); !r) {
+      return r.error().context("adding context " + name + " to supervisord's group " + kGroup +
+                               " (the host needs supervisor_twiddler and [group:daqflow], "
+                               "docs/deployment.md)");
+    }
+    xmlrpc_c::paramList run;
+    run.add(xmlrpc_c::value_string(full));
+    run.add(xmlrpc_c::value_boolean(true));
+    if (auto r = sup_->call("supervisor.startProcess", run); !r) {
+      (void)sup_->remove(name);
+      return r.error().context("starting context " + name);
+    }
+    xmlrpc_c::paramList input;
+    input.add(xmlrpc_c::value_string(full));
+    input.add(xmlrpc_c::value_string(config_delivery(settings_)));
+    if (auto r = sup_->call("supervisor.sendProcessStdin", input); !r) {
+      (void)sup_->signal(full, "KILL");
+      return r.error().context("sending context " + name + " its configuration");
+    }
+    return std::unique_ptr<Launched>(
+        std::make_unique<SupervisorLaunched>(sup_, name, address_, request.local_log));
+  }
+
+  Result<std::string> log_tail(const std::string& context, int lines) override {
+    auto r = sup_->tail(std::string(kGroup) + ":" + context, lines);
+    if (r) return r;
+    // Removed at its end: what the controller copied, when it ran here.
+    const std::string copy = settings_.log_dir + "/" + context + ".log";
+    std::ifstream in(copy);
+    if (!in) return r.error();
+    return tail_of_file(copy, lines);
+  }
+
+  Result<void> kill_remains(const std::string& context) override {
+    const std::string full = std::string(kGroup) + ":" + context;
+    auto info = sup_->info(full);
+    if (!info) return ok();  // not there
+    if (running_state(state_of(*info))) {
+      if (auto r = sup_->signal(full, "KILL"); !r) return r;
+      const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+      while (std::chrono::steady_clock::now() < deadline) {
+        auto now = sup_->info(full);
+        if (!now || !running_state(state_of(*now))) break;
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      }
+    }
+    return sup_->remove(context);
+  }
+
+ private:
+  const runtime::HostConfig& host_;
+  std::string address_;
+  LaunchSettings settings_;
+  std::shared_ptr<Supervisor> sup_;
+};
+
+}  // namespace
+
+Result<std::unique_ptr<Launcher>> make_supervisor_launcher(const runtime::HostConfig& host,
+                                                           const std::string& address,
+                                                           const LaunchSettings& settings) {
+  std::string password;
+  if (!host.supervisor.password_file.empty()) {
+    std::ifstream in(host.supervisor.password_file);
+    if (!in || !std::getline(in, password) || password.empty()) {
+      return Error(host.location.str() + ": host " + address +
+                   ": cannot read the supervisord "
+                   "password from " +
+                   host.supervisor.password_file);
+    }
+  }
+  return std::unique_ptr<Launcher>(
+      std::make_unique<SupervisorLauncher>(host, address, settings, std::move(password)));
+}
+
+}  // namespace daqflow::control

@@ -1,0 +1,51 @@
+"""The runs of test_hosts (issue 15) with every host's executives started by its supervisord,
+the per-host agent DAQling uses, through its XML-RPC API (the supervisor launcher): the event
+builder across four namespace hosts over tcp, ucx and ofi, a controller killed and replaced with
+--attach or ended by the lease, a BU host cut off, a BU restarted; and the programs daqflow added
+removed at the end.
+"""
+
+import unittest
+import xmlrpc.client
+
+import netns_hosts
+import test_hosts
+
+
+class SupervisorHosts(test_hosts.SshHosts):
+    """The same runs, each host's executives started by its supervisord (the per-host agent
+    DAQling uses) through its XML-RPC API."""
+
+    launcher = "supervisor"
+
+    @classmethod
+    def setUpClass(cls):
+        why = netns_hosts.available()
+        if why is not None:
+            raise RuntimeError(f"test_hosts needs namespace hosts: {why}")
+        cls.hosts = netns_hosts.NamespaceHosts(4)
+        try:
+            cls.supervisor_urls = cls.hosts.start_supervisord()
+        except Exception:
+            cls.hosts.close()
+            raise
+
+    def host_settings(self):
+        return ""
+
+    def supervisor_programs(self):
+        """The programs in the daqflow group of every host's supervisord."""
+        names = []
+        for url in self.supervisor_urls:
+            for info in xmlrpc.client.ServerProxy(url).supervisor.getAllProcessInfo():
+                if info["group"] == "daqflow":
+                    names.append(f"{url}: {info['name']} {info['statename']}")
+        return names
+
+    def test_the_event_builder_runs_across_four_hosts_over_tcp_ucx_and_ofi(self):
+        super().test_the_event_builder_runs_across_four_hosts_over_tcp_ucx_and_ofi()
+        self.assertEqual(self.supervisor_programs(), [], "programs removed at the end")
+
+
+if __name__ == "__main__":
+    unittest.main()
