@@ -64,9 +64,12 @@ RunView view_of(const char* command, const std::string& config_path, const std::
   if (!groups) fail(command, groups.error().message());
   RunView view{std::move(*config), {}, {}};
   const control::LaunchSettings settings{
-      *self, std::filesystem::absolute(config_path).string(), "", *token,
-      log_dir.empty() ? (std::filesystem::path(view.config.run.output) / "logs").string()
-                      : log_dir};
+      *self,
+      std::filesystem::absolute(config_path).string(),
+      "",
+      *token,
+      log_dir.empty() ? (std::filesystem::path(view.config.run.output) / "logs").string() : log_dir,
+      view.config.run.number};
   std::map<std::string, control::Launcher*> by_address;
   for (const auto& group : *groups) {
     if (group.empty()) continue;

@@ -175,7 +175,8 @@ Result<Cluster> Cluster::make(const runtime::ClusterConfig& config,
   // The token the control ports ask for, if any (docs/control-api.md, Access).
   auto token = runtime::access_token(config);
   if (!token) return token.error();
-  LaunchSettings settings{options.self, options.config_path, "", *token, options.log_dir};
+  LaunchSettings settings{options.self, options.config_path, "",
+                          *token,       options.log_dir,     config.run.number};
   Cluster cluster;
   std::map<std::string, Launcher*> by_address;
   std::vector<ControlClient> leased;

@@ -138,7 +138,7 @@ Result<std::unique_ptr<Launcher>> make_launcher(const runtime::HostConfig* host,
     case runtime::LauncherKind::supervisor:
       return make_supervisor_launcher(*host, address, settings);
     case runtime::LauncherKind::slurm:
-      break;
+      return make_slurm_launcher(*host, address, settings);
     case runtime::LauncherKind::local:
       break;
   }

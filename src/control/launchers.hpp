@@ -17,6 +17,10 @@ namespace daqflow::control {
                                                                   const std::string& address,
                                                                   const LaunchSettings& settings);
 
+[[nodiscard]] Result<std::unique_ptr<Launcher>> make_slurm_launcher(const runtime::HostConfig& host,
+                                                                    const std::string& address,
+                                                                    const LaunchSettings& settings);
+
 [[nodiscard]] Result<std::unique_ptr<Launcher>> make_supervisor_launcher(
     const runtime::HostConfig& host, const std::string& address, const LaunchSettings& settings);
 

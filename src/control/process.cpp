@@ -47,7 +47,8 @@ ExitStatus decode_wait_status(int status) {
 
 Result<ChildProcess> ChildProcess::spawn(const std::vector<std::string>& argv,
                                          const std::string& log_path,
-                                         const std::optional<std::string>& input) {
+                                         const std::optional<std::string>& input,
+                                         bool die_with_parent) {
   if (argv.empty()) return Error("no program to start");
   std::error_code ec;
   const auto dir = std::filesystem::path(log_path).parent_path();
@@ -78,8 +79,10 @@ Result<ChildProcess> ChildProcess::spawn(const std::vector<std::string>& argv,
   }
   if (pid == 0) {
     ::setpgid(0, 0);
-    ::prctl(PR_SET_PDEATHSIG, SIGTERM);
-    if (::getppid() != parent) ::_exit(127);  // the controller died before prctl took effect
+    if (die_with_parent) {
+      ::prctl(PR_SET_PDEATHSIG, SIGTERM);
+      if (::getppid() != parent) ::_exit(127);  // the controller died before prctl took effect
+    }
     ::dup2(log_fd, STDOUT_FILENO);
     ::dup2(log_fd, STDERR_FILENO);
     if (in_pipe[0] >= 0) {

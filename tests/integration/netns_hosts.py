@@ -206,6 +206,78 @@ class NamespaceHosts:
                 time.sleep(0.2)
         return urls
 
+    # --- Slurm ---
+
+    def start_slurm(self):
+        """munged, a slurmctld on the bridge address and a slurmd on every host (node names as
+        the namespaces); returns the path of slurm.conf (for SLURM_CONF). slurmd runs under
+        nsenter --net (ip netns exec would hide the cgroup file systems it needs), in a mount
+        namespace of its own with the host's /sys mounted over, the cgroups bound back in (UCX
+        finds the host's network devices there), and its own host name. SLURM_CONF is set in
+        this process's environment, for srun, sinfo and the processes it starts."""
+        import socket
+        base = os.path.join(self.dir, "slurm")
+        os.makedirs(os.path.join(base, "state"), exist_ok=True)
+        key = os.path.join(base, "munge.key")
+        _run("mungekey", "--create", "--force", "--keyfile", key)
+        os.chmod(key, 0o600)
+        munge_socket = os.path.join(base, "munge.sock")
+        log = open(os.path.join(base, "munged.out"), "w")
+        self._daemons.append(subprocess.Popen(
+            ["munged", "--foreground", "--force", "--key-file", key, "--socket", munge_socket,
+             "--pid-file", os.path.join(base, "munged.pid"), "--log-file",
+             os.path.join(base, "munged.log"), "--seed-file", os.path.join(base, "munge.seed")],
+            stdout=log, stderr=subprocess.STDOUT, start_new_session=True))
+        log.close()
+        port = 6817 + 2 * self.block  # slurmctld; slurmd the next one
+        nodes = "".join(f"NodeName={n} NodeAddr={a} CPUs=2 State=UNKNOWN\n"
+                        for n, a in zip(self.names, self.addresses))
+        conf = os.path.join(base, "slurm.conf")
+        with open(conf, "w") as f:
+            f.write(f"ClusterName=dqf{self.block}\nSlurmctldHost={socket.gethostname()}"
+                    f"({self.gateway})\nSlurmctldPort={port}\nSlurmdPort={port + 1}\n"
+                    f"AuthType=auth/munge\nAuthInfo=socket={munge_socket}\n"
+                    "SlurmUser=root\nSlurmdUser=root\nMailProg=/bin/true\n"
+                    f"StateSaveLocation={base}/state\nSlurmdSpoolDir={base}/spool_%n\n"
+                    f"SlurmctldPidFile={base}/slurmctld.pid\nSlurmdPidFile={base}/slurmd_%n.pid\n"
+                    f"SlurmctldLogFile={base}/slurmctld.log\nSlurmdLogFile={base}/slurmd_%n.log\n"
+                    "ProctrackType=proctrack/linuxproc\nTaskPlugin=task/none\n"
+                    "JobAcctGatherType=jobacct_gather/none\nMpiDefault=none\n"
+                    "SchedulerType=sched/backfill\nSchedulerParameters=bf_interval=1\n"
+                    "SelectType=select/cons_tres\nSelectTypeParameters=CR_Core\n"
+                    "ReturnToService=2\n" + nodes +
+                    "PartitionName=daq Nodes=ALL Default=YES MaxTime=INFINITE State=UP "
+                    "OverSubscribe=FORCE:4\n")
+        os.environ["SLURM_CONF"] = conf
+        env = dict(os.environ)
+        log = open(os.path.join(base, "slurmctld.out"), "w")
+        self._daemons.append(subprocess.Popen(["slurmctld", "-D", "-i", "-f", conf], env=env,
+                                              stdout=log, stderr=subprocess.STDOUT,
+                                              start_new_session=True))
+        log.close()
+        for i, name in enumerate(self.names):
+            sys_dir = os.path.join(base, f"sys_{name}")
+            os.makedirs(sys_dir, exist_ok=True)
+            script = (f"hostname {name} && mount -t sysfs sysfs {sys_dir} && "
+                      f"mount --rbind /sys/fs/cgroup {sys_dir}/fs/cgroup && "
+                      f"mount --rbind {sys_dir} /sys && exec slurmd -D -N {name} -f {conf}")
+            log = open(os.path.join(base, f"slurmd_{name}.out"), "w")
+            self._daemons.append(subprocess.Popen(
+                self.command(i, ["unshare", "--mount", "--uts", "sh", "-c", script]), env=env,
+                stdout=log, stderr=subprocess.STDOUT, start_new_session=True))
+            log.close()
+        deadline = time.monotonic() + 60.0
+        while True:
+            done = _run("sinfo", "-h", "-o", "%T %D", check=False)
+            states = done.stdout.decode(errors="replace").split()
+            if done.returncode == 0 and states[:1] == ["idle"] and \
+                    states[1:2] == [str(self.count)]:
+                return conf
+            if time.monotonic() >= deadline:
+                raise RuntimeError(f"Slurm did not come up within 60 s: sinfo says "
+                                   f"{done.stdout.decode(errors='replace').strip()}")
+            time.sleep(0.3)
+
     def _wait_ssh(self, address, options, timeout=30.0):
         deadline = time.monotonic() + timeout
         while True:

@@ -45,8 +45,8 @@ class SshHosts(DaqflowTestCase):
 
     launcher = "ssh"
 
-    def host_settings(self):
-        """What the hosts' entries say beyond address, launcher, lease and workdir."""
+    def host_settings(self, i):
+        """What host i's entry says beyond address, launcher, lease and workdir."""
         return f"    ssh: {{user: root, options: {json.dumps(self.ssh_options)}}}\n"
 
     def config(self, name, transport="tcp", lease_s=20, extra_transport=""):
@@ -78,7 +78,7 @@ class SshHosts(DaqflowTestCase):
         for i, address in enumerate(self.hosts.addresses):
             hosts += (f"  - address: {address}\n    launcher: {self.launcher}\n"
                       f"    lease_s: {lease_s}\n    workdir: {self.workdir(i)}\n" +
-                      self.host_settings())
+                      self.host_settings(i))
         text = text.replace("contexts:\n", f"access: {{token_file: {token}}}\n{hosts}contexts:\n",
                             1)
         return self.write_config(name, text)
@@ -208,7 +208,8 @@ class SshHosts(DaqflowTestCase):
         first.wait(30)
         wait_until(lambda: not self.executives_left(), 60,
                    "the executives to end themselves when their lease runs out")
-        code, logs = self.daqflow(["logs", config, "--context", "evm", "-n", "20"])
+        code, logs = self.daqflow(["logs", config, "--context", "evm", "-n", "20", "--log-dir",
+                                   self.path("logs")])
         self.assertEqual(code, 0, logs)
         self.assertIn("no lease renewal from the controller", logs)
 

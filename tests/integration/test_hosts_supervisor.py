@@ -30,7 +30,7 @@ class SupervisorHosts(test_hosts.SshHosts):
             cls.hosts.close()
             raise
 
-    def host_settings(self):
+    def host_settings(self, i):
         return ""
 
     def supervisor_programs(self):

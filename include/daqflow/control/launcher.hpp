@@ -63,11 +63,12 @@ struct LaunchRequest {
 
 // What every launcher of a run shares.
 struct LaunchSettings {
-  std::string self;         // this daqflow executable
-  std::string config_path;  // the configuration file, absolute
-  std::string config_text;  // its text, sent to executives started elsewhere
-  std::string token;        // the control token ("" when none)
-  std::string log_dir;      // the executives' output on this machine: LOG_DIR/<context>.log
+  std::string self;              // this daqflow executable
+  std::string config_path;       // the configuration file, absolute
+  std::string config_text;       // its text, sent to executives started elsewhere
+  std::string token;             // the control token ("" when none)
+  std::string log_dir;           // the executives' output on this machine: LOG_DIR/<context>.log
+  std::uint32_t run_number = 0;  // names what an engine keeps for the run (Slurm job names)
 };
 
 class Launcher {

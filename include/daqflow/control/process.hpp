@@ -41,9 +41,12 @@ class ChildProcess {
   // directory; argv[0] is looked up in PATH when it has no slash), stdin /dev/null, or a pipe that
   // is given input and then closed (when input is set). The error names the program and the log
   // file.
+  // die_with_parent false: it is not sent SIGTERM when the controller dies (a launcher's client
+  // that would pass the signal on to what it started elsewhere, as srun does).
   [[nodiscard]] static Result<ChildProcess> spawn(const std::vector<std::string>& argv,
                                                   const std::string& log_path,
-                                                  const std::optional<std::string>& input = {});
+                                                  const std::optional<std::string>& input = {},
+                                                  bool die_with_parent = true);
 
   // Adopts a child this process forked, leader of its own process group.
   ChildProcess(pid_t pid, std::string log_path) : pid_(pid), log_path_(std::move(log_path)) {}
