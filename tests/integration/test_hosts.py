@@ -339,6 +339,45 @@ class RestartPolicy(DaqflowTestCase):
         bu1_files = sorted(f["path"] for f in report["files"] if "_bu1_" in f["path"])
         self.assertGreaterEqual(len(bu1_files), 2, bu1_files)
 
+    def test_a_killed_worker_process_is_started_again_and_rejoins_the_farm(self):
+        """The filter farm (examples/farm.yaml): the process of workers w2 and w3 killed comes
+        back, the SFC fences the new workers' first messages and serves them again; every event
+        decided once."""
+        text = rewrite_ports(read_example("farm.yaml"))
+        text = text.replace("  - name: workers1\n",
+                            "  - name: workers1\n    restart: {policy: on-failure, backoff_ms: 200}\n",
+                            1)
+        config = self.write_config("farm.yaml", text)
+        port = int(re.search(r"name: workers1\n(?:.*\n)*?\s+control_port: (\d+)", text).group(1))
+        proc = self.start(["run", config, "--duration", "0", "--summary", self.path("summary.json"),
+                           "--log-dir", self.path("logs")], "run.log")
+
+        def events_in(worker):
+            try:
+                status, app = remote_get("127.0.0.1", port, f"/api/v1/apps/{worker}")
+            except (OSError, ValueError):
+                return 0
+            if status != 200 or app.get("state") != "Enabled":
+                return 0
+            return app["metrics"].get("events_in", 0)
+
+        wait_until(lambda: events_in("w2") > 0, 120, "w2 to take events")
+        status, ctx = remote_get("127.0.0.1", port, "/api/v1/context")
+        os.kill(ctx["pid"], signal.SIGKILL)
+        wait_until(lambda: "context workers1 restarted (1 of 5) and rejoins the run" in
+                   self.output_of("run.log"), 60, "workers1 to be started again")
+        wait_until(lambda: events_in("w2") > 0 and events_in("w3") > 0, 60,
+                   "the restarted workers to take events")
+        self.assertEqual(self.stop_run(proc, timeout=180), 0, self.output_of("run.log"))
+        with open(self.path("summary.json")) as f:
+            summary = json.load(f)
+        self.assertEqual(summary["status"], "ok", summary.get("failure"))
+        sfc = summary["applications"]["sfc0"]["results"]
+        self.assertEqual(sorted(sfc["rejoined_workers"]), ["w2", "w3"], sfc)
+        r = summary["results"]
+        self.assertEqual(r["events_decided"], r["events_triggered"], r)
+        self.assertEqual(r["events_lost"], 0, r)
+
 
 class ExpendableContexts(DaqflowTestCase):
     """expendable: a context the run could survive made fatal, and a group with a minimum."""
