@@ -205,11 +205,19 @@ Result<Cluster> Cluster::make(const runtime::ClusterConfig& config,
                                    : std::vector<std::string>{"--record", options.record_dir};
     const auto mpi = config.mpi_contexts();
     const bool mpi_group = std::find(mpi.begin(), mpi.end(), group.front()) != mpi.end();
-    if (mpi_group && remote) {
-      return Error(first.location.str() + ": context " + first.name +
-                   " uses the mpi transport, which daqflow run starts with mpirun on this "
-                   "machine; its host " +
-                   first.host + " has launcher " + to_string(host->launcher));
+    if (mpi_group) {
+      // mpirun starts every rank, on other hosts through its own ssh.
+      for (const auto& name : group) {
+        const runtime::ContextConfig& ctx = *config.find_context(name);
+        const runtime::HostConfig* h = config.host_of(ctx);
+        if (h != nullptr && h->launcher != runtime::LauncherKind::local &&
+            h->launcher != runtime::LauncherKind::ssh) {
+          return Error(ctx.location.str() + ": context " + ctx.name +
+                       " uses the mpi transport, whose ranks mpirun starts (here, or over ssh); "
+                       "its host " +
+                       ctx.host + " has launcher " + to_string(h->launcher));
+        }
+      }
     }
     Result<std::unique_ptr<Launched>> started = Error("not started");
     if (attach) {

@@ -75,7 +75,7 @@ Result<std::vector<std::vector<std::string>>> launch_groups(
   return out;
 }
 
-std::vector<std::string> mpirun_command() {
+std::vector<std::string> mpirun_command(bool one_host) {
   std::vector<std::string> argv;
   if (const char* mpirun = std::getenv("DAQFLOW_MPIRUN"); mpirun != nullptr && *mpirun != 0) {
     argv.emplace_back(mpirun);
@@ -87,11 +87,12 @@ std::vector<std::string> mpirun_command() {
     for (std::string w; words >> w;) argv.push_back(w);
   } else {
     if (::geteuid() == 0) argv.emplace_back("--allow-run-as-root");
-    for (const char* a :
-         {"--oversubscribe", "--bind-to", "none", "--tag-output", "--mca", "pml", "ob1", "--mca",
-          "btl", "self,vader,tcp", "--mca", "btl_tcp_if_include", "lo"}) {
+    for (const char* a : {"--oversubscribe", "--bind-to", "none", "--tag-output", "--mca", "pml",
+                          "ob1", "--mca", "btl", "self,vader,tcp"}) {
       argv.emplace_back(a);
     }
+    // Across hosts Open MPI picks the interfaces that reach them.
+    if (one_host) argv.insert(argv.end(), {"--mca", "btl_tcp_if_include", "lo"});
   }
   return argv;
 }
@@ -104,12 +105,35 @@ std::vector<std::string> launch_command(const std::string& self, const std::stri
   if (group.empty() || std::find(ranks.begin(), ranks.end(), group.front()) == ranks.end()) {
     return exec_command(self, config_path, group, extra);
   }
-  std::vector<std::string> argv = mpirun_command();
+  // Ranks on hosts reached over ssh are placed there (--host) and started by mpirun's own ssh,
+  // with the host's ssh settings.
+  const runtime::HostConfig* over_ssh = nullptr;
+  for (const auto& name : group) {
+    const runtime::HostConfig* host = config.host_of(*config.find_context(name));
+    if (host != nullptr && host->launcher == runtime::LauncherKind::ssh) over_ssh = host;
+  }
+  std::vector<std::string> argv = mpirun_command(over_ssh == nullptr);
+  if (over_ssh != nullptr) {
+    std::string agent = "ssh -o BatchMode=yes";
+    if (over_ssh->ssh.port != 0) agent += " -p " + std::to_string(over_ssh->ssh.port);
+    if (!over_ssh->ssh.user.empty()) agent += " -l " + over_ssh->ssh.user;
+    for (const auto& o : over_ssh->ssh.options) agent += " " + o;
+    argv.insert(argv.end(), {"--mca", "plm_rsh_agent", agent});
+    // The token, when it comes from the environment, goes with the ranks (not on a command line).
+    if (const char* token = std::getenv("DAQFLOW_TOKEN"); token != nullptr && *token != 0) {
+      argv.insert(argv.end(), {"-x", "DAQFLOW_TOKEN"});
+    }
+  }
   for (const auto& name : group) {
     if (std::find(ranks.begin(), ranks.end(), name) == ranks.end()) continue;
     if (name != group.front()) argv.emplace_back(":");  // MPMD: one program per rank
     argv.insert(argv.end(), {"-np", "1"});
-    const auto one = exec_command(self, config_path, {name}, extra);
+    const runtime::ContextConfig& ctx = *config.find_context(name);
+    const runtime::HostConfig* host = config.host_of(ctx);
+    const bool remote = host != nullptr && host->launcher == runtime::LauncherKind::ssh;
+    if (remote) argv.insert(argv.end(), {"--host", ctx.host});
+    const auto one = exec_command(remote && !host->daqflow.empty() ? host->daqflow : self,
+                                  config_path, {name}, extra);
     argv.insert(argv.end(), one.begin(), one.end());
   }
   return argv;

@@ -165,6 +165,41 @@ class SshHosts(DaqflowTestCase):
             print(f"  {what:16} {summary['start_s']:.2f} {summary['configure_s']:.2f} "
                   f"{summary['enable_s']:.2f}")
 
+    def mpi_config(self):
+        """examples/stream-1to1.yaml on the mpi transport, source and sink on two hosts."""
+        text = set_default_transport(rewrite_ports(read_example("stream-1to1.yaml")), "mpi")
+        parts = text.split("  - name: ")
+        parts[1] = parts[1].replace("127.0.0.1", self.hosts.addresses[0])
+        parts[2] = parts[2].replace("127.0.0.1", self.hosts.addresses[1])
+        text = "  - name: ".join(parts)
+        token = self.path("token")
+        with open(token, "w") as f:
+            f.write("hosts-test-token\n")
+        os.chmod(token, 0o600)
+        hosts = "hosts:\n"
+        for i, address in enumerate(self.hosts.addresses[:2]):
+            hosts += (f"  - address: {address}\n    launcher: {self.launcher}\n"
+                      f"    workdir: {self.workdir(i)}\n" + self.host_settings(i))
+        text = text.replace("contexts:\n", f"access: {{token_file: {token}}}\n{hosts}contexts:\n",
+                            1)
+        return self.write_config("mpi.yaml", text)
+
+    def test_mpi_ranks_on_two_hosts(self):
+        """mpirun places the ranks on their hosts and starts them with its own ssh, with the
+        host's ssh settings."""
+        code, out, summary = self.run_config(self.mpi_config(), "--duration", "2", timeout=180)
+        self.assertEqual(code, 0, out)
+        self.assertEqual(summary["status"], "ok", summary.get("failure"))
+        sink = summary["applications"]["sink0"]
+        self.assertGreater(sink["metrics"].get("messages_in", 0), 0)
+        self.assertEqual(sink["results"].get("errors_sequence"), 0)
+        self.assertEqual(sink["results"].get("errors_pattern"), 0)
+        with open(self.path("logs/source.log")) as f:
+            log = f.read()
+        # Each rank's control port on its own host: it ran there.
+        self.assertIn(f"control API on http://{self.hosts.addresses[0]}:", log)
+        self.assertIn(f"control API on http://{self.hosts.addresses[1]}:", log)
+
     def start_run(self, config, log_name, *extra):
         proc = self.start(["run", config, "--duration", "0", "--summary", self.path("summary.json"),
                            "--log-dir", self.path("logs")] + list(extra), log_name)

@@ -44,6 +44,15 @@ class SlurmHosts(test_hosts.SshHosts):
         super().test_the_event_builder_runs_across_four_hosts_over_tcp_ucx_and_ofi()
         self.assertEqual(self.daqflow_jobs(), [], "every job ended")
 
+    def test_mpi_ranks_on_two_hosts(self):
+        """mpirun starts the ranks (here, or over ssh): mpi contexts on slurm hosts are refused
+        at start, naming the context and the host."""
+        code, out, summary = self.run_config(self.mpi_config(), "--duration", "2", timeout=180)
+        self.assertEqual(code, 1, out)
+        self.assertIn("context source uses the mpi transport, whose ranks mpirun starts (here, "
+                      f"or over ssh); its host {self.hosts.addresses[0]} has launcher slurm",
+                      summary["failure"])
+
 
 if __name__ == "__main__":
     unittest.main()

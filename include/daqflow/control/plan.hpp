@@ -47,14 +47,17 @@ struct PlannedApp {
 // mpirun and its options, before the ranks: $DAQFLOW_MPIRUN, else mpirun from PATH (through
 // /usr/bin/env); then $DAQFLOW_MPIRUN_ARGS (split at spaces), else settings for one host over
 // loopback and shared memory (--oversubscribe, --bind-to none, btl self,vader,tcp on lo, pml
-// ob1, --tag-output), plus --allow-run-as-root for root. The MPI reference of `daqflow bench`
-// starts with the same.
-[[nodiscard]] std::vector<std::string> mpirun_command();
+// ob1, --tag-output), plus --allow-run-as-root for root; across hosts (one_host false), tcp on
+// whatever interfaces reach them. The MPI reference of `daqflow bench` starts with the same.
+[[nodiscard]] std::vector<std::string> mpirun_command(bool one_host = true);
 
 // The command line that starts a launch group: exec_command, or for the group of mpi contexts one
 // mpirun with a rank per mpi context (MPMD, rank order = mpi_contexts):
 //   MPIRUN ARGS -np 1 SELF exec CONFIG --context A : -np 1 SELF exec CONFIG --context B ...
-// MPIRUN ARGS are mpirun_command().
+// MPIRUN ARGS are mpirun_command(). A rank whose host is reached over ssh (`hosts`) gets
+// `--host ADDRESS` (and the host's daqflow path), and mpirun starts it with its own ssh
+// (plm_rsh_agent, from the host's ssh settings); the configuration file must then be at the same
+// path there, as MPI expects of its programs.
 [[nodiscard]] std::vector<std::string> launch_command(const std::string& self,
                                                       const std::string& config_path,
                                                       const std::vector<std::string>& group,
