@@ -3,10 +3,20 @@
 // callback; a callback that fails throws CLI::RuntimeError(exit_code) after printing why.
 
 #include <CLI/CLI.hpp>
+#include <optional>
+#include <string>
 
+#include "daqflow/core/result.hpp"
 #include "daqflow/runtime/application.hpp"
 
 namespace daqflow::cli {
+
+// What a launcher sends on standard input with --config-stdin (src/cli/config_input.cpp).
+struct DeliveredConfig {
+  std::string yaml;
+  std::optional<std::string> token;
+};
+[[nodiscard]] Result<DeliveredConfig> read_delivered_config(const std::string& name);
 
 // Every built-in application type.
 const runtime::AppRegistry& registry();

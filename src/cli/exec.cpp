@@ -40,31 +40,6 @@ struct ExecArgs {
   throw CLI::RuntimeError(1);
 }
 
-// What a launcher sends on the executive's standard input with --config-stdin
-// (docs/deployment.md): one line of JSON, {"yaml": the configuration's text, "token": the control
-// token or null}. Neither lands in a file or on a command line of the host.
-struct Delivered {
-  std::string yaml;
-  std::optional<std::string> token;
-};
-
-Delivered read_delivered_config(const std::string& name) {
-  std::string line;
-  if (!std::getline(std::cin, line)) {
-    fail("--config-stdin: nothing on standard input (the launcher sends the configuration " + name +
-         " there)");
-  }
-  const auto bundle = nlohmann::json::parse(line, nullptr, false);
-  if (!bundle.is_object() || !bundle.contains("yaml") || !bundle["yaml"].is_string()) {
-    fail("--config-stdin: standard input is not {\"yaml\": ..., \"token\": ...} on one line");
-  }
-  Delivered d{bundle["yaml"].get<std::string>(), std::nullopt};
-  if (const auto it = bundle.find("token"); it != bundle.end() && it->is_string()) {
-    d.token = it->get<std::string>();
-  }
-  return d;
-}
-
 std::string join(const std::vector<std::string>& names, const char* sep) {
   std::string out;
   for (const auto& n : names) out += (out.empty() ? "" : sep) + n;
@@ -146,9 +121,10 @@ void exec_command(const ExecArgs& args) {
   std::optional<std::string> token;
   auto config = [&] {
     if (!args.config_stdin) return runtime::load_config(args.config, registry());
-    Delivered d = read_delivered_config(args.config);
-    token = std::move(d.token);
-    return runtime::parse_config(d.yaml, args.config, registry());
+    auto d = read_delivered_config(args.config);
+    if (!d) fail(d.error().message());
+    token = std::move(d->token);
+    return runtime::parse_config(d->yaml, args.config, registry());
   }();
   if (!config) fail(config.error().message());
   for (const std::string& name : args.contexts) {

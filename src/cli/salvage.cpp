@@ -19,6 +19,7 @@ namespace {
 struct SalvageArgs {
   std::string config;
   std::string app;
+  bool config_stdin = false;
 };
 
 [[noreturn]] void fail(const std::string& why) {
@@ -27,7 +28,14 @@ struct SalvageArgs {
 }
 
 void salvage_command(const SalvageArgs& args) {
-  auto cluster = runtime::load_config(args.config, registry());
+  std::optional<std::string> delivered_token;
+  auto cluster = [&] {
+    if (!args.config_stdin) return runtime::load_config(args.config, registry());
+    auto d = read_delivered_config(args.config);
+    if (!d) fail(d.error().message());
+    delivered_token = std::move(d->token);
+    return runtime::parse_config(d->yaml, args.config, registry());
+  }();
   if (!cluster) fail(cluster.error().message());
   const runtime::ApplicationConfig* app = cluster->find_application(args.app);
   if (app == nullptr) fail("no application '" + args.app + "' in " + args.config);
@@ -36,7 +44,8 @@ void salvage_command(const SalvageArgs& args) {
     fail("application '" + args.app + "' is a " + app->type +
          ": nothing is left to salvage when it dies");
   }
-  auto token = runtime::access_token(*cluster);
+  auto token =
+      delivered_token ? Result<std::string>(*delivered_token) : runtime::access_token(*cluster);
   if (!token) fail(token.error().message());
   const auto call = [&](const std::string& id, const std::string& action,
                         const nlohmann::json& body) -> Result<nlohmann::json> {
@@ -65,6 +74,9 @@ void add_salvage(CLI::App& app) {
       "salvage", "Settle what a dead application left (a BU: its files against the EVM)");
   cmd->add_option("config", args->config, "the cluster configuration")->required();
   cmd->add_option("app", args->app, "the application whose process died")->required();
+  cmd->add_flag("--config-stdin", args->config_stdin,
+                "read the configuration (and the control token) from standard input, as daqflow "
+                "exec does (what daqflow run's launchers send)");
   cmd->callback([args] { salvage_command(*args); });
 }
 

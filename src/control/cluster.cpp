@@ -416,6 +416,15 @@ Result<void> Cluster::restart(const std::string& name) {
   return ok();
 }
 
+Result<std::string> Cluster::run_daqflow(const std::string& name,
+                                         const std::vector<std::string>& args) {
+  const Process& p = processes_[context(name).process];
+  if (p.launcher == nullptr) {
+    return Error("context " + name + " was not started by this controller's launchers");
+  }
+  return p.launcher->run_daqflow(args);
+}
+
 const std::vector<std::string>& Cluster::group_of(const std::string& name) const {
   return processes_[context(name).process].contexts;
 }

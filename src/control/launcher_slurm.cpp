@@ -105,6 +105,25 @@ class SlurmLauncher final : public Launcher {
     return tail_of_file(copy, lines);
   }
 
+  Result<std::string> run_daqflow(const std::vector<std::string>& args) override {
+    std::vector<std::string> words{host_.daqflow.empty() ? settings_.self : host_.daqflow};
+    words.insert(words.end(), args.begin(), args.end());
+    words.emplace_back("--config-stdin");
+    std::string command;
+    for (const auto& w : words) command += (command.empty() ? "" : " ") + shell_quote(w);
+    std::vector<std::string> argv{
+        "srun", "--job-name", job_name(settings_.run_number, "tool"), "-w", node_, "-N1", "-n1"};
+    if (!host_.slurm.partition.empty()) argv.insert(argv.end(), {"-p", host_.slurm.partition});
+    if (!host_.slurm.account.empty()) argv.insert(argv.end(), {"-A", host_.slurm.account});
+    argv.insert(argv.end(),
+                {"/bin/sh", "-c",
+                 fmt::format("cd {} && exec {}", shell_quote(host_workdir(host_)), command)});
+    auto r = run_command(argv, std::chrono::milliseconds(120000), config_delivery(settings_));
+    if (!r) return r.error().context("srun on node " + node_);
+    if (!r->status.clean()) return Error("on node " + node_ + ": " + r->out);
+    return r->out;
+  }
+
   Result<void> kill_remains(const std::string& context) override {
     const std::string job = job_name(settings_.run_number, context);
     if (auto r = scancel(job, "KILL"); !r) return r;

@@ -19,6 +19,7 @@ namespace {
 
 constexpr auto kRemoteCommandTimeout = std::chrono::milliseconds(15000);
 constexpr auto kClientExitGrace = std::chrono::milliseconds(5000);
+constexpr auto kToolTimeout = std::chrono::milliseconds(120000);
 
 std::string join_quoted(const std::vector<std::string>& words) {
   std::string out;
@@ -144,6 +145,20 @@ class SshLauncher final : public Launcher {
 
   Result<void> kill_remains(const std::string& context) override {
     return Ssh(host_, address_).signal(context, SIGKILL);
+  }
+
+  Result<std::string> run_daqflow(const std::vector<std::string>& args) override {
+    Ssh ssh(host_, address_);
+    std::vector<std::string> argv{host_.daqflow.empty() ? settings_.self : host_.daqflow};
+    argv.insert(argv.end(), args.begin(), args.end());
+    argv.emplace_back("--config-stdin");
+    auto r =
+        run_command(ssh.command(fmt::format("cd {} && exec {}", shell_quote(host_workdir(host_)),
+                                            join_quoted(argv))),
+                    kToolTimeout, config_delivery(settings_));
+    if (!r) return r.error().context("ssh to " + address_);
+    if (!r->status.clean()) return Error("on " + address_ + ": " + r->out);
+    return r->out;
   }
 
  private:

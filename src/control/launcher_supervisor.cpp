@@ -15,6 +15,7 @@
 // directory and the program is removed.
 #include <fmt/format.h>
 #include <signal.h>
+#include <unistd.h>
 
 #include <fstream>
 #include <thread>
@@ -242,46 +243,14 @@ class SupervisorLauncher final : public Launcher {
     for (const auto& w : remote_exec_command(host_, settings_, request, false)) {
       command += (command.empty() ? "" : " ") + shell_quote(w);
     }
-    const std::string script = fmt::format("mkdir -p {0} && cd {0} && exec {1}",
-                                           shell_quote(host_workdir(host_)), command);
-    std::string program = "/bin/sh -c " + shell_quote(script);
-    // supervisord expands %(name)s in a command: a literal % is written %%.
-    std::string escaped;
-    for (const char c : program) escaped += c == '%' ? std::string("%%") : std::string(1, c);
-
-    std::map<std::string, xmlrpc_c::value> options{
-        {"command", xmlrpc_c::value_string(escaped)},
-        {"autostart", xmlrpc_c::value_string("false")},
-        {"autorestart", xmlrpc_c::value_string("false")},
-        {"startsecs", xmlrpc_c::value_string("0")},
-        {"startretries", xmlrpc_c::value_string("0")},
-        {"redirect_stderr", xmlrpc_c::value_string("true")},
-        {"stopasgroup", xmlrpc_c::value_string("true")},
-        {"killasgroup", xmlrpc_c::value_string("true")},
-        {"stopwaitsecs", xmlrpc_c::value_string("30")},
-        {"stdout_logfile_maxbytes", xmlrpc_c::value_string("64MB")}};
-    xmlrpc_c::paramList add;
-    add.add(xmlrpc_c::value_string(kGroup));
-    add.add(xmlrpc_c::value_string(name));
-    add.add(xmlrpc_c::value_struct(options));
-    if (auto r = sup_->call("twiddler.addProgramToGroup", add); !r) {
-      return r.error().context("adding context " + name + " to supervisord's group " + kGroup +
-                               " (the host needs supervisor_twiddler and [group:daqflow], "
-                               "docs/deployment.md)");
+    if (auto r = add_program(name, fmt::format("mkdir -p {0} && cd {0} && exec {1}",
+                                               shell_quote(host_workdir(host_)), command));
+        !r) {
+      return r.error().context("adding context " + name);
     }
-    xmlrpc_c::paramList run;
-    run.add(xmlrpc_c::value_string(full));
-    run.add(xmlrpc_c::value_boolean(true));
-    if (auto r = sup_->call("supervisor.startProcess", run); !r) {
+    if (auto r = start_with_config(full); !r) {
       (void)sup_->remove(name);
       return r.error().context("starting context " + name);
-    }
-    xmlrpc_c::paramList input;
-    input.add(xmlrpc_c::value_string(full));
-    input.add(xmlrpc_c::value_string(config_delivery(settings_)));
-    if (auto r = sup_->call("supervisor.sendProcessStdin", input); !r) {
-      (void)sup_->signal(full, "KILL");
-      return r.error().context("sending context " + name + " its configuration");
     }
     return std::unique_ptr<Launched>(
         std::make_unique<SupervisorLaunched>(sup_, name, address_, request.local_log));
@@ -295,6 +264,48 @@ class SupervisorLauncher final : public Launcher {
     std::ifstream in(copy);
     if (!in) return r.error();
     return tail_of_file(copy, lines);
+  }
+
+  // A one-shot program: added, started, sent the configuration, waited for, its output read,
+  // removed.
+  Result<std::string> run_daqflow(const std::vector<std::string>& args) override {
+    const std::string name = "tool-" + std::to_string(::getpid());
+    const std::string full = std::string(kGroup) + ":" + name;
+    std::string command;
+    std::vector<std::string> words{host_.daqflow.empty() ? settings_.self : host_.daqflow};
+    words.insert(words.end(), args.begin(), args.end());
+    words.emplace_back("--config-stdin");
+    for (const auto& w : words) command += (command.empty() ? "" : " ") + shell_quote(w);
+    if (auto r = add_program(
+            name, fmt::format("cd {} && exec {}", shell_quote(host_workdir(host_)), command));
+        !r) {
+      return r.error();
+    }
+    if (auto r = start_with_config(full); !r) {
+      (void)sup_->remove(name);
+      return r.error();
+    }
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
+    std::map<std::string, xmlrpc_c::value> info;
+    for (;;) {
+      auto now = sup_->info(full);
+      if (!now) return now.error();
+      info = std::move(*now);
+      if (!running_state(state_of(info))) break;
+      if (std::chrono::steady_clock::now() >= deadline) {
+        (void)sup_->signal(full, "KILL");
+        (void)sup_->remove(name);
+        return Error("daqflow " + args.front() + " on " + address_ + " did not end within 120 s");
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    auto out = sup_->tail(full, 1000);
+    (void)sup_->remove(name);
+    if (!out) return out.error();
+    if (state_of(info) != "EXITED" || int_of(info, "exitstatus") != 0) {
+      return Error("on " + address_ + ": " + *out);
+    }
+    return out;
   }
 
   Result<void> kill_remains(const std::string& context) override {
@@ -314,6 +325,52 @@ class SupervisorLauncher final : public Launcher {
   }
 
  private:
+  // A program in daqflow's group running script with /bin/sh, started only when asked, never
+  // restarted by supervisord, stopped and killed as a process group, stderr with stdout.
+  Result<void> add_program(const std::string& name, const std::string& script) {
+    std::string program = "/bin/sh -c " + shell_quote(script);
+    // supervisord expands %(name)s in a command: a literal % is written %%.
+    std::string escaped;
+    for (const char c : program) escaped += c == '%' ? std::string("%%") : std::string(1, c);
+    std::map<std::string, xmlrpc_c::value> options{
+        {"command", xmlrpc_c::value_string(escaped)},
+        {"autostart", xmlrpc_c::value_string("false")},
+        {"autorestart", xmlrpc_c::value_string("false")},
+        {"startsecs", xmlrpc_c::value_string("0")},
+        {"startretries", xmlrpc_c::value_string("0")},
+        {"redirect_stderr", xmlrpc_c::value_string("true")},
+        {"stopasgroup", xmlrpc_c::value_string("true")},
+        {"killasgroup", xmlrpc_c::value_string("true")},
+        {"stopwaitsecs", xmlrpc_c::value_string("30")},
+        {"stdout_logfile_maxbytes", xmlrpc_c::value_string("64MB")}};
+    xmlrpc_c::paramList add;
+    add.add(xmlrpc_c::value_string(kGroup));
+    add.add(xmlrpc_c::value_string(name));
+    add.add(xmlrpc_c::value_struct(options));
+    if (auto r = sup_->call("twiddler.addProgramToGroup", add); !r) {
+      return r.error().context("supervisord's group " + std::string(kGroup) +
+                               " (the host needs supervisor_twiddler and [group:daqflow], "
+                               "docs/deployment.md)");
+    }
+    return ok();
+  }
+
+  // Starts it and sends it the configuration line.
+  Result<void> start_with_config(const std::string& full) {
+    xmlrpc_c::paramList run;
+    run.add(xmlrpc_c::value_string(full));
+    run.add(xmlrpc_c::value_boolean(true));
+    if (auto r = sup_->call("supervisor.startProcess", run); !r) return r.error();
+    xmlrpc_c::paramList input;
+    input.add(xmlrpc_c::value_string(full));
+    input.add(xmlrpc_c::value_string(config_delivery(settings_)));
+    if (auto r = sup_->call("supervisor.sendProcessStdin", input); !r) {
+      (void)sup_->signal(full, "KILL");
+      return r.error().context("sending the configuration");
+    }
+    return ok();
+  }
+
   const runtime::HostConfig& host_;
   std::string address_;
   LaunchSettings settings_;

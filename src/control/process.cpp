@@ -201,10 +201,18 @@ std::string tail_of_file(const std::string& path, int max_lines) {
 }
 
 Result<CommandOutput> run_command(const std::vector<std::string>& argv,
-                                  std::chrono::milliseconds timeout) {
+                                  std::chrono::milliseconds timeout,
+                                  const std::optional<std::string>& input) {
   if (argv.empty()) return Error("no program to run");
   int out_pipe[2] = {-1, -1};
   if (::pipe2(out_pipe, O_CLOEXEC) != 0) return Error("pipe: " + errno_text(errno));
+  int in_pipe[2] = {-1, -1};
+  if (input && ::pipe2(in_pipe, O_CLOEXEC) != 0) {
+    const int err = errno;
+    ::close(out_pipe[0]);
+    ::close(out_pipe[1]);
+    return Error("pipe: " + errno_text(err));
+  }
   std::vector<char*> args;
   for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
   args.push_back(nullptr);
@@ -219,8 +227,12 @@ Result<CommandOutput> run_command(const std::vector<std::string>& argv,
     ::setpgid(0, 0);
     ::dup2(out_pipe[1], STDOUT_FILENO);
     ::dup2(out_pipe[1], STDERR_FILENO);
-    const int null_fd = ::open("/dev/null", O_RDONLY);
-    if (null_fd >= 0) ::dup2(null_fd, STDIN_FILENO);
+    if (in_pipe[0] >= 0) {
+      ::dup2(in_pipe[0], STDIN_FILENO);
+    } else {
+      const int null_fd = ::open("/dev/null", O_RDONLY);
+      if (null_fd >= 0) ::dup2(null_fd, STDIN_FILENO);
+    }
     sigset_t none;
     sigemptyset(&none);
     ::sigprocmask(SIG_SETMASK, &none, nullptr);
@@ -231,6 +243,18 @@ Result<CommandOutput> run_command(const std::vector<std::string>& argv,
   }
   ::setpgid(pid, pid);
   ::close(out_pipe[1]);
+  if (input) {
+    // Small inputs (a configuration line): written at once, then closed.
+    ::close(in_pipe[0]);
+    std::size_t done = 0;
+    while (done < input->size()) {
+      const ssize_t n = ::write(in_pipe[1], input->data() + done, input->size() - done);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) break;
+      done += static_cast<std::size_t>(n);
+    }
+    ::close(in_pipe[1]);
+  }
   ChildProcess child(pid, "");
   CommandOutput result;
   constexpr std::size_t kMaxOutput = 1 << 20;

@@ -236,14 +236,23 @@ void Run::settle(const std::vector<std::string>& contexts) {
     if (std::find(contexts.begin(), contexts.end(), v.config->context) == contexts.end()) continue;
     const auto* type = registry_.find(v.config->type);
     if (type == nullptr || !type->after_loss) continue;
-    // What it left is on its host's disks, not here: settling it from here would read the wrong
-    // directory (and could build again what is on disk there). Its blocks stay in doubt.
+    // What it left is on its host's disks, not here: it is settled there, by `daqflow salvage`
+    // run through the launcher. Reading this machine's disk instead could build again what is
+    // on disk there; when the launcher cannot, its blocks stay in doubt.
     const runtime::ContextConfig& ctx = *config_.find_context(v.config->context);
     if (const auto* host = config_.host_of(ctx);
         host != nullptr && host->launcher != runtime::LauncherKind::local) {
-      const std::string text = v.config->id + ": what it wrote is on " + ctx.host +
-                               "; its blocks in doubt stay in doubt (daqflow salvage there "
-                               "settles them)";
+      auto out = cluster_->run_daqflow(ctx.name, {"salvage", options_.config_path, v.config->id});
+      std::string text;
+      if (out) {
+        text = *out;
+        while (!text.empty() && text.back() == '\n') text.pop_back();
+        text += " (on " + ctx.host + ")";
+      } else {
+        text = v.config->id + ": what it wrote is on " + ctx.host +
+               " and could not be settled there (" + out.error().message() +
+               "): its blocks in doubt stay in doubt";
+      }
       reporter_.note(text);
       summary_.lost.back() += "; " + text;
       continue;

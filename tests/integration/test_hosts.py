@@ -165,6 +165,33 @@ class SshHosts(DaqflowTestCase):
             print(f"  {what:16} {summary['start_s']:.2f} {summary['configure_s']:.2f} "
                   f"{summary['enable_s']:.2f}")
 
+    def test_a_killed_bu_is_salvaged_on_its_host_and_nothing_is_lost_or_written_twice(self):
+        """What a BU killed on its host wrote is settled there: daqflow salvage, run through the
+        launcher, finishes its file and tells the EVM which of its blocks in doubt are on disk;
+        the files of both hosts hold every built event once."""
+        config = self.config("salvage.yaml")
+        proc = self.start_run(config, "run.log")
+        host = self.hosts.addresses[PLACEMENT["bu1"]]
+        with open(config) as f:
+            text = f.read()
+        port = int(re.search(r"name: bu1\n(?:.*\n)*?\s+control_port: (\d+)", text).group(1))
+        wait_until(lambda: remote_built(host, port) > 0, 60, "bu1 to build events")
+        status, ctx = remote_get(host, port, "/api/v1/context")
+        self.assertEqual(status, 200, ctx)
+        os.kill(ctx["pid"], signal.SIGKILL)
+        wait_until(lambda: f"(on {host})" in self.output_of("run.log"), 120,
+                   "the salvage of bu1's files on its host")
+        self.assertRegex(self.output_of("run.log"), r"bu1: salvaged \d+ file\(s\)")
+        time.sleep(1)  # bu2 builds alone for a while
+        self.assertEqual(self.stop_run(proc, timeout=180), 0, self.output_of("run.log"))
+        summary = self.summary()
+        self.assertEqual(summary["status"], "ok", summary.get("failure"))
+        r = summary["results"]
+        self.assertEqual(r["events_in_doubt"], 0, r)
+        self.assertEqual(r["events_lost"], 0, r)
+        self.assertEqual(r["events_triggered"], r["events_built"] + r["events_incomplete"], r)
+        self.check_files(r["events_built"])
+
     def mpi_config(self):
         """examples/stream-1to1.yaml on the mpi transport, source and sink on two hosts."""
         text = set_default_transport(rewrite_ports(read_example("stream-1to1.yaml")), "mpi")

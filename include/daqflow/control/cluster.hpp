@@ -85,6 +85,9 @@ class Cluster {
   // Starts the process of this context again, as it was started, once it has ended (its
   // restart policy); its death is reported again by reap_dead() should it end again.
   [[nodiscard]] Result<void> restart(const std::string& context);
+  // `daqflow ARGS` on the host of this context through its launcher (Launcher::run_daqflow).
+  [[nodiscard]] Result<std::string> run_daqflow(const std::string& context,
+                                                const std::vector<std::string>& args);
   // The contexts the process of this context hosts.
   [[nodiscard]] const std::vector<std::string>& group_of(const std::string& context) const;
 

@@ -81,6 +81,13 @@ class Launcher {
   // Kills what may be left of a context on its host (`daqflow stop` from elsewhere, and a
   // controller reattached to a run it did not start); ok when nothing was left.
   [[nodiscard]] virtual Result<void> kill_remains(const std::string& context) = 0;
+  // Runs `daqflow ARGS --config-stdin` on the host, in its working directory, with the
+  // configuration on stdin, and returns what it printed: `daqflow salvage` after a death, where
+  // the dead application's files are. An error when the engine cannot run a tool there.
+  [[nodiscard]] virtual Result<std::string> run_daqflow(const std::vector<std::string>& args) {
+    (void)args;
+    return Error("this launcher cannot run a tool on its host");
+  }
 };
 
 // The launcher of the host at address, described by host (nullptr: this machine). host must

@@ -86,10 +86,11 @@ struct CommandOutput {
   std::string out;  // stdout and stderr together, at most 1 MiB
 };
 
-// Runs argv (stdin /dev/null) and collects its output; after timeout it is killed and the error
-// says so. For the engines' own tools (ssh HOST kill ..., scontrol, ...).
+// Runs argv (stdin: input, or /dev/null) and collects its output; after timeout it is killed and
+// the error says so. For the engines' own tools (ssh HOST kill ..., scancel, ...).
 [[nodiscard]] Result<CommandOutput> run_command(const std::vector<std::string>& argv,
-                                                std::chrono::milliseconds timeout);
+                                                std::chrono::milliseconds timeout,
+                                                const std::optional<std::string>& input = {});
 
 // The path of the running executable (/proc/self/exe resolved).
 [[nodiscard]] Result<std::string> self_executable();

@@ -1,0 +1,32 @@
+// The configuration a launcher sends on standard input (`--config-stdin` of daqflow exec and
+// daqflow salvage): one line of JSON, {"yaml": the configuration's text, "token": the control
+// token or null}. Neither lands in a file or on a command line of the host.
+#include <iostream>
+#include <nlohmann/json.hpp>
+
+#include "cli/commands.hpp"
+
+namespace daqflow::cli {
+
+Result<DeliveredConfig> read_delivered_config(const std::string& name) {
+  std::string line;
+  if (!std::getline(std::cin, line)) {
+    return Error(
+        "--config-stdin: nothing on standard input (the launcher sends the "
+        "configuration " +
+        name + " there)");
+  }
+  const auto bundle = nlohmann::json::parse(line, nullptr, false);
+  if (!bundle.is_object() || !bundle.contains("yaml") || !bundle["yaml"].is_string()) {
+    return Error(
+        "--config-stdin: standard input is not {\"yaml\": ..., \"token\": ...} on one "
+        "line");
+  }
+  DeliveredConfig d{bundle["yaml"].get<std::string>(), std::nullopt};
+  if (const auto it = bundle.find("token"); it != bundle.end() && it->is_string()) {
+    d.token = it->get<std::string>();
+  }
+  return d;
+}
+
+}  // namespace daqflow::cli
