@@ -140,6 +140,10 @@ void exec_command(const ExecArgs& args) {
 
   // Before any thread starts, so that every thread inherits the mask.
   SignalWatch::block();
+  // Its output may go to a connection that ends before it does (an ssh session its host tore
+  // down while cut off): a write there must not end the executive, which goes on under its lease
+  // and logs to its file.
+  ::signal(SIGPIPE, SIG_IGN);
   runtime::ExecutiveOptions options;
   options.record_dir = args.record_dir;
   options.token = std::move(token);

@@ -140,7 +140,7 @@ class AttachedLaunched final : public Launched {
   }
   [[nodiscard]] const std::optional<ExitStatus>& exit_status() const override { return exit_; }
   [[nodiscard]] std::string where() const override {
-    return "pid " + std::to_string(pid_) + " on " + host_ + ", attached";
+    return "pid " + std::to_string(pid_) + " on " + host_ + ", watched through its control port";
   }
   [[nodiscard]] long pid() const override { return pid_; }
   [[nodiscard]] std::string local_log() const override { return {}; }
@@ -178,6 +178,7 @@ Result<Cluster> Cluster::make(const runtime::ClusterConfig& config,
   LaunchSettings settings{options.self, options.config_path, "",
                           *token,       options.log_dir,     config.run.number};
   Cluster cluster;
+  cluster.config_ = &config;
   std::map<std::string, Launcher*> by_address;
   std::vector<ControlClient> leased;
   auto lease_period = kLeasePeriod;
@@ -298,6 +299,14 @@ std::vector<Cluster::Death> Cluster::reap_dead() {
   std::vector<Death> deaths;
   for (auto& p : processes_) {
     if (p.reported || !p.launched->poll()) continue;
+    if (p.launched->connection_lost() && p.launcher != nullptr) {
+      // Not an end yet: its control port says (a cut-off host is silent, not dead; one whose
+      // executive ended refuses).
+      const runtime::ContextConfig& first = *config_->find_context(p.contexts.front());
+      p.launched = std::make_unique<AttachedLaunched>(context(first.name).client, *p.launcher,
+                                                      first.name, first.host);
+      continue;
+    }
     p.reported = true;
     deaths.push_back(Death{p.contexts, describe_end(p), p.launched->exit_status()->clean()});
   }

@@ -90,6 +90,7 @@ class SshLaunched final : public Launched {
   void terminate() override { (void)ssh_.signal(context_, SIGTERM); }
 
   ExitStatus kill() override {
+    killed_ = true;
     if (client_.poll()) return *client_.exit_status();
     // The group on the host first; then the connection ends by itself. When the host cannot be
     // reached, the client is killed and the lease ends the executive there.
@@ -102,6 +103,11 @@ class SshLaunched final : public Launched {
   [[nodiscard]] const std::optional<ExitStatus>& exit_status() const override {
     return client_.exit_status();
   }
+  // ssh ends with 255 when the connection is lost (keepalives unanswered), as when the command
+  // was killed by a signal: which one, only the executive's control port can tell.
+  [[nodiscard]] bool connection_lost() const override {
+    return client_.exit_status() && client_.exit_status()->code == 255 && !killed_;
+  }
   [[nodiscard]] std::string where() const override {
     return "on " + ssh_.address() + " via ssh, client pid " + std::to_string(client_.pid());
   }
@@ -112,6 +118,7 @@ class SshLaunched final : public Launched {
   ChildProcess client_;
   Ssh ssh_;
   std::string context_;
+  bool killed_ = false;
 };
 
 class SshLauncher final : public Launcher {

@@ -91,9 +91,12 @@ class NamespaceHosts:
             _run("ip", "-n", ns, "route", "add", "default", "via", self.gateway)
 
     def _remove_links(self):
-        for ns in self.names:
+        for i, ns in enumerate(self.names):
             self._kill_in(ns)
             _run("ip", "netns", "del", ns, check=False)
+            # A namespace lives on while a process killed in it has not exited yet, and its veth
+            # with it: deleting the outer end deletes the pair at once.
+            _run("ip", "link", "del", f"{self.tag}v{i}", check=False)
         _run("ip", "link", "del", self.bridge, check=False)
 
     @staticmethod

@@ -291,8 +291,13 @@ class SshHosts(DaqflowTestCase):
             self.hosts.restore(bu1_host)
         wait_until(lambda: "context bu1 answers again" in self.output_of("run.log"), 60,
                    "bu1's host to be back")
-        # Events still flow to both BUs after bu1 rejoined.
-        time.sleep(1)
+        # bu1 rejoined and builds again before the run ends.
+        host = self.hosts.addresses[bu1_host]
+        with open(config) as f:
+            port = int(re.search(r"name: bu1\n(?:.*\n)*?\s+control_port: (\d+)",
+                                 f.read()).group(1))
+        built = remote_built(host, port)
+        wait_until(lambda: remote_built(host, port) > built, 60, "bu1 to build again")
         self.assertEqual(self.stop_run(proc, timeout=180), 0, self.output_of("run.log"))
         summary = self.summary()
         self.assertEqual(summary["status"], "ok", summary.get("failure"))

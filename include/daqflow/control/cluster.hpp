@@ -131,6 +131,7 @@ class Cluster {
   [[nodiscard]] std::string describe_end(const Process& p) const;
   [[nodiscard]] const Context& context(const std::string& name) const;
 
+  const runtime::ClusterConfig* config_ = nullptr;    // outlives the Cluster
   std::vector<std::unique_ptr<Launcher>> launchers_;  // one per host address used
   std::vector<Process> processes_;
   std::vector<Context> contexts_;  // configuration order

@@ -45,6 +45,10 @@ class Launched {
   // It was asked to shut down (POST /api/v1/shutdown): a launcher that cannot see its exit
   // status takes its end as a clean one.
   virtual void expect_end() {}
+  // Its end as poll() saw it may only be the engine's connection to it lost (an ssh client
+  // whose host stopped answering): the executive may still run there, and is then watched
+  // through its control port instead.
+  [[nodiscard]] virtual bool connection_lost() const { return false; }
 
   // "pid 123", "pid 123 on 10.77.0.2 via ssh": for messages.
   [[nodiscard]] virtual std::string where() const = 0;
