@@ -23,6 +23,19 @@ std::string errno_text(int err) {
   return std::strerror(err);
 }
 
+// Writes text to a child's stdin pipe and closes it. A child that exits early closes its end:
+// EPIPE (SIGPIPE is ignored where this is used), and what it said about why is in its output.
+void feed_and_close(int fd, const std::string& text) {
+  std::size_t done = 0;
+  while (done < text.size()) {
+    const ssize_t n = ::write(fd, text.data() + done, text.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    done += static_cast<std::size_t>(n);
+  }
+  ::close(fd);
+}
+
 }  // namespace
 
 std::string ExitStatus::str() const {
@@ -107,16 +120,7 @@ Result<ChildProcess> ChildProcess::spawn(const std::vector<std::string>& argv,
   ::close(log_fd);
   if (input) {
     ::close(in_pipe[0]);
-    // A child that exits early closes its end: EPIPE (SIGPIPE is ignored by daqflow run), and
-    // what it said about why is in its log.
-    std::size_t done = 0;
-    while (done < input->size()) {
-      const ssize_t n = ::write(in_pipe[1], input->data() + done, input->size() - done);
-      if (n < 0 && errno == EINTR) continue;
-      if (n <= 0) break;
-      done += static_cast<std::size_t>(n);
-    }
-    ::close(in_pipe[1]);
+    feed_and_close(in_pipe[1], *input);
   }
   return ChildProcess(pid, log_path);
 }
@@ -246,14 +250,7 @@ Result<CommandOutput> run_command(const std::vector<std::string>& argv,
   if (input) {
     // Small inputs (a configuration line): written at once, then closed.
     ::close(in_pipe[0]);
-    std::size_t done = 0;
-    while (done < input->size()) {
-      const ssize_t n = ::write(in_pipe[1], input->data() + done, input->size() - done);
-      if (n < 0 && errno == EINTR) continue;
-      if (n <= 0) break;
-      done += static_cast<std::size_t>(n);
-    }
-    ::close(in_pipe[1]);
+    feed_and_close(in_pipe[1], *input);
   }
   ChildProcess child(pid, "");
   CommandOutput result;

@@ -34,10 +34,15 @@ class SshHosts(DaqflowTestCase):
             raise RuntimeError(f"test_hosts needs namespace hosts: {why}")
         cls.hosts = NamespaceHosts(4)
         try:
-            cls.ssh_options = cls.hosts.start_sshd()
+            cls.start_engine()
         except Exception:
             cls.hosts.close()
             raise
+
+    @classmethod
+    def start_engine(cls):
+        """What the launcher needs on every host."""
+        cls.ssh_options = cls.hosts.start_sshd()
 
     @classmethod
     def tearDownClass(cls):

@@ -8,7 +8,6 @@ job left in Slurm at the end.
 import subprocess
 import unittest
 
-import netns_hosts
 import test_hosts
 
 
@@ -18,16 +17,8 @@ class SlurmHosts(test_hosts.SshHosts):
     launcher = "slurm"
 
     @classmethod
-    def setUpClass(cls):
-        why = netns_hosts.available()
-        if why is not None:
-            raise RuntimeError(f"test_hosts needs namespace hosts: {why}")
-        cls.hosts = netns_hosts.NamespaceHosts(4)
-        try:
-            cls.slurm_conf = cls.hosts.start_slurm()
-        except Exception:
-            cls.hosts.close()
-            raise
+    def start_engine(cls):
+        cls.slurm_conf = cls.hosts.start_slurm()
 
     def host_settings(self, i):
         return f"    slurm: {{node: {self.hosts.names[i]}}}\n"

@@ -8,7 +8,6 @@ removed at the end.
 import unittest
 import xmlrpc.client
 
-import netns_hosts
 import test_hosts
 
 
@@ -19,16 +18,8 @@ class SupervisorHosts(test_hosts.SshHosts):
     launcher = "supervisor"
 
     @classmethod
-    def setUpClass(cls):
-        why = netns_hosts.available()
-        if why is not None:
-            raise RuntimeError(f"test_hosts needs namespace hosts: {why}")
-        cls.hosts = netns_hosts.NamespaceHosts(4)
-        try:
-            cls.supervisor_urls = cls.hosts.start_supervisord()
-        except Exception:
-            cls.hosts.close()
-            raise
+    def start_engine(cls):
+        cls.supervisor_urls = cls.hosts.start_supervisord()
 
     def host_settings(self, i):
         return ""
