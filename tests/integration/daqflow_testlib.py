@@ -69,21 +69,25 @@ class _Ports:
         raise RuntimeError("every port block of 26000-29999 is taken by other test processes")
 
     @staticmethod
-    def _free(port):
+    def _free(port, strict=False):
         with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
             # As daqflow's listeners do: an earlier test's connection lingering in TIME_WAIT does
-            # not make a port busy (the kill tests leave hundreds), a listener does.
-            s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            # not make a port busy (the kill tests leave hundreds), a listener does. Strict: for
+            # other programs (sockperf, iperf3...), which may bind without SO_REUSEADDR and then
+            # fail on a port that a closed connection still holds.
+            if not strict:
+                s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
             try:
                 s.bind(("127.0.0.1", port))
             except OSError:
                 return False
         return True
 
-    def take(self, count=1, avoid=()):
+    def take(self, count=1, avoid=(), strict=False):
         """The first of `count` consecutive free ports, none of them in `avoid` (the ports a
         configuration already has: a port free now is not free once that configuration runs).
-        The cursor goes round the block, so ports of processes that have ended are used again."""
+        The cursor goes round the block, so ports of processes that have ended are used again.
+        strict: free even of connections in TIME_WAIT (ports for third-party servers)."""
         if self._base is None:
             self._reserve()
         for _ in range(PORT_BLOCK):
@@ -92,7 +96,7 @@ class _Ports:
             first = self._base + self._next
             self._next += count
             ports = range(first, first + count)
-            if not any(p in avoid for p in ports) and all(self._free(p) for p in ports):
+            if not any(p in avoid for p in ports) and all(self._free(p, strict) for p in ports):
                 return first
         raise RuntimeError(f"no {count} free consecutive ports in "
                            f"{self._base}-{self._base + PORT_BLOCK - 1}")

@@ -205,7 +205,7 @@ class Bench(DaqflowTestCase):
         return doc
 
     def test_compare_memcpy_needs_no_tool(self):
-        ports = PORTS.take(4)
+        ports = PORTS.take(4, strict=True)
         out, text = self.bench(["compare", "--transport", "inproc", "--kind", "memcpy",
                                 "--size", "65536", "--duration", "1",
                                 "--reference-port", str(ports), "--rounds", "1"])
@@ -215,7 +215,7 @@ class Bench(DaqflowTestCase):
 
     def test_compare_tcp_stream_with_iperf3(self):
         self.assertIsNotNone(shutil.which("iperf3"), "iperf3 is missing (scripts/bootstrap)")
-        ports = PORTS.take(4)
+        ports = PORTS.take(4, strict=True)
         out, text = self.bench(["compare", "--transport", "tcp", "--kind", "stream", "--size",
                                 "65536", "--duration", "1", "--reference-port", str(ports), "--rounds", "1"])
         doc = self.check_compare(out, "compare-stream-tcp-65536", "stream", "MB/s", "higher")
@@ -237,7 +237,7 @@ class Bench(DaqflowTestCase):
             self.assertIn("--cpus none", doc["command"])
 
     def test_compare_unpinned_leaves_placement_to_the_scheduler(self):
-        ports = PORTS.take(4)
+        ports = PORTS.take(4, strict=True)
         out, _ = self.bench(["compare", "--transport", "tcp", "--kind", "latency",
                              "--iterations", "500", "--duration", "1", "--rounds", "1",
                              "--cpus", "none", "--reference-port", str(ports)])
@@ -259,7 +259,7 @@ class Bench(DaqflowTestCase):
 
     def test_compare_tcp_latency_with_sockperf(self):
         self.assertIsNotNone(shutil.which("sockperf"), "sockperf is missing (scripts/bootstrap)")
-        ports = PORTS.take(4)
+        ports = PORTS.take(4, strict=True)
         out, text = self.bench(["compare", "--transport", "tcp", "--kind", "latency",
                                 "--iterations", "2000", "--duration", "1",
                                 "--reference-port", str(ports), "--rounds", "1"])
@@ -269,7 +269,7 @@ class Bench(DaqflowTestCase):
         self.assertIn("x the reference latency", text)
 
     def test_compare_rounds_alternate_reference_and_daqflow_and_take_medians(self):
-        ports = PORTS.take(4)
+        ports = PORTS.take(4, strict=True)
         out, text = self.bench(["compare", "--transport", "inproc", "--kind", "memcpy",
                                 "--size", "65536", "--duration", "0.5", "--rounds", "3",
                                 "--reference-port", str(ports)])
@@ -298,7 +298,7 @@ class Bench(DaqflowTestCase):
         self.assertIn("--rounds 3", doc["command"])
 
     def test_compare_mpi_with_distinct_reference_buffers(self):
-        ports = PORTS.take(4)
+        ports = PORTS.take(4, strict=True)
         out, text = self.bench(["compare", "--transport", "mpi", "--kind", "stream", "--size",
                                 "65536", "--duration", "1", "--reference-buffers", "4",
                                 "--reference-port", str(ports), "--rounds", "1"])
