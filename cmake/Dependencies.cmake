@@ -27,6 +27,8 @@ target_link_libraries(daqflow_xmlrpc INTERFACE ${XMLRPC_C_LIBS})
 pkg_check_modules(UCX IMPORTED_TARGET ucx)
 pkg_check_modules(LIBFABRIC IMPORTED_TARGET libfabric)
 pkg_check_modules(MPI IMPORTED_TARGET ompi-c)  # Open MPI
+# ZeroMQ: only the small-message reference program of `daqflow bench compare` links it.
+pkg_check_modules(ZMQ IMPORTED_TARGET libzmq)
 if(DAQFLOW_REQUIRE_ALL_TRANSPORTS AND NOT DAQFLOW_FUZZ)
   foreach(lib UCX LIBFABRIC MPI)
     if(NOT ${lib}_FOUND)

@@ -24,6 +24,7 @@ int tool_port(const CompareOptions& o, const std::string& tool) {
   if (tool == "sockperf") return o.reference_port + 1;
   if (tool == "ucx_perftest") return o.reference_port + 2;
   if (tool == "fabtests") return o.reference_port + 3;
+  if (tool == "zeromq") return o.reference_port + 4;
   return o.reference_port;
 }
 

@@ -333,6 +333,51 @@ Result<ReferenceResult> mpi_bw(const ReferenceSpec& spec) {
   return ReferenceResult{"mpi_bw", join(cmd), *mb_s, "", {}};
 }
 
+// daqflow's ZeroMQ program (bench/reference/zmq_bw.cpp): PUSH to PULL over tcp, or over ipc
+// when compared with shm. The sender starts first (its connect retries until the receiver binds);
+// the receiver measures and prints the result.
+Result<ReferenceResult> zeromq(const ReferenceSpec& spec) {
+  const std::string program = (std::filesystem::path(spec.bin_dir) / "zmq_bw").string();
+  if (::access(program.c_str(), X_OK) != 0) {
+    return Error("the ZeroMQ reference " + program +
+                 " is not built (bench/reference/zmq_bw.cpp, target zmq_bw; Debian package "
+                 "libzmq3-dev)");
+  }
+  if (spec.kind != "stream") {
+    return Error("zeromq measures message rates (--kind stream), not " + spec.kind);
+  }
+  if (auto pinning = can_pin(spec); !pinning) return pinning.error();
+  std::string address;
+  if (spec.transport == "tcp") {
+    address = fmt::format("tcp://127.0.0.1:{}", spec.port);
+  } else if (spec.transport == "shm" || spec.transport == "inproc") {
+    address = fmt::format("ipc:///tmp/daqflow-zmq_bw-{}-{}", ::getpid(), spec.port);
+  } else {
+    return Error("zeromq is a reference for tcp (over tcp) and shm (over ipc), not " +
+                 spec.transport);
+  }
+  const auto size = std::to_string(spec.size);
+  const auto sender_argv = on_cpu(spec, Side::sender,
+                                  {program, "--send", address, "--size", size, "--duration",
+                                   fmt::format("{:g}", spec.duration_s)});
+  auto sender = Server::start(sender_argv, log_path(spec, "zmq_bw-sender.log"), -1);
+  if (!sender) return sender.error();
+  const auto receiver =
+      on_cpu(spec, Side::receiver, {program, "--receive", address, "--size", size});
+  auto text = run_client(receiver, log_path(spec, "zmq_bw-receiver.log"), client_timeout(spec));
+  if (address.starts_with("ipc://")) {
+    std::error_code ec;
+    std::filesystem::remove(address.substr(6), ec);
+  }
+  if (!text) return text.error();
+  auto mb_s = parse_json_number(*text, "mb_s");
+  if (!mb_s) return mb_s.error().context("zmq_bw");
+  auto msg_s = parse_json_number(*text, "msg_s");
+  if (!msg_s) return msg_s.error().context("zmq_bw");
+  return ReferenceResult{
+      "zeromq", join(sender_argv) + " & " + join(receiver), *mb_s, "", {{"msg_s", *msg_s}}};
+}
+
 }  // namespace
 
 Result<std::string> reference_tool(const std::string& transport, const std::string& kind) {
@@ -373,6 +418,7 @@ Result<ReferenceResult> run_reference(const ReferenceSpec& spec) {
   if (*tool == "sockperf") return sockperf(spec);
   if (*tool == "ucx_perftest") return ucx_perftest(spec);
   if (*tool == "fabtests") return fabtests(spec);
+  if (*tool == "zeromq") return zeromq(spec);
   return mpi_bw(spec);
 }
 

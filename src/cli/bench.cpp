@@ -423,11 +423,12 @@ void add_compare(CLI::App& bench_cmd) {
   cmd->add_option("--iterations", a->options.iterations, "latency: timed round trips")
       ->check(CLI::Range(1, 10000000))
       ->capture_default_str();
-  cmd->add_option("--reference", a->options.reference,
-                  "the reference tool instead of the transport's usual one (iperf3, sockperf, "
-                  "memcpy, ucx_perftest, fabtests, mpi_bw)")
-      ->check(
-          CLI::IsMember({"iperf3", "sockperf", "memcpy", "ucx_perftest", "fabtests", "mpi_bw"}));
+  cmd->add_option(
+         "--reference", a->options.reference,
+         "the reference tool instead of the transport's usual one (iperf3, sockperf, "
+         "memcpy, ucx_perftest, fabtests, mpi_bw, zeromq: PUSH/PULL over tcp, or ipc for shm)")
+      ->check(CLI::IsMember(
+          {"iperf3", "sockperf", "memcpy", "ucx_perftest", "fabtests", "mpi_bw", "zeromq"}));
   cmd->add_option("--verify", a->options.verify,
                   "stream: payload check of source and sink (ends, or full: every byte written "
                   "and read)")
@@ -447,7 +448,7 @@ void add_compare(CLI::App& bench_cmd) {
       ->capture_default_str();
   cmd->add_option("--reference-port", a->options.reference_port,
                   "first port of the reference tools (iperf3; sockperf +1, ucx_perftest +2, "
-                  "fi_pingpong +3)")
+                  "fi_pingpong +3, zeromq +4)")
       ->capture_default_str();
   cmd->callback([a, idle] {
     auto& o = a->options;

@@ -30,6 +30,9 @@ struct OutgoingMessage {
 
 class SendQueue {
  public:
+  // Pieces up to this size are copied into the staging area; larger ones are sent in place.
+  static constexpr std::size_t kCopyMax = 512;
+
   explicit SendQueue(std::uint32_t depth = 0) : slots_(depth) {}
 
   [[nodiscard]] std::size_t capacity() const { return slots_.size(); }
@@ -46,8 +49,10 @@ class SendQueue {
 
   // Fills iov with the unwritten bytes, starting inside the first message if it was partly
   // written, covering at most max_messages messages; returns the number of entries used (0 when
-  // the queue is empty or max_messages is 0). Entries are never empty.
-  [[nodiscard]] std::size_t gather(std::span<iovec> iov, std::size_t max_messages);
+  // the queue is empty or max_messages is 0). Entries are never empty. Small pieces are copied into
+  // staging while it has room; entries that point there are valid while staging is unchanged.
+  [[nodiscard]] std::size_t gather(std::span<iovec> iov, std::size_t max_messages,
+                                   std::span<std::byte> staging);
 
   // Records that the first n bytes described by the last gather() were written. Calls
   // done(OutgoingMessage&) for each message that is now completely written, in order, then drops

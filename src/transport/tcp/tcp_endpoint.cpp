@@ -17,6 +17,9 @@ namespace {
 
 constexpr std::size_t kMaxEvents = 64;
 constexpr int kMaxReadsPerEvent = 16;
+// Where flush() joins small messages (send_queue.hpp): about what one sendmsg() of a busy
+// socket takes.
+constexpr std::size_t kStagingBytes = 64 * 1024;
 // While reading is paused for lack of receive buffers, wait() looks at the pool this often: the
 // application may drop buffers on another thread, which cannot wake epoll.
 constexpr std::chrono::microseconds kStalledPollInterval{1000};
@@ -33,6 +36,7 @@ TcpEndpoint::TcpEndpoint(const AddressTable& addresses, const EndpointOptions& o
       listener_(std::move(listener)),
       peers_(addresses.size()),
       iov_(IOV_MAX),
+      staging_(kStagingBytes),
       ready_(kMaxEvents),
       events_(addresses.size() * 2 + 64) {
   stats_.set_peer_count(peers_.size());
@@ -281,7 +285,7 @@ bool TcpEndpoint::flush(AppIndex index, detail::Emitter* emit) {
       mark_dirty(index);
       return wrote;
     }
-    const std::size_t count = p.queue.gather(iov_, room);
+    const std::size_t count = p.queue.gather(iov_, room, staging_);
     std::size_t requested = 0;
     for (std::size_t i = 0; i < count; ++i) requested += iov_[i].iov_len;
     msghdr mh{};

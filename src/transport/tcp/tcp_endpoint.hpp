@@ -9,10 +9,11 @@
 // carries every message to that peer from then on; messages are received from any of them.
 //
 // Send path: per peer a queue of pipeline_depth posted messages; poll() writes as many of them as
-// the socket takes with one sendmsg() gathering headers and segments, and reports send_done when a
-// message has completely left. Receive path: see frame_reader.hpp; payloads land in the
-// endpoint's receive pool, and when the pool is empty the endpoint stops reading the socket, so
-// the sender is back-pressured by TCP itself and memory stays bounded.
+// the socket takes with one sendmsg() gathering headers and segments (small ones copied together
+// first, see send_queue.hpp), and reports send_done when a message has completely left. Receive
+// path: see frame_reader.hpp; payloads land in the endpoint's receive pool, and when the pool is
+// empty the endpoint stops reading the socket, so the sender is back-pressured by TCP itself and
+// memory stays bounded.
 
 #include <sys/epoll.h>
 #include <sys/uio.h>
@@ -140,6 +141,7 @@ class TcpEndpoint final : public Endpoint, public FaultInjection {
   std::vector<Connection*> backlog_scratch_;
   std::vector<Connection*> stalled_;
   std::vector<iovec> iov_;
+  std::vector<std::byte> staging_;  // small pieces joined for flush()'s sendmsg()
   std::vector<epoll_event> ready_;
   std::size_t ready_count_ = 0;  // events wait() collected for the next poll()
   detail::EventQueue events_;

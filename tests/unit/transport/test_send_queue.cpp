@@ -1,5 +1,5 @@
-// The tcp send queue: gathering several messages into one I/O vector and accounting for partial
-// writes at any byte.
+// The tcp send queue: gathering several messages into one I/O vector (small pieces joined in its
+// staging area) and accounting for partial writes at any byte.
 
 #include <gtest/gtest.h>
 
@@ -42,27 +42,33 @@ std::vector<std::uint8_t> take(std::span<const iovec> iov, std::size_t count, st
   return out;
 }
 
-TEST(SendQueue, GathersHeadersAndSegmentsOfSeveralMessages) {
+TEST(SendQueue, GathersSmallPiecesIntoOneEntryAndSendsLargeOnesInPlace) {
   auto p = pool();
+  std::vector<std::byte> staging(4096);
   SendQueue q(4);
-  push(q, *p, 1, 0xa, {100, 0, 50}, 0);
+  push(q, *p, 1, 0xa, {100, 0, 1000}, 0);
   push(q, *p, 2, 0xb, {}, 1);
   push(q, *p, 3, 0xc, {7}, 2);
   std::vector<iovec> iov(16);
-  ASSERT_EQ(q.gather(iov, 10), 6u) << "empty segments are skipped";
-  EXPECT_EQ(iov[0].iov_len, wire::kHeaderSize);
-  EXPECT_EQ(iov[1].iov_len, 100u);
-  EXPECT_EQ(iov[2].iov_len, 50u);
-  EXPECT_EQ(iov[3].iov_len, wire::kHeaderSize);
-  EXPECT_EQ(iov[4].iov_len, wire::kHeaderSize);
-  EXPECT_EQ(iov[5].iov_len, 7u);
-  EXPECT_EQ(q.gather(iov, 1), 3u) << "max_messages bounds the gather";
-  EXPECT_EQ(q.gather(std::span<iovec>(iov.data(), 2), 10), 2u) << "so does the vector's size";
-  EXPECT_EQ(q.gather(iov, 0), 0u);
+  ASSERT_EQ(q.gather(iov, 10, staging), 3u) << "empty segments are skipped, small pieces joined";
+  EXPECT_EQ(iov[0].iov_len, wire::kHeaderSize + 100);
+  EXPECT_EQ(iov[1].iov_len, 1000u);
+  EXPECT_GT(iov[1].iov_len, SendQueue::kCopyMax);
+  EXPECT_EQ(iov[2].iov_len, 2 * wire::kHeaderSize + 7);
+  std::vector<std::uint8_t> expected;
+  auto add = [&](std::size_t n, std::uint8_t v) { expected.insert(expected.end(), n, v); };
+  add(40, 1), add(100, 0xa), add(1000, 0xa), add(40, 2), add(40, 3), add(7, 0xc);
+  EXPECT_EQ(take(iov, 3, expected.size()), expected);
+  EXPECT_EQ(q.gather(iov, 1, staging), 2u) << "max_messages bounds the gather";
+  EXPECT_EQ(q.gather(std::span<iovec>(iov.data(), 1), 10, staging), 1u)
+      << "so does the vector's size";
+  EXPECT_EQ(iov[0].iov_len, wire::kHeaderSize + 100) << "nothing joined after a full vector";
+  EXPECT_EQ(q.gather(iov, 0, staging), 0u);
 }
 
 TEST(SendQueue, FullAtDepth) {
   auto p = pool();
+  std::vector<std::byte> staging(4096);
   SendQueue q(2);
   EXPECT_TRUE(q.empty());
   push(q, *p, 1, 1, {1}, 0);
@@ -79,20 +85,22 @@ TEST(SendQueue, FullAtDepth) {
 TEST(SendQueue, PartialWritesAtAnyByte) {
   for (std::size_t chunk = 1; chunk < 98; chunk += 3) {
     auto p = pool();
-    SendQueue q(3);
+    std::vector<std::byte> staging(4096);
+    SendQueue q(4);
     push(q, *p, 1, 0xa, {100, 30}, 0);
     push(q, *p, 2, 0xb, {}, 1);
     push(q, *p, 3, 0xc, {77}, 2);
+    push(q, *p, 4, 0xd, {600}, 3);  // sent in place, not through the staging area
     std::vector<std::uint8_t> expected;
     auto add = [&](std::size_t n, std::uint8_t v) { expected.insert(expected.end(), n, v); };
-    add(40, 1), add(130, 0xa), add(40, 2), add(40, 3), add(77, 0xc);
-    const std::size_t ends[] = {170, 210, 327};
+    add(40, 1), add(130, 0xa), add(40, 2), add(40, 3), add(77, 0xc), add(40, 4), add(600, 0xd);
+    const std::size_t ends[] = {170, 210, 327, 967};
 
     std::vector<std::uint8_t> written;
     std::vector<std::uint64_t> completed;
     std::vector<iovec> iov(8);
     while (!q.empty()) {
-      const std::size_t count = q.gather(iov, 3);
+      const std::size_t count = q.gather(iov, 4, staging);
       ASSERT_GT(count, 0u);
       const auto bytes = take(iov, count, chunk);
       written.insert(written.end(), bytes.begin(), bytes.end());
@@ -103,13 +111,14 @@ TEST(SendQueue, PartialWritesAtAnyByte) {
       });
     }
     EXPECT_EQ(written, expected) << "chunk " << chunk;
-    EXPECT_EQ(completed, (std::vector<std::uint64_t>{0, 1, 2}));
+    EXPECT_EQ(completed, (std::vector<std::uint64_t>{0, 1, 2, 3}));
     EXPECT_EQ(p->in_use(), 0u) << "completed messages release their buffers";
   }
 }
 
 TEST(SendQueue, AdvanceAcrossSeveralMessagesAtOnce) {
   auto p = pool();
+  std::vector<std::byte> staging(4096);
   SendQueue q(4);
   push(q, *p, 1, 1, {10}, 0);
   push(q, *p, 2, 2, {20}, 1);
@@ -120,8 +129,8 @@ TEST(SendQueue, AdvanceAcrossSeveralMessagesAtOnce) {
   EXPECT_EQ(q.size(), 1u);
   EXPECT_EQ(q.front_offset(), 5u);
   std::vector<iovec> iov(4);
-  ASSERT_EQ(q.gather(iov, 4), 2u);
-  EXPECT_EQ(iov[0].iov_len, 35u) << "the rest of the partly written header";
+  ASSERT_EQ(q.gather(iov, 4, staging), 1u);
+  EXPECT_EQ(iov[0].iov_len, 35u + 30u) << "the rest of the partly written header, its payload";
 }
 
 }  // namespace

@@ -1,0 +1,145 @@
+// Unidirectional ZeroMQ message rate the way libzmq's own local_thr/remote_thr measure it: a
+// PUSH socket sends messages of one size as fast as zmq_send() takes them, a PULL socket receives
+// them. The reference for daqflow's small-message figures over tcp (and over shm, as ZeroMQ's
+// ipc): ZeroMQ batches small messages in its I/O thread, which is what FairMQ's zeromq transport
+// rides on.
+//
+//   zmq_bw --receive ADDR --size N          PULL, binds ADDR, prints the result
+//   zmq_bw --send ADDR --size N --duration S  PUSH, connects to ADDR
+//
+// ADDR is a ZeroMQ endpoint: tcp://127.0.0.1:PORT or ipc:///path. The sender sends for S seconds
+// (from its first message), then one empty message that ends the measurement, and waits until
+// everything has left. The receiver times from its first message to the empty one, checks the
+// first and last byte of every message (as daqflow's stream sink does with --verify ends) and
+// prints one JSON line: {"size", "messages", "seconds", "msg_s", "mb_s"} (MB = 10^6 bytes).
+
+#include <zmq.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+namespace {
+
+struct Options {
+  std::string send;
+  std::string receive;
+  long size = 64;
+  double duration_s = 2;
+};
+
+[[noreturn]] void usage(const char* what) {
+  std::fprintf(stderr,
+               "zmq_bw: %s\nusage: zmq_bw --receive ADDR --size N\n"
+               "       zmq_bw --send ADDR --size N --duration S\n",
+               what);
+  std::exit(2);
+}
+
+Options parse(int argc, char** argv) {
+  Options o;
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    if (i + 1 >= argc) usage(("missing value after " + arg).c_str());
+    const char* value = argv[++i];
+    char* end = nullptr;
+    if (arg == "--send") {
+      o.send = value;
+    } else if (arg == "--receive") {
+      o.receive = value;
+    } else if (arg == "--size") {
+      o.size = std::strtol(value, &end, 10);
+      if (end == value || *end != '\0' || o.size < 1) usage("--size must be a positive integer");
+    } else if (arg == "--duration") {
+      o.duration_s = std::strtod(value, &end);
+      if (end == value || *end != '\0' || o.duration_s <= 0) usage("--duration must be > 0");
+    } else {
+      usage(("unknown option " + arg).c_str());
+    }
+  }
+  if (o.send.empty() == o.receive.empty()) usage("give one of --send and --receive");
+  return o;
+}
+
+[[noreturn]] void fail(const char* what) {
+  std::fprintf(stderr, "zmq_bw: %s: %s\n", what, zmq_strerror(zmq_errno()));
+  std::exit(1);
+}
+
+constexpr unsigned char kFirst = 0xA5;
+constexpr unsigned char kLast = 0x5A;
+
+int send(void* context, const Options& o) {
+  void* socket = zmq_socket(context, ZMQ_PUSH);
+  if (socket == nullptr) fail("zmq_socket");
+  if (zmq_connect(socket, o.send.c_str()) != 0) fail("zmq_connect");
+  std::vector<unsigned char> payload(static_cast<std::size_t>(o.size), 0);
+  payload.front() = kFirst;
+  payload.back() = kLast;
+  using Clock = std::chrono::steady_clock;
+  const auto duration = std::chrono::duration<double>(o.duration_s);
+  Clock::time_point start;
+  for (long sent = 0;; ++sent) {
+    if (zmq_send(socket, payload.data(), payload.size(), 0) < 0) fail("zmq_send");
+    if (sent == 0) start = Clock::now();  // the first send returns once a peer is connected
+    if ((sent & 1023) == 1023 && Clock::now() - start >= duration) break;
+  }
+  if (zmq_send(socket, nullptr, 0, 0) < 0) fail("zmq_send (end)");
+  zmq_close(socket);  // the default linger: waits until every message has left
+  return 0;
+}
+
+int receive(void* context, const Options& o) {
+  void* socket = zmq_socket(context, ZMQ_PULL);
+  if (socket == nullptr) fail("zmq_socket");
+  if (zmq_bind(socket, o.receive.c_str()) != 0) fail("zmq_bind");
+  zmq_msg_t message;
+  zmq_msg_init(&message);
+  using Clock = std::chrono::steady_clock;
+  Clock::time_point start;
+  long messages = 0;
+  long bad = 0;
+  for (;;) {
+    if (zmq_msg_recv(&message, socket, 0) < 0) fail("zmq_msg_recv");
+    const std::size_t size = zmq_msg_size(&message);
+    if (size == 0) break;
+    if (messages == 0) start = Clock::now();
+    const auto* data = static_cast<const unsigned char*>(zmq_msg_data(&message));
+    if (size != static_cast<std::size_t>(o.size) || data[0] != kFirst || data[size - 1] != kLast) {
+      ++bad;
+    }
+    ++messages;
+  }
+  const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  zmq_msg_close(&message);
+  zmq_close(socket);
+  if (bad > 0) {
+    std::fprintf(stderr, "zmq_bw: %ld of %ld messages had the wrong size or content\n", bad,
+                 messages);
+    return 1;
+  }
+  if (messages < 2 || seconds <= 0) {
+    std::fprintf(stderr, "zmq_bw: too few messages (%ld) to measure a rate\n", messages);
+    return 1;
+  }
+  // The first message starts the clock: the rate counts the ones after it.
+  const double rate = static_cast<double>(messages - 1) / seconds;
+  std::printf(
+      "{\"size\": %ld, \"messages\": %ld, \"seconds\": %.6f, \"msg_s\": %.1f, \"mb_s\": %.3f}\n",
+      o.size, messages, seconds, rate, rate * static_cast<double>(o.size) / 1e6);
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const Options o = parse(argc, argv);
+  void* context = zmq_ctx_new();
+  if (context == nullptr) fail("zmq_ctx_new");
+  const int code = o.send.empty() ? receive(context, o) : send(context, o);
+  zmq_ctx_term(context);
+  return code;
+}
