@@ -179,6 +179,7 @@ void TcpEndpoint::wait(std::chrono::microseconds timeout) {
   }
   if (!stalled_.empty()) {
     if (pool_->in_use() < pool_->count()) return;
+    for (Connection* c : stalled_) quiet(*c);
     timeout = std::min(timeout, kStalledPollInterval);
   }
   timeout = retries_.cap_wait(timeout, core::monotonic_ns());
@@ -210,16 +211,9 @@ void TcpEndpoint::dispatch(const epoll_event& event, detail::Emitter& emit) {
     if (c.state != Connection::State::open) return;
   }
   if ((event.events & (EPOLLIN | EPOLLHUP | EPOLLERR)) != 0) {
-    if (c.stalled) {
-      // A hang-up is reported even while EPOLLIN is off; stop watching until buffers return
-      // (the end of the stream is read then, after the data before it).
-      if (!c.want_write && c.registered) {
-        ::epoll_ctl(epoll_.get(), EPOLL_CTL_DEL, c.fd.get(), nullptr);
-        c.registered = false;
-        c.events = 0;
-      }
-      return;
-    }
+    // Stalled: read again when buffers return (the end of the stream too, after the data
+    // before it); wait() quiets epoll before it sleeps.
+    if (c.stalled) return;
     if (!c.in_backlog) read_connection(c, emit);
   }
 }
@@ -264,11 +258,25 @@ void TcpEndpoint::to_backlog(Connection& c) {
 }
 
 void TcpEndpoint::stall(Connection& c) {
+  // epoll is left as it is: buffers usually come back before the next poll() (the application
+  // drops the messages it was handed), and telling epoll twice would cost two system calls per
+  // pool's worth of small messages. wait() quiets stalled connections before it sleeps.
   if (c.stalled) return;
   c.stalled = true;
   stalled_.push_back(&c);
   stats_.recv_stalls.add_single_writer();
-  watch(c);
+}
+
+void TcpEndpoint::quiet(Connection& c) {
+  if (!c.registered || c.state != Connection::State::open) return;
+  if (c.want_write) {
+    watch(c);  // EPOLLOUT only
+    return;
+  }
+  // A hang-up is reported even while EPOLLIN is off: stop watching until buffers return.
+  ::epoll_ctl(epoll_.get(), EPOLL_CTL_DEL, c.fd.get(), nullptr);
+  c.registered = false;
+  c.events = 0;
 }
 
 bool TcpEndpoint::flush(AppIndex index, detail::Emitter* emit) {

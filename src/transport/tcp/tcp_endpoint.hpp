@@ -105,6 +105,8 @@ class TcpEndpoint final : public Endpoint, public FaultInjection {
   void mark_dirty(AppIndex index);
   void to_backlog(Connection& c);
   void stall(Connection& c);
+  // A stalled connection out of epoll's ready list (wait() is about to sleep).
+  void quiet(Connection& c);
 
   // tcp_connections.cpp: connection set-up and loss.
   void accept_all();
