@@ -64,6 +64,8 @@ ShmEndpoint::ShmEndpoint(Names names, const EndpointOptions& options, std::share
 
 ShmEndpoint::~ShmEndpoint() {
   close(std::chrono::milliseconds(2000));
+  core::retire_pool(ring_copies_, core::BusyPool::leak,
+                    detail::endpoint_name("shm", *names_.addresses, self()));
 }
 
 Result<void> ShmEndpoint::start() {
@@ -73,6 +75,10 @@ Result<void> ShmEndpoint::start() {
       new_pool((*names_.addresses)[self()].id + ".bounce", options_.max_message_size, count);
   if (!pool) return pool.error();
   bounce_ = std::move(*pool);
+  auto copies = core::BufferPool::create((*names_.addresses)[self()].id + ".inline", kInlineMax,
+                                         std::max<std::uint32_t>(options_.recv_buffers, 1));
+  if (!copies) return copies.error();
+  ring_copies_ = std::move(*copies);
   return ok();
 }
 
@@ -406,6 +412,11 @@ EndpointStats ShmEndpoint::stats() const {
     s.recv_pool_in_use = held_slots_.load(std::memory_order_relaxed);
   }
   s.recv_pool_high_water = held_high_water_.load(std::memory_order_relaxed);
+  if (ring_copies_) {
+    const core::BufferPoolStats copies = ring_copies_->stats();
+    s.recv_pool_in_use += copies.in_use;
+    s.recv_pool_high_water = std::max<std::uint64_t>(s.recv_pool_high_water, copies.high_water);
+  }
   return s;
 }
 

@@ -176,6 +176,9 @@ class ShmEndpoint final : public Endpoint, public FaultInjection {
   ProcessId process_;
   std::vector<SendPool> send_pools_;  // [0]: the bounce pool
   std::unique_ptr<core::BufferPool> bounce_;
+  // Private buffers that payloads sent inline in the ring are copied into for the application
+  // (recv_buffers of them: at most that many held by the application at once).
+  std::unique_ptr<core::BufferPool> ring_copies_;
   std::vector<Peer> peers_;
   std::vector<AppIndex> linked_;                          // peers we send to (open)
   std::vector<AppIndex> active_;                          // peers whose channel to us is attached

@@ -17,13 +17,14 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 
 #include "daqflow/core/rings.hpp"
 
 namespace daqflow::transport::shm {
 
 inline constexpr std::uint64_t kMagic = 0x314D485346514144ull;  // "DAQFSHM1", little-endian
-inline constexpr std::uint32_t kVersion = 1;
+inline constexpr std::uint32_t kVersion = 2;  // 2: small payloads inline in the ring
 inline constexpr std::size_t kHeaderBytes = 4096;
 inline constexpr std::size_t kNameField = 64;
 
@@ -91,13 +92,22 @@ static_assert(sizeof(Entry) == core::kCacheLine);
   return pieces <= kInlineRefs ? 1 : 1 + (pieces - kInlineRefs + kRefsPerEntry - 1) / kRefsPerEntry;
 }
 
-// A loan returned: count references to slot of pool are no longer read by the receiver.
-struct Return {
-  std::uint32_t pool;
-  std::uint32_t slot;
-  std::uint32_t count;
-  std::uint32_t reserved;
-};
+// Entry::reserved[0] bits.
+inline constexpr std::uint8_t kHasCrc = 1;  // crc holds the payload's CRC32C
+inline constexpr std::uint8_t kInline = 2;  // the payload is in the ring (pieces is 0)
+
+// Payloads up to kInlineMax bytes travel in the ring itself: the first kInlineFirst bytes where
+// the first entry keeps its references, the rest in the entries after it. A 64-byte message then
+// costs two ring lines and nothing else, where by reference it costs a ring line, a pool line
+// that the receiving core reads and the sending core then takes back to write the next message,
+// and a return through the other ring.
+inline constexpr std::size_t kInlineFirst = sizeof(SegmentRef) * kInlineRefs;
+inline constexpr std::size_t kInlineMax = kInlineFirst + 3 * sizeof(Entry);
+[[nodiscard]] constexpr std::size_t inline_entries(std::size_t size) {
+  return size <= kInlineFirst ? 1 : 1 + (size - kInlineFirst + sizeof(Entry) - 1) / sizeof(Entry);
+}
+static_assert(inline_entries(kInlineMax) == 4);
+static_assert(offsetof(Entry, refs) == sizeof(Entry) - kInlineFirst);
 
 enum class SenderState : std::uint32_t { none = 0, attached = 1, closed = 2, aborted = 3 };
 
@@ -107,6 +117,44 @@ inline constexpr std::size_t kRingEntries = 1024;    // descriptors in flight pe
 inline constexpr std::size_t kReturnEntries = 2048;  // returns in flight per sender
 static_assert((kRingEntries & (kRingEntries - 1)) == 0);
 static_assert((kReturnEntries & (kReturnEntries - 1)) == 0);
+
+// Where an inline payload lies in a ring: from the references of its first entry on, contiguous
+// up to the end of the ring, and on from the ring's start when it wraps.
+struct InlineBytes {
+  std::byte* first;
+  std::size_t first_length;  // bytes at first; the rest are at second
+  std::byte* second;
+
+  void put(std::size_t at, const std::byte* from, std::size_t n) const {
+    if (at < first_length) {
+      const std::size_t k = n < first_length - at ? n : first_length - at;
+      std::memcpy(first + at, from, k);
+      at += k;
+      from += k;
+      n -= k;
+    }
+    if (n > 0) std::memcpy(second + (at - first_length), from, n);
+  }
+  void get(std::byte* to, std::size_t n) const {
+    const std::size_t k = n < first_length ? n : first_length;
+    std::memcpy(to, first, k);
+    if (n > k) std::memcpy(to + k, second, n - k);
+  }
+};
+[[nodiscard]] inline InlineBytes inline_bytes(Entry* entries, std::uint64_t position) {
+  const std::size_t slot = position % kRingEntries;
+  constexpr std::size_t kSkip = sizeof(Entry) - kInlineFirst;
+  return {reinterpret_cast<std::byte*>(&entries[slot]) + kSkip,
+          (kRingEntries - slot) * sizeof(Entry) - kSkip, reinterpret_cast<std::byte*>(entries)};
+}
+
+// A loan returned: count references to slot of pool are no longer read by the receiver.
+struct Return {
+  std::uint32_t pool;
+  std::uint32_t slot;
+  std::uint32_t count;
+  std::uint32_t reserved;
+};
 
 struct Channel {
   // Sender's side.

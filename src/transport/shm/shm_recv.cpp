@@ -9,7 +9,6 @@
 namespace daqflow::transport::shm {
 
 namespace {
-constexpr std::uint8_t kHasCrc = 1;
 
 // What a descriptor says, copied out of shared memory before anything of it is trusted.
 struct Descriptor {
@@ -22,6 +21,9 @@ struct Descriptor {
 std::size_t ShmEndpoint::poll(std::span<Completion> out) {
   detail::Emitter emit(out, events_);
   if (closed_) return emit.produced();
+  // The thread that polls takes the copy buffers and, mostly, gets them back: without a locked
+  // instruction either way (a no-op once bound).
+  ring_copies_->bind_to_this_thread();
   ring_doorbells();
   if (header_.changes.load(std::memory_order_acquire) != seen_changes_) rescan_channels();
   for (std::size_t k = waiting_.size(); k-- > 0;) (void)resolve(waiting_[k]);
@@ -91,12 +93,46 @@ void ShmEndpoint::receive(AppIndex index, detail::Emitter& emit) {
     }
     const Entry& e = d.entry;
     const auto type = static_cast<wire::MessageType>(e.type);
-    d.entries = entries_for(e.pieces);
+    const bool in_ring = (e.reserved[0] & kInline) != 0;
+    d.entries = in_ring ? inline_entries(e.size) : entries_for(e.pieces);
     if (e.kind != EntryKind::message || e.pieces > kMaxSegments || d.entries > tail - head ||
         !wire::is_known(type) || (e.flags & ~wire::kKnownFlags) != 0 ||
-        e.size > options_.max_message_size || e.sequence != p.next_sequence) {
+        e.size > options_.max_message_size || e.sequence != p.next_sequence ||
+        (in_ring && (e.pieces != 0 || e.size == 0 || e.size > kInlineMax))) {
       bad = "malformed descriptor from peer";
       break;
+    }
+    if (in_ring) {
+      core::Buffer copy = ring_copies_->acquire();
+      if (!copy) {
+        // The application holds every copy buffer: go on when it drops one.
+        if (!stalled_) {
+          stalled_ = true;
+          stats_.recv_stalls.add_single_writer();
+        }
+        break;
+      }
+      inline_bytes(ch.entries, head).get(copy.data(), e.size);
+      if ((e.reserved[0] & kHasCrc) != 0 && wire::crc32c({copy.data(), e.size}) != e.crc) {
+        bad = "payload CRC32C mismatch";
+        break;
+      }
+      stalled_ = false;
+      Completion& c = emit.next();
+      c.kind = Completion::Kind::recv;
+      c.peer = index;
+      c.sequence = e.sequence;
+      c.size = e.size;
+      c.reason = {};
+      c.message.clear();
+      c.message.type = type;
+      c.message.flags = e.flags;
+      c.message.tag = e.tag;
+      (void)c.message.add(std::move(copy), 0, e.size);
+      head += d.entries;
+      ++p.next_sequence;
+      stats_.received(index, e.size);
+      continue;
     }
     for (std::size_t i = 0; i < e.pieces; ++i) {
       if (i < kInlineRefs) {

@@ -10,10 +10,6 @@
 
 namespace daqflow::transport::shm {
 
-namespace {
-constexpr std::uint8_t kHasCrc = 1;  // Entry::reserved[0]: crc holds the payload's CRC32C
-}  // namespace
-
 int ShmEndpoint::find_pool(const core::BufferPool* pool) const {
   for (std::size_t i = 0; i < send_pools_.size(); ++i) {
     // A retired entry's address may have been reused by another pool.
@@ -57,27 +53,30 @@ SendStatus ShmEndpoint::post_send(AppIndex index, Message& message) {
     return SendStatus::back_pressure;
   }
 
-  // Zero copy when every piece lies in one of our shared pools; otherwise one copy into the
-  // bounce pool.
+  // Small payloads are copied into the ring. Larger ones go by reference: zero copy when every
+  // piece lies in one of our shared pools, otherwise one copy into the bounce pool.
+  const bool in_ring = size > 0 && size <= kInlineMax;
   std::array<int, kMaxSegments> pool_of;  // [0, pieces) set below
   std::size_t pieces = 0;
   bool shared = true;
-  for (const Segment& s : message.pieces()) {
-    if (s.length == 0) continue;
-    pool_of[pieces] = find_pool(s.buffer.pool());
-    shared = shared && pool_of[pieces] >= 0;
-    ++pieces;
-  }
   core::Buffer bounce;
-  if (!shared) {
-    bounce = bounce_->acquire();
-    if (!bounce) {
-      stats_.back_pressure(index);
-      return SendStatus::back_pressure;
+  if (!in_ring) {
+    for (const Segment& s : message.pieces()) {
+      if (s.length == 0) continue;
+      pool_of[pieces] = find_pool(s.buffer.pool());
+      shared = shared && pool_of[pieces] >= 0;
+      ++pieces;
     }
-    pieces = 1;
+    if (!shared) {
+      bounce = bounce_->acquire();
+      if (!bounce) {
+        stats_.back_pressure(index);
+        return SendStatus::back_pressure;
+      }
+      pieces = 1;
+    }
   }
-  const std::size_t n = entries_for(pieces);
+  const std::size_t n = in_ring ? inline_entries(size) : entries_for(pieces);
   // One entry stays free for the bye.
   if (p.tail + n + 1 - p.head_cache > kRingEntries) {
     p.head_cache = p.out->head.load(std::memory_order_acquire);
@@ -92,13 +91,23 @@ SendStatus ShmEndpoint::post_send(AppIndex index, Message& message) {
   e.kind = EntryKind::message;
   e.type = static_cast<std::uint8_t>(message.type);
   e.flags = message.flags;
-  e.pieces = static_cast<std::uint8_t>(size == 0 ? 0 : pieces);
-  e.reserved[0] = options_.payload_crc ? kHasCrc : 0;
+  e.pieces = static_cast<std::uint8_t>(size == 0 || in_ring ? 0 : pieces);
+  e.reserved[0] =
+      static_cast<std::uint8_t>((options_.payload_crc ? kHasCrc : 0) | (in_ring ? kInline : 0));
   e.size = size;
   e.tag = message.tag;
   e.sequence = p.posted;
   std::uint32_t crc = 0;
-  if (!shared) {
+  if (in_ring) {
+    const InlineBytes ring = inline_bytes(ch.entries, p.tail);
+    std::size_t at = 0;
+    for (const Segment& s : message.pieces()) {
+      if (s.length == 0) continue;
+      ring.put(at, s.bytes().data(), s.length);
+      if (options_.payload_crc) crc = wire::crc32c(s.bytes(), crc);
+      at += s.length;
+    }
+  } else if (!shared) {
     std::size_t at = 0;
     for (const Segment& s : message.pieces()) {
       if (s.length == 0) continue;
@@ -117,7 +126,7 @@ SendStatus ShmEndpoint::post_send(AppIndex index, Message& message) {
   if (!shared && size > 0) {
     ref_at(0) = SegmentRef{send_pools_[0].number, bounce.index(), 0, size};
     lend(p, 0, bounce, bounce.index());
-  } else if (shared) {
+  } else if (shared && !in_ring) {
     for (std::uint8_t i = 0; i < message.segment_count; ++i) {
       Segment& s = message.segments[i];
       if (s.length == 0) continue;

@@ -1,6 +1,7 @@
 // The shm transport beyond the conformance suite: messages from make_send_pool() are read in
-// place, buffers the receiver holds back-pressure the sender's pool, and a process killed with
-// SIGKILL is an error for its peer and leaves segments that name it.
+// place, buffers the receiver holds back-pressure the sender's pool, small payloads travel in the
+// ring itself, and a process killed with SIGKILL is an error for its peer and leaves segments
+// that name it.
 
 #include <gtest/gtest.h>
 #include <signal.h>
@@ -33,10 +34,13 @@ struct Fixture {
     config.run_tag = "unit-" + tag + "-" + std::to_string(::getpid());
     transport = std::move(make_transport("shm", addresses, config)).value();
   }
-  std::unique_ptr<Endpoint> endpoint(AppIndex self) {
+  std::unique_ptr<Endpoint> endpoint(AppIndex self, std::uint32_t recv_buffers = 32,
+                                     bool crc = false) {
     EndpointOptions o;
     o.self = self;
     o.max_message_size = 4096;
+    o.recv_buffers = recv_buffers;
+    o.payload_crc = crc;
     return std::move(transport->create_endpoint(o)).value();
   }
   AddressTable addresses;
@@ -74,9 +78,9 @@ TEST(Shm, SendPoolMessagesAreReadInPlace) {
   auto pool = std::move(tx->make_send_pool("tx", 4096, 2)).value();
   ASSERT_TRUE(tx->connect(1));
   core::Buffer b = pool->acquire();
-  std::memset(b.data(), 0x5a, 100);
+  std::memset(b.data(), 0x5a, 1000);
   core::Buffer mine = b.share();
-  Message m = message_of(std::move(b), 100, 7);
+  Message m = message_of(std::move(b), 1000, 7);  // above the inline limit
   ASSERT_EQ(tx->post_send(1, m), SendStatus::ok);
   Message got;
   ASSERT_TRUE(pump(*rx, *tx, [&](Completion& c) {
@@ -85,8 +89,8 @@ TEST(Shm, SendPoolMessagesAreReadInPlace) {
     return true;
   }));
   ASSERT_EQ(got.segment_count, 1u);
-  EXPECT_EQ(got.size(), 100u);
-  EXPECT_EQ(got.segments[0].bytes()[99], std::byte{0x5a});
+  EXPECT_EQ(got.size(), 1000u);
+  EXPECT_EQ(got.segments[0].bytes()[999], std::byte{0x5a});
   // The same memory, not a copy: what the producer writes now, the consumer sees.
   mine.data()[0] = std::byte{0x11};
   EXPECT_EQ(got.segments[0].bytes()[0], std::byte{0x11});
@@ -109,10 +113,10 @@ TEST(Shm, HeldBuffersBackPressureTheSendersPool) {
   Fixture f("held");
   auto rx = f.endpoint(1);
   auto tx = f.endpoint(0);
-  auto pool = std::move(tx->make_send_pool("tx", 256, 2)).value();
+  auto pool = std::move(tx->make_send_pool("tx", 1024, 2)).value();
   ASSERT_TRUE(tx->connect(1));
   for (std::uint64_t i = 0; i < 2; ++i) {
-    Message m = message_of(pool->acquire(), 64, i);
+    Message m = message_of(pool->acquire(), 512, i);  // by reference: above the inline limit
     ASSERT_EQ(tx->post_send(1, m), SendStatus::ok);
   }
   std::vector<Message> held;
@@ -147,6 +151,80 @@ std::size_t leftovers(const std::string& tag) {
     if (e.path().filename().string().starts_with("daqflow." + tag + ".")) ++n;
   }
   return n;
+}
+
+// Payloads of 1 to 224 bytes, in one or two pieces, copied into the ring (wrapping it several
+// times) and out into the receiver's own buffers: the sender's buffer is free at once, every byte
+// arrives, CRC32C checked; a receiver whose application holds all its copy buffers waits.
+TEST(Shm, SmallPayloadsTravelInTheRing) {
+  Fixture f("inline");
+  constexpr std::uint32_t kHeld = 4;
+  auto rx = f.endpoint(1, kHeld, /*crc=*/true);
+  auto tx = f.endpoint(0, 32, /*crc=*/true);
+  auto pool = std::move(tx->make_send_pool("tx", 4096, 8)).value();
+  ASSERT_TRUE(tx->connect(1));
+  constexpr std::uint64_t kMessages = 3000;  // about 6000 entries: the ring of 1024 wraps
+  auto size_of = [](std::uint64_t i) { return static_cast<std::uint32_t>(1 + i * 37 % 224); };
+  auto byte_of = [](std::uint64_t i, std::size_t k) {
+    return static_cast<std::byte>((i * 131 + k * 7) & 0xff);
+  };
+  std::uint64_t sent = 0;
+  std::uint64_t received = 0;
+  std::vector<Message> held;
+  bool stalled = false;
+  std::array<Completion, 16> out;
+  const std::int64_t deadline = core::monotonic_ns() + kDeadlineNs;
+  while (received < kMessages && core::monotonic_ns() < deadline) {
+    while (sent < kMessages && tx->in_flight(1) < 64) {
+      const std::uint32_t size = size_of(sent);
+      core::Buffer a = pool->acquire();
+      core::Buffer b = pool->acquire();
+      ASSERT_TRUE(a && b) << "the sender's buffers are free again as soon as they are posted";
+      for (std::size_t k = 0; k < size; ++k) (k < size / 2 ? a : b).data()[k] = byte_of(sent, k);
+      Message m;
+      m.tag = sent;
+      m.add(std::move(a), 0, size / 2);
+      m.add(std::move(b), size / 2, size - size / 2);
+      const SendStatus status = tx->post_send(1, m);
+      if (status == SendStatus::back_pressure) break;
+      ASSERT_EQ(status, SendStatus::ok);
+      EXPECT_EQ(pool->in_use(), 0u);
+      ++sent;
+    }
+    (void)tx->poll(out);
+    const std::size_t n = rx->poll(out);
+    for (std::size_t i = 0; i < n; ++i) {
+      ASSERT_EQ(out[i].kind, Completion::Kind::recv) << out[i].reason;
+      const Message& m = out[i].message;
+      ASSERT_EQ(m.tag, received);
+      ASSERT_EQ(m.size(), size_of(received));
+      ASSERT_EQ(m.segment_count, 1u);
+      for (std::size_t k = 0; k < m.size(); ++k) {
+        ASSERT_EQ(m.segments[0].bytes()[k], byte_of(received, k)) << "message " << received;
+      }
+      ++received;
+      // Now and then the application holds every copy buffer for a while.
+      if (received % 500 == 0 || !held.empty()) held.push_back(std::move(out[i].message));
+    }
+    if (held.size() == kHeld) {
+      EXPECT_EQ(rx->stats().recv_pool_in_use, kHeld);
+      const std::uint64_t before = received;
+      for (int k = 0; k < 20; ++k) {
+        (void)tx->poll(out);
+        EXPECT_EQ(rx->poll(out), 0u) << "nothing received while the application holds them all";
+      }
+      EXPECT_EQ(received, before);
+      stalled = true;
+      held.clear();
+    }
+  }
+  EXPECT_EQ(received, kMessages);
+  EXPECT_TRUE(stalled);
+  EXPECT_GT(rx->stats().recv_stalls, 0u);
+  EXPECT_EQ(rx->stats().recv_pool_high_water, kHeld);
+  held.clear();
+  tx.reset();
+  rx.reset();
 }
 
 TEST(Shm, SegmentsAreOwnerOnlyAndNamedByTheirRun) {
