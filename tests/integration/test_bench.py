@@ -236,6 +236,33 @@ class Bench(DaqflowTestCase):
             self.assertEqual(doc["params"]["cpus"], [])
             self.assertIn("--cpus none", doc["command"])
 
+    def test_compare_small_messages_with_zeromq(self):
+        # tcp against PUSH/PULL over tcp, shm against PUSH/PULL over ipc; zmq_bw (built beside
+        # daqflow) prints its message rate, which the summary keeps beside the MB/s.
+        for transport, scheme in (("tcp", "tcp://127.0.0.1:"), ("shm", "ipc:///tmp/")):
+            ports = PORTS.take(5, strict=True)
+            out, text = self.bench(["compare", "--transport", transport, "--kind", "stream",
+                                    "--size", "64", "--depth", "64", "--duration", "1",
+                                    "--reference", "zeromq", "--reference-port", str(ports),
+                                    "--rounds", "1"])
+            doc = self.check_compare(out, "compare-stream-%s-zeromq-64" % transport, "stream",
+                                     "MB/s", "higher")
+            ref = doc["summary"]["reference"]
+            self.assertEqual(ref["tool"], "zeromq")
+            self.assertIn(scheme, ref["command"])
+            if transport == "tcp":
+                self.assertIn("tcp://127.0.0.1:%d" % (ports + 4), ref["command"])
+            for when in ("before", "after"):
+                self.assertAlmostEqual(ref[when + "_msg_s"] * 64 / 1e6, ref[when], delta=0.01)
+            self.assertIn("--reference zeromq", doc["command"])
+        self.assertEqual([f for f in os.listdir("/tmp") if f.startswith("daqflow-zmq_bw-")], [],
+                         "the ipc socket files are removed")
+        code, text = self.daqflow(["bench", "compare", "--transport", "tcp", "--kind", "latency",
+                                   "--reference", "zeromq", "--out", self.path("results")],
+                                  timeout=60)
+        self.assertNotEqual(code, 0)
+        self.assertIn("zeromq measures message rates (--kind stream), not latency", text)
+
     def test_compare_unpinned_leaves_placement_to_the_scheduler(self):
         ports = PORTS.take(4, strict=True)
         out, _ = self.bench(["compare", "--transport", "tcp", "--kind", "latency",
