@@ -225,8 +225,8 @@ class LinkChecks {
   std::vector<std::string> ids_;
 };
 
-// The faults' links: both ends exist and differ, and a corruption goes where a payload CRC can
-// catch it.
+// The faults' links: both ends exist and differ, a corruption goes where a payload CRC can catch
+// it, and a reset where there is a connection.
 void resolve_faults(ParsedConfig& parsed, Diagnostics& d) {
   std::vector<std::string> ids;
   for (const ApplicationConfig& app : parsed.config.applications) ids.push_back(app.id);
@@ -260,6 +260,11 @@ void resolve_faults(ParsedConfig& parsed, Diagnostics& d) {
                                       "CRC: it needs transports.payload_crc: true and a link on "
                                       "tcp or shm ('{}' uses {})",
                                       where, ends[0]->id, ends[0]->transport));
+    }
+    if (rule.kind == transport::FaultRule::Kind::reset && ends[0]->transport != "tcp") {
+      d.error(marks.node,
+              fmt::format("{}: only a tcp link has a connection to reset ('{}' uses {})", where,
+                          ends[0]->id, ends[0]->transport));
     }
   }
 }

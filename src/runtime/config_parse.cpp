@@ -32,10 +32,10 @@ const std::vector<std::string> kRestartKeys{"policy", "backoff_ms", "max_backoff
                                             "max_restarts"};
 const std::vector<std::string> kMonitoringKeys{"interval_ms", "history_s", "max_series"};
 const std::vector<std::string> kAccessKeys{"token_file", "protect_reads"};
-const std::vector<std::string> kFaultKeys{"from",           "to",       "delay_ms",
-                                          "cut_ms",         "stall_ms", "corrupt",
-                                          "after_messages", "after_ms", "for_ms"};
-const std::vector<std::string> kFaultKinds{"delay_ms", "cut_ms", "stall_ms", "corrupt"};
+const std::vector<std::string> kFaultKeys{"from",     "to",      "delay_ms", "cut_ms",
+                                          "stall_ms", "corrupt", "reset",    "after_messages",
+                                          "after_ms", "for_ms"};
+const std::vector<std::string> kFaultKinds{"delay_ms", "cut_ms", "stall_ms", "corrupt", "reset"};
 const std::vector<std::string> kRunKeys{"number", "output"};
 const std::vector<std::string> kTransportKeys{
     "default",     "pipeline_depth", "max_message_size", "recv_buffers",  "socket_buffer_kb",
@@ -540,7 +540,8 @@ class Reader {
     }
   }
 
-  // `faults`: a list of {from, to, one of delay_ms / cut_ms / stall_ms / corrupt, and when}.
+  // `faults`: a list of {from, to, one of delay_ms / cut_ms / stall_ms / corrupt / reset, and
+  // when}.
   void faults(const Field& section) {
     if (section.value.IsNull()) return;
     if (!section.value.IsSequence()) {
@@ -579,15 +580,15 @@ class Reader {
         kinds.push_back(f.key);
         rule.kind = transport::FaultRule::Kind::stall;
         if (auto v = integer(f, where, 1, 3'600'000)) rule.duration = std::chrono::milliseconds(*v);
-      } else if (f.key == "corrupt") {
+      } else if (f.key == "corrupt" || f.key == "reset") {
         kinds.push_back(f.key);
-        rule.kind = transport::FaultRule::Kind::corrupt;
+        rule.kind = f.key == "corrupt" ? transport::FaultRule::Kind::corrupt
+                                       : transport::FaultRule::Kind::reset;
         const auto v = f.value.IsScalar() ? parse_boolean(f.value.Scalar()) : std::nullopt;
         if (v != std::optional<bool>(true)) {
-          d_.error(f.value.Mark(),
-                   fmt::format("'corrupt' in {}: expected true (leave the fault out "
-                               "otherwise), got {}",
-                               where, describe_node(f.value)));
+          d_.error(f.value.Mark(), fmt::format("'{}' in {}: expected true (leave the fault out "
+                                               "otherwise), got {}",
+                                               f.key, where, describe_node(f.value)));
         }
       } else if (f.key == "after_messages") {
         if (auto v = integer(f, where, 0, 1LL << 62)) {
@@ -611,7 +612,7 @@ class Reader {
       d_.error(*for_mark,
                fmt::format("'for_ms' in {}: only a delay lasts for_ms (a cut and a stall "
                            "say how long in cut_ms and stall_ms; a corruption is one "
-                           "message)",
+                           "message, a reset one moment)",
                            where));
     }
     for (const char* key : {"from", "to"}) {

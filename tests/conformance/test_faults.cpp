@@ -1,8 +1,10 @@
 // The fault-injecting wrapper (transport/fault.hpp) around every transport: a delayed link
 // delivers late and in order, a cut link delivers nothing until it is restored and then
-// everything in order, a stalled receiver back-pressures its sender, and a corrupted message is
-// caught by the receiver's payload CRC. Port blocks 20-24.
+// everything in order, a stalled receiver back-pressures its sender, a corrupted message is
+// caught by the receiver's payload CRC, and a reset link is an error at both ends and can be
+// connected again. Port blocks 20-25.
 
+#include <array>
 #include <string>
 #include <vector>
 
@@ -213,6 +215,81 @@ TEST_P(Conformance, FaultCorruptedMessageIsCaughtByThePayloadCrc) {
   EXPECT_NE(link.errors.front().find("CRC"), std::string::npos) << link.errors.front();
   EXPECT_EQ(link.rx->stats().rejected, 1u);
   EXPECT_TRUE(link.rejected) << "the receiver's error does not say it refused the message";
+}
+
+// A reset connection (tcp): both ends see an error; the sender dials again while the receiver
+// may not have read the old connection's reset yet (it is not polled meanwhile), and the
+// receiver takes the new connection as a new session: one error, then the messages posted after
+// the reconnection, in order, their sequence numbers from zero.
+TEST_P(Conformance, FaultResetLinkIsAnErrorAtBothEndsAndCanBeConnectedAgain) {
+  constexpr std::uint64_t kBefore = 3;
+  constexpr std::uint64_t kAfter = 5;
+  Cluster cluster(transport_name(), 2, 25);
+  EndpointOptions options;
+  options.self = 0;
+  const FaultRule reset = rule(FaultRule::Kind::reset, kBefore, 0ms);
+  auto made = with_faults(cluster.endpoint(0, options), options, {&reset, 1});
+  if (transport_name() != "tcp") {
+    ASSERT_FALSE(made) << transport_name() << " claims it can reset a connection";
+    EXPECT_NE(made.error().message().find("tcp"), std::string::npos);
+    return;
+  }
+  ASSERT_TRUE(made) << made.error().message();
+  Link link = connect_link(cluster, std::move(*made), cluster.endpoint(1));
+  ASSERT_TRUE(link.run([&] {
+    while (link.posted < kBefore && link.post() == SendStatus::ok) {
+    }
+    return link.arrived_ns.size() == kBefore && link.done == kBefore;
+  }));
+  // The next message starts the fault: the sender's next poll resets the link.
+  ASSERT_EQ(link.post(), SendStatus::ok);
+  std::array<Completion, 8> out;
+  std::vector<std::string> sender_errors;
+  const std::int64_t deadline = core::monotonic_ns() + 10'000'000'000;
+  while (sender_errors.empty() && core::monotonic_ns() < deadline) {
+    const std::size_t n = link.tx->poll(out);
+    for (std::size_t i = 0; i < n; ++i) {
+      if (out[i].kind == Completion::Kind::error) sender_errors.emplace_back(out[i].reason);
+      out[i].message.clear();
+    }
+  }
+  ASSERT_EQ(sender_errors.size(), 1u);
+  EXPECT_NE(sender_errors.front().find("reset"), std::string::npos) << sender_errors.front();
+  EXPECT_FALSE(link.tx->connected(1));
+  Message empty;
+  EXPECT_EQ(link.tx->post_send(1, empty), SendStatus::closed);
+
+  ASSERT_TRUE(link.tx->connect(1));
+  std::vector<std::uint64_t> tags;
+  std::vector<std::string> receiver_errors;
+  std::uint64_t sent = 0;
+  bool intact = true;
+  Endpoint* const both[] = {link.tx.get(), link.rx.get()};
+  ASSERT_TRUE(pump(
+      both,
+      [&](std::size_t at, Completion& c) {
+        if (at == 1 && c.kind == Completion::Kind::recv) {
+          tags.push_back(c.message.tag);
+          intact &= check_message(c.message, c.message.tag);
+        }
+        if (c.kind == Completion::Kind::error)
+          (at == 0 ? sender_errors : receiver_errors).emplace_back(c.reason);
+      },
+      [&] {
+        if (!link.tx->connected(1)) return false;
+        while (sent < kAfter) {
+          Message m = make_message(*link.pool, kSize, 100 + sent, 100 + sent);
+          if (link.tx->post_send(1, m) != SendStatus::ok) break;
+          ++sent;
+        }
+        return tags.size() == kAfter;
+      }));
+  EXPECT_EQ(tags, (std::vector<std::uint64_t>{100, 101, 102, 103, 104}))
+      << "the message lost in the reset, or an old one, was delivered";
+  EXPECT_TRUE(intact);
+  EXPECT_EQ(sender_errors.size(), 1u) << "the new session failed too: " << sender_errors.back();
+  ASSERT_EQ(receiver_errors.size(), 1u) << "the receiver saw the old session end once";
+  EXPECT_EQ(link.rx->peer_stats().at(0).messages_received, kBefore + kAfter);
 }
 
 }  // namespace

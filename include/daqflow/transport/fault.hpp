@@ -29,6 +29,12 @@ class FaultInjection {
   virtual void corrupt_next(AppIndex /*peer*/) {}
   // Whether corrupt_next() works here: tcp and shm with payload_crc on.
   [[nodiscard]] virtual bool can_corrupt() const { return false; }
+  // Resets the connection to peer as a network fault would (a TCP reset from a middlebox, a NIC
+  // reset): both ends see an error completion, what was in flight on it is gone, and either may
+  // connect() again while both live. Owning thread only; only where can_reset().
+  virtual void reset_link(AppIndex /*peer*/) {}
+  // Whether reset_link() works here: tcp.
+  [[nodiscard]] virtual bool can_reset() const { return false; }
 };
 
 // The endpoint's fault-injection hook, or nullptr when its transport has none.
@@ -46,6 +52,7 @@ struct FaultRule {
     stall,    // the receiver takes nothing from the link; its receive buffers fill and the
               // sender is back-pressured, as by a receiving process that stopped reading
     corrupt,  // one message leaves with a flipped bit (FaultInjection::corrupt_next)
+    reset,    // the connection is reset once (FaultInjection::reset_link)
   };
   Kind kind = Kind::delay;
   AppIndex from = 0;
@@ -57,9 +64,10 @@ struct FaultRule {
 };
 [[nodiscard]] std::string_view to_string(FaultRule::Kind kind);
 
-// Wraps an endpoint so that the rules on links from or to it apply there: delay, cut and corrupt
-// where it sends, stall where it receives. Rules on other links are ignored; without any, the
-// endpoint is returned as it was. Fails when a corrupt rule meets an endpoint that cannot.
+// Wraps an endpoint so that the rules on links from or to it apply there: delay, cut, corrupt and
+// reset where it sends, stall where it receives. Rules on other links are ignored; without any,
+// the endpoint is returned as it was. Fails when a corrupt or reset rule meets an endpoint that
+// cannot.
 // Messages the wrapper holds count as in flight: with the inner endpoint's, at most
 // options.pipeline_depth to a peer before post_send() answers back_pressure.
 [[nodiscard]] Result<std::unique_ptr<Endpoint>> with_faults(std::unique_ptr<Endpoint> endpoint,

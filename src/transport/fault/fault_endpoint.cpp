@@ -1,7 +1,7 @@
 // The fault-injecting wrapper (include/daqflow/transport/fault.hpp): an endpoint around any
 // other that delays, cuts or stalls the links the configuration names and corrupts one message.
 //
-// Sending side (delay, cut, corrupt): a message posted while its link is delayed or cut, or
+// Sending side (delay, cut, corrupt, reset): a message posted while its link is delayed or cut, or
 // while earlier ones to the same peer are still held, waits here in order and goes to the inner
 // endpoint from poll() once it is due and the link is not cut. Receiving side (stall): what the
 // inner endpoint delivers from a stalled peer waits here, in order, until the stall ends; the
@@ -35,6 +35,7 @@ struct Fault {
   std::int64_t first_ns = -1;  // when the first did
   std::int64_t start_ns = -1;  // when the fault began; -1: not yet
   bool corrupted = false;      // corrupt: the one message has gone
+  bool reset = false;          // reset: the link has been reset
 
   // Starts the fault when its trigger has come; call before counting a message.
   void check_start(std::int64_t now) {
@@ -97,6 +98,7 @@ class FaultEndpoint final : public Endpoint, public FaultInjection {
 
   [[nodiscard]] std::size_t poll(std::span<Completion> out) override {
     const std::int64_t now = core::monotonic_ns();
+    reset_due(now);
     release_outgoing(now);
     std::size_t n = release_incoming(out, now);
     if (n == out.size()) return n;
@@ -156,6 +158,12 @@ class FaultEndpoint final : public Endpoint, public FaultInjection {
   void corrupt_next(AppIndex peer) override {
     if (inner_faults_ != nullptr) inner_faults_->corrupt_next(peer);
   }
+  void reset_link(AppIndex peer) override {
+    if (inner_faults_ != nullptr) inner_faults_->reset_link(peer);
+  }
+  [[nodiscard]] bool can_reset() const override {
+    return inner_faults_ != nullptr && inner_faults_->can_reset();
+  }
   [[nodiscard]] bool can_corrupt() const override {
     return inner_faults_ != nullptr && inner_faults_->can_corrupt();
   }
@@ -168,6 +176,20 @@ class FaultEndpoint final : public Endpoint, public FaultInjection {
   };
 
   std::deque<Held>& outgoing(AppIndex peer) { return outgoing_[peer]; }
+
+  // Resets each link whose reset rule has started, once: after_messages is counted where
+  // messages are posted (the next one starts it, and goes with the reset), after_ms here. What
+  // the wrapper still holds for that link goes with it, as what was in flight does.
+  void reset_due(std::int64_t now) {
+    for (Fault& f : faults_) {
+      if (f.rule.kind != FaultRule::Kind::reset || f.reset) continue;
+      if (f.rule.after_messages == 0) f.check_start(now);
+      if (!f.active(now)) continue;
+      f.reset = true;
+      outgoing_.erase(f.rule.to);
+      inner_faults_->reset_link(f.rule.to);
+    }
+  }
 
   void counted(AppIndex peer, std::int64_t now, bool corrupt) {
     for (Fault& f : faults_) {
@@ -292,6 +314,8 @@ std::string_view to_string(FaultRule::Kind kind) {
       return "stall";
     case FaultRule::Kind::corrupt:
       return "corrupt";
+    case FaultRule::Kind::reset:
+      return "reset";
   }
   return "fault";
 }
@@ -309,6 +333,12 @@ Result<std::unique_ptr<Endpoint>> with_faults(std::unique_ptr<Endpoint> endpoint
         return Error(
             "fault 'corrupt' needs a transport that checks a payload CRC: tcp or shm, "
             "with transports.payload_crc: true");
+      }
+    }
+    if (r.kind == FaultRule::Kind::reset) {
+      const FaultInjection* f = fault_injection(*endpoint);
+      if (f == nullptr || !f->can_reset()) {
+        return Error("fault 'reset' needs a transport with connections to reset: tcp");
       }
     }
     here.push_back(Fault{r});

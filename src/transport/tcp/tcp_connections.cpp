@@ -75,6 +75,7 @@ void TcpEndpoint::on_dial_progress(Connection& c, detail::Emitter* emit) {
     h.type = wire::MessageType::hello;
     h.source = self();
     h.destination = index;
+    h.sequence = peers_[index].redial ? kRedialHello : 0;
     wire::encode(h, hello);
     const ssize_t n = ::send(c.fd.get(), hello.data(), hello.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
     if (n == static_cast<ssize_t>(hello.size())) {
@@ -98,9 +99,16 @@ void TcpEndpoint::dial_failed(AppIndex index, int error, detail::Emitter* emit) 
   }
 }
 
-void TcpEndpoint::associate(Connection& c, AppIndex index) {
+void TcpEndpoint::associate(Connection& c, AppIndex index, bool fresh, detail::Emitter* emit) {
   Peer& p = peers_[index];
-  // A hello from an index we saw go away: a new endpoint of that application.
+  // The peer lost its connection to us and dialed again, and ours to it is still open: the old
+  // session is over (what was in flight on it is gone), as we would learn from the old socket
+  // soon; the application hears it first, then the peer is open again.
+  if (fresh && p.state == Peer::State::open) {
+    fail_peer(index, "the peer reconnected: its earlier connection was lost", emit);
+  }
+  // A hello from an index we saw go away: a new endpoint of that application, or the same one
+  // dialing again.
   if (p.state == Peer::State::closing || p.state == Peer::State::closed ||
       p.state == Peer::State::failed) {
     reset_peer(index);
@@ -114,6 +122,17 @@ void TcpEndpoint::associate(Connection& c, AppIndex index) {
   // (An established one stays: the peer may already use it.)
   if (p.dial != nullptr && p.dial != &c) drop(*p.dial);
   retries_.cancel(index);
+}
+
+void TcpEndpoint::reset_link(AppIndex index) {
+  if (closed_ || index >= peers_.size()) return;
+  for (auto& c : connections_) {
+    if (c->peer == index && c->state != Connection::State::dead) {
+      detail::close_with_reset(c->fd);
+      drop(*c);
+    }
+  }
+  fail_peer(index, "connection reset (fault injection)", nullptr);
 }
 
 void TcpEndpoint::reset_peer(AppIndex index) {

@@ -62,7 +62,9 @@ Result<void> TcpEndpoint::connect(AppIndex index) {
   if (p.state == Peer::State::open || p.state == Peer::State::connecting) return ok();
   auto address = detail::peer_data_address(me, addresses_, index);
   if (!address) return address.error();
+  const bool again = p.state == Peer::State::failed || p.state == Peer::State::closed;
   reset_peer(index);
+  p.redial = again;
   p.address = std::move(*address);
   p.state = Peer::State::connecting;
   retries_.start(index, core::monotonic_ns());
@@ -371,7 +373,7 @@ void TcpEndpoint::on_frame(Connection& c, detail::Frame& frame, detail::Emitter&
       return reject(c, "hello from an application not in the address table", emit);
     }
     if (h.destination != self()) return reject(c, "hello addressed to another application", emit);
-    associate(c, h.source);
+    associate(c, h.source, h.sequence == kRedialHello, &emit);
     return;
   }
   if (c.peer == wire::kNoApplication) return reject(c, "message before hello", emit);

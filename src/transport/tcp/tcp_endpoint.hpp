@@ -33,6 +33,10 @@
 
 namespace daqflow::transport::tcp {
 
+// A hello's sequence (unused otherwise): 0 on a first dial; kRedialHello when the dialer lost its
+// connection to the peer and dialed again.
+inline constexpr std::uint64_t kRedialHello = 1;
+
 struct Connection {
   Connection(detail::UniqueFd socket, AppIndex to, std::uint32_t max_payload, bool dialing)
       : fd(std::move(socket)),
@@ -79,6 +83,8 @@ class TcpEndpoint final : public Endpoint, public FaultInjection {
   void abort() override;
   void corrupt_next(AppIndex peer) override { corrupt_next_ = peer; }
   [[nodiscard]] bool can_corrupt() const override { return options_.payload_crc; }
+  void reset_link(AppIndex peer) override;
+  [[nodiscard]] bool can_reset() const override { return true; }
 
  private:
   struct Peer {
@@ -92,6 +98,9 @@ class TcpEndpoint final : public Endpoint, public FaultInjection {
     std::uint32_t connections = 0;  // open connections that said hello
     detail::SocketAddress address;
     bool dirty = false;  // in dirty_: has bytes to write
+    // connect() after this peer failed or closed: our hellos say so, and the peer, which may not
+    // have seen the old connection go yet, starts a fresh session with us.
+    bool redial = false;
   };
 
   // tcp_endpoint.cpp: the data path.
@@ -113,7 +122,10 @@ class TcpEndpoint final : public Endpoint, public FaultInjection {
   void start_dial(AppIndex index, detail::Emitter* emit);
   void on_dial_progress(Connection& c, detail::Emitter* emit);
   void dial_failed(AppIndex index, int error, detail::Emitter* emit);
-  void associate(Connection& c, AppIndex index);
+  // A connection that said hello joins the peer's session; fresh: the hello says the peer dialed
+  // again after losing us, so a session still open here is over (emit: where that error goes).
+  void associate(Connection& c, AppIndex index, bool fresh = false,
+                 detail::Emitter* emit = nullptr);
   void reset_peer(AppIndex index);
   void on_bye(Connection& c, detail::Emitter& emit);
   void on_stream_end(Connection& c, int error, detail::Emitter& emit);

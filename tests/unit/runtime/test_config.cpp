@@ -143,9 +143,10 @@ faults:
   - {from: s1, to: s0, delay_ms: 5, for_ms: 2000}
   - {from: s0, to: s1, stall_ms: 700, after_messages: 10}
   - {from: s1, to: s0, corrupt: true, after_messages: 500}
+  - {from: s0, to: s1, reset: true, after_ms: 1500}
 )");
   using Kind = transport::FaultRule::Kind;
-  ASSERT_EQ(c.faults.size(), 4u);
+  ASSERT_EQ(c.faults.size(), 5u);
   EXPECT_EQ(c.faults[0].kind, Kind::cut);
   EXPECT_EQ(c.faults[0].from, 0u);
   EXPECT_EQ(c.faults[0].to, 1u);
@@ -159,6 +160,8 @@ faults:
   EXPECT_EQ(c.faults[2].after_messages, 10u);
   EXPECT_EQ(c.faults[3].kind, Kind::corrupt);
   EXPECT_EQ(c.faults[3].after_messages, 500u);
+  EXPECT_EQ(c.faults[4].kind, Kind::reset);
+  EXPECT_EQ(c.faults[4].after, std::chrono::milliseconds(1500));
   EXPECT_TRUE(
       parse_ok("contexts:\n  - {name: a, control_port: 9100, applications: []}\n").faults.empty());
 }

@@ -503,7 +503,7 @@ faults:
   EXPECT_THAT(errors_of(head + "  - {from: s0, to: s1}\n"),
               ElementsAre(error_at("6:5",
                                    "exactly one of delay_ms, cut_ms, stall_ms, corrupt, "
-                                   "got none")));
+                                   "reset, got none")));
   EXPECT_THAT(errors_of(head + "  - {from: s0, to: s0, stall_ms: 100}\n"),
               ElementsAre(error_at("6:20", "from and to are the same application 's0'")));
   EXPECT_THAT(errors_of(head + "  - {to: s1, stall_ms: 100}\n"),
@@ -515,6 +515,14 @@ faults:
   // Without a payload CRC, nothing would notice the corruption.
   EXPECT_THAT(errors_of(head + "  - {from: s0, to: s1, corrupt: true}\n"),
               ElementsAre(error_at("6:5", "it needs transports.payload_crc: true")));
+  EXPECT_THAT(errors_of(head + "  - {from: s0, to: s1, reset: no}\n"),
+              ElementsAre(error_at("6:31", "'reset' in fault #1: expected true")));
+  // Shared memory has no connection to reset.
+  EXPECT_THAT(
+      errors_of("transports: {default: shm}\n" + head + "  - {from: s0, to: s1, reset: true}\n"),
+      ElementsAre(error_at("7:5",
+                           "only a tcp link has a connection to reset ('s0' uses "
+                           "shm)")));
 }
 
 TEST(ConfigHosts, AHostsEntryDescribesHowItsContextsAreStarted) {

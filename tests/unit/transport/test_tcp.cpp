@@ -13,7 +13,9 @@
 #include <chrono>
 #include <cstring>
 #include <optional>
+#include <string>
 #include <thread>
+#include <vector>
 
 #include "daqflow/core/clock.hpp"
 #include "daqflow/transport/transport.hpp"
@@ -221,6 +223,46 @@ TEST(Tcp, DisconnectWithoutByeIsAnError) {
   ASSERT_TRUE(error);
   EXPECT_EQ(error->peer, 0u);
   EXPECT_EQ(error->reason, "peer closed the connection without bye");
+}
+
+// A peer that lost its connection dials again and says so in its hello, while the old
+// connection still looks open here (a peer whose host went away leaves it so until we write):
+// the old session ends with one error, the new one starts from sequence zero.
+TEST(Tcp, AHelloThatDialsAgainEndsTheOldSession) {
+  Receiver r(11);
+  UniqueFd old_link = dial(r.port());
+  const auto hello = header(wire::MessageType::hello, 0, 1, 0, 0);
+  send_all(old_link.get(), hello.data(), hello.size());
+  const auto first = header(wire::MessageType::data, 0, 1, 0, 0);
+  send_all(old_link.get(), first.data(), first.size());
+  ASSERT_TRUE(next_of(*r.endpoint, Completion::Kind::recv));
+  EXPECT_TRUE(r.endpoint->connected(0));
+
+  UniqueFd new_link = dial(r.port());
+  const auto again = header(wire::MessageType::hello, 0, 1, /*kRedialHello*/ 1, 0);
+  send_all(new_link.get(), again.data(), again.size());
+  const auto fresh = header(wire::MessageType::data, 0, 1, 0, 0);  // sequence 0 again
+  send_all(new_link.get(), fresh.data(), fresh.size());
+  std::array<Completion, 8> out;
+  std::vector<Completion::Kind> kinds;
+  std::string reason;
+  const std::int64_t deadline = core::monotonic_ns() + 5'000'000'000;
+  while (kinds.size() < 2 && core::monotonic_ns() < deadline) {
+    const std::size_t n = r.endpoint->poll(out);
+    for (std::size_t i = 0; i < n; ++i) {
+      kinds.push_back(out[i].kind);
+      if (out[i].kind == Completion::Kind::error) reason = out[i].reason;
+      out[i].message.clear();
+    }
+  }
+  ASSERT_EQ(kinds,
+            (std::vector<Completion::Kind>{Completion::Kind::error, Completion::Kind::recv}));
+  EXPECT_EQ(reason, "the peer reconnected: its earlier connection was lost");
+  EXPECT_TRUE(r.endpoint->connected(0));
+  EXPECT_EQ(r.endpoint->stats().rejected, 0u);
+  // The old connection is closed from this side: its reader sees the end of the stream.
+  char byte = 0;
+  EXPECT_LE(::recv(old_link.get(), &byte, 1, 0), 0);
 }
 
 TEST(Tcp, ByeIsPeerClosed) {
