@@ -35,6 +35,7 @@ bool is_known(MessageType type) {
     case MessageType::clock_probe:
     case MessageType::clock_reply:
     case MessageType::clock_correction:
+    case MessageType::leave:
       return true;
   }
   return false;
@@ -98,6 +99,8 @@ std::string_view to_string(MessageType type) {
       return "clock_reply";
     case MessageType::clock_correction:
       return "clock_correction";
+    case MessageType::leave:
+      return "leave";
   }
   return "unknown";
 }

@@ -416,6 +416,39 @@ class EventBuilder(DaqflowTestCase):
         print(f"\ncut bu2: {summary['applications']['bu2']['results']['events_fenced']} built "
               f"events dropped as fenced, {r['events_reassigned']} re-assigned", flush=True)
 
+    def test_a_reset_link_between_a_ru_and_a_bu_is_dialed_again_and_nothing_is_incomplete(self):
+        """The fault transport resets the connection from ru1 to bu2 (as a TCP reset from the
+        network would): what was in flight on it is gone. bu2 dials ru1 again and, the link
+        back, leaves: the EVM takes back and fences what it had given bu2, the RUs send those
+        blocks whole to bu1, and bu2 rejoins. No event is incomplete, lost or written twice."""
+        text = set_param(local_config(), "dir", self.path("run-data"))
+        text += "faults:\n  - {from: ru1, to: bu2, reset: true, after_messages: 200}\n"
+        run, ports = self._start_small_events_run({"trigger_rate_hz": 1000}, text)
+        evm = ports["evm"]
+        wait_until(lambda: self._built_or_none(evm) >= 100, 60, "100 events built")
+        wait_until(lambda: self.app(evm, "evm0")["results"]["rejoined_bus"] == ["bu2"], 60,
+                   "bu2 to leave and rejoin after its link to ru1 was reset")
+        bu2_before = self.app(ports["bu2"], "bu2")["results"]["events_built"]
+        wait_until(lambda: self.app(ports["bu2"], "bu2")["results"]["events_built"]
+                   >= bu2_before + 500, 60, "bu2 to build again")
+        summary = self._stopped_run_summary(run)
+        with open(self.path(os.path.join("logs", "bu2.log"))) as f:
+            bu2_log = f.read()
+        self.assertIn("the link to RU 'ru1' failed", bu2_log)
+        self.assertIn("the link to RU 'ru1' is back; leaving", bu2_log)
+        r = summary["results"]
+        self.assertEqual(r["lost_bus"], ["bu2"], r)
+        self.assertEqual(r["rejoined_bus"], ["bu2"], r)
+        self.assertEqual(r["events_lost"], 0, r)
+        self.assertEqual(r["events_in_doubt"], 0, r)
+        self.assertEqual(r["events_incomplete"], 0, r)
+        self.assertEqual(r["events_triggered"], r["events_built"], r)
+        self.assertEqual(r["events_written"], r["events_built"], r)
+        self._assert_every_event_once_on_disk([self.path("run-data")], r["events_built"])
+        print(f"\nreset ru1->bu2: {r['events_reassigned']} re-assigned, "
+              f"{summary['applications']['bu2']['results']['events_fenced']} dropped as fenced",
+              flush=True)
+
     def test_a_corrupted_message_to_a_bu_is_caught_and_no_event_is_lost(self):
         """One message from ru1 to bu2 leaves with a flipped bit (the fault transport, payload
         CRCs on): bu2's transport rejects it by its CRC and counts it, bu2 cannot build without

@@ -16,6 +16,8 @@
 //   hold           EVM -> RU   16 B  block id, action: keep it past the releases, or free it
 //   fence          EVM -> BU   16 B  bu, epoch: declared lost; drop what is not granted
 //   rejoin         BU -> EVM   16 B  bu, epoch: fenced and back
+//   leave          BU -> EVM   16 B  bu, epoch: my link to a RU was reset, so what was given to me
+//                              cannot be built whole: lose me (re-assign it), fence me
 //
 // Exactly once (docs/reliability.md): a BU writes a block only after the EVM granted it, and
 // the EVM grants a block only to the BU it is assigned to while that BU is not lost. A lost BU's

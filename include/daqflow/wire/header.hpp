@@ -58,8 +58,9 @@ enum class MessageType : std::uint8_t {
   clock_probe = 36,       // clock master -> node: a round trip's first leg
   clock_reply = 37,       // node -> clock master: its receive and send times
   clock_correction = 38,  // clock master -> node: shift and scale of its clock
+  leave = 39,             // BU -> EVM: my link to a RU was reset; take back what you gave me
 };
-inline constexpr std::uint8_t kMaxMessageType = 38;
+inline constexpr std::uint8_t kMaxMessageType = 39;
 
 [[nodiscard]] bool is_known(MessageType type);
 [[nodiscard]] std::string_view to_string(MessageType type);

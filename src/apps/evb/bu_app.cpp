@@ -82,6 +82,9 @@ Result<void> BuilderUnit::configure(runtime::AppContext& ctx) {
     free_.push_back(&b);
   }
   ru_lost_why_.assign(topology_.rus.size(), std::string());
+  ru_down_.assign(topology_.rus.size(), false);
+  leave_pending_ = false;
+  rejoin_pending_ = false;
   gone_.clear();
   gone_.reserve(topology_.rus.size());
 
@@ -243,7 +246,9 @@ void BuilderUnit::on_completion(Completion& c, std::int64_t now) {
       }
       // The EVM closing in order is the end of the run: nothing more goes to it.
       if (c.peer == topology_.evm) fanout_.drop(c.peer);
-      if (error) {
+      if (error && !c.rejected && !halting() && c.peer != topology_.evm) {
+        ru_link_lost(c.peer, c.reason);
+      } else if (error) {
         spdlog::warn("{}: RU '{}' lost: {}", id(), topology_.name(c.peer), c.reason);
         ru_gone(c.peer, "connection failed: " + std::string(c.reason));
         // Refused here (a corrupted or malformed message): the RU is alive and serves the other
@@ -318,6 +323,9 @@ int BuilderUnit::build(std::int64_t now) {
 // Asks the EVM for the right to write each built block (exactly once: docs/reliability.md).
 int BuilderUnit::ask(std::int64_t now) {
   int n = 0;
+  // While a RU link is down, and until the leave that follows is out, nothing is offered: blocks
+  // built meanwhile must reach the EVM after it took them back.
+  if (!send_leave_and_rejoin() && (leave_pending_ || any_ru_down())) return 0;
   while (!unasked_.empty() && fanout_.has_room()) {
     OutputBatch* batch = unasked_.front();
     AckInfo& info = acks_[batch_index(batch)];
@@ -376,14 +384,80 @@ void BuilderUnit::on_fence(const wire::Fence& f) {
       "{}: the EVM declared this BU lost: {} block(s) being built and {} built event(s) not yet "
       "granted dropped; rejoining under epoch {}",
       id(), open, events, epoch_);
-  wire::Fence back;
-  back.bu = endpoint_->self();
-  back.epoch = epoch_;
-  std::array<std::byte, wire::kFenceSize> payload{};
-  wire::encode(back, payload);
-  if (!fanout_.push(wire::MessageType::rejoin, epoch_, payload)) {
-    rejoin_pending_ = true;
+  // Sent by send_leave_and_rejoin(), once every RU link is up. A leave still to go is moot: the
+  // fence took back what it would have.
+  rejoin_pending_ = true;
+  leave_pending_ = false;
+  (void)send_leave_and_rejoin();
+}
+
+void BuilderUnit::ru_link_lost(transport::AppIndex ru, std::string_view why) {
+  const int position = topology_.ru_position(ru);
+  if (position < 0) return;
+  const auto pos = static_cast<std::size_t>(position);
+  if (ru_down_[pos]) {
+    // Dialing it again failed: the RU is gone. Its events are flagged incomplete (and a RU is
+    // not survivable: the run fails).
+    ru_down_[pos] = false;
+    spdlog::warn("{}: RU '{}' lost: {}", id(), topology_.name(ru), why);
+    ru_gone(ru, "connection failed: " + std::string(why));
+    return;
   }
+  // Until it is known whether the RU lives, nothing built here is offered to the EVM: blocks
+  // open here may miss what was in flight on the link.
+  ru_down_[pos] = true;
+  spdlog::warn("{}: the link to RU '{}' failed ({}); dialing it again", id(), topology_.name(ru),
+               why);
+  if (auto r = endpoint_->connect(ru); !r) ru_link_lost(ru, r.error().message());
+}
+
+bool BuilderUnit::check_ru_links() {
+  bool down = false;
+  for (std::size_t pos = 0; pos < ru_down_.size(); ++pos) {
+    if (!ru_down_[pos]) continue;
+    const transport::AppIndex ru = topology_.rus[pos];
+    if (endpoint_->connected(ru)) {
+      // The RU lives and the link is back, but what was in flight on it is gone: this BU
+      // leaves. The leave reaches the EVM before any request to write a block built since (one
+      // ordered link), so the EVM takes those blocks back and fences this BU; they come whole
+      // from the RUs to the BUs left, and this BU rejoins.
+      ru_down_[pos] = false;
+      leave_pending_ = true;
+      spdlog::warn(
+          "{}: the link to RU '{}' is back; leaving: the EVM re-assigns this BU's "
+          "blocks, and it rejoins",
+          id(), topology_.name(ru));
+    } else if (halting()) {
+      ru_down_[pos] = false;
+      ru_gone(ru, "its link failed, and the run is halting");
+    } else {
+      down = true;
+    }
+  }
+  return down;
+}
+
+bool BuilderUnit::send_leave_and_rejoin() {
+  if (check_ru_links()) return false;
+  if (leave_pending_) {
+    wire::Fence f;
+    f.bu = endpoint_->self();
+    f.epoch = epoch_;
+    std::array<std::byte, wire::kFenceSize> payload{};
+    wire::encode(f, payload);
+    if (!fanout_.push(wire::MessageType::leave, epoch_, payload)) return false;
+    leave_pending_ = false;
+  }
+  if (rejoin_pending_) {
+    wire::Fence back;
+    back.bu = endpoint_->self();
+    back.epoch = epoch_;
+    std::array<std::byte, wire::kFenceSize> payload{};
+    wire::encode(back, payload);
+    if (!fanout_.push(wire::MessageType::rejoin, epoch_, payload)) return false;
+    rejoin_pending_ = false;
+  }
+  return true;
 }
 
 void BuilderUnit::recycle(OutputBatch* batch) {
@@ -437,15 +511,8 @@ int BuilderUnit::finish() {
 
 int BuilderUnit::request(std::int64_t now) {
   int n = 0;
-  if (rejoin_pending_ && fanout_.has_room()) {
-    wire::Fence back;
-    back.bu = endpoint_->self();
-    back.epoch = epoch_;
-    std::array<std::byte, wire::kFenceSize> payload{};
-    wire::encode(back, payload);
-    rejoin_pending_ = !fanout_.push(wire::MessageType::rejoin, epoch_, payload);
-  }
-  if (producing() && !rejoin_pending_) {
+  (void)send_leave_and_rejoin();
+  if (producing() && !rejoin_pending_ && !leave_pending_ && !any_ru_down()) {
     const std::uint32_t busy = builder_->open() + in_output_ + requested_;
     if (busy < window_ && fanout_.has_room()) {
       wire::EventRequest r;

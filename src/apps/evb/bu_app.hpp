@@ -9,17 +9,22 @@
 // granted, and the BU rejoins under the fence's epoch (docs/reliability.md). It sends a
 // heartbeat to the EVM every heartbeat_ms.
 //
-// A RU whose part is missing after timeout_ms (or whose connection failed) leaves its events
-// incomplete: they are written flagged, or the BU fails naming the RU (on_incomplete: fail).
-// The EVM's connection failing fails the BU. Halt: no more requests; drained once every open
-// block is built, written and acknowledged.
+// A RU whose part is missing after timeout_ms (or whose connection closed, or could not be made
+// again) leaves its events incomplete: they are written flagged, or the BU fails naming the RU
+// (on_incomplete: fail). A connection to a RU that fails while the run goes on (a reset link) is
+// dialed again, nothing is offered to the EVM meanwhile, and once it is back the BU leaves: it
+// tells the EVM (leave) that what it was given cannot be built whole, the EVM loses and fences
+// it and re-assigns those blocks, and the BU rejoins. The EVM's connection failing fails the BU.
+// Halt: no more requests; drained once every open block is built, written and acknowledged.
 //
 // Threading: as every application (runtime/application.hpp); results() reads the metrics.
 
+#include <algorithm>
 #include <array>
 #include <atomic>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "apps/app_support.hpp"
@@ -62,6 +67,17 @@ class BuilderUnit final : public runtime::Application {
 
   void on_completion(transport::Completion& c, std::int64_t now);
   void ru_gone(transport::AppIndex ru, const std::string& why);
+  // A RU's connection failed while the run goes on: dial it again and leave (see above).
+  void ru_link_lost(transport::AppIndex ru, std::string_view why);
+  // Looks at the RU links dialed again: one that is back makes this BU leave. True while any is
+  // still down.
+  bool check_ru_links();
+  [[nodiscard]] bool any_ru_down() const {
+    return std::find(ru_down_.begin(), ru_down_.end(), true) != ru_down_.end();
+  }
+  // Once no RU link is down, pushes what must go to the EVM before anything else: a pending
+  // leave, then a pending rejoin. False while a link is down or either still waits.
+  bool send_leave_and_rejoin();
   int build(std::int64_t now);
   int finish();
   int ask(std::int64_t now);
@@ -100,6 +116,7 @@ class BuilderUnit final : public runtime::Application {
   std::vector<OutputBatch*> unsubmitted_;  // granted, refused by a full output queue
   std::vector<OutputBatch*> unacked_;      // done, waiting for room to send the ack
   std::vector<std::string> ru_lost_why_;   // by RU position; empty while alive
+  std::vector<bool> ru_down_;              // by RU position: its link failed, dialing again
   std::vector<transport::AppIndex> gone_;  // scratch, reserved
   std::array<transport::Completion, detail::kPollBatch> completions_{};
   std::uint32_t requested_ = 0;  // blocks asked for whose first part has not arrived
@@ -107,6 +124,7 @@ class BuilderUnit final : public runtime::Application {
   std::uint32_t epoch_ = 0;      // of the last fence; 0 before any
   bool durable_ = false;         // the output keeps what it writes (file)
   bool rejoin_pending_ = false;  // fenced; the rejoin is not queued yet
+  bool leave_pending_ = false;   // a RU link was reset; the leave is not queued yet
   std::uint64_t heartbeat_seq_ = 0;
   std::int64_t next_heartbeat_ns_ = 0;
   std::int64_t next_output_check_ns_ = 0;

@@ -222,6 +222,25 @@ void EventManagerApp::on_completion(Completion& c, std::int64_t now) {
           last_built_ns_.store(now, std::memory_order_relaxed);
           break;
         }
+        case wire::MessageType::leave: {
+          // The BU's link to a RU was reset: what was in flight on it is gone, so the blocks
+          // given to it cannot be built whole. Lost now (and fenced), they go to the BUs left;
+          // it rejoins once its links are back. The last BU is kept: it writes those events
+          // flagged incomplete rather than the run losing them.
+          wire::Fence f;
+          if (wire::decode(payload, f) != wire::EvbStatus::ok) break;
+          if (f.epoch != evm_->epoch_of(c.peer)) break;  // fenced meanwhile: nothing to take
+          if (evm_->bus_alive() > 1) {
+            lose_bu(c.peer, "it left: its link to a RU was reset");
+          } else {
+            spdlog::warn(
+                "{}: BU '{}' asks to leave (its link to a RU was reset) but is the last "
+                "BU: it keeps its blocks, whose events missing that RU's data are "
+                "flagged incomplete",
+                id(), topology_.name(c.peer));
+          }
+          break;
+        }
         case wire::MessageType::rejoin: {
           wire::Fence f;
           if (wire::decode(payload, f) != wire::EvbStatus::ok) break;
