@@ -85,6 +85,10 @@ Result<void> BuilderUnit::configure(runtime::AppContext& ctx) {
   ru_down_.assign(topology_.rus.size(), false);
   leave_pending_ = false;
   rejoin_pending_ = false;
+  evm_down_ = false;
+  reack_pending_ = false;
+  recent_acks_.assign(2 * std::size_t{window_} + 16, AckInfo{});
+  recent_next_ = reack_from_ = reack_to_ = 0;
   gone_.clear();
   gone_.reserve(topology_.rus.size());
 
@@ -242,7 +246,11 @@ void BuilderUnit::on_completion(Completion& c, std::int64_t now) {
     case Completion::Kind::error: {
       const bool error = c.kind == Completion::Kind::error;
       if (error && c.peer == topology_.evm && !halting()) {
-        fail("the EVM '" + topology_.name(c.peer) + "' is lost: " + std::string(c.reason));
+        if (c.rejected) {
+          fail("the EVM '" + topology_.name(c.peer) + "' is lost: " + std::string(c.reason));
+        } else {
+          evm_link_lost(c.reason);
+        }
       }
       // The EVM closing in order is the end of the run: nothing more goes to it.
       if (c.peer == topology_.evm) fanout_.drop(c.peer);
@@ -325,6 +333,7 @@ int BuilderUnit::ask(std::int64_t now) {
   int n = 0;
   // While a RU link is down, and until the leave that follows is out, nothing is offered: blocks
   // built meanwhile must reach the EVM after it took them back.
+  if (!evm_up()) return 0;
   if (!send_leave_and_rejoin() && (leave_pending_ || any_ru_down())) return 0;
   while (!unasked_.empty() && fanout_.has_room()) {
     OutputBatch* batch = unasked_.front();
@@ -370,20 +379,23 @@ void BuilderUnit::on_fence(const wire::Fence& f) {
   epoch_ = f.epoch;
   const std::uint32_t open = builder_->drop_open();
   std::uint64_t events = 0;
-  for (auto* list : {&unasked_, &awaiting_}) {
-    for (OutputBatch* batch : *list) {
-      const AckInfo& info = acks_[batch_index(batch)];
-      events += std::uint64_t{info.built} + info.incomplete;
-      recycle(batch);
-    }
-    list->clear();
+  for (OutputBatch* batch : unasked_) {
+    const AckInfo& info = acks_[batch_index(batch)];
+    events += std::uint64_t{info.built} + info.incomplete;
+    recycle(batch);
   }
+  unasked_.clear();
   events_fenced_->add_single_writer(events);
+  // Blocks whose commit answer has not come are asked about again: the EVM may have granted one
+  // (then it stays this BU's, and the answer is granted again) and the answer may have been lost
+  // with a failed connection; the others are answered fenced and dropped then.
+  unasked_.insert(unasked_.end(), awaiting_.begin(), awaiting_.end());
+  awaiting_.clear();
   requested_ = 0;
   spdlog::warn(
       "{}: the EVM declared this BU lost: {} block(s) being built and {} built event(s) not yet "
-      "granted dropped; rejoining under epoch {}",
-      id(), open, events, epoch_);
+      "asked for dropped, {} block(s) asked about again; rejoining under epoch {}",
+      id(), open, events, unasked_.size(), epoch_);
   // Sent by send_leave_and_rejoin(), once every RU link is up. A leave still to go is moot: the
   // fence took back what it would have.
   rejoin_pending_ = true;
@@ -460,6 +472,39 @@ bool BuilderUnit::send_leave_and_rejoin() {
   return true;
 }
 
+void BuilderUnit::evm_link_lost(std::string_view why) {
+  const std::string evm = topology_.name(topology_.evm);
+  if (evm_down_) {
+    fail("the EVM '" + evm + "' is lost: " + std::string(why));
+    return;
+  }
+  evm_down_ = true;
+  fanout_.drop(topology_.evm);
+  spdlog::warn("{}: the link to the EVM '{}' failed ({}); dialing it again", id(), evm, why);
+  if (auto r = endpoint_->connect(topology_.evm); !r) {
+    fail("the EVM '" + evm + "' is lost: " + r.error().message());
+  }
+}
+
+bool BuilderUnit::evm_up() {
+  if (!evm_down_) return true;
+  if (!endpoint_->connected(topology_.evm)) return false;
+  // The EVM lost this BU when the connection failed, and took back what it had not granted;
+  // what it said meanwhile (answers, a fence) is gone. The leave gets a fence again, the fence
+  // makes this BU ask again about its blocks awaiting an answer and rejoin; acknowledgements
+  // that may have been lost go again.
+  evm_down_ = false;
+  fanout_.revive(topology_.evm);
+  requested_ = 0;
+  leave_pending_ = true;
+  reack_pending_ = true;
+  reack_to_ = recent_next_;
+  reack_from_ = recent_next_ - std::min(recent_next_, recent_acks_.size());
+  spdlog::warn("{}: the link to the EVM '{}' is back; leaving, to be fenced and rejoin", id(),
+               topology_.name(topology_.evm));
+  return true;
+}
+
 void BuilderUnit::recycle(OutputBatch* batch) {
   batch->clear();  // drops the received buffers: RU chunks or receive buffers go back
   free_.push_back(batch);
@@ -480,8 +525,11 @@ std::array<std::byte, wire::kBlockAckSize> BuilderUnit::encode_ack(const AckInfo
 }
 
 bool BuilderUnit::acknowledge(OutputBatch* batch) {
+  if (evm_down_) return false;  // kept until the EVM is back
   const AckInfo& info = acks_[batch_index(batch)];
-  return fanout_.push(wire::MessageType::block_ack, info.block_id, encode_ack(info));
+  if (!fanout_.push(wire::MessageType::block_ack, info.block_id, encode_ack(info))) return false;
+  recent_acks_[recent_next_++ % recent_acks_.size()] = info;
+  return true;
 }
 
 int BuilderUnit::finish() {
@@ -511,7 +559,17 @@ int BuilderUnit::finish() {
 
 int BuilderUnit::request(std::int64_t now) {
   int n = 0;
+  if (!evm_up()) return 0;
   (void)send_leave_and_rejoin();
+  if (reack_pending_ && !leave_pending_) {
+    // Oldest first. (Acks pushed meanwhile may take the place of some: those go twice too.)
+    const std::size_t size = recent_acks_.size();
+    while (reack_from_ < reack_to_ && fanout_.has_room()) {
+      const AckInfo& info = recent_acks_[reack_from_++ % size];
+      (void)fanout_.push(wire::MessageType::block_ack, info.block_id, encode_ack(info));
+    }
+    reack_pending_ = reack_from_ < reack_to_;
+  }
   if (producing() && !rejoin_pending_ && !leave_pending_ && !any_ru_down()) {
     const std::uint32_t busy = builder_->open() + in_output_ + requested_;
     if (busy < window_ && fanout_.has_room()) {

@@ -14,7 +14,11 @@
 // (on_incomplete: fail). A connection to a RU that fails while the run goes on (a reset link) is
 // dialed again, nothing is offered to the EVM meanwhile, and once it is back the BU leaves: it
 // tells the EVM (leave) that what it was given cannot be built whole, the EVM loses and fences
-// it and re-assigns those blocks, and the BU rejoins. The EVM's connection failing fails the BU.
+// it and re-assigns those blocks, and the BU rejoins. The EVM's connection failing while the run
+// goes on is dialed again too: meanwhile nothing goes to the EVM; once back, the BU leaves (the
+// EVM, which lost it when the connection failed, answers with a fence), asks again about the
+// blocks whose answer may have been lost, sends its last acknowledgements again, and rejoins. If
+// the EVM cannot be reached again, the BU fails.
 // Halt: no more requests; drained once every open block is built, written and acknowledged.
 //
 // Threading: as every application (runtime/application.hpp); results() reads the metrics.
@@ -85,6 +89,10 @@ class BuilderUnit final : public runtime::Application {
   void on_fence(const wire::Fence& f);
   [[nodiscard]] std::array<std::byte, wire::kBlockAckSize> encode_ack(const AckInfo& info) const;
   bool acknowledge(OutputBatch* batch);
+  // The EVM's connection failed while the run goes on: dial it again (see above).
+  void evm_link_lost(std::string_view why);
+  // Whether the EVM's connection is up (again, after evm_link_lost: then this BU leaves).
+  bool evm_up();
   void recycle(OutputBatch* batch);
   int request(std::int64_t now);
   void publish(std::int64_t now);
@@ -125,6 +133,14 @@ class BuilderUnit final : public runtime::Application {
   bool durable_ = false;         // the output keeps what it writes (file)
   bool rejoin_pending_ = false;  // fenced; the rejoin is not queued yet
   bool leave_pending_ = false;   // a RU link was reset; the leave is not queued yet
+  bool evm_down_ = false;        // the EVM's connection failed; dialing it again
+  bool reack_pending_ = false;   // the EVM is back: send recent_acks_ again
+  // The last acknowledgements pushed (a ring): any of them may have been lost with the EVM's
+  // connection; sent again, an ack the EVM already had is counted stale there.
+  std::vector<AckInfo> recent_acks_;
+  std::size_t recent_next_ = 0;  // acks pushed so far (the ring holds the last of them)
+  std::size_t reack_from_ = 0;   // while reack_pending_: the next of them to send again
+  std::size_t reack_to_ = 0;     // and the end
   std::uint64_t heartbeat_seq_ = 0;
   std::int64_t next_heartbeat_ns_ = 0;
   std::int64_t next_output_check_ns_ = 0;

@@ -324,6 +324,11 @@ std::uint32_t EventManager::epoch_of(transport::AppIndex bu) const {
   return p < 0 ? 0 : consumers_.epoch(static_cast<std::size_t>(p));
 }
 
+bool EventManager::alive(transport::AppIndex bu) const {
+  const int p = position_of(bu);
+  return p >= 0 && consumers_.alive(static_cast<std::size_t>(p));
+}
+
 void EventManager::take_aside_changes(std::vector<AsideChange>& out) {
   out.insert(out.end(), aside_changes_.begin(), aside_changes_.end());
   aside_changes_.clear();

@@ -223,13 +223,19 @@ void EventManagerApp::on_completion(Completion& c, std::int64_t now) {
           break;
         }
         case wire::MessageType::leave: {
-          // The BU's link to a RU was reset: what was in flight on it is gone, so the blocks
-          // given to it cannot be built whole. Lost now (and fenced), they go to the BUs left;
-          // it rejoins once its links are back. The last BU is kept: it writes those events
+          // The BU's link to a RU (or to us) was reset: what was in flight on it is gone, so the
+          // blocks given to it cannot be built whole. Lost now (and fenced), they go to the BUs
+          // left; it rejoins once its links are back. The last BU is kept: it writes those events
           // flagged incomplete rather than the run losing them.
           wire::Fence f;
           if (wire::decode(payload, f) != wire::EvbStatus::ok) break;
-          if (f.epoch != evm_->epoch_of(c.peer)) break;  // fenced meanwhile: nothing to take
+          // Its connection may have failed and been made again: it hears from us again.
+          replies_.revive(c.peer);
+          if (!evm_->alive(c.peer)) {
+            fence(c.peer);  // lost already (when its connection failed): it learns its epoch
+            break;
+          }
+          if (f.epoch != evm_->epoch_of(c.peer)) break;
           if (evm_->bus_alive() > 1) {
             lose_bu(c.peer, "it left: its link to a RU was reset");
           } else {

@@ -120,6 +120,8 @@ class EventManager {
   // Loses a BU (connection failed); false if unknown or already lost.
   bool lose(transport::AppIndex bu);
   [[nodiscard]] std::uint32_t epoch_of(transport::AppIndex bu) const;
+  // Whether the BU is served (not lost, or rejoined since).
+  [[nodiscard]] bool alive(transport::AppIndex bu) const;
   // Blocks that left or closed out of the table since the last call, oldest change first.
   void take_aside_changes(std::vector<AsideChange>& out);
 
