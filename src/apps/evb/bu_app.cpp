@@ -70,6 +70,8 @@ Result<void> BuilderUnit::configure(runtime::AppContext& ctx) {
   unasked_.reserve(window_);
   awaiting_.clear();
   awaiting_.reserve(window_);
+  reask_.clear();
+  reask_.reserve(window_);
   const int position =
       static_cast<int>(std::find(topology_.bus.begin(), topology_.bus.end(), ctx.self().index) -
                        topology_.bus.begin());
@@ -246,11 +248,13 @@ void BuilderUnit::on_completion(Completion& c, std::int64_t now) {
     case Completion::Kind::error: {
       const bool error = c.kind == Completion::Kind::error;
       if (error && c.peer == topology_.evm && !halting()) {
-        if (c.rejected) {
-          fail("the EVM '" + topology_.name(c.peer) + "' is lost: " + std::string(c.reason));
-        } else {
+        if (!c.rejected) {
+          // Dialed again; its part of the blocks open here is not given up on (the fence that
+          // follows drops those blocks).
           evm_link_lost(c.reason);
+          break;
         }
+        fail("the EVM '" + topology_.name(c.peer) + "' is lost: " + std::string(c.reason));
       }
       // The EVM closing in order is the end of the run: nothing more goes to it.
       if (c.peer == topology_.evm) fanout_.drop(c.peer);
@@ -335,15 +339,17 @@ int BuilderUnit::ask(std::int64_t now) {
   // built meanwhile must reach the EVM after it took them back.
   if (!evm_up()) return 0;
   if (!send_leave_and_rejoin() && (leave_pending_ || any_ru_down())) return 0;
-  while (!unasked_.empty() && fanout_.has_room()) {
-    OutputBatch* batch = unasked_.front();
-    AckInfo& info = acks_[batch_index(batch)];
-    info.asked_ns = now;
-    const auto payload = encode_ack(info);
-    (void)fanout_.push(wire::MessageType::commit_request, info.block_id, payload);
-    unasked_.erase(unasked_.begin());
-    awaiting_.push_back(batch);
-    ++n;
+  for (auto* list : {&reask_, &unasked_}) {
+    while (!list->empty() && fanout_.has_room()) {
+      OutputBatch* batch = list->front();
+      AckInfo& info = acks_[batch_index(batch)];
+      info.asked_ns = now;
+      const auto payload = encode_ack(info);
+      (void)fanout_.push(wire::MessageType::commit_request, info.block_id, payload);
+      list->erase(list->begin());
+      awaiting_.push_back(batch);
+      ++n;
+    }
   }
   return n;
 }
@@ -388,14 +394,15 @@ void BuilderUnit::on_fence(const wire::Fence& f) {
   events_fenced_->add_single_writer(events);
   // Blocks whose commit answer has not come are asked about again: the EVM may have granted one
   // (then it stays this BU's, and the answer is granted again) and the answer may have been lost
-  // with a failed connection; the others are answered fenced and dropped then.
-  unasked_.insert(unasked_.end(), awaiting_.begin(), awaiting_.end());
+  // with a failed connection; the others are answered fenced and dropped then. A later fence
+  // keeps them for asking too: they were asked for once.
+  reask_.insert(reask_.end(), awaiting_.begin(), awaiting_.end());
   awaiting_.clear();
   requested_ = 0;
   spdlog::warn(
       "{}: the EVM declared this BU lost: {} block(s) being built and {} built event(s) not yet "
       "asked for dropped, {} block(s) asked about again; rejoining under epoch {}",
-      id(), open, events, unasked_.size(), epoch_);
+      id(), open, events, reask_.size(), epoch_);
   // Sent by send_leave_and_rejoin(), once every RU link is up. A leave still to go is moot: the
   // fence took back what it would have.
   rejoin_pending_ = true;
@@ -488,7 +495,11 @@ void BuilderUnit::evm_link_lost(std::string_view why) {
 
 bool BuilderUnit::evm_up() {
   if (!evm_down_) return true;
-  if (!endpoint_->connected(topology_.evm)) return false;
+  if (!endpoint_->connected(topology_.evm)) {
+    // Halting with the EVM out of reach: what this BU holds cannot be settled with it.
+    if (halting()) fail("the EVM '" + topology_.name(topology_.evm) + "' is lost while halting");
+    return false;
+  }
   // The EVM lost this BU when the connection failed, and took back what it had not granted;
   // what it said meanwhile (answers, a fence) is gone. The leave gets a fence again, the fence
   // makes this BU ask again about its blocks awaiting an answer and rejoin; acknowledgements

@@ -121,6 +121,7 @@ class BuilderUnit final : public runtime::Application {
   std::vector<OutputBatch*> free_;         // batches not in use
   std::vector<OutputBatch*> unasked_;      // built, commit not yet requested (queue full)
   std::vector<OutputBatch*> awaiting_;     // commit requested, no answer yet
+  std::vector<OutputBatch*> reask_;        // awaiting when fenced: to be asked about again
   std::vector<OutputBatch*> unsubmitted_;  // granted, refused by a full output queue
   std::vector<OutputBatch*> unacked_;      // done, waiting for room to send the ack
   std::vector<std::string> ru_lost_why_;   // by RU position; empty while alive

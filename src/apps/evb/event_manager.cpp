@@ -235,17 +235,18 @@ AckOutcome EventManager::ack(transport::AppIndex from, const wire::BlockAck& a,
   return AckOutcome::closed;
 }
 
-bool EventManager::lose(transport::AppIndex bu) {
+bool EventManager::lose(transport::AppIndex bu, bool keep_granted) {
   const int p = position_of(bu);
   if (p < 0) return false;
   if (!consumers_.lose(static_cast<std::size_t>(p))) return false;
-  release_blocks_of(static_cast<std::size_t>(p));
+  release_blocks_of(static_cast<std::size_t>(p), keep_granted);
   return true;
 }
 
-void EventManager::release_blocks_of(std::size_t position) {
+void EventManager::release_blocks_of(std::size_t position, bool keep_granted) {
   const auto p = static_cast<std::uint32_t>(position);
   Bu& b = bus_[position];
+  const bool keeps = b.durable || keep_granted;  // its granted blocks stay its own
   // Its wanted blocks leave the queue: a rejoined BU asks afresh.
   std::size_t kept = 0;
   for (std::size_t i = 0; i < queue_size_; ++i) {
@@ -257,7 +258,7 @@ void EventManager::release_blocks_of(std::size_t position) {
   for (std::uint64_t id = oldest_; id < next_id_; ++id) {
     Block& blk = blocks_[id & mask_];
     if (!blk.open || blk.orphan || blk.bu != p) continue;
-    if (blk.granted && b.durable) {
+    if (blk.granted && keeps) {
       // In doubt: it may be written or being written; it stays this BU's, out of the table.
       aside_.push_back(blk);
       aside_changes_.push_back({blk.id, true});
@@ -271,7 +272,7 @@ void EventManager::release_blocks_of(std::size_t position) {
   b.open = 0;
   for (Block& blk : aside_) {
     if (blk.bu != p || blk.orphan) continue;
-    if (blk.granted && b.durable) {
+    if (blk.granted && keeps) {
       ++b.open;  // in doubt (again): it still fills its window
     } else {
       blk.orphan = true;  // re-assigned to it out of doubt, not granted yet
@@ -349,7 +350,7 @@ void EventManager::check_heartbeats(std::int64_t now_ns,
   // check() lost them in the consumer set; the blocks follow.
   for (std::size_t i = first; i < lost_positions_.size(); ++i) {
     const std::size_t p = lost_positions_[i];
-    release_blocks_of(p);
+    release_blocks_of(p, false);
     lost_now.push_back(consumers_.index(p));
   }
   lost_positions_.clear();

@@ -139,9 +139,9 @@ void EventManagerApp::release() {
   endpoint_ = nullptr;
 }
 
-void EventManagerApp::lose_bu(AppIndex bu, const std::string& why) {
+void EventManagerApp::lose_bu(AppIndex bu, const std::string& why, bool keep_granted) {
   const std::size_t orphans_before = evm_->orphans();
-  if (evm_->lose(bu)) on_lost(bu, why, evm_->orphans() - orphans_before);
+  if (evm_->lose(bu, keep_granted)) on_lost(bu, why, evm_->orphans() - orphans_before);
 }
 
 void EventManagerApp::on_lost(AppIndex bu, const std::string& why, std::size_t orphans) {
@@ -237,7 +237,8 @@ void EventManagerApp::on_completion(Completion& c, std::int64_t now) {
           }
           if (f.epoch != evm_->epoch_of(c.peer)) break;
           if (evm_->bus_alive() > 1) {
-            lose_bu(c.peer, "it left: its link to a RU was reset");
+            // It lives and writes what it was granted: that stays its own.
+            lose_bu(c.peer, "it left: its link to a RU was reset", /*keep_granted=*/true);
           } else {
             spdlog::warn(
                 "{}: BU '{}' asks to leave (its link to a RU was reset) but is the last "

@@ -67,7 +67,8 @@ class EventManagerApp final : public runtime::Application {
 
  private:
   void on_completion(transport::Completion& c, std::int64_t now);
-  void lose_bu(transport::AppIndex bu, const std::string& why);
+  // keep_granted: see EventManager::lose (a BU that left).
+  void lose_bu(transport::AppIndex bu, const std::string& why, bool keep_granted = false);
   // After the EventManager has lost bu: stop sending to it, record it, fail if none is left.
   // Tells a BU its epoch (its requests under an older one are refused).
   void fence(transport::AppIndex bu);

@@ -178,12 +178,14 @@ class FaultEndpoint final : public Endpoint, public FaultInjection {
   std::deque<Held>& outgoing(AppIndex peer) { return outgoing_[peer]; }
 
   // Resets each link whose reset rule has started, once: after_messages is counted where
-  // messages are posted (the next one starts it, and goes with the reset), after_ms here. What
+  // messages are posted (the next one starts it, and goes with the reset), after_ms here, from
+  // the link's first message. What
   // the wrapper still holds for that link goes with it, as what was in flight does.
   void reset_due(std::int64_t now) {
     for (Fault& f : faults_) {
       if (f.rule.kind != FaultRule::Kind::reset || f.reset) continue;
-      if (f.rule.after_messages == 0) f.check_start(now);
+      // (Never before the link's first message: a connection still being made is not reset.)
+      if (f.rule.after_messages == 0 && f.first_ns >= 0) f.check_start(now);
       if (!f.active(now)) continue;
       f.reset = true;
       outgoing_.erase(f.rule.to);

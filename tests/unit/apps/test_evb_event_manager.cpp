@@ -247,6 +247,31 @@ TEST(EventManagerTest, AGrantOfANonDurableBuIsReassignedWhenItIsLost) {
   EXPECT_EQ(m.built(), 5u);
 }
 
+TEST(EventManagerTest, ABuThatLeftKeepsItsGrantsWhateverItsOutput) {
+  // It left (its link to a RU was reset) and lives: what it was granted it writes, so that is
+  // not given to another BU; what it was not granted is.
+  EventManager m = make({kBu1, kBu2}, 2);
+  m.set_triggered(100);
+  m.request(kBu1, want(5, 2), 0);
+  const auto a = drain(m);
+  ASSERT_EQ(a.size(), 2u);
+  ASSERT_EQ(m.commit(kBu1, ack_of(a[0]), 0), CommitOutcome::granted);
+  ASSERT_TRUE(m.lose(kBu1, /*keep_granted=*/true));
+  EXPECT_EQ(m.orphans(), 1u) << "only the block not granted goes";
+  EXPECT_EQ(m.commit(kBu1, ack_of(a[0]), 0), CommitOutcome::granted) << "asked again: granted";
+  EXPECT_EQ(m.commit(kBu1, ack_of(a[1]), 0), CommitOutcome::fenced);
+  m.request(kBu2, want(5, 1), 0);
+  const auto b = drain(m);
+  ASSERT_EQ(b.size(), 1u);
+  EXPECT_EQ(b[0].first_event, a[1].first_event) << "the orphan first";
+  EXPECT_EQ(b[0].generation, 1u);
+  EXPECT_EQ(m.ack(kBu1, ack_of(a[0]), 0), AckOutcome::closed);
+  EXPECT_EQ(done(m, kBu2, b[0]), AckOutcome::closed);
+  EXPECT_EQ(m.built(), 10u);
+  EXPECT_EQ(m.in_doubt(), 0u);
+  EXPECT_EQ(m.check_invariant(), "");
+}
+
 TEST(EventManagerTest, ADurableBusGrantedBlockIsInDoubtAsideUntilItsAck) {
   EventManagerSettings s;
   s.bus = {kBu1, kBu2};

@@ -117,8 +117,11 @@ class EventManager {
                                std::int64_t now_ns);
   // BUs silent for longer than the timeout are lost; they are appended to lost_now.
   void check_heartbeats(std::int64_t now_ns, std::vector<transport::AppIndex>& lost_now);
-  // Loses a BU (connection failed); false if unknown or already lost.
-  bool lose(transport::AppIndex bu);
+  // Loses a BU (connection failed); false if unknown or already lost. keep_granted: the BU is
+  // known to live and to write what it was granted (it left), so its granted blocks stay its
+  // own whatever its output; otherwise only a durable output's do (a discard or farm output's
+  // grant is good only within its lease, shorter than a loss by silence).
+  bool lose(transport::AppIndex bu, bool keep_granted = false);
   [[nodiscard]] std::uint32_t epoch_of(transport::AppIndex bu) const;
   // Whether the BU is served (not lost, or rejoined since).
   [[nodiscard]] bool alive(transport::AppIndex bu) const;
@@ -188,7 +191,7 @@ class EventManager {
   [[nodiscard]] Block* find_open(std::uint64_t id);
   void close(Block& b, const wire::BlockAck& a);
   // After the consumer set lost the BU at this position: its blocks become orphans or in doubt.
-  void release_blocks_of(std::size_t position);
+  void release_blocks_of(std::size_t position, bool keep_granted);
 
   EventManagerSettings settings_;
   ConsumerSet consumers_;                    // liveness, loss and epochs, by position as bus_
