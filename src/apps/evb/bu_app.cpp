@@ -20,6 +20,8 @@ using transport::Completion;
 namespace {
 
 constexpr std::int64_t kOutputCheckNs = 50'000'000;
+// How long a BU dials the EVM again after its connection failed before it gives up.
+constexpr std::int64_t kEvmRedialNs = 10'000'000'000;
 
 }  // namespace
 
@@ -85,6 +87,7 @@ Result<void> BuilderUnit::configure(runtime::AppContext& ctx) {
   }
   ru_lost_why_.assign(topology_.rus.size(), std::string());
   ru_down_.assign(topology_.rus.size(), false);
+  ru_down_ns_.assign(topology_.rus.size(), 0);
   leave_pending_ = false;
   rejoin_pending_ = false;
   evm_down_ = false;
@@ -425,8 +428,9 @@ void BuilderUnit::ru_link_lost(transport::AppIndex ru, std::string_view why) {
   // Until it is known whether the RU lives, nothing built here is offered to the EVM: blocks
   // open here may miss what was in flight on the link.
   ru_down_[pos] = true;
-  spdlog::warn("{}: the link to RU '{}' failed ({}); dialing it again", id(), topology_.name(ru),
-               why);
+  ru_down_ns_[pos] = clock_->now_ns();
+  spdlog::warn("{}: the link to RU '{}' failed ({}); dialing it again for up to timeout_ms", id(),
+               topology_.name(ru), why);
   if (auto r = endpoint_->connect(ru); !r) ru_link_lost(ru, r.error().message());
 }
 
@@ -449,6 +453,13 @@ bool BuilderUnit::check_ru_links() {
     } else if (halting()) {
       ru_down_[pos] = false;
       ru_gone(ru, "its link failed, and the run is halting");
+    } else if (clock_->now_ns() - ru_down_ns_[pos] > timeout_ms_ * 1'000'000) {
+      // Not back within timeout_ms (a RU that died; some transports never say so): its events
+      // are flagged incomplete, as for any RU whose data stops coming.
+      ru_down_[pos] = false;
+      spdlog::warn("{}: RU '{}' lost: its link is not back after {} ms", id(), topology_.name(ru),
+                   timeout_ms_);
+      ru_gone(ru, "its link failed and was not made again within timeout_ms");
     } else {
       down = true;
     }
@@ -486,6 +497,7 @@ void BuilderUnit::evm_link_lost(std::string_view why) {
     return;
   }
   evm_down_ = true;
+  evm_down_ns_ = clock_->now_ns();
   fanout_.drop(topology_.evm);
   spdlog::warn("{}: the link to the EVM '{}' failed ({}); dialing it again", id(), evm, why);
   if (auto r = endpoint_->connect(topology_.evm); !r) {
@@ -496,8 +508,14 @@ void BuilderUnit::evm_link_lost(std::string_view why) {
 bool BuilderUnit::evm_up() {
   if (!evm_down_) return true;
   if (!endpoint_->connected(topology_.evm)) {
-    // Halting with the EVM out of reach: what this BU holds cannot be settled with it.
-    if (halting()) fail("the EVM '" + topology_.name(topology_.evm) + "' is lost while halting");
+    // Halting with the EVM out of reach, or out of reach for long: what this BU holds cannot be
+    // settled with it.
+    if (halting()) {
+      fail("the EVM '" + topology_.name(topology_.evm) + "' is lost while halting");
+    } else if (clock_->now_ns() - evm_down_ns_ > kEvmRedialNs) {
+      fail("the EVM '" + topology_.name(topology_.evm) + "' is lost: its link is not back after " +
+           std::to_string(kEvmRedialNs / 1'000'000'000) + " s");
+    }
     return false;
   }
   // The EVM lost this BU when the connection failed, and took back what it had not granted;

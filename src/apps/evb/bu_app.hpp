@@ -12,14 +12,14 @@
 // A RU whose part is missing after timeout_ms (or whose connection closed, or could not be made
 // again) leaves its events incomplete: they are written flagged, or the BU fails naming the RU
 // (on_incomplete: fail). A connection to a RU that fails while the run goes on (a reset link) is
-// dialed again, nothing is offered to the EVM meanwhile, and once it is back the BU leaves: it
-// tells the EVM (leave) that what it was given cannot be built whole, the EVM loses and fences
-// it and re-assigns those blocks, and the BU rejoins. The EVM's connection failing while the run
-// goes on is dialed again too: meanwhile nothing goes to the EVM; once back, the BU leaves (the
-// EVM, which lost it when the connection failed, answers with a fence), asks again about the
-// blocks whose answer may have been lost, sends its last acknowledgements again, and rejoins. If
-// the EVM cannot be reached again, the BU fails.
-// Halt: no more requests; drained once every open block is built, written and acknowledged.
+// dialed again for up to timeout_ms, nothing is offered to the EVM meanwhile, and once it is back
+// the BU leaves: it tells the EVM (leave) that what it was given cannot be built whole, the EVM
+// loses and fences it and re-assigns those blocks, and the BU rejoins. The EVM's connection failing
+// while the run goes on is dialed again too: meanwhile nothing goes to the EVM; once back, the BU
+// leaves (the EVM, which lost it when the connection failed, answers with a fence), asks again
+// about the blocks whose answer may have been lost, sends its last acknowledgements again, and
+// rejoins. If the EVM cannot be reached again within 10 s, the BU fails. Halt: no more requests;
+// drained once every open block is built, written and acknowledged.
 //
 // Threading: as every application (runtime/application.hpp); results() reads the metrics.
 
@@ -126,16 +126,18 @@ class BuilderUnit final : public runtime::Application {
   std::vector<OutputBatch*> unacked_;      // done, waiting for room to send the ack
   std::vector<std::string> ru_lost_why_;   // by RU position; empty while alive
   std::vector<bool> ru_down_;              // by RU position: its link failed, dialing again
+  std::vector<std::int64_t> ru_down_ns_;   // by RU position: since when
   std::vector<transport::AppIndex> gone_;  // scratch, reserved
   std::array<transport::Completion, detail::kPollBatch> completions_{};
-  std::uint32_t requested_ = 0;  // blocks asked for whose first part has not arrived
-  std::uint32_t in_output_ = 0;  // blocks built and not yet acknowledged (or dropped)
-  std::uint32_t epoch_ = 0;      // of the last fence; 0 before any
-  bool durable_ = false;         // the output keeps what it writes (file)
-  bool rejoin_pending_ = false;  // fenced; the rejoin is not queued yet
-  bool leave_pending_ = false;   // a RU link was reset; the leave is not queued yet
-  bool evm_down_ = false;        // the EVM's connection failed; dialing it again
-  bool reack_pending_ = false;   // the EVM is back: send recent_acks_ again
+  std::uint32_t requested_ = 0;   // blocks asked for whose first part has not arrived
+  std::uint32_t in_output_ = 0;   // blocks built and not yet acknowledged (or dropped)
+  std::uint32_t epoch_ = 0;       // of the last fence; 0 before any
+  bool durable_ = false;          // the output keeps what it writes (file)
+  bool rejoin_pending_ = false;   // fenced; the rejoin is not queued yet
+  bool leave_pending_ = false;    // a RU link was reset; the leave is not queued yet
+  bool evm_down_ = false;         // the EVM's connection failed; dialing it again
+  std::int64_t evm_down_ns_ = 0;  // since when
+  bool reack_pending_ = false;    // the EVM is back: send recent_acks_ again
   // The last acknowledgements pushed (a ring): any of them may have been lost with the EVM's
   // connection; sent again, an ack the EVM already had is counted stale there.
   std::vector<AckInfo> recent_acks_;
