@@ -8,6 +8,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <utility>
 
 #include "daqflow/apps/builtin.hpp"
 #include "daqflow/runtime/config.hpp"
@@ -54,8 +55,14 @@ struct World {
     // One sample in the history, so that its queries find a series.
     history = std::make_unique<runtime::MetricsHistory>(60, 16);
     history->add(1000, runtime::sample_context(*control));
+    // Every hook answers as an executive without a lease or a controller would (shutdown and
+    // stop requests are taken and do nothing here).
+    runtime::ExecutiveHooks hooks;
+    hooks.request_shutdown = [] {};
+    hooks.renew_lease = [] {};
+    hooks.request_stop = [] {};
     api = std::make_unique<runtime::ControlApi>(cluster, addresses, *control, *history,
-                                                runtime::AccessPolicy{}, [] {});
+                                                runtime::AccessPolicy{}, std::move(hooks));
   }
 };
 
