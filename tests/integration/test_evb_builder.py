@@ -416,61 +416,21 @@ class EventBuilder(DaqflowTestCase):
         print(f"\ncut bu2: {summary['applications']['bu2']['results']['events_fenced']} built "
               f"events dropped as fenced, {r['events_reassigned']} re-assigned", flush=True)
 
-    def test_a_reset_link_between_a_ru_and_a_bu_is_dialed_again_and_nothing_is_incomplete(self):
-        """The fault transport resets the connection from ru1 to bu2 (as a TCP reset from the
-        network would): what was in flight on it is gone. bu2 dials ru1 again and, the link
-        back, leaves: the EVM takes back and fences what it had given bu2, the RUs send those
-        blocks whole to bu1, and bu2 rejoins. No event is incomplete, lost or written twice."""
+    def _reset_bu2_link(self, fault, what):
+        """A run (files written) with this reset `fault` on a link of bu2: bu2 leaves and
+        rejoins, builds again, halts normally, and nothing is incomplete, lost, left in doubt or
+        written twice. Returns bu2's log."""
         text = set_param(local_config(), "dir", self.path("run-data"))
-        text += "faults:\n  - {from: ru1, to: bu2, reset: true, after_messages: 200}\n"
+        text += "faults:\n  - " + fault + "\n"
         run, ports = self._start_small_events_run({"trigger_rate_hz": 1000}, text)
         evm = ports["evm"]
         wait_until(lambda: self._built_or_none(evm) >= 100, 60, "100 events built")
         wait_until(lambda: self.app(evm, "evm0")["results"]["rejoined_bus"] == ["bu2"], 60,
-                   "bu2 to leave and rejoin after its link to ru1 was reset")
+                   f"bu2 to rejoin after {what} was reset")
         bu2_before = self.app(ports["bu2"], "bu2")["results"]["events_built"]
         wait_until(lambda: self.app(ports["bu2"], "bu2")["results"]["events_built"]
                    >= bu2_before + 500, 60, "bu2 to build again")
         summary = self._stopped_run_summary(run)
-        with open(self.path(os.path.join("logs", "bu2.log"))) as f:
-            bu2_log = f.read()
-        self.assertIn("the link to RU 'ru1' failed", bu2_log)
-        self.assertIn("the link to RU 'ru1' is back; leaving", bu2_log)
-        r = summary["results"]
-        self.assertEqual(r["lost_bus"], ["bu2"], r)
-        self.assertEqual(r["rejoined_bus"], ["bu2"], r)
-        self.assertEqual(r["events_lost"], 0, r)
-        self.assertEqual(r["events_in_doubt"], 0, r)
-        self.assertEqual(r["events_incomplete"], 0, r)
-        self.assertEqual(r["events_triggered"], r["events_built"], r)
-        self.assertEqual(r["events_written"], r["events_built"], r)
-        self._assert_every_event_once_on_disk([self.path("run-data")], r["events_built"])
-        print(f"\nreset ru1->bu2: {r['events_reassigned']} re-assigned, "
-              f"{summary['applications']['bu2']['results']['events_fenced']} dropped as fenced",
-              flush=True)
-
-    def test_a_reset_link_between_a_bu_and_the_evm_is_dialed_again_and_nothing_is_lost(self):
-        """The fault transport resets bu2's connection to the EVM: the EVM loses bu2 at once
-        (re-assigning what it had not granted; granted blocks stay bu2's, in doubt), bu2 dials
-        it again, leaves, hears its fence, asks again about the blocks whose answer was lost,
-        sends its last acknowledgements again and rejoins. Nothing is lost, incomplete, left in
-        doubt or written twice."""
-        text = set_param(local_config(), "dir", self.path("run-data"))
-        text += "faults:\n  - {from: bu2, to: evm0, reset: true, after_messages: 300}\n"
-        run, ports = self._start_small_events_run({"trigger_rate_hz": 1000}, text)
-        evm = ports["evm"]
-        wait_until(lambda: self._built_or_none(evm) >= 100, 60, "100 events built")
-        wait_until(lambda: self.app(evm, "evm0")["results"]["rejoined_bus"] == ["bu2"], 60,
-                   "bu2 to rejoin after its link to the EVM was reset")
-        bu2_before = self.app(ports["bu2"], "bu2")["results"]["events_built"]
-        wait_until(lambda: self.app(ports["bu2"], "bu2")["results"]["events_built"]
-                   >= bu2_before + 500, 60, "bu2 to build again")
-        summary = self._stopped_run_summary(run)
-        with open(self.path(os.path.join("logs", "bu2.log"))) as f:
-            bu2_log = f.read()
-        self.assertIn("the link to the EVM 'evm0' failed", bu2_log)
-        self.assertIn("the link to the EVM 'evm0' is back", bu2_log)
-        self.assertIn("the EVM declared this BU lost", bu2_log)
         self.assertEqual(summary["applications"]["bu2"]["state"], "Halted", summary)
         r = summary["results"]
         self.assertEqual(r["lost_bus"], ["bu2"], r)
@@ -481,9 +441,33 @@ class EventBuilder(DaqflowTestCase):
         self.assertEqual(r["events_triggered"], r["events_built"], r)
         self.assertEqual(r["events_written"], r["events_built"], r)
         self._assert_every_event_once_on_disk([self.path("run-data")], r["events_built"])
-        print(f"\nreset bu2->evm0: {r['events_reassigned']} re-assigned, "
+        print(f"\nreset {what}: {r['events_reassigned']} re-assigned, "
               f"{summary['applications']['bu2']['results']['events_fenced']} dropped as fenced",
               flush=True)
+        with open(self.path(os.path.join("logs", "bu2.log"))) as f:
+            return f.read()
+
+    def test_a_reset_link_between_a_ru_and_a_bu_is_dialed_again_and_nothing_is_incomplete(self):
+        """The fault transport resets the connection from ru1 to bu2 (as a TCP reset from the
+        network would): what was in flight on it is gone. bu2 dials ru1 again and, the link
+        back, leaves: the EVM takes back and fences what it had given bu2, the RUs send those
+        blocks whole to bu1, and bu2 rejoins. No event is incomplete, lost or written twice."""
+        log = self._reset_bu2_link("{from: ru1, to: bu2, reset: true, after_messages: 200}",
+                                   "its link to ru1")
+        self.assertIn("the link to RU 'ru1' failed", log)
+        self.assertIn("the link to RU 'ru1' is back; leaving", log)
+
+    def test_a_reset_link_between_a_bu_and_the_evm_is_dialed_again_and_nothing_is_lost(self):
+        """The fault transport resets bu2's connection to the EVM: the EVM loses bu2 at once
+        (re-assigning what it had not granted; granted blocks stay bu2's, in doubt), bu2 dials
+        it again, leaves, hears its fence, asks again about the blocks whose answer was lost,
+        sends its last acknowledgements again and rejoins. Nothing is lost, incomplete, left in
+        doubt or written twice."""
+        log = self._reset_bu2_link("{from: bu2, to: evm0, reset: true, after_messages: 300}",
+                                   "its link to the EVM")
+        self.assertIn("the link to the EVM 'evm0' failed", log)
+        self.assertIn("the link to the EVM 'evm0' is back", log)
+        self.assertIn("the EVM declared this BU lost", log)
 
     def test_a_corrupted_message_to_a_bu_is_caught_and_no_event_is_lost(self):
         """One message from ru1 to bu2 leaves with a flipped bit (the fault transport, payload

@@ -16,6 +16,21 @@ struct Descriptor {
   std::array<SegmentRef, kMaxSegments> refs;
   std::size_t entries = 0;
 };
+// The next completion: the message entry e from peer, without its pieces yet.
+Completion& recv_completion(detail::Emitter& emit, AppIndex peer, const Entry& e) {
+  Completion& c = emit.next();
+  c.kind = Completion::Kind::recv;
+  c.peer = peer;
+  c.sequence = e.sequence;
+  c.size = e.size;
+  c.reason = {};
+  c.message.clear();
+  c.message.type = static_cast<wire::MessageType>(e.type);
+  c.message.flags = e.flags;
+  c.message.tag = e.tag;
+  return c;
+}
+
 }  // namespace
 
 std::size_t ShmEndpoint::poll(std::span<Completion> out) {
@@ -118,16 +133,7 @@ void ShmEndpoint::receive(AppIndex index, detail::Emitter& emit) {
         break;
       }
       stalled_ = false;
-      Completion& c = emit.next();
-      c.kind = Completion::Kind::recv;
-      c.peer = index;
-      c.sequence = e.sequence;
-      c.size = e.size;
-      c.reason = {};
-      c.message.clear();
-      c.message.type = type;
-      c.message.flags = e.flags;
-      c.message.tag = e.tag;
+      Completion& c = recv_completion(emit, index, e);
       (void)c.message.add(std::move(copy), 0, e.size);
       head += d.entries;
       ++p.next_sequence;
@@ -176,16 +182,7 @@ void ShmEndpoint::receive(AppIndex index, detail::Emitter& emit) {
     }
     if (!bad.empty()) break;
     stalled_ = false;
-    Completion& c = emit.next();
-    c.kind = Completion::Kind::recv;
-    c.peer = index;
-    c.sequence = e.sequence;
-    c.size = e.size;
-    c.reason = {};
-    c.message.clear();
-    c.message.type = type;
-    c.message.flags = e.flags;
-    c.message.tag = e.tag;
+    Completion& c = recv_completion(emit, index, e);
     for (std::size_t i = 0; i < e.pieces; ++i) {
       const SegmentRef& r = d.refs[i];
       Mirror& m = *mirrors[i];
