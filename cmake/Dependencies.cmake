@@ -27,10 +27,12 @@ target_link_libraries(daqflow_xmlrpc INTERFACE ${XMLRPC_C_LIBS})
 pkg_check_modules(UCX IMPORTED_TARGET ucx)
 pkg_check_modules(LIBFABRIC IMPORTED_TARGET libfabric)
 pkg_check_modules(MPI IMPORTED_TARGET ompi-c)  # Open MPI
+# SimGrid: the sim transport and `daqflow sim` (src/sim/).
+pkg_check_modules(SIMGRID IMPORTED_TARGET simgrid)
 # ZeroMQ: only the small-message reference program of `daqflow bench compare` links it.
 pkg_check_modules(ZMQ IMPORTED_TARGET libzmq)
 if(DAQFLOW_REQUIRE_ALL_TRANSPORTS AND NOT DAQFLOW_FUZZ)
-  foreach(lib UCX LIBFABRIC MPI)
+  foreach(lib UCX LIBFABRIC MPI SIMGRID)
     if(NOT ${lib}_FOUND)
       message(FATAL_ERROR "${lib} not found: run scripts/bootstrap, or configure with "
                           "-DDAQFLOW_REQUIRE_ALL_TRANSPORTS=OFF to build without it")

@@ -34,6 +34,7 @@ void add_bench(CLI::App& app);       // daqflow bench
 void add_salvage(CLI::App& app);     // daqflow salvage CONFIG APP
 void add_logs(CLI::App& app);        // daqflow logs CONFIG [--context C] [--follow]
 void add_stop(CLI::App& app);        // daqflow stop CONFIG
+void add_sim(CLI::App& app);         // daqflow sim [CONFIG] --platform star|FILE ...
 void add_report(CLI::App& app);      // daqflow report DIR [--output FILE]
                                      // roundtrip|stream|evb|compare|memcpy ...
 

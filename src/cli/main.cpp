@@ -37,6 +37,7 @@ int main(int argc, char** argv) {
   daqflow::cli::add_bench(app);
   daqflow::cli::add_salvage(app);
   daqflow::cli::add_report(app);
+  daqflow::cli::add_sim(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -23,8 +23,11 @@ constexpr std::string_view kBuilt[] = {
 #ifdef DAQFLOW_HAVE_MPI
     "mpi",
 #endif
+#ifdef DAQFLOW_HAVE_SIMGRID
+    "sim",
+#endif
 };
-constexpr std::string_view kOptional[] = {"ucx", "ofi", "mpi"};
+constexpr std::string_view kOptional[] = {"ucx", "ofi", "mpi", "sim"};
 constexpr std::size_t kNotBuiltCount =
     std::size(kOptional) - (std::size(kBuilt) - 3);  // the first three are always built
 
@@ -87,6 +90,9 @@ Result<std::unique_ptr<Transport>> make_transport(std::string_view name,
 #endif
 #ifdef DAQFLOW_HAVE_MPI
   if (name == "mpi") return make_mpi_transport(addresses, options.mpi);
+#endif
+#ifdef DAQFLOW_HAVE_SIMGRID
+  if (name == "sim") return make_sim_transport(addresses, options.sim, options.run_tag);
 #endif
   std::string known;
   for (const auto n : kBuilt) known += (known.empty() ? "" : ", ") + std::string(n);

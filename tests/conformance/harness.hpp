@@ -25,11 +25,33 @@ using namespace std::chrono_literals;
 // Every wait in the suite ends by then: a hang is a failure, not a stuck test run.
 inline constexpr std::chrono::milliseconds kDeadline = 10s;
 
+// The transports this executable tests: `conformance` every transport built in but sim,
+// `conformance_sim` sim alone, each test inside a SimGrid simulation (harness_sim.cpp).
+[[nodiscard]] std::vector<std::string_view> suite_transports();
+
+// Runs f beside the test until join() (or destruction): on a thread of its own, or, in a
+// simulation, as an actor on the test's simulated host.
+class Concurrent {
+ public:
+  explicit Concurrent(std::function<void()> f);
+  Concurrent(Concurrent&&) noexcept;
+  Concurrent& operator=(Concurrent&&) noexcept;
+  ~Concurrent();
+  void join();
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
 class Conformance : public ::testing::TestWithParam<std::string_view> {
  protected:
   [[nodiscard]] std::string_view transport_name() const { return GetParam(); }
-  // Transports that receive into a pool of their own (and so back-pressure through it).
-  [[nodiscard]] bool has_receive_pool() const { return transport_name() != "inproc"; }
+  // Transports that receive into a pool of their own (and so back-pressure through it); inproc
+  // and sim hand the sender's buffers over.
+  [[nodiscard]] bool has_receive_pool() const {
+    return transport_name() != "inproc" && transport_name() != "sim";
+  }
 };
 
 // applications 0..count-1 on 127.0.0.1; application i listens on port_block * 16 + i (tcp).

@@ -9,7 +9,7 @@
 namespace daqflow::transport::conformance {
 namespace {
 
-INSTANTIATE_TEST_SUITE_P(Transports, Conformance, ::testing::ValuesIn(transport_names()),
+INSTANTIATE_TEST_SUITE_P(Transports, Conformance, ::testing::ValuesIn(suite_transports()),
                          [](const ::testing::TestParamInfo<std::string_view>& param) {
                            return std::string(param.param);
                          });
@@ -26,7 +26,7 @@ TEST_P(Conformance, InOrderDelivery) {
 
   std::atomic<std::uint64_t> received{0};
   std::atomic<bool> receiver_ok{true};
-  std::thread receiver([&] {
+  Concurrent receiver([&] {
     std::uint64_t expected = 0;
     const bool done = pump(
         *rx,
@@ -326,7 +326,7 @@ TEST_P(Conformance, ReplyWithoutConnect) {
 
   std::atomic<bool> stop{false};
   std::atomic<int> echoed{0};
-  std::thread echo([&] {
+  Concurrent echo([&] {
     (void)pump(
         *server,
         [&](Completion& c) {

@@ -145,7 +145,7 @@ void run_traffic(Traffic& t) {
   std::atomic<int> failures{0};
   std::atomic<std::size_t> receivers_done{0};
   std::atomic<std::size_t> senders_done{0};
-  std::vector<std::thread> threads;
+  std::vector<Concurrent> threads;
 
   for (AppIndex r : t.receivers) {
     threads.emplace_back([&, r] {

@@ -38,6 +38,19 @@ struct MpiOptions {
   std::vector<std::string> contexts;
 };
 
+// The sim transport (src/transport/sim/): what a real transport costs the CPU of a host, which
+// the simulated network does not do, charged to the sending and receiving applications' hosts.
+// From `daqflow bench` on the machine the simulation stands for (docs/simulation.md).
+struct SimOptions {
+  double send_message_ns = 0;  // per message posted
+  double send_byte_ns = 0;     // per payload byte posted
+  double recv_message_ns = 0;  // per message received
+  double recv_byte_ns = 0;     // per payload byte received
+  double poll_ns = 100;        // a poll that finds nothing
+  // Bytes a message takes on the wire beyond its payload.
+  std::uint32_t overhead_bytes = 40;
+};
+
 struct BackendOptions {
   // Names what a run leaves in shared memory (shm segments, the ofi shm provider's regions) with
   // the context and the application, so that what a crashed run left can be found and removed
@@ -46,6 +59,7 @@ struct BackendOptions {
   UcxOptions ucx;
   OfiOptions ofi;
   MpiOptions mpi;
+  SimOptions sim;
 };
 
 }  // namespace daqflow::transport

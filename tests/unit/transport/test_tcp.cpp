@@ -410,7 +410,7 @@ TEST(Registry, NamesAndUnknownTransports) {
   EXPECT_EQ(names[1], "tcp");
   EXPECT_EQ(names[2], "shm");
   // Every optional transport is either built or listed as not built, never both or neither.
-  for (const std::string_view optional : {"ucx", "ofi", "mpi"}) {
+  for (const std::string_view optional : {"ucx", "ofi", "mpi", "sim"}) {
     const bool built = std::find(names.begin(), names.end(), optional) != names.end();
     const auto missing = transports_not_built();
     const bool listed = std::find(missing.begin(), missing.end(), optional) != missing.end();

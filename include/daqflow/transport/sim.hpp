@@ -1,0 +1,16 @@
+#pragma once
+// What the simulator (src/sim/) asks of the sim transport's endpoints beyond the Endpoint
+// interface (the transport itself: src/transport/sim/sim_endpoint.hpp).
+
+#include <cstdint>
+
+#include "daqflow/transport/transport.hpp"
+
+namespace daqflow::transport::sim {
+
+// The CPU time of the simulator's thread that the endpoint spent in simulator calls, during which
+// other actors ran: the simulator leaves it out of the CPU time it measures for an application.
+// 0 for an endpoint of another transport.
+[[nodiscard]] std::int64_t simulator_cpu_ns(const Endpoint& endpoint);
+
+}  // namespace daqflow::transport::sim

@@ -1,0 +1,212 @@
+// daqflow sim [CONFIG] [--rus N --bus M | --rubu N] --platform star|FILE ...: runs a cluster
+// configuration in one process on a simulated platform (docs/simulation.md).
+#include <fmt/format.h>
+
+#include <cstdio>
+#include <fstream>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "cli/commands.hpp"
+#include "daqflow/bench/configs.hpp"
+#include "daqflow/runtime/config.hpp"
+#ifdef DAQFLOW_HAVE_SIMGRID
+#include "daqflow/sim/simulation.hpp"
+#endif
+
+namespace daqflow::cli {
+
+#ifdef DAQFLOW_HAVE_SIMGRID
+namespace {
+
+struct SimOptions {
+  std::string config;
+  int rus = 0;
+  int bus = 0;
+  int rubu = 0;
+  int feds = 8;
+  std::uint64_t fragment = 2048;
+  std::uint32_t events_per_request = 32;
+  std::string platform = "star";
+  std::size_t hosts = 0;
+  double link_gbps = 100;
+  double latency_us = 1;
+  int cores = 16;
+  double duration = 1;
+  std::string cpu = "measured";
+  double cpu_scale = 1;
+  double round_ns = 1000;
+  double send_message_ns = 0;
+  double send_byte_ns = 0;
+  double recv_message_ns = 0;
+  double recv_byte_ns = 0;
+  std::vector<std::string> kills;
+  std::vector<std::string> simgrid_config;
+  std::string summary;
+};
+
+Result<runtime::ClusterConfig> load(const SimOptions& o) {
+  if (!o.config.empty()) return runtime::load_config(o.config, registry());
+  bench::EvbShape shape;
+  shape.rubu = o.rubu > 0;
+  shape.rus = shape.rubu ? o.rubu : o.rus;
+  shape.bus = shape.rubu ? o.rubu : o.bus;
+  shape.feds_per_ru = o.feds;
+  shape.fragment_mean = o.fragment;
+  shape.events_per_request = o.events_per_request;
+  if (shape.rus < 1 || shape.bus < 1) {
+    return Error("give a configuration file, or --rus and --bus (or --rubu) for an event builder");
+  }
+  bench::ClusterSettings cluster;
+  cluster.transport = "tcp";  // any: the simulation puts every application on sim
+  cluster.max_message_size = bench::evb_max_message_size(shape);
+  const std::string name = shape.rubu ? fmt::format("rubu{}.yaml", shape.rus)
+                                      : fmt::format("evb{}x{}.yaml", shape.rus, shape.bus);
+  return runtime::parse_config(bench::evb_yaml(cluster, shape), name, registry());
+}
+
+Result<sim::SimSettings> settings(const SimOptions& o) {
+  sim::SimSettings s;
+  if (o.platform == "star") {
+    s.platform.kind = sim::PlatformSpec::Kind::star;
+  } else {
+    s.platform.kind = sim::PlatformSpec::Kind::file;
+    s.platform.file = o.platform;
+  }
+  s.platform.hosts = o.hosts;
+  s.platform.link_bytes_s = o.link_gbps * 1e9 / 8;
+  s.platform.link_latency_s = o.latency_us * 1e-6;
+  s.platform.cores = o.cores;
+  s.duration_s = o.duration;
+  if (o.cpu == "measured") {
+    s.cpu = sim::CpuModel::measured;
+  } else if (o.cpu == "fixed") {
+    s.cpu = sim::CpuModel::fixed;
+  } else {
+    return Error("--cpu: expected measured or fixed, got '" + o.cpu + "'");
+  }
+  s.cpu_scale = o.cpu_scale;
+  s.round_ns = o.round_ns;
+  s.costs.send_message_ns = o.send_message_ns;
+  s.costs.send_byte_ns = o.send_byte_ns;
+  s.costs.recv_message_ns = o.recv_message_ns;
+  s.costs.recv_byte_ns = o.recv_byte_ns;
+  for (const std::string& k : o.kills) {
+    const auto at = k.find('@');
+    if (at == std::string::npos || at == 0) {
+      return Error("--kill: expected APP@SECONDS, got '" + k + "'");
+    }
+    try {
+      s.kills.push_back({k.substr(0, at), std::stod(k.substr(at + 1))});
+    } catch (const std::exception&) {
+      return Error("--kill: expected APP@SECONDS, got '" + k + "'");
+    }
+  }
+  s.simgrid_config = o.simgrid_config;
+  return s;
+}
+
+int run_sim(const SimOptions& o) {
+  auto config = load(o);
+  if (!config) {
+    fmt::print(stderr, "{}\n", config.error().message());
+    return 2;
+  }
+  auto s = settings(o);
+  if (!s) {
+    fmt::print(stderr, "{}\n", s.error().message());
+    return 2;
+  }
+  for (const sim::Kill& k : s->kills) {
+    if (config->find_application(k.app) == nullptr) {
+      fmt::print(stderr, "--kill: no application '{}' in {}\n", k.app, config->file);
+      return 2;
+    }
+  }
+  auto summary = sim::simulate(*config, registry(), *s);
+  if (!summary) {
+    fmt::print(stderr, "{}\n", summary.error().message());
+    return 2;
+  }
+  const std::string text = summary->dump(2);
+  if (!o.summary.empty()) {
+    std::ofstream(o.summary) << text << "\n";
+  }
+  fmt::print("{}\n", text);
+  return (*summary)["status"] == "ok" ? 0 : 1;
+}
+
+}  // namespace
+
+void add_sim(CLI::App& app) {
+  auto o = std::make_shared<SimOptions>();
+  CLI::App* cmd = app.add_subcommand(
+      "sim", "Run a configuration in one process on a simulated platform (SimGrid)");
+  cmd->add_option("CONFIG", o->config, "Cluster configuration (YAML); or generate one below");
+  cmd->add_option("--rus", o->rus, "Generate an event builder: readout units, the EVM included");
+  cmd->add_option("--bus", o->bus, "Generate an event builder: builder units");
+  cmd->add_option("--rubu", o->rubu, "Generate a single-stage event builder of N nodes");
+  cmd->add_option("--feds", o->feds, "Generated: FEDs per readout unit")->capture_default_str();
+  cmd->add_option("--fragment", o->fragment, "Generated: mean FED fragment size in bytes")
+      ->capture_default_str();
+  cmd->add_option("--events-per-request", o->events_per_request, "Generated: events per block")
+      ->capture_default_str();
+  cmd->add_option("--platform", o->platform,
+                  "star (generated: each host on its own link to one switch) or a SimGrid "
+                  "platform file whose host names are the contexts' hosts")
+      ->capture_default_str();
+  cmd->add_option("--hosts", o->hosts, "Generated platform: hosts (0: one per context)")
+      ->capture_default_str();
+  cmd->add_option("--link-gbps", o->link_gbps, "Generated platform: each host's link, Gb/s")
+      ->capture_default_str();
+  cmd->add_option("--latency-us", o->latency_us, "Generated platform: link latency, us")
+      ->capture_default_str();
+  cmd->add_option("--cores", o->cores, "Generated platform: cores per host")->capture_default_str();
+  cmd->add_option("--duration", o->duration, "Simulated seconds between enable and halt")
+      ->capture_default_str();
+  cmd->add_option("--cpu", o->cpu,
+                  "measured: charge each round of an application's work the CPU time it took "
+                  "here; fixed: --round-ns per round (reproducible)")
+      ->capture_default_str();
+  cmd->add_option("--cpu-scale", o->cpu_scale, "measured: simulated CPU time per CPU time here")
+      ->capture_default_str();
+  cmd->add_option("--round-ns", o->round_ns, "fixed: CPU time of a round that did work")
+      ->capture_default_str();
+  cmd->add_option("--send-message-ns", o->send_message_ns,
+                  "CPU time the transport takes per message sent")
+      ->capture_default_str();
+  cmd->add_option("--send-byte-ns", o->send_byte_ns, "... per byte sent")->capture_default_str();
+  cmd->add_option("--recv-message-ns", o->recv_message_ns, "... per message received")
+      ->capture_default_str();
+  cmd->add_option("--recv-byte-ns", o->recv_byte_ns, "... per byte received")
+      ->capture_default_str();
+  cmd->add_option("--kill", o->kills, "Lose an application at a simulated time: APP@SECONDS");
+  cmd->add_option("--cfg", o->simgrid_config,
+                  "SimGrid configuration, as its --cfg= takes it (network/model:CM02, ...)");
+  cmd->add_option("--summary", o->summary, "Also write the summary (JSON) to this file");
+  cmd->footer(
+      "Exit status: 0 when the simulated run ended ok, 1 when it failed, 2 when it "
+      "could not start. docs/simulation.md explains the model and its limits.");
+  cmd->callback([o] {
+    const int rc = run_sim(*o);
+    if (rc != 0) throw CLI::RuntimeError(rc);
+  });
+}
+
+#else
+
+void add_sim(CLI::App& app) {
+  CLI::App* cmd = app.add_subcommand("sim", "Run a configuration on a simulated platform");
+  cmd->allow_extras();
+  cmd->callback([] {
+    std::fprintf(stderr,
+                 "daqflow sim: this daqflow was built without SimGrid (libsimgrid-dev; "
+                 "scripts/bootstrap installs it)\n");
+    throw CLI::RuntimeError(2);
+  });
+}
+
+#endif
+
+}  // namespace daqflow::cli

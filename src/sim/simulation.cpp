@@ -1,0 +1,443 @@
+#include "daqflow/sim/simulation.hpp"
+
+#include <spdlog/spdlog.h>
+#include <sys/resource.h>
+#include <time.h>
+#include <xbt/log.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <memory>
+#include <simgrid/Exception.hpp>
+#include <simgrid/s4u/Actor.hpp>
+#include <simgrid/s4u/Engine.hpp>
+#include <simgrid/s4u/Host.hpp>
+
+#include "daqflow/control/summary.hpp"
+#include "daqflow/runtime/host_access.hpp"
+#include "daqflow/transport/fault.hpp"
+#include "daqflow/transport/sim.hpp"
+#include "sim/platform.hpp"
+
+namespace daqflow::sim {
+namespace sg = simgrid::s4u;
+namespace {
+
+// CPU owed by an actor is executed once it reaches this much, or before the actor waits.
+constexpr double kChargeEveryNs = 20'000;
+// The longest an idle agent waits before it looks again (the executive's block strategy).
+constexpr auto kIdleWait = std::chrono::milliseconds(10);
+// How often the control actor looks whether applications have drained.
+constexpr double kDrainPollS = 1e-3;
+
+std::int64_t thread_cpu_ns() {
+  timespec ts{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return std::int64_t{ts.tv_sec} * 1'000'000'000 + ts.tv_nsec;
+}
+
+// The applications' clock: the simulation's.
+class SimClock final : public core::Clock {
+ public:
+  [[nodiscard]] std::int64_t now_ns() const override {
+    return std::llround(sg::Engine::get_clock() * 1e9);
+  }
+};
+
+// What the control actor tells an application's actor, and what the actor reports.
+enum class Phase : std::uint8_t { configuring, running, stopping, done };
+
+// One application: its AppContext, its actor's loop and its run state, as the executive's
+// AppHost keeps them.
+class SimApp final : public runtime::AppContext {
+ public:
+  SimApp(const runtime::ClusterConfig& cluster, const runtime::ApplicationConfig& self,
+         const runtime::AppType& type, transport::Transport& transport, core::Clock& clock,
+         const SimSettings& settings, sg::Host* host)
+      : cluster_(cluster),
+        self_(self),
+        type_(type),
+        transport_(transport),
+        clock_(clock),
+        settings_(settings),
+        host_(host),
+        app_(type.make()) {
+    runtime::HostAccess::attach(*app_, self.id, [this](std::string reason) { note(reason); });
+  }
+
+  // AppContext.
+  [[nodiscard]] const runtime::ClusterConfig& cluster() const override { return cluster_; }
+  [[nodiscard]] const runtime::ApplicationConfig& self() const override { return self_; }
+  [[nodiscard]] const nlohmann::json& params() const override { return self_.params; }
+  [[nodiscard]] Result<transport::Endpoint*> endpoint(
+      const transport::EndpointOptions* options) override {
+    if (endpoint_) return endpoint_.get();
+    transport::EndpointOptions o = options != nullptr ? *options : endpoint_options();
+    o.self = self_.index;
+    auto made = transport_.create_endpoint(o);
+    if (!made) return made.error();
+    endpoint_ = std::move(*made);
+    return endpoint_.get();
+  }
+  [[nodiscard]] runtime::MetricsRegistry& metrics() override { return metrics_; }
+  [[nodiscard]] core::Clock& clock() override { return clock_; }
+
+  [[nodiscard]] const std::string& id() const { return self_.id; }
+  [[nodiscard]] int rank() const { return type_.enable_rank; }
+  [[nodiscard]] runtime::Application& app() { return *app_; }
+  [[nodiscard]] Phase phase() const { return phase_; }
+  [[nodiscard]] const std::string& failure() const { return failure_; }
+  [[nodiscard]] bool failed() const { return !failure_.empty(); }
+  [[nodiscard]] bool killed() const { return killed_; }
+  [[nodiscard]] bool configured() const { return configured_; }
+  [[nodiscard]] bool halt_seen() const { return halt_seen_; }
+  [[nodiscard]] double cpu_s() const { return cpu_ns_total_ * 1e-9; }
+
+  void start() {
+    actor_ = sg::Actor::create(self_.id, host_, [this] { run(); });
+  }
+  // Control actor: the transitions.
+  void enable() {
+    if (failed() || !configured_) return;
+    if (auto r = app_->enable(); !r) {
+      note("enable: " + r.error().message());
+      return;
+    }
+    runtime::HostAccess::publish(*app_, runtime::RunState::enabled);
+  }
+  void begin_halt() {
+    if (failed() || !configured_ || killed_) return;
+    runtime::HostAccess::publish(*app_, runtime::RunState::halting);
+    app_->begin_halt();
+  }
+  [[nodiscard]] bool drained() const {
+    return failed() || !configured_ || killed_ || (halt_seen_ && app_->drained());
+  }
+  // Ends the agent loop; the actor releases the application and closes the endpoint.
+  void stop() {
+    if (phase_ == Phase::running) phase_ = Phase::stopping;
+  }
+  void join() {
+    if (actor_) actor_->join();
+    actor_ = nullptr;
+  }
+  // As a crash: the agent stops where it is (its actor is killed), the endpoint aborts.
+  void kill() {
+    if (killed_ || phase_ == Phase::done) return;
+    killed_ = true;
+    if (actor_) {
+      actor_->kill();
+      actor_->join();
+      actor_ = nullptr;
+    }
+    if (endpoint_) {
+      if (auto* fault = transport::fault_injection(*endpoint_)) fault->abort();
+    }
+    phase_ = Phase::done;
+  }
+  void note(const std::string& reason) {
+    if (failure_.empty()) {
+      failure_ = reason;
+      runtime::HostAccess::mark_failed(*app_);
+      spdlog::warn("{}: failed at {:.6f} s (simulated): {}", self_.id, sg::Engine::get_clock(),
+                   reason);
+    }
+  }
+
+  [[nodiscard]] control::AppOutcome outcome() const {
+    control::AppOutcome o;
+    o.id = self_.id;
+    o.type = self_.type;
+    o.context = self_.context;
+    o.state = killed_ ? "Lost" : failed() ? "Failed" : "Halted";
+    o.reason = killed_ ? "killed at its simulated time" : failure_;
+    metrics_.snapshot(o.metrics);
+    // A lost application's results died with it, as a crashed process's do.
+    if (configured_ && !killed_) o.results = app_->results();
+    return o;
+  }
+
+ private:
+  // The actor: configure, the agent loop until stopped, release.
+  void run() {
+    runtime::HostAccess::begin_run(*app_);
+    Result<void> configured = ok();
+    try {
+      configured = app_->configure(*this);
+    } catch (const std::exception& e) {
+      configured = Error(std::string("configure threw: ") + e.what());
+    }
+    if (!configured) {
+      note("configure: " + configured.error().message());
+      phase_ = Phase::done;
+      return;
+    }
+    runtime::HostAccess::set_endpoint(*app_, endpoint_.get());
+    runtime::HostAccess::publish(*app_, runtime::RunState::ready);
+    configured_ = true;
+    phase_ = Phase::running;
+    while (phase_ == Phase::running) {
+      const bool halting = app_->halting();
+      const int work = round();
+      if (halting) halt_seen_ = true;
+      if (work == 0) {
+        charge();
+        try {
+          app_->wait_for_work(kIdleWait);
+        } catch (const std::exception& e) {
+          note(std::string("wait_for_work threw: ") + e.what());
+          sg::this_actor::sleep_for(std::chrono::duration<double>(kIdleWait).count());
+        }
+      } else if (owed_ns_ >= kChargeEveryNs) {
+        charge();
+      }
+    }
+    charge();
+    runtime::HostAccess::publish(*app_, runtime::RunState::halted);
+    try {
+      app_->release();
+    } catch (const std::exception& e) {
+      note(std::string("release threw: ") + e.what());
+    }
+    runtime::HostAccess::set_endpoint(*app_, nullptr);
+    if (endpoint_) endpoint_->close(std::chrono::milliseconds(500));
+    phase_ = Phase::done;
+  }
+
+  // One do_work() and the CPU it took: measured on this thread, without the time spent inside
+  // the simulator (other actors ran then), or the fixed cost.
+  int round() {
+    const std::int64_t inside0 = endpoint_ ? transport::sim::simulator_cpu_ns(*endpoint_) : 0;
+    const std::int64_t t0 = thread_cpu_ns();
+    int work = 0;
+    if (!failed()) {
+      try {
+        work = app_->do_work();
+      } catch (const std::exception& e) {
+        note(std::string("do_work threw: ") + e.what());
+      }
+    }
+    const std::int64_t t1 = thread_cpu_ns();
+    const std::int64_t inside1 = endpoint_ ? transport::sim::simulator_cpu_ns(*endpoint_) : 0;
+    if (settings_.cpu == CpuModel::measured) {
+      const auto own = std::max<std::int64_t>(0, (t1 - t0) - (inside1 - inside0));
+      owed_ns_ += static_cast<double>(own) * settings_.cpu_scale;
+    } else if (work > 0) {
+      owed_ns_ += settings_.round_ns;
+    }
+    return work;
+  }
+
+  void charge() {
+    if (owed_ns_ <= 0) return;
+    cpu_ns_total_ += owed_ns_;
+    const double flops = owed_ns_ * 1e-9 * host_->get_speed();
+    owed_ns_ = 0;
+    sg::this_actor::execute(flops);
+  }
+
+  const runtime::ClusterConfig& cluster_;
+  const runtime::ApplicationConfig& self_;
+  const runtime::AppType& type_;
+  transport::Transport& transport_;
+  core::Clock& clock_;
+  const SimSettings& settings_;
+  sg::Host* host_;
+  std::unique_ptr<runtime::Application> app_;
+  std::unique_ptr<transport::Endpoint> endpoint_;
+  runtime::MetricsRegistry metrics_;
+  sg::ActorPtr actor_;
+  Phase phase_ = Phase::configuring;
+  std::string failure_;
+  bool configured_ = false;
+  bool halt_seen_ = false;
+  bool killed_ = false;
+  double owed_ns_ = 0;
+  double cpu_ns_total_ = 0;
+};
+
+long max_rss_kb() {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  return u.ru_maxrss;
+}
+
+// The control actor: what `daqflow run` and the executives do, in simulated time.
+class Control {
+ public:
+  Control(std::vector<std::unique_ptr<SimApp>>& apps, const SimSettings& settings,
+          control::RunSummary& summary)
+      : apps_(apps), settings_(settings), summary_(summary) {}
+
+  void operator()() {
+    for (auto& a : apps_) a->start();
+    // Configure: each application's actor configures it; wait until all have.
+    while (std::any_of(apps_.begin(), apps_.end(),
+                       [](const auto& a) { return a->phase() == Phase::configuring; })) {
+      sg::this_actor::sleep_for(1e-6);
+    }
+    if (first_failure()) {
+      stop_all();
+      return;
+    }
+    // Enable, lowest rank first (consumers before producers).
+    std::vector<SimApp*> order;
+    for (auto& a : apps_) order.push_back(a.get());
+    std::stable_sort(order.begin(), order.end(),
+                     [](SimApp* a, SimApp* b) { return a->rank() < b->rank(); });
+    for (SimApp* a : order) a->enable();
+    const double enabled_at = sg::Engine::get_clock();
+    // Run, losing applications when the settings say.
+    std::vector<Kill> kills = settings_.kills;
+    std::stable_sort(kills.begin(), kills.end(),
+                     [](const Kill& a, const Kill& b) { return a.at_s < b.at_s; });
+    for (const Kill& k : kills) {
+      const double wait = enabled_at + k.at_s - sg::Engine::get_clock();
+      if (wait > 0) sg::this_actor::sleep_for(wait);
+      for (auto& a : apps_) {
+        if (a->id() == k.app) a->kill();
+      }
+      summary_.lost.push_back(k.app + " killed at " + std::to_string(k.at_s) + " s");
+    }
+    const double left = enabled_at + settings_.duration_s - sg::Engine::get_clock();
+    if (left > 0) sg::this_actor::sleep_for(left);
+    summary_.duration_s = sg::Engine::get_clock() - enabled_at;
+    halt(order);
+  }
+
+ private:
+  [[nodiscard]] bool first_failure() {
+    for (auto& a : apps_) {
+      if (a->failed() && !a->killed()) {
+        if (!summary_.failure) summary_.failure = a->id() + ": " + a->failure();
+        return true;
+      }
+    }
+    return false;
+  }
+
+  // One rank at a time, highest first: every application of the rank stops producing, all of
+  // them drain (up to the halt timeout), then they release.
+  void halt(std::vector<SimApp*> order) {
+    std::stable_sort(order.begin(), order.end(),
+                     [](SimApp* a, SimApp* b) { return a->rank() > b->rank(); });
+    auto first = order.begin();
+    while (first != order.end()) {
+      const int rank = (*first)->rank();
+      const auto last =
+          std::find_if(first, order.end(), [rank](SimApp* a) { return a->rank() != rank; });
+      for (auto it = first; it != last; ++it) (*it)->begin_halt();
+      const double deadline = sg::Engine::get_clock() + settings_.halt_timeout_s;
+      while (!std::all_of(first, last, [](SimApp* a) { return a->drained(); })) {
+        if (sg::Engine::get_clock() >= deadline) {
+          for (auto it = first; it != last; ++it) {
+            if (!(*it)->drained()) {
+              (*it)->note("halt timed out draining after " +
+                          std::to_string(settings_.halt_timeout_s) + " s (simulated)");
+            }
+          }
+          break;
+        }
+        sg::this_actor::sleep_for(kDrainPollS);
+      }
+      for (auto it = first; it != last; ++it) (*it)->stop();
+      for (auto it = first; it != last; ++it) (*it)->join();
+      first = last;
+    }
+    (void)first_failure();
+  }
+
+  void stop_all() {
+    for (auto& a : apps_) a->stop();
+    for (auto& a : apps_) a->join();
+  }
+
+  std::vector<std::unique_ptr<SimApp>>& apps_;
+  const SimSettings& settings_;
+  control::RunSummary& summary_;
+};
+
+}  // namespace
+
+Result<nlohmann::json> simulate(const runtime::ClusterConfig& cluster,
+                                const runtime::AppRegistry& registry, const SimSettings& settings) {
+  if (sg::Engine::is_initialized()) {
+    return Error("one simulation per process: SimGrid's engine is running already");
+  }
+  if (!cluster.faults.empty()) {
+    return Error(cluster.file +
+                 ": the `faults` section is not simulated (the fault wrapper keeps real time); "
+                 "lose applications with --kill");
+  }
+  const auto wall0 = std::chrono::steady_clock::now();
+  std::vector<std::string> args{"daqflow-sim"};
+  for (const auto& c : settings.simgrid_config) args.push_back("--cfg=" + c);
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  int argc = static_cast<int>(argv.size());
+  sg::Engine engine(&argc, argv.data());
+  xbt_log_control_set("root.thresh:warning");
+
+  auto hosts = build_platform(settings.platform, cluster.contexts.size());
+  if (!hosts) return hosts.error();
+  auto placed = place_contexts(settings.platform, cluster, *hosts);
+  if (!placed) return placed.error();
+
+  const transport::AddressTable addresses = cluster.address_table();
+  transport::BackendOptions backends;
+  backends.run_tag = "sim";
+  backends.sim = settings.costs;
+  auto made = transport::make_transport("sim", addresses, backends);
+  if (!made) return made.error();
+  std::unique_ptr<transport::Transport> transport = std::move(*made);
+
+  SimClock clock;
+  std::vector<std::unique_ptr<SimApp>> apps;
+  for (const runtime::ApplicationConfig& a : cluster.applications) {
+    const runtime::AppType* type = registry.find(a.type);
+    if (type == nullptr) return Error("application '" + a.id + "': unknown type " + a.type);
+    std::size_t context = 0;
+    while (context < cluster.contexts.size() && cluster.contexts[context].name != a.context) {
+      ++context;
+    }
+    if (context == cluster.contexts.size()) {
+      return Error("application '" + a.id + "': no context " + a.context);
+    }
+    apps.push_back(std::make_unique<SimApp>(cluster, a, *type, *transport, clock, settings,
+                                            (*placed)[context]));
+  }
+
+  control::RunSummary summary;
+  summary.config = cluster.file;
+  summary.started_at = control::iso8601_utc(std::chrono::system_clock::now());
+  sg::Actor::create("control", (*hosts)[0], Control(apps, settings, summary));
+  engine.run();
+
+  const double wall_s =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count();
+  double cpu_s = 0;
+  for (const auto& a : apps) {
+    summary.applications.push_back(a->outcome());
+    cpu_s += a->cpu_s();
+  }
+  if (auto folded = control::fold_results(registry, summary.applications); folded) {
+    summary.results = std::move(*folded);
+  } else if (!summary.failure) {
+    summary.failure = folded.error().message();
+  }
+  nlohmann::json out = summary.to_json();
+  out["simulation"] = {
+      {"simulated_s", sg::Engine::get_clock()},
+      {"wall_s", wall_s},
+      {"hosts", hosts->size()},
+      {"actors", apps.size() + 1},
+      {"cpu_charged_s", cpu_s},
+      {"max_rss_kb", max_rss_kb()},
+      {"platform", describe(settings.platform, hosts->size())},
+      {"cpu", settings.cpu == CpuModel::measured ? "measured" : "fixed"},
+  };
+  return out;
+}
+
+}  // namespace daqflow::sim

@@ -1,0 +1,209 @@
+#pragma once
+// The sim transport: endpoints of applications that run inside a SimGrid simulation (`daqflow
+// sim`, src/sim/), each application's agent an actor on its simulated host, all of them in one
+// process and one thread, one at a time. A message travels as a SimGrid communication of its wire
+// size (payload and header) from the sender's host to the receiver's over the modelled network;
+// its buffers are handed over by reference, as inproc does, so nothing is copied.
+//
+// Flow control as on a real network: at most pipeline_depth messages per peer are posted and not
+// yet sent. The receiver keeps recv_buffers receives posted on its mailbox and posts one again
+// only when a message it took has been handed to the application, so a receiver that stops
+// polling stops its senders. Messages of one link travel at once and share its bandwidth, so a
+// short one may arrive before a long one posted earlier: the receiver hands them out in the order
+// they were posted, as a stream would.
+//
+// Connection: connect() sends a hello; the peer answers with its own the first time it hears
+// from us, so that either side may send. close() lets what was posted leave (up to its timeout,
+// in simulated time) and says bye; abort() sends a reset, as the kernel does for a crashed
+// process, and drops everything in flight. A receiver tells the sessions of a peer apart (an
+// application restarted in the same simulation) and drops what an earlier one left.
+//
+// A communication goes from the host of the actor that posts the send to the host of the actor
+// that posted the receive: an endpoint is created (its first receives posted) and used by actors
+// on its application's host.
+//
+// CPU: the simulated network moves bytes but does none of the work a real transport does on the
+// hosts' cores. What that costs per message and per byte (SimOptions, from `daqflow bench`) is
+// charged to the calling actor on its host, gathered and executed before the actor next waits.
+// A poll that finds nothing costs the time of a poll, so that a loop that only polls lets
+// simulated time pass, as a spinning thread lets real time pass.
+
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <simgrid/s4u/Comm.hpp>
+#include <simgrid/s4u/Host.hpp>
+#include <simgrid/s4u/Mailbox.hpp>
+#include <string>
+#include <vector>
+
+#include "daqflow/transport/fault.hpp"
+#include "daqflow/transport/sim.hpp"
+#include "daqflow/transport/transport.hpp"
+#include "transport/detail/event_queue.hpp"
+#include "transport/detail/message_checks.hpp"
+#include "transport/detail/stats_counters.hpp"
+
+namespace daqflow::transport::sim {
+
+// What travels: a message, or one of the transport's own signals.
+//
+// Ownership does not follow the communication: SimGrid hands the pointer over when the transfer
+// ends, and either side may learn of it first (or, for a transfer the receiver gave up, never).
+// A parcel is counted instead: the sender's reference, for as long as it reports on the send,
+// and the receiver's, until it has taken the parcel from a receive and handed it out. What no
+// receiver ever takes stays in the Network's list until the Network goes. When a link is gone
+// (closed, failed, its endpoint going away) the parcels still on it are abandoned: their
+// messages are dropped at once, so that the senders' buffers go back to their pools, and a
+// receive that takes one later drops it.
+struct Parcel {
+  enum class Kind : std::uint8_t { hello, data, bye, reset };
+  Kind kind = Kind::data;
+  AppIndex from = 0;
+  AppIndex to = 0;
+  std::uint64_t session = 0;   // the sending endpoint's, unique in the process
+  std::uint64_t order = 0;     // position on its link: hello 0, then data and bye from 1
+  std::uint64_t sequence = 0;  // data: the message's sequence number on its link (from 0)
+  std::uint32_t size = 0;      // payload bytes
+  Message message;
+  std::uint8_t refs = 0;
+  bool taken = false;      // a receive took it
+  bool abandoned = false;  // its link is gone: its message was dropped
+  Parcel* prev = nullptr;  // the Network's list
+  Parcel* next = nullptr;
+};
+
+// The state the endpoints of one Transport share: the mailbox of every application, which
+// indexes have a live endpoint, the CPU costs, and every parcel not yet freed. A message goes
+// from the host of the actor that posts it to the host of the actor that receives it.
+class Network {
+ public:
+  Network(const AddressTable& addresses, const SimOptions& options);
+  ~Network();
+  Network(const Network&) = delete;
+  Network& operator=(const Network&) = delete;
+
+  [[nodiscard]] Parcel* make_parcel(Parcel::Kind kind, AppIndex from, AppIndex to,
+                                    std::uint8_t refs);
+  // Drops one reference; the last frees the parcel.
+  void unref(Parcel* parcel);
+  // Abandons a parcel that has not been taken: its message is dropped.
+  static void abandon(Parcel& parcel);
+  // Abandons every parcel on its way to `to` that no receive has taken (its endpoint closes).
+  void abandon_to(AppIndex to);
+
+  const AddressTable& addresses;
+  const SimOptions options;
+  std::vector<simgrid::s4u::Mailbox*> mailboxes;  // by application index
+  std::vector<bool> live;                         // an endpoint exists for the index
+
+ private:
+  Parcel* head_ = nullptr;
+};
+
+class SimEndpoint final : public Endpoint, public FaultInjection {
+ public:
+  SimEndpoint(std::shared_ptr<Network> network, const EndpointOptions& options, std::string name);
+  ~SimEndpoint() override;
+  SimEndpoint(const SimEndpoint&) = delete;
+  SimEndpoint& operator=(const SimEndpoint&) = delete;
+
+  [[nodiscard]] AppIndex self() const override { return options_.self; }
+  Result<void> connect(AppIndex peer) override;
+  [[nodiscard]] bool connected(AppIndex peer) const override;
+  [[nodiscard]] SendStatus post_send(AppIndex peer, Message& message) override;
+  [[nodiscard]] std::size_t poll(std::span<Completion> out) override;
+  void wait(std::chrono::microseconds timeout) override;
+  [[nodiscard]] std::size_t in_flight(AppIndex peer) const override;
+  void close(std::chrono::milliseconds timeout) override;
+  [[nodiscard]] EndpointStats stats() const override { return stats_.snapshot(nullptr); }
+  [[nodiscard]] std::vector<PeerStats> peer_stats() const override {
+    return stats_.peer_snapshot();
+  }
+  void abort() override;
+
+ private:
+  // A parcel on its way out: its communication, and what send_done reports. A message posted
+  // in answer to a peer's hello waits (no communication yet) until our own hello has arrived,
+  // so that the peer hears from this session before it hears anything else.
+  struct Outgoing {
+    simgrid::s4u::CommPtr comm;  // none while held, or once done
+    Parcel* parcel = nullptr;    // our reference, until done
+    Parcel::Kind kind = Parcel::Kind::data;
+    std::uint64_t order = 0;
+    std::uint64_t sequence = 0;
+    std::uint64_t tag = 0;
+    std::uint32_t size = 0;
+    wire::MessageType type = wire::MessageType::data;
+    std::uint16_t flags = 0;
+    bool done = false;
+  };
+  struct Peer {
+    detail::PeerState state = detail::PeerState::idle;
+    bool counted = false;  // counted in peers_connected
+    bool ready = false;    // in ready_: has arrivals to hand out
+    // Sending: this session's link to the peer.
+    std::uint64_t next_order = 1;
+    std::uint64_t next_sequence = 0;
+    std::deque<Outgoing> out;  // in the order posted
+    std::uint32_t data_in_flight = 0;
+    // Receiving: the peer's session we listen to, and its parcels not yet handed out.
+    std::uint64_t in_session = 0;
+    std::uint64_t expected = 1;
+    std::vector<Parcel*> arrived;  // sorted by order
+  };
+
+  [[nodiscard]] bool on_actor() const;
+  void post(AppIndex peer, Parcel* parcel, Outgoing outgoing);
+  void start(AppIndex peer, Outgoing& outgoing);
+  void post_signal(AppIndex peer, Parcel::Kind kind);
+  void post_receives();
+  // Finds the communications that completed since the last call (puts and gets), without
+  // blocking; takes the arrivals into scratch_.
+  void progress();
+  void take_arrivals(detail::Emitter& emit);
+  void accept(Parcel* parcel, detail::Emitter& emit);
+  void hand_out(detail::Emitter& emit);
+  void report_sends(detail::Emitter& emit);
+  void open_peer(AppIndex index, Peer& peer);
+  // The link is gone: what was in flight to the peer is dropped and its arrivals with it.
+  void end_peer(AppIndex index, detail::PeerState state, detail::Emitter* emit,
+                std::string_view reason);
+  void drop_outgoing(Peer& peer);
+  void drop_arrived(Peer& peer);
+  // A parcel taken from a receive is done with: its receive may be posted again.
+  void release(Parcel* parcel);
+  [[nodiscard]] bool has_work() const;
+  void charge_cpu();
+  void shut(bool orderly, std::chrono::milliseconds timeout);
+
+  std::shared_ptr<Network> network_;
+  EndpointOptions options_;
+  std::string name_;
+  simgrid::s4u::Mailbox* mailbox_;
+  std::uint64_t session_;
+  std::vector<Peer> peers_;
+  // Posted receives: the communication and the slot its parcel lands in, in matching lists.
+  std::vector<simgrid::s4u::CommPtr> gets_;
+  std::vector<std::uint32_t> get_slots_;
+  std::unique_ptr<Parcel*[]> slots_;
+  std::vector<std::uint32_t> free_slots_;
+  std::uint32_t credits_ = 0;  // receives that may be posted (parcels handed out or dropped)
+  // Sends in flight, for test_any(): the communication and its peer, in matching lists.
+  std::vector<simgrid::s4u::CommPtr> puts_;
+  std::vector<AppIndex> put_peers_;
+  std::vector<Parcel*> scratch_;                    // arrivals of one progress()
+  std::vector<AppIndex> ready_;                     // peers with arrivals to hand out
+  std::vector<AppIndex> sending_;                   // peers with completed sends to report
+  std::vector<simgrid::s4u::ActivityPtr> waiting_;  // wait()'s list, kept for its capacity
+  detail::EventQueue events_;
+  detail::StatsCounters stats_;
+  double cpu_ns_ = 0;  // CPU time owed to the host
+  // This thread's CPU time spent in simulator calls, while other actors ran (simulator_cpu_ns).
+  std::int64_t simulator_ns_ = 0;
+  bool closed_ = false;
+
+  friend std::int64_t simulator_cpu_ns(const Endpoint& endpoint);
+};
+
+}  // namespace daqflow::transport::sim
