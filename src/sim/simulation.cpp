@@ -99,7 +99,7 @@ class SimApp final : public runtime::AppContext {
   }
   // Control actor: the transitions.
   void enable() {
-    if (failed() || !configured_) return;
+    if (failed() || !configured_ || killed_) return;
     if (auto r = app_->enable(); !r) {
       note("enable: " + r.error().message());
       return;
@@ -134,6 +134,10 @@ class SimApp final : public runtime::AppContext {
     if (endpoint_) {
       if (auto* fault = transport::fault_injection(*endpoint_)) fault->abort();
     }
+    // Its memory goes with it, as a crashed process's does: what it held of its peers' buffers
+    // (messages handed over by reference) goes back to their pools now.
+    metrics_.clear_probes();
+    app_.reset();
     phase_ = Phase::done;
   }
   void note(const std::string& reason) {
@@ -372,6 +376,10 @@ Result<nlohmann::json> simulate(const runtime::ClusterConfig& cluster,
   }
   const auto wall0 = std::chrono::steady_clock::now();
   std::vector<std::string> args{"daqflow-sim"};
+#if defined(__SANITIZE_ADDRESS__)
+  // AddressSanitizer follows threads, not SimGrid's own stack switching: an actor per thread.
+  args.emplace_back("--cfg=contexts/factory:thread");
+#endif
   for (const auto& c : settings.simgrid_config) args.push_back("--cfg=" + c);
   std::vector<char*> argv;
   for (auto& a : args) argv.push_back(a.data());

@@ -7,6 +7,8 @@
 #include <xbt/log.h>
 
 #include <simgrid/s4u.hpp>
+#include <string>
+#include <vector>
 
 #include "harness.hpp"
 
@@ -43,12 +45,15 @@ void Concurrent::join() {
 int main(int argc, char** argv) {
   namespace sg = simgrid::s4u;
   ::testing::InitGoogleTest(&argc, argv);
-  sg::Engine engine(&argc, argv);
-  xbt_log_control_set("root.thresh:warning");
+  std::vector<char*> args(argv, argv + argc);
 #if defined(__SANITIZE_ADDRESS__)
   // AddressSanitizer follows threads, not SimGrid's own stack switching: an actor per thread.
-  sg::Engine::set_config("contexts/factory:thread");
+  std::string factory = "--cfg=contexts/factory:thread";
+  args.push_back(factory.data());
 #endif
+  int count = static_cast<int>(args.size());
+  sg::Engine engine(&count, args.data());
+  xbt_log_control_set("root.thresh:warning");
   // One host: 1e9 flop/s per core (a flop is a nanosecond of the CPU time the transport
   // charges), its loopback 10 GB/s with 1 us of latency.
   auto* zone = sg::create_full_zone("conformance");
