@@ -39,3 +39,8 @@ if(DAQFLOW_REQUIRE_ALL_TRANSPORTS AND NOT DAQFLOW_FUZZ)
     endif()
   endforeach()
 endif()
+if(DAQFLOW_TSAN)
+  # SimGrid switches between its actors' stacks itself, which ThreadSanitizer cannot follow, and
+  # its headers use fences that TSan refuses: the TSan tree leaves the simulator out.
+  set(SIMGRID_FOUND FALSE)
+endif()
