@@ -2,7 +2,6 @@
 
 #include <spdlog/spdlog.h>
 #include <sys/resource.h>
-#include <time.h>
 #include <xbt/log.h>
 
 #include <algorithm>
@@ -30,12 +29,6 @@ constexpr double kChargeEveryNs = 20'000;
 constexpr auto kIdleWait = std::chrono::milliseconds(10);
 // How often the control actor looks whether applications have drained.
 constexpr double kDrainPollS = 1e-3;
-
-std::int64_t thread_cpu_ns() {
-  timespec ts{};
-  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-  return std::int64_t{ts.tv_sec} * 1'000'000'000 + ts.tv_nsec;
-}
 
 // The applications' clock: the simulation's.
 class SimClock final : public core::Clock {
@@ -213,7 +206,7 @@ class SimApp final : public runtime::AppContext {
   // the simulator (other actors ran then), or the fixed cost.
   int round() {
     const std::int64_t inside0 = endpoint_ ? transport::sim::simulator_cpu_ns(*endpoint_) : 0;
-    const std::int64_t t0 = thread_cpu_ns();
+    const std::int64_t t0 = transport::sim::thread_cpu_ns();
     int work = 0;
     if (!failed()) {
       try {
@@ -222,7 +215,7 @@ class SimApp final : public runtime::AppContext {
         note(std::string("do_work threw: ") + e.what());
       }
     }
-    const std::int64_t t1 = thread_cpu_ns();
+    const std::int64_t t1 = transport::sim::thread_cpu_ns();
     const std::int64_t inside1 = endpoint_ ? transport::sim::simulator_cpu_ns(*endpoint_) : 0;
     if (settings_.cpu == CpuModel::measured) {
       const auto own = std::max<std::int64_t>(0, (t1 - t0) - (inside1 - inside0));

@@ -74,12 +74,6 @@ void settle(const sg::CommPtr& comm) {
   }
 }
 
-std::int64_t thread_cpu_ns() {
-  timespec ts{};
-  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-  return std::int64_t{ts.tv_sec} * 1'000'000'000 + ts.tv_nsec;
-}
-
 // Counts the CPU time of a stretch of simulator calls: other actors run inside them.
 class InSimulator {
  public:
@@ -657,6 +651,12 @@ void Network::abandon_to(AppIndex to) {
   for (Parcel* p = head_; p != nullptr; p = p->next) {
     if (p->to == to && p->kind != Parcel::Kind::hello) abandon(*p);
   }
+}
+
+std::int64_t thread_cpu_ns() {
+  timespec ts{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return std::int64_t{ts.tv_sec} * 1'000'000'000 + ts.tv_nsec;
 }
 
 std::int64_t simulator_cpu_ns(const Endpoint& endpoint) {
