@@ -192,19 +192,28 @@ std::string evb_yaml(const ClusterSettings& cluster, const EvbShape& s) {
   std::string y =
       header(cluster, fmt::format("event builder {}x{}{}", s.rus, s.bus, s.rubu ? " (RUBU)" : ""));
   const int bus = s.rubu ? s.rus : s.bus;
-  const std::string frag = fragment_size(s.fragment_mean);
-  const std::string evm = fmt::format(
-      "type: evm, id: evm0, rus: {}, bus: {}, feds: {}, fragment_size: {}",
-      s.rus > 1 ? id_list("ru", 1, s.rus - 1) : "[]", id_list("bu", 0, bus), s.feds_per_ru, frag);
+  std::string readout = "fragment_size: " + fragment_size(s.fragment_mean);
+  // The emulators number their FEDs from 100 per RU position: past 40 RUs the 12-bit source
+  // ids run out, so large builders number them densely.
+  const bool dense_feds = s.rus * 100 > 4000;
+  if (s.chunk_size > 0) readout += fmt::format(", chunk_size: {}", s.chunk_size);
+  if (s.chunks > 0) readout += fmt::format(", chunks: {}", s.chunks);
+  std::string evm = fmt::format("type: evm, id: evm0, rus: {}, bus: {}, feds: {}, {}",
+                                s.rus > 1 ? id_list("ru", 1, s.rus - 1) : "[]",
+                                id_list("bu", 0, bus), s.feds_per_ru, readout);
+  if (dense_feds) evm += ", first_fed_id: 0";
+  if (s.trigger_rate_hz > 0) evm += fmt::format(", trigger_rate_hz: {}", s.trigger_rate_hz);
   const auto ru = [&](int i) {
-    return fmt::format("type: ru, id: ru{}, evm: evm0, feds: {}, fragment_size: {}", i,
-                       s.feds_per_ru, frag);
+    std::string app =
+        fmt::format("type: ru, id: ru{}, evm: evm0, feds: {}, {}", i, s.feds_per_ru, readout);
+    if (dense_feds) app += fmt::format(", first_fed_id: {}", i * s.feds_per_ru);
+    return app;
   };
   const auto bu = [&](int i) {
     return fmt::format(
-        "type: bu, id: bu{}, evm: evm0, events_per_request: {}, output: {{kind: "
-        "discard}}",
-        i, s.events_per_request);
+        "type: bu, id: bu{}, evm: evm0, events_per_request: {}, blocks_in_flight: {}, output: "
+        "{{kind: discard}}",
+        i, s.events_per_request, s.blocks_in_flight);
   };
   int k = 0;
   int app = 0;

@@ -28,6 +28,10 @@ struct SimOptions {
   int feds = 8;
   std::uint64_t fragment = 2048;
   std::uint32_t events_per_request = 32;
+  std::uint32_t blocks_in_flight = 4;
+  double trigger_rate = 0;
+  std::uint64_t chunk_size = 0;
+  std::uint32_t chunks = 0;
   std::string platform = "star";
   std::size_t hosts = 0;
   double link_gbps = 100;
@@ -55,6 +59,10 @@ Result<runtime::ClusterConfig> load(const SimOptions& o) {
   shape.feds_per_ru = o.feds;
   shape.fragment_mean = o.fragment;
   shape.events_per_request = o.events_per_request;
+  shape.blocks_in_flight = o.blocks_in_flight;
+  shape.trigger_rate_hz = o.trigger_rate;
+  shape.chunk_size = o.chunk_size;
+  shape.chunks = o.chunks;
   if (shape.rus < 1 || shape.bus < 1) {
     return Error("give a configuration file, or --rus and --bus (or --rubu) for an event builder");
   }
@@ -151,6 +159,15 @@ void add_sim(CLI::App& app) {
   cmd->add_option("--fragment", o->fragment, "Generated: mean FED fragment size in bytes")
       ->capture_default_str();
   cmd->add_option("--events-per-request", o->events_per_request, "Generated: events per block")
+      ->capture_default_str();
+  cmd->add_option("--blocks-in-flight", o->blocks_in_flight, "Generated: blocks per BU at once")
+      ->capture_default_str();
+  cmd->add_option("--trigger-rate", o->trigger_rate, "Generated: trigger rate limit, Hz (0: none)")
+      ->capture_default_str();
+  cmd->add_option("--chunk-size", o->chunk_size,
+                  "Generated: bytes per chunk of each RU's readout memory (0: default)")
+      ->capture_default_str();
+  cmd->add_option("--chunks", o->chunks, "Generated: chunks of readout memory (0: default)")
       ->capture_default_str();
   cmd->add_option("--platform", o->platform,
                   "star (generated: each host on its own link to one switch) or a SimGrid "

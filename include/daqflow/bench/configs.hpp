@@ -77,6 +77,11 @@ struct EvbShape {
   int feds_per_ru = 8;
   std::uint64_t fragment_mean = 2048;
   std::uint32_t events_per_request = 32;
+  std::uint32_t blocks_in_flight = 4;  // per BU
+  double trigger_rate_hz = 0;          // the EVM's limit; 0: as fast as the builder goes
+  // The readout memory of every RU (and the EVM); 0: the applications' defaults.
+  std::uint64_t chunk_size = 0;
+  std::uint32_t chunks = 0;
 };
 [[nodiscard]] int evb_contexts(const EvbShape& shape);
 // The largest fragment the emulator draws for a mean, and the message size a block needs.

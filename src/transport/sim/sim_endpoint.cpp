@@ -3,10 +3,15 @@
 #include <time.h>
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <simgrid/Exception.hpp>
+#include <simgrid/kernel/resource/Action.hpp>
 #include <simgrid/s4u/Actor.hpp>
 #include <simgrid/s4u/Engine.hpp>
+#include <simgrid/s4u/Link.hpp>
+#include <simgrid/s4u/Semaphore.hpp>
+#include <unordered_map>
 
 #include "transport/detail/endpoint_common.hpp"
 #include "transport/factories.hpp"
@@ -87,6 +92,55 @@ class InSimulator {
   std::int64_t start_;
 };
 
+// Which endpoints a communication concerns (its sender's and its receiver's): the network model
+// says when its transfer ends or fails, inside the simulator between the actors' turns, and the
+// endpoints look at their communications only then. A poll with nothing new asks the simulator
+// nothing (asking costs a simulator call per list, each as long as the list).
+class Watches {
+ public:
+  void add(const sg::CommPtr& comm, SimEndpoint* endpoint) {
+    connect_once();
+    auto& pair = map_[comm->get_impl()];
+    (pair[0] == nullptr ? pair[0] : pair[1]) = endpoint;
+  }
+  void remove(const sg::CommPtr& comm, const SimEndpoint* endpoint) {
+    const auto it = map_.find(comm->get_impl());
+    if (it == map_.end()) return;
+    for (SimEndpoint*& e : it->second) {
+      if (e == endpoint) e = nullptr;
+    }
+    if (it->second[0] == nullptr && it->second[1] == nullptr) map_.erase(it);
+  }
+
+  // Something that is not a transfer's end may have changed communications: an endpoint went
+  // away (its receives cancelled, its peers' transfers failed). Every endpoint looks once.
+  void upheaval() { ++upheavals_; }
+  [[nodiscard]] std::uint64_t upheavals() const { return upheavals_; }
+
+ private:
+  void connect_once() {
+    if (connected_) return;
+    connected_ = true;
+    sg::Link::on_communication_state_change_cb(
+        [this](simgrid::kernel::resource::NetworkAction& action,
+               simgrid::kernel::resource::Action::State /*previous*/) {
+          // NetworkAction is an Action (its only base), declared but not defined by SimGrid's
+          // public headers: the same object.
+          const auto& base = reinterpret_cast<const simgrid::kernel::resource::Action&>(action);
+          const auto it = map_.find(base.get_activity());
+          if (it == map_.end()) return;
+          for (SimEndpoint* e : it->second) {
+            if (e != nullptr) e->stir();
+          }
+        });
+  }
+
+  std::unordered_map<const void*, std::array<SimEndpoint*, 2>> map_;
+  std::uint64_t upheavals_ = 0;
+  bool connected_ = false;
+};
+Watches g_watches;  // one simulation per process, its actors one at a time
+
 template <typename T>
 void swap_remove(std::vector<T>& v, std::size_t i) {
   if (i + 1 != v.size()) v[i] = std::move(v.back());
@@ -132,7 +186,8 @@ SimEndpoint::SimEndpoint(std::shared_ptr<Network> network, const EndpointOptions
       peers_(network_->addresses.size()),
       slots_(std::make_unique<Parcel*[]>(options.recv_buffers)),
       credits_(options.recv_buffers),
-      events_(2 * network_->addresses.size() + 16) {
+      events_(2 * network_->addresses.size() + 16),
+      wakeup_(sg::Semaphore::create(0)) {
   stats_.set_peer_count(network_->addresses.size());
   for (std::uint32_t i = 0; i < options.recv_buffers; ++i) {
     slots_[i] = nullptr;
@@ -208,6 +263,7 @@ void SimEndpoint::start(AppIndex peer, Outgoing& outgoing) {
   const InSimulator in(simulator_ns_);
   outgoing.comm = network_->mailboxes[peer]->put_async(
       outgoing.parcel, std::uint64_t{outgoing.parcel->size} + network_->options.overhead_bytes);
+  g_watches.add(outgoing.comm, this);
   puts_.push_back(outgoing.comm);
   put_peers_.push_back(peer);
 }
@@ -238,12 +294,16 @@ void SimEndpoint::post_receives() {
     const std::uint32_t slot = free_slots_.back();
     free_slots_.pop_back();
     gets_.push_back(mailbox_->get_async<Parcel>(&slots_[slot]));
+    g_watches.add(gets_.back(), this);
     get_slots_.push_back(slot);
     --credits_;
   }
 }
 
 void SimEndpoint::progress() {
+  if (!stirred_ && upheavals_seen_ == g_watches.upheavals()) return;
+  stirred_ = false;
+  upheavals_seen_ = g_watches.upheavals();
   const InSimulator in(simulator_ns_);
   for (;;) {
     const std::ptrdiff_t ended = test_any(puts_, waiting_);
@@ -251,6 +311,7 @@ void SimEndpoint::progress() {
     const auto k = static_cast<std::size_t>(ended);
     const AppIndex index = put_peers_[k];
     const sg::CommPtr comm = puts_[k];
+    g_watches.remove(comm, this);
     swap_remove(puts_, k);
     swap_remove(put_peers_, k);
     Peer& p = peers_[index];
@@ -280,6 +341,7 @@ void SimEndpoint::progress() {
     if (ended < 0) break;
     const auto k = static_cast<std::size_t>(ended);
     const std::uint32_t slot = get_slots_[k];
+    g_watches.remove(gets_[k], this);
     swap_remove(gets_, k);
     swap_remove(get_slots_, k);
     if (slots_[slot] != nullptr) {
@@ -455,6 +517,7 @@ void SimEndpoint::drop_outgoing(Peer& peer) {
       swap_remove(puts_, k);
       swap_remove(put_peers_, k);
     }
+    if (o.comm) g_watches.remove(o.comm, this);
     if (o.comm && on_actor()) settle(o.comm);
     Network::abandon(*o.parcel);
     network_->unref(o.parcel);
@@ -524,20 +587,20 @@ void SimEndpoint::wait(std::chrono::microseconds timeout) {
   }
   if (has_work()) return;
   post_receives();
-  waiting_.clear();
-  waiting_.insert(waiting_.end(), gets_.begin(), gets_.end());
-  waiting_.insert(waiting_.end(), puts_.begin(), puts_.end());
+  if (stirred_) return;  // something ended while we looked: the next poll() finds it
+  // Asleep until one of our communications ends (stir() wakes us) or the timeout.
   const InSimulator in(simulator_ns_);
-  if (waiting_.empty()) {
-    sg::this_actor::sleep_for(seconds);
-    return;
-  }
-  forget_observer();
-  try {
-    (void)sg::Activity::wait_any_for(waiting_, seconds);
-  } catch (const simgrid::Exception&) {
-    // A communication failed: the next poll() finds which.
-  }
+  sleeping_ = true;
+  (void)wakeup_->acquire_timeout(seconds);
+  sleeping_ = false;
+}
+
+void SimEndpoint::stir() {
+  stirred_ = true;
+  if (!sleeping_) return;
+  // From the simulator, between the actors' turns: the semaphore wakes the actor in the next.
+  sleeping_ = false;
+  wakeup_->release();
 }
 
 std::size_t SimEndpoint::in_flight(AppIndex peer) const {
@@ -589,6 +652,7 @@ void SimEndpoint::shut(bool orderly, std::chrono::milliseconds timeout) {
   for (Parcel* parcel : scratch_) network_->unref(parcel);
   scratch_.clear();
   for (std::size_t k = 0; k < gets_.size(); ++k) {
+    g_watches.remove(gets_[k], this);
     Parcel*& slot = slots_[get_slots_[k]];
     if (actor) {
       try {
@@ -607,6 +671,7 @@ void SimEndpoint::shut(bool orderly, std::chrono::milliseconds timeout) {
   events_.clear();
   network_->live[options_.self] = false;
   closed_ = true;
+  g_watches.upheaval();
 }
 
 Network::Network(const AddressTable& table, const SimOptions& costs)

@@ -34,6 +34,7 @@
 #include <simgrid/s4u/Comm.hpp>
 #include <simgrid/s4u/Host.hpp>
 #include <simgrid/s4u/Mailbox.hpp>
+#include <simgrid/s4u/Semaphore.hpp>
 #include <string>
 #include <vector>
 
@@ -122,6 +123,10 @@ class SimEndpoint final : public Endpoint, public FaultInjection {
   }
   void abort() override;
 
+  // The simulator ended (or failed) one of this endpoint's communications: poll() looks, and
+  // wait() returns.
+  void stir();
+
  private:
   // A parcel on its way out: its communication, and what send_done reports. A message posted
   // in answer to a peer's hello waits (no communication yet) until our own hello has arrived,
@@ -195,13 +200,19 @@ class SimEndpoint final : public Endpoint, public FaultInjection {
   std::vector<Parcel*> scratch_;                    // arrivals of one progress()
   std::vector<AppIndex> ready_;                     // peers with arrivals to hand out
   std::vector<AppIndex> sending_;                   // peers with completed sends to report
-  std::vector<simgrid::s4u::ActivityPtr> waiting_;  // wait()'s list, kept for its capacity
+  std::vector<simgrid::s4u::ActivityPtr> waiting_;  // test_any()'s list, kept for its capacity
   detail::EventQueue events_;
   detail::StatsCounters stats_;
   double cpu_ns_ = 0;  // CPU time owed to the host
   // This thread's CPU time spent in simulator calls, while other actors ran (simulator_cpu_ns).
   std::int64_t simulator_ns_ = 0;
   bool closed_ = false;
+  // Whether a communication may have ended since progress() last looked (stir(), or an
+  // endpoint going away somewhere).
+  bool stirred_ = true;
+  std::uint64_t upheavals_seen_ = 0;
+  simgrid::s4u::SemaphorePtr wakeup_;  // wait()'s sleep
+  bool sleeping_ = false;
 
   friend std::int64_t simulator_cpu_ns(const Endpoint& endpoint);
 };
