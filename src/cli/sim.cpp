@@ -37,6 +37,9 @@ struct SimOptions {
   double link_gbps = 100;
   double latency_us = 1;
   int cores = 16;
+  std::size_t leaf_hosts = 16;
+  std::size_t spines = 4;
+  double oversubscription = 1;
   double duration = 1;
   std::string cpu = "measured";
   double cpu_scale = 1;
@@ -78,6 +81,8 @@ Result<sim::SimSettings> settings(const SimOptions& o) {
   sim::SimSettings s;
   if (o.platform == "star") {
     s.platform.kind = sim::PlatformSpec::Kind::star;
+  } else if (o.platform == "fat-tree") {
+    s.platform.kind = sim::PlatformSpec::Kind::fat_tree;
   } else {
     s.platform.kind = sim::PlatformSpec::Kind::file;
     s.platform.file = o.platform;
@@ -86,6 +91,9 @@ Result<sim::SimSettings> settings(const SimOptions& o) {
   s.platform.link_bytes_s = o.link_gbps * 1e9 / 8;
   s.platform.link_latency_s = o.latency_us * 1e-6;
   s.platform.cores = o.cores;
+  s.platform.leaf_hosts = o.leaf_hosts;
+  s.platform.spines = o.spines;
+  s.platform.oversubscription = o.oversubscription;
   s.duration_s = o.duration;
   if (o.cpu == "measured") {
     s.cpu = sim::CpuModel::measured;
@@ -170,8 +178,9 @@ void add_sim(CLI::App& app) {
   cmd->add_option("--chunks", o->chunks, "Generated: chunks of readout memory (0: default)")
       ->capture_default_str();
   cmd->add_option("--platform", o->platform,
-                  "star (generated: each host on its own link to one switch) or a SimGrid "
-                  "platform file whose host names are the contexts' hosts")
+                  "star (generated: each host on its own link to one switch), fat-tree "
+                  "(generated: leaf and spine switches) or a SimGrid platform file whose host "
+                  "names are the contexts' hosts")
       ->capture_default_str();
   cmd->add_option("--hosts", o->hosts, "Generated platform: hosts (0: one per context)")
       ->capture_default_str();
@@ -180,6 +189,12 @@ void add_sim(CLI::App& app) {
   cmd->add_option("--latency-us", o->latency_us, "Generated platform: link latency, us")
       ->capture_default_str();
   cmd->add_option("--cores", o->cores, "Generated platform: cores per host")->capture_default_str();
+  cmd->add_option("--leaf-hosts", o->leaf_hosts, "fat-tree: hosts per leaf switch")
+      ->capture_default_str();
+  cmd->add_option("--spines", o->spines, "fat-tree: spine switches")->capture_default_str();
+  cmd->add_option("--oversubscription", o->oversubscription,
+                  "fat-tree: a leaf's host links over its uplinks (1: non-blocking)")
+      ->capture_default_str();
   cmd->add_option("--duration", o->duration, "Simulated seconds between enable and halt")
       ->capture_default_str();
   cmd->add_option("--cpu", o->cpu,

@@ -30,8 +30,9 @@ namespace daqflow::sim {
 // The simulated machines and network.
 struct PlatformSpec {
   enum class Kind : std::uint8_t {
-    star,  // every host on its own link (up and down) to one non-blocking switch
-    file,  // a SimGrid platform file: contexts run on the hosts named like their `host`
+    star,      // every host on its own link (up and down) to one non-blocking switch
+    fat_tree,  // two levels (leaf and spine switches), links all alike, routes static
+    file,      // a SimGrid platform file: contexts run on the hosts named like their `host`
   };
   Kind kind = Kind::star;
   std::string file;
@@ -42,6 +43,12 @@ struct PlatformSpec {
   double core_flops = 1e9;         // per core; the simulator's unit: 1 flop = 1 ns of CPU
   double loopback_bytes_s = 20e9;  // between applications of one host
   double loopback_latency_s = 1e-7;
+  // fat_tree: hosts per leaf switch, spine switches, and the leaves' oversubscription (host
+  // links over uplinks, at least 1: uplinks are links like the hosts', so a leaf has
+  // leaf_hosts / oversubscription of them, spread over the spines, rounded up).
+  std::size_t leaf_hosts = 16;
+  std::size_t spines = 4;
+  double oversubscription = 1;
 };
 
 // How the CPU time of the applications is charged.

@@ -19,12 +19,13 @@ struct Cluster {
   runtime::ClusterConfig config;
 };
 
-Cluster evb(int rus, int bus) {
+Cluster evb(int rus, int bus, bool rubu = false) {
   Cluster run;
   apps::register_builtin_apps(run.registry);
   bench::EvbShape shape;
   shape.rus = rus;
   shape.bus = bus;
+  shape.rubu = rubu;
   shape.feds_per_ru = 2;
   shape.events_per_request = 8;
   bench::ClusterSettings cluster;
@@ -106,6 +107,33 @@ TEST(Simulation, ALostBuildUnitsBlocksAreBuiltByTheOthers) {
   EXPECT_GT(survivors, 0u);
   EXPECT_LE(survivors, triggered);
   EXPECT_EQ((*summary)["applications"]["bu2"]["state"], "Lost");
+}
+
+TEST(Simulation, AnOversubscribedFatTreeLimitsWhatCrossesTheSpine) {
+  // RUBU of 8 nodes on two leaves of 4 hosts with one uplink each (oversubscription 4): half of
+  // every event comes from the other leaf, through the uplinks, so at most 2 x 1.25 GB/s of it.
+  Cluster run = evb(8, 8, true);
+  SimSettings s = small_platform();
+  s.platform.kind = PlatformSpec::Kind::fat_tree;
+  s.platform.leaf_hosts = 4;
+  s.platform.spines = 1;
+  s.platform.oversubscription = 4;
+  s.duration_s = 0.05;
+  auto summary = simulate(run.config, run.registry, s);
+  ASSERT_TRUE(summary) << summary.error().message();
+  EXPECT_EQ((*summary)["status"], "ok") << summary->dump(2);
+  const nlohmann::json& sim = (*summary)["simulation"];
+  EXPECT_NE(sim["platform"].get<std::string>().find("2 leaves of 4 hosts, 1 spines, 1 uplinks"),
+            std::string::npos)
+      << sim["platform"];
+  const nlohmann::json& r = (*summary)["results"];
+  EXPECT_EQ(count(r, "events_built"), count(r, "events_triggered"));
+  const double bytes_s = r["throughput_mb_s"].get<double>() * 1e6;
+  const double bound = 2 * 2 * 1.25e9;  // what crosses, twice over: half of every event
+  EXPECT_LE(bytes_s, bound * 1.02) << "more crossed the spine than its uplinks carry";
+  // On a star the hosts' own links would allow 8 x 1.25 / (7/8) = 11.4 GB/s: the spine is
+  // what limits here.
+  EXPECT_GT(bytes_s, bound * 0.5);
 }
 
 }  // namespace
