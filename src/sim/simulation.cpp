@@ -418,9 +418,11 @@ Result<nlohmann::json> simulate(const runtime::ClusterConfig& cluster,
   const double wall_s =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count();
   double cpu_s = 0;
+  nlohmann::json cpu_by_app = nlohmann::json::object();
   for (const auto& a : apps) {
     summary.applications.push_back(a->outcome());
     cpu_s += a->cpu_s();
+    cpu_by_app[a->id()] = a->cpu_s();
   }
   if (auto folded = control::fold_results(registry, summary.applications); folded) {
     summary.results = std::move(*folded);
@@ -428,13 +430,18 @@ Result<nlohmann::json> simulate(const runtime::ClusterConfig& cluster,
     summary.failure = folded.error().message();
   }
   nlohmann::json out = summary.to_json();
+  const long rss_kb = max_rss_kb();
+  const auto built = out["results"].value("events_built", std::uint64_t{0});
   out["simulation"] = {
       {"simulated_s", sg::Engine::get_clock()},
       {"wall_s", wall_s},
       {"hosts", hosts->size()},
       {"actors", apps.size() + 1},
       {"cpu_charged_s", cpu_s},
-      {"max_rss_kb", max_rss_kb()},
+      {"cpu_s", cpu_by_app},
+      {"max_rss_kb", rss_kb},
+      {"rss_per_host_kb", static_cast<double>(rss_kb) / static_cast<double>(hosts->size())},
+      {"events_per_wall_s", wall_s > 0 ? static_cast<double>(built) / wall_s : 0.0},
       {"platform", describe(settings.platform, hosts->size())},
       {"cpu", settings.cpu == CpuModel::measured ? "measured" : "fixed"},
   };

@@ -180,6 +180,7 @@ BuildResult BlockBuilder::build(int index, OutputBatch& batch) {
   Slot& s = slots_[static_cast<std::size_t>(index)];
   BuildResult r;
   r.block_id = s.id;
+  r.first_ns = s.first_ns;
   batch.clear();
   batch.block_id = s.id;
   const std::size_t nru = s.parts.size();

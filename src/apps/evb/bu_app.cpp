@@ -157,6 +157,7 @@ Result<void> BuilderUnit::configure(runtime::AppContext& ctx) {
   drained_.store(false);
   first_build_ns_.store(0);
   last_build_ns_.store(0);
+  assembly_.clear();
   return ok();
 }
 
@@ -303,6 +304,7 @@ int BuilderUnit::build(std::int64_t now) {
     if (first_build_ns_.load(std::memory_order_relaxed) == 0)
       first_build_ns_.store(now, std::memory_order_relaxed);
     last_build_ns_.store(now, std::memory_order_relaxed);
+    assembly_.add(now - r.first_ns);
     ++n;
     if (r.incomplete > 0 && (fail_on_incomplete_ || !warned_incomplete_)) {
       const auto missing = static_cast<std::size_t>(r.missing_ru);
@@ -692,6 +694,11 @@ nlohmann::json BuilderUnit::results() const {
       {"seconds", seconds},
       {"event_rate_hz", seconds > 0 ? static_cast<double>(built + incomplete) / seconds : 0.0},
       {"throughput_mb_s", seconds > 0 ? static_cast<double>(bytes) / 1e6 / seconds : 0.0},
+      {"assembly_us",
+       {{"p50", assembly_.percentile_us(0.5)},
+        {"p90", assembly_.percentile_us(0.9)},
+        {"p99", assembly_.percentile_us(0.99)},
+        {"count", assembly_.count()}}},
   };
 }
 

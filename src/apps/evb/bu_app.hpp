@@ -34,6 +34,7 @@
 #include "apps/app_support.hpp"
 #include "daqflow/apps/evb/builder.hpp"
 #include "daqflow/apps/evb/output.hpp"
+#include "daqflow/core/latency_histogram.hpp"
 #include "daqflow/runtime/application.hpp"
 #include "evb_config.hpp"
 #include "fanout.hpp"
@@ -168,6 +169,9 @@ class BuilderUnit final : public runtime::Application {
 
   // Shared with other threads.
   std::atomic<bool> drained_{false};
+  // A block's assembly: its first part's arrival to its build (the last part's arrival, or the
+  // timeout), the time the network and the slowest RU add to every event.
+  core::LatencyHistogram assembly_;
   std::atomic<std::int64_t> first_build_ns_{0};
   std::atomic<std::int64_t> last_build_ns_{0};
 };

@@ -32,25 +32,11 @@
 #include "daqflow/apps/evb/output.hpp"
 #include "daqflow/apps/farm/dispatcher.hpp"
 #include "daqflow/apps/sampler.hpp"
+#include "daqflow/core/latency_histogram.hpp"
 #include "daqflow/core/random.hpp"
 #include "daqflow/runtime/application.hpp"
 
 namespace daqflow::apps::farm {
-
-// Event latency, dispatch queue included: admitted to decided. Buckets of a quarter octave from
-// 1 us; one writer, any reader.
-class LatencyHistogram {
- public:
-  static constexpr std::size_t kBuckets = 128;
-  void clear();
-  void add(std::int64_t ns);
-  // The value below which this fraction of the samples fall (upper edge of its bucket), us.
-  [[nodiscard]] double percentile_us(double fraction) const;
-  [[nodiscard]] std::uint64_t count() const;
-
- private:
-  std::array<std::atomic<std::uint64_t>, kBuckets> buckets_{};
-};
 
 class SubFarmController final : public runtime::Application {
  public:
@@ -173,7 +159,7 @@ class SubFarmController final : public runtime::Application {
 
   // Shared with other threads.
   std::unique_ptr<std::atomic<std::uint64_t>[]> decided_by_;  // per worker position
-  LatencyHistogram latency_;
+  core::LatencyHistogram latency_;  // event latency, dispatch queue included: admitted to decided
   std::atomic<bool> drained_{false};
   std::atomic<std::int64_t> enabled_ns_{0};
   mutable std::mutex lost_mutex_;

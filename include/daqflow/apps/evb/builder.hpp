@@ -66,7 +66,8 @@ struct BuildResult {
   std::uint32_t incomplete = 0;  // events missing a part
   std::uint32_t corrupted = 0;
   std::uint64_t bytes = 0;
-  int missing_ru = -1;  // position of the first RU whose part is missing
+  std::int64_t first_ns = 0;  // when its first part arrived
+  int missing_ru = -1;        // position of the first RU whose part is missing
   std::uint32_t missing_count = 0;
   std::string problem;  // the first corruption: event, RU, what (empty if none)
 };
