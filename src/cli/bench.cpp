@@ -499,6 +499,71 @@ void add_memcpy(CLI::App& bench_cmd) {
   });
 }
 
+void add_sim_bench(CLI::App& bench_cmd) {
+  struct Args {
+    std::string out = "bench-results";
+    std::string kinds = "evb,rubu";
+    std::string nodes = "16,32,64";
+    std::string epr = "32";
+    std::string bif = "4";
+    bench::SimBenchOptions options;
+  };
+  auto a = std::make_shared<Args>();
+  auto& o = a->options;
+  auto* cmd = bench_cmd.add_subcommand(
+      "sim", "The event builders at scale, simulated (daqflow sim): a sweep over node counts");
+  cmd->add_option("--out", a->out, "folder of the result files")->capture_default_str();
+  cmd->add_option("--kind", a->kinds, "evb (two-stage: N/2 RUs, N/2 BUs), rubu, or both")
+      ->capture_default_str();
+  cmd->add_option("--nodes", a->nodes, "node counts: list or doubling range")
+      ->capture_default_str();
+  cmd->add_option("--events-per-request", a->epr, "events per block: list or doubling range")
+      ->capture_default_str();
+  cmd->add_option("--blocks-in-flight", a->bif, "blocks per BU at once: list or doubling range")
+      ->capture_default_str();
+  cmd->add_option("--feds", o.feds_per_ru, "FEDs per RU")->capture_default_str();
+  cmd->add_option("--fragment", o.fragment, "mean FED fragment, bytes")->capture_default_str();
+  cmd->add_option("--trigger-rate", o.trigger_rate_hz, "trigger rate limit, Hz (0: none)")
+      ->capture_default_str();
+  cmd->add_option("--platform", o.platform, "star or fat-tree")
+      ->check(CLI::IsMember({"star", "fat-tree"}))
+      ->capture_default_str();
+  cmd->add_option("--link-gbps", o.link_gbps, "link bandwidth, Gb/s")->capture_default_str();
+  cmd->add_option("--latency-us", o.latency_us, "link latency, us")->capture_default_str();
+  cmd->add_option("--cores", o.cores, "cores per host")->capture_default_str();
+  cmd->add_option("--leaf-hosts", o.leaf_hosts, "fat-tree: hosts per leaf")->capture_default_str();
+  cmd->add_option("--spines", o.spines, "fat-tree: spine switches")->capture_default_str();
+  cmd->add_option("--oversubscription", o.oversubscription, "fat-tree: leaf oversubscription")
+      ->capture_default_str();
+  cmd->add_option("--duration", o.duration_s, "simulated seconds per point")->capture_default_str();
+  cmd->add_option("--cpu", o.cpu, "fixed (reproducible) or measured")
+      ->check(CLI::IsMember({"fixed", "measured"}))
+      ->capture_default_str();
+  cmd->add_option("--round-ns", o.round_ns, "fixed: CPU of a round of work")->capture_default_str();
+  cmd->add_option("--send-message-ns", o.send_message_ns, "transport CPU per message sent")
+      ->capture_default_str();
+  cmd->add_option("--send-byte-ns", o.send_byte_ns, "... per byte sent")->capture_default_str();
+  cmd->add_option("--recv-message-ns", o.recv_message_ns, "... per message received")
+      ->capture_default_str();
+  cmd->add_option("--recv-byte-ns", o.recv_byte_ns, "... per byte received")->capture_default_str();
+  cmd->add_option("--point-timeout", o.point_timeout_s, "wall-clock seconds per point at most")
+      ->capture_default_str();
+  cmd->callback([a] {
+    auto& opt = a->options;
+    opt.kinds.clear();
+    std::string kinds = a->kinds;
+    for (std::size_t at = 0; at <= kinds.size();) {
+      const std::size_t comma = std::min(kinds.find(',', at), kinds.size());
+      if (comma > at) opt.kinds.push_back(kinds.substr(at, comma - at));
+      at = comma + 1;
+    }
+    opt.nodes = sweep(a->nodes, "--nodes", 4, 100000);
+    opt.events_per_request = sweep(a->epr, "--events-per-request", 1, 1024);
+    opt.blocks_in_flight = sweep(a->bif, "--blocks-in-flight", 1, 256);
+    print_rows(run_and_write(opt, a->out, bench::run_sim_bench));
+  });
+}
+
 }  // namespace
 
 void add_bench(CLI::App& app) {
@@ -512,6 +577,7 @@ void add_bench(CLI::App& app) {
   add_timeslice(*cmd);
   add_compare(*cmd);
   add_memcpy(*cmd);
+  add_sim_bench(*cmd);
 }
 
 }  // namespace daqflow::cli

@@ -116,6 +116,42 @@ struct MemcpyOptions {
 [[nodiscard]] std::string command_line(const MemcpyOptions& options);
 [[nodiscard]] Result<BenchOutput> run_memcpy(const MemcpyOptions& options, BenchEnv& env);
 
+// The builders at scale, simulated (`daqflow sim`, docs/simulation.md): for every kind (evb: a
+// two-stage builder of N/2 RUs, the EVM one of them, and N/2 BUs; rubu: N nodes each a RU and a
+// BU), node count, events per request and blocks in flight, one simulation in a child process
+// (one simulation per process). The figures are the simulation's: event rate, throughput per
+// builder node and its share of the link, the EVM's CPU load, block assembly time percentiles,
+// and the simulator's own cost (wall-clock time, events per wall-clock second, memory per host).
+struct SimBenchOptions {
+  std::vector<std::string> kinds{"evb", "rubu"};
+  std::vector<std::uint64_t> nodes{16, 32, 64};
+  std::vector<std::uint64_t> events_per_request{32};
+  std::vector<std::uint64_t> blocks_in_flight{4};
+  int feds_per_ru = 2;
+  std::uint64_t fragment = 8192;  // mean FED fragment, bytes
+  double trigger_rate_hz = 0;
+  std::string platform = "star";  // star | fat-tree
+  double link_gbps = 100;
+  double latency_us = 1;
+  int cores = 16;
+  std::size_t leaf_hosts = 16;
+  std::size_t spines = 4;
+  double oversubscription = 1;
+  double duration_s = 0.02;  // simulated, per point
+  std::string cpu = "fixed";
+  double round_ns = 1000;
+  // The transport's CPU per message and byte: an RDMA transport's by default (a microsecond per
+  // message each side, no copy), as 100 Gb/s builders use; docs/simulation.md has this
+  // machine's tcp figures.
+  double send_message_ns = 1000;
+  double send_byte_ns = 0;
+  double recv_message_ns = 1000;
+  double recv_byte_ns = 0;
+  double point_timeout_s = 7200;  // wall-clock, per point
+};
+[[nodiscard]] std::string command_line(const SimBenchOptions& options);
+[[nodiscard]] Result<BenchOutput> run_sim_bench(const SimBenchOptions& options, BenchEnv& env);
+
 struct CompareOptions {
   ClusterSettings cluster;
   std::string kind = "stream";       // stream | latency | memcpy

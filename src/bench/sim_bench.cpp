@@ -1,0 +1,285 @@
+// daqflow bench sim: the event builders swept to experiment scale in simulation. Every point is a
+// `daqflow sim` of a generated builder in a child process of its own (SimGrid runs one simulation
+// per process); its summary gives the figures.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <bit>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <map>
+#include <thread>
+
+#include "cluster_run.hpp"
+#include "daqflow/bench/runners.hpp"
+#include "daqflow/control/process.hpp"
+
+namespace daqflow::bench {
+
+namespace {
+
+struct Point {
+  std::string kind;
+  std::uint64_t nodes = 0;
+  std::uint64_t events_per_request = 0;
+  std::uint64_t blocks_in_flight = 0;
+  [[nodiscard]] int rus() const { return kind == "rubu" ? int(nodes) : int(nodes / 2); }
+  [[nodiscard]] int bus() const { return kind == "rubu" ? int(nodes) : int(nodes - nodes / 2); }
+  [[nodiscard]] std::string name() const {
+    return fmt::format("sim-{}{}-epr{}-bif{}", kind, nodes, events_per_request, blocks_in_flight);
+  }
+};
+
+std::string num(double v) {
+  return fmt::format("{:g}", v);
+}
+
+// A RU's readout memory: chunks of twice a block's largest part (at least 1 MiB), enough of them
+// for twice what the BUs can have asked of it at once (bus x blocks in flight x events per
+// request), within 8 to 64 MiB: a thousand simulated RUs share this machine's memory. A RU with
+// less than the BUs could ask for throttles the builder, as a real one would.
+struct Memory {
+  std::uint64_t chunk_size = 0;
+  std::uint64_t chunks = 0;
+};
+Memory ru_memory(const SimBenchOptions& o, const Point& p) {
+  const std::uint64_t event_part = std::uint64_t(o.feds_per_ru) * o.fragment;
+  const std::uint64_t block_max =
+      p.events_per_request * std::uint64_t(o.feds_per_ru) * evb_fragment_max(o.fragment);
+  Memory m;
+  m.chunk_size = std::max<std::uint64_t>(std::uint64_t{1} << 20, std::bit_ceil(2 * block_max));
+  const std::uint64_t want = std::clamp<std::uint64_t>(
+      2 * std::uint64_t(p.bus()) * p.blocks_in_flight * p.events_per_request * event_part,
+      std::uint64_t{8} << 20, std::uint64_t{64} << 20);
+  m.chunks = std::max<std::uint64_t>(8, (want + m.chunk_size - 1) / m.chunk_size);
+  return m;
+}
+
+std::vector<std::string> sim_argv(const SimBenchOptions& o, const Point& p, const std::string& self,
+                                  const std::string& summary) {
+  std::vector<std::string> a{self, "sim"};
+  if (p.kind == "rubu") {
+    a.insert(a.end(), {"--rubu", std::to_string(p.nodes)});
+  } else {
+    a.insert(a.end(), {"--rus", std::to_string(p.rus()), "--bus", std::to_string(p.bus())});
+  }
+  a.insert(a.end(), {"--feds",
+                     std::to_string(o.feds_per_ru),
+                     "--fragment",
+                     std::to_string(o.fragment),
+                     "--events-per-request",
+                     std::to_string(p.events_per_request),
+                     "--blocks-in-flight",
+                     std::to_string(p.blocks_in_flight),
+                     "--trigger-rate",
+                     num(o.trigger_rate_hz),
+                     "--chunk-size",
+                     std::to_string(ru_memory(o, p).chunk_size),
+                     "--chunks",
+                     std::to_string(ru_memory(o, p).chunks),
+                     "--platform",
+                     o.platform,
+                     "--link-gbps",
+                     num(o.link_gbps),
+                     "--latency-us",
+                     num(o.latency_us),
+                     "--cores",
+                     std::to_string(o.cores),
+                     "--duration",
+                     num(o.duration_s),
+                     "--cpu",
+                     o.cpu,
+                     "--round-ns",
+                     num(o.round_ns),
+                     "--send-message-ns",
+                     num(o.send_message_ns),
+                     "--send-byte-ns",
+                     num(o.send_byte_ns),
+                     "--recv-message-ns",
+                     num(o.recv_message_ns),
+                     "--recv-byte-ns",
+                     num(o.recv_byte_ns),
+                     "--summary",
+                     summary});
+  if (o.platform == "fat-tree") {
+    a.insert(a.end(), {"--leaf-hosts", std::to_string(o.leaf_hosts), "--spines",
+                       std::to_string(o.spines), "--oversubscription", num(o.oversubscription)});
+  }
+  return a;
+}
+
+double median_of(std::vector<double> v) {
+  return median(std::move(v));
+}
+
+Result<nlohmann::json> run_one(const SimBenchOptions& o, const Point& p, BenchEnv& env) {
+  const std::string dir = point_dir(env, p.name());
+  const std::string summary_path = dir + "/summary.json";
+  const std::string log = dir + "/sim.log";
+  std::remove(summary_path.c_str());
+  auto child = control::ChildProcess::spawn(sim_argv(o, p, env.self, summary_path), log);
+  if (!child) return child.error().context(p.name());
+  const auto deadline =
+      std::chrono::steady_clock::now() + std::chrono::duration<double>(o.point_timeout_s);
+  std::optional<control::ExitStatus> ended;
+  while (!(ended = child->wait_for(std::chrono::milliseconds(200)))) {
+    if ((env.stop != nullptr && env.stop->load() > 0) ||
+        std::chrono::steady_clock::now() > deadline) {
+      child->kill_and_reap();
+      return Error(fmt::format("{}: {} (log {})", p.name(),
+                               env.stop != nullptr && env.stop->load() > 0
+                                   ? "stopped"
+                                   : "no end within the point timeout",
+                               log));
+    }
+  }
+  std::ifstream in(summary_path);
+  nlohmann::json summary = nlohmann::json::parse(in, nullptr, false);
+  if (!in || summary.is_discarded()) {
+    return Error(fmt::format("{}: the simulation ended ({}) without a summary: {}", p.name(),
+                             ended->str(), control::tail_of_file(log, 5)));
+  }
+  if (summary.value("status", std::string()) != "ok") {
+    return Error(fmt::format("{}: the simulated run failed: {} (log {})", p.name(),
+                             summary.value("failure", std::string("?")), log));
+  }
+  return summary;
+}
+
+// The row of a point: the simulated builder's figures and the simulator's.
+nlohmann::json row_of(const SimBenchOptions& o, const Point& p, const nlohmann::json& s) {
+  const nlohmann::json& r = s.at("results");
+  const nlohmann::json& sim = s.at("simulation");
+  const double rate = r.value("event_rate_hz", 0.0);
+  const double per_bu = r.value("throughput_mb_s", 0.0) / p.bus();
+  const double link_mb_s = o.link_gbps * 1e3 / 8;
+  const double run_s = s.value("duration_s", 0.0);
+  const double evm_cpu = sim.at("cpu_s").value("evm0", 0.0);
+  std::vector<double> p50;
+  std::vector<double> p90;
+  std::vector<double> p99;
+  for (const auto& [id, app] : s.at("applications").items()) {
+    if (app.value("type", std::string()) != "bu") continue;
+    const auto it = app.find("results");
+    if (it == app.end() || !it->contains("assembly_us")) continue;
+    const auto& a = (*it)["assembly_us"];
+    p50.push_back(a.value("p50", 0.0));
+    p90.push_back(a.value("p90", 0.0));
+    p99.push_back(a.value("p99", 0.0));
+  }
+  const Memory m = ru_memory(o, p);
+  return nlohmann::json::array(
+      {p.kind, p.nodes, p.rus(), p.bus(), p.events_per_request, p.blocks_in_flight,
+       double(m.chunk_size * m.chunks) / double(1u << 20), rate, per_bu, per_bu / link_mb_s,
+       run_s > 0 ? evm_cpu / run_s : 0.0, median_of(p50), median_of(p90), median_of(p99),
+       r.value("events_built", std::uint64_t{0}), sim.value("simulated_s", 0.0),
+       sim.value("wall_s", 0.0), sim.value("events_per_wall_s", 0.0),
+       sim.value("rss_per_host_kb", 0.0)});
+}
+
+}  // namespace
+
+std::string command_line(const SimBenchOptions& o) {
+  const auto join = [](const auto& v) {
+    std::string out;
+    for (const auto& x : v) out += (out.empty() ? "" : ",") + fmt::format("{}", x);
+    return out;
+  };
+  std::string c = fmt::format(
+      "daqflow bench sim --kind {} --nodes {} --events-per-request {} --blocks-in-flight {} "
+      "--feds {} --fragment {} --trigger-rate {:g} --platform {} --link-gbps {:g} "
+      "--latency-us {:g} --cores {} --duration {:g} --cpu {} --round-ns {:g} "
+      "--send-message-ns {:g} --send-byte-ns {:g} --recv-message-ns {:g} --recv-byte-ns {:g}",
+      join(o.kinds), join(o.nodes), join(o.events_per_request), join(o.blocks_in_flight),
+      o.feds_per_ru, o.fragment, o.trigger_rate_hz, o.platform, o.link_gbps, o.latency_us, o.cores,
+      o.duration_s, o.cpu, o.round_ns, o.send_message_ns, o.send_byte_ns, o.recv_message_ns,
+      o.recv_byte_ns);
+  if (o.platform == "fat-tree") {
+    c += fmt::format(" --leaf-hosts {} --spines {} --oversubscription {:g}", o.leaf_hosts, o.spines,
+                     o.oversubscription);
+  }
+  return c;
+}
+
+Result<BenchOutput> run_sim_bench(const SimBenchOptions& o, BenchEnv& env) {
+  for (const auto& k : o.kinds) {
+    if (k != "evb" && k != "rubu") return Error("--kind: evb or rubu, not '" + k + "'");
+  }
+  std::vector<Point> points;
+  for (const auto& kind : o.kinds) {
+    for (const auto n : o.nodes) {
+      if (n < 4) return Error(fmt::format("--nodes: at least 4, not {}", n));
+      for (const auto epr : o.events_per_request) {
+        for (const auto bif : o.blocks_in_flight) points.push_back({kind, n, epr, bif});
+      }
+    }
+  }
+  BenchOutput out;
+  ResultSet& r = out.result;
+  r.bench = "sim";
+  r.transport = "sim";
+  const auto swept = [](const auto& v, const char* what) {
+    return v.size() > 1 ? std::string("-") + what : std::string();
+  };
+  r.stem = fmt::format("sim-{}{}{}{}", o.platform, swept(o.nodes, "nodes"),
+                       swept(o.events_per_request, "epr"), swept(o.blocks_in_flight, "bif"));
+  r.command = command_line(o);
+  r.params = {{"kinds", o.kinds},
+              {"nodes", o.nodes},
+              {"events_per_request", o.events_per_request},
+              {"blocks_in_flight", o.blocks_in_flight},
+              {"feds_per_ru", o.feds_per_ru},
+              {"fragment", o.fragment},
+              {"trigger_rate_hz", o.trigger_rate_hz},
+              {"platform", o.platform},
+              {"link_gbps", o.link_gbps},
+              {"latency_us", o.latency_us},
+              {"duration_s", o.duration_s},
+              {"cpu", o.cpu},
+              {"round_ns", o.round_ns}};
+  r.columns = {"kind",
+               "nodes",
+               "rus",
+               "bus",
+               "events_per_request",
+               "blocks_in_flight",
+               "ru_memory_mib",
+               "event_rate_hz",
+               "throughput_per_bu_mb_s",
+               "link_share",
+               "evm_cpu_load",
+               "assembly_p50_us",
+               "assembly_p90_us",
+               "assembly_p99_us",
+               "events_built",
+               "simulated_s",
+               "wall_s",
+               "events_per_wall_s",
+               "rss_per_host_kb"};
+  std::map<std::string, Series> series;
+  for (const Point& p : points) {
+    std::printf("  %s ...\n", p.name().c_str());
+    std::fflush(stdout);
+    auto summary = run_one(o, p, env);
+    if (!summary) return summary.error();
+    nlohmann::json row = row_of(o, p, *summary);
+    std::printf("  %s: %.0f Hz, %.0f MB/s per BU, %.1f s wall\n", p.name().c_str(),
+                row[7].get<double>(), row[8].get<double>(), row[16].get<double>());
+    const std::string label = fmt::format("{}, {} events/request, {} in flight", p.kind,
+                                          p.events_per_request, p.blocks_in_flight);
+    series[label].name = label;
+    series[label].points.emplace_back(double(p.nodes), row[8].get<double>());
+    add_row(r, std::move(row));
+  }
+  out.plot.title =
+      fmt::format("Simulated builders, {} Gb/s links ({})", num(o.link_gbps), o.platform);
+  out.plot.x_label = "nodes";
+  out.plot.y_label = "throughput per builder node, MB/s";
+  out.plot.log_x = true;
+  for (auto& [label, s] : series) out.plot.series.push_back(std::move(s));
+  r.summary = {{"points", points.size()}};
+  return out;
+}
+
+}  // namespace daqflow::bench
