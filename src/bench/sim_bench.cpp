@@ -35,6 +35,13 @@ std::string num(double v) {
   return fmt::format("{:g}", v);
 }
 
+// The mean FED fragment a point simulates: the option's, or the event size over every FED.
+std::uint64_t fragment_of(const SimBenchOptions& o, const Point& p) {
+  if (o.event_size == 0) return o.fragment;
+  const std::uint64_t feds = std::uint64_t(p.rus()) * std::uint64_t(o.feds_per_ru);
+  return std::max<std::uint64_t>(64, o.event_size / feds / 8 * 8);
+}
+
 // A RU's readout memory: chunks of twice a block's largest part (at least 1 MiB), enough of them
 // for twice what the BUs can have asked of it at once (bus x blocks in flight x events per
 // request), within 8 to 64 MiB: a thousand simulated RUs share this machine's memory. A RU with
@@ -44,9 +51,13 @@ struct Memory {
   std::uint64_t chunks = 0;
 };
 Memory ru_memory(const SimBenchOptions& o, const Point& p) {
-  const std::uint64_t event_part = std::uint64_t(o.feds_per_ru) * o.fragment;
+  // What is carried: fragments over the payload scale (as daqflow sim generates them).
+  const auto fragment = std::max<std::uint64_t>(
+      64,
+      static_cast<std::uint64_t>(static_cast<double>(fragment_of(o, p)) / o.payload_scale) / 8 * 8);
+  const std::uint64_t event_part = std::uint64_t(o.feds_per_ru) * fragment;
   const std::uint64_t block_max =
-      p.events_per_request * std::uint64_t(o.feds_per_ru) * evb_fragment_max(o.fragment);
+      p.events_per_request * std::uint64_t(o.feds_per_ru) * evb_fragment_max(fragment);
   Memory m;
   m.chunk_size = std::max<std::uint64_t>(std::uint64_t{1} << 20, std::bit_ceil(2 * block_max));
   const std::uint64_t want = std::clamp<std::uint64_t>(
@@ -67,7 +78,7 @@ std::vector<std::string> sim_argv(const SimBenchOptions& o, const Point& p, cons
   a.insert(a.end(), {"--feds",
                      std::to_string(o.feds_per_ru),
                      "--fragment",
-                     std::to_string(o.fragment),
+                     std::to_string(fragment_of(o, p)),
                      "--events-per-request",
                      std::to_string(p.events_per_request),
                      "--blocks-in-flight",
@@ -100,6 +111,8 @@ std::vector<std::string> sim_argv(const SimBenchOptions& o, const Point& p, cons
                      num(o.recv_message_ns),
                      "--recv-byte-ns",
                      num(o.recv_byte_ns),
+                     "--payload-scale",
+                     num(o.payload_scale),
                      "--summary",
                      summary});
   if (o.platform == "fat-tree") {
@@ -188,13 +201,14 @@ std::string command_line(const SimBenchOptions& o) {
   };
   std::string c = fmt::format(
       "daqflow bench sim --kind {} --nodes {} --events-per-request {} --blocks-in-flight {} "
-      "--feds {} --fragment {} --trigger-rate {:g} --platform {} --link-gbps {:g} "
+      "--feds {} --fragment {} --event-size {} --trigger-rate {:g} --platform {} --link-gbps {:g} "
       "--latency-us {:g} --cores {} --duration {:g} --cpu {} --round-ns {:g} "
-      "--send-message-ns {:g} --send-byte-ns {:g} --recv-message-ns {:g} --recv-byte-ns {:g}",
+      "--send-message-ns {:g} --send-byte-ns {:g} --recv-message-ns {:g} --recv-byte-ns {:g} "
+      "--payload-scale {:g}",
       join(o.kinds), join(o.nodes), join(o.events_per_request), join(o.blocks_in_flight),
-      o.feds_per_ru, o.fragment, o.trigger_rate_hz, o.platform, o.link_gbps, o.latency_us, o.cores,
-      o.duration_s, o.cpu, o.round_ns, o.send_message_ns, o.send_byte_ns, o.recv_message_ns,
-      o.recv_byte_ns);
+      o.feds_per_ru, o.fragment, o.event_size, o.trigger_rate_hz, o.platform, o.link_gbps,
+      o.latency_us, o.cores, o.duration_s, o.cpu, o.round_ns, o.send_message_ns, o.send_byte_ns,
+      o.recv_message_ns, o.recv_byte_ns, o.payload_scale);
   if (o.platform == "fat-tree") {
     c += fmt::format(" --leaf-hosts {} --spines {} --oversubscription {:g}", o.leaf_hosts, o.spines,
                      o.oversubscription);
@@ -231,13 +245,15 @@ Result<BenchOutput> run_sim_bench(const SimBenchOptions& o, BenchEnv& env) {
               {"blocks_in_flight", o.blocks_in_flight},
               {"feds_per_ru", o.feds_per_ru},
               {"fragment", o.fragment},
+              {"event_size", o.event_size},
               {"trigger_rate_hz", o.trigger_rate_hz},
               {"platform", o.platform},
               {"link_gbps", o.link_gbps},
               {"latency_us", o.latency_us},
               {"duration_s", o.duration_s},
               {"cpu", o.cpu},
-              {"round_ns", o.round_ns}};
+              {"round_ns", o.round_ns},
+              {"payload_scale", o.payload_scale}};
   r.columns = {"kind",
                "nodes",
                "rus",

@@ -523,6 +523,10 @@ void add_sim_bench(CLI::App& bench_cmd) {
       ->capture_default_str();
   cmd->add_option("--feds", o.feds_per_ru, "FEDs per RU")->capture_default_str();
   cmd->add_option("--fragment", o.fragment, "mean FED fragment, bytes")->capture_default_str();
+  cmd->add_option("--event-size", o.event_size,
+                  "event size, bytes, whatever the node count (the FEDs' fragments shrink as "
+                  "RUs are added); 0: --fragment per FED")
+      ->capture_default_str();
   cmd->add_option("--trigger-rate", o.trigger_rate_hz, "trigger rate limit, Hz (0: none)")
       ->capture_default_str();
   cmd->add_option("--platform", o.platform, "star or fat-tree")
@@ -546,6 +550,10 @@ void add_sim_bench(CLI::App& bench_cmd) {
   cmd->add_option("--recv-message-ns", o.recv_message_ns, "... per message received")
       ->capture_default_str();
   cmd->add_option("--recv-byte-ns", o.recv_byte_ns, "... per byte received")->capture_default_str();
+  cmd->add_option("--payload-scale", o.payload_scale,
+                  "phantom payloads: fragments carried at 1/K of their size, the network and the "
+                  "byte costs charged K times (daqflow sim --payload-scale)")
+      ->capture_default_str();
   cmd->add_option("--point-timeout", o.point_timeout_s, "wall-clock seconds per point at most")
       ->capture_default_str();
   cmd->callback([a] {

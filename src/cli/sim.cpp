@@ -2,6 +2,7 @@
 // configuration in one process on a simulated platform (docs/simulation.md).
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <fstream>
 #include <memory>
@@ -48,6 +49,7 @@ struct SimOptions {
   double send_byte_ns = 0;
   double recv_message_ns = 0;
   double recv_byte_ns = 0;
+  double payload_scale = 1;
   std::vector<std::string> kills;
   std::vector<std::string> simgrid_config;
   std::string summary;
@@ -60,7 +62,9 @@ Result<runtime::ClusterConfig> load(const SimOptions& o) {
   shape.rus = shape.rubu ? o.rubu : o.rus;
   shape.bus = shape.rubu ? o.rubu : o.bus;
   shape.feds_per_ru = o.feds;
-  shape.fragment_mean = o.fragment;
+  // Phantom payloads: fragments generated at a fraction of the size they stand for.
+  shape.fragment_mean = std::max<std::uint64_t>(
+      64, static_cast<std::uint64_t>(static_cast<double>(o.fragment) / o.payload_scale) / 8 * 8);
   shape.events_per_request = o.events_per_request;
   shape.blocks_in_flight = o.blocks_in_flight;
   shape.trigger_rate_hz = o.trigger_rate;
@@ -108,6 +112,8 @@ Result<sim::SimSettings> settings(const SimOptions& o) {
   s.costs.send_byte_ns = o.send_byte_ns;
   s.costs.recv_message_ns = o.recv_message_ns;
   s.costs.recv_byte_ns = o.recv_byte_ns;
+  if (!(o.payload_scale >= 1)) return Error("--payload-scale: at least 1");
+  s.costs.payload_scale = o.payload_scale;
   for (const std::string& k : o.kills) {
     const auto at = k.find('@');
     if (at == std::string::npos || at == 0) {
@@ -212,6 +218,11 @@ void add_sim(CLI::App& app) {
   cmd->add_option("--recv-message-ns", o->recv_message_ns, "... per message received")
       ->capture_default_str();
   cmd->add_option("--recv-byte-ns", o->recv_byte_ns, "... per byte received")
+      ->capture_default_str();
+  cmd->add_option("--payload-scale", o->payload_scale,
+                  "Phantom payloads: a payload byte stands for this many on the wire and in the "
+                  "byte costs; generated fragments are --fragment over it (at least 64 B), and the "
+                  "byte figures of the summary are scaled back")
       ->capture_default_str();
   cmd->add_option("--kill", o->kills, "Lose an application at a simulated time: APP@SECONDS");
   cmd->add_option("--cfg", o->simgrid_config,

@@ -254,25 +254,55 @@ class SimApp final : public runtime::AppContext {
   double cpu_ns_total_ = 0;
 };
 
+// Phantom payloads: the byte figures of the results are of what was carried; the summary gives
+// what it stood for. (Metrics stay what the applications counted.)
+void scale_bytes(nlohmann::json& summary, double scale) {
+  if (scale == 1) return;
+  const auto scale_results = [scale](nlohmann::json& results) {
+    if (!results.is_object()) return;
+    for (const char* key : {"bytes_built", "throughput_mb_s"}) {
+      const auto it = results.find(key);
+      if (it == results.end() || !it->is_number()) continue;
+      *it = it->get<double>() * scale;
+    }
+  };
+  scale_results(summary["results"]);
+  for (auto& [id, app] : summary["applications"].items()) {
+    if (app.contains("results")) scale_results(app["results"]);
+  }
+}
+
 long max_rss_kb() {
   rusage u{};
   getrusage(RUSAGE_SELF, &u);
   return u.ru_maxrss;
 }
 
+// When the phases of a run began, in wall-clock time: what the simulator spends where.
+struct WallPhases {
+  std::chrono::steady_clock::time_point start = std::chrono::steady_clock::now();
+  std::chrono::steady_clock::time_point enabled = start;
+  std::chrono::steady_clock::time_point halting = start;
+};
+
+double seconds(std::chrono::steady_clock::duration d) {
+  return std::chrono::duration<double>(d).count();
+}
+
 // The control actor: what `daqflow run` and the executives do, in simulated time.
 class Control {
  public:
   Control(std::vector<std::unique_ptr<SimApp>>& apps, const SimSettings& settings,
-          control::RunSummary& summary)
-      : apps_(apps), settings_(settings), summary_(summary) {}
+          control::RunSummary& summary, WallPhases& phases)
+      : apps_(apps), settings_(settings), summary_(summary), phases_(phases) {}
 
   void operator()() {
     for (auto& a : apps_) a->start();
-    // Configure: each application's actor configures it; wait until all have.
+    // Configure: each application's actor configures it; wait until all have (looking every
+    // 100 us of simulated time: how long configuring takes is no figure of the run).
     while (std::any_of(apps_.begin(), apps_.end(),
                        [](const auto& a) { return a->phase() == Phase::configuring; })) {
-      sg::this_actor::sleep_for(1e-6);
+      sg::this_actor::sleep_for(1e-4);
     }
     if (first_failure()) {
       stop_all();
@@ -285,6 +315,7 @@ class Control {
                      [](SimApp* a, SimApp* b) { return a->rank() < b->rank(); });
     for (SimApp* a : order) a->enable();
     const double enabled_at = sg::Engine::get_clock();
+    phases_.enabled = std::chrono::steady_clock::now();
     // Run, losing applications when the settings say.
     std::vector<Kill> kills = settings_.kills;
     std::stable_sort(kills.begin(), kills.end(),
@@ -300,6 +331,7 @@ class Control {
     const double left = enabled_at + settings_.duration_s - sg::Engine::get_clock();
     if (left > 0) sg::this_actor::sleep_for(left);
     summary_.duration_s = sg::Engine::get_clock() - enabled_at;
+    phases_.halting = std::chrono::steady_clock::now();
     halt(order);
   }
 
@@ -353,6 +385,7 @@ class Control {
   std::vector<std::unique_ptr<SimApp>>& apps_;
   const SimSettings& settings_;
   control::RunSummary& summary_;
+  WallPhases& phases_;
 };
 
 }  // namespace
@@ -412,7 +445,8 @@ Result<nlohmann::json> simulate(const runtime::ClusterConfig& cluster,
   control::RunSummary summary;
   summary.config = cluster.file;
   summary.started_at = control::iso8601_utc(std::chrono::system_clock::now());
-  sg::Actor::create("control", (*hosts)[0], Control(apps, settings, summary));
+  WallPhases phases;
+  sg::Actor::create("control", (*hosts)[0], Control(apps, settings, summary, phases));
   engine.run();
 
   const double wall_s =
@@ -430,20 +464,29 @@ Result<nlohmann::json> simulate(const runtime::ClusterConfig& cluster,
     summary.failure = folded.error().message();
   }
   nlohmann::json out = summary.to_json();
+  scale_bytes(out, settings.costs.payload_scale);
   const long rss_kb = max_rss_kb();
   const auto built = out["results"].value("events_built", std::uint64_t{0});
+  const double running_s = seconds(std::chrono::steady_clock::now() - phases.enabled);
   out["simulation"] = {
       {"simulated_s", sg::Engine::get_clock()},
       {"wall_s", wall_s},
+      // Where the wall-clock time went: building the platform and configuring, the run, the
+      // halt and what follows (draining, releasing, closing).
+      {"wall_setup_s", seconds(phases.enabled - wall0)},
+      {"wall_run_s", seconds(phases.halting - phases.enabled)},
+      {"wall_halt_s", seconds(std::chrono::steady_clock::now() - phases.halting)},
       {"hosts", hosts->size()},
       {"actors", apps.size() + 1},
       {"cpu_charged_s", cpu_s},
       {"cpu_s", cpu_by_app},
       {"max_rss_kb", rss_kb},
       {"rss_per_host_kb", static_cast<double>(rss_kb) / static_cast<double>(hosts->size())},
-      {"events_per_wall_s", wall_s > 0 ? static_cast<double>(built) / wall_s : 0.0},
+      // Events built per wall-clock second of the run and its halt (setting up is apart).
+      {"events_per_wall_s", running_s > 0 ? static_cast<double>(built) / running_s : 0.0},
       {"platform", describe(settings.platform, hosts->size())},
       {"cpu", settings.cpu == CpuModel::measured ? "measured" : "fixed"},
+      {"payload_scale", settings.costs.payload_scale},
   };
   return out;
 }

@@ -129,6 +129,9 @@ struct SimBenchOptions {
   std::vector<std::uint64_t> blocks_in_flight{4};
   int feds_per_ru = 2;
   std::uint64_t fragment = 8192;  // mean FED fragment, bytes
+  // > 0: the event size instead, whatever the node count (each FED's fragment the event over
+  // the FEDs of all RUs), as an experiment's detector fixes it.
+  std::uint64_t event_size = 0;
   double trigger_rate_hz = 0;
   std::string platform = "star";  // star | fat-tree
   double link_gbps = 100;
@@ -147,6 +150,7 @@ struct SimBenchOptions {
   double send_byte_ns = 0;
   double recv_message_ns = 1000;
   double recv_byte_ns = 0;
+  double payload_scale = 1;       // phantom payloads (daqflow sim --payload-scale)
   double point_timeout_s = 7200;  // wall-clock, per point
 };
 [[nodiscard]] std::string command_line(const SimBenchOptions& options);

@@ -49,6 +49,9 @@ struct SimOptions {
   double poll_ns = 100;        // a poll that finds nothing
   // Bytes a message takes on the wire beyond its payload.
   std::uint32_t overhead_bytes = 40;
+  // Phantom payloads: each payload byte stands for this many, on the wire and in the byte costs
+  // (a simulated builder of a thousand nodes carries its fragments at a fraction of their size).
+  double payload_scale = 1;
 };
 
 struct BackendOptions {

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <array>
 #include <atomic>
+#include <cmath>
 #include <simgrid/Exception.hpp>
 #include <simgrid/kernel/resource/Action.hpp>
 #include <simgrid/s4u/Actor.hpp>
@@ -245,7 +246,8 @@ SendStatus SimEndpoint::post_send(AppIndex peer, Message& message) {
   parcel->message = std::move(message);
   message.clear();
   post(peer, parcel, std::move(o));
-  cpu_ns_ += network_->options.send_message_ns + network_->options.send_byte_ns * check.size;
+  cpu_ns_ += network_->options.send_message_ns +
+             network_->options.send_byte_ns * network_->options.payload_scale * check.size;
   return SendStatus::ok;
 }
 
@@ -262,7 +264,9 @@ void SimEndpoint::post(AppIndex peer, Parcel* parcel, Outgoing outgoing) {
 void SimEndpoint::start(AppIndex peer, Outgoing& outgoing) {
   const InSimulator in(simulator_ns_);
   outgoing.comm = network_->mailboxes[peer]->put_async(
-      outgoing.parcel, std::uint64_t{outgoing.parcel->size} + network_->options.overhead_bytes);
+      outgoing.parcel, static_cast<std::uint64_t>(
+                           std::llround(outgoing.parcel->size * network_->options.payload_scale)) +
+                           network_->options.overhead_bytes);
   g_watches.add(outgoing.comm, this);
   puts_.push_back(outgoing.comm);
   put_peers_.push_back(peer);
@@ -443,7 +447,8 @@ void SimEndpoint::hand_out(detail::Emitter& emit) {
       c.message = std::move(parcel->message);
       parcel->message.clear();
       stats_.received(index, parcel->size);
-      cpu_ns_ += network_->options.recv_message_ns + network_->options.recv_byte_ns * parcel->size;
+      cpu_ns_ += network_->options.recv_message_ns +
+                 network_->options.recv_byte_ns * network_->options.payload_scale * parcel->size;
       release(parcel);
     }
     if (!p.arrived.empty() && p.arrived.front()->order == p.expected) {
@@ -637,6 +642,9 @@ void SimEndpoint::shut(bool orderly, std::chrono::milliseconds timeout) {
   if (actor) {
     for (std::size_t i = 0; i < peers_.size(); ++i) {
       const PeerState s = peers_[i].state;
+      // A peer whose endpoint is gone hears nothing more: what was sent to it would wait in
+      // its mailbox, which every later message to it walks, for ever.
+      if (!network_->live[i]) continue;
       if (s == PeerState::open || (!orderly && s == PeerState::connecting)) {
         post_signal(static_cast<AppIndex>(i), orderly ? Parcel::Kind::bye : Parcel::Kind::reset);
       }
@@ -675,13 +683,15 @@ void SimEndpoint::shut(bool orderly, std::chrono::milliseconds timeout) {
 }
 
 Network::Network(const AddressTable& table, const SimOptions& costs)
-    : addresses(table), options(costs), live(table.size(), false) {}
+    : addresses(table), options(costs), live(table.size(), false), heads_(table.size(), nullptr) {}
 
 Network::~Network() {
-  while (head_ != nullptr) {
-    Parcel* next = head_->next;
-    delete head_;
-    head_ = next;
+  for (Parcel* head : heads_) {
+    while (head != nullptr) {
+      Parcel* next = head->next;
+      delete head;
+      head = next;
+    }
   }
 }
 
@@ -691,9 +701,10 @@ Parcel* Network::make_parcel(Parcel::Kind kind, AppIndex from, AppIndex to, std:
   parcel->from = from;
   parcel->to = to;
   parcel->refs = refs;
-  parcel->next = head_;
-  if (head_ != nullptr) head_->prev = parcel;
-  head_ = parcel;
+  Parcel*& head = heads_[to];
+  parcel->next = head;
+  if (head != nullptr) head->prev = parcel;
+  head = parcel;
   return parcel;
 }
 
@@ -701,7 +712,7 @@ void Network::unref(Parcel* parcel) {
   if (--parcel->refs > 0) return;
   if (parcel->prev != nullptr) parcel->prev->next = parcel->next;
   if (parcel->next != nullptr) parcel->next->prev = parcel->prev;
-  if (head_ == parcel) head_ = parcel->next;
+  if (heads_[parcel->to] == parcel) heads_[parcel->to] = parcel->next;
   delete parcel;
 }
 
@@ -713,8 +724,8 @@ void Network::abandon(Parcel& parcel) {
 
 void Network::abandon_to(AppIndex to) {
   // A hello carries nothing to give back, and a later endpoint of the index may answer it.
-  for (Parcel* p = head_; p != nullptr; p = p->next) {
-    if (p->to == to && p->kind != Parcel::Kind::hello) abandon(*p);
+  for (Parcel* p = heads_[to]; p != nullptr; p = p->next) {
+    if (p->kind != Parcel::Kind::hello) abandon(*p);
   }
 }
 

@@ -70,7 +70,7 @@ struct Parcel {
   std::uint8_t refs = 0;
   bool taken = false;      // a receive took it
   bool abandoned = false;  // its link is gone: its message was dropped
-  Parcel* prev = nullptr;  // the Network's list
+  Parcel* prev = nullptr;  // the Network's list of its receiver's parcels
   Parcel* next = nullptr;
 };
 
@@ -99,7 +99,7 @@ class Network {
   std::vector<bool> live;                         // an endpoint exists for the index
 
  private:
-  Parcel* head_ = nullptr;
+  std::vector<Parcel*> heads_;  // by receiving index: the parcels on their way to it
 };
 
 class SimEndpoint final : public Endpoint, public FaultInjection {
