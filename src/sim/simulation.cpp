@@ -98,11 +98,13 @@ class SimApp final : public runtime::AppContext {
       return;
     }
     runtime::HostAccess::publish(*app_, runtime::RunState::enabled);
+    wake();
   }
   void begin_halt() {
     if (failed() || !configured_ || killed_) return;
     runtime::HostAccess::publish(*app_, runtime::RunState::halting);
     app_->begin_halt();
+    wake();
   }
   [[nodiscard]] bool drained() const {
     return failed() || !configured_ || killed_ || (halt_seen_ && app_->drained());
@@ -110,12 +112,18 @@ class SimApp final : public runtime::AppContext {
   // Ends the agent loop; the actor releases the application and closes the endpoint.
   void stop() {
     if (phase_ == Phase::running) phase_ = Phase::stopping;
+    wake();
   }
   void join() {
     if (actor_) actor_->join();
     actor_ = nullptr;
   }
   // As a crash: the agent stops where it is (its actor is killed), the endpoint aborts.
+  // The actor may be asleep in wait_for_work(): a change of run state wakes it, as the
+  // executive's signal wakes an agent thread.
+  void wake() {
+    if (endpoint_ && phase_ == Phase::running) transport::sim::wake(*endpoint_);
+  }
   void kill() {
     if (killed_ || phase_ == Phase::done) return;
     killed_ = true;

@@ -13,6 +13,10 @@ namespace daqflow::transport::sim {
 // 0 for an endpoint of another transport.
 [[nodiscard]] std::int64_t simulator_cpu_ns(const Endpoint& endpoint);
 
+// Wakes the actor that waits on the endpoint (Endpoint::wait returns), as a signal wakes a real
+// agent: the run state of its application changed. No effect on an endpoint of another transport.
+void wake(Endpoint& endpoint);
+
 // The calling thread's CPU time (CLOCK_THREAD_CPUTIME_ID): with SimGrid's contexts every actor
 // runs on the simulator's one thread, so between simulator calls it is the running actor's.
 [[nodiscard]] std::int64_t thread_cpu_ns();

@@ -735,6 +735,10 @@ std::int64_t thread_cpu_ns() {
   return std::int64_t{ts.tv_sec} * 1'000'000'000 + ts.tv_nsec;
 }
 
+void wake(Endpoint& endpoint) {
+  if (auto* sim = dynamic_cast<SimEndpoint*>(&endpoint)) sim->stir();
+}
+
 std::int64_t simulator_cpu_ns(const Endpoint& endpoint) {
   const auto* sim = dynamic_cast<const SimEndpoint*>(&endpoint);
   return sim != nullptr ? sim->simulator_ns_ : 0;
