@@ -213,8 +213,10 @@ class SimApp final : public runtime::AppContext {
   // One do_work() and the CPU it took: measured on this thread, without the time spent inside
   // the simulator (other actors ran then), or the fixed cost.
   int round() {
-    const std::int64_t inside0 = endpoint_ ? transport::sim::simulator_cpu_ns(*endpoint_) : 0;
-    const std::int64_t t0 = transport::sim::thread_cpu_ns();
+    const bool measured = settings_.cpu == CpuModel::measured;
+    const std::int64_t inside0 =
+        measured && endpoint_ ? transport::sim::simulator_cpu_ns(*endpoint_) : 0;
+    const std::int64_t t0 = measured ? transport::sim::thread_cpu_ns() : 0;
     int work = 0;
     if (!failed()) {
       try {
@@ -223,9 +225,9 @@ class SimApp final : public runtime::AppContext {
         note(std::string("do_work threw: ") + e.what());
       }
     }
-    const std::int64_t t1 = transport::sim::thread_cpu_ns();
-    const std::int64_t inside1 = endpoint_ ? transport::sim::simulator_cpu_ns(*endpoint_) : 0;
-    if (settings_.cpu == CpuModel::measured) {
+    if (measured) {
+      const std::int64_t t1 = transport::sim::thread_cpu_ns();
+      const std::int64_t inside1 = endpoint_ ? transport::sim::simulator_cpu_ns(*endpoint_) : 0;
       const auto own = std::max<std::int64_t>(0, (t1 - t0) - (inside1 - inside0));
       owed_ns_ += static_cast<double>(own) * settings_.cpu_scale;
     } else if (work > 0) {
@@ -453,6 +455,7 @@ Result<nlohmann::json> simulate(const runtime::ClusterConfig& cluster,
   control::RunSummary summary;
   summary.config = cluster.file;
   summary.started_at = control::iso8601_utc(std::chrono::system_clock::now());
+  transport::sim::count_simulator_cpu(settings.cpu == CpuModel::measured);
   WallPhases phases;
   sg::Actor::create("control", (*hosts)[0], Control(apps, settings, summary, phases));
   engine.run();

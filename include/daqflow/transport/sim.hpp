@@ -17,6 +17,11 @@ namespace daqflow::transport::sim {
 // agent: the run state of its application changed. No effect on an endpoint of another transport.
 void wake(Endpoint& endpoint);
 
+// Whether the endpoints count the CPU time spent in simulator calls (simulator_cpu_ns): needed
+// only when the simulator measures the applications' CPU time, and a system call each way
+// otherwise spent for nothing. On by default; for the whole process (one simulation per process).
+void count_simulator_cpu(bool on);
+
 // The calling thread's CPU time (CLOCK_THREAD_CPUTIME_ID): with SimGrid's contexts every actor
 // runs on the simulator's one thread, so between simulator calls it is the running actor's.
 [[nodiscard]] std::int64_t thread_cpu_ns();
