@@ -164,13 +164,12 @@ Result<nlohmann::json> run_one(const SimBenchOptions& o, const Point& p, BenchEn
 nlohmann::json row_of(const SimBenchOptions& o, const Point& p, const nlohmann::json& s) {
   const nlohmann::json& r = s.at("results");
   const nlohmann::json& sim = s.at("simulation");
-  // Over the time the run was enabled: the trigger is held back when the builder falls
-  // behind, so what it triggered in that time is what the builder sustains (the applications'
-  // own rates run to the last event built, in the halt's drain).
+  // In the simulator's measuring window (the run's last 80%, from the BUs' counters): the
+  // applications' own rates run into the halt's drain.
+  const nlohmann::json& window = sim.at("window");
+  const double rate = window.value("event_rate_hz", 0.0);
+  const double per_bu = window.value("throughput_mb_s", 0.0) / p.bus();
   const double run_s = s.value("duration_s", 0.0);
-  const double rate =
-      run_s > 0 ? static_cast<double>(r.value("events_triggered", std::uint64_t{0})) / run_s : 0;
-  const double per_bu = run_s > 0 ? r.value("bytes_built", 0.0) / 1e6 / run_s / p.bus() : 0;
   const double link_mb_s = o.link_gbps * 1e3 / 8;
   const double evm_cpu = sim.at("cpu_s").value("evm0", 0.0);
   std::vector<double> p50;

@@ -119,6 +119,17 @@ class SimApp final : public runtime::AppContext {
     actor_ = nullptr;
   }
   // As a crash: the agent stops where it is (its actor is killed), the endpoint aborts.
+  // A counter of the running application (0 when it has none, or is gone).
+  [[nodiscard]] double counter(const std::string& name) const {
+    double value = 0;
+    if (!app_ || killed_) return value;
+    metrics_.for_each([&](const runtime::MetricSample& m) {
+      if (m.name == name) value = m.value;
+    });
+    return value;
+  }
+  [[nodiscard]] const std::string& type() const { return self_.type; }
+
   // The actor may be asleep in wait_for_work(): a change of run state wakes it, as the
   // executive's signal wakes an agent thread.
   void wake() {
@@ -288,6 +299,27 @@ long max_rss_kb() {
   return u.ru_maxrss;
 }
 
+// What the builder units built in the measuring window: the run's last 80% (the first fifth is
+// the builders filling up), from their own counters, before the halt drains what is left.
+struct Window {
+  double start_s = 0;  // simulated
+  double end_s = 0;
+  double events_built = 0;
+  double bytes_built = 0;  // as carried (not scaled for phantom payloads)
+};
+
+nlohmann::json window_json(const Window& w, double payload_scale) {
+  const double span = w.end_s - w.start_s;
+  return {
+      {"start_s", w.start_s},
+      {"end_s", w.end_s},
+      {"events_built", w.events_built},
+      {"bytes_built", w.bytes_built * payload_scale},
+      {"event_rate_hz", span > 0 ? w.events_built / span : 0.0},
+      {"throughput_mb_s", span > 0 ? w.bytes_built * payload_scale / 1e6 / span : 0.0},
+  };
+}
+
 // When the phases of a run began, in wall-clock time: what the simulator spends where.
 struct WallPhases {
   std::chrono::steady_clock::time_point start = std::chrono::steady_clock::now();
@@ -303,8 +335,8 @@ double seconds(std::chrono::steady_clock::duration d) {
 class Control {
  public:
   Control(std::vector<std::unique_ptr<SimApp>>& apps, const SimSettings& settings,
-          control::RunSummary& summary, WallPhases& phases)
-      : apps_(apps), settings_(settings), summary_(summary), phases_(phases) {}
+          control::RunSummary& summary, WallPhases& phases, Window& window)
+      : apps_(apps), settings_(settings), summary_(summary), phases_(phases), window_(window) {}
 
   void operator()() {
     for (auto& a : apps_) a->start();
@@ -338,14 +370,38 @@ class Control {
       }
       summary_.lost.push_back(k.app + " killed at " + std::to_string(k.at_s) + " s");
     }
+    // The measuring window: from a fifth of the run (or the last kill) to its end.
+    const double window_at =
+        std::max(enabled_at + settings_.duration_s / 5, sg::Engine::get_clock());
+    if (window_at > sg::Engine::get_clock()) {
+      sg::this_actor::sleep_for(window_at - sg::Engine::get_clock());
+    }
+    window_.start_s = sg::Engine::get_clock();
+    const auto [events0, bytes0] = built();
     const double left = enabled_at + settings_.duration_s - sg::Engine::get_clock();
     if (left > 0) sg::this_actor::sleep_for(left);
+    window_.end_s = sg::Engine::get_clock();
+    const auto [events1, bytes1] = built();
+    window_.events_built = events1 - events0;
+    window_.bytes_built = bytes1 - bytes0;
     summary_.duration_s = sg::Engine::get_clock() - enabled_at;
     phases_.halting = std::chrono::steady_clock::now();
     halt(order);
   }
 
  private:
+  // Events and bytes built so far by the builder units still running.
+  [[nodiscard]] std::pair<double, double> built() const {
+    double events = 0;
+    double bytes = 0;
+    for (const auto& a : apps_) {
+      if (a->type() != "bu") continue;
+      events += a->counter("events_built");
+      bytes += a->counter("bytes_built");
+    }
+    return {events, bytes};
+  }
+
   [[nodiscard]] bool first_failure() {
     for (auto& a : apps_) {
       if (a->failed() && !a->killed()) {
@@ -396,6 +452,7 @@ class Control {
   const SimSettings& settings_;
   control::RunSummary& summary_;
   WallPhases& phases_;
+  Window& window_;
 };
 
 }  // namespace
@@ -457,7 +514,8 @@ Result<nlohmann::json> simulate(const runtime::ClusterConfig& cluster,
   summary.started_at = control::iso8601_utc(std::chrono::system_clock::now());
   transport::sim::count_simulator_cpu(settings.cpu == CpuModel::measured);
   WallPhases phases;
-  sg::Actor::create("control", (*hosts)[0], Control(apps, settings, summary, phases));
+  Window window;
+  sg::Actor::create("control", (*hosts)[0], Control(apps, settings, summary, phases, window));
   engine.run();
 
   const double wall_s =
@@ -498,6 +556,7 @@ Result<nlohmann::json> simulate(const runtime::ClusterConfig& cluster,
       {"platform", describe(settings.platform, hosts->size())},
       {"cpu", settings.cpu == CpuModel::measured ? "measured" : "fixed"},
       {"payload_scale", settings.costs.payload_scale},
+      {"window", window_json(window, settings.costs.payload_scale)},
   };
   return out;
 }

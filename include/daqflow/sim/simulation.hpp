@@ -81,7 +81,9 @@ struct SimSettings {
 // applications with their state, metrics and results, the folded results) with "simulation":
 // {"simulated_s", "wall_s", "hosts", "actors", "cpu_charged_s", "cpu_s" (simulated CPU seconds
 // by application), "max_rss_kb", "rss_per_host_kb", "events_per_wall_s" (events built per second
-// of the simulator's own time), "platform", "cpu"}. An error is what keeps
+// of the simulator's own time), "wall_setup_s", "wall_run_s", "wall_halt_s", "payload_scale",
+// "window" (what the builder units built in the run's last 80%: events, bytes, rate and
+// throughput, the steady figures of a short run), "platform", "cpu"}. An error is what keeps
 // the simulation from starting (a platform file that does not load, a context on no host); an
 // application that fails is a failure in the summary, as in a real run.
 [[nodiscard]] Result<nlohmann::json> simulate(const runtime::ClusterConfig& cluster,
