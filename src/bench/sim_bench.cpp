@@ -115,6 +115,7 @@ std::vector<std::string> sim_argv(const SimBenchOptions& o, const Point& p, cons
                      num(o.payload_scale),
                      "--summary",
                      summary});
+  for (const auto& c : o.simgrid_config) a.insert(a.end(), {"--cfg", c});
   if (o.platform == "fat-tree") {
     a.insert(a.end(), {"--leaf-hosts", std::to_string(o.leaf_hosts), "--spines",
                        std::to_string(o.spines), "--oversubscription", num(o.oversubscription)});
@@ -212,6 +213,7 @@ std::string command_line(const SimBenchOptions& o) {
       o.feds_per_ru, o.fragment, o.event_size, o.trigger_rate_hz, o.platform, o.link_gbps,
       o.latency_us, o.cores, o.duration_s, o.cpu, o.round_ns, o.send_message_ns, o.send_byte_ns,
       o.recv_message_ns, o.recv_byte_ns, o.payload_scale);
+  for (const auto& cfg : o.simgrid_config) c += " --cfg " + cfg;
   if (o.platform == "fat-tree") {
     c += fmt::format(" --leaf-hosts {} --spines {} --oversubscription {:g}", o.leaf_hosts, o.spines,
                      o.oversubscription);
@@ -256,7 +258,8 @@ Result<BenchOutput> run_sim_bench(const SimBenchOptions& o, BenchEnv& env) {
               {"duration_s", o.duration_s},
               {"cpu", o.cpu},
               {"round_ns", o.round_ns},
-              {"payload_scale", o.payload_scale}};
+              {"payload_scale", o.payload_scale},
+              {"simgrid_config", o.simgrid_config}};
   r.columns = {"kind",
                "nodes",
                "rus",

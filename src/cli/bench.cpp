@@ -554,6 +554,9 @@ void add_sim_bench(CLI::App& bench_cmd) {
                   "phantom payloads: fragments carried at 1/K of their size, the network and the "
                   "byte costs charged K times (daqflow sim --payload-scale)")
       ->capture_default_str();
+  cmd->add_option("--cfg", o.simgrid_config,
+                  "SimGrid settings for every point (daqflow sim --cfg); replaces the default")
+      ->capture_default_str();
   cmd->add_option("--point-timeout", o.point_timeout_s, "wall-clock seconds per point at most")
       ->capture_default_str();
   cmd->callback([a] {

@@ -150,7 +150,11 @@ struct SimBenchOptions {
   double send_byte_ns = 0;
   double recv_message_ns = 1000;
   double recv_byte_ns = 0;
-  double payload_scale = 1;       // phantom payloads (daqflow sim --payload-scale)
+  double payload_scale = 1;  // phantom payloads (daqflow sim --payload-scale)
+  // SimGrid settings (daqflow sim --cfg): by default without the LV08 model's reverse flows for
+  // TCP's acknowledgements (an RDMA network has none to speak of), which double the network
+  // solver's work.
+  std::vector<std::string> simgrid_config{"network/crosstraffic:0"};
   double point_timeout_s = 7200;  // wall-clock, per point
 };
 [[nodiscard]] std::string command_line(const SimBenchOptions& options);
