@@ -26,6 +26,7 @@ Result<void> ReadoutRole::configure(runtime::AppContext& ctx, const Topology& to
   release();
   store_.reset();
   id_ = ctx.self().id;
+  clock_ = &ctx.clock();
   topology_ = topology;
   endpoint_ = endpoint;
   failure_.clear();
@@ -120,9 +121,9 @@ std::uint32_t ReadoutRole::produce(std::uint64_t limit, bool limit_throttles) {
     break;
   }
   if (waiting && n == 0) {
-    if (throttled_since_ == 0) throttled_since_ = core::monotonic_ns();
+    if (throttled_since_ == 0) throttled_since_ = clock_->now_ns();
   } else if (throttled_since_ != 0) {
-    throttled_ns_ += static_cast<std::uint64_t>(core::monotonic_ns() - throttled_since_);
+    throttled_ns_ += static_cast<std::uint64_t>(clock_->now_ns() - throttled_since_);
     throttled_since_ = 0;
   }
   return n;
@@ -237,7 +238,7 @@ void ReadoutRole::publish() {
   };
   std::uint64_t throttled = throttled_ns_;
   if (throttled_since_ != 0)
-    throttled += static_cast<std::uint64_t>(core::monotonic_ns() - throttled_since_);
+    throttled += static_cast<std::uint64_t>(clock_->now_ns() - throttled_since_);
   delta(events_produced_, c.events_produced, published_.events);
   delta(bytes_produced_, c.bytes_produced, published_.bytes);
   delta(blocks_cut_, c.blocks_cut, published_.blocks_cut);

@@ -87,6 +87,7 @@ class ReadoutRole {
   Topology topology_;
   transport::Endpoint* endpoint_ = nullptr;
   std::unique_ptr<FragmentSource> source_;
+  core::Clock* clock_ = nullptr;  // the application's (simulated time in a simulation)
   std::unique_ptr<ReadoutStore> store_;
   std::vector<BuState> bus_;  // by AppIndex
   transport::Message message_;
