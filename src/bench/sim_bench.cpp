@@ -42,10 +42,9 @@ std::uint64_t fragment_of(const SimBenchOptions& o, const Point& p) {
   return std::max<std::uint64_t>(64, o.event_size / feds / 8 * 8);
 }
 
-// A RU's readout memory: chunks of twice a block's largest part (at least 1 MiB), enough of them
-// for twice what the BUs can have asked of it at once (bus x blocks in flight x events per
-// request), within 8 to 64 MiB: a thousand simulated RUs share this machine's memory. A RU with
-// less than the BUs could ask for throttles the builder, as a real one would.
+// A RU's readout memory: chunks of twice a block's largest part (at least 1 MiB), as many as the
+// BUs' windows need (below), within limits: a thousand simulated RUs share this machine's memory.
+// A RU with less than the BUs could ask for throttles the builder, as a real one would.
 struct Memory {
   std::uint64_t chunk_size = 0;
   std::uint64_t chunks = 0;
@@ -60,9 +59,15 @@ Memory ru_memory(const SimBenchOptions& o, const Point& p) {
       p.events_per_request * std::uint64_t(o.feds_per_ru) * evb_fragment_max(fragment);
   Memory m;
   m.chunk_size = std::max<std::uint64_t>(std::uint64_t{1} << 20, std::bit_ceil(2 * block_max));
-  const std::uint64_t want = std::clamp<std::uint64_t>(
-      2 * std::uint64_t(p.bus()) * p.blocks_in_flight * p.events_per_request * event_part,
-      std::uint64_t{8} << 20, std::uint64_t{64} << 20);
+  // A RU produces up to twice what the BUs can have assigned ahead of the last assigned event,
+  // and keeps what they have not yet acknowledged: four times the BUs' windows leaves room for
+  // chunks that wait for their last event. At most 64 MiB each and 8 GiB for all the RUs.
+  const std::uint64_t windows =
+      std::uint64_t(p.bus()) * p.blocks_in_flight * p.events_per_request * event_part;
+  const std::uint64_t cap =
+      std::min<std::uint64_t>(std::uint64_t{64} << 20, (std::uint64_t{8} << 30) / p.rus());
+  const std::uint64_t want =
+      std::clamp<std::uint64_t>(4 * windows, std::min<std::uint64_t>(8u << 20, cap), cap);
   m.chunks = std::max<std::uint64_t>(8, (want + m.chunk_size - 1) / m.chunk_size);
   return m;
 }
@@ -288,15 +293,21 @@ Result<BenchOutput> run_sim_bench(const SimBenchOptions& o, BenchEnv& env) {
     nlohmann::json row = row_of(o, p, *summary);
     std::printf("  %s: %.0f Hz, %.0f MB/s per BU, %.1f s wall\n", p.name().c_str(),
                 row[7].get<double>(), row[8].get<double>(), row[16].get<double>());
-    const std::string label = fmt::format("{}, {} events/request, {} in flight", p.kind,
-                                          p.events_per_request, p.blocks_in_flight);
+    // Over the node counts; or, for one node count, over the events per request.
+    const bool by_nodes = o.nodes.size() > 1 || o.events_per_request.size() == 1;
+    const std::string label =
+        by_nodes ? fmt::format("{}, {} events/request, {} in flight", p.kind, p.events_per_request,
+                               p.blocks_in_flight)
+                 : fmt::format("{} {}, {} blocks in flight", p.kind, p.nodes, p.blocks_in_flight);
     series[label].name = label;
-    series[label].points.emplace_back(double(p.nodes), row[8].get<double>());
+    series[label].points.emplace_back(by_nodes ? double(p.nodes) : double(p.events_per_request),
+                                      row[8].get<double>());
     add_row(r, std::move(row));
   }
   out.plot.title =
       fmt::format("Simulated builders, {} Gb/s links ({})", num(o.link_gbps), o.platform);
-  out.plot.x_label = "nodes";
+  out.plot.x_label =
+      o.nodes.size() > 1 || o.events_per_request.size() == 1 ? "nodes" : "events per request";
   out.plot.y_label = "throughput per builder node, MB/s";
   out.plot.log_x = true;
   for (auto& [label, s] : series) out.plot.series.push_back(std::move(s));
