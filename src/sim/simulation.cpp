@@ -85,7 +85,10 @@ class SimApp final : public runtime::AppContext {
   [[nodiscard]] bool killed() const { return killed_; }
   [[nodiscard]] bool configured() const { return configured_; }
   [[nodiscard]] bool halt_seen() const { return halt_seen_; }
-  [[nodiscard]] double cpu_s() const { return cpu_ns_total_ * 1e-9; }
+  // Simulated CPU seconds: the application's rounds and its transport's work.
+  [[nodiscard]] double cpu_s() const {
+    return (cpu_ns_total_ + (endpoint_ ? transport::sim::transport_cpu_ns(*endpoint_) : 0)) * 1e-9;
+  }
 
   void start() {
     actor_ = sg::Actor::create(self_.id, host_, [this] { run(); });

@@ -13,6 +13,10 @@ namespace daqflow::transport::sim {
 // 0 for an endpoint of another transport.
 [[nodiscard]] std::int64_t simulator_cpu_ns(const Endpoint& endpoint);
 
+// The CPU time the endpoint has charged to its host for the transport's work (SimOptions' costs
+// per message and byte, and empty polls), in nanoseconds. 0 for an endpoint of another transport.
+[[nodiscard]] double transport_cpu_ns(const Endpoint& endpoint);
+
 // Wakes the actor that waits on the endpoint (Endpoint::wait returns), as a signal wakes a real
 // agent: the run state of its application changed. No effect on an endpoint of another transport.
 void wake(Endpoint& endpoint);

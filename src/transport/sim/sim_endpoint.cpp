@@ -560,6 +560,7 @@ void SimEndpoint::charge_cpu() {
   if (cpu_ns_ <= 0) return;
   const InSimulator in(simulator_ns_);
   const double flops = cpu_ns_ * kNs * sg::this_actor::get_host()->get_speed();
+  charged_ns_ += cpu_ns_;
   cpu_ns_ = 0;
   try {
     sg::this_actor::execute(flops);
@@ -746,6 +747,11 @@ void count_simulator_cpu(bool on) {
 
 void wake(Endpoint& endpoint) {
   if (auto* sim = dynamic_cast<SimEndpoint*>(&endpoint)) sim->stir();
+}
+
+double transport_cpu_ns(const Endpoint& endpoint) {
+  const auto* sim = dynamic_cast<const SimEndpoint*>(&endpoint);
+  return sim != nullptr ? sim->charged_ns_ : 0;
 }
 
 std::int64_t simulator_cpu_ns(const Endpoint& endpoint) {

@@ -203,7 +203,8 @@ class SimEndpoint final : public Endpoint, public FaultInjection {
   std::vector<simgrid::s4u::ActivityPtr> waiting_;  // test_any()'s list, kept for its capacity
   detail::EventQueue events_;
   detail::StatsCounters stats_;
-  double cpu_ns_ = 0;  // CPU time owed to the host
+  double cpu_ns_ = 0;      // CPU time owed to the host
+  double charged_ns_ = 0;  // CPU time executed on the host so far (the transport's costs)
   // This thread's CPU time spent in simulator calls, while other actors ran (simulator_cpu_ns).
   std::int64_t simulator_ns_ = 0;
   bool closed_ = false;
@@ -215,6 +216,7 @@ class SimEndpoint final : public Endpoint, public FaultInjection {
   bool sleeping_ = false;
 
   friend std::int64_t simulator_cpu_ns(const Endpoint& endpoint);
+  friend double transport_cpu_ns(const Endpoint& endpoint);
 };
 
 }  // namespace daqflow::transport::sim
