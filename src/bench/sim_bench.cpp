@@ -61,11 +61,11 @@ Memory ru_memory(const SimBenchOptions& o, const Point& p) {
   m.chunk_size = std::max<std::uint64_t>(std::uint64_t{1} << 20, std::bit_ceil(2 * block_max));
   // A RU produces up to twice what the BUs can have assigned ahead of the last assigned event,
   // and keeps what they have not yet acknowledged: four times the BUs' windows leaves room for
-  // chunks that wait for their last event. At most 64 MiB each and 8 GiB for all the RUs.
+  // chunks that wait for their last event. At most 64 MiB each and 4 GiB for all the RUs.
   const std::uint64_t windows =
       std::uint64_t(p.bus()) * p.blocks_in_flight * p.events_per_request * event_part;
   const std::uint64_t cap =
-      std::min<std::uint64_t>(std::uint64_t{64} << 20, (std::uint64_t{8} << 30) / p.rus());
+      std::min<std::uint64_t>(std::uint64_t{64} << 20, (std::uint64_t{4} << 30) / p.rus());
   const std::uint64_t want =
       std::clamp<std::uint64_t>(4 * windows, std::min<std::uint64_t>(8u << 20, cap), cap);
   m.chunks = std::max<std::uint64_t>(8, (want + m.chunk_size - 1) / m.chunk_size);
