@@ -175,9 +175,8 @@ nlohmann::json row_of(const SimBenchOptions& o, const Point& p, const nlohmann::
   const nlohmann::json& window = sim.at("window");
   const double rate = window.value("event_rate_hz", 0.0);
   const double per_bu = window.value("throughput_mb_s", 0.0) / p.bus();
-  const double run_s = s.value("duration_s", 0.0);
   const double link_mb_s = o.link_gbps * 1e3 / 8;
-  const double evm_cpu = sim.at("cpu_s").value("evm0", 0.0);
+  const double evm_load = window.at("cpu_load").value("evm0", 0.0);
   std::vector<double> p50;
   std::vector<double> p90;
   std::vector<double> p99;
@@ -194,7 +193,7 @@ nlohmann::json row_of(const SimBenchOptions& o, const Point& p, const nlohmann::
   return nlohmann::json::array(
       {p.kind, p.nodes, p.rus(), p.bus(), p.events_per_request, p.blocks_in_flight,
        double(m.chunk_size * m.chunks) / double(1u << 20), rate, per_bu, per_bu / link_mb_s,
-       run_s > 0 ? evm_cpu / run_s : 0.0, median_of(p50), median_of(p90), median_of(p99),
+       evm_load, median_of(p50), median_of(p90), median_of(p99),
        r.value("events_built", std::uint64_t{0}), sim.value("simulated_s", 0.0),
        sim.value("wall_s", 0.0), sim.value("events_per_wall_s", 0.0),
        sim.value("rss_per_host_kb", 0.0)});

@@ -309,11 +309,16 @@ struct Window {
   double end_s = 0;
   double events_built = 0;
   double bytes_built = 0;  // as carried (not scaled for phantom payloads)
+  std::vector<std::pair<std::string, double>> cpu_s;  // simulated CPU in the window, by app
 };
 
 nlohmann::json window_json(const Window& w, double payload_scale) {
   const double span = w.end_s - w.start_s;
+  // Each application's load: its simulated CPU over the window, in cores.
+  nlohmann::json load = nlohmann::json::object();
+  for (const auto& [id, cpu] : w.cpu_s) load[id] = span > 0 ? cpu / span : 0.0;
   return {
+      {"cpu_load", load},
       {"start_s", w.start_s},
       {"end_s", w.end_s},
       {"events_built", w.events_built},
@@ -381,10 +386,12 @@ class Control {
     }
     window_.start_s = sg::Engine::get_clock();
     const auto [events0, bytes0] = built();
+    for (const auto& a : apps_) window_.cpu_s.emplace_back(a->id(), -a->cpu_s());
     const double left = enabled_at + settings_.duration_s - sg::Engine::get_clock();
     if (left > 0) sg::this_actor::sleep_for(left);
     window_.end_s = sg::Engine::get_clock();
     const auto [events1, bytes1] = built();
+    for (std::size_t i = 0; i < apps_.size(); ++i) window_.cpu_s[i].second += apps_[i]->cpu_s();
     window_.events_built = events1 - events0;
     window_.bytes_built = bytes1 - bytes0;
     summary_.duration_s = sg::Engine::get_clock() - enabled_at;
