@@ -245,8 +245,11 @@ Result<BenchOutput> run_sim_bench(const SimBenchOptions& o, BenchEnv& env) {
   const auto swept = [](const auto& v, const char* what) {
     return v.size() > 1 ? std::string("-") + what : std::string();
   };
-  r.stem = fmt::format("sim-{}{}{}{}", o.platform, swept(o.nodes, "nodes"),
-                       swept(o.events_per_request, "epr"), swept(o.blocks_in_flight, "bif"));
+  // "sim-star-nodes", "sim-star-100000hz-nodes" (a rate-limited trigger), "sim-star-epr-bif".
+  r.stem = fmt::format("sim-{}{}{}{}{}", o.platform,
+                       o.trigger_rate_hz > 0 ? fmt::format("-{:g}hz", o.trigger_rate_hz) : "",
+                       swept(o.nodes, "nodes"), swept(o.events_per_request, "epr"),
+                       swept(o.blocks_in_flight, "bif"));
   r.command = command_line(o);
   r.params = {{"kinds", o.kinds},
               {"nodes", o.nodes},
