@@ -185,6 +185,7 @@ nlohmann::json row_of(const SimBenchOptions& o, const Point& p, const nlohmann::
     const auto it = app.find("results");
     if (it == app.end() || !it->contains("assembly_us")) continue;
     const auto& a = (*it)["assembly_us"];
+    if (a.value("count", 0) == 0) continue;  // built nothing in the run
     p50.push_back(a.value("p50", 0.0));
     p90.push_back(a.value("p90", 0.0));
     p99.push_back(a.value("p99", 0.0));
