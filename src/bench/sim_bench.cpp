@@ -176,6 +176,9 @@ nlohmann::json row_of(const SimBenchOptions& o, const Point& p, const nlohmann::
   const double rate = window.value("event_rate_hz", 0.0);
   const double per_bu = window.value("throughput_mb_s", 0.0) / p.bus();
   const double link_mb_s = o.link_gbps * 1e3 / 8;
+  // What a BU's link carries of what it builds: everything, or in RUBU all but its own RU's part.
+  const double over_link =
+      p.kind == "rubu" ? static_cast<double>(p.nodes - 1) / static_cast<double>(p.nodes) : 1.0;
   const double evm_load = window.at("cpu_load").value("evm0", 0.0);
   std::vector<double> p50;
   std::vector<double> p90;
@@ -193,8 +196,8 @@ nlohmann::json row_of(const SimBenchOptions& o, const Point& p, const nlohmann::
   const Memory m = ru_memory(o, p);
   return nlohmann::json::array(
       {p.kind, p.nodes, p.rus(), p.bus(), p.events_per_request, p.blocks_in_flight,
-       double(m.chunk_size * m.chunks) / double(1u << 20), rate, per_bu, per_bu / link_mb_s,
-       evm_load, median_of(p50), median_of(p90), median_of(p99),
+       double(m.chunk_size * m.chunks) / double(1u << 20), rate, per_bu,
+       per_bu * over_link / link_mb_s, evm_load, median_of(p50), median_of(p90), median_of(p99),
        r.value("events_built", std::uint64_t{0}), sim.value("simulated_s", 0.0),
        sim.value("wall_s", 0.0), sim.value("events_per_wall_s", 0.0),
        sim.value("rss_per_host_kb", 0.0)});

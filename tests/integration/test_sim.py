@@ -34,6 +34,33 @@ class Simulation(DaqflowTestCase):
         self.assertEqual(sim["hosts"], len(re.findall(r"^  - name:", read_example("local.yaml"),
                                                       re.M)))
 
+    def test_bench_sim_sweeps_a_small_builder_into_result_files(self):
+        out_dir = self.path("bench")
+        code, out = self.daqflow(["bench", "sim", "--kind", "evb,rubu", "--nodes", "4,8",
+                                  "--payload-scale", "16", "--duration", "0.005",
+                                  "--out", out_dir], timeout=600)
+        self.assertEqual(code, 0, out)
+        with open(out_dir + "/sim-star-nodes.json") as f:
+            result = json.load(f)
+        self.assertEqual(result["bench"], "sim")
+        self.assertIn("--payload-scale 16", result["command"])
+        rows = [dict(zip(result["columns"], row)) for row in result["rows"]]
+        self.assertEqual([(r["kind"], r["nodes"]) for r in rows],
+                         [("evb", 4), ("evb", 8), ("rubu", 4), ("rubu", 8)])
+        for r in rows:
+            self.assertGreater(r["event_rate_hz"], 0, r)
+            # The window's throughput, scaled back from the phantom payloads, cannot beat the
+            # 100 Gb/s link each BU receives on.
+            self.assertGreater(r["link_share"], 0.05, r)
+            self.assertLessEqual(r["link_share"], 1.0, r)
+            self.assertGreater(r["evm_cpu_load"], 0, r)
+            self.assertLessEqual(r["evm_cpu_load"], 1.0, r)
+            self.assertGreater(r["assembly_p50_us"], 0, r)
+            self.assertLessEqual(r["assembly_p50_us"], r["assembly_p99_us"], r)
+            self.assertEqual(r["bus"], r["nodes"] // 2 if r["kind"] == "evb" else r["nodes"], r)
+        with open(out_dir + "/sim-star-nodes.svg") as f:
+            self.assertIn("<svg", f.read())
+
     def test_bad_options_are_refused_with_the_reason(self):
         code, out = self.daqflow(["sim", "--rus", "2", "--bus", "2", "--kill", "nobody@1"])
         self.assertEqual(code, 2, out)
