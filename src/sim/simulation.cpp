@@ -220,7 +220,9 @@ class SimApp final : public runtime::AppContext {
       note(std::string("release threw: ") + e.what());
     }
     runtime::HostAccess::set_endpoint(*app_, nullptr);
-    if (endpoint_) endpoint_->close(std::chrono::milliseconds(500));
+    // The run is over for this application and its peers (halted in rank order, or all
+    // stopped): it leaves without a bye.
+    if (endpoint_) transport::sim::close_quietly(*endpoint_, std::chrono::milliseconds(500));
     phase_ = Phase::done;
   }
 

@@ -2,6 +2,7 @@
 // What the simulator (src/sim/) asks of the sim transport's endpoints beyond the Endpoint
 // interface (the transport itself: src/transport/sim/sim_endpoint.hpp).
 
+#include <chrono>
 #include <cstdint>
 
 #include "daqflow/transport/transport.hpp"
@@ -25,6 +26,12 @@ void wake(Endpoint& endpoint);
 // only when the simulator measures the applications' CPU time, and a system call each way
 // otherwise spent for nothing. On by default; for the whole process (one simulation per process).
 void count_simulator_cpu(bool on);
+
+// Closes the endpoint as close() does, but without a bye to its peers: for the end of a
+// simulated run, when every peer is halted or halting (the RUs of a thousand-node builder would
+// say a quarter of a million byes at one simulated instant to applications that no longer
+// listen, each walked through SimGrid's per-actor lists).
+void close_quietly(Endpoint& endpoint, std::chrono::milliseconds timeout);
 
 // The calling thread's CPU time (CLOCK_THREAD_CPUTIME_ID): with SimGrid's contexts every actor
 // runs on the simulator's one thread, so between simulator calls it is the running actor's.

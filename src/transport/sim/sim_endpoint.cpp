@@ -626,7 +626,7 @@ void SimEndpoint::abort() {
   shut(false, std::chrono::milliseconds(0));
 }
 
-void SimEndpoint::shut(bool orderly, std::chrono::milliseconds timeout) {
+void SimEndpoint::shut(bool orderly, std::chrono::milliseconds timeout, bool tell) {
   if (closed_) return;
   const bool actor = on_actor();
   if (actor && orderly) {
@@ -645,7 +645,7 @@ void SimEndpoint::shut(bool orderly, std::chrono::milliseconds timeout) {
       }
     }
   }
-  if (actor) {
+  if (actor && tell) {
     for (std::size_t i = 0; i < peers_.size(); ++i) {
       const PeerState s = peers_[i].state;
       // A peer whose endpoint is gone hears nothing more: what was sent to it would wait in
@@ -743,6 +743,14 @@ std::int64_t thread_cpu_ns() {
 
 void count_simulator_cpu(bool on) {
   g_count_simulator_cpu = on;
+}
+
+void close_quietly(Endpoint& endpoint, std::chrono::milliseconds timeout) {
+  if (auto* sim = dynamic_cast<SimEndpoint*>(&endpoint)) {
+    sim->shut(true, timeout, false);
+  } else {
+    endpoint.close(timeout);
+  }
 }
 
 void wake(Endpoint& endpoint) {

@@ -180,7 +180,8 @@ class SimEndpoint final : public Endpoint, public FaultInjection {
   void release(Parcel* parcel);
   [[nodiscard]] bool has_work() const;
   void charge_cpu();
-  void shut(bool orderly, std::chrono::milliseconds timeout);
+  // orderly: what was posted leaves first (up to the timeout); tell: peers hear bye or reset.
+  void shut(bool orderly, std::chrono::milliseconds timeout, bool tell = true);
 
   std::shared_ptr<Network> network_;
   EndpointOptions options_;
@@ -217,6 +218,7 @@ class SimEndpoint final : public Endpoint, public FaultInjection {
 
   friend std::int64_t simulator_cpu_ns(const Endpoint& endpoint);
   friend double transport_cpu_ns(const Endpoint& endpoint);
+  friend void close_quietly(Endpoint& endpoint, std::chrono::milliseconds timeout);
 };
 
 }  // namespace daqflow::transport::sim
