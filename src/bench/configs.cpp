@@ -170,6 +170,11 @@ int evb_contexts(const EvbShape& s) {
   return s.rubu ? s.rus : s.rus + s.bus;
 }
 
+std::uint64_t phantom_fragment(std::uint64_t mean, double scale) {
+  return std::max<std::uint64_t>(
+      64, static_cast<std::uint64_t>(static_cast<double>(mean) / scale) / 8 * 8);
+}
+
 std::uint64_t evb_fragment_max(std::uint64_t mean) {
   // The lognormal tail (sd = mean / 2) beyond 3 means is a fraction of a percent, which the
   // emulator clamps; a tighter bound keeps the BUs' receive buffers (max_message_size) small.

@@ -51,9 +51,7 @@ struct Memory {
 };
 Memory ru_memory(const SimBenchOptions& o, const Point& p) {
   // What is carried: fragments over the payload scale (as daqflow sim generates them).
-  const auto fragment = std::max<std::uint64_t>(
-      64,
-      static_cast<std::uint64_t>(static_cast<double>(fragment_of(o, p)) / o.payload_scale) / 8 * 8);
+  const std::uint64_t fragment = phantom_fragment(fragment_of(o, p), o.payload_scale);
   const std::uint64_t event_part = std::uint64_t(o.feds_per_ru) * fragment;
   const std::uint64_t block_max =
       p.events_per_request * std::uint64_t(o.feds_per_ru) * evb_fragment_max(fragment);

@@ -502,7 +502,6 @@ void add_memcpy(CLI::App& bench_cmd) {
 void add_sim_bench(CLI::App& bench_cmd) {
   struct Args {
     std::string out = "bench-results";
-    std::string kinds = "evb,rubu";
     std::string nodes = "16,32,64";
     std::string epr = "32";
     std::string bif = "4";
@@ -513,7 +512,9 @@ void add_sim_bench(CLI::App& bench_cmd) {
   auto* cmd = bench_cmd.add_subcommand(
       "sim", "The event builders at scale, simulated (daqflow sim): a sweep over node counts");
   cmd->add_option("--out", a->out, "folder of the result files")->capture_default_str();
-  cmd->add_option("--kind", a->kinds, "evb (two-stage: N/2 RUs, N/2 BUs), rubu, or both")
+  cmd->add_option("--kind", o.kinds, "evb (two-stage: N/2 RUs, N/2 BUs), rubu, or both")
+      ->delimiter(',')
+      ->check(CLI::IsMember({"evb", "rubu"}))
       ->capture_default_str();
   cmd->add_option("--nodes", a->nodes, "node counts: list or doubling range")
       ->capture_default_str();
@@ -561,13 +562,6 @@ void add_sim_bench(CLI::App& bench_cmd) {
       ->capture_default_str();
   cmd->callback([a] {
     auto& opt = a->options;
-    opt.kinds.clear();
-    std::string kinds = a->kinds;
-    for (std::size_t at = 0; at <= kinds.size();) {
-      const std::size_t comma = std::min(kinds.find(',', at), kinds.size());
-      if (comma > at) opt.kinds.push_back(kinds.substr(at, comma - at));
-      at = comma + 1;
-    }
     opt.nodes = sweep(a->nodes, "--nodes", 4, 100000);
     opt.events_per_request = sweep(a->epr, "--events-per-request", 1, 1024);
     opt.blocks_in_flight = sweep(a->bif, "--blocks-in-flight", 1, 256);

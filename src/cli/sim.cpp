@@ -63,8 +63,7 @@ Result<runtime::ClusterConfig> load(const SimOptions& o) {
   shape.bus = shape.rubu ? o.rubu : o.bus;
   shape.feds_per_ru = o.feds;
   // Phantom payloads: fragments generated at a fraction of the size they stand for.
-  shape.fragment_mean = std::max<std::uint64_t>(
-      64, static_cast<std::uint64_t>(static_cast<double>(o.fragment) / o.payload_scale) / 8 * 8);
+  shape.fragment_mean = bench::phantom_fragment(o.fragment, o.payload_scale);
   shape.events_per_request = o.events_per_request;
   shape.blocks_in_flight = o.blocks_in_flight;
   shape.trigger_rate_hz = o.trigger_rate;

@@ -86,6 +86,9 @@ struct EvbShape {
 [[nodiscard]] int evb_contexts(const EvbShape& shape);
 // The largest fragment the emulator draws for a mean, and the message size a block needs.
 [[nodiscard]] std::uint64_t evb_fragment_max(std::uint64_t mean);
+// Phantom payloads (daqflow sim --payload-scale): the mean fragment generated to stand for one of
+// `mean` bytes, 1/scale of it rounded down to 8 bytes, at least 64.
+[[nodiscard]] std::uint64_t phantom_fragment(std::uint64_t mean, double scale);
 [[nodiscard]] std::uint64_t evb_max_message_size(const EvbShape& shape);
 [[nodiscard]] std::string evb_yaml(const ClusterSettings& cluster, const EvbShape& shape);
 
