@@ -284,19 +284,24 @@ std::uint64_t timeslice_contribution_wire_bytes(const TimesliceShape& s) {
 namespace {
 
 bool with_clocks(const TimesliceShape& s) {
-  return s.clock_only || s.order == "scheduled";
+  return s.clock_only || (s.order == "scheduled" && s.clock_sync);
+}
+
+bool with_manager(const TimesliceShape& s) {
+  return s.manager && !s.clock_only;
 }
 
 }  // namespace
 
 int timeslice_contexts(const TimesliceShape& s) {
-  return s.n + (with_clocks(s) ? 1 : 0);
+  return s.n + (with_clocks(s) ? 1 : 0) + (with_manager(s) ? 1 : 0);
 }
 
 int timeslice_ports_used(const TimesliceShape& s) {
   // Per context its control port and one data port per application (two or three per node).
   const int apps_per_node = (s.clock_only ? 0 : 2) + (with_clocks(s) ? 1 : 0);
-  return timeslice_contexts(s) + s.n * apps_per_node + (with_clocks(s) ? 1 : 0);
+  return timeslice_contexts(s) + s.n * apps_per_node + (with_clocks(s) ? 1 : 0) +
+         (with_manager(s) ? 1 : 0);
 }
 
 std::string timeslice_yaml(const ClusterSettings& cluster, const TimesliceShape& s) {
@@ -322,15 +327,20 @@ std::string timeslice_yaml(const ClusterSettings& cluster, const TimesliceShape&
     ctx.add("clock", {fmt::format("type: clock_master, id: clock, nodes: {}, interval_ms: 50",
                                   id_list("clk", 0, s.n))});
   }
+  const std::string manager = with_manager(s) ? ", manager: tm" : "";
+  if (with_manager(s)) {
+    ctx.add("manager",
+            {fmt::format("type: ts_manager, id: tm, builders: {}, inputs: {}", builders, inputs)});
+  }
   for (int i = 0; i < s.n; ++i) {
     std::vector<std::string> apps;
     if (!s.clock_only) {
-      apps.push_back(fmt::format("type: ts_input, id: in{}, builders: {}, {}, {}, seed: {}", i,
-                                 builders, geometry, order, i + 1));
+      apps.push_back(fmt::format("type: ts_input, id: in{}, builders: {}, {}, {}, seed: {}{}", i,
+                                 builders, geometry, order, i + 1, manager));
       apps.push_back(
           fmt::format("type: ts_builder, id: tb{}, inputs: {}, verify_crc: {}, output: {{kind: "
-                      "discard}}",
-                      i, inputs, s.crc));
+                      "discard}}{}",
+                      i, inputs, s.crc, manager));
     }
     if (with_clocks(s)) {
       apps.push_back(fmt::format("type: clock_client, id: clk{}, master: clock", i));

@@ -20,13 +20,18 @@ namespace daqflow::bench {
 namespace {
 
 struct Point {
-  std::string kind;
+  std::string kind;  // evb, rubu, ts-chaotic, ts-scheduled
   std::uint64_t nodes = 0;
   std::uint64_t events_per_request = 0;
   std::uint64_t blocks_in_flight = 0;
-  [[nodiscard]] int rus() const { return kind == "rubu" ? int(nodes) : int(nodes / 2); }
-  [[nodiscard]] int bus() const { return kind == "rubu" ? int(nodes) : int(nodes - nodes / 2); }
+  [[nodiscard]] bool timeslices() const { return kind.starts_with("ts-"); }
+  // Every node both sends and builds, or half of them each.
+  [[nodiscard]] bool all_to_all() const { return kind != "evb"; }
+  // Readout units (time-slice inputs) and builder units (time-slice builders).
+  [[nodiscard]] int rus() const { return all_to_all() ? int(nodes) : int(nodes / 2); }
+  [[nodiscard]] int bus() const { return all_to_all() ? int(nodes) : int(nodes - nodes / 2); }
   [[nodiscard]] std::string name() const {
+    if (timeslices()) return fmt::format("sim-{}{}", kind, nodes);
     return fmt::format("sim-{}{}-epr{}-bif{}", kind, nodes, events_per_request, blocks_in_flight);
   }
 };
@@ -73,26 +78,24 @@ Memory ru_memory(const SimBenchOptions& o, const Point& p) {
 std::vector<std::string> sim_argv(const SimBenchOptions& o, const Point& p, const std::string& self,
                                   const std::string& summary) {
   std::vector<std::string> a{self, "sim"};
-  if (p.kind == "rubu") {
+  if (p.timeslices()) {
+    a.insert(a.end(), {"--ts", std::to_string(p.nodes), "--order", p.kind.substr(3),
+                       "--contribution", std::to_string(o.contribution)});
+    if (o.ts_manager) a.emplace_back("--manager");
+  } else if (p.kind == "rubu") {
     a.insert(a.end(), {"--rubu", std::to_string(p.nodes)});
   } else {
     a.insert(a.end(), {"--rus", std::to_string(p.rus()), "--bus", std::to_string(p.bus())});
   }
-  a.insert(a.end(), {"--feds",
-                     std::to_string(o.feds_per_ru),
-                     "--fragment",
-                     std::to_string(fragment_of(o, p)),
-                     "--events-per-request",
-                     std::to_string(p.events_per_request),
-                     "--blocks-in-flight",
-                     std::to_string(p.blocks_in_flight),
-                     "--trigger-rate",
-                     num(o.trigger_rate_hz),
-                     "--chunk-size",
-                     std::to_string(ru_memory(o, p).chunk_size),
-                     "--chunks",
-                     std::to_string(ru_memory(o, p).chunks),
-                     "--platform",
+  if (!p.timeslices()) {
+    a.insert(a.end(), {"--feds", std::to_string(o.feds_per_ru), "--fragment",
+                       std::to_string(fragment_of(o, p)), "--events-per-request",
+                       std::to_string(p.events_per_request), "--blocks-in-flight",
+                       std::to_string(p.blocks_in_flight), "--trigger-rate", num(o.trigger_rate_hz),
+                       "--chunk-size", std::to_string(ru_memory(o, p).chunk_size), "--chunks",
+                       std::to_string(ru_memory(o, p).chunks)});
+  }
+  a.insert(a.end(), {"--platform",
                      o.platform,
                      "--link-gbps",
                      num(o.link_gbps),
@@ -116,6 +119,8 @@ std::vector<std::string> sim_argv(const SimBenchOptions& o, const Point& p, cons
                      num(o.recv_byte_ns),
                      "--payload-scale",
                      num(o.payload_scale),
+                     "--network",
+                     o.network,
                      "--summary",
                      summary});
   for (const auto& c : o.simgrid_config) a.insert(a.end(), {"--cfg", c});
@@ -174,9 +179,10 @@ nlohmann::json row_of(const SimBenchOptions& o, const Point& p, const nlohmann::
   const double rate = window.value("event_rate_hz", 0.0);
   const double per_bu = window.value("throughput_mb_s", 0.0) / p.bus();
   const double link_mb_s = o.link_gbps * 1e3 / 8;
-  // What a BU's link carries of what it builds: everything, or in RUBU all but its own RU's part.
+  // What a BU's link carries of what it builds: everything, or where every node sends and builds
+  // all but its own part.
   const double over_link =
-      p.kind == "rubu" ? static_cast<double>(p.nodes - 1) / static_cast<double>(p.nodes) : 1.0;
+      p.all_to_all() ? static_cast<double>(p.nodes - 1) / static_cast<double>(p.nodes) : 1.0;
   const double evm_load = window.at("cpu_load").value("evm0", 0.0);
   std::vector<double> p50;
   std::vector<double> p90;
@@ -191,14 +197,28 @@ nlohmann::json row_of(const SimBenchOptions& o, const Point& p, const nlohmann::
     p90.push_back(a.value("p90", 0.0));
     p99.push_back(a.value("p99", 0.0));
   }
-  const Memory m = ru_memory(o, p);
+  const Memory m = p.timeslices() ? Memory{} : ru_memory(o, p);
   return nlohmann::json::array(
-      {p.kind, p.nodes, p.rus(), p.bus(), p.events_per_request, p.blocks_in_flight,
-       double(m.chunk_size * m.chunks) / double(1u << 20), rate, per_bu,
-       per_bu * over_link / link_mb_s, evm_load, median_of(p50), median_of(p90), median_of(p99),
-       r.value("events_built", std::uint64_t{0}), sim.value("simulated_s", 0.0),
-       sim.value("wall_s", 0.0), sim.value("events_per_wall_s", 0.0),
-       sim.value("rss_per_host_kb", 0.0)});
+      {p.kind,
+       p.nodes,
+       p.rus(),
+       p.bus(),
+       p.events_per_request,
+       p.blocks_in_flight,
+       double(m.chunk_size * m.chunks) / double(1u << 20),
+       rate,
+       per_bu,
+       per_bu * over_link / link_mb_s,
+       evm_load,
+       median_of(p50),
+       median_of(p90),
+       median_of(p99),
+       r.value("events_built", r.value("timeslices_complete", std::uint64_t{0})),
+       sim.value("simulated_s", 0.0),
+       sim.value("wall_s", 0.0),
+       sim.value("events_per_wall_s", 0.0),
+       sim.value("rss_per_host_kb", 0.0),
+       window.value("data_share", 0.0)});
 }
 
 }  // namespace
@@ -214,11 +234,12 @@ std::string command_line(const SimBenchOptions& o) {
       "--feds {} --fragment {} --event-size {} --trigger-rate {:g} --platform {} --link-gbps {:g} "
       "--latency-us {:g} --cores {} --duration {:g} --cpu {} --round-ns {:g} "
       "--send-message-ns {:g} --send-byte-ns {:g} --recv-message-ns {:g} --recv-byte-ns {:g} "
-      "--payload-scale {:g}",
+      "--payload-scale {:g} --network {} --contribution {}{}",
       join(o.kinds), join(o.nodes), join(o.events_per_request), join(o.blocks_in_flight),
       o.feds_per_ru, o.fragment, o.event_size, o.trigger_rate_hz, o.platform, o.link_gbps,
       o.latency_us, o.cores, o.duration_s, o.cpu, o.round_ns, o.send_message_ns, o.send_byte_ns,
-      o.recv_message_ns, o.recv_byte_ns, o.payload_scale);
+      o.recv_message_ns, o.recv_byte_ns, o.payload_scale, o.network, o.contribution,
+      o.ts_manager ? " --manager" : "");
   for (const auto& cfg : o.simgrid_config) c += " --cfg " + cfg;
   if (o.platform == "fat-tree") {
     c += fmt::format(" --leaf-hosts {} --spines {} --oversubscription {:g}", o.leaf_hosts, o.spines,
@@ -229,12 +250,18 @@ std::string command_line(const SimBenchOptions& o) {
 
 Result<BenchOutput> run_sim_bench(const SimBenchOptions& o, BenchEnv& env) {
   for (const auto& k : o.kinds) {
-    if (k != "evb" && k != "rubu") return Error("--kind: evb or rubu, not '" + k + "'");
+    if (k != "evb" && k != "rubu" && k != "ts-chaotic" && k != "ts-scheduled") {
+      return Error("--kind: evb, rubu, ts-chaotic or ts-scheduled, not '" + k + "'");
+    }
   }
   std::vector<Point> points;
   for (const auto& kind : o.kinds) {
     for (const auto n : o.nodes) {
       if (n < 4) return Error(fmt::format("--nodes: at least 4, not {}", n));
+      if (kind.starts_with("ts-")) {
+        points.push_back({kind, n, 0, 0});  // no requests, no blocks
+        continue;
+      }
       for (const auto epr : o.events_per_request) {
         for (const auto bif : o.blocks_in_flight) points.push_back({kind, n, epr, bif});
       }
@@ -247,8 +274,12 @@ Result<BenchOutput> run_sim_bench(const SimBenchOptions& o, BenchEnv& env) {
   const auto swept = [](const auto& v, const char* what) {
     return v.size() > 1 ? std::string("-") + what : std::string();
   };
-  // "sim-star-nodes", "sim-star-100000hz-nodes" (a rate-limited trigger), "sim-star-epr-bif".
-  r.stem = fmt::format("sim-{}{}{}{}{}", o.platform,
+  // "sim-star-nodes", "sim-star-100000hz-nodes" (a rate-limited trigger), "sim-star-epr-bif",
+  // "sim-star-fifo-nodes" (the fifo network model), "sim-star-ts-nodes" (time-slice kinds only).
+  const bool ts_only = std::all_of(o.kinds.begin(), o.kinds.end(),
+                                   [](const std::string& k) { return k.starts_with("ts-"); });
+  r.stem = fmt::format("sim-{}{}{}{}{}{}{}", o.platform, o.network == "flow" ? "" : "-" + o.network,
+                       ts_only ? (o.ts_manager ? "-ts-manager" : "-ts") : "",
                        o.trigger_rate_hz > 0 ? fmt::format("-{:g}hz", o.trigger_rate_hz) : "",
                        swept(o.nodes, "nodes"), swept(o.events_per_request, "epr"),
                        swept(o.blocks_in_flight, "bif"));
@@ -268,6 +299,9 @@ Result<BenchOutput> run_sim_bench(const SimBenchOptions& o, BenchEnv& env) {
               {"cpu", o.cpu},
               {"round_ns", o.round_ns},
               {"payload_scale", o.payload_scale},
+              {"network", o.network},
+              {"contribution", o.contribution},
+              {"ts_manager", o.ts_manager},
               {"simgrid_config", o.simgrid_config}};
   r.columns = {"kind",
                "nodes",
@@ -287,7 +321,8 @@ Result<BenchOutput> run_sim_bench(const SimBenchOptions& o, BenchEnv& env) {
                "simulated_s",
                "wall_s",
                "events_per_wall_s",
-               "rss_per_host_kb"};
+               "rss_per_host_kb",
+               "data_share"};
   std::map<std::string, Series> series;
   for (const Point& p : points) {
     std::printf("  %s ...\n", p.name().c_str());
@@ -298,11 +333,13 @@ Result<BenchOutput> run_sim_bench(const SimBenchOptions& o, BenchEnv& env) {
     std::printf("  %s: %.0f Hz, %.0f MB/s per BU, %.1f s wall\n", p.name().c_str(),
                 row[7].get<double>(), row[8].get<double>(), row[16].get<double>());
     // Over the node counts; or, for one node count, over the events per request.
-    const bool by_nodes = o.nodes.size() > 1 || o.events_per_request.size() == 1;
+    const bool by_nodes = p.timeslices() || o.nodes.size() > 1 || o.events_per_request.size() == 1;
     const std::string label =
-        by_nodes ? fmt::format("{}, {} events/request, {} in flight", p.kind, p.events_per_request,
-                               p.blocks_in_flight)
-                 : fmt::format("{} {}, {} blocks in flight", p.kind, p.nodes, p.blocks_in_flight);
+        p.timeslices() ? fmt::format("{}, {} B contributions{}", p.kind, o.contribution,
+                                     o.ts_manager ? ", manager" : "")
+        : by_nodes     ? fmt::format("{}, {} events/request, {} in flight", p.kind,
+                                     p.events_per_request, p.blocks_in_flight)
+                   : fmt::format("{} {}, {} blocks in flight", p.kind, p.nodes, p.blocks_in_flight);
     series[label].name = label;
     series[label].points.emplace_back(by_nodes ? double(p.nodes) : double(p.events_per_request),
                                       row[8].get<double>());

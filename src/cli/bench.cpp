@@ -512,9 +512,11 @@ void add_sim_bench(CLI::App& bench_cmd) {
   auto* cmd = bench_cmd.add_subcommand(
       "sim", "The event builders at scale, simulated (daqflow sim): a sweep over node counts");
   cmd->add_option("--out", a->out, "folder of the result files")->capture_default_str();
-  cmd->add_option("--kind", o.kinds, "evb (two-stage: N/2 RUs, N/2 BUs), rubu, or both")
+  cmd->add_option("--kind", o.kinds,
+                  "evb (two-stage: N/2 RUs, N/2 BUs), rubu, ts-chaotic, ts-scheduled (time-slice "
+                  "building of N nodes): a list")
       ->delimiter(',')
-      ->check(CLI::IsMember({"evb", "rubu"}))
+      ->check(CLI::IsMember({"evb", "rubu", "ts-chaotic", "ts-scheduled"}))
       ->capture_default_str();
   cmd->add_option("--nodes", a->nodes, "node counts: list or doubling range")
       ->capture_default_str();
@@ -530,6 +532,9 @@ void add_sim_bench(CLI::App& bench_cmd) {
       ->capture_default_str();
   cmd->add_option("--trigger-rate", o.trigger_rate_hz, "trigger rate limit, Hz (0: none)")
       ->capture_default_str();
+  cmd->add_option("--contribution", o.contribution, "ts kinds: bytes of a contribution")
+      ->capture_default_str();
+  cmd->add_flag("--manager", o.ts_manager, "ts kinds: a ts_manager assigns the timeslices");
   cmd->add_option("--platform", o.platform, "star or fat-tree")
       ->check(CLI::IsMember({"star", "fat-tree"}))
       ->capture_default_str();
@@ -554,6 +559,10 @@ void add_sim_bench(CLI::App& bench_cmd) {
   cmd->add_option("--payload-scale", o.payload_scale,
                   "phantom payloads: fragments carried at 1/K of their size, the network and the "
                   "byte costs charged K times (daqflow sim --payload-scale)")
+      ->capture_default_str();
+  cmd->add_option("--network", o.network,
+                  "flow (SimGrid's model) or fifo (links as queues, a timer per message)")
+      ->check(CLI::IsMember({"flow", "fifo"}))
       ->capture_default_str();
   cmd->add_option("--cfg", o.simgrid_config,
                   "SimGrid settings for every point (daqflow sim --cfg); replaces the default")

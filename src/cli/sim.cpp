@@ -26,6 +26,11 @@ struct SimOptions {
   int rus = 0;
   int bus = 0;
   int rubu = 0;
+  int ts = 0;
+  std::string order = "chaotic";
+  std::uint64_t contribution = 65536;
+  double slot_us = 0;
+  bool ts_manager = false;
   int feds = 8;
   std::uint64_t fragment = 2048;
   std::uint32_t events_per_request = 32;
@@ -50,13 +55,46 @@ struct SimOptions {
   double recv_message_ns = 0;
   double recv_byte_ns = 0;
   double payload_scale = 1;
+  std::string network = "flow";
   std::vector<std::string> kills;
   std::vector<std::string> simgrid_config;
   std::string summary;
 };
 
+// Time-slice building of --ts nodes (an input and a builder each), on the simulation's one clock.
+Result<runtime::ClusterConfig> load_timeslices(const SimOptions& o) {
+  if (o.order != "chaotic" && o.order != "scheduled") {
+    return Error("--order: expected chaotic or scheduled, got '" + o.order + "'");
+  }
+  bench::TimesliceShape shape;
+  shape.n = o.ts;
+  shape.contribution_bytes = bench::phantom_fragment(o.contribution, o.payload_scale);
+  shape.order = o.order;
+  shape.crc = false;
+  shape.clock_sync = false;
+  shape.manager = o.ts_manager;
+  // A slot: one contribution's time on a host's link (as the network carries it: the message
+  // scaled for phantom payloads, and its header), and 5% to spare.
+  const double wire_bytes =
+      static_cast<double>(bench::timeslice_contribution_wire_bytes(shape)) * o.payload_scale +
+      transport::SimOptions{}.overhead_bytes;
+  shape.slot_us = o.slot_us > 0 ? o.slot_us : 1.05 * wire_bytes / (o.link_gbps * 1e3 / 8);
+  bench::ClusterSettings cluster;
+  cluster.transport = "tcp";  // any: the simulation puts every application on sim
+  cluster.max_message_size = static_cast<std::uint32_t>(
+      std::max<std::uint64_t>(1u << 20, 2 * bench::timeslice_contribution_wire_bytes(shape)));
+  const std::string name = fmt::format("ts{}-{}.yaml", o.ts, o.order);
+  return runtime::parse_config(bench::timeslice_yaml(cluster, shape), name, registry());
+}
+
 Result<runtime::ClusterConfig> load(const SimOptions& o) {
   if (!o.config.empty()) return runtime::load_config(o.config, registry());
+  if (o.ts > 0) {
+    if (o.rus > 0 || o.bus > 0 || o.rubu > 0) {
+      return Error("--ts generates time-slice building: not with --rus, --bus or --rubu");
+    }
+    return load_timeslices(o);
+  }
   bench::EvbShape shape;
   shape.rubu = o.rubu > 0;
   shape.rus = shape.rubu ? o.rubu : o.rus;
@@ -113,6 +151,13 @@ Result<sim::SimSettings> settings(const SimOptions& o) {
   s.costs.recv_byte_ns = o.recv_byte_ns;
   if (!(o.payload_scale >= 1)) return Error("--payload-scale: at least 1");
   s.costs.payload_scale = o.payload_scale;
+  if (o.network == "flow") {
+    s.costs.network = transport::SimOptions::Network::flow;
+  } else if (o.network == "fifo") {
+    s.costs.network = transport::SimOptions::Network::fifo;
+  } else {
+    return Error("--network: expected flow or fifo, got '" + o.network + "'");
+  }
   for (const std::string& k : o.kills) {
     const auto at = k.find('@');
     if (at == std::string::npos || at == 0) {
@@ -168,6 +213,19 @@ void add_sim(CLI::App& app) {
   cmd->add_option("--rus", o->rus, "Generate an event builder: readout units, the EVM included");
   cmd->add_option("--bus", o->bus, "Generate an event builder: builder units");
   cmd->add_option("--rubu", o->rubu, "Generate a single-stage event builder of N nodes");
+  cmd->add_option(
+      "--ts", o->ts,
+      "Generate time-slice building of N nodes, an input and a builder each (seed 001)");
+  cmd->add_option("--order", o->order, "--ts: chaotic or scheduled (slots of the one clock)")
+      ->capture_default_str();
+  cmd->add_option("--contribution", o->contribution, "--ts: bytes of an input's contribution")
+      ->capture_default_str();
+  cmd->add_option("--slot-us", o->slot_us,
+                  "--ts scheduled: slot length, us (0: a contribution's time on a link, +5%)")
+      ->capture_default_str();
+  cmd->add_flag("--manager", o->ts_manager,
+                "--ts: a ts_manager assigns the timeslices and grants their writes (control "
+                "traffic with every input and builder); without: round robin");
   cmd->add_option("--feds", o->feds, "Generated: FEDs per readout unit")->capture_default_str();
   cmd->add_option("--fragment", o->fragment, "Generated: mean FED fragment size in bytes")
       ->capture_default_str();
@@ -222,6 +280,12 @@ void add_sim(CLI::App& app) {
                   "Phantom payloads: a payload byte stands for this many on the wire and in the "
                   "byte costs; generated fragments are --fragment over it (at least 64 B), and the "
                   "byte figures of the summary are scaled back")
+      ->capture_default_str();
+  cmd->add_option("--network", o->network,
+                  "flow: SimGrid's network model, transfers sharing the links' bandwidth; fifo: "
+                  "each link sends one message after the other, first come first served (a "
+                  "timer per message: for a thousand nodes)")
+      ->check(CLI::IsMember({"flow", "fifo"}))
       ->capture_default_str();
   cmd->add_option("--kill", o->kills, "Lose an application at a simulated time: APP@SECONDS");
   cmd->add_option("--cfg", o->simgrid_config,

@@ -30,11 +30,14 @@ constexpr auto kIdleWait = std::chrono::milliseconds(10);
 // How often the control actor looks whether applications have drained.
 constexpr double kDrainPollS = 1e-3;
 
-// The applications' clock: the simulation's.
+// The applications' clock: the simulation's, from an epoch a second before it starts. A
+// monotonic clock is never 0 on a real host, and applications take 0 for "not yet" (an EVM
+// enabled at the simulation's first instant counted its rates from nowhere).
 class SimClock final : public core::Clock {
  public:
+  static constexpr std::int64_t kEpochNs = 1'000'000'000;
   [[nodiscard]] std::int64_t now_ns() const override {
-    return std::llround(sg::Engine::get_clock() * 1e9);
+    return kEpochNs + std::llround(sg::Engine::get_clock() * 1e9);
   }
 };
 
@@ -88,6 +91,10 @@ class SimApp final : public runtime::AppContext {
   // Simulated CPU seconds: the application's rounds and its transport's work.
   [[nodiscard]] double cpu_s() const {
     return (cpu_ns_total_ + (endpoint_ ? transport::sim::transport_cpu_ns(*endpoint_) : 0)) * 1e-9;
+  }
+  // Bytes its endpoint has put on the wire (payloads as scaled, headers).
+  [[nodiscard]] transport::sim::WireBytes wire_bytes_sent() const {
+    return endpoint_ ? transport::sim::wire_bytes_sent(*endpoint_) : transport::sim::WireBytes{};
   }
 
   void start() {
@@ -311,6 +318,8 @@ struct Window {
   double end_s = 0;
   double events_built = 0;
   double bytes_built = 0;  // as carried (not scaled for phantom payloads)
+  double wire_bytes = 0;   // every application's messages on the wire, data and control
+  double data_bytes = 0;   // of which the payloads of data messages (as scaled)
   std::vector<std::pair<std::string, double>> cpu_s;  // simulated CPU in the window, by app
 };
 
@@ -327,6 +336,9 @@ nlohmann::json window_json(const Window& w, double payload_scale) {
       {"bytes_built", w.bytes_built * payload_scale},
       {"event_rate_hz", span > 0 ? w.events_built / span : 0.0},
       {"throughput_mb_s", span > 0 ? w.bytes_built * payload_scale / 1e6 / span : 0.0},
+      {"wire_bytes", w.wire_bytes},
+      // What of the traffic sent is data (the rest: headers and control messages).
+      {"data_share", w.wire_bytes > 0 ? w.data_bytes / w.wire_bytes : 0.0},
   };
 }
 
@@ -388,12 +400,20 @@ class Control {
     }
     window_.start_s = sg::Engine::get_clock();
     const auto [events0, bytes0] = built();
-    for (const auto& a : apps_) window_.cpu_s.emplace_back(a->id(), -a->cpu_s());
+    for (const auto& a : apps_) {
+      window_.cpu_s.emplace_back(a->id(), -a->cpu_s());
+      window_.wire_bytes -= a->wire_bytes_sent().total;
+      window_.data_bytes -= a->wire_bytes_sent().data;
+    }
     const double left = enabled_at + settings_.duration_s - sg::Engine::get_clock();
     if (left > 0) sg::this_actor::sleep_for(left);
     window_.end_s = sg::Engine::get_clock();
     const auto [events1, bytes1] = built();
-    for (std::size_t i = 0; i < apps_.size(); ++i) window_.cpu_s[i].second += apps_[i]->cpu_s();
+    for (std::size_t i = 0; i < apps_.size(); ++i) {
+      window_.cpu_s[i].second += apps_[i]->cpu_s();
+      window_.wire_bytes += apps_[i]->wire_bytes_sent().total;
+      window_.data_bytes += apps_[i]->wire_bytes_sent().data;
+    }
     window_.events_built = events1 - events0;
     window_.bytes_built = bytes1 - bytes0;
     summary_.duration_s = sg::Engine::get_clock() - enabled_at;
@@ -402,14 +422,19 @@ class Control {
   }
 
  private:
-  // Events and bytes built so far by the builder units still running.
+  // Events and bytes built so far by the builder units still running (time-slice builders:
+  // complete timeslices and the contribution bytes they took).
   [[nodiscard]] std::pair<double, double> built() const {
     double events = 0;
     double bytes = 0;
     for (const auto& a : apps_) {
-      if (a->type() != "bu") continue;
-      events += a->counter("events_built");
-      bytes += a->counter("bytes_built");
+      if (a->type() == "bu") {
+        events += a->counter("events_built");
+        bytes += a->counter("bytes_built");
+      } else if (a->type() == "ts_builder") {
+        events += a->counter("timeslices_complete");
+        bytes += a->counter("bytes_in");
+      }
     }
     return {events, bytes};
   }
@@ -547,7 +572,9 @@ Result<nlohmann::json> simulate(const runtime::ClusterConfig& cluster,
   nlohmann::json out = summary.to_json();
   scale_bytes(out, settings.costs.payload_scale);
   const long rss_kb = max_rss_kb();
-  const auto built = out["results"].value("events_built", std::uint64_t{0});
+  // Events built, or for time-slice building complete timeslices.
+  const auto built = out["results"].value(
+      "events_built", out["results"].value("timeslices_complete", std::uint64_t{0}));
   const double running_s = seconds(std::chrono::steady_clock::now() - phases.enabled);
   out["simulation"] = {
       {"simulated_s", sg::Engine::get_clock()},
@@ -568,6 +595,7 @@ Result<nlohmann::json> simulate(const runtime::ClusterConfig& cluster,
       {"platform", describe(settings.platform, hosts->size())},
       {"cpu", settings.cpu == CpuModel::measured ? "measured" : "fixed"},
       {"payload_scale", settings.costs.payload_scale},
+      {"network", settings.costs.network == transport::SimOptions::Network::fifo ? "fifo" : "flow"},
       {"window", window_json(window, settings.costs.payload_scale)},
   };
   return out;

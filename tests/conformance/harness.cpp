@@ -44,7 +44,13 @@ Cluster::Cluster(std::string_view transport, std::size_t count, std::uint16_t po
   if (const char* provider = std::getenv("DAQFLOW_TEST_OFI_PROVIDER")) {
     config.ofi.provider = provider;
   }
-  auto made = make_transport(transport, table_, config);
+  std::string_view backend = transport;
+  if (transport == "sim_fifo") {
+    // The sim transport on its other network model.
+    backend = "sim";
+    config.sim.network = SimOptions::Network::fifo;
+  }
+  auto made = make_transport(backend, table_, config);
   if (!made) throw std::runtime_error(made.error().message());
   transport_ = std::move(*made);
 }

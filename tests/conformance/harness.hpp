@@ -48,9 +48,9 @@ class Conformance : public ::testing::TestWithParam<std::string_view> {
  protected:
   [[nodiscard]] std::string_view transport_name() const { return GetParam(); }
   // Transports that receive into a pool of their own (and so back-pressure through it); inproc
-  // and sim hand the sender's buffers over.
+  // and sim (either network model: sim, sim_fifo) hand the sender's buffers over.
   [[nodiscard]] bool has_receive_pool() const {
-    return transport_name() != "inproc" && transport_name() != "sim";
+    return transport_name() != "inproc" && !transport_name().starts_with("sim");
   }
 };
 

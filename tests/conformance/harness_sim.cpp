@@ -17,7 +17,7 @@ namespace daqflow::transport::conformance {
 namespace sg = simgrid::s4u;
 
 std::vector<std::string_view> suite_transports() {
-  return {"sim"};
+  return {"sim", "sim_fifo"};  // SimOptions::network: flow and fifo
 }
 
 struct Concurrent::Impl {

@@ -61,6 +61,60 @@ class Simulation(DaqflowTestCase):
         with open(out_dir + "/sim-star-nodes.svg") as f:
             self.assertIn("<svg", f.read())
 
+    def test_bench_sim_compares_chaotic_and_scheduled_time_slice_building(self):
+        out_dir = self.path("bench-ts")
+        code, out = self.daqflow(["bench", "sim", "--kind", "ts-chaotic,ts-scheduled",
+                                  "--nodes", "4,8", "--network", "fifo", "--manager",
+                                  "--contribution", "65536", "--payload-scale", "16",
+                                  "--duration", "0.005", "--out", out_dir], timeout=600)
+        self.assertEqual(code, 0, out)
+        with open(out_dir + "/sim-star-fifo-ts-manager-nodes.json") as f:
+            result = json.load(f)
+        self.assertIn("--manager", result["command"])
+        rows = [dict(zip(result["columns"], row)) for row in result["rows"]]
+        self.assertEqual([(r["kind"], r["nodes"]) for r in rows],
+                         [("ts-chaotic", 4), ("ts-chaotic", 8), ("ts-scheduled", 4),
+                          ("ts-scheduled", 8)])
+        for r in rows:
+            self.assertGreater(r["event_rate_hz"], 0, r)
+            self.assertGreater(r["link_share"], 0.05, r)
+            self.assertLessEqual(r["link_share"], 1.0, r)
+            # The manager's assignments and grants, the acknowledgements and every header are
+            # traffic too: some of it, not most.
+            self.assertGreater(r["data_share"], 0.5, r)
+            self.assertLess(r["data_share"], 1.0, r)
+
+    def test_the_two_network_models_agree_on_a_builder_bound_by_its_links(self):
+        # RUBU of 8 nodes on 10 Gb/s links, 2 KiB fragments carried at 128 B, 8 events per block
+        # and 4 blocks in flight per BU: the flow model shares each link among its transfers,
+        # the fifo model sends one message after the other; the throughput is the same within
+        # 15% (docs/simulation.md: where the two part).
+        rates = {}
+        for network in ("flow", "fifo"):
+            summary_path = self.path(f"sim-{network}.json")
+            code, out = self.daqflow(["sim", "--rubu", "8", "--feds", "2", "--fragment", "2048",
+                                      "--events-per-request", "8", "--blocks-in-flight", "4",
+                                      "--payload-scale", "16", "--link-gbps", "10",
+                                      "--cpu", "fixed", "--send-message-ns", "1000",
+                                      "--recv-message-ns", "1000", "--duration", "0.05",
+                                      "--network", network, "--summary", summary_path],
+                                     timeout=300)
+            self.assertEqual(code, 0, out)
+            with open(summary_path) as f:
+                summary = json.load(f)
+            self.assertEqual(summary["status"], "ok", summary.get("failure"))
+            self.assertEqual(summary["simulation"]["network"], network)
+            r = summary["results"]
+            self.assertEqual(r["events_built"], r["events_triggered"], r)
+            self.assertEqual(r["events_lost"], 0, r)
+            rates[network] = summary["simulation"]["window"]["throughput_mb_s"]
+        # Each node receives 7/8 of every event over its 1.25 GB/s link.
+        bound = 8 * 1250 / (7 / 8)
+        for network, rate in rates.items():
+            self.assertLessEqual(rate, bound * 1.02, (network, rates))
+            self.assertGreater(rate, bound * 0.4, (network, rates))
+        self.assertLess(abs(rates["fifo"] / rates["flow"] - 1), 0.15, rates)
+
     def test_bad_options_are_refused_with_the_reason(self):
         code, out = self.daqflow(["sim", "--rus", "2", "--bus", "2", "--kill", "nobody@1"])
         self.assertEqual(code, 2, out)
@@ -68,6 +122,9 @@ class Simulation(DaqflowTestCase):
         code, out = self.daqflow(["sim", "--rus", "2", "--bus", "2", "--cpu", "guess"])
         self.assertEqual(code, 2, out)
         self.assertIn("--cpu: expected measured or fixed", out)
+        code, out = self.daqflow(["sim", "--rus", "2", "--bus", "2", "--network", "packets"])
+        self.assertNotEqual(code, 0, out)
+        self.assertIn("--network", out)
         code, out = self.daqflow(["sim", "--rus", "2", "--bus", "2", "--platform",
                                   self.path("missing.xml")])
         self.assertEqual(code, 2, out)

@@ -126,6 +126,13 @@ struct TimesliceShape {
   bool crc = true;     // the inputs compute CRC-32C and the builders check it
   // No inputs or builders: the clock master and clients alone (the precision without data).
   bool clock_only = false;
+  // Scheduled: the clock master and clients that synchronise the nodes' clocks (a simulation
+  // needs none: its applications read one clock).
+  bool clock_sync = true;
+  // A ts_manager in a context of its own assigns the timeslices (to the builder with the fewest
+  // in flight) and grants their writes: the control traffic of seed 001's pattern, point to
+  // point with the builders and from the manager to every input. Without: round robin.
+  bool manager = false;
 };
 // The size of one contribution on the wire: its component descriptor, the microslice
 // descriptors and the contents.

@@ -122,6 +122,9 @@ struct MemcpyOptions {
 // (one simulation per process). The figures are the simulation's: event rate, throughput per
 // builder node and its share of the link, the EVM's CPU load, block assembly time percentiles,
 // and the simulator's own cost (wall-clock time, events per wall-clock second, memory per host).
+// Kinds ts-chaotic and ts-scheduled: time-slice building of N nodes (an input and a builder
+// each, seed 001), contributions of `contribution` bytes sent as they come or in the slots of
+// the simulation's clock; their events are timeslices.
 struct SimBenchOptions {
   std::vector<std::string> kinds{"evb", "rubu"};
   std::vector<std::uint64_t> nodes{16, 32, 64};
@@ -133,7 +136,9 @@ struct SimBenchOptions {
   // the FEDs of all RUs), as an experiment's detector fixes it.
   std::uint64_t event_size = 0;
   double trigger_rate_hz = 0;
-  std::string platform = "star";  // star | fat-tree
+  std::uint64_t contribution = 65536;  // ts kinds: an input's contribution to a timeslice, bytes
+  bool ts_manager = false;             // ts kinds: with a ts_manager (daqflow sim --manager)
+  std::string platform = "star";       // star | fat-tree
   double link_gbps = 100;
   double latency_us = 1;
   int cores = 16;
@@ -150,7 +155,8 @@ struct SimBenchOptions {
   double send_byte_ns = 0;
   double recv_message_ns = 1000;
   double recv_byte_ns = 0;
-  double payload_scale = 1;  // phantom payloads (daqflow sim --payload-scale)
+  double payload_scale = 1;      // phantom payloads (daqflow sim --payload-scale)
+  std::string network = "flow";  // daqflow sim --network: flow or fifo
   // SimGrid settings (daqflow sim --cfg): by default without the LV08 model's reverse flows for
   // TCP's acknowledgements (an RDMA network has none to speak of), which double the network
   // solver's work.

@@ -82,9 +82,10 @@ struct SimSettings {
 // {"simulated_s", "wall_s", "hosts", "actors", "cpu_charged_s", "cpu_s" (simulated CPU seconds
 // by application), "max_rss_kb", "rss_per_host_kb", "events_per_wall_s" (events built per second
 // of the simulator's own time), "wall_setup_s", "wall_run_s", "wall_halt_s", "payload_scale",
-// "window" (what the builder units built in the run's last 80%: events, bytes, rate and
-// throughput, the steady figures of a short run), "platform", "cpu"}. An error is what keeps
-// the simulation from starting (a platform file that does not load, a context on no host); an
+// "network" (flow or fifo), "window" (what the builder units built in the run's last 80%: events,
+// bytes, rate and throughput, the steady figures of a short run; the bytes every application put on
+// the wire and the share of them that is data), "platform", "cpu"}. An error is what keeps the
+// simulation from starting (a platform file that does not load, a context on no host); an
 // application that fails is a failure in the summary, as in a real run.
 [[nodiscard]] Result<nlohmann::json> simulate(const runtime::ClusterConfig& cluster,
                                               const runtime::AppRegistry& registry,

@@ -49,9 +49,20 @@ struct SimOptions {
   double poll_ns = 100;        // a poll that finds nothing
   // Bytes a message takes on the wire beyond its payload.
   std::uint32_t overhead_bytes = 40;
-  // Phantom payloads: each payload byte stands for this many, on the wire and in the byte costs
-  // (a simulated builder of a thousand nodes carries its fragments at a fraction of their size).
+  // Phantom payloads: each payload byte of a message that carries data (stream data, a block of
+  // super-fragments, a farm event, a time-slice contribution) stands for this many, on the wire
+  // and in the byte costs (a simulated builder of a thousand nodes carries its fragments at a
+  // fraction of their size); control messages travel at their own size.
   double payload_scale = 1;
+  // How messages cross the simulated network:
+  //   flow: SimGrid's network model, every transfer a flow sharing its links' bandwidth with
+  //         the others (max-min), re-solved whenever one starts or ends;
+  //   fifo: every link a queue that sends one message at a time, in the order they reach it,
+  //         cut through from link to link: a transfer costs the simulator a timer per hop, not
+  //         a new solution of every flow's share (a thousand-node builder's cost grows with its
+  //         messages, not with their square).
+  enum class Network : std::uint8_t { flow, fifo };
+  Network network = Network::flow;
 };
 
 struct BackendOptions {

@@ -18,6 +18,16 @@ namespace daqflow::transport::sim {
 // per message and byte, and empty polls), in nanoseconds. 0 for an endpoint of another transport.
 [[nodiscard]] double transport_cpu_ns(const Endpoint& endpoint);
 
+// The bytes the endpoint has put on the simulated wire: in all (payloads as scaled for phantom
+// payloads, headers, data and control messages), and the payloads of the messages that carry
+// data (stream data, blocks, farm events, time-slice contributions). 0 for an endpoint of another
+// transport.
+struct WireBytes {
+  double total = 0;
+  double data = 0;
+};
+[[nodiscard]] WireBytes wire_bytes_sent(const Endpoint& endpoint);
+
 // Wakes the actor that waits on the endpoint (Endpoint::wait returns), as a signal wakes a real
 // agent: the run state of its application changed. No effect on an endpoint of another transport.
 void wake(Endpoint& endpoint);

@@ -408,7 +408,7 @@ int TsInput::send(std::int64_t now) {
   // that the inputs of different hosts agree on whose turn it is. Slots this input slept through
   // (a late wake-up) are served now, in their order, at most one turn of the shifter late:
   // a busy host would otherwise lose the capacity of every slot it misses.
-  const std::int64_t slot = core::synced_clock().now_ns() / slot_ns_;
+  const std::int64_t slot = slot_clock_ns() / slot_ns_;
   (void)now;
   if (slot == last_slot_) return 0;
   const auto n = static_cast<std::int64_t>(builders_.size());
@@ -599,6 +599,13 @@ int TsInput::do_work() {
   return work;
 }
 
+std::int64_t TsInput::slot_clock_ns() const {
+  // The process's synchronised clock where the application keeps real time; where its clock is
+  // another (a simulation's, which every application of the simulation reads), that one.
+  return clock_ == &core::MonotonicClock::instance() ? core::synced_clock().now_ns()
+                                                     : clock_->now_ns();
+}
+
 void TsInput::wait_for_work(std::chrono::microseconds timeout) {
   std::chrono::microseconds cap{1000};
   if (producing()) {
@@ -610,7 +617,7 @@ void TsInput::wait_for_work(std::chrono::microseconds timeout) {
         timer_slack_set_ = true;
       }
       // Until the next slot begins (a wake-up for an acknowledgement comes through the endpoint).
-      const std::int64_t now_ns = core::synced_clock().now_ns();
+      const std::int64_t now_ns = slot_clock_ns();
       const std::int64_t next_ns = (now_ns / slot_ns_ + 1) * slot_ns_;
       cap = std::chrono::microseconds(std::max<std::int64_t>(1, (next_ns - now_ns + 999) / 1000));
     }

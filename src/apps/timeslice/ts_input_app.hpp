@@ -89,6 +89,8 @@ class TsInput final : public runtime::Application {
   void on_assign(const transport::Completion& c);
   void lose_builder(std::size_t position, const std::string& why);
   [[nodiscard]] int builder_for(std::uint64_t index) const;
+  // The clock the scheduled order's slots follow.
+  [[nodiscard]] std::int64_t slot_clock_ns() const;
   [[nodiscard]] Retained& at(std::size_t i) { return retained_[i]; }
   // The retained timeslice of this index, or nullptr (acknowledged, or not made yet).
   [[nodiscard]] Retained* find_retained(std::uint64_t index);

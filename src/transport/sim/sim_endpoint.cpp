@@ -7,12 +7,15 @@
 #include <atomic>
 #include <cmath>
 #include <simgrid/Exception.hpp>
+#include <simgrid/kernel/Timer.hpp>
 #include <simgrid/kernel/resource/Action.hpp>
 #include <simgrid/s4u/Actor.hpp>
 #include <simgrid/s4u/Engine.hpp>
 #include <simgrid/s4u/Link.hpp>
 #include <simgrid/s4u/Semaphore.hpp>
+#include <string>
 #include <unordered_map>
+#include <xbt/config.hpp>
 
 #include "transport/detail/endpoint_common.hpp"
 #include "transport/factories.hpp"
@@ -147,6 +150,20 @@ class Watches {
 };
 Watches g_watches;  // one simulation per process, its actors one at a time
 
+// The message types whose payload is the data a DAQ moves (what phantom payloads stand for);
+// the others are control: requests, assignments, acknowledgements, credits.
+bool carries_payload(wire::MessageType type) {
+  switch (type) {
+    case wire::MessageType::data:
+    case wire::MessageType::block:
+    case wire::MessageType::farm_event:
+    case wire::MessageType::ts_contribution:
+      return true;
+    default:
+      return false;
+  }
+}
+
 template <typename T>
 void swap_remove(std::vector<T>& v, std::size_t i) {
   if (i + 1 != v.size()) v[i] = std::move(v.back());
@@ -199,6 +216,7 @@ SimEndpoint::SimEndpoint(std::shared_ptr<Network> network, const EndpointOptions
     slots_[i] = nullptr;
     free_slots_.push_back(options.recv_buffers - 1 - i);
   }
+  network_->attach(options.self, this);
   post_receives();  // a peer may connect before this application first polls
 }
 
@@ -240,6 +258,8 @@ SendStatus SimEndpoint::post_send(AppIndex peer, Message& message) {
   parcel->order = p.next_order++;
   parcel->sequence = p.next_sequence++;
   parcel->size = check.size;
+  // Phantom payloads stand for more than they hold; the control messages are what they are.
+  if (carries_payload(message.type)) parcel->scale = network_->options.payload_scale;
   Outgoing o;
   o.kind = Parcel::Kind::data;
   o.order = parcel->order;
@@ -250,9 +270,11 @@ SendStatus SimEndpoint::post_send(AppIndex peer, Message& message) {
   o.flags = message.flags;
   parcel->message = std::move(message);
   message.clear();
+  wire_sent_.total += network_->wire_bytes(*parcel);
+  if (carries_payload(o.type)) wire_sent_.data += parcel->size * parcel->scale;
   post(peer, parcel, std::move(o));
   cpu_ns_ += network_->options.send_message_ns +
-             network_->options.send_byte_ns * network_->options.payload_scale * check.size;
+             network_->options.send_byte_ns * parcel->scale * check.size;
   return SendStatus::ok;
 }
 
@@ -267,11 +289,16 @@ void SimEndpoint::post(AppIndex peer, Parcel* parcel, Outgoing outgoing) {
 }
 
 void SimEndpoint::start(AppIndex peer, Outgoing& outgoing) {
+  outgoing.started = true;
+  if (fifo()) {
+    outgoing.parcel->sender_waits = true;
+    ++travelling_;
+    network_->send(outgoing.parcel);
+    return;
+  }
   const InSimulator in(simulator_ns_);
   outgoing.comm = network_->mailboxes[peer]->put_async(
-      outgoing.parcel, static_cast<std::uint64_t>(
-                           std::llround(outgoing.parcel->size * network_->options.payload_scale)) +
-                           network_->options.overhead_bytes);
+      outgoing.parcel, static_cast<std::uint64_t>(network_->wire_bytes(*outgoing.parcel)));
   g_watches.add(outgoing.comm, this);
   puts_.push_back(outgoing.comm);
   put_peers_.push_back(peer);
@@ -282,6 +309,7 @@ void SimEndpoint::post_signal(AppIndex peer, Parcel::Kind kind) {
   Parcel* parcel =
       network_->make_parcel(kind, options_.self, peer, kind == Parcel::Kind::hello ? 2 : 1);
   parcel->session = session_;
+  wire_sent_.total += network_->wire_bytes(*parcel);
   if (kind == Parcel::Kind::hello) {
     // Tracked: the link is open once it has arrived.
     parcel->order = 0;
@@ -292,12 +320,20 @@ void SimEndpoint::post_signal(AppIndex peer, Parcel::Kind kind) {
   }
   // bye and reset: this endpoint is going away; nobody waits for them.
   parcel->order = peers_[peer].next_order++;
+  if (fifo()) {
+    network_->send(parcel);
+    return;
+  }
   const InSimulator in(simulator_ns_);
   network_->mailboxes[peer]->put_init(parcel, network_->options.overhead_bytes)->detach();
 }
 
 void SimEndpoint::post_receives() {
   if (credits_ == 0 || closed_) return;
+  if (fifo()) {
+    network_->credits_available(options_.self);
+    return;
+  }
   const InSimulator in(simulator_ns_);
   while (credits_ > 0 && !closed_) {
     const std::uint32_t slot = free_slots_.back();
@@ -313,6 +349,17 @@ void SimEndpoint::progress() {
   if (!stirred_ && upheavals_seen_ == g_watches.upheavals()) return;
   stirred_ = false;
   upheavals_seen_ = g_watches.upheavals();
+  if (fifo()) {
+    // Arrivals are in scratch_ already (Network::arrive); sends that arrived are here.
+    for (Parcel* parcel : delivered_) {
+      Peer& p = peers_[parcel->to];
+      const auto o = std::find_if(p.out.begin(), p.out.end(),
+                                  [parcel](const Outgoing& x) { return x.parcel == parcel; });
+      if (o != p.out.end()) sent(parcel->to, p, *o);
+    }
+    delivered_.clear();
+    return;
+  }
   const InSimulator in(simulator_ns_);
   for (;;) {
     const std::ptrdiff_t ended = test_any(puts_, waiting_);
@@ -324,26 +371,9 @@ void SimEndpoint::progress() {
     swap_remove(puts_, k);
     swap_remove(put_peers_, k);
     Peer& p = peers_[index];
-    for (Outgoing& o : p.out) {
-      if (o.comm != comm) continue;
-      // Ended: delivered, or given up by a receiver that went away (the message then counts as
-      // sent, as on a stream whose peer closed).
-      o.done = true;
-      o.comm = nullptr;
-      network_->unref(o.parcel);
-      o.parcel = nullptr;
-      if (o.kind == Parcel::Kind::hello) {
-        if (p.state == PeerState::connecting) open_peer(index, p);
-        for (Outgoing& held : p.out) {
-          if (!held.done && !held.comm) start(index, held);
-        }
-      }
-      break;
-    }
-    if (!p.out.empty() && p.out.front().done &&
-        std::find(sending_.begin(), sending_.end(), index) == sending_.end()) {
-      sending_.push_back(index);
-    }
+    const auto o = std::find_if(p.out.begin(), p.out.end(),
+                                [&comm](const Outgoing& x) { return x.comm == comm; });
+    if (o != p.out.end()) sent(index, p, *o);
   }
   for (;;) {
     const std::ptrdiff_t ended = test_any(gets_, waiting_);
@@ -361,6 +391,29 @@ void SimEndpoint::progress() {
     }
     slots_[slot] = nullptr;
     free_slots_.push_back(slot);
+  }
+}
+
+void SimEndpoint::sent(AppIndex index, Peer& p, Outgoing& o) {
+  // Ended: delivered, or given up by a receiver that went away (the message then counts as sent,
+  // as on a stream whose peer closed).
+  o.done = true;
+  o.comm = nullptr;
+  if (fifo()) {
+    o.parcel->sender_waits = false;
+    --travelling_;
+  }
+  network_->unref(o.parcel);
+  o.parcel = nullptr;
+  if (o.kind == Parcel::Kind::hello) {
+    if (p.state == PeerState::connecting) open_peer(index, p);
+    for (Outgoing& held : p.out) {
+      if (!held.started) start(index, held);
+    }
+  }
+  if (!p.out.empty() && p.out.front().done &&
+      std::find(sending_.begin(), sending_.end(), index) == sending_.end()) {
+    sending_.push_back(index);
   }
 }
 
@@ -453,7 +506,7 @@ void SimEndpoint::hand_out(detail::Emitter& emit) {
       parcel->message.clear();
       stats_.received(index, parcel->size);
       cpu_ns_ += network_->options.recv_message_ns +
-                 network_->options.recv_byte_ns * network_->options.payload_scale * parcel->size;
+                 network_->options.recv_byte_ns * parcel->scale * parcel->size;
       release(parcel);
     }
     if (!p.arrived.empty() && p.arrived.front()->order == p.expected) {
@@ -521,18 +574,27 @@ void SimEndpoint::end_peer(AppIndex index, PeerState state, detail::Emitter* emi
 void SimEndpoint::drop_outgoing(Peer& peer) {
   for (Outgoing& o : peer.out) {
     if (o.done) continue;
-    const auto it = std::find(puts_.begin(), puts_.end(), o.comm);
-    if (it != puts_.end()) {
-      const auto k = static_cast<std::size_t>(it - puts_.begin());
-      swap_remove(puts_, k);
-      swap_remove(put_peers_, k);
+    if (fifo()) {
+      if (o.started) {
+        // On its way, or waiting for a credit: the Network holds the receiver's reference.
+        o.parcel->sender_waits = false;
+        std::erase(delivered_, o.parcel);
+        --travelling_;
+      }
+    } else if (o.comm) {
+      const auto it = std::find(puts_.begin(), puts_.end(), o.comm);
+      if (it != puts_.end()) {
+        const auto k = static_cast<std::size_t>(it - puts_.begin());
+        swap_remove(puts_, k);
+        swap_remove(put_peers_, k);
+      }
+      g_watches.remove(o.comm, this);
+      if (on_actor()) settle(o.comm);
     }
-    if (o.comm) g_watches.remove(o.comm, this);
-    if (o.comm && on_actor()) settle(o.comm);
     Network::abandon(*o.parcel);
     network_->unref(o.parcel);
     // A parcel held for our hello never travelled: nobody else will ever hold it.
-    if (!o.comm) network_->unref(o.parcel);
+    if (!o.started) network_->unref(o.parcel);
     o.parcel = nullptr;
     o.comm = nullptr;
   }
@@ -548,7 +610,9 @@ void SimEndpoint::drop_arrived(Peer& peer) {
 }
 
 bool SimEndpoint::has_work() const {
-  if (!events_.empty() || !ready_.empty() || !scratch_.empty()) return true;
+  if (!events_.empty() || !ready_.empty() || !scratch_.empty() || !delivered_.empty()) {
+    return true;
+  }
   for (const AppIndex index : sending_) {
     const Peer& p = peers_[index];
     if (!p.out.empty() && p.out.front().done) return true;
@@ -614,6 +678,23 @@ void SimEndpoint::stir() {
   wakeup_->release();
 }
 
+bool SimEndpoint::take_credit() {
+  if (closed_ || credits_ == 0) return false;
+  --credits_;
+  return true;
+}
+
+void SimEndpoint::arrived(Parcel* parcel) {
+  parcel->taken = true;
+  scratch_.push_back(parcel);
+  stir();
+}
+
+void SimEndpoint::delivered(Parcel* parcel) {
+  delivered_.push_back(parcel);
+  stir();
+}
+
 std::size_t SimEndpoint::in_flight(AppIndex peer) const {
   return peer < peers_.size() ? peers_[peer].data_in_flight : 0;
 }
@@ -636,7 +717,14 @@ void SimEndpoint::shut(bool orderly, std::chrono::milliseconds timeout, bool tel
     for (;;) {
       progress();
       const double left = deadline - sg::Engine::get_clock();
-      if (puts_.empty() || left <= 0) break;
+      if ((fifo() ? travelling_ == 0 : puts_.empty()) || left <= 0) break;
+      if (fifo()) {
+        const InSimulator in(simulator_ns_);
+        sleeping_ = true;
+        (void)wakeup_->acquire_timeout(left);
+        sleeping_ = false;
+        continue;
+      }
       waiting_.assign(puts_.begin(), puts_.end());
       forget_observer();
       try {
@@ -679,6 +767,7 @@ void SimEndpoint::shut(bool orderly, std::chrono::milliseconds timeout, bool tel
   }
   gets_.clear();
   get_slots_.clear();
+  network_->detach(options_.self, this);
   network_->abandon_to(options_.self);
   ready_.clear();
   sending_.clear();
@@ -688,17 +777,160 @@ void SimEndpoint::shut(bool orderly, std::chrono::milliseconds timeout, bool tel
   g_watches.upheaval();
 }
 
+namespace {
+
+// A factor of SimGrid's network model (network/latency-factor, network/bandwidth-factor: numbers
+// in SimGrid 3.32, set by the model, LV08's 13.01 and 0.97).
+double model_factor(const std::string& name) {
+  try {
+    const double value = simgrid::config::get_value<double>(name);
+    if (value > 0) return value;
+  } catch (const std::exception&) {
+  }
+  return 1;
+}
+
+}  // namespace
+
 Network::Network(const AddressTable& table, const SimOptions& costs)
-    : addresses(table), options(costs), live(table.size(), false), heads_(table.size(), nullptr) {}
+    : addresses(table),
+      options(costs),
+      live(table.size(), false),
+      heads_(table.size(), nullptr),
+      endpoints_(table.size(), nullptr),
+      hosts_(table.size(), nullptr),
+      waiting_(options.network == SimOptions::Network::fifo ? table.size() : 0) {
+  if (options.network == SimOptions::Network::fifo) {
+    // What SimGrid's model would apply (LV08: latency x 13.01, bandwidth x 0.97), so that the
+    // two models agree where they should: one message alone on its route.
+    latency_factor_ = model_factor("network/latency-factor");
+    bandwidth_factor_ = model_factor("network/bandwidth-factor");
+  }
+}
 
 Network::~Network() {
   for (Parcel* head : heads_) {
     while (head != nullptr) {
       Parcel* next = head->next;
+      if (head->timer != nullptr) head->timer->remove();
       delete head;
       head = next;
     }
   }
+}
+
+double Network::wire_bytes(const Parcel& parcel) const {
+  return std::round(parcel.size * parcel.scale) + options.overhead_bytes;
+}
+
+void Network::attach(AppIndex index, SimEndpoint* endpoint) {
+  endpoints_[index] = endpoint;
+  hosts_[index] = sg::this_actor::get_host();
+}
+
+void Network::detach(AppIndex index, const SimEndpoint* endpoint) {
+  if (endpoints_[index] == endpoint) endpoints_[index] = nullptr;
+}
+
+void Network::send(Parcel* parcel) {
+  std::deque<Parcel*>& queue = waiting_[parcel->to];
+  SimEndpoint* receiver = endpoints_[parcel->to];
+  if (queue.empty() && receiver != nullptr && receiver->take_credit()) {
+    parcel->receiver_session = receiver->session();
+    launch(parcel);
+    return;
+  }
+  queue.push_back(parcel);
+}
+
+void Network::credits_available(AppIndex to) {
+  std::deque<Parcel*>& queue = waiting_[to];
+  SimEndpoint* receiver = endpoints_[to];
+  while (!queue.empty()) {
+    Parcel* parcel = queue.front();
+    if (parcel->abandoned && !parcel->sender_waits) {
+      // Its sender gave it up and nobody waits for it: it does not travel.
+      queue.pop_front();
+      unref(parcel);
+      continue;
+    }
+    if (receiver == nullptr || !receiver->take_credit()) return;
+    queue.pop_front();
+    parcel->receiver_session = receiver->session();
+    launch(parcel);
+  }
+}
+
+void Network::launch(Parcel* parcel) {
+  parcel->route = &route(parcel->from, parcel->to);
+  parcel->hop = 0;
+  parcel->head_s = parcel->tail_s = sg::Engine::get_clock();
+  advance(parcel);
+}
+
+void Network::advance(Parcel* parcel) {
+  // Cut through, each link served in the order first bytes reach it: a message's first byte
+  // enters a link when it has crossed the one before and the link has sent what reached it
+  // before; its last byte leaves no sooner than it came in. A link is taken when the message
+  // reaches it, not when it is sent, so that one waiting behind others on its sender's link
+  // does not hold the links after it meanwhile.
+  const double bytes = wire_bytes(*parcel);
+  const Route& links = *parcel->route;
+  while (parcel->hop < links.size()) {
+    LinkQueue& q = *links[parcel->hop];
+    if (q.shared && parcel->head_s > sg::Engine::get_clock()) {
+      // Set from an actor's turn or the simulator's: they take turns (on one thread, or handing
+      // over between threads), so the timer heap is never touched by two at a time.
+      parcel->timer = simgrid::kernel::timer::Timer::set(parcel->head_s, [this, parcel] {
+        parcel->timer = nullptr;
+        advance(parcel);
+      });
+      return;
+    }
+    const double start = std::max(parcel->head_s, q.free_at);
+    const double end = std::max(start + bytes * q.seconds_per_byte, parcel->tail_s);
+    if (q.shared) q.free_at = end;
+    parcel->head_s = start + q.latency_s;
+    parcel->tail_s = end + q.latency_s;
+    ++parcel->hop;
+  }
+  parcel->timer =
+      simgrid::kernel::timer::Timer::set(parcel->tail_s, [this, parcel] { arrive(parcel); });
+}
+
+void Network::arrive(Parcel* parcel) {
+  parcel->timer = nullptr;
+  if (parcel->sender_waits) {
+    SimEndpoint* sender = endpoints_[parcel->from];
+    if (sender != nullptr && sender->session() == parcel->session) sender->delivered(parcel);
+  }
+  SimEndpoint* receiver = endpoints_[parcel->to];
+  if (receiver != nullptr && receiver->session() == parcel->receiver_session) {
+    receiver->arrived(parcel);
+    return;
+  }
+  // The endpoint whose receive it took went away: dropped, as a communication whose receive
+  // was cancelled.
+  abandon(*parcel);
+  unref(parcel);
+}
+
+const Route& Network::route(AppIndex from, AppIndex to) {
+  const auto [it, fresh] = routes_.try_emplace((std::uint64_t{from} << 32) | to);
+  if (!fresh) return it->second;
+  std::vector<sg::Link*> links;
+  double latency = 0;
+  hosts_[from]->route_to(hosts_[to], links, &latency);
+  for (const sg::Link* link : links) {
+    const auto [q, added] = queues_.try_emplace(link);
+    if (added) {
+      q->second.seconds_per_byte = 1.0 / (link->get_bandwidth() * bandwidth_factor_);
+      q->second.latency_s = link->get_latency() * latency_factor_;
+      q->second.shared = link->get_sharing_policy() != sg::Link::SharingPolicy::FATPIPE;
+    }
+    it->second.push_back(&q->second);
+  }
+  return it->second;
 }
 
 Parcel* Network::make_parcel(Parcel::Kind kind, AppIndex from, AppIndex to, std::uint8_t refs) {
@@ -755,6 +987,11 @@ void close_quietly(Endpoint& endpoint, std::chrono::milliseconds timeout) {
 
 void wake(Endpoint& endpoint) {
   if (auto* sim = dynamic_cast<SimEndpoint*>(&endpoint)) sim->stir();
+}
+
+WireBytes wire_bytes_sent(const Endpoint& endpoint) {
+  const auto* sim = dynamic_cast<const SimEndpoint*>(&endpoint);
+  return sim != nullptr ? sim->wire_sent_ : WireBytes{};
 }
 
 double transport_cpu_ns(const Endpoint& endpoint) {

@@ -22,11 +22,22 @@
 // that posted the receive: an endpoint is created (its first receives posted) and used by actors
 // on its application's host.
 //
+// Two network models (SimOptions::network). flow: a message is a SimGrid communication between
+// mailboxes, its bandwidth shared with every other transfer by SimGrid's network model. fifo:
+// the Network itself moves a message over the links of its route (from SimGrid's platform), each
+// a queue served in the order messages reach it, with a timer per hop and one for its arrival; a
+// receive is a credit of the receiving endpoint, and a message waits for one in the Network
+// before it starts, as a communication waits for its receive. Both deliver what was posted, in
+// order, with the same flow control; fifo costs the simulator a few timers per message where
+// flow re-solves the shares of every transfer in flight.
+//
 // CPU: the simulated network moves bytes but does none of the work a real transport does on the
 // hosts' cores. What that costs per message and per byte (SimOptions, from `daqflow bench`) is
 // charged to the calling actor on its host, gathered and executed before the actor next waits.
 // A poll that finds nothing costs the time of a poll, so that a loop that only polls lets
 // simulated time pass, as a spinning thread lets real time pass.
+
+#include <simgrid/forward.h>
 
 #include <cstdint>
 #include <deque>
@@ -36,6 +47,7 @@
 #include <simgrid/s4u/Mailbox.hpp>
 #include <simgrid/s4u/Semaphore.hpp>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "daqflow/transport/fault.hpp"
@@ -46,6 +58,15 @@
 #include "transport/detail/stats_counters.hpp"
 
 namespace daqflow::transport::sim {
+
+// fifo: a link of the platform as a queue, and a route as the queues of its links.
+struct LinkQueue {
+  double free_at = 0;  // simulated time its last message leaves it
+  double seconds_per_byte = 0;
+  double latency_s = 0;
+  bool shared = true;  // a fat pipe (no sharing) never queues
+};
+using Route = std::vector<LinkQueue*>;
 
 // What travels: a message, or one of the transport's own signals.
 //
@@ -66,10 +87,21 @@ struct Parcel {
   std::uint64_t order = 0;     // position on its link: hello 0, then data and bye from 1
   std::uint64_t sequence = 0;  // data: the message's sequence number on its link (from 0)
   std::uint32_t size = 0;      // payload bytes
+  double scale = 1;            // what a payload byte stands for (SimOptions::payload_scale)
   Message message;
   std::uint8_t refs = 0;
   bool taken = false;      // a receive took it
   bool abandoned = false;  // its link is gone: its message was dropped
+  // fifo: whether the sending endpoint still waits to hear that it arrived, the receiving
+  // endpoint (session) whose credit it took, and its arrival while it travels.
+  bool sender_waits = false;
+  std::uint64_t receiver_session = 0;
+  simgrid::kernel::timer::Timer* timer = nullptr;
+  // fifo: its way over its route: the next link, and when its first and its last byte reach it.
+  const Route* route = nullptr;
+  std::uint32_t hop = 0;
+  double head_s = 0;
+  double tail_s = 0;
   Parcel* prev = nullptr;  // the Network's list of its receiver's parcels
   Parcel* next = nullptr;
 };
@@ -77,6 +109,8 @@ struct Parcel {
 // The state the endpoints of one Transport share: the mailbox of every application, which
 // indexes have a live endpoint, the CPU costs, and every parcel not yet freed. A message goes
 // from the host of the actor that posts it to the host of the actor that receives it.
+class SimEndpoint;
+
 class Network {
  public:
   Network(const AddressTable& addresses, const SimOptions& options);
@@ -93,13 +127,39 @@ class Network {
   // Abandons every parcel on its way to `to` that no receive has taken (its endpoint closes).
   void abandon_to(AppIndex to);
 
+  // Bytes the parcel takes on the wire: its payload as scaled, and the header.
+  [[nodiscard]] double wire_bytes(const Parcel& parcel) const;
+
+  // fifo: an endpoint for the index came (on the calling actor's host) or went.
+  void attach(AppIndex index, SimEndpoint* endpoint);
+  void detach(AppIndex index, const SimEndpoint* endpoint);
+  // fifo: sends the parcel (the receiver's reference is the Network's until it arrives): it
+  // starts when the receiving endpoint has a credit, in the order posted.
+  void send(Parcel* parcel);
+  // fifo: the endpoint of `to` has credits: what waits for them starts.
+  void credits_available(AppIndex to);
+
   const AddressTable& addresses;
   const SimOptions options;
   std::vector<simgrid::s4u::Mailbox*> mailboxes;  // by application index
   std::vector<bool> live;                         // an endpoint exists for the index
 
  private:
+  void launch(Parcel* parcel);
+  // The parcel's first byte has reached its next link: it takes its turn there.
+  void advance(Parcel* parcel);
+  void arrive(Parcel* parcel);
+  [[nodiscard]] const Route& route(AppIndex from, AppIndex to);
+
   std::vector<Parcel*> heads_;  // by receiving index: the parcels on their way to it
+  // fifo
+  std::vector<SimEndpoint*> endpoints_;       // by index: the live endpoint
+  std::vector<simgrid::s4u::Host*> hosts_;    // by index: its endpoint's host
+  std::vector<std::deque<Parcel*>> waiting_;  // by receiving index: sent, no credit yet
+  std::unordered_map<const simgrid::s4u::Link*, LinkQueue> queues_;
+  std::unordered_map<std::uint64_t, Route> routes_;  // from << 32 | to
+  double latency_factor_ = 1;  // SimGrid's network model's, for its figures and ours to agree
+  double bandwidth_factor_ = 1;
 };
 
 class SimEndpoint final : public Endpoint, public FaultInjection {
@@ -127,12 +187,19 @@ class SimEndpoint final : public Endpoint, public FaultInjection {
   // wait() returns.
   void stir();
 
+  // fifo, from the Network: takes a receive's credit if one is left; a parcel arrived (taken
+  // with a credit of this session); one of this session's parcels arrived at its receiver.
+  [[nodiscard]] bool take_credit();
+  void arrived(Parcel* parcel);
+  void delivered(Parcel* parcel);
+  [[nodiscard]] std::uint64_t session() const { return session_; }
+
  private:
   // A parcel on its way out: its communication, and what send_done reports. A message posted
   // in answer to a peer's hello waits (no communication yet) until our own hello has arrived,
   // so that the peer hears from this session before it hears anything else.
   struct Outgoing {
-    simgrid::s4u::CommPtr comm;  // none while held, or once done
+    simgrid::s4u::CommPtr comm;  // flow: none while held, or once done
     Parcel* parcel = nullptr;    // our reference, until done
     Parcel::Kind kind = Parcel::Kind::data;
     std::uint64_t order = 0;
@@ -141,6 +208,7 @@ class SimEndpoint final : public Endpoint, public FaultInjection {
     std::uint32_t size = 0;
     wire::MessageType type = wire::MessageType::data;
     std::uint16_t flags = 0;
+    bool started = false;  // not held for our hello
     bool done = false;
   };
   struct Peer {
@@ -159,6 +227,7 @@ class SimEndpoint final : public Endpoint, public FaultInjection {
   };
 
   [[nodiscard]] bool on_actor() const;
+  [[nodiscard]] bool fifo() const { return network_->options.network == SimOptions::Network::fifo; }
   void post(AppIndex peer, Parcel* parcel, Outgoing outgoing);
   void start(AppIndex peer, Outgoing& outgoing);
   void post_signal(AppIndex peer, Parcel::Kind kind);
@@ -166,6 +235,8 @@ class SimEndpoint final : public Endpoint, public FaultInjection {
   // Finds the communications that completed since the last call (puts and gets), without
   // blocking; takes the arrivals into scratch_.
   void progress();
+  // A send ended (delivered, or given up by its receiver).
+  void sent(AppIndex index, Peer& peer, Outgoing& outgoing);
   void take_arrivals(detail::Emitter& emit);
   void accept(Parcel* parcel, detail::Emitter& emit);
   void hand_out(detail::Emitter& emit);
@@ -199,6 +270,8 @@ class SimEndpoint final : public Endpoint, public FaultInjection {
   std::vector<simgrid::s4u::CommPtr> puts_;
   std::vector<AppIndex> put_peers_;
   std::vector<Parcel*> scratch_;                    // arrivals of one progress()
+  std::vector<Parcel*> delivered_;                  // fifo: sends that arrived, for progress()
+  std::uint32_t travelling_ = 0;                    // fifo: sends started, not delivered
   std::vector<AppIndex> ready_;                     // peers with arrivals to hand out
   std::vector<AppIndex> sending_;                   // peers with completed sends to report
   std::vector<simgrid::s4u::ActivityPtr> waiting_;  // test_any()'s list, kept for its capacity
@@ -206,6 +279,7 @@ class SimEndpoint final : public Endpoint, public FaultInjection {
   detail::StatsCounters stats_;
   double cpu_ns_ = 0;      // CPU time owed to the host
   double charged_ns_ = 0;  // CPU time executed on the host so far (the transport's costs)
+  WireBytes wire_sent_;    // bytes put on the wire (wire_bytes_sent)
   // This thread's CPU time spent in simulator calls, while other actors ran (simulator_cpu_ns).
   std::int64_t simulator_ns_ = 0;
   bool closed_ = false;
@@ -218,6 +292,7 @@ class SimEndpoint final : public Endpoint, public FaultInjection {
 
   friend std::int64_t simulator_cpu_ns(const Endpoint& endpoint);
   friend double transport_cpu_ns(const Endpoint& endpoint);
+  friend WireBytes wire_bytes_sent(const Endpoint& endpoint);
   friend void close_quietly(Endpoint& endpoint, std::chrono::milliseconds timeout);
 };
 

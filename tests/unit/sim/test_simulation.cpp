@@ -1,6 +1,6 @@
 // The simulator on a small event builder: the real EVM, RU and BU applications on the sim
-// transport, on a simulated star of hosts. Each test is its own process (one simulation per
-// process): ctest runs the tests one by one.
+// transport, on a simulated star of hosts, with each of the transport's network models. Each
+// test is its own process (one simulation per process): ctest runs the tests one by one.
 
 #include <gtest/gtest.h>
 
@@ -37,8 +37,37 @@ Cluster evb(int rus, int bus, bool rubu = false, std::uint64_t fragment = 2048) 
   return run;
 }
 
-SimSettings small_platform() {
+// Time-slice building of n nodes, an input and a builder each, without clock synchronisation
+// (the simulation's applications read one clock).
+Cluster timeslices(int n, const std::string& order, std::uint64_t contribution, double slot_us) {
+  Cluster run;
+  apps::register_builtin_apps(run.registry);
+  bench::TimesliceShape shape;
+  shape.n = n;
+  shape.contribution_bytes = contribution;
+  shape.order = order;
+  shape.slot_us = slot_us;
+  shape.crc = false;
+  shape.clock_sync = false;
+  bench::ClusterSettings cluster;
+  cluster.max_message_size = 1u << 20;
+  auto config =
+      runtime::parse_config(bench::timeslice_yaml(cluster, shape), "ts.yaml", run.registry);
+  if (!config) throw std::runtime_error(config.error().message());
+  run.config = std::move(*config);
+  return run;
+}
+
+using Network = transport::SimOptions::Network;
+
+class Simulation : public ::testing::TestWithParam<Network> {
+ protected:
+  [[nodiscard]] SimSettings small_platform() const;
+};
+
+SimSettings Simulation::small_platform() const {
   SimSettings s;
+  s.costs.network = GetParam();
   s.platform.cores = 4;
   s.platform.link_bytes_s = 1.25e9;  // 10 Gb/s
   s.platform.link_latency_s = 5e-6;
@@ -56,7 +85,7 @@ std::uint64_t count(const nlohmann::json& j, const char* key) {
   return j.at(key).get<std::uint64_t>();
 }
 
-TEST(Simulation, AnEventBuilderBuildsEveryEventItTriggers) {
+TEST_P(Simulation, AnEventBuilderBuildsEveryEventItTriggers) {
   Cluster run = evb(3, 2);
   SimSettings s = small_platform();
   s.duration_s = 0.05;
@@ -83,7 +112,7 @@ TEST(Simulation, AnEventBuilderBuildsEveryEventItTriggers) {
   EXPECT_GT(r["event_rate_hz"].get<double>(), 0.0);
 }
 
-TEST(Simulation, ALostBuildUnitsBlocksAreBuiltByTheOthers) {
+TEST_P(Simulation, ALostBuildUnitsBlocksAreBuiltByTheOthers) {
   Cluster run = evb(3, 3);
   SimSettings s = small_platform();
   s.duration_s = 0.08;
@@ -110,7 +139,7 @@ TEST(Simulation, ALostBuildUnitsBlocksAreBuiltByTheOthers) {
   EXPECT_EQ((*summary)["applications"]["bu2"]["state"], "Lost");
 }
 
-TEST(Simulation, AnOversubscribedFatTreeLimitsWhatCrossesTheSpine) {
+TEST_P(Simulation, AnOversubscribedFatTreeLimitsWhatCrossesTheSpine) {
   // RUBU of 8 nodes on two leaves of 4 hosts with one uplink each (oversubscription 4): half of
   // every event comes from the other leaf, through the uplinks, so at most 2 x 1.25 GB/s of it.
   Cluster run = evb(8, 8, true);
@@ -137,7 +166,7 @@ TEST(Simulation, AnOversubscribedFatTreeLimitsWhatCrossesTheSpine) {
   EXPECT_GT(bytes_s, bound * 0.5);
 }
 
-TEST(Simulation, PhantomPayloadsTravelAtTheSizeTheyStandFor) {
+TEST_P(Simulation, PhantomPayloadsTravelAtTheSizeTheyStandFor) {
   // RUBU of 4 nodes, fragments carried at 256 B standing for 4 KiB each (payload scale 16). The
   // wire carries 16 times what the applications hold, and the summary's byte figures say so:
   // each node takes 3/4 of its events over its 1.25 GB/s link, at most 6.7 GB/s built in all,
@@ -161,6 +190,40 @@ TEST(Simulation, PhantomPayloadsTravelAtTheSizeTheyStandFor) {
   EXPECT_NEAR(bu0["results"]["bytes_built"].get<double>(),
               16.0 * bu0["metrics"]["bytes_built"].get<double>(), 1.0);
 }
+
+TEST_P(Simulation, ScheduledTimeSlicesKeepTheSlotsOfTheSimulatedClock) {
+  // Four nodes; each input sends one contribution per slot, to builder (position + slot) mod 4.
+  // A slot is 1.1 times a contribution's time on a 10 Gb/s link, so the links keep up, and a
+  // timeslice, complete with the contributions of the four inputs, is built per slot: the pace of
+  // the simulated clock's slots (slots of real time would give any other).
+  bench::TimesliceShape shape;
+  shape.contribution_bytes = 16384;
+  const double wire = static_cast<double>(bench::timeslice_contribution_wire_bytes(shape));
+  const double slot_s = 1.1 * wire / 1.25e9;
+  Cluster run = timeslices(4, "scheduled", shape.contribution_bytes, slot_s * 1e6);
+  SimSettings s = small_platform();
+  // An input keeps 8 timeslices until they are acknowledged: with 5 us links (65 us with the
+  // network model's latency factor) the round trip, not the slots, would bound the rate.
+  s.platform.link_latency_s = 1e-6;
+  s.duration_s = 0.02;
+  auto summary = simulate(run.config, run.registry, s);
+  ASSERT_TRUE(summary) << summary.error().message();
+  EXPECT_EQ((*summary)["status"], "ok") << summary->dump(2);
+  const nlohmann::json& r = (*summary)["results"];
+  EXPECT_GT(count(r, "timeslices_complete"), 1000u) << r.dump(2);
+  // Without a manager the inputs stop one by one at the halt: the last timeslice of a builder
+  // may lack the contributions of those that stopped first.
+  EXPECT_LE(count(r, "timeslices_incomplete"), 4u) << r.dump(2);
+  const nlohmann::json& w = (*summary)["simulation"]["window"];
+  const double paced = 1 / slot_s;  // timeslices per second: four contributions per slot
+  EXPECT_LE(w["event_rate_hz"].get<double>(), paced * 1.02) << w.dump(2);
+  EXPECT_GT(w["event_rate_hz"].get<double>(), paced * 0.9) << w.dump(2);
+}
+
+INSTANTIATE_TEST_SUITE_P(Networks, Simulation, ::testing::Values(Network::flow, Network::fifo),
+                         [](const ::testing::TestParamInfo<Network>& param) {
+                           return std::string(param.param == Network::fifo ? "fifo" : "flow");
+                         });
 
 }  // namespace
 }  // namespace daqflow::sim
