@@ -327,7 +327,10 @@ std::string timeslice_yaml(const ClusterSettings& cluster, const TimesliceShape&
     ctx.add("clock", {fmt::format("type: clock_master, id: clock, nodes: {}, interval_ms: 50",
                                   id_list("clk", 0, s.n))});
   }
-  const std::string manager = with_manager(s) ? ", manager: tm" : "";
+  // The inputs' manager and window, if any.
+  const std::string input_extra =
+      (with_manager(s) ? std::string(", manager: tm") : std::string()) +
+      (s.in_flight > 0 ? fmt::format(", in_flight: {}", s.in_flight) : std::string());
   if (with_manager(s)) {
     ctx.add("manager",
             {fmt::format("type: ts_manager, id: tm, builders: {}, inputs: {}", builders, inputs)});
@@ -336,11 +339,11 @@ std::string timeslice_yaml(const ClusterSettings& cluster, const TimesliceShape&
     std::vector<std::string> apps;
     if (!s.clock_only) {
       apps.push_back(fmt::format("type: ts_input, id: in{}, builders: {}, {}, {}, seed: {}{}", i,
-                                 builders, geometry, order, i + 1, manager));
+                                 builders, geometry, order, i + 1, input_extra));
       apps.push_back(
           fmt::format("type: ts_builder, id: tb{}, inputs: {}, verify_crc: {}, output: {{kind: "
                       "discard}}{}",
-                      i, inputs, s.crc, manager));
+                      i, inputs, s.crc, with_manager(s) ? ", manager: tm" : ""));
     }
     if (with_clocks(s)) {
       apps.push_back(fmt::format("type: clock_client, id: clk{}, master: clock", i));

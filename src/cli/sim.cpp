@@ -31,6 +31,7 @@ struct SimOptions {
   std::uint64_t contribution = 65536;
   double slot_us = 0;
   bool ts_manager = false;
+  int ts_in_flight = 0;
   int feds = 8;
   std::uint64_t fragment = 2048;
   std::uint32_t events_per_request = 32;
@@ -73,6 +74,9 @@ Result<runtime::ClusterConfig> load_timeslices(const SimOptions& o) {
   shape.crc = false;
   shape.clock_sync = false;
   shape.manager = o.ts_manager;
+  // A timeslice is acknowledged once complete, after every input's turn: an input keeps about
+  // as many as there are inputs in flight, or waits for acknowledgements with its link idle.
+  shape.in_flight = o.ts_in_flight > 0 ? o.ts_in_flight : o.ts + 8;
   // A slot: one contribution's time on a host's link (as the network carries it: the message
   // scaled for phantom payloads, and its header), and 5% to spare.
   const double wire_bytes =
@@ -226,6 +230,9 @@ void add_sim(CLI::App& app) {
   cmd->add_flag("--manager", o->ts_manager,
                 "--ts: a ts_manager assigns the timeslices and grants their writes (control "
                 "traffic with every input and builder); without: round robin");
+  cmd->add_option("--in-flight", o->ts_in_flight,
+                  "--ts: timeslices an input keeps until acknowledged (0: the nodes + 8)")
+      ->capture_default_str();
   cmd->add_option("--feds", o->feds, "Generated: FEDs per readout unit")->capture_default_str();
   cmd->add_option("--fragment", o->fragment, "Generated: mean FED fragment size in bytes")
       ->capture_default_str();

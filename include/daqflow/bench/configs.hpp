@@ -133,6 +133,10 @@ struct TimesliceShape {
   // in flight) and grants their writes: the control traffic of seed 001's pattern, point to
   // point with the builders and from the manager to every input. Without: round robin.
   bool manager = false;
+  // Timeslices an input keeps until acknowledged (0: the application's default). A timeslice
+  // is acknowledged when complete, after every input has sent its part: to keep its link busy
+  // an input needs about n of them.
+  int in_flight = 0;
 };
 // The size of one contribution on the wire: its component descriptor, the microslice
 // descriptors and the contents.
