@@ -19,9 +19,17 @@ struct Cluster {
   runtime::ClusterConfig config;
 };
 
-Cluster evb(int rus, int bus, bool rubu = false, std::uint64_t fragment = 2048) {
+// The generated configuration with the built-in applications.
+Cluster parse(const std::string& yaml, const char* name) {
   Cluster run;
   apps::register_builtin_apps(run.registry);
+  auto config = runtime::parse_config(yaml, name, run.registry);
+  if (!config) throw std::runtime_error(config.error().message());
+  run.config = std::move(*config);
+  return run;
+}
+
+Cluster evb(int rus, int bus, bool rubu = false, std::uint64_t fragment = 2048) {
   bench::EvbShape shape;
   shape.rus = rus;
   shape.bus = bus;
@@ -31,17 +39,12 @@ Cluster evb(int rus, int bus, bool rubu = false, std::uint64_t fragment = 2048) 
   shape.events_per_request = 8;
   bench::ClusterSettings cluster;
   cluster.max_message_size = bench::evb_max_message_size(shape);
-  auto config = runtime::parse_config(bench::evb_yaml(cluster, shape), "evb.yaml", run.registry);
-  if (!config) throw std::runtime_error(config.error().message());
-  run.config = std::move(*config);
-  return run;
+  return parse(bench::evb_yaml(cluster, shape), "evb.yaml");
 }
 
 // Time-slice building of n nodes, an input and a builder each, without clock synchronisation
 // (the simulation's applications read one clock).
 Cluster timeslices(int n, const std::string& order, std::uint64_t contribution, double slot_us) {
-  Cluster run;
-  apps::register_builtin_apps(run.registry);
   bench::TimesliceShape shape;
   shape.n = n;
   shape.contribution_bytes = contribution;
@@ -51,11 +54,7 @@ Cluster timeslices(int n, const std::string& order, std::uint64_t contribution, 
   shape.clock_sync = false;
   bench::ClusterSettings cluster;
   cluster.max_message_size = 1u << 20;
-  auto config =
-      runtime::parse_config(bench::timeslice_yaml(cluster, shape), "ts.yaml", run.registry);
-  if (!config) throw std::runtime_error(config.error().message());
-  run.config = std::move(*config);
-  return run;
+  return parse(bench::timeslice_yaml(cluster, shape), "ts.yaml");
 }
 
 using Network = transport::SimOptions::Network;
