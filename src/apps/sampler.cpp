@@ -6,7 +6,7 @@ namespace daqflow::apps {
 
 ThroughputSampler::ThroughputSampler(std::size_t capacity)
     : capacity_(capacity < 2 ? 2 : capacity),
-      samples_(std::make_unique<ThroughputSample[]>(capacity_)) {}
+      samples_(std::make_unique_for_overwrite<ThroughputSample[]>(capacity_)) {}
 
 void ThroughputSampler::reset(std::int64_t interval_ns) {
   interval_ns_ = interval_ns > 0 ? interval_ns : 1;

@@ -119,6 +119,8 @@ std::vector<std::string> sim_argv(const SimBenchOptions& o, const Point& p, cons
                      num(o.recv_byte_ns),
                      "--payload-scale",
                      num(o.payload_scale),
+                     "--control-scale",
+                     num(o.control_scale),
                      "--network",
                      o.network,
                      "--summary",
@@ -234,12 +236,12 @@ std::string command_line(const SimBenchOptions& o) {
       "--feds {} --fragment {} --event-size {} --trigger-rate {:g} --platform {} --link-gbps {:g} "
       "--latency-us {:g} --cores {} --duration {:g} --cpu {} --round-ns {:g} "
       "--send-message-ns {:g} --send-byte-ns {:g} --recv-message-ns {:g} --recv-byte-ns {:g} "
-      "--payload-scale {:g} --network {} --contribution {}{}",
+      "--payload-scale {:g} --control-scale {:g} --network {} --contribution {}{}",
       join(o.kinds), join(o.nodes), join(o.events_per_request), join(o.blocks_in_flight),
       o.feds_per_ru, o.fragment, o.event_size, o.trigger_rate_hz, o.platform, o.link_gbps,
       o.latency_us, o.cores, o.duration_s, o.cpu, o.round_ns, o.send_message_ns, o.send_byte_ns,
-      o.recv_message_ns, o.recv_byte_ns, o.payload_scale, o.network, o.contribution,
-      o.ts_manager ? " --manager" : "");
+      o.recv_message_ns, o.recv_byte_ns, o.payload_scale, o.control_scale, o.network,
+      o.contribution, o.ts_manager ? " --manager" : "");
   for (const auto& cfg : o.simgrid_config) c += " --cfg " + cfg;
   if (o.platform == "fat-tree") {
     c += fmt::format(" --leaf-hosts {} --spines {} --oversubscription {:g}", o.leaf_hosts, o.spines,
@@ -278,11 +280,13 @@ Result<BenchOutput> run_sim_bench(const SimBenchOptions& o, BenchEnv& env) {
   // "sim-star-fifo-nodes" (the fifo network model), "sim-star-ts-nodes" (time-slice kinds only).
   const bool ts_only = std::all_of(o.kinds.begin(), o.kinds.end(),
                                    [](const std::string& k) { return k.starts_with("ts-"); });
-  r.stem = fmt::format("sim-{}{}{}{}{}{}{}", o.platform, o.network == "flow" ? "" : "-" + o.network,
-                       ts_only ? (o.ts_manager ? "-ts-manager" : "-ts") : "",
-                       o.trigger_rate_hz > 0 ? fmt::format("-{:g}hz", o.trigger_rate_hz) : "",
-                       swept(o.nodes, "nodes"), swept(o.events_per_request, "epr"),
-                       swept(o.blocks_in_flight, "bif"));
+  // "-control" when control messages are scaled (--control-scale).
+  r.stem = fmt::format(
+      "sim-{}{}{}{}{}{}{}{}", o.platform, o.network == "flow" ? "" : "-" + o.network,
+      ts_only ? (o.ts_manager ? "-ts-manager" : "-ts") : "", o.control_scale > 1 ? "-control" : "",
+      o.trigger_rate_hz > 0 ? fmt::format("-{:g}hz", o.trigger_rate_hz) : "",
+      swept(o.nodes, "nodes"), swept(o.events_per_request, "epr"),
+      swept(o.blocks_in_flight, "bif"));
   r.command = command_line(o);
   r.params = {{"kinds", o.kinds},
               {"nodes", o.nodes},
@@ -299,6 +303,7 @@ Result<BenchOutput> run_sim_bench(const SimBenchOptions& o, BenchEnv& env) {
               {"cpu", o.cpu},
               {"round_ns", o.round_ns},
               {"payload_scale", o.payload_scale},
+              {"control_scale", o.control_scale},
               {"network", o.network},
               {"contribution", o.contribution},
               {"ts_manager", o.ts_manager},

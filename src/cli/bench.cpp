@@ -560,6 +560,10 @@ void add_sim_bench(CLI::App& bench_cmd) {
                   "phantom payloads: fragments carried at 1/K of their size, the network and the "
                   "byte costs charged K times (daqflow sim --payload-scale)")
       ->capture_default_str();
+  cmd->add_option("--control-scale", o.control_scale,
+                  "control messages take K times their bytes on the wire (daqflow sim "
+                  "--control-scale): data mixed with a chosen share of control traffic")
+      ->capture_default_str();
   cmd->add_option("--network", o.network,
                   "flow (SimGrid's model) or fifo (links as queues, a timer per message)")
       ->check(CLI::IsMember({"flow", "fifo"}))

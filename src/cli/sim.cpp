@@ -56,6 +56,7 @@ struct SimOptions {
   double recv_message_ns = 0;
   double recv_byte_ns = 0;
   double payload_scale = 1;
+  double control_scale = 1;
   std::string network = "flow";
   std::vector<std::string> kills;
   std::vector<std::string> simgrid_config;
@@ -155,6 +156,8 @@ Result<sim::SimSettings> settings(const SimOptions& o) {
   s.costs.recv_byte_ns = o.recv_byte_ns;
   if (!(o.payload_scale >= 1)) return Error("--payload-scale: at least 1");
   s.costs.payload_scale = o.payload_scale;
+  if (!(o.control_scale >= 1)) return Error("--control-scale: at least 1");
+  s.costs.control_scale = o.control_scale;
   if (o.network == "flow") {
     s.costs.network = transport::SimOptions::Network::flow;
   } else if (o.network == "fifo") {
@@ -287,6 +290,11 @@ void add_sim(CLI::App& app) {
                   "Phantom payloads: a payload byte stands for this many on the wire and in the "
                   "byte costs; generated fragments are --fragment over it (at least 64 B), and the "
                   "byte figures of the summary are scaled back")
+      ->capture_default_str();
+  cmd->add_option("--control-scale", o->control_scale,
+                  "A control message's payload byte (requests, assignments, acknowledgements) "
+                  "stands for this many on the wire and in the byte costs: control traffic of a "
+                  "chosen share (the summary's window.data_share)")
       ->capture_default_str();
   cmd->add_option("--network", o->network,
                   "flow: SimGrid's network model, transfers sharing the links' bandwidth; fifo: "

@@ -3,6 +3,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <cstring>
 #include <string>
@@ -13,6 +14,8 @@ namespace {
 #ifndef MADV_POPULATE_WRITE
 constexpr int MADV_POPULATE_WRITE = 23;  // Linux 5.14
 #endif
+
+std::atomic<bool> g_pool_prefault{true};
 
 std::size_t page_size() {
   return static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
@@ -45,13 +48,17 @@ Result<std::span<std::byte>> map_pool_memory(std::size_t bytes, std::string_view
   // Large regions benefit from huge pages (fewer TLB misses, fewer pages for a NIC or the kernel
   // to pin); the advice is taken before the pages are faulted in, and its failure is harmless.
   if (size >= (std::size_t{2} << 20)) ::madvise(base, size, MADV_HUGEPAGE);
-  if (!prefault(memory)) {
+  if (g_pool_prefault.load(std::memory_order_relaxed) && !prefault(memory)) {
     const int error = errno;
     ::munmap(base, size);
     return Error(std::string(what) + ": cannot fault in " + std::to_string(size) +
                  " bytes: " + std::strerror(error));
   }
   return memory;
+}
+
+void set_pool_prefault(bool on) {
+  g_pool_prefault.store(on, std::memory_order_relaxed);
 }
 
 void unmap_pool_memory(std::span<std::byte> memory) {

@@ -14,6 +14,7 @@
 #include <simgrid/s4u/Host.hpp>
 
 #include "daqflow/control/summary.hpp"
+#include "daqflow/core/memory.hpp"
 #include "daqflow/runtime/host_access.hpp"
 #include "daqflow/transport/fault.hpp"
 #include "daqflow/transport/sim.hpp"
@@ -505,6 +506,9 @@ Result<nlohmann::json> simulate(const runtime::ClusterConfig& cluster,
                  "lose applications with --kill");
   }
   const auto wall0 = std::chrono::steady_clock::now();
+  // The pools of every simulated host are in this process: only the pages a run touches count
+  // (a RU's block descriptors are sized for every BU's window; a short run uses a few).
+  core::set_pool_prefault(false);
   std::vector<std::string> args{"daqflow-sim"};
 #if defined(__SANITIZE_ADDRESS__)
   // AddressSanitizer follows threads, not SimGrid's own stack switching: an actor per thread.
@@ -595,6 +599,7 @@ Result<nlohmann::json> simulate(const runtime::ClusterConfig& cluster,
       {"platform", describe(settings.platform, hosts->size())},
       {"cpu", settings.cpu == CpuModel::measured ? "measured" : "fixed"},
       {"payload_scale", settings.costs.payload_scale},
+      {"control_scale", settings.costs.control_scale},
       {"network", settings.costs.network == transport::SimOptions::Network::fifo ? "fifo" : "flow"},
       {"window", window_json(window, settings.costs.payload_scale)},
   };

@@ -156,6 +156,7 @@ struct SimBenchOptions {
   double recv_message_ns = 1000;
   double recv_byte_ns = 0;
   double payload_scale = 1;      // phantom payloads (daqflow sim --payload-scale)
+  double control_scale = 1;      // control traffic's volume (daqflow sim --control-scale)
   std::string network = "flow";  // daqflow sim --network: flow or fifo
   // SimGrid settings (daqflow sim --cfg): by default without the LV08 model's reverse flows for
   // TCP's acknowledgements (an RDMA network has none to speak of), which double the network

@@ -21,4 +21,9 @@ void unmap_pool_memory(std::span<std::byte> memory);
 // Faults in every page of a mapping now (shared segments too); false when the kernel refused.
 bool prefault(std::span<std::byte> memory);
 
+// Whether map_pool_memory() faults its pages in (the default). A simulation turns it off: its
+// thousand hosts' pools share one process, where only the pages a run touches should count, and
+// a page fault costs no simulated time.
+void set_pool_prefault(bool on);
+
 }  // namespace daqflow::core

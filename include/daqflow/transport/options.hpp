@@ -54,6 +54,10 @@ struct SimOptions {
   // and in the byte costs (a simulated builder of a thousand nodes carries its fragments at a
   // fraction of their size); control messages travel at their own size.
   double payload_scale = 1;
+  // The same for control messages (requests, assignments, acknowledgements, credits): each of
+  // their payload bytes stands for this many, for a study of data mixed with a given share of
+  // control traffic (seed 001's ~10%).
+  double control_scale = 1;
   // How messages cross the simulated network:
   //   flow: SimGrid's network model, every transfer a flow sharing its links' bandwidth with
   //         the others (max-min), re-solved whenever one starts or ends;

@@ -96,9 +96,19 @@ Result<void> TsBuilder::configure(runtime::AppContext& ctx) {
   // Received buffers held at once: the timeslices being built (every input's in_flight, at
   // most) and those in the output.
   std::uint64_t in_flight = 0;
+  // Of those, the ones here at once. Round robin spreads an input's window over its builders:
+  // a builder holds at most its share of every window, twice over (the timeslices coming in
+  // while the oldest complete). A manager may send a builder more (one taking over a lost
+  // builder's timeslices): the whole window. The receive buffers must hold every contribution
+  // of the timeslices here, or an input's stream stalls behind a full builder.
+  std::uint64_t here = 0;
   for (const AppIndex i : inputs_) {
-    in_flight = std::max<std::uint64_t>(
-        in_flight, ctx.cluster().applications[i].params.value("in_flight", std::uint64_t{8}));
+    const auto& params = ctx.cluster().applications[i].params;
+    const std::uint64_t window = params.value("in_flight", std::uint64_t{8});
+    const std::uint64_t builders =
+        std::max<std::size_t>(1, params.value("builders", std::vector<std::string>{}).size());
+    in_flight = std::max(in_flight, window);
+    here = std::max(here, has_manager_ ? window : 2 * ((window + builders - 1) / builders) + 2);
   }
   const std::uint64_t cluster_max = options.max_message_size;
   std::uint64_t message = std::max<std::uint64_t>(largest, 4096);
@@ -111,8 +121,7 @@ Result<void> TsBuilder::configure(runtime::AppContext& ctx) {
   }
   options.max_message_size = static_cast<std::uint32_t>(std::min(cluster_max, message));
   options.recv_buffers = std::max<std::uint32_t>(
-      options.recv_buffers,
-      static_cast<std::uint32_t>(inputs_.size() * (in_flight + kOutputDepth + 2)));
+      options.recv_buffers, static_cast<std::uint32_t>(inputs_.size() * (here + kOutputDepth + 2)));
   recv_buffers_ = options.recv_buffers;
   auto endpoint = ctx.endpoint(&options);
   if (!endpoint) return endpoint.error().context("application '" + id() + "': endpoint");
@@ -129,7 +138,7 @@ Result<void> TsBuilder::configure(runtime::AppContext& ctx) {
     }
   }
   auto control = endpoint_->make_send_pool(id() + ".acks", kAckBufferSize,
-                                           inputs_.size() * (in_flight + kOutputDepth + 4) + 16);
+                                           inputs_.size() * (here + kOutputDepth + 4) + 16);
   if (!control) return context(control.error());
   control_pool_ = std::move(*control);
 
@@ -165,7 +174,7 @@ Result<void> TsBuilder::configure(runtime::AppContext& ctx) {
     free_.push_back(&batches_[i]);
   }
   in_output_ = 0;
-  building_ = std::vector<Building>(2 * in_flight + 4);
+  building_ = std::vector<Building>(here + 2);
   for (Building& b : building_) {
     b.parts = std::vector<transport::Message>(inputs_.size());
     b.have.assign(inputs_.size(), 0);
@@ -175,7 +184,7 @@ Result<void> TsBuilder::configure(runtime::AppContext& ctx) {
   done_high_ = 0;
   input_alive_.assign(inputs_.size(), true);
   pending_acks_.assign(inputs_.size(), AckQueue{});
-  for (AckQueue& q : pending_acks_) q.acks.reserve(in_flight + kOutputDepth + 4);
+  for (AckQueue& q : pending_acks_) q.acks.reserve(here + kOutputDepth + 4);
   acks_pending_ = 0;
   done_pending_.clear();
   done_pending_.reserve(kOutputDepth + 4);

@@ -3,6 +3,7 @@
 // full. Only control events go here (peer_closed, error): data completions are produced only when
 // the caller has room, so this queue stays small and bounded. Single thread.
 
+#include <algorithm>
 #include <cstddef>
 #include <span>
 #include <vector>
@@ -13,11 +14,17 @@ namespace daqflow::transport::detail {
 
 class EventQueue {
  public:
-  explicit EventQueue(std::size_t capacity) : slots_(capacity == 0 ? 1 : capacity) {}
+  // Room for `capacity` events, allocated as they come (a simulation has thousands of endpoints,
+  // each with room for two events per application of the cluster).
+  explicit EventQueue(std::size_t capacity)
+      : capacity_(capacity == 0 ? 1 : capacity), slots_(std::min<std::size_t>(capacity_, 16)) {}
 
   // Appends; returns false (and drops the event) when full.
   bool push(Completion&& event) {
-    if (count_ == slots_.size()) return false;
+    if (count_ == slots_.size()) {
+      if (count_ == capacity_) return false;
+      grow();
+    }
     slots_[(head_ + count_) % slots_.size()] = std::move(event);
     ++count_;
     return true;
@@ -44,6 +51,16 @@ class EventQueue {
   }
 
  private:
+  void grow() {
+    std::vector<Completion> larger(std::min(capacity_, 2 * slots_.size()));
+    for (std::size_t i = 0; i < count_; ++i) {
+      larger[i] = std::move(slots_[(head_ + i) % slots_.size()]);
+    }
+    slots_ = std::move(larger);
+    head_ = 0;
+  }
+
+  std::size_t capacity_;
   std::vector<Completion> slots_;
   std::size_t head_ = 0;
   std::size_t count_ = 0;

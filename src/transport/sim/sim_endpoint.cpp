@@ -258,8 +258,9 @@ SendStatus SimEndpoint::post_send(AppIndex peer, Message& message) {
   parcel->order = p.next_order++;
   parcel->sequence = p.next_sequence++;
   parcel->size = check.size;
-  // Phantom payloads stand for more than they hold; the control messages are what they are.
-  if (carries_payload(message.type)) parcel->scale = network_->options.payload_scale;
+  // Phantom payloads stand for more than they hold; control messages for what the study sets.
+  parcel->scale = carries_payload(message.type) ? network_->options.payload_scale
+                                                : network_->options.control_scale;
   Outgoing o;
   o.kind = Parcel::Kind::data;
   o.order = parcel->order;

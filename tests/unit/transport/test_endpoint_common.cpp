@@ -6,6 +6,7 @@
 #include "daqflow/wire/crc32c.hpp"
 #include "transport/detail/connect_backoff.hpp"
 #include "transport/detail/endpoint_common.hpp"
+#include "transport/detail/event_queue.hpp"
 
 namespace daqflow::transport::detail {
 namespace {
@@ -14,6 +15,30 @@ using ::testing::HasSubstr;
 
 AddressTable table() {
   return {{0, "ru1", "ctx-a", "127.0.0.1", 9000}, {1, "bu1", "ctx-b", "127.0.0.1", 0}};
+}
+
+Completion from(AppIndex peer) {
+  Completion c;
+  c.kind = Completion::Kind::peer_closed;
+  c.peer = peer;
+  return c;
+}
+
+TEST(EventQueue, GrowsToItsCapacityKeepingTheOrderAndRefusesPastIt) {
+  EventQueue q(40);  // allocated 16 at first
+  std::vector<Completion> out(8);
+  // Wrap the ring before it grows: 5 in, 3 out.
+  for (AppIndex i = 0; i < 5; ++i) ASSERT_TRUE(q.push(from(i)));
+  ASSERT_EQ(q.drain(std::span(out).first(3), 0), 3u);
+  for (AppIndex i = 5; i < 43; ++i) ASSERT_TRUE(q.push(from(i)));
+  EXPECT_EQ(q.size(), 40u);
+  EXPECT_FALSE(q.push(from(99)));
+  AppIndex expected = 3;
+  while (!q.empty()) {
+    const std::size_t n = q.drain(out, 0);
+    for (std::size_t k = 0; k < n; ++k) EXPECT_EQ(out[k].peer, expected++);
+  }
+  EXPECT_EQ(expected, 43u);
 }
 
 TEST(EndpointCommon, NamesEndpointsAndPeersByIdNeverByIndexWhenThereIsOne) {
