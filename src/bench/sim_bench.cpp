@@ -60,8 +60,6 @@ Memory ru_memory(const SimBenchOptions& o, const Point& p) {
   const std::uint64_t event_part = std::uint64_t(o.feds_per_ru) * fragment;
   const std::uint64_t block_max =
       p.events_per_request * std::uint64_t(o.feds_per_ru) * evb_fragment_max(fragment);
-  Memory m;
-  m.chunk_size = std::max<std::uint64_t>(std::uint64_t{1} << 20, std::bit_ceil(2 * block_max));
   // A RU produces up to twice what the BUs can have assigned ahead of the last assigned event,
   // and keeps what they have not yet acknowledged: four times the BUs' windows leaves room for
   // chunks that wait for their last event. At most 64 MiB each and 4 GiB for all the RUs.
@@ -69,6 +67,10 @@ Memory ru_memory(const SimBenchOptions& o, const Point& p) {
       std::uint64_t(p.bus()) * p.blocks_in_flight * p.events_per_request * event_part;
   const std::uint64_t cap =
       std::min<std::uint64_t>(std::uint64_t{64} << 20, (std::uint64_t{4} << 30) / p.rus());
+  Memory m;
+  // Chunks of at least 1 MiB, or of an eighth of the cap where that is less (above 512 RUs).
+  m.chunk_size = std::max<std::uint64_t>(std::min<std::uint64_t>(std::uint64_t{1} << 20, cap / 8),
+                                         std::bit_ceil(2 * block_max));
   const std::uint64_t want =
       std::clamp<std::uint64_t>(4 * windows, std::min<std::uint64_t>(8u << 20, cap), cap);
   m.chunks = std::max<std::uint64_t>(8, (want + m.chunk_size - 1) / m.chunk_size);

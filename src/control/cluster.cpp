@@ -1,8 +1,12 @@
 #include "daqflow/control/cluster.hpp"
 
+#include <netinet/in.h>
+#include <poll.h>
 #include <signal.h>
+#include <sys/socket.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <condition_variable>
 #include <filesystem>
 #include <fstream>
@@ -14,6 +18,7 @@
 
 #include "control/launchers.hpp"
 #include "daqflow/control/plan.hpp"
+#include "daqflow/core/net.hpp"
 #include "daqflow/runtime/access.hpp"
 
 namespace daqflow::control {
@@ -102,7 +107,35 @@ Cluster::~Cluster() {
   }
 }
 
-// An executive started by an earlier controller: alive while its control port answers.
+namespace {
+
+// Whether the host at `address` refuses a connection to its port: its kernel answers with a reset,
+// so nothing listens there any more. A host that does not answer in time, or that cannot be
+// reached (its link down: no route, no neighbour), is silent, not refusing.
+bool refuses(const HostPort& address, std::chrono::milliseconds timeout) {
+  auto resolved = core::resolve(address.host, address.port);
+  if (!resolved) return false;
+  const core::UniqueFd fd(
+      ::socket(resolved->storage.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
+  if (!fd) return false;
+  if (::connect(fd.get(), reinterpret_cast<const sockaddr*>(&resolved->storage),
+                resolved->length) == 0) {
+    return false;
+  }
+  if (errno == ECONNREFUSED) return true;
+  if (errno != EINPROGRESS) return false;
+  pollfd p{fd.get(), POLLOUT, 0};
+  if (::poll(&p, 1, static_cast<int>(timeout.count())) <= 0) return false;
+  int error = 0;
+  socklen_t length = sizeof error;
+  if (::getsockopt(fd.get(), SOL_SOCKET, SO_ERROR, &error, &length) != 0) return false;
+  return error == ECONNREFUSED;
+}
+
+}  // namespace
+
+// An executive started by an earlier controller, or whose launcher lost its connection to the
+// host (ssh's keepalives unanswered): alive while its control port answers or is silent.
 class AttachedLaunched final : public Launched {
  public:
   AttachedLaunched(ControlClient client, Launcher& launcher, std::string context, std::string host)
@@ -115,11 +148,11 @@ class AttachedLaunched final : public Launched {
   std::optional<ExitStatus> poll() override {
     if (exit_ || std::chrono::steady_clock::now() < next_probe_) return exit_;
     next_probe_ = std::chrono::steady_clock::now() + std::chrono::milliseconds(500);
-    // A frozen executive still accepts connections (the kernel does) and then times out: it is
-    // silent, not gone. Three refusals in a row are an end.
+    // A frozen executive still accepts connections (the kernel does) and then times out, and a
+    // host cut off does not answer at all: both are silent, not gone. Three refusals in a row
+    // (the host's kernel resets the connection: nothing listens on the port) are an end.
     const auto answer = client_.get("/api/v1/context");
-    const bool refused =
-        !answer && answer.error().message().find("Connection") != std::string::npos;
+    const bool refused = !answer && refuses(client_.address(), std::chrono::milliseconds(500));
     refusals_ = refused ? refusals_ + 1 : 0;
     if (answer && answer->is_object()) pid_ = answer->value("pid", 0L);
     if (refusals_ >= 3) {

@@ -285,6 +285,7 @@ class SshHosts(DaqflowTestCase):
         proc = self.start_run(config, "run.log")
         bu1_host = PLACEMENT["bu1"]
         self.hosts.cut(bu1_host)
+        cut_at = time.monotonic()
         try:
             wait_until(lambda: "context bu1" in self.output_of("run.log") and
                        "does not answer" in self.output_of("run.log"), 60,
@@ -292,6 +293,11 @@ class SshHosts(DaqflowTestCase):
             wait_until(lambda: "BU 'bu1' lost" in self.daqflow(
                 ["logs", config, "--context", "evm", "-n", "1000"])[1], 60,
                 "the EVM to declare bu1 lost", interval=1.0)
+            # Cut for longer than ssh's keepalives (3 x 2 s): the launcher's ssh client gives
+            # up on the host, and the controller goes on watching bu1's executive through its
+            # control port, silent but not gone (an unreachable host refuses nothing).
+            while self.launcher == "ssh" and time.monotonic() - cut_at < 9:
+                time.sleep(0.5)
         finally:
             self.hosts.restore(bu1_host)
         wait_until(lambda: "context bu1 answers again" in self.output_of("run.log"), 60,
