@@ -8,6 +8,7 @@ its inputs."""
 
 import json
 import os
+import re
 import signal
 import unittest
 
@@ -53,9 +54,8 @@ def ts_config(transport="tcp", inputs="", builders="", output="{kind: file}", ma
 
 
 def control_port(text, ctx):
-    lines = text.splitlines()
-    i = lines.index(f"  - name: {ctx}")
-    return int(lines[i + 2].split(":")[1])
+    return int(re.search(rf"^  - name: {ctx}\n(?:    .*\n)*?    control_port: (\d+)", text,
+                         flags=re.M).group(1))
 
 
 class Timeslices(DaqflowTestCase):
@@ -204,11 +204,15 @@ class Timeslices(DaqflowTestCase):
         self.assertEqual(r["fences"], 1, r)
         self.assert_contiguous_once(self.dump(), summary)
 
-    def test_a_killed_builder_with_a_manager_is_salvaged_and_nothing_is_written_twice(self):
+    def test_a_killed_builder_with_a_manager_is_salvaged_started_again_and_rejoins(self):
         """SIGKILL of tb1's process while it writes: the manager gives what tb1 was not allowed
         to write yet to the others; the controller salvages tb1's files, and the timeslices tb1
-        was allowed to write are decided by what is on its disk."""
+        was allowed to write are decided by what is on its disk. tb1's context has restart:
+        on-failure: it comes back, rejoins, and the manager assigns to it again."""
         text = ts_config("tcp", inputs="pace: max", manager="heartbeat_timeout_ms: 1000")
+        text = text.replace("  - name: ctx_tb1\n",
+                            "  - name: ctx_tb1\n    restart: {policy: on-failure, backoff_ms: 200}\n",
+                            1)
         run = self.start_run(text)
         mgr = control_port(text, "mgr")
         wait_until(lambda: self.manager_results(mgr).get("timeslices_done", 0) >= 1000, 60,
@@ -220,14 +224,24 @@ class Timeslices(DaqflowTestCase):
                    "the manager to lose tb1")
         wait_until(lambda: self.manager_results(mgr).get("timeslices_in_doubt", 1) == 0, 60,
                    "the salvage of tb1's files to settle what it was writing")
-        at_loss = self.manager_results(mgr)["timeslices_done"]
-        wait_until(lambda: self.manager_results(mgr)["timeslices_done"] >= at_loss + 1000, 60,
-                   "1000 more timeslices written by the others")
+        wait_until(lambda: "context ctx_tb1 restarted (1 of 5) and rejoins the run" in
+                   self.output_of("run.log"), 60, "tb1 to be started again")
+        wait_until(lambda: self.manager_results(mgr).get("rejoined_builders") == ["tb1"], 60,
+                   "the manager to take tb1 back")
+        tb1 = control_port(text, "ctx_tb1")
+        wait_until(lambda: self.written(tb1, "tb1") >= 100, 60,
+                   "the restarted tb1 to write 100 timeslices")
+        at_rejoin = self.manager_results(mgr)["timeslices_done"]
+        wait_until(lambda: self.manager_results(mgr)["timeslices_done"] >= at_rejoin + 1000, 60,
+                   "1000 more timeslices written")
         summary = self.finish(run)
         self.assertEqual(summary["status"], "ok", summary.get("failure"))
         tm = summary["applications"]["tm"]["results"]
         print(f"\ntcp: killed tb1: {tm['timeslices_reassigned']} reassigned, "
-              f"{tm['timeslices_salvaged']} found on its disk", flush=True)
+              f"{tm['timeslices_salvaged']} found on its disk; tb1 started again, "
+              f"{summary['applications']['tb1']['results'].get('timeslices_written')} written "
+              f"after", flush=True)
+        self.assertEqual(len(summary["restarted"]), 1, summary["restarted"])
         self.assert_contiguous_once(self.dump(), summary)
 
     def start_run(self, text):
@@ -241,6 +255,13 @@ class Timeslices(DaqflowTestCase):
         try:
             status, body = http(port, "GET", f"/api/v1/apps/{app}")
             return body["results"].get("timeslices_acked", 0) if status == 200 else 0
+        except OSError:
+            return 0
+
+    def written(self, port, app):
+        try:
+            status, body = http(port, "GET", f"/api/v1/apps/{app}")
+            return body["results"].get("timeslices_written", 0) if status == 200 else 0
         except OSError:
             return 0
 

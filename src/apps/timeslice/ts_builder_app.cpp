@@ -148,6 +148,8 @@ Result<void> TsBuilder::configure(runtime::AppContext& ctx) {
   oc.default_dir = ctx.cluster().run.output;
   oc.queue_depth = kOutputDepth;
   oc.content = evb::FileContent::timeslices;
+  // Started again in this run (restart: on-failure): its files go on after its earlier ones.
+  oc.restarted = ctx.restarted();
   if (auto r = evb::farm_output_context(ctx.cluster(), output_params, endpoint_, oc); !r) {
     return p.error("output", r.error().message());
   }
