@@ -84,6 +84,27 @@ class Simulation(DaqflowTestCase):
             self.assertGreater(r["data_share"], 0.5, r)
             self.assertLess(r["data_share"], 1.0, r)
 
+    def test_control_scale_gives_control_messages_the_share_of_the_traffic_asked(self):
+        """Round-robin time-slice building: the acknowledgements (16-byte payloads, one per
+        contribution of 64 KiB) are a fraction of a percent of the bytes; at 500 times their
+        size, about a tenth (seed 001's mix)."""
+        shares = {}
+        for scale in ("1", "500"):
+            path = self.path(f"ts-{scale}.json")
+            code, out = self.daqflow(["sim", "--ts", "4", "--network", "fifo", "--contribution",
+                                      "65536", "--payload-scale", "16", "--control-scale", scale,
+                                      "--duration", "0.005", "--summary", path], timeout=300)
+            self.assertEqual(code, 0, out)
+            with open(path) as f:
+                summary = json.load(f)
+            self.assertEqual(summary["simulation"]["control_scale"], float(scale))
+            window = summary["simulation"]["window"]
+            self.assertGreater(window["event_rate_hz"], 0, window)
+            shares[scale] = window["data_share"]
+        self.assertGreater(shares["1"], 0.99, shares)
+        self.assertGreater(shares["500"], 0.85, shares)
+        self.assertLess(shares["500"], 0.95, shares)
+
     def test_the_two_network_models_agree_on_a_builder_bound_by_its_links(self):
         # RUBU of 8 nodes on 10 Gb/s links, 2 KiB fragments carried at 128 B, 8 events per block
         # and 4 blocks in flight per BU: the flow model shares each link among its transfers,
