@@ -12,6 +12,7 @@
 #include "cli/commands.hpp"
 #include "daqflow/bench/configs.hpp"
 #include "daqflow/runtime/config.hpp"
+#include "daqflow/wire/timeslice.hpp"
 #ifdef DAQFLOW_HAVE_SIMGRID
 #include "daqflow/sim/simulation.hpp"
 #endif
@@ -78,11 +79,14 @@ Result<runtime::ClusterConfig> load_timeslices(const SimOptions& o) {
   // A timeslice is acknowledged once complete, after every input's turn: an input keeps about
   // as many as there are inputs in flight, or waits for acknowledgements with its link idle.
   shape.in_flight = o.ts_in_flight > 0 ? o.ts_in_flight : o.ts + 8;
-  // A slot: one contribution's time on a host's link (as the network carries it: the message
-  // scaled for phantom payloads, and its header), and 5% to spare.
+  // A slot: the time on a host's link of one contribution and of the acknowledgement that
+  // goes back for it (as the network carries them: scaled for phantom payloads and control
+  // traffic, with their headers), and 5% to spare. In every slot each host sends and receives
+  // one of each: a slot without room for the acknowledgements lets the links fall behind.
+  const double overhead = transport::SimOptions{}.overhead_bytes;
   const double wire_bytes =
       static_cast<double>(bench::timeslice_contribution_wire_bytes(shape)) * o.payload_scale +
-      transport::SimOptions{}.overhead_bytes;
+      overhead + static_cast<double>(wire::kTsAckSize) * o.control_scale + overhead;
   shape.slot_us = o.slot_us > 0 ? o.slot_us : 1.05 * wire_bytes / (o.link_gbps * 1e3 / 8);
   bench::ClusterSettings cluster;
   cluster.transport = "tcp";  // any: the simulation puts every application on sim
@@ -227,8 +231,10 @@ void add_sim(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--contribution", o->contribution, "--ts: bytes of an input's contribution")
       ->capture_default_str();
-  cmd->add_option("--slot-us", o->slot_us,
-                  "--ts scheduled: slot length, us (0: a contribution's time on a link, +5%)")
+  cmd->add_option(
+         "--slot-us", o->slot_us,
+         "--ts scheduled: slot length, us (0: the time on a link of a contribution and its "
+         "acknowledgement, +5%)")
       ->capture_default_str();
   cmd->add_flag("--manager", o->ts_manager,
                 "--ts: a ts_manager assigns the timeslices and grants their writes (control "
