@@ -295,8 +295,9 @@ class SshHosts(DaqflowTestCase):
                 "the EVM to declare bu1 lost", interval=1.0)
             # Cut for longer than ssh's keepalives (3 x 2 s): the launcher's ssh client gives
             # up on the host, and the controller goes on watching bu1's executive through its
-            # control port, silent but not gone (an unreachable host refuses nothing).
-            while self.launcher == "ssh" and time.monotonic() - cut_at < 9:
+            # control port, silent but not gone (an unreachable host refuses nothing); the
+            # other launchers' engines are unreachable as long.
+            while time.monotonic() - cut_at < 9:
                 time.sleep(0.5)
         finally:
             self.hosts.restore(bu1_host)
