@@ -93,21 +93,19 @@ Result<void> TsBuilder::configure(runtime::AppContext& ctx) {
   }
 
   transport::EndpointOptions options = ctx.endpoint_options();
-  // Received buffers held at once: the timeslices being built (every input's in_flight, at
-  // most) and those in the output.
-  std::uint64_t in_flight = 0;
-  // Of those, the ones here at once. Round robin spreads an input's window over its builders:
-  // a builder holds at most its share of every window, twice over (the timeslices coming in
-  // while the oldest complete). A manager may send a builder more (one taking over a lost
-  // builder's timeslices): the whole window. The receive buffers must hold every contribution
-  // of the timeslices here, or an input's stream stalls behind a full builder.
+  // Received buffers held at once: those of the timeslices being built here and of those in the
+  // output. Every input keeps a window of timeslices (its in_flight) until they are
+  // acknowledged; round robin spreads it over the input's builders, so a builder holds at most
+  // its share of every window, twice over (the timeslices coming in while the oldest complete).
+  // A manager may send a builder more (one taking over a lost builder's timeslices): the whole
+  // window. The receive buffers must hold every contribution of the timeslices here, or an
+  // input's stream stalls behind a full builder.
   std::uint64_t here = 0;
   for (const AppIndex i : inputs_) {
     const auto& params = ctx.cluster().applications[i].params;
     const std::uint64_t window = params.value("in_flight", std::uint64_t{8});
     const std::uint64_t builders =
         std::max<std::size_t>(1, params.value("builders", std::vector<std::string>{}).size());
-    in_flight = std::max(in_flight, window);
     here = std::max(here, has_manager_ ? window : 2 * ((window + builders - 1) / builders) + 2);
   }
   const std::uint64_t cluster_max = options.max_message_size;
