@@ -19,6 +19,8 @@ FileOutput::FileOutput(FileOutputSettings settings)
       settings_(std::move(settings)),
       record_headers_(kMaxIov),
       sequence_(settings_.first_sequence) {
+  events_written_.store(settings_.events_before, std::memory_order_relaxed);
+  bytes_written_.store(settings_.bytes_before, std::memory_order_relaxed);
   start();
 }
 

@@ -45,6 +45,10 @@ struct FileOutputSettings {
   std::size_t queue_depth = 8;
   FileContent content = FileContent::built_events;
   std::uint32_t first_sequence = 0;  // the first file's sequence number
+  // Started again in its run: what its earlier processes' finished files hold (their sidecars),
+  // counted in events_written and bytes_written from the start.
+  std::uint64_t events_before = 0;
+  std::uint64_t bytes_before = 0;
 };
 
 class FileOutput final : public ThreadedOutput {

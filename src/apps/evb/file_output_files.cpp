@@ -14,6 +14,7 @@
 #include <cmath>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <nlohmann/json.hpp>
 
 #include "daqflow/core/log.hpp"
@@ -210,6 +211,22 @@ Result<std::unique_ptr<EventOutput>> make_file_output(const nlohmann::json& para
   for (const auto& entry : fs::directory_iterator(s.dir, ec)) {
     const std::string name = entry.path().filename().string();
     if (name.rfind(run_prefix, 0) == 0 && context.restarted) {
+      if (name.ends_with(kSidecarSuffix)) {
+        // An earlier process's finished file (the controller's salvage finished the last one
+        // before this restart): its events were written in this run, by this BU.
+        std::ifstream in(entry.path());
+        const auto json = nlohmann::json::parse(in, nullptr, false);
+        const auto sidecar =
+            json.is_discarded() ? Result<Sidecar>(Error("not JSON")) : sidecar_from_json(json);
+        if (sidecar) {
+          s.events_before += sidecar->events;
+          s.bytes_before += sidecar->bytes;
+        } else {
+          spdlog::warn("output: {} of an earlier process is not counted: {}", entry.path().string(),
+                       sidecar.error().message());
+        }
+        continue;
+      }
       std::uint32_t seq = 0;
       const auto digits = name.substr(run_prefix.size(), name.find('.') - run_prefix.size());
       const auto [end, err] = std::from_chars(digits.data(), digits.data() + digits.size(), seq);
