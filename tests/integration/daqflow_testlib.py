@@ -312,6 +312,18 @@ class DaqflowTestCase(unittest.TestCase):
         with open(self.path(log_name), errors="replace") as f:
             return f.read()
 
+    def wait_for_restart(self, context, log_name="run.log", timeout=60):
+        """Waits for the controller to say that the context's first restart rejoined the run; a
+        timeout shows what the controller said meanwhile."""
+        line = f"context {context} restarted (1 of 5) and rejoins the run"
+        try:
+            wait_until(lambda: line in self.output_of(log_name), timeout,
+                       f"{context} to be started again")
+        except AssertionError as e:
+            said = [l for l in self.output_of(log_name).splitlines()
+                    if l.startswith("daqflow run:")]
+            raise AssertionError(f"{e}; the controller said:\n" + "\n".join(said[-40:])) from e
+
     def daqflow(self, args, timeout=60):
         """Runs `daqflow ARGS` to completion; returns (exit code, stdout + stderr)."""
         try:

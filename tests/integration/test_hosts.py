@@ -336,8 +336,7 @@ class SshHosts(DaqflowTestCase):
         self.assertEqual(status, 200, ctx)
         os.kill(ctx["pid"], signal.SIGKILL)
         killed_at = time.monotonic()
-        wait_until(lambda: "context bu1 restarted (1 of 5) and rejoins the run" in
-                   self.output_of("run.log"), 60, "bu1 to be started again")
+        self.wait_for_restart("bu1")
         wait_until(lambda: remote_built(host, port) > 0, 60,
                    "the restarted bu1 to build events")
         back_after = time.monotonic() - killed_at
@@ -393,8 +392,7 @@ class RestartPolicy(DaqflowTestCase):
         wait_until(lambda: remote_built("127.0.0.1", port) > 0, 120, "bu1 to build events")
         status, ctx = remote_get("127.0.0.1", port, "/api/v1/context")
         os.kill(ctx["pid"], signal.SIGKILL)
-        wait_until(lambda: "context bu1 restarted (1 of 5) and rejoins the run" in
-                   self.output_of("run.log"), 60, "bu1 to be started again")
+        self.wait_for_restart("bu1")
         wait_until(lambda: remote_built("127.0.0.1", port) > 0, 60,
                    "the restarted bu1 to build events")
         self.assertEqual(self.stop_run(proc, timeout=180), 0, self.output_of("run.log"))
@@ -445,8 +443,7 @@ class RestartPolicy(DaqflowTestCase):
         wait_until(lambda: events_in("w2") > 0, 120, "w2 to take events")
         status, ctx = remote_get("127.0.0.1", port, "/api/v1/context")
         os.kill(ctx["pid"], signal.SIGKILL)
-        wait_until(lambda: "context workers1 restarted (1 of 5) and rejoins the run" in
-                   self.output_of("run.log"), 60, "workers1 to be started again")
+        self.wait_for_restart("workers1")
         wait_until(lambda: events_in("w2") > 0 and events_in("w3") > 0, 60,
                    "the restarted workers to take events")
         self.assertEqual(self.stop_run(proc, timeout=180), 0, self.output_of("run.log"))

@@ -224,8 +224,7 @@ class Timeslices(DaqflowTestCase):
                    "the manager to lose tb1")
         wait_until(lambda: self.manager_results(mgr).get("timeslices_in_doubt", 1) == 0, 60,
                    "the salvage of tb1's files to settle what it was writing")
-        wait_until(lambda: "context ctx_tb1 restarted (1 of 5) and rejoins the run" in
-                   self.output_of("run.log"), 60, "tb1 to be started again")
+        self.wait_for_restart("ctx_tb1")
         wait_until(lambda: self.manager_results(mgr).get("rejoined_builders") == ["tb1"], 60,
                    "the manager to take tb1 back")
         tb1 = control_port(text, "ctx_tb1")
