@@ -250,19 +250,19 @@ class Timeslices(DaqflowTestCase):
                           self.path("logs")], "run.log")
         return run
 
-    def acked(self, port, app):
+    def result_of(self, port, app, key):
+        """One figure of an application's results (0 while it cannot be read)."""
         try:
             status, body = http(port, "GET", f"/api/v1/apps/{app}")
-            return body["results"].get("timeslices_acked", 0) if status == 200 else 0
+            return body["results"].get(key, 0) if status == 200 else 0
         except OSError:
             return 0
 
+    def acked(self, port, app):
+        return self.result_of(port, app, "timeslices_acked")
+
     def written(self, port, app):
-        try:
-            status, body = http(port, "GET", f"/api/v1/apps/{app}")
-            return body["results"].get("timeslices_written", 0) if status == 200 else 0
-        except OSError:
-            return 0
+        return self.result_of(port, app, "timeslices_written")
 
     def finish(self, run):
         self.assertIsNone(run.poll(), self.output_of("run.log"))

@@ -4,6 +4,7 @@
 
 #include <array>
 #include <cstring>
+#include <fstream>
 #include <limits>
 #include <nlohmann/json.hpp>
 
@@ -248,6 +249,18 @@ Result<Sidecar> sidecar_from_json(const nlohmann::json& json) {
   }
   s.checksum = static_cast<std::uint32_t>(std::stoul(*value, nullptr, 16));
   return s;
+}
+
+Result<Sidecar> read_sidecar(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return Error("cannot read");
+  nlohmann::json json;
+  try {
+    json = nlohmann::json::parse(in);
+  } catch (const nlohmann::json::exception& e) {
+    return Error(std::string("not JSON: ") + e.what());
+  }
+  return sidecar_from_json(json);
 }
 
 }  // namespace daqflow::apps::evb

@@ -45,19 +45,7 @@ std::size_t read_fully(std::FILE* f, std::byte* out, std::size_t n) {
 // Compares the sidecar with what the file holds.
 void check_sidecar(FileReport& report, const fs::path& sidecar_path, std::uint64_t first_event,
                    std::uint64_t last_event) {
-  std::ifstream in(sidecar_path);
-  if (!in) {
-    report.problems.push_back(fmt::format("{}: cannot read", sidecar_path.string()));
-    return;
-  }
-  nlohmann::json json;
-  try {
-    json = nlohmann::json::parse(in);
-  } catch (const nlohmann::json::exception& e) {
-    report.problems.push_back(fmt::format("{}: not JSON: {}", sidecar_path.string(), e.what()));
-    return;
-  }
-  auto sidecar = sidecar_from_json(json);
+  auto sidecar = read_sidecar(sidecar_path.string());
   if (!sidecar) {
     report.problems.push_back(
         fmt::format("{}: {}", sidecar_path.string(), sidecar.error().message()));

@@ -14,7 +14,6 @@
 #include <cmath>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <nlohmann/json.hpp>
 
 #include "daqflow/core/log.hpp"
@@ -214,16 +213,15 @@ Result<std::unique_ptr<EventOutput>> make_file_output(const nlohmann::json& para
       if (name.ends_with(kSidecarSuffix)) {
         // An earlier process's finished file (the controller's salvage finished the last one
         // before this restart): its events were written in this run, by this BU.
-        std::ifstream in(entry.path());
-        const auto json = nlohmann::json::parse(in, nullptr, false);
-        const auto sidecar =
-            json.is_discarded() ? Result<Sidecar>(Error("not JSON")) : sidecar_from_json(json);
+        const auto sidecar = read_sidecar(entry.path().string());
         if (sidecar) {
           s.events_before += sidecar->events;
           s.bytes_before += sidecar->bytes;
         } else {
-          spdlog::warn("output: {} of an earlier process is not counted: {}", entry.path().string(),
-                       sidecar.error().message());
+          spdlog::warn(
+              "output: the events of {} (an earlier process's file) are not counted in "
+              "events_written: its sidecar: {}",
+              entry.path().string(), sidecar.error().message());
         }
         continue;
       }

@@ -127,6 +127,8 @@ struct Sidecar {
 [[nodiscard]] nlohmann::json to_json(const Sidecar& sidecar);
 // The error names the missing or malformed key.
 [[nodiscard]] Result<Sidecar> sidecar_from_json(const nlohmann::json& json);
+// Reads a sidecar file: "cannot read", "not JSON: ..." or sidecar_from_json's error.
+[[nodiscard]] Result<Sidecar> read_sidecar(const std::string& path);
 
 // Timeslices: one input's component of a timeslice.
 struct ComponentSummary {
