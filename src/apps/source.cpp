@@ -71,6 +71,8 @@ Result<void> Source::configure(runtime::AppContext& ctx) {
 
   transport::EndpointOptions options = ctx.endpoint_options();
   options.pipeline_depth = depth_;
+  // The source counts its sends and nothing else: one completion per run of them.
+  options.coalesce_send_done = true;
   auto endpoint = ctx.endpoint(&options);
   if (!endpoint) return endpoint.error().context("application '" + id() + "': endpoint");
   endpoint_ = *endpoint;
@@ -145,14 +147,17 @@ int Source::poll_completions() {
     Completion& c = completions_[i];
     Destination* d = destination_of(c.peer);
     switch (c.kind) {
-      case Completion::Kind::send_done:
-        if (d != nullptr && d->in_flight > 0) {
-          --d->in_flight;
-          ++completed;
+      case Completion::Kind::send_done: {
+        // One completion may stand for a run of messages (coalesced, below).
+        if (d != nullptr) {
+          const std::uint64_t k = std::min<std::uint64_t>(c.count, d->in_flight);
+          d->in_flight -= static_cast<std::uint32_t>(k);
+          completed += k;
         }
-        ++done;
+        done += c.count;
         done_bytes += c.size;
         break;
+      }
       case Completion::Kind::recv:
         break;  // sinks send nothing; whatever arrives is dropped
       case Completion::Kind::peer_closed:

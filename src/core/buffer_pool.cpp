@@ -13,14 +13,6 @@ std::size_t round_up(std::size_t n, std::size_t to) {
   return (n + to - 1) / to * to;
 }
 
-// A token per thread: the address of a thread-local, unique among the threads alive together. A
-// thread started after the owner ended may get the owner's token, and with it the private stack
-// the owner left (nobody else touches it): the buffers stay usable.
-std::uintptr_t this_thread_token() {
-  static thread_local char token;
-  return reinterpret_cast<std::uintptr_t>(&token);
-}
-
 // An increment by the only thread that writes the counter: no locked instruction.
 template <typename T>
 void bump(std::atomic<T>& counter, T by) {
@@ -80,7 +72,7 @@ BufferPool::~BufferPool() {
 }
 
 void BufferPool::bind_to_this_thread() {
-  const std::uintptr_t me = this_thread_token();
+  const std::uintptr_t me = detail::this_thread_token();
   if (owner_thread_.load(std::memory_order_relaxed) == me) return;
   // Buffers the previous owner kept go back to the shared stack first. The caller makes sure the
   // previous owner is done with the pool (a thread that hands work over synchronises with the
@@ -90,22 +82,15 @@ void BufferPool::bind_to_this_thread() {
   owner_thread_.store(me, std::memory_order_release);
 }
 
-bool BufferPool::on_owner_thread() const {
-  return owner_thread_.load(std::memory_order_relaxed) == this_thread_token();
-}
-
-Buffer BufferPool::acquire() {
+Buffer BufferPool::acquire_shared() {
   std::uint32_t index = 0;
-  const bool owner = on_owner_thread();
-  if (owner && private_count_ > 0) {
-    index = private_[--private_count_];
-  } else if (!pop_free(index)) {
+  if (!pop_free(index)) {
     exhausted_.fetch_add(1, std::memory_order_relaxed);
     return Buffer{};
   }
   auto& slot = slots_[index];
   slot.refs.store(1, std::memory_order_relaxed);
-  if (owner) {
+  if (on_owner_thread()) {
     bump<std::uint64_t>(owned_acquired_, 1);
     bump<std::int64_t>(owned_in_use_, 1);
   } else {
@@ -137,12 +122,7 @@ Buffer BufferPool::share_index(std::uint32_t index) {
   return Buffer(&slot);
 }
 
-void BufferPool::release(detail::BufferSlot* slot) {
-  if (on_owner_thread()) {
-    bump<std::int64_t>(owned_in_use_, -1);
-    private_[private_count_++] = slot->index;
-    return;
-  }
+void BufferPool::release_shared(detail::BufferSlot* slot) {
   in_use_.fetch_sub(1, std::memory_order_relaxed);
   push_free(slot->index);
 }

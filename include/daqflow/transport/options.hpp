@@ -19,6 +19,10 @@ struct EndpointOptions {
   std::uint32_t recv_buffers = 32;             // receive pool buffers (transports that need one)
   std::size_t socket_buffer_bytes = 4u << 20;  // tcp: SO_SNDBUF / SO_RCVBUF
   bool payload_crc = false;                    // compute and check CRC32C of every payload
+  // One send_done (Completion::count > 1) for the messages to a peer that completed together, for
+  // an application that only counts its sends: at millions of small messages a second, a
+  // completion each costs the sender more than the send. Set by the application, not the file.
+  bool coalesce_send_done = false;
 };
 
 struct UcxOptions {

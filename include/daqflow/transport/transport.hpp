@@ -17,7 +17,8 @@
 // back-pressures the sender once the receive pool runs dry.
 //
 // Ordering: messages to one peer are delivered in the order posted, and their send completions
-// arrive in that order too.
+// arrive in that order too. An application that only counts its sends may ask for one send_done
+// per run of them (EndpointOptions::coalesce_send_done; shm does so, the others report each).
 //
 // Progress: post_send() queues a message; it leaves in the sender's next poll() or wait(), which
 // let a transport hand a burst of posts over at once (one system call for tcp, one store to the
@@ -99,7 +100,10 @@ struct Completion {
   Kind kind = Kind::send_done;
   AppIndex peer = wire::kNoApplication;
   std::uint64_t sequence = 0;
-  std::uint32_t size = 0;   // payload bytes (recv, send_done)
+  std::uint32_t size = 0;  // payload bytes (recv; send_done: of every message it stands for)
+  // send_done: the messages it stands for, the last of them named by sequence and tag; more than
+  // one only from an endpoint that coalesces them (EndpointOptions::coalesce_send_done).
+  std::uint32_t count = 1;
   Message message;          // recv: type, flags, tag and segments; send_done: type and tag only
   std::string_view reason;  // error: static text, e.g. "connection reset by peer"
   // error: this endpoint refused what the peer sent (a payload CRC that does not match, a

@@ -92,7 +92,15 @@ class Emitter {
     c.message.type = type;
     c.message.flags = flags;
     c.message.tag = tag;
+    c.count = 1;
     c.reason = {};
+  }
+  // One send_done for count messages to peer, of bytes together, the last of them sequence
+  // (EndpointOptions::coalesce_send_done); the caller checked room().
+  void send_done_run(AppIndex peer, std::uint64_t sequence, std::uint32_t count,
+                     std::uint32_t bytes, wire::MessageType type, std::uint64_t tag) {
+    send_done(peer, sequence, bytes, type, 0, tag);
+    out_[produced_ - 1].count = count;
   }
   // A recv completion for a message that arrived with header h (its CRC flag, the transport's
   // business, taken off); the caller adds the payload and checked room().

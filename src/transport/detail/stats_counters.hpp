@@ -23,11 +23,11 @@ struct StatsCounters {
 
   // Owning thread only: one call per completed send, arrival or refused post, counting the
   // endpoint's totals and the peer's.
-  void sent(AppIndex peer, std::uint64_t bytes) {
-    messages_sent.add_single_writer();
+  void sent(AppIndex peer, std::uint64_t bytes, std::uint64_t messages = 1) {
+    messages_sent.add_single_writer(messages);
     bytes_sent.add_single_writer(bytes);
     if (peer < peer_count_) {
-      peers_[peer].messages_sent.add_single_writer();
+      peers_[peer].messages_sent.add_single_writer(messages);
       peers_[peer].bytes_sent.add_single_writer(bytes);
     }
   }

@@ -129,6 +129,7 @@ bool MpiEndpoint::handle(Event& e, Completion& c) {
   c.peer = e.peer;
   c.sequence = e.sequence;
   c.size = e.size;
+  c.count = 1;
   c.reason = {};
   c.message.clear();
   switch (e.kind) {

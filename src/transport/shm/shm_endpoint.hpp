@@ -157,7 +157,20 @@ class ShmEndpoint final : public Endpoint, public FaultInjection {
   [[nodiscard]] int find_pool(const core::BufferPool* pool) const;
   [[nodiscard]] int find_pool_number(std::uint32_t number) const;
   void lend(Peer& p, std::size_t pool, core::Buffer& buffer, std::uint32_t slot);
-  void mark_doorbell(AppIndex index);
+  // Ring room for n more entries to p (one stays free for the bye).
+  [[nodiscard]] bool ring_room(Peer& p, std::size_t n);
+  [[nodiscard]] SendStatus post_inline(AppIndex index, Peer& p, Message& message,
+                                       std::uint32_t size);
+  [[nodiscard]] SendStatus post_by_reference(AppIndex index, Peer& p, Message& message,
+                                             std::uint32_t size);
+  void posted(AppIndex index, Peer& p, Message& message, std::size_t entries, std::uint32_t size);
+  // Publishes p's tail and wakes its owner at the end of this poll() or wait().
+  void mark_doorbell(AppIndex index) {
+    Peer& p = peers_[index];
+    if (p.doorbell) return;
+    p.doorbell = true;
+    doorbells_.push_back(index);
+  }
   void complete_sends(AppIndex index, detail::Emitter& emit);
   bool take_returns(AppIndex index, detail::Emitter& emit);
   void write_bye(Peer& p);

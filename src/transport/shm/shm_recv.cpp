@@ -31,6 +31,22 @@ Completion& recv_completion(detail::Emitter& emit, AppIndex peer, const Entry& e
   return c;
 }
 
+// An inline payload out of the ring into to (a copy buffer: kInlineMax bytes, rounded up to
+// whole 32-byte chunks). Fixed-size chunks where the message does not wrap: a variable-length
+// copy of a few dozen bytes costs more to start than to do.
+void copy_inline(Entry* entries, std::uint64_t position, std::size_t n, std::byte* to,
+                 std::size_t size) {
+  constexpr std::size_t kChunk = 32;
+  static_assert(kInlineMax % kChunk == 0 && kInlineFirst % kChunk == 0);
+  const std::size_t slot = position % kRingEntries;
+  if (slot + n > kRingEntries) {
+    inline_bytes(entries, position).get(to, size);
+    return;
+  }
+  const auto* from = reinterpret_cast<const std::byte*>(&entries[slot].refs);
+  for (std::size_t at = 0; at < size; at += kChunk) std::memcpy(to + at, from + at, kChunk);
+}
+
 }  // namespace
 
 std::size_t ShmEndpoint::poll(std::span<Completion> out) {
@@ -127,7 +143,7 @@ void ShmEndpoint::receive(AppIndex index, detail::Emitter& emit) {
         }
         break;
       }
-      inline_bytes(ch.entries, head).get(copy.data(), e.size);
+      copy_inline(ch.entries, head, d.entries, copy.data(), e.size);
       if ((e.reserved[0] & kHasCrc) != 0 && wire::crc32c({copy.data(), e.size}) != e.crc) {
         bad = "payload CRC32C mismatch";
         break;

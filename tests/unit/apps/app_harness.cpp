@@ -1,13 +1,19 @@
 #include "apps/app_harness.hpp"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 
 #include "daqflow/apps/builtin.hpp"
 #include "daqflow/runtime/host_access.hpp"
 
 namespace daqflow::apps::testing {
+
+namespace {
+std::atomic<int> harnesses{0};  // shm run tags, one per harness
+}  // namespace
 
 Result<transport::Endpoint*> FakeContext::endpoint(const transport::EndpointOptions* options) {
   if (endpoint_) return endpoint_.get();
@@ -119,7 +125,10 @@ Harness::Harness(std::vector<AppSpec> specs, runtime::TransportSettings settings
   }
   cluster.contexts.push_back(context);
   addresses_ = cluster.address_table();
-  auto t = transport::make_transport(transport_name, addresses_);
+  transport::BackendOptions backend;
+  // shm names its segments by run: one of this process's own.
+  backend.run_tag = "unit-apps-" + std::to_string(::getpid()) + "-" + std::to_string(++harnesses);
+  auto t = transport::make_transport(transport_name, addresses_, backend);
   if (!t) throw std::runtime_error(t.error().message());
   transport_ = std::move(*t);
   for (std::size_t i = 0; i < entries_.size(); ++i) {

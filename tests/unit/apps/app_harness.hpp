@@ -92,7 +92,8 @@ class TestHost {
 // only an address (and an endpoint on demand via raw()), to play a misbehaving peer.
 class Harness {
  public:
-  // transport: "inproc", or "tcp" with the applications listening on 127.0.0.1:data_port + i.
+  // transport: "inproc", "shm", or "tcp" with the applications listening on 127.0.0.1:data_port
+  // + i.
   explicit Harness(std::vector<AppSpec> specs, runtime::TransportSettings settings = {},
                    const std::string& transport_name = "inproc", std::uint16_t data_port = 0);
   ~Harness();

@@ -8,6 +8,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
 #include <chrono>
 #include <cstring>
@@ -223,6 +224,79 @@ TEST(Shm, SmallPayloadsTravelInTheRing) {
   EXPECT_GT(rx->stats().recv_stalls, 0u);
   EXPECT_EQ(rx->stats().recv_pool_high_water, kHeld);
   held.clear();
+  tx.reset();
+  rx.reset();
+}
+
+// With coalesce_send_done, the messages the receiver took between two polls of the sender
+// complete in one send_done that counts them all, in order, small (in the ring) and large (by
+// reference) alike; the counters still count each message.
+TEST(Shm, CoalescedSendCompletionsCountEveryMessage) {
+  Fixture f("coalesce");
+  auto rx = f.endpoint(1, 256);
+  EndpointOptions o;
+  o.self = 0;
+  o.max_message_size = 4096;
+  o.pipeline_depth = 64;
+  o.coalesce_send_done = true;
+  auto tx = std::move(f.transport->create_endpoint(o)).value();
+  auto pool = std::move(tx->make_send_pool("tx", 4096, 256)).value();
+  ASSERT_TRUE(tx->connect(1));
+  std::array<Completion, 64> out;
+  std::uint64_t posted = 0;
+  std::uint64_t posted_bytes = 0;
+  auto post = [&](std::uint64_t n) {
+    for (std::uint64_t i = 0; i < n; ++i) {
+      const std::uint32_t size = posted % 3 == 0 ? 1000 : 64;  // by reference : in the ring
+      Message m = message_of(pool->acquire(), size, 100 + posted);
+      ASSERT_EQ(tx->post_send(1, m), SendStatus::ok);
+      ++posted;
+      posted_bytes += size;
+    }
+  };
+  std::uint64_t received = 0;
+  auto receive_all = [&] {
+    const std::int64_t deadline = core::monotonic_ns() + kDeadlineNs;
+    while (received < posted && core::monotonic_ns() < deadline) {
+      const std::size_t n = rx->poll(out);
+      for (std::size_t i = 0; i < n; ++i) {
+        if (out[i].kind == Completion::Kind::recv) ++received;
+        out[i].message.clear();
+      }
+    }
+    ASSERT_EQ(received, posted);
+  };
+  std::uint64_t completed = 0;
+  std::uint64_t completed_bytes = 0;
+  std::uint32_t largest = 0;
+  auto complete = [&](std::uint64_t until) {
+    const std::int64_t deadline = core::monotonic_ns() + kDeadlineNs;
+    while (completed < until && core::monotonic_ns() < deadline) {
+      const std::size_t n = tx->poll(out);
+      for (std::size_t i = 0; i < n; ++i) {
+        ASSERT_EQ(out[i].kind, Completion::Kind::send_done) << out[i].reason;
+        ASSERT_GE(out[i].count, 1u);
+        completed += out[i].count;
+        completed_bytes += out[i].size;
+        largest = std::max(largest, out[i].count);
+        // The last message of the run names it.
+        EXPECT_EQ(out[i].sequence, completed - 1);
+        EXPECT_EQ(out[i].message.tag, 100 + completed - 1);
+      }
+    }
+    ASSERT_EQ(completed, until);
+  };
+  for (int round = 0; round < 5; ++round) {
+    post(50);
+    (void)tx->poll(out);  // publishes the 50; none taken yet, so no completion
+    receive_all();
+    complete(posted);
+  }
+  EXPECT_EQ(completed_bytes, posted_bytes);
+  EXPECT_EQ(largest, 50u) << "a round's 50 messages, taken together, complete together";
+  EXPECT_EQ(tx->stats().messages_sent, posted);
+  EXPECT_EQ(tx->stats().bytes_sent, posted_bytes);
+  EXPECT_EQ(tx->in_flight(1), 0u);
   tx.reset();
   rx.reset();
 }
