@@ -31,11 +31,11 @@ struct StatsCounters {
       peers_[peer].bytes_sent.add_single_writer(bytes);
     }
   }
-  void received(AppIndex peer, std::uint64_t bytes) {
-    messages_received.add_single_writer();
+  void received(AppIndex peer, std::uint64_t bytes, std::uint64_t messages = 1) {
+    messages_received.add_single_writer(messages);
     bytes_received.add_single_writer(bytes);
     if (peer < peer_count_) {
-      peers_[peer].messages_received.add_single_writer();
+      peers_[peer].messages_received.add_single_writer(messages);
       peers_[peer].bytes_received.add_single_writer(bytes);
     }
   }

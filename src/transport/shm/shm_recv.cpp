@@ -111,12 +111,17 @@ void ShmEndpoint::receive(AppIndex index, detail::Emitter& emit) {
   bool bye = false;
   std::string_view bad;
   Descriptor d;
+  // Messages that came in the ring, counted once at the end.
+  std::uint64_t inline_messages = 0;
+  std::uint64_t inline_bytes_in = 0;
   while (head != tail && emit.room()) {
     if (tail - head > kRingEntries) {
       bad = "peer corrupted its channel";
       break;
     }
-    std::memcpy(&d.entry, &ch.entries[head % kRingEntries], sizeof(Entry));
+    // The head first (kind to sequence): a message in the ring needs nothing else of its entry.
+    const Entry& slot = ch.entries[head % kRingEntries];
+    std::memcpy(&d.entry, &slot, offsetof(Entry, refs));
     if (d.entry.kind == EntryKind::bye) {
       ++head;
       bye = true;
@@ -153,9 +158,11 @@ void ShmEndpoint::receive(AppIndex index, detail::Emitter& emit) {
       (void)c.message.add(std::move(copy), 0, e.size);
       head += d.entries;
       ++p.next_sequence;
-      stats_.received(index, e.size);
+      ++inline_messages;
+      inline_bytes_in += e.size;
       continue;
     }
+    std::memcpy(&d.entry.refs, &slot.refs, sizeof(slot.refs));
     for (std::size_t i = 0; i < e.pieces; ++i) {
       if (i < kInlineRefs) {
         d.refs[i] = e.refs[i];
@@ -216,6 +223,7 @@ void ShmEndpoint::receive(AppIndex index, detail::Emitter& emit) {
     ++p.next_sequence;
     stats_.received(index, e.size);
   }
+  if (inline_messages > 0) stats_.received(index, inline_bytes_in, inline_messages);
   if (head != p.in_head) {
     p.in_head = head;
     ch.head.store(head, std::memory_order_release);
