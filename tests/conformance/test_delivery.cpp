@@ -225,6 +225,65 @@ TEST_P(Conformance, OneCompletionPerPoll) {
   EXPECT_EQ(got, kCount);
 }
 
+// An application that asks for coalesced send completions gets send_done completions that, in
+// order, stand for every message once: count of them, the last named by sequence and tag, size
+// their bytes. Transports that do not coalesce report each (count 1).
+TEST_P(Conformance, CoalescedSendDoneStandsForEveryMessageOnce) {
+  Cluster cluster(transport_name(), 2, 26);
+  auto rx = cluster.endpoint(1);
+  EndpointOptions options;
+  options.pipeline_depth = 64;
+  options.coalesce_send_done = true;
+  auto tx = cluster.endpoint(0, options);
+  ASSERT_TRUE(tx->connect(1));
+  Endpoint* const both[] = {tx.get(), rx.get()};
+  ASSERT_TRUE(await_connected(*tx, 1, both));
+  auto pool = make_pool("tx", 3000, 128);
+  constexpr std::uint64_t kCount = 2000;
+  auto size_of = [](std::uint64_t i) { return static_cast<std::uint32_t>(i * 37 % 3000); };
+  std::uint64_t posted = 0;
+  std::uint64_t posted_bytes = 0;
+  std::uint64_t done = 0;
+  std::uint64_t done_bytes = 0;
+  std::uint64_t got = 0;
+  bool ok = true;
+  std::array<Completion, 16> out;
+  const std::int64_t deadline = core::monotonic_ns() + std::chrono::nanoseconds(kDeadline).count();
+  while ((got < kCount || done < kCount) && core::monotonic_ns() < deadline) {
+    while (posted < kCount && pool->in_use() < pool->count()) {
+      Message m = make_message(*pool, size_of(posted), posted, posted);
+      if (tx->post_send(1, m) != SendStatus::ok) break;
+      posted_bytes += size_of(posted);
+      ++posted;
+    }
+    std::size_t n = tx->poll(out);
+    for (std::size_t i = 0; i < n; ++i) {
+      const Completion& c = out[i];
+      if (c.kind != Completion::Kind::send_done || c.count == 0 ||
+          c.sequence != done + c.count - 1 || c.message.tag != c.sequence) {
+        ok = false;
+      }
+      done += c.count;
+      done_bytes += c.size;
+    }
+    n = rx->poll(out);
+    for (std::size_t i = 0; i < n; ++i) {
+      if (out[i].kind != Completion::Kind::recv || out[i].sequence != got ||
+          !check_message(out[i].message, got)) {
+        ok = false;
+      }
+      ++got;
+      out[i].message.clear();
+    }
+  }
+  EXPECT_TRUE(ok);
+  EXPECT_EQ(done, kCount);
+  EXPECT_EQ(got, kCount);
+  EXPECT_EQ(done_bytes, posted_bytes);
+  EXPECT_EQ(tx->stats().messages_sent, kCount);
+  EXPECT_EQ(tx->stats().bytes_sent, posted_bytes);
+}
+
 TEST_P(Conformance, RefusesWhatItCannotSend) {
   EndpointOptions options;
   options.max_message_size = 1000;
