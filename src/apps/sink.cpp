@@ -130,7 +130,7 @@ void Sink::release() {
 
 std::size_t Sink::check_pattern(const transport::Message& m, std::uint64_t seq,
                                 AppIndex peer) const {
-  if (m.segment_count == 1 && verify_ == Verify::ends) {  // the common case, small messages' cost
+  if (m.segment_count == 1 && verify_ == Verify::ends) {  // one piece, the common case: no walk
     const std::span<const std::byte> bytes = m.segments[0].bytes();
     return check_ends(bytes, 0, bytes.size(), seq, peer);
   }

@@ -148,7 +148,7 @@ int Source::poll_completions() {
     Destination* d = destination_of(c.peer);
     switch (c.kind) {
       case Completion::Kind::send_done: {
-        // One completion may stand for a run of messages (coalesced, below).
+        // One completion may stand for a run of messages (coalesce_send_done, in configure()).
         if (d != nullptr) {
           const std::uint64_t k = std::min<std::uint64_t>(c.count, d->in_flight);
           d->in_flight -= static_cast<std::uint32_t>(k);

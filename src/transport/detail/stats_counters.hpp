@@ -21,8 +21,8 @@ struct StatsCounters {
     peer_count_ = n;
   }
 
-  // Owning thread only: one call per completed send, arrival or refused post, counting the
-  // endpoint's totals and the peer's.
+  // Owning thread only: one call per completed send (or run of them), arrival (or run) or refused
+  // post, counting the endpoint's totals and the peer's.
   void sent(AppIndex peer, std::uint64_t bytes, std::uint64_t messages = 1) {
     messages_sent.add_single_writer(messages);
     bytes_sent.add_single_writer(bytes);
