@@ -11,9 +11,6 @@
 
 namespace daqflow::transport::shm {
 
-// The most messages one coalesced send_done stands for.
-constexpr std::uint32_t kMaxRun = 1u << 20;
-
 int ShmEndpoint::find_pool(const core::BufferPool* pool) const {
   for (std::size_t i = 0; i < send_pools_.size(); ++i) {
     // A retired entry's address may have been reused by another pool.
@@ -221,7 +218,8 @@ void ShmEndpoint::complete_sends(AppIndex index, detail::Emitter& emit) {
     std::uint32_t count = 0;
     std::uint64_t bytes = 0;
     const SentInfo* last = nullptr;
-    while (p.reported < p.posted && count < kMaxRun) {
+    // At most pipeline_depth messages are unreported: count fits its 32 bits.
+    while (p.reported < p.posted) {
       const SentInfo& s = p.sent[p.reported & sent_mask_];
       if (s.end > head || bytes + s.size > std::numeric_limits<std::uint32_t>::max()) break;
       bytes += s.size;
