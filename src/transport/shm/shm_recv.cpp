@@ -111,9 +111,9 @@ void ShmEndpoint::receive(AppIndex index, detail::Emitter& emit) {
   bool bye = false;
   std::string_view bad;
   Descriptor d;
-  // Messages that came in the ring, counted once at the end.
-  std::uint64_t inline_messages = 0;
-  std::uint64_t inline_bytes_in = 0;
+  // Messages taken, counted once at the end.
+  std::uint64_t taken = 0;
+  std::uint64_t taken_bytes = 0;
   while (head != tail && emit.room()) {
     if (tail - head > kRingEntries) {
       bad = "peer corrupted its channel";
@@ -158,8 +158,8 @@ void ShmEndpoint::receive(AppIndex index, detail::Emitter& emit) {
       (void)c.message.add(std::move(copy), 0, e.size);
       head += d.entries;
       ++p.next_sequence;
-      ++inline_messages;
-      inline_bytes_in += e.size;
+      ++taken;
+      taken_bytes += e.size;
       continue;
     }
     std::memcpy(&d.entry.refs, &slot.refs, sizeof(slot.refs));
@@ -221,9 +221,10 @@ void ShmEndpoint::receive(AppIndex index, detail::Emitter& emit) {
     }
     head += d.entries;
     ++p.next_sequence;
-    stats_.received(index, e.size);
+    ++taken;
+    taken_bytes += e.size;
   }
-  if (inline_messages > 0) stats_.received(index, inline_bytes_in, inline_messages);
+  if (taken > 0) stats_.received(index, taken_bytes, taken);
   if (head != p.in_head) {
     p.in_head = head;
     ch.head.store(head, std::memory_order_release);
