@@ -98,7 +98,7 @@ class ShmEndpoint final : public Endpoint, public FaultInjection {
   struct SentInfo {
     std::uint64_t sequence = 0;
     std::uint64_t tag = 0;
-    std::uint64_t end = 0;  // ring position after its entries
+    std::uint64_t end = 0;  // ring position after its cells
     std::uint32_t size = 0;
     wire::MessageType type = wire::MessageType::data;
   };
@@ -114,7 +114,7 @@ class ShmEndpoint final : public Endpoint, public FaultInjection {
     bool linked = false;    // in linked_
     bool doorbell = false;  // in doorbells_
     Channel* out = nullptr;
-    std::uint64_t tail = 0;       // entries written
+    std::uint64_t tail = 0;       // cells written
     std::uint64_t published = 0;  // tail as last stored in the channel (ring_doorbells())
     std::uint64_t head_cache = 0;
     std::uint64_t posted = 0;
@@ -157,13 +157,13 @@ class ShmEndpoint final : public Endpoint, public FaultInjection {
   [[nodiscard]] int find_pool(const core::BufferPool* pool) const;
   [[nodiscard]] int find_pool_number(std::uint32_t number) const;
   void lend(Peer& p, std::size_t pool, core::Buffer& buffer, std::uint32_t slot);
-  // Ring room for n more entries to p (one stays free for the bye).
+  // Ring room for n more cells to p (one stays free for the bye).
   [[nodiscard]] bool ring_room(Peer& p, std::size_t n);
   [[nodiscard]] SendStatus post_inline(AppIndex index, Peer& p, Message& message,
                                        std::uint32_t size);
   [[nodiscard]] SendStatus post_by_reference(AppIndex index, Peer& p, Message& message,
                                              std::uint32_t size);
-  void posted(AppIndex index, Peer& p, Message& message, std::size_t entries, std::uint32_t size);
+  void posted(AppIndex index, Peer& p, Message& message, std::size_t cells, std::uint32_t size);
   // Publishes p's tail and wakes its owner at the end of this poll() or wait().
   void mark_doorbell(AppIndex index) {
     Peer& p = peers_[index];

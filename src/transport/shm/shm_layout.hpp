@@ -10,21 +10,23 @@
 // so that `daqflow shm clean` can tell a crashed run's leftovers from a live run's segments.
 //
 // A Channel is two single-producer single-consumer rings: descriptors from the sender to the
-// receiver (entries), and returned buffer loans from the receiver back to the sender (returns).
+// receiver (ring), and returned buffer loans from the receiver back to the sender (returns).
 // Positions only grow; a slot is position % capacity. Each position counter sits on its own
 // cache line and is written by one side only.
 
 #include <atomic>
+#include <bit>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
 
 #include "daqflow/core/rings.hpp"
+#include "daqflow/wire/header.hpp"
 
 namespace daqflow::transport::shm {
 
 inline constexpr std::uint64_t kMagic = 0x314D485346514144ull;  // "DAQFSHM1", little-endian
-inline constexpr std::uint32_t kVersion = 2;  // 2: small payloads inline in the ring
+inline constexpr std::uint32_t kVersion = 3;                    // 3: the ring in 32-byte cells
 inline constexpr std::size_t kHeaderBytes = 4096;
 inline constexpr std::size_t kNameField = 64;
 
@@ -68,10 +70,18 @@ struct SegmentRef {
   std::uint32_t length;
 };
 
-enum class EntryKind : std::uint8_t { message = 1, bye = 2 };
+// The descriptor ring is cut into 32-byte cells; positions count cells and only grow, a
+// position's cell is position % kRingCells. A record starts with a 32-byte head (Entry up to
+// refs) in its first cell:
+//   message by reference: an Entry (two cells, always from an even position, so that it is one
+//     aligned cache line), its pieces beyond kInlineRefs in the entries after it, kRefsPerEntry
+//     to an entry;
+//   message inline: the head, then the payload packed into the cells after it;
+//   pad: one cell skipped, so that the next entry starts on an even position;
+//   bye: the sender has closed; nothing follows.
+inline constexpr std::size_t kCell = 32;
+enum class EntryKind : std::uint8_t { message = 1, bye = 2, pad = 3 };
 
-// The first ring entry of a message; its pieces beyond kInlineRefs follow in the next entries,
-// kRefsPerEntry to an entry.
 struct alignas(core::kCacheLine) Entry {
   EntryKind kind;
   std::uint8_t type;
@@ -86,40 +96,64 @@ struct alignas(core::kCacheLine) Entry {
 };
 inline constexpr std::size_t kInlineRefs = 2;
 inline constexpr std::size_t kRefsPerEntry = sizeof(Entry) / sizeof(SegmentRef);
+inline constexpr std::size_t kHeadBytes = offsetof(Entry, refs);
+inline constexpr std::size_t kCellsPerEntry = sizeof(Entry) / kCell;
 static_assert(sizeof(Entry) == core::kCacheLine);
+static_assert(kHeadBytes == kCell);
 
-[[nodiscard]] constexpr std::size_t entries_for(std::size_t pieces) {
-  return pieces <= kInlineRefs ? 1 : 1 + (pieces - kInlineRefs + kRefsPerEntry - 1) / kRefsPerEntry;
+// Cells of a message by reference with this many pieces.
+[[nodiscard]] constexpr std::size_t entry_cells(std::size_t pieces) {
+  const std::size_t entries =
+      pieces <= kInlineRefs ? 1 : 1 + (pieces - kInlineRefs + kRefsPerEntry - 1) / kRefsPerEntry;
+  return entries * kCellsPerEntry;
 }
 
 // Entry::reserved[0] bits.
 inline constexpr std::uint8_t kHasCrc = 1;  // crc holds the payload's CRC32C
 inline constexpr std::uint8_t kInline = 2;  // the payload is in the ring (pieces is 0)
 
-// Payloads up to kInlineMax bytes travel in the ring itself: the first kInlineFirst bytes where
-// the first entry keeps its references, the rest in the entries after it. A 64-byte message then
-// costs two ring lines and nothing else, where by reference it costs a ring line, a pool line
-// that the receiving core reads and the sending core then takes back to write the next message,
-// and a return through the other ring.
-inline constexpr std::size_t kInlineFirst = sizeof(SegmentRef) * kInlineRefs;
-inline constexpr std::size_t kInlineMax = kInlineFirst + 3 * sizeof(Entry);
-[[nodiscard]] constexpr std::size_t inline_entries(std::size_t size) {
-  return size <= kInlineFirst ? 1 : 1 + (size - kInlineFirst + sizeof(Entry) - 1) / sizeof(Entry);
+// Payloads up to kInlineMax bytes travel in the ring itself, packed after their head. A 64-byte
+// message then costs three cells, a cache line and a half, and nothing else, where by reference
+// it costs a ring line, a pool line that the receiving core reads and the sending core then takes
+// back to write the next message, and a return through the other ring.
+inline constexpr std::size_t kInlineMax = 7 * kCell;
+[[nodiscard]] constexpr std::size_t inline_cells(std::size_t size) {
+  return 1 + (size + kCell - 1) / kCell;
 }
-static_assert(inline_entries(kInlineMax) == 4);
-static_assert(offsetof(Entry, refs) == sizeof(Entry) - kInlineFirst);
+static_assert(inline_cells(kInlineMax) == 8);
+
+// Writes the 32-byte head of a message in the ring (pieces 0) as four words, in the byte order
+// of Entry's fields. Put together in a local Entry and copied, it was read back with vector loads
+// that the CPU could not forward from the field stores before them: a stall on every message.
+inline void store_head(std::byte* cell, EntryKind kind, wire::MessageType type, std::uint16_t flags,
+                       std::uint8_t bits, std::uint32_t size, std::uint32_t crc, std::uint64_t tag,
+                       std::uint64_t sequence) {
+  static_assert(std::endian::native == std::endian::little);
+  static_assert(offsetof(Entry, type) == 1 && offsetof(Entry, flags) == 2 &&
+                offsetof(Entry, pieces) == 4 && offsetof(Entry, reserved) == 5 &&
+                offsetof(Entry, size) == 8 && offsetof(Entry, crc) == 12 &&
+                offsetof(Entry, tag) == 16 && offsetof(Entry, sequence) == 24);
+  const std::uint64_t first = std::uint64_t{static_cast<std::uint8_t>(kind)} |
+                              std::uint64_t{static_cast<std::uint8_t>(type)} << 8 |
+                              std::uint64_t{flags} << 16 | std::uint64_t{bits} << 40;
+  const std::uint64_t second = std::uint64_t{size} | std::uint64_t{crc} << 32;
+  std::memcpy(cell, &first, 8);
+  std::memcpy(cell + 8, &second, 8);
+  std::memcpy(cell + 16, &tag, 8);
+  std::memcpy(cell + 24, &sequence, 8);
+}
 
 enum class SenderState : std::uint32_t { none = 0, attached = 1, closed = 2, aborted = 3 };
 
 // Deep enough for a pipeline of a thousand small messages; powers of two, so that a position's
-// slot is a mask. Pages of a channel that no sender uses are never touched.
-inline constexpr std::size_t kRingEntries = 1024;    // descriptors in flight per sender
+// cell is a mask. Pages of a channel that no sender uses are never touched.
+inline constexpr std::size_t kRingCells = 2048;      // descriptor cells in flight per sender
 inline constexpr std::size_t kReturnEntries = 2048;  // returns in flight per sender
-static_assert((kRingEntries & (kRingEntries - 1)) == 0);
+static_assert((kRingCells & (kRingCells - 1)) == 0);
 static_assert((kReturnEntries & (kReturnEntries - 1)) == 0);
 
-// Where an inline payload lies in a ring: from the references of its first entry on, contiguous
-// up to the end of the ring, and on from the ring's start when it wraps.
+// Where an inline payload lies in a ring: from the cell after its head on, contiguous up to the
+// end of the ring, and on from the ring's start when it wraps.
 struct InlineBytes {
   std::byte* first;
   std::size_t first_length;  // bytes at first; the rest are at second
@@ -141,11 +175,9 @@ struct InlineBytes {
     if (n > k) std::memcpy(to + k, second, n - k);
   }
 };
-[[nodiscard]] inline InlineBytes inline_bytes(Entry* entries, std::uint64_t position) {
-  const std::size_t slot = position % kRingEntries;
-  constexpr std::size_t kSkip = sizeof(Entry) - kInlineFirst;
-  return {reinterpret_cast<std::byte*>(&entries[slot]) + kSkip,
-          (kRingEntries - slot) * sizeof(Entry) - kSkip, reinterpret_cast<std::byte*>(entries)};
+[[nodiscard]] inline InlineBytes inline_bytes(std::byte* ring, std::uint64_t position) {
+  const std::size_t cell = (position + 1) % kRingCells;
+  return {ring + cell * kCell, (kRingCells - cell) * kCell, ring};
 }
 
 // A loan returned: count references to slot of pool are no longer read by the receiver.
@@ -158,14 +190,22 @@ struct Return {
 
 struct Channel {
   // Sender's side.
-  alignas(core::kCacheLine) std::atomic<std::uint64_t> tail;  // entries published
+  alignas(core::kCacheLine) std::atomic<std::uint64_t> tail;  // cells published
   std::atomic<SenderState> sender_state;
   std::atomic<std::uint64_t> return_head;  // returns taken back
   // Receiver's side.
-  alignas(core::kCacheLine) std::atomic<std::uint64_t> head;  // entries consumed
+  alignas(core::kCacheLine) std::atomic<std::uint64_t> head;  // cells consumed
   std::atomic<std::uint64_t> return_tail;                     // returns published
-  Entry entries[kRingEntries];
+  alignas(core::kCacheLine) std::byte ring[kRingCells * kCell];
   Return returns[kReturnEntries];
+
+  [[nodiscard]] std::byte* cell(std::uint64_t position) {
+    return ring + position % kRingCells * kCell;
+  }
+  // The entry at an even position.
+  [[nodiscard]] Entry& entry(std::uint64_t position) {
+    return *reinterpret_cast<Entry*>(cell(position));
+  }
 };
 
 [[nodiscard]] constexpr std::size_t channel_stride() {

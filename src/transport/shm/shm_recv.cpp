@@ -14,7 +14,7 @@ namespace {
 struct Descriptor {
   Entry entry;
   std::array<SegmentRef, kMaxSegments> refs;
-  std::size_t entries = 0;
+  std::size_t cells = 0;
 };
 // The next completion: the message entry e from peer, without its pieces yet.
 Completion& recv_completion(detail::Emitter& emit, AppIndex peer, const Entry& e) {
@@ -34,16 +34,15 @@ Completion& recv_completion(detail::Emitter& emit, AppIndex peer, const Entry& e
 // An inline payload out of the ring into to (a copy buffer: kInlineMax bytes, rounded up to
 // whole 32-byte chunks). Fixed-size chunks where the message does not wrap: a variable-length
 // copy of a few dozen bytes costs more to start than to do.
-void copy_inline(Entry* entries, std::uint64_t position, std::size_t n, std::byte* to,
+void copy_inline(Channel& ch, std::uint64_t position, std::size_t n, std::byte* to,
                  std::size_t size) {
-  constexpr std::size_t kChunk = 32;
-  static_assert(kInlineMax % kChunk == 0 && kInlineFirst % kChunk == 0);
-  const std::size_t slot = position % kRingEntries;
-  if (slot + n > kRingEntries) {
-    inline_bytes(entries, position).get(to, size);
+  constexpr std::size_t kChunk = kCell;
+  static_assert(kInlineMax % kChunk == 0);
+  if (position % kRingCells + n > kRingCells) {
+    inline_bytes(ch.ring, position).get(to, size);
     return;
   }
-  const auto* from = reinterpret_cast<const std::byte*>(&entries[slot].refs);
+  const std::byte* from = ch.cell(position) + kCell;
   for (std::size_t at = 0; at < size; at += kChunk) std::memcpy(to + at, from + at, kChunk);
 }
 
@@ -115,25 +114,30 @@ void ShmEndpoint::receive(AppIndex index, detail::Emitter& emit) {
   std::uint64_t taken = 0;
   std::uint64_t taken_bytes = 0;
   while (head != tail && emit.room()) {
-    if (tail - head > kRingEntries) {
+    if (tail - head > kRingCells) {
       bad = "peer corrupted its channel";
       break;
     }
-    // The head first (kind to sequence): a message in the ring needs nothing else of its entry.
-    const Entry& slot = ch.entries[head % kRingEntries];
-    std::memcpy(&d.entry, &slot, offsetof(Entry, refs));
+    // The head first (kind to sequence): a message in the ring needs nothing else of it.
+    const std::byte* cell = ch.cell(head);
+    std::memcpy(&d.entry, cell, kHeadBytes);
     if (d.entry.kind == EntryKind::bye) {
       ++head;
       bye = true;
       break;
     }
+    if (d.entry.kind == EntryKind::pad && head % kCellsPerEntry != 0) {
+      ++head;
+      continue;
+    }
     const Entry& e = d.entry;
     const auto type = static_cast<wire::MessageType>(e.type);
     const bool in_ring = (e.reserved[0] & kInline) != 0;
-    d.entries = in_ring ? inline_entries(e.size) : entries_for(e.pieces);
-    if (e.kind != EntryKind::message || e.pieces > kMaxSegments || d.entries > tail - head ||
-        !wire::is_known(type) || (e.flags & ~wire::kKnownFlags) != 0 ||
-        e.size > options_.max_message_size || e.sequence != p.next_sequence ||
+    d.cells = in_ring ? inline_cells(e.size) : entry_cells(e.pieces);
+    if (e.kind != EntryKind::message || e.pieces > kMaxSegments || d.cells > tail - head ||
+        (!in_ring && head % kCellsPerEntry != 0) || !wire::is_known(type) ||
+        (e.flags & ~wire::kKnownFlags) != 0 || e.size > options_.max_message_size ||
+        e.sequence != p.next_sequence ||
         (in_ring && (e.pieces != 0 || e.size == 0 || e.size > kInlineMax))) {
       bad = "malformed descriptor from peer";
       break;
@@ -148,7 +152,7 @@ void ShmEndpoint::receive(AppIndex index, detail::Emitter& emit) {
         }
         break;
       }
-      copy_inline(ch.entries, head, d.entries, copy.data(), e.size);
+      copy_inline(ch, head, d.cells, copy.data(), e.size);
       if ((e.reserved[0] & kHasCrc) != 0 && wire::crc32c({copy.data(), e.size}) != e.crc) {
         bad = "payload CRC32C mismatch";
         break;
@@ -156,20 +160,20 @@ void ShmEndpoint::receive(AppIndex index, detail::Emitter& emit) {
       stalled_ = false;
       Completion& c = recv_completion(emit, index, e);
       (void)c.message.add(std::move(copy), 0, e.size);
-      head += d.entries;
+      head += d.cells;
       ++p.next_sequence;
       ++taken;
       taken_bytes += e.size;
       continue;
     }
-    std::memcpy(&d.entry.refs, &slot.refs, sizeof(slot.refs));
+    std::memcpy(&d.entry.refs, cell + kHeadBytes, sizeof(d.entry.refs));
     for (std::size_t i = 0; i < e.pieces; ++i) {
       if (i < kInlineRefs) {
         d.refs[i] = e.refs[i];
       } else {
         const std::size_t entry = 1 + (i - kInlineRefs) / kRefsPerEntry;
         const auto* more =
-            reinterpret_cast<const SegmentRef*>(&ch.entries[(head + entry) % kRingEntries]);
+            reinterpret_cast<const SegmentRef*>(&ch.entry(head + entry * kCellsPerEntry));
         std::memcpy(&d.refs[i], &more[(i - kInlineRefs) % kRefsPerEntry], sizeof(SegmentRef));
       }
     }
@@ -219,7 +223,7 @@ void ShmEndpoint::receive(AppIndex index, detail::Emitter& emit) {
       }
       (void)c.message.add(m.held[r.slot].share(), r.offset, r.length);
     }
-    head += d.entries;
+    head += d.cells;
     ++p.next_sequence;
     ++taken;
     taken_bytes += e.size;

@@ -39,9 +39,9 @@ void ShmEndpoint::lend(Peer& p, std::size_t pool, core::Buffer& buffer, std::uin
 }
 
 bool ShmEndpoint::ring_room(Peer& p, std::size_t n) {
-  if (p.tail + n + 1 - p.head_cache <= kRingEntries) return true;
+  if (p.tail + n + 1 - p.head_cache <= kRingCells) return true;
   p.head_cache = p.out->head.load(std::memory_order_acquire);
-  return p.tail + n + 1 - p.head_cache <= kRingEntries;
+  return p.tail + n + 1 - p.head_cache <= kRingCells;
 }
 
 SendStatus ShmEndpoint::post_send(AppIndex index, Message& message) {
@@ -85,14 +85,18 @@ SendStatus ShmEndpoint::post_by_reference(AppIndex index, Peer& p, Message& mess
     }
     pieces = 1;
   }
-  const std::size_t n = entries_for(pieces);
+  // An entry is one aligned line: from an odd position, a pad cell first.
+  const std::size_t pad = p.tail % kCellsPerEntry;
+  const std::size_t n = pad + entry_cells(pieces);
   if (!ring_room(p, n)) {
     stats_.back_pressure(index);
     return SendStatus::back_pressure;
   }
 
   Channel& ch = *p.out;
-  Entry& e = ch.entries[p.tail % kRingEntries];
+  if (pad != 0) ch.cell(p.tail)[0] = static_cast<std::byte>(EntryKind::pad);
+  const std::uint64_t first = p.tail + pad;  // the entry's position
+  Entry& e = ch.entry(first);
   e.kind = EntryKind::message;
   e.type = static_cast<std::uint8_t>(message.type);
   e.flags = message.flags;
@@ -115,7 +119,7 @@ SendStatus ShmEndpoint::post_by_reference(AppIndex index, Peer& p, Message& mess
   auto ref_at = [&](std::size_t i) -> SegmentRef& {
     if (i < kInlineRefs) return e.refs[i];
     const std::size_t entry = 1 + (i - kInlineRefs) / kRefsPerEntry;
-    auto* more = reinterpret_cast<SegmentRef*>(&ch.entries[(p.tail + entry) % kRingEntries]);
+    auto* more = reinterpret_cast<SegmentRef*>(&ch.entry(first + entry * kCellsPerEntry));
     return more[(i - kInlineRefs) % kRefsPerEntry];
   };
   if (!shared && size > 0) {
@@ -141,26 +145,26 @@ SendStatus ShmEndpoint::post_by_reference(AppIndex index, Peer& p, Message& mess
 }
 
 SendStatus ShmEndpoint::post_inline(AppIndex index, Peer& p, Message& message, std::uint32_t size) {
-  const std::size_t n = inline_entries(size);
+  const std::size_t n = inline_cells(size);
   if (!ring_room(p, n)) {
     stats_.back_pressure(index);
     return SendStatus::back_pressure;
   }
   Channel& ch = *p.out;
-  const std::size_t slot = p.tail % kRingEntries;
-  Entry& e = ch.entries[slot];
-  // The payload, then the entry's 32-byte head from a local copy (two stores, not ten). Neither
-  // is read before ring_doorbells() publishes the tail.
+  const std::size_t cell = p.tail % kRingCells;
+  std::byte* head_cell = ch.cell(p.tail);
+  // The payload, then the 32-byte head from a local copy (two stores, not ten). Neither is read
+  // before ring_doorbells() publishes the tail.
   std::uint32_t crc = 0;
-  if (slot + n <= kRingEntries) {
-    auto* to = reinterpret_cast<std::byte*>(&e.refs);
+  if (cell + n <= kRingCells) {
+    std::byte* to = head_cell + kCell;
     for (const Segment& s : message.pieces()) {
       if (s.length == 0) continue;  // may have no buffer
       std::memcpy(to, s.bytes().data(), s.length);
       to += s.length;
     }
   } else {
-    const InlineBytes ring = inline_bytes(ch.entries, p.tail);
+    const InlineBytes ring = inline_bytes(ch.ring, p.tail);
     std::size_t at = 0;
     for (const Segment& s : message.pieces()) {
       if (s.length == 0) continue;
@@ -177,31 +181,21 @@ SendStatus ShmEndpoint::post_inline(AppIndex index, Peer& p, Message& message, s
     crc ^= 1u;
     corrupt_next_ = wire::kNoApplication;
   }
-  Entry head;
-  head.kind = EntryKind::message;
-  head.type = static_cast<std::uint8_t>(message.type);
-  head.flags = message.flags;
-  head.pieces = 0;
-  head.reserved[0] = static_cast<std::uint8_t>((options_.payload_crc ? kHasCrc : 0) | kInline);
-  head.reserved[1] = 0;
-  head.reserved[2] = 0;
-  head.size = size;
-  head.crc = crc;
-  head.tag = message.tag;
-  head.sequence = p.posted;
-  std::memcpy(&e, &head, offsetof(Entry, refs));
+  const auto bits = static_cast<std::uint8_t>((options_.payload_crc ? kHasCrc : 0) | kInline);
+  store_head(head_cell, EntryKind::message, message.type, message.flags, bits, size, crc,
+             message.tag, p.posted);
   posted(index, p, message, n, size);
   return SendStatus::ok;
 }
 
-// The message now in the ring: n entries from p.tail, published by ring_doorbells() (every
+// The message now in the ring: n cells from p.tail, published by ring_doorbells() (every
 // poll() and wait()), once for all the messages posted since: the line holding tail is read by
 // the receiving core all the time, and each store to it has to take the line back.
-void ShmEndpoint::posted(AppIndex index, Peer& p, Message& message, std::size_t entries,
+void ShmEndpoint::posted(AppIndex index, Peer& p, Message& message, std::size_t cells,
                          std::uint32_t size) {
   p.sent[p.posted & sent_mask_] =
-      SentInfo{p.posted, message.tag, p.tail + entries, size, message.type};
-  p.tail += entries;
+      SentInfo{p.posted, message.tag, p.tail + cells, size, message.type};
+  p.tail += cells;
   ++p.posted;
   message.clear();
   mark_doorbell(index);
@@ -274,10 +268,7 @@ bool ShmEndpoint::take_returns(AppIndex index, detail::Emitter& emit) {
 
 void ShmEndpoint::write_bye(Peer& p) {
   Channel& ch = *p.out;
-  Entry& e = ch.entries[p.tail % kRingEntries];
-  e.kind = EntryKind::bye;
-  e.pieces = 0;
-  e.size = 0;
+  ch.cell(p.tail)[0] = static_cast<std::byte>(EntryKind::bye);
   ++p.tail;
   p.published = p.tail;
   ch.tail.store(p.tail, std::memory_order_release);

@@ -164,7 +164,7 @@ TEST(Shm, SmallPayloadsTravelInTheRing) {
   auto tx = f.endpoint(0, 32, /*crc=*/true);
   auto pool = std::move(tx->make_send_pool("tx", 4096, 8)).value();
   ASSERT_TRUE(tx->connect(1));
-  constexpr std::uint64_t kMessages = 3000;  // about 6000 entries: the ring of 1024 wraps
+  constexpr std::uint64_t kMessages = 3000;  // about 13000 cells: the ring of 2048 wraps
   auto size_of = [](std::uint64_t i) { return static_cast<std::uint32_t>(1 + i * 37 % 224); };
   auto byte_of = [](std::uint64_t i, std::size_t k) {
     return static_cast<std::byte>((i * 131 + k * 7) & 0xff);
@@ -224,6 +224,72 @@ TEST(Shm, SmallPayloadsTravelInTheRing) {
   EXPECT_GT(rx->stats().recv_stalls, 0u);
   EXPECT_EQ(rx->stats().recv_pool_high_water, kHeld);
   held.clear();
+  tx.reset();
+  rx.reset();
+}
+
+// Messages in the ring (a head cell and their payload's cells) and by reference (an entry of
+// two cells from an even position, more entries for more pieces, a pad cell before it where the
+// ring's tail is odd) follow one another across many wraps of the ring, every byte intact.
+TEST(Shm, InlineAndByReferenceRecordsShareTheRingAcrossItsEnd) {
+  Fixture f("cells");
+  auto rx = f.endpoint(1, 256, /*crc=*/true);
+  auto tx = f.endpoint(0, 32, /*crc=*/true);
+  auto pool = std::move(tx->make_send_pool("tx", 4096, 512)).value();
+  ASSERT_TRUE(tx->connect(1));
+  constexpr std::uint64_t kMessages = 6000;
+  // In the ring: 1 to 224 bytes (2 to 8 cells, odd and even). By reference: one piece of 300 or
+  // seven pieces (two entries).
+  auto size_of = [](std::uint64_t i) -> std::uint32_t {
+    if (i % 5 == 3) return 300;
+    if (i % 5 == 4) return 7 * 100;
+    return static_cast<std::uint32_t>(1 + i * 53 % 224);
+  };
+  auto byte_of = [](std::uint64_t i, std::size_t k) {
+    return static_cast<std::byte>((i * 29 + k * 13) & 0xff);
+  };
+  std::uint64_t sent = 0;
+  std::uint64_t received = 0;
+  std::array<Completion, 16> out;
+  const std::int64_t deadline = core::monotonic_ns() + kDeadlineNs;
+  while (received < kMessages && core::monotonic_ns() < deadline) {
+    while (sent < kMessages && tx->in_flight(1) < 48) {
+      const std::uint32_t size = size_of(sent);
+      const std::uint32_t pieces = size == 700 ? 7 : 1;
+      Message m;
+      m.tag = sent;
+      for (std::uint32_t k = 0; k < pieces; ++k) {
+        core::Buffer b = pool->acquire();
+        ASSERT_TRUE(b);
+        const std::uint32_t length = size / pieces;
+        for (std::size_t j = 0; j < length; ++j) b.data()[j] = byte_of(sent, k * length + j);
+        m.add(std::move(b), 0, length);
+      }
+      const SendStatus status = tx->post_send(1, m);
+      if (status == SendStatus::back_pressure) break;
+      ASSERT_EQ(status, SendStatus::ok);
+      ++sent;
+    }
+    (void)tx->poll(out);
+    const std::size_t n = rx->poll(out);
+    for (std::size_t i = 0; i < n; ++i) {
+      ASSERT_EQ(out[i].kind, Completion::Kind::recv) << out[i].reason;
+      const Message& m = out[i].message;
+      ASSERT_EQ(m.tag, received);
+      ASSERT_EQ(m.size(), size_of(received));
+      ASSERT_EQ(m.segment_count, size_of(received) == 700 ? 7u : 1u);
+      std::size_t at = 0;
+      for (const Segment& s : m.pieces()) {
+        for (std::size_t k = 0; k < s.length; ++k, ++at) {
+          ASSERT_EQ(s.bytes()[k], byte_of(received, at)) << "message " << received;
+        }
+      }
+      ++received;
+      out[i].message.clear();
+    }
+  }
+  EXPECT_EQ(received, kMessages);
+  EXPECT_EQ(rx->stats().rejected, 0u);
   tx.reset();
   rx.reset();
 }
