@@ -89,6 +89,8 @@ Result<void> Source::configure(runtime::AppContext& ctx) {
   if (!pool) return pool.error().context("application '" + id() + "'");
   pool_ = std::move(*pool);
   pool_bound_ = false;
+  scratch_.clear();
+  if (message_size_ > 0 && message_size_ <= endpoint_->copy_limit()) scratch_.resize(message_size_);
 
   for (const auto& d : dests_) {
     auto connected = endpoint_->connect(d.index);
@@ -198,9 +200,24 @@ bool Source::stage(Destination& d) {
   }
   d.message.type = wire::MessageType::data;
   d.message.tag = seq;
-  d.message.flags = (count_ > 0 && seq + 1 == count_) ? wire::kFlagLast : 0;
+  d.message.flags = flags_of(seq);
   d.staged = true;
   return true;
+}
+
+transport::SendStatus Source::post_copy(Destination& d) {
+  const std::uint64_t seq = d.next_seq;
+  const std::span<std::byte> payload{scratch_};
+  if (verify_ == Verify::full) {
+    fill_full(payload, 0, seq, self_);
+  } else {
+    write_ends(payload, 0, message_size_, seq, self_);
+  }
+  return endpoint_->post_copy(d.index, {wire::MessageType::data, flags_of(seq), seq, payload});
+}
+
+std::uint16_t Source::flags_of(std::uint64_t seq) const {
+  return (count_ > 0 && seq + 1 == count_) ? wire::kFlagLast : 0;
 }
 
 void Source::on_send_failure(Destination& d, SendStatus status) {
@@ -236,12 +253,16 @@ int Source::post_round() {
   for (std::size_t k = 0; k < n && !starved; ++k) {
     Destination& d = dests_[(cursor_ + k) % n];
     while (!d.dead && d.in_flight < depth_ && (count_ == 0 || d.next_seq < count_)) {
-      if (!d.staged && !stage(d)) {
+      SendStatus status;
+      if (!scratch_.empty()) {
+        status = post_copy(d);
+      } else if (d.staged || stage(d)) {
+        status = endpoint_->post_send(d.index, d.message);
+      } else {
         back_pressured_->add_single_writer();
         starved = true;
         break;
       }
-      const SendStatus status = endpoint_->post_send(d.index, d.message);
       if (status != SendStatus::ok) {
         publish();
         on_send_failure(d, status);

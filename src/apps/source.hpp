@@ -51,6 +51,8 @@ class Source final : public runtime::Application {
   int poll_completions();
   int post_round();
   bool stage(Destination& d);
+  [[nodiscard]] transport::SendStatus post_copy(Destination& d);
+  [[nodiscard]] std::uint16_t flags_of(std::uint64_t seq) const;
   void on_send_failure(Destination& d, transport::SendStatus status);
   void lose(Destination& d, const std::string& why);
   [[nodiscard]] Destination* destination_of(transport::AppIndex peer);
@@ -67,6 +69,9 @@ class Source final : public runtime::Application {
   // Owned between configure and release.
   transport::Endpoint* endpoint_ = nullptr;
   std::unique_ptr<core::BufferPool> pool_;
+  // A message small enough for the endpoint's post_copy() is written here and copied by it, with
+  // no buffer per message; empty: messages go in buffers of pool_.
+  std::vector<std::byte> scratch_;
   std::vector<Destination> dests_;
   std::array<transport::Completion, detail::kPollBatch> completions_{};
   std::size_t cursor_ = 0;

@@ -1,5 +1,7 @@
 // Ordering, sizes, gather, refusals and connection set-up, for every transport.
 
+#include <algorithm>
+#include <array>
 #include <atomic>
 #include <thread>
 
@@ -282,6 +284,77 @@ TEST_P(Conformance, CoalescedSendDoneStandsForEveryMessageOnce) {
   EXPECT_EQ(done_bytes, posted_bytes);
   EXPECT_EQ(tx->stats().messages_sent, kCount);
   EXPECT_EQ(tx->stats().bytes_sent, posted_bytes);
+}
+
+// Small messages by copy. Where a transport has the path (copy_limit() > 0), post_copy() delivers
+// as post_send does, and the caller may overwrite its bytes as soon as the call returns; what it
+// cannot send is refused. Where it has none, post_copy() is refused and sends nothing.
+TEST_P(Conformance, CopiedSmallMessagesArriveAsSent) {
+  Cluster cluster(transport_name(), 2, 27);
+  auto rx = cluster.endpoint(1);
+  auto tx = cluster.endpoint(0);
+  ASSERT_TRUE(tx->connect(1));
+  Endpoint* const both[] = {tx.get(), rx.get()};
+  ASSERT_TRUE(await_connected(*tx, 1, both));
+  std::array<std::byte, 512> scratch{};
+  const std::size_t limit = tx->copy_limit();
+  ASSERT_LT(limit, scratch.size());
+  auto copy_of = [&](std::size_t size, std::uint64_t tag) {
+    return CopyMessage{wire::MessageType::data, 0, tag, std::span(scratch).first(size)};
+  };
+  if (limit == 0) {
+    EXPECT_EQ(tx->post_copy(1, copy_of(8, 0)), SendStatus::invalid);
+    EXPECT_EQ(tx->in_flight(1), 0u);
+    return;
+  }
+  EXPECT_EQ(tx->post_copy(1, copy_of(0, 0)), SendStatus::invalid) << "nothing to copy";
+  EXPECT_EQ(tx->post_copy(1, copy_of(limit + 1, 0)), SendStatus::invalid) << "beyond the limit";
+  EXPECT_EQ(tx->post_copy(7, copy_of(8, 0)), SendStatus::invalid) << "outside the address table";
+  CopyMessage hello = copy_of(8, 0);
+  hello.type = wire::MessageType::hello;
+  EXPECT_EQ(tx->post_copy(1, hello), SendStatus::invalid) << "hello belongs to the transport";
+  CopyMessage flagged = copy_of(8, 0);
+  flagged.flags = 0x8000;
+  EXPECT_EQ(tx->post_copy(1, flagged), SendStatus::invalid) << "unknown flags";
+  EXPECT_EQ(tx->in_flight(1), 0u);
+
+  constexpr std::uint64_t kCount = 3000;
+  auto size_of = [&](std::uint64_t i) { return 1 + i * 29 % limit; };
+  std::uint64_t posted = 0;
+  std::uint64_t done = 0;
+  std::uint64_t got = 0;
+  bool ok = true;
+  std::array<Completion, 16> out;
+  const std::int64_t deadline = core::monotonic_ns() + std::chrono::nanoseconds(kDeadline).count();
+  while ((got < kCount || done < kCount) && core::monotonic_ns() < deadline) {
+    while (posted < kCount) {
+      fill_pattern(std::span(scratch).first(size_of(posted)), posted);
+      const SendStatus status = tx->post_copy(1, copy_of(size_of(posted), posted));
+      if (status == SendStatus::back_pressure) break;
+      ASSERT_EQ(status, SendStatus::ok);
+      std::fill(scratch.begin(), scratch.end(), std::byte{0xee});  // the copy is taken
+      ++posted;
+    }
+    std::size_t n = tx->poll(out);
+    for (std::size_t i = 0; i < n; ++i) {
+      if (out[i].kind != Completion::Kind::send_done) ok = false;
+      done += out[i].count;
+    }
+    n = rx->poll(out);
+    for (std::size_t i = 0; i < n; ++i) {
+      const Completion& c = out[i];
+      if (c.kind != Completion::Kind::recv || c.sequence != got || c.message.tag != got ||
+          c.message.size() != size_of(got) || !check_message(c.message, got)) {
+        ok = false;
+      }
+      ++got;
+      out[i].message.clear();
+    }
+  }
+  EXPECT_TRUE(ok);
+  EXPECT_EQ(got, kCount);
+  EXPECT_EQ(done, kCount);
+  EXPECT_EQ(tx->stats().messages_sent, kCount);
 }
 
 TEST_P(Conformance, RefusesWhatItCannotSend) {

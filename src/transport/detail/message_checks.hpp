@@ -7,17 +7,18 @@
 
 namespace daqflow::transport::detail {
 
+// A type and flags an application may send: hello and bye belong to the transport itself.
+[[nodiscard]] inline bool sendable(wire::MessageType type, std::uint16_t flags) {
+  return wire::is_known(type) && type != wire::MessageType::hello &&
+         type != wire::MessageType::bye && (flags & ~wire::kKnownFlags) == 0;
+}
+
 // ok, invalid (too many segments, a segment outside its buffer, an unknown or reserved type,
 // unknown flags) or too_large; size receives the payload size when ok.
 [[nodiscard]] inline SendStatus check_message(const Message& message, std::uint32_t max_size,
                                               std::uint32_t& size) {
   if (message.segment_count > kMaxSegments) return SendStatus::invalid;
-  // hello and bye belong to the transport itself.
-  if (!wire::is_known(message.type) || message.type == wire::MessageType::hello ||
-      message.type == wire::MessageType::bye) {
-    return SendStatus::invalid;
-  }
-  if ((message.flags & ~wire::kKnownFlags) != 0) return SendStatus::invalid;
+  if (!sendable(message.type, message.flags)) return SendStatus::invalid;
   std::uint64_t total = 0;
   for (const Segment& s : message.pieces()) {
     if (s.length == 0) continue;

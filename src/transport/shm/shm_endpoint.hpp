@@ -57,6 +57,8 @@ class ShmEndpoint final : public Endpoint, public FaultInjection {
   Result<void> connect(AppIndex peer) override;
   [[nodiscard]] bool connected(AppIndex peer) const override;
   [[nodiscard]] SendStatus post_send(AppIndex peer, Message& message) override;
+  [[nodiscard]] std::size_t copy_limit() const override;
+  [[nodiscard]] SendStatus post_copy(AppIndex peer, const CopyMessage& message) override;
   [[nodiscard]] std::size_t poll(std::span<Completion> out) override;
   void wait(std::chrono::microseconds timeout) override;
   [[nodiscard]] std::size_t in_flight(AppIndex peer) const override;
@@ -159,11 +161,18 @@ class ShmEndpoint final : public Endpoint, public FaultInjection {
   void lend(Peer& p, std::size_t pool, core::Buffer& buffer, std::uint32_t slot);
   // Ring room for n more cells to p (one stays free for the bye).
   [[nodiscard]] bool ring_room(Peer& p, std::size_t n);
-  [[nodiscard]] SendStatus post_inline(AppIndex index, Peer& p, Message& message,
-                                       std::uint32_t size);
+  // The peer index, open and with room in its pipeline: ok, or why not.
+  [[nodiscard]] SendStatus admit(AppIndex index);
+  // A payload of 1 to kInlineMax bytes into the ring; for_each_piece(f) calls f with each of
+  // its pieces (spans of bytes) in order.
+  template <class ForEachPiece>
+  [[nodiscard]] SendStatus post_inline(AppIndex index, Peer& p, wire::MessageType type,
+                                       std::uint16_t flags, std::uint64_t tag, std::uint32_t size,
+                                       const ForEachPiece& for_each_piece);
   [[nodiscard]] SendStatus post_by_reference(AppIndex index, Peer& p, Message& message,
                                              std::uint32_t size);
-  void posted(AppIndex index, Peer& p, Message& message, std::size_t cells, std::uint32_t size);
+  void posted(AppIndex index, Peer& p, wire::MessageType type, std::uint64_t tag, std::size_t cells,
+              std::uint32_t size);
   // Publishes p's tail and wakes its owner at the end of this poll() or wait().
   void mark_doorbell(AppIndex index) {
     Peer& p = peers_[index];

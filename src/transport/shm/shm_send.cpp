@@ -1,5 +1,6 @@
 // The shm endpoint's send side: descriptors into the receiver's ring, loans and their return.
 
+#include <algorithm>
 #include <cstring>
 #include <limits>
 
@@ -44,10 +45,7 @@ bool ShmEndpoint::ring_room(Peer& p, std::size_t n) {
   return p.tail + n + 1 - p.head_cache <= kRingCells;
 }
 
-SendStatus ShmEndpoint::post_send(AppIndex index, Message& message) {
-  const auto [checked, size] =
-      detail::check_post(closed_, index, peers_.size(), message, options_.max_message_size);
-  if (checked != SendStatus::ok) return checked;
+SendStatus ShmEndpoint::admit(AppIndex index) {
   Peer& p = peers_[index];
   if (p.state != Peer::State::open && !resolve(index)) {
     return p.state == Peer::State::closed ? SendStatus::closed : SendStatus::not_connected;
@@ -59,10 +57,43 @@ SendStatus ShmEndpoint::post_send(AppIndex index, Message& message) {
     stats_.back_pressure(index);
     return SendStatus::back_pressure;
   }
+  return SendStatus::ok;
+}
+
+SendStatus ShmEndpoint::post_send(AppIndex index, Message& message) {
+  const auto [checked, size] =
+      detail::check_post(closed_, index, peers_.size(), message, options_.max_message_size);
+  if (checked != SendStatus::ok) return checked;
+  if (const SendStatus status = admit(index); status != SendStatus::ok) return status;
+  Peer& p = peers_[index];
   // Small payloads are copied into the ring. Larger ones go by reference: zero copy when every
   // piece lies in one of our shared pools, otherwise one copy into the bounce pool.
-  if (size > 0 && size <= kInlineMax) return post_inline(index, p, message, size);
+  if (size > 0 && size <= kInlineMax) {
+    const SendStatus status =
+        post_inline(index, p, message.type, message.flags, message.tag, size, [&](auto&& f) {
+          for (const Segment& s : message.pieces()) {
+            if (s.length > 0) f(std::span<const std::byte>(s.bytes()));  // may have no buffer
+          }
+        });
+    if (status == SendStatus::ok) message.clear();
+    return status;
+  }
   return post_by_reference(index, p, message, size);
+}
+
+std::size_t ShmEndpoint::copy_limit() const {
+  return std::min<std::size_t>(kInlineMax, options_.max_message_size);
+}
+
+SendStatus ShmEndpoint::post_copy(AppIndex index, const CopyMessage& message) {
+  const std::size_t size = message.payload.size();
+  if (closed_ || index >= peers_.size() || size == 0 || size > copy_limit() ||
+      !detail::sendable(message.type, message.flags)) {
+    return SendStatus::invalid;
+  }
+  if (const SendStatus status = admit(index); status != SendStatus::ok) return status;
+  return post_inline(index, peers_[index], message.type, message.flags, message.tag,
+                     static_cast<std::uint32_t>(size), [&](auto&& f) { f(message.payload); });
 }
 
 SendStatus ShmEndpoint::post_by_reference(AppIndex index, Peer& p, Message& message,
@@ -140,11 +171,15 @@ SendStatus ShmEndpoint::post_by_reference(AppIndex index, Peer& p, Message& mess
     corrupt_next_ = wire::kNoApplication;
   }
   e.crc = crc;
-  posted(index, p, message, n, size);
+  posted(index, p, message.type, message.tag, n, size);
+  message.clear();
   return SendStatus::ok;
 }
 
-SendStatus ShmEndpoint::post_inline(AppIndex index, Peer& p, Message& message, std::uint32_t size) {
+template <class ForEachPiece>
+SendStatus ShmEndpoint::post_inline(AppIndex index, Peer& p, wire::MessageType type,
+                                    std::uint16_t flags, std::uint64_t tag, std::uint32_t size,
+                                    const ForEachPiece& for_each_piece) {
   const std::size_t n = inline_cells(size);
   if (!ring_room(p, n)) {
     stats_.back_pressure(index);
@@ -153,51 +188,44 @@ SendStatus ShmEndpoint::post_inline(AppIndex index, Peer& p, Message& message, s
   Channel& ch = *p.out;
   const std::size_t cell = p.tail % kRingCells;
   std::byte* head_cell = ch.cell(p.tail);
-  // The payload, then the 32-byte head from a local copy (two stores, not ten). Neither is read
-  // before ring_doorbells() publishes the tail.
+  // The payload, then the 32-byte head. Neither is read before ring_doorbells() publishes the
+  // tail.
   std::uint32_t crc = 0;
   if (cell + n <= kRingCells) {
     std::byte* to = head_cell + kCell;
-    for (const Segment& s : message.pieces()) {
-      if (s.length == 0) continue;  // may have no buffer
-      std::memcpy(to, s.bytes().data(), s.length);
-      to += s.length;
-    }
+    for_each_piece([&](std::span<const std::byte> piece) {
+      std::memcpy(to, piece.data(), piece.size());
+      to += piece.size();
+    });
   } else {
     const InlineBytes ring = inline_bytes(ch.ring, p.tail);
     std::size_t at = 0;
-    for (const Segment& s : message.pieces()) {
-      if (s.length == 0) continue;
-      ring.put(at, s.bytes().data(), s.length);
-      at += s.length;
-    }
+    for_each_piece([&](std::span<const std::byte> piece) {
+      ring.put(at, piece.data(), piece.size());
+      at += piece.size();
+    });
   }
   if (options_.payload_crc) {
-    for (const Segment& s : message.pieces()) {
-      if (s.length > 0) crc = wire::crc32c(s.bytes(), crc);
-    }
+    for_each_piece([&](std::span<const std::byte> piece) { crc = wire::crc32c(piece, crc); });
   }
   if (index == corrupt_next_) {
     crc ^= 1u;
     corrupt_next_ = wire::kNoApplication;
   }
   const auto bits = static_cast<std::uint8_t>((options_.payload_crc ? kHasCrc : 0) | kInline);
-  store_head(head_cell, EntryKind::message, message.type, message.flags, bits, size, crc,
-             message.tag, p.posted);
-  posted(index, p, message, n, size);
+  store_head(head_cell, EntryKind::message, type, flags, bits, size, crc, tag, p.posted);
+  posted(index, p, type, tag, n, size);
   return SendStatus::ok;
 }
 
 // The message now in the ring: n cells from p.tail, published by ring_doorbells() (every
 // poll() and wait()), once for all the messages posted since: the line holding tail is read by
 // the receiving core all the time, and each store to it has to take the line back.
-void ShmEndpoint::posted(AppIndex index, Peer& p, Message& message, std::size_t cells,
-                         std::uint32_t size) {
-  p.sent[p.posted & sent_mask_] =
-      SentInfo{p.posted, message.tag, p.tail + cells, size, message.type};
+void ShmEndpoint::posted(AppIndex index, Peer& p, wire::MessageType type, std::uint64_t tag,
+                         std::size_t cells, std::uint32_t size) {
+  p.sent[p.posted & sent_mask_] = SentInfo{p.posted, tag, p.tail + cells, size, type};
   p.tail += cells;
   ++p.posted;
-  message.clear();
   mark_doorbell(index);
 }
 

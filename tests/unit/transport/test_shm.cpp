@@ -228,6 +228,18 @@ TEST(Shm, SmallPayloadsTravelInTheRing) {
   rx.reset();
 }
 
+// post_copy() takes what fits in the ring, and no more than the endpoint's max_message_size.
+TEST(Shm, CopyLimitIsTheRingsInlineSizeOrTheMessageLimit) {
+  Fixture f("limit");
+  auto wide = f.endpoint(0);
+  EXPECT_EQ(wide->copy_limit(), 224u);
+  EndpointOptions o;
+  o.self = 1;
+  o.max_message_size = 100;
+  auto narrow = std::move(f.transport->create_endpoint(o)).value();
+  EXPECT_EQ(narrow->copy_limit(), 100u);
+}
+
 // Messages in the ring (a head cell and their payload's cells) and by reference (an entry of
 // two cells from an even position, more entries for more pieces, a pad cell before it where the
 // ring's tail is odd) follow one another across many wraps of the ring, every byte intact.
