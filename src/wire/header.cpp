@@ -5,42 +5,6 @@
 
 namespace daqflow::wire {
 
-bool is_known(MessageType type) {
-  switch (type) {
-    case MessageType::hello:
-    case MessageType::bye:
-    case MessageType::data:
-    case MessageType::ping:
-    case MessageType::pong:
-    case MessageType::event_request:
-    case MessageType::assign:
-    case MessageType::block:
-    case MessageType::block_ack:
-    case MessageType::heartbeat:
-    case MessageType::release:
-    case MessageType::commit_request:
-    case MessageType::commit:
-    case MessageType::fence:
-    case MessageType::rejoin:
-    case MessageType::hold:
-    case MessageType::farm_event:
-    case MessageType::decision:
-    case MessageType::farm_credit:
-    case MessageType::ts_contribution:
-    case MessageType::ts_ack:
-    case MessageType::ts_assign:
-    case MessageType::ts_report:
-    case MessageType::ts_commit:
-    case MessageType::ts_done:
-    case MessageType::clock_probe:
-    case MessageType::clock_reply:
-    case MessageType::clock_correction:
-    case MessageType::leave:
-      return true;
-  }
-  return false;
-}
-
 std::string_view to_string(MessageType type) {
   switch (type) {
     case MessageType::hello:

@@ -54,6 +54,7 @@ ShmEndpoint::ShmEndpoint(Names names, const EndpointOptions& options, std::share
       peers_(names_.addresses->size()),
       events_(names_.addresses->size() * 2 + 16) {
   stats_.set_peer_count(peers_.size());
+  copy_limit_ = std::min<std::size_t>(kInlineMax, options_.max_message_size);
   linked_.reserve(peers_.size());
   active_.reserve(peers_.size());
   waiting_.reserve(peers_.size());

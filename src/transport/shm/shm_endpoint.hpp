@@ -57,7 +57,7 @@ class ShmEndpoint final : public Endpoint, public FaultInjection {
   Result<void> connect(AppIndex peer) override;
   [[nodiscard]] bool connected(AppIndex peer) const override;
   [[nodiscard]] SendStatus post_send(AppIndex peer, Message& message) override;
-  [[nodiscard]] std::size_t copy_limit() const override;
+  [[nodiscard]] std::size_t copy_limit() const override { return copy_limit_; }
   [[nodiscard]] SendStatus post_copy(AppIndex peer, const CopyMessage& message) override;
   [[nodiscard]] std::size_t poll(std::span<Completion> out) override;
   void wait(std::chrono::microseconds timeout) override;
@@ -160,9 +160,22 @@ class ShmEndpoint final : public Endpoint, public FaultInjection {
   [[nodiscard]] int find_pool_number(std::uint32_t number) const;
   void lend(Peer& p, std::size_t pool, core::Buffer& buffer, std::uint32_t slot);
   // Ring room for n more cells to p (one stays free for the bye).
-  [[nodiscard]] bool ring_room(Peer& p, std::size_t n);
-  // The peer index, open and with room in its pipeline: ok, or why not.
-  [[nodiscard]] SendStatus admit(AppIndex index);
+  [[nodiscard]] bool ring_room(Peer& p, std::size_t n) {
+    return p.tail + n + 1 - p.head_cache <= kRingCells || ring_room_now(p, n);
+  }
+  [[nodiscard]] bool ring_room_now(Peer& p, std::size_t n);  // with the receiver's head read again
+  // The peer index, open and with room in its pipeline: ok, or why not. Inline, with the rest of
+  // a small message's send path: every call and register spill on it is a store, and at tens of
+  // millions of messages a second the stores queue behind those to the ring.
+  [[nodiscard]] SendStatus admit(AppIndex index) {
+    const Peer& p = peers_[index];
+    if (p.state == Peer::State::open && p.posted - p.reported < options_.pipeline_depth &&
+        p.header->state.load(std::memory_order_acquire) == SegmentState::open) [[likely]] {
+      return SendStatus::ok;
+    }
+    return admit_slow(index);
+  }
+  [[nodiscard]] SendStatus admit_slow(AppIndex index);
   // A payload of 1 to kInlineMax bytes into the ring; for_each_piece(f) calls f with each of
   // its pieces (spans of bytes) in order.
   template <class ForEachPiece>
@@ -171,8 +184,16 @@ class ShmEndpoint final : public Endpoint, public FaultInjection {
                                        const ForEachPiece& for_each_piece);
   [[nodiscard]] SendStatus post_by_reference(AppIndex index, Peer& p, Message& message,
                                              std::uint32_t size);
+  // The message now in the ring: cells from p.tail, published by ring_doorbells() (every poll()
+  // and wait()), once for all the messages posted since: the line holding tail is read by the
+  // receiving core all the time, and each store to it has to take the line back.
   void posted(AppIndex index, Peer& p, wire::MessageType type, std::uint64_t tag, std::size_t cells,
-              std::uint32_t size);
+              std::uint32_t size) {
+    p.sent[p.posted & sent_mask_] = SentInfo{p.posted, tag, p.tail + cells, size, type};
+    p.tail += cells;
+    ++p.posted;
+    mark_doorbell(index);
+  }
   // Publishes p's tail and wakes its owner at the end of this poll() or wait().
   void mark_doorbell(AppIndex index) {
     Peer& p = peers_[index];
@@ -218,6 +239,7 @@ class ShmEndpoint final : public Endpoint, public FaultInjection {
   std::int64_t next_check_ns_ = 0;
   std::uint64_t sent_mask_ = 0;  // Peer::sent is a power of two >= pipeline_depth long
   std::size_t last_pool_ = 0;    // send_pools_ index of the last return taken
+  std::size_t copy_limit_ = 0;   // kInlineMax, or less if options_.max_message_size is
   bool stalled_ = false;
   bool closed_ = false;
   AppIndex corrupt_next_ = wire::kNoApplication;  // FaultInjection::corrupt_next()

@@ -122,6 +122,30 @@ inline constexpr std::size_t kInlineMax = 7 * kCell;
 }
 static_assert(inline_cells(kInlineMax) == 8);
 
+// Copies n bytes (a piece of a payload of at most kInlineMax) in fixed-size moves, which compile
+// to a few vector loads and stores; the last move may overlap the one before it, never the bytes
+// beyond n. A call of the library's memcpy for a few dozen bytes costs more than the copy.
+inline void copy_small(std::byte* to, const std::byte* from, std::size_t n) {
+  if (n >= 32) {
+    std::size_t at = 0;
+    for (; at + 32 <= n; at += 32) std::memcpy(to + at, from + at, 32);
+    if (at < n) std::memcpy(to + n - 32, from + n - 32, 32);
+  } else if (n >= 16) {
+    std::memcpy(to, from, 16);
+    std::memcpy(to + n - 16, from + n - 16, 16);
+  } else if (n >= 8) {
+    std::memcpy(to, from, 8);
+    std::memcpy(to + n - 8, from + n - 8, 8);
+  } else if (n >= 4) {
+    std::memcpy(to, from, 4);
+    std::memcpy(to + n - 4, from + n - 4, 4);
+  } else if (n > 0) {
+    to[0] = from[0];
+    to[n / 2] = from[n / 2];
+    to[n - 1] = from[n - 1];
+  }
+}
+
 // Writes the 32-byte head of a message in the ring (pieces 0) as four words, in the byte order
 // of Entry's fields. Put together in a local Entry and copied, it was read back with vector loads
 // that the CPU could not forward from the field stores before them: a stall on every message.

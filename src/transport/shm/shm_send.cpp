@@ -39,13 +39,12 @@ void ShmEndpoint::lend(Peer& p, std::size_t pool, core::Buffer& buffer, std::uin
   ++p.loans[pool][slot];
 }
 
-bool ShmEndpoint::ring_room(Peer& p, std::size_t n) {
-  if (p.tail + n + 1 - p.head_cache <= kRingCells) return true;
+bool ShmEndpoint::ring_room_now(Peer& p, std::size_t n) {
   p.head_cache = p.out->head.load(std::memory_order_acquire);
   return p.tail + n + 1 - p.head_cache <= kRingCells;
 }
 
-SendStatus ShmEndpoint::admit(AppIndex index) {
+SendStatus ShmEndpoint::admit_slow(AppIndex index) {
   Peer& p = peers_[index];
   if (p.state != Peer::State::open && !resolve(index)) {
     return p.state == Peer::State::closed ? SendStatus::closed : SendStatus::not_connected;
@@ -81,13 +80,9 @@ SendStatus ShmEndpoint::post_send(AppIndex index, Message& message) {
   return post_by_reference(index, p, message, size);
 }
 
-std::size_t ShmEndpoint::copy_limit() const {
-  return std::min<std::size_t>(kInlineMax, options_.max_message_size);
-}
-
 SendStatus ShmEndpoint::post_copy(AppIndex index, const CopyMessage& message) {
   const std::size_t size = message.payload.size();
-  if (closed_ || index >= peers_.size() || size == 0 || size > copy_limit() ||
+  if (closed_ || index >= peers_.size() || size == 0 || size > copy_limit_ ||
       !detail::sendable(message.type, message.flags)) {
     return SendStatus::invalid;
   }
@@ -194,7 +189,7 @@ SendStatus ShmEndpoint::post_inline(AppIndex index, Peer& p, wire::MessageType t
   if (cell + n <= kRingCells) {
     std::byte* to = head_cell + kCell;
     for_each_piece([&](std::span<const std::byte> piece) {
-      std::memcpy(to, piece.data(), piece.size());
+      copy_small(to, piece.data(), piece.size());
       to += piece.size();
     });
   } else {
@@ -216,17 +211,6 @@ SendStatus ShmEndpoint::post_inline(AppIndex index, Peer& p, wire::MessageType t
   store_head(head_cell, EntryKind::message, type, flags, bits, size, crc, tag, p.posted);
   posted(index, p, type, tag, n, size);
   return SendStatus::ok;
-}
-
-// The message now in the ring: n cells from p.tail, published by ring_doorbells() (every
-// poll() and wait()), once for all the messages posted since: the line holding tail is read by
-// the receiving core all the time, and each store to it has to take the line back.
-void ShmEndpoint::posted(AppIndex index, Peer& p, wire::MessageType type, std::uint64_t tag,
-                         std::size_t cells, std::uint32_t size) {
-  p.sent[p.posted & sent_mask_] = SentInfo{p.posted, tag, p.tail + cells, size, type};
-  p.tail += cells;
-  ++p.posted;
-  mark_doorbell(index);
 }
 
 void ShmEndpoint::complete_sends(AppIndex index, detail::Emitter& emit) {
