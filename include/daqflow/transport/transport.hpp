@@ -62,6 +62,19 @@ struct Message {
   std::array<Segment, kMaxSegments> segments{};
   std::uint8_t segment_count = 0;
 
+  Message() = default;
+  // A move takes the segments in use only (a message of one piece moves one buffer handle, not
+  // sixteen) and leaves the other message empty.
+  Message(Message&& other) noexcept { take(other); }
+  Message& operator=(Message&& other) noexcept {
+    if (this != &other) {
+      clear();
+      take(other);
+    }
+    return *this;
+  }
+  ~Message() = default;
+
   // Appends a segment; returns false when the message already has kMaxSegments.
   bool add(core::Buffer buffer, std::uint32_t offset, std::uint32_t length) {
     if (segment_count == kMaxSegments) return false;
@@ -77,6 +90,21 @@ struct Message {
   void clear() {
     for (std::uint8_t i = 0; i < segment_count; ++i) segments[i] = Segment{};
     segment_count = 0;
+  }
+
+ private:
+  // Precondition: this message has no segments.
+  void take(Message& other) noexcept {
+    type = other.type;
+    flags = other.flags;
+    tag = other.tag;
+    for (std::uint8_t i = 0; i < other.segment_count; ++i) {
+      segments[i] = std::move(other.segments[i]);
+      other.segments[i].offset = 0;
+      other.segments[i].length = 0;
+    }
+    segment_count = other.segment_count;
+    other.segment_count = 0;
   }
 };
 

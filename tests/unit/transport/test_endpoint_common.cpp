@@ -24,6 +24,40 @@ Completion from(AppIndex peer) {
   return c;
 }
 
+// A moved Message takes the fields and the segments in use, and leaves the other one empty; an
+// assignment first drops what the target held.
+TEST(Message, MoveTakesTheSegmentsInUseAndLeavesTheOtherEmpty) {
+  auto pool = std::move(core::BufferPool::create("msg", 64, 4)).value();
+  Message a;
+  a.type = wire::MessageType::block;
+  a.flags = wire::kFlagLast;
+  a.tag = 42;
+  ASSERT_TRUE(a.add(pool->acquire(), 1, 10));
+  ASSERT_TRUE(a.add(pool->acquire(), 2, 20));
+  Message b(std::move(a));
+  EXPECT_EQ(a.segment_count, 0u);
+  EXPECT_EQ(a.size(), 0u);
+  EXPECT_FALSE(a.segments[0].buffer);
+  EXPECT_EQ(b.type, wire::MessageType::block);
+  EXPECT_EQ(b.flags, wire::kFlagLast);
+  EXPECT_EQ(b.tag, 42u);
+  ASSERT_EQ(b.segment_count, 2u);
+  EXPECT_EQ(b.size(), 30u);
+  EXPECT_EQ(b.segments[1].offset, 2u);
+  EXPECT_EQ(pool->in_use(), 2u);
+
+  Message c;
+  ASSERT_TRUE(c.add(pool->acquire(), 0, 5));
+  EXPECT_EQ(pool->in_use(), 3u);
+  c = std::move(b);
+  EXPECT_EQ(pool->in_use(), 2u) << "the buffer c held is dropped";
+  EXPECT_EQ(c.segment_count, 2u);
+  EXPECT_EQ(c.size(), 30u);
+  EXPECT_EQ(b.segment_count, 0u);
+  c.clear();
+  EXPECT_EQ(pool->in_use(), 0u);
+}
+
 TEST(EventQueue, GrowsToItsCapacityKeepingTheOrderAndRefusesPastIt) {
   EventQueue q(40);  // allocated 16 at first
   std::vector<Completion> out(8);
