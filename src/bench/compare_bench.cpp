@@ -79,6 +79,10 @@ std::string compare_stem(const CompareOptions& o) {
                        o.reference.empty() ? "mpi_bw" : o.reference, o.reference_buffers,
                        compare_size(o));
   }
+  if (o.reference_err_handling) {
+    return fmt::format("compare-{}-{}-{}-e-{}", o.kind, o.cluster.transport,
+                       o.reference.empty() ? "ucx_perftest" : o.reference, compare_size(o));
+  }
   if (!o.reference.empty()) {
     return fmt::format("compare-{}-{}-{}-{}", o.kind, o.cluster.transport, o.reference,
                        compare_size(o));
@@ -95,6 +99,7 @@ std::string command_line(const CompareOptions& o) {
   if (o.kind == "latency") cmd += fmt::format(" --iterations {}", o.iterations);
   if (!o.reference.empty()) cmd += " --reference " + o.reference;
   if (o.reference_buffers != 1) cmd += fmt::format(" --reference-buffers {}", o.reference_buffers);
+  if (o.reference_err_handling) cmd += " --reference-err-handling";
   if (o.kind == "stream" && o.verify != "ends") cmd += " --verify " + o.verify;
   if (o.rounds != 1) cmd += fmt::format(" --rounds {}", o.rounds);
   cmd += cluster_options(o.cluster);
@@ -109,6 +114,9 @@ Result<BenchOutput> run_compare(const CompareOptions& o, BenchEnv& env) {
   if (!tool) return tool.error();
   if (o.reference_buffers != 1 && *tool != "mpi_bw") {
     return Error("bench compare: --reference-buffers is for mpi_bw, not " + *tool);
+  }
+  if (o.reference_err_handling && *tool != "ucx_perftest") {
+    return Error("bench compare: --reference-err-handling is for ucx_perftest, not " + *tool);
   }
   if (!o.cluster.cpus.empty() && o.kind != "memcpy") {
     if (o.cluster.cpus.size() != 2) {
@@ -136,6 +144,7 @@ Result<BenchOutput> run_compare(const CompareOptions& o, BenchEnv& env) {
   spec.log_dir = (std::filesystem::path(env.out_dir) / "runs" / compare_stem(o)).string();
   spec.tool = *tool;
   spec.buffers = o.reference_buffers;
+  spec.err_handling = o.reference_err_handling;
   if (o.kind != "memcpy") spec.cpus = o.cluster.cpus;
 
   const auto reference = [&](const char* when) -> Result<ReferenceResult> {
@@ -201,6 +210,7 @@ Result<BenchOutput> run_compare(const CompareOptions& o, BenchEnv& env) {
   r.params["rounds"] = o.rounds;
   r.params["cpus"] = o.cluster.cpus;
   if (*tool == "mpi_bw") r.params["reference_buffers"] = o.reference_buffers;
+  if (*tool == "ucx_perftest") r.params["reference_err_handling"] = o.reference_err_handling;
   r.columns = {"measurement", "value"};
   for (std::size_t i = 0; i < refs.size(); ++i) {
     const std::string label = i == 0                 ? "reference_before"

@@ -224,7 +224,9 @@ Result<ReferenceResult> ucx_perftest(const ReferenceSpec& spec) {
   if (auto pinning = can_pin(spec); !pinning) return pinning.error();
   const auto port = std::to_string(spec.port);
   const std::string tls = spec.ucx_tls.empty() ? "" : "UCX_TLS=" + spec.ucx_tls;
-  const auto server_argv = on_cpu(spec, Side::receiver, with_env(tls, {*path, "-p", port}));
+  std::vector<std::string> server_args{*path, "-p", port};
+  if (spec.err_handling) server_args.emplace_back("-e");
+  const auto server_argv = on_cpu(spec, Side::receiver, with_env(tls, server_args));
   auto server = Server::start(server_argv, log_path(spec, "ucx_perftest-server.log"), spec.port);
   if (!server) return server.error();
   const bool bw = spec.kind != "latency";
@@ -234,10 +236,13 @@ Result<ReferenceResult> ucx_perftest(const ReferenceSpec& spec) {
       bw ? spec.duration_s * 2e9 / static_cast<double>(std::max<std::uint64_t>(spec.size, 1))
          : spec.duration_s * 1e3;
   const auto n = std::to_string(std::clamp<long>(std::lround(iters), 100, 10000000));
-  const auto client =
-      on_cpu(spec, Side::sender,
-             with_env(tls, {*path, "127.0.0.1", "-p", port, "-t", bw ? "tag_bw" : "tag_lat", "-s",
-                            std::to_string(spec.size), "-n", n}));
+  std::vector<std::string> client_args{*path, "127.0.0.1",
+                                       "-p",  port,
+                                       "-t",  bw ? "tag_bw" : "tag_lat",
+                                       "-s",  std::to_string(spec.size),
+                                       "-n",  n};
+  if (spec.err_handling) client_args.emplace_back("-e");
+  const auto client = on_cpu(spec, Side::sender, with_env(tls, client_args));
   auto text = run_client(client, log_path(spec, "ucx_perftest-client.log"), client_timeout(spec));
   if (!text) return text.error();
   auto perf = parse_ucx_perftest(*text);

@@ -446,6 +446,9 @@ void add_compare(CLI::App& bench_cmd) {
                   "mpi_bw: distinct buffers per side (1 as osu_bw, which keeps them in cache)")
       ->check(CLI::Range(1, 64))
       ->capture_default_str();
+  cmd->add_flag("--reference-err-handling", a->options.reference_err_handling,
+                "ucx_perftest: endpoints with error handling (-e), as daqflow's ucx endpoints "
+                "have where the peer is not reached through shared memory");
   cmd->add_option("--reference-port", a->options.reference_port,
                   "first port of the reference tools (iperf3; sockperf +1, ucx_perftest +2, "
                   "fi_pingpong +3, zeromq +4)")

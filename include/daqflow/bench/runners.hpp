@@ -184,6 +184,9 @@ struct CompareOptions {
   // mpi_bw: distinct buffers per side (1, osu_bw's way, keeps them in cache; the pipeline depth
   // gives the reference as many different messages in flight as daqflow has).
   int reference_buffers = 1;
+  // ucx_perftest: endpoints with error handling (its -e), as daqflow's ucx endpoints have where
+  // the peer is not reached through shared memory (a dead peer must be reported, not fatal).
+  bool reference_err_handling = false;
 };
 [[nodiscard]] std::string command_line(const CompareOptions& options);
 [[nodiscard]] std::string compare_stem(const CompareOptions& options);

@@ -1,6 +1,7 @@
 #include <gtest/gtest.h>
 
 #include "daqflow/bench/references.hpp"
+#include "daqflow/bench/runners.hpp"
 
 namespace daqflow::bench {
 namespace {
@@ -102,6 +103,20 @@ TEST(ReferenceTool, EachTransportHasItsReference) {
   ASSERT_FALSE(none);
   EXPECT_NE(none.error().message().find("inproc"), std::string::npos);
   EXPECT_FALSE(reference_tool("tcp", "jitter"));
+}
+
+// --reference-err-handling names its result files apart and is in the command that reproduces
+// them, so that the two ucx_perftest figures are never confused.
+TEST(ReferenceTool, ErrorHandlingIsInTheStemAndTheCommand) {
+  CompareOptions o;
+  o.cluster.transport = "ucx";
+  o.kind = "stream";
+  o.size = 1048576;
+  EXPECT_EQ(compare_stem(o), "compare-stream-ucx-1048576");
+  EXPECT_EQ(command_line(o).find("--reference-err-handling"), std::string::npos);
+  o.reference_err_handling = true;
+  EXPECT_EQ(compare_stem(o), "compare-stream-ucx-ucx_perftest-e-1048576");
+  EXPECT_NE(command_line(o).find(" --reference-err-handling"), std::string::npos);
 }
 
 TEST(Memcpy, MeasuresAPositiveBandwidth) {
