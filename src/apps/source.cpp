@@ -190,12 +190,7 @@ bool Source::stage(Destination& d) {
   if (message_size_ > 0) {
     core::Buffer buffer = pool_->acquire();
     if (!buffer) return false;
-    const std::span<std::byte> payload{buffer.data(), message_size_};
-    if (verify_ == Verify::full) {
-      fill_full(payload, 0, seq, self_);
-    } else {
-      write_ends(payload, 0, message_size_, seq, self_);
-    }
+    write_payload({buffer.data(), message_size_}, seq);
     d.message.add(std::move(buffer), 0, message_size_);
   }
   d.message.type = wire::MessageType::data;
@@ -208,12 +203,16 @@ bool Source::stage(Destination& d) {
 transport::SendStatus Source::post_copy(Destination& d) {
   const std::uint64_t seq = d.next_seq;
   const std::span<std::byte> payload{scratch_};
+  write_payload(payload, seq);
+  return endpoint_->post_copy(d.index, {wire::MessageType::data, flags_of(seq), seq, payload});
+}
+
+void Source::write_payload(std::span<std::byte> payload, std::uint64_t seq) const {
   if (verify_ == Verify::full) {
     fill_full(payload, 0, seq, self_);
   } else {
     write_ends(payload, 0, message_size_, seq, self_);
   }
-  return endpoint_->post_copy(d.index, {wire::MessageType::data, flags_of(seq), seq, payload});
 }
 
 std::uint16_t Source::flags_of(std::uint64_t seq) const {

@@ -52,6 +52,8 @@ class Source final : public runtime::Application {
   int post_round();
   bool stage(Destination& d);
   [[nodiscard]] transport::SendStatus post_copy(Destination& d);
+  // Message seq's pattern (verify_) into payload.
+  void write_payload(std::span<std::byte> payload, std::uint64_t seq) const;
   [[nodiscard]] std::uint16_t flags_of(std::uint64_t seq) const;
   void on_send_failure(Destination& d, transport::SendStatus status);
   void lose(Destination& d, const std::string& why);

@@ -1,6 +1,5 @@
 // The shm endpoint's send side: descriptors into the receiver's ring, loans and their return.
 
-#include <algorithm>
 #include <cstring>
 #include <limits>
 
