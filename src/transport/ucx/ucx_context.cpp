@@ -1,6 +1,7 @@
 #include "ucx_context.hpp"
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 #include <string_view>
 
@@ -76,7 +77,8 @@ EffectiveTls effective_tls(const std::string& tls) {
 }  // namespace
 
 Result<std::shared_ptr<Context>> Context::create(const UcxOptions& options,
-                                                 std::size_t expected_endpoints) {
+                                                 std::size_t expected_endpoints,
+                                                 bool every_peer_on_this_host) {
   ucp_config_t* ucp_config = nullptr;
   ucs_status_t status = ucp_config_read(nullptr, nullptr, &ucp_config);
   if (status != UCS_OK) {
@@ -97,6 +99,21 @@ Result<std::shared_ptr<Context>> Context::create(const UcxOptions& options,
       ucp_config_release(ucp_config);
       return Error("ucx: transports.ucx_tls '" + options.tls +
                    "' is not a valid UCX_TLS value: " + ucs_status_string(status));
+    }
+  }
+  // Over tcp UCX splits a rendezvous across every device that reaches the peer. For a peer on
+  // this host those are loopback and this host's other interfaces, all the same kernel path: two
+  // "rails" are two connections, and each message waits for the slower one. On this machine a
+  // kernel copy is 10-15 times slower when its destination lies 1-15 bytes after its source
+  // modulo 4 KiB (docs/performance.md), which strikes connections at random; with two of them
+  // a 1 MiB stream ran at full speed in 19 of 40 runs, with one in 30 of 43. The user's
+  // UCX_MAX_RNDV_RAILS, if set, stands.
+  if (every_peer_on_this_host && !host_local && !shared_memory &&
+      std::getenv("UCX_MAX_RNDV_RAILS") == nullptr) {
+    status = ucp_config_modify(ucp_config, "MAX_RNDV_RAILS", "1");
+    if (status != UCS_OK) {
+      ucp_config_release(ucp_config);
+      return Error(std::string("ucx: cannot set MAX_RNDV_RAILS: ") + ucs_status_string(status));
     }
   }
   ucp_params_t params{};

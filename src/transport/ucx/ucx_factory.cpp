@@ -58,11 +58,13 @@ class UcxTransport final : public Transport {
 };
 
 }  // namespace
+
 }  // namespace ucx
 
 Result<std::unique_ptr<Transport>> make_ucx_transport(const AddressTable& addresses,
                                                       const UcxOptions& options) {
-  auto context = ucx::Context::create(options, addresses.size());
+  auto context =
+      ucx::Context::create(options, addresses.size(), detail::every_host_is_this_one(addresses));
   if (!context) return context.error();
   return std::unique_ptr<Transport>(
       std::make_unique<ucx::UcxTransport>(addresses, std::move(*context)));
