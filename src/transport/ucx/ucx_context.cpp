@@ -103,11 +103,10 @@ Result<std::shared_ptr<Context>> Context::create(const UcxOptions& options,
   }
   // Over tcp UCX splits a rendezvous across every device that reaches the peer. For a peer on
   // this host those are loopback and this host's other interfaces, all the same kernel path: two
-  // "rails" are two connections, and each message waits for the slower one. On this machine a
-  // kernel copy is 10-15 times slower when its destination lies 1-15 bytes after its source
-  // modulo 4 KiB (docs/performance.md), which strikes connections at random; with two of them
-  // a 1 MiB stream ran at full speed in 19 of 40 runs, with one in 30 of 43. The user's
-  // UCX_MAX_RNDV_RAILS, if set, stands.
+  // "rails" are two connections, and each message waits for the slower one. Single loopback
+  // connections here run at one of two speeds (5.5-6 or about 2 GB/s for 1 MiB), so two of them
+  // are slow more often: a 1 MiB stream ran at full speed in 19 of 40 runs with two rails and in
+  // 30 of 43 with one (docs/transports.md). The user's UCX_MAX_RNDV_RAILS, if set, stands.
   if (every_peer_on_this_host && !host_local && !shared_memory &&
       std::getenv("UCX_MAX_RNDV_RAILS") == nullptr) {
     status = ucp_config_modify(ucp_config, "MAX_RNDV_RAILS", "1");
