@@ -105,8 +105,8 @@ Result<std::shared_ptr<Context>> Context::create(const UcxOptions& options,
   // this host those are loopback and this host's other interfaces, all the same kernel path: two
   // "rails" are two connections, and each message waits for the slower one. Single loopback
   // connections here run at one of two speeds (5.5-6 or about 2 GB/s for 1 MiB), so two of them
-  // are slow more often: a 1 MiB stream ran at full speed in 19 of 40 runs with two rails and in
-  // 30 of 43 with one (docs/transports.md). The user's UCX_MAX_RNDV_RAILS, if set, stands.
+  // are slow more often: a 1 MiB stream ran at full speed in 15 of 35 runs with two rails and in
+  // 25 of 35 with one (docs/transports.md). The user's UCX_MAX_RNDV_RAILS, if set, stands.
   if (every_peer_on_this_host && !host_local && !shared_memory &&
       std::getenv("UCX_MAX_RNDV_RAILS") == nullptr) {
     status = ucp_config_modify(ucp_config, "MAX_RNDV_RAILS", "1");
