@@ -28,7 +28,7 @@ class Context {
   // peer is on this host and the list leaves UCX nothing but tcp, rendezvous use one rail.
   static Result<std::shared_ptr<Context>> create(const UcxOptions& options,
                                                  std::size_t expected_endpoints,
-                                                 bool every_peer_on_this_host = false);
+                                                 bool every_peer_on_this_host);
   ~Context();
   Context(const Context&) = delete;
   Context& operator=(const Context&) = delete;

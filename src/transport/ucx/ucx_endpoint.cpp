@@ -287,12 +287,13 @@ void UcxEndpoint::stop_caretaker() {
 bool UcxEndpoint::progress() {
   unsigned n = 0;
   int rounds = 0;
-  // An arrival waiting for a buffer ends the loop: for a rendezvous, attaching the buffer is what
-  // sends the sender its go-ahead, which should not wait for the rest of a burst.
+  // An arrival waiting for a buffer ends the loop unless the pool is known to be empty: for a
+  // rendezvous, attaching the buffer is what sends the sender its go-ahead, which should not wait
+  // for the rest of a burst.
   do {
     n = ucp_worker_progress(worker_);
   } while (n != 0 && ++rounds < kMaxProgressRounds && arrivals_.size() < arrival_limit_ &&
-           waiting_ == 0);
+           (waiting_ == 0 || stalled_));
   drained_ = n == 0;
   return rounds > 0 || n != 0;
 }
