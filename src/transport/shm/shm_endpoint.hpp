@@ -181,6 +181,7 @@ class ShmEndpoint final : public Endpoint, public FaultInjection {
   template <class ForEachPiece>
   [[nodiscard]] SendStatus post_inline(AppIndex index, Peer& p, wire::MessageType type,
                                        std::uint16_t flags, std::uint64_t tag, std::uint32_t size,
+                                       std::span<const std::byte> whole,
                                        const ForEachPiece& for_each_piece);
   [[nodiscard]] SendStatus post_by_reference(AppIndex index, Peer& p, Message& message,
                                              std::uint32_t size);
@@ -241,6 +242,7 @@ class ShmEndpoint final : public Endpoint, public FaultInjection {
   std::size_t last_pool_ = 0;    // send_pools_ index of the last return taken
   std::size_t copy_limit_ = 0;   // kInlineMax, or less if options_.max_message_size is
   bool stalled_ = false;
+  bool streamed_ = false;  // streaming stores since the last sfence_streams()
   bool closed_ = false;
   AppIndex corrupt_next_ = wire::kNoApplication;  // FaultInjection::corrupt_next()
 };

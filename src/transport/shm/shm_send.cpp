@@ -67,8 +67,11 @@ SendStatus ShmEndpoint::post_send(AppIndex index, Message& message) {
   // Small payloads are copied into the ring. Larger ones go by reference: zero copy when every
   // piece lies in one of our shared pools, otherwise one copy into the bounce pool.
   if (size > 0 && size <= kInlineMax) {
-    const SendStatus status =
-        post_inline(index, p, message.type, message.flags, message.tag, size, [&](auto&& f) {
+    const SendStatus status = post_inline(
+        index, p, message.type, message.flags, message.tag, size,
+        message.segment_count == 1 ? std::span<const std::byte>(message.segments[0].bytes())
+                                   : std::span<const std::byte>(),
+        [&](auto&& f) {
           for (const Segment& s : message.pieces()) {
             if (s.length > 0) f(std::span<const std::byte>(s.bytes()));  // may have no buffer
           }
@@ -87,7 +90,8 @@ SendStatus ShmEndpoint::post_copy(AppIndex index, const CopyMessage& message) {
   }
   if (const SendStatus status = admit(index); status != SendStatus::ok) return status;
   return post_inline(index, peers_[index], message.type, message.flags, message.tag,
-                     static_cast<std::uint32_t>(size), [&](auto&& f) { f(message.payload); });
+                     static_cast<std::uint32_t>(size), message.payload,
+                     [&](auto&& f) { f(message.payload); });
 }
 
 SendStatus ShmEndpoint::post_by_reference(AppIndex index, Peer& p, Message& message,
@@ -173,6 +177,7 @@ SendStatus ShmEndpoint::post_by_reference(AppIndex index, Peer& p, Message& mess
 template <class ForEachPiece>
 SendStatus ShmEndpoint::post_inline(AppIndex index, Peer& p, wire::MessageType type,
                                     std::uint16_t flags, std::uint64_t tag, std::uint32_t size,
+                                    std::span<const std::byte> whole,
                                     const ForEachPiece& for_each_piece) {
   const std::size_t n = inline_cells(size);
   if (!ring_room(p, n)) {
@@ -185,7 +190,15 @@ SendStatus ShmEndpoint::post_inline(AppIndex index, Peer& p, wire::MessageType t
   // The payload, then the 32-byte head. Neither is read before ring_doorbells() publishes the
   // tail.
   std::uint32_t crc = 0;
-  if (cell + n <= kRingCells) {
+  // Streamed while the pipeline to the peer holds a few messages already: the receiver then has
+  // others to read first, and the sender's rate is what counts. A lone message (a request, a
+  // round trip) is stored through the cache, where the receiving core takes it from ours rather
+  // than from memory: the 64-byte round trip stays at 0.4 us instead of 0.9 here.
+  const bool stream =
+      kStreams && p.posted - p.reported >= kStreamFrom && !whole.empty() && cell + n <= kRingCells;
+  if (stream) {
+    stream_small(head_cell + kCell, whole.data(), whole.size());
+  } else if (cell + n <= kRingCells) {
     std::byte* to = head_cell + kCell;
     for_each_piece([&](std::span<const std::byte> piece) {
       copy_small(to, piece.data(), piece.size());
@@ -207,7 +220,14 @@ SendStatus ShmEndpoint::post_inline(AppIndex index, Peer& p, wire::MessageType t
     corrupt_next_ = wire::kNoApplication;
   }
   const auto bits = static_cast<std::uint8_t>((options_.payload_crc ? kHasCrc : 0) | kInline);
-  store_head(head_cell, EntryKind::message, type, flags, bits, size, crc, tag, p.posted);
+  const HeadWords head =
+      head_words(EntryKind::message, type, flags, bits, size, crc, tag, p.posted);
+  if (stream) {
+    stream_head(head_cell, head);
+    streamed_ = true;
+  } else {
+    store_head(head_cell, head);
+  }
   posted(index, p, type, tag, n, size);
   return SendStatus::ok;
 }
@@ -281,6 +301,7 @@ void ShmEndpoint::write_bye(Peer& p) {
   Channel& ch = *p.out;
   ch.cell(p.tail)[0] = static_cast<std::byte>(EntryKind::bye);
   ++p.tail;
+  if (streamed_) sfence_streams();  // streamed_ stays: other peers' tails are not out yet
   p.published = p.tail;
   ch.tail.store(p.tail, std::memory_order_release);
   ch.sender_state.store(SenderState::closed, std::memory_order_release);
@@ -288,6 +309,10 @@ void ShmEndpoint::write_bye(Peer& p) {
 
 void ShmEndpoint::ring_doorbells() {
   if (doorbells_.empty()) return;
+  if (streamed_) {
+    sfence_streams();  // the messages before the tails that announce them
+    streamed_ = false;
+  }
   for (const AppIndex index : doorbells_) {
     Peer& p = peers_[index];
     if (p.out != nullptr && p.published != p.tail) {
