@@ -11,11 +11,28 @@
 #include <cerrno>
 #include <cstring>
 
+// Linux 6.15 and later; older C library headers do not name it.
+#ifndef TCP_RTO_MAX_MS
+#define TCP_RTO_MAX_MS 44
+#endif
+
 namespace daqflow::transport::detail {
+
+namespace {
+
+// The longest a lost segment waits before it is sent again, in ms: the kernel's floor for
+// TCP_RTO_MAX_MS (its default is 120 s). Within a DAQ network a round trip takes microseconds,
+// so backing off further only delays the data once a link comes back: after an outage of
+// seconds the next retransmission would otherwise come up to the outage's length later, past a
+// builder's fragment timeout. Older kernels refuse the option and keep their backoff.
+constexpr int kRtoMaxMs = 1000;
+
+}  // namespace
 
 void tune(int fd, std::size_t buffer_bytes) {
   const int one = 1;
   ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+  ::setsockopt(fd, IPPROTO_TCP, TCP_RTO_MAX_MS, &kRtoMaxMs, sizeof kRtoMaxMs);
   if (buffer_bytes > 0) {
     const int bytes = static_cast<int>(std::min<std::size_t>(buffer_bytes, 1u << 30));
     ::setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &bytes, sizeof bytes);

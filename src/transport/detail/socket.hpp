@@ -33,7 +33,8 @@ struct DialResult {
 // Starts a non-blocking connect.
 [[nodiscard]] DialResult start_connect(const SocketAddress& address, std::size_t buffer_bytes);
 
-// TCP_NODELAY and, when buffer_bytes > 0, SO_SNDBUF and SO_RCVBUF.
+// TCP_NODELAY, retransmissions backed off to at most 1 s (TCP_RTO_MAX_MS, where the kernel
+// has it) and, when buffer_bytes > 0, SO_SNDBUF and SO_RCVBUF.
 void tune(int fd, std::size_t buffer_bytes);
 // The pending error of a socket (SO_ERROR), 0 if none.
 [[nodiscard]] int pending_error(int fd);

@@ -131,6 +131,28 @@ TEST(Socket, LoopbackAndOwnInterfaceAddressesAreThisHost) {
   EXPECT_FALSE(detail::is_this_host(nullptr));
 }
 
+TEST(Socket, TunedSocketsRetransmitWithinOneSecond) {
+  // TCP_RTO_MAX_MS (44) is Linux 6.15's; an older kernel refuses it on every socket alike.
+  constexpr int kRtoMaxMs = 44;
+  auto rto_max = [](int fd) -> std::optional<int> {
+    int ms = 0;
+    socklen_t len = sizeof ms;
+    if (::getsockopt(fd, IPPROTO_TCP, kRtoMaxMs, &ms, &len) != 0) return std::nullopt;
+    return ms;
+  };
+  UniqueFd plain(::socket(AF_INET, SOCK_STREAM, 0));
+  UniqueFd tuned(::socket(AF_INET, SOCK_STREAM, 0));
+  ASSERT_TRUE(plain && tuned);
+  detail::tune(tuned.get(), 0);
+  const std::optional<int> before = rto_max(plain.get());
+  if (before) {
+    EXPECT_GT(*before, 1000) << "the kernel's default backoff";
+    EXPECT_EQ(rto_max(tuned.get()), 1000);
+  } else {
+    EXPECT_EQ(rto_max(tuned.get()), std::nullopt);
+  }
+}
+
 TEST(Tcp, GarbageFromAStrangerIsRejected) {
   Receiver r(0);
   UniqueFd peer = dial(r.port());
