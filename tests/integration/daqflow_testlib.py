@@ -64,6 +64,7 @@ class _Ports:
                 f.close()
                 continue
             self._lock = f  # held until this process exits
+            atexit.register(f.close)
             self._base = PORT_FIRST + block * PORT_BLOCK
             return
         raise RuntimeError("every port block of 26000-29999 is taken by other test processes")
