@@ -19,6 +19,7 @@
 
 #include <zmq.h>
 
+#include <cerrno>
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
@@ -83,7 +84,13 @@ void wait_for_disconnect(void* events) {
     // A monitor event is two frames: the event number and value, then the peer's address.
     zmq_msg_t frame;
     zmq_msg_init(&frame);
-    if (zmq_msg_recv(&frame, events, 0) < 0) fail("waiting for the receiver to hang up");
+    if (zmq_msg_recv(&frame, events, 0) < 0) {
+      if (zmq_errno() == EAGAIN) {
+        std::fprintf(stderr, "zmq_bw: the receiver did not hang up within 60 s of the end\n");
+        std::exit(1);
+      }
+      fail("waiting for the receiver to hang up");
+    }
     std::uint16_t event = 0;
     if (zmq_msg_size(&frame) >= sizeof event)
       std::memcpy(&event, zmq_msg_data(&frame), sizeof event);

@@ -8,8 +8,11 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <cstring>
+
+#include "daqflow/core/log.hpp"
 
 // Linux 6.15 and later; older C library headers do not name it.
 #ifndef TCP_RTO_MAX_MS
@@ -32,7 +35,16 @@ constexpr int kRtoMaxMs = 1000;
 void tune(int fd, std::size_t buffer_bytes) {
   const int one = 1;
   ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-  ::setsockopt(fd, IPPROTO_TCP, TCP_RTO_MAX_MS, &kRtoMaxMs, sizeof kRtoMaxMs);
+  if (::setsockopt(fd, IPPROTO_TCP, TCP_RTO_MAX_MS, &kRtoMaxMs, sizeof kRtoMaxMs) != 0) {
+    static std::atomic<bool> told{false};
+    if (!told.exchange(true)) {
+      spdlog::warn(
+          "tcp: this kernel does not cap the retransmission backoff (TCP_RTO_MAX_MS, "
+          "Linux 6.15 and later: {}): after a link outage, data may resume seconds after "
+          "the link is back",
+          std::strerror(errno));
+    }
+  }
   if (buffer_bytes > 0) {
     const int bytes = static_cast<int>(std::min<std::size_t>(buffer_bytes, 1u << 30));
     ::setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &bytes, sizeof bytes);
