@@ -350,6 +350,10 @@ bool Cluster::alive(const std::string& name) const {
   return !processes_[context(name).process].launched->exit_status().has_value();
 }
 
+bool Cluster::ending(const std::string& name) const {
+  return processes_[context(name).process].launched->ending();
+}
+
 std::string Cluster::death_of(const std::string& name) const {
   const auto& p = processes_[context(name).process];
   return p.launched->exit_status() ? describe_end(p) : std::string();

@@ -79,6 +79,7 @@ class LocalLaunched final : public Launched {
   [[nodiscard]] const std::optional<ExitStatus>& exit_status() const override {
     return child_.exit_status();
   }
+  [[nodiscard]] bool ending() const override { return child_.ending(); }
   [[nodiscard]] std::string where() const override { return "pid " + std::to_string(child_.pid()); }
   [[nodiscard]] long pid() const override { return static_cast<long>(child_.pid()); }
   [[nodiscard]] std::string local_log() const override { return child_.log_path(); }

@@ -13,6 +13,7 @@
 #include <filesystem>
 #include <fstream>
 #include <optional>
+#include <sstream>
 #include <thread>
 
 namespace daqflow::control {
@@ -160,6 +161,24 @@ std::optional<ExitStatus> ChildProcess::wait_for(std::chrono::milliseconds timeo
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
   return exit_;
+}
+
+bool ChildProcess::ending() const {
+  if (exit_ || pid_ <= 0) return false;
+  // /proc/PID/stat: the state (field 3) and the kernel's task flags (field 9), after the command
+  // name, which may hold spaces and parentheses.
+  std::ifstream in("/proc/" + std::to_string(pid_) + "/stat");
+  std::string text;
+  if (!std::getline(in, text)) return false;
+  const auto close = text.rfind(')');
+  if (close == std::string::npos) return false;
+  std::istringstream fields(text.substr(close + 1));
+  char state = 0;
+  std::string skip;
+  unsigned long flags = 0;
+  if (!(fields >> state >> skip >> skip >> skip >> skip >> skip >> flags)) return false;
+  constexpr unsigned long kExiting = 0x4;  // PF_EXITING, include/linux/sched.h
+  return state == 'Z' || state == 'X' || (flags & kExiting) != 0;
 }
 
 void ChildProcess::signal(int sig) const {

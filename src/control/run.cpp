@@ -106,6 +106,9 @@ class Run {
   void record_lost(const std::vector<std::string>& contexts, const std::string& description);
   void settle(const std::vector<std::string>& contexts);
   static AppSample unknown_sample(View& v);
+  // A request to a context failed: its death when its process ended (or is ending), else
+  // went_silent(). Error when fatal.
+  Result<void> no_answer(const std::string& context, const Error& why);
   // A context whose process lives but whose control API did not answer: survivable while data
   // flows (like a death), fatal otherwise. Error when fatal.
   Result<void> went_silent(const std::string& context, const Error& why);
@@ -437,6 +440,19 @@ bool Run::give_up(const View& failed) {
   return true;
 }
 
+// A killed executive's sockets close before its process can be reaped, so a request can fail
+// with a reset connection while the process still reads as alive: while it is ending, wait for
+// its end and report that, not silence.
+Result<void> Run::no_answer(const std::string& context, const Error& why) {
+  const auto give_up = Clock::now() + std::chrono::seconds(10);
+  for (;;) {
+    if (auto dead = check_deaths(); !dead) return dead;
+    if (!cluster_->alive(context)) return ok();
+    if (!cluster_->ending(context) || Clock::now() >= give_up) return went_silent(context, why);
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+}
+
 Result<void> Run::went_silent(const std::string& context, const Error& why) {
   const std::string description = "context " + context + " (" + cluster_->where(context) +
                                   ") does not answer its control API (" + why.message() + ")";
@@ -503,9 +519,7 @@ Result<void> Run::poll_states() {
     auto apps = cluster_->client(ctx.name).get("/api/v1/apps");
     if (!apps) {
       // A context that just died reads as a refused connection; say that it died instead.
-      if (auto dead = check_deaths(); !dead) return dead;
-      if (!cluster_->alive(ctx.name)) continue;
-      if (auto r = went_silent(ctx.name, apps.error()); !r) return r;
+      if (auto r = no_answer(ctx.name, apps.error()); !r) return r;
       continue;
     }
     if (!apps->is_array())
@@ -673,15 +687,9 @@ void Run::monitor() {
         }
         auto app = client_of(v).get("/api/v1/apps/" + v.config->id);
         if (!app) {
-          if (const auto dead = check_deaths(); !dead) {
-            error = dead.error().message();
+          if (auto r = no_answer(v.config->context, app.error()); !r) {
+            error = r.error().message();
             break;
-          }
-          if (cluster_->alive(v.config->context)) {
-            if (auto r = went_silent(v.config->context, app.error()); !r) {
-              error = r.error().message();
-              break;
-            }
           }
           samples.push_back(unknown_sample(v));
           continue;

@@ -49,6 +49,9 @@ class Launched {
   // whose host stopped answering): the executive may still run there, and is then watched
   // through its control port instead.
   [[nodiscard]] virtual bool connection_lost() const { return false; }
+  // It has begun to end but its end cannot be seen yet (ChildProcess::ending); false where the
+  // launcher cannot tell.
+  [[nodiscard]] virtual bool ending() const { return false; }
 
   // "pid 123", "pid 123 on 10.77.0.2 via ssh": for messages.
   [[nodiscard]] virtual std::string where() const = 0;

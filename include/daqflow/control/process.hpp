@@ -63,6 +63,10 @@ class ChildProcess {
   std::optional<ExitStatus> poll();
   // Waits up to timeout for the child to end.
   std::optional<ExitStatus> wait_for(std::chrono::milliseconds timeout);
+  // Whether the child has begun to exit (a fatal signal or exit() is being carried out) and
+  // cannot be reaped yet. The kernel closes an ending process's sockets before its parent can
+  // reap it: a peer sees the connection reset first.
+  [[nodiscard]] bool ending() const;
   // Sends a signal to the child's process group (the executive and anything it started).
   void signal(int sig) const;
   // SIGKILL, then reap.

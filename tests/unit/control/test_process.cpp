@@ -5,6 +5,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <thread>
 
 #include "daqflow/control/process.hpp"
 
@@ -44,6 +45,23 @@ TEST_F(ProcessTest, ASignalledChildIsReportedWithTheSignal) {
   EXPECT_EQ(status->signal, SIGKILL);
   EXPECT_EQ(status->shell_code(), 137);
   EXPECT_EQ(status->str().rfind("killed by signal 9", 0), 0u) << status->str();
+}
+
+// Killed but not yet reaped, it reads as ending: the window in which its sockets are closed but
+// poll() cannot see its end yet.
+TEST_F(ProcessTest, AKilledChildReadsAsEndingUntilReaped) {
+  auto child = ChildProcess::spawn({"/bin/sleep", "30"}, log("f.log"));
+  ASSERT_TRUE(child.ok());
+  EXPECT_FALSE(child->ending());
+  ASSERT_EQ(::kill(child->pid(), SIGKILL), 0);
+  // Not polled: the child stays a zombie. The signal is carried out asynchronously.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (!child->ending() && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  EXPECT_TRUE(child->ending());
+  ASSERT_TRUE(child->wait_for(std::chrono::seconds(10)).has_value());
+  EXPECT_FALSE(child->ending());
 }
 
 TEST_F(ProcessTest, TheChildRunsInItsOwnProcessGroup) {
