@@ -350,8 +350,9 @@ bool Cluster::alive(const std::string& name) const {
   return !processes_[context(name).process].launched->exit_status().has_value();
 }
 
-bool Cluster::ending(const std::string& name) const {
-  return processes_[context(name).process].launched->ending();
+bool Cluster::any_ending() const {
+  return std::any_of(processes_.begin(), processes_.end(),
+                     [](const Process& p) { return !p.reported && p.launched->ending(); });
 }
 
 std::string Cluster::death_of(const std::string& name) const {

@@ -106,6 +106,8 @@ class Run {
   void record_lost(const std::vector<std::string>& contexts, const std::string& description);
   void settle(const std::vector<std::string>& contexts);
   static AppSample unknown_sample(View& v);
+  // check_deaths(), once every process that has begun to end has ended.
+  Result<void> check_settled_deaths();
   // A request to a context failed: its death when its process ended (or is ending), else
   // went_silent(). Error when fatal.
   Result<void> no_answer(const std::string& context, const Error& why);
@@ -440,17 +442,22 @@ bool Run::give_up(const View& failed) {
   return true;
 }
 
-// A killed executive's sockets close before its process can be reaped, so a request can fail
-// with a reset connection while the process still reads as alive: while it is ending, wait for
-// its end and report that, not silence.
-Result<void> Run::no_answer(const std::string& context, const Error& why) {
+// A killed executive's sockets close before its process can be reaped: a request to it, or an
+// application's connection to it, fails while the process still reads as alive. Its death is
+// the cause to report, so the processes that are ending are waited for first.
+Result<void> Run::check_settled_deaths() {
   const auto give_up = Clock::now() + std::chrono::seconds(10);
   for (;;) {
     if (auto dead = check_deaths(); !dead) return dead;
-    if (!cluster_->alive(context)) return ok();
-    if (!cluster_->ending(context) || Clock::now() >= give_up) return went_silent(context, why);
+    if (!cluster_->any_ending() || Clock::now() >= give_up) return ok();
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
+}
+
+Result<void> Run::no_answer(const std::string& context, const Error& why) {
+  if (auto dead = check_settled_deaths(); !dead) return dead;
+  if (!cluster_->alive(context)) return ok();
+  return went_silent(context, why);
 }
 
 Result<void> Run::went_silent(const std::string& context, const Error& why) {
@@ -729,6 +736,11 @@ void Run::monitor() {
         progress += samples[i].bytes_in + samples[i].messages_in;
       }
       if (failed != nullptr) {
+        // One that failed on a dead peer's reset connection: the death is the cause.
+        if (auto dead = check_settled_deaths(); !dead) {
+          fail(dead.error().message());
+          break;
+        }
         fail("application " + failed->config->id + " failed: " + failed->reason);
         break;
       }

@@ -74,8 +74,8 @@ class Cluster {
 
   // Whether the process hosting this context is still running (as of the last reap).
   [[nodiscard]] bool alive(const std::string& context) const;
-  // Whether that process has begun to end and is not reaped yet (Launched::ending).
-  [[nodiscard]] bool ending(const std::string& context) const;
+  // Whether any process has begun to end and is not reaped yet (Launched::ending).
+  [[nodiscard]] bool any_ending() const;
   // "context ru1 (pid 123) died: ..." for a context whose process ended, else empty.
   [[nodiscard]] std::string death_of(const std::string& context) const;
 
