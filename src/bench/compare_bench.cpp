@@ -188,7 +188,19 @@ Result<BenchOutput> run_compare(const CompareOptions& o, BenchEnv& env) {
       my_values.begin());
   const ReferenceResult& before = refs.front();
   const ReferenceResult& after = refs.back();
-  const double ratio = latency ? (my > 0 ? ref / my : 0) : (ref > 0 ? my / ref : 0);
+  const auto ratio_of = [latency](double mine_value, double ref_value) {
+    return latency ? (mine_value > 0 ? ref_value / mine_value : 0)
+                   : (ref_value > 0 ? mine_value / ref_value : 0);
+  };
+  const double ratio = ratio_of(my, ref);
+  // Each round against the two reference runs around it: a machine whose speed drifts or jumps
+  // during the comparison (a neighbour's load, a memory placement) moves both sides of a round
+  // together, so the median of these is steadier than the ratio of the medians.
+  std::vector<double> round_ratios;
+  for (std::size_t i = 0; i < mine.size(); ++i) {
+    round_ratios.push_back(ratio_of(my_values[i], (ref_values[i] + ref_values[i + 1]) / 2));
+  }
+  const double paired_ratio = median(round_ratios);
   BenchOutput out;
   ResultSet& r = out.result;
   r.bench = "compare";
@@ -242,7 +254,9 @@ Result<BenchOutput> run_compare(const CompareOptions& o, BenchEnv& env) {
                  {"stems", stems},
                  {"command", mine[middle].command}}},
                {"reference", reference_json},
-               {"ratio", ratio}};
+               {"ratio", ratio},
+               {"round_ratios", round_ratios},
+               {"paired_ratio", paired_ratio}};
   if (latency) {
     r.summary["statistic"] = statistic;  // which RTT statistic both sides give (min or median)
     r.summary["daqflow_over_reference"] = ref > 0 ? my / ref : 0;

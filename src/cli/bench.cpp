@@ -468,12 +468,12 @@ void add_compare(CLI::App& bench_cmd) {
     const auto& ref = s["reference"];
     std::printf(
         "compare %s over %s, %s B: daqflow %.2f %s, %s %.2f %s (first %.2f, last %.2f): "
-        "ratio %.3f%s\n",
+        "ratio %.3f (rounds against the reference runs around them: median %.3f)%s\n",
         o.kind.c_str(), r.transport.c_str(), s["size"].dump().c_str(),
         s["daqflow"]["value"].get<double>(), s["unit"].get<std::string>().c_str(),
         ref["tool"].get<std::string>().c_str(), ref["value"].get<double>(),
         s["unit"].get<std::string>().c_str(), ref["before"].get<double>(),
-        ref["after"].get<double>(), s["ratio"].get<double>(),
+        ref["after"].get<double>(), s["ratio"].get<double>(), s["paired_ratio"].get<double>(),
         o.kind == "latency" ? fmt::format(" ({} RTT: daqflow is {:.2f}x the reference latency)",
                                           s["statistic"].get<std::string>(),
                                           s["daqflow_over_reference"].get<double>())

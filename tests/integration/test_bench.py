@@ -200,6 +200,9 @@ class Bench(DaqflowTestCase):
         expected = (s["daqflow"]["value"] / ref["value"] if better == "higher"
                     else ref["value"] / s["daqflow"]["value"])
         self.assertAlmostEqual(s["ratio"], expected)
+        # One round: the round's ratio against the runs around it is the ratio.
+        self.assertEqual(len(s["round_ratios"]), 1)
+        self.assertAlmostEqual(s["paired_ratio"], expected)
         # The daqflow figure's own result files are there, as the summary names them.
         self.assertTrue(os.path.exists(os.path.join(out, s["daqflow"]["stem"] + ".json")))
         return doc
@@ -316,6 +319,12 @@ class Bench(DaqflowTestCase):
         self.assertAlmostEqual(s["daqflow"]["value"], sorted(mine)[1])
         self.assertAlmostEqual(s["reference"]["value"], (sorted(refs)[1] + sorted(refs)[2]) / 2)
         self.assertAlmostEqual(s["ratio"], s["daqflow"]["value"] / s["reference"]["value"])
+        rounds = [mine[k] / ((refs[k] + refs[k + 1]) / 2) for k in range(3)]
+        self.assertEqual(len(s["round_ratios"]), 3)
+        for got, want in zip(s["round_ratios"], rounds):
+            self.assertAlmostEqual(got, want)
+        self.assertAlmostEqual(s["paired_ratio"], sorted(rounds)[1])
+        self.assertIn("rounds against the reference runs around them: median", text)
         # Each round's daqflow figure has its own files; the summary names the median one.
         for stem in s["daqflow"]["stems"]:
             self.assertTrue(os.path.exists(os.path.join(out, stem + ".json")), stem)
