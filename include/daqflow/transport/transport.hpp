@@ -18,7 +18,8 @@
 //
 // Ordering: messages to one peer are delivered in the order posted, and their send completions
 // arrive in that order too. An application that only counts its sends may ask for one send_done
-// per run of them (EndpointOptions::coalesce_send_done; shm does so, the others report each).
+// per run of them (EndpointOptions::coalesce_send_done; shm and tcp do so, the others report
+// each).
 //
 // Progress: post_send() queues a message; it leaves in the sender's next poll() or wait(), which
 // let a transport hand a burst of posts over at once (one system call for tcp, one store to the

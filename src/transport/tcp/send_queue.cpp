@@ -11,8 +11,10 @@ std::size_t SendQueue::gather(std::span<iovec> iov, std::size_t max_messages,
   std::size_t staged = 0;  // bytes of staging in use
   bool full = false;       // iov has no room left: later bytes must not be staged after it
   const std::size_t messages = std::min(max_messages, count_);
+  std::size_t at = head_;
   for (std::size_t m = 0; m < messages && !full; ++m) {
-    OutgoingMessage& out = slots_[(head_ + m) % slots_.size()];
+    OutgoingMessage& out = slots_[at];
+    if (++at == slots_.size()) at = 0;
     // Appends [data + skip, data + length) unless skip swallows it: copied to the end of the
     // staging area when small and there is room (extending the last entry when that ends there),
     // else as an entry of its own.

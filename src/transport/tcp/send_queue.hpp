@@ -42,7 +42,9 @@ class SendQueue {
 
   // The slot for a new message at the back; the caller fills it. Precondition: !full().
   OutgoingMessage& push_back() {
-    OutgoingMessage& slot = slots_[(head_ + count_) % slots_.size()];
+    std::size_t at = head_ + count_;
+    if (at >= slots_.size()) at -= slots_.size();
+    OutgoingMessage& slot = slots_[at];
     ++count_;
     return slot;
   }
@@ -88,7 +90,7 @@ class SendQueue {
  private:
   void pop_front() {
     slots_[head_].message.clear();
-    head_ = (head_ + 1) % slots_.size();
+    if (++head_ == slots_.size()) head_ = 0;
     --count_;
   }
 

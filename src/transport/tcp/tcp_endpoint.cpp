@@ -4,6 +4,7 @@
 
 #include <cerrno>
 #include <climits>
+#include <limits>
 #include <string>
 
 #include "daqflow/core/clock.hpp"
@@ -38,7 +39,12 @@ TcpEndpoint::TcpEndpoint(const AddressTable& addresses, const EndpointOptions& o
       iov_(IOV_MAX),
       staging_(kStagingBytes),
       ready_(kMaxEvents),
-      events_(addresses.size() * 2 + 64) {
+      events_(addresses.size() * 2 + 64),
+      // One send_done per write for an application that only counts its sends, where the
+      // bytes of a whole queue fit a completion's size.
+      coalesce_(options.coalesce_send_done &&
+                std::uint64_t{options.max_message_size} * options.pipeline_depth <=
+                    std::numeric_limits<std::uint32_t>::max()) {
   stats_.set_peer_count(peers_.size());
   dirty_.reserve(peers_.size());
   retries_.resize(peers_.size());
@@ -109,6 +115,9 @@ SendStatus TcpEndpoint::post_send(AppIndex index, Message& message) {
 std::size_t TcpEndpoint::poll(std::span<Completion> out) {
   detail::Emitter emit(out, events_);
   if (closed_) return emit.produced();
+  // Only the thread that polls takes receive buffers, and the application it runs gives most of
+  // them back: both without a locked instruction (a no-op once bound).
+  pool_->bind_to_this_thread();
 
   // Writes first: a reply the application just posted leaves before we look for more input.
   bool wrote = false;
@@ -287,7 +296,8 @@ bool TcpEndpoint::flush(AppIndex index, detail::Emitter* emit) {
   if (c == nullptr || c->state != Connection::State::open) return false;
   bool wrote = false;
   while (!p.queue.empty()) {
-    // Completions must fit in the caller's array: gather no more messages than that.
+    // Completions must fit in the caller's array: gather no more messages than that (coalesced,
+    // one completion stands for every message a write completes).
     const std::size_t room = emit != nullptr ? emit->free() : p.queue.size();
     if (room == 0) {
       // Completions would not fit: try again in the next poll(), not on EPOLLOUT.
@@ -295,7 +305,7 @@ bool TcpEndpoint::flush(AppIndex index, detail::Emitter* emit) {
       mark_dirty(index);
       return wrote;
     }
-    const std::size_t count = p.queue.gather(iov_, room, staging_);
+    const std::size_t count = p.queue.gather(iov_, coalesce_ ? p.queue.size() : room, staging_);
     std::size_t requested = 0;
     for (std::size_t i = 0; i < count; ++i) requested += iov_[i].iov_len;
     msghdr mh{};
@@ -312,11 +322,15 @@ bool TcpEndpoint::flush(AppIndex index, detail::Emitter* emit) {
       fail_peer(index, detail::describe(errno), emit);
       return wrote;
     }
-    p.queue.advance(static_cast<std::size_t>(n), [&](detail::OutgoingMessage& m) {
-      stats_.sent(index, m.size);
-      if (emit == nullptr) return;
-      emit->send_done(index, m.sequence, m.size, m.message.type, m.message.flags, m.message.tag);
-    });
+    if (coalesce_) {
+      complete_run(index, static_cast<std::size_t>(n), emit);
+    } else {
+      p.queue.advance(static_cast<std::size_t>(n), [&](detail::OutgoingMessage& m) {
+        stats_.sent(index, m.size);
+        if (emit == nullptr) return;
+        emit->send_done(index, m.sequence, m.size, m.message.type, m.message.flags, m.message.tag);
+      });
+    }
     if (static_cast<std::size_t>(n) < requested) {
       // The socket is full: EPOLLOUT says when to go on.
       set_want_write(*c, true);
@@ -325,6 +339,24 @@ bool TcpEndpoint::flush(AppIndex index, detail::Emitter* emit) {
   }
   set_want_write(*c, false);
   return wrote;
+}
+
+void TcpEndpoint::complete_run(AppIndex index, std::size_t written, detail::Emitter* emit) {
+  std::uint32_t count = 0;
+  std::uint32_t bytes = 0;  // coalesce_: a whole queue's payloads fit
+  std::uint64_t sequence = 0;
+  std::uint64_t tag = 0;
+  wire::MessageType type = wire::MessageType::data;
+  peers_[index].queue.advance(written, [&](const detail::OutgoingMessage& m) {
+    ++count;
+    bytes += m.size;
+    sequence = m.sequence;
+    tag = m.message.tag;
+    type = m.message.type;
+  });
+  if (count == 0) return;
+  stats_.sent(index, bytes, count);
+  if (emit != nullptr) emit->send_done_run(index, sequence, count, bytes, type, tag);
 }
 
 void TcpEndpoint::read_connection(Connection& c, detail::Emitter& emit) {

@@ -106,6 +106,8 @@ class TcpEndpoint final : public Endpoint, public FaultInjection {
   // tcp_endpoint.cpp: the data path.
   // Writes the peer's queue; returns whether it made a write call.
   bool flush(AppIndex index, detail::Emitter* emit);
+  // Drops the messages that written bytes completed, with one send_done for all of them.
+  void complete_run(AppIndex index, std::size_t written, detail::Emitter* emit);
   void read_connection(Connection& c, detail::Emitter& emit);
   void on_frame(Connection& c, detail::Frame& frame, detail::Emitter& emit);
   void dispatch(const epoll_event& event, detail::Emitter& emit);
@@ -159,6 +161,7 @@ class TcpEndpoint final : public Endpoint, public FaultInjection {
   std::vector<epoll_event> ready_;
   std::size_t ready_count_ = 0;  // events wait() collected for the next poll()
   detail::EventQueue events_;
+  const bool coalesce_;  // one send_done per write (see the constructor)
   detail::StatsCounters stats_;
   bool has_dead_ = false;
   bool skipped_input_ = false;  // the last poll() wrote and left epoll to the next call

@@ -378,6 +378,50 @@ TEST(Tcp, WireFormatAndPartialWrites) {
   EXPECT_EQ(pool->in_use(), 0u);
 }
 
+TEST(Tcp, CoalescedSendCompletionsStandForEveryMessageAWriteTook) {
+  AddressTable addresses = table(12);
+  auto transport = std::move(make_transport("tcp", addresses)).value();
+  auto listen_address = std::move(detail::resolve("127.0.0.1", addresses[1].data_port)).value();
+  UniqueFd listener = std::move(detail::listen_on(listen_address, 16 * 1024)).value();
+  EndpointOptions o;
+  o.self = 0;
+  o.max_message_size = 1000;
+  o.pipeline_depth = 64;
+  o.coalesce_send_done = true;
+  auto ep = std::move(transport->create_endpoint(o)).value();
+  ASSERT_TRUE(ep->connect(1));
+  std::array<Completion, 64> out;
+  const std::int64_t deadline = core::monotonic_ns() + 5'000'000'000;
+  while (!ep->connected(1) && core::monotonic_ns() < deadline) (void)ep->poll(out);
+  ASSERT_TRUE(ep->connected(1));
+  int fd = -1;
+  while (fd < 0 && core::monotonic_ns() < deadline) fd = ::accept(listener.get(), nullptr, nullptr);
+  ASSERT_GE(fd, 0);
+  UniqueFd conn(fd);
+
+  // Fifty small messages fit the socket's buffer: the next poll() writes them in one call, and
+  // one send_done stands for all of them, named by the last.
+  auto pool = std::move(core::BufferPool::create("tx", 64, 64)).value();
+  for (std::uint32_t k = 0; k < 50; ++k) {
+    Message m;
+    m.tag = 100 + k;
+    m.add(pool->acquire(), 0, 64);
+    ASSERT_EQ(ep->post_send(1, m), SendStatus::ok);
+  }
+  EXPECT_EQ(ep->in_flight(1), 50u);
+  const std::size_t n = ep->poll(out);
+  ASSERT_EQ(n, 1u);
+  EXPECT_EQ(out[0].kind, Completion::Kind::send_done);
+  EXPECT_EQ(out[0].count, 50u);
+  EXPECT_EQ(out[0].size, 50u * 64);
+  EXPECT_EQ(out[0].sequence, 49u);
+  EXPECT_EQ(out[0].message.tag, 149u);
+  EXPECT_EQ(ep->in_flight(1), 0u);
+  EXPECT_EQ(pool->in_use(), 0u);
+  EXPECT_EQ(ep->stats().messages_sent, 50u);
+  EXPECT_EQ(ep->stats().bytes_sent, 50u * 64);
+}
+
 TEST(Tcp, ListenFailureNamesTheApplicationAndAddress) {
   AddressTable addresses = table(8);
   auto transport = std::move(make_transport("tcp", addresses)).value();
