@@ -117,6 +117,38 @@ struct Receiver {
   std::unique_ptr<Endpoint> endpoint;
 };
 
+// Endpoint 0, made with options o, dialing a raw listening socket in application 1's place;
+// conn is the accepted connection (blocking), the endpoint's hello not yet read from it.
+struct RawPeer {
+  RawPeer(std::uint16_t block, EndpointOptions o) : addresses(table(block)) {
+    transport = std::move(make_transport("tcp", addresses)).value();
+    auto at = std::move(detail::resolve("127.0.0.1", addresses[1].data_port)).value();
+    listener = std::move(detail::listen_on(at, 16 * 1024)).value();
+    o.self = 0;
+    endpoint = std::move(transport->create_endpoint(o)).value();
+  }
+  // Dials and accepts; false when that does not happen within 5 s.
+  bool connect() {
+    if (!endpoint->connect(1)) return false;
+    std::array<Completion, 8> out;
+    const std::int64_t deadline = core::monotonic_ns() + 5'000'000'000;
+    while (!endpoint->connected(1) && core::monotonic_ns() < deadline) (void)endpoint->poll(out);
+    int fd = -1;
+    while (fd < 0 && core::monotonic_ns() < deadline) {
+      fd = ::accept(listener.get(), nullptr, nullptr);
+    }
+    if (fd < 0) return false;
+    conn = UniqueFd(fd);
+    ::fcntl(conn.get(), F_SETFL, 0);
+    return endpoint->connected(1);
+  }
+  AddressTable addresses;
+  std::unique_ptr<Transport> transport;
+  UniqueFd listener;
+  std::unique_ptr<Endpoint> endpoint;
+  UniqueFd conn;
+};
+
 TEST(Socket, LoopbackAndOwnInterfaceAddressesAreThisHost) {
   const auto is_local = [](const char* host) {
     auto address = detail::resolve(host, 1);
@@ -302,26 +334,16 @@ TEST(Tcp, ByeIsPeerClosed) {
 // The raw socket plays application 1: it sees the hello, then each message as header + payload,
 // in order, CRC included; a slow reader forces partial writes.
 TEST(Tcp, WireFormatAndPartialWrites) {
-  AddressTable addresses = table(7);
-  auto transport = std::move(make_transport("tcp", addresses)).value();
-  auto listen_address = std::move(detail::resolve("127.0.0.1", addresses[1].data_port)).value();
-  UniqueFd listener = std::move(detail::listen_on(listen_address, 16 * 1024)).value();
   EndpointOptions o;
-  o.self = 0;
   o.max_message_size = 1 << 20;
   o.payload_crc = true;
   o.socket_buffer_bytes = 16 * 1024;
-  auto ep = std::move(transport->create_endpoint(o)).value();
-  ASSERT_TRUE(ep->connect(1));
+  RawPeer peer(7, o);
+  ASSERT_TRUE(peer.connect());
+  Endpoint* ep = peer.endpoint.get();
+  const UniqueFd& conn = peer.conn;
   std::array<Completion, 8> out;
   const std::int64_t deadline = core::monotonic_ns() + 5'000'000'000;
-  while (!ep->connected(1) && core::monotonic_ns() < deadline) (void)ep->poll(out);
-  ASSERT_TRUE(ep->connected(1));
-  int fd = -1;
-  while (fd < 0 && core::monotonic_ns() < deadline) fd = ::accept(listener.get(), nullptr, nullptr);
-  ASSERT_GE(fd, 0);
-  UniqueFd conn(fd);
-  ::fcntl(conn.get(), F_SETFL, 0);
 
   wire::MessageHeader h;
   std::array<std::byte, wire::kHeaderSize> raw{};
@@ -379,25 +401,14 @@ TEST(Tcp, WireFormatAndPartialWrites) {
 }
 
 TEST(Tcp, CoalescedSendCompletionsStandForEveryMessageAWriteTook) {
-  AddressTable addresses = table(12);
-  auto transport = std::move(make_transport("tcp", addresses)).value();
-  auto listen_address = std::move(detail::resolve("127.0.0.1", addresses[1].data_port)).value();
-  UniqueFd listener = std::move(detail::listen_on(listen_address, 16 * 1024)).value();
   EndpointOptions o;
-  o.self = 0;
   o.max_message_size = 1000;
   o.pipeline_depth = 64;
   o.coalesce_send_done = true;
-  auto ep = std::move(transport->create_endpoint(o)).value();
-  ASSERT_TRUE(ep->connect(1));
+  RawPeer peer(12, o);
+  ASSERT_TRUE(peer.connect());
+  Endpoint* ep = peer.endpoint.get();
   std::array<Completion, 64> out;
-  const std::int64_t deadline = core::monotonic_ns() + 5'000'000'000;
-  while (!ep->connected(1) && core::monotonic_ns() < deadline) (void)ep->poll(out);
-  ASSERT_TRUE(ep->connected(1));
-  int fd = -1;
-  while (fd < 0 && core::monotonic_ns() < deadline) fd = ::accept(listener.get(), nullptr, nullptr);
-  ASSERT_GE(fd, 0);
-  UniqueFd conn(fd);
 
   // Fifty small messages fit the socket's buffer: the next poll() writes them in one call, and
   // one send_done stands for all of them, named by the last.
