@@ -8,7 +8,9 @@
 //
 // Threading: an Endpoint is used by one thread at a time (the owning application's agent). It
 // may be created and connected on a control thread and then handed to the agent thread, as long
-// as the hand-over is synchronised (starting the thread is).
+// as the hand-over is synchronised (starting the thread is). Received messages may be dropped on
+// any thread, but a thread that has stopped polling an endpoint must not drop its buffers once
+// another thread polls it: shm and tcp recycle them through a stack private to the polling thread.
 //
 // Ownership: post_send() takes the message's buffer references on success and drops them once the
 // bytes have left (or the receiver holds them, for inproc); the sender keeps data it must retain

@@ -114,6 +114,7 @@ class Emitter {
     c.message.type = h.type;
     c.message.flags = static_cast<std::uint16_t>(h.flags & ~wire::kFlagPayloadCrc);
     c.message.tag = h.tag;
+    c.count = 1;  // the slot may have held a coalesced send_done
     c.reason = {};
     return c;
   }

@@ -405,6 +405,7 @@ TEST(Tcp, CoalescedSendCompletionsStandForEveryMessageAWriteTook) {
   o.max_message_size = 1000;
   o.pipeline_depth = 64;
   o.coalesce_send_done = true;
+  auto pool = std::move(core::BufferPool::create("tx", 64, 64)).value();  // outlives the endpoint
   RawPeer peer(12, o);
   ASSERT_TRUE(peer.connect());
   Endpoint* ep = peer.endpoint.get();
@@ -412,7 +413,6 @@ TEST(Tcp, CoalescedSendCompletionsStandForEveryMessageAWriteTook) {
 
   // Fifty small messages fit the socket's buffer: the next poll() writes them in one call, and
   // one send_done stands for all of them, named by the last.
-  auto pool = std::move(core::BufferPool::create("tx", 64, 64)).value();
   for (std::uint32_t k = 0; k < 50; ++k) {
     Message m;
     m.tag = 100 + k;
