@@ -269,6 +269,7 @@ nlohmann::json ClockMaster::results() const {
                                                  {"drift_precision_ppm", e.drift_precision_ppm},
                                                  {"precision_ns", e.precision_ns},
                                                  {"min_delay_ns", e.min_delay_ns},
+                                                 {"max_delay_ns", e.max_delay_ns},
                                                  {"rounds", e.rounds}};
     worst = std::max(worst, e.precision_ns);
   }

@@ -19,7 +19,11 @@ std::optional<ClockEstimate> ClockEstimator::estimate() const {
   ClockEstimate e;
   e.rounds = samples_.size();
   e.min_delay_ns = samples_.front().delay_ns;
-  for (const Sample& s : samples_) e.min_delay_ns = std::min(e.min_delay_ns, s.delay_ns);
+  e.max_delay_ns = samples_.front().delay_ns;
+  for (const Sample& s : samples_) {
+    e.min_delay_ns = std::min(e.min_delay_ns, s.delay_ns);
+    e.max_delay_ns = std::max(e.max_delay_ns, s.delay_ns);
+  }
   // Fit offset = d * (t - t0) + c about the first sample's time, so that the sums stay small.
   const double t0 = samples_.front().master_ns;
   double d = 0;

@@ -36,6 +36,9 @@ struct ClockEstimate {
   double precision_ns = 0;         // RMS of the rounds' offsets around the fit (one sigma)
   double drift_precision_ppm = 0;  // 2 x precision over the window's span
   double min_delay_ns = 0;         // the lowest round trip in the window
+  // The highest of the rounds' (lowest) round trips in the window: half of it bounds the error a
+  // constant asymmetry between the legs leaves in the fitted offset.
+  double max_delay_ns = 0;
   std::size_t rounds = 0;
   core::ClockCorrection correction;  // corrected = (L - shift) * scale
 };

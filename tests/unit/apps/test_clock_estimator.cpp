@@ -53,6 +53,28 @@ TEST(ClockEstimator, RecoversOffsetAndDriftFromTheLowestDelayTrips) {
   EXPECT_NEAR(e->offset_ns, drift * (t - 1e8) + offset, 3 * e->precision_ns);
 }
 
+TEST(ClockEstimator, AConstantAsymmetryIsBoundByHalfTheHighestRoundTrip) {
+  // The node answers slowly: its leg back takes three times the master's leg out, in fast rounds
+  // (200 ns out) and slow ones (1000 ns). Each round's offset is off by half the difference.
+  ClockEstimator est(20);
+  const std::int64_t offset = 7000;
+  std::int64_t t = 1'000'000'000;
+  for (int round = 0; round < 20; ++round) {
+    const std::int64_t out = round % 2 == 0 ? 200 : 1000;
+    const std::int64_t back = 3 * out;
+    const std::int64_t t2 = t + out + offset;
+    est.add_round(RoundTrip{t, t2, t2, t + out + back});
+    t += 100'000'000;
+  }
+  const auto e = est.estimate();
+  ASSERT_TRUE(e);
+  EXPECT_DOUBLE_EQ(e->min_delay_ns, 800);
+  EXPECT_DOUBLE_EQ(e->max_delay_ns, 4000);
+  const double error = std::abs(e->offset_ns - static_cast<double>(offset));
+  EXPECT_GT(error, e->min_delay_ns / 2);  // more than the lowest round trip accounts for
+  EXPECT_LE(error, e->max_delay_ns / 2);
+}
+
 TEST(ClockEstimator, OneRoundGivesTheOffsetWithTheAsymmetryBound) {
   ClockEstimator est(10);
   est.add_round(RoundTrip{1000, 501000, 502000, 4000});  // node 500 us ahead, 2 us each way
@@ -61,6 +83,7 @@ TEST(ClockEstimator, OneRoundGivesTheOffsetWithTheAsymmetryBound) {
   EXPECT_DOUBLE_EQ(e->offset_ns, 499000);  // ((501000 - 1000) + (502000 - 4000)) / 2
   EXPECT_DOUBLE_EQ(e->drift_ppm, 0);
   EXPECT_DOUBLE_EQ(e->min_delay_ns, 2000);
+  EXPECT_DOUBLE_EQ(e->max_delay_ns, 2000);
   EXPECT_DOUBLE_EQ(e->precision_ns, 1000);
 }
 
