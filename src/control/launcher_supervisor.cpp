@@ -13,11 +13,19 @@
 // configuration on its stdin; supervisord keeps its output, read back with
 // tailProcessStdoutLog. When it has ended, its output is copied to the controller's log
 // directory and the program is removed.
+//
+// Each executive's program is watched by a thread of its own: a call to a supervisord whose host
+// is cut off waits out its timeout, and the controller's loop (the other contexts, the leases,
+// the control polls that notice the silence) must not wait with it.
 #include <fmt/format.h>
 #include <signal.h>
 #include <unistd.h>
 
+#include <atomic>
+#include <condition_variable>
 #include <fstream>
+#include <mutex>
+#include <stop_token>
 #include <thread>
 #include <xmlrpc-c/base.hpp>
 #include <xmlrpc-c/client.hpp>
@@ -30,6 +38,10 @@ namespace daqflow::control {
 namespace {
 
 constexpr unsigned kCallTimeoutMs = 10000;
+// The watcher's calls: three in a row unanswered (about 10 s, as long as ssh's keepalives take)
+// and the connection to the host counts as lost.
+constexpr unsigned kWatchTimeoutMs = 3000;
+constexpr int kWatchFailures = 3;
 constexpr auto kPollPeriod = std::chrono::milliseconds(300);
 constexpr int kLogBytes = 1 << 20;
 constexpr const char* kGroup = "daqflow";
@@ -37,16 +49,24 @@ constexpr const char* kGroup = "daqflow";
 // One supervisord's XML-RPC API.
 class Supervisor {
  public:
-  Supervisor(std::string url, std::string user, std::string password)
-      : url_(std::move(url)), user_(std::move(user)), password_(std::move(password)) {}
+  Supervisor(std::string url, std::string user, std::string password,
+             unsigned timeout_ms = kCallTimeoutMs)
+      : url_(std::move(url)),
+        user_(std::move(user)),
+        password_(std::move(password)),
+        timeout_ms_(timeout_ms) {}
+
+  // Another client of the same supervisord, for another thread (a client is used by one thread
+  // at a time), its calls given up after timeout_ms. Made on the calling thread.
+  [[nodiscard]] std::unique_ptr<Supervisor> another(unsigned timeout_ms) const {
+    auto s = std::make_unique<Supervisor>(url_, user_, password_, timeout_ms);
+    s->open();
+    return s;
+  }
 
   Result<xmlrpc_c::value> call(const std::string& method, const xmlrpc_c::paramList& params) {
     try {
-      if (!transport_) {
-        transport_ = std::make_unique<xmlrpc_c::clientXmlTransport_curl>(
-            xmlrpc_c::clientXmlTransport_curl::constrOpt().timeout(kCallTimeoutMs));
-        client_ = std::make_unique<xmlrpc_c::client_xml>(transport_.get());
-      }
+      open();
       xmlrpc_c::carriageParm_curl0 where(url_);
       if (!user_.empty()) {
         where.setUser(user_, password_);
@@ -107,6 +127,13 @@ class Supervisor {
 
   [[nodiscard]] const std::string& url() const { return url_; }
 
+  void open() {
+    if (transport_) return;
+    transport_ = std::make_unique<xmlrpc_c::clientXmlTransport_curl>(
+        xmlrpc_c::clientXmlTransport_curl::constrOpt().timeout(timeout_ms_));
+    client_ = std::make_unique<xmlrpc_c::client_xml>(transport_.get());
+  }
+
   static std::string tail_lines(std::string text, int lines) {
     std::size_t pos = text.size();
     if (pos > 0 && text.back() == '\n') --pos;
@@ -123,6 +150,7 @@ class Supervisor {
   std::string url_;
   std::string user_;
   std::string password_;
+  unsigned timeout_ms_;
   std::unique_ptr<xmlrpc_c::clientXmlTransport_curl> transport_;
   std::unique_ptr<xmlrpc_c::client_xml> client_;
 };
@@ -147,31 +175,22 @@ class SupervisorLaunched final : public Launched {
   SupervisorLaunched(std::shared_ptr<Supervisor> sup, std::string name, std::string address,
                      std::string local_log)
       : sup_(std::move(sup)),
+        watch_sup_(sup_->another(kWatchTimeoutMs)),
         name_(std::move(name)),
         full_(std::string(kGroup) + ":" + name_),
         address_(std::move(address)),
-        local_log_(std::move(local_log)) {}
+        local_log_(std::move(local_log)),
+        watcher_([this](const std::stop_token& stop) { watch(stop); }) {}
+
+  ~SupervisorLaunched() override {
+    watcher_.request_stop();
+    wake_.notify_all();
+  }
 
   std::optional<ExitStatus> poll() override {
-    if (exit_ || std::chrono::steady_clock::now() < next_poll_) return exit_;
-    next_poll_ = std::chrono::steady_clock::now() + kPollPeriod;
-    auto info = sup_->info(full_);
-    if (!info) {
-      // supervisord does not answer (its host is cut off, or it died): three times in a row is
-      // an end, as a lost ssh connection is; the lease ends the executive there.
-      if (++failures_ >= 3) end(ExitStatus{ExitStatus::kUnknown, 0});
-      return exit_;
-    }
-    failures_ = 0;
-    pid_ = int_of(*info, "pid") != 0 ? int_of(*info, "pid") : pid_;
-    const std::string state = state_of(*info);
-    if (running_state(state)) return exit_;
-    // EXITED (its own end: supervisord's exitstatus), STOPPED (stopped through the API),
-    // FATAL (could not be started).
-    ExitStatus s{int_of(*info, "exitstatus"), 0};
-    if (state == "FATAL") s.code = 127;
-    if (state == "STOPPED" && s.code == 0) s.signal = SIGTERM;
-    end(s);
+    if (exit_) return exit_;
+    const std::lock_guard lock(mutex_);
+    exit_ = seen_;
     return exit_;
   }
 
@@ -180,41 +199,86 @@ class SupervisorLaunched final : public Launched {
   ExitStatus kill() override {
     if (poll()) return *exit_;
     (void)sup_->signal(full_, "KILL");
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
-    while (!poll() && std::chrono::steady_clock::now() < deadline) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    }
-    if (!exit_) end(ExitStatus{0, SIGKILL});
+    if (auto s = wait_for(std::chrono::seconds(5))) return *s;
+    exit_ = ExitStatus{0, SIGKILL};
     return *exit_;
   }
 
   [[nodiscard]] const std::optional<ExitStatus>& exit_status() const override { return exit_; }
-  [[nodiscard]] std::string where() const override {
-    return "pid " + std::to_string(pid_) + " on " + address_ + " via supervisord";
+  // supervisord stopped answering: the executive may still run there (a cut-off host), and the
+  // controller watches it through its control port, as when ssh loses its host.
+  [[nodiscard]] bool connection_lost() const override {
+    return exit_ && lost_.load(std::memory_order_acquire);
   }
-  [[nodiscard]] long pid() const override { return pid_; }
+  [[nodiscard]] std::string where() const override {
+    return "pid " + std::to_string(pid_.load(std::memory_order_relaxed)) + " on " + address_ +
+           " via supervisord";
+  }
+  [[nodiscard]] long pid() const override { return pid_.load(std::memory_order_relaxed); }
   [[nodiscard]] std::string local_log() const override { return local_log_; }
 
  private:
+  // The watcher thread: the program's state every kPollPeriod until it has ended (then its
+  // output is copied here and the program removed) or supervisord stops answering.
+  void watch(const std::stop_token& stop) {
+    int failures = 0;
+    while (!stop.stop_requested()) {
+      if (auto info = watch_sup_->info(full_); !info) {
+        // supervisord does not answer (its host is cut off, or it died).
+        if (++failures >= kWatchFailures) {
+          lost_.store(true, std::memory_order_release);
+          publish(ExitStatus{ExitStatus::kUnknown, 0});
+          return;
+        }
+      } else {
+        failures = 0;
+        if (const int pid = int_of(*info, "pid"); pid != 0) {
+          pid_.store(pid, std::memory_order_relaxed);
+        }
+        const std::string state = state_of(*info);
+        if (!running_state(state)) {
+          // EXITED (its own end: supervisord's exitstatus), STOPPED (stopped through the API),
+          // FATAL (could not be started).
+          ExitStatus s{int_of(*info, "exitstatus"), 0};
+          if (state == "FATAL") s.code = 127;
+          if (state == "STOPPED" && s.code == 0) s.signal = SIGTERM;
+          keep_output();
+          publish(s);
+          return;
+        }
+      }
+      std::unique_lock lock(mutex_);
+      wake_.wait_for(lock, stop, kPollPeriod, [] { return false; });
+    }
+  }
+
   // Its output into the controller's log directory, then the program out of supervisord.
-  void end(ExitStatus s) {
-    exit_ = s;
-    if (auto out = sup_->tail(full_, 1 << 20); out) {
+  void keep_output() {
+    if (auto out = watch_sup_->tail(full_, 1 << 20); out) {
       std::ofstream log(local_log_, std::ios::app);
       log << *out;
     }
-    (void)sup_->remove(name_);
+    (void)watch_sup_->remove(name_);
   }
 
-  std::shared_ptr<Supervisor> sup_;
+  void publish(ExitStatus s) {
+    const std::lock_guard lock(mutex_);
+    seen_ = s;
+  }
+
+  std::shared_ptr<Supervisor> sup_;        // the controller's thread's client
+  std::unique_ptr<Supervisor> watch_sup_;  // the watcher's
   std::string name_;
   std::string full_;
   std::string address_;
   std::string local_log_;
-  long pid_ = 0;
-  int failures_ = 0;
-  std::chrono::steady_clock::time_point next_poll_{};
-  std::optional<ExitStatus> exit_;
+  std::atomic<long> pid_{0};
+  std::atomic<bool> lost_{false};
+  std::optional<ExitStatus> exit_;  // the controller's thread's view
+  std::mutex mutex_;
+  std::condition_variable_any wake_;
+  std::optional<ExitStatus> seen_;  // the watcher's finding, under mutex_
+  std::jthread watcher_;            // last: stopped and joined before the members it uses go
 };
 
 class SupervisorLauncher final : public Launcher {

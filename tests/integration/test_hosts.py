@@ -296,13 +296,26 @@ class SshHosts(DaqflowTestCase):
             # Cut for longer than ssh's keepalives (3 x 2 s): the launcher's ssh client gives
             # up on the host, and the controller goes on watching bu1's executive through its
             # control port, silent but not gone (an unreachable host refuses nothing); the
-            # other launchers' engines are unreachable as long.
+            # other launchers' engines are unreachable as long. It stays shorter than the ~15 s
+            # after which the kernel gives up a connection with data in flight (15
+            # retransmissions at most 1 s apart, docs/transports.md).
             while time.monotonic() - cut_at < 9:
                 time.sleep(0.5)
         finally:
             self.hosts.restore(bu1_host)
+        cut_s = time.monotonic() - cut_at
         wait_until(lambda: "context bu1 answers again" in self.output_of("run.log"), 60,
                    "bu1's host to be back")
+        # The controller went on while the host was cut off: no call to its launcher's engine
+        # there (ssh, supervisord, Slurm) held up its loop, whose status line comes every second.
+        out = self.output_of("run.log")
+        silent = re.search(r"context bu1 \(.*\) does not answer", out)
+        self.assertIsNotNone(silent, out)
+        during = out[silent.end():out.index("context bu1 answers again")]
+        status_lines = len(re.findall(r"^ +[0-9.]+ s  enabled", during, re.M))
+        print(f"\nbu1's host cut off for {cut_s:.1f} s; the controller's status lines while it "
+              f"was silent: {status_lines}", flush=True)
+        self.assertGreaterEqual(status_lines, 3, out)
         # bu1 rejoined and builds again before the run ends.
         host = self.hosts.addresses[bu1_host]
         with open(config) as f:
