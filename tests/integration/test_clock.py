@@ -1,9 +1,16 @@
 """Clock synchronisation by round trips with real processes (docs/timeslices.md): a clock master
 and two nodes, one of whose local clock is made to run 2.5 ms ahead and 50 ppm fast. The master
-recovers the injected drift within three times its reported precision, and the injected node's
-corrected clock agrees with the plain node's within three times their precisions (both share
-this host's monotonic clock, so what is left is the path's asymmetry, the same for both)."""
+recovers the injected drift within three times its reported precision, and each node's
+corrected clock is within the path's asymmetry and three times its precision of this host's
+monotonic clock, the master's.
 
+The three processes share one CPU. Each node reads its true error against the monotonic clock
+where it runs, and on a virtual machine the CPUs' clocks need not agree to the microsecond: CI
+once read c2 12.3 us off with round trips of at most 17.5 us, more than any asymmetry of the path
+explains (an error beyond half the round trip needs one leg shorter than nothing), while c1 was
+1 us off in the same run."""
+
+import os
 import unittest
 
 from daqflow_testlib import PORTS, DaqflowTestCase, http, rewrite_ports, wait_until
@@ -39,6 +46,13 @@ def port_of(text, ctx):
 
 
 class ClockSync(DaqflowTestCase):
+    def setUp(self):
+        super().setUp()
+        # The processes the run starts inherit this process's CPU.
+        allowed = os.sched_getaffinity(0)
+        os.sched_setaffinity(0, {min(allowed)})
+        self.addCleanup(os.sched_setaffinity, 0, allowed)
+
     def results(self, port, app):
         status, body = http(port, "GET", f"/api/v1/apps/{app}")
         self.assertEqual(status, 200, body)
@@ -69,7 +83,8 @@ class ClockSync(DaqflowTestCase):
               f"(+- {nodes['c2']['drift_precision_ppm']:.3f}), precision "
               f"{nodes['c1']['precision_ns']:.0f} / {nodes['c2']['precision_ns']:.0f} ns, "
               f"corrected clock error {c1['error_ns']} / {c2['error_ns']} ns, lowest round trip "
-              f"{nodes['c1']['min_delay_ns']:.0f} ns, highest {nodes['c1']['max_delay_ns']:.0f} ns",
+              f"{nodes['c1']['min_delay_ns']:.0f} / {nodes['c2']['min_delay_ns']:.0f} ns, highest "
+              f"{nodes['c1']['max_delay_ns']:.0f} / {nodes['c2']['max_delay_ns']:.0f} ns",
               flush=True)
         self.assertGreater(c2["corrections"], 0, c2)
         # The injection is real: c2's local clock is 2.5 ms ahead (and more, it runs fast).
