@@ -1,8 +1,6 @@
 #include "transport/detail/endpoint_common.hpp"
 
-#include <algorithm>
 #include <string_view>
-#include <vector>
 
 #include "daqflow/wire/crc32c.hpp"
 
@@ -38,19 +36,6 @@ Result<void> check_connect(const std::string& name, const AddressTable& table, A
                  name + ": cannot connect to application " + peer_name(table, peer));
   }
   return ok();
-}
-
-bool every_host_is_this_one(const AddressTable& table) {
-  std::vector<std::string_view> checked;
-  for (const AppAddress& a : table) {
-    if (std::find(checked.begin(), checked.end(), a.host) != checked.end()) continue;
-    checked.push_back(a.host);
-    auto address = core::resolve(a.host, 0);
-    if (!address || !core::is_this_host(reinterpret_cast<const sockaddr*>(&address->storage))) {
-      return false;
-    }
-  }
-  return true;
 }
 
 Result<core::SocketAddress> peer_data_address(const std::string& name, const AddressTable& table,

@@ -35,10 +35,6 @@ namespace daqflow::transport::detail {
 [[nodiscard]] Result<void> check_connect(const std::string& name, const AddressTable& table,
                                          AppIndex peer, bool closed);
 
-// Whether every application in the table runs on this host: each host resolves to loopback or to
-// an address of one of this host's interfaces. A host that does not resolve counts as another.
-[[nodiscard]] bool every_host_is_this_one(const AddressTable& table);
-
 // The peer's data address, for the transports that dial one (tcp, ucx, ofi); the error names
 // the peer and its context when it has no data port.
 [[nodiscard]] Result<core::SocketAddress> peer_data_address(const std::string& name,

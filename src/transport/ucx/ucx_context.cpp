@@ -1,7 +1,6 @@
 #include "ucx_context.hpp"
 
 #include <algorithm>
-#include <cstdlib>
 #include <cstring>
 #include <string_view>
 
@@ -77,8 +76,7 @@ EffectiveTls effective_tls(const std::string& tls) {
 }  // namespace
 
 Result<std::shared_ptr<Context>> Context::create(const UcxOptions& options,
-                                                 std::size_t expected_endpoints,
-                                                 bool every_peer_on_this_host) {
+                                                 std::size_t expected_endpoints) {
   ucp_config_t* ucp_config = nullptr;
   ucs_status_t status = ucp_config_read(nullptr, nullptr, &ucp_config);
   if (status != UCS_OK) {
@@ -101,20 +99,10 @@ Result<std::shared_ptr<Context>> Context::create(const UcxOptions& options,
                    "' is not a valid UCX_TLS value: " + ucs_status_string(status));
     }
   }
-  // Over tcp UCX splits a rendezvous across every device that reaches the peer. For a peer on
-  // this host those are loopback and this host's other interfaces, all the same kernel path: two
-  // "rails" are two connections, and each message waits for the slower one. Single loopback
-  // connections here run at one of two speeds (5.5-6 or about 2 GB/s for 1 MiB), so two of them
-  // are slow more often: a 1 MiB stream ran at full speed in 15 of 35 runs with two rails and in
-  // 25 of 35 with one (docs/transports.md). The user's UCX_MAX_RNDV_RAILS, if set, stands.
-  if (every_peer_on_this_host && !host_local && !shared_memory &&
-      std::getenv("UCX_MAX_RNDV_RAILS") == nullptr) {
-    status = ucp_config_modify(ucp_config, "MAX_RNDV_RAILS", "1");
-    if (status != UCS_OK) {
-      ucp_config_release(ucp_config);
-      return Error(std::string("ucx: cannot set MAX_RNDV_RAILS: ") + ucs_status_string(status));
-    }
-  }
+  // Over tcp UCX spreads each rendezvous over every device that reaches the peer (for a peer on
+  // this host: loopback and the host's other interfaces, two connections through one kernel
+  // path). Its choice stands: two connections moved 1 MiB messages 5-9 % faster than one here
+  // (docs/transports.md); UCX_MAX_RNDV_RAILS sets it otherwise.
   ucp_params_t params{};
   params.field_mask = UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_MT_WORKERS_SHARED |
                       UCP_PARAM_FIELD_ESTIMATED_NUM_EPS | UCP_PARAM_FIELD_NAME |

@@ -24,11 +24,9 @@ inline constexpr std::size_t kRequestData = 16;
 
 class Context {
  public:
-  // Reads UCX's configuration (UCX_* variables) and applies options.tls as TLS on top. When every
-  // peer is on this host and the list leaves UCX nothing but tcp, rendezvous use one rail.
+  // Reads UCX's configuration (UCX_* variables) and applies options.tls as TLS on top.
   static Result<std::shared_ptr<Context>> create(const UcxOptions& options,
-                                                 std::size_t expected_endpoints,
-                                                 bool every_peer_on_this_host);
+                                                 std::size_t expected_endpoints);
   ~Context();
   Context(const Context&) = delete;
   Context& operator=(const Context&) = delete;

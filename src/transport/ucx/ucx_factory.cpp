@@ -63,8 +63,7 @@ class UcxTransport final : public Transport {
 
 Result<std::unique_ptr<Transport>> make_ucx_transport(const AddressTable& addresses,
                                                       const UcxOptions& options) {
-  auto context =
-      ucx::Context::create(options, addresses.size(), detail::every_host_is_this_one(addresses));
+  auto context = ucx::Context::create(options, addresses.size());
   if (!context) return context.error();
   return std::unique_ptr<Transport>(
       std::make_unique<ucx::UcxTransport>(addresses, std::move(*context)));

@@ -82,20 +82,6 @@ TEST(EndpointCommon, NamesEndpointsAndPeersByIdNeverByIndexWhenThereIsOne) {
   EXPECT_EQ(peer_name(t, 7), "#7, which is not in the address table (2 applications)");
 }
 
-// Loopback, "localhost" and an address of one of this host's interfaces are this host; an
-// address no interface has (TEST-NET-2) or a name that does not resolve is another.
-TEST(EndpointCommon, EveryHostIsThisOneOnlyWhenEachHostResolvesToThisHost) {
-  EXPECT_TRUE(every_host_is_this_one(table()));
-  AddressTable t = table();
-  t[1].host = "localhost";
-  EXPECT_TRUE(every_host_is_this_one(t));
-  t[1].host = "198.51.100.7";
-  EXPECT_FALSE(every_host_is_this_one(t));
-  t[1].host = "no-such-host.invalid";
-  EXPECT_FALSE(every_host_is_this_one(t));
-  EXPECT_TRUE(every_host_is_this_one({}));
-}
-
 TEST(EndpointCommon, CreateEndpointChecksTheOptions) {
   const AddressTable t = table();
   EndpointOptions o;
