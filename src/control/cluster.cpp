@@ -6,6 +6,7 @@
 #include <sys/socket.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <condition_variable>
 #include <filesystem>
@@ -135,7 +136,10 @@ bool refuses(const HostPort& address, std::chrono::milliseconds timeout) {
 }  // namespace
 
 // An executive started by an earlier controller, or whose launcher lost its connection to the
-// host (ssh's keepalives unanswered): alive while its control port answers or is silent.
+// host (ssh's keepalives unanswered): alive while its control port answers or is silent. A
+// thread per executive probes the port, so that a host that is cut off (each probe then waits
+// out its timeouts, up to 2.5 s) does not hold up the controller's loop; poll() only reads what
+// the watcher found.
 class AttachedLaunched final : public Launched {
  public:
   AttachedLaunched(ControlClient client, Launcher& launcher, std::string context, std::string host)
@@ -143,28 +147,19 @@ class AttachedLaunched final : public Launched {
             client.with_timeouts(std::chrono::milliseconds(500), std::chrono::milliseconds(1500))),
         launcher_(launcher),
         context_(std::move(context)),
-        host_(std::move(host)) {}
+        host_(std::move(host)),
+        watcher_([this](const std::stop_token& stop) { watch(stop); }) {}
 
   std::optional<ExitStatus> poll() override {
-    if (exit_ || std::chrono::steady_clock::now() < next_probe_) return exit_;
-    next_probe_ = std::chrono::steady_clock::now() + std::chrono::milliseconds(500);
-    // A frozen executive still accepts connections (the kernel does) and then times out, and a
-    // host cut off does not answer at all: both are silent, not gone. Three refusals in a row
-    // (the host's kernel resets the connection: nothing listens on the port) are an end.
-    const auto answer = client_.get("/api/v1/context");
-    const bool refused = !answer && refuses(client_.address(), std::chrono::milliseconds(500));
-    refusals_ = refused ? refusals_ + 1 : 0;
-    if (answer && answer->is_object()) pid_ = answer->value("pid", 0L);
-    if (refusals_ >= 3) {
-      exit_ = ExitStatus{end_expected_ ? 0 : ExitStatus::kUnknown, 0};
-      (void)launcher_.kill_remains(context_);  // what the engine keeps of it (a program entry)
-    }
+    if (exit_ || !ended_.load(std::memory_order_acquire)) return exit_;
+    exit_ = ExitStatus{end_expected_.load(std::memory_order_relaxed) ? 0 : ExitStatus::kUnknown, 0};
+    (void)launcher_.kill_remains(context_);  // what the engine keeps of it (a program entry)
     return exit_;
   }
   void terminate() override {
-    if (client_.post("/api/v1/shutdown")) end_expected_ = true;
+    if (client_.post("/api/v1/shutdown")) end_expected_.store(true, std::memory_order_relaxed);
   }
-  void expect_end() override { end_expected_ = true; }
+  void expect_end() override { end_expected_.store(true, std::memory_order_relaxed); }
   ExitStatus kill() override {
     if (exit_) return *exit_;
     (void)launcher_.kill_remains(context_);
@@ -173,21 +168,45 @@ class AttachedLaunched final : public Launched {
   }
   [[nodiscard]] const std::optional<ExitStatus>& exit_status() const override { return exit_; }
   [[nodiscard]] std::string where() const override {
-    return "pid " + std::to_string(pid_) + " on " + host_ + ", watched through its control port";
+    return "pid " + std::to_string(pid()) + " on " + host_ + ", watched through its control port";
   }
-  [[nodiscard]] long pid() const override { return pid_; }
+  [[nodiscard]] long pid() const override { return pid_.load(std::memory_order_relaxed); }
   [[nodiscard]] std::string local_log() const override { return {}; }
 
  private:
-  ControlClient client_;
+  // Every 0.5 s: a frozen executive still accepts connections (the kernel does) and then times
+  // out, and a host cut off does not answer at all: both are silent, not gone. Three refusals in
+  // a row (the host's kernel resets the connection: nothing listens on the port) are an end.
+  void watch(const std::stop_token& stop) {
+    const ControlClient client = client_;  // the watcher's own
+    int refusals = 0;
+    while (!stop.stop_requested()) {
+      const auto answer = client.get("/api/v1/context");
+      const bool refused = !answer && refuses(client.address(), std::chrono::milliseconds(500));
+      refusals = refused ? refusals + 1 : 0;
+      if (answer && answer->is_object()) {
+        pid_.store(answer->value("pid", 0L), std::memory_order_relaxed);
+      }
+      if (refusals >= 3) {
+        ended_.store(true, std::memory_order_release);
+        return;
+      }
+      std::unique_lock lock(mutex_);
+      wake_.wait_for(lock, stop, std::chrono::milliseconds(500), [] { return false; });
+    }
+  }
+
+  ControlClient client_;  // the controller's thread's
   Launcher& launcher_;
   std::string context_;
   std::string host_;
-  long pid_ = 0;
-  int refusals_ = 0;
-  bool end_expected_ = false;
-  std::chrono::steady_clock::time_point next_probe_{};
-  std::optional<ExitStatus> exit_;
+  std::atomic<long> pid_{0};
+  std::atomic<bool> end_expected_{false};
+  std::atomic<bool> ended_{false};  // the watcher saw three refusals
+  std::optional<ExitStatus> exit_;  // the controller's thread's view
+  std::mutex mutex_;                // for the watcher's pause, which a stop request ends
+  std::condition_variable_any wake_;
+  std::jthread watcher_;  // last: stopped and joined before the members it uses go
 };
 
 Result<Cluster> Cluster::launch(const runtime::ClusterConfig& config,
