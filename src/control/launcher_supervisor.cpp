@@ -182,11 +182,6 @@ class SupervisorLaunched final : public Launched {
         local_log_(std::move(local_log)),
         watcher_([this](const std::stop_token& stop) { watch(stop); }) {}
 
-  ~SupervisorLaunched() override {
-    watcher_.request_stop();
-    wake_.notify_all();
-  }
-
   std::optional<ExitStatus> poll() override {
     if (exit_) return exit_;
     const std::lock_guard lock(mutex_);

@@ -20,8 +20,6 @@ using transport::Completion;
 namespace {
 
 constexpr std::int64_t kOutputCheckNs = 50'000'000;
-// How long a BU dials the EVM again after its connection failed before it gives up.
-constexpr std::int64_t kEvmRedialNs = 10'000'000'000;
 
 }  // namespace
 
@@ -39,6 +37,7 @@ Result<void> BuilderUnit::configure(runtime::AppContext& ctx) {
   window_ = p.get<std::uint32_t>("blocks_in_flight");
   timeout_ms_ = p.get<std::int64_t>("timeout_ms");
   heartbeat_ns_ = p.get<std::int64_t>("heartbeat_ms") * 1'000'000;
+  evm_redial_ms_ = p.get<std::int64_t>("evm_redial_ms");
   fail_on_incomplete_ = p.get<std::string>("on_incomplete") == "fail";
   const bool check_crc = p.get<bool>("check_crc");
   const auto output_params = p.get<nlohmann::json>("output");
@@ -514,9 +513,9 @@ bool BuilderUnit::evm_up() {
     // settled with it.
     if (halting()) {
       fail("the EVM '" + topology_.name(topology_.evm) + "' is lost while halting");
-    } else if (clock_->now_ns() - evm_down_ns_ > kEvmRedialNs) {
+    } else if (clock_->now_ns() - evm_down_ns_ > evm_redial_ms_ * 1'000'000) {
       fail("the EVM '" + topology_.name(topology_.evm) + "' is lost: its link is not back after " +
-           std::to_string(kEvmRedialNs / 1'000'000'000) + " s");
+           std::to_string(evm_redial_ms_) + " ms (evm_redial_ms)");
     }
     return false;
   }

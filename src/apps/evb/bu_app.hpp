@@ -110,6 +110,7 @@ class BuilderUnit final : public runtime::Application {
   bool fail_on_incomplete_ = false;
   std::int64_t heartbeat_ns_ = 200'000'000;
   std::int64_t timeout_ms_ = 2000;
+  std::int64_t evm_redial_ms_ = 10000;  // how long a failed EVM link is dialed again
 
   // Owned between configure and release; agent thread.
   transport::Endpoint* endpoint_ = nullptr;

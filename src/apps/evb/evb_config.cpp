@@ -130,6 +130,10 @@ std::vector<ParamSpec> bu_param_specs() {
       ParamSpec::integer("heartbeat_ms", "heartbeat period towards the EVM")
           .default_value(200)
           .range(1, 600000),
+      ParamSpec::integer("evm_redial_ms",
+                         "after the link to the EVM failed, dial it again this long, then fail")
+          .default_value(10000)
+          .range(1, 3600000),
       output_spec_with_farm("built events"),
   };
 }

@@ -16,7 +16,7 @@ using testing::AppSpec;
 using testing::EvbCluster;
 
 // Test ports of this file (30000-32999 belong to the event-builder tests).
-constexpr std::uint16_t kTcpDataPort = 30100;
+constexpr std::uint16_t kTcpDataPort = 30100;  // and 30110: each tcp test its own ports
 
 json readout(json extra = json::object()) {
   json p = {
@@ -133,6 +133,7 @@ TEST(EvbAppsTest, RegistersTheEventBuilderTypes) {
   EXPECT_EQ((*b)["check_crc"], false);
   EXPECT_EQ((*b)["on_incomplete"], "write");
   EXPECT_EQ((*b)["heartbeat_ms"], 200);
+  EXPECT_EQ((*b)["evm_redial_ms"], 10000);
   EXPECT_EQ((*b)["output"]["kind"], "discard");
   EXPECT_FALSE(runtime::validate_params(bu->params, json::object())) << "evm is required";
   EXPECT_FALSE(runtime::validate_params(bu->params, json{{"evm", "e"}, {"on_incomplete", "drop"}}));
@@ -283,6 +284,19 @@ TEST(EvbAppsTest, AKilledRuFailsTheBuWhenIncompleteEventsAreNotWanted) {
   const std::string why = c.failure("bu1");
   EXPECT_NE(why.find("ru2"), std::string::npos) << why;
   EXPECT_NE(why.find("incomplete"), std::string::npos) << why;
+  c.halt(std::chrono::milliseconds(100), /*expect_drained=*/false);  // a failed run
+}
+
+TEST(EvbAppsTest, ABuGivesUpOnAnEvmWhoseLinkIsNotBackWithinEvmRedialMs) {
+  EvbCluster c(builder(1, 1, {}, {}, {{"evm_redial_ms", 300}}), "tcp", kTcpDataPort + 10);
+  ASSERT_EQ(c.start(), "");
+  ASSERT_TRUE(c.wait_for([&] { return c.metric("evm0", "events_built") >= 1000; })) << c.failures();
+  c.kill("evm0");
+  ASSERT_TRUE(c.wait_for([&] { return !c.failure("bu1").empty(); }));
+  const std::string why = c.failure("bu1");
+  EXPECT_NE(why.find("the EVM 'evm0' is lost: its link is not back after 300 ms (evm_redial_ms)"),
+            std::string::npos)
+      << why;
   c.halt(std::chrono::milliseconds(100), /*expect_drained=*/false);  // a failed run
 }
 
