@@ -15,12 +15,15 @@
 //   --memh       pass the buffers' memory handles with each send and receive
 //
 //   ucp_am_bw --receive PORT [options]           receiver: listens (or exchanges addresses) on PORT
-//   ucp_am_bw --send HOST:PORT [options]          sender: prints MB/s (10^6 bytes) on one line
+//   ucp_am_bw --send HOST:PORT [options]          sender: measures and prints the result
 //
 // Both sides need the same options. The sender sends one small message and waits for it before
 // the clock starts, so that connection set-up is not measured, then --count messages of --size
-// bytes with at most --depth in flight, timed until the last send completes. UCX_TLS picks the
-// transports (scripts/ucx-am-features runs the combinations over tcp, shuffled, and compares).
+// bytes with at most --depth in flight, timed until the last send completes, and prints one JSON
+// line: {"size", "messages", "seconds", "mb_s"} (MB = 10^6 bytes). UCX_TLS picks the transports.
+// scripts/ucx-am-features runs the combinations over tcp, shuffled, and compares them; `daqflow
+// bench compare --reference ucp_am_bw` runs it with daqflow's choices (--cm --header 40
+// --written, --peer with --reference-err-handling, --buffers from --reference-buffers).
 
 #include <arpa/inet.h>
 #include <netdb.h>
@@ -415,7 +418,8 @@ int main(int argc, char** argv) {
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   if (sent.failed) fail("a send failed");
-  std::printf("%.0f\n",
-              static_cast<double>(s.o.count) * static_cast<double>(s.o.size) / seconds / 1e6);
+  const double bytes = static_cast<double>(s.o.count) * static_cast<double>(s.o.size);
+  std::printf("{\"size\": %zu, \"messages\": %ld, \"seconds\": %.6f, \"mb_s\": %.3f}\n", s.o.size,
+              s.o.count, seconds, bytes / seconds / 1e6);
   return 0;
 }

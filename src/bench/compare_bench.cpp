@@ -25,6 +25,7 @@ int tool_port(const CompareOptions& o, const std::string& tool) {
   if (tool == "ucx_perftest") return o.reference_port + 2;
   if (tool == "fabtests") return o.reference_port + 3;
   if (tool == "zeromq") return o.reference_port + 4;
+  if (tool == "ucp_am_bw") return o.reference_port + 5;
   return o.reference_port;
 }
 
@@ -74,20 +75,17 @@ Result<DaqflowFigure> daqflow_figure(const CompareOptions& o, const std::string&
 }  // namespace
 
 std::string compare_stem(const CompareOptions& o) {
-  if (o.reference_buffers != 1) {
-    return fmt::format("compare-{}-{}-{}-{}buffers-{}", o.kind, o.cluster.transport,
-                       o.reference.empty() ? "mpi_bw" : o.reference, o.reference_buffers,
-                       compare_size(o));
-  }
-  if (o.reference_err_handling) {
-    return fmt::format("compare-{}-{}-{}-e-{}", o.kind, o.cluster.transport,
-                       o.reference.empty() ? "ucx_perftest" : o.reference, compare_size(o));
-  }
-  if (!o.reference.empty()) {
-    return fmt::format("compare-{}-{}-{}-{}", o.kind, o.cluster.transport, o.reference,
-                       compare_size(o));
-  }
-  return fmt::format("compare-{}-{}-{}", o.kind, o.cluster.transport, compare_size(o));
+  const bool plain = o.reference.empty() && o.reference_buffers == 1 && !o.reference_err_handling;
+  if (plain) return fmt::format("compare-{}-{}-{}", o.kind, o.cluster.transport, compare_size(o));
+  // The options that name a tool imply it when --reference does not (mpi_bw's buffers,
+  // ucx_perftest's error handling).
+  const std::string tool = !o.reference.empty()       ? o.reference
+                           : o.reference_buffers != 1 ? "mpi_bw"
+                                                      : "ucx_perftest";
+  std::string stem = fmt::format("compare-{}-{}-{}", o.kind, o.cluster.transport, tool);
+  if (o.reference_buffers != 1) stem += fmt::format("-{}buffers", o.reference_buffers);
+  if (o.reference_err_handling) stem += "-e";
+  return stem + fmt::format("-{}", compare_size(o));
 }
 
 std::string command_line(const CompareOptions& o) {
@@ -112,11 +110,12 @@ Result<BenchOutput> run_compare(const CompareOptions& o, BenchEnv& env) {
   auto tool = o.reference.empty() ? reference_tool(o.cluster.transport, o.kind)
                                   : Result<std::string>(o.reference);
   if (!tool) return tool.error();
-  if (o.reference_buffers != 1 && *tool != "mpi_bw") {
-    return Error("bench compare: --reference-buffers is for mpi_bw, not " + *tool);
+  if (o.reference_buffers != 1 && *tool != "mpi_bw" && *tool != "ucp_am_bw") {
+    return Error("bench compare: --reference-buffers is for mpi_bw and ucp_am_bw, not " + *tool);
   }
-  if (o.reference_err_handling && *tool != "ucx_perftest") {
-    return Error("bench compare: --reference-err-handling is for ucx_perftest, not " + *tool);
+  if (o.reference_err_handling && *tool != "ucx_perftest" && *tool != "ucp_am_bw") {
+    return Error("bench compare: --reference-err-handling is for ucx_perftest and ucp_am_bw, not " +
+                 *tool);
   }
   if (!o.cluster.cpus.empty() && o.kind != "memcpy") {
     if (o.cluster.cpus.size() != 2) {
@@ -145,6 +144,7 @@ Result<BenchOutput> run_compare(const CompareOptions& o, BenchEnv& env) {
   spec.tool = *tool;
   spec.buffers = o.reference_buffers;
   spec.err_handling = o.reference_err_handling;
+  spec.depth = static_cast<int>(o.cluster.pipeline_depth);
   if (o.kind != "memcpy") spec.cpus = o.cluster.cpus;
 
   const auto reference = [&](const char* when) -> Result<ReferenceResult> {
@@ -221,8 +221,11 @@ Result<BenchOutput> run_compare(const CompareOptions& o, BenchEnv& env) {
   if (!o.cluster.ofi_provider.empty()) r.params["ofi_provider"] = o.cluster.ofi_provider;
   r.params["rounds"] = o.rounds;
   r.params["cpus"] = o.cluster.cpus;
-  if (*tool == "mpi_bw") r.params["reference_buffers"] = o.reference_buffers;
-  if (*tool == "ucx_perftest") r.params["reference_err_handling"] = o.reference_err_handling;
+  if (*tool == "mpi_bw" || *tool == "ucp_am_bw")
+    r.params["reference_buffers"] = o.reference_buffers;
+  if (*tool == "ucx_perftest" || *tool == "ucp_am_bw") {
+    r.params["reference_err_handling"] = o.reference_err_handling;
+  }
   r.columns = {"measurement", "value"};
   for (std::size_t i = 0; i < refs.size(); ++i) {
     const std::string label = i == 0                 ? "reference_before"

@@ -383,6 +383,58 @@ Result<ReferenceResult> zeromq(const ReferenceSpec& spec) {
       "zeromq", join(sender_argv) + " & " + join(receiver), *mb_s, "", {{"msg_s", *msg_s}}};
 }
 
+// daqflow's UCP program (bench/reference/ucp_am_bw.cpp) moving data as the ucx transport does:
+// active messages between endpoints made through the connection manager, a 40-byte header, the
+// given number of buffers a side, written before the run and at both ends of every message, as
+// many in flight as daqflow's pipeline depth; error mode PEER with err_handling. Where
+// ucx_perftest sends one buffer it never writes (the kernel's zero page) and receives into one,
+// this is the same transfer with real data (docs/transports.md, "Over tcp, 1 MiB"). The receiver
+// starts first; the sender's connection is retried until it listens, then it measures and prints.
+Result<ReferenceResult> ucp_am_bw(const ReferenceSpec& spec) {
+  const std::string program = (std::filesystem::path(spec.bin_dir) / "ucp_am_bw").string();
+  if (::access(program.c_str(), X_OK) != 0) {
+    return Error("the UCP reference " + program +
+                 " is not built (bench/reference/ucp_am_bw.cpp, target ucp_am_bw; Debian "
+                 "package libucx-dev)");
+  }
+  if (spec.kind != "stream" || spec.transport != "ucx") {
+    return Error("ucp_am_bw is a stream reference for the ucx transport, not " + spec.kind +
+                 " over " + spec.transport);
+  }
+  if (spec.buffers < 1 || spec.buffers > 64) {
+    return Error("ucp_am_bw: buffers must be 1 to 64, not " + std::to_string(spec.buffers));
+  }
+  if (auto pinning = can_pin(spec); !pinning) return pinning.error();
+  const std::string tls = spec.ucx_tls.empty() ? "" : "UCX_TLS=" + spec.ucx_tls;
+  // About duration_s at 2 GB/s or more, as for ucx_perftest.
+  const double messages =
+      spec.duration_s * 2e9 / static_cast<double>(std::max<std::uint64_t>(spec.size, 1));
+  std::vector<std::string> options{
+      "--size",    std::to_string(spec.size),
+      "--count",   std::to_string(std::clamp<long>(std::lround(messages), 100, 10000000)),
+      "--depth",   std::to_string(std::max(spec.depth, 1)),
+      "--buffers", std::to_string(spec.buffers),
+      "--header",  "40",
+      "--written", "--cm"};
+  if (spec.err_handling) options.emplace_back("--peer");
+  const auto argv = [&](std::vector<std::string> head) {
+    head.insert(head.end(), options.begin(), options.end());
+    return head;
+  };
+  const auto receiver_argv = on_cpu(
+      spec, Side::receiver, with_env(tls, argv({program, "--receive", std::to_string(spec.port)})));
+  auto receiver = Server::start(receiver_argv, log_path(spec, "ucp_am_bw-receiver.log"), -1);
+  if (!receiver) return receiver.error();
+  const auto sender =
+      on_cpu(spec, Side::sender,
+             with_env(tls, argv({program, "--send", fmt::format("127.0.0.1:{}", spec.port)})));
+  auto text = run_client(sender, log_path(spec, "ucp_am_bw-sender.log"), client_timeout(spec));
+  if (!text) return text.error();
+  auto mb_s = parse_json_number(*text, "mb_s");
+  if (!mb_s) return mb_s.error().context("ucp_am_bw");
+  return ReferenceResult{"ucp_am_bw", join(receiver_argv) + " & " + join(sender), *mb_s, "", {}};
+}
+
 }  // namespace
 
 Result<std::string> reference_tool(const std::string& transport, const std::string& kind) {
@@ -424,6 +476,7 @@ Result<ReferenceResult> run_reference(const ReferenceSpec& spec) {
   if (*tool == "ucx_perftest") return ucx_perftest(spec);
   if (*tool == "fabtests") return fabtests(spec);
   if (*tool == "zeromq") return zeromq(spec);
+  if (*tool == "ucp_am_bw") return ucp_am_bw(spec);
   return mpi_bw(spec);
 }
 

@@ -426,9 +426,10 @@ void add_compare(CLI::App& bench_cmd) {
   cmd->add_option(
          "--reference", a->options.reference,
          "the reference tool instead of the transport's usual one (iperf3, sockperf, "
-         "memcpy, ucx_perftest, fabtests, mpi_bw, zeromq: PUSH/PULL over tcp, or ipc for shm)")
-      ->check(CLI::IsMember(
-          {"iperf3", "sockperf", "memcpy", "ucx_perftest", "fabtests", "mpi_bw", "zeromq"}));
+         "memcpy, ucx_perftest, fabtests, mpi_bw, zeromq: PUSH/PULL over tcp, or ipc for shm; "
+         "ucp_am_bw: UCX active messages moving written data as the ucx transport does)")
+      ->check(CLI::IsMember({"iperf3", "sockperf", "memcpy", "ucx_perftest", "fabtests", "mpi_bw",
+                             "zeromq", "ucp_am_bw"}));
   cmd->add_option("--verify", a->options.verify,
                   "stream: payload check of source and sink (ends, or full: every byte written "
                   "and read)")
@@ -443,15 +444,17 @@ void add_compare(CLI::App& bench_cmd) {
       ->check(CLI::Range(1, 20))
       ->capture_default_str();
   cmd->add_option("--reference-buffers", a->options.reference_buffers,
-                  "mpi_bw: distinct buffers per side (1 as osu_bw, which keeps them in cache)")
+                  "mpi_bw, ucp_am_bw: distinct buffers per side (1 as osu_bw and ucx_perftest, "
+                  "which keeps them in cache)")
       ->check(CLI::Range(1, 64))
       ->capture_default_str();
   cmd->add_flag("--reference-err-handling", a->options.reference_err_handling,
-                "ucx_perftest: endpoints with error handling (-e), as daqflow's ucx endpoints "
-                "have where the peer is not reached through shared memory");
+                "ucx_perftest (-e), ucp_am_bw (--peer): endpoints with error handling, as "
+                "daqflow's ucx endpoints have where the peer is not reached through shared "
+                "memory");
   cmd->add_option("--reference-port", a->options.reference_port,
                   "first port of the reference tools (iperf3; sockperf +1, ucx_perftest +2, "
-                  "fi_pingpong +3, zeromq +4)")
+                  "fi_pingpong +3, zeromq +4, ucp_am_bw +5)")
       ->capture_default_str();
   cmd->callback([a, idle] {
     auto& o = a->options;

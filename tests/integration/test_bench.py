@@ -266,6 +266,40 @@ class Bench(DaqflowTestCase):
         self.assertNotEqual(code, 0)
         self.assertIn("zeromq measures message rates (--kind stream), not latency", text)
 
+    def test_compare_ucx_with_ucp_am_bw_moving_written_data(self):
+        # ucp_am_bw (built beside daqflow) moves data as the ucx transport does: through the
+        # connection manager, a 40-byte header, written buffers, error handling when asked, as
+        # many buffers a side as --reference-buffers and daqflow's depth in flight.
+        ports = PORTS.take(6, strict=True)
+        out, text = self.bench(["compare", "--transport", "ucx", "--kind", "stream", "--size",
+                                "65536", "--depth", "3", "--duration", "1", "--ucx-tls", "tcp",
+                                "--idle", "spin", "--reference", "ucp_am_bw",
+                                "--reference-buffers", "4", "--reference-err-handling",
+                                "--reference-port", str(ports), "--rounds", "1"])
+        doc = self.check_compare(out, "compare-stream-ucx-ucp_am_bw-4buffers-e-65536", "stream",
+                                 "MB/s", "higher")
+        ref = doc["summary"]["reference"]
+        self.assertEqual(ref["tool"], "ucp_am_bw")
+        for option in ("--receive %d" % (ports + 5), "--send 127.0.0.1:%d" % (ports + 5),
+                       "--size 65536", "--depth 3", "--buffers 4", "--header 40", "--written",
+                       "--cm", "--peer", "UCX_TLS=tcp"):
+            self.assertIn(option, ref["command"])
+        self.assertEqual(doc["params"]["reference_buffers"], 4)
+        self.assertTrue(doc["params"]["reference_err_handling"])
+        self.assertIn("--reference ucp_am_bw --reference-buffers 4 --reference-err-handling",
+                      doc["command"])
+        with open(os.path.join(out, "runs", "compare-stream-ucx-ucp_am_bw-4buffers-e-65536",
+                               "ucp_am_bw-sender.log")) as f:
+            result = json.loads(f.read().strip().splitlines()[-1])
+        self.assertEqual(result["size"], 65536)
+        self.assertAlmostEqual(result["mb_s"], ref["after"], delta=0.01)
+        code, text = self.daqflow(["bench", "compare", "--transport", "tcp", "--kind", "stream",
+                                   "--reference", "ucp_am_bw", "--out", self.path("results")],
+                                  timeout=60)
+        self.assertNotEqual(code, 0)
+        self.assertIn("ucp_am_bw is a stream reference for the ucx transport, not stream over tcp",
+                      text)
+
     def test_compare_unpinned_leaves_placement_to_the_scheduler(self):
         ports = PORTS.take(4, strict=True)
         out, _ = self.bench(["compare", "--transport", "tcp", "--kind", "latency",
@@ -349,12 +383,12 @@ class Bench(DaqflowTestCase):
         self.assertIn("--mca pml ob1", doc["summary"]["reference"]["command"])
         self.assertEqual(doc["params"]["cpus"], [])
 
-    def test_reference_buffers_are_for_mpi_bw_only(self):
+    def test_reference_buffers_are_for_mpi_bw_and_ucp_am_bw_only(self):
         code, text = self.daqflow(["bench", "compare", "--transport", "inproc", "--kind",
                                    "memcpy", "--reference-buffers", "4", "--out",
                                    self.path("results")], timeout=60)
         self.assertNotEqual(code, 0, text)
-        self.assertIn("--reference-buffers is for mpi_bw, not memcpy", text)
+        self.assertIn("--reference-buffers is for mpi_bw and ucp_am_bw, not memcpy", text)
 
     def test_memcpy_sweep(self):
         out = self.path("results")

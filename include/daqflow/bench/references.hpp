@@ -19,13 +19,15 @@ struct ReferenceSpec {
   std::uint64_t size = 0;
   double duration_s = 5;
   int port = 11900;
-  std::string ucx_tls;        // ucx: UCX_TLS for both sides ("" = UCX's choice)
-  std::string ofi_provider;   // ofi: the provider
-  std::string bin_dir;        // where daqflow's own reference programs are (mpi_bw, fi_bw)
-  std::string log_dir;        // the tools' output
-  std::string tool;           // the reference tool; "" = the usual one for transport and kind
-  int buffers = 1;            // mpi_bw: distinct buffers per side
-  bool err_handling = false;  // ucx_perftest: endpoints with error handling (-e)
+  std::string ucx_tls;       // ucx: UCX_TLS for both sides ("" = UCX's choice)
+  std::string ofi_provider;  // ofi: the provider
+  std::string bin_dir;       // where daqflow's own reference programs are (mpi_bw, fi_bw)
+  std::string log_dir;       // the tools' output
+  std::string tool;          // the reference tool; "" = the usual one for transport and kind
+  int buffers = 1;           // mpi_bw, ucp_am_bw: distinct buffers per side
+  bool err_handling =
+      false;      // ucx_perftest (-e), ucp_am_bw (--peer): endpoints with error handling
+  int depth = 4;  // ucp_am_bw: messages in flight (daqflow's pipeline depth)
   // {sender CPU, receiver CPU}: the tool's two processes are started under `taskset -c`, as
   // daqflow's source and sink agents are pinned by `cpu:`. Empty: not pinned. (mpi_bw's ranks
   // are placed by mpirun, with the options daqflow's own ranks get.)

@@ -119,6 +119,31 @@ TEST(ReferenceTool, ErrorHandlingIsInTheStemAndTheCommand) {
   EXPECT_NE(command_line(o).find(" --reference-err-handling"), std::string::npos);
 }
 
+// Each option that changes what the reference does is in the stem, so that ucp_am_bw with five
+// buffers and error handling, mpi_bw with eight and plain ucx_perftest never share files.
+TEST(ReferenceTool, BuffersAndErrorHandlingTogetherAreBothInTheStem) {
+  CompareOptions o;
+  o.cluster.transport = "ucx";
+  o.kind = "stream";
+  o.size = 1048576;
+  o.reference = "ucp_am_bw";
+  EXPECT_EQ(compare_stem(o), "compare-stream-ucx-ucp_am_bw-1048576");
+  o.reference_buffers = 5;
+  EXPECT_EQ(compare_stem(o), "compare-stream-ucx-ucp_am_bw-5buffers-1048576");
+  o.reference_err_handling = true;
+  EXPECT_EQ(compare_stem(o), "compare-stream-ucx-ucp_am_bw-5buffers-e-1048576");
+  const std::string cmd = command_line(o);
+  EXPECT_NE(cmd.find(" --reference ucp_am_bw --reference-buffers 5 --reference-err-handling"),
+            std::string::npos)
+      << cmd;
+  CompareOptions mpi;
+  mpi.cluster.transport = "mpi";
+  mpi.kind = "stream";
+  mpi.size = 1048576;
+  mpi.reference_buffers = 8;  // mpi_bw, the transport's own reference
+  EXPECT_EQ(compare_stem(mpi), "compare-stream-mpi-mpi_bw-8buffers-1048576");
+}
+
 TEST(Memcpy, MeasuresAPositiveBandwidth) {
   EXPECT_GT(measure_memcpy_mb_s(65536, 0.02), 0);
   EXPECT_EQ(measure_memcpy_mb_s(0, 0.02), 0);
