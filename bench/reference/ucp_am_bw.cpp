@@ -26,7 +26,6 @@
 // --written, --peer with --reference-err-handling, --buffers from --reference-buffers).
 
 #include <arpa/inet.h>
-#include <netdb.h>
 #include <netinet/in.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
@@ -137,7 +136,9 @@ struct Side {
   ucp_mem_h recv_memh = nullptr;
   long next_buffer = 0;
   long received = 0;
-  unsigned ends_seen = 0;       // what --written reads of each message, kept so that the reads stay
+  // --written: the first and last byte of each received message, summed, as the sink's
+  // --verify ends reads them (a buffer at a time, in turn).
+  unsigned ends_seen = 0;
   std::vector<void*> deferred;  // rendezvous descriptors not yet received (--defer)
 
   std::byte* map(ucp_mem_h& memh) {
@@ -186,13 +187,15 @@ struct Side {
     }
     std::byte* into = buffer(recv_base);
     void* request = ucp_am_recv_data_nbx(worker, descriptor, into, o.size, &param);
-    if (UCS_PTR_IS_ERR(request)) fail("ucp_am_recv_data_nbx failed");
+    if (UCS_PTR_IS_ERR(request)) {
+      fail(std::string("receive: ") + ucs_status_string(UCS_PTR_STATUS(request)));
+    }
     if (request == nullptr) delivered();
   }
 
   void delivered() {
     ++received;
-    if (o.written) {  // the sink's --verify ends reads the first and last byte
+    if (o.written) {
       const std::byte* b =
           recv_base + static_cast<std::size_t>((received - 1) % o.buffers) * o.size;
       ends_seen += static_cast<unsigned>(b[0]) + static_cast<unsigned>(b[o.size - 1]);

@@ -221,8 +221,9 @@ Result<BenchOutput> run_compare(const CompareOptions& o, BenchEnv& env) {
   if (!o.cluster.ofi_provider.empty()) r.params["ofi_provider"] = o.cluster.ofi_provider;
   r.params["rounds"] = o.rounds;
   r.params["cpus"] = o.cluster.cpus;
-  if (*tool == "mpi_bw" || *tool == "ucp_am_bw")
+  if (*tool == "mpi_bw" || *tool == "ucp_am_bw") {
     r.params["reference_buffers"] = o.reference_buffers;
+  }
   if (*tool == "ucx_perftest" || *tool == "ucp_am_bw") {
     r.params["reference_err_handling"] = o.reference_err_handling;
   }

@@ -25,8 +25,8 @@ struct ReferenceSpec {
   std::string log_dir;       // the tools' output
   std::string tool;          // the reference tool; "" = the usual one for transport and kind
   int buffers = 1;           // mpi_bw, ucp_am_bw: distinct buffers per side
-  bool err_handling =
-      false;      // ucx_perftest (-e), ucp_am_bw (--peer): endpoints with error handling
+  // ucx_perftest (-e), ucp_am_bw (--peer): endpoints with error handling.
+  bool err_handling = false;
   int depth = 4;  // ucp_am_bw: messages in flight (daqflow's pipeline depth)
   // {sender CPU, receiver CPU}: the tool's two processes are started under `taskset -c`, as
   // daqflow's source and sink agents are pinned by `cpu:`. Empty: not pinned. (mpi_bw's ranks
