@@ -516,7 +516,7 @@ function evbView(root) {
     plot('evb-rate-plot', 'events built per second', ['events/s'], 520, 180),
     plot('evb-throughput-plot', 'built MB/s', ['MB/s'], 520, 180)));
 
-  const buCols = ['BU', 'state', 'events built', 'events/s', 'share', 'incomplete', 'fenced', 'blocks open', 'recv pool', 'pool high water'];
+  const buCols = ['BU', 'state', 'events built', 'events/s', 'share', 'incomplete', 'fenced', 'not written', 'blocks open', 'recv pool', 'pool high water'];
   const buTable = el('table', {id: 'evb-bus'}, el('tr', {}, ...buCols.map((h) => el('th', {text: h}))));
   const buRows = new Map(bus.map((b) => {
     const tds = buCols.map((_, i) => el('td', {class: i > 1 ? 'num' : ''}));
@@ -561,9 +561,12 @@ function evbView(root) {
       const r = rate(id, 'events_built');
       const figures = [id, (snapOf(id) || {}).state, fmt(value(id, 'events_built')), fmt(r),
         total > 0 && r !== undefined && r !== null ? (100 * r / total).toFixed(0) + ' %' : '–',
-        fmt(value(id, 'events_incomplete')), fmt(value(id, 'events_fenced')), fmt(value(id, 'blocks_open')),
+        fmt(value(id, 'events_incomplete')), fmt(value(id, 'events_fenced')), fmt(value(id, 'events_not_written')),
+        fmt(value(id, 'blocks_open')),
         fmt(value(id, 'endpoint.recv_pool_in_use')), fmt(value(id, 'endpoint.recv_pool_high_water'))];
       figures.forEach((f, i) => { tds[i].textContent = f === undefined ? '–' : f; });
+      // Built and granted, yet not on disk (the output's cap): flagged until the run ends.
+      tds[buCols.indexOf('not written')].classList.toggle('alarm', (value(id, 'events_not_written') || 0) > 0);
     }
     for (const [id, tds] of ruRows) {
       const throttled = rate(id, 'throttled_ns');

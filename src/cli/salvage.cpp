@@ -20,6 +20,7 @@ struct SalvageArgs {
   std::string config;
   std::string app;
   bool config_stdin = false;
+  bool json = false;
 };
 
 [[noreturn]] void fail(const std::string& why) {
@@ -63,7 +64,13 @@ void salvage_command(const SalvageArgs& args) {
   };
   auto done = type->after_loss(runtime::LostApp{*cluster, *app, call});
   if (!done) fail(done.error().message());
-  std::printf("%s\n", done->empty() ? "nothing to salvage" : done->c_str());
+  const std::string report = done->report.empty() ? "nothing to salvage" : done->report;
+  if (args.json) {
+    std::printf("%s\n",
+                nlohmann::json{{"report", report}, {"results", done->results}}.dump().c_str());
+  } else {
+    std::printf("%s\n", report.c_str());
+  }
 }
 
 }  // namespace
@@ -77,6 +84,9 @@ void add_salvage(CLI::App& app) {
   cmd->add_flag("--config-stdin", args->config_stdin,
                 "read the configuration (and the control token) from standard input, as daqflow "
                 "exec does (what daqflow run's launchers send)");
+  cmd->add_flag("--json", args->json,
+                "print one line of JSON: {\"report\": what was done, \"results\": the "
+                "application's results as its files now hold them}");
   cmd->callback([args] { salvage_command(*args); });
 }
 

@@ -105,6 +105,8 @@ class Run {
   void advance_restarts();
   void record_lost(const std::vector<std::string>& contexts, const std::string& description);
   void settle(const std::vector<std::string>& contexts);
+  static void merge_settled(View& v, const nlohmann::json& results);
+  [[nodiscard]] static Result<runtime::Settled> settled_from(const std::string& output);
   static AppSample unknown_sample(View& v);
   // check_deaths(), once every process that has begun to end has ended.
   Result<void> check_settled_deaths();
@@ -182,12 +184,12 @@ bool Run::survivable(const std::vector<std::string>& contexts) const {
       return false;
     }
   }
+  std::vector<std::string> types;
   for (const auto& v : views_) {
     if (std::find(contexts.begin(), contexts.end(), v.config->context) == contexts.end()) continue;
-    const auto* type = registry_.find(v.config->type);
-    if (type == nullptr || !type->survivable) return false;
+    types.push_back(v.config->type);
   }
-  return true;
+  return registry_.survivable(types);
 }
 
 // A death fails the run, unless data is flowing and the process hosted only survivable
@@ -247,15 +249,16 @@ void Run::settle(const std::vector<std::string>& contexts) {
     const runtime::ContextConfig& ctx = *config_.find_context(v.config->context);
     if (const auto* host = config_.host_of(ctx);
         host != nullptr && host->launcher != runtime::LauncherKind::local) {
-      auto out = cluster_->run_daqflow(ctx.name, {"salvage", options_.config_path, v.config->id});
+      auto out = cluster_->run_daqflow(ctx.name,
+                                       {"salvage", options_.config_path, v.config->id, "--json"});
+      auto done = out ? settled_from(*out) : Result<runtime::Settled>(out.error());
       std::string text;
-      if (out) {
-        text = *out;
-        while (!text.empty() && text.back() == '\n') text.pop_back();
-        text += " (on " + ctx.host + ")";
+      if (done) {
+        text = done->report + " (on " + ctx.host + ")";
+        merge_settled(view(v.config->id), done->results);
       } else {
         text = v.config->id + ": what it wrote is on " + ctx.host +
-               " and could not be settled there (" + out.error().message() +
+               " and could not be settled there (" + done.error().message() +
                "): its blocks in doubt stay in doubt";
       }
       reporter_.note(text);
@@ -265,11 +268,38 @@ void Run::settle(const std::vector<std::string>& contexts) {
     auto done = type->after_loss(runtime::LostApp{config_, *v.config, call});
     if (!done) {
       reporter_.note("could not settle what " + v.config->id + " left: " + done.error().message());
-    } else if (!done->empty()) {
-      reporter_.note(*done);
-      summary_.lost.back() += "; " + *done;
+      continue;
+    }
+    merge_settled(view(v.config->id), done->results);
+    if (!done->report.empty()) {
+      reporter_.note(done->report);
+      summary_.lost.back() += "; " + done->report;
     }
   }
+}
+
+// The results a salvage gives replace those of the lost application's last answer: the summary
+// counts what its finished files hold, not what it had said before it died.
+void Run::merge_settled(View& v, const nlohmann::json& results) {
+  if (!results.is_object() || results.empty()) return;
+  if (!v.last.is_object()) v.last = nlohmann::json::object();
+  if (!v.last.contains("results") || !v.last["results"].is_object()) {
+    v.last["results"] = nlohmann::json::object();
+  }
+  for (const auto& [key, value] : results.items()) v.last["results"][key] = value;
+}
+
+// `daqflow salvage --json`'s answer: its last line.
+Result<runtime::Settled> Run::settled_from(const std::string& output) {
+  std::string text = output;
+  while (!text.empty() && text.back() == '\n') text.pop_back();
+  const auto line = text.substr(text.find_last_of('\n') + 1);
+  const auto answer = nlohmann::json::parse(line, nullptr, false);
+  if (!answer.is_object() || !answer.contains("report") || !answer["report"].is_string()) {
+    return Error("daqflow salvage answered what is not its JSON line: " + line);
+  }
+  return runtime::Settled{answer["report"].get<std::string>(),
+                          answer.value("results", nlohmann::json::object())};
 }
 
 Result<void> Run::check_groups() const {

@@ -28,6 +28,24 @@ std::uint64_t delta(std::uint64_t now, std::uint64_t before) {
   return now >= before ? now - before : now;
 }
 
+// "  3.10 k ev/s  built 1234 (bu1 600, bu2 634)  incomplete 0  lost 0"
+std::string event_builder_figures(const StatusLine& line) {
+  std::string text;
+  const double ev = line.rates.events_per_s;
+  text += ev < 1e3 ? fmt::format("  {:.0f} ev/s", ev) : fmt::format("  {:.2f} k ev/s", ev / 1e3);
+  text += fmt::format("  built {}", line.events_built);
+  if (!line.built_per_bu.empty()) {
+    text += " (";
+    for (std::size_t i = 0; i < line.built_per_bu.size(); ++i) {
+      if (i > 0) text += ", ";
+      text += fmt::format("{} {}", line.built_per_bu[i].first, line.built_per_bu[i].second);
+    }
+    text += ")";
+  }
+  text += fmt::format("  incomplete {}  lost {}", line.events_incomplete, line.events_lost);
+  return text;
+}
+
 }  // namespace
 
 AppSample sample_from_json(const nlohmann::json& app) {
@@ -45,6 +63,8 @@ AppSample sample_from_json(const nlohmann::json& app) {
       s.events_built = counter(*metrics, "events_built");
       s.events_incomplete = counter(*metrics, "events_incomplete");
       s.events_lost = counter(*metrics, "events_lost");
+      s.not_written =
+          counter(*metrics, "events_not_written") + counter(*metrics, "timeslices_not_written");
     }
   }
   return s;
@@ -92,6 +112,7 @@ StatusLine make_status_line(double elapsed_s, const std::vector<AppSample>& samp
       }));
   line.rates = rates;
   for (const auto& s : samples) {
+    line.not_written += s.not_written;
     if (s.type == "evm") {
       line.event_builder = true;
       line.events_built = s.events_built;
@@ -121,19 +142,8 @@ std::string format_status_line(const StatusLine& line) {
   std::string text =
       fmt::format("{:7.1f} s  enabled {}/{}  {:.2f} MB/s  {}", line.elapsed_s, line.enabled,
                   line.total, line.rates.mb_per_s, format_message_rate(line.rates.messages_per_s));
-  if (!line.event_builder) return text;
-  const double ev = line.rates.events_per_s;
-  text += ev < 1e3 ? fmt::format("  {:.0f} ev/s", ev) : fmt::format("  {:.2f} k ev/s", ev / 1e3);
-  text += fmt::format("  built {}", line.events_built);
-  if (!line.built_per_bu.empty()) {
-    text += " (";
-    for (std::size_t i = 0; i < line.built_per_bu.size(); ++i) {
-      if (i > 0) text += ", ";
-      text += fmt::format("{} {}", line.built_per_bu[i].first, line.built_per_bu[i].second);
-    }
-    text += ")";
-  }
-  text += fmt::format("  incomplete {}  lost {}", line.events_incomplete, line.events_lost);
+  if (line.event_builder) text += event_builder_figures(line);
+  if (line.not_written > 0) text += fmt::format("  NOT WRITTEN {}", line.not_written);
   return text;
 }
 

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <array>
 #include <ctime>
 #include <exception>
 
@@ -63,6 +64,25 @@ std::string iso8601_utc(std::chrono::system_clock::time_point t) {
   return std::string(buf, n);
 }
 
+std::string not_written_warnings(const nlohmann::json& results) {
+  static constexpr std::array<std::pair<const char*, const char*>, 3> kinds{{
+      {"events_not_written", "built events"},
+      {"timeslices_not_written", "timeslices"},
+      {"farm_events_not_written", "accepted events of the farm"},
+  }};
+  std::string out;
+  if (!results.is_object()) return out;
+  for (const auto& [key, what] : kinds) {
+    const auto it = results.find(key);
+    if (it == results.end() || !it->is_number_integer() || it->get<std::int64_t>() <= 0) continue;
+    out += fmt::format(
+        "WARNING: {} {} were not written: an output reached its disk cap (max_total_mb); "
+        "{} per application in the summary\n",
+        it->get<std::int64_t>(), what, key);
+  }
+  return out;
+}
+
 std::string format_human_summary(const RunSummary& summary) {
   std::string out;
   if (summary.ok()) {
@@ -77,6 +97,7 @@ std::string format_human_summary(const RunSummary& summary) {
   if (!summary.results.empty()) {
     out += "results:\n" + summary.results.dump(2) + "\n";
   }
+  out += not_written_warnings(summary.results);
   return out;
 }
 

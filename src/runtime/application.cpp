@@ -86,4 +86,18 @@ std::vector<std::string> AppRegistry::names() const {
   return out;
 }
 
+bool AppRegistry::survivable(const std::vector<std::string>& types) const {
+  bool any = false;
+  for (const std::string& name : types) {
+    const AppType* type = find(name);
+    if (type == nullptr) return false;
+    if (type->survivable) {
+      any = true;
+    } else if (!type->auxiliary) {
+      return false;
+    }
+  }
+  return any;
+}
+
 }  // namespace daqflow::runtime

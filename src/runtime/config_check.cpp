@@ -302,15 +302,30 @@ void check_expendable(const AppRegistry& registry, ParsedConfig& parsed, Diagnos
   for (std::size_t i = 0; i < config.contexts.size(); ++i) {
     const ContextConfig& ctx = config.contexts[i];
     if (ctx.expendable.expendable != std::optional<bool>(true)) continue;
+    std::vector<std::string> types;
     for (const AppIndex a : ctx.applications) {
       const ApplicationConfig& app = config.applications[a];
+      types.push_back(app.type);
       const AppType* type = registry.find(app.type);
-      if (type != nullptr && !type->survivable) {
+      if (type == nullptr) {  // reported as unknown elsewhere
+        types.clear();
+        break;
+      }
+      if (!type->survivable && !type->auxiliary) {
         d.error(parsed.contexts[i].node,
                 fmt::format("context '{}' is expendable, but its application '{}' ({}) is not "
                             "one the run can lose",
                             ctx.name, app.id, app.type));
+        types.clear();
+        break;
       }
+    }
+    if (!types.empty() && !registry.survivable(types)) {
+      d.error(parsed.contexts[i].node,
+              fmt::format("context '{}' is expendable, but it hosts only applications that "
+                          "serve others (such as clock clients): give it one the run can lose, "
+                          "or drop 'expendable'",
+                          ctx.name));
     }
     if (ctx.expendable.group.empty()) continue;
     auto [it, added] = groups.try_emplace(ctx.expendable.group,

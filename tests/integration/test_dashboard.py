@@ -37,10 +37,11 @@ def output_dir():
 
 
 class Dashboard(DaqflowTestCase):
-    def setUp(self):
-        super().setUp()
+    def start_cluster(self, output="{kind: discard}"):
+        """examples/local.yaml with the BUs' output replaced, one `daqflow exec` per context, and
+        a headless browser."""
         text = rewrite_ports(read_example("local.yaml"))
-        text = re.sub(r"output: \{kind: file[^}]*\}", "output: {kind: discard}", text)
+        text = re.sub(r"output: \{kind: file[^}]*\}", f"output: {output}", text)
         self.config = self.write_config("local.yaml", text)
         names = re.findall(r"^\s*-\s*name\s*:\s*([\w.-]+)", text, re.M)
         ports = control_ports(text)
@@ -104,6 +105,7 @@ class Dashboard(DaqflowTestCase):
     # --- the test -------------------------------------------------------------------------------
 
     def test_the_dashboard_shows_and_drives_a_running_event_builder(self):
+        self.start_cluster()
         self.go("cluster")
         self.wait_states("Halted")
         for ctx in self.ports:
@@ -214,6 +216,31 @@ class Dashboard(DaqflowTestCase):
             self.assertEqual(status, 202)
         for proc, log in self.procs:
             self.assertEqual(proc.wait(30), 0, log)
+
+    def test_events_a_disk_cap_kept_out_are_flagged_in_the_builder_view(self):
+        """BUs writing files with a 1 MiB cap: past it, the events they build are counted as
+        not written, and the builder view flags the count."""
+        self.start_cluster("{kind: file, max_total_mb: 1}")
+        self.go("cluster")
+        self.wait_states("Halted")
+        self.click('#cluster-buttons button[data-cmd="Configure"]')
+        self.wait_states("Ready")
+        self.click('#cluster-buttons button[data-cmd="Enable"]')
+        self.wait_states("Enabled")
+        self.go("evb")
+        column = 8  # 'not written'
+        for bu in ("bu1", "bu2"):
+            cell = f'#evb-bus tr[data-app="{bu}"] td:nth-child({column})'
+            self.wait(lambda: (self.text(cell) or "–") not in ("–", "0"),
+                      f"{bu}'s events not written")
+            self.wait(lambda: "alarm" in self.browser.find_element(
+                By.CSS_SELECTOR, cell).get_attribute("class"), f"{bu}'s count flagged")
+            _, body = http(self.ports[bu], "GET", "/api/v1/apps/" + bu)
+            self.assertGreater(body["metrics"]["events_not_written"], 0, body["metrics"])
+        self.screenshot("event-builder-not-written")
+        self.go("cluster")
+        self.click('#cluster-buttons button[data-cmd="Halt"]')
+        self.wait_states("Halted")
 
 
 if __name__ == "__main__":

@@ -129,6 +129,41 @@ class EventBuilder(DaqflowTestCase):
         sidecars = [n for n in os.listdir(self.path("run-data")) if n.endswith(".json")]
         self.assertGreaterEqual(len(sidecars), 2, "at least one closed file per BU")
 
+    def test_events_past_the_disk_cap_are_counted_in_metrics_status_and_summary(self):
+        """BUs with a 1 MiB cap: every event built past it is counted as not written, the same
+        figure in each BU's Prometheus counter, the status line, the summary and the warning at
+        the end of the run; what is on disk is every written event once."""
+        text = set_param(local_config(), "dir", self.path("run-data"))
+        text = set_param(text, "max_total_mb", 1)
+        run, ports = self._start_small_events_run({}, text)
+        wait_until(lambda: "NOT WRITTEN" in self.output_of("run.log") or run.poll() is not None,
+                   60, "the status line to show events not written")
+        self.assertIsNone(run.poll(), self.output_of("run.log"))
+        self.assertEqual(self.stop_run(run), 0, self.output_of("run.log"))
+        out = self.output_of("run.log")
+        with open(self.path("summary.json")) as f:
+            summary = json.load(f)
+        self.assertEqual(summary["status"], "ok", out)
+        r = summary["results"]
+        self.assertGreater(r["events_not_written"], 0, r)
+        self.assertEqual(r["events_written"] + r["events_not_written"], r["events_built"], r)
+        self.assertIn(f"WARNING: {r['events_not_written']} built events were not written", out)
+        for bu in ("bu1", "bu2"):
+            app = summary["applications"][bu]
+            self.assertEqual(app["results"]["events_not_written"],
+                             app["metrics"]["events_not_written"], bu)
+        # The BUs have halted; their executives still answer, with the final figures.
+        for bu in ("bu1", "bu2"):
+            status, metrics = http(ports[bu], "GET", "/metrics")
+            self.assertEqual(status, 200)
+            line = re.search(rf'^daqflow_events_not_written_total{{[^}}]*app="{bu}"[^}}]*}} '
+                             rf'(\d+)', metrics, re.M)
+            self.assertIsNotNone(line, metrics[:3000])
+            self.assertEqual(int(line.group(1)),
+                             summary["applications"][bu]["results"]["events_not_written"])
+        self._assert_every_event_once_on_disk([self.path("run-data")], None,
+                                              r["events_written"])
+
     def _start_by_hand(self, text):
         """Every context of text started with `daqflow exec`, configured and enabled in order,
         as an operator without `daqflow run` would; returns (procs, ports, command)."""
@@ -303,7 +338,8 @@ class EventBuilder(DaqflowTestCase):
                           self.path("logs")], "run.log")
         return run, dict(contexts_of(text))
 
-    def _assert_every_event_once_on_disk(self, dirs, built):
+    def _assert_every_event_once_on_disk(self, dirs, built, count=None):
+        """Events 0..built-1 on disk once each; without built, count distinct events."""
         numbers = []
         for d in dirs:
             code, dump = self.daqflow(["dump", d, "--json", "--events"])
@@ -312,6 +348,10 @@ class EventBuilder(DaqflowTestCase):
             self.assertTrue(report["all_verified"], dump[:2000])
             self.assertFalse([n for n in os.listdir(d) if n.endswith(".part")])
             numbers += [e["event"] for f in report["files"] for e in f["event_list"]]
+        if built is None:
+            self.assertEqual(len(numbers), len(set(numbers)), "no event twice on disk")
+            self.assertEqual(len(numbers), count, "every event counted written is on disk")
+            return
         self.assertEqual(sorted(numbers), list(range(built)), "every event once, on disk")
 
     def test_a_frozen_bu_is_fenced_and_writes_no_event_twice(self):

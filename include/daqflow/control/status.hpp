@@ -30,6 +30,8 @@ struct AppSample {
   std::uint64_t events_built = 0;
   std::uint64_t events_incomplete = 0;
   std::uint64_t events_lost = 0;
+  // A builder's (BU, SFC, time-slice builder) events or timeslices its output did not write.
+  std::uint64_t not_written = 0;
 };
 
 // Reads an application's JSON; missing fields read as empty or 0, an unknown state as none.
@@ -71,6 +73,8 @@ struct StatusLine {
   std::uint64_t events_incomplete = 0;
   std::uint64_t events_lost = 0;
   std::vector<std::pair<std::string, std::uint64_t>> built_per_bu;
+  // Every builder's events and timeslices not written (a disk cap): shown whenever not zero.
+  std::uint64_t not_written = 0;
 };
 
 // "Enabled", or "?" for an unknown state.
@@ -81,7 +85,8 @@ struct StatusLine {
                                           Rates rates);
 
 // "  12.0 s  enabled 4/4  1234.56 MB/s  5.68 k msg/s" (no newline, no escape codes), followed
-// for an event builder by "  3.10 k ev/s  built 1234 (bu1 600, bu2 634)  incomplete 0  lost 0".
+// for an event builder by "  3.10 k ev/s  built 1234 (bu1 600, bu2 634)  incomplete 0  lost 0",
+// and by "  NOT WRITTEN 12" once a builder's output has left something out.
 [[nodiscard]] std::string format_status_line(const StatusLine& line);
 
 // A message rate with a unit prefix: "950 msg/s", "5.68 k msg/s", "1.23 M msg/s".

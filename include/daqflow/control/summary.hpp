@@ -69,8 +69,12 @@ struct RunSummary {
 // "2024-05-01T12:34:56Z".
 [[nodiscard]] std::string iso8601_utc(std::chrono::system_clock::time_point t);
 
-// What a person reads at the end of a run: status, duration, failure, and the results object
-// pretty-printed.
+// What a person reads at the end of a run: status, duration, failure, the results object
+// pretty-printed, and a warning for each kind of data a builder built but did not write.
 [[nodiscard]] std::string format_human_summary(const RunSummary& summary);
+
+// "WARNING: 12 built events were not written: ..." for each of the run's results
+// events_not_written, timeslices_not_written and farm_events_not_written that is not zero.
+[[nodiscard]] std::string not_written_warnings(const nlohmann::json& results);
 
 }  // namespace daqflow::control

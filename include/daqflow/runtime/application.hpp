@@ -162,6 +162,14 @@ struct LostApp {
       call;
 };
 
+// What an after_loss hook settled: a line for the run's log (empty: nothing was left), and the
+// lost application's results as its finished files now hold them (e.g. {"events_written": N}),
+// which replace those of its last answer in the run's summary.
+struct Settled {
+  std::string report;
+  nlohmann::json results = nlohmann::json::object();
+};
+
 struct AppType {
   std::string name;
   std::string help;
@@ -175,10 +183,14 @@ struct AppType {
   // The run goes on when a process hosting only such applications dies while data flows: their
   // peers take over their work (a BU: the EVM re-assigns its blocks to the other BUs).
   bool survivable = false;
+  // Serves the applications beside it in its process and holds none of the run's data (a clock
+  // client keeps the process's clock in step for a builder): it follows their fate, so a process
+  // whose other applications are survivable stays survivable with it (AppRegistry::survivable).
+  bool auxiliary = false;
   // Called by the controller once such a process died while data flowed, on the host where the
   // application ran, to settle what it left behind (a BU: its unfinished files against the
-  // EVM's blocks in doubt). Returns what it did, for the run's log; empty: nothing to do.
-  std::function<Result<std::string>(const LostApp&)> after_loss;
+  // EVM's blocks in doubt). Returns what it did and the results its files now give.
+  std::function<Result<Settled>(const LostApp&)> after_loss;
 };
 
 class AppRegistry {
@@ -186,6 +198,9 @@ class AppRegistry {
   void add(AppType type);
   [[nodiscard]] const AppType* find(std::string_view name) const;
   [[nodiscard]] std::vector<std::string> names() const;
+  // Whether the run can lose a process hosting applications of these types while data flows:
+  // at least one survivable, and every other survivable or auxiliary. An unknown type is not.
+  [[nodiscard]] bool survivable(const std::vector<std::string>& types) const;
 
  private:
   std::vector<AppType> types_;

@@ -518,6 +518,8 @@ runtime::AppType clock_client_type() {
           .range(0, 0.5),
   };
   t.make = [] { return std::make_unique<ClockClient>(); };
+  // It serves the applications of its process; the master goes on without a node that is gone.
+  t.auxiliary = true;
   return t;
 }
 

@@ -133,6 +133,8 @@ Result<void> BuilderUnit::configure(runtime::AppContext& ctx) {
       &m.counter("events_incomplete", "events built without some RU's data and granted for output");
   events_corrupted_ = &m.counter("events_corrupted", "events with a fragment that failed a check");
   events_written_ = &m.counter("events_written", "events the output finished with");
+  events_not_written_ = &m.counter(
+      "events_not_written", "events built and granted but not written: the output's disk cap");
   events_fenced_ =
       &m.counter("events_fenced", "events built and dropped: the EVM had given them to another BU");
   bytes_built_ = &m.counter("bytes_built", "bytes of the events built", runtime::Unit::bytes);
@@ -144,6 +146,7 @@ Result<void> BuilderUnit::configure(runtime::AppContext& ctx) {
   parts_duplicate_ = &m.counter("parts_duplicate", "block parts received twice");
   blocks_open_ = &m.gauge("blocks_open", "blocks being gathered or written");
   written_published_ = 0;
+  not_written_published_ = 0;
 
   requested_ = 0;
   in_output_ = 0;
@@ -178,11 +181,15 @@ void BuilderUnit::release() {
 
 // On the agent thread, and in release() once the agent has stopped: one writer at a time.
 void BuilderUnit::publish_written() {
-  const std::uint64_t written = output_->stats().events_written;
-  if (written > written_published_) {
-    events_written_->add_single_writer(written - written_published_);
+  const OutputStats stats = output_->stats();
+  if (stats.events_written > written_published_) {
+    events_written_->add_single_writer(stats.events_written - written_published_);
   }
-  written_published_ = written;
+  written_published_ = stats.events_written;
+  if (stats.events_over_cap > not_written_published_) {
+    events_not_written_->add_single_writer(stats.events_over_cap - not_written_published_);
+  }
+  not_written_published_ = stats.events_over_cap;
 }
 
 void BuilderUnit::ru_gone(AppIndex ru, const std::string& why) {
@@ -690,6 +697,7 @@ nlohmann::json BuilderUnit::results() const {
       {"events_incomplete", incomplete},
       {"events_corrupted", events_corrupted_->value()},
       {"events_written", events_written_->value()},
+      {"events_not_written", events_not_written_->value()},
       {"events_fenced", events_fenced_->value()},
       {"bytes_built", bytes},
       {"seconds", seconds},
@@ -711,19 +719,22 @@ void BuilderUnit::fold_results(nlohmann::json& run, const std::string& id,
     return it != j.end() && it->is_number_unsigned() ? it->get<std::uint64_t>() : 0;
   };
   run["events_written"] = count(run, "events_written") + count(app, "events_written");
+  // A lost BU's events that no finished file holds (its salvage's count) are not written either.
+  run["events_not_written"] = count(run, "events_not_written") + count(app, "events_not_written") +
+                              count(app, "events_lost_from_disk");
   if (!run.contains("bus") || !run["bus"].is_object()) run["bus"] = nlohmann::json::object();
   run["bus"][id] = count(app, "events_built");
 }
 
 // A BU with a file output died: finish its files and tell the EVM which of the blocks it was
 // granted are on disk (salvage.hpp). Runs in the controller, on the host the BU ran on.
-Result<std::string> BuilderUnit::after_loss(const runtime::LostApp& lost) {
+Result<runtime::Settled> BuilderUnit::after_loss(const runtime::LostApp& lost) {
   runtime::ParamReader p(lost.app.params, "application '" + lost.app.id + "'");
   const auto output = p.get<nlohmann::json>("output");
   const auto evm = p.get<std::string>("evm");
   if (auto r = p.status(); !r) return r.error();
   const std::string kind = output.is_object() ? output.value("kind", std::string()) : "";
-  if (kind != "file" && kind != "frd") return std::string();
+  if (kind != "file" && kind != "frd") return runtime::Settled{};
   std::string dir = output.value("dir", std::string());
   if (kind == "frd") {
     // As the FRD output makes it: one directory per BU, the run's directory in it.
@@ -776,7 +787,11 @@ Result<std::string> BuilderUnit::after_loss(const runtime::LostApp& lost) {
         "finished; it also holds events built again: do not finish it as it is)",
         report->events_lost);
   }
-  return text;
+  runtime::Settled settled{std::move(text), nlohmann::json::object()};
+  // What its files hold now, and what it had written that no finished file holds.
+  if (kind == "file") settled.results["events_written"] = report->events_on_disk;
+  settled.results["events_lost_from_disk"] = report->events_lost;
+  return settled;
 }
 
 runtime::AppType bu_type() {

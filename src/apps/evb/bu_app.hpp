@@ -54,7 +54,7 @@ class BuilderUnit final : public runtime::Application {
   [[nodiscard]] bool drained() const override;
   [[nodiscard]] nlohmann::json results() const override;
 
-  [[nodiscard]] static Result<std::string> after_loss(const runtime::LostApp& lost);
+  [[nodiscard]] static Result<runtime::Settled> after_loss(const runtime::LostApp& lost);
 
   // events_written summed over BUs, and "bus": {id: events_built}.
   static void fold_results(nlohmann::json& run, const std::string& id, const nlohmann::json& app);
@@ -97,7 +97,8 @@ class BuilderUnit final : public runtime::Application {
   void recycle(OutputBatch* batch);
   int request(std::int64_t now);
   void publish(std::int64_t now);
-  // The output's count of events written, into events_written_.
+  // The output's counts of events written and not written, into events_written_ and
+  // events_not_written_.
   void publish_written();
   [[nodiscard]] std::size_t batch_index(const OutputBatch* b) const {
     return static_cast<std::size_t>(b - batches_.data());
@@ -151,13 +152,15 @@ class BuilderUnit final : public runtime::Application {
   std::int64_t next_output_check_ns_ = 0;
   bool warned_corrupt_ = false;
   bool warned_incomplete_ = false;
-  std::uint64_t written_published_ = 0;  // the output's events_written already counted
+  std::uint64_t written_published_ = 0;      // the output's events_written already counted
+  std::uint64_t not_written_published_ = 0;  // and its events_over_cap
 
   // Metrics, counted by the agent thread and read by results().
   runtime::Counter* events_built_ = nullptr;
   runtime::Counter* events_incomplete_ = nullptr;
   runtime::Counter* events_corrupted_ = nullptr;
   runtime::Counter* events_written_ = nullptr;
+  runtime::Counter* events_not_written_ = nullptr;
   runtime::Counter* events_fenced_ = nullptr;
   runtime::Counter* bytes_built_ = nullptr;
   runtime::Counter* blocks_built_ = nullptr;

@@ -163,6 +163,21 @@ Result<std::string> finish(const Scanned& s, std::uint32_t run, std::string_view
   return data_path;
 }
 
+// The events the sidecars of the files named PREFIX* in dir count.
+Result<std::uint64_t> events_in_finished_files(const std::string& dir, const std::string& prefix) {
+  std::uint64_t events = 0;
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(dir, ec)) {
+    const std::string name = entry.path().filename().string();
+    if (name.rfind(prefix, 0) != 0 || !name.ends_with(kSidecarSuffix)) continue;
+    auto sidecar = read_sidecar(entry.path().string());
+    if (!sidecar) return sidecar.error().context("salvage: counting what is on disk");
+    events += sidecar->events;
+  }
+  if (ec) return Error(fmt::format("salvage: reading directory {}: {}", dir, ec.message()));
+  return events;
+}
+
 }  // namespace
 
 Result<SalvageReport> salvage_bu_files(const std::string& dir, std::uint32_t run_number,
@@ -268,6 +283,9 @@ Result<SalvageReport> salvage_bu_files(const std::string& dir, std::uint32_t run
       (out == b.events && b.events > 0 ? report.written : report.not_written).push_back(b.block_id);
     }
   }
+  auto on_disk = events_in_finished_files(dir, prefix);
+  if (!on_disk) return on_disk.error();
+  report.events_on_disk = *on_disk;
   return report;
 }
 

@@ -204,6 +204,8 @@ Result<void> SubFarmController::configure(runtime::AppContext& ctx) {
   events_accepted_ = &m.counter("events_accepted", "events accepted by a worker");
   events_pushed_ = &m.counter("events_pushed", "events pushed with no answer (push policy)");
   events_written_ = &m.counter("events_written", "accepted events written, per stream");
+  events_not_written_ =
+      &m.counter("events_not_written", "accepted events not written: an output's disk cap");
   events_redispatched_ =
       &m.counter("events_redispatched", "events dispatched again after their worker was lost");
   answers_late_ = &m.counter(
@@ -592,8 +594,14 @@ int SubFarmController::flush_outputs(std::int64_t now, bool all) {
   for (Stream& st : streams_) {
     while (evb::OutputBatch* b = st.output->poll_done()) {
       if (!st.output->failed()) {
-        st.written += b->events.size();
-        events_written_->add_single_writer(b->events.size());
+        // What the output's disk cap kept out of this batch is counted before it comes back
+        // (and perhaps some of the next one's already: batches are written in order).
+        const std::uint64_t dropped = std::min<std::uint64_t>(
+            st.output->stats().events_over_cap - st.over_cap, b->events.size());
+        st.over_cap += dropped;
+        st.written += b->events.size() - dropped;
+        events_written_->add_single_writer(b->events.size() - dropped);
+        if (dropped > 0) events_not_written_->add_single_writer(dropped);
       }
       b->clear();
       st.free.push_back(b);
@@ -716,6 +724,7 @@ nlohmann::json SubFarmController::results() const {
       {"events_accepted", events_accepted_->value()},
       {"events_pushed", events_pushed_->value()},
       {"events_written", events_written_->value()},
+      {"events_not_written", events_not_written_->value()},
       {"events_redispatched", events_redispatched_->value()},
       {"answers_late", answers_late_->value()},
       {"messages_malformed", messages_malformed_->value()},
@@ -755,6 +764,8 @@ void SubFarmController::fold_results(nlohmann::json& run, const std::string& id,
   }
   // events_written is the BUs' (taken over, with a farm output): the SFC's files are its own.
   run["farm_events_written"] = count(run, "farm_events_written") + count(app, "events_written");
+  run["farm_events_not_written"] =
+      count(run, "farm_events_not_written") + count(app, "events_not_written");
   if (!run.contains("sfcs") || !run["sfcs"].is_object()) run["sfcs"] = nlohmann::json::object();
   run["sfcs"][id] = {{"events_per_s", app.value("events_per_s", 0.0)},
                      {"lost_workers", app.value("lost_workers", nlohmann::json::array())}};

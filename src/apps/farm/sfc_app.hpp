@@ -73,6 +73,7 @@ class SubFarmController final : public runtime::Application {
     std::int64_t filling_since_ns = 0;
     std::uint32_t in_output = 0;
     std::uint64_t written = 0;
+    std::uint64_t over_cap = 0;  // the output's events_over_cap counted in returned batches
   };
 
   struct Pending {  // an event from a BU, not yet admitted
@@ -145,6 +146,7 @@ class SubFarmController final : public runtime::Application {
   runtime::Counter* events_accepted_ = nullptr;
   runtime::Counter* events_pushed_ = nullptr;
   runtime::Counter* events_written_ = nullptr;
+  runtime::Counter* events_not_written_ = nullptr;
   runtime::Counter* events_redispatched_ = nullptr;
   runtime::Counter* answers_late_ = nullptr;
   runtime::Counter* messages_malformed_ = nullptr;

@@ -201,6 +201,9 @@ Result<void> TsBuilder::configure(runtime::AppContext& ctx) {
   timeslices_incomplete_ =
       &m.counter("timeslices_incomplete", "timeslices written flagged: contributions missing");
   timeslices_written_ = &m.counter("timeslices_written", "timeslices the output has taken");
+  timeslices_not_written_ = &m.counter("timeslices_not_written",
+                                       "timeslices built but not written: the output's disk cap");
+  over_cap_seen_ = 0;
   contributions_late_ = &m.counter(
       "contributions_late", "contributions for a timeslice done before (dropped, acknowledged)");
   contributions_duplicate_ =
@@ -520,7 +523,14 @@ int TsBuilder::flush_outputs() {
     const auto slot = static_cast<std::size_t>(batch - batches_.data());
     Written& w = written_[slot];
     if (!output_->failed()) {
-      timeslices_written_->add_single_writer();
+      // The output counts what its disk cap kept out before it hands the batch back (and
+      // perhaps the next batch's already: batches are written in order).
+      if (output_->stats().events_over_cap > over_cap_seen_) {
+        timeslices_not_written_->add_single_writer();
+        ++over_cap_seen_;
+      } else {
+        timeslices_written_->add_single_writer();
+      }
       const auto status = w.complete ? wire::TsAckStatus::complete : wire::TsAckStatus::incomplete;
       for (std::size_t i = 0; i < inputs_.size(); ++i) {
         if (w.from[i] != 0) send_ack(i, w.index, status);
@@ -721,6 +731,7 @@ nlohmann::json TsBuilder::results() const {
       {"timeslices_complete", timeslices_complete_->value()},
       {"timeslices_incomplete", timeslices_incomplete_->value()},
       {"timeslices_written", timeslices_written_->value()},
+      {"timeslices_not_written", timeslices_not_written_->value()},
       {"contributions_late", contributions_late_->value()},
       {"contributions_duplicate", contributions_duplicate_->value()},
       {"contributions_rejected", contributions_rejected_->value()},
@@ -764,10 +775,14 @@ void TsBuilder::fold_results(nlohmann::json& run, const std::string& id,
   auto count = [](const nlohmann::json& o, const char* key) {
     return o.contains(key) && o[key].is_number() ? o[key].get<std::uint64_t>() : 0;
   };
-  for (const char* key : {"timeslices_complete", "timeslices_incomplete", "timeslices_written",
-                          "contributions_late", "contributions_rejected"}) {
+  for (const char* key :
+       {"timeslices_complete", "timeslices_incomplete", "timeslices_written",
+        "timeslices_not_written", "contributions_late", "contributions_rejected"}) {
     run[key] = count(run, key) + count(app, key);
   }
+  // A lost builder's timeslices that no finished file holds (its salvage's count).
+  run["timeslices_not_written"] =
+      count(run, "timeslices_not_written") + count(app, "timeslices_lost_from_disk");
   run["timeslices_per_s"] = run.value("timeslices_per_s", 0.0) + app.value("timeslices_per_s", 0.0);
   run["builder_mb_per_s"] = run.value("builder_mb_per_s", 0.0) + app.value("mb_per_s", 0.0);
   if (!run.contains("ts_builders") || !run["ts_builders"].is_object()) {
@@ -778,12 +793,12 @@ void TsBuilder::fold_results(nlohmann::json& run, const std::string& id,
       {"missing_by_input", app.value("missing_by_input", nlohmann::json::object())}};
 }
 
-Result<std::string> TsBuilder::after_loss(const runtime::LostApp& lost) {
+Result<runtime::Settled> TsBuilder::after_loss(const runtime::LostApp& lost) {
   runtime::ParamReader p(lost.app.params, "application '" + lost.app.id + "'");
   const auto output = p.get<nlohmann::json>("output");
   const auto manager = p.get<std::string>("manager");
   if (auto r = p.status(); !r) return r.error();
-  if (manager.empty()) return std::string();  // round robin: the inputs sent again already
+  if (manager.empty()) return runtime::Settled{};  // round robin: the inputs sent again already
   // The manager declares a dead builder lost at the latest after its heartbeat timeout; only
   // then are its timeslices in doubt known.
   const nlohmann::json who = {{"builder", lost.app.id}};
@@ -807,6 +822,7 @@ Result<std::string> TsBuilder::after_loss(const runtime::LostApp& lost) {
   }
   nlohmann::json written = nlohmann::json::array();
   std::string what = "no files (output " + output.value("kind", std::string("discard")) + ")";
+  runtime::Settled settled;
   if (output.is_object() && output.value("kind", std::string()) == "file") {
     std::string dir = output.value("dir", std::string());
     if (dir.empty()) dir = lost.cluster.run.output;
@@ -815,11 +831,16 @@ Result<std::string> TsBuilder::after_loss(const runtime::LostApp& lost) {
     for (const auto id : report->written) written.push_back(id);
     what = std::to_string(report->files.size()) + " file(s) finished, " +
            std::to_string(report->bytes_cut) + " bytes cut";
+    for (const std::string& why : report->unfinished) what += "; not finished: " + why;
+    settled.results["timeslices_written"] = report->events_on_disk;
+    settled.results["timeslices_lost_from_disk"] = report->events_lost;
   }
   auto answer = lost.call(manager, "salvaged", {{"builder", lost.app.id}, {"written", written}});
   if (!answer) return answer.error();
-  return "builder '" + lost.app.id + "': " + std::to_string(blocks.size()) +
-         " timeslice(s) in doubt, " + std::to_string(written.size()) + " on disk; " + what;
+  settled.report = "builder '" + lost.app.id + "': " + std::to_string(blocks.size()) +
+                   " timeslice(s) in doubt, " + std::to_string(written.size()) + " on disk; " +
+                   what;
+  return settled;
 }
 
 runtime::AppType ts_builder_type() {

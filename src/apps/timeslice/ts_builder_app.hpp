@@ -79,7 +79,7 @@ class TsBuilder final : public runtime::Application {
   void on_manager(const transport::Completion& c);
   void send_report();
   bool send_to_manager(wire::MessageType type, std::uint64_t tag, std::span<const std::byte> bytes);
-  [[nodiscard]] static Result<std::string> after_loss(const runtime::LostApp& lost);
+  [[nodiscard]] static Result<runtime::Settled> after_loss(const runtime::LostApp& lost);
   friend runtime::AppType ts_builder_type();
   int expire(std::int64_t now);
   int flush_outputs();
@@ -145,6 +145,8 @@ class TsBuilder final : public runtime::Application {
   runtime::Counter* timeslices_complete_ = nullptr;
   runtime::Counter* timeslices_incomplete_ = nullptr;
   runtime::Counter* timeslices_written_ = nullptr;
+  runtime::Counter* timeslices_not_written_ = nullptr;
+  std::uint64_t over_cap_seen_ = 0;  // the output's events_over_cap in returned batches
   runtime::Counter* contributions_late_ = nullptr;
   runtime::Counter* contributions_duplicate_ = nullptr;
   runtime::Counter* contributions_rejected_ = nullptr;

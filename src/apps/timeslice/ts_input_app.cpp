@@ -548,7 +548,11 @@ void TsInput::on_completion(Completion& c) {
     case Completion::Kind::peer_closed:
     case Completion::Kind::error: {
       if (has_manager_ && c.peer == manager_) {
-        if (!winding_down()) {
+        // Once the manager has said where the run ends, it has nothing more to tell: it halts
+        // before the inputs and closes its connections, which ends nothing here.
+        if (end_ != UINT64_MAX) {
+          spdlog::debug("{}: the manager closed its connection after the run's end", id());
+        } else if (!winding_down()) {
           fail("the connection to the manager failed: " +
                std::string(c.kind == Completion::Kind::error ? c.reason : "closed"));
         }

@@ -148,6 +148,20 @@ TEST(StatusLine, ShowsEventBuilderFiguresWhenThereIsAnEvm) {
             "bu2 2100)  incomplete 2  lost 0");
 }
 
+TEST(StatusLine, ShowsWhatTheBuildersDidNotWrite) {
+  auto bu1 = sample_from_json(nlohmann::json::parse(
+      R"({"id":"bu1","type":"bu","state":"Enabled","metrics":{"events_not_written":7}})"));
+  auto tb0 = sample_from_json(nlohmann::json::parse(
+      R"({"id":"tb0","type":"ts_builder","state":"Enabled",
+          "metrics":{"timeslices_not_written":5}})"));
+  auto sink = sample_from_json(
+      nlohmann::json::parse(R"({"id":"sink0","type":"sink","state":"Enabled","metrics":{}})"));
+  EXPECT_EQ(format_status_line(make_status_line(1.0, {bu1, tb0, sink}, Rates{})),
+            "    1.0 s  enabled 3/3  0.00 MB/s  0 msg/s  NOT WRITTEN 12");
+  EXPECT_EQ(format_status_line(make_status_line(1.0, {sink}, Rates{})).find("WRITTEN"),
+            std::string::npos);
+}
+
 TEST(StatusLine, HasNoEventBuilderPartWithoutAnEvm) {
   AppSample sink;
   sink.id = "sink0";

@@ -102,5 +102,21 @@ TEST(HumanSummary, SaysOkOrTheFailureAndPrintsTheResults) {
   EXPECT_NE(text.find("context a (pid 1) died"), std::string::npos);
 }
 
+TEST(HumanSummary, WarnsOfWhatTheBuildersDidNotWrite) {
+  RunSummary s;
+  s.results = {{"events_written", 100}, {"events_not_written", 0}};
+  EXPECT_EQ(format_human_summary(s).find("WARNING"), std::string::npos);
+  s.results = {{"events_not_written", 12}, {"timeslices_not_written", 3}};
+  const std::string text = format_human_summary(s);
+  EXPECT_NE(text.find("WARNING: 12 built events were not written: an output reached its disk cap "
+                      "(max_total_mb); events_not_written per application in the summary\n"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("WARNING: 3 timeslices were not written"), std::string::npos) << text;
+  EXPECT_EQ(not_written_warnings({{"farm_events_not_written", 1}}),
+            "WARNING: 1 accepted events of the farm were not written: an output reached its disk "
+            "cap (max_total_mb); farm_events_not_written per application in the summary\n");
+}
+
 }  // namespace
 }  // namespace daqflow::control

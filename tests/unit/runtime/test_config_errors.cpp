@@ -621,6 +621,39 @@ TEST(ConfigHosts, ExpendableContextsAndGroups) {
                                    "'d'")));
 }
 
+// A helper (auxiliary, as a clock client beside a builder) follows the fate of the survivable
+// application beside it: the context stays one the run can lose. Alone, or beside an application
+// the run cannot lose, it is no reason to call the context expendable.
+TEST(ConfigHosts, AnAuxiliaryApplicationFollowsTheApplicationsBesideIt) {
+  auto config = parse_config(R"(contexts:
+  - {name: s1, control_port: 9100, expendable: true,
+     applications: [{type: sink, id: k1}, {type: helper, id: h1, of: k1}]}
+)",
+                             "x.yaml", registry());
+  ASSERT_TRUE(config.ok()) << config.error().message();
+  EXPECT_TRUE(registry().survivable({"sink", "helper"}));
+  EXPECT_TRUE(registry().survivable({"sink"}));
+  EXPECT_FALSE(registry().survivable({"helper"}));
+  EXPECT_FALSE(registry().survivable({"source", "helper"}));
+  EXPECT_FALSE(registry().survivable({"sink", "no_such_type"}));
+  EXPECT_FALSE(registry().survivable({}));
+
+  EXPECT_THAT(errors_of(R"(contexts:
+  - {name: a, control_port: 9100, expendable: true,
+     applications: [{type: helper, id: h1, of: k1}]}
+  - {name: b, control_port: 9101, expendable: true,
+     applications: [{type: source, id: src, peer: k1}, {type: helper, id: h2, of: src}]}
+  - {name: c, control_port: 9110, applications: [{type: sink, id: k1}]}
+)"),
+              ElementsAre(error_at("2:5",
+                                   "context 'a' is expendable, but it hosts only applications "
+                                   "that serve others (such as clock clients): give it one the "
+                                   "run can lose, or drop 'expendable'"),
+                          error_at("4:5",
+                                   "context 'b' is expendable, but its application 'src' "
+                                   "(source) is not one the run can lose")));
+}
+
 TEST(ConfigHosts, RestartPolicies) {
   auto config = parse_config(R"(contexts:
   - {name: a, control_port: 9100, applications: [], restart: on-failure}

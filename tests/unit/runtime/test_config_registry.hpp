@@ -50,8 +50,8 @@ inline AppType fake_type(std::string name, std::vector<ParamSpec> params,
   return t;
 }
 
-// source: sends to `peer`; sink: receives, with an `output` object, and is survivable; ru: sends
-// to `evm` and to every BU of `bus`.
+// source: sends to `peer`; sink: receives, with an `output` object, and is survivable; helper:
+// auxiliary, serves the applications beside it; ru: sends to `evm` and to every BU of `bus`.
 inline AppRegistry fake_registry() {
   AppRegistry r;
   r.add(fake_type(
@@ -76,6 +76,9 @@ inline AppRegistry fake_registry() {
               });
   sink.survivable = true;  // a run can go on without one (as without a BU)
   r.add(std::move(sink));
+  AppType helper = fake_type("helper", {param("of", ParamKind::app_ref)}, {"of"});
+  helper.auxiliary = true;  // serves the applications beside it (as a clock client)
+  r.add(std::move(helper));
   r.add(fake_type("ru",
                   {
                       param("evm", ParamKind::app_ref),

@@ -52,7 +52,10 @@ struct SalvageReport {
   std::vector<std::string> unfinished;     // why each file that could not be finished was not
   std::uint64_t events_lost = 0;  // acknowledged earlier, but in a file that could not be finished
   std::uint64_t events_kept = 0;  // records in those files after the cuts
-  std::uint64_t bytes_cut = 0;    // torn or partial data removed
+  // Every event in the BU's finished files of the run once the salvage is done (their
+  // sidecars'): what it wrote, as the output holds it.
+  std::uint64_t events_on_disk = 0;
+  std::uint64_t bytes_cut = 0;  // torn or partial data removed
 };
 
 // The same for a lost BU's CMS FRD files (output kind frd, apps/evb/frd.hpp), in its run
