@@ -80,6 +80,8 @@ class Run {
     std::optional<runtime::State> state;  // none: unknown, or its context is gone
     std::string reason;
     nlohmann::json last;  // the last full GET /apps/{id} answer
+    // What the salvage of its files gave (Settled::results): over the results of any answer.
+    nlohmann::json settled = nlohmann::json::object();
   };
 
   [[nodiscard]] bool stopping() const {
@@ -278,15 +280,11 @@ void Run::settle(const std::vector<std::string>& contexts) {
   }
 }
 
-// The results a salvage gives replace those of the lost application's last answer: the summary
-// counts what its finished files hold, not what it had said before it died.
+// The results a salvage gives replace those of the lost application's answers: the summary
+// counts what its finished files hold, not what it had said before it was lost.
 void Run::merge_settled(View& v, const nlohmann::json& results) {
-  if (!results.is_object() || results.empty()) return;
-  if (!v.last.is_object()) v.last = nlohmann::json::object();
-  if (!v.last.contains("results") || !v.last["results"].is_object()) {
-    v.last["results"] = nlohmann::json::object();
-  }
-  for (const auto& [key, value] : results.items()) v.last["results"][key] = value;
+  if (!results.is_object()) return;
+  for (const auto& [key, value] : results.items()) v.settled[key] = value;
 }
 
 // `daqflow salvage --json`'s answer: its last line.
@@ -852,6 +850,11 @@ void Run::collect() {
     if (v.last.is_object()) {
       out.metrics = v.last.value("metrics", nlohmann::json::object());
       out.results = v.last.value("results", nlohmann::json::object());
+    }
+    // A process started again after the salvage counts its earlier files itself.
+    if (!v.settled.empty() && !restart_counts_.contains(v.config->context)) {
+      if (!out.results.is_object()) out.results = nlohmann::json::object();
+      for (const auto& [key, value] : v.settled.items()) out.results[key] = value;
     }
     summary_.applications.push_back(std::move(out));
   }

@@ -10,9 +10,10 @@ import json
 import os
 import re
 import signal
+import time
 import unittest
 
-from daqflow_testlib import DaqflowTestCase, http, rewrite_ports, wait_until
+from daqflow_testlib import DaqflowTestCase, http, read_example, rewrite_ports, wait_until
 
 INPUTS = {"ia": ["in0", "in1"], "ib": ["in2", "in3"]}
 BUILDERS = ["tb0", "tb1", "tb2", "tb3"]
@@ -324,6 +325,99 @@ class Timeslices(DaqflowTestCase):
             incomplete += r["timeslices_incomplete"]
         # Only the last timeslices, those some inputs did not make before they were halted.
         self.assertLessEqual(incomplete, max(made) - min(made), made)
+
+    def example_run(self):
+        """examples/timeslice.yaml as shipped (fresh ports), run until stopped; returns the run,
+        the configuration's text and a function giving the manager's timeslices_done."""
+        text = rewrite_ports(read_example("timeslice.yaml"))
+        run = self.start_run(text)
+        control = control_port(text, "control")
+        return run, text, lambda: self.manager_results(control).get("timeslices_done", 0)
+
+    def assert_example_files_match_the_summary(self, summary):
+        """Every timeslice index once in the finished files, no .part left, and each builder's
+        timeslices_written in the summary (a dead one's from its salvage) is what its files
+        hold."""
+        self.assertFalse([n for n in os.listdir(self.path("run-data")) if n.endswith(".part")])
+        code, out = self.daqflow(["dump", self.path("run-data"), "--json", "--events"],
+                                 timeout=120)
+        self.assertEqual(code, 0, out[:3000])
+        report = json.loads(out)
+        self.assertTrue(report["all_verified"], out[:3000])
+        numbers = sorted(e["event"] for f in report["files"] for e in f["event_list"])
+        self.assertEqual(numbers, list(range(len(numbers))), "every timeslice once")
+        on_disk = {}
+        for f in report["files"]:
+            builder = re.match(r"run\d+_(tb\d)_", os.path.basename(f["path"])).group(1)
+            on_disk[builder] = on_disk.get(builder, 0) + len(f["event_list"])
+        apps = summary["applications"]
+        in_summary = {b: apps[b]["results"]["timeslices_written"] for b in BUILDERS}
+        self.assertEqual(in_summary, {b: on_disk.get(b, 0) for b in BUILDERS})
+        self.assertEqual(summary["results"]["timeslices_written"], len(numbers))
+        self.assertEqual(summary["results"]["timeslices_not_written"], 0)
+        return len(numbers)
+
+    def test_the_example_goes_on_when_a_builder_process_is_killed(self):
+        """examples/timeslice.yaml: the process of tb2 and tb3 (and their clock client) killed;
+        the clock client follows the builders' fate, so the run goes on; their files are
+        salvaged and the summary counts what is on disk."""
+        run, text, done = self.example_run()
+        wait_until(lambda: done() >= 100, 60, "100 timeslices written")
+        status, ctx = http(control_port(text, "builders23"), "GET", "/api/v1/context")
+        self.assertEqual(status, 200, ctx)
+        os.kill(ctx["pid"], signal.SIGKILL)
+        wait_until(lambda: "builder 'tb3':" in self.output_of("run.log") or run.poll() is not None,
+                   60, "the salvage of tb2's and tb3's files")
+        self.assertIsNone(run.poll(), self.output_of("run.log"))
+        at_loss = done()
+        wait_until(lambda: done() >= at_loss + 100, 60, "100 more timeslices written")
+        summary = self.finish(run)
+        self.assertEqual(summary["status"], "ok", summary.get("failure"))
+        self.assertEqual(len(summary["lost"]), 1, summary["lost"])
+        self.assertIn("builders23", summary["lost"][0])
+        for builder in ("tb2", "tb3"):
+            self.assertRegex(summary["lost"][0], rf"builder '{builder}': \d+ timeslice\(s\) in "
+                             rf"doubt, \d+ on disk; \d+ file\(s\) finished")
+        apps = summary["applications"]
+        self.assertEqual({a: apps[a]["state"] for a in ("tb2", "tb3", "clk_b23")},
+                         {"tb2": "Lost", "tb3": "Lost", "clk_b23": "Lost"})
+        self.assertEqual(apps["tm"]["results"]["timeslices_in_doubt"], 0)
+        written = self.assert_example_files_match_the_summary(summary)
+        print(f"\nexample, builders23 killed: {written} timeslices, "
+              f"{apps['tm']['results']['timeslices_salvaged']} found on the lost builders' disk",
+              flush=True)
+
+    def test_the_example_goes_on_when_a_builder_process_is_frozen_for_8_s(self):
+        """examples/timeslice.yaml: the process of tb2 and tb3 stopped for 8 s, then resumed:
+        the manager fences them and the others build on; they rejoin; the run ends ok with every
+        timeslice once."""
+        run, text, done = self.example_run()
+        wait_until(lambda: done() >= 100, 60, "100 timeslices written")
+        status, ctx = http(control_port(text, "builders23"), "GET", "/api/v1/context")
+        self.assertEqual(status, 200, ctx)
+        control = control_port(text, "control")
+        os.kill(ctx["pid"], signal.SIGSTOP)
+        frozen_at = time.monotonic()
+        try:
+            wait_until(lambda: sorted(self.manager_results(control).get("lost_builders", []))
+                       == ["tb2", "tb3"], 30, "the manager to lose the frozen tb2 and tb3")
+            at_loss = done()
+            wait_until(lambda: done() >= at_loss + 50, 60, "50 more timeslices by tb0 and tb1")
+            time.sleep(max(0.0, frozen_at + 8.0 - time.monotonic()))  # 8 s at least
+        finally:
+            os.kill(ctx["pid"], signal.SIGCONT)
+        wait_until(lambda: sorted(self.manager_results(control).get("rejoined_builders", []))
+                   == ["tb2", "tb3"], 60, "tb2 and tb3 to rejoin")
+        at_rejoin = done()
+        wait_until(lambda: done() >= at_rejoin + 100, 60, "100 more timeslices written")
+        summary = self.finish(run)
+        self.assertEqual(summary["status"], "ok", summary.get("failure"))
+        apps = summary["applications"]
+        self.assertEqual({i: a["state"] for i, a in apps.items() if a["state"] != "Halted"}, {})
+        self.assertEqual(apps["tm"]["results"]["timeslices_in_doubt"], 0)
+        written = self.assert_example_files_match_the_summary(summary)
+        print(f"\nexample, builders23 frozen: {written} timeslices, "
+              f"{apps['tm']['results']['timeslices_reassigned']} reassigned", flush=True)
 
     def test_recorded_microslices_are_replayed_as_they_were(self):
         """A run's archives replayed by its inputs (`replay`): the 199 timeslices a recording of
