@@ -107,6 +107,7 @@ class Run {
   void advance_restarts();
   void record_lost(const std::vector<std::string>& contexts, const std::string& description);
   void settle(const std::vector<std::string>& contexts);
+  std::string settle_alone(const std::vector<std::string>& contexts);
   static void merge_settled(View& v, const nlohmann::json& results);
   [[nodiscard]] static Result<runtime::Settled> settled_from(const std::string& output);
   static AppSample unknown_sample(View& v);
@@ -205,10 +206,14 @@ Result<void> Run::check_deaths() {
       record_lost(death.contexts, description);
       settle(death.contexts);
       schedule_restart(death.contexts.front(), death.clean);
-    } else if (!fatal) {
-      fatal = description;
+      continue;
+    }
+    // The run ends: what an application no other takes over from (an SFC) left is final.
+    const std::string settled = settle_alone(death.contexts);
+    if (!fatal) {
+      fatal = description + settled;
     } else {
-      reporter_.note(description);
+      reporter_.note(description + settled);
     }
   }
   if (fatal) return Error(*fatal);
@@ -278,6 +283,40 @@ void Run::settle(const std::vector<std::string>& contexts) {
       summary_.lost.back() += "; " + done->report;
     }
   }
+}
+
+// On a loss that ends the run: the after_loss of each application of a type that is not
+// survivable, whose work no other application takes over (an SFC's files hold the only copy of
+// the events it took); a survivable one's blocks may still be built elsewhere while the run
+// halts, so its files are left as they are. Returns "; what was done" for the failure's text.
+std::string Run::settle_alone(const std::vector<std::string>& contexts) {
+  std::string text;
+  for (const auto& v : views_) {
+    if (std::find(contexts.begin(), contexts.end(), v.config->context) == contexts.end()) continue;
+    const auto* type = registry_.find(v.config->type);
+    if (type == nullptr || type->survivable || !type->after_loss) continue;
+    const runtime::ContextConfig& ctx = *config_.find_context(v.config->context);
+    Result<runtime::Settled> done = Error("");
+    if (const auto* host = config_.host_of(ctx);
+        host != nullptr && host->launcher != runtime::LauncherKind::local) {
+      auto out = cluster_->run_daqflow(ctx.name,
+                                       {"salvage", options_.config_path, v.config->id, "--json"});
+      done = out ? settled_from(*out) : Result<runtime::Settled>(out.error());
+    } else {
+      const auto no_calls = [](const std::string& app_id, const std::string&,
+                               const nlohmann::json&) -> Result<nlohmann::json> {
+        return Error("the run ends: application '" + app_id + "' is not asked");
+      };
+      done = type->after_loss(runtime::LostApp{config_, *v.config, no_calls});
+    }
+    if (!done) {
+      text += "; could not settle what " + v.config->id + " left: " + done.error().message();
+      continue;
+    }
+    merge_settled(view(v.config->id), done->results);
+    if (!done->report.empty()) text += "; " + done->report;
+  }
+  return text;
 }
 
 // The results a salvage gives replace those of the lost application's answers: the summary

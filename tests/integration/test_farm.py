@@ -161,6 +161,35 @@ class Farm(DaqflowTestCase):
             left = [n for n in os.listdir("/dev/shm") if f".{ctx['pid']}.wa." in n]
             self.assertEqual(left, [], out)
 
+    def test_a_killed_sfc_fails_the_run_and_its_files_are_finished(self):
+        """SIGKILL of the SFC's process while it writes: the run fails naming it (no one else
+        holds its events), and its unfinished files are settled by the salvage the BUs' are: no
+        .part left, every accepted event on disk once, as many as the summary says it wrote."""
+        run, text, port = self.start_farm()
+        status, ctx = http(port, "GET", "/api/v1/context")
+        self.assertEqual(status, 200, ctx)
+        os.kill(ctx["pid"], signal.SIGKILL)
+        self.assertEqual(run.wait(90), 1, self.output_of("run.log"))
+        with open(self.path("summary.json")) as f:
+            summary = json.load(f)
+        self.assertEqual(summary["status"], "failed")
+        self.assertRegex(summary["failure"], r"context sfc \(pid \d+\) died: killed by signal 9.*"
+                         r"; sfc0: salvaged \d+ file\(s\)")
+        self.assertFalse([n for n in os.listdir(self.path("run-data")) if n.endswith(".part")],
+                         os.listdir(self.path("run-data")))
+        code, out = self.daqflow(["dump", self.path("run-data"), "--json", "--events"])
+        self.assertEqual(code, 0, out[:3000])
+        report = json.loads(out)
+        self.assertTrue(report["all_verified"], out[:3000])
+        numbers = [e["event"] for f in report["files"] for e in f["event_list"]]
+        self.assertGreater(len(numbers), 0)
+        self.assertEqual(len(numbers), len(set(numbers)), "no event written twice")
+        sfc = summary["applications"]["sfc0"]
+        self.assertEqual(sfc["state"], "Lost")
+        self.assertEqual(sfc["results"]["events_written"], len(numbers), sfc["results"])
+        self.assertEqual(summary["results"]["farm_events_written"], len(numbers))
+        print("\n" + summary["failure"], flush=True)
+
     def test_a_frozen_worker_process_is_fenced_and_nothing_is_decided_twice(self):
         self.frozen_worker_process_is_fenced("tcp")
 

@@ -1,11 +1,13 @@
 #include "sfc_app.hpp"
 
+#include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
 #include <bit>
 #include <cmath>
 
+#include "daqflow/apps/evb/salvage.hpp"
 #include "daqflow/wire/endian.hpp"
 
 namespace daqflow::apps::farm {
@@ -771,6 +773,45 @@ void SubFarmController::fold_results(nlohmann::json& run, const std::string& id,
                      {"lost_workers", app.value("lost_workers", nlohmann::json::array())}};
 }
 
+Result<runtime::Settled> SubFarmController::after_loss(const runtime::LostApp& lost) {
+  runtime::ParamReader p(lost.app.params, "application '" + lost.app.id + "'");
+  const auto output = p.get<nlohmann::json>("output");
+  const auto masks = p.get<std::vector<std::int64_t>>("stream_masks");
+  if (auto r = p.status(); !r) return r.error();
+  if (!output.is_object() || output.value("kind", std::string()) != "file") {
+    return runtime::Settled{};
+  }
+  std::string dir = output.value("dir", std::string());
+  if (dir.empty()) dir = lost.cluster.run.output;
+  // As configure() names the streams' files.
+  std::vector<std::string> writers;
+  if (masks.empty()) {
+    writers.push_back(lost.app.id);
+  } else {
+    for (std::size_t i = 0; i < masks.size(); ++i) {
+      writers.push_back(lost.app.id + "_stream" + std::to_string(i));
+    }
+    writers.push_back(lost.app.id + "_unrouted");
+  }
+  std::uint64_t on_disk = 0;
+  std::uint64_t files = 0;
+  std::uint64_t cut = 0;
+  std::string unfinished;
+  for (const std::string& writer : writers) {
+    auto report = evb::salvage_bu_files(dir, lost.cluster.run.number, writer, {});
+    if (!report) return report.error();
+    on_disk += report->events_on_disk;
+    files += report->files.size();
+    cut += report->bytes_cut;
+    for (const std::string& why : report->unfinished) unfinished += "; not finished: " + why;
+  }
+  runtime::Settled settled;
+  settled.report = fmt::format("{}: salvaged {} file(s) in {} ({} bytes cut); {} events on disk{}",
+                               lost.app.id, files, dir, cut, on_disk, unfinished);
+  settled.results["events_written"] = on_disk;
+  return settled;
+}
+
 runtime::AppType sfc_type() {
   using runtime::ParamSpec;
   runtime::AppType t;
@@ -838,6 +879,7 @@ runtime::AppType sfc_type() {
   };
   t.make = [] { return std::make_unique<SubFarmController>(); };
   t.fold_results = &SubFarmController::fold_results;
+  t.after_loss = &SubFarmController::after_loss;
   return t;
 }
 

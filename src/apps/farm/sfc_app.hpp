@@ -54,6 +54,9 @@ class SubFarmController final : public runtime::Application {
 
   // The run's farm figures: events_decided, events_accepted, farm_events_per_s, lost_workers.
   static void fold_results(nlohmann::json& run, const std::string& id, const nlohmann::json& app);
+  // The SFC's process died: finish its streams' unfinished files (the BU's salvage, with no
+  // block in doubt: no one else writes its events). Runs in the controller, on its host.
+  [[nodiscard]] static Result<runtime::Settled> after_loss(const runtime::LostApp& lost);
 
  private:
   struct Retained {
