@@ -31,7 +31,10 @@ run: build
 	rm -rf run-data
 	$(BUILD)/bin/daqflow run $(CONFIG) --duration $(DURATION) --summary $(BUILD)/run-summary.json
 
-test: test-format test-release test-asan test-tsan test-fuzz-and-soak
+# The stages one after the other, each timed (scripts/test-stages prints the times at the end).
+TEST_STAGES = test-format build test-release test-asan test-tsan test-fuzz-and-soak
+test: bootstrap
+	@bash scripts/test-stages $(TEST_STAGES)
 
 # A check, not a rewrite: `make format` applies .clang-format.
 test-format: bootstrap
