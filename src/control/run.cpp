@@ -108,6 +108,11 @@ class Run {
   void record_lost(const std::vector<std::string>& contexts, const std::string& description);
   void settle(const std::vector<std::string>& contexts);
   std::string settle_alone(const std::vector<std::string>& contexts);
+  using LostCall = std::function<Result<nlohmann::json>(const std::string&, const std::string&,
+                                                        const nlohmann::json&)>;
+  [[nodiscard]] std::string remote_host(const View& v) const;
+  Result<runtime::Settled> after_loss_of(const View& v, const runtime::AppType& type,
+                                         const LostCall& call);
   static void merge_settled(View& v, const nlohmann::json& results);
   [[nodiscard]] static Result<runtime::Settled> settled_from(const std::string& output);
   static AppSample unknown_sample(View& v);
@@ -246,42 +251,27 @@ void Run::settle(const std::vector<std::string>& contexts) {
     if (!answer) return answer.error();
     return answer->value("result", nlohmann::json::object());
   };
-  for (const auto& v : views_) {
+  for (auto& v : views_) {
     if (std::find(contexts.begin(), contexts.end(), v.config->context) == contexts.end()) continue;
     const auto* type = registry_.find(v.config->type);
     if (type == nullptr || !type->after_loss) continue;
-    // What it left is on its host's disks, not here: it is settled there, by `daqflow salvage`
-    // run through the launcher. Reading this machine's disk instead could build again what is
-    // on disk there; when the launcher cannot, its blocks stay in doubt.
-    const runtime::ContextConfig& ctx = *config_.find_context(v.config->context);
-    if (const auto* host = config_.host_of(ctx);
-        host != nullptr && host->launcher != runtime::LauncherKind::local) {
-      auto out = cluster_->run_daqflow(ctx.name,
-                                       {"salvage", options_.config_path, v.config->id, "--json"});
-      auto done = out ? settled_from(*out) : Result<runtime::Settled>(out.error());
-      std::string text;
-      if (done) {
-        text = done->report + " (on " + ctx.host + ")";
-        merge_settled(view(v.config->id), done->results);
-      } else {
-        text = v.config->id + ": what it wrote is on " + ctx.host +
-               " and could not be settled there (" + done.error().message() +
-               "): its blocks in doubt stay in doubt";
-      }
-      reporter_.note(text);
-      summary_.lost.back() += "; " + text;
-      continue;
-    }
-    auto done = type->after_loss(runtime::LostApp{config_, *v.config, call});
-    if (!done) {
+    const std::string remote = remote_host(v);
+    auto done = after_loss_of(v, *type, call);
+    std::string text;
+    if (done) {
+      merge_settled(v, done->results);
+      if (!done->report.empty())
+        text = done->report + (remote.empty() ? "" : " (on " + remote + ")");
+    } else if (!remote.empty()) {
+      text = v.config->id + ": what it wrote is on " + remote +
+             " and could not be settled there (" + done.error().message() +
+             "): its blocks in doubt stay in doubt";
+    } else {
       reporter_.note("could not settle what " + v.config->id + " left: " + done.error().message());
-      continue;
     }
-    merge_settled(view(v.config->id), done->results);
-    if (!done->report.empty()) {
-      reporter_.note(done->report);
-      summary_.lost.back() += "; " + done->report;
-    }
+    if (text.empty()) continue;
+    reporter_.note(text);
+    summary_.lost.back() += "; " + text;
   }
 }
 
@@ -290,33 +280,44 @@ void Run::settle(const std::vector<std::string>& contexts) {
 // the events it took); a survivable one's blocks may still be built elsewhere while the run
 // halts, so its files are left as they are. Returns "; what was done" for the failure's text.
 std::string Run::settle_alone(const std::vector<std::string>& contexts) {
+  const auto no_calls = [](const std::string& app_id, const std::string&,
+                           const nlohmann::json&) -> Result<nlohmann::json> {
+    return Error("the run ends: application '" + app_id + "' is not asked");
+  };
   std::string text;
-  for (const auto& v : views_) {
+  for (auto& v : views_) {
     if (std::find(contexts.begin(), contexts.end(), v.config->context) == contexts.end()) continue;
     const auto* type = registry_.find(v.config->type);
     if (type == nullptr || type->survivable || !type->after_loss) continue;
-    const runtime::ContextConfig& ctx = *config_.find_context(v.config->context);
-    Result<runtime::Settled> done = Error("");
-    if (const auto* host = config_.host_of(ctx);
-        host != nullptr && host->launcher != runtime::LauncherKind::local) {
-      auto out = cluster_->run_daqflow(ctx.name,
-                                       {"salvage", options_.config_path, v.config->id, "--json"});
-      done = out ? settled_from(*out) : Result<runtime::Settled>(out.error());
-    } else {
-      const auto no_calls = [](const std::string& app_id, const std::string&,
-                               const nlohmann::json&) -> Result<nlohmann::json> {
-        return Error("the run ends: application '" + app_id + "' is not asked");
-      };
-      done = type->after_loss(runtime::LostApp{config_, *v.config, no_calls});
-    }
+    auto done = after_loss_of(v, *type, no_calls);
     if (!done) {
       text += "; could not settle what " + v.config->id + " left: " + done.error().message();
       continue;
     }
-    merge_settled(view(v.config->id), done->results);
+    merge_settled(v, done->results);
     if (!done->report.empty()) text += "; " + done->report;
   }
   return text;
+}
+
+// The host of the application's context when its launcher is not the local one, else empty.
+std::string Run::remote_host(const View& v) const {
+  const runtime::ContextConfig& ctx = *config_.find_context(v.config->context);
+  const auto* host = config_.host_of(ctx);
+  return host != nullptr && host->launcher != runtime::LauncherKind::local ? ctx.host
+                                                                           : std::string();
+}
+
+// What it left is on its host's disks, not here: on another host it is settled there, by
+// `daqflow salvage` run through the launcher (reading this machine's disk instead could build
+// again what is on disk there).
+Result<runtime::Settled> Run::after_loss_of(const View& v, const runtime::AppType& type,
+                                            const LostCall& call) {
+  if (remote_host(v).empty()) return type.after_loss(runtime::LostApp{config_, *v.config, call});
+  auto out = cluster_->run_daqflow(v.config->context,
+                                   {"salvage", options_.config_path, v.config->id, "--json"});
+  if (!out) return out.error();
+  return settled_from(*out);
 }
 
 // The results a salvage gives replace those of the lost application's answers: the summary

@@ -326,6 +326,47 @@ class Timeslices(DaqflowTestCase):
         # Only the last timeslices, those some inputs did not make before they were halted.
         self.assertLessEqual(incomplete, max(made) - min(made), made)
 
+    def test_a_killed_builder_process_writing_files_leaves_every_timeslice_on_disk_once(self):
+        """Round robin with file outputs: SIGKILL of tb1's process mid-run. The inputs send what
+        tb1 had not acknowledged to the next builder; tb1's files are cut before the first of
+        those and finished, so every timeslice is on disk once, and the summary counts for tb1
+        what its finished files hold."""
+        text = ts_config("tcp", inputs="pace: max")
+        run = self.start_run(text)
+        ia = control_port(text, "ia")
+        wait_until(lambda: self.acked(ia, "in0") >= 1000, 60, "1000 timeslices acknowledged")
+        status, ctx = http(control_port(text, "ctx_tb1"), "GET", "/api/v1/context")
+        self.assertEqual(status, 200, ctx)
+        os.kill(ctx["pid"], signal.SIGKILL)
+        wait_until(lambda: "builder 'tb1': salvaged" in self.output_of("run.log")
+                   or run.poll() is not None, 60, "the salvage of tb1's files")
+        self.assertIsNone(run.poll(), self.output_of("run.log"))
+        at_loss = self.acked(ia, "in0")
+        wait_until(lambda: self.acked(ia, "in0") >= at_loss + 1000, 60,
+                   "1000 more timeslices acknowledged by the others")
+        summary = self.finish(run)
+        self.assertEqual(summary["status"], "ok", summary.get("failure"))
+        self.assertEqual(len(summary["lost"]), 1, summary["lost"])
+        self.assertRegex(summary["lost"][0], r"builder 'tb1': salvaged \d+ file\(s\)")
+        self.assertFalse([n for n in os.listdir(self.path("run-data")) if n.endswith(".part")])
+        code, out = self.daqflow(["dump", self.path("run-data"), "--json", "--events"],
+                                 timeout=120)
+        self.assertEqual(code, 0, out[:3000])
+        report = json.loads(out)
+        self.assertTrue(report["all_verified"], out[:3000])
+        numbers = sorted(e["event"] for f in report["files"] for e in f["event_list"])
+        self.assertEqual(numbers, list(range(len(numbers))), "every timeslice once, none skipped")
+        by_builder = {b: 0 for b in BUILDERS}
+        for f in report["files"]:
+            builder = re.match(r"run\d+_(tb\d)_", os.path.basename(f["path"])).group(1)
+            by_builder[builder] += len(f["event_list"])
+        apps = summary["applications"]
+        self.assertEqual({b: apps[b]["results"]["timeslices_written"] for b in BUILDERS},
+                         by_builder)
+        print(f"\ntcp: killed tb1 writing files: {summary['results']['contributions_resent']} "
+              f"contributions sent again, {len(numbers)} timeslices on disk once; "
+              f"{summary['lost'][0]}", flush=True)
+
     def example_run(self):
         """examples/timeslice.yaml as shipped (fresh ports), run until stopped; returns the run,
         the configuration's text and a function giving the manager's timeslices_done."""

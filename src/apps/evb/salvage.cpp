@@ -182,7 +182,8 @@ Result<std::uint64_t> events_in_finished_files(const std::string& dir, const std
 
 Result<SalvageReport> salvage_bu_files(const std::string& dir, std::uint32_t run_number,
                                        std::string_view bu_id,
-                                       const std::vector<SalvageBlock>& in_doubt) {
+                                       const std::vector<SalvageBlock>& in_doubt,
+                                       const std::vector<std::uint64_t>& sent_again) {
   // The BU's reserved room: on a full disk, what lets the files be finished.
   ::unlink((fs::path(dir) / reserve_file_name(run_number, bu_id)).c_str());
   const std::string first = data_file_stem(run_number, bu_id, 0);
@@ -238,6 +239,12 @@ Result<SalvageReport> salvage_bu_files(const std::string& dir, std::uint32_t run
       Scanned& s = files[it->second.first];
       s.end = std::min(s.end, it->second.second);
     }
+  }
+  for (const std::uint64_t e : sent_again) {
+    const auto it = where.find(e);
+    if (it == where.end()) continue;
+    Scanned& s = files[it->second.first];
+    s.end = std::min(s.end, it->second.second);
   }
   // Finish what needs it, then decide each block from what is output: the records of a file
   // with its sidecar.

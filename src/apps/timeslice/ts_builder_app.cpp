@@ -1,5 +1,6 @@
 #include "ts_builder_app.hpp"
 
+#include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
@@ -793,12 +794,58 @@ void TsBuilder::fold_results(nlohmann::json& run, const std::string& id,
       {"missing_by_input", app.value("missing_by_input", nlohmann::json::object())}};
 }
 
+// Round robin: the inputs sent what it had not acknowledged to the next builder; its files are
+// cut before the first of those timeslices (it acknowledged in the order it wrote), so that none
+// is on disk twice, and finished.
+Result<runtime::Settled> TsBuilder::settle_round_robin(const runtime::LostApp& lost,
+                                                       const nlohmann::json& output) {
+  if (!output.is_object() || output.value("kind", std::string()) != "file") {
+    return runtime::Settled{};
+  }
+  runtime::ParamReader p(lost.app.params, "application '" + lost.app.id + "'");
+  const auto inputs = p.get<std::vector<std::string>>("inputs");
+  if (auto r = p.status(); !r) return r.error();
+  // Each input loses the builder on its closed connection, at once; allow for a slow one.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  std::vector<std::uint64_t> sent_again;
+  for (const std::string& input : inputs) {
+    for (;;) {
+      auto answer = lost.call(input, "sent_again", {{"builder", lost.app.id}});
+      if (!answer) return answer.error();
+      if (answer->value("lost", false)) {
+        for (const auto& k : (*answer)["timeslices"]) sent_again.push_back(k.get<std::uint64_t>());
+        break;
+      }
+      if (std::chrono::steady_clock::now() >= deadline) {
+        return Error("input '" + input + "' did not lose '" + lost.app.id + "' within 60 s");
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+  }
+  std::string dir = output.value("dir", std::string());
+  if (dir.empty()) dir = lost.cluster.run.output;
+  auto report = evb::salvage_bu_files(dir, lost.cluster.run.number, lost.app.id, {}, sent_again);
+  if (!report) return report.error();
+  runtime::Settled settled;
+  std::sort(sent_again.begin(), sent_again.end());
+  sent_again.erase(std::unique(sent_again.begin(), sent_again.end()), sent_again.end());
+  settled.report = fmt::format(
+      "builder '{}': salvaged {} file(s) in {} ({} bytes cut; {} timeslice(s) sent again to the "
+      "others); {} timeslices on disk",
+      lost.app.id, report->files.size(), dir, report->bytes_cut, sent_again.size(),
+      report->events_on_disk);
+  for (const std::string& why : report->unfinished) settled.report += "; not finished: " + why;
+  settled.results["timeslices_written"] = report->events_on_disk;
+  settled.results["timeslices_lost_from_disk"] = report->events_lost;
+  return settled;
+}
+
 Result<runtime::Settled> TsBuilder::after_loss(const runtime::LostApp& lost) {
   runtime::ParamReader p(lost.app.params, "application '" + lost.app.id + "'");
   const auto output = p.get<nlohmann::json>("output");
   const auto manager = p.get<std::string>("manager");
   if (auto r = p.status(); !r) return r.error();
-  if (manager.empty()) return runtime::Settled{};  // round robin: the inputs sent again already
+  if (manager.empty()) return settle_round_robin(lost, output);
   // The manager declares a dead builder lost at the latest after its heartbeat timeout; only
   // then are its timeslices in doubt known.
   const nlohmann::json who = {{"builder", lost.app.id}};

@@ -80,6 +80,8 @@ class TsBuilder final : public runtime::Application {
   void send_report();
   bool send_to_manager(wire::MessageType type, std::uint64_t tag, std::span<const std::byte> bytes);
   [[nodiscard]] static Result<runtime::Settled> after_loss(const runtime::LostApp& lost);
+  [[nodiscard]] static Result<runtime::Settled> settle_round_robin(const runtime::LostApp& lost,
+                                                                   const nlohmann::json& output);
   friend runtime::AppType ts_builder_type();
   int expire(std::int64_t now);
   int flush_outputs();

@@ -204,6 +204,7 @@ Result<void> TsInput::configure(runtime::AppContext& ctx) {
   timeslices_retained_ = &m.gauge("timeslices_retained", "timeslices kept until acknowledged");
   const std::lock_guard lock(lost_mutex_);
   lost_builders_.clear();
+  sent_again_.clear();
   return ok();
 }
 
@@ -454,12 +455,18 @@ void TsInput::lose_builder(std::size_t position, const std::string& why) {
     return;
   }
   std::size_t moved = 0;
+  std::vector<std::uint64_t> sent;
   for (std::size_t i = 0; i < count_retained_; ++i) {
     Retained& r = at(i);
     if (r.builder != static_cast<int>(position)) continue;
+    if (r.sent) sent.push_back(r.index);
     r.builder = builder_for(r.index);
     r.sent = false;
     ++moved;
+  }
+  {
+    const std::lock_guard lock(lost_mutex_);
+    sent_again_[name] = std::move(sent);
   }
   if (builder_for(0) < 0) {
     fail("every builder is lost (the last: '" + name + "', " + why + "); " +
@@ -688,6 +695,19 @@ void TsInput::fold_results(nlohmann::json& run, const std::string& id, const nlo
   }
   run["ts_inputs"][id] = {{"timeslices_acked", count(app, "timeslices_acked")},
                           {"lost_builders", app.value("lost_builders", nlohmann::json::array())}};
+}
+
+Result<nlohmann::json> TsInput::action(std::string_view name, const nlohmann::json& args) {
+  if (name == "sent_again") {
+    const std::string builder = args.value("builder", std::string());
+    const std::lock_guard lock(lost_mutex_);
+    const auto it = sent_again_.find(builder);
+    if (it == sent_again_.end()) {
+      return nlohmann::json{{"lost", false}, {"timeslices", nlohmann::json::array()}};
+    }
+    return nlohmann::json{{"lost", true}, {"timeslices", it->second}};
+  }
+  return Application::action(name, args);
 }
 
 runtime::AppType ts_input_type() {

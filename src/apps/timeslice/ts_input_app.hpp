@@ -27,6 +27,7 @@
 #include <array>
 #include <atomic>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -56,6 +57,11 @@ class TsInput final : public runtime::Application {
   void wait_for_work(std::chrono::microseconds timeout) override;
   [[nodiscard]] bool drained() const override;
   [[nodiscard]] nlohmann::json results() const override;
+  // `sent_again` {builder}: {lost, timeslices}: the timeslices this input had sent to that
+  // builder, unacknowledged, and sent to another once it was lost (round robin); what the lost
+  // builder's salvage cuts from its files.
+  [[nodiscard]] Result<nlohmann::json> action(std::string_view name,
+                                              const nlohmann::json& args) override;
   static void fold_results(nlohmann::json& run, const std::string& id, const nlohmann::json& app);
 
  private:
@@ -164,6 +170,7 @@ class TsInput final : public runtime::Application {
 
   mutable std::mutex lost_mutex_;
   std::vector<std::string> lost_builders_;
+  std::map<std::string, std::vector<std::uint64_t>> sent_again_;  // lost builder -> timeslices
 };
 
 [[nodiscard]] runtime::AppType ts_input_type();

@@ -328,6 +328,36 @@ TEST(Salvage, FinishesADeadBusFileAndDecidesItsBlocksInDoubt) {
   EXPECT_TRUE(again->files.empty());
 }
 
+TEST(Salvage, WhatWasSentAgainIsCutAndTheFilesCountWhatIsLeft) {
+  // A time-slice builder (round robin) wrote timeslices 0..7 and died; its inputs had sent 7 and
+  // 8 to another builder (unacknowledged). Its unfinished file of 4..7 is cut before 7 and
+  // finished: with the finished file of 0..3, its files hold 7.
+  TempDir live;
+  TempDir dead;
+  auto output = make({{"kind", "file"}, {"dir", live.path().string()}, {"max_file_events", 4}});
+  const Events events(0, 14, 1, 256);
+  write_all(*output, events, 1);
+  for (const char* name : {"run000042_bu1_0000.dqf", "run000042_bu1_0000.json"}) {
+    fs::copy_file(live.path() / name, dead.path() / name);
+  }
+  const auto part = live.path() / "run000042_bu1_0003.dqf.part";
+  ASSERT_TRUE(fs::exists(part));
+  ASSERT_TRUE(output->close().ok());
+  // The builder died while file 1 (4..7) was still open; 8 and later never reached the disk.
+  fs::copy_file(live.path() / "run000042_bu1_0001.dqf",
+                dead.path() / "run000042_bu1_0001.dqf.part");
+  auto report = salvage_bu_files(dead.path().string(), 42, "bu1", {}, {8, 7});
+  ASSERT_TRUE(report.ok()) << report.error().message();
+  EXPECT_EQ(report->events_kept, 3u) << "4, 5 and 6 stay in file 1";
+  EXPECT_EQ(report->events_on_disk, 7u) << "0..3 in file 0, 4..6 in file 1";
+  std::vector<std::uint64_t> seen;
+  const FileReport file =
+      check_event_file((dead.path() / "run000042_bu1_0001.dqf").string(),
+                       [&](const EventSummary& e) { seen.push_back(e.record.event); });
+  EXPECT_TRUE(file.verified()) << ::testing::PrintToString(file.problems);
+  EXPECT_EQ(seen, (std::vector<std::uint64_t>{4, 5, 6}));
+}
+
 TEST(Salvage, ABlockCutAcrossAFileRollIsCutOutOfBothFiles) {
   TempDir live;
   TempDir dead;

@@ -205,7 +205,7 @@ TEST(ConfigErrors, UnknownApplicationTypeListsTheKnownOnes) {
 )"),
               ElementsAre(error_at("5:15",
                                    "application 's0': unknown application type 'sorce' "
-                                   "(known types: ru, sink, source) (did you mean "
+                                   "(known types: helper, ru, sink, source) (did you mean "
                                    "'source'?)")));
 }
 

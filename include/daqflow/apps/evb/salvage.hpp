@@ -72,9 +72,12 @@ struct SalvageReport {
                                                       std::string_view bu_id,
                                                       const std::vector<SalvageBlock>& in_doubt);
 
-[[nodiscard]] Result<SalvageReport> salvage_bu_files(const std::string& dir,
-                                                     std::uint32_t run_number,
-                                                     std::string_view bu_id,
-                                                     const std::vector<SalvageBlock>& in_doubt);
+// sent_again: events that others build again whatever the files hold (a time-slice builder's
+// timeslices its inputs sent to another builder once it was lost, round robin): each file is cut
+// before the first of them it holds, as before a partial block. The writer acknowledges in the
+// order it writes, so what follows such an event was not acknowledged either.
+[[nodiscard]] Result<SalvageReport> salvage_bu_files(
+    const std::string& dir, std::uint32_t run_number, std::string_view bu_id,
+    const std::vector<SalvageBlock>& in_doubt, const std::vector<std::uint64_t>& sent_again = {});
 
 }  // namespace daqflow::apps::evb
