@@ -9,7 +9,7 @@ find_package(CLI11 CONFIG REQUIRED)
 pkg_check_modules(HTTPLIB REQUIRED IMPORTED_TARGET cpp-httplib)
 # The /metrics text format: prometheus-cpp's serializer (its core library only).
 pkg_check_modules(PROMETHEUS_CPP REQUIRED IMPORTED_TARGET prometheus-cpp-core)
-if(DAQFLOW_TESTS AND NOT DAQFLOW_FUZZ)
+if(DAQFLOW_TESTS)
   find_package(GTest REQUIRED)
 endif()
 
@@ -31,7 +31,7 @@ pkg_check_modules(MPI IMPORTED_TARGET ompi-c)  # Open MPI
 pkg_check_modules(SIMGRID IMPORTED_TARGET simgrid)
 # ZeroMQ: only the small-message reference program of `daqflow bench compare` links it.
 pkg_check_modules(ZMQ IMPORTED_TARGET libzmq)
-if(DAQFLOW_REQUIRE_ALL_TRANSPORTS AND NOT DAQFLOW_FUZZ)
+if(DAQFLOW_REQUIRE_ALL_TRANSPORTS)
   foreach(lib UCX LIBFABRIC MPI SIMGRID)
     if(NOT ${lib}_FOUND)
       message(FATAL_ERROR "${lib} not found: run scripts/bootstrap, or configure with "

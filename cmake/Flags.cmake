@@ -25,6 +25,17 @@ if(CMAKE_CXX_COMPILER_ID STREQUAL "GNU")
     -Wno-array-bounds -Wno-restrict -Wno-null-dereference)
 endif()
 
+if(DAQFLOW_FUZZ)
+  # The libraries are instrumented too, so that the fuzzers get coverage feedback and sanitizer
+  # checks inside the decoders, not only in the harnesses; the fuzzers run under the sanitizers.
+  if(NOT CMAKE_CXX_COMPILER_ID STREQUAL "Clang")
+    message(FATAL_ERROR "DAQFLOW_FUZZ needs clang (libFuzzer): configure with "
+                        "-DCMAKE_CXX_COMPILER=clang++")
+  endif()
+  add_compile_options(-fsanitize=fuzzer-no-link)
+  set(DAQFLOW_SANITIZE ON)
+endif()
+
 if(DAQFLOW_SANITIZE)
   add_compile_options(-fsanitize=address,undefined -fno-sanitize-recover=undefined)
   add_link_options(-fsanitize=address,undefined)
@@ -33,11 +44,4 @@ endif()
 if(DAQFLOW_TSAN)
   add_compile_options(-fsanitize=thread)
   add_link_options(-fsanitize=thread)
-endif()
-
-if(DAQFLOW_FUZZ)
-  # Instrument the libraries too, so that the fuzzers get coverage feedback and sanitizer checks
-  # inside the decoders, not only in the harnesses.
-  add_compile_options(-fsanitize=fuzzer-no-link,address,undefined)
-  add_link_options(-fsanitize=address,undefined)
 endif()

@@ -15,6 +15,7 @@
 
 #include "daqflow/control/summary.hpp"
 #include "daqflow/core/memory.hpp"
+#include "daqflow/core/sanitizers.hpp"
 #include "daqflow/runtime/host_access.hpp"
 #include "daqflow/transport/fault.hpp"
 #include "daqflow/transport/sim.hpp"
@@ -510,7 +511,7 @@ Result<nlohmann::json> simulate(const runtime::ClusterConfig& cluster,
   // (a RU's block descriptors are sized for every BU's window; a short run uses a few).
   core::set_pool_prefault(false);
   std::vector<std::string> args{"daqflow-sim"};
-#if defined(__SANITIZE_ADDRESS__)
+#if DAQFLOW_UNDER_ASAN
   // AddressSanitizer follows threads, not SimGrid's own stack switching: an actor per thread.
   args.emplace_back("--cfg=contexts/factory:thread");
 #endif

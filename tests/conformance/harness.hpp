@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "daqflow/core/buffer_pool.hpp"
+#include "daqflow/core/sanitizers.hpp"
 #include "daqflow/transport/transport.hpp"
 
 namespace daqflow::transport::conformance {
@@ -25,7 +26,7 @@ using namespace std::chrono_literals;
 // Every wait in the suite ends by then: a hang is a failure, not a stuck test run. Under
 // AddressSanitizer everything is slower, and the sim transport's actors run as threads (a thread
 // switch per actor switch: the busiest sim test takes 4-10 s there): three times as long.
-#if defined(__SANITIZE_ADDRESS__)
+#if DAQFLOW_UNDER_ASAN
 inline constexpr std::chrono::milliseconds kDeadline = 30s;
 #else
 inline constexpr std::chrono::milliseconds kDeadline = 10s;

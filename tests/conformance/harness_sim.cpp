@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "daqflow/core/sanitizers.hpp"
 #include "harness.hpp"
 
 namespace daqflow::transport::conformance {
@@ -46,7 +47,7 @@ int main(int argc, char** argv) {
   namespace sg = simgrid::s4u;
   ::testing::InitGoogleTest(&argc, argv);
   std::vector<char*> args(argv, argv + argc);
-#if defined(__SANITIZE_ADDRESS__)
+#if DAQFLOW_UNDER_ASAN
   // AddressSanitizer follows threads, not SimGrid's own stack switching: an actor per thread.
   std::string factory = "--cfg=contexts/factory:thread";
   args.push_back(factory.data());

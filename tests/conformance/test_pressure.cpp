@@ -145,6 +145,21 @@ void run_traffic(Traffic& t) {
   std::atomic<int> failures{0};
   std::atomic<std::size_t> receivers_done{0};
   std::atomic<std::size_t> senders_done{0};
+  // The senders' pools outlive the threads: after a failed run (a deadline passed) messages can
+  // still be in flight, and a pool that is still referenced then is kept (leaked, named), not
+  // freed under a receiver that drops one.
+  std::vector<std::unique_ptr<core::BufferPool>> pools(apps);
+  for (AppIndex s : t.senders) {
+    auto pool = core::BufferPool::create("tx", 16384, 8 * t.receivers.size() + 4);
+    ASSERT_TRUE(pool) << pool.error().message();
+    pools[s] = std::move(*pool);
+  }
+  struct Retire {
+    std::vector<std::unique_ptr<core::BufferPool>>& pools;
+    ~Retire() {
+      for (auto& p : pools) core::retire_pool(p, core::BusyPool::leak, "run_traffic");
+    }
+  } retire{pools};
   std::vector<Concurrent> threads;
 
   for (AppIndex r : t.receivers) {
@@ -180,11 +195,7 @@ void run_traffic(Traffic& t) {
   for (AppIndex s : t.senders) {
     threads.emplace_back([&, s] {
       Endpoint& ep = *t.endpoints[s];
-      auto pool = core::BufferPool::create("tx", 16384, 8 * t.receivers.size() + 4);
-      if (!pool) {
-        failures.fetch_add(1);
-        return;
-      }
+      core::BufferPool& pool = *pools[s];
       for (AppIndex r : t.receivers) {
         if (!ep.connect(r)) failures.fetch_add(1);
       }
@@ -197,10 +208,10 @@ void run_traffic(Traffic& t) {
           },
           [&] {
             for (AppIndex r : t.receivers) {
-              if (next[r] == t.count || (*pool)->in_use() == (*pool)->count()) continue;
+              if (next[r] == t.count || pool.in_use() == pool.count()) continue;
               const std::uint64_t n = next[r];
               const auto size = static_cast<std::uint32_t>((n * 7919 + s * 131 + r) % 16384);
-              Message m = make_message(**pool, size, s * 1'000'000 + r * 1000 + n, n);
+              Message m = make_message(pool, size, s * 1'000'000 + r * 1000 + n, n);
               const SendStatus status = ep.post_send(r, m);
               if (status == SendStatus::ok) {
                 ++next[r];

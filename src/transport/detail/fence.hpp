@@ -8,10 +8,12 @@
 
 #include <atomic>
 
+#include "daqflow/core/sanitizers.hpp"
+
 namespace daqflow::transport::detail {
 
 inline void full_fence() {
-#if defined(__SANITIZE_THREAD__)
+#if DAQFLOW_UNDER_TSAN
   static std::atomic<unsigned> shared{0};
   shared.fetch_add(1, std::memory_order_seq_cst);
 #else

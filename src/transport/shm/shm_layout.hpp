@@ -25,6 +25,7 @@
 #endif
 
 #include "daqflow/core/rings.hpp"
+#include "daqflow/core/sanitizers.hpp"
 #include "daqflow/wire/header.hpp"
 
 namespace daqflow::transport::shm {
@@ -188,7 +189,7 @@ inline void store_head(std::byte* cell, const HeadWords& h) {
 // the rate is that many messages per cache-line round trip between the cores. A streaming store
 // waits for no line. They are weakly ordered: the sender fences them (sfence_streams) before it
 // publishes its tail. Not under ThreadSanitizer, which would not see them.
-#if defined(__x86_64__) && !defined(__SANITIZE_THREAD__)
+#if defined(__x86_64__) && !DAQFLOW_UNDER_TSAN
 inline constexpr bool kStreams = true;
 // Streams n bytes (1 to kInlineMax) to a 16-byte aligned place in the ring, 16 bytes at a time;
 // the last chunk is padded with zeros, which stay within the message's last cell. Inlined: a

@@ -5,6 +5,7 @@
 #include <string_view>
 
 #include "daqflow/core/memory.hpp"
+#include "daqflow/core/sanitizers.hpp"
 
 namespace daqflow::transport::ucx {
 namespace {
@@ -19,7 +20,7 @@ std::size_t round_up(std::size_t n, std::size_t to) {
 // Applied through the configuration, never the environment, so that other code in the process
 // sees UCX as configured.
 void apply_build_settings([[maybe_unused]] ucp_config_t* config) {
-#if defined(__SANITIZE_ADDRESS__)
+#if DAQFLOW_UNDER_ASAN
   (void)ucp_config_modify(config, "MEM_MALLOC_HOOKS", "n");
   (void)ucp_config_modify(config, "MEM_EVENTS", "n");
 #endif
