@@ -21,7 +21,7 @@ namespace daqflow::control {
 
 namespace {
 
-constexpr auto kToolTimeout = std::chrono::milliseconds(15000);
+constexpr auto kSlurmToolTimeout = std::chrono::milliseconds(15000);
 constexpr auto kExitGrace = std::chrono::milliseconds(5000);
 
 std::string job_name(std::uint32_t run, const std::string& context) {
@@ -32,7 +32,7 @@ std::string job_name(std::uint32_t run, const std::string& context) {
 Result<void> scancel(const std::string& name, const char* signal) {
   std::vector<std::string> argv{"scancel", "--name", name};
   if (signal != nullptr) argv.push_back(std::string("--signal=") + signal);
-  auto r = run_command(argv, kToolTimeout);
+  auto r = run_command(argv, kSlurmToolTimeout);
   if (!r) return r.error();
   if (!r->status.clean()) return Error("scancel --name " + name + ": " + r->out);
   return ok();

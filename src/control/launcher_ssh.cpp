@@ -19,7 +19,7 @@ namespace {
 
 constexpr auto kRemoteCommandTimeout = std::chrono::milliseconds(15000);
 constexpr auto kClientExitGrace = std::chrono::milliseconds(5000);
-constexpr auto kToolTimeout = std::chrono::milliseconds(120000);
+constexpr auto kSshTimeout = std::chrono::milliseconds(120000);
 
 std::string join_quoted(const std::vector<std::string>& words) {
   std::string out;
@@ -162,7 +162,7 @@ class SshLauncher final : public Launcher {
     auto r =
         run_command(ssh.command(fmt::format("cd {} && exec {}", shell_quote(host_workdir(host_)),
                                             join_quoted(argv))),
-                    kToolTimeout, config_delivery(settings_));
+                    kSshTimeout, config_delivery(settings_));
     if (!r) return r.error().context("ssh to " + address_);
     if (!r->status.clean()) return Error("on " + address_ + ": " + r->out);
     return r->out;

@@ -42,7 +42,7 @@ constexpr unsigned kCallTimeoutMs = 10000;
 // and the connection to the host counts as lost.
 constexpr unsigned kWatchTimeoutMs = 3000;
 constexpr int kWatchFailures = 3;
-constexpr auto kPollPeriod = std::chrono::milliseconds(300);
+constexpr auto kProgramPollPeriod = std::chrono::milliseconds(300);
 constexpr int kLogBytes = 1 << 20;
 constexpr const char* kGroup = "daqflow";
 
@@ -213,7 +213,7 @@ class SupervisorLaunched final : public Launched {
   [[nodiscard]] std::string local_log() const override { return local_log_; }
 
  private:
-  // The watcher thread: the program's state every kPollPeriod until it has ended (then its
+  // The watcher thread: the program's state every kProgramPollPeriod until it has ended (then its
   // output is copied here and the program removed) or supervisord stops answering.
   void watch(const std::stop_token& stop) {
     int failures = 0;
@@ -243,7 +243,7 @@ class SupervisorLaunched final : public Launched {
         }
       }
       std::unique_lock lock(mutex_);
-      wake_.wait_for(lock, stop, kPollPeriod, [] { return false; });
+      wake_.wait_for(lock, stop, kProgramPollPeriod, [] { return false; });
     }
   }
 

@@ -33,6 +33,9 @@ struct ThroughputSample {
 class ThroughputSampler {
  public:
   static constexpr std::size_t kDefaultCapacity = 65536;
+  // The builders' interval (EVM, SFC, time-slice inputs and builders): 65536 samples of it cover
+  // more than three and a half hours.
+  static constexpr std::int64_t kBuilderIntervalNs = 200'000'000;
 
   explicit ThroughputSampler(std::size_t capacity = kDefaultCapacity);
 

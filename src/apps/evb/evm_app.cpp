@@ -20,7 +20,6 @@ namespace {
 constexpr std::int64_t kCheckPeriodNs = 10'000'000;
 // The token bucket holds at most this much time's worth of triggers.
 constexpr double kBurstSeconds = 0.01;
-constexpr std::int64_t kSampleIntervalNs = 200'000'000;
 
 }  // namespace
 
@@ -106,7 +105,7 @@ Result<void> EventManagerApp::configure(runtime::AppContext& ctx) {
   bus_alive_ = &m.gauge("bus_alive", "BUs not lost");
   bus_alive_->set(static_cast<double>(topology_.bus.size()));
   published_ = {};
-  sampler_.reset(kSampleIntervalNs);
+  sampler_.reset(ThroughputSampler::kBuilderIntervalNs);
 
   watching_ = false;
   tokens_ = 0;

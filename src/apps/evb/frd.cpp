@@ -5,6 +5,7 @@
 #include <cstring>
 #include <filesystem>
 #include <nlohmann/json.hpp>
+#include <regex>
 
 #include "daqflow/wire/endian.hpp"
 
@@ -107,6 +108,15 @@ std::string frd_eols_name(std::uint32_t run, std::uint32_t lumi) {
 
 std::string frd_eor_name(std::uint32_t run) {
   return fmt::format("run{:06d}_ls0000_EoR.jsn", run);
+}
+
+std::optional<FrdDataName> parse_frd_data_name(const std::string& file_name) {
+  static const std::regex kName(R"(run(\d{6})_ls(\d{4})_index(\d{6})\.raw)");
+  std::smatch m;
+  if (!std::regex_match(file_name, m, kName)) return std::nullopt;
+  return FrdDataName{static_cast<std::uint32_t>(std::stoul(m[1])),
+                     static_cast<std::uint32_t>(std::stoul(m[2])),
+                     static_cast<std::uint32_t>(std::stoul(m[3]))};
 }
 
 }  // namespace daqflow::apps::evb

@@ -8,7 +8,6 @@
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
-#include <regex>
 
 #include "daqflow/apps/evb/frd.hpp"
 #include "daqflow/wire/crc32c.hpp"
@@ -18,8 +17,6 @@ namespace daqflow::apps::evb {
 namespace {
 
 namespace fs = std::filesystem;
-
-const std::regex kRawName(R"(run(\d{6})_ls(\d{4})_index(\d{6})\.raw)");
 
 // The "data" array of a CMS JSON file as numbers (they are written as strings).
 bool read_data(const fs::path& path, std::vector<std::uint64_t>& out, std::string& error) {
@@ -58,15 +55,14 @@ FileReport check_frd_file(const std::string& path,
                           const std::function<void(const EventSummary&)>& on_event) {
   FileReport report;
   report.path = path;
-  std::smatch m;
-  const std::string name = fs::path(path).filename().string();
-  if (!std::regex_match(name, m, kRawName)) {
+  const auto name = parse_frd_data_name(fs::path(path).filename().string());
+  if (!name) {
     report.problems.push_back(fmt::format("{}: not named runNNNNNN_lsNNNN_indexNNNNNN.raw", path));
     return report;
   }
-  report.run_number = static_cast<std::uint32_t>(std::stoul(m[1]));
-  const auto lumi = static_cast<std::uint32_t>(std::stoul(m[2]));
-  report.sequence = static_cast<std::uint32_t>(std::stoul(m[3]));
+  report.run_number = name->run;
+  const std::uint32_t lumi = name->lumi;
+  report.sequence = name->index;
   const fs::path jsn = fs::path(path).replace_extension(".jsn");
   std::error_code ec;
   report.complete = fs::exists(jsn, ec);
@@ -160,12 +156,11 @@ std::vector<std::string> check_frd_run(const std::string& run_dir) {
   std::uint32_t run = 0;
   std::error_code ec;
   for (const auto& entry : fs::directory_iterator(run_dir, ec)) {
-    const std::string name = entry.path().filename().string();
-    std::smatch m;
-    if (!std::regex_match(name, m, kRawName)) continue;
-    run = static_cast<std::uint32_t>(std::stoul(m[1]));
-    Section& s = sections[static_cast<std::uint32_t>(std::stoul(m[2]))];
-    s.indexes.push_back(static_cast<std::uint32_t>(std::stoul(m[3])));
+    const auto name = parse_frd_data_name(entry.path().filename().string());
+    if (!name) continue;
+    run = name->run;
+    Section& s = sections[name->lumi];
+    s.indexes.push_back(name->index);
     std::vector<std::uint64_t> data;
     std::string error;
     if (read_data(entry.path().parent_path() / (entry.path().stem().string() + ".jsn"), data,

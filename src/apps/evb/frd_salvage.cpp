@@ -11,7 +11,6 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
-#include <regex>
 #include <set>
 
 #include "daqflow/apps/evb/frd.hpp"
@@ -24,8 +23,6 @@ namespace daqflow::apps::evb {
 namespace {
 
 namespace fs = std::filesystem;
-
-const std::regex kRawName(R"(run(\d{6})_ls(\d{4})_index(\d{6})\.raw)");
 
 struct Record {
   std::uint32_t event = 0;
@@ -124,15 +121,14 @@ Result<void> close_run(const std::string& run_dir, std::uint32_t run, std::strin
   std::map<std::uint32_t, Section> sections;
   std::error_code ec;
   for (const auto& entry : fs::directory_iterator(run_dir, ec)) {
-    const std::string name = entry.path().filename().string();
-    std::smatch m;
-    if (!std::regex_match(name, m, kRawName)) continue;
+    const auto name = parse_frd_data_name(entry.path().filename().string());
+    if (!name) continue;
     std::array<std::byte, kRawFileHeaderSize> bytes{};
     std::ifstream in(entry.path(), std::ios::binary);
     in.read(reinterpret_cast<char*>(bytes.data()), bytes.size());
     RawFileHeader h;
     if (!in || decode_raw_file_header(bytes, h) != FrdStatus::ok) continue;
-    Section& s = sections[static_cast<std::uint32_t>(std::stoul(m[2]))];
+    Section& s = sections[name->lumi];
     s.events += h.events;
     s.bytes += h.file_size;
     ++s.files;
@@ -176,16 +172,14 @@ Result<SalvageReport> salvage_frd_files(const std::string& run_dir, std::uint32_
     const fs::path dir = open ? fs::path(run_dir) / "open" : fs::path(run_dir);
     if (!fs::exists(dir, ec)) continue;
     for (const auto& entry : fs::directory_iterator(dir, ec)) {
-      const std::string name = entry.path().filename().string();
-      std::smatch m;
-      if (!std::regex_match(name, m, kRawName)) continue;
-      const auto lumi = static_cast<std::uint32_t>(std::stoul(m[2]));
+      const auto name = parse_frd_data_name(entry.path().filename().string());
+      if (!name) continue;
+      const std::uint32_t lumi = name->lumi;
       const bool has_jsn =
           !open &&
           fs::exists(entry.path().parent_path() / (entry.path().stem().string() + ".jsn"), ec);
       if (!open && has_jsn && !doubt_sections.contains(lumi)) continue;
-      Scanned s =
-          scan(entry.path(), open, run_number, lumi, static_cast<std::uint32_t>(std::stoul(m[3])));
+      Scanned s = scan(entry.path(), open, run_number, lumi, name->index);
       s.has_jsn = has_jsn;
       files.push_back(std::move(s));
     }

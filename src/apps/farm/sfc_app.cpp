@@ -19,7 +19,6 @@ using transport::SendStatus;
 namespace {
 
 constexpr std::int64_t kCheckPeriodNs = 10'000'000;
-constexpr std::int64_t kSampleIntervalNs = 200'000'000;
 constexpr double kBurstSeconds = 0.01;
 constexpr std::size_t kBatchEvents = 32;
 constexpr std::int64_t kBatchAgeNs = 20'000'000;
@@ -223,7 +222,7 @@ Result<void> SubFarmController::configure(runtime::AppContext& ctx) {
   published_ = {};
   decided_by_ = std::make_unique<std::atomic<std::uint64_t>[]>(workers_.size());
   latency_.clear();
-  sampler_.reset(kSampleIntervalNs);
+  sampler_.reset(ThroughputSampler::kBuilderIntervalNs);
   next_event_ = 0;
   tokens_ = 0;
   refilled_ns_ = 0;

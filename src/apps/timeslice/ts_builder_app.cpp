@@ -19,11 +19,10 @@ using transport::SendStatus;
 
 namespace {
 
-constexpr std::int64_t kSampleIntervalNs = 200'000'000;
 constexpr std::int64_t kExpirePeriodNs = 10'000'000;
 constexpr std::size_t kOutputDepth = 8;
 constexpr std::size_t kAckBufferSize = 64;
-constexpr int kPollRounds = 4;
+constexpr int kBuilderPollRounds = 4;
 // Timeslices remembered as done here, for contributions sent again after a loss: those come
 // within far fewer timeslices than this.
 constexpr std::uint64_t kDoneBits = 1u << 20;
@@ -193,7 +192,7 @@ Result<void> TsBuilder::configure(runtime::AppContext& ctx) {
   next_report_ns_ = 0;
   epoch_ = 0;
   bytes_done_ = done_total_ = 0;
-  sampler_.reset(kSampleIntervalNs);
+  sampler_.reset(ThroughputSampler::kBuilderIntervalNs);
   drained_.store(false);
 
   runtime::MetricsRegistry& m = ctx.metrics();
@@ -676,7 +675,7 @@ int TsBuilder::expire(std::int64_t now) {
 int TsBuilder::do_work() {
   const std::int64_t now = clock_->now_ns();
   int work = 0;
-  for (int round = 0; round < kPollRounds; ++round) {
+  for (int round = 0; round < kBuilderPollRounds; ++round) {
     const std::size_t n = endpoint_->poll(completions_);
     for (std::size_t i = 0; i < n; ++i) on_completion(completions_[i], now);
     work += static_cast<int>(n);

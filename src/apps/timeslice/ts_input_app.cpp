@@ -20,8 +20,7 @@ using transport::SendStatus;
 namespace {
 
 constexpr std::uint32_t kMaxMicrosliceSize = 16u << 20;
-constexpr std::int64_t kSampleIntervalNs = 200'000'000;
-constexpr int kPollRounds = 4;
+constexpr int kInputPollRounds = 4;
 // Waiting for a send buffer to come back: buffers return through the endpoint's poll, which a
 // wait does not always wake for.
 constexpr std::int64_t kStarvedWaitUs = 100;
@@ -181,7 +180,7 @@ Result<void> TsInput::configure(runtime::AppContext& ctx) {
   starved_ = false;
   last_slot_ = -1;
   bytes_sent_total_ = acked_total_ = 0;
-  sampler_.reset(kSampleIntervalNs);
+  sampler_.reset(ThroughputSampler::kBuilderIntervalNs);
   drained_.store(false);
 
   runtime::MetricsRegistry& m = ctx.metrics();
@@ -587,7 +586,7 @@ void TsInput::on_completion(Completion& c) {
 int TsInput::do_work() {
   const std::int64_t now = clock_->now_ns();
   int work = 0;
-  for (int round = 0; round < kPollRounds; ++round) {
+  for (int round = 0; round < kInputPollRounds; ++round) {
     const std::size_t n = endpoint_->poll(completions_);
     for (std::size_t i = 0; i < n; ++i) on_completion(completions_[i]);
     work += static_cast<int>(n);

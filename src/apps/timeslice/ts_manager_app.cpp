@@ -15,7 +15,7 @@ namespace {
 
 constexpr std::int64_t kCheckPeriodNs = 10'000'000;
 constexpr std::size_t kControlBufferSize = 64;
-constexpr int kPollRounds = 4;
+constexpr int kManagerPollRounds = 4;
 
 }  // namespace
 
@@ -425,7 +425,7 @@ void TsManager::on_completion(Completion& c, std::int64_t now) {
 int TsManager::do_work() {
   const std::int64_t now = clock_->now_ns();
   int work = 0;
-  for (int round = 0; round < kPollRounds; ++round) {
+  for (int round = 0; round < kManagerPollRounds; ++round) {
     const std::size_t n = endpoint_->poll(completions_);
     for (std::size_t i = 0; i < n; ++i) on_completion(completions_[i], now);
     work += static_cast<int>(n);

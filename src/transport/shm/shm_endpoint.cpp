@@ -19,10 +19,6 @@ constexpr std::int64_t kLivenessIntervalNs = 100'000'000;
 constexpr std::int64_t kRetryIntervalNs = 1'000'000;
 constexpr std::size_t kMinBounceBuffers = 16;
 
-std::size_t round_up(std::size_t n, std::size_t to) {
-  return (n + to - 1) / to * to;
-}
-
 Channel& channel_of(const Mapping& m, AppIndex index) {
   const SegmentHeader& h = m.header();
   return *reinterpret_cast<Channel*>(m.base() + h.data_offset + index * h.channel_bytes);

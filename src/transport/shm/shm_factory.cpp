@@ -12,10 +12,6 @@ namespace daqflow::transport {
 namespace shm {
 namespace {
 
-std::size_t round_up(std::size_t n, std::size_t to) {
-  return (n + to - 1) / to * to;
-}
-
 class ShmTransport final : public Transport {
  public:
   ShmTransport(const AddressTable& addresses, std::string run_tag)

@@ -35,6 +35,11 @@ inline constexpr std::uint32_t kVersion = 3;                    // 3: the ring i
 inline constexpr std::size_t kHeaderBytes = 4096;
 inline constexpr std::size_t kNameField = 64;
 
+// n rounded up to a multiple of to (segment sizes to pages, strides to cache lines).
+constexpr std::size_t round_up(std::size_t n, std::size_t to) {
+  return (n + to - 1) / to * to;
+}
+
 enum class SegmentKind : std::uint32_t { endpoint = 1, pool = 2 };
 enum class SegmentState : std::uint32_t { creating = 0, open = 1, closed = 2, aborted = 3 };
 

@@ -26,6 +26,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -74,6 +75,13 @@ void encode_raw_file_header(const RawFileHeader& h, std::span<std::byte, kRawFil
                                         std::uint32_t index);  // run000017_ls0001_index000000
 [[nodiscard]] std::string frd_eols_name(std::uint32_t run, std::uint32_t lumi);
 [[nodiscard]] std::string frd_eor_name(std::uint32_t run);
+// The numbers in a raw data file's name (runNNNNNN_lsNNNN_indexNNNNNN.raw); nothing for another.
+struct FrdDataName {
+  std::uint32_t run = 0;
+  std::uint32_t lumi = 0;
+  std::uint32_t index = 0;
+};
+[[nodiscard]] std::optional<FrdDataName> parse_frd_data_name(const std::string& file_name);
 
 // A .jsn, EoLS or EoR document as CMS writes them: the values as strings in "data", the legend's
 // path (`run_dir`/jsd/`legend_file`) in "definition", the writer ("BU-<id>") in "source".
