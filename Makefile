@@ -41,9 +41,12 @@ test-format: bootstrap
 	  { echo "make test: the files above are not formatted; run 'make format'"; exit 1; }
 	@echo "test-format: $(words $(SOURCES)) files formatted"
 
-# The unit tests use both cores; the integration tests mostly wait on processes, sockets and
-# timers, so more of them than cores run at once.
-TEST_JOBS   ?= 4
+# The unit tests use both cores. The integration tests can run side by side (their ports and
+# namespaces are reserved per test process): TEST_JOBS=4 takes 7 minutes instead of 18 on two
+# cores, but under that load three of them still fail now and then (a BU lost to a missed
+# heartbeat, a reference tool's port taken, a FED port dialled before it listens), so they run
+# one at a time until those are fixed.
+TEST_JOBS   ?= 1
 test-release: build
 	cd $(BUILD) && ctest --output-on-failure --timeout 300 -j $(JOBS) -L unit
 	cd $(BUILD) && ctest --output-on-failure --timeout 300 -j $(TEST_JOBS) -L integration
