@@ -368,7 +368,14 @@ int main(int argc, char** argv) {
   ucp_params_t params{};
   params.field_mask = UCP_PARAM_FIELD_FEATURES;
   params.features = UCP_FEATURE_AM;
-  check(ucp_init(&params, nullptr, &s.context), "ucp_init");
+  // The listener takes its port back while connections of the previous run on it (the
+  // reference runs before and after daqflow's, on one port) linger in TIME_WAIT, as daqflow's ucx
+  // transport does.
+  ucp_config_t* config = nullptr;
+  check(ucp_config_read(nullptr, nullptr, &config), "ucp_config_read");
+  check(ucp_config_modify(config, "CM_REUSEADDR", "y"), "ucp_config_modify CM_REUSEADDR");
+  check(ucp_init(&params, config, &s.context), "ucp_init");
+  ucp_config_release(config);
   ucp_worker_params_t worker_params{};
   worker_params.field_mask = UCP_WORKER_PARAM_FIELD_THREAD_MODE;
   worker_params.thread_mode = UCS_THREAD_MODE_SINGLE;
