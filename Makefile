@@ -43,9 +43,10 @@ test-format: bootstrap
 
 # The unit tests use both cores. The integration tests can run side by side (their ports and
 # namespaces are reserved per test process): TEST_JOBS=4 takes 7 minutes instead of 18 on two
-# cores, but under that load three of them still fail now and then (a BU lost to a missed
-# heartbeat, a reference tool's port taken, a FED port dialled before it listens), so they run
-# one at a time until those are fixed.
+# cores, but under that load two of them still fail now and then (a BU's ofi endpoint takes RUs
+# that are still configuring for silent peers; the controller takes one control request timed
+# out during a slow configure for a silent context), so they run one at a time until those are
+# fixed.
 TEST_JOBS   ?= 1
 test-release: build
 	cd $(BUILD) && ctest --output-on-failure --timeout 300 -j $(JOBS) -L unit
