@@ -60,7 +60,14 @@ Result<Reply> ControlClient::call(std::string_view method, const std::string& pa
     return Error("unsupported HTTP method " + std::string(method));
   }
   const std::string what = address_.str() + ": " + std::string(method) + " " + path;
-  if (!res) return Error(what + ": " + httplib::to_string(res.error()));
+  if (!res) {
+    // Connected, then no whole answer in time: the executive took the request (or its kernel
+    // did, for a frozen process) and is slow. Anything else: it could not be reached.
+    const bool took_it =
+        res.error() == httplib::Error::Read || res.error() == httplib::Error::Write;
+    return Error(took_it ? ErrorCode::timed_out : ErrorCode::unavailable,
+                 what + ": " + httplib::to_string(res.error()));
+  }
 
   Reply reply;
   reply.status = res->status;

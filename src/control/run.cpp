@@ -26,6 +26,11 @@ constexpr auto kTick = std::chrono::milliseconds(50);
 // Applications are polled at least this often while enabled, so that a finished or failed one
 // is seen quickly even with a long status interval.
 constexpr double kMaxPollPeriodS = 0.25;
+// A context whose process lives is slow, not silent, until its requests have gone unanswered for
+// this long after the first one timed out: much longer than one slow answer (a configure on a
+// loaded host, a process swapped in), short enough that a frozen one is reported within about
+// 20 s of its last answer.
+constexpr auto kSilenceBound = std::chrono::seconds(15);
 
 std::string names_of(const std::vector<PlannedApp>& apps) {
   std::string out;
@@ -118,9 +123,12 @@ class Run {
   static AppSample unknown_sample(View& v);
   // check_deaths(), once every process that has begun to end has ended.
   Result<void> check_settled_deaths();
-  // A request to a context failed: its death when its process ended (or is ending), else
-  // went_silent(). Error when fatal.
+  // A request to a context failed: its death when its process ended (or is ending); slow while
+  // its process lives and it has been unanswered for less than kSilenceBound (asked again at the
+  // next poll); else went_silent(). Error when fatal.
   Result<void> no_answer(const std::string& context, const Error& why);
+  // A request to a context was answered: a slow context is back.
+  void answered(const std::string& context);
   // A context whose process lives but whose control API did not answer: survivable while data
   // flows (like a death), fatal otherwise. Error when fatal.
   Result<void> went_silent(const std::string& context, const Error& why);
@@ -171,7 +179,9 @@ class Run {
   bool configure_sent_ = false;            // from then on there is something to halt
   bool data_flowing_ = false;  // every application Enabled: survivable losses are tolerated
   std::map<std::string, std::string> silent_;  // context -> what was seen
-  std::set<std::string> given_up_;             // contexts of survivable applications Failed
+  // Contexts whose process lives but whose last request went unanswered: since when.
+  std::map<std::string, Clock::time_point> slow_since_;
+  std::set<std::string> given_up_;  // contexts of survivable applications Failed
   struct Restart {
     enum class Phase { waiting, starting, configuring, enabling };
     std::string context;  // the first of its process
@@ -229,6 +239,7 @@ Result<void> Run::check_deaths() {
 // status request may see a killed process before its parent reaps it) is reported by its death.
 void Run::record_lost(const std::vector<std::string>& contexts, const std::string& description) {
   for (const auto& context : contexts) {
+    slow_since_.erase(context);
     const auto it = silent_.find(context);
     if (it == silent_.end()) continue;
     std::erase(summary_.lost, it->second);
@@ -420,6 +431,7 @@ void Run::advance_restarts() {
         }
         for (const auto& name : group) {
           silent_.erase(name);
+          slow_since_.erase(name);
           given_up_.erase(name);
           if (auto c = cluster_->client(name).post("/api/v1/fsm/Configure"); !c) {
             failed = c.error().message();
@@ -525,7 +537,31 @@ Result<void> Run::check_settled_deaths() {
 Result<void> Run::no_answer(const std::string& context, const Error& why) {
   if (auto dead = check_settled_deaths(); !dead) return dead;
   if (!cluster_->alive(context)) return ok();
+  // Not reached at all (refused while the process still lives, a host cut off): silent now.
+  if (why.code() != ErrorCode::timed_out) return went_silent(context, why);
+  const auto now = Clock::now();
+  const auto [it, first] = slow_since_.try_emplace(context, now);
+  if (now - it->second < kSilenceBound) {
+    if (first) {
+      reporter_.note(fmt::format(
+          "context {} ({}) is slow: {}; its process lives, so it is asked again (silent after {} s "
+          "without an answer)",
+          context, cluster_->where(context), why.message(),
+          std::chrono::duration_cast<std::chrono::seconds>(kSilenceBound).count()));
+    }
+    return ok();
+  }
+  slow_since_.erase(it);
   return went_silent(context, why);
+}
+
+void Run::answered(const std::string& context) {
+  const auto it = slow_since_.find(context);
+  if (it == slow_since_.end()) return;
+  const double slow_s = std::chrono::duration<double>(Clock::now() - it->second).count();
+  reporter_.note(
+      fmt::format("context {} answered within its bound (slow for {:.1f} s)", context, slow_s));
+  slow_since_.erase(it);
 }
 
 Result<void> Run::went_silent(const std::string& context, const Error& why) {
@@ -597,6 +633,7 @@ Result<void> Run::poll_states() {
       if (auto r = no_answer(ctx.name, apps.error()); !r) return r;
       continue;
     }
+    answered(ctx.name);
     if (!apps->is_array())
       return Error("context " + ctx.name + ": GET /api/v1/apps: not a JSON array");
     for (const auto& a : *apps) {
@@ -754,9 +791,10 @@ void Run::monitor() {
       if (next_poll <= elapsed()) next_poll = elapsed() + poll_period;
       std::vector<AppSample> samples;
       std::string error;
+      std::set<std::string> unanswered;  // this round: their other applications are not asked
       probe_silent();
       for (auto& v : views_) {
-        if (!reachable(v.config->context)) {
+        if (!reachable(v.config->context) || unanswered.contains(v.config->context)) {
           samples.push_back(unknown_sample(v));
           continue;
         }
@@ -766,9 +804,11 @@ void Run::monitor() {
             error = r.error().message();
             break;
           }
+          unanswered.insert(v.config->context);
           samples.push_back(unknown_sample(v));
           continue;
         }
+        answered(v.config->context);
         v.last = std::move(*app);
         samples.push_back(sample_from_json(v.last));
         v.state = samples.back().state;

@@ -37,6 +37,8 @@ int http_status(ErrorCode code) {
       return 409;
     case ErrorCode::unavailable:
       return 503;
+    case ErrorCode::timed_out:
+      return 504;
     case ErrorCode::internal:
       return 500;
   }

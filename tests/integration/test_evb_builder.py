@@ -382,7 +382,7 @@ class EventBuilder(DaqflowTestCase):
             wait_until(lambda: self._built_or_none(evm) >= at_loss + 1000, 60,
                        "1000 more events built by bu1 alone")
             wait_until(lambda: "bu2" in self.output_of("run.log")
-                       and "does not answer its control API" in self.output_of("run.log"), 30,
+                       and "does not answer its control API" in self.output_of("run.log"), 60,
                        "the controller to see that bu2 does not answer")
         finally:
             os.kill(ctx["pid"], signal.SIGCONT)
@@ -629,6 +629,38 @@ class EventBuilder(DaqflowTestCase):
         self.assertEqual(r["events_lost"], 0, r)
         self.assertEqual(r["events_incomplete"], 0, r)
         self.assertEqual(r["events_triggered"], r["events_built"], r)
+        self.assertEqual(r["events_written"], r["events_built"], r)
+        self._assert_every_event_once_on_disk([self.path("run-data")], r["events_built"])
+
+    def test_an_evm_frozen_past_the_controllers_read_timeout_is_slow_not_silent(self):
+        """SIGSTOP of the EVM for 8 s: longer than one request of the controller may wait (5 s),
+        shorter than its bound for silence. Its process lives, so it is slow, not failed: the
+        controller asks again and the run goes on; every event is on disk once."""
+        run, ports = self._start_small_events_run({"heartbeat_timeout_ms": 1000,
+                                                   "trigger_rate_hz": 1000})
+        evm = ports["evm"]
+        wait_until(lambda: self._built_or_none(evm) >= 2000, 60, "2000 events built")
+        status, ctx = http(evm, "GET", "/api/v1/context")
+        self.assertEqual(status, 200, ctx)
+        os.kill(ctx["pid"], signal.SIGSTOP)
+        try:
+            wait_until(lambda: run.poll() is not None or "is slow" in self.output_of("run.log"),
+                       60, "the controller to find the EVM slow (or to end the run)")
+            self.assertIsNone(run.poll(), self.output_of("run.log"))
+            self.assertIn("context evm (pid", self.output_of("run.log"))
+            time.sleep(3)  # past 8 s frozen: the second request waits too
+        finally:
+            if pid_alive(ctx["pid"]):
+                os.kill(ctx["pid"], signal.SIGCONT)
+        wait_until(lambda: "context evm answered within its bound" in self.output_of("run.log"),
+                   60, "the EVM to answer again")
+        at_wake = self._built_or_none(evm)
+        wait_until(lambda: self._built_or_none(evm) >= at_wake + 2000, 60,
+                   "2000 more events built")
+        out = self.output_of("run.log")
+        self.assertNotIn("does not answer its control API", out)
+        r = self._stopped_run_summary(run)["results"]
+        self.assertEqual(r["events_lost"], 0, r)
         self.assertEqual(r["events_written"], r["events_built"], r)
         self._assert_every_event_once_on_disk([self.path("run-data")], r["events_built"])
 

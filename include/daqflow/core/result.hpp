@@ -19,6 +19,7 @@ enum class ErrorCode : std::uint8_t {
   not_found,         // what was named does not exist
   conflict,          // not allowed in the current state (a command, a parameter change)
   unavailable,       // a peer, a port or a resource cannot be reached now; may succeed later
+  timed_out,         // a peer took the request but did not answer in time: slow, or frozen
   internal,          // a bug or an unexpected failure of the system
 };
 
@@ -32,6 +33,8 @@ enum class ErrorCode : std::uint8_t {
       return "conflict";
     case ErrorCode::unavailable:
       return "unavailable";
+    case ErrorCode::timed_out:
+      return "timed out";
     case ErrorCode::internal:
       return "internal";
   }

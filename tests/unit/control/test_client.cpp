@@ -123,5 +123,27 @@ TEST_F(ClientTest, NoServerIsAnErrorNamingTheAddress) {
       << answer.error().message();
 }
 
+TEST_F(ClientTest, NoServerIsUnavailableNotSlow) {
+  server.stop();
+  thread.join();
+  const auto answer = client().get("/api/v1/context");
+  ASSERT_FALSE(answer.ok());
+  EXPECT_EQ(answer.error().code(), ErrorCode::unavailable) << answer.error().message();
+}
+
+// The controller tells slow from silent by this: a request taken but not answered in time.
+TEST_F(ClientTest, ARequestTakenButNotAnsweredInTimeIsTimedOut) {
+  server.Get("/slow", [](const httplib::Request&, httplib::Response& res) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(600));
+    res.set_content("{}", "application/json");
+  });
+  const ControlClient impatient =
+      client().with_timeouts(std::chrono::milliseconds(1000), std::chrono::milliseconds(200));
+  const auto answer = impatient.get("/slow");
+  ASSERT_FALSE(answer.ok());
+  EXPECT_EQ(answer.error().code(), ErrorCode::timed_out) << answer.error().message();
+  EXPECT_TRUE(client().get("/slow").ok());  // the same request, given the time
+}
+
 }  // namespace
 }  // namespace daqflow::control
