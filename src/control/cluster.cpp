@@ -18,6 +18,7 @@
 #include <thread>
 
 #include "control/launchers.hpp"
+#include "daqflow/control/lease.hpp"
 #include "daqflow/control/plan.hpp"
 #include "daqflow/core/net.hpp"
 #include "daqflow/runtime/access.hpp"
@@ -47,55 +48,6 @@ Result<std::string> read_text_file(const std::string& path) {
 }
 
 }  // namespace
-
-// Tells every executive, about once a second, that its controller is attached (POST
-// /api/v1/lease): renews the lease of those started elsewhere, and hears whether `daqflow stop`
-// asked for the end of the run. On a thread of its own: the run's loop may wait on a slow
-// answer, the leases must not.
-class LeaseKeeper {
- public:
-  LeaseKeeper(std::vector<ControlClient> clients, std::chrono::milliseconds period)
-      : clients_(std::move(clients)), period_(period) {
-    thread_ = std::thread([this] { loop(); });
-  }
-  ~LeaseKeeper() {
-    {
-      std::lock_guard lock(mutex_);
-      done_ = true;
-    }
-    cv_.notify_all();
-    thread_.join();
-  }
-  LeaseKeeper(const LeaseKeeper&) = delete;
-  LeaseKeeper& operator=(const LeaseKeeper&) = delete;
-
-  [[nodiscard]] bool stop_requested() const { return stop_.load(std::memory_order_relaxed); }
-
- private:
-  void loop() {
-    std::unique_lock lock(mutex_);
-    while (!done_) {
-      lock.unlock();
-      for (const auto& c : clients_) {
-        const auto answer = c.post("/api/v1/lease");
-        if (answer && answer->is_object() && answer->contains("run") &&
-            (*answer)["run"].is_object() && (*answer)["run"].value("stop_requested", false)) {
-          stop_.store(true, std::memory_order_relaxed);
-        }
-      }
-      lock.lock();
-      cv_.wait_for(lock, period_, [this] { return done_; });
-    }
-  }
-
-  std::vector<ControlClient> clients_;
-  std::chrono::milliseconds period_;
-  std::atomic<bool> stop_{false};
-  std::mutex mutex_;
-  std::condition_variable cv_;
-  bool done_ = false;
-  std::thread thread_;
-};
 
 Cluster::Cluster() = default;
 Cluster::Cluster(Cluster&&) noexcept = default;
