@@ -517,6 +517,20 @@ class EventBuilder(DaqflowTestCase):
         self.assertIn("the link to the EVM 'evm0' is back", log)
         self.assertIn("the EVM declared this BU lost", log)
 
+    def test_a_bu_that_posts_to_the_evm_before_it_hears_their_link_failed_waits_for_it(self):
+        """bu2 stops taking what the EVM sends (a 2-s stall) just before the EVM resets their
+        link: the reset's error completion waits behind the stall while bu2 goes on posting to
+        the EVM over the failed link, which refuses. bu2 must wait for the link's own
+        completion, dial again, leave and rejoin: taking the refused post for an EVM that
+        refuses its messages lost a BU whose link would have come back (seen under load, where
+        the time between a BU's poll and its post is long)."""
+        log = self._reset_bu2_link("{from: evm0, to: bu2, reset: true, after_messages: 300}\n"
+                                   "  - {from: evm0, to: bu2, stall_ms: 2000, after_messages: 299}",
+                                   "its link to the EVM, its failure heard late")
+        self.assertIn("the link to the EVM 'evm0' failed", log)
+        self.assertIn("the link to the EVM 'evm0' is back", log)
+        self.assertNotIn("refuses messages", log)
+
     def test_a_corrupted_message_to_a_bu_is_caught_and_no_event_is_lost(self):
         """One message from ru1 to bu2 leaves with a flipped bit (the fault transport, payload
         CRCs on): bu2's transport rejects it by its CRC and counts it, bu2 cannot build without

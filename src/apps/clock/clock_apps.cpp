@@ -45,6 +45,7 @@ Result<void> ClockMaster::configure(runtime::AppContext& ctx) {
   interval_ns_ = p.get<std::int64_t>("interval_ms") * 1'000'000;
   probes_ = p.get<std::uint32_t>("probes");
   const auto window = p.get<std::uint32_t>("window");
+  window_ = window;
   runtime::ParamReader multicast = p.object("multicast");
   mcast::Group group;
   group.address = multicast.get<std::string>("group");
@@ -163,6 +164,11 @@ void ClockMaster::finish_round(std::size_t n) {
   Node& s = nodes_state_[n];
   if (s.has_best) {
     s.estimator.add_round(s.best);
+    {
+      const std::lock_guard lock(mutex_);
+      s.window.push_back({round_, s.best_probe, s.best.delay_ns()});
+      while (s.window.size() > window_) s.window.pop_front();
+    }
     ++s.rounds;
     rounds_->add_single_writer();
     if (const auto e = s.estimator.estimate()) {
@@ -202,6 +208,7 @@ void ClockMaster::on_completion(Completion& c, std::int64_t now) {
         const RoundTrip trip{r.t1, r.t2, r.t3, t4};
         if (trip.delay_ns() >= 0 && (!s.has_best || trip.delay_ns() < s.best.delay_ns())) {
           s.best = trip;
+          s.best_probe = r.probe;
           s.has_best = true;
         }
         ++s.replies;
@@ -286,6 +293,18 @@ nlohmann::json ClockMaster::results() const {
   return r;
 }
 
+Result<nlohmann::json> ClockMaster::action(std::string_view name, const nlohmann::json& args) {
+  if (name != "trips") return runtime::Application::action(name, args);
+  nlohmann::json nodes = nlohmann::json::object();
+  const std::lock_guard lock(mutex_);
+  for (std::size_t n = 0; n < nodes_.size() && n < nodes_state_.size(); ++n) {
+    nlohmann::json trips = nlohmann::json::array();
+    for (const Trip& t : nodes_state_[n].window) trips.push_back({t.round, t.probe, t.delay_ns});
+    nodes[detail::peer_name(ids_, nodes_[n])] = std::move(trips);
+  }
+  return nlohmann::json{{"fields", {"round", "probe", "delay_ns"}}, {"nodes", std::move(nodes)}};
+}
+
 ClockClient::~ClockClient() {
   release();
   for (auto& c : completions_) c.message.clear();
@@ -340,6 +359,7 @@ Result<void> ClockClient::configure(runtime::AppContext& ctx) {
   messages_malformed_ = &reg.counter("messages_malformed", "malformed messages dropped");
   const std::lock_guard lock(mutex_);
   mcast_stats_ = {};
+  legs_.clear();
   return ok();
 }
 
@@ -355,11 +375,17 @@ void ClockClient::on_completion(Completion& c) {
   }
   if (c.message.type == wire::MessageType::clock_probe) {
     const std::int64_t t2 = core::synced_clock().local_ns();
+    const std::int64_t received_ns = core::monotonic_ns();
     wire::ClockProbe p;
     if (c.message.segment_count != 1 ||
         wire::decode(c.message.segments[0].bytes(), p) != wire::EvbStatus::ok) {
       messages_malformed_->add_single_writer();
     } else {
+      {
+        const std::lock_guard lock(mutex_);
+        legs_.push_back({p.round, p.probe, received_ns - p.t1});
+        if (legs_.size() > kLegsKept) legs_.pop_front();
+      }
       wire::ClockReply r{p.round, p.probe, p.t1, t2, 0};
       r.t3 = core::synced_clock().local_ns();
       std::array<std::byte, wire::kClockReplySize> bytes{};
@@ -421,6 +447,14 @@ void ClockClient::wait_for_work(std::chrono::microseconds timeout) {
   // The multicast socket is not the endpoint's: look at it (and send NACKs when due) at least
   // every millisecond.
   endpoint_->wait(mcast_ ? std::min(timeout, std::chrono::microseconds(1000)) : timeout);
+}
+
+Result<nlohmann::json> ClockClient::action(std::string_view name, const nlohmann::json& args) {
+  if (name != "legs") return runtime::Application::action(name, args);
+  nlohmann::json legs = nlohmann::json::array();
+  const std::lock_guard lock(mutex_);
+  for (const Leg& l : legs_) legs.push_back({l.round, l.probe, l.forward_ns});
+  return nlohmann::json{{"fields", {"round", "probe", "forward_ns"}}, {"legs", std::move(legs)}};
 }
 
 nlohmann::json ClockClient::results() const {

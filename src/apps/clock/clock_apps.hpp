@@ -17,6 +17,7 @@
 #include <array>
 #include <atomic>
 #include <cstdint>
+#include <deque>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -38,15 +39,27 @@ class ClockMaster final : public runtime::Application {
   [[nodiscard]] int do_work() override;
   void wait_for_work(std::chrono::microseconds timeout) override;
   [[nodiscard]] nlohmann::json results() const override;
+  // "trips": per node, the round trips the estimate's window holds ({round, probe, delay_ns}),
+  // to be matched with the nodes' "legs" where master and nodes share one host's clock.
+  [[nodiscard]] Result<nlohmann::json> action(std::string_view name,
+                                              const nlohmann::json& args) override;
 
  private:
+  // A round's lowest-delay round trip, named for matching with the node's legs.
+  struct Trip {
+    std::uint32_t round = 0;
+    std::uint32_t probe = 0;
+    double delay_ns = 0;
+  };
   struct Node {
     ClockEstimator estimator;
     std::uint32_t probe = 0;   // next probe of the round
     bool waiting = false;      // a probe is out
     std::int64_t sent_ns = 0;  // when it went out (master clock)
     RoundTrip best;
+    std::uint32_t best_probe = 0;
     bool has_best = false;
+    std::deque<Trip> window;  // the estimator's rounds, oldest first; guarded by mutex_
     std::uint64_t rounds = 0;
     std::uint64_t replies = 0;
   };
@@ -73,6 +86,7 @@ class ClockMaster final : public runtime::Application {
   std::uint32_t round_ = 0;
   std::size_t step_ = 0;  // of the round: node step % N, probe step / N
   std::int64_t next_round_ns_ = 0;
+  std::size_t window_ = 0;  // rounds in the estimate
   std::array<transport::Completion, detail::kPollBatch> completions_{};
 
   std::optional<mcast::Sender> mcast_;
@@ -94,8 +108,20 @@ class ClockClient final : public runtime::Application {
   [[nodiscard]] int do_work() override;
   void wait_for_work(std::chrono::microseconds timeout) override;
   [[nodiscard]] nlohmann::json results() const override;
+  // "legs": the forward leg (master's send to this node's receive) of the last probes, read
+  // against this host's monotonic clock: true only where the master runs on this host (its
+  // clock is that clock). With the master's "trips" it splits each round trip into its legs.
+  [[nodiscard]] Result<nlohmann::json> action(std::string_view name,
+                                              const nlohmann::json& args) override;
 
  private:
+  struct Leg {
+    std::uint32_t round = 0;
+    std::uint32_t probe = 0;
+    std::int64_t forward_ns = 0;
+  };
+  static constexpr std::size_t kLegsKept = 1024;
+
   void on_completion(transport::Completion& c);
   void apply(std::span<const std::byte> correction);
   void on_datagram(std::span<const std::byte> payload);
@@ -112,6 +138,7 @@ class ClockClient final : public runtime::Application {
   std::atomic<double> drift_ppm_{0};
   mutable std::mutex mutex_;
   mcast::ReceiverStats mcast_stats_;  // a copy for results()
+  std::deque<Leg> legs_;              // the last kLegsKept probes; guarded by mutex_
 };
 
 [[nodiscard]] runtime::AppType clock_master_type();
