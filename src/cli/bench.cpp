@@ -37,11 +37,6 @@ void install_handlers() {
   signal(SIGPIPE, SIG_IGN);
 }
 
-[[noreturn]] void fail(const std::string& why) {
-  std::fprintf(stderr, "daqflow bench: %s\n", why.c_str());
-  throw CLI::RuntimeError(1);
-}
-
 struct Common {
   bench::ClusterSettings cluster;
   std::string out = "bench-results";
@@ -68,11 +63,12 @@ std::vector<int> parse_cpus(const std::string& text) {
     int cpu = -1;
     char extra = 0;
     if (std::sscanf(item.c_str(), "%d%c", &cpu, &extra) != 1 || cpu < 0) {
-      fail("--cpus: '" + item + "' is not a CPU number (give a list such as 0,1, or none)");
+      fail("bench",
+           "--cpus: '" + item + "' is not a CPU number (give a list such as 0,1, or none)");
     }
     if (std::find(usable.begin(), usable.end(), cpu) == usable.end()) {
-      fail(fmt::format("--cpus: this process may not run on CPU {} (usable: {})", cpu,
-                       fmt::join(usable, ",")));
+      fail("bench", fmt::format("--cpus: this process may not run on CPU {} (usable: {})", cpu,
+                                fmt::join(usable, ",")));
     }
     cpus.push_back(cpu);
     start = comma + 1;
@@ -110,7 +106,7 @@ CLI::Option* add_common(CLI::App* cmd, Common& c, const char* default_idle,
 std::vector<std::uint64_t> sweep(const std::string& text, const char* option, std::uint64_t min = 1,
                                  std::uint64_t max = 1u << 30) {
   auto values = bench::parse_sweep(text, min, max);
-  if (!values) fail(std::string(option) + " " + values.error().message());
+  if (!values) fail("bench", std::string(option) + " " + values.error().message());
   return *values;
 }
 
@@ -118,7 +114,7 @@ std::vector<std::uint64_t> sweep(const std::string& text, const char* option, st
 template <typename Options, typename Runner>
 bench::ResultSet run_and_write(const Options& options, const std::string& out, Runner runner) {
   auto self = control::self_executable();
-  if (!self) fail(self.error().message());
+  if (!self) fail("bench", self.error().message());
   install_handlers();
   bench::Progress progress;
   bench::BenchEnv env;
@@ -128,9 +124,9 @@ bench::ResultSet run_and_write(const Options& options, const std::string& out, R
   env.progress = &progress;
   auto result = runner(options, env);
   progress.finish();
-  if (!result) fail(result.error().message());
+  if (!result) fail("bench", result.error().message());
   auto written = bench::write_result_files(out, result->result, result->plot);
-  if (!written) fail(written.error().message());
+  if (!written) fail("bench", written.error().message());
   std::printf("%s\n", result->result.command.c_str());
   for (const auto& path : *written) std::printf("  wrote %s\n", path.c_str());
   return std::move(result->result);
@@ -279,7 +275,7 @@ void add_evb(CLI::App& bench_cmd) {
       char extra = 0;
       if (std::sscanf(t.c_str(), "%d%c%d%c", &rus, &x, &bus, &extra) != 3 || x != 'x' || rus < 1 ||
           bus < 1 || rus > 32 || bus > 32) {
-        fail("--topologies: '" + t + "' is not RUSxBUS (e.g. 3x2, at most 32x32)");
+        fail("bench", "--topologies: '" + t + "' is not RUSxBUS (e.g. 3x2, at most 32x32)");
       }
       o.topologies.emplace_back(rus, bus);
       start = comma + 1;

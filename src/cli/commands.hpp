@@ -5,6 +5,7 @@
 #include <CLI/CLI.hpp>
 #include <optional>
 #include <string>
+#include <string_view>
 
 #include "daqflow/core/result.hpp"
 #include "daqflow/runtime/application.hpp"
@@ -17,6 +18,9 @@ struct DeliveredConfig {
   std::optional<std::string> token;
 };
 [[nodiscard]] Result<DeliveredConfig> read_delivered_config(const std::string& name);
+
+// Prints "daqflow COMMAND: WHY" on standard error and ends the subcommand with exit code 1.
+[[noreturn]] void fail(std::string_view command, const std::string& why);
 
 // Every built-in application type.
 const runtime::AppRegistry& registry();

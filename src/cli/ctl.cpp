@@ -25,11 +25,6 @@ struct CtlArgs {
   double timeout_s = 30.0;
 };
 
-[[noreturn]] void fail(const std::string& why) {
-  std::fprintf(stderr, "daqflow ctl: %s\n", why.c_str());
-  throw CLI::RuntimeError(1);
-}
-
 std::string text_of(const nlohmann::json& obj, const char* key) {
   if (!obj.is_object()) return {};
   const auto it = obj.find(key);
@@ -50,12 +45,13 @@ nlohmann::json wait_for_target(const control::ControlClient& client, const CtlAr
     nlohmann::json apps = nlohmann::json::array();
     if (!args.app.empty()) {
       auto app = client.get("/api/v1/apps/" + args.app);
-      if (!app) fail(app.error().message());
+      if (!app) fail("ctl", app.error().message());
       apps.push_back(std::move(*app));
     } else {
       auto all = client.get("/api/v1/apps");
-      if (!all) fail(all.error().message());
-      if (!all->is_array()) fail(client.address().str() + ": GET /api/v1/apps: not a JSON array");
+      if (!all) fail("ctl", all.error().message());
+      if (!all->is_array())
+        fail("ctl", client.address().str() + ": GET /api/v1/apps: not a JSON array");
       apps = std::move(*all);
     }
     std::string failed;
@@ -82,13 +78,13 @@ nlohmann::json wait_for_target(const control::ControlClient& client, const CtlAr
     }
     if (!failed.empty()) {
       print(answer);
-      fail(failed);
+      fail("ctl", failed);
     }
     if (behind.empty()) return answer;
     if (std::chrono::steady_clock::now() >= deadline) {
       print(answer);
-      fail(args.command + ": " + behind + " after " + std::to_string(args.timeout_s) +
-           " s (waiting for " + runtime::to_string(target) + ")");
+      fail("ctl", args.command + ": " + behind + " after " + std::to_string(args.timeout_s) +
+                      " s (waiting for " + runtime::to_string(target) + ")");
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
@@ -96,19 +92,19 @@ nlohmann::json wait_for_target(const control::ControlClient& client, const CtlAr
 
 void ctl_command(const CtlArgs& args) {
   auto address = control::parse_host_port(args.address);
-  if (!address) fail(address.error().message());
+  if (!address) fail("ctl", address.error().message());
   auto command = runtime::parse_command(args.command);
-  if (!command) fail(command.error().message());
+  if (!command) fail("ctl", command.error().message());
   const runtime::State target = runtime::target_state(*command);
 
   control::ControlClient client(*address);
   auto token = runtime::token_from(args.token_file);
-  if (!token) fail(token.error().message());
+  if (!token) fail("ctl", token.error().message());
   client.set_token(std::move(*token));
   const std::string path = args.app.empty() ? "/api/v1/fsm/" + args.command
                                             : "/api/v1/apps/" + args.app + "/fsm/" + args.command;
   auto answer = client.post(path);
-  if (!answer) fail(answer.error().message());
+  if (!answer) fail("ctl", answer.error().message());
   print(args.wait ? wait_for_target(client, args, target) : *answer);
 }
 

@@ -35,11 +35,6 @@ struct ExecArgs {
   bool restarted = false;
 };
 
-[[noreturn]] void fail(const std::string& why) {
-  std::fprintf(stderr, "daqflow exec: %s\n", why.c_str());
-  throw CLI::RuntimeError(1);
-}
-
 std::string join(const std::vector<std::string>& names, const char* sep) {
   std::string out;
   for (const auto& n : names) out += (out.empty() ? "" : sep) + n;
@@ -116,23 +111,23 @@ class SignalWatch {
 void exec_command(const ExecArgs& args) {
   core::init_logging(join(args.contexts, ","), args.log_level);
   if (!args.log_file.empty()) {
-    if (auto r = core::log_to_file(args.log_file); !r) fail(r.error().message());
+    if (auto r = core::log_to_file(args.log_file); !r) fail("exec", r.error().message());
   }
   std::optional<std::string> token;
   auto config = [&] {
     if (!args.config_stdin) return runtime::load_config(args.config, registry());
     auto d = read_delivered_config(args.config);
-    if (!d) fail(d.error().message());
+    if (!d) fail("exec", d.error().message());
     token = std::move(d->token);
     return runtime::parse_config(d->yaml, args.config, registry());
   }();
-  if (!config) fail(config.error().message());
+  if (!config) fail("exec", config.error().message());
   for (const std::string& name : args.contexts) {
     if (config->find_context(name) == nullptr) {
       std::vector<std::string> known;
       for (const auto& c : config->contexts) known.push_back(c.name);
-      fail("context '" + name + "' is not in " + args.config + " (contexts: " + join(known, ", ") +
-           ")");
+      fail("exec", "context '" + name + "' is not in " + args.config +
+                       " (contexts: " + join(known, ", ") + ")");
     }
   }
   const auto hosted = with_process_groups(*config, args.contexts);
@@ -150,8 +145,8 @@ void exec_command(const ExecArgs& args) {
   options.restarted = args.restarted;
   options.lease = std::chrono::milliseconds(static_cast<long long>(args.lease_s * 1000));
   auto exec = runtime::Executive::create(std::move(*config), hosted, registry(), options);
-  if (!exec) fail(exec.error().message());
-  if (auto started = (*exec)->start(); !started) fail(started.error().message());
+  if (!exec) fail("exec", exec.error().message());
+  if (auto started = (*exec)->start(); !started) fail("exec", started.error().message());
   {
     SignalWatch signals(**exec);
     (*exec)->wait();

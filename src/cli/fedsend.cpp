@@ -63,11 +63,6 @@ struct FedsendArgs {
   double connect_timeout_s = 10;
 };
 
-[[noreturn]] void fail(const std::string& why) {
-  std::fprintf(stderr, "daqflow fedsend: %s\n", why.c_str());
-  throw CLI::RuntimeError(1);
-}
-
 // One FED's stream: what to send and what was sent.
 struct Stream {
   std::uint16_t id = 0;
@@ -273,7 +268,7 @@ void send_stream(const FedsendArgs& args, Stream& s, std::uint16_t first_fed) {
 void load_replay(const FedsendArgs& args, std::vector<std::byte>& storage,
                  std::vector<Stream>& streams) {
   std::ifstream in(args.file, std::ios::binary);
-  if (!in) fail(fmt::format("--file {}: cannot read it", args.file));
+  if (!in) fail("fedsend", fmt::format("--file {}: cannot read it", args.file));
   const std::vector<char> chars((std::istreambuf_iterator<char>(in)),
                                 std::istreambuf_iterator<char>());
   storage.resize(chars.size());
@@ -285,16 +280,16 @@ void load_replay(const FedsendArgs& args, std::vector<std::byte>& storage,
   lenient.allow_receiver_errors = true;
   const wire::FedWalk walk = wire::walk_super_fragment(storage, infos, lenient);
   if (walk.status != wire::FedStatus::ok) {
-    fail(fmt::format("--file {}: not a sequence of FED fragments: {} at byte {}", args.file,
-                     wire::to_string(walk.status), walk.error_offset));
+    fail("fedsend", fmt::format("--file {}: not a sequence of FED fragments: {} at byte {}",
+                                args.file, wire::to_string(walk.status), walk.error_offset));
   }
   for (std::size_t i = 0; i < walk.count; ++i) {
     const auto& f = infos[i];
     if (f.source_id < args.fed || f.source_id >= args.fed + args.feds) {
-      fail(
-          fmt::format("--file {}: the fragment at byte {} is from FED {}, not one of FEDs {}..{} "
-                      "(--fed, --feds)",
-                      args.file, f.offset, f.source_id, args.fed, args.fed + args.feds - 1));
+      fail("fedsend",
+           fmt::format("--file {}: the fragment at byte {} is from FED {}, not one of FEDs {}..{} "
+                       "(--fed, --feds)",
+                       args.file, f.offset, f.source_id, args.fed, args.fed + args.feds - 1));
     }
     streams[static_cast<std::size_t>(f.source_id - args.fed)].replay.push_back(
         std::span<const std::byte>(storage).subspan(f.offset, f.size));
@@ -303,19 +298,20 @@ void load_replay(const FedsendArgs& args, std::vector<std::byte>& storage,
 
 void fedsend_command(const FedsendArgs& args) {
   auto address = control::parse_host_port(args.address);
-  if (!address) fail(address.error().message());
+  if (!address) fail("fedsend", address.error().message());
   if (args.fed < 0 || args.fed + args.feds - 1 > wire::kFedMaxSourceId) {
-    fail(fmt::format("--fed {} --feds {}: FED ids must be within 0..4095", args.fed, args.feds));
+    fail("fedsend",
+         fmt::format("--fed {} --feds {}: FED ids must be within 0..4095", args.fed, args.feds));
   }
-  if (address->port + args.feds - 1 > 65535) fail("PORT + feds - 1 passes 65535");
+  if (address->port + args.feds - 1 > 65535) fail("fedsend", "PORT + feds - 1 passes 65535");
   if (args.lognormal.size() == 2 && (args.lognormal[0] <= 0 || args.lognormal[1] < 0)) {
-    fail("--lognormal MEAN SD: MEAN must be above 0 and SD at least 0");
+    fail("fedsend", "--lognormal MEAN SD: MEAN must be above 0 and SD at least 0");
   }
-  if (args.max_size < wire::kFedMinFragmentSize) fail("--max-size must be at least 16");
+  if (args.max_size < wire::kFedMinFragmentSize) fail("fedsend", "--max-size must be at least 16");
   if (args.block_data % 8 != 0 || args.block_data < 8 ||
       args.block_data > wire::kFerolMaxBlockData) {
-    fail(fmt::format("--block-data {}: a multiple of 8 from 8 to {}", args.block_data,
-                     wire::kFerolMaxBlockData));
+    fail("fedsend", fmt::format("--block-data {}: a multiple of 8 from 8 to {}", args.block_data,
+                                wire::kFerolMaxBlockData));
   }
 
   std::vector<Stream> streams(static_cast<std::size_t>(args.feds));

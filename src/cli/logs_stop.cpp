@@ -34,11 +34,6 @@ extern "C" void on_interrupt(int /*sig*/) {
   g_interrupted.store(true, std::memory_order_relaxed);
 }
 
-[[noreturn]] void fail(const char* command, const std::string& why) {
-  std::fprintf(stderr, "daqflow %s: %s\n", command, why.c_str());
-  throw CLI::RuntimeError(1);
-}
-
 // One executive of the run: the contexts it hosts, how to ask it, how to reach its host.
 struct Executive {
   std::vector<std::string> contexts;

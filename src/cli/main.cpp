@@ -17,6 +17,12 @@ const runtime::AppRegistry& registry() {
   return instance;
 }
 
+void fail(std::string_view command, const std::string& why) {
+  std::fprintf(stderr, "daqflow %.*s: %s\n", static_cast<int>(command.size()), command.data(),
+               why.c_str());
+  throw CLI::RuntimeError(1);
+}
+
 }  // namespace daqflow::cli
 
 int main(int argc, char** argv) {

@@ -17,20 +17,15 @@ struct ReportArgs {
   std::string output;
 };
 
-[[noreturn]] void fail(const std::string& why) {
-  std::fprintf(stderr, "daqflow report: %s\n", why.c_str());
-  throw CLI::RuntimeError(1);
-}
-
 void report_command(const ReportArgs& args) {
   auto report = bench::render_run_report(args.dir);
-  if (!report) fail(report.error().message());
+  if (!report) fail("report", report.error().message());
   const std::string output = args.output.empty()
                                  ? (std::filesystem::path(args.dir) / "report.html").string()
                                  : args.output;
   std::ofstream out(output, std::ios::trunc);
   out << report->html;
-  if (!out.flush()) fail("cannot write " + output);
+  if (!out.flush()) fail("report", "cannot write " + output);
   std::printf(
       "report: %s (%zu samples of %zu applications%s)\n", output.c_str(), report->samples,
       report->applications,

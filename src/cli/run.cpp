@@ -110,19 +110,14 @@ struct RunArgs {
   bool attach = false;
 };
 
-[[noreturn]] void fail(const std::string& why) {
-  std::fprintf(stderr, "daqflow run: %s\n", why.c_str());
-  throw CLI::RuntimeError(1);
-}
-
 void write_text(const std::string& path, const std::string& text) {
   std::error_code ec;
   const auto dir = std::filesystem::path(path).parent_path();
   if (!dir.empty()) std::filesystem::create_directories(dir, ec);
   std::ofstream out(path, std::ios::trunc);
-  if (!out) fail("cannot write " + path);
+  if (!out) fail("run", "cannot write " + path);
   out << text;
-  if (!out.flush()) fail("cannot write " + path);
+  if (!out.flush()) fail("run", "cannot write " + path);
 }
 
 void write_summary(const std::string& path, const control::RunSummary& summary) {
@@ -131,9 +126,9 @@ void write_summary(const std::string& path, const control::RunSummary& summary) 
 
 void run_command(const RunArgs& args) {
   auto config = runtime::load_config(args.config, registry());
-  if (!config) fail(config.error().message());
+  if (!config) fail("run", config.error().message());
   auto self = control::self_executable();
-  if (!self) fail(self.error().message());
+  if (!self) fail("run", self.error().message());
 
   const std::filesystem::path output(config->run.output);
   control::RunOptions options;
@@ -175,7 +170,7 @@ void run_command(const RunArgs& args) {
   std::printf("%ssummary: %s\n", control::format_human_summary(summary).c_str(),
               summary_path.c_str());
   std::fflush(stdout);
-  if (!summary.ok()) fail("run failed: " + *summary.failure);
+  if (!summary.ok()) fail("run", "run failed: " + *summary.failure);
 }
 
 }  // namespace

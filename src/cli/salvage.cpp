@@ -23,31 +23,26 @@ struct SalvageArgs {
   bool json = false;
 };
 
-[[noreturn]] void fail(const std::string& why) {
-  std::fprintf(stderr, "daqflow salvage: %s\n", why.c_str());
-  throw CLI::RuntimeError(1);
-}
-
 void salvage_command(const SalvageArgs& args) {
   std::optional<std::string> delivered_token;
   auto cluster = [&] {
     if (!args.config_stdin) return runtime::load_config(args.config, registry());
     auto d = read_delivered_config(args.config);
-    if (!d) fail(d.error().message());
+    if (!d) fail("salvage", d.error().message());
     delivered_token = std::move(d->token);
     return runtime::parse_config(d->yaml, args.config, registry());
   }();
-  if (!cluster) fail(cluster.error().message());
+  if (!cluster) fail("salvage", cluster.error().message());
   const runtime::ApplicationConfig* app = cluster->find_application(args.app);
-  if (app == nullptr) fail("no application '" + args.app + "' in " + args.config);
+  if (app == nullptr) fail("salvage", "no application '" + args.app + "' in " + args.config);
   const runtime::AppType* type = registry().find(app->type);
   if (type == nullptr || !type->after_loss) {
-    fail("application '" + args.app + "' is a " + app->type +
-         ": nothing is left to salvage when it dies");
+    fail("salvage", "application '" + args.app + "' is a " + app->type +
+                        ": nothing is left to salvage when it dies");
   }
   auto token =
       delivered_token ? Result<std::string>(*delivered_token) : runtime::access_token(*cluster);
-  if (!token) fail(token.error().message());
+  if (!token) fail("salvage", token.error().message());
   const auto call = [&](const std::string& id, const std::string& action,
                         const nlohmann::json& body) -> Result<nlohmann::json> {
     const runtime::ApplicationConfig* target = cluster->find_application(id);
@@ -63,7 +58,7 @@ void salvage_command(const SalvageArgs& args) {
     return answer->value("result", nlohmann::json::object());
   };
   auto done = type->after_loss(runtime::LostApp{*cluster, *app, call});
-  if (!done) fail(done.error().message());
+  if (!done) fail("salvage", done.error().message());
   const std::string report = done->report.empty() ? "nothing to salvage" : done->report;
   if (args.json) {
     std::printf("%s\n",

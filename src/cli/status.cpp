@@ -21,21 +21,16 @@ struct StatusArgs {
   bool json = false;
 };
 
-[[noreturn]] void fail(const std::string& why) {
-  std::fprintf(stderr, "daqflow status: %s\n", why.c_str());
-  throw CLI::RuntimeError(1);
-}
-
 void status_command(const StatusArgs& args) {
   auto address = control::parse_host_port(args.address);
-  if (!address) fail(address.error().message());
+  if (!address) fail("status", address.error().message());
   control::ControlClient client(*address);
   auto token = runtime::token_from(args.token_file);
-  if (!token) fail(token.error().message());
+  if (!token) fail("status", token.error().message());
   client.set_token(std::move(*token));
 
   auto context = client.get("/api/v1/context");
-  if (!context) fail(context.error().message());
+  if (!context) fail("status", context.error().message());
   std::vector<nlohmann::json> apps;
   if (context->is_object() && context->contains("applications") &&
       (*context)["applications"].is_array()) {
@@ -43,7 +38,7 @@ void status_command(const StatusArgs& args) {
       if (!a.is_object() || !a.contains("id") || !a["id"].is_string()) continue;
       const auto id = a["id"].get<std::string>();
       auto app = client.get("/api/v1/apps/" + id);
-      if (!app) fail(app.error().message());
+      if (!app) fail("status", app.error().message());
       apps.push_back(std::move(*app));
     }
   }
