@@ -32,6 +32,7 @@ constexpr auto kPollPeriod = std::chrono::milliseconds(50);
 // How often the controller tells the executives it is there (at most: a quarter of the shortest
 // lease).
 constexpr auto kLeasePeriod = std::chrono::milliseconds(1000);
+constexpr auto kShortestLeasePeriod = std::chrono::milliseconds(250);
 
 std::string join(const std::vector<std::string>& names) {
   std::string out;
@@ -184,8 +185,19 @@ Result<Cluster> Cluster::make(const runtime::ClusterConfig& config,
   Cluster cluster;
   cluster.config_ = &config;
   std::map<std::string, Launcher*> by_address;
-  std::vector<ControlClient> leased;
+  // Each executive's lease is renewed from the moment it is started: starting the others (a
+  // supervisord or an ssh round trip each, seconds under load) can outlast a short lease.
   auto lease_period = kLeasePeriod;
+  for (const auto& group : groups) {
+    if (group.empty()) continue;
+    const runtime::HostConfig* host = config.host_of(*config.find_context(group.front()));
+    if (host != nullptr && host->launcher != runtime::LauncherKind::local) {
+      lease_period =
+          std::min(lease_period, std::chrono::milliseconds(std::int64_t{host->lease_s} * 1000) / 4);
+    }
+  }
+  cluster.leases_ = std::make_unique<LeaseKeeper>(std::vector<ControlClient>{},
+                                                  std::max(lease_period, kShortestLeasePeriod));
   for (const auto& group : groups) {
     if (group.empty()) continue;
     const runtime::ContextConfig& first = *config.find_context(group.front());
@@ -240,10 +252,10 @@ Result<Cluster> Cluster::make(const runtime::ClusterConfig& config,
     Launcher* restartable = attach || mpi_group ? nullptr : launcher;
     cluster.processes_.push_back(Process{group, std::move(*started), false, 0, restartable,
                                          LaunchRequest{group, extra, log_path}});
-    if (remote) {
-      const auto lease = std::chrono::milliseconds(std::int64_t{host->lease_s} * 1000);
-      lease_period = std::min(lease_period, lease / 4);
-    }
+    ControlClient lease_client(control_address(config, first));
+    lease_client.set_token(*token);
+    cluster.leases_->add(lease_client.with_timeouts(std::chrono::milliseconds(1000),
+                                                    std::chrono::milliseconds(2000)));
   }
   for (const auto& ctx : config.contexts) {
     for (std::size_t p = 0; p < cluster.processes_.size(); ++p) {
@@ -251,16 +263,8 @@ Result<Cluster> Cluster::make(const runtime::ClusterConfig& config,
       if (std::find(names.begin(), names.end(), ctx.name) == names.end()) continue;
       ControlClient client(control_address(config, ctx));
       client.set_token(*token);
-      if (names.front() == ctx.name) {
-        leased.push_back(
-            client.with_timeouts(std::chrono::milliseconds(1000), std::chrono::milliseconds(2000)));
-      }
       cluster.contexts_.push_back(Context{ctx.name, p, std::move(client)});
     }
-  }
-  if (!leased.empty()) {
-    cluster.leases_ = std::make_unique<LeaseKeeper>(
-        std::move(leased), std::max(lease_period, std::chrono::milliseconds(250)));
   }
   return cluster;
 }

@@ -4,10 +4,11 @@ namespace daqflow::control {
 
 LeaseKeeper::LeaseKeeper(std::vector<ControlClient> clients, std::chrono::milliseconds period)
     : period_(period) {
-  threads_.reserve(clients.size());
-  for (auto& c : clients) {
-    threads_.emplace_back([this, client = std::move(c)] { loop(client); });
-  }
+  for (auto& c : clients) add(std::move(c));
+}
+
+void LeaseKeeper::add(ControlClient client) {
+  threads_.emplace_back([this, c = std::move(client)] { loop(c); });
 }
 
 LeaseKeeper::~LeaseKeeper() {

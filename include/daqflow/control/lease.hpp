@@ -20,6 +20,8 @@ class LeaseKeeper {
  public:
   LeaseKeeper(std::vector<ControlClient> clients, std::chrono::milliseconds period);
   ~LeaseKeeper();
+  // Renews one more executive's lease from now on (its own thread). Owner thread only.
+  void add(ControlClient client);
   LeaseKeeper(const LeaseKeeper&) = delete;
   LeaseKeeper& operator=(const LeaseKeeper&) = delete;
 

@@ -84,6 +84,18 @@ TEST(LeaseKeeper, RenewsEveryLease) {
   EXPECT_FALSE(keeper.stop_requested());
 }
 
+// The controller adds each executive as it starts it: renewed from then on, beside the others.
+TEST(LeaseKeeper, AnExecutiveAddedLaterIsRenewedToo) {
+  LeasedExecutive a(25950), b(25960);
+  ASSERT_TRUE(a.bound() && b.bound());
+  LeaseKeeper keeper({a.client()}, 50ms);
+  ASSERT_TRUE(a.wait_for_renewals(2, 10s));
+  EXPECT_EQ(b.renewals(), 0);
+  keeper.add(b.client());
+  EXPECT_TRUE(b.wait_for_renewals(3, 10s));
+  EXPECT_TRUE(a.wait_for_renewals(a.renewals() + 2, 10s));
+}
+
 // One executive that holds its answer must not hold up the others' renewals: while `slow` keeps
 // its first renewal unanswered, `fast` is renewed again and again.
 TEST(LeaseKeeper, ASlowAnswerDelaysNoOtherLease) {
