@@ -360,6 +360,27 @@ void warm_up(Side& s, const void* header) {
   }
 }
 
+// A line on standard error every 5 s while a run lasts (checked every 4096 turns of the loop), so
+// that a run stopped from outside for taking too long shows whether it crawled or stalled.
+class Progress {
+ public:
+  explicit Progress(const char* what) : what_(what) {}
+  void tick(long done, long total) {
+    if ((++turns_ & 4095) != 0) return;
+    const auto now = std::chrono::steady_clock::now();
+    if (now < next_) return;
+    next_ = now + std::chrono::seconds(5);
+    const double s = std::chrono::duration<double>(now - start_).count();
+    std::fprintf(stderr, "ucp_am_bw: %.0f s: %s %ld of %ld\n", s, what_, done, total);
+  }
+
+ private:
+  const char* what_;
+  std::uint64_t turns_ = 0;
+  std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
+  std::chrono::steady_clock::time_point next_ = start_ + std::chrono::seconds(5);
+};
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -397,7 +418,9 @@ int main(int argc, char** argv) {
   }
 
   if (s.o.receiver) {
+    Progress progress("received");
     while (s.received < s.o.count + 1) {  // the warm-up message and the run
+      progress.tick(s.received, s.o.count + 1);
       ucp_worker_progress(s.worker);
       for (void* d : s.deferred) s.receive(d);
       s.deferred.clear();
@@ -413,7 +436,9 @@ int main(int argc, char** argv) {
   Sent sent;
   long posted = 0;
   const auto start = std::chrono::steady_clock::now();
+  Progress progress("sent and completed");
   while (sent.done < s.o.count) {
+    progress.tick(sent.done, s.o.count);
     while (posted < s.o.count && posted - sent.done < s.o.depth) {
       std::byte* b = s.buffer(s.send_base);
       if (s.o.written) {  // the stream source's --verify ends writes both ends
