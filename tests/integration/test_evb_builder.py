@@ -620,16 +620,22 @@ class EventBuilder(DaqflowTestCase):
             "  - {from: ru1, to: bu1, delay_ms: 200}\n"
             "  - {from: ru1, to: bu2, delay_ms: 200}\n", 3000)
 
-    def test_an_evm_frozen_for_3_s_loses_nothing(self):
-        """SIGSTOP of the EVM for 3 s (past its BUs' heartbeat timeout, within the controller's
-        read timeout), then SIGCONT: on waking it must not take the backlog of heartbeats for
-        silence; the run goes on and every event is on disk once."""
+    def _evm_running_2000_events(self):
+        """A run (1 kHz, 1-s heartbeats) that has built 2000 events: (run, the EVM's control
+        port, its context as the API describes it)."""
         run, ports = self._start_small_events_run({"heartbeat_timeout_ms": 1000,
                                                    "trigger_rate_hz": 1000})
         evm = ports["evm"]
         wait_until(lambda: self._built_or_none(evm) >= 2000, 60, "2000 events built")
         status, ctx = http(evm, "GET", "/api/v1/context")
         self.assertEqual(status, 200, ctx)
+        return run, evm, ctx
+
+    def test_an_evm_frozen_for_3_s_loses_nothing(self):
+        """SIGSTOP of the EVM for 3 s (past its BUs' heartbeat timeout, within the controller's
+        read timeout), then SIGCONT: on waking it must not take the backlog of heartbeats for
+        silence; the run goes on and every event is on disk once."""
+        run, evm, ctx = self._evm_running_2000_events()
         os.kill(ctx["pid"], signal.SIGSTOP)
         try:
             time.sleep(3)
@@ -650,12 +656,7 @@ class EventBuilder(DaqflowTestCase):
         """SIGSTOP of the EVM for 8 s: longer than one request of the controller may wait (5 s),
         shorter than its bound for silence. Its process lives, so it is slow, not failed: the
         controller asks again and the run goes on; every event is on disk once."""
-        run, ports = self._start_small_events_run({"heartbeat_timeout_ms": 1000,
-                                                   "trigger_rate_hz": 1000})
-        evm = ports["evm"]
-        wait_until(lambda: self._built_or_none(evm) >= 2000, 60, "2000 events built")
-        status, ctx = http(evm, "GET", "/api/v1/context")
-        self.assertEqual(status, 200, ctx)
+        run, evm, ctx = self._evm_running_2000_events()
         os.kill(ctx["pid"], signal.SIGSTOP)
         try:
             wait_until(lambda: run.poll() is not None or "is slow" in self.output_of("run.log"),
