@@ -177,7 +177,7 @@ class Run {
 
   std::vector<std::string> mpi_contexts_;  // rank order; launched together by one mpirun
   bool configure_sent_ = false;            // from then on there is something to halt
-  bool data_flowing_ = false;  // every application Enabled: survivable losses are tolerated
+  bool data_flowing_ = false;  // every application asked to Enable: survivable losses tolerated
   std::map<std::string, std::string> silent_;  // context -> what was seen
   // Contexts whose process lives but whose last request went unanswered: since when.
   std::map<std::string, Clock::time_point> slow_since_;
@@ -656,7 +656,8 @@ Result<void> Run::wait_for(const std::vector<PlannedApp>& apps, runtime::State t
     const auto failed = [](const View& v) { return v.state == runtime::State::Failed; };
     if (any_failed_fails) {
       for (const auto& v : views_) {
-        if (failed(v)) return Error("application " + v.config->id + " failed: " + v.reason);
+        if (failed(v) && !give_up(v))
+          return Error("application " + v.config->id + " failed: " + v.reason);
       }
     }
     const View* behind = nullptr;
@@ -736,12 +737,16 @@ Result<void> Run::configure() {
 }
 
 Result<void> Run::enable() {
-  for (const auto& group : enable_order(config_, registry_)) {
+  const auto order = enable_order(config_, registry_);
+  for (const auto& group : order) {
     if (stopping()) return Error("interrupted while enabling");
     reporter_.note(fmt::format("enabling rank {}: {}", group.front().rank, names_of(group)));
     for (const auto& app : group) {
       if (auto r = post_app(view(app.id), "Enable"); !r) return r;
     }
+    // Every application has been asked to Enable: the sources may send from now on, and a
+    // survivable loss is one the run goes on from, even before this rank is seen Enabled.
+    if (&group == &order.back()) data_flowing_ = true;
     if (auto r = wait_for(group, runtime::State::Enabled, options_.transition_timeout, true); !r) {
       return r;
     }

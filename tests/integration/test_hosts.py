@@ -476,7 +476,7 @@ class RestartPolicy(DaqflowTestCase):
 class ExpendableContexts(DaqflowTestCase):
     """expendable: a context the run could survive made fatal, and a group with a minimum."""
 
-    def start_with(self, bu1, bu2):
+    def start_with(self, bu1, bu2, until_built=True):
         text = rewrite_ports(read_example("local.yaml"))
         text = set_param(set_param(text, "mean", 256), "sd", 128)
         text = set_param(text, "dir", self.path("run-data"))
@@ -488,7 +488,8 @@ class ExpendableContexts(DaqflowTestCase):
                  re.findall(r"name: (\w+)\n(?:.*\n)*?\s+control_port: (\d+)", text)}
         proc = self.start(["run", config, "--duration", "0", "--summary", self.path("summary.json"),
                            "--log-dir", self.path("logs")], "run.log")
-        wait_until(lambda: remote_built("127.0.0.1", ports["bu1"]) > 0, 120, "bu1 to build")
+        if until_built:
+            wait_until(lambda: remote_built("127.0.0.1", ports["bu1"]) > 0, 120, "bu1 to build")
         return proc, ports
 
     def kill(self, port):
@@ -508,6 +509,24 @@ class ExpendableContexts(DaqflowTestCase):
         self.kill(ports["bu2"])
         wait_until(lambda: "the run goes on" in self.output_of("run.log"), 60, "the loss")
         self.assertEqual(self.stop_run(proc, timeout=180), 0, self.output_of("run.log"))
+
+    def test_a_bu_lost_once_the_last_rank_is_asked_to_enable_is_a_loss_the_run_goes_on_from(self):
+        # The EVM sends as soon as it is Enabled, before the controller has seen it so: a BU
+        # lost then is lost from a run that has data flowing.
+        proc, ports = self.start_with("true", "true", until_built=False)
+        wait_until(lambda: "enabling rank 0" in self.output_of("run.log"), 120, "the Enables")
+        status, bu2 = remote_get("127.0.0.1", ports["bu2"], "/api/v1/context")
+        self.assertEqual(status, 200, bu2)
+        wait_until(lambda: "enabling rank 20: evm0" in self.output_of("run.log"), 120,
+                   "the controller to enable the EVM", interval=0.001)
+        os.kill(bu2["pid"], signal.SIGKILL)
+        wait_until(lambda: "the run goes on" in self.output_of("run.log"), 60, "the loss")
+        wait_until(lambda: remote_built("127.0.0.1", ports["bu1"]) > 0, 60, "bu1 to build")
+        self.assertEqual(self.stop_run(proc, timeout=180), 0, self.output_of("run.log"))
+        with open(self.path("summary.json")) as f:
+            r = json.load(f)["results"]
+        self.assertEqual(r["lost_bus"], ["bu2"], r)
+        self.assertEqual(r["events_lost"], 0, r)
 
     def test_a_context_marked_not_expendable_fails_the_run_when_lost(self):
         proc, ports = self.start_with("true", "false")
