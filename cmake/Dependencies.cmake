@@ -6,7 +6,8 @@ find_package(spdlog REQUIRED)
 find_package(nlohmann_json REQUIRED)
 find_package(yaml-cpp REQUIRED)
 find_package(CLI11 CONFIG REQUIRED)
-pkg_check_modules(HTTPLIB REQUIRED IMPORTED_TARGET cpp-httplib)
+# The control ports' HTTP server and client: Beast on Asio (header-only).
+find_package(Boost 1.74 REQUIRED)
 # The /metrics text format: prometheus-cpp's serializer (its core library only).
 pkg_check_modules(PROMETHEUS_CPP REQUIRED IMPORTED_TARGET prometheus-cpp-core)
 if(DAQFLOW_TESTS)

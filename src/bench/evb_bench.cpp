@@ -1,7 +1,6 @@
 // daqflow bench evb: the event builder over its topologies (N RU x M BU, RUBU) and fragment
 // sizes, BUs discarding; event rate, throughput and the per-event cost as the builder grows.
 #include <fmt/format.h>
-#include <httplib.h>
 
 #include <algorithm>
 #include <atomic>
@@ -16,6 +15,7 @@
 #include "cluster_run.hpp"
 #include "daqflow/bench/runners.hpp"
 #include "daqflow/bench/sweep.hpp"
+#include "daqflow/control/client.hpp"
 #include "daqflow/runtime/params.hpp"
 
 namespace daqflow::bench {
@@ -97,10 +97,8 @@ class DashboardClients {
     for (int i = 0; i < clients; ++i) {
       const auto offset = std::chrono::milliseconds(1000 * i / clients);
       threads_.emplace_back([this, port, offset](const std::stop_token& stop) {
-        httplib::Client http("127.0.0.1", port);
-        http.set_connection_timeout(std::chrono::milliseconds(300));
-        http.set_read_timeout(std::chrono::seconds(2));
-        http.set_keep_alive(true);
+        const control::ControlClient http(control::HostPort{"127.0.0.1", port},
+                                          std::chrono::milliseconds(300), std::chrono::seconds(2));
         auto next = std::chrono::steady_clock::now() + offset;
         std::mutex mutex;
         std::condition_variable_any wake;
@@ -109,7 +107,7 @@ class DashboardClients {
           wake.wait_until(lock, stop, next, [] { return false; });
           if (stop.stop_requested()) break;
           lock.unlock();
-          const auto res = http.Get("/api/v1/snapshots");
+          const auto res = http.call("GET", "/api/v1/snapshots");
           if (res && res->status == 200) answered_.fetch_add(1, std::memory_order_relaxed);
           next += std::chrono::seconds(1);
         }

@@ -1,8 +1,10 @@
 #include "daqflow/control/client.hpp"
 
-#include <httplib.h>
-
+#include <algorithm>
+#include <cctype>
 #include <charconv>
+
+#include "daqflow/runtime/http_client.hpp"
 
 namespace daqflow::control {
 
@@ -22,58 +24,70 @@ Result<HostPort> parse_host_port(std::string_view text) {
 }
 
 std::string Reply::error_text() const {
-  std::string text = "HTTP " + std::to_string(status);
+  std::string out = "HTTP " + std::to_string(status);
   if (body.is_object() && body.contains("error") && body["error"].is_string()) {
-    text += ": " + body["error"].get<std::string>();
+    out += ": " + body["error"].get<std::string>();
   }
-  return text;
+  return out;
+}
+
+std::string Reply::header(std::string_view name) const {
+  for (const auto& [n, v] : headers) {
+    if (n.size() == name.size() && std::equal(n.begin(), n.end(), name.begin(), [](char a, char b) {
+          return std::tolower(static_cast<unsigned char>(a)) ==
+                 std::tolower(static_cast<unsigned char>(b));
+        })) {
+      return v;
+    }
+  }
+  return {};
 }
 
 ControlClient::ControlClient(HostPort address, std::chrono::milliseconds connect_timeout,
                              std::chrono::milliseconds read_timeout)
     : address_(std::move(address)),
       connect_timeout_(connect_timeout),
-      read_timeout_(read_timeout) {}
+      read_timeout_(read_timeout),
+      http_(std::make_unique<runtime::HttpClient>(address_.host, address_.port)) {}
+
+ControlClient::ControlClient(const ControlClient& other)
+    : ControlClient(other.address_, other.connect_timeout_, other.read_timeout_) {
+  token_ = other.token_;
+}
+
+ControlClient& ControlClient::operator=(const ControlClient& other) {
+  if (this != &other) *this = ControlClient(other);
+  return *this;
+}
+
+ControlClient::ControlClient(ControlClient&&) noexcept = default;
+ControlClient& ControlClient::operator=(ControlClient&&) noexcept = default;
+ControlClient::~ControlClient() = default;
 
 Result<Reply> ControlClient::call(std::string_view method, const std::string& path,
                                   const nlohmann::json* body) const {
-  httplib::Client http(address_.host, address_.port);
-  http.set_connection_timeout(connect_timeout_);
-  http.set_read_timeout(read_timeout_);
-  http.set_write_timeout(read_timeout_);
-  if (!token_.empty()) http.set_bearer_token_auth(token_);
   const std::string text =
       body != nullptr ? body->dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)
                       : std::string();
-  const char* type = "application/json";
+  return exchange(method, path, text);
+}
 
-  httplib::Result res{nullptr, httplib::Error::Unknown};
-  if (method == "GET") {
-    res = http.Get(path);
-  } else if (method == "POST") {
-    res = http.Post(path, text, type);
-  } else if (method == "PUT") {
-    res = http.Put(path, text, type);
-  } else if (method == "DELETE") {
-    res = http.Delete(path, text, type);
-  } else {
-    return Error("unsupported HTTP method " + std::string(method));
+Result<Reply> ControlClient::exchange(std::string_view method, const std::string& path,
+                                      std::string_view body, std::string_view content_type) const {
+  const std::string authorization = token_.empty() ? std::string() : "Bearer " + token_;
+  auto answer = http_->exchange({method, path, body, content_type, authorization}, connect_timeout_,
+                                read_timeout_);
+  if (!answer) {
+    return Error(answer.error().code(), address_.str() + ": " + std::string(method) + " " + path +
+                                            ": " + answer.error().message());
   }
-  const std::string what = address_.str() + ": " + std::string(method) + " " + path;
-  if (!res) {
-    // Connected, then no whole answer in time: the executive took the request (or its kernel
-    // did, for a frozen process) and is slow. Anything else: it could not be reached.
-    const bool took_it =
-        res.error() == httplib::Error::Read || res.error() == httplib::Error::Write;
-    return Error(took_it ? ErrorCode::timed_out : ErrorCode::unavailable,
-                 what + ": " + httplib::to_string(res.error()));
-  }
-
   Reply reply;
-  reply.status = res->status;
+  reply.status = answer->status;
+  reply.headers = std::move(answer->headers);
+  reply.text = std::move(answer->body);
   // A body that is not JSON (a proxy's page, an empty 202) is kept as null; callers that need a
   // body check for it.
-  reply.body = nlohmann::json::parse(res->body, nullptr, /*allow_exceptions=*/false);
+  reply.body = nlohmann::json::parse(reply.text, nullptr, /*allow_exceptions=*/false);
   if (reply.body.is_discarded()) reply.body = nullptr;
   return reply;
 }

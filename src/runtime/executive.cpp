@@ -1,11 +1,6 @@
 #include "daqflow/runtime/executive.hpp"
 
-#include <httplib.h>
-#include <netdb.h>
-#include <netinet/in.h>
-#include <netinet/tcp.h>
 #include <spdlog/spdlog.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -18,8 +13,6 @@
 #include <mutex>
 #include <thread>
 
-#include "connection_reaper.hpp"
-#include "daqflow/core/net.hpp"
 #include "daqflow/runtime/access.hpp"
 #include "executive_context.hpp"
 #include "history.hpp"
@@ -28,41 +21,7 @@
 
 namespace daqflow::runtime {
 
-namespace {
-
-// Worker threads per control server: the control path sees a handful of clients at most.
-constexpr std::size_t kServerThreads = 8;
-
-// httplib only says that binding failed; binding once more ourselves tells why.
-std::string bind_failure(const std::string& host, int port) {
-  addrinfo hints{};
-  hints.ai_family = AF_UNSPEC;
-  hints.ai_socktype = SOCK_STREAM;
-  hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
-  addrinfo* found = nullptr;
-  const std::string service = std::to_string(port);
-  if (const int rc = ::getaddrinfo(host.c_str(), service.c_str(), &hints, &found); rc != 0) {
-    return ::gai_strerror(rc);
-  }
-  std::string why = "unknown error";
-  for (addrinfo* a = found; a != nullptr; a = a->ai_next) {
-    const core::UniqueFd fd(::socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC, a->ai_protocol));
-    if (!fd) {
-      why = std::strerror(errno);
-      continue;
-    }
-    const int yes = 1;
-    ::setsockopt(fd.get(), SOL_SOCKET, SO_REUSEADDR, &yes, sizeof(yes));
-    if (::bind(fd.get(), a->ai_addr, a->ai_addrlen) != 0) {
-      why = std::strerror(errno);
-      break;
-    }
-  }
-  ::freeaddrinfo(found);
-  return why;
-}
-
-}  // namespace
+namespace {}  // namespace
 
 struct Executive::Impl {
   struct Hosted {
@@ -71,8 +30,7 @@ struct Executive::Impl {
     std::unique_ptr<Recorder> recorder;       // with --record: the sampler writes to it
     std::unique_ptr<HistorySampler> sampler;  // reads control into history: goes first
     std::unique_ptr<ControlApi> api;
-    std::unique_ptr<httplib::Server> server;
-    std::thread thread;
+    std::unique_ptr<HttpServer> server;
     std::uint16_t port = 0;
   };
 
@@ -160,16 +118,10 @@ struct Executive::Impl {
     return c;
   }
 
-  std::unique_ptr<ConnectionReaper> reaper;  // of every context's control port
-
   void stop_servers() {
-    reaper.reset();
     for (Hosted& h : contexts) {
       h.sampler.reset();
       if (h.server) h.server->stop();
-    }
-    for (Hosted& h : contexts) {
-      if (h.thread.joinable()) h.thread.join();
     }
   }
 };
@@ -248,48 +200,16 @@ Result<void> Executive::start() {
   for (Impl::Hosted& h : impl_->contexts) {
     const ContextConfig& c = h.control->config();
     const std::string& bind = c.control_bind;
-    h.server = std::make_unique<httplib::Server>();
-    h.server->new_task_queue = [] { return new httplib::ThreadPool(kServerThreads); };
-    h.api->install(*h.server);
-    // A browser keeps its connection open between the dashboard's requests, and an idle
-    // keep-alive connection holds a server thread: let it go after a second.
-    h.server->set_keep_alive_timeout(1);
-    h.server->set_read_timeout(5);
-    h.server->set_write_timeout(5);
-    // httplib's default also sets SO_REUSEPORT, which lets a second executive bind the same
-    // port and silently share its connections; SO_REUSEADDR alone only allows a quick restart.
-    // TCP_DEFER_ACCEPT: a client that connects and sends nothing is never accepted, so it
-    // cannot hold one of the server's threads (the kernel drops it after the retries).
-    h.server->set_socket_options([](socket_t fd) {
-      const int yes = 1;
-      ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof(yes));
-      const int defer_s = 5;
-      ::setsockopt(fd, IPPROTO_TCP, TCP_DEFER_ACCEPT, &defer_s, sizeof(defer_s));
-    });
-    int port = c.control_port;
-    bool bound = false;
-    if (port == 0) {
-      port = h.server->bind_to_any_port(bind);
-      bound = port > 0;
-    } else {
-      bound = h.server->bind_to_port(bind, port);
-    }
-    if (!bound) {
-      const std::string why = bind_failure(bind, port);
-      h.server.reset();
+    const ControlApi* api = h.api.get();
+    auto server =
+        HttpServer::start(bind, c.control_port, impl_->options.control_limits,
+                          [api](const HttpRequest& request) { return api->serve(request); });
+    if (!server) {
       impl_->stop_servers();
-      return Error("context " + c.name + ": cannot listen on " + bind + ":" +
-                   std::to_string(c.control_port) + ": " + why);
+      return Error("context " + c.name + ": " + server.error().message());
     }
-    h.port = static_cast<std::uint16_t>(port);
-    httplib::Server* server = h.server.get();
-    h.thread = std::thread([server] { server->listen_after_bind(); });
-    // stop() only works on a running server; wait for the thread to get there (it does so at
-    // once; the bound only guards against a library that never says so).
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
-    while (!server->is_running() && std::chrono::steady_clock::now() < deadline) {
-      std::this_thread::sleep_for(std::chrono::microseconds(200));
-    }
+    h.server = std::move(*server);
+    h.port = h.server->port();
     if (!impl_->options.record_dir.empty()) {
       auto recorder = Recorder::open(impl_->options.record_dir, c.name);
       if (!recorder) {
@@ -305,11 +225,6 @@ Result<void> Executive::start() {
     spdlog::info("context {}: control API on http://{}:{}/api/v1 ({} application(s))", c.name, bind,
                  h.port, h.control->hosts().size());
   }
-  std::vector<std::uint16_t> ports;
-  for (const Impl::Hosted& h : impl_->contexts) ports.push_back(h.port);
-  impl_->reaper =
-      std::make_unique<ConnectionReaper>(std::move(ports), impl_->options.control_connection_limit,
-                                         impl_->options.control_connections_per_port);
   impl_->started = true;
   if (impl_->options.lease.count() != 0) {
     {

@@ -1,6 +1,5 @@
 #include "http_api.hpp"
 
-#include <httplib.h>
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
@@ -13,6 +12,7 @@
 
 #include "daqflow/core/log.hpp"
 #include "daqflow/runtime/access.hpp"
+#include "daqflow/runtime/http_client.hpp"
 #include "dashboard.hpp"
 #include "prometheus.hpp"
 
@@ -73,8 +73,6 @@ std::vector<std::string_view> split_path(std::string_view path) {
   }
   return parts;
 }
-
-constexpr std::size_t kMaxBody = std::size_t{1} << 20;
 
 int hex_digit(char c) {
   if (c >= '0' && c <= '9') return c - '0';
@@ -156,38 +154,6 @@ std::string dump(const json& body) {
   return body.dump(-1, ' ', false, json::error_handler_t::replace);
 }
 
-// httplib answers these by itself (its own text for them is not in the public header).
-const char* reason_phrase(int status) {
-  switch (status) {
-    case 400:
-      return "Bad Request";
-    case 404:
-      return "Not Found";
-    case 405:
-      return "Method Not Allowed";
-    case 408:
-      return "Request Timeout";
-    case 413:
-      return "Payload Too Large";
-    case 414:
-      return "URI Too Long";
-    case 416:
-      return "Range Not Satisfiable";
-    case 417:
-      return "Expectation Failed";
-    case 431:
-      return "Request Header Fields Too Large";
-    case 500:
-      return "Internal Server Error";
-    case 501:
-      return "Not Implemented";
-    case 505:
-      return "HTTP Version Not Supported";
-    default:
-      return "Error";
-  }
-}
-
 const char* unit_name(Unit unit) {
   switch (unit) {
     case Unit::none:
@@ -206,16 +172,6 @@ std::int64_t unix_ms_now() {
   return std::chrono::duration_cast<std::chrono::milliseconds>(
              std::chrono::system_clock::now().time_since_epoch())
       .count();
-}
-
-std::string exception_text(const std::exception_ptr& ep) {
-  try {
-    std::rethrow_exception(ep);
-  } catch (const std::exception& e) {
-    return e.what();
-  } catch (...) {
-    return "unknown exception";
-  }
 }
 
 }  // namespace
@@ -362,27 +318,19 @@ ApiReply ControlApi::forward(const ContextConfig& c, std::string_view method,
                              const std::string& target, std::string_view body,
                              std::string_view authorization,
                              std::chrono::milliseconds timeout) const {
-  httplib::Client client(c.host, c.control_port);
-  client.set_connection_timeout(std::min(timeout, std::chrono::milliseconds(500)));
-  client.set_read_timeout(timeout);
-  client.set_write_timeout(timeout);
-  httplib::Request req;
-  req.method = method;
-  req.path = target;
-  req.body = body;
-  if (!authorization.empty()) req.set_header("Authorization", std::string(authorization));
-  if (!body.empty()) req.set_header("Content-Type", "application/json");
-  const auto res = client.send(req);
+  HttpClient client(c.host, c.control_port);
+  const auto res = client.exchange({method, target, body, "application/json", authorization},
+                                   std::min(timeout, std::chrono::milliseconds(500)), timeout);
   if (!res) {
     return error(502, "context '" + c.name + "' at " + c.host + ":" +
                           std::to_string(c.control_port) +
-                          " did not answer: " + httplib::to_string(res.error()));
+                          " did not answer: " + res.error().message());
   }
-  const std::string type = res->get_header_value("Content-Type");
+  const std::string type = res->header("Content-Type");
   if (type.rfind("application/json", 0) == 0) {
     auto parsed = parse_body(res->body);
     if (parsed) {
-      ApiReply r(res->status, std::move(*parsed), res->get_header_value("Allow"));
+      ApiReply r(res->status, std::move(*parsed), res->header("Allow"));
       return r;
     }
   }
@@ -670,6 +618,10 @@ ApiReply ControlApi::action(AppHost& host, std::string_view name, std::string_vi
   if (!body.empty()) {
     auto parsed = parse_body(body);
     if (!parsed) return error(parsed.error());
+    if (!parsed->is_object()) {
+      return error(
+          400, std::string("an action's arguments are a JSON object, not ") + parsed->type_name());
+    }
     args = std::move(*parsed);
   }
   auto result = host.action(name, args);
@@ -697,81 +649,28 @@ ApiReply ControlApi::command(AppHost& host, std::string_view name) const {
       202, json{{"id", host.id()}, {"command", to_string(*cmd)}, {"state", to_string(*state)}}, {}};
 }
 
-void ControlApi::install(httplib::Server& server) const {
-  const auto answer = [this](const httplib::Request& req, httplib::Response& res,
-                             std::string_view body) {
-    ApiReply r = handle(req.method, req.target, body, req.get_header_value("Authorization"));
-    // The audit log: who asked for a change, when (the log line's time), and the answer.
-    if (r.unauthorized) {
-      spdlog::warn("audit: {} {} from {}:{} -> 401 ({} token)", req.method, req.target,
-                   req.remote_addr, req.remote_port,
-                   req.has_header("Authorization") ? "wrong" : "no");
-    } else if (req.method != "GET" && req.method != "HEAD" && req.method != "OPTIONS") {
-      // A lease renewal every few seconds changes nothing worth a line each.
-      const auto level = req.path == "/api/v1/lease" ? spdlog::level::debug : spdlog::level::info;
-      spdlog::log(level, "audit: {} {} from {}:{} -> {}", req.method, req.target, req.remote_addr,
-                  req.remote_port, r.status);
-    }
-    res.status = r.status;
-    if (r.unauthorized) res.set_header("WWW-Authenticate", "Bearer realm=\"daqflow\"");
-    if (!r.allow.empty()) res.set_header("Allow", r.allow);
-    if (!r.content_type.empty()) {
-      res.set_content(r.text, r.content_type);
-    } else {
-      res.set_content(dump(r.body), "application/json");
-    }
-  };
-  const auto without_body = [answer](const httplib::Request& req, httplib::Response& res) {
-    answer(req, res, {});
-  };
-  // httplib refuses a POST without Content-Length (what `curl -X POST URL` sends) before any
-  // handler runs, unless the handler reads the body itself; so the body is read here, when
-  // there is one.
-  const auto with_body = [answer](const httplib::Request& req, httplib::Response& res,
-                                  const httplib::ContentReader& read) {
-    std::string body;
-    const bool has_body =
-        req.has_header("Content-Length") ||
-        req.get_header_value("Transfer-Encoding").find("chunked") != std::string::npos;
-    if (has_body && !read([&body](const char* data, std::size_t n) {
-          body.append(data, n);
-          return true;
-        })) {
-      const int status = res.status == 413 ? 413 : 400;
-      res.status = status;
-      res.set_content(dump(json{{"error", status == 413 ? "request body too large (limit 1 MiB)"
-                                                        : "could not read the request body"}}),
-                      "application/json");
-      return;
-    }
-    answer(req, res, body);
-  };
-  // One catch-all route per method: routing is ours, so that a known path with the wrong method
-  // is a 405, not httplib's 404.
-  server.Get(".*", without_body);
-  server.Options(".*", without_body);
-  server.Post(".*", with_body);
-  server.Put(".*", with_body);
-  server.Patch(".*", with_body);
-  server.Delete(".*", with_body);
-  // What httplib answers by itself (unparsable request, body too large) gets a JSON body too.
-  server.set_error_handler(
-      httplib::Server::HandlerWithResponse([](const httplib::Request&, httplib::Response& res) {
-        if (!res.body.empty()) return httplib::Server::HandlerResponse::Unhandled;
-        res.set_content(dump(json{{"error", "HTTP " + std::to_string(res.status) + " " +
-                                                reason_phrase(res.status)}}),
-                        "application/json");
-        return httplib::Server::HandlerResponse::Handled;
-      }));
-  server.set_exception_handler([name = context_.config().name](const httplib::Request& req,
-                                                               httplib::Response& res,
-                                                               std::exception_ptr ep) {
-    const std::string what = exception_text(ep);
-    spdlog::error("context {}: {} {}: {}", name, req.method, req.path, what);
-    res.status = 500;
-    res.set_content(dump(json{{"error", "internal error: " + what}}), "application/json");
-  });
-  server.set_payload_max_length(kMaxBody);
+HttpResponse ControlApi::serve(const HttpRequest& req) const {
+  ApiReply r = handle(req.method, req.target, req.body, req.authorization);
+  // The audit log: who asked for a change, when (the log line's time), and the answer.
+  if (r.unauthorized) {
+    spdlog::warn("audit: {} {} from {} -> 401 ({} token)", req.method, req.target, req.remote,
+                 req.authorization.empty() ? "no" : "wrong");
+  } else if (req.method != "GET" && req.method != "HEAD" && req.method != "OPTIONS") {
+    // A lease renewal every few seconds changes nothing worth a line each.
+    const auto level = req.target == "/api/v1/lease" ? spdlog::level::debug : spdlog::level::info;
+    spdlog::log(level, "audit: {} {} from {} -> {}", req.method, req.target, req.remote, r.status);
+  }
+  HttpResponse res;
+  res.status = r.status;
+  if (r.unauthorized) res.headers.emplace_back("WWW-Authenticate", "Bearer realm=\"daqflow\"");
+  if (!r.allow.empty()) res.headers.emplace_back("Allow", r.allow);
+  if (!r.content_type.empty()) {
+    res.content_type = r.content_type;
+    res.body = std::move(r.text);
+  } else {
+    res.body = dump(r.body);
+  }
+  return res;
 }
 
 }  // namespace daqflow::runtime

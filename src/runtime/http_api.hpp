@@ -1,8 +1,7 @@
 #pragma once
 // The control API of one context (docs/control-api.md): requests are routed to a ContextControl
 // and answered with JSON. handle() is the whole API as a function of (method, path, body);
-// install() puts it behind an httplib::Server, so that every request, malformed ones included,
-// is answered with a JSON body and nothing a client sends can crash the executive.
+// serve() is what the control port's HttpServer calls: handle() with the audit log.
 
 #include <atomic>
 #include <chrono>
@@ -15,12 +14,9 @@
 #include <vector>
 
 #include "daqflow/runtime/config.hpp"
+#include "daqflow/runtime/http_server.hpp"
 #include "executive_context.hpp"
 #include "history.hpp"
-
-namespace httplib {
-class Server;
-}
 
 namespace daqflow::runtime {
 
@@ -77,8 +73,9 @@ class ControlApi {
   [[nodiscard]] ApiReply handle(std::string_view method, std::string_view path,
                                 std::string_view body, std::string_view authorization = {}) const;
 
-  // Routes every method and path of server to handle().
-  void install(httplib::Server& server) const;
+  // One request of the control port: handle(), and the audit log line of a request that may
+  // change something.
+  [[nodiscard]] HttpResponse serve(const HttpRequest& request) const;
 
   // Requests refused for a missing or wrong token.
   [[nodiscard]] std::uint64_t unauthorized() const {

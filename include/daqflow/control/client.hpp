@@ -1,19 +1,29 @@
 #pragma once
 // A client of one executive's control API (docs/control-api.md): HTTP/1.1 with JSON bodies.
 //
-// Every call opens a connection, sends one request and waits at most the configured timeouts;
-// nothing blocks longer, so a controller polling many contexts stays responsive. Errors name the
+// A client keeps its connection open between calls (a new one after a pause, or when the
+// executive closed it), so that the controller's requests never wait in a queue of new
+// connections behind other clients'. Each call waits at most the configured timeouts; nothing
+// blocks longer, so a controller polling many contexts stays responsive. Errors name the
 // address, the method and path, and the executive's own error text when it sent one.
 //
-// Not thread-safe: one ControlClient per thread.
+// Not thread-safe: one ControlClient per thread. A copy is a client of its own, with its own
+// connection.
 
 #include <chrono>
 #include <cstdint>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 #include "daqflow/core/result.hpp"
+
+namespace daqflow::runtime {
+class HttpClient;
+}
 
 namespace daqflow::control {
 
@@ -31,7 +41,11 @@ struct HostPort {
 struct Reply {
   int status = 0;
   nlohmann::json body;
+  std::string text;  // the body as sent
+  std::vector<std::pair<std::string, std::string>> headers;
   [[nodiscard]] bool success() const { return status >= 200 && status < 300; }
+  // The value of a header (its name in any case), empty when it was not sent.
+  [[nodiscard]] std::string header(std::string_view name) const;
   // The executive's {"error": ...} text, or the raw status when it sent none.
   [[nodiscard]] std::string error_text() const;
 };
@@ -41,6 +55,11 @@ class ControlClient {
   explicit ControlClient(
       HostPort address, std::chrono::milliseconds connect_timeout = std::chrono::milliseconds(1000),
       std::chrono::milliseconds read_timeout = std::chrono::milliseconds(5000));
+  ControlClient(const ControlClient& other);
+  ControlClient& operator=(const ControlClient& other);
+  ControlClient(ControlClient&&) noexcept;
+  ControlClient& operator=(ControlClient&&) noexcept;
+  ~ControlClient();
 
   [[nodiscard]] const HostPort& address() const { return address_; }
   // Every request carries "Authorization: Bearer TOKEN" (docs/control-api.md, Access); empty:
@@ -54,9 +73,16 @@ class ControlClient {
     return c;
   }
 
-  // The raw exchange: an error only when no HTTP answer came (refused, timeout, reset).
+  // The raw exchange: an error only when no HTTP answer came. Its code says which: `unavailable`
+  // when no connection could be made (refused, no route, no connection within the connect
+  // timeout), `timed_out` when the executive took the request and no whole answer came in time
+  // (slow, frozen, or gone meanwhile).
   [[nodiscard]] Result<Reply> call(std::string_view method, const std::string& path,
                                    const nlohmann::json* body = nullptr) const;
+  // The same with a body sent as it is (none when empty), for clients that send other than JSON.
+  [[nodiscard]] Result<Reply> exchange(std::string_view method, const std::string& path,
+                                       std::string_view body,
+                                       std::string_view content_type = "application/json") const;
 
   // The answer's JSON body when the status is 2xx, else an error with the executive's text.
   [[nodiscard]] Result<nlohmann::json> get(const std::string& path) const;
@@ -73,6 +99,7 @@ class ControlClient {
   std::chrono::milliseconds connect_timeout_;
   std::chrono::milliseconds read_timeout_;
   std::string token_;
+  std::unique_ptr<runtime::HttpClient> http_;  // its connection, kept between calls
 };
 
 }  // namespace daqflow::control

@@ -26,6 +26,7 @@
 #include "daqflow/core/result.hpp"
 #include "daqflow/runtime/application.hpp"
 #include "daqflow/runtime/config.hpp"
+#include "daqflow/runtime/http_server.hpp"
 
 namespace daqflow::runtime {
 
@@ -37,11 +38,8 @@ struct ExecutiveOptions {
   // Non-empty: every context also appends each sample of its history to
   // <record_dir>/<context>.jsonl (docs/monitoring.md, Recording).
   std::string record_dir;
-  // A connection to a control port open longer than this is cut (a client trickling its
-  // request would hold a server thread: docs/control-api.md, Limits).
-  std::chrono::milliseconds control_connection_limit{30000};
-  // More connections than this on one control port: the youngest are cut.
-  std::size_t control_connections_per_port = 64;
+  // What each control port allows its clients (docs/control-api.md, Limits).
+  HttpLimits control_limits;
   // The control token, given by the launcher (`daqflow exec --config-stdin`); none: the
   // configuration's (access.token_file, else DAQFLOW_TOKEN).
   std::optional<std::string> token;

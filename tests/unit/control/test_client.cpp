@@ -1,9 +1,9 @@
 #include <gtest/gtest.h>
-#include <httplib.h>
 
 #include <thread>
 
 #include "daqflow/control/client.hpp"
+#include "daqflow/runtime/http_server.hpp"
 
 namespace daqflow::control {
 namespace {
@@ -30,45 +30,43 @@ TEST(HostPort, RejectsWhatIsNotHostColonPort) {
 // A real HTTP server on loopback, answering like an executive would.
 class ClientTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    server.Get("/api/v1/context", [](const httplib::Request&, httplib::Response& res) {
-      res.set_content(R"({"name": "ru1", "state": "Halted"})", "application/json");
-    });
-    server.Post(R"(/api/v1/fsm/(\w+))", [](const httplib::Request& req, httplib::Response& res) {
-      if (req.matches[1] == "Enable") {
-        res.status = 409;
-        res.set_content(R"({"error": "Enable not allowed in state Halted"})", "application/json");
-        return;
-      }
-      res.status = 202;
-      res.set_content(nlohmann::json{{"command", req.matches[1]}}.dump(), "application/json");
-    });
-    server.Put("/api/v1/apps/snk0/params", [](const httplib::Request& req, httplib::Response& res) {
-      res.set_content(R"({"params": )" + req.body + "}", "application/json");
-    });
-    server.Get("/text", [](const httplib::Request&, httplib::Response& res) {
-      res.set_content("not json", "text/plain");
-    });
-    // Ports 25000-29999 belong to the control tests; take the first free one of a few.
-    for (int p = 25900; p < 25950 && port == 0; ++p) {
-      if (server.bind_to_port("127.0.0.1", p)) port = p;
+  static runtime::HttpResponse answer(const runtime::HttpRequest& req) {
+    using runtime::HttpResponse;
+    if (req.method == "GET" && req.target == "/api/v1/context")
+      return {200, "application/json", R"({"name": "ru1", "state": "Halted"})", {}};
+    if (req.method == "POST" && req.target.rfind("/api/v1/fsm/", 0) == 0) {
+      const std::string command = req.target.substr(12);
+      if (command == "Enable")
+        return {409, "application/json", R"({"error": "Enable not allowed in state Halted"})", {}};
+      return {202, "application/json", nlohmann::json{{"command", command}}.dump(), {}};
     }
-    ASSERT_NE(port, 0) << "no free port in 25900-25949";
-    thread = std::thread([this] { server.listen_after_bind(); });
-    // The socket is bound and listening already; wait until the accept loop runs too.
-    while (!server.is_running()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  }
-  void TearDown() override {
-    server.stop();
-    if (thread.joinable()) thread.join();
-  }
-  ControlClient client() const {
-    return ControlClient(HostPort{"127.0.0.1", static_cast<std::uint16_t>(port)});
+    if (req.method == "PUT" && req.target == "/api/v1/apps/snk0/params")
+      return {200, "application/json", R"({"params": )" + req.body + "}", {}};
+    if (req.target == "/text") return {200, "text/plain", "not json", {}};
+    if (req.target == "/slow") {
+      std::this_thread::sleep_for(std::chrono::milliseconds(600));
+      return {200, "application/json", "{}", {}};
+    }
+    return {404, "application/json", R"({"error": "no such path"})", {}};
   }
 
-  httplib::Server server;
-  std::thread thread;
-  int port = 0;
+  void SetUp() override {
+    // Ports 25000-29999 belong to the control tests; take the first free one of a few.
+    for (std::uint16_t p = 25900; p < 25950 && !server; ++p) {
+      if (auto s = runtime::HttpServer::start("127.0.0.1", p, {}, answer)) {
+        server = std::move(*s);
+        port = p;
+      }
+    }
+    ASSERT_TRUE(server) << "no free port in 25900-25949";
+  }
+  void TearDown() override {
+    if (server) server->stop();
+  }
+  ControlClient client() const { return ControlClient(HostPort{"127.0.0.1", port}); }
+
+  std::unique_ptr<runtime::HttpServer> server;
+  std::uint16_t port = 0;
 };
 
 TEST_F(ClientTest, GetReturnsTheJsonBody) {
@@ -113,8 +111,7 @@ TEST_F(ClientTest, ABodyThatIsNotJsonReadsAsNull) {
 }
 
 TEST_F(ClientTest, NoServerIsAnErrorNamingTheAddress) {
-  server.stop();
-  thread.join();
+  server->stop();
   const auto answer = client().get("/api/v1/context");
   ASSERT_FALSE(answer.ok());
   EXPECT_EQ(answer.error().message().rfind(
@@ -124,8 +121,7 @@ TEST_F(ClientTest, NoServerIsAnErrorNamingTheAddress) {
 }
 
 TEST_F(ClientTest, NoServerIsUnavailableNotSlow) {
-  server.stop();
-  thread.join();
+  server->stop();
   const auto answer = client().get("/api/v1/context");
   ASSERT_FALSE(answer.ok());
   EXPECT_EQ(answer.error().code(), ErrorCode::unavailable) << answer.error().message();
@@ -133,10 +129,6 @@ TEST_F(ClientTest, NoServerIsUnavailableNotSlow) {
 
 // The controller tells slow from silent by this: a request taken but not answered in time.
 TEST_F(ClientTest, ARequestTakenButNotAnsweredInTimeIsTimedOut) {
-  server.Get("/slow", [](const httplib::Request&, httplib::Response& res) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(600));
-    res.set_content("{}", "application/json");
-  });
   const ControlClient impatient =
       client().with_timeouts(std::chrono::milliseconds(1000), std::chrono::milliseconds(200));
   const auto answer = impatient.get("/slow");

@@ -1,5 +1,4 @@
 #include <gtest/gtest.h>
-#include <httplib.h>
 
 #include <chrono>
 #include <condition_variable>
@@ -7,6 +6,7 @@
 #include <thread>
 
 #include "daqflow/control/lease.hpp"
+#include "daqflow/runtime/http_server.hpp"
 
 namespace daqflow::control {
 namespace {
@@ -18,24 +18,27 @@ using namespace std::chrono_literals;
 class LeasedExecutive {
  public:
   explicit LeasedExecutive(int first_port) {
-    server_.Post("/api/v1/lease", [this](const httplib::Request&, httplib::Response& res) {
+    const auto renew = [this](const runtime::HttpRequest& req) -> runtime::HttpResponse {
+      if (req.method != "POST" || req.target != "/api/v1/lease")
+        return {404, "application/json", R"({"error": "no such path"})", {}};
       std::unique_lock lock(mutex_);
       ++renewals_;
       cv_.notify_all();
       if (held_) cv_.wait_for(lock, 10s, [this] { return !held_; });
-      res.set_content(R"({"run": {"stop_requested": false}})", "application/json");
-    });
+      return {200, "application/json", R"({"run": {"stop_requested": false}})", {}};
+    };
     // Ports 25000-29999 belong to the control tests.
-    for (int p = first_port; p < first_port + 10 && port_ == 0; ++p) {
-      if (server_.bind_to_port("127.0.0.1", p)) port_ = p;
+    for (int p = first_port; p < first_port + 10 && !server_; ++p) {
+      if (auto s =
+              runtime::HttpServer::start("127.0.0.1", static_cast<std::uint16_t>(p), {}, renew)) {
+        server_ = std::move(*s);
+        port_ = p;
+      }
     }
-    thread_ = std::thread([this] { server_.listen_after_bind(); });
-    while (!server_.is_running()) std::this_thread::sleep_for(1ms);
   }
   ~LeasedExecutive() {
     release();
-    server_.stop();
-    thread_.join();
+    if (server_) server_->stop();
   }
   LeasedExecutive(const LeasedExecutive&) = delete;
   LeasedExecutive& operator=(const LeasedExecutive&) = delete;
@@ -66,8 +69,7 @@ class LeasedExecutive {
   }
 
  private:
-  httplib::Server server_;
-  std::thread thread_;
+  std::unique_ptr<runtime::HttpServer> server_;
   int port_ = 0;
   std::mutex mutex_;
   std::condition_variable cv_;

@@ -4,7 +4,6 @@
 // client that polls for states.
 
 #include <gtest/gtest.h>
-#include <httplib.h>
 
 #include <atomic>
 #include <chrono>
@@ -22,6 +21,7 @@
 #include "daqflow/runtime/application.hpp"
 #include "daqflow/runtime/config.hpp"
 #include "daqflow/runtime/executive.hpp"
+#include "daqflow/runtime/http_client.hpp"
 
 namespace daqflow::runtime::exec_testing {
 
@@ -225,21 +225,16 @@ struct Reply {
 // A client of one control port; every call is bounded by short timeouts.
 class Api {
  public:
-  explicit Api(std::uint16_t port) : client_("127.0.0.1", port) {
-    client_.set_connection_timeout(std::chrono::seconds(2));
-    client_.set_read_timeout(std::chrono::seconds(5));
-  }
+  explicit Api(std::uint16_t port) : client_("127.0.0.1", port) {}
 
-  Reply get(const std::string& path) { return wrap(client_.Get(path)); }
+  Reply get(const std::string& path) { return send("GET", path, {}); }
   Reply post(const std::string& path, const std::string& body = "{}") {
-    return wrap(client_.Post(path, body, "application/json"));
+    return send("POST", path, body);
   }
-  Reply put(const std::string& path, const std::string& body) {
-    return wrap(client_.Put(path, body, "application/json"));
-  }
-  Reply del(const std::string& path) { return wrap(client_.Delete(path)); }
+  Reply put(const std::string& path, const std::string& body) { return send("PUT", path, body); }
+  Reply del(const std::string& path) { return send("DELETE", path, {}); }
   // Every later request carries "Authorization: Bearer token".
-  void set_token(const std::string& token) { client_.set_bearer_token_auth(token); }
+  void set_token(const std::string& token) { authorization_ = "Bearer " + token; }
 
   std::string state(const std::string& app) {
     const Reply r = get("/api/v1/apps/" + app);
@@ -266,18 +261,21 @@ class Api {
   }
 
  private:
-  static Reply wrap(const httplib::Result& res) {
+  Reply send(std::string_view method, const std::string& path, std::string_view body) {
+    const auto res = client_.exchange({method, path, body, "application/json", authorization_},
+                                      std::chrono::seconds(2), std::chrono::seconds(5));
     Reply r;
     if (!res) return r;
     r.status = res->status;
     r.body = json::parse(res->body, nullptr, /*allow_exceptions=*/false);
-    r.allow = res->get_header_value("Allow");
+    r.allow = res->header("Allow");
     r.text = res->body;
-    r.content_type = res->get_header_value("Content-Type");
+    r.content_type = res->header("Content-Type");
     return r;
   }
 
-  httplib::Client client_;
+  HttpClient client_;
+  std::string authorization_;
 };
 
 // An executive started on the given contexts; shut down (and joined) on destruction.

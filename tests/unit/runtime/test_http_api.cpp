@@ -297,6 +297,9 @@ TEST_F(HttpApi, ActionsNeedAConfiguredApplicationAndOneItKnows) {
   EXPECT_EQ(r.body.at("error"), "application 'c1' has no action 'in_doubt'");
   r = a.post("/api/v1/apps/c1/actions/x", "{not json");
   EXPECT_EQ(r.status, 400);
+  r = a.post("/api/v1/apps/c1/actions/in_doubt", "[1, 2]");
+  EXPECT_EQ(r.status, 400) << "the arguments are an object";
+  EXPECT_EQ(r.body.at("error"), "an action's arguments are a JSON object, not array");
   EXPECT_EQ(a.get("/api/v1/apps/c1/actions/x").status, 405);
 }
 
@@ -762,83 +765,131 @@ TEST(HttpApiAccess, AControlPortOpenedBeyondTheLoopbackNeedsAToken) {
       << unreadable.error().message();
 }
 
-// A client that trickles its request would hold a server thread for as long as it likes; the
-// executive cuts a connection older than its limit.
-TEST(HttpApiLimits, AClientTricklingItsRequestIsCutAtTheConnectionLimit) {
-  ExecutiveOptions options;
-  options.control_connection_limit = std::chrono::milliseconds(1500);
-  auto exec = start_executive(two_contexts(23133), {"ctx"}, options);
-  ASSERT_TRUE(exec);
+// A connection to 127.0.0.1:port that has sent `start`; -1 when it could not be made.
+int connect_and_send(std::uint16_t port, const std::string& start) {
   const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  ASSERT_GE(fd, 0);
+  if (fd < 0) return -1;
   sockaddr_in addr{};
   addr.sin_family = AF_INET;
-  addr.sin_port = htons(23133);
+  addr.sin_port = htons(port);
   addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ASSERT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
-  const std::string start = "GET /api/v1/context HTTP/1.1\r\nHost: x\r\nX-Slow: ";
-  ASSERT_EQ(::send(fd, start.data(), start.size(), MSG_NOSIGNAL),
-            static_cast<ssize_t>(start.size()));
-  // A byte every 300 ms: never idle for the 5 s read timeout.
-  const auto began = std::chrono::steady_clock::now();
-  bool cut = false;
-  while (!cut && std::chrono::steady_clock::now() - began < std::chrono::seconds(30)) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(300));
-    if (::send(fd, "a", 1, MSG_NOSIGNAL) != 1) cut = true;
-    char buf[256];
-    if (::recv(fd, buf, sizeof(buf), MSG_DONTWAIT) == 0) cut = true;
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0 ||
+      ::send(fd, start.data(), start.size(), MSG_NOSIGNAL) != static_cast<ssize_t>(start.size())) {
+    ::close(fd);
+    return -1;
   }
-  ::close(fd);
-  const auto open_for = std::chrono::steady_clock::now() - began;
-  EXPECT_TRUE(cut) << "the trickling connection was never cut";
-  EXPECT_GE(open_for, std::chrono::milliseconds(1500)) << "not before the limit";
-  EXPECT_EQ(Api(23133).get("/api/v1/context").status, 200) << "the port serves others";
+  return fd;
 }
 
-// The HTTP library queues accepted connections without a bound: past the count allowed per
-// port, the youngest are cut, and the port goes on serving.
-TEST(HttpApiLimits, ConnectionsBeyondTheBoundAreCutYoungestFirst) {
+// What the server sent until it closed the connection (or `limit` passed).
+std::string read_to_close(int fd, std::chrono::milliseconds limit) {
+  timeval tv{static_cast<time_t>(limit.count() / 1000),
+             static_cast<suseconds_t>(limit.count() % 1000 * 1000)};
+  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+  std::string got;
+  char buf[4096];
+  for (;;) {
+    const ssize_t n = ::recv(fd, buf, sizeof(buf), 0);
+    if (n <= 0) break;
+    got.append(buf, static_cast<std::size_t>(n));
+  }
+  return got;
+}
+
+const std::string kUnfinished = "GET /api/v1/context HTTP/1.1\r\nHost: x\r\nX-Slow: ";
+
+// A client that trickles its request never holds anything but its socket: the whole request
+// must come within the request timeout, and meanwhile the port answers others at once.
+TEST(HttpApiLimits, AClientTricklingItsRequestIsAnswered408AtTheRequestDeadline) {
   ExecutiveOptions options;
-  options.control_connections_per_port = 4;
-  options.control_connection_limit = std::chrono::minutes(10);
+  options.control_limits.request_timeout = std::chrono::milliseconds(1500);
+  auto exec = start_executive(two_contexts(23133), {"ctx"}, options);
+  ASSERT_TRUE(exec);
+  const int fd = connect_and_send(23133, kUnfinished);
+  ASSERT_GE(fd, 0);
+  const auto began = std::chrono::steady_clock::now();
+  std::string answer;
+  while (std::chrono::steady_clock::now() - began < std::chrono::seconds(30)) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    EXPECT_EQ(Api(23133).get("/api/v1/context").status, 200) << "the port serves others";
+    char buf[512];
+    const ssize_t n = ::recv(fd, buf, sizeof(buf), MSG_DONTWAIT);
+    if (n > 0) answer.append(buf, static_cast<std::size_t>(n));
+    if (n == 0 || ::send(fd, "a", 1, MSG_NOSIGNAL) != 1) break;
+  }
+  answer += read_to_close(fd, std::chrono::milliseconds(2000));
+  ::close(fd);
+  const auto open_for = std::chrono::steady_clock::now() - began;
+  EXPECT_EQ(answer.rfind("HTTP/1.1 408", 0), 0u) << answer;
+  EXPECT_NE(answer.find(R"({"error":"request not complete within 1500 ms"})"), std::string::npos)
+      << answer;
+  EXPECT_GE(open_for, std::chrono::milliseconds(1500)) << "not before the deadline";
+}
+
+// Past the connections allowed from one address, a newcomer is refused (503) and those already
+// open are served on.
+TEST(HttpApiLimits, ANewcomerPastTheLimitPerAddressIsRefusedAndTheOthersServed) {
+  ExecutiveOptions options;
+  options.control_limits.connections_per_address = 4;
   auto exec = start_executive(two_contexts(23134), {"ctx"}, options);
   ASSERT_TRUE(exec);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(23134);
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  // Ten clients that each begin a request and say no more (the part sent gets them accepted).
   std::vector<int> fds;
-  const std::string start = "GET /api/v1/context HTTP/1.1\r\nHost: x\r\nX-Slow: ";
-  for (int i = 0; i < 10; ++i) {
-    const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-    ASSERT_GE(fd, 0);
-    ASSERT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
-    ASSERT_EQ(::send(fd, start.data(), start.size(), MSG_NOSIGNAL),
-              static_cast<ssize_t>(start.size()));
-    fds.push_back(fd);
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));  // an order of arrival
+  for (int i = 0; i < 4; ++i) fds.push_back(connect_and_send(23134, kUnfinished));
+  for (const int fd : fds) ASSERT_GE(fd, 0);
+  // The four are accepted (TCP_DEFER_ACCEPT: once their bytes came) before the fifth comes.
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  const int fifth = connect_and_send(23134, "GET /api/v1/context HTTP/1.1\r\nHost: x\r\n\r\n");
+  ASSERT_GE(fifth, 0);
+  const std::string refused = read_to_close(fifth, std::chrono::milliseconds(2000));
+  ::close(fifth);
+  EXPECT_EQ(refused.rfind("HTTP/1.1 503", 0), 0u) << refused;
+  EXPECT_NE(refused.find("too many connections: 4 connections open from 127.0.0.1 (limit 4)"),
+            std::string::npos)
+      << refused;
+  for (const int fd : fds) {
+    const std::string rest = "1\r\nConnection: close\r\n\r\n";
+    ASSERT_EQ(::send(fd, rest.data(), rest.size(), MSG_NOSIGNAL),
+              static_cast<ssize_t>(rest.size()));
+    const std::string answer = read_to_close(fd, std::chrono::milliseconds(2000));
+    EXPECT_EQ(answer.rfind("HTTP/1.1 200", 0), 0u) << answer;
+    ::close(fd);
   }
-  // Each keeps trickling, so that nothing but the bound cuts it; until six are cut.
-  std::vector<bool> gone(fds.size(), false);
-  std::size_t cut = 0;
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
-  while (cut < 6 && std::chrono::steady_clock::now() < deadline) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(300));
-    cut = 0;
-    for (std::size_t i = 0; i < fds.size(); ++i) {
-      char buf[64];
-      if (!gone[i]) {
-        gone[i] = ::send(fds[i], "a", 1, MSG_NOSIGNAL) != 1 ||
-                  ::recv(fds[i], buf, sizeof(buf), MSG_DONTWAIT) == 0;
-      }
-      cut += gone[i] ? 1 : 0;
-    }
-  }
-  EXPECT_EQ(cut, 6u);
-  for (std::size_t i = 0; i < 4; ++i) EXPECT_FALSE(gone[i]) << "the oldest stay: " << i;
-  EXPECT_EQ(Api(23134).get("/api/v1/context").status, 200) << "the port serves others";
-  for (const int fd : fds) ::close(fd);
+  EXPECT_EQ(Api(23134).get("/api/v1/context").status, 200) << "the count went down";
+}
+
+// The Content-Length is checked as soon as the headers are in: the client never has to send the
+// body to hear that it is too large.
+TEST(HttpApiLimits, AContentLengthOverTheLimitIsAnswered413BeforeAnyBodyByte) {
+  ExecutiveOptions options;
+  options.control_limits.request_timeout = std::chrono::seconds(60);
+  auto exec = start_executive(two_contexts(23135), {"ctx"}, options);
+  ASSERT_TRUE(exec);
+  const int fd = connect_and_send(23135,
+                                  "PUT /api/v1/apps/c1/params HTTP/1.1\r\nHost: x\r\nContent-Type: "
+                                  "application/json\r\nContent-Length: 1000000000000\r\n\r\n");
+  ASSERT_GE(fd, 0);
+  const std::string answer = read_to_close(fd, std::chrono::milliseconds(5000));
+  ::close(fd);
+  EXPECT_EQ(answer.rfind("HTTP/1.1 413", 0), 0u) << answer;
+  EXPECT_NE(answer.find(R"x({"error":"request body too large (limit 1 MiB)"})x"), std::string::npos)
+      << answer;
+}
+
+// An idle keep-alive connection costs a descriptor only until the idle timeout.
+TEST(HttpApiLimits, AnIdleKeptAliveConnectionIsClosedAfterTheIdleTimeout) {
+  ExecutiveOptions options;
+  options.control_limits.idle_timeout = std::chrono::milliseconds(300);
+  auto exec = start_executive(two_contexts(23136), {"ctx"}, options);
+  ASSERT_TRUE(exec);
+  const int fd = connect_and_send(23136, "GET /api/v1/context HTTP/1.1\r\nHost: x\r\n\r\n");
+  ASSERT_GE(fd, 0);
+  const auto began = std::chrono::steady_clock::now();
+  const std::string answer = read_to_close(fd, std::chrono::seconds(10));
+  const auto open_for = std::chrono::steady_clock::now() - began;
+  ::close(fd);
+  EXPECT_EQ(answer.rfind("HTTP/1.1 200", 0), 0u) << answer;
+  EXPECT_GE(open_for, std::chrono::milliseconds(300));
+  EXPECT_LT(open_for, std::chrono::seconds(10)) << "closed by the server, not by the wait";
 }
 
 TEST_F(HttpApi, ShutdownIs202) {
