@@ -82,10 +82,11 @@ test-asan: build-sanitize
 	  OMPI_MCA_mca_base_component_disable_dlclose=1 \
 	  ctest --output-on-failure --timeout 300 -j $(JOBS) -L unit
 
-# ThreadSanitizer over the concurrent layers: the core, transport and runtime unit tests. UCX's
+# ThreadSanitizer over the concurrent layers: the core, transport, runtime and control unit tests
+# (the control ports' server and client, the lease keeper's threads). UCX's
 # memory hooks (libucm patches madvise and mmap) crash under TSan's interceptors, so UCX runs
 # without them here; its registration cache then relies on its own checks.
-TSAN_TESTS = unit_core unit_transport unit_runtime
+TSAN_TESTS = unit_core unit_transport unit_runtime unit_control
 test-tsan: bootstrap
 	cmake -S . -B $(BUILD_TSAN) -G Ninja -DCMAKE_BUILD_TYPE=Debug -DDAQFLOW_TSAN=ON \
 	  -DDAQFLOW_UNIT_TESTS_ONLY=ON
@@ -93,7 +94,7 @@ test-tsan: bootstrap
 	cd $(BUILD_TSAN) && UCX_MEM_MMAP_HOOK_MODE=none \
 	  TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 \
 	  suppressions=$(CURDIR)/tests/sanitizers/tsan.supp" \
-	  ctest --output-on-failure --timeout 300 -j $(JOBS) -R '^unit\.(core|transport|runtime)$$'
+	  ctest --output-on-failure --timeout 300 -j $(JOBS) -R '^unit\.(core|transport|runtime|control)$$'
 
 # The fuzzers as a regression test: a fixed seed and number of inputs per target, so that a
 # clean checkout tries exactly the inputs tried where the change was made.

@@ -2,6 +2,7 @@
 // contexts of the configuration, until POST /api/v1/shutdown, SIGINT or SIGTERM.
 #include <pthread.h>
 #include <signal.h>
+#include <sys/resource.h>
 
 #include <algorithm>
 #include <atomic>
@@ -139,6 +140,12 @@ void exec_command(const ExecArgs& args) {
   // down while cut off): a write there must not end the executive, which goes on under its lease
   // and logs to its file.
   ::signal(SIGPIPE, SIG_IGN);
+  // A control port serves up to 2048 connections at once, beside the data connections: the soft
+  // limit on descriptors (often 1024) goes up to the hard one.
+  if (rlimit files{}; ::getrlimit(RLIMIT_NOFILE, &files) == 0 && files.rlim_cur < files.rlim_max) {
+    files.rlim_cur = files.rlim_max;
+    (void)::setrlimit(RLIMIT_NOFILE, &files);
+  }
   runtime::ExecutiveOptions options;
   options.record_dir = args.record_dir;
   options.token = std::move(token);

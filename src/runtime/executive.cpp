@@ -209,6 +209,7 @@ Result<void> Executive::start() {
       return Error("context " + c.name + ": " + server.error().message());
     }
     h.server = std::move(*server);
+    h.api->serve_on(h.server.get());
     h.port = h.server->port();
     if (!impl_->options.record_dir.empty()) {
       auto recorder = Recorder::open(impl_->options.record_dir, c.name);

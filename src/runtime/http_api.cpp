@@ -174,6 +174,16 @@ std::int64_t unix_ms_now() {
       .count();
 }
 
+json port_json(const HttpServerStats& s) {
+  return {{"open", s.open},
+          {"accepted", s.accepted},
+          {"refused", s.refused},
+          {"timed_out", s.timed_out},
+          {"malformed", s.malformed},
+          {"too_large", s.too_large},
+          {"idle_closed", s.idle_closed}};
+}
+
 }  // namespace
 
 ControlApi::ControlApi(const ClusterConfig& cluster, const transport::AddressTable& addresses,
@@ -220,7 +230,7 @@ ApiReply ControlApi::handle(std::string_view method, std::string_view path, std:
       r.allow = "GET";
       return r;
     }
-    return ApiReply::plain(prometheus_text(context_, {unauthorized()}),
+    return ApiReply::plain(prometheus_text(context_, {unauthorized(), port_stats()}),
                            "text/plain; version=0.0.4; charset=utf-8");
   }
   if (parts.size() < 3 || parts[0] != "api" || parts[1] != "v1") {
@@ -469,9 +479,15 @@ ApiReply ControlApi::context_json() const {
                {"pid", ::getpid()},
                {"state", context_.state()},
                {"unauthorized_requests", unauthorized()},
+               {"control_port_stats", port_json(port_stats())},
                {"run", run_state()},
                {"applications", std::move(apps)}},
           {}};
+}
+
+HttpServerStats ControlApi::port_stats() const {
+  const HttpServer* server = server_.load(std::memory_order_acquire);
+  return server != nullptr ? server->stats() : HttpServerStats{};
 }
 
 ApiReply ControlApi::cluster_json() const {

@@ -81,6 +81,8 @@ class ControlApi {
   [[nodiscard]] std::uint64_t unauthorized() const {
     return unauthorized_.load(std::memory_order_relaxed);
   }
+  // The server of the control port, whose figures the API reports; set once it serves.
+  void serve_on(const HttpServer* server) { server_.store(server, std::memory_order_release); }
 
  private:
   [[nodiscard]] nlohmann::json run_state() const;
@@ -112,7 +114,10 @@ class ControlApi {
   const MetricsHistory& history_;
   const AccessPolicy access_;
   ExecutiveHooks hooks_;
+  [[nodiscard]] HttpServerStats port_stats() const;
+
   mutable std::atomic<std::uint64_t> unauthorized_{0};
+  std::atomic<const HttpServer*> server_{nullptr};
 };
 
 }  // namespace daqflow::runtime

@@ -165,6 +165,24 @@ std::string prometheus_text(const ContextControl& context, const ControlFigures&
              "control API requests refused for a missing or wrong token",
              prometheus::MetricType::Counter),
       {{"context", context.config().name}}, static_cast<double>(control.unauthorized));
+  const std::vector<prometheus::ClientMetric::Label> port = {{"context", context.config().name}};
+  const auto count = [&](const char* name, const char* help, std::uint64_t value) {
+    add(family(families, name, help, prometheus::MetricType::Counter), port,
+        static_cast<double>(value));
+  };
+  count("daqflow_control_connections_refused_total",
+        "connections to the control port refused past a connection limit (503)",
+        control.port.refused);
+  count("daqflow_control_requests_timed_out_total",
+        "requests to the control port not whole within the request timeout (408)",
+        control.port.timed_out);
+  count("daqflow_control_requests_malformed_total",
+        "requests to the control port that could not be parsed (400, 431)", control.port.malformed);
+  count("daqflow_control_requests_too_large_total",
+        "requests to the control port with a body over the limit (413)", control.port.too_large);
+  add(family(families, "daqflow_control_connections_open", "connections open to the control port",
+             prometheus::MetricType::Gauge),
+      port, static_cast<double>(control.port.open));
   for (const auto& host : context.hosts()) {
     const std::vector<prometheus::ClientMetric::Label> labels = {{"context", context.config().name},
                                                                  {"application", host->id()},

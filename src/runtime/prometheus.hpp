@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <string>
 
+#include "daqflow/runtime/http_server.hpp"
 #include "daqflow/runtime/metrics.hpp"
 
 namespace daqflow::runtime {
@@ -29,6 +30,7 @@ struct PrometheusName {
 // The control port's own figures.
 struct ControlFigures {
   std::uint64_t unauthorized = 0;  // requests refused for a missing or wrong token
+  HttpServerStats port;            // what the port's server refused or cut
 };
 
 // Any thread.

@@ -45,8 +45,8 @@ struct HttpLimits {
   std::chrono::milliseconds write_timeout{5000};    // sending one answer
   std::size_t header_bytes = 16 * 1024;             // beyond: 431
   std::size_t body_bytes = 1024 * 1024;             // beyond: 413
-  std::size_t connections = 2048;                   // open at once, in total
-  std::size_t connections_per_address = 1024;       // open at once, from one client address
+  std::size_t connections = 4096;                   // open at once, in total
+  std::size_t connections_per_address = 2048;       // open at once, from one client address
   std::size_t handler_threads = 4;
 };
 

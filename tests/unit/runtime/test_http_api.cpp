@@ -98,7 +98,12 @@ TEST_F(HttpApi, ContextDescribesTheContextAndItsApplications) {
   const auto r = api().get("/api/v1/context");
   ASSERT_EQ(r.status, 200);
   EXPECT_EQ(keys(r.body), (std::set<std::string>{"name", "host", "control_port", "pid", "state",
-                                                 "unauthorized_requests", "run", "applications"}));
+                                                 "unauthorized_requests", "control_port_stats",
+                                                 "run", "applications"}));
+  EXPECT_EQ(keys(r.body.at("control_port_stats")),
+            (std::set<std::string>{"open", "accepted", "refused", "timed_out", "malformed",
+                                   "too_large", "idle_closed"}));
+  EXPECT_EQ(r.body.at("control_port_stats").at("open"), 1) << "this request's connection";
   EXPECT_EQ(keys(r.body.at("run")),
             (std::set<std::string>{"lease_ms", "controller_seen_ms_ago", "stop_requested"}));
   EXPECT_EQ(r.body.at("name"), "ctx");
@@ -824,6 +829,7 @@ TEST(HttpApiLimits, AClientTricklingItsRequestIsAnswered408AtTheRequestDeadline)
   EXPECT_NE(answer.find(R"({"error":"request not complete within 1500 ms"})"), std::string::npos)
       << answer;
   EXPECT_GE(open_for, std::chrono::milliseconds(1500)) << "not before the deadline";
+  EXPECT_EQ(Api(23133).get("/api/v1/context").body.at("control_port_stats").at("timed_out"), 1);
 }
 
 // Past the connections allowed from one address, a newcomer is refused (503) and those already
@@ -854,7 +860,13 @@ TEST(HttpApiLimits, ANewcomerPastTheLimitPerAddressIsRefusedAndTheOthersServed) 
     EXPECT_EQ(answer.rfind("HTTP/1.1 200", 0), 0u) << answer;
     ::close(fd);
   }
-  EXPECT_EQ(Api(23134).get("/api/v1/context").status, 200) << "the count went down";
+  const auto context = Api(23134).get("/api/v1/context");
+  EXPECT_EQ(context.status, 200) << "the count went down";
+  EXPECT_EQ(context.body.at("control_port_stats").at("refused"), 1);
+  EXPECT_NE(Api(23134)
+                .get("/metrics")
+                .text.find("daqflow_control_connections_refused_total{context=\"ctx\"} 1"),
+            std::string::npos);
 }
 
 // The Content-Length is checked as soon as the headers are in: the client never has to send the
@@ -873,6 +885,7 @@ TEST(HttpApiLimits, AContentLengthOverTheLimitIsAnswered413BeforeAnyBodyByte) {
   EXPECT_EQ(answer.rfind("HTTP/1.1 413", 0), 0u) << answer;
   EXPECT_NE(answer.find(R"x({"error":"request body too large (limit 1 MiB)"})x"), std::string::npos)
       << answer;
+  EXPECT_EQ(Api(23135).get("/api/v1/context").body.at("control_port_stats").at("too_large"), 1);
 }
 
 // An idle keep-alive connection costs a descriptor only until the idle timeout.
