@@ -20,7 +20,9 @@
 #include <boost/beast/http/read.hpp>
 #include <boost/beast/http/string_body.hpp>
 #include <boost/beast/http/write.hpp>
+#include <condition_variable>
 #include <map>
+#include <mutex>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <set>
@@ -62,7 +64,9 @@ struct HttpServer::Impl {
 
   void accept();
   void admit(tcp::socket socket);
+  void begin_stop();
   void close_all();
+  void connection_gone();
 
   const HttpLimits limits;
   const Handler handler;
@@ -76,6 +80,11 @@ struct HttpServer::Impl {
   std::map<std::string, std::size_t> per_address;
   std::set<HttpConnection*> connections;
   Clock::time_point last_refusal_logged{};
+  bool stopping = false;  // no new connection or request; the answers under way are sent
+  // Set when stopping and the last connection is gone (stop() waits for it).
+  std::mutex drain_mutex;
+  std::condition_variable drain_cv;
+  bool drained = false;
 
   asio::io_context io{1};
   tcp::acceptor acceptor{io};
@@ -108,12 +117,19 @@ class HttpConnection : public std::enable_shared_from_this<HttpConnection> {
       if (--it->second == 0) server_.per_address.erase(it);
     }
     server_.counters.open.fetch_sub(1, std::memory_order_relaxed);
+    server_.connection_gone();
   }
   HttpConnection(const HttpConnection&) = delete;
   HttpConnection& operator=(const HttpConnection&) = delete;
 
   // The first request is under way already: TCP_DEFER_ACCEPT accepts only once bytes came.
   void start() { begin_request(); }
+
+  // The server stops: a connection with no request under way goes now, the others once their
+  // answer is sent.
+  void stop() {
+    if (phase_ == Phase::idle || phase_ == Phase::request) close();
+  }
 
   void close() {
     phase_ = Phase::closed;
@@ -285,6 +301,7 @@ class HttpConnection : public std::enable_shared_from_this<HttpConnection> {
     response_.result(static_cast<unsigned>(r.status));
     response_.set(http::field::content_type, r.content_type);
     for (const auto& [name, value] : r.headers) response_.set(name, value);
+    keep_alive = keep_alive && !server_.stopping;
     response_.keep_alive(keep_alive);
     response_.body() = std::move(r.body);
     response_.prepare_payload();
@@ -405,6 +422,25 @@ void HttpServer::Impl::admit(tcp::socket socket) {
   connection->start();
 }
 
+void HttpServer::Impl::begin_stop() {
+  stopping = true;
+  beast::error_code ignored;
+  acceptor.close(ignored);
+  accept_pause.cancel();
+  for (HttpConnection* c : std::vector<HttpConnection*>(connections.begin(), connections.end()))
+    c->stop();
+  connection_gone();
+}
+
+void HttpServer::Impl::connection_gone() {
+  if (!stopping || !connections.empty()) return;
+  {
+    std::lock_guard lock(drain_mutex);
+    drained = true;
+  }
+  drain_cv.notify_all();
+}
+
 void HttpServer::Impl::close_all() {
   beast::error_code ignored;
   acceptor.close(ignored);
@@ -462,8 +498,14 @@ std::uint16_t HttpServer::port() const {
 void HttpServer::stop() {
   if (!impl_ || impl_->stopped.exchange(true)) return;
   Impl* raw = impl_.get();
-  asio::post(raw->io, [raw] { raw->close_all(); });
-  raw->pool.join();  // the handlers under way finish; their answers go to closed connections
+  asio::post(raw->io, [raw] { raw->begin_stop(); });
+  raw->pool.join();  // the handlers under way finish
+  {
+    // Their answers are sent (an executive asked to shut down answers that it will), within the
+    // bound on a write.
+    std::unique_lock lock(raw->drain_mutex);
+    raw->drain_cv.wait_for(lock, raw->limits.write_timeout, [raw] { return raw->drained; });
+  }
   asio::post(raw->io, [raw] { raw->close_all(); });
   raw->guard.reset();
   if (raw->thread.joinable()) raw->thread.join();

@@ -905,6 +905,19 @@ TEST(HttpApiLimits, AnIdleKeptAliveConnectionIsClosedAfterTheIdleTimeout) {
   EXPECT_LT(open_for, std::chrono::seconds(10)) << "closed by the server, not by the wait";
 }
 
+// The executive's main thread stops the control ports as soon as the shutdown is asked for:
+// the answer to the request that asked is sent all the same.
+TEST(HttpApiShutdown, TheRequestThatAsksForTheShutdownIsAnswered) {
+  for (int round = 0; round < 20; ++round) {
+    auto exec = start_executive(two_contexts(23137), {"ctx"});
+    ASSERT_TRUE(exec);
+    std::thread main_thread([&exec] { exec->wait(); });
+    const auto r = Api(23137).post("/api/v1/shutdown");
+    main_thread.join();
+    ASSERT_EQ(r.status, 202) << "round " << round;
+  }
+}
+
 TEST_F(HttpApi, ShutdownIs202) {
   start(23118);
   const auto r = api().post("/api/v1/shutdown");
