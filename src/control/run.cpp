@@ -678,10 +678,15 @@ Result<void> Run::wait_for(const std::vector<PlannedApp>& apps, runtime::State t
   }
 }
 
+// A command the executive took but did not answer in time (a slow or frozen process) is not a
+// failure: whether it was done shows in the states wait_for() polls, within its own bound.
 Result<void> Run::post_app(const View& v, const std::string& command) {
   auto r = client_of(v).post("/api/v1/apps/" + v.config->id + "/fsm/" + command);
-  if (!r) return r.error().context(command + " application " + v.config->id);
-  return ok();
+  if (r) return ok();
+  if (r.error().code() == ErrorCode::timed_out && cluster_->alive(v.config->context)) {
+    return no_answer(v.config->context, r.error());
+  }
+  return r.error().context(command + " application " + v.config->id);
 }
 
 Result<void> Run::start() {
@@ -728,7 +733,12 @@ Result<void> Run::configure() {
   configure_sent_ = true;
   for (const auto& ctx : config_.contexts) {
     auto r = cluster_->client(ctx.name).post("/api/v1/fsm/Configure");
-    if (!r) return r.error().context("Configure context " + ctx.name);
+    if (r) continue;
+    if (r.error().code() == ErrorCode::timed_out && cluster_->alive(ctx.name)) {
+      if (auto slow = no_answer(ctx.name, r.error()); !slow) return slow;
+      continue;
+    }
+    return r.error().context("Configure context " + ctx.name);
   }
   std::vector<PlannedApp> all;
   for (const auto& group : enable_order(config_, registry_))

@@ -679,6 +679,36 @@ class EventBuilder(DaqflowTestCase):
         self.assertEqual(r["events_written"], r["events_built"], r)
         self._assert_every_event_once_on_disk([self.path("run-data")], r["events_built"])
 
+    def test_an_evm_frozen_as_the_run_is_enabled_is_slow_and_the_run_starts(self):
+        """SIGSTOP of the EVM from the moment the BUs are enabled until 6 s after the controller
+        turned to the EVM: its Enable goes unanswered past the controller's read timeout (5 s).
+        Its process lives: slow, not failed (silent only 15 s after its first unanswered request,
+        which comes 5 s after the freeze); the Enable it took is done once it wakes, and the run
+        goes on."""
+        run, ports = self._start_small_events_run({"trigger_rate_hz": 1000})
+        evm = ports["evm"]
+        wait_until(lambda: "configuring" in self.output_of("run.log"), 120, "the configure")
+        status, ctx = http(evm, "GET", "/api/v1/context")
+        self.assertEqual(status, 200, ctx)
+        wait_until(lambda: "enabling rank 0" in self.output_of("run.log"), 120,
+                   "the controller to enable the BUs", interval=0.001)
+        os.kill(ctx["pid"], signal.SIGSTOP)
+        try:
+            wait_until(lambda: run.poll() is not None or "enabling rank 20" in
+                       self.output_of("run.log"), 60, "the controller to enable the EVM")
+            time.sleep(6)
+        finally:
+            if pid_alive(ctx["pid"]):
+                os.kill(ctx["pid"], signal.SIGCONT)
+        self.assertIsNone(run.poll(), self.output_of("run.log"))
+        wait_until(lambda: self._built_or_none(evm) >= 2000, 60, "2000 events built")
+        out = self.output_of("run.log")
+        self.assertIn("context evm (pid", out)
+        self.assertIn("is slow", out)
+        r = self._stopped_run_summary(run)["results"]
+        self.assertEqual(r["events_lost"], 0, r)
+        self.assertEqual(r["events_written"], r["events_built"], r)
+
     def test_a_frozen_ru_fails_the_run_naming_it_and_no_event_is_written_twice(self):
         """SIGSTOP of ru2 until the controller gives up on it: a RU is not survivable, so the run
         fails naming it; what the BUs wrote holds no event twice."""
