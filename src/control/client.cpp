@@ -1,7 +1,5 @@
 #include "daqflow/control/client.hpp"
 
-#include <algorithm>
-#include <cctype>
 #include <charconv>
 
 #include "daqflow/runtime/http_client.hpp"
@@ -32,15 +30,7 @@ std::string Reply::error_text() const {
 }
 
 std::string Reply::header(std::string_view name) const {
-  for (const auto& [n, v] : headers) {
-    if (n.size() == name.size() && std::equal(n.begin(), n.end(), name.begin(), [](char a, char b) {
-          return std::tolower(static_cast<unsigned char>(a)) ==
-                 std::tolower(static_cast<unsigned char>(b));
-        })) {
-      return v;
-    }
-  }
-  return {};
+  return runtime::header_of(headers, name);
 }
 
 ControlClient::ControlClient(HostPort address, std::chrono::milliseconds connect_timeout,

@@ -58,7 +58,7 @@ struct HttpClient::Connection {
   }
 };
 
-std::string HttpReply::header(std::string_view name) const {
+std::string header_of(const HttpHeaders& headers, std::string_view name) {
   for (const auto& [n, v] : headers) {
     if (beast::iequals(n, name)) return v;
   }

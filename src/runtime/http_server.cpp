@@ -50,7 +50,7 @@ std::string error_body(const std::string& text) {
                                               nlohmann::json::error_handler_t::replace);
 }
 
-std::string kib(std::size_t bytes) {
+std::string size_text(std::size_t bytes) {
   return bytes % (1024 * 1024) == 0 ? std::to_string(bytes / (1024 * 1024)) + " MiB"
                                     : std::to_string(bytes / 1024) + " KiB";
 }
@@ -252,10 +252,11 @@ class HttpConnection : public std::enable_shared_from_this<HttpConnection> {
       // Beast's parser checks a Content-Length against the limit with the headers, before any
       // body byte: the client hears 413 without sending its body.
       server_.counters.too_large.fetch_add(1, std::memory_order_relaxed);
-      refuse(413, "request body too large (limit " + kib(server_.limits.body_bytes) + ")");
+      refuse(413, "request body too large (limit " + size_text(server_.limits.body_bytes) + ")");
     } else if (ec == http::error::header_limit) {
       server_.counters.malformed.fetch_add(1, std::memory_order_relaxed);
-      refuse(431, "request headers too large (limit " + kib(server_.limits.header_bytes) + ")");
+      refuse(431,
+             "request headers too large (limit " + size_text(server_.limits.header_bytes) + ")");
     } else if (ec.category() == http::make_error_code(http::error::bad_method).category() &&
                ec != http::error::end_of_stream && ec != http::error::partial_message) {
       server_.counters.malformed.fetch_add(1, std::memory_order_relaxed);

@@ -18,12 +18,16 @@
 
 namespace daqflow::runtime {
 
+using HttpHeaders = std::vector<std::pair<std::string, std::string>>;
+
+// The value of a header (its name in any case), empty when it was not sent.
+[[nodiscard]] std::string header_of(const HttpHeaders& headers, std::string_view name);
+
 struct HttpReply {
   int status = 0;
   std::string body;
-  std::vector<std::pair<std::string, std::string>> headers;
-  // The value of a header (its name in any case), empty when it was not sent.
-  [[nodiscard]] std::string header(std::string_view name) const;
+  HttpHeaders headers;
+  [[nodiscard]] std::string header(std::string_view name) const { return header_of(headers, name); }
 };
 
 struct HttpExchange {
