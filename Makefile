@@ -82,8 +82,9 @@ test-asan: build-sanitize
 	  OMPI_MCA_mca_base_component_disable_dlclose=1 \
 	  ctest --output-on-failure --timeout 300 -j $(JOBS) -L unit
 
-# ThreadSanitizer over the concurrent layers: the core, transport, runtime and control unit tests
-# (the control ports' server and client, the lease keeper's threads). UCX's
+# ThreadSanitizer over the concurrent layers: the core, transport and runtime unit tests and the
+# control layer's threads (the control ports' server and client, the lease keeper; in this tree
+# unit_control holds only those tests: tests/CMakeLists.txt). UCX's
 # memory hooks (libucm patches madvise and mmap) crash under TSan's interceptors, so UCX runs
 # without them here; its registration cache then relies on its own checks.
 TSAN_TESTS = unit_core unit_transport unit_runtime unit_control
