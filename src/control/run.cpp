@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <map>
 #include <optional>
+#include <random>
 #include <set>
 #include <sstream>
 #include <thread>
@@ -31,6 +32,15 @@ constexpr double kMaxPollPeriodS = 0.25;
 // loaded host, a process swapped in), short enough that a frozen one is reported within about
 // 20 s of its last answer.
 constexpr auto kSilenceBound = std::chrono::seconds(15);
+
+// 16 hex digits from the system's random source: the key that tells this run's connections
+// from those of any other run (transport::RunIdentity).
+std::string draw_run_key() {
+  std::random_device source;
+  std::uint64_t key = 0;
+  while (key == 0) key = (std::uint64_t{source()} << 32) | source();
+  return fmt::format("{:016x}", key);
+}
 
 std::string names_of(const std::vector<PlannedApp>& apps) {
   std::string out;
@@ -194,6 +204,9 @@ class Run {
   std::map<std::string, std::uint32_t> restart_counts_;
   Clock::time_point next_probe_{};
   RunSummary summary_;
+  // Configure's body: the key of this run (transport::RunIdentity), which every connection's
+  // hello carries, drawn for each run; restarted contexts get the same.
+  const nlohmann::json configure_body_{{"run_key", draw_run_key()}};
 };
 
 bool Run::survivable(const std::vector<std::string>& contexts) const {
@@ -433,7 +446,7 @@ void Run::advance_restarts() {
           silent_.erase(name);
           slow_since_.erase(name);
           given_up_.erase(name);
-          if (auto c = cluster_->client(name).post("/api/v1/fsm/Configure"); !c) {
+          if (auto c = cluster_->client(name).post("/api/v1/fsm/Configure", configure_body_); !c) {
             failed = c.error().message();
             break;
           }
@@ -732,7 +745,7 @@ Result<void> Run::configure() {
   reporter_.note(fmt::format("configuring {} application(s)", views_.size()));
   configure_sent_ = true;
   for (const auto& ctx : config_.contexts) {
-    auto r = cluster_->client(ctx.name).post("/api/v1/fsm/Configure");
+    auto r = cluster_->client(ctx.name).post("/api/v1/fsm/Configure", configure_body_);
     if (r) continue;
     if (r.error().code() == ErrorCode::timed_out && cluster_->alive(ctx.name)) {
       if (auto slow = no_answer(ctx.name, r.error()); !slow) return slow;

@@ -6,6 +6,7 @@
 #include <netinet/in.h>
 #include <unistd.h>
 
+#include <array>
 #include <cerrno>
 #include <cstring>
 
@@ -83,6 +84,30 @@ Result<SocketAddress> resolve(const std::string& host, std::uint16_t port) {
   a.length = found->ai_addrlen;
   ::freeaddrinfo(found);
   return a;
+}
+
+std::string address_text(const sockaddr_storage& address) {
+  std::array<char, INET6_ADDRSTRLEN> text{};
+  if (address.ss_family == AF_INET) {
+    const auto* v4 = reinterpret_cast<const sockaddr_in*>(&address);
+    ::inet_ntop(AF_INET, &v4->sin_addr, text.data(), text.size());
+    return std::string(text.data()) + ":" + std::to_string(ntohs(v4->sin_port));
+  }
+  if (address.ss_family == AF_INET6) {
+    const auto* v6 = reinterpret_cast<const sockaddr_in6*>(&address);
+    ::inet_ntop(AF_INET6, &v6->sin6_addr, text.data(), text.size());
+    return "[" + std::string(text.data()) + "]:" + std::to_string(ntohs(v6->sin6_port));
+  }
+  return "an unknown address";
+}
+
+std::string peer_address(int fd) {
+  sockaddr_storage peer{};
+  socklen_t length = sizeof(peer);
+  if (::getpeername(fd, reinterpret_cast<sockaddr*>(&peer), &length) != 0) {
+    return "an unknown address";
+  }
+  return address_text(peer);
 }
 
 Result<UniqueFd> listen_tcp(const SocketAddress& address, bool non_blocking,

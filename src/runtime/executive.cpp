@@ -56,6 +56,8 @@ struct Executive::Impl {
       std::chrono::steady_clock::time_point::max();
   std::optional<std::chrono::steady_clock::time_point> controller_seen;
   std::atomic<bool> stop_requested{false};  // `daqflow stop` asked for the end of the run
+  // The run's key (transport::RunIdentity), from the controller's Configure; 0 until one came.
+  std::atomic<std::uint64_t> run_key{0};
 
   void renew_lease() {
     {
@@ -81,8 +83,10 @@ struct Executive::Impl {
     return state;
   }
 
-  Result<std::unique_ptr<transport::Endpoint>> make_endpoint(const std::string& name,
-                                                             const transport::EndpointOptions& o) {
+  Result<std::unique_ptr<transport::Endpoint>> make_endpoint(
+      const std::string& name, const transport::EndpointOptions& asked) {
+    transport::EndpointOptions o = asked;
+    o.run = {cluster.run.number, run_key.load(std::memory_order_acquire)};
     transport::Transport* t = nullptr;
     {
       std::lock_guard lock(transports_mutex);
@@ -180,10 +184,11 @@ Result<std::unique_ptr<Executive>> Executive::create(ClusterConfig cluster,
     const MonitoringSettings& m = raw->cluster.monitoring;
     h.history = std::make_unique<MetricsHistory>(std::size_t{m.history_s} * 1000 / m.interval_ms,
                                                  m.max_series);
-    ExecutiveHooks hooks{[raw_exec = exec.get()] { raw_exec->request_shutdown(); },
-                         [raw] { raw->renew_lease(); },
-                         [raw] { raw->stop_requested.store(true, std::memory_order_relaxed); },
-                         [raw] { return raw->run_state(); }};
+    ExecutiveHooks hooks{
+        [raw_exec = exec.get()] { raw_exec->request_shutdown(); }, [raw] { raw->renew_lease(); },
+        [raw] { raw->stop_requested.store(true, std::memory_order_relaxed); },
+        [raw] { return raw->run_state(); },
+        [raw](std::uint64_t key) { return raw->run_key.exchange(key, std::memory_order_acq_rel); }};
     h.api = std::make_unique<ControlApi>(raw->cluster, raw->addresses, *h.control, *h.history,
                                          access, std::move(hooks));
     raw->contexts.push_back(std::move(h));

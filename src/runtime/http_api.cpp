@@ -278,7 +278,7 @@ ApiReply ControlApi::handle(std::string_view method, std::string_view path, std:
     if (hooks_.request_stop) hooks_.request_stop();
     return {202, json{{"context", context_.config().name}, {"run", run_state()}}, {}};
   }
-  if (p[0] == "fsm") return command_all(p[1]);
+  if (p[0] == "fsm") return command_all(p[1], body);
   if (p.size() == 1) return apps_json();
 
   AppHost* host = context_.find(p[1]);
@@ -424,6 +424,7 @@ ApiReply ControlApi::snapshot_json() const {
                   {"bytes_received", st.bytes_received},
                   {"back_pressured", st.back_pressured},
                   {"rejected", st.rejected},
+                  {"strangers", st.strangers},
                   {"peer_errors", st.peer_errors},
                   {"recv_stalls", st.recv_stalls},
                   {"peers_connected", st.peers_connected},
@@ -645,11 +646,40 @@ ApiReply ControlApi::action(AppHost& host, std::string_view name, std::string_vi
   return {200, json{{"id", host.id()}, {"action", name}, {"result", std::move(*result)}}, {}};
 }
 
-ApiReply ControlApi::command_all(std::string_view name) const {
+ApiReply ControlApi::command_all(std::string_view name, std::string_view body) const {
   const auto cmd = parse_command(name);
   if (!cmd) return error(cmd.error());
+  // The body: nothing, or {"run_key": "16 hex digits"} with Configure.
+  std::optional<std::uint64_t> run_key;
+  if (!body.empty()) {
+    auto parsed = parse_body(body);
+    if (!parsed) return error(parsed.error());
+    if (!parsed->is_object()) {
+      return error(400,
+                   std::string("a command's body is a JSON object, not ") + parsed->type_name());
+    }
+    for (const auto& [key, value] : parsed->items()) {
+      if (key != "run_key" || *cmd != Command::Configure) {
+        return error(400, "unknown field '" + key + "' in the body of " + to_string(*cmd) +
+                              " (Configure takes run_key, the other commands nothing)");
+      }
+      const std::string text = value.is_string() ? value.get<std::string>() : std::string();
+      std::uint64_t v = 0;
+      const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v, 16);
+      if (text.size() != 16 || ec != std::errc() || end != text.data() + text.size()) {
+        return error(400, "run_key is 16 hexadecimal digits in a string");
+      }
+      run_key = v;
+    }
+  }
+  // Set before the command is queued: the endpoints it makes carry the key.
+  std::optional<std::uint64_t> before;
+  if (run_key && hooks_.set_run_key) before = hooks_.set_run_key(*run_key);
   auto accepted = context_.command_all(*cmd);
-  if (!accepted) return error(accepted.error());
+  if (!accepted) {
+    if (before) (void)hooks_.set_run_key(*before);
+    return error(accepted.error());
+  }
   json apps = json::array();
   for (const auto& a : *accepted)
     apps.push_back({{"id", a.host->id()}, {"state", to_string(a.state)}});

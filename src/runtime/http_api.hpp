@@ -58,6 +58,9 @@ struct ExecutiveHooks {
   // The run's side of the executive, for GET /api/v1/context and the lease's answer:
   // {"lease_ms": N or null, "controller_seen_ms_ago": N or null, "stop_requested": bool}.
   std::function<nlohmann::json()> run_state;
+  // POST /api/v1/fsm/Configure with {"run_key": "16 hex digits"} (`daqflow run`): the run's key
+  // that the endpoints configured from then on carry in their hellos; returns the key before.
+  std::function<std::uint64_t(std::uint64_t)> set_run_key;
 };
 
 // Thread-safe: handle() runs on the server's worker threads concurrently.
@@ -102,7 +105,7 @@ class ControlApi {
   [[nodiscard]] ApiReply app_json(const AppHost& host) const;
   [[nodiscard]] ApiReply put_params(AppHost& host, std::string_view body) const;
   [[nodiscard]] ApiReply action(AppHost& host, std::string_view name, std::string_view body) const;
-  [[nodiscard]] ApiReply command_all(std::string_view name) const;
+  [[nodiscard]] ApiReply command_all(std::string_view name, std::string_view body) const;
   [[nodiscard]] ApiReply command(AppHost& host, std::string_view name) const;
   [[nodiscard]] ApiReply unknown_app(std::string_view id) const;
   [[nodiscard]] ApiReply history_json(const std::map<std::string, std::string>& query) const;

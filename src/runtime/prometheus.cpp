@@ -101,6 +101,9 @@ void add_endpoint(Families& families, const std::vector<prometheus::ClientMetric
   counter("daqflow_transport_rejected_messages_total",
           "malformed messages received and dropped (a payload CRC that does not match, ...)",
           s.rejected);
+  counter("daqflow_transport_strangers_total",
+          "connections refused because their hello came from another run (run number and key)",
+          s.strangers);
   counter("daqflow_transport_peer_errors_total", "error completions (a peer lost or refused)",
           s.peer_errors);
   counter("daqflow_transport_receive_stalls_total",

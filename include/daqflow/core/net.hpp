@@ -48,6 +48,12 @@ struct SocketAddress {
 // Resolves an IP address or host name (IPv4 or IPv6); the error names the host.
 [[nodiscard]] Result<SocketAddress> resolve(const std::string& host, std::uint16_t port);
 
+// "host:port" of an IPv4 or IPv6 address, "[host]:port" for IPv6, for messages ("an unknown
+// address" for another family).
+[[nodiscard]] std::string address_text(const sockaddr_storage& address);
+// The same of a connected socket's peer.
+[[nodiscard]] std::string peer_address(int fd);
+
 // Whether an IP address is one of this host's: loopback, or an address of one of its network
 // interfaces (in this network namespace).
 [[nodiscard]] bool is_this_host(const sockaddr* address);

@@ -12,6 +12,18 @@
 
 namespace daqflow::transport {
 
+// The run an endpoint belongs to. Every connection's hello carries it, and a hello from another
+// run is refused (EndpointStats::strangers): a process of an earlier run still dialing its old
+// peers, or of a cluster whose configuration names this one's addresses, is never taken for the
+// application it names. number: the configuration's run number; key: a random value that
+// `daqflow run` draws for each run and hands every executive with Configure (0 when none was
+// handed, e.g. executives configured by hand).
+struct RunIdentity {
+  std::uint32_t number = 0;
+  std::uint64_t key = 0;
+  friend bool operator==(const RunIdentity&, const RunIdentity&) = default;
+};
+
 struct EndpointOptions {
   AppIndex self = 0;
   std::uint32_t max_message_size = 4u << 20;   // payload bytes
@@ -23,6 +35,8 @@ struct EndpointOptions {
   // an application that only counts its sends: at millions of small messages a second, a
   // completion each costs the sender more than the send. Set by the application, not the file.
   bool coalesce_send_done = false;
+  // Set by the executive from the run, not by the application or the file.
+  RunIdentity run;
 };
 
 struct UcxOptions {

@@ -151,6 +151,7 @@ struct EndpointStats {
   std::uint64_t bytes_received = 0;
   std::uint64_t back_pressured = 0;  // post_send calls answered back_pressure
   std::uint64_t rejected = 0;        // malformed messages received and dropped
+  std::uint64_t strangers = 0;       // hellos from another run (RunIdentity), refused
   std::uint64_t peer_errors = 0;     // error completions produced
   std::uint64_t recv_stalls = 0;     // times reading paused because the receive pool was empty
   std::uint32_t peers_connected = 0;

@@ -14,6 +14,9 @@
 //    32    4 payload_size   bytes following the header
 //    36    4 crc32c         CRC32C of the payload when flags has payload_crc, else 0
 //
+// A hello (the first message of a connection, sent by the transport itself) names the sender's
+// run: sequence holds the run number, tag the run's key (transport::RunIdentity).
+//
 // decode() checks every field against its bounds before anything is trusted.
 
 #include <array>
@@ -30,7 +33,7 @@ inline constexpr std::size_t kHeaderSize = 40;
 inline constexpr std::uint32_t kNoApplication = 0xffffffff;
 
 enum class MessageType : std::uint8_t {
-  hello = 1,              // connection set-up: announces the sender's application index
+  hello = 1,              // connection set-up: the sender's application index and run
   bye = 2,                // orderly close: the peer will send nothing more
   data = 3,               // application data (stream benchmark, generic)
   ping = 4,               // round-trip benchmark request
@@ -104,8 +107,11 @@ inline constexpr std::uint8_t kMaxMessageType = 39;
 enum HeaderFlags : std::uint16_t {
   kFlagPayloadCrc = 1u << 0,  // crc32c holds the payload's CRC32C
   kFlagLast = 1u << 1,        // last message of a logical sequence (e.g. last sweep point)
+  kFlagRedial = 1u << 2,      // hello: the sender dials again after it lost its connection
 };
-inline constexpr std::uint16_t kKnownFlags = kFlagPayloadCrc | kFlagLast;
+inline constexpr std::uint16_t kKnownFlags = kFlagPayloadCrc | kFlagLast | kFlagRedial;
+// The flags an application may set on what it sends (the others belong to the transports).
+inline constexpr std::uint16_t kApplicationFlags = kFlagPayloadCrc | kFlagLast;
 
 struct MessageHeader {
   MessageType type = MessageType::data;

@@ -10,7 +10,7 @@ namespace daqflow::transport::detail {
 // A type and flags an application may send: hello and bye belong to the transport itself.
 [[nodiscard]] inline bool sendable(wire::MessageType type, std::uint16_t flags) {
   return wire::is_known(type) && type != wire::MessageType::hello &&
-         type != wire::MessageType::bye && (flags & ~wire::kKnownFlags) == 0;
+         type != wire::MessageType::bye && (flags & ~wire::kApplicationFlags) == 0;
 }
 
 // ok, invalid (too many segments, a segment outside its buffer, an unknown or reserved type,

@@ -61,6 +61,7 @@ struct StatsCounters {
   core::Counter bytes_received;
   core::Counter back_pressured;
   core::Counter rejected;
+  core::Counter strangers;
   core::Counter peer_errors;
   core::Counter recv_stalls;
   std::atomic<std::uint32_t> peers_connected{0};
@@ -83,6 +84,7 @@ struct StatsCounters {
     s.bytes_received = bytes_received.value();
     s.back_pressured = back_pressured.value();
     s.rejected = rejected.value();
+    s.strangers = strangers.value();
     s.peer_errors = peer_errors.value();
     s.recv_stalls = recv_stalls.value();
     s.peers_connected = peers_connected.load(std::memory_order_relaxed);

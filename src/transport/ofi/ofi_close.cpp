@@ -14,7 +14,9 @@ void OfiEndpoint::close(std::chrono::milliseconds timeout) {
   if (closed_) return;
   const std::int64_t deadline =
       core::monotonic_ns() + std::chrono::duration_cast<std::chrono::nanoseconds>(timeout).count();
-  // A peer whose hello never left has not heard of us: it needs no bye.
+  // A peer whose hello never left has not heard of us: it needs no bye. Nor does one whose
+  // answer to our hello has not come: it may be an endpoint of another run that refused us,
+  // whose own peer of our index a bye would close.
   for (Peer& p : peers_) p.bye_owed = p.state == Peer::State::open && !p.hello_owed;
   // Completions produced meanwhile are nobody's business any more; events go to the queue.
   std::array<Completion, 1> none{};

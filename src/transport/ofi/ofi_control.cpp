@@ -97,6 +97,16 @@ void OfiEndpoint::on_control(std::uint32_t k, std::size_t length, detail::Emitte
     reject(wire::kNoApplication, wire::to_string(why), emit);
     return;
   }
+  if (h.type == wire::MessageType::hello && !detail::same_run(h, options_.run)) {
+    // Another run's: not answered, so its sender never takes this endpoint for its peer.
+    // Its application indexes are those of another address table.
+    stats_.strangers.add_single_writer();
+    const std::string claimed =
+        h.source < table_.size() ? table_[h.source].id : std::to_string(h.source);
+    strangers_.refused("ofi", table_[self()].id, "an address the provider does not name", claimed,
+                       detail::run_of(h), options_.run);
+    return;
+  }
   if (h.source >= peers_.size() || h.destination != self()) {
     reject(wire::kNoApplication, "control message names the wrong applications", emit);
     return;
@@ -110,9 +120,13 @@ void OfiEndpoint::on_control(std::uint32_t k, std::size_t length, detail::Emitte
         const bool busy = std::any_of(p.slots.begin(), p.slots.end(), [](const SendSlot& s) {
           return s.posted && !s.provider_done;
         });
-        if (!busy) open_peer(from);
+        if (!busy) open_peer(from, true);
       } else if (p.state != Peer::State::open) {
-        open_peer(from);
+        // Idle: answered with our hello. Connecting: the answer to ours, if it went out.
+        // (Open: a hello repeated before our answer reached it, or from a new endpoint of the
+        // application while we still hold the old one's session, which its silence ends; the
+        // sender repeats its hello until it is answered.)
+        open_peer(from, p.state != Peer::State::connecting || p.hello_owed);
       }
       break;
     case wire::MessageType::heartbeat:
@@ -209,12 +223,21 @@ void OfiEndpoint::run_control(std::int64_t now, detail::Emitter& emit) {
     Peer& p = peers_[index];
     switch (p.state) {
       case Peer::State::connecting:
-        if (probe_reachable(index, now)) {
-          open_peer(index, true);
-          break;
+        // Reachable: the hello goes out, and the peer's answer (its own hello) opens it, so
+        // that nothing is sent to an endpoint that did not take us for one of its run.
+        if (p.hello_owed ? probe_reachable(index, now) : now - p.hello_sent_ns >= kHelloRepeatNs) {
+          if (post_control(index, p.hello, wire::MessageType::hello, options_.run.number,
+                           options_.run.key)) {
+            p.hello_owed = false;
+            p.hello_sent_ns = now;
+          }
         }
         if (now - p.connect_started_ns > detail::ConnectBackoff::kGiveUpAfterNs) {
-          fail_peer(index, "cannot connect: no answer from the peer (is it running?)", &emit);
+          fail_peer(index,
+                    p.hello_owed ? "cannot connect: no answer from the peer (is it running?)"
+                                 : "cannot connect: the peer did not answer the hello (an "
+                                   "endpoint of another run?)",
+                    &emit);
         }
         break;
       case Peer::State::open:

@@ -226,7 +226,10 @@ void OfiEndpoint::post_pending(AppIndex index, detail::Emitter* emit) {
   Peer& p = peers_[index];
   if (p.state != Peer::State::open) return;
   if (p.hello_owed) {
-    if (!post_control(index, p.hello, wire::MessageType::hello, 0, 0)) return;
+    if (!post_control(index, p.hello, wire::MessageType::hello, options_.run.number,
+                      options_.run.key)) {
+      return;
+    }
     p.hello_owed = false;
   }
   std::array<iovec, kMaxSegments + 1> iov{};
@@ -292,7 +295,7 @@ std::size_t OfiEndpoint::poll(std::span<Completion> out) {
     Peer& p = peers_[index];
     post_pending(index, &emit);
     report_sends(index, emit);
-    if (p.count == 0 || p.state != Peer::State::open) {
+    if ((p.count == 0 && !p.hello_owed) || p.state != Peer::State::open) {
       p.in_active = false;
       active_[k] = active_.back();
       active_.pop_back();

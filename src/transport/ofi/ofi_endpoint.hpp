@@ -32,6 +32,7 @@
 #include "transport/detail/connect_backoff.hpp"
 #include "transport/detail/event_queue.hpp"
 #include "transport/detail/message_checks.hpp"
+#include "transport/detail/run_check.hpp"
 #include "transport/detail/socket.hpp"
 #include "transport/detail/stats_counters.hpp"
 
@@ -41,6 +42,9 @@ inline constexpr std::uint64_t kTagData = 1;
 inline constexpr std::uint64_t kTagControl = 2;
 inline constexpr std::int64_t kHeartbeatIntervalNs = 100'000'000;  // 100 ms
 inline constexpr std::int64_t kSilenceLimitNs = 3'000'000'000;     // 3 s
+// A hello not answered yet goes out again this often (the first may have met a peer that was
+// still busy with an earlier endpoint of ours).
+inline constexpr std::int64_t kHelloRepeatNs = 200'000'000;
 // How often the per-peer housekeeping (hellos, heartbeats, liveness) runs.
 inline constexpr std::int64_t kControlPeriodNs = 1'000'000;
 // Data receives start this far into their pool buffer: the 40-byte header then ends at 64, so
@@ -142,7 +146,8 @@ class OfiEndpoint final : public Endpoint, public FaultInjection {
     ControlSlot hello;
     ControlSlot bye;
     ControlSlot heartbeat;
-    bool hello_owed = false;  // the hello waits for the provider (it goes before any data)
+    bool hello_owed = false;         // the hello waits for the provider (it goes before any data)
+    std::int64_t hello_sent_ns = 0;  // connecting: when our hello last went out
     // tcp-based providers: a plain TCP connection attempt to the peer's listening port tells
     // whether its endpoint exists without needing the peer to progress (connect()).
     detail::SocketAddress address;
@@ -210,6 +215,7 @@ class OfiEndpoint final : public Endpoint, public FaultInjection {
   std::size_t iov_limit_ = 1;
   detail::EventQueue events_;
   detail::StatsCounters stats_;
+  detail::StrangerLog strangers_;
   std::atomic<std::uint32_t> posted_recvs_{0};
   std::atomic<std::uint32_t> waiting_count_{0};
   std::atomic<std::uint32_t> held_high_water_{0};

@@ -10,6 +10,7 @@
 #include <ctime>
 
 #include "daqflow/core/clock.hpp"
+#include "daqflow/core/log.hpp"
 #include "ofi_endpoint.hpp"
 
 namespace daqflow::transport::ofi {
@@ -109,9 +110,18 @@ void OfiEndpoint::on_data(std::uint32_t slot, std::size_t length, detail::Emitte
     reject(h.source, "message header names the wrong application, type or size", emit);
     return;
   }
-  // Data may overtake the hello only where the provider completes out of order: the header
-  // names the sender all the same.
-  if (p.state == Peer::State::idle || p.state == Peer::State::connecting) open_peer(h.source);
+  // A peer sends data only once it has our hello. Data may overtake the hello that answers
+  // ours where the provider completes out of order: the peer took us all the same. Data from
+  // one that never had our hello is a stranger's (a process of an earlier run that still takes
+  // itself for connected): counted and dropped, nothing of it delivered, and the application it
+  // names is not failed for it.
+  if (p.state == Peer::State::idle || (p.state == Peer::State::connecting && p.hello_owed)) {
+    stats_.rejected.add_single_writer();
+    spdlog::debug("ofi endpoint of '{}': dropped a message from '{}', which never had our hello",
+                  table_[self()].id, table_[h.source].id);
+    return;
+  }
+  if (p.state == Peer::State::connecting) open_peer(h.source, false);
   if (p.state == Peer::State::closed || p.state == Peer::State::failed) return;
   p.last_heard_ns = core::monotonic_ns();
   if (h.sequence < p.next_recv_sequence) {

@@ -181,6 +181,17 @@ bool ShmEndpoint::resolve(AppIndex index) {
   }
   if (p.segment == nullptr && !map_peer(index)) return false;
   if (p.header->state.load(std::memory_order_acquire) != SegmentState::open) return false;
+  // The segment's owner is of another run (a process of an earlier one under the same names):
+  // never attached to, counted and said; looked at again later, for this run's own.
+  if (const RunIdentity owner{p.header->run_number, p.header->run_key}; owner != options_.run) {
+    stats_.strangers.add_single_writer();
+    strangers_.refused("shm", (*names_.addresses)[self()].id,
+                       "shared-memory segment " + p.segment->name(), (*names_.addresses)[index].id,
+                       owner, options_.run);
+    p.segment.reset();
+    p.header = nullptr;
+    return false;
+  }
   Channel& ch = channel_of(*p.segment, self());
   SenderState expected = SenderState::none;
   // Fails while the receiver has not yet finished with our previous incarnation's channel.

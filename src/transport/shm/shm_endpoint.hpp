@@ -28,6 +28,7 @@
 #include "daqflow/transport/transport.hpp"
 #include "shm_segment.hpp"
 #include "transport/detail/event_queue.hpp"
+#include "transport/detail/run_check.hpp"
 #include "transport/detail/stats_counters.hpp"
 
 namespace daqflow::transport::shm {
@@ -233,6 +234,7 @@ class ShmEndpoint final : public Endpoint, public FaultInjection {
   std::vector<std::unique_ptr<Mirror>> retired_mirrors_;  // of closed peers; until destroyed
   detail::EventQueue events_;
   detail::StatsCounters stats_;
+  detail::StrangerLog strangers_;
   std::atomic<std::uint32_t> held_slots_{0};
   std::atomic<std::uint32_t> held_high_water_{0};
   std::atomic<bool> shut_{false};  // lent_ no longer changes: stats() may scan it

@@ -39,6 +39,8 @@ class ShmTransport final : public Transport {
     h.data_offset = kHeaderBytes;
     h.channels = addresses_.size();
     h.channel_bytes = channel_stride();
+    h.run_number = options.run.number;
+    h.run_key = options.run.key;
     h.state.store(SegmentState::open, std::memory_order_release);
     auto endpoint = std::make_unique<ShmEndpoint>(names, options, std::move(*mapping));
     if (auto started = endpoint->start(); !started) return started.error().context(who);

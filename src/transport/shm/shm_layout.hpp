@@ -31,7 +31,7 @@
 namespace daqflow::transport::shm {
 
 inline constexpr std::uint64_t kMagic = 0x314D485346514144ull;  // "DAQFSHM1", little-endian
-inline constexpr std::uint32_t kVersion = 3;                    // 3: the ring in 32-byte cells
+inline constexpr std::uint32_t kVersion = 4;                    // 4: the owner's run
 inline constexpr std::size_t kHeaderBytes = 4096;
 inline constexpr std::size_t kNameField = 64;
 
@@ -48,7 +48,9 @@ struct SegmentHeader {
   std::uint32_t version;
   SegmentKind kind;
   std::int32_t pid;
-  std::uint32_t reserved;
+  std::uint32_t run_number;  // endpoint: the run of its owner (RunIdentity); senders of another
+                             // run never attach
+
   std::uint64_t start_time;  // the owner's start time (clock ticks since boot, /proc/PID/stat)
   std::uint64_t bytes;       // size of the whole segment
   char run_tag[kNameField];
@@ -61,6 +63,7 @@ struct SegmentHeader {
   // endpoint: channels, from data_offset, channel_bytes apart
   std::uint64_t channels;
   std::uint64_t channel_bytes;
+  std::uint64_t run_key;
   alignas(core::kCacheLine) std::atomic<SegmentState> state;
   // Bumped by a sender that attaches to one of our channels: the owner rescans them.
   alignas(core::kCacheLine) std::atomic<std::uint64_t> changes;

@@ -136,7 +136,7 @@ void ShmEndpoint::receive(AppIndex index, detail::Emitter& emit) {
     d.cells = in_ring ? inline_cells(e.size) : entry_cells(e.pieces);
     if (e.kind != EntryKind::message || e.pieces > kMaxSegments || d.cells > tail - head ||
         (!in_ring && head % kCellsPerEntry != 0) || !wire::is_known(type) ||
-        (e.flags & ~wire::kKnownFlags) != 0 || e.size > options_.max_message_size ||
+        (e.flags & ~wire::kApplicationFlags) != 0 || e.size > options_.max_message_size ||
         e.sequence != p.next_sequence ||
         (in_ring && (e.pieces != 0 || e.size == 0 || e.size > kInlineMax))) {
       bad = "malformed descriptor from peer";

@@ -75,7 +75,8 @@ void TcpEndpoint::on_dial_progress(Connection& c, detail::Emitter* emit) {
     h.type = wire::MessageType::hello;
     h.source = self();
     h.destination = index;
-    h.sequence = peers_[index].redial ? kRedialHello : 0;
+    if (peers_[index].redial) h.flags = wire::kFlagRedial;
+    detail::stamp_run(h, options_.run);
     wire::encode(h, hello);
     const ssize_t n = ::send(c.fd.get(), hello.data(), hello.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
     if (n == static_cast<ssize_t>(hello.size())) {
@@ -217,6 +218,17 @@ void TcpEndpoint::reject(Connection& c, std::string_view reason, detail::Emitter
   event.peer = wire::kNoApplication;
   event.reason = reason;
   (void)emit.event(std::move(event));
+}
+
+// A hello from another run: the connection is closed, counted and said, and nothing of it
+// reaches the application (the peer it names, if connected, is not touched).
+void TcpEndpoint::refuse_stranger(Connection& c, const wire::MessageHeader& hello) {
+  stats_.strangers.add_single_writer();
+  const std::string claimed =
+      hello.source < addresses_.size() ? addresses_[hello.source].id : std::to_string(hello.source);
+  strangers_.refused("tcp", addresses_[self()].id, core::peer_address(c.fd.get()), claimed,
+                     detail::run_of(hello), options_.run);
+  drop(c);
 }
 
 void TcpEndpoint::fail_peer(AppIndex index, std::string_view reason, detail::Emitter* emit,

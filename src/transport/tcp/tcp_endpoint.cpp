@@ -401,11 +401,13 @@ void TcpEndpoint::on_frame(Connection& c, detail::Frame& frame, detail::Emitter&
   const wire::MessageHeader& h = frame.header;
   if (h.type == wire::MessageType::hello) {
     if (c.peer != wire::kNoApplication) return reject(c, "second hello on a connection", emit);
+    // Another run's first: its application indexes are those of another address table.
+    if (!detail::same_run(h, options_.run)) return refuse_stranger(c, h);
     if (h.source >= peers_.size() || h.source == wire::kNoApplication) {
       return reject(c, "hello from an application not in the address table", emit);
     }
     if (h.destination != self()) return reject(c, "hello addressed to another application", emit);
-    associate(c, h.source, h.sequence == kRedialHello, &emit);
+    associate(c, h.source, (h.flags & wire::kFlagRedial) != 0, &emit);
     return;
   }
   if (c.peer == wire::kNoApplication) return reject(c, "message before hello", emit);

@@ -28,14 +28,11 @@
 #include "transport/detail/connect_backoff.hpp"
 #include "transport/detail/event_queue.hpp"
 #include "transport/detail/message_checks.hpp"
+#include "transport/detail/run_check.hpp"
 #include "transport/detail/socket.hpp"
 #include "transport/detail/stats_counters.hpp"
 
 namespace daqflow::transport::tcp {
-
-// A hello's sequence (unused otherwise): 0 on a first dial; kRedialHello when the dialer lost its
-// connection to the peer and dialed again.
-inline constexpr std::uint64_t kRedialHello = 1;
 
 struct Connection {
   Connection(detail::UniqueFd socket, AppIndex to, std::uint32_t max_payload, bool dialing)
@@ -132,6 +129,7 @@ class TcpEndpoint final : public Endpoint, public FaultInjection {
   void on_bye(Connection& c, detail::Emitter& emit);
   void on_stream_end(Connection& c, int error, detail::Emitter& emit);
   void reject(Connection& c, std::string_view reason, detail::Emitter& emit);
+  void refuse_stranger(Connection& c, const wire::MessageHeader& hello);
   void fail_peer(AppIndex index, std::string_view reason, detail::Emitter* emit,
                  bool rejected = false);
   void finish_closing(AppIndex index, detail::Emitter* emit);
@@ -163,6 +161,7 @@ class TcpEndpoint final : public Endpoint, public FaultInjection {
   detail::EventQueue events_;
   const bool coalesce_;  // one send_done per write (see the constructor)
   detail::StatsCounters stats_;
+  detail::StrangerLog strangers_;
   bool has_dead_ = false;
   bool skipped_input_ = false;  // the last poll() wrote and left epoll to the next call
   bool closed_ = false;

@@ -81,6 +81,8 @@ void UcxEndpoint::shut_down(bool orderly, std::chrono::milliseconds timeout) {
   }
   connections_.clear();
   requests_.clear();
+  welcomes_.clear();
+  dialing_.clear();
   for (Peer& p : peers_) {
     clear_sends(p);
     p.send = nullptr;

@@ -46,11 +46,13 @@ ucs_sock_addr_t sock_addr(const detail::SocketAddress& address) {
 }
 
 void encode_control(wire::MessageType type, AppIndex from, AppIndex to,
-                    std::array<std::byte, wire::kHeaderSize>& out) {
+                    std::array<std::byte, wire::kHeaderSize>& out,
+                    const RunIdentity* run = nullptr) {
   wire::MessageHeader h;
   h.type = type;
   h.source = from;
   h.destination = to;
+  if (run != nullptr) detail::stamp_run(h, *run);
   wire::encode(h, out);
 }
 
@@ -94,9 +96,10 @@ void UcxEndpoint::accept_pending() {
     params.conn_request = request;
     ucp_conn_request_attr_t attr{};
     attr.field_mask = UCP_CONN_REQUEST_ATTR_FIELD_CLIENT_ADDR;
+    const bool known = ucp_conn_request_query(request, &attr) == UCS_OK;
     const bool local =
-        ucp_conn_request_query(request, &attr) == UCS_OK &&
-        detail::is_this_host(reinterpret_cast<const sockaddr*>(&attr.client_address));
+        known && detail::is_this_host(reinterpret_cast<const sockaddr*>(&attr.client_address));
+    c->from = known ? core::address_text(attr.client_address) : "an unknown address";
     params.err_mode = context_->err_mode(local);
     params.err_handler.cb = connection_error_callback;
     params.err_handler.arg = c.get();
@@ -153,8 +156,15 @@ void UcxEndpoint::start_dial(AppIndex index) {
   }
   connections_.push_back(std::move(owned));
   p.dial = &c;
-  // The hello waits in UCX until the connection is up: its completion says the peer is there.
-  encode_control(wire::MessageType::hello, self(), index, c.hello);
+  // The hello waits in UCX until the connection is up; the peer's answer (its own hello, the
+  // welcome) says it took us for one of its run: only then does anything else go out on it.
+  p.welcome_due_ns = core::monotonic_ns() + detail::ConnectBackoff::kGiveUpAfterNs;
+  dialing_.push_back(index);
+  send_hello(c, index);
+}
+
+void UcxEndpoint::send_hello(Connection& c, AppIndex to) {
+  encode_control(wire::MessageType::hello, self(), to, c.hello, &options_.run);
   ucp_request_param_t param{};
   param.op_attr_mask =
       UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA | UCP_OP_ATTR_FIELD_FLAGS;
@@ -162,28 +172,15 @@ void UcxEndpoint::start_dial(AppIndex index) {
   param.user_data = &c;
   param.flags = UCP_AM_SEND_FLAG_REPLY;
   void* request = ucp_am_send_nbx(c.ep, kAmId, c.hello.data(), c.hello.size(), nullptr, 0, &param);
-  if (request == nullptr) {
-    on_hello_sent(c, UCS_OK);
-  } else if (UCS_PTR_IS_ERR(request)) {
+  if (UCS_PTR_IS_ERR(request)) {
     on_connection_error(c, UCS_PTR_STATUS(request));
-  } else {
+  } else if (request != nullptr) {
     c.hello_request = request;
   }
 }
 
 void UcxEndpoint::on_hello_sent(Connection& c, ucs_status_t status) {
-  if (status != UCS_OK) {
-    on_connection_error(c, status);
-    return;
-  }
-  if (c.state != Connection::State::dialing) return;
-  Peer& p = peers_[c.peer];
-  if (p.dial == &c) p.dial = nullptr;
-  if (p.state == Peer::State::connecting || p.state == Peer::State::open) {
-    associate(c, c.peer);
-  } else {
-    close_connection(c);
-  }
+  if (status != UCS_OK) on_connection_error(c, status);
 }
 
 void UcxEndpoint::on_connection_error(Connection& c, ucs_status_t status) {
@@ -221,10 +218,78 @@ void UcxEndpoint::dial_failed(AppIndex index, ucs_status_t status) {
 void UcxEndpoint::on_hello(AppIndex source, const ucp_am_recv_param_t* param) {
   if (closing_ || (param->recv_attr & UCP_AM_RECV_ATTR_FIELD_REPLY_EP) == 0) return;
   for (auto& c : connections_) {
-    if (c->ep != param->reply_ep || c->state != Connection::State::open) continue;
-    if (c->dialed || c->peer != wire::kNoApplication) return;  // a second hello: ignored
+    if (c->ep != param->reply_ep) continue;
+    if (c->dialed) {
+      // The welcome: the peer took us.
+      if (c->state == Connection::State::dialing && c->peer == source) welcomed(*c);
+      return;
+    }
+    if (c->state != Connection::State::open || c->peer != wire::kNoApplication) return;
     associate(*c, source);
+    // Answered with our own hello once progress has returned (not from UCX's callback).
+    if (c->state == Connection::State::open) welcomes_.push_back(c.get());
     return;
+  }
+}
+
+void UcxEndpoint::send_welcomes() {
+  for (Connection* c : welcomes_) {
+    if (c->state == Connection::State::open && c->peer < peers_.size()) send_hello(*c, c->peer);
+  }
+  welcomes_.clear();
+}
+
+// A dial whose welcome has not come in time (the peer refused it without closing it, or does
+// not answer) fails like one that could not connect: it is retried while its peer's connect time
+// lasts.
+void UcxEndpoint::check_welcomes() {
+  const std::int64_t now = core::monotonic_ns();
+  for (std::size_t k = 0; k < dialing_.size();) {
+    Peer& p = peers_[dialing_[k]];
+    const bool waiting = p.dial != nullptr && p.dial->state == Connection::State::dialing;
+    if (waiting && now < p.welcome_due_ns) {
+      ++k;
+      continue;
+    }
+    if (waiting) on_connection_error(*p.dial, UCS_ERR_TIMED_OUT);
+    dialing_[k] = dialing_.back();
+    dialing_.pop_back();
+  }
+}
+
+void UcxEndpoint::welcomed(Connection& c) {
+  Peer& p = peers_[c.peer];
+  if (p.dial == &c) p.dial = nullptr;
+  if (p.state == Peer::State::connecting || p.state == Peer::State::open) {
+    associate(c, c.peer);
+  } else {
+    close_connection(c);
+  }
+}
+
+// A hello from another run: its connection is closed, counted and said; nothing of it reaches
+// the application.
+void UcxEndpoint::refuse_stranger(const wire::MessageHeader& hello,
+                                  const ucp_am_recv_param_t* param) {
+  stats_.strangers.add_single_writer();
+  Connection* from = nullptr;
+  if ((param->recv_attr & UCP_AM_RECV_ATTR_FIELD_REPLY_EP) != 0) {
+    for (auto& c : connections_) {
+      const bool live =
+          c->state == Connection::State::open || c->state == Connection::State::dialing;
+      if (c->ep == param->reply_ep && live) from = c.get();
+    }
+  }
+  std::string where = "an unknown address";
+  if (from != nullptr) where = from->dialed ? peers_[from->peer].address.text : from->from;
+  const std::string claimed =
+      hello.source < addresses_.size() ? addresses_[hello.source].id : std::to_string(hello.source);
+  strangers_.refused("ucx", addresses_[self()].id, where, claimed, detail::run_of(hello),
+                     options_.run);
+  // A dialed one (the welcome of an endpoint of another run) ends the attempt: it is retried,
+  // and fails the peer when no endpoint of this run answers in time.
+  if (from != nullptr && (from->dialed || from->peer == wire::kNoApplication)) {
+    on_connection_error(*from, UCS_ERR_REJECTED);
   }
 }
 

@@ -232,6 +232,8 @@ void UcxEndpoint::tend() {
   attach_buffers();
   if (may_progress()) progress();
   if (!requests_.empty()) accept_pending();
+  if (!welcomes_.empty()) send_welcomes();
+  if (!dialing_.empty()) check_welcomes();
   attach_buffers();
   if (!failed_.empty() && (drained_ || !may_progress())) apply_failures();
   if (!replies_.empty()) send_replies();
@@ -310,7 +312,7 @@ bool UcxEndpoint::progress() {
 
 bool UcxEndpoint::has_output() const {
   if (!events_.empty() || !done_.empty() || !failed_.empty() || !requests_.empty() ||
-      !replies_.empty()) {
+      !replies_.empty() || !welcomes_.empty()) {
     return true;
   }
   if (arrivals_.empty()) return false;
@@ -335,7 +337,11 @@ void UcxEndpoint::wait(std::chrono::microseconds timeout) {
     timeout = retries_.cap_wait(timeout, core::monotonic_ns());
     if (timeout.count() == 0) return;
     // Events that arrived since the last progress would not wake the fd again: progress first.
-    if (ucp_worker_progress(worker_) != 0) return;
+    if (ucp_worker_progress(worker_) != 0) {
+      // A peer taken meanwhile is answered before the application can send to it.
+      if (!welcomes_.empty()) send_welcomes();
+      return;
+    }
     if (ucp_worker_arm(worker_) == UCS_ERR_BUSY) return;
     owner_waiting_.store(true, std::memory_order_relaxed);
   }

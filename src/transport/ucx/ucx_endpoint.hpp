@@ -33,6 +33,7 @@
 #include <atomic>
 #include <memory>
 #include <mutex>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -42,6 +43,7 @@
 #include "transport/detail/connect_backoff.hpp"
 #include "transport/detail/event_queue.hpp"
 #include "transport/detail/message_checks.hpp"
+#include "transport/detail/run_check.hpp"
 #include "transport/detail/socket.hpp"
 #include "transport/detail/stats_counters.hpp"
 #include "ucx_context.hpp"
@@ -61,6 +63,7 @@ struct Connection {
   bool dialed = false;
   bool established = false;  // was open: its failure fails the peer
   ucs_status_t error = UCS_OK;
+  std::string from;  // an accepted one: the client's address, for messages
   void* hello_request = nullptr;
   void* close_request = nullptr;
   std::array<std::byte, wire::kHeaderSize> hello{};
@@ -126,9 +129,10 @@ class UcxEndpoint final : public Endpoint, public FaultInjection {
   struct Peer {
     using State = detail::PeerState;
     State state = State::idle;
-    Connection* send = nullptr;   // carries every message to this peer
-    Connection* dial = nullptr;   // our attempt in progress
-    std::vector<SendSlot> slots;  // pipeline_depth, a ring
+    Connection* send = nullptr;       // carries every message to this peer
+    Connection* dial = nullptr;       // our attempt in progress
+    std::int64_t welcome_due_ns = 0;  // when our attempt gives up waiting for the welcome
+    std::vector<SendSlot> slots;      // pipeline_depth, a ring
     std::size_t head = 0;
     std::size_t count = 0;
     std::uint64_t next_send_sequence = 0;
@@ -167,6 +171,11 @@ class UcxEndpoint final : public Endpoint, public FaultInjection {
   void associate(Connection& c, AppIndex index);
   void reset_peer(AppIndex index);
   void on_hello(AppIndex source, const ucp_am_recv_param_t* param);
+  void send_hello(Connection& c, AppIndex to);
+  void send_welcomes();
+  void check_welcomes();
+  void welcomed(Connection& c);
+  void refuse_stranger(const wire::MessageHeader& hello, const ucp_am_recv_param_t* param);
   void on_bye(AppIndex source, const ucp_am_recv_param_t* param);
   void apply_failures();
   void fail_peer(AppIndex index, std::string_view reason);
@@ -203,6 +212,8 @@ class UcxEndpoint final : public Endpoint, public FaultInjection {
   std::vector<Peer> peers_;
   std::vector<std::unique_ptr<Connection>> connections_;
   std::vector<ucp_conn_request_h> requests_;  // connection requests to accept after progress
+  std::vector<Connection*> welcomes_;         // accepted connections to answer after progress
+  std::vector<AppIndex> dialing_;             // peers whose dial waits for its welcome
   std::vector<Connection*> failed_;           // connections UCX reported failed
   std::vector<AppIndex> done_;                // peers with completed sends
   detail::DialRetries retries_;
@@ -214,6 +225,7 @@ class UcxEndpoint final : public Endpoint, public FaultInjection {
   std::size_t arrival_limit_ = 0;    // progress pauses while this many arrivals are pending
   detail::EventQueue events_;
   detail::StatsCounters stats_;
+  detail::StrangerLog strangers_;
   bool started_ = false;
   bool closing_ = false;  // close() in progress: arrivals are discarded
   bool closed_ = false;

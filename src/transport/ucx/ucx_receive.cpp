@@ -26,6 +26,12 @@ ucs_status_t UcxEndpoint::on_active_message(const void* header, std::size_t head
   const wire::DecodeStatus why = wire::decode(
       {static_cast<const std::byte*>(header), header_length}, options_.max_message_size, h);
   std::string_view problem;
+  if (why == wire::DecodeStatus::ok && h.type == wire::MessageType::hello &&
+      !detail::same_run(h, options_.run)) {
+    // Another run's: its application indexes are those of another address table.
+    refuse_stranger(h, param);
+    return UCS_OK;
+  }
   if (why != wire::DecodeStatus::ok) {
     problem = wire::to_string(why);
   } else if (h.source >= peers_.size() || h.destination != self()) {

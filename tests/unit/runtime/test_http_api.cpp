@@ -308,6 +308,31 @@ TEST_F(HttpApi, ActionsNeedAConfiguredApplicationAndOneItKnows) {
   EXPECT_EQ(a.get("/api/v1/apps/c1/actions/x").status, 405);
 }
 
+TEST_F(HttpApi, ConfigureTakesTheRunsKeyAndTheOtherCommandsNoBody) {
+  start(23131);
+  Api a = api();
+  const std::pair<const char*, const char*> refused[] = {
+      {"[1]", "a command's body is a JSON object, not array"},
+      {R"({"run_key": "12"})", "run_key is 16 hexadecimal digits in a string"},
+      {R"({"run_key": 5})", "run_key is 16 hexadecimal digits in a string"},
+      {R"({"run_key": "0123456789abcdeg"})", "run_key is 16 hexadecimal digits in a string"},
+      {R"({"key": "0123456789abcdef"})",
+       "unknown field 'key' in the body of Configure (Configure takes run_key, the other "
+       "commands nothing)"},
+  };
+  for (const auto& [body, why] : refused) {
+    const auto r = a.post("/api/v1/fsm/Configure", body);
+    EXPECT_EQ(r.status, 400) << body;
+    EXPECT_EQ(r.body.value("error", ""), why) << body;
+  }
+  auto r = a.post("/api/v1/fsm/Enable", R"({"run_key": "0123456789abcdef"})");
+  EXPECT_EQ(r.status, 400);
+  EXPECT_EQ(a.wait_state("c1", "Halted"), "Halted") << "nothing refused was done";
+  r = a.post("/api/v1/fsm/Configure", R"({"run_key": "0123456789ABCDEF"})");
+  EXPECT_EQ(r.status, 202) << r.body.dump();
+  EXPECT_EQ(a.wait_state("c1", "Ready"), "Ready");
+}
+
 TEST_F(HttpApi, UnknownPathsAre404) {
   start(23113);
   for (const char* path :

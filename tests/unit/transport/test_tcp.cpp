@@ -102,10 +102,26 @@ std::optional<Completion> next_of(Endpoint& ep, Completion::Kind kind) {
   return std::nullopt;
 }
 
+// A hello naming a run: sequence its number, tag its key.
+std::array<std::byte, wire::kHeaderSize> hello_of(AppIndex from, AppIndex to,
+                                                  const RunIdentity& run) {
+  wire::MessageHeader h;
+  h.type = wire::MessageType::hello;
+  h.source = from;
+  h.destination = to;
+  h.sequence = run.number;
+  h.tag = run.key;
+  std::array<std::byte, wire::kHeaderSize> out{};
+  wire::encode(h, out);
+  return out;
+}
+
 struct Receiver {
-  explicit Receiver(std::uint16_t block, bool crc = false) : addresses(table(block)) {
+  explicit Receiver(std::uint16_t block, bool crc = false, RunIdentity run = {})
+      : addresses(table(block)) {
     transport = std::move(make_transport("tcp", addresses)).value();
     EndpointOptions o;
+    o.run = run;
     o.self = 1;
     o.max_message_size = 1000;
     o.payload_crc = crc;
@@ -293,7 +309,7 @@ TEST(Tcp, AHelloThatDialsAgainEndsTheOldSession) {
   EXPECT_TRUE(r.endpoint->connected(0));
 
   UniqueFd new_link = dial(r.port());
-  const auto again = header(wire::MessageType::hello, 0, 1, /*kRedialHello*/ 1, 0);
+  const auto again = header(wire::MessageType::hello, 0, 1, 0, 0, wire::kFlagRedial);
   send_all(new_link.get(), again.data(), again.size());
   const auto fresh = header(wire::MessageType::data, 0, 1, 0, 0);  // sequence 0 again
   send_all(new_link.get(), fresh.data(), fresh.size());
@@ -317,6 +333,52 @@ TEST(Tcp, AHelloThatDialsAgainEndsTheOldSession) {
   // The old connection is closed from this side: its reader sees the end of the stream.
   char byte = 0;
   EXPECT_LE(::recv(old_link.get(), &byte, 1, 0), 0);
+}
+
+// A process of another run that names this endpoint's application 0 (a leftover of an earlier
+// run with the same number, or a cluster with another) is refused before anything of it counts:
+// the session of this run's application 0 goes on untouched.
+TEST(Tcp, AHelloFromAnotherRunIsRefusedAndTheRunsOwnPeerGoesOn) {
+  const RunIdentity run{7, 0x1234'5678'9abc'def0};
+  Receiver r(13, false, run);
+  UniqueFd own = dial(r.port());
+  const auto hello = hello_of(0, 1, run);
+  send_all(own.get(), hello.data(), hello.size());
+  const auto first = header(wire::MessageType::data, 0, 1, 0, 0);
+  send_all(own.get(), first.data(), first.size());
+  ASSERT_TRUE(next_of(*r.endpoint, Completion::Kind::recv));
+
+  std::uint64_t refused = 0;
+  for (const RunIdentity other : {RunIdentity{7, 0x1111}, RunIdentity{8, run.key}}) {
+    UniqueFd stranger = dial(r.port());
+    const auto claim = hello_of(0, 1, other);
+    send_all(stranger.get(), claim.data(), claim.size());
+    // What it sends after the hello would be the next message of application 0's session.
+    const auto next = header(wire::MessageType::data, 0, 1, 1, 0);
+    send_all(stranger.get(), next.data(), next.size());
+    ++refused;
+    std::array<Completion, 8> out;
+    const std::int64_t deadline = core::monotonic_ns() + 5'000'000'000;
+    while (r.endpoint->stats().strangers < refused && core::monotonic_ns() < deadline) {
+      EXPECT_EQ(r.endpoint->poll(out), 0u) << "nothing of a stranger reaches the application";
+      r.endpoint->wait(1ms);
+    }
+    ASSERT_EQ(r.endpoint->stats().strangers, refused);
+    // Closed from this side: the stranger's reader sees the end of the stream.
+    char byte = 0;
+    EXPECT_LE(::recv(stranger.get(), &byte, 1, 0), 0);
+  }
+  EXPECT_EQ(r.endpoint->stats().rejected, 0u);
+  EXPECT_TRUE(r.endpoint->connected(0));
+
+  // The run's own application 0 goes on where it was; nothing of the strangers arrived.
+  const auto second = header(wire::MessageType::data, 0, 1, 1, 0);
+  send_all(own.get(), second.data(), second.size());
+  auto arrived = next_of(*r.endpoint, Completion::Kind::recv);
+  ASSERT_TRUE(arrived);
+  EXPECT_EQ(arrived->sequence, 1u);
+  EXPECT_EQ(r.endpoint->stats().messages_received, 2u);
+  EXPECT_EQ(r.endpoint->stats().peer_errors, 0u);
 }
 
 TEST(Tcp, ByeIsPeerClosed) {
