@@ -580,10 +580,12 @@ void Run::answered(const std::string& context) {
 Result<void> Run::went_silent(const std::string& context, const Error& why) {
   const std::string description = "context " + context + " (" + cluster_->where(context) +
                                   ") does not answer its control API (" + why.message() + ")";
+  // Fatal or not, it is not asked again while the run halts and its summary is written (each
+  // request would wait out the timeout): the last answers are what is known of it.
+  silent_.emplace(context, description);
   if (!data_flowing_ || !survivable({context})) return Error(description);
   reporter_.note(description + "; its applications are survivable: the run goes on");
   summary_.lost.push_back(description);
-  silent_.emplace(context, description);
   return ok();
 }
 

@@ -941,6 +941,33 @@ class EventBuilderFaults(_EventBuilderRuns):
         self.assertGreater(len(numbers), 0)
         self.assertEqual(len(numbers), len(set(numbers)), "an event written twice")
 
+    def test_a_frozen_evm_fails_the_run_naming_it_and_loses_nothing(self):
+        """SIGSTOP of the EVM until the controller gives up on it: its process lives, so it is
+        slow until it has been silent for the documented bound (15 s after its first unanswered
+        request); the EVM is not survivable, so the run then fails naming it, and the others
+        halt without asking it again. No event is counted lost, none is written twice, and
+        every event counted written is on disk."""
+        run, evm, ctx = self._evm_running_2000_events()
+        frozen_at = time.monotonic()
+        os.kill(ctx["pid"], signal.SIGSTOP)
+        self.addCleanup(lambda: pid_alive(ctx["pid"]) and os.kill(ctx["pid"], signal.SIGCONT))
+        wait_until(lambda: run.poll() is not None, 120, "the run to fail")
+        print(f"\nthe run failed {time.monotonic() - frozen_at:.1f} s after the EVM froze")
+        out = self.output_of("run.log")
+        self.assertNotEqual(run.returncode, 0, out)
+        self.assertIn("context evm (pid", out)
+        self.assertIn("is slow", out)
+        with open(self.path("summary.json")) as f:
+            summary = json.load(f)
+        self.assertEqual(summary["status"], "failed", out)
+        self.assertIn("evm", summary["failure"])
+        self.assertIn("does not answer its control API", summary["failure"])
+        r = summary["results"]
+        print(f"results: { {k: v for k, v in r.items() if k.startswith('events')} }")
+        self.assertEqual(r["events_lost"], 0, r)
+        self._assert_every_event_once_on_disk([self.path("run-data")], None,
+                                              r["events_written"])
+
 
 if __name__ == "__main__":
     unittest.main()
