@@ -224,7 +224,9 @@ void UcxEndpoint::on_hello(AppIndex source, const ucp_am_recv_param_t* param) {
       if (c->state == Connection::State::dialing && c->peer == source) welcomed(*c);
       return;
     }
-    if (c->state != Connection::State::open || c->peer != wire::kNoApplication) return;
+    if (c->state != Connection::State::open || c->peer != wire::kNoApplication || c->refused) {
+      return;
+    }
     associate(*c, source);
     // Answered with our own hello once progress has returned (not from UCX's callback).
     if (c->state == Connection::State::open) welcomes_.push_back(c.get());
@@ -287,9 +289,13 @@ void UcxEndpoint::refuse_stranger(const wire::MessageHeader& hello,
   strangers_.refused("ucx", addresses_[self()].id, where, claimed, detail::run_of(hello),
                      options_.run);
   // A dialed one (the welcome of an endpoint of another run) ends the attempt: it is retried,
-  // and fails the peer when no endpoint of this run answers in time.
-  if (from != nullptr && (from->dialed || from->peer == wire::kNoApplication)) {
+  // and fails the peer when no endpoint of this run answers in time. An accepted one is never
+  // answered: its dialer gives up on it.
+  if (from == nullptr) return;
+  if (from->dialed) {
     on_connection_error(*from, UCS_ERR_REJECTED);
+  } else if (from->peer == wire::kNoApplication) {
+    from->refused = true;
   }
 }
 

@@ -64,6 +64,10 @@ struct Connection {
   bool established = false;  // was open: its failure fails the peer
   ucs_status_t error = UCS_OK;
   std::string from;  // an accepted one: the client's address, for messages
+  // An accepted one whose hello named another run: never a peer's, and left to its dialer to
+  // close (which it does when no welcome comes). Closing it here, while UCX may still be wiring
+  // it up, had UCX report an error on it after it was gone.
+  bool refused = false;
   void* hello_request = nullptr;
   void* close_request = nullptr;
   std::array<std::byte, wire::kHeaderSize> hello{};
