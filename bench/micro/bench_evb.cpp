@@ -12,9 +12,9 @@
 #include <vector>
 
 #include "daqflow/apps/evb/builder.hpp"
-#include "daqflow/apps/evb/emulator.hpp"
 #include "daqflow/apps/evb/readout.hpp"
-#include "daqflow/apps/evb/super_fragment_check.hpp"
+#include "daqflow/apps/fed/emulator.hpp"
+#include "daqflow/apps/fed/super_fragment_check.hpp"
 #include "micro_support.hpp"
 
 namespace daqflow::micro {

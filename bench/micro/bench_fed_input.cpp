@@ -13,8 +13,8 @@
 #include <thread>
 #include <vector>
 
-#include "daqflow/apps/evb/fed_stream.hpp"
-#include "daqflow/apps/evb/network_input.hpp"
+#include "daqflow/apps/fed/fed_stream.hpp"
+#include "daqflow/apps/fed/network_input.hpp"
 #include "daqflow/wire/fed.hpp"
 #include "daqflow/wire/ferol.hpp"
 #include "micro_support.hpp"

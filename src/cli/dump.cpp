@@ -16,8 +16,8 @@
 #include <vector>
 
 #include "cli/commands.hpp"
-#include "daqflow/apps/evb/event_file.hpp"
-#include "daqflow/apps/evb/frd.hpp"
+#include "daqflow/apps/output/event_file.hpp"
+#include "daqflow/apps/output/frd.hpp"
 #include "daqflow/wire/evb.hpp"
 
 namespace daqflow::cli {

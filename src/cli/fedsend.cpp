@@ -5,7 +5,7 @@
 // Plays FEDs for a RU's network input (`input: network`): FED ID + i streams to PORT + i, one
 // TCP connection and one thread per FED, each fragment cut into CMS FEROL blocks
 // (daqflow/wire/ferol.hpp; --block-data bytes of fragment per block, 4080 as a FEROL fills
-// them) or behind the frame header of daqflow/apps/evb/fed_stream.hpp. Fragments are made with the
+// them) or behind the frame header of daqflow/apps/fed/fed_stream.hpp. Fragments are made with the
 // FED codec (wire::write_fragment: a per-FED, per-event payload pattern and a correct CRC), or
 // replayed from a file of raw fragments (--file; each goes to the stream of its source id).
 // --corrupt-crc flips the CRC of the first FED's fragment of that event, for testing the RU's
@@ -30,7 +30,7 @@
 #include <vector>
 
 #include "cli/commands.hpp"
-#include "daqflow/apps/evb/fed_stream.hpp"
+#include "daqflow/apps/fed/fed_stream.hpp"
 #include "daqflow/control/client.hpp"
 #include "daqflow/core/net.hpp"
 #include "daqflow/wire/endian.hpp"

@@ -13,7 +13,7 @@
 #include <filesystem>
 #include <string>
 
-#include "daqflow/apps/evb/frd.hpp"
+#include "daqflow/apps/output/frd.hpp"
 #include "daqflow/wire/ferol.hpp"
 
 namespace {

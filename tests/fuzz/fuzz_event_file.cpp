@@ -11,7 +11,7 @@
 #include <cstring>
 #include <string>
 
-#include "daqflow/apps/evb/event_file.hpp"
+#include "daqflow/apps/output/event_file.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   using namespace daqflow::apps::evb;

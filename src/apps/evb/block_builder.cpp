@@ -2,7 +2,7 @@
 #include <cstring>
 
 #include "daqflow/apps/evb/builder.hpp"
-#include "daqflow/apps/evb/super_fragment_check.hpp"
+#include "daqflow/apps/fed/super_fragment_check.hpp"
 #include "daqflow/wire/endian.hpp"
 
 namespace daqflow::apps::evb {

@@ -8,8 +8,8 @@
 #include <filesystem>
 #include <thread>
 
-#include "daqflow/apps/evb/frd.hpp"
-#include "daqflow/apps/evb/salvage.hpp"
+#include "daqflow/apps/output/frd.hpp"
+#include "daqflow/apps/output/salvage.hpp"
 #include "daqflow/wire/evb.hpp"
 
 namespace daqflow::apps::evb {

@@ -32,12 +32,12 @@
 #include <vector>
 
 #include "apps/app_support.hpp"
+#include "apps/builders/fanout.hpp"
 #include "daqflow/apps/evb/builder.hpp"
-#include "daqflow/apps/evb/output.hpp"
+#include "daqflow/apps/output/output.hpp"
 #include "daqflow/core/latency_histogram.hpp"
 #include "daqflow/runtime/application.hpp"
 #include "evb_config.hpp"
-#include "fanout.hpp"
 
 namespace daqflow::apps::evb {
 

@@ -4,10 +4,10 @@
 #include <bit>
 
 #include "apps/app_support.hpp"
-#include "daqflow/apps/evb/emulator.hpp"
-#include "daqflow/apps/evb/output.hpp"
+#include "apps/fed/sources.hpp"
+#include "daqflow/apps/fed/emulator.hpp"
+#include "daqflow/apps/output/output.hpp"
 #include "daqflow/wire/evb.hpp"
-#include "sources.hpp"
 
 namespace daqflow::apps::evb {
 

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "daqflow/apps/evb/event_numbers.hpp"
+#include "daqflow/apps/fed/event_numbers.hpp"
 #include "daqflow/core/result.hpp"
 #include "daqflow/runtime/application.hpp"
 

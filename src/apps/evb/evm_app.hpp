@@ -33,11 +33,11 @@
 #include <vector>
 
 #include "apps/app_support.hpp"
+#include "apps/builders/fanout.hpp"
 #include "daqflow/apps/evb/event_manager.hpp"
 #include "daqflow/apps/sampler.hpp"
 #include "daqflow/runtime/application.hpp"
 #include "evb_config.hpp"
-#include "fanout.hpp"
 #include "readout_role.hpp"
 
 namespace daqflow::apps::evb {

@@ -3,8 +3,8 @@
 #include <spdlog/spdlog.h>
 
 #include "apps/app_support.hpp"
+#include "apps/fed/sources.hpp"
 #include "daqflow/core/clock.hpp"
-#include "sources.hpp"
 
 namespace daqflow::apps::evb {
 

@@ -15,8 +15,8 @@
 #include <string>
 #include <vector>
 
-#include "daqflow/apps/evb/fragment_source.hpp"
 #include "daqflow/apps/evb/readout.hpp"
+#include "daqflow/apps/fed/fragment_source.hpp"
 #include "daqflow/runtime/application.hpp"
 #include "evb_config.hpp"
 

@@ -7,7 +7,7 @@
 #include <bit>
 #include <cmath>
 
-#include "daqflow/apps/evb/salvage.hpp"
+#include "daqflow/apps/output/salvage.hpp"
 #include "daqflow/wire/endian.hpp"
 
 namespace daqflow::apps::farm {

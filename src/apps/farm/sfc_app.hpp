@@ -29,8 +29,8 @@
 #include <vector>
 
 #include "apps/app_support.hpp"
-#include "daqflow/apps/evb/output.hpp"
 #include "daqflow/apps/farm/dispatcher.hpp"
+#include "daqflow/apps/output/output.hpp"
 #include "daqflow/apps/sampler.hpp"
 #include "daqflow/core/latency_histogram.hpp"
 #include "daqflow/core/random.hpp"

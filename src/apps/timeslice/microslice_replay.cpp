@@ -10,7 +10,7 @@
 #include <filesystem>
 #include <utility>
 
-#include "daqflow/apps/evb/event_file.hpp"
+#include "daqflow/apps/output/event_file.hpp"
 #include "daqflow/wire/endian.hpp"
 
 namespace daqflow::apps::timeslice {

@@ -16,8 +16,8 @@
 #include <string>
 #include <vector>
 
+#include "apps/output/timeslice_check.hpp"
 #include "daqflow/core/result.hpp"
-#include "ts_check.hpp"
 
 namespace daqflow::apps::timeslice {
 

@@ -7,7 +7,7 @@
 #include <chrono>
 #include <thread>
 
-#include "daqflow/apps/evb/salvage.hpp"
+#include "daqflow/apps/output/salvage.hpp"
 #include "daqflow/wire/endian.hpp"
 #include "daqflow/wire/farm.hpp"
 

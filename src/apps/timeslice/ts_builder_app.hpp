@@ -26,7 +26,7 @@
 #include <vector>
 
 #include "apps/app_support.hpp"
-#include "daqflow/apps/evb/output.hpp"
+#include "daqflow/apps/output/output.hpp"
 #include "daqflow/apps/sampler.hpp"
 #include "daqflow/runtime/application.hpp"
 #include "daqflow/wire/timeslice.hpp"

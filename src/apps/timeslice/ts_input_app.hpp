@@ -34,12 +34,12 @@
 #include <vector>
 
 #include "apps/app_support.hpp"
+#include "apps/output/timeslice_check.hpp"
 #include "daqflow/apps/sampler.hpp"
 #include "daqflow/core/random.hpp"
 #include "daqflow/runtime/application.hpp"
 #include "daqflow/wire/timeslice.hpp"
 #include "microslice_replay.hpp"
-#include "ts_check.hpp"
 
 namespace daqflow::apps::timeslice {
 

@@ -27,7 +27,7 @@
 #include <vector>
 
 #include "apps/app_support.hpp"
-#include "daqflow/apps/consumers.hpp"
+#include "daqflow/apps/builders/consumers.hpp"
 #include "daqflow/runtime/application.hpp"
 #include "daqflow/wire/timeslice.hpp"
 

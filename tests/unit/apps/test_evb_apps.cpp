@@ -5,7 +5,7 @@
 
 #include "apps/test_evb_cluster.hpp"
 #include "daqflow/apps/builtin.hpp"
-#include "daqflow/apps/evb/output.hpp"
+#include "daqflow/apps/output/output.hpp"
 #include "daqflow/core/clock.hpp"
 
 namespace daqflow::apps::evb {

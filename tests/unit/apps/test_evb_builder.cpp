@@ -5,8 +5,8 @@
 #include <vector>
 
 #include "daqflow/apps/evb/builder.hpp"
-#include "daqflow/apps/evb/emulator.hpp"
 #include "daqflow/apps/evb/readout.hpp"
+#include "daqflow/apps/fed/emulator.hpp"
 
 namespace daqflow::apps::evb {
 namespace {

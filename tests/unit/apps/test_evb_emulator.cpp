@@ -5,7 +5,7 @@
 #include <nlohmann/json.hpp>
 #include <vector>
 
-#include "daqflow/apps/evb/emulator.hpp"
+#include "daqflow/apps/fed/emulator.hpp"
 #include "daqflow/wire/fed.hpp"
 
 namespace daqflow::apps::evb {

@@ -3,8 +3,8 @@
 
 #include <vector>
 
-#include "daqflow/apps/evb/emulator.hpp"
-#include "daqflow/apps/evb/super_fragment_check.hpp"
+#include "daqflow/apps/fed/emulator.hpp"
+#include "daqflow/apps/fed/super_fragment_check.hpp"
 #include "daqflow/wire/endian.hpp"
 
 namespace daqflow::apps::evb {

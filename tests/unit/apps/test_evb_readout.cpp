@@ -5,8 +5,8 @@
 #include <limits>
 #include <vector>
 
-#include "daqflow/apps/evb/emulator.hpp"
 #include "daqflow/apps/evb/readout.hpp"
+#include "daqflow/apps/fed/emulator.hpp"
 #include "daqflow/wire/fed.hpp"
 
 namespace daqflow::apps::evb {

@@ -8,7 +8,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
-#include "daqflow/apps/evb/event_file.hpp"
+#include "daqflow/apps/output/event_file.hpp"
 #include "daqflow/wire/crc32c.hpp"
 #include "daqflow/wire/evb.hpp"
 #include "test_event_file_support.hpp"

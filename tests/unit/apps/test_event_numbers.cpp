@@ -2,7 +2,7 @@
 // and the errors; the emulator's L1 ids for both numberings.
 #include <gtest/gtest.h>
 
-#include "daqflow/apps/evb/event_numbers.hpp"
+#include "daqflow/apps/fed/event_numbers.hpp"
 
 namespace daqflow::apps::evb {
 namespace {

@@ -17,9 +17,9 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
-#include "daqflow/apps/evb/event_file.hpp"
-#include "daqflow/apps/evb/output.hpp"
-#include "daqflow/apps/evb/salvage.hpp"
+#include "daqflow/apps/output/event_file.hpp"
+#include "daqflow/apps/output/output.hpp"
+#include "daqflow/apps/output/salvage.hpp"
 #include "daqflow/wire/crc32c.hpp"
 #include "daqflow/wire/evb.hpp"
 #include "test_event_file_support.hpp"

@@ -11,9 +11,9 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
-#include "daqflow/apps/evb/frd.hpp"
-#include "daqflow/apps/evb/output.hpp"
-#include "daqflow/apps/evb/salvage.hpp"
+#include "daqflow/apps/output/frd.hpp"
+#include "daqflow/apps/output/output.hpp"
+#include "daqflow/apps/output/salvage.hpp"
 #include "daqflow/wire/endian.hpp"
 #include "test_event_file_support.hpp"
 

@@ -14,8 +14,8 @@
 #include <regex>
 #include <thread>
 
-#include "daqflow/apps/evb/fed_stream.hpp"
-#include "daqflow/apps/evb/network_input.hpp"
+#include "daqflow/apps/fed/fed_stream.hpp"
+#include "daqflow/apps/fed/network_input.hpp"
 #include "daqflow/wire/endian.hpp"
 #include "daqflow/wire/evb.hpp"
 #include "daqflow/wire/fed.hpp"

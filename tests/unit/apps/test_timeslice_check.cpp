@@ -3,7 +3,7 @@
 #include <nlohmann/json.hpp>
 #include <vector>
 
-#include "apps/timeslice/ts_check.hpp"
+#include "apps/output/timeslice_check.hpp"
 #include "daqflow/wire/crc32c.hpp"
 #include "daqflow/wire/endian.hpp"
 

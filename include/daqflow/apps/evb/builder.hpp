@@ -29,9 +29,9 @@
 #include <string>
 #include <vector>
 
-#include "daqflow/apps/evb/emulator.hpp"
-#include "daqflow/apps/evb/output.hpp"
-#include "daqflow/apps/evb/super_fragment_check.hpp"
+#include "daqflow/apps/fed/emulator.hpp"
+#include "daqflow/apps/fed/super_fragment_check.hpp"
+#include "daqflow/apps/output/output.hpp"
 #include "daqflow/core/result.hpp"
 #include "daqflow/transport/transport.hpp"
 #include "daqflow/wire/evb.hpp"

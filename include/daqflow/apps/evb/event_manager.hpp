@@ -41,7 +41,7 @@
 #include <string>
 #include <vector>
 
-#include "daqflow/apps/consumers.hpp"
+#include "daqflow/apps/builders/consumers.hpp"
 #include "daqflow/core/result.hpp"
 #include "daqflow/transport/address.hpp"
 #include "daqflow/wire/evb.hpp"

@@ -31,7 +31,7 @@
 #include <string>
 #include <vector>
 
-#include "daqflow/apps/evb/fragment_source.hpp"
+#include "daqflow/apps/fed/fragment_source.hpp"
 #include "daqflow/core/buffer_pool.hpp"
 #include "daqflow/core/result.hpp"
 #include "daqflow/transport/transport.hpp"

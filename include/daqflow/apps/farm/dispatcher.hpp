@@ -36,7 +36,7 @@
 #include <string_view>
 #include <vector>
 
-#include "daqflow/apps/consumers.hpp"
+#include "daqflow/apps/builders/consumers.hpp"
 #include "daqflow/core/result.hpp"
 #include "daqflow/transport/address.hpp"
 #include "daqflow/wire/farm.hpp"

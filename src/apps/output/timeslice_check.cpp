@@ -1,4 +1,4 @@
-#include "ts_check.hpp"
+#include "apps/output/timeslice_check.hpp"
 
 #include <fmt/format.h>
 

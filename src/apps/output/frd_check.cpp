@@ -1,4 +1,4 @@
-// `daqflow dump` for FRD files (include/daqflow/apps/evb/frd.hpp): every event and file, and the
+// `daqflow dump` for FRD files (include/daqflow/apps/output/frd.hpp): every event and file, and the
 // run's end-of-section and end-of-run records against them.
 
 #include <fmt/format.h>
@@ -9,7 +9,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 
-#include "daqflow/apps/evb/frd.hpp"
+#include "daqflow/apps/output/frd.hpp"
 #include "daqflow/wire/crc32c.hpp"
 #include "event_checks.hpp"
 

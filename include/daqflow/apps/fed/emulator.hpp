@@ -29,8 +29,8 @@
 #include <string>
 #include <vector>
 
-#include "daqflow/apps/evb/event_numbers.hpp"
-#include "daqflow/apps/evb/fragment_source.hpp"
+#include "daqflow/apps/fed/event_numbers.hpp"
+#include "daqflow/apps/fed/fragment_source.hpp"
 #include "daqflow/core/random.hpp"
 #include "daqflow/core/result.hpp"
 

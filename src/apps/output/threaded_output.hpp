@@ -13,7 +13,7 @@
 #include <string>
 #include <thread>
 
-#include "daqflow/apps/evb/output.hpp"
+#include "daqflow/apps/output/output.hpp"
 #include "daqflow/core/rings.hpp"
 
 namespace daqflow::apps::evb {

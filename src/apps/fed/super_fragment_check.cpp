@@ -1,4 +1,4 @@
-#include "daqflow/apps/evb/super_fragment_check.hpp"
+#include "daqflow/apps/fed/super_fragment_check.hpp"
 
 #include <array>
 

@@ -1,6 +1,6 @@
-// The frame header of FED streams (daqflow/apps/evb/fed_stream.hpp).
+// The frame header of FED streams (daqflow/apps/fed/fed_stream.hpp).
 
-#include "daqflow/apps/evb/fed_stream.hpp"
+#include "daqflow/apps/fed/fed_stream.hpp"
 #include "daqflow/wire/endian.hpp"
 
 namespace daqflow::apps::evb {

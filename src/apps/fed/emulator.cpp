@@ -1,4 +1,4 @@
-#include "daqflow/apps/evb/emulator.hpp"
+#include "daqflow/apps/fed/emulator.hpp"
 
 #include <algorithm>
 #include <bit>

@@ -1,4 +1,4 @@
-#include "daqflow/apps/evb/event_file.hpp"
+#include "daqflow/apps/output/event_file.hpp"
 
 #include <fmt/format.h>
 

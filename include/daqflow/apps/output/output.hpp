@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-#include "daqflow/apps/evb/event_file.hpp"
+#include "daqflow/apps/output/event_file.hpp"
 #include "daqflow/core/buffer_pool.hpp"
 #include "daqflow/core/result.hpp"
 #include "daqflow/runtime/params.hpp"
@@ -35,7 +35,7 @@ struct EventPiece {
 
 struct BuiltEvent {
   // The event's id: its index in the run (event_numbers: index), or (cms) resync count << 32 |
-  // event number (apps/evb/event_numbers.hpp).
+  // event number (apps/fed/event_numbers.hpp).
   std::uint64_t number = 0;
   std::uint32_t flags = 0;        // wire::EventFlags
   std::uint32_t first_piece = 0;  // index into OutputBatch::pieces

@@ -1,4 +1,4 @@
-#include "daqflow/apps/evb/event_numbers.hpp"
+#include "daqflow/apps/fed/event_numbers.hpp"
 
 #include <fmt/format.h>
 

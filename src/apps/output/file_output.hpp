@@ -1,6 +1,6 @@
 #pragma once
 // The disk writer behind `output: {kind: file}`: a thread of its own writes the BU's built events
-// into files of the format of daqflow/apps/evb/event_file.hpp, so that the BU never waits for
+// into files of the format of daqflow/apps/output/event_file.hpp, so that the BU never waits for
 // the disk.
 //
 // Data path: submit() pushes the batch into a bounded SPSC ring; the writer thread takes it,
@@ -29,8 +29,8 @@
 #include <thread>
 #include <vector>
 
-#include "daqflow/apps/evb/event_file.hpp"
-#include "daqflow/apps/evb/output.hpp"
+#include "daqflow/apps/output/event_file.hpp"
+#include "daqflow/apps/output/output.hpp"
 #include "threaded_output.hpp"
 
 namespace daqflow::apps::evb {

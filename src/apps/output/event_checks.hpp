@@ -5,7 +5,7 @@
 #include <span>
 #include <vector>
 
-#include "daqflow/apps/evb/event_file.hpp"
+#include "daqflow/apps/output/event_file.hpp"
 #include "daqflow/wire/fed.hpp"
 
 namespace daqflow::apps::evb {

@@ -5,7 +5,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "daqflow/apps/evb/network_input.hpp"
+#include "daqflow/apps/fed/network_input.hpp"
 #include "daqflow/wire/fed.hpp"
 #include "sources.hpp"
 

@@ -1,6 +1,6 @@
 #pragma once
 // The writer behind `output: {kind: frd}`: built events in CMS's FRD format, in the run
-// directory layout the HLT reads (include/daqflow/apps/evb/frd.hpp), on a thread of its own.
+// directory layout the HLT reads (include/daqflow/apps/output/frd.hpp), on a thread of its own.
 //
 // Per luminosity section (the event's, as the EVM assigned it) files of up to events_per_file
 // events, written in open/ and renamed into the run directory when complete, then given their
@@ -24,7 +24,7 @@
 #include <string>
 #include <vector>
 
-#include "daqflow/apps/evb/frd.hpp"
+#include "daqflow/apps/output/frd.hpp"
 #include "threaded_output.hpp"
 
 namespace daqflow::apps::evb {

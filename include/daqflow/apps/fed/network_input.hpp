@@ -1,7 +1,7 @@
 #pragma once
 // A RU's FED network input (`input: network`): one listening TCP socket per FED (FED i on
 // port + i), each accepting one FED stream at a time: FEROL blocks (daqflow/wire/ferol.hpp) or
-// frames (daqflow/apps/evb/fed_stream.hpp), by `framing`.
+// frames (daqflow/apps/fed/fed_stream.hpp), by `framing`.
 //
 // One I/O thread (epoll) reads every FED's stream into staging chunks taken from that FED's own
 // buffer pool and publishes each complete fragment, validated, into that FED's bounded SPSC
@@ -37,8 +37,8 @@
 #include <string>
 #include <vector>
 
-#include "daqflow/apps/evb/event_numbers.hpp"
-#include "daqflow/apps/evb/fragment_source.hpp"
+#include "daqflow/apps/fed/event_numbers.hpp"
+#include "daqflow/apps/fed/fragment_source.hpp"
 #include "daqflow/core/result.hpp"
 
 namespace daqflow::apps::evb {
@@ -47,7 +47,7 @@ enum class OnFragmentError : std::uint8_t { fail, mark };
 
 // How fragments are delimited on a FED's stream: in CMS FEROL blocks (daqflow/wire/ferol.hpp,
 // what a FEROL and XDAQ's DummyFEROL send), or each behind one frame header
-// (daqflow/apps/evb/fed_stream.hpp).
+// (daqflow/apps/fed/fed_stream.hpp).
 enum class FedFraming : std::uint8_t { ferol, frame };
 
 struct NetworkInputSettings {

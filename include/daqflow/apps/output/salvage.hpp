@@ -58,7 +58,7 @@ struct SalvageReport {
   std::uint64_t bytes_cut = 0;  // torn or partial data removed
 };
 
-// The same for a lost BU's CMS FRD files (output kind frd, apps/evb/frd.hpp), in its run
+// The same for a lost BU's CMS FRD files (output kind frd, apps/output/frd.hpp), in its run
 // directory: the raw files of the sections of the blocks in doubt, the one still in open/ and
 // any finished one without its .jsn are scanned (events kept while their FRD header and CRC-32C
 // check); an event of a block is found by its section and event number (the id's low 32 bits);

@@ -1,5 +1,5 @@
 #pragma once
-// The FED network input (contract in daqflow/apps/evb/network_input.hpp).
+// The FED network input (contract in daqflow/apps/fed/network_input.hpp).
 // network_input.cpp: set-up and the RU side (produce); network_input_io.cpp: the I/O thread;
 // network_input_check.cpp: the validation of each fragment.
 
@@ -11,8 +11,8 @@
 #include <thread>
 #include <vector>
 
-#include "daqflow/apps/evb/fed_stream.hpp"
-#include "daqflow/apps/evb/network_input.hpp"
+#include "daqflow/apps/fed/fed_stream.hpp"
+#include "daqflow/apps/fed/network_input.hpp"
 #include "daqflow/core/buffer_pool.hpp"
 #include "daqflow/core/net.hpp"
 #include "daqflow/core/rings.hpp"

@@ -1,4 +1,4 @@
-#include "daqflow/apps/evb/salvage.hpp"
+#include "daqflow/apps/output/salvage.hpp"
 
 #include <fcntl.h>
 #include <fmt/format.h>
@@ -13,7 +13,7 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
-#include "daqflow/apps/evb/event_file.hpp"
+#include "daqflow/apps/output/event_file.hpp"
 #include "daqflow/core/net.hpp"
 #include "daqflow/wire/crc32c.hpp"
 

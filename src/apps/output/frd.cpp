@@ -1,4 +1,4 @@
-#include "daqflow/apps/evb/frd.hpp"
+#include "daqflow/apps/output/frd.hpp"
 
 #include <fmt/format.h>
 

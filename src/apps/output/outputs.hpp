@@ -1,12 +1,12 @@
 #pragma once
-// The output kinds behind evb::make_output (include/daqflow/apps/evb/output.hpp), one factory
+// The output kinds behind evb::make_output (include/daqflow/apps/output/output.hpp), one factory
 // per kind. make_output (output_factory.cpp) dispatches on the `kind` key of a BU's `output`
 // parameter and calls one of these. Control path only.
 
 #include <memory>
 #include <nlohmann/json_fwd.hpp>
 
-#include "daqflow/apps/evb/output.hpp"
+#include "daqflow/apps/output/output.hpp"
 #include "daqflow/core/result.hpp"
 
 namespace daqflow::apps::evb {

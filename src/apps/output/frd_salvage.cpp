@@ -13,8 +13,8 @@
 #include <map>
 #include <set>
 
-#include "daqflow/apps/evb/frd.hpp"
-#include "daqflow/apps/evb/salvage.hpp"
+#include "daqflow/apps/output/frd.hpp"
+#include "daqflow/apps/output/salvage.hpp"
 #include "daqflow/core/net.hpp"
 #include "daqflow/wire/crc32c.hpp"
 #include "file_util.hpp"

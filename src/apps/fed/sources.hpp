@@ -1,5 +1,5 @@
 #pragma once
-// The fragment sources behind a RU's `input` parameter (include/daqflow/apps/evb/
+// The fragment sources behind a RU's `input` parameter (include/daqflow/apps/fed/
 // fragment_source.hpp): the FED emulator (`input: emulator`) and FED streams received over TCP
 // (`input: network`). Both are made at Configure from the RU's validated parameters. Control
 // path only.
@@ -10,8 +10,8 @@
 #include <string>
 #include <vector>
 
-#include "daqflow/apps/evb/event_numbers.hpp"
-#include "daqflow/apps/evb/fragment_source.hpp"
+#include "daqflow/apps/fed/event_numbers.hpp"
+#include "daqflow/apps/fed/fragment_source.hpp"
 #include "daqflow/core/result.hpp"
 #include "daqflow/runtime/params.hpp"
 

@@ -3,7 +3,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "daqflow/apps/evb/output.hpp"
+#include "daqflow/apps/output/output.hpp"
 #include "daqflow/runtime/config.hpp"
 #include "daqflow/runtime/params.hpp"
 #include "outputs.hpp"

@@ -1,4 +1,4 @@
-#include "daqflow/apps/consumers.hpp"
+#include "daqflow/apps/builders/consumers.hpp"
 
 #include <algorithm>
 

@@ -1,6 +1,6 @@
 // The network input's I/O thread: accepts one connection per FED, reads each FED's stream into
 // staging chunks and publishes the validated fragments into the FED's ring (contract in
-// daqflow/apps/evb/network_input.hpp).
+// daqflow/apps/fed/network_input.hpp).
 //
 // Chunk filling: bytes [parse_pos, read_pos) of the current chunk are received but not yet
 // published; parse_pos is always at a frame boundary. While read_pos is below chunk_size -
@@ -21,7 +21,7 @@
 #include <cerrno>
 #include <cstring>
 
-#include "daqflow/apps/evb/fed_stream.hpp"
+#include "daqflow/apps/fed/fed_stream.hpp"
 #include "daqflow/core/log.hpp"
 #include "daqflow/wire/fed.hpp"
 #include "daqflow/wire/ferol.hpp"

@@ -13,8 +13,8 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 
-#include "apps/timeslice/ts_check.hpp"
-#include "daqflow/apps/evb/event_file.hpp"
+#include "apps/output/timeslice_check.hpp"
+#include "daqflow/apps/output/event_file.hpp"
 #include "daqflow/wire/crc32c.hpp"
 #include "daqflow/wire/endian.hpp"
 #include "daqflow/wire/evb.hpp"

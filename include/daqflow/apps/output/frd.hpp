@@ -32,7 +32,7 @@
 #include <string_view>
 #include <vector>
 
-#include "daqflow/apps/evb/event_file.hpp"
+#include "daqflow/apps/output/event_file.hpp"
 
 namespace daqflow::apps::evb {
 
