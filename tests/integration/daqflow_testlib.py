@@ -338,13 +338,15 @@ class DaqflowTestCase(unittest.TestCase):
                                  f"output:\n{e.output.decode(errors='replace') if e.output else ''}")
         return done.returncode, done.stdout.decode("utf-8", "replace")
 
-    def run_config(self, config_path, *extra, timeout=120):
-        """`daqflow run CONFIG --summary S --log-dir L EXTRA`; returns (code, output, summary)."""
+    def run_config(self, config_path, *extra, timeout=120, logs="logs"):
+        """`daqflow run CONFIG --summary S --log-dir L EXTRA`; returns (code, output, summary).
+        A test that runs several times gives each run its own `logs` folder, so that a failed
+        run's logs are not overwritten by the next run's before they are printed."""
         summary = self.path("summary.json")
         if os.path.exists(summary):
             os.remove(summary)
         code, out = self.daqflow(["run", config_path, "--summary", summary, "--log-dir",
-                                  self.path("logs")] + list(extra), timeout=timeout)
+                                  self.path(logs)] + list(extra), timeout=timeout)
         data = None
         if os.path.exists(summary):
             with open(summary) as f:

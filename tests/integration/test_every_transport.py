@@ -28,7 +28,8 @@ class EveryTransport(DaqflowTestCase):
     def check_stream(self, transport):
         text = set_default_transport(rewrite_ports(read_example("stream-1to1.yaml")), transport)
         config = self.write_config(f"stream-{transport}.yaml", text)
-        code, out, summary = self.run_config(config, "--duration", "2", timeout=120)
+        code, out, summary = self.run_config(config, "--duration", "2", timeout=120,
+                                             logs=f"logs-stream-{transport}")
         self.assertEqual(code, 0, out)
         self.assertEqual(summary["status"], "ok", summary.get("failure"))
         sink = summary["applications"]["sink0"]
@@ -42,7 +43,8 @@ class EveryTransport(DaqflowTestCase):
         text = re.sub(r"output: \{kind: file[^}]*\}", "output: {kind: discard}", text)
         text = set_default_transport(text, transport)
         config = self.write_config(f"local-{transport}.yaml", text)
-        code, out, summary = self.run_config(config, "--duration", "3", timeout=180)
+        code, out, summary = self.run_config(config, "--duration", "3", timeout=180,
+                                             logs=f"logs-evb-{transport}")
         self.assertEqual(code, 0, out)
         self.assertEqual(summary["status"], "ok", summary.get("failure"))
         r = summary["results"]
