@@ -121,13 +121,11 @@ void NetworkInput::stop() {
 }
 
 void NetworkInput::set_failure(std::string reason) {
-  if (failure_claimed_.exchange(true, std::memory_order_acq_rel)) return;
-  failure_ = std::move(reason);
-  has_failure_.store(true, std::memory_order_release);
+  (void)failure_.set(std::move(reason));
 }
 
 std::string NetworkInput::failure() const {
-  return has_failure_.load(std::memory_order_acquire) ? failure_ : std::string();
+  return failure_.reason();
 }
 
 std::size_t NetworkInput::max_super_fragment_size() const {
@@ -145,7 +143,7 @@ FragmentSourceStats NetworkInput::stats() const {
 }
 
 Produced NetworkInput::produce(std::uint64_t event, std::span<std::byte> out) {
-  if (has_failure_.load(std::memory_order_acquire)) return {Produced::Status::failed, 0, 0};
+  if (failure_.failed()) return {Produced::Status::failed, 0, 0};
   if (event != next_event_) {
     set_failure(
         fmt::format("{}: asked for event {} while event {} is next (events are read in "

@@ -11,6 +11,7 @@
 #include <thread>
 #include <vector>
 
+#include "daqflow/apps/builders/first_failure.hpp"
 #include "daqflow/apps/fed/fed_stream.hpp"
 #include "daqflow/apps/fed/network_input.hpp"
 #include "daqflow/core/buffer_pool.hpp"
@@ -125,10 +126,7 @@ class NetworkInput final : public FragmentSource {
   std::atomic<std::uint64_t> bytes_{0};
   std::atomic<std::uint64_t> errors_{0};
   std::atomic<std::uint64_t> crc_checked_{0};
-  // failure_ is written once, before has_failure_ is released.
-  std::atomic<bool> has_failure_{false};
-  std::atomic<bool> failure_claimed_{false};
-  std::string failure_;
+  FirstFailure failure_;  // set by the I/O thread or produce()
 };
 
 }  // namespace daqflow::apps::evb

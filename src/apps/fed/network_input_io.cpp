@@ -46,7 +46,7 @@ void NetworkInput::run() {
   std::array<epoll_event, 64> events{};
   bool io_stopped = false;
   while (!stopping_.load(std::memory_order_acquire)) {
-    if (!io_stopped && has_failure_.load(std::memory_order_acquire)) {
+    if (!io_stopped && failure_.failed()) {
       stop_all_io();
       io_stopped = true;
     }
@@ -158,7 +158,7 @@ void NetworkInput::close_connection(Fed& fed) {
 
 void NetworkInput::service(Fed& fed) {
   for (int round = 0; round < kReadsPerService; ++round) {
-    if (fed.dead || has_failure_.load(std::memory_order_acquire)) return;
+    if (fed.dead || failure_.failed()) return;
     if (!parse(fed)) return pause(fed);
     if (fed.dead || !fed.conn_fd) {
       fed.paused = false;

@@ -14,9 +14,9 @@
 
 #include <atomic>
 #include <cstring>
-#include <mutex>
 #include <vector>
 
+#include "daqflow/apps/builders/first_failure.hpp"
 #include "daqflow/wire/farm.hpp"
 #include "outputs.hpp"
 
@@ -77,11 +77,8 @@ class FarmOutput final : public EventOutput {
     s.events_copied = copied_published_.load(std::memory_order_relaxed);
     return s;
   }
-  [[nodiscard]] std::string failure() const override {
-    const std::lock_guard lock(mutex_);
-    return failure_;
-  }
-  [[nodiscard]] bool failed() const override { return failed_.load(std::memory_order_acquire); }
+  [[nodiscard]] std::string failure() const override { return failure_.reason(); }
+  [[nodiscard]] bool failed() const override { return failure_.failed(); }
 
   // Sends what the window allows, event by event, oldest batch first.
   int progress() override {
@@ -212,12 +209,7 @@ class FarmOutput final : public EventOutput {
     OutputBatch* batch = nullptr;
     std::uint64_t done_at = 0;  // taken_ at which every event of the batch is taken
   };
-  void set_failure(std::string why) {
-    const std::lock_guard lock(mutex_);
-    if (!failure_.empty()) return;
-    failure_ = std::move(why);
-    failed_.store(true, std::memory_order_release);
-  }
+  void set_failure(std::string why) { (void)failure_.set(std::move(why)); }
 
   transport::Endpoint* endpoint_;
   transport::AppIndex sfc_;
@@ -238,9 +230,7 @@ class FarmOutput final : public EventOutput {
   std::atomic<std::uint64_t> taken_published_{0};
   std::atomic<std::uint64_t> bytes_written_{0};
   std::atomic<std::uint32_t> queued_{0};
-  mutable std::mutex mutex_;
-  std::string failure_;
-  std::atomic<bool> failed_{false};
+  FirstFailure failure_;
 };
 
 }  // namespace

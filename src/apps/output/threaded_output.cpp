@@ -37,20 +37,19 @@ Result<void> ThreadedOutput::close() {
     wake_.notify_one();
     if (thread_.joinable()) thread_.join();
   }
-  if (has_failure_.load(std::memory_order_acquire)) return Error(failure_);
+  if (failure_.failed()) return Error(failure_.reason());
   return ok();
 }
 
 std::string ThreadedOutput::failure() const {
-  return has_failure_.load(std::memory_order_acquire) ? failure_ : std::string();
+  return failure_.reason();
 }
 
 void ThreadedOutput::set_failure(std::string reason) {
   if (failed_) return;
   failed_ = true;
   spdlog::error("{}", reason);
-  failure_ = std::move(reason);
-  has_failure_.store(true, std::memory_order_release);
+  (void)failure_.set(std::move(reason));
 }
 
 void ThreadedOutput::run() {

@@ -13,6 +13,7 @@
 #include <string>
 #include <thread>
 
+#include "daqflow/apps/builders/first_failure.hpp"
 #include "daqflow/apps/output/output.hpp"
 #include "daqflow/core/rings.hpp"
 
@@ -28,7 +29,7 @@ class ThreadedOutput : public EventOutput {
   [[nodiscard]] OutputBatch* poll_done() final;
   Result<void> close() final;
   [[nodiscard]] std::string failure() const final;
-  [[nodiscard]] bool failed() const final { return has_failure_.load(std::memory_order_acquire); }
+  [[nodiscard]] bool failed() const final { return failure_.failed(); }
 
  protected:
   explicit ThreadedOutput(std::size_t queue_depth);
@@ -53,9 +54,7 @@ class ThreadedOutput : public EventOutput {
   std::atomic<bool> stopping_{false};
   std::atomic<bool> closed_{false};
   std::atomic<std::uint32_t> queued_{0};
-  // failure_ is written once by the writer thread before has_failure_ is released.
-  std::atomic<bool> has_failure_{false};
-  std::string failure_;
+  FirstFailure failure_;  // set by the writer thread
 };
 
 }  // namespace daqflow::apps::evb
