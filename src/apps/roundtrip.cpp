@@ -29,7 +29,6 @@ RoundTrip::~RoundTrip() {
 }
 
 Result<void> RoundTrip::configure(runtime::AppContext& ctx) {
-  release();
   core::retire_pool(pool_, core::BusyPool::leak, id());
   runtime::ParamReader p = ctx.param_reader();
   peer_id_ = p.get<std::string>("peer");
@@ -56,7 +55,7 @@ Result<void> RoundTrip::configure(runtime::AppContext& ctx) {
   }
   auto peer_index = ctx.index_of(peer_id_);
   if (!peer_index) {
-    return peer_index.error().context("application '" + id() + "': parameter 'peer'");
+    return peer_index.error().context("parameter 'peer'");
   }
   if (*peer_index == ctx.self().index) {
     return p.error("peer", "'" + id() + "' cannot be its own peer");
@@ -66,17 +65,16 @@ Result<void> RoundTrip::configure(runtime::AppContext& ctx) {
   sizes_ = sweep_sizes(min_size, max_size);
 
   auto endpoint = ctx.endpoint();
-  if (!endpoint) return endpoint.error().context("application '" + id() + "': endpoint");
+  if (!endpoint) return endpoint.error().context("endpoint");
   endpoint_ = *endpoint;
   if (auto connected = endpoint_->connect(peer_); !connected) {
-    return connected.error().context("application '" + id() + "': connecting to '" + peer_id_ +
-                                     "'");
+    return connected.error().context("connecting to '" + peer_id_ + "'");
   }
 
   if (initiator_) {
     auto pool = endpoint_->make_send_pool(id() + ".ping", std::max<std::uint64_t>(sizes_.back(), 1),
                                           kPingBuffers);
-    if (!pool) return pool.error().context("application '" + id() + "'");
+    if (!pool) return pool.error();
     pool_ = std::move(*pool);
     rtt_ns_.assign(iterations_, 0);
     points_.assign(sizes_.size(), SizePoint{});

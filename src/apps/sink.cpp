@@ -40,7 +40,6 @@ Sink::~Sink() {
 }
 
 Result<void> Sink::configure(runtime::AppContext& ctx) {
-  release();
   runtime::ParamReader p = ctx.param_reader();
   const auto listed = p.get<std::vector<std::string>>("sources");
   const auto verify = p.get<std::string>("verify");
@@ -82,7 +81,7 @@ Result<void> Sink::configure(runtime::AppContext& ctx) {
   }
 
   auto endpoint = ctx.endpoint();
-  if (!endpoint) return endpoint.error().context("application '" + id() + "': endpoint");
+  if (!endpoint) return endpoint.error().context("endpoint");
   endpoint_ = *endpoint;
   clock_ = &ctx.clock();
 

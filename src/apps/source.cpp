@@ -28,7 +28,6 @@ Source::~Source() {
 }
 
 Result<void> Source::configure(runtime::AppContext& ctx) {
-  release();
   core::retire_pool(pool_, core::BusyPool::leak, id());
   self_ = ctx.self().index;
   runtime::ParamReader p = ctx.param_reader();
@@ -74,7 +73,7 @@ Result<void> Source::configure(runtime::AppContext& ctx) {
   // The source counts its sends and nothing else: one completion per run of them.
   options.coalesce_send_done = true;
   auto endpoint = ctx.endpoint(&options);
-  if (!endpoint) return endpoint.error().context("application '" + id() + "': endpoint");
+  if (!endpoint) return endpoint.error().context("endpoint");
   endpoint_ = *endpoint;
 
   // A send completes when the receiver takes the message (shm, inproc: its descriptor), and the
@@ -86,7 +85,7 @@ Result<void> Source::configure(runtime::AppContext& ctx) {
   // is written once, here, and read in place by the sink.
   auto pool =
       endpoint_->make_send_pool(id() + ".send", std::max<std::uint32_t>(message_size_, 1), buffers);
-  if (!pool) return pool.error().context("application '" + id() + "'");
+  if (!pool) return pool.error();
   pool_ = std::move(*pool);
   pool_bound_ = false;
   scratch_.clear();
@@ -95,8 +94,7 @@ Result<void> Source::configure(runtime::AppContext& ctx) {
   for (const auto& d : dests_) {
     auto connected = endpoint_->connect(d.index);
     if (!connected) {
-      return connected.error().context("application '" + id() + "': connecting to '" +
-                                       detail::peer_name(ids_, d.index) + "'");
+      return connected.error().context("connecting to '" + detail::peer_name(ids_, d.index) + "'");
     }
   }
 

@@ -1,10 +1,9 @@
 #pragma once
 // AppHost: one application inside an executive. It is the application's AppContext, owns its
-// metrics, current parameters, endpoint and agent thread, and runs its state transitions.
-//
-// The host owns the application's run state: it publishes it to the application (RunState,
-// failed(), finished()) around each hook, keeps the first failure, tracks whether the agent has
-// seen Halting before asking drained(), and serialises results() with configure() and release().
+// metrics, current parameters, endpoint and agent thread, and keeps its state in the executive's
+// state machine. The application's lifecycle (the run state published around each hook, the
+// first failure, the halt handshake, the release order, results() kept apart from configure()
+// and release()) is the Lifecycle's, as under every other host (daqflow/runtime/lifecycle.hpp).
 //
 // Threading: the transition methods (configure(), enable(), ..., fail_now()) run on the owning
 // context's control thread only. The state is guarded by the context's state mutex, shared by
@@ -26,6 +25,7 @@
 #include "daqflow/core/agent.hpp"
 #include "daqflow/runtime/application.hpp"
 #include "daqflow/runtime/fsm.hpp"
+#include "daqflow/runtime/lifecycle.hpp"
 
 namespace daqflow::runtime {
 
@@ -47,11 +47,11 @@ class AppHost final : public AppContext {
     std::int64_t since_unix_ms = 0;  // wall-clock time of the last state change
   };
 
-  // The application reports failures through report_failure (from any thread); the context
-  // routes them back to note_failure() and, on its control thread, fail_pending().
+  // Every failure noted (from any thread) is told to failure_noted_listener; the context then
+  // calls fail_pending() on its control thread.
   AppHost(const ClusterConfig& cluster, const ApplicationConfig& self, const AppType& type,
           std::unique_ptr<Application> app, EndpointFactory endpoints, HostSettings settings,
-          std::mutex& state_mutex, std::function<void(std::string)> report_failure);
+          std::mutex& state_mutex, std::function<void(const std::string&)> failure_noted_listener);
   ~AppHost() override;
   AppHost(const AppHost&) = delete;
   AppHost& operator=(const AppHost&) = delete;
@@ -69,7 +69,7 @@ class AppHost final : public AppContext {
   [[nodiscard]] const std::string& id() const { return self_.id; }
   [[nodiscard]] const AppType& type() const { return type_; }
   [[nodiscard]] int rank() const { return type_.enable_rank; }
-  [[nodiscard]] const Application& application() const { return *app_; }
+  [[nodiscard]] const Application& application() const { return lifecycle_.application(); }
   // For snapshots from any thread (the registry is thread-safe).
   [[nodiscard]] const MetricsRegistry& metrics_registry() const { return metrics_; }
 
@@ -92,8 +92,6 @@ class AppHost final : public AppContext {
   // The application's action (Application::action), while it is configured; not during
   // configure() or release() (conflict).
   [[nodiscard]] Result<nlohmann::json> action(std::string_view name, const nlohmann::json& args);
-  // Records a failure (the first one wins until it is handled); the control thread acts on it.
-  void note_failure(std::string reason);
 
   // Caller holds the state mutex.
   [[nodiscard]] State state_locked() const { return status_.state; }
@@ -123,17 +121,13 @@ class AppHost final : public AppContext {
  private:
   class Agent;
 
-  // Runs a hook, turning an exception into an error that names the hook.
-  Result<void> call_hook(const char* hook, const std::function<Result<void>()>& f);
   void set_state(State state, std::string reason = {});
   Result<void> release_all();
-  void publish(RunState state);
   void finish(State target, Result<void> result, const char* hook);
 
   const ClusterConfig& cluster_;
   const ApplicationConfig& self_;
   const AppType& type_;
-  std::unique_ptr<Application> app_;
   EndpointFactory endpoints_;
   HostSettings settings_;
   MetricsRegistry metrics_;
@@ -141,19 +135,6 @@ class AppHost final : public AppContext {
 
   std::mutex& state_mutex_;
   Status status_;  // guarded by state_mutex_
-  std::function<void(std::string)> report_failure_;
-
-  std::mutex failure_mutex_;
-  std::optional<std::string> pending_failure_;  // guarded by failure_mutex_
-  std::atomic<bool> failure_noted_{false};
-
-  // Held while configure() and release() run; results() does not wait for it.
-  mutable std::mutex results_mutex_;
-  mutable std::mutex last_results_mutex_;
-  mutable nlohmann::json last_results_ = nlohmann::json::object();  // guarded by the above
-  std::atomic<bool> configured_{false};  // the last configure() succeeded
-  // Set by the agent once a do_work() call began after Halting was published.
-  std::atomic<bool> halt_seen_{false};
 
   // Set and reset on the control thread under endpoint_mutex_, which endpoint_figures() takes.
   mutable std::mutex endpoint_mutex_;
@@ -163,8 +144,11 @@ class AppHost final : public AppContext {
   // Control thread only.
   std::unique_ptr<Agent> agent_;
   std::unique_ptr<core::AgentRunner> runner_;
-  bool holding_ = false;              // configure() ran and release() has not
   std::int64_t hook_started_ns_ = 0;  // for the log line of each transition
+
+  // Last: destroyed first, so that its release() (when still holding) runs while the metrics
+  // and the endpoint are there.
+  Lifecycle lifecycle_;
 };
 
 }  // namespace daqflow::runtime

@@ -9,7 +9,8 @@
 namespace daqflow::runtime {
 
 ParamReader AppContext::param_reader() const {
-  return ParamReader(params(), "application '" + self().id + "'");
+  // The host adds the application's name to configure()'s errors.
+  return ParamReader(params(), "");
 }
 
 transport::EndpointOptions AppContext::endpoint_options() const {
@@ -31,20 +32,28 @@ Result<std::vector<AppIndex>> AppContext::indexes_of(std::string_view key,
   for (const auto& id : ids) {
     auto index = index_of(id);
     if (!index) {
-      return index.error().context("application '" + self().id + "': parameter '" +
-                                   std::string(key) + "'");
+      return index.error().context("parameter '" + std::string(key) + "'");
     }
     out.push_back(*index);
   }
   return out;
 }
 
+int Application::do_work() {
+  return data_path_.round(halting());
+}
+
 void Application::wait_for_work(std::chrono::microseconds timeout) {
+  timeout = data_path_.sleep_cap(timeout);
   if (endpoint_ != nullptr) {
     endpoint_->wait(timeout);
   } else {
     std::this_thread::sleep_for(timeout);
   }
+}
+
+bool Application::drained() const {
+  return failed() || !data_path_.has_drained_predicate() || data_path_.drained();
 }
 
 Result<nlohmann::json> Application::action(std::string_view name, const nlohmann::json& /*args*/) {

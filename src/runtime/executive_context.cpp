@@ -66,7 +66,7 @@ Result<std::unique_ptr<ContextControl>> ContextControl::create(const ClusterConf
     ContextControl* self = ctl.get();
     ctl->hosts_.push_back(std::make_unique<AppHost>(
         cluster, app, *type, std::move(instance), endpoints, settings, ctl->state_mutex_,
-        [self, slot](std::string reason) { self->report_failure(slot, std::move(reason)); }));
+        [self, slot](const std::string& reason) { self->failure_noted(slot, reason); }));
   }
   for (const auto& h : ctl->hosts_) ctl->enable_order_.push_back(h.get());
   std::stable_sort(ctl->enable_order_.begin(), ctl->enable_order_.end(),
@@ -171,7 +171,7 @@ std::future<void> ContextControl::close() {
   return future;
 }
 
-void ContextControl::report_failure(std::size_t host, std::string reason) {
+void ContextControl::failure_noted(std::size_t host, const std::string& reason) {
   {
     // Once the destructor began, the hosts are going away: a failure reported by release() at
     // that point is only logged.
@@ -181,7 +181,6 @@ void ContextControl::report_failure(std::size_t host, std::string reason) {
       return;
     }
   }
-  hosts_[host]->note_failure(std::move(reason));
   post([this, host] { hosts_[host]->fail_pending(); });
 }
 

@@ -69,7 +69,7 @@ class ContextControl {
   explicit ContextControl(const ContextConfig& context);
   void post(std::function<void()> task);
   void loop();
-  void report_failure(std::size_t host, std::string reason);
+  void failure_noted(std::size_t host, const std::string& reason);
   void run(const std::vector<AppHost*>& hosts, Command command);
   void halt(std::vector<AppHost*> hosts);
   // Whether host is still in the state command entered; logs when not.

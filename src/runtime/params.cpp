@@ -424,8 +424,9 @@ ParamReader::ParamReader(const json* params, std::string owner, std::string noun
       first_(first != nullptr ? first : &own_first_) {}
 
 Error ParamReader::error(std::string_view key, std::string_view what) const {
+  std::string text = fmt::format("{} '{}{}': {}", noun_, path_, key, what);
   return Error(ErrorCode::invalid_argument,
-               fmt::format("{}: {} '{}{}': {}", owner_, noun_, path_, key, what));
+               owner_.empty() ? std::move(text) : owner_ + ": " + text);
 }
 
 void ParamReader::note(std::string_view key, std::string_view what) {

@@ -16,7 +16,7 @@
 #include "daqflow/control/summary.hpp"
 #include "daqflow/core/memory.hpp"
 #include "daqflow/core/sanitizers.hpp"
-#include "daqflow/runtime/host_access.hpp"
+#include "daqflow/runtime/lifecycle.hpp"
 #include "daqflow/transport/fault.hpp"
 #include "daqflow/transport/sim.hpp"
 #include "sim/platform.hpp"
@@ -60,9 +60,7 @@ class SimApp final : public runtime::AppContext {
         clock_(clock),
         settings_(settings),
         host_(host),
-        app_(type.make()) {
-    runtime::HostAccess::attach(*app_, self.id, [this](std::string reason) { note(reason); });
-  }
+        lifecycle_(type.make(), self.id, [this](const std::string& reason) { record(reason); }) {}
 
   // AppContext.
   [[nodiscard]] const runtime::ClusterConfig& cluster() const override { return cluster_; }
@@ -76,6 +74,7 @@ class SimApp final : public runtime::AppContext {
     auto made = transport_.create_endpoint(o);
     if (!made) return made.error();
     endpoint_ = std::move(*made);
+    lifecycle_.set_endpoint(endpoint_.get());
     return endpoint_.get();
   }
   [[nodiscard]] runtime::MetricsRegistry& metrics() override { return metrics_; }
@@ -83,13 +82,11 @@ class SimApp final : public runtime::AppContext {
 
   [[nodiscard]] const std::string& id() const { return self_.id; }
   [[nodiscard]] int rank() const { return type_.enable_rank; }
-  [[nodiscard]] runtime::Application& app() { return *app_; }
   [[nodiscard]] Phase phase() const { return phase_; }
   [[nodiscard]] const std::string& failure() const { return failure_; }
   [[nodiscard]] bool failed() const { return !failure_.empty(); }
   [[nodiscard]] bool killed() const { return killed_; }
   [[nodiscard]] bool configured() const { return configured_; }
-  [[nodiscard]] bool halt_seen() const { return halt_seen_; }
   // Simulated CPU seconds: the application's rounds and its transport's work.
   [[nodiscard]] double cpu_s() const {
     return (cpu_ns_total_ + (endpoint_ ? transport::sim::transport_cpu_ns(*endpoint_) : 0)) * 1e-9;
@@ -105,21 +102,19 @@ class SimApp final : public runtime::AppContext {
   // Control actor: the transitions.
   void enable() {
     if (failed() || !configured_ || killed_) return;
-    if (auto r = app_->enable(); !r) {
-      note("enable: " + r.error().message());
+    if (auto r = lifecycle_.enable(); !r) {
+      note(r.error().message());
       return;
     }
-    runtime::HostAccess::publish(*app_, runtime::RunState::enabled);
     wake();
   }
   void begin_halt() {
     if (failed() || !configured_ || killed_) return;
-    runtime::HostAccess::publish(*app_, runtime::RunState::halting);
-    app_->begin_halt();
+    if (auto r = lifecycle_.begin_halt(); !r) note(r.error().message());
     wake();
   }
-  [[nodiscard]] bool drained() const {
-    return failed() || !configured_ || killed_ || (halt_seen_ && app_->drained());
+  [[nodiscard]] bool drained() {
+    return failed() || !configured_ || killed_ || lifecycle_.drained();
   }
   // Ends the agent loop; the actor releases the application and closes the endpoint.
   void stop() {
@@ -134,7 +129,7 @@ class SimApp final : public runtime::AppContext {
   // A counter of the running application (0 when it has none, or is gone).
   [[nodiscard]] double counter(const std::string& name) const {
     double value = 0;
-    if (!app_ || killed_) return value;
+    if (killed_) return value;
     metrics_.for_each([&](const runtime::MetricSample& m) {
       if (m.name == name) value = m.value;
     });
@@ -160,18 +155,11 @@ class SimApp final : public runtime::AppContext {
     }
     // Its memory goes with it, as a crashed process's does: what it held of its peers' buffers
     // (messages handed over by reference) goes back to their pools now.
-    metrics_.clear_probes();
-    app_.reset();
+    lifecycle_.abandon();
     phase_ = Phase::done;
   }
-  void note(const std::string& reason) {
-    if (failure_.empty()) {
-      failure_ = reason;
-      runtime::HostAccess::mark_failed(*app_);
-      spdlog::warn("{}: failed at {:.6f} s (simulated): {}", self_.id, sg::Engine::get_clock(),
-                   reason);
-    }
-  }
+  // A failure the host found (a hook's error): noted as the application's own are.
+  void note(const std::string& reason) { lifecycle_.note_failure(reason); }
 
   [[nodiscard]] control::AppOutcome outcome() const {
     control::AppOutcome o;
@@ -182,39 +170,34 @@ class SimApp final : public runtime::AppContext {
     o.reason = killed_ ? "killed at its simulated time" : failure_;
     metrics_.snapshot(o.metrics);
     // A lost application's results died with it, as a crashed process's do.
-    if (configured_ && !killed_) o.results = app_->results();
+    if (configured_ && !killed_) o.results = lifecycle_.results();
     return o;
   }
 
  private:
+  // Every failure noted: the first is the application's.
+  void record(const std::string& reason) {
+    if (!failure_.empty()) return;
+    failure_ = reason;
+    spdlog::warn("{}: failed at {:.6f} s (simulated): {}", self_.id, sg::Engine::get_clock(),
+                 reason);
+  }
+
   // The actor: configure, the agent loop until stopped, release.
   void run() {
-    runtime::HostAccess::begin_run(*app_);
-    Result<void> configured = ok();
-    try {
-      configured = app_->configure(*this);
-    } catch (const std::exception& e) {
-      configured = Error(std::string("configure threw: ") + e.what());
-    }
-    if (!configured) {
-      note("configure: " + configured.error().message());
+    if (auto r = lifecycle_.configure(*this); !r) {
+      note(r.error().message());
       phase_ = Phase::done;
       return;
     }
-    runtime::HostAccess::set_endpoint(*app_, endpoint_.get());
-    runtime::HostAccess::publish(*app_, runtime::RunState::ready);
     configured_ = true;
+    lifecycle_.set_agent_running(true);
     phase_ = Phase::running;
     while (phase_ == Phase::running) {
-      const bool halting = app_->halting();
       const int work = round();
-      if (halting) halt_seen_ = true;
       if (work == 0) {
         charge();
-        try {
-          app_->wait_for_work(kIdleWait);
-        } catch (const std::exception& e) {
-          note(std::string("wait_for_work threw: ") + e.what());
+        if (!lifecycle_.agent_wait(kIdleWait)) {
           sg::this_actor::sleep_for(std::chrono::duration<double>(kIdleWait).count());
         }
       } else if (owed_ns_ >= kChargeEveryNs) {
@@ -222,13 +205,7 @@ class SimApp final : public runtime::AppContext {
       }
     }
     charge();
-    runtime::HostAccess::publish(*app_, runtime::RunState::halted);
-    try {
-      app_->release();
-    } catch (const std::exception& e) {
-      note(std::string("release threw: ") + e.what());
-    }
-    runtime::HostAccess::set_endpoint(*app_, nullptr);
+    if (auto r = lifecycle_.release(); !r) note(r.error().message());
     // The run is over for this application and its peers (halted in rank order, or all
     // stopped): it leaves without a bye.
     if (endpoint_) transport::sim::close_quietly(*endpoint_, std::chrono::milliseconds(500));
@@ -242,14 +219,9 @@ class SimApp final : public runtime::AppContext {
     const std::int64_t inside0 =
         measured && endpoint_ ? transport::sim::simulator_cpu_ns(*endpoint_) : 0;
     const std::int64_t t0 = measured ? transport::sim::thread_cpu_ns() : 0;
-    int work = 0;
-    if (!failed()) {
-      try {
-        work = app_->do_work();
-      } catch (const std::exception& e) {
-        note(std::string("do_work threw: ") + e.what());
-      }
-    }
+    // A failed application is not run again (the control actor stops it): the executive's
+    // agent keeps calling do_work() until its control thread stops it, to the same effect.
+    const int work = failed() ? 0 : lifecycle_.agent_round();
     if (measured) {
       const std::int64_t t1 = transport::sim::thread_cpu_ns();
       const std::int64_t inside1 = endpoint_ ? transport::sim::simulator_cpu_ns(*endpoint_) : 0;
@@ -276,17 +248,17 @@ class SimApp final : public runtime::AppContext {
   core::Clock& clock_;
   const SimSettings& settings_;
   sg::Host* host_;
-  std::unique_ptr<runtime::Application> app_;
   std::unique_ptr<transport::Endpoint> endpoint_;
   runtime::MetricsRegistry metrics_;
   sg::ActorPtr actor_;
   Phase phase_ = Phase::configuring;
   std::string failure_;
   bool configured_ = false;
-  bool halt_seen_ = false;
   bool killed_ = false;
   double owed_ns_ = 0;
   double cpu_ns_total_ = 0;
+  // Last: destroyed first, while the metrics and the endpoint it may release into are there.
+  runtime::Lifecycle lifecycle_;
 };
 
 // Phantom payloads: the byte figures of the results are of what was carried; the summary gives

@@ -36,6 +36,7 @@
 #include "daqflow/core/clock.hpp"
 #include "daqflow/core/result.hpp"
 #include "daqflow/runtime/config.hpp"
+#include "daqflow/runtime/data_path.hpp"
 #include "daqflow/runtime/metrics.hpp"
 #include "daqflow/runtime/params.hpp"
 #include "daqflow/transport/transport.hpp"
@@ -65,7 +66,8 @@ class AppContext {
   // controller settled, rather than refusing it.
   [[nodiscard]] virtual bool restarted() const { return false; }
 
-  // Typed parameters; errors name the application and the key.
+  // Typed parameters; errors name the key (the host adds the application, as to every error of
+  // configure()).
   [[nodiscard]] ParamReader param_reader() const;
   // The endpoint options of the cluster's transport settings for this application, to adjust
   // before endpoint(&options).
@@ -99,15 +101,19 @@ class Application {
   virtual void release() {}
 
   // Agent thread.
-  [[nodiscard]] virtual int do_work() = 0;
+  // One round of the data path. The default runs the handlers, timers and work registered with
+  // data_path() (daqflow/runtime/data_path.hpp); a type may run its own loop instead.
+  [[nodiscard]] virtual int do_work();
   // Blocks until do_work() may have something to do. The default waits on the application's
-  // endpoint when it has one, else sleeps for the timeout.
+  // endpoint when it has one (no longer than the data path's next timer), else sleeps for the
+  // timeout.
   virtual void wait_for_work(std::chrono::microseconds timeout);
 
   // Any thread.
   // Whether everything in flight is done, once halting(); the host asks only after the agent
-  // has seen halting().
-  [[nodiscard]] virtual bool drained() const { return true; }
+  // has seen halting(). The default: failed, or the data path's drained predicate held on the
+  // agent thread (true when none was registered).
+  [[nodiscard]] virtual bool drained() const;
   // The application's results (e.g. a fit or a throughput), final once Halted.
   [[nodiscard]] virtual nlohmann::json results() const { return nlohmann::json::object(); }
   // An operation of this application type beyond the state machine, asked over the control API
@@ -135,6 +141,9 @@ class Application {
   void set_finished() { finished_.store(true, std::memory_order_release); }
   // A peer lost now is not a failure: the run is halting or the work is done.
   [[nodiscard]] bool winding_down() const { return halting() || finished(); }
+  // Where configure() registers the handlers, timers, work and drained predicate the default
+  // do_work() runs; the host attaches the endpoint and clears it after release().
+  [[nodiscard]] DataPath& data_path() { return data_path_; }
 
  private:
   friend struct HostAccess;
@@ -145,6 +154,7 @@ class Application {
   std::atomic<bool> finished_{false};
   std::function<void(std::string)> report_failure_;  // set by the host before configure()
   transport::Endpoint* endpoint_ = nullptr;          // the host's, for wait_for_work()
+  DataPath data_path_;
 };
 
 // Folds one application's results into the run's results (the `results` object of the summary

@@ -21,6 +21,7 @@ struct HostAccess {
   static void set_endpoint(Application& app, transport::Endpoint* endpoint) {
     app.endpoint_ = endpoint;
   }
+  static DataPath& data_path(Application& app) { return app.data_path_; }
   static void publish(Application& app, RunState state) {
     app.state_.store(state, std::memory_order_release);
   }

@@ -92,7 +92,8 @@ struct ParamSpec {
 // Not thread-safe; the parameter object must outlive the reader.
 class ParamReader {
  public:
-  // owner names whose parameters these are in errors: "application 'bu1'"; noun what the keys
+  // owner names whose parameters these are in errors: "application 'bu1'" (none for an
+  // application's own parameters read in configure(): its host names it); noun what the keys
   // are ("parameter", or "result" for an application's results read by `daqflow bench`).
   ParamReader(const nlohmann::json& params, std::string owner, std::string noun = "parameter");
   // The reader keeps a pointer to params: a temporary would be gone before the first get().

@@ -38,7 +38,6 @@ ClockMaster::~ClockMaster() {
 }
 
 Result<void> ClockMaster::configure(runtime::AppContext& ctx) {
-  release();
   core::retire_pool(pool_, core::BusyPool::leak, id());
   runtime::ParamReader p = ctx.param_reader();
   const auto names = p.get<std::vector<std::string>>("nodes");
@@ -57,7 +56,7 @@ Result<void> ClockMaster::configure(runtime::AppContext& ctx) {
   if (!group.address.empty()) {
     if (group.port == 0) return p.error("multicast", "a group needs its port");
     auto sender = mcast::Sender::open(group, history);
-    if (!sender) return sender.error().context("application '" + id() + "': multicast");
+    if (!sender) return sender.error().context("multicast");
     mcast_.emplace(std::move(*sender));
   }
   auto indexes = ctx.indexes_of("nodes", names);
@@ -73,13 +72,13 @@ Result<void> ClockMaster::configure(runtime::AppContext& ctx) {
   transport::EndpointOptions options = ctx.endpoint_options();
   options.max_message_size = 4096;
   auto endpoint = ctx.endpoint(&options);
-  if (!endpoint) return endpoint.error().context("application '" + id() + "': endpoint");
+  if (!endpoint) return endpoint.error().context("endpoint");
   endpoint_ = *endpoint;
   for (const AppIndex n : nodes_) {
-    if (auto r = endpoint_->connect(n); !r) return r.error().context("application '" + id() + "'");
+    if (auto r = endpoint_->connect(n); !r) return r.error();
   }
   auto pool = endpoint_->make_send_pool(id() + ".probes", kBufferSize, 4 * nodes_.size() + 16);
-  if (!pool) return pool.error().context("application '" + id() + "'");
+  if (!pool) return pool.error();
   pool_ = std::move(*pool);
   nodes_state_.clear();
   for (std::size_t i = 0; i < nodes_.size(); ++i) {
@@ -312,7 +311,6 @@ ClockClient::~ClockClient() {
 }
 
 Result<void> ClockClient::configure(runtime::AppContext& ctx) {
-  release();
   core::retire_pool(pool_, core::BusyPool::leak, id());
   runtime::ParamReader p = ctx.param_reader();
   const auto master = p.get<std::string>("master");
@@ -334,7 +332,7 @@ Result<void> ClockClient::configure(runtime::AppContext& ctx) {
     group.port = multicast.value("port", std::uint16_t{0});
     group.interface = multicast.value("interface", std::string("127.0.0.1"));
     auto receiver = mcast::Receiver::open(group, drop, self_ + 1, kNackIntervalNs, kMaxNacks);
-    if (!receiver) return receiver.error().context("application '" + id() + "': multicast");
+    if (!receiver) return receiver.error().context("multicast");
     mcast_.emplace(std::move(*receiver));
   }
   if (offset_us != 0 || drift_ppm != 0) {
@@ -345,13 +343,13 @@ Result<void> ClockClient::configure(runtime::AppContext& ctx) {
   transport::EndpointOptions options = ctx.endpoint_options();
   options.max_message_size = 4096;
   auto endpoint = ctx.endpoint(&options);
-  if (!endpoint) return endpoint.error().context("application '" + id() + "': endpoint");
+  if (!endpoint) return endpoint.error().context("endpoint");
   endpoint_ = *endpoint;
   if (auto r = endpoint_->connect(master_); !r) {
-    return r.error().context("application '" + id() + "'");
+    return r.error();
   }
   auto pool = endpoint_->make_send_pool(id() + ".replies", kBufferSize, 32);
-  if (!pool) return pool.error().context("application '" + id() + "'");
+  if (!pool) return pool.error();
   pool_ = std::move(*pool);
   runtime::MetricsRegistry& reg = ctx.metrics();
   probes_ = &reg.counter("clock_probes", "round trips answered");

@@ -29,9 +29,7 @@ BuilderUnit::~BuilderUnit() {
 }
 
 Result<void> BuilderUnit::configure(runtime::AppContext& ctx) {
-  release();
   clock_ = &ctx.clock();
-  auto context = [&](const Error& e) { return e.context("application '" + id() + "'"); };
   runtime::ParamReader p = ctx.param_reader();
   events_per_request_ = p.get<std::uint32_t>("events_per_request");
   window_ = p.get<std::uint32_t>("blocks_in_flight");
@@ -56,7 +54,7 @@ Result<void> BuilderUnit::configure(runtime::AppContext& ctx) {
   s.timeout_ns = timeout_ms_ * 1'000'000;
   s.check_crc = check_crc;
   auto builder = BlockBuilder::create(std::move(s));
-  if (!builder) return context(builder.error());
+  if (!builder) return builder.error();
   builder_ = std::move(*builder);
 
   batches_ = std::vector<OutputBatch>(window_);
@@ -102,7 +100,7 @@ Result<void> BuilderUnit::configure(runtime::AppContext& ctx) {
   const auto nru = static_cast<std::uint32_t>(topology_.rus.size());
   options.recv_buffers = std::max(options.recv_buffers, window_ * nru + 2 * nru + 8);
   auto endpoint = ctx.endpoint(&options);
-  if (!endpoint) return endpoint.error().context("application '" + id() + "': endpoint");
+  if (!endpoint) return endpoint.error().context("endpoint");
   endpoint_ = *endpoint;
 
   OutputContext oc;
@@ -115,14 +113,13 @@ Result<void> BuilderUnit::configure(runtime::AppContext& ctx) {
     return p.error("output", r.error().message());
   }
   auto output = make_output(output_params, oc);
-  if (!output) return context(output.error());
+  if (!output) return output.error();
   output_ = std::move(*output);
   if (auto r = fanout_.configure(id(), {topology_.evm}, 2 * std::size_t{window_} + 16); !r)
-    return context(r.error());
+    return r.error();
   for (const auto ru : topology_.rus) {
     if (auto r = endpoint_->connect(ru); !r) {
-      return r.error().context("application '" + id() + "': connecting to '" + topology_.name(ru) +
-                               "'");
+      return r.error().context("connecting to '" + topology_.name(ru) + "'");
     }
   }
 

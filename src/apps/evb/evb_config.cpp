@@ -150,13 +150,11 @@ int Topology::ru_position(transport::AppIndex index) const {
 Result<Topology> resolve_topology(const runtime::AppContext& ctx) {
   const runtime::ClusterConfig& cluster = ctx.cluster();
   const runtime::ApplicationConfig& self = ctx.self();
-  auto error = [&](const std::string& what) {
-    return Error("application '" + self.id + "' (" + self.location.str() + "): " + what);
-  };
+  auto error = [&](const std::string& what) { return Error(self.location.str() + ": " + what); };
   // The application's own (current) parameters; the file's for the others.
   auto params_of = [&](const runtime::ApplicationConfig& app) {
-    return runtime::ParamReader(&app == &self ? ctx.params() : app.params,
-                                "application '" + app.id + "'");
+    if (&app == &self) return runtime::ParamReader(ctx.params(), "");
+    return runtime::ParamReader(app.params, "application '" + app.id + "'");
   };
   const runtime::ApplicationConfig* evm = &self;
   if (self.type != "evm") {

@@ -28,7 +28,6 @@ EventManagerApp::~EventManagerApp() {
 }
 
 Result<void> EventManagerApp::configure(runtime::AppContext& ctx) {
-  release();
   clock_ = &ctx.clock();
   runtime::ParamReader p = ctx.param_reader();
   rate_hz_ = p.get<double>("trigger_rate_hz");
@@ -51,11 +50,11 @@ Result<void> EventManagerApp::configure(runtime::AppContext& ctx) {
   s.block_capacity = topology_.evm_block_capacity;
   s.max_block_events = topology_.max_block_events;
   auto evm = EventManager::create(std::move(s));
-  if (!evm) return evm.error().context("application '" + id() + "'");
+  if (!evm) return evm.error();
   evm_ = std::make_unique<EventManager>(std::move(*evm));
 
   auto endpoint = ctx.endpoint(nullptr);
-  if (!endpoint) return endpoint.error().context("application '" + id() + "': endpoint");
+  if (!endpoint) return endpoint.error().context("endpoint");
   endpoint_ = *endpoint;
   if (auto r = role_.configure(ctx, topology_, 0, endpoint_); !r) return r;
 
@@ -63,7 +62,7 @@ Result<void> EventManagerApp::configure(runtime::AppContext& ctx) {
   const std::vector<AppIndex> others(topology_.rus.begin() + 1, topology_.rus.end());
   if (auto r = assigns_.configure(id() + ".assigns", others, 2 * topology_.evm_block_capacity);
       !r) {
-    return r.error().context("application '" + id() + "'");
+    return r.error();
   }
   // Commit answers and fences to the BUs: at most a window of commits each, and a fence.
   std::size_t windows = 0;
@@ -71,18 +70,16 @@ Result<void> EventManagerApp::configure(runtime::AppContext& ctx) {
   if (auto r = replies_.configure(id() + ".replies", topology_.bus,
                                   2 * windows + 2 * topology_.bus.size() + 16);
       !r) {
-    return r.error().context("application '" + id() + "'");
+    return r.error();
   }
   for (const auto peer : others) {
     if (auto r = endpoint_->connect(peer); !r) {
-      return r.error().context("application '" + id() + "': connecting to RU '" +
-                               topology_.name(peer) + "'");
+      return r.error().context("connecting to RU '" + topology_.name(peer) + "'");
     }
   }
   for (const auto peer : topology_.bus) {
     if (auto r = endpoint_->connect(peer); !r) {
-      return r.error().context("application '" + id() + "': connecting to BU '" +
-                               topology_.name(peer) + "'");
+      return r.error().context("connecting to BU '" + topology_.name(peer) + "'");
     }
   }
   gone_.clear();

@@ -29,12 +29,11 @@ Result<void> ReadoutRole::configure(runtime::AppContext& ctx, const Topology& to
   clock_ = &ctx.clock();
   topology_ = topology;
   endpoint_ = endpoint;
-  failure_.clear();
+  failure_.reset();
   throttled_since_ = 0;
   throttled_ns_ = 0;
   blocks_out_ = bytes_out_ = 0;
   published_ = {};
-  auto context = [&](const Error& e) { return e.context("application '" + id_ + "'"); };
 
   auto params = read_readout_params(ctx);
   if (!params) return params.error();
@@ -42,11 +41,11 @@ Result<void> ReadoutRole::configure(runtime::AppContext& ctx, const Topology& to
     const runtime::ContextConfig* c = ctx.cluster().find_context(ctx.self().context);
     auto source = make_network_input(ctx.params(), position, c != nullptr ? c->host : "127.0.0.1",
                                      topology.numbering);
-    if (!source) return context(source.error());
+    if (!source) return source.error();
     source_ = std::move(*source);
   } else {
     auto source = make_emulator(ctx.params(), position, topology.numbering, topology.resync_every);
-    if (!source) return context(source.error());
+    if (!source) return source.error();
     source_ = std::move(*source);
   }
 
@@ -63,7 +62,7 @@ Result<void> ReadoutRole::configure(runtime::AppContext& ctx, const Topology& to
   auto store = ReadoutStore::create(s, source_->max_super_fragment_size());
   if (!store) {
     source_->stop();
-    return context(store.error());
+    return store.error();
   }
   store_ = std::move(*store);
 
@@ -101,7 +100,7 @@ void ReadoutRole::release() {
 }
 
 void ReadoutRole::set_failure(std::string what) {
-  if (failure_.empty()) failure_ = std::move(what);
+  (void)failure_.set(std::move(what));
 }
 
 std::uint32_t ReadoutRole::produce(std::uint64_t limit, bool limit_throttles) {

@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "daqflow/apps/builders/first_failure.hpp"
 #include "daqflow/apps/evb/readout.hpp"
 #include "daqflow/apps/fed/fragment_source.hpp"
 #include "daqflow/runtime/application.hpp"
@@ -59,8 +60,8 @@ class ReadoutRole {
   };
   [[nodiscard]] Figures figures() const;
 
-  [[nodiscard]] bool failed() const { return !failure_.empty(); }
-  [[nodiscard]] const std::string& failure() const { return failure_; }
+  [[nodiscard]] bool failed() const { return failure_.failed(); }
+  [[nodiscard]] const std::string& failure() const { return failure_.reason_ref(); }
   [[nodiscard]] std::uint64_t produced() const { return store_ ? store_->produced() : 0; }
   // A produced event's super-fragment, until it is cut into a block.
   [[nodiscard]] std::span<const std::byte> event_bytes(std::uint64_t event) const {
@@ -91,7 +92,7 @@ class ReadoutRole {
   std::unique_ptr<ReadoutStore> store_;
   std::vector<BuState> bus_;  // by AppIndex
   transport::Message message_;
-  std::string failure_;
+  FirstFailure failure_;
   std::int64_t throttled_since_ = 0;
   std::uint64_t throttled_ns_ = 0;
   std::uint64_t blocks_out_ = 0;

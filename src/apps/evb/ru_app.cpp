@@ -13,14 +13,13 @@ ReadoutUnit::~ReadoutUnit() {
 }
 
 Result<void> ReadoutUnit::configure(runtime::AppContext& ctx) {
-  release();
   auto topology = resolve_topology(ctx);
   if (!topology) return topology.error();
   topology_ = std::move(*topology);
   const int position = topology_.ru_position(ctx.self().index);
 
   auto endpoint = ctx.endpoint(nullptr);
-  if (!endpoint) return endpoint.error().context("application '" + id() + "': endpoint");
+  if (!endpoint) return endpoint.error().context("endpoint");
   endpoint_ = *endpoint;
   if (auto r = role_.configure(ctx, topology_, static_cast<std::uint32_t>(position), endpoint_);
       !r) {
@@ -28,8 +27,7 @@ Result<void> ReadoutUnit::configure(runtime::AppContext& ctx) {
   }
   for (const auto bu : topology_.bus) {
     if (auto r = endpoint_->connect(bu); !r) {
-      return r.error().context("application '" + id() + "': connecting to BU '" +
-                               topology_.name(bu) + "'");
+      return r.error().context("connecting to BU '" + topology_.name(bu) + "'");
     }
   }
   idle_.store(false);

@@ -40,11 +40,9 @@ SubFarmController::~SubFarmController() {
 }
 
 Result<void> SubFarmController::configure(runtime::AppContext& ctx) {
-  release();
   core::retire_pool(events_pool_, core::BusyPool::leak, id());
   core::retire_pool(control_pool_, core::BusyPool::leak, id());
   clock_ = &ctx.clock();
-  auto context = [&](const Error& e) { return e.context("application '" + id() + "'"); };
   runtime::ParamReader p = ctx.param_reader();
   const auto worker_ids = p.get<std::vector<std::string>>("workers");
   const auto policy = p.get<std::string>("policy");
@@ -100,7 +98,7 @@ Result<void> SubFarmController::configure(runtime::AppContext& ctx) {
   s.heartbeat_timeout_ns = heartbeat_timeout_ns_;
   const std::size_t slots = std::size_t{s.queue} + workers_.size() * s.window;
   auto dispatcher = Dispatcher::create(std::move(s));
-  if (!dispatcher) return context(dispatcher.error());
+  if (!dispatcher) return dispatcher.error();
   dispatcher_ = std::make_unique<Dispatcher>(std::move(*dispatcher));
 
   transport::EndpointOptions options = ctx.endpoint_options();
@@ -127,23 +125,21 @@ Result<void> SubFarmController::configure(runtime::AppContext& ctx) {
                                  2 * workers_.size() * (s.window + 1) +
                                  streams * kBatchEvents * kBatchesPerStream + 32));
   auto endpoint = ctx.endpoint(&options);
-  if (!endpoint) return endpoint.error().context("application '" + id() + "': endpoint");
+  if (!endpoint) return endpoint.error().context("endpoint");
   endpoint_ = *endpoint;
   for (const AppIndex w : workers_) {
     if (auto r = endpoint_->connect(w); !r) {
-      return r.error().context("application '" + id() + "': connecting to worker '" +
-                               detail::peer_name(ids_, w) + "'");
+      return r.error().context("connecting to worker '" + detail::peer_name(ids_, w) + "'");
     }
   }
   for (const AppIndex bu : inputs_) {
     if (auto r = endpoint_->connect(bu); !r) {
-      return r.error().context("application '" + id() + "': connecting to BU '" +
-                               detail::peer_name(ids_, bu) + "'");
+      return r.error().context("connecting to BU '" + detail::peer_name(ids_, bu) + "'");
     }
   }
   auto events = endpoint_->make_send_pool(id() + ".events", std::max<std::uint32_t>(max_size_, 8),
                                           slots + 16);
-  if (!events) return context(events.error());
+  if (!events) return events.error();
   events_pool_ = std::move(*events);
   {
     // Every event carries the same bytes but its first 8, its number.
@@ -158,7 +154,7 @@ Result<void> SubFarmController::configure(runtime::AppContext& ctx) {
   }
   auto control = endpoint_->make_send_pool(id() + ".control", kControlBufferSize,
                                            2 * slots + 4 * workers_.size() + 64);
-  if (!control) return context(control.error());
+  if (!control) return control.error();
   control_pool_ = std::move(*control);
   retained_ = std::vector<Retained>(slots);
   rng_ = core::Xoshiro(seed);
@@ -166,8 +162,7 @@ Result<void> SubFarmController::configure(runtime::AppContext& ctx) {
   pending_head_ = pending_count_ = 0;
   taken_.assign(inputs_.size(), 0);
   credit_due_.assign(inputs_.size(), false);
-  seen_.assign(inputs_.empty() ? 0 : kSeenEvents / 64, 0);
-  highest_seen_ = 0;
+  seen_.reset(inputs_.empty() ? 64 : kSeenEvents);
 
   // Output streams: one for every accepted event, or one per mask and `unrouted`.
   streams_ = std::vector<Stream>(masks.empty() ? 1 : masks.size() + 1);
@@ -188,7 +183,7 @@ Result<void> SubFarmController::configure(runtime::AppContext& ctx) {
     oc.queue_depth = kBatchesPerStream;
     oc.content = evb::FileContent::farm_decisions;
     auto output = evb::make_output(output_params, oc);
-    if (!output) return context(output.error());
+    if (!output) return output.error();
     st.output = std::move(*output);
     for (std::size_t i = 0; i < kBatchesPerStream; ++i) {
       evb::OutputBatch& b = st.batches.emplace_back();
@@ -463,23 +458,6 @@ void SubFarmController::on_input(Completion& c, std::size_t input) {
   p.input = input;
 }
 
-bool SubFarmController::seen_before(std::uint64_t event) {
-  if (event + kSeenEvents <= highest_seen_) return true;  // older than the memory: taken long ago
-  if (event > highest_seen_) {
-    // Forget the numbers the window moves past.
-    for (std::uint64_t n = highest_seen_ + 1; n <= event && n < highest_seen_ + 1 + kSeenEvents;
-         ++n) {
-      seen_[(n % kSeenEvents) / 64] &= ~(std::uint64_t{1} << (n % 64));
-    }
-    highest_seen_ = event;
-  }
-  std::uint64_t& word = seen_[(event % kSeenEvents) / 64];
-  const std::uint64_t bit = std::uint64_t{1} << (event % 64);
-  const bool before = (word & bit) != 0;
-  word |= bit;
-  return before;
-}
-
 // Events from BUs enter the dispatcher as it has room; each taken one is credited to its BU.
 bool SubFarmController::disk_behind() const {
   return std::any_of(streams_.begin(), streams_.end(), [](const Stream& st) {
@@ -496,7 +474,7 @@ int SubFarmController::admit_inputs(std::int64_t now) {
     ++taken_[p.input];
     credit_due_[p.input] = true;
     ++n;
-    if (seen_before(p.event.event)) {
+    if (seen_.seen_before(p.event.event)) {
       events_duplicate_->add_single_writer();
       p.message.clear();
       continue;

@@ -29,6 +29,7 @@
 #include <vector>
 
 #include "apps/app_support.hpp"
+#include "daqflow/apps/builders/duplicate_window.hpp"
 #include "daqflow/apps/farm/dispatcher.hpp"
 #include "daqflow/apps/output/output.hpp"
 #include "daqflow/apps/sampler.hpp"
@@ -93,7 +94,6 @@ class SubFarmController final : public runtime::Application {
   int send_credits();
   // Whether this event number was taken before (a block built again after its BU was lost);
   // marks it taken.
-  [[nodiscard]] bool seen_before(std::uint64_t event);
   void on_decision(transport::Completion& c, std::int64_t now);
   void on_lost(transport::AppIndex worker, const std::string& why);
   void fence(transport::AppIndex worker);
@@ -129,8 +129,7 @@ class SubFarmController final : public runtime::Application {
   std::size_t pending_count_ = 0;
   std::vector<std::uint64_t> taken_;  // per input: events taken over
   std::vector<bool> credit_due_;      // per input
-  std::vector<std::uint64_t> seen_;   // bitmap ring of event numbers taken from inputs
-  std::uint64_t highest_seen_ = 0;
+  DuplicateWindow seen_;              // event numbers taken from inputs
   std::vector<Stream> streams_;
   core::Xoshiro rng_;
   std::uint64_t next_event_ = 0;

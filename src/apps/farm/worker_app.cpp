@@ -52,7 +52,6 @@ Worker::~Worker() {
 }
 
 Result<void> Worker::configure(runtime::AppContext& ctx) {
-  release();
   core::retire_pool(pool_, core::BusyPool::leak, id());
   clock_ = &ctx.clock();
   runtime::ParamReader p = ctx.param_reader();
@@ -96,14 +95,14 @@ Result<void> Worker::configure(runtime::AppContext& ctx) {
         std::max<std::uint64_t>({largest, wire::kDecisionSize + output_bytes_, 4096})));
   }
   auto endpoint = ctx.endpoint(&options);
-  if (!endpoint) return endpoint.error().context("application '" + id() + "': endpoint");
+  if (!endpoint) return endpoint.error().context("endpoint");
   endpoint_ = *endpoint;
   if (auto r = endpoint_->connect(sfc_); !r) {
-    return r.error().context("application '" + id() + "': connecting to '" + sfc + "'");
+    return r.error().context("connecting to '" + sfc + "'");
   }
   auto pool = endpoint_->make_send_pool(id() + ".decisions", wire::kDecisionSize + output_bytes_,
                                         kDecisionBuffers);
-  if (!pool) return pool.error().context("application '" + id() + "'");
+  if (!pool) return pool.error();
   pool_ = std::move(*pool);
   // Model output: the same bytes for every event but its first 8, the event number.
   if (plugin_.process == nullptr) {

@@ -44,10 +44,9 @@ std::vector<runtime::ParamSpec> group_params() {
 }  // namespace
 
 Result<void> McastSender::configure(runtime::AppContext& ctx) {
-  release();
   runtime::ParamReader p = ctx.param_reader();
   auto group = group_of(p);
-  if (!group) return group.error().context("application '" + id() + "'");
+  if (!group) return group.error();
   rate_hz_ = p.get<double>("rate_hz");
   size_ = p.get<std::uint32_t>("size");
   count_ = p.get<std::uint64_t>("count");
@@ -58,7 +57,7 @@ Result<void> McastSender::configure(runtime::AppContext& ctx) {
     return p.error("size", "must be between 8 and " + std::to_string(kMaxPayload));
   }
   auto sender = Sender::open(*group, history);
-  if (!sender) return sender.error().context("application '" + id() + "'");
+  if (!sender) return sender.error();
   sender_.emplace(std::move(*sender));
   payload_.assign(size_, std::byte{0});
   tokens_ = 0;
@@ -132,10 +131,9 @@ nlohmann::json McastSender::results() const {
 }
 
 Result<void> McastReceiver::configure(runtime::AppContext& ctx) {
-  release();
   runtime::ParamReader p = ctx.param_reader();
   auto group = group_of(p);
-  if (!group) return group.error().context("application '" + id() + "'");
+  if (!group) return group.error();
   const auto drop = p.get<double>("drop_fraction");
   const auto nack_ms = p.get<double>("nack_ms");
   const auto max_nacks = p.get<std::uint32_t>("max_nacks");
@@ -143,7 +141,7 @@ Result<void> McastReceiver::configure(runtime::AppContext& ctx) {
   if (auto r = p.status(); !r) return r;
   auto receiver =
       Receiver::open(*group, drop, seed, static_cast<std::int64_t>(nack_ms * 1e6), max_nacks);
-  if (!receiver) return receiver.error().context("application '" + id() + "'");
+  if (!receiver) return receiver.error();
   receiver_.emplace(std::move(*receiver));
   content_errors_ = 0;
   next_seq_ = 0;

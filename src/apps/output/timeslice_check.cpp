@@ -18,7 +18,8 @@ Result<Geometry> input_geometry(const nlohmann::json& params, const std::string&
   const double timeslice_us = params.value("timeslice_us", 0.0);
   const double overlap_us = params.value("overlap_us", 0.0);
   auto error = [&](const char* key, const std::string& what) {
-    return Error(owner + ": parameter '" + key + "': " + what);
+    std::string text = std::string("parameter '") + key + "': " + what;
+    return Error(owner.empty() ? std::move(text) : owner + ": " + text);
   };
   const double microslice_ns = std::round(microslice_us * 1000);
   if (microslice_ns < 1 || microslice_ns > 4.0e9) {

@@ -23,7 +23,8 @@ struct Geometry {
 };
 
 // A ts_input's geometry from its parameters (validated, defaults filled in: microslice_us,
-// timeslice_us, overlap_us); the error names owner and the key that is not whole microslices.
+// timeslice_us, overlap_us); the error names owner (none for the application's own parameters:
+// its host names it) and the key that is not whole microslices.
 [[nodiscard]] Result<Geometry> input_geometry(const nlohmann::json& params,
                                               const std::string& owner);
 

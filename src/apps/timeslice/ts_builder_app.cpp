@@ -36,10 +36,8 @@ TsBuilder::~TsBuilder() {
 }
 
 Result<void> TsBuilder::configure(runtime::AppContext& ctx) {
-  release();
   core::retire_pool(control_pool_, core::BusyPool::leak, id());
   clock_ = &ctx.clock();
-  auto context = [&](const Error& e) { return e.context("application '" + id() + "'"); };
   runtime::ParamReader p = ctx.param_reader();
   const auto input_ids = p.get<std::vector<std::string>>("inputs");
   timeout_ns_ = p.get<std::int64_t>("timeout_ms") * 1'000'000;
@@ -122,22 +120,21 @@ Result<void> TsBuilder::configure(runtime::AppContext& ctx) {
       options.recv_buffers, static_cast<std::uint32_t>(inputs_.size() * (here + kOutputDepth + 2)));
   recv_buffers_ = options.recv_buffers;
   auto endpoint = ctx.endpoint(&options);
-  if (!endpoint) return endpoint.error().context("application '" + id() + "': endpoint");
+  if (!endpoint) return endpoint.error().context("endpoint");
   endpoint_ = *endpoint;
   if (has_manager_) {
     if (auto r = endpoint_->connect(manager_); !r) {
-      return r.error().context("application '" + id() + "': connecting to its manager");
+      return r.error().context("connecting to its manager");
     }
   }
   for (const AppIndex i : inputs_) {
     if (auto r = endpoint_->connect(i); !r) {
-      return r.error().context("application '" + id() + "': connecting to input '" +
-                               detail::peer_name(ids_, i) + "'");
+      return r.error().context("connecting to input '" + detail::peer_name(ids_, i) + "'");
     }
   }
   auto control = endpoint_->make_send_pool(id() + ".acks", kAckBufferSize,
                                            inputs_.size() * (here + kOutputDepth + 4) + 16);
-  if (!control) return context(control.error());
+  if (!control) return control.error();
   control_pool_ = std::move(*control);
 
   evb::OutputContext oc;
@@ -161,7 +158,7 @@ Result<void> TsBuilder::configure(runtime::AppContext& ctx) {
                         inputs_.size() * std::min<std::uint64_t>(largest, cluster_max);
   }
   auto output = evb::make_output(output_params, oc);
-  if (!output) return context(output.error());
+  if (!output) return output.error();
   output_ = std::move(*output);
   batches_ = std::vector<evb::OutputBatch>(kOutputDepth);
   written_ = std::vector<Written>(kOutputDepth);
@@ -180,8 +177,7 @@ Result<void> TsBuilder::configure(runtime::AppContext& ctx) {
     b.have.assign(inputs_.size(), 0);
   }
   building_count_ = 0;
-  done_bits_.assign(kDoneBits / 64, 0);
-  done_high_ = 0;
+  done_.reset(kDoneBits);
   input_alive_.assign(inputs_.size(), true);
   pending_acks_.assign(inputs_.size(), AckQueue{});
   for (AckQueue& q : pending_acks_) q.acks.reserve(here + kOutputDepth + 4);
@@ -244,24 +240,6 @@ void TsBuilder::release() {
   building_count_ = 0;
   for (auto& c : completions_) c.message.clear();
   endpoint_ = nullptr;
-}
-
-bool TsBuilder::done_before(std::uint64_t index) const {
-  if (index >= done_high_) return false;
-  if (done_high_ - index >= kDoneBits) return true;  // too old to be anything but a resend
-  const std::uint64_t bit = index % kDoneBits;
-  return (done_bits_[bit / 64] >> (bit % 64) & 1u) != 0;
-}
-
-void TsBuilder::mark_done(std::uint64_t index) {
-  // Bits of indexes that fell out of the window are cleared as the window moves on.
-  while (done_high_ <= index) {
-    const std::uint64_t bit = done_high_ % kDoneBits;
-    done_bits_[bit / 64] &= ~(std::uint64_t{1} << (bit % 64));
-    ++done_high_;
-  }
-  const std::uint64_t bit = index % kDoneBits;
-  done_bits_[bit / 64] |= std::uint64_t{1} << (bit % 64);
 }
 
 TsBuilder::Building* TsBuilder::find(std::uint64_t index) {
@@ -504,7 +482,7 @@ bool TsBuilder::write(Building& b) {
   batch->events.push_back(e);
   bytes_done_ += size;
   ++done_total_;
-  mark_done(b.index);
+  done_.mark(b.index);
   b.used = false;
   b.granted = false;
   --building_count_;
@@ -560,7 +538,7 @@ void TsBuilder::on_contribution(Completion& c, std::size_t input, std::int64_t n
   contributions_->add_single_writer();
   bytes_in_->add_single_writer(c.size);
   const std::uint64_t index = c.message.tag;
-  if (done_before(index)) {
+  if (done_.contains(index)) {
     contributions_late_->add_single_writer();
     send_ack(input, index, wire::TsAckStatus::late);
     return;

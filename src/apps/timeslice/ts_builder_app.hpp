@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "apps/app_support.hpp"
+#include "daqflow/apps/builders/duplicate_window.hpp"
 #include "daqflow/apps/output/output.hpp"
 #include "daqflow/apps/sampler.hpp"
 #include "daqflow/runtime/application.hpp"
@@ -91,8 +92,6 @@ class TsBuilder final : public runtime::Application {
   [[nodiscard]] bool post_ack(std::size_t input, std::uint64_t index, wire::TsAckStatus status);
   int flush_acks();
   int flush_done();  // the ts_done messages the manager could not take at once
-  [[nodiscard]] bool done_before(std::uint64_t index) const;
-  void mark_done(std::uint64_t index);
   void lose_input(std::size_t input, const std::string& why);
 
   // Configuration.
@@ -118,8 +117,7 @@ class TsBuilder final : public runtime::Application {
   std::size_t in_output_ = 0;
   std::vector<Building> building_;
   std::size_t building_count_ = 0;
-  std::vector<std::uint64_t> done_bits_;  // timeslices done here, by index mod the bit count
-  std::uint64_t done_high_ = 0;           // highest index done + 1
+  DuplicateWindow done_;  // timeslices done here
   std::vector<bool> input_alive_;
   struct PendingAck {
     std::uint64_t index = 0;

@@ -35,12 +35,10 @@ TsInput::~TsInput() {
 }
 
 Result<void> TsInput::configure(runtime::AppContext& ctx) {
-  release();
   core::retire_pool(data_pool_, core::BusyPool::leak, id());
   core::retire_pool(header_pool_, core::BusyPool::leak, id());
   clock_ = &ctx.clock();
-  auto context = [&](const Error& e) { return e.context("application '" + id() + "'"); };
-  auto geometry = input_geometry(ctx.params(), "application '" + id() + "'");
+  auto geometry = input_geometry(ctx.params(), "");
   if (!geometry) return geometry.error();
   geometry_ = *geometry;
   runtime::ParamReader p = ctx.param_reader();
@@ -130,17 +128,16 @@ Result<void> TsInput::configure(runtime::AppContext& ctx) {
   options.max_message_size = static_cast<std::uint32_t>(std::max<std::uint64_t>(largest, 4096));
   options.recv_buffers = 8;
   auto endpoint = ctx.endpoint(&options);
-  if (!endpoint) return endpoint.error().context("application '" + id() + "': endpoint");
+  if (!endpoint) return endpoint.error().context("endpoint");
   endpoint_ = *endpoint;
   if (has_manager_) {
     if (auto r = endpoint_->connect(manager_); !r) {
-      return r.error().context("application '" + id() + "': connecting to its manager");
+      return r.error().context("connecting to its manager");
     }
   }
   for (const AppIndex b : builders_) {
     if (auto r = endpoint_->connect(b); !r) {
-      return r.error().context("application '" + id() + "': connecting to builder '" +
-                               detail::peer_name(ids_, b) + "'");
+      return r.error().context("connecting to builder '" + detail::peer_name(ids_, b) + "'");
     }
   }
   const std::uint64_t interval_bytes =
@@ -148,7 +145,7 @@ Result<void> TsInput::configure(runtime::AppContext& ctx) {
               : std::uint64_t{geometry_.core} * (wire::kMicrosliceDescriptorSize + max_size_);
   const std::uint32_t intervals = in_flight + 2 + spare;
   auto data = endpoint_->make_send_pool(id() + ".microslices", interval_bytes, intervals);
-  if (!data) return context(data.error());
+  if (!data) return data.error();
   data_pool_ = std::move(*data);
   {
     // Contents are a fixed pattern but for their first 8 bytes (the microslice's start time):
@@ -163,7 +160,7 @@ Result<void> TsInput::configure(runtime::AppContext& ctx) {
   }
   auto headers = endpoint_->make_send_pool(id() + ".headers", wire::kContributionSize,
                                            2 * std::size_t{intervals} + 16);
-  if (!headers) return context(headers.error());
+  if (!headers) return headers.error();
   header_pool_ = std::move(*headers);
   retained_cap_ = intervals - 1;
   retained_.clear();

@@ -26,7 +26,6 @@ TsManager::~TsManager() {
 }
 
 Result<void> TsManager::configure(runtime::AppContext& ctx) {
-  release();
   core::retire_pool(control_pool_, core::BusyPool::leak, id());
   clock_ = &ctx.clock();
   runtime::ParamReader p = ctx.param_reader();
@@ -68,20 +67,18 @@ Result<void> TsManager::configure(runtime::AppContext& ctx) {
   options.recv_buffers = std::max<std::uint32_t>(
       options.recv_buffers, static_cast<std::uint32_t>(builder_ids_.size() * (window_ + 8)));
   auto endpoint = ctx.endpoint(&options);
-  if (!endpoint) return endpoint.error().context("application '" + id() + "': endpoint");
+  if (!endpoint) return endpoint.error().context("endpoint");
   endpoint_ = *endpoint;
   for (const AppIndex peer : builder_ids_) {
-    if (auto r = endpoint_->connect(peer); !r)
-      return r.error().context("application '" + id() + "'");
+    if (auto r = endpoint_->connect(peer); !r) return r.error();
   }
   for (const AppIndex peer : inputs_) {
-    if (auto r = endpoint_->connect(peer); !r)
-      return r.error().context("application '" + id() + "'");
+    if (auto r = endpoint_->connect(peer); !r) return r.error();
   }
   auto control = endpoint_->make_send_pool(
       id() + ".control", kControlBufferSize,
       (inputs_.size() + builder_ids_.size()) * (std::size_t{window_} + 16) + 64);
-  if (!control) return control.error().context("application '" + id() + "'");
+  if (!control) return control.error();
   control_pool_ = std::move(*control);
   set_ = ConsumerSet(builder_ids_, heartbeat_timeout_ns_);
   builders_.assign(builder_ids_.size(), Builder{});

@@ -7,7 +7,6 @@
 #include <atomic>
 
 #include "daqflow/apps/builtin.hpp"
-#include "daqflow/runtime/host_access.hpp"
 
 namespace daqflow::apps::testing {
 
@@ -22,16 +21,18 @@ Result<transport::Endpoint*> FakeContext::endpoint(const transport::EndpointOpti
   auto made = transport_.create_endpoint(options_);
   if (!made) return made.error();
   endpoint_ = std::move(*made);
+  if (on_endpoint) on_endpoint(endpoint_.get());
   return endpoint_.get();
 }
 
 TestHost::TestHost(const runtime::ClusterConfig& cluster, transport::AppIndex self,
                    transport::Transport& transport, const runtime::AppType& type)
-    : context_(std::make_unique<FakeContext>(cluster, self, transport)), app_(type.make()) {
-  runtime::HostAccess::attach(*app_, cluster.applications[self].id, [this](std::string reason) {
-    const std::lock_guard lock(mutex_);
-    if (failure_.empty()) failure_ = std::move(reason);
-  });
+    : context_(std::make_unique<FakeContext>(cluster, self, transport)),
+      lifecycle_(type.make(), cluster.applications[self].id, [this](const std::string& reason) {
+        const std::lock_guard lock(mutex_);
+        if (failure_.empty()) failure_ = reason;
+      }) {
+  context_->on_endpoint = [this](transport::Endpoint* e) { lifecycle_.set_endpoint(e); };
 }
 
 TestHost::~TestHost() {
@@ -39,29 +40,22 @@ TestHost::~TestHost() {
 }
 
 Result<void> TestHost::configure() {
-  runtime::HostAccess::begin_run(*app_);
-  halt_seen_.store(false);
-  auto r = app_->configure(*context_);
-  runtime::HostAccess::set_endpoint(*app_, context_->raw_endpoint());
-  if (r) runtime::HostAccess::publish(*app_, runtime::RunState::ready);
-  return r;
+  return lifecycle_.configure(*context_);
 }
 
 Result<void> TestHost::enable() {
-  auto r = app_->enable();
-  if (r) runtime::HostAccess::publish(*app_, runtime::RunState::enabled);
-  return r;
+  return lifecycle_.enable();
 }
 
 void TestHost::start_agent(bool spin) {
   stop_.store(false);
-  agent_started_ = true;
+  lifecycle_.set_agent_running(true);
   agent_ = std::thread([this, spin] {
     while (!stop_.load(std::memory_order_acquire)) {
-      const bool halting = app_->halting();
-      const int work = app_->do_work();
-      if (halting) halt_seen_.store(true, std::memory_order_release);
-      if (work == 0 && !spin) app_->wait_for_work(std::chrono::microseconds(500));
+      const int work = lifecycle_.agent_round();
+      if (work == 0 && !spin && !lifecycle_.agent_wait(std::chrono::microseconds(500))) {
+        std::this_thread::sleep_for(std::chrono::microseconds(500));
+      }
     }
   });
 }
@@ -72,19 +66,15 @@ void TestHost::stop_agent() {
 }
 
 void TestHost::begin_halt() {
-  runtime::HostAccess::publish(*app_, runtime::RunState::halting);
-  app_->begin_halt();
+  if (auto r = lifecycle_.begin_halt(); !r) lifecycle_.note_failure(r.error().message());
 }
 
-bool TestHost::drained() const {
-  if (!agent_started_) return true;
-  return halt_seen_.load(std::memory_order_acquire) && app_->drained();
+bool TestHost::drained() {
+  return lifecycle_.drained();
 }
 
 void TestHost::release() {
-  runtime::HostAccess::publish(*app_, runtime::RunState::halted);
-  app_->release();
-  runtime::HostAccess::set_endpoint(*app_, nullptr);
+  if (auto r = lifecycle_.release(); !r) lifecycle_.note_failure(r.error().message());
 }
 
 std::string TestHost::failure() const {
@@ -93,8 +83,10 @@ std::string TestHost::failure() const {
 }
 
 Harness::Harness(std::vector<AppSpec> specs, runtime::TransportSettings settings,
-                 const std::string& transport_name, std::uint16_t data_port) {
-  register_builtin_apps(registry_);
+                 const std::string& transport_name, std::uint16_t data_port,
+                 runtime::AppRegistry registry)
+    : registry_(std::move(registry)) {
+  if (registry_.names().empty()) register_builtin_apps(registry_);
   cluster.file = "unit-test.yaml";
   cluster.transports = settings;
   cluster.transports.default_transport = transport_name;

@@ -2,7 +2,7 @@
 // A minimal host for driving built-in applications in unit tests: a cluster of applications in
 // one process on a real transport (inproc), each with a fake AppContext and a plain agent thread
 // that calls do_work()/wait_for_work(). It stands in only for the executive's hosting interface:
-// the run state reaches the applications through runtime::HostAccess, as from the executive.
+// the run state reaches the applications through runtime::Lifecycle, as under the executive.
 
 #include <atomic>
 #include <chrono>
@@ -16,6 +16,7 @@
 
 #include "daqflow/core/clock.hpp"
 #include "daqflow/runtime/application.hpp"
+#include "daqflow/runtime/lifecycle.hpp"
 #include "daqflow/transport/transport.hpp"
 
 namespace daqflow::apps::testing {
@@ -40,6 +41,8 @@ class FakeContext final : public runtime::AppContext {
   core::Clock& clock() override { return core::MonotonicClock::instance(); }
 
   [[nodiscard]] transport::Endpoint* raw_endpoint() const { return endpoint_.get(); }
+  // Told of the endpoint when it is made (the host's lifecycle hands it to the data path).
+  std::function<void(transport::Endpoint*)> on_endpoint;
   [[nodiscard]] const transport::EndpointOptions& options() const { return options_; }
   void close_endpoint() {
     if (endpoint_) endpoint_->close(std::chrono::milliseconds(500));
@@ -55,16 +58,15 @@ class FakeContext final : public runtime::AppContext {
   runtime::MetricsRegistry metrics_;
 };
 
-// One application driven as the executive drives it: the run state published around each hook,
-// the first failure kept, an agent thread that records when it has seen Halting, drained() asked
-// only after that.
+// One application driven through the same lifecycle as under the executive
+// (daqflow/runtime/lifecycle.hpp), its agent on a plain thread.
 class TestHost {
  public:
   TestHost(const runtime::ClusterConfig& cluster, transport::AppIndex self,
            transport::Transport& transport, const runtime::AppType& type);
   ~TestHost();
 
-  [[nodiscard]] runtime::Application& app() { return *app_; }
+  [[nodiscard]] runtime::Application& app() { return lifecycle_.application(); }
   [[nodiscard]] FakeContext& context() { return *context_; }
   [[nodiscard]] Result<void> configure();
   [[nodiscard]] Result<void> enable();
@@ -72,19 +74,18 @@ class TestHost {
   void stop_agent();
   void begin_halt();
   // Without an agent: true. With one: it has seen Halting and the application is drained.
-  [[nodiscard]] bool drained() const;
+  [[nodiscard]] bool drained();
   void release();
   [[nodiscard]] std::string failure() const;
 
  private:
   std::unique_ptr<FakeContext> context_;
-  std::unique_ptr<runtime::Application> app_;
   std::thread agent_;
   std::atomic<bool> stop_{false};
-  std::atomic<bool> halt_seen_{false};
-  bool agent_started_ = false;
   mutable std::mutex mutex_;
   std::string failure_;  // guarded by mutex_
+  // Last: destroyed first, while the context's metrics and the failure record are there.
+  runtime::Lifecycle lifecycle_;
 };
 
 // Builds the cluster (parameters validated against the registered types, defaults filled in),
@@ -93,9 +94,10 @@ class TestHost {
 class Harness {
  public:
   // transport: "inproc", "shm", or "tcp" with the applications listening on 127.0.0.1:data_port
-  // + i.
+  // + i. registry: the application types (the built-in ones when empty).
   explicit Harness(std::vector<AppSpec> specs, runtime::TransportSettings settings = {},
-                   const std::string& transport_name = "inproc", std::uint16_t data_port = 0);
+                   const std::string& transport_name = "inproc", std::uint16_t data_port = 0,
+                   runtime::AppRegistry registry = {});
   ~Harness();
 
   [[nodiscard]] runtime::Application& app(const std::string& id);

@@ -148,7 +148,8 @@ TEST(Executive, AConfigureErrorIsAFailureWithItsReason) {
   Api api(23004);
   api.post("/api/v1/apps/c1/fsm/Configure");
   ASSERT_EQ(api.wait_state("c1", "Failed"), "Failed");
-  EXPECT_EQ(api.get("/api/v1/apps/c1").body.at("reason"), "configure: told to fail at configure");
+  EXPECT_EQ(api.get("/api/v1/apps/c1").body.at("reason"),
+            "configure: application 'c1': told to fail at configure");
   EXPECT_EQ(entries_of(":release"), std::vector<std::string>{"c1:release"})
       << "what configure allocated before failing is released";
 }
@@ -162,7 +163,8 @@ TEST(Executive, AnExceptionFromAHookIsAFailure) {
   ASSERT_EQ(api.wait_state("c1", "Ready"), "Ready");
   api.post("/api/v1/apps/c1/fsm/Enable");
   ASSERT_EQ(api.wait_state("c1", "Failed"), "Failed");
-  EXPECT_EQ(api.get("/api/v1/apps/c1").body.at("reason"), "enable threw: enable exploded");
+  EXPECT_EQ(api.get("/api/v1/apps/c1").body.at("reason"),
+            "enable: application 'c1': threw: enable exploded");
   EXPECT_EQ(api.get("/api/v1/context").body.at("state"), "Failed");
 }
 

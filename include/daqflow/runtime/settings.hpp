@@ -1,0 +1,91 @@
+#pragma once
+// Typed settings: an application type's parameters bound, once, to the members of its settings
+// struct. The spec is the type's parameter spec (what the loader and the control API validate,
+// with file:line:key errors); the binding reads the validated values into a Settings before the
+// application's setup(ctx, settings) runs (its configure() with the settings read), so that it
+// only sizes and opens.
+//
+//   struct CounterSettings { std::string peer; std::int64_t count = 0; };
+//   const SettingsSpec<CounterSettings> spec = SettingsSpec<CounterSettings>()
+//       .bind(ParamSpec::app_ref("peer", "where to send"), &CounterSettings::peer)
+//       .bind(ParamSpec::integer("count", "messages").default_value(100).at_least(1),
+//             &CounterSettings::count);
+//
+// A member's type is one ParamReader::get<T>() reads: bool, std::int64_t, std::uint32_t,
+// std::uint64_t, double, std::string, std::vector<std::string>, std::vector<std::int64_t>,
+// std::optional<std::int64_t> or nlohmann::json (an object parameter kept whole).
+//
+// Control thread; a spec is immutable once built and may be shared.
+
+#include <functional>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "daqflow/core/result.hpp"
+#include "daqflow/runtime/application.hpp"
+#include "daqflow/runtime/params.hpp"
+
+namespace daqflow::runtime {
+
+template <typename Settings>
+class SettingsSpec {
+ public:
+  template <typename T>
+  SettingsSpec&& bind(ParamSpec spec, T Settings::*member) && {
+    std::string key = spec.name;
+    readers_.push_back(
+        [key = std::move(key), member](ParamReader& p, Settings& s) { s.*member = p.get<T>(key); });
+    specs_.push_back(std::move(spec));
+    return std::move(*this);
+  }
+
+  // The parameter spec of the application type (AppType::params).
+  [[nodiscard]] const std::vector<ParamSpec>& params() const { return specs_; }
+
+  // The settings from validated parameters; an error names the key (a kind the spec let through
+  // that the member cannot hold: a bug of the binding).
+  [[nodiscard]] Result<Settings> read(const nlohmann::json& params) const {
+    Settings s{};
+    ParamReader p(params, "");
+    for (const auto& read_one : readers_) read_one(p, s);
+    if (auto r = p.status(); !r) return r.error();
+    return s;
+  }
+
+ private:
+  std::vector<ParamSpec> specs_;
+  std::vector<std::function<void(ParamReader&, Settings&)>> readers_;
+};
+
+// An application whose parameters arrive as its settings struct: `App` says its spec with a
+// static `spec()` returning a const SettingsSpec<Settings>&; setup(ctx, settings), its
+// configure(), gets the values read from the application's current parameters.
+//
+//   class Counter final : public ApplicationWith<Counter, CounterSettings> { ... };
+template <typename App, typename Settings>
+class ApplicationWith : public Application {
+ public:
+  Result<void> configure(AppContext& ctx) final {
+    auto settings = App::spec().read(ctx.params());
+    if (!settings) return settings.error();
+    return setup(ctx, *settings);
+  }
+  virtual Result<void> setup(AppContext& ctx, const Settings& settings) = 0;
+};
+
+// The registry entry of an application type with typed settings: its name, help and spec, and
+// how to make one. Further fields (enable rank, peers, results folding) are set on the result.
+template <typename App>
+[[nodiscard]] AppType app_type(std::string name, std::string help) {
+  AppType t;
+  t.name = std::move(name);
+  t.help = std::move(help);
+  t.params = App::spec().params();
+  t.make = [] { return std::make_unique<App>(); };
+  return t;
+}
+
+}  // namespace daqflow::runtime

@@ -1,0 +1,158 @@
+#include "daqflow/runtime/data_path.hpp"
+
+#include <algorithm>
+
+#include "daqflow/runtime/metrics.hpp"
+
+namespace daqflow::runtime {
+
+DataPath::DataPath() : batch_(kBatch) {}
+
+DataPath::~DataPath() {
+  for (auto& c : batch_) c.message.clear();
+  retire_pools();
+}
+
+void DataPath::retire_pools() {
+  for (auto& pool : pools_) {
+    const std::string owner = pool->name();
+    core::retire_pool(pool, core::BusyPool::leak, owner);
+  }
+  pools_.clear();
+}
+
+Result<core::BufferPool*> DataPath::send_pool(const std::string& name, std::size_t buffer_size,
+                                              std::size_t count) {
+  if (endpoint_ == nullptr)
+    return Error(ErrorCode::internal, "send pool '" + name + "' asked for before the endpoint");
+  auto pool = endpoint_->make_send_pool(name, buffer_size, count);
+  if (!pool) return pool.error().context("send pool '" + name + "'");
+  pools_.push_back(std::move(*pool));
+  return pools_.back().get();
+}
+
+transport::SendStatus DataPath::send_copy(core::BufferPool& pool, AppIndex peer,
+                                          wire::MessageType type, std::uint64_t tag,
+                                          std::span<const std::byte> bytes) {
+  core::Buffer b = pool.acquire();
+  if (!b) return transport::SendStatus::back_pressure;
+  std::copy(bytes.begin(), bytes.end(), b.data());
+  transport::Message m;
+  m.type = type;
+  m.tag = tag;
+  m.add(std::move(b), 0, static_cast<std::uint32_t>(bytes.size()));
+  const transport::SendStatus s = endpoint_->post_send(peer, m);
+  m.clear();
+  return s;
+}
+
+void DataPath::attach(core::Clock& clock, MetricsRegistry& metrics) {
+  clock_ = &clock;
+  const bool handles = std::any_of(handlers_.begin(), handlers_.end(),
+                                   [](const OnMessage& h) { return static_cast<bool>(h); });
+  if (rejected_ == nullptr && handles) {
+    rejected_ = &metrics.counter("messages_rejected",
+                                 "messages of an unexpected type or refused by their handler");
+  }
+  drained_.store(false, std::memory_order_release);
+  attached_ = true;
+}
+
+void DataPath::on(wire::MessageType type, OnMessage handler) {
+  handlers_[static_cast<std::uint8_t>(type)] = std::move(handler);
+}
+
+void DataPath::on_sent(OnSent handler) {
+  on_sent_ = std::move(handler);
+}
+
+void DataPath::on_peer_gone(OnPeerGone handler) {
+  on_peer_gone_ = std::move(handler);
+}
+
+void DataPath::every(std::chrono::nanoseconds period, OnTimer handler) {
+  timers_.push_back(Timer{std::max<std::int64_t>(1, period.count()), 0, std::move(handler)});
+}
+
+void DataPath::on_work(OnWork handler) {
+  on_work_ = std::move(handler);
+}
+
+void DataPath::drained_when(Predicate predicate) {
+  drained_when_ = std::move(predicate);
+}
+
+void DataPath::clear() {
+  for (auto& h : handlers_) h = nullptr;
+  on_sent_ = nullptr;
+  on_peer_gone_ = nullptr;
+  on_work_ = nullptr;
+  drained_when_ = nullptr;
+  timers_.clear();
+  for (auto& c : batch_) c.message.clear();
+  endpoint_ = nullptr;
+  rejected_ = nullptr;
+  attached_ = false;
+}
+
+void DataPath::dispatch(Completion& c, std::int64_t now) {
+  switch (c.kind) {
+    case Completion::Kind::recv: {
+      const OnMessage& handler = handlers_[static_cast<std::uint8_t>(c.message.type)];
+      rejected_now_ = !handler;
+      if (handler) handler(c, now);
+      if (rejected_now_ && rejected_ != nullptr) rejected_->add_single_writer();
+      break;
+    }
+    case Completion::Kind::send_done:
+      if (on_sent_) on_sent_(c);
+      break;
+    case Completion::Kind::peer_closed:
+      if (on_peer_gone_) on_peer_gone_(c.peer, {}, false);
+      break;
+    case Completion::Kind::error:
+      if (on_peer_gone_) on_peer_gone_(c.peer, c.reason, c.rejected);
+      break;
+  }
+  // Dropping the message returns its buffers to the sender's or the transport's pool.
+  c.message.clear();
+}
+
+int DataPath::round(bool halting) {
+  if (clock_ == nullptr) return 0;  // not attached: nothing registered
+  const std::int64_t now = clock_->now_ns();
+  int work = 0;
+  if (endpoint_ != nullptr) {
+    for (int poll = 0; poll < kPollRounds; ++poll) {
+      const std::size_t n = endpoint_->poll(batch_);
+      for (std::size_t i = 0; i < n; ++i) dispatch(batch_[i], now);
+      work += static_cast<int>(n);
+      if (n < batch_.size()) break;
+    }
+  }
+  for (Timer& t : timers_) {
+    if (t.due_ns == 0) {
+      t.due_ns = now + t.period_ns;
+    } else if (now >= t.due_ns) {
+      t.run(now);
+      t.due_ns = std::max(t.due_ns + t.period_ns, now);
+    }
+  }
+  if (on_work_) work += on_work_(now);
+  if (halting && drained_when_ && !drained_.load(std::memory_order_relaxed) && drained_when_()) {
+    drained_.store(true, std::memory_order_release);
+  }
+  return work;
+}
+
+std::chrono::microseconds DataPath::sleep_cap(std::chrono::microseconds cap) const {
+  if (timers_.empty() || clock_ == nullptr) return cap;
+  std::int64_t due = timers_.front().due_ns;
+  for (const Timer& t : timers_) due = std::min(due, t.due_ns);
+  if (due == 0) return cap;
+  const std::int64_t left_ns = due - clock_->now_ns();
+  if (left_ns <= 0) return std::chrono::microseconds(0);
+  return std::min(cap, std::chrono::microseconds(left_ns / 1000 + 1));
+}
+
+}  // namespace daqflow::runtime
