@@ -7,7 +7,8 @@ DURATION    ?= 20
 FUZZ_SECONDS ?= 300
 JOBS        ?= $(shell nproc)
 
-.PHONY: all bootstrap build build-sanitize run test test-format test-release test-asan test-tsan test-fuzz \
+.PHONY: all bootstrap build build-sanitize run test test-format test-release test-unit test-integration \
+	test-asan test-tsan test-fuzz \
 	test-soak test-fuzz-and-soak fuzz format clean bench
 
 # Every C++ file of the project, for clang-format.
@@ -30,8 +31,11 @@ run: build
 	rm -rf run-data
 	$(BUILD)/bin/daqflow run $(CONFIG) --duration $(DURATION) --summary $(BUILD)/run-summary.json
 
-# The stages one after the other, each timed (scripts/test-stages prints the times at the end).
-TEST_STAGES = test-format build test-release build-sanitize test-asan test-tsan test-fuzz-and-soak
+# The stages, each timed (scripts/test-stages prints the times at the end). The integration
+# tests spend most of their time waiting on their runs: the sanitizer build, the fuzzers and the
+# soak run beside them, niced, on the CPU they leave ("A|B,C": A beside B then C).
+TEST_STAGES = test-format build test-unit 'test-integration|build-sanitize,test-fuzz-and-soak' \
+	test-asan test-tsan
 test: bootstrap
 	@bash scripts/test-stages $(TEST_STAGES)
 
@@ -46,8 +50,12 @@ test-format: bootstrap
 # computing): 7 to 9 minutes on two cores instead of 17 one at a time. TEST_JOBS=1 runs them one
 # after the other.
 TEST_JOBS   ?= 4
-test-release: build
+test-release: test-unit test-integration
+
+test-unit: build
 	cd $(BUILD) && ctest --output-on-failure --timeout 300 -j $(JOBS) -L unit
+
+test-integration: build
 	cd $(BUILD) && ctest --output-on-failure --timeout 300 -j $(TEST_JOBS) -L integration
 
 # Two minutes of the event builder at full rate: memory and descriptors must stay flat
