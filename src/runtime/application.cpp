@@ -40,7 +40,7 @@ Result<std::vector<AppIndex>> AppContext::indexes_of(std::string_view key,
 }
 
 int Application::do_work() {
-  return data_path_.round(halting());
+  return data_path_.round();
 }
 
 void Application::wait_for_work(std::chrono::microseconds timeout) {

@@ -62,6 +62,10 @@ void DataPath::on(wire::MessageType type, OnMessage handler) {
   handlers_[static_cast<std::uint8_t>(type)] = std::move(handler);
 }
 
+void DataPath::intercept(Interceptor interceptor) {
+  intercept_ = std::move(interceptor);
+}
+
 void DataPath::on_sent(OnSent handler) {
   on_sent_ = std::move(handler);
 }
@@ -74,6 +78,10 @@ void DataPath::every(std::chrono::nanoseconds period, OnTimer handler) {
   timers_.push_back(Timer{std::max<std::int64_t>(1, period.count()), 0, std::move(handler)});
 }
 
+void DataPath::at(std::function<std::int64_t()> due, OnTimer handler) {
+  deadlines_.push_back(Deadline{std::move(due), std::move(handler)});
+}
+
 void DataPath::on_work(OnWork handler) {
   on_work_ = std::move(handler);
 }
@@ -84,11 +92,13 @@ void DataPath::drained_when(Predicate predicate) {
 
 void DataPath::clear() {
   for (auto& h : handlers_) h = nullptr;
+  intercept_ = nullptr;
   on_sent_ = nullptr;
   on_peer_gone_ = nullptr;
   on_work_ = nullptr;
   drained_when_ = nullptr;
   timers_.clear();
+  deadlines_.clear();
   for (auto& c : batch_) c.message.clear();
   endpoint_ = nullptr;
   rejected_ = nullptr;
@@ -96,6 +106,10 @@ void DataPath::clear() {
 }
 
 void DataPath::dispatch(Completion& c, std::int64_t now) {
+  if (intercept_ && intercept_(c)) {
+    c.message.clear();
+    return;
+  }
   switch (c.kind) {
     case Completion::Kind::recv: {
       const OnMessage& handler = handlers_[static_cast<std::uint8_t>(c.message.type)];
@@ -118,7 +132,7 @@ void DataPath::dispatch(Completion& c, std::int64_t now) {
   c.message.clear();
 }
 
-int DataPath::round(bool halting) {
+int DataPath::round() {
   if (clock_ == nullptr) return 0;  // not attached: nothing registered
   const std::int64_t now = clock_->now_ns();
   int work = 0;
@@ -138,17 +152,28 @@ int DataPath::round(bool halting) {
       t.due_ns = std::max(t.due_ns + t.period_ns, now);
     }
   }
-  if (on_work_) work += on_work_(now);
-  if (halting && drained_when_ && !drained_.load(std::memory_order_relaxed) && drained_when_()) {
-    drained_.store(true, std::memory_order_release);
+  for (Deadline& d : deadlines_) {
+    const std::int64_t due = d.due();
+    if (d.run && due != 0 && now >= due) d.run(now);
   }
+  if (on_work_) work += on_work_(now);
   return work;
 }
 
+void DataPath::settle(bool halting) {
+  if (halting && drained_when_ && !drained_.load(std::memory_order_relaxed) && drained_when_()) {
+    drained_.store(true, std::memory_order_release);
+  }
+}
+
 std::chrono::microseconds DataPath::sleep_cap(std::chrono::microseconds cap) const {
-  if (timers_.empty() || clock_ == nullptr) return cap;
-  std::int64_t due = timers_.front().due_ns;
-  for (const Timer& t : timers_) due = std::min(due, t.due_ns);
+  if (clock_ == nullptr) return cap;
+  std::int64_t due = 0;  // the earliest, 0: none
+  const auto earliest = [&due](std::int64_t t) {
+    if (t != 0 && (due == 0 || t < due)) due = t;
+  };
+  for (const Timer& t : timers_) earliest(t.due_ns);
+  for (const Deadline& d : deadlines_) earliest(d.due());
   if (due == 0) return cap;
   const std::int64_t left_ns = due - clock_->now_ns();
   if (left_ns <= 0) return std::chrono::microseconds(0);

@@ -166,6 +166,7 @@ int Lifecycle::agent_round() {
       note_failure("do_work threw: " + exception_text(std::current_exception()));
     }
   }
+  HostAccess::data_path(*app_).settle(halting);
   if (halting && !halt_seen_.load(std::memory_order_relaxed)) {
     halt_seen_.store(true, std::memory_order_release);
   }

@@ -10,8 +10,10 @@
 //      go back to their pool); poll again while a batch came back full, at most kPollRounds
 //      times, so that a flood never starves the timers and the work;
 //   2. run each timer whose time has come (a period after its last run);
-//   3. call the work hook (produce, build, post what waits);
-//   4. while halting, ask the drained predicate and publish its answer for drained().
+//   3. call the work hook (produce, build, post what waits).
+// After every round of the agent, whether the default do_work() ran or the application's own
+// loop, the host asks the drained predicate while halting and publishes its answer for
+// drained() (settle()).
 // A message of a type with no handler, or a handler that calls reject(), is counted in
 // messages_rejected (the application's metrics) and dropped. Nothing on this path allocates
 // once configured.
@@ -61,6 +63,9 @@ class DataPath {
   // The application's own work after the completions; returns how much it did (0: idle).
   using OnWork = std::function<int(std::int64_t now)>;
   using Predicate = std::function<bool()>;
+  // Sees every completion first; true: it took it (a part of the application with traffic of
+  // its own, such as an output that talks to the farm), and nothing else sees it.
+  using Interceptor = std::function<bool(Completion&)>;
 
   DataPath();
   ~DataPath();
@@ -69,6 +74,7 @@ class DataPath {
 
   // Configure (control thread): what the application registers.
   void on(wire::MessageType type, OnMessage handler);
+  void intercept(Interceptor interceptor);
   // Where rejected messages are counted; without it, in a counter messages_rejected registered
   // at attach() when a handler was.
   void count_rejected_in(core::Counter& counter) { rejected_ = &counter; }
@@ -81,6 +87,10 @@ class DataPath {
   void on_peer_gone(OnPeerGone handler);
   // Runs handler every period, the first time a period after the first round.
   void every(std::chrono::nanoseconds period, OnTimer handler);
+  // A timer whose time the application keeps: handler (if any) runs in each round once the
+  // clock has reached due() (0: not due at all), and the agent sleeps no longer than that (a
+  // heartbeat whose send may have to wait for a buffer, a decision due at a time drawn).
+  void at(std::function<std::int64_t()> due, OnTimer handler = nullptr);
   void on_work(OnWork handler);
   // Whether everything in flight is done; asked on the agent thread, once halting.
   void drained_when(Predicate predicate);
@@ -97,7 +107,9 @@ class DataPath {
 
   // Agent thread.
   // One round; returns the completions taken plus the work done.
-  [[nodiscard]] int round(bool halting);
+  [[nodiscard]] int round();
+  // After a round that began halting: asks the drained predicate, once true for good.
+  void settle(bool halting);
   // A handler refusing the message it was given: counted, then dropped.
   void reject() { rejected_now_ = true; }
   // Posts a copy of bytes (no larger than the pool's buffers) to peer in a buffer of pool;
@@ -121,6 +133,10 @@ class DataPath {
     std::int64_t due_ns = 0;  // 0: not started
     OnTimer run;
   };
+  struct Deadline {
+    std::function<std::int64_t()> due;
+    OnTimer run;
+  };
 
   void dispatch(Completion& c, std::int64_t now);
 
@@ -128,11 +144,13 @@ class DataPath {
   core::Clock* clock_ = nullptr;
   bool attached_ = false;
   std::array<OnMessage, 256> handlers_;
+  Interceptor intercept_;
   OnSent on_sent_;
   OnPeerGone on_peer_gone_;
   OnWork on_work_;
   Predicate drained_when_;
   std::vector<Timer> timers_;
+  std::vector<Deadline> deadlines_;
   std::vector<Completion> batch_;
   core::Counter* rejected_ = nullptr;
   std::vector<std::unique_ptr<core::BufferPool>> pools_;

@@ -25,23 +25,13 @@ constexpr std::int64_t kBatchAgeNs = 20'000'000;
 constexpr std::size_t kBatchesPerStream = 4;
 constexpr std::uint32_t kMaxEventSize = 64u << 20;
 constexpr std::size_t kControlBufferSize = 64;
-constexpr int kPollRounds = 8;
 // Event numbers remembered for the duplicate check of events from BUs: a block built again after
 // its BU was lost comes within far fewer events than this.
 constexpr std::uint64_t kSeenEvents = 1u << 22;
 
 }  // namespace
 
-SubFarmController::~SubFarmController() {
-  release();
-  for (auto& c : completions_) c.message.clear();
-  core::retire_pool(events_pool_, core::BusyPool::leak, id());
-  core::retire_pool(control_pool_, core::BusyPool::leak, id());
-}
-
 Result<void> SubFarmController::configure(runtime::AppContext& ctx) {
-  core::retire_pool(events_pool_, core::BusyPool::leak, id());
-  core::retire_pool(control_pool_, core::BusyPool::leak, id());
   clock_ = &ctx.clock();
   runtime::ParamReader p = ctx.param_reader();
   const auto worker_ids = p.get<std::vector<std::string>>("workers");
@@ -137,10 +127,10 @@ Result<void> SubFarmController::configure(runtime::AppContext& ctx) {
       return r.error().context("connecting to BU '" + detail::peer_name(ids_, bu) + "'");
     }
   }
-  auto events = endpoint_->make_send_pool(id() + ".events", std::max<std::uint32_t>(max_size_, 8),
-                                          slots + 16);
+  auto events =
+      data_path().send_pool(id() + ".events", std::max<std::uint32_t>(max_size_, 8), slots + 16);
   if (!events) return events.error();
-  events_pool_ = std::move(*events);
+  events_pool_ = *events;
   {
     // Every event carries the same bytes but its first 8, its number.
     std::vector<core::Buffer> all;
@@ -152,10 +142,10 @@ Result<void> SubFarmController::configure(runtime::AppContext& ctx) {
       }
     }
   }
-  auto control = endpoint_->make_send_pool(id() + ".control", kControlBufferSize,
-                                           2 * slots + 4 * workers_.size() + 64);
+  auto control = data_path().send_pool(id() + ".control", kControlBufferSize,
+                                       2 * slots + 4 * workers_.size() + 64);
   if (!control) return control.error();
-  control_pool_ = std::move(*control);
+  control_pool_ = *control;
   retained_ = std::vector<Retained>(slots);
   rng_ = core::Xoshiro(seed);
   pending_ = std::vector<Pending>(inputs_.size() * input_window_ + 16);
@@ -226,11 +216,51 @@ Result<void> SubFarmController::configure(runtime::AppContext& ctx) {
   bytes_decided_ = 0;
   lost_now_.clear();
   lost_now_.reserve(workers_.size());
-  drained_.store(false);
   enabled_ns_.store(0);
-  const std::lock_guard lock(lost_mutex_);
-  lost_workers_.clear();
-  rejoined_workers_.clear();
+  {
+    const std::lock_guard lock(lost_mutex_);
+    lost_workers_.clear();
+    rejoined_workers_.clear();
+  }
+
+  runtime::DataPath& path = data_path();
+  path.count_rejected_in(*messages_malformed_);
+  // Every message here has a payload: one without is refused.
+  const auto with_payload = [this](auto handle) {
+    return [this, handle](Completion& c, std::int64_t now) {
+      if (c.message.segment_count == 0) {
+        data_path().reject();
+        return;
+      }
+      handle(c, now);
+    };
+  };
+  path.on(wire::MessageType::decision,
+          with_payload([this](Completion& c, std::int64_t now) { on_decision(c, now); }));
+  path.on(wire::MessageType::farm_event, with_payload([this](Completion& c, std::int64_t) {
+            const auto it = std::find(inputs_.begin(), inputs_.end(), c.peer);
+            if (it == inputs_.end()) {
+              data_path().reject();
+              return;
+            }
+            on_input(c, static_cast<std::size_t>(it - inputs_.begin()));
+          }));
+  path.on(wire::MessageType::heartbeat,
+          with_payload([this](Completion& c, std::int64_t now) { on_heartbeat(c, now); }));
+  path.on_peer_gone([this](AppIndex peer, std::string_view reason, bool) {
+    if (dispatcher_->lose(peer)) {
+      on_lost(peer, reason.empty() ? std::string("closed its connection")
+                                   : "connection failed: " + std::string(reason));
+    }
+  });
+  path.on_work([this](std::int64_t now) { return work(now); });
+  path.drained_when([this] {
+    if (!empty()) return false;
+    if (const std::string broken = dispatcher_->check_invariant(); !broken.empty()) {
+      fail("accounting broken at the end: " + broken);
+    }
+    return true;
+  });
   return ok();
 }
 
@@ -252,8 +282,8 @@ void SubFarmController::release() {
   for (auto& r : retained_) r.data.clear();
   for (auto& p : pending_) p.message.clear();
   pending_count_ = 0;
-  for (auto& c : completions_) c.message.clear();
   endpoint_ = nullptr;
+  events_pool_ = control_pool_ = nullptr;
 }
 
 void SubFarmController::fence(AppIndex worker) {
@@ -370,40 +400,13 @@ void SubFarmController::on_decision(Completion& c, std::int64_t now) {
   }
 }
 
-void SubFarmController::on_completion(Completion& c, std::int64_t now) {
-  switch (c.kind) {
-    case Completion::Kind::recv:
-      if (c.message.segment_count == 0) break;
-      if (c.message.type == wire::MessageType::decision) {
-        on_decision(c, now);
-      } else if (c.message.type == wire::MessageType::farm_event) {
-        const auto it = std::find(inputs_.begin(), inputs_.end(), c.peer);
-        if (it == inputs_.end()) {
-          messages_malformed_->add_single_writer();
-        } else {
-          on_input(c, static_cast<std::size_t>(it - inputs_.begin()));
-        }
-      } else if (c.message.type == wire::MessageType::heartbeat) {
-        const int p = dispatcher_->workers().position_of(c.peer);
-        if (p >= 0 && dispatcher_->workers().alive(static_cast<std::size_t>(p))) {
-          dispatcher_->heard_from(c.peer, now);
-        } else if (p >= 0) {
-          fence(c.peer);  // lost and still sending: it must learn its new epoch
-        }
-      }
-      break;
-    case Completion::Kind::send_done:
-      break;
-    case Completion::Kind::peer_closed:
-    case Completion::Kind::error:
-      if (dispatcher_->lose(c.peer)) {
-        on_lost(c.peer, c.kind == Completion::Kind::error
-                            ? "connection failed: " + std::string(c.reason)
-                            : std::string("closed its connection"));
-      }
-      break;
+void SubFarmController::on_heartbeat(const Completion& c, std::int64_t now) {
+  const int p = dispatcher_->workers().position_of(c.peer);
+  if (p >= 0 && dispatcher_->workers().alive(static_cast<std::size_t>(p))) {
+    dispatcher_->heard_from(c.peer, now);
+  } else if (p >= 0) {
+    fence(c.peer);  // lost and still sending: it must learn its new epoch
   }
-  c.message.clear();
 }
 
 int SubFarmController::generate(std::int64_t now) {
@@ -620,18 +623,15 @@ void SubFarmController::publish() {
   events_queued_->set(static_cast<double>(d.queued()));
 }
 
-int SubFarmController::do_work() {
-  std::int64_t now = clock_->now_ns();
+bool SubFarmController::empty() const {
+  return pending_count_ == 0 && dispatcher_->queued() == 0 && dispatcher_->outstanding() == 0 &&
+         std::all_of(streams_.begin(), streams_.end(),
+                     [](const Stream& st) { return st.filling == nullptr && st.in_output == 0; });
+}
+
+int SubFarmController::work(std::int64_t now) {
+  if (failed()) return 0;
   int work = 0;
-  // Every send completes, so completions come faster than one batch per turn while the
-  // generator runs: take several, or the decisions and heartbeats behind them would wait.
-  for (int round = 0; round < kPollRounds; ++round) {
-    const std::size_t n = endpoint_->poll(completions_);
-    for (std::size_t i = 0; i < n; ++i) on_completion(completions_[i], now);
-    work += static_cast<int>(n);
-    if (n < completions_.size()) break;
-  }
-  if (failed()) return work;
   if (!watching_ && producing()) {
     dispatcher_->start_watch(now);
     watching_ = true;
@@ -661,17 +661,7 @@ int SubFarmController::do_work() {
   } else {
     (void)sampler_.tick(now, bytes_decided_, done);
   }
-  const bool empty =
-      pending_count_ == 0 && dispatcher_->queued() == 0 && dispatcher_->outstanding() == 0 &&
-      std::all_of(streams_.begin(), streams_.end(),
-                  [](const Stream& st) { return st.filling == nullptr && st.in_output == 0; });
-  if (halting() && empty && !drained_.load(std::memory_order_relaxed)) {
-    if (const std::string broken = dispatcher_->check_invariant(); !broken.empty()) {
-      fail("accounting broken at the end: " + broken);
-    }
-    drained_.store(true, std::memory_order_release);
-  }
-  if (count_ > 0 && next_event_ == count_ && empty && !finished()) set_finished();
+  if (count_ > 0 && next_event_ == count_ && !finished() && empty()) set_finished();
   return work;
 }
 
@@ -684,10 +674,6 @@ void SubFarmController::wait_for_work(std::chrono::microseconds timeout) {
   }
   if (cap.count() == 0) return;
   endpoint_->wait(std::min(timeout, cap));
-}
-
-bool SubFarmController::drained() const {
-  return drained_.load(std::memory_order_acquire) || failed();
 }
 
 nlohmann::json SubFarmController::results() const {

@@ -41,16 +41,12 @@ namespace daqflow::apps::farm {
 
 class SubFarmController final : public runtime::Application {
  public:
-  ~SubFarmController() override;
-
   Result<void> configure(runtime::AppContext& ctx) override;
   Result<void> enable() override;
   void release() override;
 
-  [[nodiscard]] int do_work() override;
   void wait_for_work(std::chrono::microseconds timeout) override;
 
-  [[nodiscard]] bool drained() const override;
   [[nodiscard]] nlohmann::json results() const override;
 
   // The run's farm figures: events_decided, events_accepted, farm_events_per_s, lost_workers.
@@ -86,14 +82,15 @@ class SubFarmController final : public runtime::Application {
     std::size_t input = 0;
   };
 
-  void on_completion(transport::Completion& c, std::int64_t now);
+  void on_heartbeat(const transport::Completion& c, std::int64_t now);
+  [[nodiscard]] int work(std::int64_t now);
+  // Nothing of the run left anywhere: no event pending, queued, out at a worker or unwritten.
+  [[nodiscard]] bool empty() const;
   void on_input(transport::Completion& c, std::size_t input);
   int admit_inputs(std::int64_t now);
   // An output stream has every batch taken and its current one full: hold the input back.
   [[nodiscard]] bool disk_behind() const;
   int send_credits();
-  // Whether this event number was taken before (a block built again after its BU was lost);
-  // marks it taken.
   void on_decision(transport::Completion& c, std::int64_t now);
   void on_lost(transport::AppIndex worker, const std::string& why);
   void fence(transport::AppIndex worker);
@@ -121,10 +118,10 @@ class SubFarmController final : public runtime::Application {
   transport::Endpoint* endpoint_ = nullptr;
   core::Clock* clock_ = nullptr;
   std::unique_ptr<Dispatcher> dispatcher_;
-  std::unique_ptr<core::BufferPool> events_pool_;
-  std::unique_ptr<core::BufferPool> control_pool_;
-  std::vector<Retained> retained_;  // by slot
-  std::vector<Pending> pending_;    // ring
+  core::BufferPool* events_pool_ = nullptr;   // the data path's
+  core::BufferPool* control_pool_ = nullptr;  // the data path's
+  std::vector<Retained> retained_;            // by slot
+  std::vector<Pending> pending_;              // ring
   std::size_t pending_head_ = 0;
   std::size_t pending_count_ = 0;
   std::vector<std::uint64_t> taken_;  // per input: events taken over
@@ -140,7 +137,6 @@ class SubFarmController final : public runtime::Application {
   std::uint64_t bytes_decided_ = 0;
   std::vector<transport::AppIndex> lost_now_;
   ThroughputSampler sampler_;
-  std::array<transport::Completion, detail::kPollBatch> completions_{};
 
   // Metrics.
   runtime::Counter* events_received_ = nullptr;
@@ -164,7 +160,6 @@ class SubFarmController final : public runtime::Application {
   // Shared with other threads.
   std::unique_ptr<std::atomic<std::uint64_t>[]> decided_by_;  // per worker position
   core::LatencyHistogram latency_;  // event latency, dispatch queue included: admitted to decided
-  std::atomic<bool> drained_{false};
   std::atomic<std::int64_t> enabled_ns_{0};
   mutable std::mutex lost_mutex_;
   std::vector<std::string> lost_workers_;      // guarded by lost_mutex_

@@ -11,6 +11,7 @@
 
 namespace daqflow::apps::farm {
 
+using transport::AppIndex;
 using transport::Completion;
 using transport::SendStatus;
 
@@ -45,41 +46,81 @@ std::vector<runtime::ParamSpec> time_fields(double mean_us) {
 
 }  // namespace
 
-Worker::~Worker() {
-  release();
-  for (auto& c : completions_) c.message.clear();
-  core::retire_pool(pool_, core::BusyPool::leak, id());
+const runtime::SettingsSpec<WorkerSettings>& Worker::spec() {
+  using runtime::ParamSpec;
+  using S = WorkerSettings;
+  static const auto spec =
+      runtime::SettingsSpec<S>()
+          .bind(ParamSpec::app_ref("sfc", "the sub-farm controller this worker serves"), &S::sfc)
+          .bind(ParamSpec::string("processing",
+                                  "model (times and decisions drawn) or plugin (a library)")
+                    .default_value("model")
+                    .one_of({"model", "plugin"}),
+                &S::processing)
+          .bind(ParamSpec::number("accept_fraction", "model: fraction of events accepted")
+                    .default_value(0.005)
+                    .range(0, 1),
+                &S::accept_fraction)
+          .bind(
+              ParamSpec::integer("output_bytes",
+                                 "output of an accepted event: the model's size, the plugin's room")
+                  .default_value(65536)
+                  .range(0, kMaxOutput),
+              &S::output_bytes)
+          .bind(ParamSpec::integer("trigger_bits", "model: trigger bits of an accepted event")
+                    .default_value(1)
+                    .at_least(0),
+                &S::trigger_bits)
+          .bind(ParamSpec::object("accept_time", "model: processing time of an accepted event",
+                                  time_fields(0)),
+                &S::accept_time)
+          .bind(ParamSpec::object("reject_time", "model: processing time of a rejected event",
+                                  time_fields(0)),
+                &S::reject_time)
+          .bind(ParamSpec::string("plugin",
+                                  "plugin: path of the shared library (daqflow/farm_plugin.h)")
+                    .default_value(""),
+                &S::plugin)
+          .bind(ParamSpec::string("plugin_config", "plugin: text handed to daqflow_farm_init")
+                    .default_value(""),
+                &S::plugin_config)
+          .bind(ParamSpec::integer("heartbeat_ms", "interval of heartbeats to the SFC")
+                    .default_value(100)
+                    .range(1, 60000),
+                &S::heartbeat_ms)
+          .bind(ParamSpec::integer("seed", "model: seed of the decisions and times")
+                    .default_value(1)
+                    .at_least(0),
+                &S::seed);
+  return spec;
 }
 
-Result<void> Worker::configure(runtime::AppContext& ctx) {
-  core::retire_pool(pool_, core::BusyPool::leak, id());
+Worker::~Worker() {
+  unload_plugin();
+}
+
+Result<void> Worker::setup(runtime::AppContext& ctx, const WorkerSettings& s) {
   clock_ = &ctx.clock();
-  runtime::ParamReader p = ctx.param_reader();
-  const auto sfc = p.get<std::string>("sfc");
-  const auto processing = p.get<std::string>("processing");
-  accept_fraction_ = p.get<double>("accept_fraction");
-  output_bytes_ = p.get<std::uint32_t>("output_bytes");
-  trigger_bits_ = p.get<std::uint64_t>("trigger_bits");
-  const auto accept_time = p.get<nlohmann::json>("accept_time");
-  const auto reject_time = p.get<nlohmann::json>("reject_time");
-  const auto plugin = p.get<std::string>("plugin");
-  const auto plugin_config = p.get<std::string>("plugin_config");
-  heartbeat_ns_ = p.get<std::int64_t>("heartbeat_ms") * 1'000'000;
-  const auto seed = p.get<std::uint64_t>("seed");
-  if (auto r = p.status(); !r) return r;
-  auto index = ctx.index_of(sfc);
-  if (!index) return p.error("sfc", index.error().message());
+  accept_fraction_ = s.accept_fraction;
+  output_bytes_ = s.output_bytes;
+  trigger_bits_ = s.trigger_bits;
+  heartbeat_ns_ = s.heartbeat_ms * 1'000'000;
+  auto index = ctx.index_of(s.sfc);
+  if (!index) return index.error().context("parameter 'sfc'");
   sfc_ = *index;
-  accept_time_us_ = time_spec(accept_time);
-  reject_time_us_ = time_spec(reject_time);
-  rng_ = core::Xoshiro(seed ^ (std::uint64_t{ctx.self().index} * core::kGolden));
+  accept_time_us_ = time_spec(s.accept_time);
+  reject_time_us_ = time_spec(s.reject_time);
+  rng_ = core::Xoshiro(s.seed ^ (std::uint64_t{ctx.self().index} * core::kGolden));
   ids_ = detail::application_ids(ctx.cluster());
-  if (processing == "plugin") {
-    if (plugin.empty()) return p.error("plugin", "processing: plugin needs the library's path");
-    if (auto r = load_plugin(plugin, plugin_config); !r)
-      return p.error("plugin", r.error().message());
-  } else if (!plugin.empty()) {
-    return p.error("plugin", "is set, but processing is 'model' (set processing: plugin)");
+  if (s.processing == "plugin") {
+    if (s.plugin.empty()) {
+      return Error("parameter 'plugin': processing: plugin needs the library's path");
+    }
+    if (auto r = load_plugin(s.plugin, s.plugin_config); !r) {
+      return r.error().context("parameter 'plugin'");
+    }
+  } else if (!s.plugin.empty()) {
+    return Error("parameter 'plugin': is set, but processing is 'model' (set processing: plugin)");
   }
 
   // Receive buffers are as large as the largest message and filled in at Configure: an SFC
@@ -98,12 +139,12 @@ Result<void> Worker::configure(runtime::AppContext& ctx) {
   if (!endpoint) return endpoint.error().context("endpoint");
   endpoint_ = *endpoint;
   if (auto r = endpoint_->connect(sfc_); !r) {
-    return r.error().context("connecting to '" + sfc + "'");
+    return r.error().context("connecting to '" + s.sfc + "'");
   }
-  auto pool = endpoint_->make_send_pool(id() + ".decisions", wire::kDecisionSize + output_bytes_,
-                                        kDecisionBuffers);
+  auto pool = data_path().send_pool(id() + ".decisions", wire::kDecisionSize + output_bytes_,
+                                    kDecisionBuffers);
   if (!pool) return pool.error();
-  pool_ = std::move(*pool);
+  pool_ = *pool;
   // Model output: the same bytes for every event but its first 8, the event number.
   if (plugin_.process == nullptr) {
     std::vector<core::Buffer> all;
@@ -134,6 +175,25 @@ Result<void> Worker::configure(runtime::AppContext& ctx) {
   busy_ns_ = &m.counter("busy_ns", "time spent processing", runtime::Unit::none);
   messages_malformed_ = &m.counter("messages_malformed", "malformed messages dropped");
   fences_ = &m.counter("fences", "fences received: the SFC had declared this worker lost");
+
+  runtime::DataPath& path = data_path();
+  path.count_rejected_in(*messages_malformed_);
+  path.on(wire::MessageType::farm_event, [this](Completion& c, std::int64_t) { on_event(c); });
+  path.on(wire::MessageType::fence, [this](Completion& c, std::int64_t) { on_fence(c); });
+  path.on_peer_gone([this](AppIndex peer, std::string_view reason, bool) {
+    if (peer != sfc_) return;
+    if (reason.empty()) {
+      // The SFC halts before its workers: at the end of a run this is the normal goodbye.
+      spdlog::info("{}: the SFC '{}' closed its connection", id(), detail::peer_name(ids_, peer));
+    } else if (!winding_down()) {
+      spdlog::warn("{}: the connection to the SFC '{}' failed: {}", id(),
+                   detail::peer_name(ids_, peer), reason);
+    }
+  });
+  path.at([this] { return token_sent_ ? next_heartbeat_ns_ : 0; },
+          [this](std::int64_t now) { send_heartbeat(now); });
+  path.at([this] { return count_ > 0 ? held_[head_].done_ns : 0; });
+  path.on_work([this](std::int64_t now) { return decide(now); });
   return ok();
 }
 
@@ -175,9 +235,9 @@ void Worker::unload_plugin() {
 
 void Worker::release() {
   drop_held();
-  for (auto& c : completions_) c.message.clear();
   unload_plugin();
   endpoint_ = nullptr;
+  pool_ = nullptr;
 }
 
 void Worker::drop_held() {
@@ -202,7 +262,6 @@ bool Worker::send_token() {
 }
 
 void Worker::send_heartbeat(std::int64_t now) {
-  if (now < next_heartbeat_ns_) return;
   core::Buffer b = pool_->acquire();
   if (!b) return;
   wire::Heartbeat h;
@@ -219,54 +278,50 @@ void Worker::send_heartbeat(std::int64_t now) {
   }
 }
 
-void Worker::on_completion(Completion& c) {
-  if (c.kind == Completion::Kind::recv && c.peer == sfc_ && c.message.segment_count > 0) {
-    const auto payload = c.message.segments[0].bytes();
-    if (c.message.type == wire::MessageType::farm_event) {
-      wire::FarmEvent e;
-      const auto status = wire::decode(payload, c.size, e);
-      if (status != wire::EvbStatus::ok) {
-        messages_malformed_->add_single_writer();
-        spdlog::warn("{}: a malformed event from the SFC, dropped: {}", id(),
-                     wire::to_string(status));
-      } else if (e.slot == kNoSlot) {
-        events_pushed_->add_single_writer();
-        bytes_in_->add_single_writer(e.size);
-      } else if (e.epoch != epoch_ || !token_sent_) {
-        events_dropped_->add_single_writer();
-      } else if (count_ == held_.size()) {
-        fail("the SFC sent more events than a worker holds (" + std::to_string(held_.size()) +
-             "): lower its window");
-      } else {
-        Held& h = held_[(head_ + count_++) % held_.size()];
-        h.event = e;
-        h.message = std::move(c.message);
-        h.done_ns = 0;
-        events_in_->add_single_writer();
-        bytes_in_->add_single_writer(e.size);
-      }
-    } else if (c.message.type == wire::MessageType::fence) {
-      wire::Fence f;
-      if (wire::decode(payload, f) == wire::EvbStatus::ok && f.epoch > epoch_) {
-        events_dropped_->add_single_writer(count_);
-        spdlog::warn(
-            "{}: the SFC declared this worker lost; {} held event(s) dropped, back under "
-            "epoch {}",
-            id(), count_, f.epoch);
-        drop_held();
-        epoch_ = f.epoch;
-        token_sent_ = false;
-        fences_->add_single_writer();
-      }
-    }
-  } else if (c.kind == Completion::Kind::error && c.peer == sfc_ && !winding_down()) {
-    spdlog::warn("{}: the connection to the SFC '{}' failed: {}", id(),
-                 detail::peer_name(ids_, c.peer), c.reason);
-  } else if (c.kind == Completion::Kind::peer_closed && c.peer == sfc_) {
-    // The SFC halts before its workers: at the end of a run this is the normal goodbye.
-    spdlog::info("{}: the SFC '{}' closed its connection", id(), detail::peer_name(ids_, c.peer));
+void Worker::on_event(Completion& c) {
+  if (c.peer != sfc_ || c.message.segment_count == 0) {
+    data_path().reject();
+    return;
   }
-  c.message.clear();
+  wire::FarmEvent e;
+  const auto status = wire::decode(c.message.segments[0].bytes(), c.size, e);
+  if (status != wire::EvbStatus::ok) {
+    data_path().reject();
+    spdlog::warn("{}: a malformed event from the SFC, dropped: {}", id(), wire::to_string(status));
+  } else if (e.slot == kNoSlot) {
+    events_pushed_->add_single_writer();
+    bytes_in_->add_single_writer(e.size);
+  } else if (e.epoch != epoch_ || !token_sent_) {
+    events_dropped_->add_single_writer();
+  } else if (count_ == held_.size()) {
+    fail("the SFC sent more events than a worker holds (" + std::to_string(held_.size()) +
+         "): lower its window");
+  } else {
+    Held& h = held_[(head_ + count_++) % held_.size()];
+    h.event = e;
+    h.message = std::move(c.message);
+    h.done_ns = 0;
+    events_in_->add_single_writer();
+    bytes_in_->add_single_writer(e.size);
+  }
+}
+
+void Worker::on_fence(const Completion& c) {
+  wire::Fence f;
+  if (c.peer != sfc_ || c.message.segment_count == 0 ||
+      wire::decode(c.message.segments[0].bytes(), f) != wire::EvbStatus::ok) {
+    data_path().reject();
+    return;
+  }
+  if (f.epoch <= epoch_) return;
+  events_dropped_->add_single_writer(count_);
+  spdlog::warn(
+      "{}: the SFC declared this worker lost; {} held event(s) dropped, back under epoch {}", id(),
+      count_, f.epoch);
+  drop_held();
+  epoch_ = f.epoch;
+  token_sent_ = false;
+  fences_->add_single_writer();
 }
 
 // Decides on the event at the head: the plugin now, the model by drawing its time.
@@ -330,19 +385,14 @@ bool Worker::start(Held& h, std::int64_t now) {
   return true;
 }
 
-int Worker::do_work() {
+int Worker::decide(std::int64_t now) {
+  if (failed()) return 0;
   int work = 0;
-  const std::size_t n = endpoint_->poll(completions_);
-  for (std::size_t i = 0; i < n; ++i) on_completion(completions_[i]);
-  work += static_cast<int>(n);
-  if (failed()) return work;
-  std::int64_t now = clock_->now_ns();
-  if (!token_sent_ && run_state() != runtime::RunState::halting && endpoint_->connected(sfc_) &&
-      send_token()) {
+  if (!token_sent_ && !halting() && endpoint_->connected(sfc_) && send_token()) {
     token_sent_ = true;
+    next_heartbeat_ns_ = now;
     ++work;
   }
-  if (token_sent_) send_heartbeat(now);
   while (count_ > 0) {
     Held& h = held_[head_];
     if (h.done_ns == 0 && !start(h, now)) break;
@@ -372,15 +422,6 @@ int Worker::do_work() {
   return work;
 }
 
-void Worker::wait_for_work(std::chrono::microseconds timeout) {
-  std::int64_t until = clock_->now_ns() + timeout.count() * 1000;
-  if (token_sent_) until = std::min(until, next_heartbeat_ns_);
-  if (count_ > 0 && held_[head_].done_ns > 0) until = std::min(until, held_[head_].done_ns);
-  const std::int64_t wait_ns = until - clock_->now_ns();
-  if (wait_ns <= 0) return;
-  endpoint_->wait(std::chrono::microseconds(wait_ns / 1000));
-}
-
 nlohmann::json Worker::results() const {
   if (events_in_ == nullptr) return nlohmann::json::object();
   return {{"events_in", events_in_->value()},
@@ -395,47 +436,14 @@ nlohmann::json Worker::results() const {
 }
 
 runtime::AppType worker_type() {
-  using runtime::ParamSpec;
-  runtime::AppType t;
-  t.name = "worker";
-  t.help =
+  runtime::AppType t = runtime::app_type<Worker>(
+      "worker",
       "Filter-farm worker: processes the events its SFC sends (a model or a plugin library) and "
-      "answers each with a decision that is also its next token.";
+      "answers each with a decision that is also its next token.");
   t.enable_rank = -20;  // before its SFC
   // A lost worker's events go to the other workers: the run goes on.
   t.survivable = true;
   t.peer_params = {"sfc"};
-  t.params = {
-      ParamSpec::app_ref("sfc", "the sub-farm controller this worker serves"),
-      ParamSpec::string("processing", "model (times and decisions drawn) or plugin (a library)")
-          .default_value("model")
-          .one_of({"model", "plugin"}),
-      ParamSpec::number("accept_fraction", "model: fraction of events accepted")
-          .default_value(0.005)
-          .range(0, 1),
-      ParamSpec::integer("output_bytes",
-                         "output of an accepted event: the model's size, the plugin's room")
-          .default_value(65536)
-          .range(0, kMaxOutput),
-      ParamSpec::integer("trigger_bits", "model: trigger bits of an accepted event")
-          .default_value(1)
-          .at_least(0),
-      ParamSpec::object("accept_time", "model: processing time of an accepted event",
-                        time_fields(0)),
-      ParamSpec::object("reject_time", "model: processing time of a rejected event",
-                        time_fields(0)),
-      ParamSpec::string("plugin", "plugin: path of the shared library (daqflow/farm_plugin.h)")
-          .default_value(""),
-      ParamSpec::string("plugin_config", "plugin: text handed to daqflow_farm_init")
-          .default_value(""),
-      ParamSpec::integer("heartbeat_ms", "interval of heartbeats to the SFC")
-          .default_value(100)
-          .range(1, 60000),
-      ParamSpec::integer("seed", "model: seed of the decisions and times")
-          .default_value(1)
-          .at_least(0),
-  };
-  t.make = [] { return std::make_unique<Worker>(); };
   return t;
 }
 

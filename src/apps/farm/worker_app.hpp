@@ -21,26 +21,40 @@
 #include <array>
 #include <cstdint>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
 #include "apps/app_support.hpp"
 #include "daqflow/core/random.hpp"
 #include "daqflow/farm_plugin.h"
-#include "daqflow/runtime/application.hpp"
+#include "daqflow/runtime/settings.hpp"
 #include "daqflow/wire/farm.hpp"
 
 namespace daqflow::apps::farm {
 
-class Worker final : public runtime::Application {
+struct WorkerSettings {
+  std::string sfc;
+  std::string processing;
+  double accept_fraction = 0;
+  std::uint32_t output_bytes = 0;
+  std::uint64_t trigger_bits = 0;
+  nlohmann::json accept_time;
+  nlohmann::json reject_time;
+  std::string plugin;
+  std::string plugin_config;
+  std::int64_t heartbeat_ms = 0;
+  std::uint64_t seed = 0;
+};
+
+class Worker final : public runtime::ApplicationWith<Worker, WorkerSettings> {
  public:
+  static const runtime::SettingsSpec<WorkerSettings>& spec();
+
   ~Worker() override;
 
-  Result<void> configure(runtime::AppContext& ctx) override;
+  Result<void> setup(runtime::AppContext& ctx, const WorkerSettings& s) override;
   void release() override;
-
-  [[nodiscard]] int do_work() override;
-  void wait_for_work(std::chrono::microseconds timeout) override;
 
   [[nodiscard]] nlohmann::json results() const override;
 
@@ -61,7 +75,10 @@ class Worker final : public runtime::Application {
 
   Result<void> load_plugin(const std::string& path, const std::string& config);
   void unload_plugin();
-  void on_completion(transport::Completion& c);
+  void on_event(transport::Completion& c);
+  void on_fence(const transport::Completion& c);
+  // Decides on the events held, in order, and sends what is decided; returns how many it sent.
+  [[nodiscard]] int decide(std::int64_t now);
   [[nodiscard]] bool start(Held& h, std::int64_t now);
   [[nodiscard]] bool send_token();
   void send_heartbeat(std::int64_t now);
@@ -81,7 +98,7 @@ class Worker final : public runtime::Application {
   // Agent thread.
   transport::Endpoint* endpoint_ = nullptr;
   core::Clock* clock_ = nullptr;
-  std::unique_ptr<core::BufferPool> pool_;  // decisions: descriptor + output
+  core::BufferPool* pool_ = nullptr;  // decisions: descriptor + output (the data path's)
   core::Xoshiro rng_;
   std::vector<Held> held_;  // ring
   std::size_t head_ = 0;
@@ -90,7 +107,6 @@ class Worker final : public runtime::Application {
   bool token_sent_ = false;
   std::uint64_t heartbeat_seq_ = 0;
   std::int64_t next_heartbeat_ns_ = 0;
-  std::array<transport::Completion, detail::kPollBatch> completions_{};
 
   // Metrics.
   runtime::Counter* events_in_ = nullptr;

@@ -63,21 +63,26 @@ Result<void> McastSender::configure(runtime::AppContext& ctx) {
   tokens_ = 0;
   refilled_ns_ = 0;
   halt_ns_.store(0);
-  drained_.store(false);
+  clock_ = &ctx.clock();
+  data_path().on_work([this](std::int64_t now) { return work(now); });
+  // Halting: it keeps answering NACKs (and sending heartbeats) for linger_ms, so that the
+  // receivers get the repairs of the last messages.
+  data_path().drained_when([this] {
+    const std::int64_t halt = halt_ns_.load();
+    return halt != 0 && clock_->now_ns() - halt >= linger_ns_;
+  });
   return ok();
 }
 
 void McastSender::begin_halt() {
-  halt_ns_.store(core::monotonic_ns());
+  halt_ns_.store(clock_->now_ns());
 }
 
 void McastSender::release() {
   sender_.reset();
 }
 
-int McastSender::do_work() {
-  if (!sender_) return 0;
-  const std::int64_t now = core::monotonic_ns();
+int McastSender::work(std::int64_t now) {
   int work = sender_->pump(now);
   if (producing() && (count_ == 0 || sender_->next_sequence() < count_)) {
     if (refilled_ns_ == 0) refilled_ns_ = now;
@@ -101,10 +106,6 @@ int McastSender::do_work() {
     const std::lock_guard lock(mutex_);
     stats_ = sender_->stats();
   }
-  // Halting: keeps answering NACKs (and sending heartbeats) for linger_ms, so that the
-  // receivers get the repairs of the last messages.
-  const std::int64_t halt = halt_ns_.load();
-  if (halting() && halt != 0 && now - halt >= linger_ns_) drained_.store(true);
   return work;
 }
 
@@ -116,10 +117,6 @@ void McastSender::wait_for_work(std::chrono::microseconds timeout) {
           : 1000);
   if (cap.count() == 0) return;
   wait_readable(sender_->fd(), std::min(timeout, cap));
-}
-
-bool McastSender::drained() const {
-  return drained_.load() || failed();
 }
 
 nlohmann::json McastSender::results() const {
@@ -146,7 +143,13 @@ Result<void> McastReceiver::configure(runtime::AppContext& ctx) {
   content_errors_ = 0;
   next_seq_ = 0;
   halting_since_ns_ = 0;
-  drained_.store(false);
+  clock_ = &ctx.clock();
+  data_path().on_work([this](std::int64_t now) { return work(now); });
+  // Done once nothing is missing any more, or the repairs did not come in time.
+  data_path().drained_when([this] {
+    return receiver_->missing() == 0 ||
+           (halting_since_ns_ != 0 && clock_->now_ns() - halting_since_ns_ >= kReceiverLingerNs);
+  });
   return ok();
 }
 
@@ -154,9 +157,7 @@ void McastReceiver::release() {
   receiver_.reset();
 }
 
-int McastReceiver::do_work() {
-  if (!receiver_) return 0;
-  const std::int64_t now = core::monotonic_ns();
+int McastReceiver::work(std::int64_t now) {
   const int work = receiver_->pump(now, [&](std::span<const std::byte> m) {
     // In order (a message given up is skipped) and with the contents the sender made.
     const std::uint64_t seq = m.size() >= 8 ? wire::load_le64(m.data()) : 0;
@@ -172,23 +173,13 @@ int McastReceiver::do_work() {
     stats_ = receiver_->stats();
     content_errors_copy_ = content_errors_;
   }
-  if (halting()) {
-    if (halting_since_ns_ == 0) halting_since_ns_ = now;
-    // Done once nothing is missing any more (or the repairs did not come in time).
-    if (receiver_->missing() == 0 || now - halting_since_ns_ >= kReceiverLingerNs) {
-      drained_.store(true);
-    }
-  }
+  if (halting() && halting_since_ns_ == 0) halting_since_ns_ = now;
   return work;
 }
 
 void McastReceiver::wait_for_work(std::chrono::microseconds timeout) {
   if (!receiver_) return;
   wait_readable(receiver_->fd(), std::min(timeout, std::chrono::microseconds(1000)));
-}
-
-bool McastReceiver::drained() const {
-  return drained_.load() || failed();
 }
 
 nlohmann::json McastReceiver::results() const {

@@ -18,17 +18,19 @@
 
 namespace daqflow::apps::mcast {
 
+// Both wait on their own socket (wait_for_work); their rounds are the data path's work.
 class McastSender final : public runtime::Application {
  public:
   Result<void> configure(runtime::AppContext& ctx) override;
   void begin_halt() override;
   void release() override;
-  [[nodiscard]] int do_work() override;
   void wait_for_work(std::chrono::microseconds timeout) override;
-  [[nodiscard]] bool drained() const override;
   [[nodiscard]] nlohmann::json results() const override;
 
  private:
+  int work(std::int64_t now);
+
+  core::Clock* clock_ = nullptr;
   std::optional<Sender> sender_;
   double rate_hz_ = 0;
   std::uint32_t size_ = 0;
@@ -37,7 +39,6 @@ class McastSender final : public runtime::Application {
   double tokens_ = 0;
   std::int64_t refilled_ns_ = 0;
   std::atomic<std::int64_t> halt_ns_{0};
-  std::atomic<bool> drained_{false};
   std::vector<std::byte> payload_;
   mutable std::mutex mutex_;
   SenderStats stats_;  // a copy for results()
@@ -47,17 +48,17 @@ class McastReceiver final : public runtime::Application {
  public:
   Result<void> configure(runtime::AppContext& ctx) override;
   void release() override;
-  [[nodiscard]] int do_work() override;
   void wait_for_work(std::chrono::microseconds timeout) override;
-  [[nodiscard]] bool drained() const override;
   [[nodiscard]] nlohmann::json results() const override;
   static void fold_results(nlohmann::json& run, const std::string& id, const nlohmann::json& app);
 
  private:
+  int work(std::int64_t now);
+
+  core::Clock* clock_ = nullptr;
   std::optional<Receiver> receiver_;
   std::uint64_t content_errors_ = 0;
   std::uint64_t next_seq_ = 0;
-  std::atomic<bool> drained_{false};
   std::int64_t halting_since_ns_ = 0;
   mutable std::mutex mutex_;
   ReceiverStats stats_;  // a copy for results()

@@ -22,21 +22,13 @@ namespace {
 constexpr std::int64_t kExpirePeriodNs = 10'000'000;
 constexpr std::size_t kOutputDepth = 8;
 constexpr std::size_t kAckBufferSize = 64;
-constexpr int kBuilderPollRounds = 4;
 // Timeslices remembered as done here, for contributions sent again after a loss: those come
 // within far fewer timeslices than this.
 constexpr std::uint64_t kDoneBits = 1u << 20;
 
 }  // namespace
 
-TsBuilder::~TsBuilder() {
-  release();
-  for (auto& c : completions_) c.message.clear();
-  core::retire_pool(control_pool_, core::BusyPool::leak, id());
-}
-
 Result<void> TsBuilder::configure(runtime::AppContext& ctx) {
-  core::retire_pool(control_pool_, core::BusyPool::leak, id());
   clock_ = &ctx.clock();
   runtime::ParamReader p = ctx.param_reader();
   const auto input_ids = p.get<std::vector<std::string>>("inputs");
@@ -132,10 +124,10 @@ Result<void> TsBuilder::configure(runtime::AppContext& ctx) {
       return r.error().context("connecting to input '" + detail::peer_name(ids_, i) + "'");
     }
   }
-  auto control = endpoint_->make_send_pool(id() + ".acks", kAckBufferSize,
-                                           inputs_.size() * (here + kOutputDepth + 4) + 16);
+  auto control = data_path().send_pool(id() + ".acks", kAckBufferSize,
+                                       inputs_.size() * (here + kOutputDepth + 4) + 16);
   if (!control) return control.error();
-  control_pool_ = std::move(*control);
+  control_pool_ = *control;
 
   evb::OutputContext oc;
   oc.run_number = ctx.cluster().run.number;
@@ -189,7 +181,6 @@ Result<void> TsBuilder::configure(runtime::AppContext& ctx) {
   epoch_ = 0;
   bytes_done_ = done_total_ = 0;
   sampler_.reset(ThroughputSampler::kBuilderIntervalNs);
-  drained_.store(false);
 
   runtime::MetricsRegistry& m = ctx.metrics();
   contributions_ = &m.counter("contributions", "contributions received");
@@ -214,10 +205,40 @@ Result<void> TsBuilder::configure(runtime::AppContext& ctx) {
   fences_ = &m.counter("fences", "fences received: the manager had declared this builder lost");
   bytes_in_ = &m.counter("bytes_in", "contribution bytes received", runtime::Unit::bytes);
   timeslices_building_ = &m.gauge("timeslices_building", "timeslices waiting for contributions");
-  const std::lock_guard lock(results_mutex_);
-  output_stats_ = {};
-  missing_by_input_.assign(inputs_.size(), 0);
-  lost_inputs_.clear();
+  {
+    const std::lock_guard lock(results_mutex_);
+    output_stats_ = {};
+    missing_by_input_.assign(inputs_.size(), 0);
+    lost_inputs_.clear();
+  }
+
+  runtime::DataPath& path = data_path();
+  path.count_rejected_in(*messages_malformed_);
+  // The farm output's messages (the SFC's credits) are its own.
+  path.intercept([this](Completion& c) { return output_->on_message(c); });
+  path.on(wire::MessageType::ts_contribution, [this](Completion& c, std::int64_t now) {
+    const auto it = std::find(inputs_.begin(), inputs_.end(), c.peer);
+    if (it == inputs_.end()) {
+      data_path().reject();
+      return;
+    }
+    on_contribution(c, static_cast<std::size_t>(it - inputs_.begin()), now);
+  });
+  const auto from_manager = [this](Completion& c, std::int64_t) {
+    if (!has_manager_ || c.peer != manager_) {
+      data_path().reject();
+      return;
+    }
+    on_manager(c);
+  };
+  path.on(wire::MessageType::ts_commit, from_manager);
+  path.on(wire::MessageType::fence, from_manager);
+  path.on_peer_gone(
+      [this](AppIndex peer, std::string_view reason, bool) { on_peer_gone(peer, reason); });
+  path.on_work([this](std::int64_t now) { return work(now); });
+  path.drained_when([this] {
+    return building_count_ == 0 && in_output_ == 0 && acks_pending_ == 0 && done_pending_.empty();
+  });
   return ok();
 }
 
@@ -238,8 +259,8 @@ void TsBuilder::release() {
     b.used = false;
   }
   building_count_ = 0;
-  for (auto& c : completions_) c.message.clear();
   endpoint_ = nullptr;
+  control_pool_ = nullptr;
 }
 
 TsBuilder::Building* TsBuilder::find(std::uint64_t index) {
@@ -584,53 +605,25 @@ void TsBuilder::lose_input(std::size_t input, const std::string& why) {
                why);
 }
 
-void TsBuilder::on_completion(Completion& c, std::int64_t now) {
-  // The farm output's messages (the SFC's credits) are its own.
-  if (output_->on_message(c)) {
-    c.message.clear();
-    return;
-  }
-  if (has_manager_ && c.peer == manager_) {
-    if (c.kind == Completion::Kind::recv) {
-      on_manager(c);
-    } else if (c.kind != Completion::Kind::send_done && !winding_down()) {
+void TsBuilder::on_peer_gone(AppIndex peer, std::string_view reason) {
+  if (has_manager_ && peer == manager_) {
+    if (!winding_down()) {
       spdlog::warn("{}: the connection to the manager failed: {}", id(),
-                   c.kind == Completion::Kind::error ? c.reason : "closed");
+                   reason.empty() ? std::string_view("closed") : reason);
     }
-    c.message.clear();
     return;
   }
-  switch (c.kind) {
-    case Completion::Kind::recv: {
-      const auto it = std::find(inputs_.begin(), inputs_.end(), c.peer);
-      if (c.message.type != wire::MessageType::ts_contribution || it == inputs_.end()) {
-        messages_malformed_->add_single_writer();
-        break;
-      }
-      on_contribution(c, static_cast<std::size_t>(it - inputs_.begin()), now);
-      break;
-    }
-    case Completion::Kind::send_done:
-      break;
-    case Completion::Kind::peer_closed:
-    case Completion::Kind::error: {
-      const auto it = std::find(inputs_.begin(), inputs_.end(), c.peer);
-      if (it == inputs_.end()) break;
-      const auto input = static_cast<std::size_t>(it - inputs_.begin());
-      // An input that is halted says goodbye in order: it ended, and a timeslice it did not
-      // make (inputs end a timeslice apart) is written without it. One that fails is lost.
-      if (c.kind == Completion::Kind::peer_closed) {
-        input_alive_[input] = false;
-        spdlog::info("{}: input '{}' ended", id(), detail::peer_name(ids_, inputs_[input]));
-        break;
-      }
-      lose_input(input, c.kind == Completion::Kind::error
-                            ? "connection failed: " + std::string(c.reason)
-                            : std::string("closed its connection"));
-      break;
-    }
+  const auto it = std::find(inputs_.begin(), inputs_.end(), peer);
+  if (it == inputs_.end()) return;
+  const auto input = static_cast<std::size_t>(it - inputs_.begin());
+  // An input that is halted says goodbye in order: it ended, and a timeslice it did not make
+  // (inputs end a timeslice apart) is written without it. One that fails is lost.
+  if (reason.empty()) {
+    input_alive_[input] = false;
+    spdlog::info("{}: input '{}' ended", id(), detail::peer_name(ids_, inputs_[input]));
+    return;
   }
-  c.message.clear();
+  lose_input(input, "connection failed: " + std::string(reason));
 }
 
 int TsBuilder::expire(std::int64_t now) {
@@ -650,17 +643,9 @@ int TsBuilder::expire(std::int64_t now) {
   return work;
 }
 
-int TsBuilder::do_work() {
-  const std::int64_t now = clock_->now_ns();
-  int work = 0;
-  for (int round = 0; round < kBuilderPollRounds; ++round) {
-    const std::size_t n = endpoint_->poll(completions_);
-    for (std::size_t i = 0; i < n; ++i) on_completion(completions_[i], now);
-    work += static_cast<int>(n);
-    if (n < completions_.size()) break;
-  }
-  if (failed()) return work;
-  work += output_->progress();
+int TsBuilder::work(std::int64_t now) {
+  if (failed()) return 0;
+  int work = output_->progress();
   if (acks_pending_ > 0) work += flush_acks();
   if (!done_pending_.empty()) work += flush_done();
   work += flush_outputs();
@@ -684,10 +669,6 @@ int TsBuilder::do_work() {
   } else {
     (void)sampler_.tick(now, bytes_done_, done_total_);
   }
-  if (halting() && building_count_ == 0 && in_output_ == 0 && acks_pending_ == 0 &&
-      done_pending_.empty() && !drained_.load(std::memory_order_relaxed)) {
-    drained_.store(true, std::memory_order_release);
-  }
   return work;
 }
 
@@ -696,10 +677,6 @@ void TsBuilder::wait_for_work(std::chrono::microseconds timeout) {
   const bool pending = in_output_ > 0 || acks_pending_ > 0 || !done_pending_.empty();
   const std::chrono::microseconds cap{pending ? 200 : 2000};
   endpoint_->wait(std::min(timeout, cap));
-}
-
-bool TsBuilder::drained() const {
-  return drained_.load(std::memory_order_acquire) || failed();
 }
 
 nlohmann::json TsBuilder::results() const {

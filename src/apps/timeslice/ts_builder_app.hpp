@@ -37,14 +37,10 @@ namespace daqflow::apps::timeslice {
 
 class TsBuilder final : public runtime::Application {
  public:
-  ~TsBuilder() override;
-
   Result<void> configure(runtime::AppContext& ctx) override;
   void release() override;
 
-  [[nodiscard]] int do_work() override;
   void wait_for_work(std::chrono::microseconds timeout) override;
-  [[nodiscard]] bool drained() const override;
   [[nodiscard]] nlohmann::json results() const override;
   static void fold_results(nlohmann::json& run, const std::string& id, const nlohmann::json& app);
 
@@ -69,7 +65,8 @@ class TsBuilder final : public runtime::Application {
     std::vector<std::uint8_t> from;
   };
 
-  void on_completion(transport::Completion& c, std::int64_t now);
+  void on_peer_gone(transport::AppIndex peer, std::string_view reason);
+  [[nodiscard]] int work(std::int64_t now);
   void on_contribution(transport::Completion& c, std::size_t input, std::int64_t now);
   [[nodiscard]] Building* find(std::uint64_t index);
   [[nodiscard]] Building& take_slot(std::uint64_t index, std::int64_t now);
@@ -109,7 +106,7 @@ class TsBuilder final : public runtime::Application {
   // Agent thread.
   transport::Endpoint* endpoint_ = nullptr;
   core::Clock* clock_ = nullptr;
-  std::unique_ptr<core::BufferPool> control_pool_;
+  core::BufferPool* control_pool_ = nullptr;  // the data path's
   std::unique_ptr<evb::EventOutput> output_;
   std::vector<evb::OutputBatch> batches_;
   std::vector<Written> written_;  // by batch
@@ -137,8 +134,6 @@ class TsBuilder final : public runtime::Application {
   std::uint64_t bytes_done_ = 0;
   std::uint64_t done_total_ = 0;
   ThroughputSampler sampler_;
-  std::atomic<bool> drained_{false};
-  std::array<transport::Completion, detail::kPollBatch> completions_{};
 
   // Metrics.
   runtime::Counter* contributions_ = nullptr;

@@ -20,23 +20,13 @@ using transport::SendStatus;
 namespace {
 
 constexpr std::uint32_t kMaxMicrosliceSize = 16u << 20;
-constexpr int kInputPollRounds = 4;
 // Waiting for a send buffer to come back: buffers return through the endpoint's poll, which a
 // wait does not always wake for.
 constexpr std::int64_t kStarvedWaitUs = 100;
 
 }  // namespace
 
-TsInput::~TsInput() {
-  release();
-  for (auto& c : completions_) c.message.clear();
-  core::retire_pool(data_pool_, core::BusyPool::leak, id());
-  core::retire_pool(header_pool_, core::BusyPool::leak, id());
-}
-
 Result<void> TsInput::configure(runtime::AppContext& ctx) {
-  core::retire_pool(data_pool_, core::BusyPool::leak, id());
-  core::retire_pool(header_pool_, core::BusyPool::leak, id());
   clock_ = &ctx.clock();
   auto geometry = input_geometry(ctx.params(), "");
   if (!geometry) return geometry.error();
@@ -144,9 +134,9 @@ Result<void> TsInput::configure(runtime::AppContext& ctx) {
       replay_ ? replay_->largest_interval_bytes()
               : std::uint64_t{geometry_.core} * (wire::kMicrosliceDescriptorSize + max_size_);
   const std::uint32_t intervals = in_flight + 2 + spare;
-  auto data = endpoint_->make_send_pool(id() + ".microslices", interval_bytes, intervals);
+  auto data = data_path().send_pool(id() + ".microslices", interval_bytes, intervals);
   if (!data) return data.error();
-  data_pool_ = std::move(*data);
+  data_pool_ = *data;
   {
     // Contents are a fixed pattern but for their first 8 bytes (the microslice's start time):
     // written once here, not per microslice.
@@ -158,10 +148,10 @@ Result<void> TsInput::configure(runtime::AppContext& ctx) {
       }
     }
   }
-  auto headers = endpoint_->make_send_pool(id() + ".headers", wire::kContributionSize,
-                                           2 * std::size_t{intervals} + 16);
+  auto headers = data_path().send_pool(id() + ".headers", wire::kContributionSize,
+                                       2 * std::size_t{intervals} + 16);
   if (!headers) return headers.error();
-  header_pool_ = std::move(*headers);
+  header_pool_ = *headers;
   retained_cap_ = intervals - 1;
   retained_.clear();
   retained_.reserve(retained_cap_);
@@ -178,7 +168,6 @@ Result<void> TsInput::configure(runtime::AppContext& ctx) {
   last_slot_ = -1;
   bytes_sent_total_ = acked_total_ = 0;
   sampler_.reset(ThroughputSampler::kBuilderIntervalNs);
-  drained_.store(false);
 
   runtime::MetricsRegistry& m = ctx.metrics();
   microslices_ = &m.counter("microslices", "microslices produced");
@@ -198,9 +187,26 @@ Result<void> TsInput::configure(runtime::AppContext& ctx) {
   after_end_ = &m.counter("timeslices_after_end",
                           "timeslices made past the run's end (the manager's), dropped unsent");
   timeslices_retained_ = &m.gauge("timeslices_retained", "timeslices kept until acknowledged");
-  const std::lock_guard lock(lost_mutex_);
-  lost_builders_.clear();
-  sent_again_.clear();
+  {
+    const std::lock_guard lock(lost_mutex_);
+    lost_builders_.clear();
+    sent_again_.clear();
+  }
+
+  runtime::DataPath& path = data_path();
+  path.count_rejected_in(*messages_malformed_);
+  path.on(wire::MessageType::ts_assign, [this](Completion& c, std::int64_t) {
+    if (!has_manager_ || c.peer != manager_) {
+      data_path().reject();
+      return;
+    }
+    on_assign(c);
+  });
+  path.on(wire::MessageType::ts_ack, [this](Completion& c, std::int64_t) { on_ack(c); });
+  path.on_peer_gone(
+      [this](AppIndex peer, std::string_view reason, bool) { on_peer_gone(peer, reason); });
+  path.on_work([this](std::int64_t now) { return work(now); });
+  path.drained_when([this] { return count_retained_ == 0; });
   return ok();
 }
 
@@ -213,8 +219,8 @@ void TsInput::release() {
   retained_.clear();
   count_retained_ = 0;
   previous_ = Interval{};
-  for (auto& c : completions_) c.message.clear();
   endpoint_ = nullptr;
+  data_pool_ = header_pool_ = nullptr;
 }
 
 bool TsInput::replay_interval(Interval& out) {
@@ -535,62 +541,35 @@ void TsInput::on_assign(const Completion& c) {
   ahead_[a.index % ahead_.size()] = Assignment{a.index, position, a.epoch};
 }
 
-void TsInput::on_completion(Completion& c) {
-  switch (c.kind) {
-    case Completion::Kind::recv:
-      if (c.message.type == wire::MessageType::ts_assign && has_manager_ && c.peer == manager_) {
-        on_assign(c);
-      } else if (c.message.type == wire::MessageType::ts_ack) {
-        on_ack(c);
-      } else {
-        messages_malformed_->add_single_writer();
-      }
-      break;
-    case Completion::Kind::send_done:
-      break;
-    case Completion::Kind::peer_closed:
-    case Completion::Kind::error: {
-      if (has_manager_ && c.peer == manager_) {
-        // Once the manager has said where the run ends, it has nothing more to tell: it halts
-        // before the inputs and closes its connections, which ends nothing here.
-        if (end_ != UINT64_MAX) {
-          spdlog::debug("{}: the manager closed its connection after the run's end", id());
-        } else if (!winding_down()) {
-          fail("the connection to the manager failed: " +
-               std::string(c.kind == Completion::Kind::error ? c.reason : "closed"));
-        }
-        break;
-      }
-      const auto it = std::find(builders_.begin(), builders_.end(), c.peer);
-      if (it == builders_.end()) break;
-      const auto position = static_cast<std::size_t>(it - builders_.begin());
-      // A builder that closes once this input is done (or halting with nothing for it) is not
-      // lost; one that goes while it holds this input's timeslices is.
-      bool holds = false;
-      for (std::size_t i = 0; i < count_retained_ && !holds; ++i) {
-        holds = at(i).builder == static_cast<int>(position);
-      }
-      if (!holds && winding_down()) break;
-      lose_builder(position, c.kind == Completion::Kind::error
-                                 ? "connection failed: " + std::string(c.reason)
-                                 : std::string("closed its connection"));
-      break;
+void TsInput::on_peer_gone(AppIndex peer, std::string_view reason) {
+  if (has_manager_ && peer == manager_) {
+    // Once the manager has said where the run ends, it has nothing more to tell: it halts
+    // before the inputs and closes its connections, which ends nothing here.
+    if (end_ != UINT64_MAX) {
+      spdlog::debug("{}: the manager closed its connection after the run's end", id());
+    } else if (!winding_down()) {
+      fail("the connection to the manager failed: " +
+           (reason.empty() ? std::string("closed") : std::string(reason)));
     }
+    return;
   }
-  c.message.clear();
+  const auto it = std::find(builders_.begin(), builders_.end(), peer);
+  if (it == builders_.end()) return;
+  const auto position = static_cast<std::size_t>(it - builders_.begin());
+  // A builder that closes once this input is done (or halting with nothing for it) is not lost;
+  // one that goes while it holds this input's timeslices is.
+  bool holds = false;
+  for (std::size_t i = 0; i < count_retained_ && !holds; ++i) {
+    holds = at(i).builder == static_cast<int>(position);
+  }
+  if (!holds && winding_down()) return;
+  lose_builder(position, reason.empty() ? std::string("closed its connection")
+                                        : "connection failed: " + std::string(reason));
 }
 
-int TsInput::do_work() {
-  const std::int64_t now = clock_->now_ns();
-  int work = 0;
-  for (int round = 0; round < kInputPollRounds; ++round) {
-    const std::size_t n = endpoint_->poll(completions_);
-    for (std::size_t i = 0; i < n; ++i) on_completion(completions_[i]);
-    work += static_cast<int>(n);
-    if (n < completions_.size()) break;
-  }
-  if (failed()) return work;
-  work += generate(now);
+int TsInput::work(std::int64_t now) {
+  if (failed()) return 0;
+  int work = generate(now);
   work += send(now);
   timeslices_retained_->set(static_cast<double>(count_retained_));
   if (!sampler_.started()) {
@@ -600,9 +579,6 @@ int TsInput::do_work() {
   }
   const bool all_made = count_ > 0 && intervals_ >= count_ + 1;
   if (count_retained_ == 0 && all_made && !finished()) set_finished();
-  if (halting() && count_retained_ == 0 && !drained_.load(std::memory_order_relaxed)) {
-    drained_.store(true, std::memory_order_release);
-  }
   return work;
 }
 
@@ -642,10 +618,6 @@ void TsInput::wait_for_work(std::chrono::microseconds timeout) {
   }
   if (cap.count() == 0) return;
   endpoint_->wait(std::min(timeout, cap));
-}
-
-bool TsInput::drained() const {
-  return drained_.load(std::memory_order_acquire) || failed();
 }
 
 nlohmann::json TsInput::results() const {

@@ -47,15 +47,11 @@ enum class SendOrder : std::uint8_t { chaotic, scheduled };
 
 class TsInput final : public runtime::Application {
  public:
-  ~TsInput() override;
-
   Result<void> configure(runtime::AppContext& ctx) override;
   Result<void> enable() override;
   void release() override;
 
-  [[nodiscard]] int do_work() override;
   void wait_for_work(std::chrono::microseconds timeout) override;
-  [[nodiscard]] bool drained() const override;
   [[nodiscard]] nlohmann::json results() const override;
   // `sent_again` {builder}: {lost, timeslices}: the timeslices this input had sent to that
   // builder, unacknowledged, and sent to another once it was lost (round robin); what the lost
@@ -90,7 +86,8 @@ class TsInput final : public runtime::Application {
   int generate(std::int64_t now);
   int send(std::int64_t now);
   [[nodiscard]] bool send_one(Retained& r);
-  void on_completion(transport::Completion& c);
+  void on_peer_gone(transport::AppIndex peer, std::string_view reason);
+  [[nodiscard]] int work(std::int64_t now);
   void on_ack(const transport::Completion& c);
   void on_assign(const transport::Completion& c);
   void lose_builder(std::size_t position, const std::string& why);
@@ -123,8 +120,8 @@ class TsInput final : public runtime::Application {
   // Agent thread.
   transport::Endpoint* endpoint_ = nullptr;
   core::Clock* clock_ = nullptr;
-  std::unique_ptr<core::BufferPool> data_pool_;
-  std::unique_ptr<core::BufferPool> header_pool_;
+  core::BufferPool* data_pool_ = nullptr;    // the data path's
+  core::BufferPool* header_pool_ = nullptr;  // the data path's
   core::Xoshiro rng_;
   // Not acknowledged, by index (increasing). Each is taken out when acknowledged, whatever its
   // place: one held up (in doubt at a frozen builder) does not hold up those after it.
@@ -150,8 +147,6 @@ class TsInput final : public runtime::Application {
   std::uint64_t bytes_sent_total_ = 0;
   std::uint64_t acked_total_ = 0;
   ThroughputSampler sampler_;
-  std::atomic<bool> drained_{false};
-  std::array<transport::Completion, detail::kPollBatch> completions_{};
 
   // Metrics.
   runtime::Counter* microslices_ = nullptr;

@@ -15,18 +15,10 @@ namespace {
 
 constexpr std::int64_t kCheckPeriodNs = 10'000'000;
 constexpr std::size_t kControlBufferSize = 64;
-constexpr int kManagerPollRounds = 4;
 
 }  // namespace
 
-TsManager::~TsManager() {
-  release();
-  for (auto& c : completions_) c.message.clear();
-  core::retire_pool(control_pool_, core::BusyPool::leak, id());
-}
-
 Result<void> TsManager::configure(runtime::AppContext& ctx) {
-  core::retire_pool(control_pool_, core::BusyPool::leak, id());
   clock_ = &ctx.clock();
   runtime::ParamReader p = ctx.param_reader();
   const auto builder_names = p.get<std::vector<std::string>>("builders");
@@ -75,11 +67,11 @@ Result<void> TsManager::configure(runtime::AppContext& ctx) {
   for (const AppIndex peer : inputs_) {
     if (auto r = endpoint_->connect(peer); !r) return r.error();
   }
-  auto control = endpoint_->make_send_pool(
+  auto control = data_path().send_pool(
       id() + ".control", kControlBufferSize,
       (inputs_.size() + builder_ids_.size()) * (std::size_t{window_} + 16) + 64);
   if (!control) return control.error();
-  control_pool_ = std::move(*control);
+  control_pool_ = *control;
   set_ = ConsumerSet(builder_ids_, heartbeat_timeout_ns_);
   builders_.assign(builder_ids_.size(), Builder{});
   entries_.assign(window_, Entry{});
@@ -91,7 +83,6 @@ Result<void> TsManager::configure(runtime::AppContext& ctx) {
   watching_ = false;
   end_sent_ = false;
   next_check_ns_ = 0;
-  drained_.store(false);
 
   runtime::MetricsRegistry& m = ctx.metrics();
   assigned_ = &m.counter("timeslices_assigned", "timeslices given to a builder (first time)");
@@ -111,12 +102,56 @@ Result<void> TsManager::configure(runtime::AppContext& ctx) {
   salvaged_.clear();
   in_doubt_.assign(builder_ids_.size(), {});
   lost_flags_.assign(builder_ids_.size(), false);
+
+  runtime::DataPath& path = data_path();
+  path.count_rejected_in(*messages_malformed_);
+  path.on(wire::MessageType::ts_report,
+          from_builder([this](std::size_t from, Completion& c, std::int64_t now) {
+            on_report(from, c, now);
+          }));
+  path.on(wire::MessageType::ts_commit, from_builder([this](std::size_t from, Completion& c,
+                                                            std::int64_t) { on_commit(from, c); }));
+  path.on(wire::MessageType::ts_done, from_builder([this](std::size_t from, Completion& c,
+                                                          std::int64_t) { on_done(from, c); }));
+  path.on_peer_gone([this](AppIndex peer, std::string_view reason, bool) {
+    const auto gone = builder_of(peer);
+    if (!gone) return;
+    if (!reason.empty()) {
+      lose(*gone, "connection failed: " + std::string(reason));
+    } else if (!winding_down()) {
+      lose(*gone, "closed its connection");
+    }
+  });
+  path.on_work([this](std::int64_t now) { return work(now); });
+  path.drained_when([this] {
+    const bool all_sent =
+        std::all_of(unsent_.begin(), unsent_.end(), [](const auto& q) { return q.empty(); });
+    return end_sent_ && all_sent && oldest_ == next_ && aside_.empty();
+  });
   return ok();
 }
 
+std::optional<std::size_t> TsManager::builder_of(AppIndex peer) const {
+  const auto it = std::find(builder_ids_.begin(), builder_ids_.end(), peer);
+  if (it == builder_ids_.end()) return std::nullopt;
+  return static_cast<std::size_t>(it - builder_ids_.begin());
+}
+
+template <typename Handle>
+runtime::DataPath::OnMessage TsManager::from_builder(Handle handle) {
+  return [this, handle](Completion& c, std::int64_t now) {
+    const auto b = builder_of(c.peer);
+    if (!b || c.message.segment_count != 1) {
+      data_path().reject();
+      return;
+    }
+    handle(*b, c, now);
+  };
+}
+
 void TsManager::release() {
-  for (auto& c : completions_) c.message.clear();
   endpoint_ = nullptr;
+  control_pool_ = nullptr;
 }
 
 TsManager::Entry* TsManager::entry(std::uint64_t index) {
@@ -388,46 +423,8 @@ void TsManager::apply_salvage() {
   }
 }
 
-void TsManager::on_completion(Completion& c, std::int64_t now) {
-  const auto it = std::find(builder_ids_.begin(), builder_ids_.end(), c.peer);
-  const bool from_builder = it != builder_ids_.end();
-  const auto b = static_cast<std::size_t>(it - builder_ids_.begin());
-  switch (c.kind) {
-    case Completion::Kind::recv:
-      if (!from_builder || c.message.segment_count != 1) {
-        messages_malformed_->add_single_writer();
-      } else if (c.message.type == wire::MessageType::ts_report) {
-        on_report(b, c, now);
-      } else if (c.message.type == wire::MessageType::ts_commit) {
-        on_commit(b, c);
-      } else if (c.message.type == wire::MessageType::ts_done) {
-        on_done(b, c);
-      } else {
-        messages_malformed_->add_single_writer();
-      }
-      break;
-    case Completion::Kind::send_done:
-      break;
-    case Completion::Kind::peer_closed:
-    case Completion::Kind::error:
-      if (from_builder && !(c.kind == Completion::Kind::peer_closed && winding_down())) {
-        lose(b, c.kind == Completion::Kind::error ? "connection failed: " + std::string(c.reason)
-                                                  : std::string("closed its connection"));
-      }
-      break;
-  }
-  c.message.clear();
-}
-
-int TsManager::do_work() {
-  const std::int64_t now = clock_->now_ns();
+int TsManager::work(std::int64_t now) {
   int work = 0;
-  for (int round = 0; round < kManagerPollRounds; ++round) {
-    const std::size_t n = endpoint_->poll(completions_);
-    for (std::size_t i = 0; i < n; ++i) on_completion(completions_[i], now);
-    work += static_cast<int>(n);
-    if (n < completions_.size()) break;
-  }
   if (failed()) return work;
   apply_salvage();
   if (!watching_ && producing()) {
@@ -464,21 +461,11 @@ int TsManager::do_work() {
   }
   work += flush_assignments();
   in_flight_->set(static_cast<double>(next_ - oldest_ + aside_.size()));
-  const bool all_sent =
-      std::all_of(unsent_.begin(), unsent_.end(), [](const auto& q) { return q.empty(); });
-  if (halting() && end_sent_ && all_sent && oldest_ == next_ && aside_.empty() &&
-      !drained_.load(std::memory_order_relaxed)) {
-    drained_.store(true, std::memory_order_release);
-  }
   return work;
 }
 
 void TsManager::wait_for_work(std::chrono::microseconds timeout) {
   endpoint_->wait(std::min(timeout, std::chrono::microseconds(2000)));
-}
-
-bool TsManager::drained() const {
-  return drained_.load(std::memory_order_acquire) || failed();
 }
 
 nlohmann::json TsManager::results() const {

@@ -23,6 +23,7 @@
 #include <deque>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -35,14 +36,10 @@ namespace daqflow::apps::timeslice {
 
 class TsManager final : public runtime::Application {
  public:
-  ~TsManager() override;
-
   Result<void> configure(runtime::AppContext& ctx) override;
   void release() override;
 
-  [[nodiscard]] int do_work() override;
   void wait_for_work(std::chrono::microseconds timeout) override;
-  [[nodiscard]] bool drained() const override;
   [[nodiscard]] nlohmann::json results() const override;
   [[nodiscard]] Result<nlohmann::json> action(std::string_view name,
                                               const nlohmann::json& args) override;
@@ -75,7 +72,12 @@ class TsManager final : public runtime::Application {
   void publish_doubt();
   void assign(Entry& e, std::size_t builder);
   int flush_assignments();
-  void on_completion(transport::Completion& c, std::int64_t now);
+  // The position of a builder in builders_ (nullopt: not one of this manager's).
+  [[nodiscard]] std::optional<std::size_t> builder_of(transport::AppIndex peer) const;
+  // A message from a builder to handle(position, completion, now); from anyone else rejected.
+  template <typename Handle>
+  [[nodiscard]] runtime::DataPath::OnMessage from_builder(Handle handle);
+  [[nodiscard]] int work(std::int64_t now);
   void on_report(std::size_t b, const transport::Completion& c, std::int64_t now);
   void on_commit(std::size_t b, const transport::Completion& c);
   void on_done(std::size_t b, const transport::Completion& c);
@@ -104,7 +106,7 @@ class TsManager final : public runtime::Application {
   // Agent thread.
   transport::Endpoint* endpoint_ = nullptr;
   core::Clock* clock_ = nullptr;
-  std::unique_ptr<core::BufferPool> control_pool_;
+  core::BufferPool* control_pool_ = nullptr;  // the data path's
   ConsumerSet set_;
   std::vector<Builder> builders_;
   std::vector<Entry> entries_;  // ring: [oldest_, next_) by index
@@ -118,8 +120,6 @@ class TsManager final : public runtime::Application {
   bool watching_ = false;
   bool end_sent_ = false;  // the inputs know the run's last timeslice
   std::int64_t next_check_ns_ = 0;
-  std::atomic<bool> drained_{false};
-  std::array<transport::Completion, detail::kPollBatch> completions_{};
 
   // Metrics.
   runtime::Counter* assigned_ = nullptr;

@@ -5,6 +5,7 @@
 
 #include <array>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -56,12 +57,14 @@ struct Pair {
   std::vector<std::unique_ptr<transport::Endpoint>> endpoints;
 };
 
-std::uint64_t counter_value(const MetricsRegistry& metrics, const std::string& name) {
-  double value = -1;
+// A counter's value; nullopt when the registry has none of that name.
+std::optional<std::uint64_t> counter_value(const MetricsRegistry& metrics,
+                                           const std::string& name) {
+  std::optional<std::uint64_t> value;
   metrics.for_each([&](const MetricSample& m) {
-    if (m.name == name) value = m.value;
+    if (m.name == name) value = static_cast<std::uint64_t>(m.value);
   });
-  return static_cast<std::uint64_t>(value);
+  return value;
 }
 
 TEST(DataPath, DispatchesByTypeAndCountsWhatNoHandlerTakes) {
@@ -84,7 +87,7 @@ TEST(DataPath, DispatchesByTypeAndCountsWhatNoHandlerTakes) {
   ASSERT_EQ(pair.send(wire::MessageType::pong, 2), transport::SendStatus::ok);
   ASSERT_EQ(pair.send(wire::MessageType::ping, 7), transport::SendStatus::ok);
   ASSERT_EQ(pair.send(wire::MessageType::data, 3), transport::SendStatus::ok);
-  EXPECT_EQ(path.round(false), 4);
+  EXPECT_EQ(path.round(), 4);
   EXPECT_EQ(data_tags, (std::vector<std::uint64_t>{1, 3}));
   EXPECT_EQ(pings, std::vector<std::uint64_t>{7});
   EXPECT_EQ(counter_value(metrics, "messages_rejected"), 2u) << "the pong and the refused ping";
@@ -116,10 +119,10 @@ TEST(DataPath, PollsAgainWhileBatchesComeBackFullButNotForever) {
     ++posted;
   }
   ASSERT_GT(posted, static_cast<int>(DataPath::kBatch));
-  const int first = path.round(false);
+  const int first = path.round();
   EXPECT_EQ(work_calls, 1) << "the work runs after the polls in every round";
   EXPECT_LE(first, static_cast<int>(DataPath::kBatch) * DataPath::kPollRounds);
-  while (got < posted) (void)path.round(false);
+  while (got < posted) (void)path.round();
   EXPECT_EQ(got, posted);
 }
 
@@ -141,12 +144,12 @@ TEST(DataPath, PeersGoneAndSendsDoneReachTheirHandlers) {
   std::array<Completion, 4> out;
   ASSERT_EQ(pair.endpoints[1]->poll(out), 1u);
   out[0].message.clear();
-  (void)sender.round(false);
+  (void)sender.round();
   EXPECT_EQ(sent, 1u);
   pair.endpoints[1]->close(100ms);
-  for (int i = 0; i < 100 && gone.empty(); ++i) (void)sender.round(false);
+  for (int i = 0; i < 100 && gone.empty(); ++i) (void)sender.round();
   EXPECT_EQ(gone, std::vector<std::string>{"1:"}) << "a goodbye in order has no reason";
-  EXPECT_EQ(counter_value(metrics, "messages_rejected"), std::uint64_t(-1))
+  EXPECT_EQ(counter_value(metrics, "messages_rejected"), std::nullopt)
       << "no message handler: no counter of rejected messages";
 }
 
@@ -158,19 +161,64 @@ TEST(DataPath, TimersRunOnTheInjectedClockAPeriodApart) {
   path.every(10ms, [&](std::int64_t now) { ran.push_back(now); });
   path.attach(clock, metrics);
   const std::int64_t t0 = clock.now;
-  (void)path.round(false);
+  (void)path.round();
   EXPECT_TRUE(ran.empty()) << "the first run is a period after the first round";
   EXPECT_EQ(path.sleep_cap(1s), std::chrono::microseconds(10'001));
   clock.now += 9'999'999;
-  (void)path.round(false);
+  (void)path.round();
   EXPECT_TRUE(ran.empty());
   clock.now += 1;
-  (void)path.round(false);
+  (void)path.round();
   EXPECT_EQ(ran, std::vector<std::int64_t>{t0 + 10'000'000});
   clock.now += 35'000'000;  // a late agent: one run, not three
-  (void)path.round(false);
+  (void)path.round();
   EXPECT_EQ(ran.size(), 2u);
   EXPECT_EQ(path.sleep_cap(1s), std::chrono::microseconds(0)) << "late again";
+}
+
+TEST(DataPath, ATimerAtATimeTheApplicationKeepsRunsOnceDueAndBoundsTheSleep) {
+  ManualClock clock;
+  MetricsRegistry metrics;
+  DataPath path;
+  std::int64_t due = 0;
+  int ran = 0;
+  path.at([&] { return due; }, [&](std::int64_t) { ++ran; });
+  path.attach(clock, metrics);
+  (void)path.round();
+  EXPECT_EQ(ran, 0) << "due 0: not due at all";
+  EXPECT_EQ(path.sleep_cap(std::chrono::microseconds(500)), std::chrono::microseconds(500));
+  due = clock.now + 2'000'000;
+  EXPECT_EQ(path.sleep_cap(1s), std::chrono::microseconds(2'001));
+  (void)path.round();
+  EXPECT_EQ(ran, 0);
+  clock.now = due;
+  (void)path.round();
+  (void)path.round();
+  EXPECT_EQ(ran, 2) << "runs in every round while due: the application moves its time on";
+}
+
+TEST(DataPath, AnInterceptorTakesWhatItWantsBeforeTheHandlers) {
+  Pair pair;
+  ManualClock clock;
+  MetricsRegistry metrics;
+  DataPath path;
+  int taken = 0;
+  int handled = 0;
+  path.intercept([&](Completion& c) {
+    if (c.kind != Completion::Kind::recv || c.message.tag % 2 != 0) return false;
+    ++taken;
+    return true;
+  });
+  path.on(wire::MessageType::data, [&](Completion&, std::int64_t) { ++handled; });
+  path.attach(clock, metrics);
+  path.set_endpoint(pair.endpoints[1].get());
+  ASSERT_TRUE(pair.endpoints[0]->connect(1));
+  for (std::uint64_t tag = 0; tag < 6; ++tag) {
+    ASSERT_EQ(pair.send(wire::MessageType::data, tag), transport::SendStatus::ok);
+  }
+  EXPECT_EQ(path.round(), 6);
+  EXPECT_EQ(taken, 3);
+  EXPECT_EQ(handled, 3);
 }
 
 TEST(DataPath, DrainedIsAskedOnlyWhileHaltingAndStaysOnceTrue) {
@@ -180,17 +228,20 @@ TEST(DataPath, DrainedIsAskedOnlyWhileHaltingAndStaysOnceTrue) {
   bool empty = true;
   path.drained_when([&] { return empty; });
   path.attach(clock, metrics);
-  (void)path.round(false);
+  path.settle(false);
   EXPECT_FALSE(path.drained()) << "not halting yet";
   empty = false;
-  (void)path.round(true);
+  path.settle(true);
   EXPECT_FALSE(path.drained());
   empty = true;
-  (void)path.round(true);
+  path.settle(true);
   EXPECT_TRUE(path.drained());
+  empty = false;
+  path.settle(true);
+  EXPECT_TRUE(path.drained()) << "once drained, for the rest of the halt";
   path.clear();
   EXPECT_FALSE(path.has_drained_predicate());
-  EXPECT_EQ(path.round(true), 0) << "nothing registered, nothing attached: an idle round";
+  EXPECT_EQ(path.round(), 0) << "nothing registered: an idle round";
 }
 
 }  // namespace
