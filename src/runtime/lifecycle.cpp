@@ -161,7 +161,11 @@ int Lifecycle::agent_round() {
   if (!agent_faulted_) {
     try {
       work = app_->do_work();
+    } catch (const std::exception&) {
+      agent_faulted_ = true;
+      note_failure("do_work threw: " + exception_text(std::current_exception()));
     } catch (...) {
+      if (foreign_exceptions_pass_) throw;
       agent_faulted_ = true;
       note_failure("do_work threw: " + exception_text(std::current_exception()));
     }
@@ -178,7 +182,12 @@ bool Lifecycle::agent_wait(std::chrono::microseconds timeout) {
   try {
     app_->wait_for_work(timeout);
     return true;
+  } catch (const std::exception&) {
+    agent_faulted_ = true;
+    note_failure("wait_for_work threw: " + exception_text(std::current_exception()));
+    return false;
   } catch (...) {
+    if (foreign_exceptions_pass_) throw;
     agent_faulted_ = true;
     note_failure("wait_for_work threw: " + exception_text(std::current_exception()));
     return false;

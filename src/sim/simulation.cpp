@@ -60,7 +60,10 @@ class SimApp final : public runtime::AppContext {
         clock_(clock),
         settings_(settings),
         host_(host),
-        lifecycle_(type.make(), self.id, [this](const std::string& reason) { record(reason); }) {}
+        lifecycle_(type.make(), self.id, [this](const std::string& reason) { record(reason); }) {
+    // A killed actor's stack unwinds with SimGrid's own exception: it must reach SimGrid.
+    lifecycle_.let_foreign_exceptions_pass();
+  }
 
   // AppContext.
   [[nodiscard]] const runtime::ClusterConfig& cluster() const override { return cluster_; }

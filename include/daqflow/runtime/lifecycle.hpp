@@ -77,6 +77,9 @@ class Lifecycle {
   void set_endpoint(transport::Endpoint* endpoint);
   // The agent runs: drained() waits for it to see Halting. Set before the agent starts.
   void set_agent_running(bool running) { agent_running_ = running; }
+  // Exceptions that are not std::exception pass through the agent's calls instead of failing
+  // the application: a simulator kills an actor by unwinding its stack with one.
+  void let_foreign_exceptions_pass() { foreign_exceptions_pass_ = true; }
   // As a crash: the application goes without release() (its destructor frees its memory; what
   // it held of its peers' buffers goes back to their pools). Nothing may be called afterwards but
   // results() ({}) and the failure calls. The agent must be stopped.
@@ -117,6 +120,7 @@ class Lifecycle {
   bool holding_ = false;        // control thread
   bool agent_running_ = false;  // control thread
   bool agent_faulted_ = false;  // agent thread
+  bool foreign_exceptions_pass_ = false;
   std::atomic<bool> halt_seen_{false};
   std::atomic<bool> configured_{false};  // the last configure() succeeded
 
