@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "daqflow/core/log.hpp"
+#include "daqflow/runtime/data_path.hpp"
 
 namespace daqflow::apps::detail {
 
@@ -16,16 +17,7 @@ std::vector<std::string> application_ids(const runtime::ClusterConfig& cluster) 
 transport::SendStatus send_copy(transport::Endpoint& endpoint, core::BufferPool& pool,
                                 transport::AppIndex peer, wire::MessageType type, std::uint64_t tag,
                                 std::span<const std::byte> bytes) {
-  core::Buffer b = pool.acquire();
-  if (!b) return transport::SendStatus::back_pressure;
-  std::copy(bytes.begin(), bytes.end(), b.data());
-  transport::Message m;
-  m.type = type;
-  m.tag = tag;
-  m.add(std::move(b), 0, static_cast<std::uint32_t>(bytes.size()));
-  const transport::SendStatus s = endpoint.post_send(peer, m);
-  m.clear();
-  return s;
+  return runtime::send_copy(endpoint, pool, peer, type, tag, bytes);
 }
 
 std::string peer_name(const std::vector<std::string>& ids, transport::AppIndex peer) {

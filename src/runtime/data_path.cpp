@@ -31,9 +31,9 @@ Result<core::BufferPool*> DataPath::send_pool(const std::string& name, std::size
   return pools_.back().get();
 }
 
-transport::SendStatus DataPath::send_copy(core::BufferPool& pool, AppIndex peer,
-                                          wire::MessageType type, std::uint64_t tag,
-                                          std::span<const std::byte> bytes) {
+transport::SendStatus send_copy(transport::Endpoint& endpoint, core::BufferPool& pool,
+                                transport::AppIndex peer, wire::MessageType type, std::uint64_t tag,
+                                std::span<const std::byte> bytes) {
   core::Buffer b = pool.acquire();
   if (!b) return transport::SendStatus::back_pressure;
   std::copy(bytes.begin(), bytes.end(), b.data());
@@ -41,9 +41,15 @@ transport::SendStatus DataPath::send_copy(core::BufferPool& pool, AppIndex peer,
   m.type = type;
   m.tag = tag;
   m.add(std::move(b), 0, static_cast<std::uint32_t>(bytes.size()));
-  const transport::SendStatus s = endpoint_->post_send(peer, m);
+  const transport::SendStatus s = endpoint.post_send(peer, m);
   m.clear();
   return s;
+}
+
+transport::SendStatus DataPath::send_copy(core::BufferPool& pool, AppIndex peer,
+                                          wire::MessageType type, std::uint64_t tag,
+                                          std::span<const std::byte> bytes) {
+  return runtime::send_copy(*endpoint_, pool, peer, type, tag, bytes);
 }
 
 void DataPath::attach(core::Clock& clock, MetricsRegistry& metrics) {

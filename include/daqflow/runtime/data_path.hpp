@@ -43,6 +43,12 @@ namespace daqflow::runtime {
 
 class MetricsRegistry;
 
+// Posts a copy of bytes (no larger than the pool's buffers) to peer in a buffer of pool;
+// back_pressure when the pool has none free. Agent thread.
+[[nodiscard]] transport::SendStatus send_copy(transport::Endpoint& endpoint, core::BufferPool& pool,
+                                              transport::AppIndex peer, wire::MessageType type,
+                                              std::uint64_t tag, std::span<const std::byte> bytes);
+
 class DataPath {
  public:
   // Completions taken per poll.
