@@ -23,13 +23,7 @@ std::vector<std::uint64_t> sweep_sizes(std::uint64_t min, std::uint64_t max) {
 
 }  // namespace
 
-RoundTrip::~RoundTrip() {
-  release();
-  core::retire_pool(pool_, core::BusyPool::leak, id());
-}
-
 Result<void> RoundTrip::configure(runtime::AppContext& ctx) {
-  core::retire_pool(pool_, core::BusyPool::leak, id());
   runtime::ParamReader p = ctx.param_reader();
   peer_id_ = p.get<std::string>("peer");
   initiator_ = p.get<std::string>("role") == "initiator";
@@ -71,11 +65,12 @@ Result<void> RoundTrip::configure(runtime::AppContext& ctx) {
     return connected.error().context("connecting to '" + peer_id_ + "'");
   }
 
+  runtime::DataPath& path = data_path();
   if (initiator_) {
-    auto pool = endpoint_->make_send_pool(id() + ".ping", std::max<std::uint64_t>(sizes_.back(), 1),
-                                          kPingBuffers);
+    auto pool =
+        path.send_pool(id() + ".ping", std::max<std::uint64_t>(sizes_.back(), 1), kPingBuffers);
     if (!pool) return pool.error();
-    pool_ = std::move(*pool);
+    pool_ = *pool;
     rtt_ns_.assign(iterations_, 0);
     points_.assign(sizes_.size(), SizePoint{});
   } else {
@@ -101,15 +96,15 @@ Result<void> RoundTrip::configure(runtime::AppContext& ctx) {
   pending_count_ = 0;
   points_done_.store(0);
   in_flight_.store(0);
+  register_handlers(path);
   return ok();
 }
 
 void RoundTrip::release() {
-  for (auto& c : completions_) c.message.clear();
   for (auto& m : pending_) m.clear();
   pending_count_ = 0;
   endpoint_ = nullptr;
-  core::retire_pool(pool_, core::BusyPool::keep, id());
+  pool_ = nullptr;
 }
 
 void RoundTrip::peer_lost(const std::string& why) {
@@ -118,14 +113,6 @@ void RoundTrip::peer_lost(const std::string& why) {
   awaiting_ = false;
   in_flight_.store(0, std::memory_order_release);
   if (!winding_down()) fail("peer '" + peer_id_ + "' " + why);
-}
-
-int RoundTrip::do_work() {
-  return initiator_ ? initiator_work() : responder_work();
-}
-
-bool RoundTrip::drained() const {
-  return in_flight_.load(std::memory_order_acquire) == 0;
 }
 
 nlohmann::json RoundTrip::results() const {

@@ -29,14 +29,9 @@ namespace daqflow::apps {
 
 class RoundTrip final : public runtime::Application {
  public:
-  ~RoundTrip() override;
-
   Result<void> configure(runtime::AppContext& ctx) override;
   void release() override;
 
-  [[nodiscard]] int do_work() override;
-
-  [[nodiscard]] bool drained() const override;
   [[nodiscard]] nlohmann::json results() const override;
 
   // Copies the initiator's "fit" and "points" into the run's results.
@@ -46,6 +41,7 @@ class RoundTrip final : public runtime::Application {
   // Responder: pongs that could not be posted yet (back-pressure, connection not up).
   static constexpr std::size_t kPendingPongs = 16;
 
+  void register_handlers(runtime::DataPath& path);
   int initiator_work();
   int responder_work();
   bool post_ping();
@@ -67,8 +63,7 @@ class RoundTrip final : public runtime::Application {
 
   // Owned between configure and release; agent thread.
   transport::Endpoint* endpoint_ = nullptr;
-  std::unique_ptr<core::BufferPool> pool_;  // initiator: ping buffers
-  std::array<transport::Completion, detail::kPollBatch> completions_{};
+  core::BufferPool* pool_ = nullptr;  // initiator: ping buffers (the data path's)
   std::vector<std::int64_t> rtt_ns_;  // iterations_ samples of the current size
   std::size_t size_index_ = 0;
   std::uint64_t round_ = 0;  // round trips done at the current size, warm-up included

@@ -64,6 +64,13 @@ bool RoundTrip::post_ping() {
 }
 
 void RoundTrip::on_pong(Completion& c, std::int64_t now_ns) {
+  messages_in_->add_single_writer();
+  bytes_in_->add_single_writer(c.message.size());
+  if (c.peer != peer_) {
+    fail("unexpected pong from application #" + std::to_string(c.peer) + "; expected pongs from '" +
+         peer_id_ + "'");
+    return;
+  }
   const std::uint64_t size = sizes_[size_index_];
   if (!awaiting_ || c.message.tag != tag_ || c.message.size() != size) {
     fail("unexpected pong from '" + peer_id_ + "': tag " + std::to_string(c.message.tag) + ", " +
@@ -92,50 +99,47 @@ void RoundTrip::on_pong(Completion& c, std::int64_t now_ns) {
   size_gauge_->set(static_cast<double>(sizes_[size_index_]));
 }
 
-int RoundTrip::initiator_work() {
-  const std::size_t n = endpoint_->poll(completions_);
-  for (std::size_t i = 0; i < n; ++i) {
-    Completion& c = completions_[i];
-    switch (c.kind) {
-      case Completion::Kind::recv: {
-        const std::int64_t now = core::monotonic_ns();
-        messages_in_->add_single_writer();
-        bytes_in_->add_single_writer(c.message.size());
-        if (c.peer != peer_ || c.message.type != wire::MessageType::pong) {
-          fail("unexpected " + std::string(wire::to_string(c.message.type)) +
-               " message from application #" + std::to_string(c.peer) + "; expected pongs from '" +
-               peer_id_ + "'");
-        } else {
-          on_pong(c, now);
-        }
-        break;
-      }
-      case Completion::Kind::send_done:
-        messages_out_->add_single_writer();
-        bytes_out_->add_single_writer(c.size);
-        break;
-      case Completion::Kind::peer_closed:
-        if (c.peer == peer_) peer_lost("closed the connection during the sweep");
-        break;
-      case Completion::Kind::error:
-        if (c.peer == peer_) peer_lost("failed: " + std::string(c.reason));
-        break;
+void RoundTrip::register_handlers(runtime::DataPath& path) {
+  if (initiator_) {
+    // The pong is timed on its own reading of the clock, not the round's.
+    path.on(wire::MessageType::pong,
+            [this](Completion& c, std::int64_t) { on_pong(c, core::monotonic_ns()); });
+  } else {
+    path.on(wire::MessageType::ping, [this](Completion& c, std::int64_t) { on_ping(c); });
+  }
+  path.on_sent([this](const Completion& c) {
+    messages_out_->add_single_writer();
+    bytes_out_->add_single_writer(c.size);
+    if (!initiator_ && in_flight_.load(std::memory_order_relaxed) > 0) {
+      in_flight_.fetch_sub(1, std::memory_order_acq_rel);
     }
-    c.message.clear();
-  }
-  int work = static_cast<int>(n);
-  if (!awaiting_ && producing() && !finished() && post_ping()) {
-    ++work;
-  }
-  return work;
+  });
+  path.on_peer_gone([this](AppIndex peer, std::string_view reason, bool) {
+    if (peer != peer_) return;
+    if (!reason.empty()) {
+      peer_lost("failed: " + std::string(reason));
+    } else if (initiator_) {
+      peer_lost("closed the connection during the sweep");
+    } else {
+      // The initiator ends its sweep, or is halted: it sends nothing more. Normal.
+      for (auto& m : pending_) m.clear();
+      pending_count_ = 0;
+      in_flight_.store(0, std::memory_order_release);
+    }
+  });
+  path.on_work([this](std::int64_t) { return initiator_ ? initiator_work() : responder_work(); });
+  path.drained_when([this] { return in_flight_.load(std::memory_order_acquire) == 0; });
+}
+
+int RoundTrip::initiator_work() {
+  return !awaiting_ && producing() && !finished() && post_ping() ? 1 : 0;
 }
 
 void RoundTrip::on_ping(Completion& c) {
   messages_in_->add_single_writer();
   bytes_in_->add_single_writer(c.message.size());
-  if (c.peer != peer_ || c.message.type != wire::MessageType::ping) {
-    fail("unexpected " + std::string(wire::to_string(c.message.type)) +
-         " message from application #" + std::to_string(c.peer) + "; expected pings from '" +
+  if (c.peer != peer_) {
+    fail("unexpected ping from application #" + std::to_string(c.peer) + "; expected pings from '" +
          peer_id_ + "'");
     return;
   }
@@ -183,39 +187,11 @@ int RoundTrip::flush_pongs() {
 }
 
 int RoundTrip::responder_work() {
-  const std::size_t n = endpoint_->poll(completions_);
-  for (std::size_t i = 0; i < n; ++i) {
-    Completion& c = completions_[i];
-    switch (c.kind) {
-      case Completion::Kind::recv:
-        on_ping(c);
-        break;
-      case Completion::Kind::send_done:
-        messages_out_->add_single_writer();
-        bytes_out_->add_single_writer(c.size);
-        if (in_flight_.load(std::memory_order_relaxed) > 0) {
-          in_flight_.fetch_sub(1, std::memory_order_acq_rel);
-        }
-        break;
-      case Completion::Kind::peer_closed:
-        // The initiator ends its sweep, or is halted: it sends nothing more. Normal.
-        if (c.peer == peer_) {
-          for (auto& m : pending_) m.clear();
-          pending_count_ = 0;
-          in_flight_.store(0, std::memory_order_release);
-        }
-        break;
-      case Completion::Kind::error:
-        if (c.peer == peer_) peer_lost("failed: " + std::string(c.reason));
-        break;
-    }
-    c.message.clear();
-  }
   const int posted = flush_pongs();
   if (last_echoed_ && in_flight_.load(std::memory_order_acquire) == 0) {
     set_finished();
   }
-  return static_cast<int>(n) + posted;
+  return posted;
 }
 
 }  // namespace daqflow::apps

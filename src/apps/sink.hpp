@@ -27,18 +27,12 @@ namespace daqflow::apps {
 
 class Sink final : public runtime::Application {
  public:
-  Sink();
-  ~Sink() override;
-
   Result<void> configure(runtime::AppContext& ctx) override;
   Result<void> enable() override;
   Result<void> suspend() override;
   Result<void> resume() override;
   void begin_halt() override;
   void release() override;
-
-  [[nodiscard]] int do_work() override;
-  void wait_for_work(std::chrono::microseconds timeout) override;
 
   [[nodiscard]] nlohmann::json results() const override;
 
@@ -55,6 +49,7 @@ class Sink final : public runtime::Application {
   };
 
   void on_message(transport::Completion& c);
+  int work(std::int64_t now);
   [[nodiscard]] std::size_t check_pattern(const transport::Message& m, std::uint64_t seq,
                                           transport::AppIndex peer) const;
 
@@ -69,9 +64,11 @@ class Sink final : public runtime::Application {
   transport::Endpoint* endpoint_ = nullptr;
   core::Clock* clock_ = nullptr;
   std::vector<SourceState> sources_;  // by AppIndex
-  std::array<transport::Completion, detail::kPollBatch> completions_{};
   std::uint64_t bytes_ = 0;
   std::uint64_t messages_ = 0;
+  struct Published {
+    std::uint64_t bytes = 0, messages = 0;
+  } published_;  // bytes_ and messages_ as the metrics have them
   std::size_t completed_ = 0;
   ThroughputSampler sampler_;
   // Metrics, counted by the agent thread and read by results().

@@ -17,19 +17,13 @@ constexpr double kMaxMessageSize = 1 << 30;
 constexpr double kMaxPipelineDepth = 4096;
 // While the pool is dry (a receiver still holds our buffers) no completion announces their
 // return, so the agent only naps instead of blocking for its full idle timeout.
-constexpr std::chrono::microseconds kStarvedNap{100};
+constexpr std::int64_t kStarvedNapNs = 100'000;
 
 }  // namespace
 
-Source::~Source() {
-  for (auto& d : dests_) d.message.clear();
-  for (auto& c : completions_) c.message.clear();
-  core::retire_pool(pool_, core::BusyPool::leak, id());
-}
-
 Result<void> Source::configure(runtime::AppContext& ctx) {
-  core::retire_pool(pool_, core::BusyPool::leak, id());
   self_ = ctx.self().index;
+  clock_ = &ctx.clock();
   runtime::ParamReader p = ctx.param_reader();
   const auto dest_ids = p.get<std::vector<std::string>>("destinations");
   message_size_ = p.get<std::uint32_t>("message_size");
@@ -75,6 +69,7 @@ Result<void> Source::configure(runtime::AppContext& ctx) {
   auto endpoint = ctx.endpoint(&options);
   if (!endpoint) return endpoint.error().context("endpoint");
   endpoint_ = *endpoint;
+  runtime::DataPath& path = data_path();
 
   // A send completes when the receiver takes the message (shm, inproc: its descriptor), and the
   // buffer comes back only when the receiver drops it: twice the pipeline, so that the buffers
@@ -83,10 +78,9 @@ Result<void> Source::configure(runtime::AppContext& ctx) {
   const std::size_t buffers = 2 * static_cast<std::size_t>(depth_) * dests_.size() + 2;
   // In the transport's own memory where it has some (shm: a shared segment), so that a message
   // is written once, here, and read in place by the sink.
-  auto pool =
-      endpoint_->make_send_pool(id() + ".send", std::max<std::uint32_t>(message_size_, 1), buffers);
+  auto pool = path.send_pool(id() + ".send", std::max<std::uint32_t>(message_size_, 1), buffers);
   if (!pool) return pool.error();
-  pool_ = std::move(*pool);
+  pool_ = *pool;
   pool_bound_ = false;
   scratch_.clear();
   if (message_size_ > 0 && message_size_ <= endpoint_->copy_limit()) scratch_.resize(message_size_);
@@ -106,9 +100,23 @@ Result<void> Source::configure(runtime::AppContext& ctx) {
   in_flight_gauge_ = &m.gauge("in_flight", "messages posted and not yet completed");
 
   cursor_ = 0;
-  total_in_flight_.store(0);
+  total_in_flight_ = 0;
+  done_ = {};
   first_post_ns_.store(0);
   last_done_ns_.store(0);
+
+  // Sinks send nothing: whatever arrives is rejected (no handler).
+  path.on_sent([this](const Completion& c) { on_sent(c); });
+  path.on_peer_gone([this](AppIndex peer, std::string_view reason, bool) {
+    if (Destination* d = destination_of(peer)) {
+      lose(*d, reason.empty() ? std::string("closed the connection while the source was sending")
+                              : "failed: " + std::string(reason));
+    }
+  });
+  path.on_work([this](std::int64_t now) { return work(now); });
+  // While the pool is dry no completion announces the buffers' return: a nap, not a sleep.
+  path.at([this] { return starved_ ? clock_->now_ns() + kStarvedNapNs : 0; });
+  path.drained_when([this] { return total_in_flight_ == 0; });
   return ok();
 }
 
@@ -117,9 +125,8 @@ void Source::release() {
     d.message.clear();
     d.staged = false;
   }
-  for (auto& c : completions_) c.message.clear();
   endpoint_ = nullptr;
-  core::retire_pool(pool_, core::BusyPool::keep, id());
+  pool_ = nullptr;
 }
 
 Source::Destination* Source::destination_of(AppIndex peer) {
@@ -130,7 +137,7 @@ Source::Destination* Source::destination_of(AppIndex peer) {
 void Source::lose(Destination& d, const std::string& why) {
   if (!d.dead) {
     d.dead = true;
-    total_in_flight_.fetch_sub(d.in_flight, std::memory_order_acq_rel);
+    total_in_flight_ -= d.in_flight;
     d.in_flight = 0;
     d.message.clear();
     d.staged = false;
@@ -138,49 +145,31 @@ void Source::lose(Destination& d, const std::string& why) {
   if (!winding_down()) fail("destination '" + detail::peer_name(ids_, d.index) + "' " + why);
 }
 
-int Source::poll_completions() {
-  const std::size_t n = endpoint_->poll(completions_);
-  std::uint64_t done = 0;
-  std::uint64_t done_bytes = 0;
-  std::uint64_t completed = 0;  // of in-flight messages: one atomic update for the batch
-  for (std::size_t i = 0; i < n; ++i) {
-    Completion& c = completions_[i];
-    Destination* d = destination_of(c.peer);
-    switch (c.kind) {
-      case Completion::Kind::send_done: {
-        // One completion may stand for a run of messages (coalesce_send_done, in configure()).
-        if (d != nullptr) {
-          const std::uint64_t k = std::min<std::uint64_t>(c.count, d->in_flight);
-          d->in_flight -= static_cast<std::uint32_t>(k);
-          completed += k;
-        }
-        done += c.count;
-        done_bytes += c.size;
-        break;
-      }
-      case Completion::Kind::recv:
-        break;  // sinks send nothing; whatever arrives is dropped
-      case Completion::Kind::peer_closed:
-        if (d != nullptr) lose(*d, "closed the connection while the source was sending");
-        break;
-      case Completion::Kind::error:
-        if (d != nullptr) lose(*d, "failed: " + std::string(c.reason));
-        break;
-    }
-    c.message.clear();
+// One completion may stand for a run of messages (coalesce_send_done, in configure()).
+void Source::on_sent(const Completion& c) {
+  if (Destination* d = destination_of(c.peer)) {
+    const std::uint64_t k = std::min<std::uint64_t>(c.count, d->in_flight);
+    d->in_flight -= static_cast<std::uint32_t>(k);
+    total_in_flight_ -= k;
   }
-  if (completed > 0) total_in_flight_.fetch_sub(completed, std::memory_order_acq_rel);
-  if (done > 0) {
-    messages_out_->add_single_writer(done);
-    bytes_out_->add_single_writer(done_bytes);
+  done_.messages += c.count;
+  done_.bytes += c.size;
+}
+
+// The round's completions into the metrics (one update each per round), and the end of a
+// counted stream.
+void Source::publish_done() {
+  if (done_.messages > 0) {
+    messages_out_->add_single_writer(done_.messages);
+    bytes_out_->add_single_writer(done_.bytes);
     last_done_ns_.store(core::monotonic_ns(), std::memory_order_relaxed);
+    done_ = {};
   }
-  if (count_ > 0 && !finished() && total_in_flight_.load(std::memory_order_acquire) == 0 &&
+  if (count_ > 0 && !finished() && total_in_flight_ == 0 &&
       std::all_of(dests_.begin(), dests_.end(),
                   [this](const Destination& x) { return x.next_seq >= count_; })) {
     set_finished();
   }
-  return static_cast<int>(n);
 }
 
 bool Source::stage(Destination& d) {
@@ -238,13 +227,6 @@ void Source::on_send_failure(Destination& d, SendStatus status) {
 
 int Source::post_round() {
   int posted = 0;
-  // Posted messages are added to total_in_flight_ once per round, and before lose() takes a
-  // destination's in-flight messages off it.
-  std::uint64_t unpublished = 0;
-  auto publish = [&] {
-    if (unpublished > 0) total_in_flight_.fetch_add(unpublished, std::memory_order_acq_rel);
-    unpublished = 0;
-  };
   const std::size_t n = dests_.size();
   bool starved = false;
   for (std::size_t k = 0; k < n && !starved; ++k) {
@@ -261,7 +243,6 @@ int Source::post_round() {
         break;
       }
       if (status != SendStatus::ok) {
-        publish();
         on_send_failure(d, status);
         break;
       }
@@ -269,11 +250,10 @@ int Source::post_round() {
       d.staged = false;
       ++d.next_seq;
       ++d.in_flight;
-      ++unpublished;
+      ++total_in_flight_;
       ++posted;
     }
   }
-  publish();
   cursor_ = n > 0 ? (cursor_ + 1) % n : 0;
   starved_ = starved;
   if (posted > 0 && first_post_ns_.load(std::memory_order_relaxed) == 0) {
@@ -282,28 +262,21 @@ int Source::post_round() {
   return posted;
 }
 
-int Source::do_work() {
+int Source::work(std::int64_t /*now*/) {
   if (!pool_bound_) {
     // Only this thread takes buffers from the pool: its releases need no locked instruction.
     pool_->bind_to_this_thread();
     pool_bound_ = true;
   }
-  int work = poll_completions();
+  publish_done();
+  int work = 0;
   if (producing()) {
     work += post_round();
   } else {
     starved_ = false;
   }
-  in_flight_gauge_->set(static_cast<double>(total_in_flight_.load(std::memory_order_relaxed)));
+  in_flight_gauge_->set(static_cast<double>(total_in_flight_));
   return work;
-}
-
-void Source::wait_for_work(std::chrono::microseconds timeout) {
-  endpoint_->wait(starved_ ? std::min(timeout, kStarvedNap) : timeout);
-}
-
-bool Source::drained() const {
-  return total_in_flight_.load(std::memory_order_acquire) == 0;
 }
 
 nlohmann::json Source::results() const {

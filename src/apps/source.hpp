@@ -27,15 +27,9 @@ namespace daqflow::apps {
 
 class Source final : public runtime::Application {
  public:
-  ~Source() override;
-
   Result<void> configure(runtime::AppContext& ctx) override;
   void release() override;
 
-  [[nodiscard]] int do_work() override;
-  void wait_for_work(std::chrono::microseconds timeout) override;
-
-  [[nodiscard]] bool drained() const override;
   [[nodiscard]] nlohmann::json results() const override;
 
  private:
@@ -48,7 +42,9 @@ class Source final : public runtime::Application {
     transport::Message message;
   };
 
-  int poll_completions();
+  void on_sent(const transport::Completion& c);
+  void publish_done();
+  int work(std::int64_t now);
   int post_round();
   bool stage(Destination& d);
   [[nodiscard]] transport::SendStatus post_copy(Destination& d);
@@ -70,13 +66,17 @@ class Source final : public runtime::Application {
 
   // Owned between configure and release.
   transport::Endpoint* endpoint_ = nullptr;
-  std::unique_ptr<core::BufferPool> pool_;
+  core::Clock* clock_ = nullptr;
+  core::BufferPool* pool_ = nullptr;  // the data path's
   // A message small enough for the endpoint's post_copy() is written here and copied by it, with
   // no buffer per message; empty: messages go in buffers of pool_.
   std::vector<std::byte> scratch_;
   std::vector<Destination> dests_;
-  std::array<transport::Completion, detail::kPollBatch> completions_{};
   std::size_t cursor_ = 0;
+  std::uint64_t total_in_flight_ = 0;  // posted, not completed, to live destinations
+  struct Done {
+    std::uint64_t messages = 0, bytes = 0;
+  } done_;  // completed this round, not yet in the metrics
   bool starved_ = false;     // the last round found the pool empty
   bool pool_bound_ = false;  // pool_ bound to the agent's thread
   // Metrics, counted by the agent thread and read by results().
@@ -86,7 +86,6 @@ class Source final : public runtime::Application {
   runtime::Gauge* in_flight_gauge_ = nullptr;
 
   // Shared with other threads.
-  std::atomic<std::uint64_t> total_in_flight_{0};
   std::atomic<std::int64_t> first_post_ns_{0};
   std::atomic<std::int64_t> last_done_ns_{0};
 };

@@ -108,6 +108,7 @@ void DataPath::clear() {
   for (auto& c : batch_) c.message.clear();
   endpoint_ = nullptr;
   rejected_ = nullptr;
+  caught_up_ = true;
   attached_ = false;
 }
 
@@ -131,7 +132,10 @@ void DataPath::dispatch(Completion& c, std::int64_t now) {
       if (on_peer_gone_) on_peer_gone_(c.peer, {}, false);
       break;
     case Completion::Kind::error:
-      if (on_peer_gone_) on_peer_gone_(c.peer, c.reason, c.rejected);
+      if (on_peer_gone_) {
+        on_peer_gone_(c.peer, c.reason.empty() ? std::string_view("connection failed") : c.reason,
+                      c.rejected);
+      }
       break;
   }
   // Dropping the message returns its buffers to the sender's or the transport's pool.
@@ -147,7 +151,8 @@ int DataPath::round() {
       const std::size_t n = endpoint_->poll(batch_);
       for (std::size_t i = 0; i < n; ++i) dispatch(batch_[i], now);
       work += static_cast<int>(n);
-      if (n < batch_.size()) break;
+      caught_up_ = n < batch_.size();
+      if (caught_up_) break;
     }
   }
   for (Timer& t : timers_) {
@@ -170,6 +175,10 @@ void DataPath::settle(bool halting) {
   if (halting && drained_when_ && !drained_.load(std::memory_order_relaxed) && drained_when_()) {
     drained_.store(true, std::memory_order_release);
   }
+}
+
+void DataPath::flush() {
+  if (endpoint_ != nullptr) (void)endpoint_->poll(std::span<Completion>(batch_.data(), 0));
 }
 
 std::chrono::microseconds DataPath::sleep_cap(std::chrono::microseconds cap) const {

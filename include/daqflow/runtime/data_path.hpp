@@ -62,8 +62,8 @@ class DataPath {
   using OnMessage = std::function<void(Completion&, std::int64_t now)>;
   // Sends that completed (Completion::count of them, the last named by sequence and tag).
   using OnSent = std::function<void(const Completion&)>;
-  // A peer said goodbye (reason empty) or failed (reason says why; rejected: this endpoint
-  // refused what it sent).
+  // A peer said goodbye (reason empty) or failed (reason says why, never empty; rejected: this
+  // endpoint refused what it sent).
   using OnPeerGone = std::function<void(AppIndex peer, std::string_view reason, bool rejected)>;
   using OnTimer = std::function<void(std::int64_t now)>;
   // The application's own work after the completions; returns how much it did (0: idle).
@@ -123,9 +123,16 @@ class DataPath {
   [[nodiscard]] transport::SendStatus send_copy(core::BufferPool& pool, AppIndex peer,
                                                 wire::MessageType type, std::uint64_t tag,
                                                 std::span<const std::byte> bytes);
+  // Moves the sends just posted on without taking any completion (a poll of none): for a
+  // message whose timing matters (a clock probe stamped just before), rather than waiting for
+  // the next round.
+  void flush();
   // How long the agent may sleep before the next timer is due (at most `cap`).
   [[nodiscard]] std::chrono::microseconds sleep_cap(std::chrono::microseconds cap) const;
   [[nodiscard]] transport::Endpoint* endpoint() const { return endpoint_; }
+  // Whether the last round read everything that waited (its last poll came back short of a full
+  // batch): a silence judged after it is not the application's own backlog.
+  [[nodiscard]] bool caught_up() const { return caught_up_; }
 
   // Any thread.
   [[nodiscard]] bool drained() const { return drained_.load(std::memory_order_acquire); }
@@ -161,6 +168,7 @@ class DataPath {
   core::Counter* rejected_ = nullptr;
   std::vector<std::unique_ptr<core::BufferPool>> pools_;
   bool rejected_now_ = false;
+  bool caught_up_ = true;
   std::atomic<bool> drained_{false};
 };
 

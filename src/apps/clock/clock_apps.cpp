@@ -24,21 +24,14 @@ constexpr std::size_t kBufferSize = 64;
 constexpr std::int64_t kNackIntervalNs = 5'000'000;
 constexpr std::uint32_t kMaxNacks = 50;
 
-bool post(transport::Endpoint& endpoint, core::BufferPool& pool, AppIndex peer,
-          wire::MessageType type, std::span<const std::byte> bytes) {
-  return detail::send_copy(endpoint, pool, peer, type, 0, bytes) == SendStatus::ok;
-}
+// A due time already past: the agent does not sleep.
+constexpr std::int64_t kNow = 1;
+// How long the agent sleeps at most otherwise.
+constexpr std::int64_t kNapNs = 1'000'000;
 
 }  // namespace
 
-ClockMaster::~ClockMaster() {
-  release();
-  for (auto& c : completions_) c.message.clear();
-  core::retire_pool(pool_, core::BusyPool::leak, id());
-}
-
 Result<void> ClockMaster::configure(runtime::AppContext& ctx) {
-  core::retire_pool(pool_, core::BusyPool::leak, id());
   runtime::ParamReader p = ctx.param_reader();
   const auto names = p.get<std::vector<std::string>>("nodes");
   interval_ns_ = p.get<std::int64_t>("interval_ms") * 1'000'000;
@@ -77,9 +70,10 @@ Result<void> ClockMaster::configure(runtime::AppContext& ctx) {
   for (const AppIndex n : nodes_) {
     if (auto r = endpoint_->connect(n); !r) return r.error();
   }
-  auto pool = endpoint_->make_send_pool(id() + ".probes", kBufferSize, 4 * nodes_.size() + 16);
+  runtime::DataPath& path = data_path();
+  auto pool = path.send_pool(id() + ".probes", kBufferSize, 4 * nodes_.size() + 16);
   if (!pool) return pool.error();
-  pool_ = std::move(*pool);
+  pool_ = *pool;
   nodes_state_.clear();
   for (std::size_t i = 0; i < nodes_.size(); ++i) {
     Node& n = nodes_state_.emplace_back();
@@ -95,19 +89,40 @@ Result<void> ClockMaster::configure(runtime::AppContext& ctx) {
   messages_malformed_ = &m.counter("messages_malformed", "malformed messages dropped");
   corrections_unicast_ = &m.counter("corrections_unicast",
                                     "multicast: corrections sent over the transport (socket full)");
-  const std::lock_guard lock(mutex_);
-  published_.assign(nodes_.size(), ClockEstimate{});
-  mcast_stats_ = {};
+  {
+    const std::lock_guard lock(mutex_);
+    published_.assign(nodes_.size(), ClockEstimate{});
+    mcast_stats_ = {};
+  }
+
+  path.count_rejected_in(*messages_malformed_);
+  path.on(wire::MessageType::clock_reply, [this](Completion& c, std::int64_t now) {
+    on_reply(c, core::synced_clock().local_ns(), now);
+  });
+  path.on_peer_gone([this](AppIndex peer, std::string_view reason, bool) {
+    if (!winding_down()) {
+      spdlog::warn("{}: node '{}' gone: {}", id(), detail::peer_name(ids_, peer),
+                   reason.empty() ? "closed" : reason);
+    }
+  });
+  path.on_work([this](std::int64_t now) { return work(now); });
+  // Replies are awaited by polling (a round trip must not include a wake-up's latency), and the
+  // next round starts on time.
+  path.at([this] {
+    const bool waiting = std::any_of(nodes_state_.begin(), nodes_state_.end(),
+                                     [](const Node& s) { return s.waiting; });
+    return waiting ? kNow : next_round_ns_;
+  });
   return ok();
 }
 
 void ClockMaster::release() {
-  for (auto& c : completions_) c.message.clear();
   endpoint_ = nullptr;
+  pool_ = nullptr;
 }
 
 bool ClockMaster::send(AppIndex peer, wire::MessageType type, std::span<const std::byte> bytes) {
-  return post(*endpoint_, *pool_, peer, type, bytes);
+  return data_path().send_copy(*pool_, peer, type, 0, bytes) == SendStatus::ok;
 }
 
 void ClockMaster::send_correction(std::size_t n, std::span<const std::byte> bytes) {
@@ -132,7 +147,7 @@ void ClockMaster::send_probe(std::size_t n, std::int64_t now) {
   if (!send(nodes_[n], wire::MessageType::clock_probe, bytes)) return;
   s.waiting = true;
   s.sent_ns = now;
-  (void)endpoint_->poll(std::span<Completion>(completions_.data(), 0));
+  data_path().flush();
 }
 
 bool ClockMaster::step_waiting(std::int64_t now) const {
@@ -192,44 +207,30 @@ void ClockMaster::finish_round(std::size_t n) {
   s.waiting = false;
 }
 
-void ClockMaster::on_completion(Completion& c, std::int64_t now) {
-  if (c.kind == Completion::Kind::recv && c.message.type == wire::MessageType::clock_reply) {
-    const std::int64_t t4 = core::synced_clock().local_ns();
-    const auto it = std::find(nodes_.begin(), nodes_.end(), c.peer);
-    wire::ClockReply r;
-    if (it == nodes_.end() || c.message.segment_count != 1 ||
-        wire::decode(c.message.segments[0].bytes(), r) != wire::EvbStatus::ok) {
-      messages_malformed_->add_single_writer();
-    } else {
-      const auto n = static_cast<std::size_t>(it - nodes_.begin());
-      Node& s = nodes_state_[n];
-      if (r.round == round_ && s.waiting && r.probe == s.probe) {
-        const RoundTrip trip{r.t1, r.t2, r.t3, t4};
-        if (trip.delay_ns() >= 0 && (!s.has_best || trip.delay_ns() < s.best.delay_ns())) {
-          s.best = trip;
-          s.best_probe = r.probe;
-          s.has_best = true;
-        }
-        ++s.replies;
-        s.waiting = false;
-        next_step(now);
-      }
-    }
-  } else if (c.kind == Completion::Kind::error || c.kind == Completion::Kind::peer_closed) {
-    if (!winding_down()) {
-      spdlog::warn("{}: node '{}' gone: {}", id(), detail::peer_name(ids_, c.peer),
-                   c.kind == Completion::Kind::error ? c.reason : "closed");
-    }
+// t4: the reply's arrival, read first thing.
+void ClockMaster::on_reply(Completion& c, std::int64_t t4, std::int64_t now) {
+  const auto it = std::find(nodes_.begin(), nodes_.end(), c.peer);
+  wire::ClockReply r;
+  if (it == nodes_.end() || c.message.segment_count != 1 ||
+      wire::decode(c.message.segments[0].bytes(), r) != wire::EvbStatus::ok) {
+    data_path().reject();
+    return;
   }
-  c.message.clear();
+  Node& s = nodes_state_[static_cast<std::size_t>(it - nodes_.begin())];
+  if (r.round != round_ || !s.waiting || r.probe != s.probe) return;
+  const RoundTrip trip{r.t1, r.t2, r.t3, t4};
+  if (trip.delay_ns() >= 0 && (!s.has_best || trip.delay_ns() < s.best.delay_ns())) {
+    s.best = trip;
+    s.best_probe = r.probe;
+    s.has_best = true;
+  }
+  ++s.replies;
+  s.waiting = false;
+  next_step(now);
 }
 
-int ClockMaster::do_work() {
-  const std::int64_t now = core::monotonic_ns();
+int ClockMaster::work(std::int64_t now) {
   int work = 0;
-  const std::size_t got = endpoint_->poll(completions_);
-  for (std::size_t i = 0; i < got; ++i) on_completion(completions_[i], now);
-  work += static_cast<int>(got);
   if (mcast_) {
     // NACKs answered with repairs, and the heartbeat that shows the nodes the last correction.
     if (const int n = mcast_->pump(now); n > 0) {
@@ -254,14 +255,6 @@ int ClockMaster::do_work() {
     ++work;
   }
   return work;
-}
-
-void ClockMaster::wait_for_work(std::chrono::microseconds timeout) {
-  // Replies are awaited by polling: a round trip must not include a wake-up's latency.
-  bool waiting = false;
-  for (const Node& s : nodes_state_) waiting = waiting || s.waiting;
-  if (waiting) return;
-  endpoint_->wait(std::min(timeout, std::chrono::microseconds(1000)));
 }
 
 nlohmann::json ClockMaster::results() const {
@@ -304,14 +297,7 @@ Result<nlohmann::json> ClockMaster::action(std::string_view name, const nlohmann
   return nlohmann::json{{"fields", {"round", "probe", "delay_ns"}}, {"nodes", std::move(nodes)}};
 }
 
-ClockClient::~ClockClient() {
-  release();
-  for (auto& c : completions_) c.message.clear();
-  core::retire_pool(pool_, core::BusyPool::leak, id());
-}
-
 Result<void> ClockClient::configure(runtime::AppContext& ctx) {
-  core::retire_pool(pool_, core::BusyPool::leak, id());
   runtime::ParamReader p = ctx.param_reader();
   const auto master = p.get<std::string>("master");
   const auto offset_us = p.get<double>("inject_offset_us");
@@ -348,72 +334,75 @@ Result<void> ClockClient::configure(runtime::AppContext& ctx) {
   if (auto r = endpoint_->connect(master_); !r) {
     return r.error();
   }
-  auto pool = endpoint_->make_send_pool(id() + ".replies", kBufferSize, 32);
+  runtime::DataPath& path = data_path();
+  auto pool = path.send_pool(id() + ".replies", kBufferSize, 32);
   if (!pool) return pool.error();
-  pool_ = std::move(*pool);
+  pool_ = *pool;
   runtime::MetricsRegistry& reg = ctx.metrics();
   probes_ = &reg.counter("clock_probes", "round trips answered");
   corrections_ = &reg.counter("clock_corrections", "corrections applied");
   messages_malformed_ = &reg.counter("messages_malformed", "malformed messages dropped");
-  const std::lock_guard lock(mutex_);
-  mcast_stats_ = {};
-  legs_.clear();
+  {
+    const std::lock_guard lock(mutex_);
+    mcast_stats_ = {};
+    legs_.clear();
+  }
+
+  // The master's messages only; anything else is counted malformed.
+  path.count_rejected_in(*messages_malformed_);
+  path.on(wire::MessageType::clock_probe, [this](Completion& c, std::int64_t) {
+    // t2 and the arrival on this host's monotonic clock: read first thing.
+    const std::int64_t t2 = core::synced_clock().local_ns();
+    const std::int64_t received_ns = core::monotonic_ns();
+    on_probe(c, t2, received_ns);
+  });
+  path.on(wire::MessageType::clock_correction, [this](Completion& c, std::int64_t) {
+    if (c.peer != master_ || c.message.segment_count != 1 || !apply(c.message.segments[0].bytes()))
+      data_path().reject();
+  });
+  path.on_work([this](std::int64_t now) { return work(now); });
+  // The multicast socket is not the endpoint's: looked at (and NACKs sent when due) at least
+  // every millisecond.
+  clock_ = &ctx.clock();
+  if (mcast_) path.at([this] { return clock_->now_ns() + kNapNs; });
   return ok();
 }
 
 void ClockClient::release() {
-  for (auto& c : completions_) c.message.clear();
   endpoint_ = nullptr;
+  pool_ = nullptr;
 }
 
-void ClockClient::on_completion(Completion& c) {
-  if (c.kind != Completion::Kind::recv || c.peer != master_) {
-    c.message.clear();
+void ClockClient::on_probe(Completion& c, std::int64_t t2, std::int64_t received_ns) {
+  wire::ClockProbe p;
+  if (c.peer != master_ || c.message.segment_count != 1 ||
+      wire::decode(c.message.segments[0].bytes(), p) != wire::EvbStatus::ok) {
+    data_path().reject();
     return;
   }
-  if (c.message.type == wire::MessageType::clock_probe) {
-    const std::int64_t t2 = core::synced_clock().local_ns();
-    const std::int64_t received_ns = core::monotonic_ns();
-    wire::ClockProbe p;
-    if (c.message.segment_count != 1 ||
-        wire::decode(c.message.segments[0].bytes(), p) != wire::EvbStatus::ok) {
-      messages_malformed_->add_single_writer();
-    } else {
-      {
-        const std::lock_guard lock(mutex_);
-        legs_.push_back({p.round, p.probe, received_ns - p.t1});
-        if (legs_.size() > kLegsKept) legs_.pop_front();
-      }
-      wire::ClockReply r{p.round, p.probe, p.t1, t2, 0};
-      r.t3 = core::synced_clock().local_ns();
-      std::array<std::byte, wire::kClockReplySize> bytes{};
-      wire::encode(r, bytes);
-      if (post(*endpoint_, *pool_, master_, wire::MessageType::clock_reply, bytes)) {
-        (void)endpoint_->poll(std::span<Completion>(completions_.data(), 0));
-        probes_->add_single_writer();
-      }
-    }
-  } else if (c.message.type == wire::MessageType::clock_correction) {
-    if (c.message.segment_count != 1) {
-      messages_malformed_->add_single_writer();
-    } else {
-      apply(c.message.segments[0].bytes());
-    }
-  } else {
-    messages_malformed_->add_single_writer();
+  {
+    const std::lock_guard lock(mutex_);
+    legs_.push_back({p.round, p.probe, received_ns - p.t1});
+    if (legs_.size() > kLegsKept) legs_.pop_front();
   }
-  c.message.clear();
+  wire::ClockReply r{p.round, p.probe, p.t1, t2, 0};
+  r.t3 = core::synced_clock().local_ns();
+  std::array<std::byte, wire::kClockReplySize> bytes{};
+  wire::encode(r, bytes);
+  if (data_path().send_copy(*pool_, master_, wire::MessageType::clock_reply, 0, bytes) ==
+      SendStatus::ok) {
+    data_path().flush();
+    probes_->add_single_writer();
+  }
 }
 
-void ClockClient::apply(std::span<const std::byte> correction) {
+bool ClockClient::apply(std::span<const std::byte> correction) {
   wire::ClockCorrectionMsg m;
-  if (wire::decode(correction, m) != wire::EvbStatus::ok) {
-    messages_malformed_->add_single_writer();
-    return;
-  }
+  if (wire::decode(correction, m) != wire::EvbStatus::ok) return false;
   core::synced_clock().set_correction({m.shift_ns, m.scale, m.precision_ns, m.round});
   drift_ppm_.store(m.drift_ppm, std::memory_order_relaxed);
   corrections_->add_single_writer();
+  return true;
 }
 
 void ClockClient::on_datagram(std::span<const std::byte> payload) {
@@ -422,29 +411,18 @@ void ClockClient::on_datagram(std::span<const std::byte> payload) {
     return;
   }
   if (wire::load_le32(payload.data()) != self_) return;  // another node's
-  apply(payload.subspan(8));
+  if (!apply(payload.subspan(8))) messages_malformed_->add_single_writer();
 }
 
-int ClockClient::do_work() {
-  const std::size_t got = endpoint_->poll(completions_);
-  for (std::size_t i = 0; i < got; ++i) on_completion(completions_[i]);
-  int work = static_cast<int>(got);
-  if (mcast_) {
-    const int n = mcast_->pump(core::monotonic_ns(),
-                               [this](std::span<const std::byte> d) { on_datagram(d); });
-    if (n > 0) {
-      work += n;
-      const std::lock_guard lock(mutex_);
-      mcast_stats_ = mcast_->stats();
-    }
+int ClockClient::work(std::int64_t /*now*/) {
+  if (!mcast_) return 0;
+  const int n = mcast_->pump(core::monotonic_ns(),
+                             [this](std::span<const std::byte> d) { on_datagram(d); });
+  if (n > 0) {
+    const std::lock_guard lock(mutex_);
+    mcast_stats_ = mcast_->stats();
   }
-  return work;
-}
-
-void ClockClient::wait_for_work(std::chrono::microseconds timeout) {
-  // The multicast socket is not the endpoint's: look at it (and send NACKs when due) at least
-  // every millisecond.
-  endpoint_->wait(mcast_ ? std::min(timeout, std::chrono::microseconds(1000)) : timeout);
+  return n;
 }
 
 Result<nlohmann::json> ClockClient::action(std::string_view name, const nlohmann::json& args) {

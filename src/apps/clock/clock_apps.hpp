@@ -33,11 +33,8 @@ namespace daqflow::apps::clock {
 
 class ClockMaster final : public runtime::Application {
  public:
-  ~ClockMaster() override;
   Result<void> configure(runtime::AppContext& ctx) override;
   void release() override;
-  [[nodiscard]] int do_work() override;
-  void wait_for_work(std::chrono::microseconds timeout) override;
   [[nodiscard]] nlohmann::json results() const override;
   // "trips": per node, the round trips the estimate's window holds ({round, probe, delay_ns}),
   // to be matched with the nodes' "legs" where master and nodes share one host's clock.
@@ -73,7 +70,8 @@ class ClockMaster final : public runtime::Application {
   void next_step(std::int64_t now);
   [[nodiscard]] bool step_waiting(std::int64_t now) const;
   [[nodiscard]] std::size_t total_steps() const { return nodes_.size() * probes_; }
-  void on_completion(transport::Completion& c, std::int64_t now);
+  void on_reply(transport::Completion& c, std::int64_t t4, std::int64_t now);
+  int work(std::int64_t now);
 
   std::vector<transport::AppIndex> nodes_;
   std::int64_t interval_ns_ = 0;
@@ -81,13 +79,12 @@ class ClockMaster final : public runtime::Application {
   std::vector<std::string> ids_;
 
   transport::Endpoint* endpoint_ = nullptr;
-  std::unique_ptr<core::BufferPool> pool_;
+  core::BufferPool* pool_ = nullptr;  // the data path's
   std::vector<Node> nodes_state_;
   std::uint32_t round_ = 0;
   std::size_t step_ = 0;  // of the round: node step % N, probe step / N
   std::int64_t next_round_ns_ = 0;
   std::size_t window_ = 0;  // rounds in the estimate
-  std::array<transport::Completion, detail::kPollBatch> completions_{};
 
   std::optional<mcast::Sender> mcast_;
 
@@ -102,11 +99,8 @@ class ClockMaster final : public runtime::Application {
 
 class ClockClient final : public runtime::Application {
  public:
-  ~ClockClient() override;
   Result<void> configure(runtime::AppContext& ctx) override;
   void release() override;
-  [[nodiscard]] int do_work() override;
-  void wait_for_work(std::chrono::microseconds timeout) override;
   [[nodiscard]] nlohmann::json results() const override;
   // "legs": the forward leg (master's send to this node's receive) of the last probes, read
   // against this host's monotonic clock: true only where the master runs on this host (its
@@ -122,16 +116,19 @@ class ClockClient final : public runtime::Application {
   };
   static constexpr std::size_t kLegsKept = 1024;
 
-  void on_completion(transport::Completion& c);
-  void apply(std::span<const std::byte> correction);
+  // t2: the probe's arrival on the local clock; received_ns: on this host's monotonic clock.
+  void on_probe(transport::Completion& c, std::int64_t t2, std::int64_t received_ns);
+  // False: the correction does not decode.
+  bool apply(std::span<const std::byte> correction);
+  int work(std::int64_t now);
   void on_datagram(std::span<const std::byte> payload);
 
   transport::AppIndex master_ = 0;
   transport::AppIndex self_ = 0;
   std::optional<mcast::Receiver> mcast_;
   transport::Endpoint* endpoint_ = nullptr;
-  std::unique_ptr<core::BufferPool> pool_;
-  std::array<transport::Completion, detail::kPollBatch> completions_{};
+  core::Clock* clock_ = nullptr;
+  core::BufferPool* pool_ = nullptr;  // the data path's
   runtime::Counter* probes_ = nullptr;
   runtime::Counter* corrections_ = nullptr;
   runtime::Counter* messages_malformed_ = nullptr;

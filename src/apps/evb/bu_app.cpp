@@ -20,13 +20,10 @@ using transport::Completion;
 namespace {
 
 constexpr std::int64_t kOutputCheckNs = 50'000'000;
+// The longest sleep while the output holds batches.
+constexpr std::int64_t kOutputWaitNs = 100'000;
 
 }  // namespace
-
-BuilderUnit::~BuilderUnit() {
-  release();
-  for (auto& c : completions_) c.message.clear();
-}
 
 Result<void> BuilderUnit::configure(runtime::AppContext& ctx) {
   clock_ = &ctx.clock();
@@ -153,10 +150,10 @@ Result<void> BuilderUnit::configure(runtime::AppContext& ctx) {
   next_output_check_ns_ = 0;
   warned_corrupt_ = false;
   warned_incomplete_ = false;
-  drained_.store(false);
   first_build_ns_.store(0);
   last_build_ns_.store(0);
   assembly_.clear();
+  register_handlers(data_path());
   return ok();
 }
 
@@ -170,7 +167,6 @@ void BuilderUnit::release() {
   }
   for (auto& b : batches_) b.clear();
   if (builder_) builder_->clear();
-  for (auto& c : completions_) c.message.clear();
   fanout_.clear();
   output_.reset();
   endpoint_ = nullptr;
@@ -197,96 +193,94 @@ void BuilderUnit::ru_gone(AppIndex ru, const std::string& why) {
   builder_->ru_lost(static_cast<std::size_t>(position));
 }
 
-void BuilderUnit::on_completion(Completion& c, std::int64_t now) {
-  if (output_->on_message(c)) {
-    c.message.clear();
-    return;
+void BuilderUnit::register_handlers(runtime::DataPath& path) {
+  // The output's own traffic (a farm output talks to its SFC) is its own.
+  path.intercept([this](Completion& c) { return output_->on_message(c); });
+  const auto from_evm = [this, &path](auto message, auto handle) {
+    using Message = decltype(message);
+    return decoded<Message>(path, [this, handle](AppIndex peer, const Message& m, std::int64_t now) {
+      if (peer != topology_.evm) {
+        data_path().reject();
+        return;
+      }
+      (this->*handle)(m, now);
+    });
+  };
+  path.on(wire::MessageType::commit, from_evm(wire::Commit{}, &BuilderUnit::on_commit));
+  path.on(wire::MessageType::fence, from_evm(wire::Fence{}, &BuilderUnit::on_fence));
+  path.on(wire::MessageType::block, [this](Completion& c, std::int64_t now) { on_part(c, now); });
+  path.on_peer_gone([this](AppIndex peer, std::string_view reason, bool rejected) {
+    on_peer_gone(peer, reason, rejected);
+  });
+  path.on_work([this](std::int64_t now) { return work(now); });
+  // Heartbeats go out on time; batches come back from the output without a message: the agent
+  // does not sleep long while it holds some.
+  path.at([this] { return next_heartbeat_ns_; });
+  path.at([this] { return in_output_ > 0 ? clock_->now_ns() + kOutputWaitNs : 0; });
+  path.drained_when(
+      [this] { return builder_->open() == 0 && in_output_ == 0 && fanout_.idle(); });
+}
+
+void BuilderUnit::on_part(Completion& c, std::int64_t now) {
+  messages_in_->add_single_writer();
+  bytes_in_->add_single_writer(c.size);
+  wire::EvbStatus detail = wire::EvbStatus::ok;
+  switch (builder_->on_part(c.peer, c.message, now, &detail)) {
+    case PartOutcome::first:
+      if (requested_ > 0) --requested_;
+      break;
+    case PartOutcome::added:
+      break;
+    case PartOutcome::late:
+      parts_late_->add_single_writer();
+      break;
+    case PartOutcome::duplicate:
+      parts_duplicate_->add_single_writer();
+      break;
+    case PartOutcome::unknown:
+      break;
+    case PartOutcome::malformed:
+      fail("malformed block " + std::to_string(c.message.tag) + " from " + topology_.name(c.peer) +
+           ": " +
+           (detail == wire::EvbStatus::ok ? std::string("its header names another RU")
+                                          : std::string(wire::to_string(detail))));
+      break;
+    case PartOutcome::no_slot:
+      fail(topology_.name(c.peer) + " sent block " + std::to_string(c.message.tag) + " while all " +
+           std::to_string(window_) + " blocks in flight are open: more blocks than requested");
+      break;
   }
-  switch (c.kind) {
-    case Completion::Kind::recv: {
-      if (c.peer == topology_.evm && c.message.segment_count > 0 &&
-          (c.message.type == wire::MessageType::commit ||
-           c.message.type == wire::MessageType::fence)) {
-        const auto payload = c.message.segments[0].bytes();
-        if (c.message.type == wire::MessageType::commit) {
-          wire::Commit answer;
-          if (wire::decode(payload, answer) == wire::EvbStatus::ok) on_commit(answer, now);
-        } else {
-          wire::Fence f;
-          if (wire::decode(payload, f) == wire::EvbStatus::ok) on_fence(f);
-        }
-        break;
-      }
-      if (c.message.type != wire::MessageType::block) break;
-      messages_in_->add_single_writer();
-      bytes_in_->add_single_writer(c.size);
-      wire::EvbStatus detail = wire::EvbStatus::ok;
-      switch (builder_->on_part(c.peer, c.message, now, &detail)) {
-        case PartOutcome::first:
-          if (requested_ > 0) --requested_;
-          break;
-        case PartOutcome::added:
-          break;
-        case PartOutcome::late:
-          parts_late_->add_single_writer();
-          break;
-        case PartOutcome::duplicate:
-          parts_duplicate_->add_single_writer();
-          break;
-        case PartOutcome::unknown:
-          break;
-        case PartOutcome::malformed:
-          fail("malformed block " + std::to_string(c.message.tag) + " from " +
-               topology_.name(c.peer) + ": " +
-               (detail == wire::EvbStatus::ok ? std::string("its header names another RU")
-                                              : std::string(wire::to_string(detail))));
-          break;
-        case PartOutcome::no_slot:
-          fail(topology_.name(c.peer) + " sent block " + std::to_string(c.message.tag) +
-               " while all " + std::to_string(window_) +
-               " blocks in flight are open: more blocks than requested");
-          break;
-      }
-      break;
+}
+
+void BuilderUnit::on_peer_gone(AppIndex peer, std::string_view reason, bool rejected) {
+  const bool error = !reason.empty();
+  if (error && peer == topology_.evm && !halting()) {
+    if (!rejected) {
+      // Dialed again; its part of the blocks open here is not given up on (the fence that
+      // follows drops those blocks).
+      evm_link_lost(reason);
+      return;
     }
-    case Completion::Kind::send_done:
-      break;
-    case Completion::Kind::peer_closed:
-    case Completion::Kind::error: {
-      const bool error = c.kind == Completion::Kind::error;
-      if (error && c.peer == topology_.evm && !halting()) {
-        if (!c.rejected) {
-          // Dialed again; its part of the blocks open here is not given up on (the fence that
-          // follows drops those blocks).
-          evm_link_lost(c.reason);
-          break;
-        }
-        fail("the EVM '" + topology_.name(c.peer) + "' is lost: " + std::string(c.reason));
-      }
-      // The EVM closing in order is the end of the run: nothing more goes to it.
-      if (c.peer == topology_.evm) fanout_.drop(c.peer);
-      if (error && !c.rejected && !halting() && c.peer != topology_.evm) {
-        ru_link_lost(c.peer, c.reason);
-      } else if (error) {
-        spdlog::warn("{}: RU '{}' lost: {}", id(), topology_.name(c.peer), c.reason);
-        ru_gone(c.peer, "connection failed: " + std::string(c.reason));
-        // Refused here (a corrupted or malformed message): the RU is alive and serves the other
-        // BUs, and every later event of this BU would be incomplete. This BU steps out instead,
-        // and the EVM gives what it has not written to BUs that can build it whole. A connection
-        // that broke may be a RU that died: its events are flagged incomplete, as everywhere.
-        if (c.rejected && !halting() && c.peer != topology_.evm) {
-          fail("no data from RU '" + topology_.name(c.peer) +
-               "' any more: its message was "
-               "refused (" +
-               std::string(c.reason) + ")");
-        }
-      } else {
-        ru_gone(c.peer, "closed its connection");
-      }
-      break;
-    }
+    fail("the EVM '" + topology_.name(peer) + "' is lost: " + std::string(reason));
   }
-  c.message.clear();
+  // The EVM closing in order is the end of the run: nothing more goes to it.
+  if (peer == topology_.evm) fanout_.drop(peer);
+  if (error && !rejected && !halting() && peer != topology_.evm) {
+    ru_link_lost(peer, reason);
+  } else if (error) {
+    spdlog::warn("{}: RU '{}' lost: {}", id(), topology_.name(peer), reason);
+    ru_gone(peer, "connection failed: " + std::string(reason));
+    // Refused here (a corrupted or malformed message): the RU is alive and serves the other
+    // BUs, and every later event of this BU would be incomplete. This BU steps out instead, and
+    // the EVM gives what it has not written to BUs that can build it whole. A connection that
+    // broke may be a RU that died: its events are flagged incomplete, as everywhere.
+    if (rejected && !halting() && peer != topology_.evm) {
+      fail("no data from RU '" + topology_.name(peer) + "' any more: its message was refused (" +
+           std::string(reason) + ")");
+    }
+  } else {
+    ru_gone(peer, "closed its connection");
+  }
 }
 
 int BuilderUnit::build(std::int64_t now) {
@@ -388,7 +382,7 @@ void BuilderUnit::on_commit(const wire::Commit& c, std::int64_t now) {
   if (!output_->submit(batch)) unsubmitted_.push_back(batch);
 }
 
-void BuilderUnit::on_fence(const wire::Fence& f) {
+void BuilderUnit::on_fence(const wire::Fence& f, std::int64_t /*now*/) {
   if (f.epoch <= epoch_) return;
   epoch_ = f.epoch;
   const std::uint32_t open = builder_->drop_open();
@@ -644,15 +638,9 @@ void BuilderUnit::publish(std::int64_t now) {
   blocks_open_->set(static_cast<double>(builder_->open() + in_output_));
 }
 
-int BuilderUnit::do_work() {
+int BuilderUnit::work(std::int64_t now) {
   if (failed()) return 0;
-  const std::int64_t now = clock_->now_ns();
-  const bool halting = this->halting();
-  int work = 0;
-  const std::size_t n = endpoint_->poll(completions_);
-  for (std::size_t i = 0; i < n; ++i) on_completion(completions_[i], now);
-  work += static_cast<int>(n);
-  work += build(now);
+  int work = build(now);
   work += ask(now);
   work += output_->progress();
   work += finish();
@@ -665,21 +653,7 @@ int BuilderUnit::do_work() {
   gone_.clear();
   work += fanout_.post(*endpoint_, gone_);
   publish(now);
-  drained_.store(halting && builder_->open() == 0 && in_output_ == 0 && fanout_.idle(),
-                 std::memory_order_release);
   return work;
-}
-
-void BuilderUnit::wait_for_work(std::chrono::microseconds timeout) {
-  // Batches come back from the output without a message: do not sleep long while it holds some;
-  // heartbeats and part timeouts need regular turns too.
-  std::chrono::microseconds cap = std::chrono::microseconds(heartbeat_ns_ / 2000 + 1);
-  if (in_output_ > 0) cap = std::min(cap, std::chrono::microseconds(100));
-  endpoint_->wait(std::min(timeout, cap));
-}
-
-bool BuilderUnit::drained() const {
-  return drained_.load(std::memory_order_acquire) || failed();
 }
 
 nlohmann::json BuilderUnit::results() const {

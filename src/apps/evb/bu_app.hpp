@@ -31,7 +31,6 @@
 #include <string_view>
 #include <vector>
 
-#include "apps/app_support.hpp"
 #include "apps/builders/fanout.hpp"
 #include "daqflow/apps/evb/builder.hpp"
 #include "daqflow/apps/output/output.hpp"
@@ -43,15 +42,9 @@ namespace daqflow::apps::evb {
 
 class BuilderUnit final : public runtime::Application {
  public:
-  ~BuilderUnit() override;
-
   Result<void> configure(runtime::AppContext& ctx) override;
   void release() override;
 
-  [[nodiscard]] int do_work() override;
-  void wait_for_work(std::chrono::microseconds timeout) override;
-
-  [[nodiscard]] bool drained() const override;
   [[nodiscard]] nlohmann::json results() const override;
 
   [[nodiscard]] static Result<runtime::Settled> after_loss(const runtime::LostApp& lost);
@@ -70,7 +63,11 @@ class BuilderUnit final : public runtime::Application {
     std::int64_t asked_ns = 0;  // when the commit request was queued: the grant's lease starts
   };
 
-  void on_completion(transport::Completion& c, std::int64_t now);
+  // Handlers, timers, work and the drained predicate on the data path.
+  void register_handlers(runtime::DataPath& path);
+  void on_part(transport::Completion& c, std::int64_t now);
+  void on_peer_gone(transport::AppIndex peer, std::string_view reason, bool rejected);
+  int work(std::int64_t now);
   void ru_gone(transport::AppIndex ru, const std::string& why);
   // A RU's connection failed while the run goes on: dial it again and leave (see above).
   void ru_link_lost(transport::AppIndex ru, std::string_view why);
@@ -87,7 +84,7 @@ class BuilderUnit final : public runtime::Application {
   int finish();
   int ask(std::int64_t now);
   void on_commit(const wire::Commit& c, std::int64_t now);
-  void on_fence(const wire::Fence& f);
+  void on_fence(const wire::Fence& f, std::int64_t now);
   [[nodiscard]] std::array<std::byte, wire::kBlockAckSize> encode_ack(const AckInfo& info) const;
   bool acknowledge(OutputBatch* batch);
   // The EVM's connection failed while the run goes on: dial it again (see above).
@@ -131,7 +128,6 @@ class BuilderUnit final : public runtime::Application {
   std::vector<bool> ru_down_;              // by RU position: its link failed, dialing again
   std::vector<std::int64_t> ru_down_ns_;   // by RU position: since when
   std::vector<transport::AppIndex> gone_;  // scratch, reserved
-  std::array<transport::Completion, detail::kPollBatch> completions_{};
   std::uint32_t requested_ = 0;   // blocks asked for whose first part has not arrived
   std::uint32_t in_output_ = 0;   // blocks built and not yet acknowledged (or dropped)
   std::uint32_t epoch_ = 0;       // of the last fence; 0 before any
@@ -172,7 +168,6 @@ class BuilderUnit final : public runtime::Application {
   runtime::Gauge* blocks_open_ = nullptr;
 
   // Shared with other threads.
-  std::atomic<bool> drained_{false};
   // A block's assembly: its first part's arrival to its build (the last part's arrival, or the
   // timeout), the time the network and the slowest RU add to every event.
   core::LatencyHistogram assembly_;

@@ -5,12 +5,16 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "daqflow/apps/fed/event_numbers.hpp"
 #include "daqflow/core/result.hpp"
 #include "daqflow/runtime/application.hpp"
+#include "daqflow/runtime/data_path.hpp"
+#include "daqflow/wire/evb.hpp"
 
 namespace daqflow::apps::evb {
 
@@ -61,5 +65,31 @@ struct ReadoutParams {
   bool network_input = false;
 };
 [[nodiscard]] Result<ReadoutParams> read_readout_params(const runtime::AppContext& ctx);
+
+// A data-path handler for the builder's control messages of type Message: decodes the payload
+// and calls handle(peer, message, now). A message that does not decode (or has no payload) is
+// rejected, counted and dropped; malformed(peer, status), where given, learns of it too (for a
+// message the run cannot go on without).
+template <class Message, class Handle, class Malformed>
+[[nodiscard]] runtime::DataPath::OnMessage decoded(runtime::DataPath& path, Handle handle,
+                                                   Malformed malformed) {
+  return [path = &path, handle = std::move(handle), malformed = std::move(malformed)](
+             transport::Completion& c, std::int64_t now) {
+    Message message;
+    const std::span<const std::byte> payload =
+        c.message.segment_count == 0 ? std::span<const std::byte>() : c.message.segments[0].bytes();
+    if (const wire::EvbStatus s = wire::decode(payload, message); s != wire::EvbStatus::ok) {
+      path->reject();
+      malformed(c.peer, s);
+      return;
+    }
+    handle(c.peer, message, now);
+  };
+}
+
+template <class Message, class Handle>
+[[nodiscard]] runtime::DataPath::OnMessage decoded(runtime::DataPath& path, Handle handle) {
+  return decoded<Message>(path, std::move(handle), [](transport::AppIndex, wire::EvbStatus) {});
+}
 
 }  // namespace daqflow::apps::evb

@@ -23,14 +23,11 @@ constexpr double kBurstSeconds = 0.01;
 
 }  // namespace
 
-EventManagerApp::~EventManagerApp() {
-  for (auto& c : completions_) c.message.clear();
-}
-
 Result<void> EventManagerApp::configure(runtime::AppContext& ctx) {
   clock_ = &ctx.clock();
   runtime::ParamReader p = ctx.param_reader();
   rate_hz_ = p.get<double>("trigger_rate_hz");
+  token_ns_ = rate_hz_ > 0 ? static_cast<std::int64_t>(1e9 / rate_hz_) + 1 : 0;
   heartbeat_timeout_ns_ = p.get<std::int64_t>("heartbeat_timeout_ms") * 1'000'000;
   lumi_ns_ = std::llround(p.get<double>("lumi_section_s") * 1e9);
   lumi_events_ = p.get<std::uint64_t>("lumi_section_events");
@@ -109,15 +106,19 @@ Result<void> EventManagerApp::configure(runtime::AppContext& ctx) {
   refilled_ns_ = 0;
   next_check_ns_ = 0;
   released_ = 0;
-  drained_.store(false);
   enabled_ns_.store(0);
   last_built_ns_.store(0);
-  const std::lock_guard lock(lost_mutex_);
-  lost_bus_.clear();
-  rejoined_bus_.clear();
-  const std::lock_guard doubt(doubt_mutex_);
-  doubt_.clear();
-  resolutions_.clear();
+  {
+    const std::lock_guard lock(lost_mutex_);
+    lost_bus_.clear();
+    rejoined_bus_.clear();
+  }
+  {
+    const std::lock_guard doubt(doubt_mutex_);
+    doubt_.clear();
+    resolutions_.clear();
+  }
+  register_handlers(data_path());
   return ok();
 }
 
@@ -128,7 +129,6 @@ Result<void> EventManagerApp::enable() {
 }
 
 void EventManagerApp::release() {
-  for (auto& c : completions_) c.message.clear();
   assigns_.clear();
   replies_.clear();
   role_.release();
@@ -169,120 +169,124 @@ void EventManagerApp::fence(AppIndex bu) {
   reply(bu, wire::MessageType::fence, f.epoch, payload);
 }
 
-void EventManagerApp::on_completion(Completion& c, std::int64_t now) {
-  switch (c.kind) {
-    case Completion::Kind::recv: {
-      if (c.message.segment_count == 0) break;
-      const auto payload = c.message.segments[0].bytes();
-      switch (c.message.type) {
-        case wire::MessageType::event_request: {
-          wire::EventRequest r;
-          if (wire::decode(payload, r) == wire::EvbStatus::ok && !evm_->request(c.peer, r, now)) {
-            // It missed its fence, or was started again: it learns its epoch and rejoins.
-            replies_.revive(c.peer);
-            fence(c.peer);
-          }
-          break;
-        }
-        case wire::MessageType::heartbeat:
-          evm_->heard_from(c.peer, now);
-          break;
-        case wire::MessageType::commit_request: {
-          wire::BlockAck a;
-          if (wire::decode(payload, a) != wire::EvbStatus::ok) break;
-          const CommitOutcome outcome = evm_->commit(c.peer, a, now);
-          if (outcome == CommitOutcome::invalid) {
-            fail("commit_request from " + topology_.name(c.peer) + " for block " +
-                 std::to_string(a.block_id) + " counts " + std::to_string(a.built) + " built + " +
-                 std::to_string(a.incomplete) + " incomplete events, not the block's size");
-            break;
-          }
-          wire::Commit answer;
-          answer.block_id = a.block_id;
-          answer.generation = a.generation;
-          answer.verdict = outcome == CommitOutcome::granted ? wire::CommitVerdict::granted
-                                                             : wire::CommitVerdict::fenced;
-          std::array<std::byte, wire::kCommitSize> out{};
-          wire::encode(answer, out);
-          reply(c.peer, wire::MessageType::commit, a.block_id, out);
-          break;
-        }
-        case wire::MessageType::block_ack: {
-          wire::BlockAck a;
-          if (wire::decode(payload, a) != wire::EvbStatus::ok) break;
-          if (evm_->ack(c.peer, a, now) == AckOutcome::invalid) {
-            fail("block_ack from " + topology_.name(c.peer) + " for block " +
-                 std::to_string(a.block_id) + " counts " + std::to_string(a.built) + " built + " +
-                 std::to_string(a.incomplete) + " incomplete events, not the block's size");
-          }
-          last_built_ns_.store(now, std::memory_order_relaxed);
-          break;
-        }
-        case wire::MessageType::leave: {
-          // The BU's link to a RU (or to us) was reset: what was in flight on it is gone, so the
-          // blocks given to it cannot be built whole. Lost now (and fenced), they go to the BUs
-          // left; it rejoins once its links are back. The last BU is kept: it writes those events
-          // flagged incomplete rather than the run losing them.
-          wire::Fence f;
-          if (wire::decode(payload, f) != wire::EvbStatus::ok) break;
-          // Its connection may have failed and been made again: it hears from us again.
-          replies_.revive(c.peer);
-          if (!evm_->alive(c.peer)) {
-            fence(c.peer);  // lost already (when its connection failed): it learns its epoch
-            break;
-          }
-          if (f.epoch != evm_->epoch_of(c.peer)) break;
-          if (evm_->bus_alive() > 1) {
-            // It lives and writes what it was granted: that stays its own.
-            lose_bu(c.peer, "it left: its link to a RU was reset", /*keep_granted=*/true);
-          } else {
-            spdlog::warn(
-                "{}: BU '{}' asks to leave (its link to a RU was reset) but is the last "
-                "BU: it keeps its blocks, whose events missing that RU's data are "
-                "flagged incomplete",
-                id(), topology_.name(c.peer));
-          }
-          break;
-        }
-        case wire::MessageType::rejoin: {
-          wire::Fence f;
-          if (wire::decode(payload, f) != wire::EvbStatus::ok) break;
-          if (evm_->rejoin(c.peer, f.epoch, now)) {
-            role_.bu_back(c.peer);
-            {
-              const std::lock_guard lock(lost_mutex_);
-              rejoined_bus_.push_back(topology_.name(c.peer));
-            }
-            spdlog::warn("{}: BU '{}' rejoined under epoch {}; it is served again", id(),
-                         topology_.name(c.peer), f.epoch);
-            publish_doubt();
-          }
-          break;
-        }
-        default:
-          break;
+void EventManagerApp::register_handlers(runtime::DataPath& path) {
+  const auto from_bu = [this, &path](auto message, auto handle) {
+    using Message = decltype(message);
+    return decoded<Message>(path, [this, handle](AppIndex peer, const Message& m, std::int64_t now) {
+      if (std::find(topology_.bus.begin(), topology_.bus.end(), peer) == topology_.bus.end()) {
+        data_path().reject();
+        return;
       }
-      break;
+      (this->*handle)(peer, m, now);
+    });
+  };
+  path.on(wire::MessageType::event_request,
+          from_bu(wire::EventRequest{}, &EventManagerApp::on_request));
+  path.on(wire::MessageType::commit_request,
+          from_bu(wire::BlockAck{}, &EventManagerApp::on_commit_request));
+  path.on(wire::MessageType::block_ack, from_bu(wire::BlockAck{}, &EventManagerApp::on_ack));
+  path.on(wire::MessageType::leave, from_bu(wire::Fence{}, &EventManagerApp::on_leave));
+  path.on(wire::MessageType::rejoin, from_bu(wire::Fence{}, &EventManagerApp::on_rejoin));
+  path.on(wire::MessageType::heartbeat,
+          from_bu(wire::Heartbeat{}, &EventManagerApp::on_heartbeat));
+  path.on_sent([this](const Completion& c) { role_.on_send_done(c.peer); });
+  path.on_peer_gone([this](AppIndex peer, std::string_view reason, bool) {
+    const std::string why = reason.empty() ? std::string("closed its connection")
+                                           : "connection failed: " + std::string(reason);
+    if (std::find(topology_.bus.begin(), topology_.bus.end(), peer) != topology_.bus.end()) {
+      lose_bu(peer, why);
+    } else if (topology_.ru_position(peer) > 0) {
+      assigns_.drop(peer);
+      spdlog::warn("{}: RU '{}' {}; BUs will flag its events incomplete", id(),
+                   topology_.name(peer), why);
     }
-    case Completion::Kind::send_done:
-      role_.on_send_done(c.peer);
-      break;
-    case Completion::Kind::peer_closed:
-    case Completion::Kind::error: {
-      const std::string why = c.kind == Completion::Kind::error
-                                  ? "connection failed: " + std::string(c.reason)
-                                  : std::string("closed its connection");
-      if (std::find(topology_.bus.begin(), topology_.bus.end(), c.peer) != topology_.bus.end()) {
-        lose_bu(c.peer, why);
-      } else if (topology_.ru_position(c.peer) > 0) {
-        assigns_.drop(c.peer);
-        spdlog::warn("{}: RU '{}' {}; BUs will flag its events incomplete", id(),
-                     topology_.name(c.peer), why);
-      }
-      break;
-    }
+  });
+  path.on_work([this](std::int64_t now) { return work(now); });
+  // Heartbeats are checked, and a rate-limited trigger takes its next token, on time.
+  path.at([this] { return watching_ ? next_check_ns_ : 0; });
+  path.at([this] { return rate_hz_ > 0 && producing() ? refilled_ns_ + token_ns_ : 0; });
+  // Every triggered event built and its blocks acknowledged here too; sends still queued for a
+  // BU that hangs do not hold up the halt. Blocks in doubt (their BU lost with them granted)
+  // are all that may be left.
+  path.drained_when([this] {
+    const ReadoutStore* store = role_.store();
+    return evm_->in_flight() == evm_->in_doubt() && assigns_.idle() &&
+           store->blocks_held() == store->blocks_aside();
+  });
+}
+
+void EventManagerApp::on_request(AppIndex bu, const wire::EventRequest& r, std::int64_t now) {
+  if (!evm_->request(bu, r, now)) {
+    // It missed its fence, or was started again: it learns its epoch and rejoins.
+    replies_.revive(bu);
+    fence(bu);
   }
-  c.message.clear();
+}
+
+void EventManagerApp::on_heartbeat(AppIndex bu, const wire::Heartbeat&, std::int64_t now) {
+  evm_->heard_from(bu, now);
+}
+
+void EventManagerApp::on_commit_request(AppIndex bu, const wire::BlockAck& a, std::int64_t now) {
+  const CommitOutcome outcome = evm_->commit(bu, a, now);
+  if (outcome == CommitOutcome::invalid) {
+    fail("commit_request from " + topology_.name(bu) + " for block " + std::to_string(a.block_id) +
+         " counts " + std::to_string(a.built) + " built + " + std::to_string(a.incomplete) +
+         " incomplete events, not the block's size");
+    return;
+  }
+  wire::Commit answer;
+  answer.block_id = a.block_id;
+  answer.generation = a.generation;
+  answer.verdict = outcome == CommitOutcome::granted ? wire::CommitVerdict::granted
+                                                     : wire::CommitVerdict::fenced;
+  std::array<std::byte, wire::kCommitSize> out{};
+  wire::encode(answer, out);
+  reply(bu, wire::MessageType::commit, a.block_id, out);
+}
+
+void EventManagerApp::on_ack(AppIndex bu, const wire::BlockAck& a, std::int64_t now) {
+  if (evm_->ack(bu, a, now) == AckOutcome::invalid) {
+    fail("block_ack from " + topology_.name(bu) + " for block " + std::to_string(a.block_id) +
+         " counts " + std::to_string(a.built) + " built + " + std::to_string(a.incomplete) +
+         " incomplete events, not the block's size");
+  }
+  last_built_ns_.store(now, std::memory_order_relaxed);
+}
+
+// The BU's link to a RU (or to us) was reset: what was in flight on it is gone, so the blocks
+// given to it cannot be built whole. Lost now (and fenced), they go to the BUs left; it rejoins
+// once its links are back. The last BU is kept: it writes those events flagged incomplete rather
+// than the run losing them.
+void EventManagerApp::on_leave(AppIndex bu, const wire::Fence& f, std::int64_t) {
+  // Its connection may have failed and been made again: it hears from us again.
+  replies_.revive(bu);
+  if (!evm_->alive(bu)) {
+    fence(bu);  // lost already (when its connection failed): it learns its epoch
+    return;
+  }
+  if (f.epoch != evm_->epoch_of(bu)) return;
+  if (evm_->bus_alive() > 1) {
+    // It lives and writes what it was granted: that stays its own.
+    lose_bu(bu, "it left: its link to a RU was reset", /*keep_granted=*/true);
+  } else {
+    spdlog::warn(
+        "{}: BU '{}' asks to leave (its link to a RU was reset) but is the last BU: it keeps "
+        "its blocks, whose events missing that RU's data are flagged incomplete",
+        id(), topology_.name(bu));
+  }
+}
+
+void EventManagerApp::on_rejoin(AppIndex bu, const wire::Fence& f, std::int64_t now) {
+  if (!evm_->rejoin(bu, f.epoch, now)) return;
+  role_.bu_back(bu);
+  {
+    const std::lock_guard lock(lost_mutex_);
+    rejoined_bus_.push_back(topology_.name(bu));
+  }
+  spdlog::warn("{}: BU '{}' rejoined under epoch {}; it is served again", id(), topology_.name(bu),
+               f.epoch);
+  publish_doubt();
 }
 
 std::uint64_t EventManagerApp::trigger_limit(std::int64_t now) {
@@ -473,27 +477,19 @@ void EventManagerApp::publish() {
   bus_alive_->set(static_cast<double>(e.bus_alive()));
 }
 
-int EventManagerApp::do_work() {
+int EventManagerApp::work(std::int64_t now) {
   if (failed()) return 0;
-  const std::int64_t now = clock_->now_ns();
   const bool halting = this->halting();
   if (!watching_ && (run_state() == runtime::RunState::enabled || halting)) {
     watching_ = true;
     evm_->start_watch(now);
     refilled_ns_ = now;
   }
-  int work = 0;
-  const std::size_t n = endpoint_->poll(completions_);
-  for (std::size_t i = 0; i < n; ++i) on_completion(completions_[i], now);
-  work += static_cast<int>(n);
-  if (failed()) return work;
-
-  // Silence is judged once what waited has been read (a poll that did not fill the array): an
-  // EVM that was itself frozen or descheduled reads its BUs' heartbeats first. Under a flood
-  // that never lets up, it is judged anyway a timeout late.
-  const bool read_all = n < completions_.size();
+  // Silence is judged once what waited has been read: an EVM that was itself frozen or
+  // descheduled reads its BUs' heartbeats first. Under a flood that never lets up, it is judged
+  // anyway a timeout late.
   if (watching_ && now >= next_check_ns_ &&
-      (read_all || now >= next_check_ns_ + heartbeat_timeout_ns_)) {
+      (data_path().caught_up() || now >= next_check_ns_ + heartbeat_timeout_ns_)) {
     next_check_ns_ = now + std::min(kCheckPeriodNs, heartbeat_timeout_ns_ / 4);
     gone_.clear();
     const std::size_t orphans_before = evm_->orphans();
@@ -510,7 +506,7 @@ int EventManagerApp::do_work() {
   const std::uint32_t triggered = role_.produce(limit, triggering && limit == lookahead_limit());
   note_ids(now);
   if (rate_hz_ > 0) tokens_ = std::max(0.0, tokens_ - triggered);
-  work += static_cast<int>(triggered);
+  int work = static_cast<int>(triggered);
   work += apply_resolutions();
   work += hold_aside();
   work += release_closed();
@@ -536,27 +532,7 @@ int EventManagerApp::do_work() {
   } else {
     (void)sampler_.tick(now, evm_->bytes_built(), done);
   }
-  // Every triggered event built and its blocks acknowledged here too; sends still queued for a
-  // BU that hangs do not hold up the halt.
-  // Blocks in doubt (their BU lost with them granted) are all that may be left.
-  const ReadoutStore* store = role_.store();
-  drained_.store(halting && evm_->in_flight() == evm_->in_doubt() && assigns_.idle() &&
-                     store->blocks_held() == store->blocks_aside(),
-                 std::memory_order_release);
   return work;
-}
-
-void EventManagerApp::wait_for_work(std::chrono::microseconds timeout) {
-  // A rate-limited trigger must wake up for its next token; heartbeats are checked regularly.
-  std::chrono::microseconds cap = std::chrono::microseconds(kCheckPeriodNs / 1000);
-  if (rate_hz_ > 0 && producing()) {
-    cap = std::min(cap, std::chrono::microseconds(static_cast<std::int64_t>(1e6 / rate_hz_) + 1));
-  }
-  endpoint_->wait(std::min(timeout, cap));
-}
-
-bool EventManagerApp::drained() const {
-  return drained_.load(std::memory_order_acquire) || failed();
 }
 
 nlohmann::json EventManagerApp::results() const {

@@ -32,7 +32,6 @@
 #include <string>
 #include <vector>
 
-#include "apps/app_support.hpp"
 #include "apps/builders/fanout.hpp"
 #include "daqflow/apps/evb/event_manager.hpp"
 #include "daqflow/apps/sampler.hpp"
@@ -44,16 +43,10 @@ namespace daqflow::apps::evb {
 
 class EventManagerApp final : public runtime::Application {
  public:
-  ~EventManagerApp() override;
-
   Result<void> configure(runtime::AppContext& ctx) override;
   Result<void> enable() override;
   void release() override;
 
-  [[nodiscard]] int do_work() override;
-  void wait_for_work(std::chrono::microseconds timeout) override;
-
-  [[nodiscard]] bool drained() const override;
   [[nodiscard]] nlohmann::json results() const override;
   // in_doubt: the blocks granted to lost BUs and not acknowledged ({blocks: [{block,
   // first_event, events, generation, bu}]}); resolve {bu, written: [block ids], not_written:
@@ -66,7 +59,15 @@ class EventManagerApp final : public runtime::Application {
   static void fold_results(nlohmann::json& run, const std::string& id, const nlohmann::json& app);
 
  private:
-  void on_completion(transport::Completion& c, std::int64_t now);
+  // Handlers, timers, work and the drained predicate on the data path.
+  void register_handlers(runtime::DataPath& path);
+  void on_request(transport::AppIndex bu, const wire::EventRequest& r, std::int64_t now);
+  void on_heartbeat(transport::AppIndex bu, const wire::Heartbeat& h, std::int64_t now);
+  void on_commit_request(transport::AppIndex bu, const wire::BlockAck& a, std::int64_t now);
+  void on_ack(transport::AppIndex bu, const wire::BlockAck& a, std::int64_t now);
+  void on_leave(transport::AppIndex bu, const wire::Fence& f, std::int64_t now);
+  void on_rejoin(transport::AppIndex bu, const wire::Fence& f, std::int64_t now);
+  int work(std::int64_t now);
   // keep_granted: see EventManager::lose (a BU that left).
   void lose_bu(transport::AppIndex bu, const std::string& why, bool keep_granted = false);
   // After the EventManager has lost bu: stop sending to it, record it, fail if none is left.
@@ -98,9 +99,9 @@ class EventManagerApp final : public runtime::Application {
   Fanout assigns_;                          // to the RUs: assign, release, hold
   Fanout replies_;                          // to the BUs: commit, fence
   std::vector<AsideChange> aside_changes_;  // scratch
-  std::array<transport::Completion, detail::kPollBatch> completions_{};
   std::vector<transport::AppIndex> gone_;  // scratch, reserved
   double rate_hz_ = 0;
+  std::int64_t token_ns_ = 0;  // a token's worth of time at rate_hz_
   // Event ids and luminosity sections (note_ids()): events up to ids_seen_ are known to the
   // event manager.
   std::int64_t lumi_ns_ = 0;
@@ -137,7 +138,6 @@ class EventManagerApp final : public runtime::Application {
   runtime::Gauge* bus_alive_ = nullptr;
 
   // Shared with other threads.
-  std::atomic<bool> drained_{false};
   std::atomic<std::int64_t> enabled_ns_{0};
   std::atomic<std::int64_t> last_built_ns_{0};
   mutable std::mutex lost_mutex_;

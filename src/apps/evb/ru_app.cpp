@@ -1,16 +1,10 @@
 #include "ru_app.hpp"
 
-#include <spdlog/spdlog.h>
-
 #include "daqflow/wire/evb.hpp"
 
 namespace daqflow::apps::evb {
 
-using transport::Completion;
-
-ReadoutUnit::~ReadoutUnit() {
-  for (auto& c : completions_) c.message.clear();
-}
+using transport::AppIndex;
 
 Result<void> ReadoutUnit::configure(runtime::AppContext& ctx) {
   auto topology = resolve_topology(ctx);
@@ -20,100 +14,72 @@ Result<void> ReadoutUnit::configure(runtime::AppContext& ctx) {
 
   auto endpoint = ctx.endpoint(nullptr);
   if (!endpoint) return endpoint.error().context("endpoint");
-  endpoint_ = *endpoint;
-  if (auto r = role_.configure(ctx, topology_, static_cast<std::uint32_t>(position), endpoint_);
+  if (auto r = role_.configure(ctx, topology_, static_cast<std::uint32_t>(position), *endpoint);
       !r) {
     return r;
   }
   for (const auto bu : topology_.bus) {
-    if (auto r = endpoint_->connect(bu); !r) {
+    if (auto r = (*endpoint)->connect(bu); !r) {
       return r.error().context("connecting to BU '" + topology_.name(bu) + "'");
     }
   }
-  idle_.store(false);
+
+  // The EVM's messages: one that does not decode leaves a block this RU cannot place.
+  runtime::DataPath& path = data_path();
+  const auto from_evm = [this, &path](auto message, const char* what, auto apply) {
+    using Message = decltype(message);
+    return decoded<Message>(
+        path,
+        [this, apply](AppIndex peer, const Message& m, std::int64_t) {
+          if (peer != topology_.evm) {
+            data_path().reject();
+            return;
+          }
+          apply(m);
+        },
+        [this, what](AppIndex peer, wire::EvbStatus s) {
+          if (peer == topology_.evm) {
+            fail(std::string("malformed ") + what + " from " + topology_.name(peer) + ": " +
+                 std::string(wire::to_string(s)));
+          }
+        });
+  };
+  path.on(wire::MessageType::assign,
+          from_evm(wire::Assign{}, "assign", [this](const wire::Assign& a) { role_.on_assign(a); }));
+  path.on(wire::MessageType::release, from_evm(wire::Release{}, "release", [this](const auto& r) {
+            role_.on_release(r.below);
+          }));
+  path.on(wire::MessageType::hold,
+          from_evm(wire::Hold{}, "hold", [this](const wire::Hold& h) { role_.on_hold(h); }));
+  path.on_sent([this](const transport::Completion& c) { role_.on_send_done(c.peer); });
+  path.on_peer_gone([this](AppIndex peer, std::string_view reason, bool) {
+    if (peer == topology_.evm && !reason.empty()) {
+      if (!halting()) fail("the EVM '" + topology_.name(peer) + "' is lost: " + std::string(reason));
+      return;
+    }
+    role_.bu_gone(peer);  // the EVM closing in order is the end of the run
+  });
+  path.on_work([this](std::int64_t) { return work(); });
+  // Drained once every block is released, or (the EVM gone) nothing more can be posted; a BU
+  // that hangs with our last messages unread does not hold up the halt.
+  path.drained_when([this] {
+    const ReadoutStore* store = role_.store();
+    return store->blocks_waiting() == 0 && (store->blocks_held() == 0 || role_.idle());
+  });
   return ok();
 }
 
-void ReadoutUnit::release() {
-  for (auto& c : completions_) c.message.clear();
-  role_.release();
-  endpoint_ = nullptr;
-}
+void ReadoutUnit::release() { role_.release(); }
 
-void ReadoutUnit::on_completion(Completion& c) {
-  switch (c.kind) {
-    case Completion::Kind::recv: {
-      if (c.message.segment_count == 0) break;
-      const auto payload = c.message.segments[0].bytes();
-      if (c.message.type == wire::MessageType::assign && c.peer == topology_.evm) {
-        wire::Assign a;
-        if (const auto s = wire::decode(payload, a); s != wire::EvbStatus::ok) {
-          fail("malformed assign from " + topology_.name(c.peer) + ": " +
-               std::string(wire::to_string(s)));
-          break;
-        }
-        role_.on_assign(a);
-      } else if (c.message.type == wire::MessageType::release && c.peer == topology_.evm) {
-        wire::Release r;
-        if (const auto s = wire::decode(payload, r); s != wire::EvbStatus::ok) {
-          fail("malformed release from " + topology_.name(c.peer) + ": " +
-               std::string(wire::to_string(s)));
-          break;
-        }
-        role_.on_release(r.below);
-      } else if (c.message.type == wire::MessageType::hold && c.peer == topology_.evm) {
-        wire::Hold h;
-        if (const auto s = wire::decode(payload, h); s != wire::EvbStatus::ok) {
-          fail("malformed hold from " + topology_.name(c.peer) + ": " +
-               std::string(wire::to_string(s)));
-          break;
-        }
-        role_.on_hold(h);
-      }
-      break;
-    }
-    case Completion::Kind::send_done:
-      role_.on_send_done(c.peer);
-      break;
-    case Completion::Kind::peer_closed:
-      role_.bu_gone(c.peer);  // the EVM closing in order is the end of the run
-      break;
-    case Completion::Kind::error:
-      if (c.peer == topology_.evm) {
-        if (!halting()) {
-          fail("the EVM '" + topology_.name(c.peer) + "' is lost: " + std::string(c.reason));
-        }
-      } else {
-        role_.bu_gone(c.peer);
-      }
-      break;
-  }
-  c.message.clear();
-}
-
-int ReadoutUnit::do_work() {
+int ReadoutUnit::work() {
   if (failed()) return 0;
-  int work = 0;
-  const std::size_t n = endpoint_->poll(completions_);
-  for (std::size_t i = 0; i < n; ++i) on_completion(completions_[i]);
-  work += static_cast<int>(n);
   // Ahead of the assigns while enabled; otherwise only what is already assigned must be made.
   const std::uint64_t limit = role_.assigned() + (producing() ? topology_.lookahead_events : 0);
-  work += static_cast<int>(role_.produce(limit));
+  int work = static_cast<int>(role_.produce(limit));
   work += role_.send();
   role_.publish();
   if (role_.failed()) fail(role_.failure());
-  const ReadoutStore* store = role_.store();
-  // Drained once every block is released, or (the EVM gone) nothing more can be posted; a
-  // BU that hangs with our last messages unread does not hold up the halt.
-  idle_.store(
-      halting() && store->blocks_waiting() == 0 && (store->blocks_held() == 0 || role_.idle()),
-      std::memory_order_release);
   return work;
-}
-
-bool ReadoutUnit::drained() const {
-  return idle_.load(std::memory_order_acquire) || failed();
 }
 
 nlohmann::json ReadoutUnit::results() const {

@@ -349,7 +349,7 @@ int TsBuilder::flush_acks() {
 
 bool TsBuilder::send_to_manager(wire::MessageType type, std::uint64_t tag,
                                 std::span<const std::byte> bytes) {
-  return detail::send_copy(*endpoint_, *control_pool_, manager_, type, tag, bytes) ==
+  return data_path().send_copy(*control_pool_, manager_, type, tag, bytes) ==
          SendStatus::ok;
 }
 

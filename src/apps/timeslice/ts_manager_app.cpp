@@ -221,7 +221,7 @@ void TsManager::assign(Entry& e, std::size_t builder) {
 
 bool TsManager::send_small(AppIndex peer, wire::MessageType type, std::uint64_t tag,
                            std::span<const std::byte> bytes) {
-  const SendStatus s = detail::send_copy(*endpoint_, *control_pool_, peer, type, tag, bytes);
+  const SendStatus s = data_path().send_copy(*control_pool_, peer, type, tag, bytes);
   return s == SendStatus::ok || s == SendStatus::closed;  // a gone peer needs nothing more
 }
 
