@@ -32,10 +32,12 @@ run: build
 	$(BUILD)/bin/daqflow run $(CONFIG) --duration $(DURATION) --summary $(BUILD)/run-summary.json
 
 # The stages, each timed (scripts/test-stages prints the times at the end). The integration
-# tests spend most of their time waiting on their runs: the sanitizer build, the fuzzers and the
-# soak run beside them, niced, on the CPU they leave ("A|B,C": A beside B then C).
-TEST_STAGES = test-format build test-unit 'test-integration|build-sanitize,test-fuzz-and-soak' \
-	test-asan test-tsan
+# tests spend most of their time waiting on their runs: the sanitizer build, the fuzzers, the
+# soak and the sanitizer trees' tests run beside them, niced, on the CPU they leave ("A|B,C": A
+# beside B then C). The two sanitizer trees' tests run one after the other: their control ports
+# are the same (and the integration tests' are a range of their own).
+TEST_STAGES = test-format build test-unit \
+	'test-integration|build-sanitize,test-fuzz-and-soak,test-asan,test-tsan'
 test: bootstrap
 	@bash scripts/test-stages $(TEST_STAGES)
 
