@@ -31,7 +31,7 @@
 #include <string_view>
 #include <vector>
 
-#include "apps/builders/fanout.hpp"
+#include "daqflow/apps/builders/control_log.hpp"
 #include "daqflow/apps/evb/builder.hpp"
 #include "daqflow/apps/output/output.hpp"
 #include "daqflow/core/latency_histogram.hpp"

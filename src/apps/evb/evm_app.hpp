@@ -32,7 +32,7 @@
 #include <string>
 #include <vector>
 
-#include "apps/builders/fanout.hpp"
+#include "daqflow/apps/builders/control_log.hpp"
 #include "daqflow/apps/evb/event_manager.hpp"
 #include "daqflow/apps/sampler.hpp"
 #include "daqflow/runtime/application.hpp"

@@ -1,4 +1,4 @@
-#include "fanout.hpp"
+#include "daqflow/apps/builders/control_log.hpp"
 
 #include <algorithm>
 #include <cstring>
