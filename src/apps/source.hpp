@@ -76,7 +76,7 @@ class Source final : public runtime::Application {
   std::uint64_t total_in_flight_ = 0;  // posted, not completed, to live destinations
   struct Done {
     std::uint64_t messages = 0, bytes = 0;
-  } done_;  // completed this round, not yet in the metrics
+  } done_;                   // completed this round, not yet in the metrics
   bool starved_ = false;     // the last round found the pool empty
   bool pool_bound_ = false;  // pool_ bound to the agent's thread
   // Metrics, counted by the agent thread and read by results().

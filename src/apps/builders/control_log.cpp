@@ -3,22 +3,23 @@
 #include <algorithm>
 #include <cstring>
 
-#include "apps/app_support.hpp"
+namespace daqflow::apps {
 
-namespace daqflow::apps::evb {
-
-Fanout::~Fanout() {
+ControlLog::~ControlLog() {
   clear();
-  core::retire_pool(pool_, core::BusyPool::leak, "fanout");
+  core::retire_pool(pool_, core::BusyPool::leak, "control log");
 }
 
-Result<void> Fanout::configure(const std::string& name, std::vector<transport::AppIndex> peers,
-                               std::size_t capacity) {
+Result<void> ControlLog::configure(const std::string& name, std::vector<transport::AppIndex> peers,
+                                   std::size_t capacity) {
   clear();
-  core::retire_pool(pool_, core::BusyPool::leak, "fanout");
-  auto pool = core::BufferPool::create(name + ".control", kControlPayloadMax, capacity);
+  core::retire_pool(pool_, core::BusyPool::leak, "control log");
+  // Beyond the log's own messages, the transports hold buffers until the peers have taken them.
+  const std::size_t slack = 16 * peers.size() + 16;
+  auto pool = core::BufferPool::create(name + ".control", kControlPayloadMax, capacity + slack);
   if (!pool) return pool.error();
   pool_ = std::move(*pool);
+  spare_ = pool_->acquire();
   records_ = std::vector<Record>(capacity);
   peers_.clear();
   for (const auto p : peers) peers_.push_back(Peer{p, 0, true});
@@ -26,11 +27,12 @@ Result<void> Fanout::configure(const std::string& name, std::vector<transport::A
   return ok();
 }
 
-bool Fanout::push(wire::MessageType type, std::uint64_t tag, std::span<const std::byte> payload,
-                  int only) {
+bool ControlLog::push(wire::MessageType type, std::uint64_t tag, std::span<const std::byte> payload,
+                      int only) {
+  if (!spare_ && pool_) spare_ = pool_->acquire();
   if (!has_room() || payload.size() > kControlPayloadMax) return false;
-  core::Buffer b = pool_->acquire();
-  if (!b) return false;
+  core::Buffer b = std::move(spare_);
+  spare_ = pool_->acquire();  // empty while the transports hold every other buffer
   std::memcpy(b.data(), payload.data(), payload.size());
   Record& r = records_[tail_ % records_.size()];
   r.type = type;
@@ -42,7 +44,7 @@ bool Fanout::push(wire::MessageType type, std::uint64_t tag, std::span<const std
   return true;
 }
 
-int Fanout::post(transport::Endpoint& endpoint, std::vector<transport::AppIndex>& gone) {
+int ControlLog::post(transport::Endpoint& endpoint, std::vector<transport::AppIndex>& gone) {
   int posted = 0;
   for (std::size_t p = 0; p < peers_.size(); ++p) {
     Peer& peer = peers_[p];
@@ -76,10 +78,11 @@ int Fanout::post(transport::Endpoint& endpoint, std::vector<transport::AppIndex>
     }
   }
   reclaim();
+  if (!spare_ && pool_) spare_ = pool_->acquire();
   return posted;
 }
 
-void Fanout::reclaim() {
+void ControlLog::reclaim() {
   std::uint64_t low = tail_;
   for (const Peer& p : peers_) {
     if (p.live) low = std::min(low, p.cursor);
@@ -90,7 +93,7 @@ void Fanout::reclaim() {
   }
 }
 
-void Fanout::drop(transport::AppIndex peer) {
+void ControlLog::drop(transport::AppIndex peer) {
   for (Peer& p : peers_) {
     if (p.index == peer) {
       p.live = false;
@@ -100,7 +103,7 @@ void Fanout::drop(transport::AppIndex peer) {
   reclaim();
 }
 
-void Fanout::revive(transport::AppIndex peer) {
+void ControlLog::revive(transport::AppIndex peer) {
   for (Peer& p : peers_) {
     if (p.index == peer && !p.live) {
       p.live = true;
@@ -109,16 +112,17 @@ void Fanout::revive(transport::AppIndex peer) {
   }
 }
 
-bool Fanout::idle() const {
+bool ControlLog::idle() const {
   return std::all_of(peers_.begin(), peers_.end(),
                      [this](const Peer& p) { return !p.live || p.cursor >= tail_; });
 }
 
-void Fanout::clear() {
+void ControlLog::clear() {
   message_.clear();
+  spare_.reset();
   for (Record& r : records_) r.payload.reset();
   for (Peer& p : peers_) p.cursor = tail_;
   head_ = tail_;
 }
 
-}  // namespace daqflow::apps::evb
+}  // namespace daqflow::apps

@@ -416,8 +416,8 @@ void ClockClient::on_datagram(std::span<const std::byte> payload) {
 
 int ClockClient::work(std::int64_t /*now*/) {
   if (!mcast_) return 0;
-  const int n = mcast_->pump(core::monotonic_ns(),
-                             [this](std::span<const std::byte> d) { on_datagram(d); });
+  const int n =
+      mcast_->pump(core::monotonic_ns(), [this](std::span<const std::byte> d) { on_datagram(d); });
   if (n > 0) {
     const std::lock_guard lock(mutex_);
     mcast_stats_ = mcast_->stats();

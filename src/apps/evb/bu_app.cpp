@@ -112,7 +112,7 @@ Result<void> BuilderUnit::configure(runtime::AppContext& ctx) {
   auto output = make_output(output_params, oc);
   if (!output) return output.error();
   output_ = std::move(*output);
-  if (auto r = fanout_.configure(id(), {topology_.evm}, 2 * std::size_t{window_} + 16); !r)
+  if (auto r = to_evm_.configure(id(), {topology_.evm}, 2 * std::size_t{window_} + 16); !r)
     return r.error();
   for (const auto ru : topology_.rus) {
     if (auto r = endpoint_->connect(ru); !r) {
@@ -167,7 +167,7 @@ void BuilderUnit::release() {
   }
   for (auto& b : batches_) b.clear();
   if (builder_) builder_->clear();
-  fanout_.clear();
+  to_evm_.clear();
   output_.reset();
   endpoint_ = nullptr;
 }
@@ -198,13 +198,14 @@ void BuilderUnit::register_handlers(runtime::DataPath& path) {
   path.intercept([this](Completion& c) { return output_->on_message(c); });
   const auto from_evm = [this, &path](auto message, auto handle) {
     using Message = decltype(message);
-    return decoded<Message>(path, [this, handle](AppIndex peer, const Message& m, std::int64_t now) {
-      if (peer != topology_.evm) {
-        data_path().reject();
-        return;
-      }
-      (this->*handle)(m, now);
-    });
+    return decoded<Message>(path,
+                            [this, handle](AppIndex peer, const Message& m, std::int64_t now) {
+                              if (peer != topology_.evm) {
+                                data_path().reject();
+                                return;
+                              }
+                              (this->*handle)(m, now);
+                            });
   };
   path.on(wire::MessageType::commit, from_evm(wire::Commit{}, &BuilderUnit::on_commit));
   path.on(wire::MessageType::fence, from_evm(wire::Fence{}, &BuilderUnit::on_fence));
@@ -217,8 +218,7 @@ void BuilderUnit::register_handlers(runtime::DataPath& path) {
   // does not sleep long while it holds some.
   path.at([this] { return next_heartbeat_ns_; });
   path.at([this] { return in_output_ > 0 ? clock_->now_ns() + kOutputWaitNs : 0; });
-  path.drained_when(
-      [this] { return builder_->open() == 0 && in_output_ == 0 && fanout_.idle(); });
+  path.drained_when([this] { return builder_->open() == 0 && in_output_ == 0 && to_evm_.idle(); });
 }
 
 void BuilderUnit::on_part(Completion& c, std::int64_t now) {
@@ -264,7 +264,7 @@ void BuilderUnit::on_peer_gone(AppIndex peer, std::string_view reason, bool reje
     fail("the EVM '" + topology_.name(peer) + "' is lost: " + std::string(reason));
   }
   // The EVM closing in order is the end of the run: nothing more goes to it.
-  if (peer == topology_.evm) fanout_.drop(peer);
+  if (peer == topology_.evm) to_evm_.drop(peer);
   if (error && !rejected && !halting() && peer != topology_.evm) {
     ru_link_lost(peer, reason);
   } else if (error) {
@@ -342,12 +342,12 @@ int BuilderUnit::ask(std::int64_t now) {
   if (!evm_up()) return 0;
   if (!send_leave_and_rejoin() && (leave_pending_ || any_ru_down())) return 0;
   for (auto* list : {&reask_, &unasked_}) {
-    while (!list->empty() && fanout_.has_room()) {
+    while (!list->empty() && to_evm_.has_room()) {
       OutputBatch* batch = list->front();
       AckInfo& info = acks_[batch_index(batch)];
       info.asked_ns = now;
       const auto payload = encode_ack(info);
-      (void)fanout_.push(wire::MessageType::commit_request, info.block_id, payload);
+      (void)to_evm_.push(wire::MessageType::commit_request, info.block_id, payload);
       list->erase(list->begin());
       awaiting_.push_back(batch);
       ++n;
@@ -474,7 +474,7 @@ bool BuilderUnit::send_leave_and_rejoin() {
     f.epoch = epoch_;
     std::array<std::byte, wire::kFenceSize> payload{};
     wire::encode(f, payload);
-    if (!fanout_.push(wire::MessageType::leave, epoch_, payload)) return false;
+    if (!to_evm_.push(wire::MessageType::leave, epoch_, payload)) return false;
     leave_pending_ = false;
   }
   if (rejoin_pending_) {
@@ -483,7 +483,7 @@ bool BuilderUnit::send_leave_and_rejoin() {
     back.epoch = epoch_;
     std::array<std::byte, wire::kFenceSize> payload{};
     wire::encode(back, payload);
-    if (!fanout_.push(wire::MessageType::rejoin, epoch_, payload)) return false;
+    if (!to_evm_.push(wire::MessageType::rejoin, epoch_, payload)) return false;
     rejoin_pending_ = false;
   }
   return true;
@@ -497,7 +497,7 @@ void BuilderUnit::evm_link_lost(std::string_view why) {
   }
   evm_down_ = true;
   evm_down_ns_ = clock_->now_ns();
-  fanout_.drop(topology_.evm);
+  to_evm_.drop(topology_.evm);
   spdlog::warn("{}: the link to the EVM '{}' failed ({}); dialing it again", id(), evm, why);
   if (auto r = endpoint_->connect(topology_.evm); !r) {
     fail("the EVM '" + evm + "' is lost: " + r.error().message());
@@ -522,7 +522,7 @@ bool BuilderUnit::evm_up() {
   // makes this BU ask again about its blocks awaiting an answer and rejoin; acknowledgements
   // that may have been lost go again.
   evm_down_ = false;
-  fanout_.revive(topology_.evm);
+  to_evm_.revive(topology_.evm);
   requested_ = 0;
   leave_pending_ = true;
   reack_pending_ = true;
@@ -555,7 +555,7 @@ std::array<std::byte, wire::kBlockAckSize> BuilderUnit::encode_ack(const AckInfo
 bool BuilderUnit::acknowledge(OutputBatch* batch) {
   if (evm_down_) return false;  // kept until the EVM is back
   const AckInfo& info = acks_[batch_index(batch)];
-  if (!fanout_.push(wire::MessageType::block_ack, info.block_id, encode_ack(info))) return false;
+  if (!to_evm_.push(wire::MessageType::block_ack, info.block_id, encode_ack(info))) return false;
   recent_acks_[recent_next_++ % recent_acks_.size()] = info;
   return true;
 }
@@ -592,15 +592,15 @@ int BuilderUnit::request(std::int64_t now) {
   if (reack_pending_ && !leave_pending_) {
     // Oldest first. (Acks pushed meanwhile may take the place of some: those go twice too.)
     const std::size_t size = recent_acks_.size();
-    while (reack_from_ < reack_to_ && fanout_.has_room()) {
+    while (reack_from_ < reack_to_ && to_evm_.has_room()) {
       const AckInfo& info = recent_acks_[reack_from_++ % size];
-      (void)fanout_.push(wire::MessageType::block_ack, info.block_id, encode_ack(info));
+      (void)to_evm_.push(wire::MessageType::block_ack, info.block_id, encode_ack(info));
     }
     reack_pending_ = reack_from_ < reack_to_;
   }
   if (producing() && !rejoin_pending_ && !leave_pending_ && !any_ru_down()) {
     const std::uint32_t busy = builder_->open() + in_output_ + requested_;
-    if (busy < window_ && fanout_.has_room()) {
+    if (busy < window_ && to_evm_.has_room()) {
       wire::EventRequest r;
       r.bu = endpoint_->self();
       r.events_per_block = events_per_request_;
@@ -608,20 +608,20 @@ int BuilderUnit::request(std::int64_t now) {
       r.epoch = epoch_;
       std::array<std::byte, wire::kEventRequestSize> payload{};
       wire::encode(r, payload);
-      if (fanout_.push(wire::MessageType::event_request, 0, payload)) {
+      if (to_evm_.push(wire::MessageType::event_request, 0, payload)) {
         requested_ += r.blocks;
         requests_sent_->add_single_writer(r.blocks);
         ++n;
       }
     }
   }
-  if (now >= next_heartbeat_ns_ && fanout_.has_room()) {
+  if (now >= next_heartbeat_ns_ && to_evm_.has_room()) {
     wire::Heartbeat h;
     h.sender = endpoint_->self();
     h.sequence = heartbeat_seq_++;
     std::array<std::byte, wire::kHeartbeatSize> payload{};
     wire::encode(h, payload);
-    (void)fanout_.push(wire::MessageType::heartbeat, h.sequence, payload);
+    (void)to_evm_.push(wire::MessageType::heartbeat, h.sequence, payload);
     next_heartbeat_ns_ = now + heartbeat_ns_;
   }
   return n;
@@ -651,7 +651,7 @@ int BuilderUnit::work(std::int64_t now) {
   // here instead lost a BU whose link broke and would have come back (seen under load, where
   // the window between the poll and the post is wide).
   gone_.clear();
-  work += fanout_.post(*endpoint_, gone_);
+  work += to_evm_.post(*endpoint_, gone_);
   publish(now);
   return work;
 }

@@ -115,7 +115,7 @@ class BuilderUnit final : public runtime::Application {
   core::Clock* clock_ = nullptr;
   std::unique_ptr<BlockBuilder> builder_;
   std::unique_ptr<EventOutput> output_;
-  Fanout fanout_;  // to the EVM: requests, heartbeats, acks
+  ControlLog to_evm_;  // requests, heartbeats, acks
   std::vector<OutputBatch> batches_;
   std::vector<AckInfo> acks_;              // by batch
   std::vector<OutputBatch*> free_;         // batches not in use
@@ -128,15 +128,15 @@ class BuilderUnit final : public runtime::Application {
   std::vector<bool> ru_down_;              // by RU position: its link failed, dialing again
   std::vector<std::int64_t> ru_down_ns_;   // by RU position: since when
   std::vector<transport::AppIndex> gone_;  // scratch, reserved
-  std::uint32_t requested_ = 0;   // blocks asked for whose first part has not arrived
-  std::uint32_t in_output_ = 0;   // blocks built and not yet acknowledged (or dropped)
-  std::uint32_t epoch_ = 0;       // of the last fence; 0 before any
-  bool durable_ = false;          // the output keeps what it writes (file)
-  bool rejoin_pending_ = false;   // fenced; the rejoin is not queued yet
-  bool leave_pending_ = false;    // a RU link was reset; the leave is not queued yet
-  bool evm_down_ = false;         // the EVM's connection failed; dialing it again
-  std::int64_t evm_down_ns_ = 0;  // since when
-  bool reack_pending_ = false;    // the EVM is back: send recent_acks_ again
+  std::uint32_t requested_ = 0;            // blocks asked for whose first part has not arrived
+  std::uint32_t in_output_ = 0;            // blocks built and not yet acknowledged (or dropped)
+  std::uint32_t epoch_ = 0;                // of the last fence; 0 before any
+  bool durable_ = false;                   // the output keeps what it writes (file)
+  bool rejoin_pending_ = false;            // fenced; the rejoin is not queued yet
+  bool leave_pending_ = false;             // a RU link was reset; the leave is not queued yet
+  bool evm_down_ = false;                  // the EVM's connection failed; dialing it again
+  std::int64_t evm_down_ns_ = 0;           // since when
+  bool reack_pending_ = false;             // the EVM is back: send recent_acks_ again
   // The last acknowledgements pushed (a ring): any of them may have been lost with the EVM's
   // connection; sent again, an ack the EVM already had is counted stale there.
   std::vector<AckInfo> recent_acks_;

@@ -172,13 +172,14 @@ void EventManagerApp::fence(AppIndex bu) {
 void EventManagerApp::register_handlers(runtime::DataPath& path) {
   const auto from_bu = [this, &path](auto message, auto handle) {
     using Message = decltype(message);
-    return decoded<Message>(path, [this, handle](AppIndex peer, const Message& m, std::int64_t now) {
-      if (std::find(topology_.bus.begin(), topology_.bus.end(), peer) == topology_.bus.end()) {
-        data_path().reject();
-        return;
-      }
-      (this->*handle)(peer, m, now);
-    });
+    return decoded<Message>(
+        path, [this, handle](AppIndex peer, const Message& m, std::int64_t now) {
+          if (std::find(topology_.bus.begin(), topology_.bus.end(), peer) == topology_.bus.end()) {
+            data_path().reject();
+            return;
+          }
+          (this->*handle)(peer, m, now);
+        });
   };
   path.on(wire::MessageType::event_request,
           from_bu(wire::EventRequest{}, &EventManagerApp::on_request));
@@ -187,8 +188,7 @@ void EventManagerApp::register_handlers(runtime::DataPath& path) {
   path.on(wire::MessageType::block_ack, from_bu(wire::BlockAck{}, &EventManagerApp::on_ack));
   path.on(wire::MessageType::leave, from_bu(wire::Fence{}, &EventManagerApp::on_leave));
   path.on(wire::MessageType::rejoin, from_bu(wire::Fence{}, &EventManagerApp::on_rejoin));
-  path.on(wire::MessageType::heartbeat,
-          from_bu(wire::Heartbeat{}, &EventManagerApp::on_heartbeat));
+  path.on(wire::MessageType::heartbeat, from_bu(wire::Heartbeat{}, &EventManagerApp::on_heartbeat));
   path.on_sent([this](const Completion& c) { role_.on_send_done(c.peer); });
   path.on_peer_gone([this](AppIndex peer, std::string_view reason, bool) {
     const std::string why = reason.empty() ? std::string("closed its connection")

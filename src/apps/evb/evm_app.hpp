@@ -96,10 +96,10 @@ class EventManagerApp final : public runtime::Application {
   core::Clock* clock_ = nullptr;
   ReadoutRole role_;
   std::unique_ptr<EventManager> evm_;
-  Fanout assigns_;                          // to the RUs: assign, release, hold
-  Fanout replies_;                          // to the BUs: commit, fence
+  ControlLog assigns_;                      // to the RUs: assign, release, hold
+  ControlLog replies_;                      // to the BUs: commit, fence
   std::vector<AsideChange> aside_changes_;  // scratch
-  std::vector<transport::AppIndex> gone_;  // scratch, reserved
+  std::vector<transport::AppIndex> gone_;   // scratch, reserved
   double rate_hz_ = 0;
   std::int64_t token_ns_ = 0;  // a token's worth of time at rate_hz_
   // Event ids and luminosity sections (note_ids()): events up to ids_seen_ are known to the

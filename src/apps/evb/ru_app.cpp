@@ -44,8 +44,9 @@ Result<void> ReadoutUnit::configure(runtime::AppContext& ctx) {
           }
         });
   };
-  path.on(wire::MessageType::assign,
-          from_evm(wire::Assign{}, "assign", [this](const wire::Assign& a) { role_.on_assign(a); }));
+  path.on(
+      wire::MessageType::assign,
+      from_evm(wire::Assign{}, "assign", [this](const wire::Assign& a) { role_.on_assign(a); }));
   path.on(wire::MessageType::release, from_evm(wire::Release{}, "release", [this](const auto& r) {
             role_.on_release(r.below);
           }));
@@ -54,7 +55,8 @@ Result<void> ReadoutUnit::configure(runtime::AppContext& ctx) {
   path.on_sent([this](const transport::Completion& c) { role_.on_send_done(c.peer); });
   path.on_peer_gone([this](AppIndex peer, std::string_view reason, bool) {
     if (peer == topology_.evm && !reason.empty()) {
-      if (!halting()) fail("the EVM '" + topology_.name(peer) + "' is lost: " + std::string(reason));
+      if (!halting())
+        fail("the EVM '" + topology_.name(peer) + "' is lost: " + std::string(reason));
       return;
     }
     role_.bu_gone(peer);  // the EVM closing in order is the end of the run
@@ -69,7 +71,9 @@ Result<void> ReadoutUnit::configure(runtime::AppContext& ctx) {
   return ok();
 }
 
-void ReadoutUnit::release() { role_.release(); }
+void ReadoutUnit::release() {
+  role_.release();
+}
 
 int ReadoutUnit::work() {
   if (failed()) return 0;

@@ -21,7 +21,7 @@ namespace {
 
 constexpr std::int64_t kExpirePeriodNs = 10'000'000;
 constexpr std::size_t kOutputDepth = 8;
-constexpr std::size_t kAckBufferSize = 64;
+constexpr std::size_t kManagerMessageSize = 64;
 // Timeslices remembered as done here, for contributions sent again after a loss: those come
 // within far fewer timeslices than this.
 constexpr std::uint64_t kDoneBits = 1u << 20;
@@ -124,8 +124,8 @@ Result<void> TsBuilder::configure(runtime::AppContext& ctx) {
       return r.error().context("connecting to input '" + detail::peer_name(ids_, i) + "'");
     }
   }
-  auto control = data_path().send_pool(id() + ".acks", kAckBufferSize,
-                                       inputs_.size() * (here + kOutputDepth + 4) + 16);
+  // Reports and commit requests to the manager.
+  auto control = data_path().send_pool(id() + ".control", kManagerMessageSize, 64);
   if (!control) return control.error();
   control_pool_ = *control;
 
@@ -171,11 +171,26 @@ Result<void> TsBuilder::configure(runtime::AppContext& ctx) {
   building_count_ = 0;
   done_.reset(kDoneBits);
   input_alive_.assign(inputs_.size(), true);
-  pending_acks_.assign(inputs_.size(), AckQueue{});
-  for (AckQueue& q : pending_acks_) q.acks.reserve(here + kOutputDepth + 4);
-  acks_pending_ = 0;
-  done_pending_.clear();
-  done_pending_.reserve(kOutputDepth + 4);
+  // An input keeps a timeslice until its acknowledgement comes and never sends it again unless
+  // this builder is lost: an acknowledgement the transport cannot take now waits, in order. At
+  // most the timeslices being built and written wait per input, and as many late ones.
+  acks_ = std::vector<ControlLog>(inputs_.size());
+  for (std::size_t i = 0; i < inputs_.size(); ++i) {
+    if (auto r = acks_[i].configure(id() + ".acks" + std::to_string(i), {inputs_[i]},
+                                    2 * (here + kOutputDepth + 4));
+        !r) {
+      return r;
+    }
+  }
+  // The manager counts this builder's timeslices in flight by its ts_done messages: one it
+  // cannot take now waits, in order.
+  if (has_manager_) {
+    if (auto r = to_manager_.configure(id() + ".done", {manager_}, 2 * kOutputDepth + 8); !r) {
+      return r;
+    }
+  }
+  gone_.clear();
+  gone_.reserve(1);
   next_expire_ns_ = 0;
   next_report_ns_ = 0;
   epoch_ = 0;
@@ -236,9 +251,7 @@ Result<void> TsBuilder::configure(runtime::AppContext& ctx) {
   path.on_peer_gone(
       [this](AppIndex peer, std::string_view reason, bool) { on_peer_gone(peer, reason); });
   path.on_work([this](std::int64_t now) { return work(now); });
-  path.drained_when([this] {
-    return building_count_ == 0 && in_output_ == 0 && acks_pending_ == 0 && done_pending_.empty();
-  });
+  path.drained_when([this] { return building_count_ == 0 && in_output_ == 0 && control_idle(); });
   return ok();
 }
 
@@ -259,6 +272,8 @@ void TsBuilder::release() {
     b.used = false;
   }
   building_count_ = 0;
+  for (ControlLog& log : acks_) log.clear();
+  to_manager_.clear();
   endpoint_ = nullptr;
   control_pool_ = nullptr;
 }
@@ -293,64 +308,38 @@ TsBuilder::Building& TsBuilder::take_slot(std::uint64_t index, std::int64_t now)
 
 void TsBuilder::send_ack(std::size_t input, std::uint64_t index, wire::TsAckStatus status) {
   if (!input_alive_[input]) return;
-  AckQueue& q = pending_acks_[input];
-  // An input keeps a timeslice until its acknowledgement comes and never sends it again unless
-  // this builder is lost: an acknowledgement the transport cannot take now must wait, not go.
-  if (q.empty() && post_ack(input, index, status)) return;
-  q.acks.push_back({index, status});
-  ++acks_pending_;
-}
-
-bool TsBuilder::post_ack(std::size_t input, std::uint64_t index, wire::TsAckStatus status) {
-  core::Buffer b = control_pool_->acquire();
-  if (!b) return false;  // every buffer in flight: the input is slow to take them
   wire::TsAck a;
   a.index = index;
   a.status = status;
-  wire::encode(a, std::span<std::byte, wire::kTsAckSize>(b.data(), wire::kTsAckSize));
-  transport::Message m;
-  m.type = wire::MessageType::ts_ack;
-  m.tag = index;
-  m.add(std::move(b), 0, wire::kTsAckSize);
-  const SendStatus s = endpoint_->post_send(inputs_[input], m);
-  m.clear();
-  // closed: the input is gone; what it retained is its own affair now.
-  return s == SendStatus::ok || s == SendStatus::closed;
+  std::array<std::byte, wire::kTsAckSize> bytes{};
+  wire::encode(a, bytes);
+  if (!acks_[input].push(wire::MessageType::ts_ack, index, bytes)) {
+    fail("the log of acknowledgements to input '" + detail::peer_name(ids_, inputs_[input]) +
+         "' is full: it takes none");
+  }
 }
 
-int TsBuilder::flush_done() {
-  std::size_t sent = 0;
-  for (; sent < done_pending_.size(); ++sent) {
-    std::array<std::byte, wire::kTsDoneSize> bytes{};
-    wire::encode(done_pending_[sent], bytes);
-    if (!send_to_manager(wire::MessageType::ts_done, done_pending_[sent].index, bytes)) break;
+// A peer gone needs nothing more: what an input retained is its own affair then, and the
+// manager's connection is watched by its own completion.
+int TsBuilder::post_control() {
+  int posted = 0;
+  for (ControlLog& log : acks_) {
+    gone_.clear();
+    posted += log.post(*endpoint_, gone_);
   }
-  done_pending_.erase(done_pending_.begin(), done_pending_.begin() + static_cast<long>(sent));
-  return static_cast<int>(sent);
+  gone_.clear();
+  posted += to_manager_.post(*endpoint_, gone_);
+  return posted;
 }
 
-int TsBuilder::flush_acks() {
-  int sent = 0;
-  for (std::size_t i = 0; i < pending_acks_.size() && acks_pending_ > 0; ++i) {
-    AckQueue& q = pending_acks_[i];
-    while (!q.empty()) {
-      if (input_alive_[i] && !post_ack(i, q.acks[q.head].index, q.acks[q.head].status)) break;
-      ++q.head;
-      --acks_pending_;
-      ++sent;
-    }
-    if (q.empty()) {
-      q.acks.clear();
-      q.head = 0;
-    }
-  }
-  return sent;
+bool TsBuilder::control_idle() const {
+  return to_manager_.idle() &&
+         std::all_of(acks_.begin(), acks_.end(), [](const ControlLog& log) { return log.idle(); });
 }
 
 bool TsBuilder::send_to_manager(wire::MessageType type, std::uint64_t tag,
                                 std::span<const std::byte> bytes) {
-  return data_path().send_copy(*control_pool_, manager_, type, tag, bytes) ==
-         SendStatus::ok;
+  return data_path().send_copy(*control_pool_, manager_, type, tag, bytes) == SendStatus::ok;
 }
 
 void TsBuilder::send_report() {
@@ -538,11 +527,8 @@ int TsBuilder::flush_outputs() {
         wire::TsDone d{w.index, w.epoch, w.complete ? 0u : 1u};
         std::array<std::byte, wire::kTsDoneSize> bytes{};
         wire::encode(d, bytes);
-        // The manager counts this builder's timeslices in flight by these: one it cannot take
-        // now waits, in order.
-        if (!done_pending_.empty() ||
-            !send_to_manager(wire::MessageType::ts_done, w.index, bytes)) {
-          done_pending_.push_back(d);
+        if (!to_manager_.push(wire::MessageType::ts_done, w.index, bytes)) {
+          fail("the log of ts_done messages to the manager is full: it takes none");
         }
       }
     }
@@ -646,8 +632,6 @@ int TsBuilder::expire(std::int64_t now) {
 int TsBuilder::work(std::int64_t now) {
   if (failed()) return 0;
   int work = output_->progress();
-  if (acks_pending_ > 0) work += flush_acks();
-  if (!done_pending_.empty()) work += flush_done();
   work += flush_outputs();
   // Complete timeslices wait here when the output was full; expired ones are written flagged.
   if (building_count_ > 0 && (now >= next_expire_ns_ || !free_.empty())) {
@@ -669,12 +653,14 @@ int TsBuilder::work(std::int64_t now) {
   } else {
     (void)sampler_.tick(now, bytes_done_, done_total_);
   }
+  // Acknowledgements of late contributions (the handlers) and of what was written (above).
+  work += post_control();
   return work;
 }
 
 void TsBuilder::wait_for_work(std::chrono::microseconds timeout) {
   // The output's completions and the timeouts need turns without a message.
-  const bool pending = in_output_ > 0 || acks_pending_ > 0 || !done_pending_.empty();
+  const bool pending = in_output_ > 0 || !control_idle();
   const std::chrono::microseconds cap{pending ? 200 : 2000};
   endpoint_->wait(std::min(timeout, cap));
 }

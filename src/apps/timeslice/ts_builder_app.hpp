@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "apps/app_support.hpp"
+#include "daqflow/apps/builders/control_log.hpp"
 #include "daqflow/apps/builders/duplicate_window.hpp"
 #include "daqflow/apps/output/output.hpp"
 #include "daqflow/apps/sampler.hpp"
@@ -86,9 +87,9 @@ class TsBuilder final : public runtime::Application {
   // Acknowledges a timeslice to an input, in order: one the transport cannot take now
   // (back-pressure, no buffer) waits in the input's queue and goes before any later one.
   void send_ack(std::size_t input, std::uint64_t index, wire::TsAckStatus status);
-  [[nodiscard]] bool post_ack(std::size_t input, std::uint64_t index, wire::TsAckStatus status);
-  int flush_acks();
-  int flush_done();  // the ts_done messages the manager could not take at once
+  // Posts the acknowledgements and ts_done messages that wait.
+  int post_control();
+  [[nodiscard]] bool control_idle() const;
   void lose_input(std::size_t input, const std::string& why);
 
   // Configuration.
@@ -116,18 +117,9 @@ class TsBuilder final : public runtime::Application {
   std::size_t building_count_ = 0;
   DuplicateWindow done_;  // timeslices done here
   std::vector<bool> input_alive_;
-  struct PendingAck {
-    std::uint64_t index = 0;
-    wire::TsAckStatus status = wire::TsAckStatus::complete;
-  };
-  struct AckQueue {
-    std::vector<PendingAck> acks;  // [head, size) wait; capacity kept when emptied
-    std::size_t head = 0;
-    [[nodiscard]] bool empty() const { return head == acks.size(); }
-  };
-  std::vector<AckQueue> pending_acks_;  // by input
-  std::size_t acks_pending_ = 0;        // in all queues
-  std::vector<wire::TsDone> done_pending_;
+  std::vector<ControlLog> acks_;           // by input
+  ControlLog to_manager_;                  // ts_done
+  std::vector<transport::AppIndex> gone_;  // scratch
   std::int64_t next_expire_ns_ = 0;
   std::int64_t next_report_ns_ = 0;
   std::uint32_t epoch_ = 0;  // with a manager: fenced when it declares this builder lost

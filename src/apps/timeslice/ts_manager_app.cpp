@@ -77,7 +77,15 @@ Result<void> TsManager::configure(runtime::AppContext& ctx) {
   entries_.assign(window_, Entry{});
   oldest_ = next_ = 0;
   aside_.clear();
-  unsent_.assign(inputs_.size(), {});
+  // Every assignment goes to every input; a timeslice is assigned again at most once per builder
+  // lost, and the window bounds the rest.
+  if (auto r = assigns_.configure(id() + ".assigns", inputs_,
+                                  (builder_ids_.size() + 1) * std::size_t{window_} + 16);
+      !r) {
+    return r;
+  }
+  gone_.clear();
+  gone_.reserve(inputs_.size());
   lost_now_.clear();
   lost_now_.reserve(builder_ids_.size());
   watching_ = false;
@@ -123,11 +131,8 @@ Result<void> TsManager::configure(runtime::AppContext& ctx) {
     }
   });
   path.on_work([this](std::int64_t now) { return work(now); });
-  path.drained_when([this] {
-    const bool all_sent =
-        std::all_of(unsent_.begin(), unsent_.end(), [](const auto& q) { return q.empty(); });
-    return end_sent_ && all_sent && oldest_ == next_ && aside_.empty();
-  });
+  path.drained_when(
+      [this] { return end_sent_ && assigns_.idle() && oldest_ == next_ && aside_.empty(); });
   return ok();
 }
 
@@ -150,6 +155,7 @@ runtime::DataPath::OnMessage TsManager::from_builder(Handle handle) {
 }
 
 void TsManager::release() {
+  assigns_.clear();
   endpoint_ = nullptr;
   control_pool_ = nullptr;
 }
@@ -215,8 +221,16 @@ void TsManager::assign(Entry& e, std::size_t builder) {
   e.epoch = set_.epoch(builder);
   e.state = State::assigned;
   ++builders_[builder].outstanding;
-  const wire::TsAssign a{e.index, builder_ids_[builder], e.epoch};
-  for (auto& q : unsent_) q.push_back(a);
+  push_assign({e.index, builder_ids_[builder], e.epoch});
+}
+
+void TsManager::push_assign(const wire::TsAssign& a) {
+  std::array<std::byte, wire::kTsAssignSize> bytes{};
+  wire::encode(a, bytes);
+  if (!assigns_.push(wire::MessageType::ts_assign, a.index, bytes)) {
+    fail("the log of assignments to the inputs is full (timeslice " + std::to_string(a.index) +
+         ")");
+  }
 }
 
 bool TsManager::send_small(AppIndex peer, wire::MessageType type, std::uint64_t tag,
@@ -225,19 +239,10 @@ bool TsManager::send_small(AppIndex peer, wire::MessageType type, std::uint64_t 
   return s == SendStatus::ok || s == SendStatus::closed;  // a gone peer needs nothing more
 }
 
+// An input gone needs nothing more (its loss is the run's affair).
 int TsManager::flush_assignments() {
-  int sent = 0;
-  for (std::size_t i = 0; i < inputs_.size(); ++i) {
-    auto& q = unsent_[i];
-    while (!q.empty()) {
-      std::array<std::byte, wire::kTsAssignSize> bytes{};
-      wire::encode(q.front(), bytes);
-      if (!send_small(inputs_[i], wire::MessageType::ts_assign, q.front().index, bytes)) break;
-      q.pop_front();
-      ++sent;
-    }
-  }
-  return sent;
+  gone_.clear();
+  return assigns_.post(*endpoint_, gone_);
 }
 
 void TsManager::fence(std::size_t b) {
@@ -442,7 +447,7 @@ int TsManager::work(std::int64_t now) {
   }
   // Assign ahead while the window and the builders have room; only while producing (a halted run
   // assigns nothing new, but finishes what it has).
-  while (producing() && next_ < limit_ && next_ - oldest_ < window_) {
+  while (producing() && next_ < limit_ && next_ - oldest_ < window_ && assigns_.has_room()) {
     const int b = pick_builder();
     if (b < 0) break;
     Entry& e = entries_[next_ % window_];
@@ -454,8 +459,7 @@ int TsManager::work(std::int64_t now) {
   if (halting() && !end_sent_) {
     // The run ends before timeslice next_: the inputs make every timeslice up to it (they are
     // halted after this manager) and drop what they made beyond.
-    const wire::TsAssign end{next_, wire::kNoApplication, 0};
-    for (auto& q : unsent_) q.push_back(end);
+    push_assign({next_, wire::kNoApplication, 0});
     end_sent_ = true;
     spdlog::info("{}: the run ends before timeslice {}", id(), next_);
   }

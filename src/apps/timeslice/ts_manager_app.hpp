@@ -20,7 +20,6 @@
 #include <array>
 #include <atomic>
 #include <cstdint>
-#include <deque>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -29,6 +28,7 @@
 
 #include "apps/app_support.hpp"
 #include "daqflow/apps/builders/consumers.hpp"
+#include "daqflow/apps/builders/control_log.hpp"
 #include "daqflow/runtime/application.hpp"
 #include "daqflow/wire/timeslice.hpp"
 
@@ -71,6 +71,8 @@ class TsManager final : public runtime::Application {
   void advance();
   void publish_doubt();
   void assign(Entry& e, std::size_t builder);
+  // To every input; a full log fails the run.
+  void push_assign(const wire::TsAssign& a);
   int flush_assignments();
   // The position of a builder in builders_ (nullopt: not one of this manager's).
   [[nodiscard]] std::optional<std::size_t> builder_of(transport::AppIndex peer) const;
@@ -115,7 +117,8 @@ class TsManager final : public runtime::Application {
   // Timeslices a lost builder was allowed to write (in doubt), and those given again after its
   // salvage: out of the window, so that they do not hold up the others.
   std::vector<Entry> aside_;
-  std::vector<std::deque<wire::TsAssign>> unsent_;  // per input, in order
+  ControlLog assigns_;                     // to the inputs, in order
+  std::vector<transport::AppIndex> gone_;  // scratch
   std::vector<std::size_t> lost_now_;
   bool watching_ = false;
   bool end_sent_ = false;  // the inputs know the run's last timeslice

@@ -1,11 +1,26 @@
 #pragma once
-// The small control messages of the event builder (assign, block_ack, event_request, heartbeat)
-// go to several peers each and must not be lost when a peer's pipeline is full. A Fanout keeps
-// them in one bounded log with a cursor per peer: a message is encoded once into a pool buffer,
-// each peer is sent a reference to it in log order, and the buffer goes back once every live peer
-// has it. A peer that back-pressures only holds up itself; a peer that is gone is skipped.
+// ControlLog: the small control messages of a builder (assignments, acknowledgements, requests,
+// heartbeats, fences) to one peer or to several, none lost while a peer's pipeline is full and
+// none held without bound.
 //
-// Threading: one thread (the owning application's agent). Nothing allocates after configure().
+// Contract:
+// - A message is encoded once, into a buffer of the log's own pool, and appended to the log with
+//   push() for every peer or for one (its position in the peers given to configure()). post()
+//   sends each live peer a reference to every message meant for it, in log order, as far as its
+//   pipeline takes; a peer that back-pressures (or is not connected yet) holds up only itself.
+// - The log is bounded: it holds at most `capacity` messages, and push() answers false when it is
+//   full (the caller holds back what produces messages: no more assignments, no more requests),
+//   or when the payload is larger than kControlPayloadMax. has_room() is exact: after it said
+//   yes, a push() of a payload that fits succeeds. A message's buffer goes back once every live
+//   peer it was meant for has taken it and the transports have let go of it (the log's pool holds
+//   more buffers than the log messages for that; while they hold them all, has_room() says no).
+// - A peer that answers a post with closed (or refuses the message) is dropped and reported in
+//   post()'s `gone`; drop() drops one the owner knows is gone. A dropped peer is skipped and
+//   holds nothing up; revive() makes it live again for what is pushed from then on.
+// - idle(): nothing waits for a live peer (a builder's drained check).
+//
+// Threading: one thread (the owning application's agent); configure() and clear() with the
+// agent stopped. Nothing allocates after configure().
 
 #include <cstddef>
 #include <cstdint>
@@ -18,25 +33,30 @@
 #include "daqflow/core/result.hpp"
 #include "daqflow/transport/transport.hpp"
 
-namespace daqflow::apps::evb {
+namespace daqflow::apps {
 
-inline constexpr std::size_t kControlPayloadMax = 64;
-
-class Fanout {
+class ControlLog {
  public:
-  Fanout() = default;
-  ~Fanout();
-  Fanout(const Fanout&) = delete;
-  Fanout& operator=(const Fanout&) = delete;
+  // The largest payload of a message.
+  static constexpr std::size_t kControlPayloadMax = 64;
 
-  // peers in the order messages are posted to them; capacity: messages held at once.
+  ControlLog() = default;
+  ~ControlLog();
+  ControlLog(const ControlLog&) = delete;
+  ControlLog& operator=(const ControlLog&) = delete;
+
+  // peers in the order messages are posted to them; capacity: messages held at once. Forgets
+  // what an earlier configure() held.
   Result<void> configure(const std::string& name, std::vector<transport::AppIndex> peers,
                          std::size_t capacity);
-  [[nodiscard]] bool has_room() const { return tail_ - head_ < records_.size(); }
-  // Queues a message for every peer (only < 0) or for peers[only]; false when the log is full.
+  [[nodiscard]] bool has_room() const {
+    return tail_ - head_ < records_.size() && static_cast<bool>(spare_);
+  }
+  // Appends a message for every peer (only < 0) or for the peer at position `only`; false when
+  // the log is full or the payload too large.
   [[nodiscard]] bool push(wire::MessageType type, std::uint64_t tag,
                           std::span<const std::byte> payload, int only = -1);
-  // Posts what the peers' pipelines take. Peers that answer closed (or refuse the message) are
+  // Posts what the peers' pipelines take; peers that answer closed (or refuse the message) are
   // dropped and appended to gone. Returns the messages posted.
   int post(transport::Endpoint& endpoint, std::vector<transport::AppIndex>& gone);
   // This peer receives nothing more.
@@ -46,6 +66,8 @@ class Fanout {
   void revive(transport::AppIndex peer);
   // Nothing waits to be posted to a live peer.
   [[nodiscard]] bool idle() const;
+  // Messages held (waiting for some live peer).
+  [[nodiscard]] std::size_t held() const { return static_cast<std::size_t>(tail_ - head_); }
   // Drops every message and every buffer reference (before the pool goes).
   void clear();
 
@@ -65,6 +87,7 @@ class Fanout {
   void reclaim();
 
   std::unique_ptr<core::BufferPool> pool_;
+  core::Buffer spare_;           // the next message's buffer, taken ahead: has_room() is exact
   std::vector<Record> records_;  // ring by sequence
   std::vector<Peer> peers_;
   std::uint64_t head_ = 0;  // oldest record still needed
@@ -72,4 +95,4 @@ class Fanout {
   transport::Message message_;
 };
 
-}  // namespace daqflow::apps::evb
+}  // namespace daqflow::apps
