@@ -1,6 +1,6 @@
 #pragma once
-// `roundtrip`: the round-trip benchmark of seed 000 (XDAQ's RoundTrip). Two applications, an
-// initiator and a responder, name each other with `peer`.
+// `roundtrip`: the round-trip benchmark (as XDAQ's RoundTrip). Two applications, an initiator
+// and a responder, name each other with `peer`.
 //
 // The responder echoes every ping back to the initiator as a pong of the same size and tag,
 // re-sending the received segments themselves (zero copy). It answers from Configure on, so the

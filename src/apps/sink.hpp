@@ -1,8 +1,8 @@
 #pragma once
-// `sink`: the receiving half of the stream benchmark (seed 000's DataDrain). It checks every
-// message (per-source sequence numbers 0, 1, 2, ... in the tag, and the payload pattern of
+// `sink`: the receiving half of the stream benchmark (a DataDrain). It checks every message
+// (per-source sequence numbers 0, 1, 2, ... in the tag, and the payload pattern of
 // daqflow/apps/pattern.hpp), drops it at once, and samples the bytes and messages received at a
-// fixed interval (seed 004) to report a throughput with the first and last interval dropped.
+// fixed interval to report a throughput with the first and last interval dropped.
 //
 // The first error fails the application with a reason naming the source and the sequence
 // (the host keeps only the first failure); every error is counted. A source closing its connection

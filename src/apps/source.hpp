@@ -1,14 +1,13 @@
 #pragma once
-// `source`: the sending half of the stream benchmark (seed 000's DataSource, seed 004's stream
-// senders). Once enabled it keeps the pipeline to every destination full with messages of
-// message_size bytes, each tagged with its per-destination sequence number (0, 1, 2, ...) and
-// carrying the pattern of daqflow/apps/pattern.hpp.
+// `source`: the sending half of the stream benchmark (a DataSource). Once enabled it keeps the
+// pipeline to every destination full with messages of message_size bytes, each tagged with its
+// per-destination sequence number (0, 1, 2, ...) and carrying the pattern of
+// daqflow/apps/pattern.hpp.
 //
-// Scheduling (seed 000): destinations are served round-robin, and each one gets a complete
-// pipeline (as many messages as it has free pipeline slots) before the next is served; the
-// destination served first rotates every round so that none is favoured. `count` (when not 0)
-// is the number of messages per destination; the last one carries wire::kFlagLast so that a
-// sink knows the stream is complete.
+// Scheduling: destinations are served round-robin, and each one gets a complete pipeline (as many
+// messages as it has free pipeline slots) before the next is served; the destination served first
+// rotates every round so that none is favoured. `count` (when not 0) is the number of messages per
+// destination; the last one carries wire::kFlagLast so that a sink knows the stream is complete.
 //
 // Threading: as every application (runtime/application.hpp); the host owns the run state.
 

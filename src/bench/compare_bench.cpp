@@ -1,5 +1,5 @@
-// daqflow bench compare: a daqflow figure between two runs of its reference tool (DESIGN.md
-// §10), as a ratio.
+// daqflow bench compare: a daqflow figure between two runs of its reference tool
+// (docs/benchmarks.md), as a ratio.
 #include <fmt/format.h>
 
 #include <algorithm>

@@ -1,8 +1,8 @@
-// daqflow bench farm: the filter farm of seed 002 (docs/farm.md). Two parts, each in rounds that
-// interleave their runs, compared by medians:
-//   1. no processing time (the seed's nodes answered at once): push (Version 3, no tokens),
-//      tokens and round_robin; the ratio of each to push, the per-worker share and Jain's
-//      fairness index, the latency percentiles of the tokens runs;
+// daqflow bench farm: the filter farm (docs/farm.md). Two parts, each in rounds that interleave
+// their runs, compared by medians:
+//   1. no processing time (workers answer at once): push (no tokens), tokens and round_robin;
+//      the ratio of each to push, the per-worker share and Jain's fairness index, the latency
+//      percentiles of the tokens runs;
 //   2. a processing time for every worker and one worker slow_factor times slower: tokens and
 //      round_robin, each with uniform and with heterogeneous workers; how much rate each keeps.
 #include <fmt/format.h>

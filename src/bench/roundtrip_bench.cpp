@@ -1,5 +1,5 @@
-// daqflow bench roundtrip: one sweep of the roundtrip application pair (seed 000), its per-size
-// round-trip times and the fit tau(P) = c*P + tau0.
+// daqflow bench roundtrip: one sweep of the roundtrip application pair, its per-size round-trip
+// times and the fit tau(P) = c*P + tau0.
 #include <fmt/format.h>
 
 #include <cmath>

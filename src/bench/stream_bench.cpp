@@ -1,5 +1,5 @@
 // daqflow bench stream: source/sink runs over a sweep of message size, pipelining depth and N,
-// one run per point; bandwidth from the sinks' sampled throughput (seed 004).
+// one run per point; bandwidth from the sinks' sampled throughput.
 #include <fmt/format.h>
 
 #include "cluster_run.hpp"

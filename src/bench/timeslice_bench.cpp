@@ -1,8 +1,8 @@
-// daqflow bench timeslice: seed 001's all-to-all table on this machine. For each contribution
-// size, in rounds that interleave the runs: the raw N x N stream of the transport (every node a
-// source and a sink, messages the size of a contribution on the wire), then time-slice building
-// in chaotic and in scheduled order on the same nodes. The figure is the receive rate per node
-// (seed 001's bytes/us, which is MB/s), and each order's median as a ratio to the stream's.
+// daqflow bench timeslice: the all-to-all table on this machine. For each contribution size, in
+// rounds that interleave the runs: the raw N x N stream of the transport (every node a source and a
+// sink, messages the size of a contribution on the wire), then time-slice building in chaotic and
+// in scheduled order on the same nodes. The figure is the receive rate per node (bytes/us, which is
+// MB/s), and each order's median as a ratio to the stream's.
 #include <fmt/format.h>
 
 #include <algorithm>

@@ -156,7 +156,7 @@ void add_roundtrip(CLI::App& bench_cmd) {
   };
   auto a = std::make_shared<Args>();
   auto* cmd = bench_cmd.add_subcommand(
-      "roundtrip", "Round-trip time over a size sweep and the fit tau(P) = c*P + tau0 (seed 000)");
+      "roundtrip", "Round-trip time over a size sweep and the fit tau(P) = c*P + tau0");
   add_common(cmd, a->common, "backoff");
   cmd->add_option("--sizes", a->sizes, "sizes: doubling from the first to the last")
       ->capture_default_str();
@@ -296,15 +296,14 @@ void add_farm(CLI::App& bench_cmd) {
   };
   auto a = std::make_shared<Args>();
   auto* cmd = bench_cmd.add_subcommand(
-      "farm",
-      "Filter farm (seed 002): tokens and round_robin against a raw push, then one slow worker");
+      "farm", "Filter farm: tokens and round_robin against a raw push, then one slow worker");
   // Twenty workers and their SFC share the machine's cores: agents that spin or yield while
   // idle take the CPU from those with work.
   add_common(cmd, a->common, "block");
   auto& s = a->options.shape;
-  // Four tokens per worker: with two (the seed's suggestion and the sfc's default) each worker's
-  // socket carries one or two events per system call and the SFC's core, which pays for every
-  // loopback segment at both ends, saturates first (docs/farm.md, "Benchmark and soak").
+  // Four tokens per worker: with two (the sfc's default) each worker's socket carries one or two
+  // events per system call and the SFC's core, which pays for every loopback segment at both
+  // ends, saturates first (docs/farm.md, "Benchmark and soak").
   s.window = 4;
   cmd->add_option("--workers", s.workers, "workers")
       ->check(CLI::Range(1, 256))
@@ -354,8 +353,8 @@ void add_timeslice(CLI::App& bench_cmd) {
   auto a = std::make_shared<Args>();
   auto* cmd = bench_cmd.add_subcommand(
       "timeslice",
-      "Time-slice building all to all (seed 001): chaotic and scheduled against the raw N x N "
-      "stream, per contribution size");
+      "Time-slice building all to all: chaotic and scheduled against the raw N x N stream, per "
+      "contribution size");
   // Every node runs an input and a builder (and the raw stream a source and a sink): twice as
   // many agents as cores here, which must sleep when idle to leave the CPU to those with work.
   add_common(cmd, a->common, "block");

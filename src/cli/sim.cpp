@@ -224,9 +224,8 @@ void add_sim(CLI::App& app) {
   cmd->add_option("--rus", o->rus, "Generate an event builder: readout units, the EVM included");
   cmd->add_option("--bus", o->bus, "Generate an event builder: builder units");
   cmd->add_option("--rubu", o->rubu, "Generate a single-stage event builder of N nodes");
-  cmd->add_option(
-      "--ts", o->ts,
-      "Generate time-slice building of N nodes, an input and a builder each (seed 001)");
+  cmd->add_option("--ts", o->ts,
+                  "Generate time-slice building of N nodes, an input and a builder each");
   cmd->add_option("--order", o->order, "--ts: chaotic or scheduled (slots of the one clock)")
       ->capture_default_str();
   cmd->add_option("--contribution", o->contribution, "--ts: bytes of an input's contribution")

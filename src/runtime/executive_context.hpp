@@ -1,6 +1,6 @@
 #pragma once
 // ContextControl: the applications of one context and the control thread that runs their
-// transitions (DESIGN.md §8).
+// transitions (the state machine of docs/control-api.md).
 //
 // Commands are accepted on any thread (the HTTP handlers): accepting checks the state machine,
 // enters the transitional state at once and queues the work, so the answer never waits for an

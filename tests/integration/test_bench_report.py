@@ -285,7 +285,8 @@ class BenchReportTest(ReportChecks, unittest.TestCase):
         self.assertEqual(latency[header.index("reference runs")], "6.75 / 7.12")
         self.assertEqual(latency[header.index("daqflow runs")], "11.2")
 
-        # Machine, commands, plots, micro-benchmarks, the seeds, the list of what did not run.
+        # Machine, commands, plots, micro-benchmarks, the published figures, the list of what did
+        # not run.
         for text in ("Test CPU @ 2.30GHz", "6.1.0-test",
                      "`daqflow bench roundtrip --transport tcp`",
                      "`daqflow bench compare --transport tcp --kind latency --size 64`",
@@ -297,7 +298,7 @@ class BenchReportTest(ReportChecks, unittest.TestCase):
             self.assertIn(text, page)
         self.assertTrue(os.path.isfile(os.path.join(self.tmp, "docs", "performance",
                                                     "roundtrip-tcp.svg")))
-        # The seed 001 table carries daqflow's sweep at the sizes both have.
+        # The published all-to-all table carries daqflow's sweep at the sizes both have.
         a2a = [t for t in parse_tables(page) if t[1][0] == "buffer (B)"]
         self.assertEqual(len(a2a), 1)
         header, table_rows = a2a[0][1], a2a[0][2]

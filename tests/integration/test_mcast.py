@@ -1,4 +1,4 @@
-"""Multicast control traffic with retry (docs/timeslices.md, seed 001): one sender and three
+"""Multicast control traffic with retry (docs/timeslices.md): one sender and three
 receivers in four processes over loopback multicast, while a stream source sends to a sink over
 tcp beside them. Two receivers drop 1% and 5% of the datagrams that reach them (a lossy
 network); their negative acknowledgements get every message back: each receiver reports the

@@ -87,7 +87,7 @@ class Simulation(DaqflowTestCase):
     def test_control_scale_gives_control_messages_the_share_of_the_traffic_asked(self):
         """Round-robin time-slice building: the acknowledgements (16-byte payloads, one per
         contribution of 64 KiB) are a fraction of a percent of the bytes; at 500 times their
-        size, about a tenth (seed 001's mix)."""
+        size, about a tenth."""
         shares = {}
         for scale in ("1", "500"):
             path = self.path(f"ts-{scale}.json")

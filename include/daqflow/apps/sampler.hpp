@@ -1,7 +1,7 @@
 #pragma once
-// Throughput sampling as in seed 004: a data-path thread records (time, bytes, messages) at a
-// fixed interval into a preallocated array; rates are computed afterwards over the intervals
-// between samples, with the first and the last interval dropped (ramp-up and wind-down).
+// Throughput sampling: a data-path thread records (time, bytes, messages) at a fixed interval into
+// a preallocated array; rates are computed afterwards over the intervals between samples, with the
+// first and the last interval dropped (ramp-up and wind-down).
 //
 // The window starts with the first data (start()) rather than at Enable, and trailing samples
 // during which nothing arrived are trimmed before the last interval is dropped: a sink that is

@@ -1,6 +1,6 @@
 #pragma once
-// Statistics of the round-trip benchmark (seed 000): per-size summaries of round-trip times and
-// the fit of the one-way transport time tau(P) = c * P + tau0, from which B_inf = 1 / c.
+// Statistics of the round-trip benchmark: per-size summaries of round-trip times and the fit of
+// the one-way transport time tau(P) = c * P + tau0, from which B_inf = 1 / c.
 //
 // Units: times in microseconds, sizes in bytes, kB = 1000 bytes, MB = 10^6 bytes. Nothing here
 // allocates except fit_tau() (control path: it is called from results()).

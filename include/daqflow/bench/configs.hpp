@@ -48,10 +48,10 @@ struct RoundtripShape {
 [[nodiscard]] std::string roundtrip_yaml(const ClusterSettings& cluster,
                                          const RoundtripShape& shape);
 
-// Stream patterns: 1to1, 1toN (one source, n sinks), Nto1 (n sources, one sink), nton (seed
-// 004's two-stage pattern: n sources, each sending to all of n sinks, every application its own
-// context), nxn (seed 004's single-stage pattern: n nodes, each a source and a sink in one
-// context; every source sends to every sink, its own node's included).
+// Stream patterns: 1to1, 1toN (one source, n sinks), Nto1 (n sources, one sink), nton (the
+// two-stage pattern: n sources, each sending to all of n sinks, every application its own
+// context), nxn (the single-stage pattern: n nodes, each a source and a sink in one context;
+// every source sends to every sink, its own node's included).
 struct StreamShape {
   std::string pattern = "1to1";
   int n = 1;  // ignored by 1to1
@@ -92,9 +92,9 @@ struct EvbShape {
 [[nodiscard]] std::uint64_t evb_max_message_size(const EvbShape& shape);
 [[nodiscard]] std::string evb_yaml(const ClusterSettings& cluster, const EvbShape& shape);
 
-// The filter farm (seed 002): an SFC generating events, `workers` workers, several per context.
-// Processing times are waited by the workers, not spent; slow_factor > 1 makes the last worker
-// that many times slower.
+// The filter farm: an SFC generating events, `workers` workers, several per context. Processing
+// times are waited by the workers, not spent; slow_factor > 1 makes the last worker that many times
+// slower.
 struct FarmShape {
   std::string policy = "tokens";
   int workers = 20;
@@ -111,12 +111,12 @@ struct FarmShape {
 [[nodiscard]] int farm_ports_used(const FarmShape& shape);
 [[nodiscard]] std::string farm_yaml(const ClusterSettings& cluster, const FarmShape& shape);
 
-// Time-slice building all to all (seed 001): n nodes, each an input (ts_input, microslices as
-// fast as taken, no CRC) and a builder (ts_builder, discard output) in one context, as the
-// stream pattern nxn places a source and a sink; timeslice k goes to builder k mod n. A
-// contribution carries `microslices` microslices of core and one of overlap, together
-// `contribution_bytes` of content. Scheduled runs add a clock master in a context of its own and
-// a clock client in every node, so that the slots are those of the synchronised clock.
+// Time-slice building all to all: n nodes, each an input (ts_input, microslices as fast as taken,
+// no CRC) and a builder (ts_builder, discard output) in one context, as the stream pattern nxn
+// places a source and a sink; timeslice k goes to builder k mod n. A contribution carries
+// `microslices` microslices of core and one of overlap, together `contribution_bytes` of content.
+// Scheduled runs add a clock master in a context of its own and a clock client in every node, so
+// that the slots are those of the synchronised clock.
 struct TimesliceShape {
   int n = 4;
   std::uint64_t contribution_bytes = 65536;
@@ -130,7 +130,7 @@ struct TimesliceShape {
   // needs none: its applications read one clock).
   bool clock_sync = true;
   // A ts_manager in a context of its own assigns the timeslices (to the builder with the fewest
-  // in flight) and grants their writes: the control traffic of seed 001's pattern, point to
+  // in flight) and grants their writes: the control traffic of time-slice building, point to
   // point with the builders and from the manager to every input. Without: round robin.
   bool manager = false;
   // Timeslices an input keeps until acknowledged (0: the application's default). A timeslice

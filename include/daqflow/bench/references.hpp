@@ -1,6 +1,6 @@
 #pragma once
-// The reference tools `daqflow bench compare` sets daqflow's figures beside (DESIGN.md §10), and
-// the parsers of their output. The tools run as child processes on 127.0.0.1; a tool that is
+// The reference tools `daqflow bench compare` sets daqflow's figures beside (docs/benchmarks.md),
+// and the parsers of their output. The tools run as child processes on 127.0.0.1; a tool that is
 // not installed is an error naming its Debian package.
 
 #include <cstdint>

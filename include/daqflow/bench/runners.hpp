@@ -77,10 +77,9 @@ struct EvbOptions {
 [[nodiscard]] std::string evb_stem(const EvbOptions& options);
 [[nodiscard]] Result<BenchOutput> run_evb(const EvbOptions& options, BenchEnv& env);
 
-// The filter farm of seed 002: the policies side by side (tokens and round_robin against the raw
-// push of the seed's Version 3), then with a processing time and one worker slow_factor times
-// slower, where tokens must keep its rate and round_robin loses it. Rounds interleave the
-// policies; medians are compared.
+// The filter farm: the policies side by side (tokens and round_robin against the raw push), then
+// with a processing time and one worker slow_factor times slower, where tokens must keep its
+// rate and round_robin loses it. Rounds interleave the policies; medians are compared.
 struct FarmOptions {
   ClusterSettings cluster;
   FarmShape shape;        // policy and times are set per run
@@ -92,12 +91,12 @@ struct FarmOptions {
 [[nodiscard]] std::string command_line(const FarmOptions& options);
 [[nodiscard]] Result<BenchOutput> run_farm(const FarmOptions& options, BenchEnv& env);
 
-// Time-slice building all to all (seed 001): for each contribution size, in rounds, the raw
-// N x N stream of the transport (bench stream --pattern nxn, messages of the contribution's size
-// on the wire), then the time-slice builder in chaotic and in scheduled order; the receive rate
-// per builder against the stream's per receiver, by medians. Scheduled runs synchronise the
-// clocks and report their precision; the slot is the time the stream took per message and
-// sender in the same round (slot_us > 0 fixes it instead).
+// Time-slice building all to all: for each contribution size, in rounds, the raw N x N stream of
+// the transport (bench stream --pattern nxn, messages of the contribution's size on the wire), then
+// the time-slice builder in chaotic and in scheduled order; the receive rate per builder against
+// the stream's per receiver, by medians. Scheduled runs synchronise the clocks and report their
+// precision; the slot is the time the stream took per message and sender in the same round
+// (slot_us > 0 fixes it instead).
 struct TimesliceOptions {
   ClusterSettings cluster;
   TimesliceShape shape;  // contribution size and order are set per run
@@ -123,8 +122,8 @@ struct MemcpyOptions {
 // builder node and its share of the link, the EVM's CPU load, block assembly time percentiles,
 // and the simulator's own cost (wall-clock time, events per wall-clock second, memory per host).
 // Kinds ts-chaotic and ts-scheduled: time-slice building of N nodes (an input and a builder
-// each, seed 001), contributions of `contribution` bytes sent as they come or in the slots of
-// the simulation's clock; their events are timeslices.
+// each), contributions of `contribution` bytes sent as they come or in the slots of the
+// simulation's clock; their events are timeslices.
 struct SimBenchOptions {
   std::vector<std::string> kinds{"evb", "rubu"};
   std::vector<std::uint64_t> nodes{16, 32, 64};

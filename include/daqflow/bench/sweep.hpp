@@ -27,7 +27,7 @@ struct ReceiverRate {
   std::uint64_t samples = 0;  // intervals used
 };
 
-// Receivers combined (seed 004: the mean over the samples of all receivers).
+// Receivers combined (the mean over the samples of all receivers).
 struct StreamFigures {
   double total_mean = 0;  // sum of the receivers' means
   // Of the sum, taking the receivers' interval rates as independent: sqrt(sum of variances).

@@ -1,6 +1,6 @@
 #pragma once
-// The order of a run (DESIGN.md §8): which applications are enabled together and in which
-// order, which state a command leads to, and how each process of the run is started.
+// The order of a run (docs/architecture.md, "Run control"): which applications are enabled together
+// and in which order, which state a command leads to, and how each process of the run is started.
 // Pure functions of the configuration; no I/O.
 
 #include <string>

@@ -1,5 +1,5 @@
 #pragma once
-// The run sequence of `daqflow run` (DESIGN.md §8), on this machine:
+// The run sequence of `daqflow run` (docs/architecture.md, "Run control"), on this machine:
 //
 //   1. start one executive per process group and wait until every control port answers;
 //   2. Configure every context, wait until every application is Ready;

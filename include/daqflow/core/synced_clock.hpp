@@ -1,9 +1,9 @@
 #pragma once
-// The process's clock as a clock master corrects it (docs/timeslices.md, "Clock
-// synchronisation"; seed 001): local time is CLOCK_MONOTONIC, optionally distorted by an
-// injected offset and drift (tests: a node whose clock is known to be wrong), and the corrected
-// time is (local - shift) * scale, with shift and scale from the master's last correction.
-// Before any correction the corrected time is the local time.
+// The process's clock as a clock master corrects it (docs/timeslices.md, "Clock synchronisation"):
+// local time is CLOCK_MONOTONIC, optionally distorted by an injected offset and drift (tests: a
+// node whose clock is known to be wrong), and the corrected time is (local - shift) * scale, with
+// shift and scale from the master's last correction. Before any correction the corrected time is
+// the local time.
 //
 // One per process (synced_clock()): every application of a context reads the same corrected
 // clock. Thread-safe: the correction is published with a sequence lock, readers never block.

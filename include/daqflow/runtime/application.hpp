@@ -1,10 +1,10 @@
 #pragma once
 // Applications: units of work hosted by an executive (an RU, a BU, a benchmark source...).
 //
-// An application is its hooks and its data path; its host (the executive's AppHost) owns the
-// run state, the first failure and the publication of its counters. The host drives the
-// application through the state machine of DESIGN.md §8 and calls its hooks on the context's
-// control thread:
+// An application is its hooks and its data path; its host (the executive's AppHost) owns the run
+// state, the first failure and the publication of its counters. The host drives the application
+// through the state machine of docs/control-api.md and calls its hooks on the context's control
+// thread:
 //
 //   configure()   Halted -> Ready: read parameters, allocate pools, create the endpoint, start
 //                 connecting. After it returns the host starts the application's agent thread,

@@ -1,7 +1,7 @@
 #pragma once
-// The cluster configuration (DESIGN.md §9): one YAML file for the whole cluster, the same file for
-// every process. load_config() validates it strictly; every error names file:line:column and the
-// key or value at fault.
+// The cluster configuration (docs/configuration.md): one YAML file for the whole cluster, the same
+// file for every process. load_config() validates it strictly; every error names file:line:column
+// and the key or value at fault.
 
 #include <cstdint>
 #include <nlohmann/json.hpp>

@@ -1,6 +1,6 @@
 #pragma once
 // The executive: one daqflow process hosting one or more contexts of the cluster configuration
-// (DESIGN.md §2, §8, §9). For each hosted context it instantiates the applications, runs their
+// (docs/architecture.md). For each hosted context it instantiates the applications, runs their
 // state machines on the context's control thread, and serves the control API of
 // docs/control-api.md on the context's control port.
 //

@@ -1,5 +1,5 @@
 #pragma once
-// The state machine of one application (DESIGN.md §8, docs/control-api.md), as a pure table.
+// The state machine of one application (docs/control-api.md), as a pure table.
 //
 //   Halted    --Configure--> Configuring --> Ready
 //   Ready     --Enable-->    Enabling    --> Enabled

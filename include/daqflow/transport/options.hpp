@@ -74,7 +74,7 @@ struct SimOptions {
   double payload_scale = 1;
   // The same for control messages (requests, assignments, acknowledgements, credits): each of
   // their payload bytes stands for this many, for a study of data mixed with a given share of
-  // control traffic (seed 001's ~10%).
+  // control traffic (such as ~10%).
   double control_scale = 1;
   // How messages cross the simulated network:
   //   flow: SimGrid's network model, every transfer a flow sharing its links' bandwidth with

@@ -1,5 +1,5 @@
 #pragma once
-// The queue-pair / completion-queue interface every transport implements (DESIGN.md §4).
+// The queue-pair / completion-queue interface every transport implements (docs/transports.md).
 //
 // An application owns one Endpoint per transport it uses. It posts messages to a peer (an
 // application index) with post_send(), and learns of completed sends, received messages, closed
@@ -159,8 +159,8 @@ struct EndpointStats {
   std::uint32_t recv_pool_high_water = 0;
 };
 
-// The traffic with one peer (Endpoint::peer_stats; the wish of seed 003: who sends how much
-// to whom, and who holds whom back).
+// The traffic with one peer (Endpoint::peer_stats: who sends how much to whom, and who holds
+// whom back).
 struct PeerStats {
   AppIndex peer = 0;
   std::uint64_t messages_sent = 0;

@@ -1,5 +1,5 @@
 #pragma once
-// Clock synchronisation by round trips (docs/timeslices.md; seed 001), little-endian:
+// Clock synchronisation by round trips (docs/timeslices.md), little-endian:
 //
 //   clock_probe       master -> node   16 B: round, probe number, t1 (master's send time)
 //   clock_reply       node -> master   32 B: the probe's round, number and t1; t2 (node's

@@ -1,5 +1,5 @@
 #pragma once
-// Payloads of the event-builder protocol (DESIGN.md §6), little-endian, fixed layouts:
+// Payloads of the event-builder protocol (docs/event-builder.md), little-endian, fixed layouts:
 //
 //   event_request  BU -> EVM   16 B  bu, events per block, blocks wanted, epoch
 //   assign         EVM -> RU   48 B  block id, first event, event count, bu, generation,

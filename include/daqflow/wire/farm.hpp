@@ -9,12 +9,12 @@
 //                               by a BU's farm output
 //   farm_credit SFC -> BU       16 B: events the SFC has taken over from this BU so far
 //
-// A decision is also the worker's token (seed 002): it says the worker is ready for one more
-// event. A token with verdict `none` carries no decision (the tokens a worker sends when it
-// starts, and after it rejoined); one with accept or reject is the answer for the event it names
-// (number, slot and the epoch it was sent under), which the SFC checks before it counts it.
-// Heartbeats, fences and rejoins are the event builder's messages (wire/evb.hpp): the failure
-// model is one (DESIGN.md §7).
+// A decision is also the worker's token: it says the worker is ready for one more event. A token
+// with verdict `none` carries no decision (the tokens a worker sends when it starts, and after it
+// rejoined); one with accept or reject is the answer for the event it names (number, slot and the
+// epoch it was sent under), which the SFC checks before it counts it. Heartbeats, fences and
+// rejoins are the event builder's messages (wire/evb.hpp): the failure model is the one the
+// builders share.
 //
 // Decoders check every length, bound and enumerated value before use; they never trust a size
 // from the wire.

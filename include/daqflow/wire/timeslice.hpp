@@ -1,5 +1,5 @@
 #pragma once
-// Time-slice building (docs/timeslices.md, seed 001 and FLESnet), little-endian, fixed layouts.
+// Time-slice building (docs/timeslices.md, after FLESnet), little-endian, fixed layouts.
 //
 //   microslice descriptor   32 B   FLESnet's, byte for byte: hdr_id 0xDD, hdr_ver 0x01, eq_id,
 //                                  flags, sys_id, sys_ver, idx (start time, ns), CRC-32C of the

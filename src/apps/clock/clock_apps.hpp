@@ -1,16 +1,16 @@
 #pragma once
-// Clock synchronisation by round trips (docs/timeslices.md; seed 001): `clock_master` measures
-// each node's clock against its own every `interval_ms` (a round of `probes` round trips, one
-// after the other, keeping the one of lowest delay), fits offset and drift over a window of
-// rounds (ClockEstimator), sends each node its correction (shift and scale) and reports the
-// estimated precision per node. `clock_client` answers the probes with its local clock and
-// applies the corrections to the process's clock (core::synced_clock()), which every application
-// of its context reads; it may distort its local clock by a known offset and drift (tests).
+// Clock synchronisation by round trips (docs/timeslices.md): `clock_master` measures each node's
+// clock against its own every `interval_ms` (a round of `probes` round trips, one after the other,
+// keeping the one of lowest delay), fits offset and drift over a window of rounds (ClockEstimator),
+// sends each node its correction (shift and scale) and reports the estimated precision per node.
+// `clock_client` answers the probes with its local clock and applies the corrections to the
+// process's clock (core::synced_clock()), which every application of its context reads; it may
+// distort its local clock by a known offset and drift (tests).
 //
-// The corrections go over the transport to each node, or, with the master's `multicast` group,
-// by UDP multicast to all nodes at once (seed 001's control traffic mixed with the data), each
-// datagram naming its node, with the retry of apps/mcast (NACKs, repairs): a lost correction is
-// recovered, and each client counts what it lost before and after the retry.
+// The corrections go over the transport to each node, or, with the master's `multicast` group, by
+// UDP multicast to all nodes at once (control traffic mixed with the data), each datagram naming
+// its node, with the retry of apps/mcast (NACKs, repairs): a lost correction is recovered, and each
+// client counts what it lost before and after the retry.
 //
 // Threading: as every application; the agent thread owns the rounds.
 

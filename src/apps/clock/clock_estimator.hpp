@@ -1,7 +1,7 @@
 #pragma once
-// The clock master's estimate of one node's clock (docs/timeslices.md; seed 001): from the
-// lowest-delay round trip of each round, a straight-line fit of the node's offset against the
-// master's time over a window of rounds gives its offset and drift. Pure arithmetic.
+// The clock master's estimate of one node's clock (docs/timeslices.md): from the lowest-delay round
+// trip of each round, a straight-line fit of the node's offset against the master's time over a
+// window of rounds gives its offset and drift. Pure arithmetic.
 //
 // Model: the node's local clock reads L(t) = (1 + d) t + theta at master time t. A round trip
 // measures offset ((t2 - t1) + (t3 - t4)) / 2 = L - t at master time (t1 + t4) / 2, exactly when

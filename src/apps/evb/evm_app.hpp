@@ -14,8 +14,8 @@
 // left the EVM fails.
 //
 // Rates: event_rate_hz and throughput_mb_s come from samples of the built events every 200 ms,
-// the first and the last interval dropped (seed 004), or over the whole enabled time when the
-// run is too short for that.
+// the first and the last interval dropped, or over the whole enabled time when the run is too
+// short for that.
 //
 // Halt: the trigger stops, what was triggered is assigned (a final partial block is allowed),
 // and drained() turns true once events_in_flight is 0. The accounting invariant is checked after

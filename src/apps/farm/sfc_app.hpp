@@ -1,10 +1,10 @@
 #pragma once
-// `sfc`: the sub-farm controller of the filter farm (docs/farm.md, seed 002). It takes events
-// from its own generator (sizes from a distribution, at a rate or as fast as the workers take
-// them), retains each until a worker has decided on it, dispatches them under a policy
-// (Dispatcher), and writes the accepted events, each with its decision and processed data, into
-// files per stream (an accepted event goes to every stream whose trigger mask its trigger bits
-// match; with masks given, one that matches none goes to the stream `unrouted`).
+// `sfc`: the sub-farm controller of the filter farm (docs/farm.md). It takes events from its own
+// generator (sizes from a distribution, at a rate or as fast as the workers take them), retains
+// each until a worker has decided on it, dispatches them under a policy (Dispatcher), and writes
+// the accepted events, each with its decision and processed data, into files per stream (an
+// accepted event goes to every stream whose trigger mask its trigger bits match; with masks given,
+// one that matches none goes to the stream `unrouted`).
 //
 // Exactly once: a decision counts only from the worker the event was last given to, under the
 // epoch it was given under (Dispatcher); the SFC alone writes, so an event is written at most

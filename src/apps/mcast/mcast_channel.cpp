@@ -156,7 +156,7 @@ Result<Receiver> Receiver::open(const Group& group, double drop_fraction, std::u
   const int one = 1;
   ::setsockopt(r.fd_.get(), SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
   ::setsockopt(r.fd_.get(), SOL_SOCKET, SO_REUSEPORT, &one, sizeof one);
-  // Large enough for bursts (seed 001 / this machine: default buffers lost ~2% at 170 MB/s).
+  // Large enough for bursts (on this machine default buffers lost ~2% at 170 MB/s).
   if (::setsockopt(r.fd_.get(), SOL_SOCKET, SO_RCVBUFFORCE, &kReceiveBuffer,
                    sizeof kReceiveBuffer) != 0) {
     ::setsockopt(r.fd_.get(), SOL_SOCKET, SO_RCVBUF, &kReceiveBuffer, sizeof kReceiveBuffer);

@@ -1,11 +1,11 @@
 #pragma once
-// Control messages from one master to many nodes by UDP multicast, with a simple retry (seed
-// 001: "0.002% multicast loss seen; can we implement simple retry?"): every message carries a
-// sequence number; a receiver that sees a gap (or, from the sender's heartbeat, that it missed
-// the last ones) asks the sender for what it lacks with a negative acknowledgement (NACK) sent
-// unicast to the address the data came from; the sender multicasts the repair from its history.
-// A receiver delivers in order and counts what it lost before the retry and what it could not
-// get back (lost after retry: the sender's history no longer held it, or the retries ran out).
+// Control messages from one master to many nodes by UDP multicast, with a simple retry (multicast
+// loss of 0.002% has been seen): every message carries a sequence number; a receiver that sees a
+// gap (or, from the sender's heartbeat, that it missed the last ones) asks the sender for what it
+// lacks with a negative acknowledgement (NACK) sent unicast to the address the data came from; the
+// sender multicasts the repair from its history. A receiver delivers in order and counts what it
+// lost before the retry and what it could not get back (lost after retry: the sender's history no
+// longer held it, or the retries ran out).
 //
 // Datagrams, little-endian, 32-byte header then the payload:
 //   0 magic "DQMC" | 4 type (1 data, 2 repair, 3 heartbeat, 4 nack) | 5 reserved (3 B) |

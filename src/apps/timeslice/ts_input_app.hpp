@@ -17,10 +17,10 @@
 // connection fails) is skipped: k goes to the next live builder after it, and what the lost one
 // had not acknowledged is sent again. Every input computes the same choice from the same losses.
 //
-// Order: `chaotic` sends a contribution as soon as it is ready; `scheduled` is the barrel
-// shifter of seed 001: in time slot s this input (position i among the inputs) sends only to
-// builder (i + s) mod N, one contribution per slot, so that no two inputs send to one builder at
-// once; slots it slept through are served late, in order, at most one turn of the shifter.
+// Order: `chaotic` sends a contribution as soon as it is ready; `scheduled` is a barrel shifter:
+// in time slot s this input (position i among the inputs) sends only to builder (i + s) mod N,
+// one contribution per slot, so that no two inputs send to one builder at once; slots it slept
+// through are served late, in order, at most one turn of the shifter.
 //
 // Threading: as every application (runtime/application.hpp); the agent thread owns the data path.
 

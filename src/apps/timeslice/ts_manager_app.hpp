@@ -2,7 +2,7 @@
 // `ts_manager`: the time-slice builder's assigner (docs/timeslices.md), as FLESnet's manager and
 // ALICE's scheduler: it gives each timeslice to the live builder with the fewest timeslices in
 // flight and room in its receive buffers (from the builders' reports), tells every input, and is
-// the one judge of what is written. The third user of the failure model of DESIGN.md §7
+// the one judge of what is written. The third user of the failure model the builders share
 // (ConsumerSet): a builder silent past the heartbeat timeout or whose connection fails is lost,
 // fenced (epoch + 1), and the timeslices it had not been allowed to write go to the others, the
 // inputs sending them again from what they keep.

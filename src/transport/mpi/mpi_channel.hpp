@@ -1,7 +1,7 @@
 #pragma once
 // What an mpi endpoint (application thread) and the MPI engine (transport thread) share: two
 // bounded rings, the receive pool and a doorbell each way (the mpila queue pair and completion
-// queue of seed 004 §6.2).
+// queue).
 //
 // Only the engine thread calls MPI. The endpoint pushes Work (sends, connects, close) and pops
 // Events (send completions, receives, peer changes); the engine does the opposite. Both rings are

@@ -1,7 +1,7 @@
 #pragma once
 // The engine-side state of one mpi transport: its communicator, where each application lives, and
 // for each endpoint on this rank its send queues, header receives and inbound messages (the mpila
-// transport filter of seed 004 §6.4). Engine thread only.
+// transport filter). Engine thread only.
 //
 // An endpoint's state here outlives the endpoint: once closed it stays as a drain that takes what
 // peers still send to it (their synchronous sends complete only when received) and answers their

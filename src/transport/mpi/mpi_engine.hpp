@@ -1,5 +1,5 @@
 #pragma once
-// The MPI engine: the one thread per process that calls MPI (seed 004's transport thread).
+// The MPI engine: the one thread per process that calls MPI (mpila's transport thread).
 //
 // It starts with the first mpi transport, initialises MPI (MPI_THREAD_FUNNELED: only this thread
 // ever calls MPI) and stays until the process exits, when it finalises MPI; transports come and go

@@ -1,4 +1,4 @@
-// The mpi transport (seed 004's mpila on Open MPI): one engine thread per process drives MPI;
+// The mpi transport (the mpila design on Open MPI): one engine thread per process drives MPI;
 // applications map to ranks by their context (MpiOptions::contexts, rank order).
 #include <cstdlib>
 #include <string>

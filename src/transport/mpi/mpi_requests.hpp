@@ -1,6 +1,6 @@
 #pragma once
-// Completing a queue's pending MPI requests with the procedure the configuration names: the three
-// polling strategies compared in seed 004 §6.4.3.
+// Completing a queue's pending MPI requests with the procedure the configuration names: one of
+// three polling strategies (testsome, test, testall; Polling below).
 //
 // A queue keeps its requests in a ring of fixed capacity in posting order; entries not in use are
 // MPI_REQUEST_NULL. MPI sets a request to MPI_REQUEST_NULL when it completes, so "done" needs no

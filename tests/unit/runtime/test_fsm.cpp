@@ -1,4 +1,4 @@
-// The application state machine of DESIGN.md §8, checked for every (state, command) pair.
+// The application state machine of docs/control-api.md, checked for every (state, command) pair.
 #include <gtest/gtest.h>
 
 #include <map>

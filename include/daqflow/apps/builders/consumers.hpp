@@ -1,7 +1,7 @@
 #pragma once
-// The consumers an assigner gives work to, and how it loses and fences them (DESIGN.md §7): the
-// part of the failure model the EVM (its BUs), the SFC (its workers) and a time-slice manager
-// (its builders) share; each adds only its own work table and messages.
+// The consumers an assigner gives work to, and how it loses and fences them: the part of the
+// failure model the EVM (its BUs), the SFC (its workers) and a time-slice manager (its builders)
+// share; each adds only its own work table and messages.
 //
 // A consumer is alive from the start. It is lost when its connection fails (lose()) or when it is
 // silent for longer than the timeout while the watch runs (check()). Losing it raises its epoch:

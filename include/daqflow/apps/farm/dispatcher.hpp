@@ -1,7 +1,7 @@
 #pragma once
 // The SFC's bookkeeping (docs/farm.md): which event goes to which worker, what each worker holds,
 // and what becomes of a lost worker's events. It is the filter farm's work table on the shared
-// failure model (ConsumerSet, DESIGN.md §7), and keeps at every moment
+// failure model (ConsumerSet), and keeps at every moment
 //
 //   events_received = events_decided + events_outstanding + events_queued.
 //
@@ -12,14 +12,14 @@
 // A worker takes part once it said it is ready (a token with no decision, under its epoch): it
 // then holds `window` tokens. Policies:
 //   round_robin   workers in a fixed turn; the SFC waits for the worker whose turn it is when
-//                 it already holds `window` events (seed 002, 2.2.1.1).
+//                 it already holds `window` events.
 //   tokens        a FIFO of tokens: each event goes to the sender of the oldest token; every
-//                 decision returns the token (seed 002, 2.2.1.2).
+//                 decision returns the token.
 //   least_loaded  the ready worker with the fewest events outstanding; a worker that reaches
 //                 busy_threshold is skipped until it is down to free_threshold (DUNE's DFO).
 //   push          no tokens and no answers: workers in turn, as fast as the transport takes them
-//                 (seed 002's Version 3, a reference for benchmarks; nothing is retained, so a
-//                 lost worker's events are lost).
+//                 (a reference for benchmarks; nothing is retained, so a lost worker's events
+//                 are lost).
 // Events wait in a FIFO of `queue` entries when no worker can take them; admit() is refused
 // when it is full, which back-pressures the SFC's input.
 //
