@@ -23,8 +23,9 @@ Result<void> TsManager::configure(runtime::AppContext& ctx) {
   runtime::ParamReader p = ctx.param_reader();
   const auto builder_names = p.get<std::vector<std::string>>("builders");
   const auto input_names = p.get<std::vector<std::string>>("inputs");
-  window_ = p.get<std::uint32_t>("window");
-  builder_window_ = p.get<std::uint32_t>("builder_window");
+  TsAssigner::Settings settings;
+  settings.window = p.get<std::uint32_t>("window");
+  settings.builder_window = p.get<std::uint32_t>("builder_window");
   heartbeat_timeout_ns_ = p.get<std::int64_t>("heartbeat_timeout_ms") * 1'000'000;
   if (auto r = p.status(); !r) return r;
   auto b = ctx.indexes_of("builders", builder_names);
@@ -47,17 +48,20 @@ Result<void> TsManager::configure(runtime::AppContext& ctx) {
       return p.error("inputs", "'" + input_names[i] + "' is no ts_input with manager: " + id());
     }
   }
-  min_free_ = static_cast<std::uint32_t>(inputs_.size());
-  limit_ = UINT64_MAX;
+  settings.builders = builder_ids_;
+  settings.heartbeat_timeout_ns = heartbeat_timeout_ns_;
+  // A timeslice takes a receive buffer per input at its builder.
+  settings.min_free = static_cast<std::uint32_t>(inputs_.size());
   for (const AppIndex i : inputs_) {
     const auto count = ctx.cluster().applications[i].params.value("count", std::uint64_t{0});
-    if (count > 0) limit_ = std::min(limit_, count);
+    if (count > 0) settings.limit = std::min(settings.limit, count);
   }
 
   transport::EndpointOptions options = ctx.endpoint_options();
   options.max_message_size = 4096;
   options.recv_buffers = std::max<std::uint32_t>(
-      options.recv_buffers, static_cast<std::uint32_t>(builder_ids_.size() * (window_ + 8)));
+      options.recv_buffers,
+      static_cast<std::uint32_t>(builder_ids_.size() * (settings.window + 8)));
   auto endpoint = ctx.endpoint(&options);
   if (!endpoint) return endpoint.error().context("endpoint");
   endpoint_ = *endpoint;
@@ -69,18 +73,17 @@ Result<void> TsManager::configure(runtime::AppContext& ctx) {
   }
   auto control = data_path().send_pool(
       id() + ".control", kControlBufferSize,
-      (inputs_.size() + builder_ids_.size()) * (std::size_t{window_} + 16) + 64);
+      (inputs_.size() + builder_ids_.size()) * (std::size_t{settings.window} + 16) + 64);
   if (!control) return control.error();
   control_pool_ = *control;
-  set_ = ConsumerSet(builder_ids_, heartbeat_timeout_ns_);
-  builders_.assign(builder_ids_.size(), Builder{});
-  entries_.assign(window_, Entry{});
-  oldest_ = next_ = 0;
-  aside_.clear();
+  const std::uint32_t window = settings.window;
+  assigner_ = TsAssigner(std::move(settings));
+  again_.clear();
+  again_.reserve(std::size_t{window});
   // Every assignment goes to every input; a timeslice is assigned again at most once per builder
   // lost, and the window bounds the rest.
   if (auto r = assigns_.configure(id() + ".assigns", inputs_,
-                                  (builder_ids_.size() + 1) * std::size_t{window_} + 16);
+                                  (builder_ids_.size() + 1) * std::size_t{window} + 16);
       !r) {
     return r;
   }
@@ -131,8 +134,7 @@ Result<void> TsManager::configure(runtime::AppContext& ctx) {
     }
   });
   path.on_work([this](std::int64_t now) { return work(now); });
-  path.drained_when(
-      [this] { return end_sent_ && assigns_.idle() && oldest_ == next_ && aside_.empty(); });
+  path.drained_when([this] { return end_sent_ && assigns_.idle() && assigner_.empty(); });
   return ok();
 }
 
@@ -160,68 +162,12 @@ void TsManager::release() {
   control_pool_ = nullptr;
 }
 
-TsManager::Entry* TsManager::entry(std::uint64_t index) {
-  if (index >= oldest_ && index < next_ && entries_[index % window_].state != State::aside) {
-    return &entries_[index % window_];
-  }
-  for (Entry& e : aside_) {
-    if (e.index == index) return &e;
-  }
-  return nullptr;
-}
-
-void TsManager::advance() {
-  while (oldest_ < next_ && (entries_[oldest_ % window_].state == State::done ||
-                             entries_[oldest_ % window_].state == State::aside)) {
-    ++oldest_;
-  }
-}
-
-void TsManager::publish_doubt() {
+void TsManager::publish_doubt(std::optional<std::size_t> lost) {
+  std::vector<std::vector<std::uint64_t>> doubt(builder_ids_.size());
+  for (std::size_t b = 0; b < doubt.size(); ++b) doubt[b] = assigner_.in_doubt(b);
   const std::lock_guard lock(mutex_);
-  for (auto& d : in_doubt_) d.clear();
-  for (const Entry& e : aside_) {
-    if (e.state == State::committed && !set_.alive(e.builder)) {
-      in_doubt_[e.builder].push_back(e.index);
-    }
-  }
-}
-
-int TsManager::reassign_target() const {
-  const int to = pick_builder();
-  if (to >= 0) return to;
-  for (std::size_t o = 0; o < builders_.size(); ++o) {
-    if (set_.alive(o)) return static_cast<int>(o);
-  }
-  return -1;
-}
-
-int TsManager::pick_builder() const {
-  int best = -1;
-  for (std::size_t b = 0; b < builders_.size(); ++b) {
-    const Builder& s = builders_[b];
-    if (!set_.alive(b) || s.outstanding >= builder_window_) continue;
-    // Room for one more timeslice's contributions, once the builder has said how much it has.
-    if (s.reported && s.free_buffers < min_free_ * (s.outstanding + 1)) continue;
-    if (best < 0) {
-      best = static_cast<int>(b);
-      continue;
-    }
-    const Builder& o = builders_[static_cast<std::size_t>(best)];
-    if (s.outstanding < o.outstanding ||
-        (s.outstanding == o.outstanding && s.free_buffers > o.free_buffers)) {
-      best = static_cast<int>(b);
-    }
-  }
-  return best;
-}
-
-void TsManager::assign(Entry& e, std::size_t builder) {
-  e.builder = builder;
-  e.epoch = set_.epoch(builder);
-  e.state = State::assigned;
-  ++builders_[builder].outstanding;
-  push_assign({e.index, builder_ids_[builder], e.epoch});
+  in_doubt_ = std::move(doubt);
+  if (lost) lost_flags_[*lost] = true;
 }
 
 void TsManager::push_assign(const wire::TsAssign& a) {
@@ -240,6 +186,14 @@ bool TsManager::send_small(AppIndex peer, wire::MessageType type, std::uint64_t 
 }
 
 // An input gone needs nothing more (its loss is the run's affair).
+void TsManager::tell_again() {
+  for (const TsAssigner::Assignment& a : again_) {
+    push_assign({a.index, builder_ids_[a.builder], a.epoch});
+    reassigned_->add_single_writer();
+  }
+  again_.clear();
+}
+
 int TsManager::flush_assignments() {
   gone_.clear();
   return assigns_.post(*endpoint_, gone_);
@@ -248,121 +202,70 @@ int TsManager::flush_assignments() {
 void TsManager::fence(std::size_t b) {
   wire::Fence f;
   f.bu = builder_ids_[b];
-  f.epoch = set_.epoch(b);
+  f.epoch = assigner_.epoch(b);
   std::array<std::byte, wire::kFenceSize> bytes{};
   wire::encode(f, bytes);
   (void)send_small(builder_ids_[b], wire::MessageType::fence, f.epoch, bytes);
 }
 
 void TsManager::lose(std::size_t b, const std::string& why) {
-  if (set_.lose(b)) on_lost(b, why);
+  if (const auto loss = assigner_.lose(b, again_)) on_lost(b, why, *loss);
 }
 
-void TsManager::on_lost(std::size_t b, const std::string& why) {
+void TsManager::on_lost(std::size_t b, const std::string& why, const TsAssigner::Loss& loss) {
   const std::string name = detail::peer_name(ids_, builder_ids_[b]);
-  std::size_t moved = 0;
-  std::size_t doubt = 0;
-  auto give_again = [&](Entry& e) {
-    --builders_[b].outstanding;
-    const int to = reassign_target();
-    if (to < 0) return;  // no builder left: the run fails below
-    assign(e, static_cast<std::size_t>(to));
-    reassigned_->add_single_writer();
-    ++moved;
-  };
-  for (std::uint64_t k = oldest_; k < next_; ++k) {
-    Entry& e = entries_[k % window_];
-    if (e.state == State::done || e.state == State::aside || e.builder != b) continue;
-    if (e.state == State::committed) {
-      // It may be written: the builder wakes and says so, or its files are salvaged. Aside, so
-      // that the window moves on meanwhile.
-      aside_.push_back(e);
-      e.state = State::aside;
-      ++doubt;
-      continue;
-    }
-    give_again(e);
-  }
-  for (Entry& e : aside_) {
-    if (e.builder != b) continue;
-    if (e.state == State::committed) {
-      ++doubt;
-    } else if (e.state == State::assigned) {
-      give_again(e);
-    }
-  }
-  advance();
+  tell_again();
   {
     const std::lock_guard lock(mutex_);
     lost_builders_.push_back(name);
-    lost_flags_[b] = true;
   }
-  publish_doubt();
-  builders_alive_->set(static_cast<double>(set_.alive_count()));
+  publish_doubt(b);
+  builders_alive_->set(static_cast<double>(assigner_.alive_count()));
   spdlog::warn("{}: builder '{}' lost ({}); {} timeslice(s) assigned again, {} in doubt", id(),
-               name, why, moved, doubt);
+               name, why, loss.again, loss.in_doubt);
   fence(b);
-  if (set_.alive_count() == 0 && !winding_down()) {
+  if (assigner_.alive_count() == 0 && !winding_down()) {
     fail("every builder is lost (the last: '" + name + "', " + why + ")");
   }
-}
-
-void TsManager::mark_done(Entry& e) {
-  if (e.state == State::done) return;
-  --builders_[e.builder].outstanding;
-  done_->add_single_writer();
-  if (&e >= aside_.data() && &e < aside_.data() + aside_.size()) {
-    aside_.erase(aside_.begin() + (&e - aside_.data()));
-    publish_doubt();
-    return;
-  }
-  e.state = State::done;
-  advance();
 }
 
 void TsManager::on_report(std::size_t b, const Completion& c, std::int64_t now) {
   wire::TsReport r;
   if (wire::decode(c.message.segments[0].bytes(), r) != wire::EvbStatus::ok) {
-    messages_malformed_->add_single_writer();
+    data_path().reject();
     return;
   }
-  if (!set_.alive(b)) {
-    if (set_.rejoin(b, r.epoch, now)) {
+  switch (assigner_.report(b, r.epoch, r.free_buffers, now)) {
+    case TsAssigner::Report::accepted:
+    case TsAssigner::Report::ignored:
+      break;
+    case TsAssigner::Report::rejoined: {
+      const std::string name = detail::peer_name(ids_, builder_ids_[b]);
       {
         const std::lock_guard lock(mutex_);
-        rejoined_builders_.push_back(detail::peer_name(ids_, builder_ids_[b]));
+        rejoined_builders_.push_back(name);
         lost_flags_[b] = false;
       }
-      builders_alive_->set(static_cast<double>(set_.alive_count()));
-      spdlog::warn("{}: builder '{}' rejoined under epoch {}", id(),
-                   detail::peer_name(ids_, builder_ids_[b]), r.epoch);
-    } else {
-      fence(b);  // still under its old epoch: tell it again
-      return;
+      publish_doubt();
+      builders_alive_->set(static_cast<double>(assigner_.alive_count()));
+      spdlog::warn("{}: builder '{}' rejoined under epoch {}", id(), name, r.epoch);
+      break;
     }
+    case TsAssigner::Report::fence_again:
+      fence(b);  // still under its old epoch: tell it again
+      break;
   }
-  if (!set_.accepts(b, r.epoch)) return;
-  set_.heard_from(b, now);
-  builders_[b].free_buffers = r.free_buffers;
-  builders_[b].reported = true;
 }
 
 void TsManager::on_commit(std::size_t b, const Completion& c) {
   wire::TsCommit q;
   if (wire::decode(c.message.segments[0].bytes(), q) != wire::EvbStatus::ok ||
       q.answer != wire::CommitAnswer::ask) {
-    messages_malformed_->add_single_writer();
+    data_path().reject();
     return;
   }
-  Entry* e = entry(q.index);
-  const bool granted = e != nullptr && e->builder == b && e->epoch == q.epoch &&
-                       e->state == State::assigned && set_.accepts(b, q.epoch);
-  if (granted) {
-    e->state = State::committed;
-    committed_->add_single_writer();
-  } else {
-    denied_->add_single_writer();
-  }
+  const bool granted = assigner_.commit(b, q.index, q.epoch);
+  (granted ? committed_ : denied_)->add_single_writer();
   wire::TsCommit a = q;
   a.answer = granted ? wire::CommitAnswer::granted : wire::CommitAnswer::denied;
   std::array<std::byte, wire::kTsCommitSize> bytes{};
@@ -370,61 +273,44 @@ void TsManager::on_commit(std::size_t b, const Completion& c) {
   (void)send_small(builder_ids_[b], wire::MessageType::ts_commit, q.index, bytes);
 }
 
+// Done counts from the builder it was granted to, whatever its epoch now: a fenced builder still
+// writes what it was allowed to.
 void TsManager::on_done(std::size_t b, const Completion& c) {
   wire::TsDone d;
   if (wire::decode(c.message.segments[0].bytes(), d) != wire::EvbStatus::ok) {
-    messages_malformed_->add_single_writer();
+    data_path().reject();
     return;
   }
-  Entry* e = entry(d.index);
-  // Done counts from the builder it was granted to, whatever its epoch now: a fenced builder
-  // still writes what it was allowed to.
-  if (e == nullptr || e->builder != b || e->state != State::committed) return;
-  mark_done(*e);
+  if (!assigner_.done(b, d.index)) return;
+  done_->add_single_writer();
+  if (!assigner_.alive(b)) publish_doubt();  // one of its timeslices in doubt is settled
 }
 
 void TsManager::apply_salvage() {
   std::vector<Salvaged> work;
   {
     const std::lock_guard lock(mutex_);
+    if (salvaged_.empty()) return;
     work.swap(salvaged_);
   }
   for (const Salvaged& s : work) {
-    if (set_.alive(s.builder)) continue;  // it came back and reports for itself
-    std::size_t written = 0;
-    std::size_t again = 0;
-    for (std::size_t i = 0; i < aside_.size();) {
-      Entry& e = aside_[i];
-      if (e.builder != s.builder || e.state != State::committed) {
-        ++i;
-        continue;
+    std::vector<std::uint64_t> on_disk;
+    const TsAssigner::Salvage outcome = assigner_.salvaged(s.builder, s.written, again_, on_disk);
+    done_->add_single_writer(on_disk.size());
+    salvaged_written_->add_single_writer(on_disk.size());
+    // On disk: done, and the inputs may drop them.
+    for (const std::uint64_t k : on_disk) {
+      wire::TsAck a{k, wire::TsAckStatus::complete, 0};
+      std::array<std::byte, wire::kTsAckSize> bytes{};
+      wire::encode(a, bytes);
+      for (const AppIndex in : inputs_) {
+        (void)send_small(in, wire::MessageType::ts_ack, k, bytes);
       }
-      const std::uint64_t k = e.index;
-      if (std::find(s.written.begin(), s.written.end(), k) != s.written.end()) {
-        // On disk: done, and the inputs may drop it.
-        mark_done(e);  // erases it from aside_
-        salvaged_written_->add_single_writer();
-        wire::TsAck a{k, wire::TsAckStatus::complete, 0};
-        std::array<std::byte, wire::kTsAckSize> bytes{};
-        wire::encode(a, bytes);
-        for (const AppIndex in : inputs_) {
-          (void)send_small(in, wire::MessageType::ts_ack, k, bytes);
-        }
-        ++written;
-        continue;
-      }
-      --builders_[e.builder].outstanding;
-      const int to = reassign_target();
-      if (to >= 0) {
-        assign(e, static_cast<std::size_t>(to));
-        reassigned_->add_single_writer();
-        ++again;
-      }
-      ++i;
     }
+    tell_again();
     publish_doubt();
     spdlog::warn("{}: builder '{}' salvaged: {} timeslice(s) on its disk, {} built again", id(),
-                 detail::peer_name(ids_, builder_ids_[s.builder]), written, again);
+                 detail::peer_name(ids_, builder_ids_[s.builder]), outcome.written, outcome.again);
   }
 }
 
@@ -433,38 +319,38 @@ int TsManager::work(std::int64_t now) {
   if (failed()) return work;
   apply_salvage();
   if (!watching_ && producing()) {
-    set_.start_watch(now);
+    assigner_.start_watch(now);
     watching_ = true;
   }
   if (watching_ && now >= next_check_ns_) {
     lost_now_.clear();
-    set_.check(now, lost_now_);
+    assigner_.check(now, lost_now_);
     for (const std::size_t b : lost_now_) {
+      const TsAssigner::Loss loss = assigner_.lose_silent(b, again_);
       on_lost(b,
-              "silent for more than " + std::to_string(heartbeat_timeout_ns_ / 1'000'000) + " ms");
+              "silent for more than " + std::to_string(heartbeat_timeout_ns_ / 1'000'000) + " ms",
+              loss);
     }
     next_check_ns_ = now + std::min(kCheckPeriodNs, heartbeat_timeout_ns_ / 4);
   }
   // Assign ahead while the window and the builders have room; only while producing (a halted run
   // assigns nothing new, but finishes what it has).
-  while (producing() && next_ < limit_ && next_ - oldest_ < window_ && assigns_.has_room()) {
-    const int b = pick_builder();
-    if (b < 0) break;
-    Entry& e = entries_[next_ % window_];
-    e.index = next_++;
-    assign(e, static_cast<std::size_t>(b));
+  while (producing() && assigns_.has_room()) {
+    const auto a = assigner_.assign_next();
+    if (!a) break;
+    push_assign({a->index, builder_ids_[a->builder], a->epoch});
     assigned_->add_single_writer();
     ++work;
   }
   if (halting() && !end_sent_) {
-    // The run ends before timeslice next_: the inputs make every timeslice up to it (they are
+    // The run ends before the next timeslice: the inputs make every timeslice up to it (they are
     // halted after this manager) and drop what they made beyond.
-    push_assign({next_, wire::kNoApplication, 0});
+    push_assign({assigner_.next(), wire::kNoApplication, 0});
     end_sent_ = true;
-    spdlog::info("{}: the run ends before timeslice {}", id(), next_);
+    spdlog::info("{}: the run ends before timeslice {}", id(), assigner_.next());
   }
   work += flush_assignments();
-  in_flight_->set(static_cast<double>(next_ - oldest_ + aside_.size()));
+  in_flight_->set(static_cast<double>(assigner_.in_flight()));
   return work;
 }
 

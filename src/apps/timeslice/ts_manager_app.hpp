@@ -31,6 +31,7 @@
 #include "daqflow/apps/builders/control_log.hpp"
 #include "daqflow/runtime/application.hpp"
 #include "daqflow/wire/timeslice.hpp"
+#include "ts_assigner.hpp"
 
 namespace daqflow::apps::timeslice {
 
@@ -45,36 +46,21 @@ class TsManager final : public runtime::Application {
                                               const nlohmann::json& args) override;
 
  private:
-  // aside: the ring slot's entry moved to aside_ (it left the window while in doubt).
-  enum class State : std::uint8_t { assigned, committed, done, aside };
-  struct Entry {
-    std::uint64_t index = 0;
-    std::size_t builder = 0;  // position
-    std::uint32_t epoch = 0;
-    State state = State::assigned;
-  };
-  struct Builder {
-    std::uint32_t outstanding = 0;  // assigned or committed, not done
-    std::uint32_t free_buffers = 0;
-    bool reported = false;
-  };
   // Salvage results handed over by the control thread.
   struct Salvaged {
     std::size_t builder = 0;
     std::vector<std::uint64_t> written;
   };
 
-  [[nodiscard]] Entry* entry(std::uint64_t index);
-  [[nodiscard]] int pick_builder() const;
-  // pick_builder(), or when none has room the first live one (its queue waits); -1: none live.
-  [[nodiscard]] int reassign_target() const;
-  void advance();
-  void publish_doubt();
-  void assign(Entry& e, std::size_t builder);
+  // The builders' doubt and lost flags for the control thread, in one hand-over; `lost`: a
+  // builder declared lost with it (its flag and its timeslices in doubt are seen together).
+  void publish_doubt(std::optional<std::size_t> lost = std::nullopt);
   // To every input; a full log fails the run.
   void push_assign(const wire::TsAssign& a);
+  // The assignments of again_ to every input.
+  void tell_again();
   int flush_assignments();
-  // The position of a builder in builders_ (nullopt: not one of this manager's).
+  // The position of a builder in builder_ids_ (nullopt: not one of this manager's).
   [[nodiscard]] std::optional<std::size_t> builder_of(transport::AppIndex peer) const;
   // A message from a builder to handle(position, completion, now); from anyone else rejected.
   template <typename Handle>
@@ -83,11 +69,10 @@ class TsManager final : public runtime::Application {
   void on_report(std::size_t b, const transport::Completion& c, std::int64_t now);
   void on_commit(std::size_t b, const transport::Completion& c);
   void on_done(std::size_t b, const transport::Completion& c);
-  void mark_done(Entry& e);
-  // A builder's connection failed: lost now (ConsumerSet) and on_lost().
+  // A builder's connection failed: lost now, and on_lost().
   void lose(std::size_t b, const std::string& why);
-  // Its timeslices not yet granted go to others, granted ones are in doubt, it is fenced.
-  void on_lost(std::size_t b, const std::string& why);
+  // After the assigner lost it: tell the inputs where its timeslices went, fence it.
+  void on_lost(std::size_t b, const std::string& why, const TsAssigner::Loss& loss);
   void fence(std::size_t b);
   void apply_salvage();
   bool send_small(transport::AppIndex peer, wire::MessageType type, std::uint64_t tag,
@@ -96,29 +81,17 @@ class TsManager final : public runtime::Application {
   // Configuration.
   std::vector<transport::AppIndex> builder_ids_;
   std::vector<transport::AppIndex> inputs_;
-  std::uint32_t window_ = 0;
-  std::uint32_t builder_window_ = 0;
   std::int64_t heartbeat_timeout_ns_ = 0;
-  std::uint32_t min_free_ = 0;
-  std::uint64_t limit_ =
-      UINT64_MAX;  // the inputs make this many timeslices (their `count`)  // receive buffers a
-                   // timeslice needs at a builder (one per input)
   std::vector<std::string> ids_;
 
   // Agent thread.
   transport::Endpoint* endpoint_ = nullptr;
   core::Clock* clock_ = nullptr;
   core::BufferPool* control_pool_ = nullptr;  // the data path's
-  ConsumerSet set_;
-  std::vector<Builder> builders_;
-  std::vector<Entry> entries_;  // ring: [oldest_, next_) by index
-  std::uint64_t oldest_ = 0;
-  std::uint64_t next_ = 0;
-  // Timeslices a lost builder was allowed to write (in doubt), and those given again after its
-  // salvage: out of the window, so that they do not hold up the others.
-  std::vector<Entry> aside_;
-  ControlLog assigns_;                     // to the inputs, in order
-  std::vector<transport::AppIndex> gone_;  // scratch
+  TsAssigner assigner_;
+  std::vector<TsAssigner::Assignment> again_;  // scratch: what a loss or a salvage gave again
+  ControlLog assigns_;                         // to the inputs, in order
+  std::vector<transport::AppIndex> gone_;      // scratch
   std::vector<std::size_t> lost_now_;
   bool watching_ = false;
   bool end_sent_ = false;  // the inputs know the run's last timeslice
