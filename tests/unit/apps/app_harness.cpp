@@ -77,6 +77,12 @@ void TestHost::release() {
   if (auto r = lifecycle_.release(); !r) lifecycle_.note_failure(r.error().message());
 }
 
+void Harness::use_clock(core::Clock& clock) {
+  for (auto& e : entries_) {
+    if (e->host) e->host->context().use_clock(clock);
+  }
+}
+
 std::string TestHost::failure() const {
   const std::lock_guard lock(mutex_);
   return failure_;

@@ -27,6 +27,19 @@ struct AppSpec {
   nlohmann::json params;
 };
 
+// A clock the test moves (advance()), for applications whose decisions follow time: tokens,
+// heartbeats, timeouts. Read from any thread.
+class ManualClock final : public core::Clock {
+ public:
+  [[nodiscard]] std::int64_t now_ns() const override {
+    return now_.load(std::memory_order_acquire);
+  }
+  void advance(std::chrono::nanoseconds d) { now_.fetch_add(d.count(), std::memory_order_acq_rel); }
+
+ private:
+  std::atomic<std::int64_t> now_{1'000'000'000};
+};
+
 class FakeContext final : public runtime::AppContext {
  public:
   FakeContext(const runtime::ClusterConfig& cluster, transport::AppIndex self,
@@ -38,7 +51,10 @@ class FakeContext final : public runtime::AppContext {
   const nlohmann::json& params() const override { return self().params; }
   Result<transport::Endpoint*> endpoint(const transport::EndpointOptions* options) override;
   runtime::MetricsRegistry& metrics() override { return metrics_; }
-  core::Clock& clock() override { return core::MonotonicClock::instance(); }
+  core::Clock& clock() override { return *clock_; }
+  // The clock the application reads (before configure()): the monotonic clock unless a test
+  // injects its own.
+  void use_clock(core::Clock& clock) { clock_ = &clock; }
 
   [[nodiscard]] transport::Endpoint* raw_endpoint() const { return endpoint_.get(); }
   // Told of the endpoint when it is made (the host's lifecycle hands it to the data path).
@@ -56,6 +72,7 @@ class FakeContext final : public runtime::AppContext {
   std::unique_ptr<transport::Endpoint> endpoint_;
   transport::EndpointOptions options_;
   runtime::MetricsRegistry metrics_;
+  core::Clock* clock_ = &core::MonotonicClock::instance();
 };
 
 // One application driven through the same lifecycle as under the executive
@@ -106,6 +123,8 @@ class Harness {
   [[nodiscard]] Result<void> configure(const std::string& id);
   [[nodiscard]] Result<void> enable(const std::string& id);
   void configure_all();  // ADD_FAILURE on error
+  // Every application reads this clock (before configure()).
+  void use_clock(core::Clock& clock);
   void start_agents();
   void enable_in_rank_order();
   // Waits until pred() or the timeout; returns pred().

@@ -217,6 +217,28 @@ TEST(EvbAppsTest, TheTriggerRateIsALimit) {
   expect_clean(c, 1);
 }
 
+TEST(EvbAppsTest, TheTriggerFollowsTheInjectedClock) {
+  testing::ManualClock clock;
+  EvbCluster c(builder(1, 1, {{"trigger_rate_hz", 1000}}));
+  c.use_clock(clock);
+  ASSERT_EQ(c.start(), "");
+  // The clock stands still: no token, no trigger, however long the agents run.
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  EXPECT_EQ(c.metric("evm0", "events_triggered"), 0u);
+  // Ten steps of 10 ms at 1 kHz: ten events each (the bucket holds 10 ms worth).
+  for (std::uint64_t step = 1; step <= 10; ++step) {
+    clock.advance(std::chrono::milliseconds(10));
+    ASSERT_TRUE(c.wait_for([&] { return c.metric("evm0", "events_triggered") + 1 >= 10 * step; }))
+        << "step " << step << ": " << c.metric("evm0", "events_triggered") << c.failures();
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  const std::uint64_t triggered = c.metric("evm0", "events_triggered");
+  EXPECT_GE(triggered, 99u);
+  EXPECT_LE(triggered, 100u) << "100 ms of the injected clock at 1 kHz";
+  ASSERT_TRUE(c.halt());
+  expect_clean(c, 1);
+}
+
 TEST(EvbAppsTest, AKilledBuLosesNoEvent) {
   EvbCluster c(builder(1, 3, {{"heartbeat_timeout_ms", 500}}));
   ASSERT_EQ(c.start(), "");

@@ -65,6 +65,10 @@ const EvbCluster::Entry& EvbCluster::entry(const std::string& id) const {
   return const_cast<EvbCluster*>(this)->entry(id);
 }
 
+void EvbCluster::use_clock(core::Clock& clock) {
+  for (auto& e : entries_) e->host->context().use_clock(clock);
+}
+
 std::string EvbCluster::start() {
   for (auto& e : entries_) {
     auto r = e->host->configure();

@@ -29,6 +29,8 @@ class EvbCluster {
   // Configures every application (the error of the first that fails, else ""), starts the
   // agents and enables them in rank order.
   std::string start();
+  // Every application reads this clock (before start()).
+  void use_clock(core::Clock& clock);
   // Stops the application's agent and aborts its endpoint, as a crash would.
   void kill(const std::string& id);
   // Stops only the agent: the application hangs with its connections open.
