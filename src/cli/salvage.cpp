@@ -37,7 +37,7 @@ void salvage_command(const SalvageArgs& args) {
   if (app == nullptr) fail("salvage", "no application '" + args.app + "' in " + args.config);
   const runtime::AppType* type = registry().find(app->type);
   if (type == nullptr || !type->after_loss) {
-    fail("salvage", "application '" + args.app + "' is a " + app->type +
+    fail("salvage", runtime::application_named(args.app) + " is a " + app->type +
                         ": nothing is left to salvage when it dies");
   }
   auto token =

@@ -270,7 +270,7 @@ void Run::settle(const std::vector<std::string>& contexts) {
     if (it == by_id_.end()) return Error("no application '" + app_id + "'");
     const View& v = views_[it->second];
     if (!reachable(v.config->context))
-      return Error("application '" + app_id + "' cannot be reached");
+      return Error(runtime::application_named(app_id) + " cannot be reached");
     auto answer = client_of(v).post("/api/v1/apps/" + app_id + "/actions/" + action, args);
     if (!answer) return answer.error();
     return answer->value("result", nlohmann::json::object());

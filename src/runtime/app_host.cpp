@@ -63,7 +63,7 @@ nlohmann::json AppHost::results() const {
 
 Result<nlohmann::json> AppHost::action(std::string_view name, const nlohmann::json& args) {
   if (auto r = lifecycle_.action(name, args)) return std::move(*r);
-  return Error(ErrorCode::conflict, "application '" + id() + "' is not configured (state " +
+  return Error(ErrorCode::conflict, application_named(id()) + " is not configured (state " +
                                         std::string(to_string(status().state)) +
                                         "): no action now");
 }
@@ -112,13 +112,13 @@ Result<nlohmann::json> AppHost::update_params(const nlohmann::json& changes) {
   std::lock_guard lock(state_mutex_);
   const State state = status_.state;
   if (state != State::Halted && state != State::Ready) {
-    return Error(ErrorCode::conflict, "application '" + id() + "' is " + to_string(state) +
+    return Error(ErrorCode::conflict, application_named(id()) + " is " + to_string(state) +
                                           "; parameters can be changed only while Halted or Ready");
   }
   nlohmann::json merged = params_;
   for (const auto& [key, value] : changes.items()) merged[key] = value;
   auto checked = validate_params(type_.params, merged);
-  if (!checked) return checked.error().context("application '" + id() + "'");
+  if (!checked) return checked.error().context(application_named(id()));
   // validate_params cannot see the cluster; references to other applications are checked here.
   for (const ParamSpec& spec : type_.params) {
     const auto it = checked->find(spec.name);
@@ -133,7 +133,7 @@ Result<nlohmann::json> AppHost::update_params(const nlohmann::json& changes) {
     for (const std::string& ref : ids) {
       // An empty reference means "no peer" where the type allows it (validate_params checked).
       if (!ref.empty() && cluster_.find_application(ref) == nullptr) {
-        return Error("application '" + id() + "': parameter '" + spec.name + "': no application '" +
+        return Error(application_named(id()) + ": parameter '" + spec.name + "': no application '" +
                      ref + "' in " + cluster_.file);
       }
     }

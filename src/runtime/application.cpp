@@ -13,6 +13,10 @@ ParamReader AppContext::param_reader() const {
   return ParamReader(params(), "");
 }
 
+std::string application_named(std::string_view id) {
+  return "application '" + std::string(id) + "'";
+}
+
 transport::EndpointOptions AppContext::endpoint_options() const {
   transport::EndpointOptions o = cluster().transports.endpoint;
   o.self = self().index;
@@ -21,8 +25,8 @@ transport::EndpointOptions AppContext::endpoint_options() const {
 
 Result<AppIndex> AppContext::index_of(std::string_view id) const {
   if (const ApplicationConfig* app = cluster().find_application(id)) return app->index;
-  return Error(ErrorCode::not_found, "application '" + std::string(id) +
-                                         "' is not in the configuration (" + cluster().file + ")");
+  return Error(ErrorCode::not_found,
+               application_named(id) + " is not in the configuration (" + cluster().file + ")");
 }
 
 Result<std::vector<AppIndex>> AppContext::indexes_of(std::string_view key,
@@ -58,7 +62,7 @@ bool Application::drained() const {
 
 Result<nlohmann::json> Application::action(std::string_view name, const nlohmann::json& /*args*/) {
   return Error(ErrorCode::not_found,
-               "application '" + id_ + "' has no action '" + std::string(name) + "'");
+               application_named(id_) + " has no action '" + std::string(name) + "'");
 }
 
 void Application::fail(std::string reason) const {

@@ -105,7 +105,7 @@ struct Executive::Impl {
     const transport::Endpoint* plain = endpoint->get();
     const std::string& id = cluster.applications[o.self].id;
     auto wrapped = transport::with_faults(std::move(*endpoint), o, cluster.faults);
-    if (!wrapped) return wrapped.error().context("application '" + id + "'");
+    if (!wrapped) return wrapped.error().context(application_named(id));
     if (wrapped->get() != plain) spdlog::warn("application {}: fault injection on its links", id);
     return wrapped;
   }

@@ -48,18 +48,18 @@ Result<std::unique_ptr<ContextControl>> ContextControl::create(const ClusterConf
     if (type == nullptr) {
       std::string known;
       for (const auto& name : registry.names()) known += (known.empty() ? "" : ", ") + name;
-      return Error(where(app) + "application '" + app.id + "': unknown type '" + app.type +
+      return Error(where(app) + application_named(app.id) + ": unknown type '" + app.type +
                    "' (known types: " + known + ")");
     }
     std::unique_ptr<Application> instance;
     try {
       instance = type->make();
     } catch (const std::exception& e) {
-      return Error(where(app) + "application '" + app.id + "': creating a '" + app.type +
+      return Error(where(app) + application_named(app.id) + ": creating a '" + app.type +
                    "' failed: " + e.what());
     }
     if (!instance) {
-      return Error(where(app) + "application '" + app.id + "': type '" + app.type +
+      return Error(where(app) + application_named(app.id) + ": type '" + app.type +
                    "' made no application");
     }
     const std::size_t slot = ctl->hosts_.size();
@@ -100,7 +100,7 @@ Error ContextControl::refusal_locked(const AppHost& host, Command command) const
   for (const State s : kAllStates) {
     if (transition(s, command)) from += (from.empty() ? "" : " or ") + std::string(to_string(s));
   }
-  return Error(ErrorCode::conflict, "application '" + host.id() + "' is " +
+  return Error(ErrorCode::conflict, application_named(host.id()) + " is " +
                                         to_string(host.state_locked()) + ": " + to_string(command) +
                                         " is allowed only from " + from);
 }

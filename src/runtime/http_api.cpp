@@ -292,8 +292,8 @@ ApiReply ControlApi::handle(std::string_view method, std::string_view path, std:
 ApiReply ControlApi::unknown_app(std::string_view id) const {
   const std::string name = context_.config().name;
   if (const ApplicationConfig* app = cluster_.find_application(id)) {
-    return error(404, "application '" + std::string(id) + "' is hosted by context '" +
-                          app->context + "', not by '" + name + "'");
+    return error(404, application_named(id) + " is hosted by context '" + app->context +
+                          "', not by '" + name + "'");
   }
   return error(404, "no application '" + std::string(id) + "' in context '" + name + "'");
 }

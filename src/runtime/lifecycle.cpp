@@ -36,11 +36,11 @@ Lifecycle::~Lifecycle() {
 Result<void> Lifecycle::call(const char* hook, const std::function<Result<void>()>& f) {
   try {
     auto r = f();
-    if (!r) return std::move(r).error().context("application '" + id_ + "'").context(hook);
+    if (!r) return std::move(r).error().context(application_named(id_)).context(hook);
     return ok();
   } catch (...) {
     return Error(ErrorCode::internal, "threw: " + exception_text(std::current_exception()))
-        .context("application '" + id_ + "'")
+        .context(application_named(id_))
         .context(hook);
   }
 }
@@ -209,7 +209,7 @@ std::optional<Result<nlohmann::json>> Lifecycle::action(std::string_view name,
   try {
     return app_->action(name, args);
   } catch (...) {
-    return Error(ErrorCode::internal, "application '" + id_ + "': action '" + std::string(name) +
+    return Error(ErrorCode::internal, application_named(id_) + ": action '" + std::string(name) +
                                           "' threw: " + exception_text(std::current_exception()));
   }
 }

@@ -514,13 +514,14 @@ Result<nlohmann::json> simulate(const runtime::ClusterConfig& cluster,
   std::vector<std::unique_ptr<SimApp>> apps;
   for (const runtime::ApplicationConfig& a : cluster.applications) {
     const runtime::AppType* type = registry.find(a.type);
-    if (type == nullptr) return Error("application '" + a.id + "': unknown type " + a.type);
+    if (type == nullptr)
+      return Error(runtime::application_named(a.id) + ": unknown type " + a.type);
     std::size_t context = 0;
     while (context < cluster.contexts.size() && cluster.contexts[context].name != a.context) {
       ++context;
     }
     if (context == cluster.contexts.size()) {
-      return Error("application '" + a.id + "': no context " + a.context);
+      return Error(runtime::application_named(a.id) + ": no context " + a.context);
     }
     apps.push_back(std::make_unique<SimApp>(cluster, a, *type, *transport, clock, settings,
                                             (*placed)[context]));

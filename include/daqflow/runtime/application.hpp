@@ -43,6 +43,9 @@
 
 namespace daqflow::runtime {
 
+// "application 'ID'": how every message names an application (the one place the text is made).
+[[nodiscard]] std::string application_named(std::string_view id);
+
 struct HostAccess;
 
 // What an application sees of its executive during configure().

@@ -700,7 +700,7 @@ void BuilderUnit::fold_results(nlohmann::json& run, const std::string& id,
 // A BU with a file output died: finish its files and tell the EVM which of the blocks it was
 // granted are on disk (salvage.hpp). Runs in the controller, on the host the BU ran on.
 Result<runtime::Settled> BuilderUnit::after_loss(const runtime::LostApp& lost) {
-  runtime::ParamReader p(lost.app.params, "application '" + lost.app.id + "'");
+  runtime::ParamReader p(lost.app.params, runtime::application_named(lost.app.id));
   const auto output = p.get<nlohmann::json>("output");
   const auto evm = p.get<std::string>("evm");
   if (auto r = p.status(); !r) return r.error();

@@ -154,7 +154,7 @@ Result<Topology> resolve_topology(const runtime::AppContext& ctx) {
   // The application's own (current) parameters; the file's for the others.
   auto params_of = [&](const runtime::ApplicationConfig& app) {
     if (&app == &self) return runtime::ParamReader(ctx.params(), "");
-    return runtime::ParamReader(app.params, "application '" + app.id + "'");
+    return runtime::ParamReader(app.params, runtime::application_named(app.id));
   };
   const runtime::ApplicationConfig* evm = &self;
   if (self.type != "evm") {
@@ -185,7 +185,7 @@ Result<Topology> resolve_topology(const runtime::AppContext& ctx) {
   auto member = [&](const std::string& id, const char* key, const char* type,
                     const runtime::ApplicationConfig*& out) -> Result<void> {
     out = cluster.find_application(id);
-    const std::string where = "application '" + evm->id + "' parameter '" + key + "': ";
+    const std::string where = runtime::application_named(evm->id) + " parameter '" + key + "': ";
     if (out == nullptr) return error(where + "no application '" + id + "' in " + cluster.file);
     if (out->type != type)
       return error(where + "'" + id + "' is a " + out->type + ", not a " + type);
@@ -199,7 +199,8 @@ Result<Topology> resolve_topology(const runtime::AppContext& ctx) {
     const runtime::ApplicationConfig* ru = nullptr;
     if (auto r = member(id, "rus", "ru", ru); !r) return r.error();
     if (std::find(t.rus.begin(), t.rus.end(), ru->index) != t.rus.end()) {
-      return error("application '" + evm->id + "' parameter 'rus': '" + id + "' is listed twice");
+      return error(runtime::application_named(evm->id) + " parameter 'rus': '" + id +
+                   "' is listed twice");
     }
     runtime::ParamReader ru_params = params_of(*ru);
     t.rus.push_back(ru->index);
@@ -211,7 +212,8 @@ Result<Topology> resolve_topology(const runtime::AppContext& ctx) {
     const runtime::ApplicationConfig* bu = nullptr;
     if (auto r = member(id, "bus", "bu", bu); !r) return r.error();
     if (std::find(t.bus.begin(), t.bus.end(), bu->index) != t.bus.end()) {
-      return error("application '" + evm->id + "' parameter 'bus': '" + id + "' is listed twice");
+      return error(runtime::application_named(evm->id) + " parameter 'bus': '" + id +
+                   "' is listed twice");
     }
     runtime::ParamReader bu_params = params_of(*bu);
     const auto window = bu_params.get<std::uint32_t>("blocks_in_flight");
@@ -227,7 +229,8 @@ Result<Topology> resolve_topology(const runtime::AppContext& ctx) {
     t.max_block_events = std::max(t.max_block_events, events);
     windows += window;
   }
-  if (t.bus.empty()) return error("application '" + evm->id + "' parameter 'bus': no BU listed");
+  if (t.bus.empty())
+    return error(runtime::application_named(evm->id) + " parameter 'bus': no BU listed");
   if (self.type == "ru" && t.ru_position(self.index) < 0) {
     return error("'" + evm->id + "' does not list '" + self.id + "' in its rus");
   }

@@ -737,7 +737,7 @@ void SubFarmController::fold_results(nlohmann::json& run, const std::string& id,
 }
 
 Result<runtime::Settled> SubFarmController::after_loss(const runtime::LostApp& lost) {
-  runtime::ParamReader p(lost.app.params, "application '" + lost.app.id + "'");
+  runtime::ParamReader p(lost.app.params, runtime::application_named(lost.app.id));
   const auto output = p.get<nlohmann::json>("output");
   const auto masks = p.get<std::vector<std::int64_t>>("stream_masks");
   if (auto r = p.status(); !r) return r.error();

@@ -64,7 +64,7 @@ Result<void> TsBuilder::configure(runtime::AppContext& ctx) {
       return p.error("inputs",
                      "'" + input_ids[i] + "' is no ts_input with '" + id() + "' in its builders");
     }
-    auto g = input_geometry(app.params, "application '" + app.id + "'");
+    auto g = input_geometry(app.params, runtime::application_named(app.id));
     if (!g) return g.error();
     if (i == 0) {
       geometry_ = *g;
@@ -742,7 +742,7 @@ Result<runtime::Settled> TsBuilder::settle_round_robin(const runtime::LostApp& l
   if (!output.is_object() || output.value("kind", std::string()) != "file") {
     return runtime::Settled{};
   }
-  runtime::ParamReader p(lost.app.params, "application '" + lost.app.id + "'");
+  runtime::ParamReader p(lost.app.params, runtime::application_named(lost.app.id));
   const auto inputs = p.get<std::vector<std::string>>("inputs");
   if (auto r = p.status(); !r) return r.error();
   // Each input loses the builder on its closed connection, at once; allow for a slow one.
@@ -781,7 +781,7 @@ Result<runtime::Settled> TsBuilder::settle_round_robin(const runtime::LostApp& l
 }
 
 Result<runtime::Settled> TsBuilder::after_loss(const runtime::LostApp& lost) {
-  runtime::ParamReader p(lost.app.params, "application '" + lost.app.id + "'");
+  runtime::ParamReader p(lost.app.params, runtime::application_named(lost.app.id));
   const auto output = p.get<nlohmann::json>("output");
   const auto manager = p.get<std::string>("manager");
   if (auto r = p.status(); !r) return r.error();
