@@ -126,7 +126,9 @@ TEST(ThreeHosts, UnderTheExecutive) {
   ASSERT_TRUE((*exec)->start());
   runtime::exec_testing::Api api(23191);
   ASSERT_EQ(api.post("/api/v1/fsm/Configure").status, 202);
+  // Configure runs per application: Enable is taken once every one of them is Ready.
   ASSERT_EQ(api.wait_state("a", "Ready"), "Ready");
+  ASSERT_EQ(api.wait_state("b", "Ready"), "Ready");
   ASSERT_EQ(api.post("/api/v1/fsm/Enable").status, 202);
   ASSERT_EQ(api.wait_state("b", "Enabled"), "Enabled");
   const auto counted = [&](const char* id) {
