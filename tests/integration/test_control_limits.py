@@ -133,8 +133,13 @@ class ControlPortUnderAttack(DaqflowTestCase):
         self.assertEqual(figures["too_large"], HUGE, figures)
 
         self.assertEqual(self.stop_run(proc, timeout=180), 0, self.output_of("run.log"))
+        # From the attack on (the run enabled): no context looked slow or silent. Before it, a
+        # machine busy with other work may make a context slow to configure, and the controller
+        # says so, rightly.
         out = self.output_of("run.log")
-        self.assertNotIn("is slow", out)
+        during = out.split("running until", 1)[-1]
+        self.assertNotIn("is slow", during)
+        self.assertNotIn("does not answer", during)
         self.assertNotIn("does not answer", out)
         with open(self.path("summary.json")) as f:
             summary = json.load(f)
