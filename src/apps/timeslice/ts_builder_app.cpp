@@ -582,6 +582,7 @@ void TsBuilder::on_contribution(Completion& c, std::size_t input, std::int64_t n
 void TsBuilder::lose_input(std::size_t input, const std::string& why) {
   if (!input_alive_[input]) return;
   input_alive_[input] = false;
+  acks_[input].drop(inputs_[input]);  // what waits for it goes nowhere now
   const std::string name = detail::peer_name(ids_, inputs_[input]);
   {
     const std::lock_guard lock(results_mutex_);
@@ -606,6 +607,7 @@ void TsBuilder::on_peer_gone(AppIndex peer, std::string_view reason) {
   // (inputs end a timeslice apart) is written without it. One that fails is lost.
   if (reason.empty()) {
     input_alive_[input] = false;
+    acks_[input].drop(inputs_[input]);
     spdlog::info("{}: input '{}' ended", id(), detail::peer_name(ids_, inputs_[input]));
     return;
   }
