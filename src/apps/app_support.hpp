@@ -1,6 +1,6 @@
 #pragma once
-// Helpers shared by the built-in applications: application names for error messages. Control
-// path only.
+// Helpers shared by the built-in applications: application names for error messages, the size
+// distribution parameter. Control path only.
 
 #include <cstddef>
 #include <cstdint>
@@ -11,8 +11,10 @@
 #include <string_view>
 #include <vector>
 
+#include "daqflow/core/random.hpp"
 #include "daqflow/core/result.hpp"
 #include "daqflow/runtime/application.hpp"
+#include "daqflow/runtime/settings.hpp"
 #include "daqflow/transport/transport.hpp"
 
 namespace daqflow::apps::detail {
@@ -22,5 +24,20 @@ namespace daqflow::apps::detail {
 
 // "sink0" for a known index, else "application #7" (for error messages, not the data path).
 [[nodiscard]] std::string peer_name(const std::vector<std::string>& ids, transport::AppIndex peer);
+
+// A size distribution parameter: {dist, mean, sd, max}, bytes.
+struct SizeSettings {
+  std::string dist;
+  double mean = 0;
+  double sd = 0;
+  std::uint32_t max = 0;
+  // The distribution (dist is one the spec let through).
+  [[nodiscard]] core::DistSpec distribution() const;
+};
+
+// Its spec: mean and max default to default_bytes, sizes of 8 to largest bytes; what names the
+// thing sized in the help ("event", "microslice").
+[[nodiscard]] runtime::SettingsSpec<SizeSettings> size_spec(double default_bytes, double largest,
+                                                            std::string_view what);
 
 }  // namespace daqflow::apps::detail

@@ -13,7 +13,10 @@
 //
 // A member's type is one ParamReader::get<T>() reads: bool, std::int64_t, std::uint32_t,
 // std::uint64_t, double, std::string, std::vector<std::string>, std::vector<std::int64_t>,
-// std::optional<std::int64_t> or nlohmann::json (an object parameter kept whole).
+// std::optional<std::int64_t> or nlohmann::json (an object parameter kept whole). An object
+// parameter whose fields are settings of their own binds to a member struct with its own spec:
+//
+//   .bind("event_size", "event sizes, bytes", size_spec(), &Settings::event_size)
 //
 // Control thread; a spec is immutable once built and may be shared.
 
@@ -21,6 +24,7 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -42,6 +46,30 @@ class SettingsSpec {
     return std::move(*this);
   }
 
+  // An object parameter read into a member struct by the fields' own spec.
+  template <typename Sub>
+  SettingsSpec&& bind(std::string name, std::string help, const SettingsSpec<Sub>& fields,
+                      Sub Settings::*member) && {
+    specs_.push_back(ParamSpec::object(name, std::move(help), fields.params()));
+    readers_.push_back(
+        [key = std::move(name), readers = fields.readers_, member](ParamReader& p, Settings& s) {
+          ParamReader o = p.object(key);
+          for (const auto& read_one : readers) read_one(o, s.*member);
+        });
+    return std::move(*this);
+  }
+
+  // Parameters of a part read into a member struct by the part's own spec, at the same level
+  // as this spec's own (a readout's FED parameters beside the RU's).
+  template <typename Sub>
+  SettingsSpec&& include(const SettingsSpec<Sub>& part, Sub Settings::*member) && {
+    for (const ParamSpec& spec : part.params()) specs_.push_back(spec);
+    readers_.push_back([readers = part.readers_, member](ParamReader& p, Settings& s) {
+      for (const auto& read_one : readers) read_one(p, s.*member);
+    });
+    return std::move(*this);
+  }
+
   // The parameter spec of the application type (AppType::params).
   [[nodiscard]] const std::vector<ParamSpec>& params() const { return specs_; }
 
@@ -56,9 +84,19 @@ class SettingsSpec {
   }
 
  private:
+  template <typename>
+  friend class SettingsSpec;
+
   std::vector<ParamSpec> specs_;
   std::vector<std::function<void(ParamReader&, Settings&)>> readers_;
 };
+
+// An error about one parameter found in setup(), for checks across parameters that the spec
+// cannot express: "parameter 'KEY': WHAT", invalid_argument as the spec's own errors.
+[[nodiscard]] inline Error param_error(std::string_view key, std::string_view what) {
+  return Error(ErrorCode::invalid_argument,
+               "parameter '" + std::string(key) + "': " + std::string(what));
+}
 
 // An application whose parameters arrive as its settings struct: `App` says its spec with a
 // static `spec()` returning a const SettingsSpec<Settings>&; setup(ctx, settings), its

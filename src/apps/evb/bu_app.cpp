@@ -25,72 +25,46 @@ constexpr std::int64_t kOutputWaitNs = 100'000;
 
 }  // namespace
 
-Result<void> BuilderUnit::configure(runtime::AppContext& ctx) {
+const runtime::SettingsSpec<BuSettings>& BuilderUnit::spec() {
+  return bu_settings_spec();
+}
+
+Result<void> BuilderUnit::setup(runtime::AppContext& ctx, const BuSettings& s) {
   clock_ = &ctx.clock();
-  runtime::ParamReader p = ctx.param_reader();
-  events_per_request_ = p.get<std::uint32_t>("events_per_request");
-  window_ = p.get<std::uint32_t>("blocks_in_flight");
-  timeout_ms_ = p.get<std::int64_t>("timeout_ms");
-  heartbeat_ns_ = p.get<std::int64_t>("heartbeat_ms") * 1'000'000;
-  evm_redial_ms_ = p.get<std::int64_t>("evm_redial_ms");
-  fail_on_incomplete_ = p.get<std::string>("on_incomplete") == "fail";
-  const bool check_crc = p.get<bool>("check_crc");
-  const auto output_params = p.get<nlohmann::json>("output");
-  if (auto r = p.status(); !r) return r;
+  events_per_request_ = s.events_per_request;
+  window_ = s.blocks_in_flight;
+  timeout_ms_ = s.timeout_ms;
+  heartbeat_ns_ = s.heartbeat_ms * 1'000'000;
+  evm_redial_ms_ = s.evm_redial_ms;
+  fail_on_incomplete_ = s.on_incomplete == "fail";
   auto topology = resolve_topology(ctx);
   if (!topology) return topology.error();
   topology_ = std::move(*topology);
+  const auto position = static_cast<std::size_t>(
+      std::find(topology_.bus.begin(), topology_.bus.end(), ctx.self().index) -
+      topology_.bus.begin());
+  durable_ = topology_.bu_durable[position];
 
-  BuilderSettings s;
-  s.rus = topology_.rus;
-  s.feds = topology_.ru_feds;
+  BuilderSettings b;
+  b.rus = topology_.rus;
+  b.feds = topology_.ru_feds;
   // Room beyond the window: after a fence, parts of blocks taken from this BU may still come
   // (they are built, refused and dropped) while it gathers its new ones.
-  s.slots = 2 * window_;
-  s.max_block_events = topology_.max_block_events;
-  s.timeout_ns = timeout_ms_ * 1'000'000;
-  s.check_crc = check_crc;
-  auto builder = BlockBuilder::create(std::move(s));
+  b.slots = 2 * window_;
+  b.max_block_events = topology_.max_block_events;
+  b.timeout_ns = timeout_ms_ * 1'000'000;
+  b.check_crc = s.check_crc;
+  auto builder = BlockBuilder::create(std::move(b));
   if (!builder) return builder.error();
   builder_ = std::move(*builder);
+  if (auto r = open_endpoint(ctx, s.output); !r) return r;
+  add_metrics(ctx.metrics());
+  reset_run();
+  register_handlers(data_path());
+  return ok();
+}
 
-  batches_ = std::vector<OutputBatch>(window_);
-  acks_.assign(window_, AckInfo{});
-  free_.clear();
-  free_.reserve(window_);
-  unsubmitted_.clear();
-  unsubmitted_.reserve(window_);
-  unacked_.clear();
-  unacked_.reserve(window_);
-  unasked_.clear();
-  unasked_.reserve(window_);
-  awaiting_.clear();
-  awaiting_.reserve(window_);
-  reask_.clear();
-  reask_.reserve(window_);
-  const int position =
-      static_cast<int>(std::find(topology_.bus.begin(), topology_.bus.end(), ctx.self().index) -
-                       topology_.bus.begin());
-  durable_ = topology_.bu_durable[static_cast<std::size_t>(position)];
-  epoch_ = 0;
-  for (auto& b : batches_) {
-    b.events.reserve(topology_.max_block_events);
-    b.pieces.reserve(builder_->max_pieces());
-    b.buffers.reserve(builder_->max_buffers());
-    free_.push_back(&b);
-  }
-  ru_lost_why_.assign(topology_.rus.size(), std::string());
-  ru_down_.assign(topology_.rus.size(), false);
-  ru_down_ns_.assign(topology_.rus.size(), 0);
-  leave_pending_ = false;
-  rejoin_pending_ = false;
-  evm_down_ = false;
-  reack_pending_ = false;
-  recent_acks_.assign(2 * std::size_t{window_} + 16, AckInfo{});
-  recent_next_ = reack_from_ = reack_to_ = 0;
-  gone_.clear();
-  gone_.reserve(topology_.rus.size());
-
+Result<void> BuilderUnit::open_endpoint(runtime::AppContext& ctx, const nlohmann::json& output) {
   // Every received part is held until its block is written: the receive pool must cover the
   // window from every RU, or the last parts of a block could never arrive.
   transport::EndpointOptions options = ctx.endpoint_options();
@@ -106,21 +80,24 @@ Result<void> BuilderUnit::configure(runtime::AppContext& ctx) {
   oc.default_dir = ctx.cluster().run.output;
   oc.queue_depth = window_;
   oc.restarted = ctx.restarted();
-  if (auto r = farm_output_context(ctx.cluster(), output_params, endpoint_, oc); !r) {
-    return p.error("output", r.error().message());
+  if (auto r = farm_output_context(ctx.cluster(), output, endpoint_, oc); !r) {
+    return runtime::param_error("output", r.error().message());
   }
-  auto output = make_output(output_params, oc);
-  if (!output) return output.error();
-  output_ = std::move(*output);
-  if (auto r = to_evm_.configure(id(), {topology_.evm}, 2 * std::size_t{window_} + 16); !r)
+  auto made = make_output(output, oc);
+  if (!made) return made.error();
+  output_ = std::move(*made);
+  if (auto r = to_evm_.configure(id(), {topology_.evm}, 2 * std::size_t{window_} + 16); !r) {
     return r.error();
+  }
   for (const auto ru : topology_.rus) {
     if (auto r = endpoint_->connect(ru); !r) {
       return r.error().context("connecting to '" + topology_.name(ru) + "'");
     }
   }
+  return ok();
+}
 
-  runtime::MetricsRegistry& m = ctx.metrics();
+void BuilderUnit::add_metrics(runtime::MetricsRegistry& m) {
   events_built_ =
       &m.counter("events_built", "events built with every RU's data and granted for output");
   events_incomplete_ =
@@ -139,12 +116,39 @@ Result<void> BuilderUnit::configure(runtime::AppContext& ctx) {
   parts_late_ = &m.counter("parts_late", "block parts arriving after their block was built");
   parts_duplicate_ = &m.counter("parts_duplicate", "block parts received twice");
   blocks_open_ = &m.gauge("blocks_open", "blocks being gathered or written");
+}
+
+void BuilderUnit::reset_run() {
+  batches_ = std::vector<OutputBatch>(window_);
+  acks_.assign(window_, AckInfo{});
+  free_.clear();
+  free_.reserve(window_);
+  for (auto* list : {&unsubmitted_, &unacked_, &unasked_, &awaiting_, &reask_}) {
+    list->clear();
+    list->reserve(window_);
+  }
+  epoch_ = 0;
+  for (auto& b : batches_) {
+    b.events.reserve(topology_.max_block_events);
+    b.pieces.reserve(builder_->max_pieces());
+    b.buffers.reserve(builder_->max_buffers());
+    free_.push_back(&b);
+  }
+  ru_lost_why_.assign(topology_.rus.size(), std::string());
+  ru_down_.assign(topology_.rus.size(), false);
+  ru_down_ns_.assign(topology_.rus.size(), 0);
+  leave_pending_ = false;
+  rejoin_pending_ = false;
+  evm_down_ = false;
+  reack_pending_ = false;
+  recent_acks_.assign(2 * std::size_t{window_} + 16, AckInfo{});
+  recent_next_ = reack_from_ = reack_to_ = 0;
+  gone_.clear();
+  gone_.reserve(topology_.rus.size());
   written_published_ = 0;
   not_written_published_ = 0;
-
   requested_ = 0;
   in_output_ = 0;
-  rejoin_pending_ = false;
   heartbeat_seq_ = 0;
   next_heartbeat_ns_ = 0;
   next_output_check_ns_ = 0;
@@ -153,8 +157,6 @@ Result<void> BuilderUnit::configure(runtime::AppContext& ctx) {
   first_build_ns_.store(0);
   last_build_ns_.store(0);
   assembly_.clear();
-  register_handlers(data_path());
-  return ok();
 }
 
 void BuilderUnit::release() {
@@ -766,18 +768,15 @@ Result<runtime::Settled> BuilderUnit::after_loss(const runtime::LostApp& lost) {
 }
 
 runtime::AppType bu_type() {
-  runtime::AppType t;
-  t.name = "bu";
-  t.help =
+  runtime::AppType t = runtime::app_type<BuilderUnit>(
+      "bu",
       "Event builder unit: requests blocks of events from the EVM, builds them from every RU's "
-      "super-fragments and hands them to its output (discard or file).";
-  t.params = bu_param_specs();
+      "super-fragments and hands them to its output (discard or file).");
   t.enable_rank = 0;
   // A lost BU's blocks are re-assigned by the EVM to the other BUs: the run goes on.
   t.survivable = true;
   t.after_loss = &BuilderUnit::after_loss;
   t.peer_params = {"evm"};
-  t.make = [] { return std::make_unique<BuilderUnit>(); };
   t.fold_results = &BuilderUnit::fold_results;
   return t;
 }

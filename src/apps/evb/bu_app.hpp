@@ -40,9 +40,11 @@
 
 namespace daqflow::apps::evb {
 
-class BuilderUnit final : public runtime::Application {
+class BuilderUnit final : public runtime::ApplicationWith<BuilderUnit, BuSettings> {
  public:
-  Result<void> configure(runtime::AppContext& ctx) override;
+  static const runtime::SettingsSpec<BuSettings>& spec();
+
+  Result<void> setup(runtime::AppContext& ctx, const BuSettings& s) override;
   void release() override;
 
   [[nodiscard]] nlohmann::json results() const override;
@@ -64,6 +66,11 @@ class BuilderUnit final : public runtime::Application {
   };
 
   // Handlers, timers, work and the drained predicate on the data path.
+  // Configure, after the topology and the builder: the endpoint and output; the metrics; the
+  // run's state; the handlers.
+  [[nodiscard]] Result<void> open_endpoint(runtime::AppContext& ctx, const nlohmann::json& output);
+  void add_metrics(runtime::MetricsRegistry& m);
+  void reset_run();
   void register_handlers(runtime::DataPath& path);
   void on_part(transport::Completion& c, std::int64_t now);
   void on_peer_gone(transport::AppIndex peer, std::string_view reason, bool rejected);

@@ -4,7 +4,6 @@
 #include <bit>
 
 #include "apps/app_support.hpp"
-#include "apps/fed/sources.hpp"
 #include "daqflow/apps/fed/emulator.hpp"
 #include "daqflow/apps/output/output.hpp"
 #include "daqflow/wire/evb.hpp"
@@ -13,129 +12,114 @@ namespace daqflow::apps::evb {
 
 using runtime::ParamSpec;
 
-std::vector<ParamSpec> readout_param_specs() {
-  std::vector<ParamSpec> specs = {
-      ParamSpec::integer("feds", "FEDs read by this RU (one fragment each per event)")
-          .default_value(8)
-          .range(1, kMaxFedsPerRu),
-      ParamSpec::integer(
-          "first_fed_id",
-          "FED id of the first FED; null: 100 * the RU's position (EVM 0, then the EVM's rus)")
-          .default_json_text("null")
-          .range(0, 4095),
-      ParamSpec::object("fragment_size",
-                        "FED emulator: fragment size distribution (bytes, whole fragment)",
-                        {
-                            ParamSpec::string("dist", "fixed, uniform or lognormal")
-                                .default_value("lognormal")
-                                .one_of({"fixed", "uniform", "lognormal"}),
-                            ParamSpec::number("mean", "mean fragment size, bytes")
-                                .default_value(2048)
-                                .range(16, kMaxEmulatedFragmentSize),
-                            ParamSpec::number("sd", "standard deviation, bytes")
-                                .default_value(1024)
-                                .range(0, kMaxEmulatedFragmentSize),
-                            ParamSpec::integer("min", "smallest fragment, bytes (rounded up to 8)")
-                                .default_value(64)
-                                .range(16, kMaxEmulatedFragmentSize),
-                            ParamSpec::integer("max", "largest fragment, bytes (rounded down to 8)")
-                                .default_value(65536)
-                                .range(16, kMaxEmulatedFragmentSize),
-                        }),
-      ParamSpec::integer("seed", "FED emulator: seed of the fragment sizes and payloads")
-          .default_value(1)
-          .at_least(0),
-      ParamSpec::string(
-          "payload",
-          "FED emulator: template (one pattern per FED, fast) or pattern (differs per event)")
-          .default_value("template")
-          .one_of({"template", "pattern"}),
-      ParamSpec::string("input", "where fragments come from: emulator or network")
-          .default_value("emulator")
-          .one_of({"emulator", "network"}),
-      ParamSpec::integer("chunk_size",
-                         "bytes per chunk of super-fragment memory (a multiple of 64)")
-          .default_value(4194304)
-          .range(4096, 2147483648.0),
-      ParamSpec::integer("chunks", "chunks of super-fragment memory")
-          .default_value(32)
-          .range(2, 65536),
-  };
-  for (auto& p : network_input_params()) specs.push_back(std::move(p));
-  return specs;
+runtime::SettingsSpec<ReadoutParams> readout_params_spec() {
+  using P = ReadoutParams;
+  return runtime::SettingsSpec<P>()
+      .include(fed_settings_spec(), &P::fed)
+      .bind(ParamSpec::integer("chunk_size",
+                               "bytes per chunk of super-fragment memory (a multiple of 64)")
+                .default_value(4194304)
+                .range(4096, 2147483648.0),
+            &P::chunk_size)
+      .bind(ParamSpec::integer("chunks", "chunks of super-fragment memory")
+                .default_value(32)
+                .range(2, 65536),
+            &P::chunks);
 }
 
-std::vector<ParamSpec> ru_param_specs() {
-  std::vector<ParamSpec> specs = {
-      ParamSpec::app_ref("evm", "the EVM of this builder"),
-  };
-  for (auto& p : readout_param_specs()) specs.push_back(std::move(p));
-  return specs;
+const runtime::SettingsSpec<RuSettings>& ru_settings_spec() {
+  static const auto spec =
+      runtime::SettingsSpec<RuSettings>()
+          .bind(ParamSpec::app_ref("evm", "the EVM of this builder"), &RuSettings::evm)
+          .include(readout_params_spec(), &RuSettings::readout);
+  return spec;
 }
 
-std::vector<ParamSpec> evm_param_specs() {
-  std::vector<ParamSpec> specs = {
-      ParamSpec::app_ref_list("rus", "the RUs of this builder (the EVM is one more)")
-          .default_json_text("[]"),
-      ParamSpec::app_ref_list("bus", "the BUs of this builder"),
-      ParamSpec::number("trigger_rate_hz", "trigger rate limit; 0: as fast as possible")
-          .default_value(0)
-          .at_least(0),
-      ParamSpec::integer("heartbeat_timeout_ms",
-                         "a BU silent for this long is lost; its blocks go to the others")
-          .default_value(2000)
-          .range(10, 3600000),
-      ParamSpec::string("event_numbers",
-                        "the FEDs' L1 ids: index (event k carries k mod 2^24) or cms (from 1, "
-                        "wrapping at 2^24, a resync restarting at 1), for every RU of the builder")
-          .default_value("index")
-          .one_of({"index", "cms"}),
-      ParamSpec::number("lumi_section_s",
-                        "length of a luminosity section, s (CMS: 2^18 LHC orbits, 23.31 s); "
-                        "the sections of a run count from 1 at Enable")
-          .default_value(23.311)
-          .range(0.001, 1e6),
-      ParamSpec::integer("lumi_section_events",
-                         "a luminosity section every this many events instead (tests); 0: by "
-                         "time")
-          .default_value(0)
-          .at_least(0),
-      ParamSpec::integer("resync_every",
-                         "event_numbers cms, FED emulators: a resync after this many events (the "
-                         "next is event 1 again); 0: never")
-          .default_value(0)
-          .at_least(0),
-  };
-  for (auto& p : readout_param_specs()) specs.push_back(std::move(p));
-  return specs;
+const runtime::SettingsSpec<EvmSettings>& evm_settings_spec() {
+  using S = EvmSettings;
+  static const auto spec =
+      runtime::SettingsSpec<S>()
+          .bind(ParamSpec::app_ref_list("rus", "the RUs of this builder (the EVM is one more)")
+                    .default_json_text("[]"),
+                &S::rus)
+          .bind(ParamSpec::app_ref_list("bus", "the BUs of this builder"), &S::bus)
+          .bind(ParamSpec::number("trigger_rate_hz", "trigger rate limit; 0: as fast as possible")
+                    .default_value(0)
+                    .at_least(0),
+                &S::trigger_rate_hz)
+          .bind(ParamSpec::integer("heartbeat_timeout_ms",
+                                   "a BU silent for this long is lost; its blocks go to the others")
+                    .default_value(2000)
+                    .range(10, 3600000),
+                &S::heartbeat_timeout_ms)
+          .bind(ParamSpec::string("event_numbers",
+                                  "the FEDs' L1 ids: index (event k carries k mod 2^24) or cms "
+                                  "(from 1, wrapping at 2^24, a resync restarting at 1), for every "
+                                  "RU of the builder")
+                    .default_value("index")
+                    .one_of({"index", "cms"}),
+                &S::event_numbers)
+          .bind(ParamSpec::number("lumi_section_s",
+                                  "length of a luminosity section, s (CMS: 2^18 LHC orbits, 23.31 "
+                                  "s); the sections of a run count from 1 at Enable")
+                    .default_value(23.311)
+                    .range(0.001, 1e6),
+                &S::lumi_section_s)
+          .bind(ParamSpec::integer("lumi_section_events",
+                                   "a luminosity section every this many events instead (tests); "
+                                   "0: by time")
+                    .default_value(0)
+                    .at_least(0),
+                &S::lumi_section_events)
+          .bind(ParamSpec::integer("resync_every",
+                                   "event_numbers cms, FED emulators: a resync after this many "
+                                   "events (the next is event 1 again); 0: never")
+                    .default_value(0)
+                    .at_least(0),
+                &S::resync_every)
+          .include(readout_params_spec(), &S::readout);
+  return spec;
 }
 
-std::vector<ParamSpec> bu_param_specs() {
-  return {
-      ParamSpec::app_ref("evm", "the EVM of this builder"),
-      ParamSpec::integer("events_per_request", "events per block asked of the EVM")
-          .default_value(32)
-          .range(1, wire::kMaxEventsPerBlock),
-      ParamSpec::integer("blocks_in_flight", "blocks requested or being built at once")
-          .default_value(4)
-          .range(1, 256),
-      ParamSpec::integer(
-          "timeout_ms", "wait this long for a RU's part of a block, then its events are incomplete")
-          .default_value(2000)
-          .range(1, 3600000),
-      ParamSpec::boolean("check_crc", "check every FED fragment's CRC").default_value(false),
-      ParamSpec::string("on_incomplete", "incomplete events: write (flagged) or fail the run")
-          .default_value("write")
-          .one_of({"write", "fail"}),
-      ParamSpec::integer("heartbeat_ms", "heartbeat period towards the EVM")
-          .default_value(200)
-          .range(1, 600000),
-      ParamSpec::integer("evm_redial_ms",
-                         "after the link to the EVM failed, dial it again this long, then fail")
-          .default_value(10000)
-          .range(1, 3600000),
-      output_spec_with_farm("built events"),
-  };
+const runtime::SettingsSpec<BuSettings>& bu_settings_spec() {
+  using S = BuSettings;
+  static const auto spec =
+      runtime::SettingsSpec<S>()
+          .bind(ParamSpec::app_ref("evm", "the EVM of this builder"), &S::evm)
+          .bind(ParamSpec::integer("events_per_request", "events per block asked of the EVM")
+                    .default_value(32)
+                    .range(1, wire::kMaxEventsPerBlock),
+                &S::events_per_request)
+          .bind(ParamSpec::integer("blocks_in_flight", "blocks requested or being built at once")
+                    .default_value(4)
+                    .range(1, 256),
+                &S::blocks_in_flight)
+          .bind(ParamSpec::integer("timeout_ms",
+                                   "wait this long for a RU's part of a block, then its events are "
+                                   "incomplete")
+                    .default_value(2000)
+                    .range(1, 3600000),
+                &S::timeout_ms)
+          .bind(ParamSpec::boolean("check_crc", "check every FED fragment's CRC")
+                    .default_value(false),
+                &S::check_crc)
+          .bind(ParamSpec::string("on_incomplete",
+                                  "incomplete events: write (flagged) or fail the run")
+                    .default_value("write")
+                    .one_of({"write", "fail"}),
+                &S::on_incomplete)
+          .bind(ParamSpec::integer("heartbeat_ms", "heartbeat period towards the EVM")
+                    .default_value(200)
+                    .range(1, 600000),
+                &S::heartbeat_ms)
+          .bind(ParamSpec::integer("evm_redial_ms",
+                                   "after the link to the EVM failed, dial it again this long, "
+                                   "then fail")
+                    .default_value(10000)
+                    .range(1, 3600000),
+                &S::evm_redial_ms)
+          .bind(output_spec_with_farm("built events"), &S::output);
+  return spec;
 }
 
 std::string Topology::name(transport::AppIndex index) const {
@@ -243,19 +227,6 @@ Result<Topology> resolve_topology(const runtime::AppContext& ctx) {
   t.ru_block_capacity = 2 * t.evm_block_capacity;
   t.lookahead_events = 2 * windows * t.max_block_events;
   return t;
-}
-
-Result<ReadoutParams> read_readout_params(const runtime::AppContext& ctx) {
-  ReadoutParams r;
-  runtime::ParamReader p = ctx.param_reader();
-  r.chunk_size = p.get<std::uint64_t>("chunk_size");
-  r.chunks = p.get<std::uint64_t>("chunks");
-  r.network_input = p.get<std::string>("input") == "network";
-  if (auto s = p.status(); !s) return s.error();
-  if (r.chunk_size % 64 != 0) {
-    return p.error("chunk_size", std::to_string(r.chunk_size) + " is not a multiple of 64");
-  }
-  return r;
 }
 
 }  // namespace daqflow::apps::evb

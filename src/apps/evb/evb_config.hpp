@@ -1,5 +1,5 @@
 #pragma once
-// What the event-builder applications share at Configure: their parameter specs and the shape
+// What the event-builder applications share at Configure: their settings and the shape
 // of the builder they belong to, read from the cluster configuration (docs/event-builder.md:
 // RUs and BUs learn the builder from the EVM's `rus` and `bus`). Control path only.
 
@@ -11,19 +11,56 @@
 #include <vector>
 
 #include "daqflow/apps/fed/event_numbers.hpp"
+#include "daqflow/apps/fed/fed_settings.hpp"
 #include "daqflow/core/result.hpp"
 #include "daqflow/runtime/application.hpp"
 #include "daqflow/runtime/data_path.hpp"
+#include "daqflow/runtime/settings.hpp"
 #include "daqflow/wire/evb.hpp"
 
 namespace daqflow::apps::evb {
 
-// Parameters of every RU, the EVM included: feds, first_fed_id, fragment_size, seed, payload,
-// input, chunk_size, chunks, and the network input's.
-[[nodiscard]] std::vector<runtime::ParamSpec> readout_param_specs();
-[[nodiscard]] std::vector<runtime::ParamSpec> bu_param_specs();
-[[nodiscard]] std::vector<runtime::ParamSpec> evm_param_specs();  // readout ones included
-[[nodiscard]] std::vector<runtime::ParamSpec> ru_param_specs();   // readout ones included
+// The readout parameters of a RU or the EVM: its FEDs (where their fragments come from) and its
+// super-fragment memory.
+struct ReadoutParams {
+  FedSettings fed;
+  std::uint64_t chunk_size = 0;  // a multiple of 64 (checked at Configure)
+  std::uint64_t chunks = 0;
+};
+[[nodiscard]] runtime::SettingsSpec<ReadoutParams> readout_params_spec();
+
+struct RuSettings {
+  std::string evm;
+  ReadoutParams readout;
+};
+
+struct EvmSettings {
+  std::vector<std::string> rus;
+  std::vector<std::string> bus;
+  double trigger_rate_hz = 0;  // 0: as fast as possible
+  std::int64_t heartbeat_timeout_ms = 0;
+  std::string event_numbers;  // index or cms
+  double lumi_section_s = 0;
+  std::uint64_t lumi_section_events = 0;  // 0: by time
+  std::uint64_t resync_every = 0;
+  ReadoutParams readout;
+};
+
+struct BuSettings {
+  std::string evm;
+  std::uint32_t events_per_request = 0;
+  std::uint32_t blocks_in_flight = 0;
+  std::int64_t timeout_ms = 0;
+  bool check_crc = false;
+  std::string on_incomplete;  // write or fail
+  std::int64_t heartbeat_ms = 0;
+  std::int64_t evm_redial_ms = 0;
+  nlohmann::json output;
+};
+
+[[nodiscard]] const runtime::SettingsSpec<RuSettings>& ru_settings_spec();
+[[nodiscard]] const runtime::SettingsSpec<EvmSettings>& evm_settings_spec();
+[[nodiscard]] const runtime::SettingsSpec<BuSettings>& bu_settings_spec();
 
 struct Topology {
   transport::AppIndex evm = 0;
@@ -56,15 +93,6 @@ struct Topology {
 // and names this EVM, and that the application itself is listed. Errors name the configuration
 // file, the application and the parameter.
 [[nodiscard]] Result<Topology> resolve_topology(const runtime::AppContext& ctx);
-
-// The readout part of configuring a RU or the EVM, shared by both: chunk settings read from the
-// application's parameters (errors name the application and the key).
-struct ReadoutParams {
-  std::size_t chunk_size = 4u << 20;
-  std::size_t chunks = 32;
-  bool network_input = false;
-};
-[[nodiscard]] Result<ReadoutParams> read_readout_params(const runtime::AppContext& ctx);
 
 // A data-path handler for the builder's control messages of type Message: decodes the payload
 // and calls handle(peer, message, now). A message that does not decode (or has no payload) is

@@ -23,38 +23,44 @@ constexpr double kBurstSeconds = 0.01;
 
 }  // namespace
 
-Result<void> EventManagerApp::configure(runtime::AppContext& ctx) {
+const runtime::SettingsSpec<EvmSettings>& EventManagerApp::spec() {
+  return evm_settings_spec();
+}
+
+Result<void> EventManagerApp::setup(runtime::AppContext& ctx, const EvmSettings& s) {
   clock_ = &ctx.clock();
-  runtime::ParamReader p = ctx.param_reader();
-  rate_hz_ = p.get<double>("trigger_rate_hz");
+  rate_hz_ = s.trigger_rate_hz;
   token_ns_ = rate_hz_ > 0 ? static_cast<std::int64_t>(1e9 / rate_hz_) + 1 : 0;
-  heartbeat_timeout_ns_ = p.get<std::int64_t>("heartbeat_timeout_ms") * 1'000'000;
-  lumi_ns_ = std::llround(p.get<double>("lumi_section_s") * 1e9);
-  lumi_events_ = p.get<std::uint64_t>("lumi_section_events");
-  sequence_.reset();
-  ids_seen_ = last_id_ = 0;
-  last_lumi_ = 0;
-  if (auto r = p.status(); !r) return r;
+  heartbeat_timeout_ns_ = s.heartbeat_timeout_ms * 1'000'000;
+  lumi_ns_ = std::llround(s.lumi_section_s * 1e9);
+  lumi_events_ = s.lumi_section_events;
   auto topology = resolve_topology(ctx);
   if (!topology) return topology.error();
   topology_ = std::move(*topology);
 
-  EventManagerSettings s;
-  s.bus = topology_.bus;
-  s.windows = topology_.bu_windows;
-  s.durable = topology_.bu_durable;
-  s.heartbeat_timeout_ns = heartbeat_timeout_ns_;
-  s.block_capacity = topology_.evm_block_capacity;
-  s.max_block_events = topology_.max_block_events;
-  auto evm = EventManager::create(std::move(s));
+  EventManagerSettings e;
+  e.bus = topology_.bus;
+  e.windows = topology_.bu_windows;
+  e.durable = topology_.bu_durable;
+  e.heartbeat_timeout_ns = heartbeat_timeout_ns_;
+  e.block_capacity = topology_.evm_block_capacity;
+  e.max_block_events = topology_.max_block_events;
+  auto evm = EventManager::create(std::move(e));
   if (!evm) return evm.error();
   evm_ = std::make_unique<EventManager>(std::move(*evm));
 
   auto endpoint = ctx.endpoint(nullptr);
   if (!endpoint) return endpoint.error().context("endpoint");
   endpoint_ = *endpoint;
-  if (auto r = role_.configure(ctx, topology_, 0, endpoint_); !r) return r;
+  if (auto r = role_.configure(ctx, topology_, 0, endpoint_, s.readout); !r) return r;
+  if (auto r = connect_peers(); !r) return r;
+  add_metrics(ctx.metrics());
+  reset_run();
+  register_handlers(data_path());
+  return ok();
+}
 
+Result<void> EventManagerApp::connect_peers() {
   // Every RU but this one receives the assigns; capacity: one per block of the table, twice.
   const std::vector<AppIndex> others(topology_.rus.begin() + 1, topology_.rus.end());
   if (auto r = assigns_.configure(id() + ".assigns", others, 2 * topology_.evm_block_capacity);
@@ -79,10 +85,10 @@ Result<void> EventManagerApp::configure(runtime::AppContext& ctx) {
       return r.error().context("connecting to BU '" + topology_.name(peer) + "'");
     }
   }
-  gone_.clear();
-  gone_.reserve(topology_.ids.size());
+  return ok();
+}
 
-  runtime::MetricsRegistry& m = ctx.metrics();
+void EventManagerApp::add_metrics(runtime::MetricsRegistry& m) {
   events_triggered_ =
       &m.counter("events_triggered", "events triggered (written by the EVM's FEDs)");
   events_assigned_ = &m.counter("events_assigned", "events assigned to BUs");
@@ -98,9 +104,16 @@ Result<void> EventManagerApp::configure(runtime::AppContext& ctx) {
   commits_fenced_ = &m.counter("commits_fenced", "commit requests refused: the BU was lost");
   bus_alive_ = &m.gauge("bus_alive", "BUs not lost");
   bus_alive_->set(static_cast<double>(topology_.bus.size()));
+}
+
+void EventManagerApp::reset_run() {
+  sequence_.reset();
+  ids_seen_ = last_id_ = 0;
+  last_lumi_ = 0;
+  gone_.clear();
+  gone_.reserve(topology_.ids.size());
   published_ = {};
   sampler_.reset(ThroughputSampler::kBuilderIntervalNs);
-
   watching_ = false;
   tokens_ = 0;
   refilled_ns_ = 0;
@@ -113,13 +126,9 @@ Result<void> EventManagerApp::configure(runtime::AppContext& ctx) {
     lost_bus_.clear();
     rejoined_bus_.clear();
   }
-  {
-    const std::lock_guard doubt(doubt_mutex_);
-    doubt_.clear();
-    resolutions_.clear();
-  }
-  register_handlers(data_path());
-  return ok();
+  const std::lock_guard doubt(doubt_mutex_);
+  doubt_.clear();
+  resolutions_.clear();
 }
 
 // The rates of results() count from the first Enable.
@@ -593,15 +602,12 @@ void EventManagerApp::fold_results(nlohmann::json& run, const std::string& /*id*
 }
 
 runtime::AppType evm_type() {
-  runtime::AppType t;
-  t.name = "evm";
-  t.help =
+  runtime::AppType t = runtime::app_type<EventManagerApp>(
+      "evm",
       "Event builder manager: a RU that also triggers events and assigns blocks of them to the "
-      "BUs that ask, re-assigning a lost BU's blocks to the others.";
-  t.params = evm_param_specs();
+      "BUs that ask, re-assigning a lost BU's blocks to the others.");
   t.enable_rank = 20;
   t.peer_params = {"rus", "bus"};
-  t.make = [] { return std::make_unique<EventManagerApp>(); };
   t.fold_results = &EventManagerApp::fold_results;
   return t;
 }

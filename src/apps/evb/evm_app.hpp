@@ -41,9 +41,11 @@
 
 namespace daqflow::apps::evb {
 
-class EventManagerApp final : public runtime::Application {
+class EventManagerApp final : public runtime::ApplicationWith<EventManagerApp, EvmSettings> {
  public:
-  Result<void> configure(runtime::AppContext& ctx) override;
+  static const runtime::SettingsSpec<EvmSettings>& spec();
+
+  Result<void> setup(runtime::AppContext& ctx, const EvmSettings& s) override;
   Result<void> enable() override;
   void release() override;
 
@@ -60,6 +62,11 @@ class EventManagerApp final : public runtime::Application {
 
  private:
   // Handlers, timers, work and the drained predicate on the data path.
+  // Configure, after the topology, the block table and the readout: the peers; the metrics;
+  // the run's state; the handlers.
+  [[nodiscard]] Result<void> connect_peers();
+  void add_metrics(runtime::MetricsRegistry& m);
+  void reset_run();
   void register_handlers(runtime::DataPath& path);
   void on_request(transport::AppIndex bu, const wire::EventRequest& r, std::int64_t now);
   void on_heartbeat(transport::AppIndex bu, const wire::Heartbeat& h, std::int64_t now);

@@ -22,7 +22,8 @@ ReadoutRole::~ReadoutRole() {
 }
 
 Result<void> ReadoutRole::configure(runtime::AppContext& ctx, const Topology& topology,
-                                    std::uint32_t position, transport::Endpoint* endpoint) {
+                                    std::uint32_t position, transport::Endpoint* endpoint,
+                                    const ReadoutParams& params) {
   release();
   store_.reset();
   id_ = ctx.self().id;
@@ -35,16 +36,18 @@ Result<void> ReadoutRole::configure(runtime::AppContext& ctx, const Topology& to
   blocks_out_ = bytes_out_ = 0;
   published_ = {};
 
-  auto params = read_readout_params(ctx);
-  if (!params) return params.error();
-  if (params->network_input) {
+  if (params.chunk_size % 64 != 0) {
+    return runtime::param_error("chunk_size",
+                                std::to_string(params.chunk_size) + " is not a multiple of 64");
+  }
+  if (params.fed.input == "network") {
     const runtime::ContextConfig* c = ctx.cluster().find_context(ctx.self().context);
-    auto source = make_network_input(ctx.params(), position, c != nullptr ? c->host : "127.0.0.1",
+    auto source = make_network_input(params.fed, position, c != nullptr ? c->host : "127.0.0.1",
                                      topology.numbering);
     if (!source) return source.error();
     source_ = std::move(*source);
   } else {
-    auto source = make_emulator(ctx.params(), position, topology.numbering, topology.resync_every);
+    auto source = make_emulator(params.fed, position, topology.numbering, topology.resync_every);
     if (!source) return source.error();
     source_ = std::move(*source);
   }
@@ -52,8 +55,8 @@ Result<void> ReadoutRole::configure(runtime::AppContext& ctx, const Topology& to
   ReadoutSettings s;
   s.name = id_;
   s.ru = ctx.self().index;
-  s.chunk_size = params->chunk_size;
-  s.chunks = params->chunks;
+  s.chunk_size = params.chunk_size;
+  s.chunks = params.chunks;
   s.event_capacity = kEventCapacity;
   s.block_capacity = topology.ru_block_capacity;
   s.max_block_events = topology.max_block_events;

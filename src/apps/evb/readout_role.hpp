@@ -32,7 +32,7 @@ class ReadoutRole {
 
   // Makes the source and the store for the RU at `position` of the builder; registers metrics.
   Result<void> configure(runtime::AppContext& ctx, const Topology& topology, std::uint32_t position,
-                         transport::Endpoint* endpoint);
+                         transport::Endpoint* endpoint, const ReadoutParams& params);
   // Stops the source and drops every reference held (control thread, agent stopped).
   void release();
 

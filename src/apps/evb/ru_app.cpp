@@ -6,7 +6,11 @@ namespace daqflow::apps::evb {
 
 using transport::AppIndex;
 
-Result<void> ReadoutUnit::configure(runtime::AppContext& ctx) {
+const runtime::SettingsSpec<RuSettings>& ReadoutUnit::spec() {
+  return ru_settings_spec();
+}
+
+Result<void> ReadoutUnit::setup(runtime::AppContext& ctx, const RuSettings& s) {
   auto topology = resolve_topology(ctx);
   if (!topology) return topology.error();
   topology_ = std::move(*topology);
@@ -14,7 +18,8 @@ Result<void> ReadoutUnit::configure(runtime::AppContext& ctx) {
 
   auto endpoint = ctx.endpoint(nullptr);
   if (!endpoint) return endpoint.error().context("endpoint");
-  if (auto r = role_.configure(ctx, topology_, static_cast<std::uint32_t>(position), *endpoint);
+  if (auto r = role_.configure(ctx, topology_, static_cast<std::uint32_t>(position), *endpoint,
+                               s.readout);
       !r) {
     return r;
   }
@@ -23,7 +28,11 @@ Result<void> ReadoutUnit::configure(runtime::AppContext& ctx) {
       return r.error().context("connecting to BU '" + topology_.name(bu) + "'");
     }
   }
+  register_handlers();
+  return ok();
+}
 
+void ReadoutUnit::register_handlers() {
   // The EVM's messages: one that does not decode leaves a block this RU cannot place.
   runtime::DataPath& path = data_path();
   const auto from_evm = [this, &path](auto message, const char* what, auto apply) {
@@ -68,7 +77,6 @@ Result<void> ReadoutUnit::configure(runtime::AppContext& ctx) {
     const ReadoutStore* store = role_.store();
     return store->blocks_waiting() == 0 && (store->blocks_held() == 0 || role_.idle());
   });
-  return ok();
 }
 
 void ReadoutUnit::release() {
@@ -97,15 +105,12 @@ nlohmann::json ReadoutUnit::results() const {
 }
 
 runtime::AppType ru_type() {
-  runtime::AppType t;
-  t.name = "ru";
-  t.help =
+  runtime::AppType t = runtime::app_type<ReadoutUnit>(
+      "ru",
       "Event builder readout unit: emulates (or receives) its FEDs' fragments, builds one "
-      "super-fragment per event and sends the blocks the EVM assigns to BUs.";
-  t.params = ru_param_specs();
+      "super-fragment per event and sends the blocks the EVM assigns to BUs.");
   t.enable_rank = 10;
   t.peer_params = {"evm"};
-  t.make = [] { return std::make_unique<ReadoutUnit>(); };
   return t;
 }
 

@@ -20,14 +20,17 @@
 
 namespace daqflow::apps::evb {
 
-class ReadoutUnit final : public runtime::Application {
+class ReadoutUnit final : public runtime::ApplicationWith<ReadoutUnit, RuSettings> {
  public:
-  Result<void> configure(runtime::AppContext& ctx) override;
+  static const runtime::SettingsSpec<RuSettings>& spec();
+
+  Result<void> setup(runtime::AppContext& ctx, const RuSettings& s) override;
   void release() override;
 
   [[nodiscard]] nlohmann::json results() const override;
 
  private:
+  void register_handlers();
   // The data path's work: produce ahead of the assigns, post what is cut.
   int work();
 

@@ -31,42 +31,108 @@ constexpr std::uint64_t kSeenEvents = 1u << 22;
 
 }  // namespace
 
-Result<void> SubFarmController::configure(runtime::AppContext& ctx) {
+const runtime::SettingsSpec<SfcSettings>& SubFarmController::spec() {
+  using runtime::ParamSpec;
+  using S = SfcSettings;
+  static const auto spec =
+      runtime::SettingsSpec<S>()
+          .bind(ParamSpec::app_ref_list("workers", "the workers this SFC dispatches to"),
+                &S::workers)
+          .bind(ParamSpec::string("policy", "round_robin, tokens, least_loaded or push")
+                    .default_value("tokens")
+                    .one_of({"round_robin", "tokens", "least_loaded", "push"}),
+                &S::policy)
+          .bind(ParamSpec::integer("window", "tokens per worker: events a worker holds at once")
+                    .default_value(2)
+                    .range(1, 64),
+                &S::window)
+          .bind(ParamSpec::integer("busy_threshold",
+                                   "least_loaded: busy at this many events; 0: window")
+                    .default_value(0)
+                    .range(0, 64),
+                &S::busy_threshold)
+          .bind(ParamSpec::integer("free_threshold",
+                                   "least_loaded: free again at this many; -1: busy_threshold - 1")
+                    .default_value(-1)
+                    .range(-1, 63),
+                &S::free_threshold)
+          .bind(ParamSpec::integer("queue",
+                                   "events waiting for a worker before the input is held back")
+                    .default_value(64)
+                    .range(1, 65536),
+                &S::queue)
+          .bind(ParamSpec::integer("heartbeat_timeout_ms", "a worker silent this long is lost")
+                    .default_value(2000)
+                    .range(10, 600000),
+                &S::heartbeat_timeout_ms)
+          .bind("event_size", "generator: event sizes, bytes",
+                detail::size_spec(32768, kMaxEventSize, "event"), &S::event_size)
+          .bind(ParamSpec::number("rate_hz",
+                                  "generator: events per second; 0: as fast as workers take them")
+                    .default_value(0)
+                    .at_least(0),
+                &S::rate_hz)
+          .bind(ParamSpec::integer("count",
+                                   "generator: events, then the SFC is finished; 0: unlimited")
+                    .default_value(0)
+                    .at_least(0),
+                &S::count)
+          .bind(ParamSpec::integer("seed", "generator: seed of the sizes")
+                    .default_value(1)
+                    .at_least(0),
+                &S::seed)
+          .bind(ParamSpec::app_ref_list("inputs",
+                                        "BUs or ts_builders whose output is {kind: farm, sfc: "
+                                        "this}; []: the generator")
+                    .default_json_text("[]"),
+                &S::inputs)
+          .bind(
+              ParamSpec::integer("input_window", "events each input may send before they are taken")
+                  .default_value(64)
+                  .range(1, 65536),
+              &S::input_window)
+          .bind(evb::discard_or_file_output_spec("accepted events"), &S::output)
+          .bind(ParamSpec::integer_list("stream_masks",
+                                        "one output stream per trigger mask ([]: one stream for "
+                                        "all)")
+                    .default_json_text("[]")
+                    .range(1, 9.2e18),
+                &S::stream_masks);
+  return spec;
+}
+
+Result<void> SubFarmController::setup(runtime::AppContext& ctx, const SfcSettings& s) {
   clock_ = &ctx.clock();
-  runtime::ParamReader p = ctx.param_reader();
-  const auto worker_ids = p.get<std::vector<std::string>>("workers");
-  const auto policy = p.get<std::string>("policy");
-  DispatcherSettings s;
-  s.window = p.get<std::uint32_t>("window");
-  const auto busy = p.get<std::int64_t>("busy_threshold");
-  const auto free = p.get<std::int64_t>("free_threshold");
-  s.queue = p.get<std::uint32_t>("queue");
-  heartbeat_timeout_ns_ = p.get<std::int64_t>("heartbeat_timeout_ms") * 1'000'000;
-  runtime::ParamReader size = p.object("event_size");
-  const auto dist = size.get<std::string>("dist");
-  size_.mean = size.get<double>("mean");
-  size_.sd = size.get<double>("sd");
-  max_size_ = size.get<std::uint32_t>("max");
-  rate_hz_ = p.get<double>("rate_hz");
-  count_ = p.get<std::uint64_t>("count");
-  const auto seed = p.get<std::uint64_t>("seed");
-  const auto output_params = p.get<nlohmann::json>("output");
-  const auto masks = p.get<std::vector<std::int64_t>>("stream_masks");
-  const auto input_ids = p.get<std::vector<std::string>>("inputs");
-  input_window_ = p.get<std::uint32_t>("input_window");
-  if (auto r = p.status(); !r) return r;
-  size_.dist = *core::parse_dist(dist);  // one_of: known
-  policy_ = *parse_policy(policy);       // one_of: known
-  if (max_size_ < size_.mean) return p.error("event_size", "max is below the mean");
-  const transport::EndpointOptions& t = ctx.cluster().transports.endpoint;
-  if (std::uint64_t{max_size_} + wire::kFarmEventSize > t.max_message_size) {
-    return p.error("event_size", "max (" + std::to_string(max_size_) +
-                                     " bytes) exceeds transports.max_message_size");
+  size_ = s.event_size.distribution();
+  max_size_ = s.event_size.max;
+  rate_hz_ = s.rate_hz;
+  count_ = s.count;
+  policy_ = *parse_policy(s.policy);  // one_of: known
+  heartbeat_timeout_ns_ = s.heartbeat_timeout_ms * 1'000'000;
+  input_window_ = s.input_window;
+  if (max_size_ < size_.mean) return runtime::param_error("event_size", "max is below the mean");
+  if (std::uint64_t{max_size_} + wire::kFarmEventSize >
+      ctx.cluster().transports.endpoint.max_message_size) {
+    return runtime::param_error("event_size", "max (" + std::to_string(max_size_) +
+                                                  " bytes) exceeds transports.max_message_size");
   }
-  auto indexes = ctx.indexes_of("workers", worker_ids);
-  if (!indexes) return indexes.error();
-  workers_ = *indexes;
-  auto inputs = ctx.indexes_of("inputs", input_ids);
+  for (const std::int64_t mask : s.stream_masks) {
+    if (mask <= 0) return runtime::param_error("stream_masks", "a stream's mask must be above 0");
+  }
+  if (auto r = take_peers(ctx, s); !r) return r;
+  if (auto r = open_endpoint(ctx, s); !r) return r;
+  if (auto r = open_streams(ctx, s); !r) return r;
+  add_metrics(ctx.metrics());
+  reset_run(s.seed);
+  add_handlers();
+  return ok();
+}
+
+Result<void> SubFarmController::take_peers(runtime::AppContext& ctx, const SfcSettings& s) {
+  auto workers = ctx.indexes_of("workers", s.workers);
+  if (!workers) return workers.error();
+  workers_ = *workers;
+  auto inputs = ctx.indexes_of("inputs", s.inputs);
   if (!inputs) return inputs.error();
   inputs_ = *inputs;
   for (std::size_t i = 0; i < inputs_.size(); ++i) {
@@ -74,29 +140,36 @@ Result<void> SubFarmController::configure(runtime::AppContext& ctx) {
     // Built events from BUs, or complete timeslices from time-slice builders.
     if ((app.type != "bu" && app.type != "ts_builder") ||
         app.params.value("output", nlohmann::json::object()).value("sfc", "") != id()) {
-      return p.error("inputs",
-                     "'" + input_ids[i] +
-                         "' is no BU or ts_builder with output {kind: farm, sfc: " + id() + "}");
+      return runtime::param_error(
+          "inputs", "'" + s.inputs[i] +
+                        "' is no BU or ts_builder with output {kind: farm, sfc: " + id() + "}");
     }
   }
   ids_ = detail::application_ids(ctx.cluster());
 
-  s.workers = workers_;
-  s.policy = policy_;
-  s.busy_threshold = busy > 0 ? static_cast<std::uint32_t>(busy) : s.window;
-  s.free_threshold = free >= 0 ? static_cast<std::uint32_t>(free) : s.busy_threshold - 1;
-  s.heartbeat_timeout_ns = heartbeat_timeout_ns_;
-  const std::size_t slots = std::size_t{s.queue} + workers_.size() * s.window;
-  auto dispatcher = Dispatcher::create(std::move(s));
+  DispatcherSettings d;
+  d.workers = workers_;
+  d.policy = policy_;
+  d.window = s.window;
+  d.busy_threshold = s.busy_threshold > 0 ? static_cast<std::uint32_t>(s.busy_threshold) : d.window;
+  d.free_threshold =
+      s.free_threshold >= 0 ? static_cast<std::uint32_t>(s.free_threshold) : d.busy_threshold - 1;
+  d.queue = s.queue;
+  d.heartbeat_timeout_ns = heartbeat_timeout_ns_;
+  slots_ = std::size_t{d.queue} + workers_.size() * d.window;
+  auto dispatcher = Dispatcher::create(std::move(d));
   if (!dispatcher) return dispatcher.error();
   dispatcher_ = std::make_unique<Dispatcher>(std::move(*dispatcher));
+  return ok();
+}
 
+Result<void> SubFarmController::open_endpoint(runtime::AppContext& ctx, const SfcSettings& s) {
   transport::EndpointOptions options = ctx.endpoint_options();
   // Received buffers this SFC may hold at once: every input BU's window of events, the decisions
   // of every worker's window (twice: answers, late answers, tokens), and the accepted events in
   // the output batches (the input stops while those are full). Were the pool to run dry, the
   // transport would stop reading, and the workers' heartbeats with it.
-  const std::size_t streams = masks.empty() ? 1 : masks.size() + 1;
+  const std::size_t streams = s.stream_masks.empty() ? 1 : s.stream_masks.size() + 1;
   // Receive buffers are as large as the largest message (and filled in at Configure): with the
   // generator, the largest message this SFC receives is a worker's decision with its output.
   if (inputs_.empty()) {
@@ -128,14 +201,14 @@ Result<void> SubFarmController::configure(runtime::AppContext& ctx) {
     }
   }
   auto events =
-      data_path().send_pool(id() + ".events", std::max<std::uint32_t>(max_size_, 8), slots + 16);
+      data_path().send_pool(id() + ".events", std::max<std::uint32_t>(max_size_, 8), slots_ + 16);
   if (!events) return events.error();
   events_pool_ = *events;
   {
     // Every event carries the same bytes but its first 8, its number.
     std::vector<core::Buffer> all;
-    all.reserve(slots + 16);
-    for (std::size_t i = 0; i < slots + 16; ++i) {
+    all.reserve(slots_ + 16);
+    for (std::size_t i = 0; i < slots_ + 16; ++i) {
       all.push_back(events_pool_->acquire());
       for (std::uint32_t j = 0; j < max_size_; ++j) {
         all.back().data()[j] = static_cast<std::byte>((j * 37u + 11u) & 0xff);
@@ -143,21 +216,17 @@ Result<void> SubFarmController::configure(runtime::AppContext& ctx) {
     }
   }
   auto control = data_path().send_pool(id() + ".control", kControlBufferSize,
-                                       2 * slots + 4 * workers_.size() + 64);
+                                       2 * slots_ + 4 * workers_.size() + 64);
   if (!control) return control.error();
   control_pool_ = *control;
-  retained_ = std::vector<Retained>(slots);
-  rng_ = core::Xoshiro(seed);
-  pending_ = std::vector<Pending>(inputs_.size() * input_window_ + 16);
-  pending_head_ = pending_count_ = 0;
-  taken_.assign(inputs_.size(), 0);
-  credit_due_.assign(inputs_.size(), false);
-  seen_.reset(inputs_.empty() ? 64 : kSeenEvents);
+  return ok();
+}
 
+Result<void> SubFarmController::open_streams(runtime::AppContext& ctx, const SfcSettings& s) {
   // Output streams: one for every accepted event, or one per mask and `unrouted`.
+  const auto& masks = s.stream_masks;
   streams_ = std::vector<Stream>(masks.empty() ? 1 : masks.size() + 1);
   for (std::size_t i = 0; i < masks.size(); ++i) {
-    if (masks[i] <= 0) return p.error("stream_masks", "a stream's mask must be above 0");
     streams_[i].name = "stream" + std::to_string(i);
     streams_[i].mask = static_cast<std::uint64_t>(masks[i]);
   }
@@ -172,7 +241,7 @@ Result<void> SubFarmController::configure(runtime::AppContext& ctx) {
     oc.default_dir = ctx.cluster().run.output;
     oc.queue_depth = kBatchesPerStream;
     oc.content = evb::FileContent::farm_decisions;
-    auto output = evb::make_output(output_params, oc);
+    auto output = evb::make_output(s.output, oc);
     if (!output) return output.error();
     st.output = std::move(*output);
     for (std::size_t i = 0; i < kBatchesPerStream; ++i) {
@@ -183,8 +252,10 @@ Result<void> SubFarmController::configure(runtime::AppContext& ctx) {
       st.free.push_back(&b);
     }
   }
+  return ok();
+}
 
-  runtime::MetricsRegistry& m = ctx.metrics();
+void SubFarmController::add_metrics(runtime::MetricsRegistry& m) {
   events_received_ = &m.counter("events_received", "events taken in (generated)");
   events_decided_ = &m.counter("events_decided", "events a worker decided on");
   events_accepted_ = &m.counter("events_accepted", "events accepted by a worker");
@@ -204,6 +275,16 @@ Result<void> SubFarmController::configure(runtime::AppContext& ctx) {
   events_queued_ = &m.gauge("events_queued", "events waiting for a worker");
   workers_alive_ = &m.gauge("workers_alive", "workers not lost");
   workers_alive_->set(static_cast<double>(workers_.size()));
+}
+
+void SubFarmController::reset_run(std::uint64_t seed) {
+  retained_ = std::vector<Retained>(slots_);
+  rng_ = core::Xoshiro(seed);
+  pending_ = std::vector<Pending>(inputs_.size() * input_window_ + 16);
+  pending_head_ = pending_count_ = 0;
+  taken_.assign(inputs_.size(), 0);
+  credit_due_.assign(inputs_.size(), false);
+  seen_.reset(inputs_.empty() ? 64 : kSeenEvents);
   published_ = {};
   decided_by_ = std::make_unique<std::atomic<std::uint64_t>[]>(workers_.size());
   latency_.clear();
@@ -217,12 +298,12 @@ Result<void> SubFarmController::configure(runtime::AppContext& ctx) {
   lost_now_.clear();
   lost_now_.reserve(workers_.size());
   enabled_ns_.store(0);
-  {
-    const std::lock_guard lock(lost_mutex_);
-    lost_workers_.clear();
-    rejoined_workers_.clear();
-  }
+  const std::lock_guard lock(lost_mutex_);
+  lost_workers_.clear();
+  rejoined_workers_.clear();
+}
 
+void SubFarmController::add_handlers() {
   runtime::DataPath& path = data_path();
   path.count_rejected_in(*messages_malformed_);
   // Every message here has a payload: one without is refused.
@@ -261,7 +342,6 @@ Result<void> SubFarmController::configure(runtime::AppContext& ctx) {
     }
     return true;
   });
-  return ok();
 }
 
 Result<void> SubFarmController::enable() {
@@ -776,71 +856,14 @@ Result<runtime::Settled> SubFarmController::after_loss(const runtime::LostApp& l
 }
 
 runtime::AppType sfc_type() {
-  using runtime::ParamSpec;
-  runtime::AppType t;
-  t.name = "sfc";
-  t.help =
+  runtime::AppType t = runtime::app_type<SubFarmController>(
+      "sfc",
       "Sub-farm controller: dispatches events to its workers (round_robin, tokens, least_loaded "
-      "or push), re-dispatches a lost worker's events, and writes the accepted ones per stream.";
+      "or push), re-dispatches a lost worker's events, and writes the accepted ones per stream.");
   // Enabled after its workers, before the BUs that feed it; halted after the BUs, before the
   // workers.
   t.enable_rank = -10;
   t.peer_params = {"workers"};
-  t.params = {
-      ParamSpec::app_ref_list("workers", "the workers this SFC dispatches to"),
-      ParamSpec::string("policy", "round_robin, tokens, least_loaded or push")
-          .default_value("tokens")
-          .one_of({"round_robin", "tokens", "least_loaded", "push"}),
-      ParamSpec::integer("window", "tokens per worker: events a worker holds at once")
-          .default_value(2)
-          .range(1, 64),
-      ParamSpec::integer("busy_threshold", "least_loaded: busy at this many events; 0: window")
-          .default_value(0)
-          .range(0, 64),
-      ParamSpec::integer("free_threshold",
-                         "least_loaded: free again at this many; -1: busy_threshold - 1")
-          .default_value(-1)
-          .range(-1, 63),
-      ParamSpec::integer("queue", "events waiting for a worker before the input is held back")
-          .default_value(64)
-          .range(1, 65536),
-      ParamSpec::integer("heartbeat_timeout_ms", "a worker silent this long is lost")
-          .default_value(2000)
-          .range(10, 600000),
-      ParamSpec::object("event_size", "generator: event sizes, bytes",
-                        {ParamSpec::string("dist", "fixed, uniform, exponential or lognormal")
-                             .default_value("fixed")
-                             .one_of({"fixed", "uniform", "exponential", "lognormal"}),
-                         ParamSpec::number("mean", "mean size, bytes")
-                             .default_value(32768)
-                             .range(8, kMaxEventSize),
-                         ParamSpec::number("sd", "standard deviation, bytes")
-                             .default_value(0)
-                             .range(0, kMaxEventSize),
-                         ParamSpec::integer("max", "largest event, bytes")
-                             .default_value(32768)
-                             .range(8, kMaxEventSize)}),
-      ParamSpec::number("rate_hz", "generator: events per second; 0: as fast as workers take them")
-          .default_value(0)
-          .at_least(0),
-      ParamSpec::integer("count", "generator: events, then the SFC is finished; 0: unlimited")
-          .default_value(0)
-          .at_least(0),
-      ParamSpec::integer("seed", "generator: seed of the sizes").default_value(1).at_least(0),
-      ParamSpec::app_ref_list("inputs",
-                              "BUs or ts_builders whose output is {kind: farm, sfc: this}; []: "
-                              "the generator")
-          .default_json_text("[]"),
-      ParamSpec::integer("input_window", "events each input may send before they are taken")
-          .default_value(64)
-          .range(1, 65536),
-      evb::discard_or_file_output_spec("accepted events"),
-      ParamSpec::integer_list("stream_masks",
-                              "one output stream per trigger mask ([]: one stream for all)")
-          .default_json_text("[]")
-          .range(1, 9.2e18),
-  };
-  t.make = [] { return std::make_unique<SubFarmController>(); };
   t.fold_results = &SubFarmController::fold_results;
   t.after_loss = &SubFarmController::after_loss;
   return t;

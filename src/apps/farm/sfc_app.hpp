@@ -35,13 +35,33 @@
 #include "daqflow/apps/sampler.hpp"
 #include "daqflow/core/latency_histogram.hpp"
 #include "daqflow/core/random.hpp"
-#include "daqflow/runtime/application.hpp"
+#include "daqflow/runtime/settings.hpp"
 
 namespace daqflow::apps::farm {
 
-class SubFarmController final : public runtime::Application {
+struct SfcSettings {
+  std::vector<std::string> workers;
+  std::string policy;
+  std::uint32_t window = 0;
+  std::int64_t busy_threshold = 0;  // 0: window
+  std::int64_t free_threshold = 0;  // -1: busy_threshold - 1
+  std::uint32_t queue = 0;
+  std::int64_t heartbeat_timeout_ms = 0;
+  detail::SizeSettings event_size;  // the generator's
+  double rate_hz = 0;
+  std::uint64_t count = 0;
+  std::uint64_t seed = 0;
+  std::vector<std::string> inputs;  // empty: the generator
+  std::uint32_t input_window = 0;
+  nlohmann::json output;
+  std::vector<std::int64_t> stream_masks;
+};
+
+class SubFarmController final : public runtime::ApplicationWith<SubFarmController, SfcSettings> {
  public:
-  Result<void> configure(runtime::AppContext& ctx) override;
+  static const runtime::SettingsSpec<SfcSettings>& spec();
+
+  Result<void> setup(runtime::AppContext& ctx, const SfcSettings& s) override;
   Result<void> enable() override;
   void release() override;
 
@@ -82,6 +102,15 @@ class SubFarmController final : public runtime::Application {
     std::size_t input = 0;
   };
 
+  // Configure, in order: the peers and the dispatcher; the endpoint and pools; the output
+  // streams; the metrics; the run's state; the handlers.
+  [[nodiscard]] Result<void> take_peers(runtime::AppContext& ctx, const SfcSettings& s);
+  [[nodiscard]] Result<void> open_endpoint(runtime::AppContext& ctx, const SfcSettings& s);
+  [[nodiscard]] Result<void> open_streams(runtime::AppContext& ctx, const SfcSettings& s);
+  void add_metrics(runtime::MetricsRegistry& m);
+  void reset_run(std::uint64_t seed);
+  void add_handlers();
+
   void on_heartbeat(const transport::Completion& c, std::int64_t now);
   [[nodiscard]] int work(std::int64_t now);
   // Nothing of the run left anywhere: no event pending, queued, out at a worker or unwritten.
@@ -113,6 +142,7 @@ class SubFarmController final : public runtime::Application {
   double rate_hz_ = 0;
   std::uint64_t count_ = 0;
   std::int64_t heartbeat_timeout_ns_ = 0;
+  std::size_t slots_ = 0;  // events retained at once: the queue and every worker's window
 
   // Agent thread.
   transport::Endpoint* endpoint_ = nullptr;

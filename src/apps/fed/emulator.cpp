@@ -76,46 +76,32 @@ class ShiftPowers {
 
 }  // namespace
 
-// The parameters were checked against their specs (kinds, bounds, defaults: evb_config.cpp);
-// what is left are the checks across parameters.
-Result<EmulatorSettings> parse_emulator_settings(const nlohmann::json& params,
-                                                 std::uint32_t position) {
+Result<EmulatorSettings> parse_emulator_settings(const FedSettings& fed, std::uint32_t position) {
   EmulatorSettings s;
-  runtime::ParamReader p(params, "FED emulator");
-  s.feds = p.get<std::uint32_t>("feds");
-  const auto first =
-      p.get<std::optional<std::int64_t>>("first_fed_id").value_or(std::int64_t{100} * position);
-  s.seed = p.get<std::uint64_t>("seed");
-  const auto payload = p.get<std::string>("payload");
-  runtime::ParamReader size = p.object("fragment_size");
-  const auto dist = size.get<std::string>("dist");
-  s.size.mean = size.get<double>("mean");
-  s.size.sd = size.get<double>("sd");
-  const auto lo = size.get<std::uint32_t>("min");
-  const auto hi = size.get<std::uint32_t>("max");
-  if (auto r = p.status(); !r) return r.error();
-
-  if (first < 0 || first + s.feds - 1 > wire::kFedMaxSourceId) {
-    return p.error("first_fed_id", "FED ids " + std::to_string(first) + ".." +
-                                       std::to_string(first + s.feds - 1) +
-                                       " do not fit the 12-bit source id (0..4095); set "
-                                       "first_fed_id explicitly");
-  }
-  s.first_fed_id = static_cast<std::uint16_t>(first);
-  s.payload = payload == "pattern" ? PayloadKind::per_event_pattern : PayloadKind::fixed_template;
-  if (dist == "fixed") {
+  s.feds = fed.feds;
+  auto first = fed.first_id(position);
+  if (!first) return first.error();
+  s.first_fed_id = *first;
+  s.seed = fed.seed;
+  s.payload =
+      fed.payload == "pattern" ? PayloadKind::per_event_pattern : PayloadKind::fixed_template;
+  const FedSettings::FragmentSize& size = fed.fragment_size;
+  s.size.mean = size.mean;
+  s.size.sd = size.sd;
+  if (size.dist == "fixed") {
     s.size.dist = SizeDistribution::fixed;
-  } else if (dist == "uniform") {
+  } else if (size.dist == "uniform") {
     s.size.dist = SizeDistribution::uniform;
   } else {
     s.size.dist = SizeDistribution::lognormal;
   }
   // Sizes are whole words: min rounds up, max down.
-  const std::uint32_t min8 = (lo + 7) / 8 * 8;
-  const std::uint32_t max8 = hi / 8 * 8;
+  const std::uint32_t min8 = (size.min + 7) / 8 * 8;
+  const std::uint32_t max8 = size.max / 8 * 8;
   if (max8 < min8) {
-    return p.error("fragment_size", "max (" + std::to_string(max8) + ") is below min (" +
-                                        std::to_string(min8) + ") after rounding to 8 bytes");
+    return runtime::param_error("fragment_size", "max (" + std::to_string(max8) +
+                                                     ") is below min (" + std::to_string(min8) +
+                                                     ") after rounding to 8 bytes");
   }
   s.size.min = min8;
   s.size.max = max8;
@@ -250,11 +236,11 @@ FragmentSourceStats FedEmulator::stats() const {
   return s;
 }
 
-Result<std::unique_ptr<FragmentSource>> make_emulator(const nlohmann::json& ru_params,
+Result<std::unique_ptr<FragmentSource>> make_emulator(const FedSettings& fed,
                                                       std::uint32_t ru_index,
                                                       EventNumbering numbering,
                                                       std::uint64_t resync_every) {
-  auto settings = parse_emulator_settings(ru_params, ru_index);
+  auto settings = parse_emulator_settings(fed, ru_index);
   if (!settings) return settings.error();
   settings->numbering = numbering;
   settings->resync_every = resync_every;

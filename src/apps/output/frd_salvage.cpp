@@ -24,26 +24,26 @@ namespace {
 
 namespace fs = std::filesystem;
 
-struct Record {
+struct FrdRecord {
   std::uint32_t event = 0;
   std::uint64_t offset = 0;  // of its FRD header
   std::uint64_t end = 0;     // past its data
 };
 
-struct Scanned {
+struct FrdScanned {
   std::string path;  // where it is: in open/ or the run directory
   bool open = false;
   bool has_jsn = false;
   std::uint32_t lumi = 0;
   std::uint32_t index = 0;
   std::uint64_t size = 0;
-  std::vector<Record> records;             // those that check, in file order
+  std::vector<FrdRecord> records;          // those that check, in file order
   std::uint64_t end = kRawFileHeaderSize;  // where the kept records end (cuts lower it)
 };
 
-Scanned scan(const fs::path& path, bool open, std::uint32_t run, std::uint32_t lumi,
-             std::uint32_t index) {
-  Scanned s;
+FrdScanned scan(const fs::path& path, bool open, std::uint32_t run, std::uint32_t lumi,
+                std::uint32_t index) {
+  FrdScanned s;
   s.path = path.string();
   s.open = open;
   s.lumi = lumi;
@@ -69,7 +69,7 @@ Scanned scan(const fs::path& path, bool open, std::uint32_t run, std::uint32_t l
   return s;
 }
 
-std::size_t kept(const Scanned& s) {
+std::size_t kept(const FrdScanned& s) {
   std::size_t n = 0;
   while (n < s.records.size() && s.records[n].end <= s.end) ++n;
   return n;
@@ -77,7 +77,7 @@ std::size_t kept(const Scanned& s) {
 
 // Truncates to s.end and finishes the file in the run directory (raw header, .jsn), or removes
 // it when nothing is left. Returns its path there, or "" when removed.
-Result<std::string> finish(const Scanned& s, const std::string& run_dir, std::uint32_t run,
+Result<std::string> finish(const FrdScanned& s, const std::string& run_dir, std::uint32_t run,
                            std::string_view bu_id) {
   const std::string stem = frd_data_stem(run, s.lumi, s.index);
   const std::string final_path = (fs::path(run_dir) / (stem + ".raw")).string();
@@ -166,7 +166,7 @@ Result<SalvageReport> salvage_frd_files(const std::string& run_dir, std::uint32_
                                         const std::vector<SalvageBlock>& in_doubt) {
   std::set<std::uint32_t> doubt_sections;
   for (const SalvageBlock& b : in_doubt) doubt_sections.insert(b.lumi);
-  std::vector<Scanned> files;
+  std::vector<FrdScanned> files;
   std::error_code ec;
   for (const bool open : {false, true}) {
     const fs::path dir = open ? fs::path(run_dir) / "open" : fs::path(run_dir);
@@ -179,13 +179,13 @@ Result<SalvageReport> salvage_frd_files(const std::string& run_dir, std::uint32_
           !open &&
           fs::exists(entry.path().parent_path() / (entry.path().stem().string() + ".jsn"), ec);
       if (!open && has_jsn && !doubt_sections.contains(lumi)) continue;
-      Scanned s = scan(entry.path(), open, run_number, lumi, name->index);
+      FrdScanned s = scan(entry.path(), open, run_number, lumi, name->index);
       s.has_jsn = has_jsn;
       files.push_back(std::move(s));
     }
   }
   if (ec) return Error(fmt::format("salvage: reading {}: {}", run_dir, ec.message()));
-  std::sort(files.begin(), files.end(), [](const Scanned& a, const Scanned& b) {
+  std::sort(files.begin(), files.end(), [](const FrdScanned& a, const FrdScanned& b) {
     return std::pair(a.lumi, a.index) < std::pair(b.lumi, b.index);
   });
 
@@ -194,7 +194,7 @@ Result<SalvageReport> salvage_frd_files(const std::string& run_dir, std::uint32_
   std::map<std::pair<std::uint32_t, std::uint32_t>, std::pair<std::size_t, std::uint64_t>> where;
   std::set<std::pair<std::uint32_t, std::uint32_t>> ambiguous;
   for (std::size_t f = 0; f < files.size(); ++f) {
-    for (const Record& r : files[f].records) {
+    for (const FrdRecord& r : files[f].records) {
       if (!where.try_emplace({files[f].lumi, r.event}, f, r.offset).second) {
         ambiguous.insert({files[f].lumi, r.event});
       }
@@ -218,7 +218,7 @@ Result<SalvageReport> salvage_frd_files(const std::string& run_dir, std::uint32_
     for (std::uint64_t i = 0; i < b.events; ++i) {  // partial: cut before its first event there
       const auto it = where.find(key(b, i));
       if (it == where.end()) continue;
-      Scanned& s = files[it->second.first];
+      FrdScanned& s = files[it->second.first];
       s.end = std::min(s.end, it->second.second);
     }
   }
@@ -227,7 +227,7 @@ Result<SalvageReport> salvage_frd_files(const std::string& run_dir, std::uint32_
   enum class Outcome { output, not_output, unknown };
   std::vector<Outcome> outcome(files.size(), Outcome::output);
   for (std::size_t f = 0; f < files.size(); ++f) {
-    Scanned& s = files[f];
+    FrdScanned& s = files[f];
     if (!s.open && s.has_jsn && s.end == s.size) continue;  // untouched
     auto done = finish(s, run_dir, run_number, bu_id);
     if (!done) {

@@ -28,31 +28,78 @@ constexpr std::uint64_t kDoneBits = 1u << 20;
 
 }  // namespace
 
-Result<void> TsBuilder::configure(runtime::AppContext& ctx) {
+const runtime::SettingsSpec<TsBuilderSettings>& TsBuilder::spec() {
+  using runtime::ParamSpec;
+  using S = TsBuilderSettings;
+  static const auto spec =
+      runtime::SettingsSpec<S>()
+          .bind(ParamSpec::app_ref_list("inputs",
+                                        "the ts_inputs, in order: a timeslice's components"),
+                &S::inputs)
+          .bind(ParamSpec::integer("timeout_ms",
+                                   "a timeslice still missing contributions this long after its "
+                                   "first is incomplete")
+                    .default_value(2000)
+                    .range(1, 3600000),
+                &S::timeout_ms)
+          .bind(
+              ParamSpec::string("on_incomplete", "flag (write it, flagged) or fail (fail the run)")
+                  .default_value("flag")
+                  .one_of({"flag", "fail"}),
+              &S::on_incomplete)
+          .bind(ParamSpec::boolean("verify_crc", "check each microslice's CRC-32C")
+                    .default_value(true),
+                &S::verify_crc)
+          .bind(ParamSpec::app_ref("manager",
+                                   "the ts_manager that assigns timeslices; empty: round robin")
+                    .default_value(""),
+                &S::manager)
+          .bind(ParamSpec::integer("report_ms",
+                                   "with a manager: load report (and heartbeat) interval")
+                    .default_value(50)
+                    .range(1, 60000),
+                &S::report_ms)
+          .bind(evb::output_spec_with_farm(
+                    "complete timeslices (an archive checked by daqflow dump, or the filter farm)"),
+                &S::output);
+  return spec;
+}
+
+Result<void> TsBuilder::setup(runtime::AppContext& ctx, const TsBuilderSettings& s) {
   clock_ = &ctx.clock();
-  runtime::ParamReader p = ctx.param_reader();
-  const auto input_ids = p.get<std::vector<std::string>>("inputs");
-  timeout_ns_ = p.get<std::int64_t>("timeout_ms") * 1'000'000;
-  fail_incomplete_ = p.get<std::string>("on_incomplete") == "fail";
-  verify_crc_ = p.get<bool>("verify_crc");
-  const auto output_params = p.get<nlohmann::json>("output");
-  const auto manager = p.get<std::string>("manager");
-  report_ns_ = p.get<std::int64_t>("report_ms") * 1'000'000;
-  if (auto r = p.status(); !r) return r;
-  has_manager_ = !manager.empty();
+  timeout_ns_ = s.timeout_ms * 1'000'000;
+  fail_incomplete_ = s.on_incomplete == "fail";
+  verify_crc_ = s.verify_crc;
+  report_ns_ = s.report_ms * 1'000'000;
+  if (s.output.value("kind", std::string()) == "frd") {
+    return runtime::param_error(
+        "output", "kind frd holds CMS events, not timeslices (discard, file or farm)");
+  }
+  auto largest = take_peers(ctx, s);
+  if (!largest) return largest.error();
+  if (auto r = open_endpoint(ctx, s, *largest); !r) return r;
+  if (auto r = open_output(ctx, s, *largest); !r) return r;
+  if (auto r = reset_run(); !r) return r;
+  add_metrics(ctx.metrics());
+  add_handlers();
+  return ok();
+}
+
+Result<std::uint64_t> TsBuilder::take_peers(runtime::AppContext& ctx, const TsBuilderSettings& s) {
+  has_manager_ = !s.manager.empty();
   if (has_manager_) {
-    auto m = ctx.index_of(manager);
-    if (!m) return p.error("manager", m.error().message());
+    auto m = ctx.index_of(s.manager);
+    if (!m) return runtime::param_error("manager", m.error().message());
     manager_ = *m;
     if (ctx.cluster().applications[manager_].type != "ts_manager") {
-      return p.error("manager", "'" + manager + "' is no ts_manager");
+      return runtime::param_error("manager", "'" + s.manager + "' is no ts_manager");
     }
   }
-  auto inputs = ctx.indexes_of("inputs", input_ids);
+  auto inputs = ctx.indexes_of("inputs", s.inputs);
   if (!inputs) return inputs.error();
   inputs_ = *inputs;
-  if (inputs_.empty()) return p.error("inputs", "a builder needs at least one input");
-  if (inputs_.size() > 65535) return p.error("inputs", "more than 65535 inputs");
+  if (inputs_.empty()) return runtime::param_error("inputs", "a builder needs at least one input");
+  if (inputs_.size() > 65535) return runtime::param_error("inputs", "more than 65535 inputs");
   ids_ = detail::application_ids(ctx.cluster());
   // Every input is a ts_input that sends here, and they share one geometry.
   std::uint64_t largest = 0;
@@ -61,16 +108,17 @@ Result<void> TsBuilder::configure(runtime::AppContext& ctx) {
     const auto builders = app.params.value("builders", std::vector<std::string>{});
     if (app.type != "ts_input" ||
         std::find(builders.begin(), builders.end(), id()) == builders.end()) {
-      return p.error("inputs",
-                     "'" + input_ids[i] + "' is no ts_input with '" + id() + "' in its builders");
+      return runtime::param_error(
+          "inputs", "'" + s.inputs[i] + "' is no ts_input with '" + id() + "' in its builders");
     }
     auto g = input_geometry(app.params, runtime::application_named(app.id));
     if (!g) return g.error();
     if (i == 0) {
       geometry_ = *g;
     } else if (!(*g == geometry_)) {
-      return p.error("inputs", "'" + input_ids[i] + "' has another timeslice geometry than '" +
-                                   input_ids[0] + "' (microslice_us, timeslice_us, overlap_us)");
+      return runtime::param_error(
+          "inputs", "'" + s.inputs[i] + "' has another timeslice geometry than '" + s.inputs[0] +
+                        "' (microslice_us, timeslice_us, overlap_us)");
     }
     const std::uint64_t slices = std::uint64_t{g->core} + g->overlap;
     const auto max = app.params.value("microslice_size", nlohmann::json::object())
@@ -81,7 +129,11 @@ Result<void> TsBuilder::configure(runtime::AppContext& ctx) {
     // largest message.
     if (!app.params.value("replay", std::string()).empty()) largest = UINT64_MAX;
   }
+  return largest;
+}
 
+Result<void> TsBuilder::open_endpoint(runtime::AppContext& ctx, const TsBuilderSettings& s,
+                                      std::uint64_t largest) {
   transport::EndpointOptions options = ctx.endpoint_options();
   // Received buffers held at once: those of the timeslices being built here and of those in the
   // output. Every input keeps a window of timeslices (its in_flight) until they are
@@ -90,17 +142,17 @@ Result<void> TsBuilder::configure(runtime::AppContext& ctx) {
   // A manager may send a builder more (one taking over a lost builder's timeslices): the whole
   // window. The receive buffers must hold every contribution of the timeslices here, or an
   // input's stream stalls behind a full builder.
-  std::uint64_t here = 0;
+  here_ = 0;
   for (const AppIndex i : inputs_) {
     const auto& params = ctx.cluster().applications[i].params;
     const std::uint64_t window = params.value("in_flight", std::uint64_t{8});
     const std::uint64_t builders =
         std::max<std::size_t>(1, params.value("builders", std::vector<std::string>{}).size());
-    here = std::max(here, has_manager_ ? window : 2 * ((window + builders - 1) / builders) + 2);
+    here_ = std::max(here_, has_manager_ ? window : 2 * ((window + builders - 1) / builders) + 2);
   }
   const std::uint64_t cluster_max = options.max_message_size;
   std::uint64_t message = std::max<std::uint64_t>(largest, 4096);
-  if (output_params.value("kind", std::string()) == "farm") {
+  if (s.output.value("kind", std::string()) == "farm") {
     // It sends whole timeslices to the SFC: the endpoint's one size limit (which also sizes its
     // receive buffers) must hold one.
     message = std::max<std::uint64_t>(
@@ -109,7 +161,8 @@ Result<void> TsBuilder::configure(runtime::AppContext& ctx) {
   }
   options.max_message_size = static_cast<std::uint32_t>(std::min(cluster_max, message));
   options.recv_buffers = std::max<std::uint32_t>(
-      options.recv_buffers, static_cast<std::uint32_t>(inputs_.size() * (here + kOutputDepth + 2)));
+      options.recv_buffers,
+      static_cast<std::uint32_t>(inputs_.size() * (here_ + kOutputDepth + 2)));
   recv_buffers_ = options.recv_buffers;
   auto endpoint = ctx.endpoint(&options);
   if (!endpoint) return endpoint.error().context("endpoint");
@@ -128,7 +181,11 @@ Result<void> TsBuilder::configure(runtime::AppContext& ctx) {
   auto control = data_path().send_pool(id() + ".control", kManagerMessageSize, 64);
   if (!control) return control.error();
   control_pool_ = *control;
+  return ok();
+}
 
+Result<void> TsBuilder::open_output(runtime::AppContext& ctx, const TsBuilderSettings& s,
+                                    std::uint64_t largest) {
   evb::OutputContext oc;
   oc.run_number = ctx.cluster().run.number;
   oc.bu_id = id();
@@ -137,21 +194,24 @@ Result<void> TsBuilder::configure(runtime::AppContext& ctx) {
   oc.content = evb::FileContent::timeslices;
   // Started again in this run (restart: on-failure): its files go on after its earlier ones.
   oc.restarted = ctx.restarted();
-  if (auto r = evb::farm_output_context(ctx.cluster(), output_params, endpoint_, oc); !r) {
-    return p.error("output", r.error().message());
-  }
-  if (output_params.value("kind", std::string()) == "frd") {
-    return p.error("output", "kind frd holds CMS events, not timeslices (discard, file or farm)");
+  if (auto r = evb::farm_output_context(ctx.cluster(), s.output, endpoint_, oc); !r) {
+    return runtime::param_error("output", r.error().message());
   }
   // A timeslice is a descriptor and up to five pieces per input (on byte-stream transports one):
   // past what a message carries, the farm output copies it into one buffer.
   if (1 + 1 + 5 * inputs_.size() > transport::kMaxSegments) {
-    oc.max_event_size = wire::kTimesliceDescriptorSize +
-                        inputs_.size() * std::min<std::uint64_t>(largest, cluster_max);
+    oc.max_event_size =
+        wire::kTimesliceDescriptorSize +
+        inputs_.size() *
+            std::min<std::uint64_t>(largest, ctx.cluster().transports.endpoint.max_message_size);
   }
-  auto output = evb::make_output(output_params, oc);
+  auto output = evb::make_output(s.output, oc);
   if (!output) return output.error();
   output_ = std::move(*output);
+  return ok();
+}
+
+Result<void> TsBuilder::reset_run() {
   batches_ = std::vector<evb::OutputBatch>(kOutputDepth);
   written_ = std::vector<Written>(kOutputDepth);
   free_.clear();
@@ -163,7 +223,7 @@ Result<void> TsBuilder::configure(runtime::AppContext& ctx) {
     free_.push_back(&batches_[i]);
   }
   in_output_ = 0;
-  building_ = std::vector<Building>(here + 2);
+  building_ = std::vector<Building>(here_ + 2);
   for (Building& b : building_) {
     b.parts = std::vector<transport::Message>(inputs_.size());
     b.have.assign(inputs_.size(), 0);
@@ -177,7 +237,7 @@ Result<void> TsBuilder::configure(runtime::AppContext& ctx) {
   acks_ = std::vector<ControlLog>(inputs_.size());
   for (std::size_t i = 0; i < inputs_.size(); ++i) {
     if (auto r = acks_[i].configure(id() + ".acks" + std::to_string(i), {inputs_[i]},
-                                    2 * (here + kOutputDepth + 4));
+                                    2 * (here_ + kOutputDepth + 4));
         !r) {
       return r;
     }
@@ -195,9 +255,16 @@ Result<void> TsBuilder::configure(runtime::AppContext& ctx) {
   next_report_ns_ = 0;
   epoch_ = 0;
   bytes_done_ = done_total_ = 0;
+  over_cap_seen_ = 0;
   sampler_.reset(ThroughputSampler::kBuilderIntervalNs);
+  const std::lock_guard lock(results_mutex_);
+  output_stats_ = {};
+  missing_by_input_.assign(inputs_.size(), 0);
+  lost_inputs_.clear();
+  return ok();
+}
 
-  runtime::MetricsRegistry& m = ctx.metrics();
+void TsBuilder::add_metrics(runtime::MetricsRegistry& m) {
   contributions_ = &m.counter("contributions", "contributions received");
   timeslices_complete_ = &m.counter("timeslices_complete", "timeslices with every contribution");
   timeslices_incomplete_ =
@@ -205,7 +272,6 @@ Result<void> TsBuilder::configure(runtime::AppContext& ctx) {
   timeslices_written_ = &m.counter("timeslices_written", "timeslices the output has taken");
   timeslices_not_written_ = &m.counter("timeslices_not_written",
                                        "timeslices built but not written: the output's disk cap");
-  over_cap_seen_ = 0;
   contributions_late_ = &m.counter(
       "contributions_late", "contributions for a timeslice done before (dropped, acknowledged)");
   contributions_duplicate_ =
@@ -220,13 +286,9 @@ Result<void> TsBuilder::configure(runtime::AppContext& ctx) {
   fences_ = &m.counter("fences", "fences received: the manager had declared this builder lost");
   bytes_in_ = &m.counter("bytes_in", "contribution bytes received", runtime::Unit::bytes);
   timeslices_building_ = &m.gauge("timeslices_building", "timeslices waiting for contributions");
-  {
-    const std::lock_guard lock(results_mutex_);
-    output_stats_ = {};
-    missing_by_input_.assign(inputs_.size(), 0);
-    lost_inputs_.clear();
-  }
+}
 
+void TsBuilder::add_handlers() {
   runtime::DataPath& path = data_path();
   path.count_rejected_in(*messages_malformed_);
   // The farm output's messages (the SFC's credits) are its own.
@@ -252,7 +314,6 @@ Result<void> TsBuilder::configure(runtime::AppContext& ctx) {
       [this](AppIndex peer, std::string_view reason, bool) { on_peer_gone(peer, reason); });
   path.on_work([this](std::int64_t now) { return work(now); });
   path.drained_when([this] { return building_count_ == 0 && in_output_ == 0 && control_idle(); });
-  return ok();
 }
 
 void TsBuilder::release() {
@@ -833,35 +894,13 @@ Result<runtime::Settled> TsBuilder::after_loss(const runtime::LostApp& lost) {
 }
 
 runtime::AppType ts_builder_type() {
-  using runtime::ParamSpec;
-  runtime::AppType t;
-  t.name = "ts_builder";
-  t.help =
+  runtime::AppType t = runtime::app_type<TsBuilder>(
+      "ts_builder",
       "Time-slice builder: one contribution per input per timeslice, checked (descriptors, "
-      "CRC-32C) and written without a copy; missing contributions flag the timeslice.";
+      "CRC-32C) and written without a copy; missing contributions flag the timeslice.");
   // Enabled before its inputs, halted after them.
   t.enable_rank = -10;
   t.peer_params = {"inputs"};
-  t.params = {
-      ParamSpec::app_ref_list("inputs", "the ts_inputs, in order: a timeslice's components"),
-      ParamSpec::integer("timeout_ms",
-                         "a timeslice still missing contributions this long after its first is "
-                         "incomplete")
-          .default_value(2000)
-          .range(1, 3600000),
-      ParamSpec::string("on_incomplete", "flag (write it, flagged) or fail (fail the run)")
-          .default_value("flag")
-          .one_of({"flag", "fail"}),
-      ParamSpec::boolean("verify_crc", "check each microslice's CRC-32C").default_value(true),
-      ParamSpec::app_ref("manager", "the ts_manager that assigns timeslices; empty: round robin")
-          .default_value(""),
-      ParamSpec::integer("report_ms", "with a manager: load report (and heartbeat) interval")
-          .default_value(50)
-          .range(1, 60000),
-      evb::output_spec_with_farm(
-          "complete timeslices (an archive checked by daqflow dump, or the filter farm)"),
-  };
-  t.make = [] { return std::make_unique<TsBuilder>(); };
   t.after_loss = &TsBuilder::after_loss;
   t.fold_results = &TsBuilder::fold_results;
   // A builder's process may die while data flows: the inputs send its timeslices to the others.

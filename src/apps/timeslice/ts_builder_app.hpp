@@ -30,15 +30,27 @@
 #include "daqflow/apps/builders/duplicate_window.hpp"
 #include "daqflow/apps/output/output.hpp"
 #include "daqflow/apps/sampler.hpp"
-#include "daqflow/runtime/application.hpp"
+#include "daqflow/runtime/settings.hpp"
 #include "daqflow/wire/timeslice.hpp"
 #include "ts_input_app.hpp"
 
 namespace daqflow::apps::timeslice {
 
-class TsBuilder final : public runtime::Application {
+struct TsBuilderSettings {
+  std::vector<std::string> inputs;
+  std::int64_t timeout_ms = 0;
+  std::string on_incomplete;
+  bool verify_crc = true;
+  std::string manager;  // empty: round robin
+  std::int64_t report_ms = 0;
+  nlohmann::json output;
+};
+
+class TsBuilder final : public runtime::ApplicationWith<TsBuilder, TsBuilderSettings> {
  public:
-  Result<void> configure(runtime::AppContext& ctx) override;
+  static const runtime::SettingsSpec<TsBuilderSettings>& spec();
+
+  Result<void> setup(runtime::AppContext& ctx, const TsBuilderSettings& s) override;
   void release() override;
 
   void wait_for_work(std::chrono::microseconds timeout) override;
@@ -65,6 +77,18 @@ class TsBuilder final : public runtime::Application {
     bool complete = true;
     std::vector<std::uint8_t> from;
   };
+
+  // Configure, in order: the peers (returns the largest contribution); the endpoint; the output;
+  // the run's state; the metrics; the handlers.
+  [[nodiscard]] Result<std::uint64_t> take_peers(runtime::AppContext& ctx,
+                                                 const TsBuilderSettings& s);
+  [[nodiscard]] Result<void> open_endpoint(runtime::AppContext& ctx, const TsBuilderSettings& s,
+                                           std::uint64_t largest);
+  [[nodiscard]] Result<void> open_output(runtime::AppContext& ctx, const TsBuilderSettings& s,
+                                         std::uint64_t largest);
+  [[nodiscard]] Result<void> reset_run();
+  void add_metrics(runtime::MetricsRegistry& m);
+  void add_handlers();
 
   void on_peer_gone(transport::AppIndex peer, std::string_view reason);
   [[nodiscard]] int work(std::int64_t now);
@@ -102,6 +126,7 @@ class TsBuilder final : public runtime::Application {
   transport::AppIndex manager_ = 0;
   std::int64_t report_ns_ = 0;
   std::uint32_t recv_buffers_ = 0;
+  std::uint64_t here_ = 0;  // timeslices built here at once, at most
   std::vector<std::string> ids_;
 
   // Agent thread.

@@ -26,49 +26,131 @@ constexpr std::int64_t kStarvedWaitUs = 100;
 
 }  // namespace
 
-Result<void> TsInput::configure(runtime::AppContext& ctx) {
+const runtime::SettingsSpec<TsInputSettings>& TsInput::spec() {
+  using runtime::ParamSpec;
+  using S = TsInputSettings;
+  static const auto spec =
+      runtime::SettingsSpec<S>()
+          .bind(ParamSpec::app_ref_list("builders",
+                                        "the ts_builders; timeslice k goes to builder k mod N"),
+                &S::builders)
+          .bind(ParamSpec::number("microslice_us", "duration of a microslice, us")
+                    .default_value(100)
+                    .range(0.001, 4e6),
+                &S::microslice_us)
+          .bind(ParamSpec::number("timeslice_us",
+                                  "duration of a timeslice's core, us (whole microslices)")
+                    .default_value(10000)
+                    .range(0.001, 4e9),
+                &S::timeslice_us)
+          .bind(ParamSpec::number("overlap_us", "overlap after the core, us (whole microslices)")
+                    .default_value(100)
+                    .range(0, 4e9),
+                &S::overlap_us)
+          .bind("microslice_size", "microslice content sizes, bytes",
+                detail::size_spec(1024, kMaxMicrosliceSize, "microslice"), &S::microslice_size)
+          .bind(ParamSpec::string(
+                    "pace", "real_time (microslices as time passes) or max (as fast as taken)")
+                    .default_value("real_time")
+                    .one_of({"real_time", "max"}),
+                &S::pace)
+          .bind(
+              ParamSpec::string("order", "chaotic (send when ready) or scheduled (barrel shifter)")
+                  .default_value("chaotic")
+                  .one_of({"chaotic", "scheduled"}),
+              &S::order)
+          .bind(ParamSpec::number("slot_us", "scheduled: length of a time slot, us")
+                    .default_value(100)
+                    .range(1, 1e7),
+                &S::slot_us)
+          .bind(ParamSpec::integer("eq_id",
+                                   "equipment id of the descriptors; -1: the input's position")
+                    .default_value(-1)
+                    .range(-1, 65535),
+                &S::eq_id)
+          .bind(ParamSpec::integer("sys_id", "subsystem id of the descriptors")
+                    .default_value(0)
+                    .range(0, 255),
+                &S::sys_id)
+          .bind(ParamSpec::integer("sys_ver", "subsystem format version")
+                    .default_value(0)
+                    .range(0, 255),
+                &S::sys_ver)
+          .bind(ParamSpec::boolean("crc", "compute each microslice's CRC-32C").default_value(true),
+                &S::crc)
+          .bind(
+              ParamSpec::integer("in_flight",
+                                 "timeslices kept until acknowledged (pool: + 2 intervals; with a "
+                                 "manager, + 2 x its builder_window for timeslices in doubt)")
+                  .default_value(8)
+                  .range(1, 4096),
+              &S::in_flight)
+          .bind(
+              ParamSpec::integer("count", "timeslices, then the input is finished; 0: until halted")
+                  .default_value(0)
+                  .at_least(0),
+              &S::count)
+          .bind(ParamSpec::integer("seed", "seed of the sizes").default_value(1).at_least(0),
+                &S::seed)
+          .bind(ParamSpec::app_ref("manager",
+                                   "the ts_manager that assigns timeslices; empty: round robin")
+                    .default_value(""),
+                &S::manager)
+          .bind(ParamSpec::string("replay",
+                                  "timeslice archives (a .dqf file or a folder) whose component of "
+                                  "this input's eq_id is replayed instead of generated "
+                                  "microslices; empty: none")
+                    .default_value(""),
+                &S::replay);
+  return spec;
+}
+
+Result<void> TsInput::setup(runtime::AppContext& ctx, const TsInputSettings& s) {
   clock_ = &ctx.clock();
+  // microslice_us, timeslice_us and overlap_us are checked together, as the builders check every
+  // input's.
   auto geometry = input_geometry(ctx.params(), "");
   if (!geometry) return geometry.error();
   geometry_ = *geometry;
-  runtime::ParamReader p = ctx.param_reader();
-  const auto builder_ids = p.get<std::vector<std::string>>("builders");
-  const auto order = p.get<std::string>("order");
-  slot_ns_ = static_cast<std::int64_t>(std::llround(p.get<double>("slot_us") * 1000));
-  runtime::ParamReader size = p.object("microslice_size");
-  const auto dist = size.get<std::string>("dist");
-  size_.mean = size.get<double>("mean");
-  size_.sd = size.get<double>("sd");
-  max_size_ = size.get<std::uint32_t>("max");
-  const auto eq_id = p.get<std::int64_t>("eq_id");
-  sys_id_ = static_cast<std::uint8_t>(p.get<std::uint32_t>("sys_id"));
-  sys_ver_ = static_cast<std::uint8_t>(p.get<std::uint32_t>("sys_ver"));
-  crc_ = p.get<bool>("crc");
-  real_time_ = p.get<std::string>("pace") == "real_time";
-  count_ = p.get<std::uint64_t>("count");
-  const auto in_flight = p.get<std::uint32_t>("in_flight");
-  const auto seed = p.get<std::uint64_t>("seed");
-  const auto manager = p.get<std::string>("manager");
-  const auto replay = p.get<std::string>("replay");
-  if (auto r = p.status(); !r) return r;
-  has_manager_ = !manager.empty();
-  std::uint64_t manager_window = 0;
+  order_ = s.order == "scheduled" ? SendOrder::scheduled : SendOrder::chaotic;
+  slot_ns_ = static_cast<std::int64_t>(std::llround(s.slot_us * 1000));
+  size_ = s.microslice_size.distribution();
+  max_size_ = s.microslice_size.max;
+  sys_id_ = static_cast<std::uint8_t>(s.sys_id);
+  sys_ver_ = static_cast<std::uint8_t>(s.sys_ver);
+  crc_ = s.crc;
+  real_time_ = s.pace == "real_time";
+  count_ = s.count;
+  if (max_size_ < size_.mean)
+    return runtime::param_error("microslice_size", "max is below the mean");
+  auto spare = take_peers(ctx, s);
+  if (!spare) return spare.error();
+  if (auto r = open_replay(s); !r) return r;
+  if (auto r = open_endpoint(ctx, s.in_flight + 2 + *spare); !r) return r;
+  add_metrics(ctx.metrics());
+  reset_run(s.seed);
+  add_handlers();
+  return ok();
+}
+
+Result<std::uint32_t> TsInput::take_peers(runtime::AppContext& ctx, const TsInputSettings& s) {
+  has_manager_ = !s.manager.empty();
   std::uint32_t spare = 0;
+  manager_window_ = 0;
   if (has_manager_) {
-    auto m = ctx.index_of(manager);
-    if (!m) return p.error("manager", m.error().message());
+    auto m = ctx.index_of(s.manager);
+    if (!m) return runtime::param_error("manager", m.error().message());
     manager_ = *m;
     const auto& app = ctx.cluster().applications[manager_];
-    if (app.type != "ts_manager") return p.error("manager", "'" + manager + "' is no ts_manager");
-    manager_window = app.params.value("window", std::uint64_t{64});
+    if (app.type != "ts_manager") {
+      return runtime::param_error("manager", "'" + s.manager + "' is no ts_manager");
+    }
+    manager_window_ = app.params.value("window", std::uint64_t{64});
     // Timeslices a frozen builder was allowed to write stay here until it wakes or is
     // salvaged: room for as many as it may hold (two intervals each), so the rest go on.
     spare = 2 * app.params.value("builder_window", std::uint32_t{4});
   }
-  size_.dist = *core::parse_dist(dist);  // one_of: known
-  order_ = order == "scheduled" ? SendOrder::scheduled : SendOrder::chaotic;
-  if (max_size_ < size_.mean) return p.error("microslice_size", "max is below the mean");
-  auto indexes = ctx.indexes_of("builders", builder_ids);
+  auto indexes = ctx.indexes_of("builders", s.builders);
   if (!indexes) return indexes.error();
   builders_ = *indexes;
   ids_ = detail::application_ids(ctx.cluster());
@@ -79,26 +161,35 @@ Result<void> TsInput::configure(runtime::AppContext& ctx) {
   const auto inputs = first.params.value("inputs", std::vector<std::string>{});
   const auto me = std::find(inputs.begin(), inputs.end(), id());
   if (me == inputs.end()) {
-    return p.error("builders",
-                   "builder '" + first.id + "' does not list '" + id() + "' among its inputs");
+    return runtime::param_error(
+        "builders", "builder '" + first.id + "' does not list '" + id() + "' among its inputs");
   }
   position_ = static_cast<std::size_t>(me - inputs.begin());
-  eq_id_ = static_cast<std::uint16_t>(eq_id >= 0 ? eq_id : static_cast<std::int64_t>(position_));
-  replay_.reset();
-  if (!replay.empty()) {
-    auto recorded = MicrosliceReplay::open(replay, eq_id_, geometry_);
-    if (!recorded) return p.error("replay", recorded.error().message());
-    // The last recorded interval is the overlap of the one before: one timeslice fewer.
-    if (recorded->intervals() < 2) {
-      return p.error("replay", replay + ": " + std::to_string(recorded->intervals()) +
-                                   " timeslice(s) recorded; a replay needs at least two");
-    }
-    const std::uint64_t timeslices = recorded->intervals() - 1;
-    count_ = count_ == 0 ? timeslices : std::min(count_, timeslices);
-    max_size_ = recorded->largest_microslice();
-    replay_ = std::make_unique<MicrosliceReplay>(std::move(*recorded));
-  }
+  eq_id_ =
+      static_cast<std::uint16_t>(s.eq_id >= 0 ? s.eq_id : static_cast<std::int64_t>(position_));
+  in_flight_ = s.in_flight;
+  return spare;
+}
 
+Result<void> TsInput::open_replay(const TsInputSettings& s) {
+  replay_.reset();
+  if (s.replay.empty()) return ok();
+  auto recorded = MicrosliceReplay::open(s.replay, eq_id_, geometry_);
+  if (!recorded) return runtime::param_error("replay", recorded.error().message());
+  // The last recorded interval is the overlap of the one before: one timeslice fewer.
+  if (recorded->intervals() < 2) {
+    return runtime::param_error("replay",
+                                s.replay + ": " + std::to_string(recorded->intervals()) +
+                                    " timeslice(s) recorded; a replay needs at least two");
+  }
+  const std::uint64_t timeslices = recorded->intervals() - 1;
+  count_ = count_ == 0 ? timeslices : std::min(count_, timeslices);
+  max_size_ = recorded->largest_microslice();
+  replay_ = std::make_unique<MicrosliceReplay>(std::move(*recorded));
+  return ok();
+}
+
+Result<void> TsInput::open_endpoint(runtime::AppContext& ctx, std::uint32_t intervals) {
   // A contribution: the header, (core + overlap) descriptors and at most as many largest
   // microslices.
   const std::uint64_t slices = std::uint64_t{geometry_.core} + geometry_.overlap;
@@ -106,11 +197,11 @@ Result<void> TsInput::configure(runtime::AppContext& ctx) {
       wire::kContributionSize + slices * (wire::kMicrosliceDescriptorSize + max_size_);
   const transport::EndpointOptions& t = ctx.cluster().transports.endpoint;
   if (largest > t.max_message_size) {
-    return p.error("microslice_size",
-                   "a timeslice of " + std::to_string(slices) + " microslices of up to " +
-                       std::to_string(max_size_) + " bytes (" + std::to_string(largest) +
-                       " bytes with descriptors) exceeds transports.max_message_size (" +
-                       std::to_string(t.max_message_size) + ")");
+    return runtime::param_error(
+        "microslice_size", "a timeslice of " + std::to_string(slices) + " microslices of up to " +
+                               std::to_string(max_size_) + " bytes (" + std::to_string(largest) +
+                               " bytes with descriptors) exceeds transports.max_message_size (" +
+                               std::to_string(t.max_message_size) + ")");
   }
   transport::EndpointOptions options = ctx.endpoint_options();
   // Messages as large as a contribution; received are acknowledgements only, each dropped at
@@ -133,7 +224,6 @@ Result<void> TsInput::configure(runtime::AppContext& ctx) {
   const std::uint64_t interval_bytes =
       replay_ ? replay_->largest_interval_bytes()
               : std::uint64_t{geometry_.core} * (wire::kMicrosliceDescriptorSize + max_size_);
-  const std::uint32_t intervals = in_flight + 2 + spare;
   auto data = data_path().send_pool(id() + ".microslices", interval_bytes, intervals);
   if (!data) return data.error();
   data_pool_ = *data;
@@ -153,23 +243,10 @@ Result<void> TsInput::configure(runtime::AppContext& ctx) {
   if (!headers) return headers.error();
   header_pool_ = *headers;
   retained_cap_ = intervals - 1;
-  retained_.clear();
-  retained_.reserve(retained_cap_);
-  count_retained_ = 0;
-  previous_ = Interval{};
-  intervals_ = 0;
-  stream_offset_ = 0;
-  alive_.assign(builders_.size(), true);
-  end_ = UINT64_MAX;
-  ahead_.assign(has_manager_ ? 2 * manager_window + in_flight + 16 : 0, Assignment{});
-  rng_ = core::Xoshiro(seed + position_);
-  start_ns_ = 0;
-  starved_ = false;
-  last_slot_ = -1;
-  bytes_sent_total_ = acked_total_ = 0;
-  sampler_.reset(ThroughputSampler::kBuilderIntervalNs);
+  return ok();
+}
 
-  runtime::MetricsRegistry& m = ctx.metrics();
+void TsInput::add_metrics(runtime::MetricsRegistry& m) {
   microslices_ = &m.counter("microslices", "microslices produced");
   timeslices_sent_ = &m.counter("timeslices_sent", "contributions sent (first time)");
   timeslices_acked_ = &m.counter("timeslices_acked", "timeslices acknowledged by their builder");
@@ -187,12 +264,30 @@ Result<void> TsInput::configure(runtime::AppContext& ctx) {
   after_end_ = &m.counter("timeslices_after_end",
                           "timeslices made past the run's end (the manager's), dropped unsent");
   timeslices_retained_ = &m.gauge("timeslices_retained", "timeslices kept until acknowledged");
-  {
-    const std::lock_guard lock(lost_mutex_);
-    lost_builders_.clear();
-    sent_again_.clear();
-  }
+}
 
+void TsInput::reset_run(std::uint64_t seed) {
+  retained_.clear();
+  retained_.reserve(retained_cap_);
+  count_retained_ = 0;
+  previous_ = Interval{};
+  intervals_ = 0;
+  stream_offset_ = 0;
+  alive_.assign(builders_.size(), true);
+  end_ = UINT64_MAX;
+  ahead_.assign(has_manager_ ? 2 * manager_window_ + in_flight_ + 16 : 0, Assignment{});
+  rng_ = core::Xoshiro(seed + position_);
+  start_ns_ = 0;
+  starved_ = false;
+  last_slot_ = -1;
+  bytes_sent_total_ = acked_total_ = 0;
+  sampler_.reset(ThroughputSampler::kBuilderIntervalNs);
+  const std::lock_guard lock(lost_mutex_);
+  lost_builders_.clear();
+  sent_again_.clear();
+}
+
+void TsInput::add_handlers() {
   runtime::DataPath& path = data_path();
   path.count_rejected_in(*messages_malformed_);
   path.on(wire::MessageType::ts_assign, [this](Completion& c, std::int64_t) {
@@ -207,7 +302,6 @@ Result<void> TsInput::configure(runtime::AppContext& ctx) {
       [this](AppIndex peer, std::string_view reason, bool) { on_peer_gone(peer, reason); });
   path.on_work([this](std::int64_t now) { return work(now); });
   path.drained_when([this] { return count_retained_ == 0; });
-  return ok();
 }
 
 Result<void> TsInput::enable() {
@@ -679,72 +773,12 @@ Result<nlohmann::json> TsInput::action(std::string_view name, const nlohmann::js
 }
 
 runtime::AppType ts_input_type() {
-  using runtime::ParamSpec;
-  runtime::AppType t;
-  t.name = "ts_input";
-  t.help =
+  runtime::AppType t = runtime::app_type<TsInput>(
+      "ts_input",
       "Time-slice input channel: microslices (FLESnet descriptors, CRC-32C) of a fixed duration, "
-      "sent as one contribution per timeslice to its builder, kept until acknowledged.";
+      "sent as one contribution per timeslice to its builder, kept until acknowledged.");
   t.enable_rank = 0;
   t.peer_params = {"builders"};
-  t.params = {
-      ParamSpec::app_ref_list("builders", "the ts_builders; timeslice k goes to builder k mod N"),
-      ParamSpec::number("microslice_us", "duration of a microslice, us")
-          .default_value(100)
-          .range(0.001, 4e6),
-      ParamSpec::number("timeslice_us", "duration of a timeslice's core, us (whole microslices)")
-          .default_value(10000)
-          .range(0.001, 4e9),
-      ParamSpec::number("overlap_us", "overlap after the core, us (whole microslices)")
-          .default_value(100)
-          .range(0, 4e9),
-      ParamSpec::object("microslice_size", "microslice content sizes, bytes",
-                        {ParamSpec::string("dist", "fixed, uniform, exponential or lognormal")
-                             .default_value("fixed")
-                             .one_of({"fixed", "uniform", "exponential", "lognormal"}),
-                         ParamSpec::number("mean", "mean size, bytes")
-                             .default_value(1024)
-                             .range(8, kMaxMicrosliceSize),
-                         ParamSpec::number("sd", "standard deviation, bytes")
-                             .default_value(0)
-                             .range(0, kMaxMicrosliceSize),
-                         ParamSpec::integer("max", "largest microslice, bytes")
-                             .default_value(1024)
-                             .range(8, kMaxMicrosliceSize)}),
-      ParamSpec::string("pace", "real_time (microslices as time passes) or max (as fast as taken)")
-          .default_value("real_time")
-          .one_of({"real_time", "max"}),
-      ParamSpec::string("order", "chaotic (send when ready) or scheduled (barrel shifter)")
-          .default_value("chaotic")
-          .one_of({"chaotic", "scheduled"}),
-      ParamSpec::number("slot_us", "scheduled: length of a time slot, us")
-          .default_value(100)
-          .range(1, 1e7),
-      ParamSpec::integer("eq_id", "equipment id of the descriptors; -1: the input's position")
-          .default_value(-1)
-          .range(-1, 65535),
-      ParamSpec::integer("sys_id", "subsystem id of the descriptors")
-          .default_value(0)
-          .range(0, 255),
-      ParamSpec::integer("sys_ver", "subsystem format version").default_value(0).range(0, 255),
-      ParamSpec::boolean("crc", "compute each microslice's CRC-32C").default_value(true),
-      ParamSpec::integer("in_flight",
-                         "timeslices kept until acknowledged (pool: + 2 intervals; with a "
-                         "manager, + 2 x its builder_window for timeslices in doubt)")
-          .default_value(8)
-          .range(1, 4096),
-      ParamSpec::integer("count", "timeslices, then the input is finished; 0: until halted")
-          .default_value(0)
-          .at_least(0),
-      ParamSpec::integer("seed", "seed of the sizes").default_value(1).at_least(0),
-      ParamSpec::app_ref("manager", "the ts_manager that assigns timeslices; empty: round robin")
-          .default_value(""),
-      ParamSpec::string("replay",
-                        "timeslice archives (a .dqf file or a folder) whose component of this "
-                        "input's eq_id is replayed instead of generated microslices; empty: none")
-          .default_value(""),
-  };
-  t.make = [] { return std::make_unique<TsInput>(); };
   // An input's process may die while data flows: the builders write the timeslices without it,
   // flagged incomplete and naming it.
   t.survivable = true;

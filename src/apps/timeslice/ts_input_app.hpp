@@ -37,7 +37,7 @@
 #include "apps/output/timeslice_check.hpp"
 #include "daqflow/apps/sampler.hpp"
 #include "daqflow/core/random.hpp"
-#include "daqflow/runtime/application.hpp"
+#include "daqflow/runtime/settings.hpp"
 #include "daqflow/wire/timeslice.hpp"
 #include "microslice_replay.hpp"
 
@@ -45,9 +45,31 @@ namespace daqflow::apps::timeslice {
 
 enum class SendOrder : std::uint8_t { chaotic, scheduled };
 
-class TsInput final : public runtime::Application {
+struct TsInputSettings {
+  std::vector<std::string> builders;
+  double microslice_us = 0;
+  double timeslice_us = 0;
+  double overlap_us = 0;
+  detail::SizeSettings microslice_size;
+  std::string pace;
+  std::string order;
+  double slot_us = 0;
+  std::int64_t eq_id = -1;  // -1: the input's position
+  std::uint32_t sys_id = 0;
+  std::uint32_t sys_ver = 0;
+  bool crc = true;
+  std::uint32_t in_flight = 0;
+  std::uint64_t count = 0;
+  std::uint64_t seed = 0;
+  std::string manager;  // empty: round robin
+  std::string replay;   // empty: generated microslices
+};
+
+class TsInput final : public runtime::ApplicationWith<TsInput, TsInputSettings> {
  public:
-  Result<void> configure(runtime::AppContext& ctx) override;
+  static const runtime::SettingsSpec<TsInputSettings>& spec();
+
+  Result<void> setup(runtime::AppContext& ctx, const TsInputSettings& s) override;
   Result<void> enable() override;
   void release() override;
 
@@ -78,6 +100,17 @@ class TsInput final : public runtime::Application {
     bool sent = false;        // to its present builder
     bool ever_sent = false;   // to any builder (a later send is a resend)
   };
+
+  // Configure, in order: the peers (returns the intervals kept for timeslices in doubt); the
+  // recorded microslices; the endpoint and pools (intervals of them); the metrics; the run's
+  // state; the handlers.
+  [[nodiscard]] Result<std::uint32_t> take_peers(runtime::AppContext& ctx,
+                                                 const TsInputSettings& s);
+  [[nodiscard]] Result<void> open_replay(const TsInputSettings& s);
+  [[nodiscard]] Result<void> open_endpoint(runtime::AppContext& ctx, std::uint32_t intervals);
+  void add_metrics(runtime::MetricsRegistry& m);
+  void reset_run(std::uint64_t seed);
+  void add_handlers();
 
   void generate_interval(Interval& out);
   // The next recorded interval instead; false (and the application failed) when it cannot be
@@ -115,6 +148,8 @@ class TsInput final : public runtime::Application {
   std::unique_ptr<MicrosliceReplay> replay_;  // recorded microslices instead of generated ones
   bool has_manager_ = false;
   transport::AppIndex manager_ = 0;
+  std::uint64_t manager_window_ = 0;  // the manager's window of timeslices
+  std::uint32_t in_flight_ = 0;
   std::vector<std::string> ids_;
 
   // Agent thread.

@@ -184,6 +184,15 @@ TEST(FedEmulatorTest, NoRoomWritesNothing) {
   EXPECT_EQ(e->stats().events, 0u);
 }
 
+// The FED settings as a RU's configure gets them: validated (defaults filled in), then bound.
+FedSettings fed_settings(const json& params) {
+  auto valid = runtime::validate_params(fed_settings_spec().params(), params);
+  EXPECT_TRUE(valid) << valid.error().message();
+  auto s = fed_settings_spec().read(valid ? *valid : json::object());
+  EXPECT_TRUE(s) << s.error().message();
+  return s ? *s : FedSettings{};
+}
+
 TEST(FedEmulatorTest, ParsesParametersWithDefaultFedIdsByPosition) {
   const json params = {
       {"feds", 4},
@@ -193,7 +202,7 @@ TEST(FedEmulatorTest, ParsesParametersWithDefaultFedIdsByPosition) {
       {"fragment_size",
        {{"dist", "uniform"}, {"mean", 1000}, {"sd", 100}, {"min", 20}, {"max", 5001}}},
   };
-  auto s = parse_emulator_settings(params, 3);
+  auto s = parse_emulator_settings(fed_settings(params), 3);
   ASSERT_TRUE(s) << s.error().message();
   EXPECT_EQ(s->feds, 4u);
   EXPECT_EQ(s->first_fed_id, 300);
@@ -205,16 +214,16 @@ TEST(FedEmulatorTest, ParsesParametersWithDefaultFedIdsByPosition) {
 
   json explicit_id = params;
   explicit_id["first_fed_id"] = 1200;
-  EXPECT_EQ(parse_emulator_settings(explicit_id, 3)->first_fed_id, 1200);
+  EXPECT_EQ(parse_emulator_settings(fed_settings(explicit_id), 3)->first_fed_id, 1200);
 
-  auto too_far = parse_emulator_settings(params, 41);
+  auto too_far = parse_emulator_settings(fed_settings(params), 41);
   ASSERT_FALSE(too_far);
   EXPECT_NE(too_far.error().message().find("first_fed_id"), std::string::npos)
       << too_far.error().message();
 
   json bad = params;
   bad["fragment_size"]["min"] = 6000;
-  auto inverted = parse_emulator_settings(bad, 0);
+  auto inverted = parse_emulator_settings(fed_settings(bad), 0);
   ASSERT_FALSE(inverted);
   EXPECT_NE(inverted.error().message().find("fragment_size"), std::string::npos);
 }

@@ -30,6 +30,7 @@
 #include <vector>
 
 #include "daqflow/apps/fed/event_numbers.hpp"
+#include "daqflow/apps/fed/fed_settings.hpp"
 #include "daqflow/apps/fed/fragment_source.hpp"
 #include "daqflow/core/random.hpp"
 #include "daqflow/core/result.hpp"
@@ -62,11 +63,11 @@ struct EmulatorSettings {
 inline constexpr std::uint32_t kMaxFedsPerRu = 64;
 inline constexpr std::uint32_t kMaxEmulatedFragmentSize = 16u << 20;
 
-// Reads the emulator's keys from a RU's (or the EVM's) validated parameters: feds,
-// first_fed_id (null: 100 * position, i.e. the EVM's FEDs are 0.., the first RU's 100.., ...),
-// fragment_size {dist, mean, sd, min, max}, seed, payload. position is the RU's place in the
-// builder (the EVM is 0). Errors name the key.
-[[nodiscard]] Result<EmulatorSettings> parse_emulator_settings(const nlohmann::json& ru_params,
+// The emulator's settings from a RU's (or the EVM's) FED settings: feds, first_fed_id (none:
+// 100 * position, i.e. the EVM's FEDs are 0.., the first RU's 100.., ...), fragment_size {dist,
+// mean, sd, min, max}, seed, payload. position is the RU's place in the builder (the EVM is 0).
+// Errors name the key.
+[[nodiscard]] Result<EmulatorSettings> parse_emulator_settings(const FedSettings& fed,
                                                                std::uint32_t position);
 
 class FedEmulator final : public FragmentSource {

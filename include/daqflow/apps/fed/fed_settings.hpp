@@ -1,0 +1,47 @@
+#pragma once
+// The FED parameters of a readout unit (a RU or the EVM): how many FEDs and their ids, where
+// their fragments come from (`input`: the emulator or the network), and each source's own
+// parameters. One struct for both sources, bound to the RU's parameters by fed_settings_spec();
+// the emulator and the network input take what they need from it, with the checks across
+// parameters (errors name the key). Control path only.
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "daqflow/runtime/settings.hpp"
+
+namespace daqflow::apps::evb {
+
+struct FedSettings {
+  std::uint32_t feds = 0;
+  std::optional<std::int64_t> first_fed_id;  // none: 100 * the RU's position
+  std::string input;                         // emulator or network
+  // input: emulator.
+  struct FragmentSize {
+    std::string dist;
+    double mean = 0;
+    double sd = 0;
+    std::uint32_t min = 0;
+    std::uint32_t max = 0;
+  } fragment_size;
+  std::uint64_t seed = 0;
+  std::string payload;  // template or pattern
+  // input: network.
+  std::uint32_t fed_port = 0;  // 0: unset
+  std::uint32_t crc_check_every = 0;
+  std::string fed_framing;  // ferol or frame
+  std::string on_error;     // fail or mark
+  std::uint32_t fed_max_fragment_bytes = 0;
+  std::uint32_t fed_buffer_mb = 0;
+
+  // The first FED's id: first_fed_id, or 100 * position (the EVM's FEDs are 0.., the first
+  // RU's 100..); an error names first_fed_id when the ids do not fit the 12-bit source id.
+  [[nodiscard]] Result<std::uint16_t> first_id(std::uint32_t position) const;
+};
+
+// Every FED parameter; the network input's all have defaults, so that an emulator RU needs none
+// of them.
+[[nodiscard]] const runtime::SettingsSpec<FedSettings>& fed_settings_spec();
+
+}  // namespace daqflow::apps::evb
