@@ -23,70 +23,76 @@ std::vector<std::uint64_t> sweep_sizes(std::uint64_t min, std::uint64_t max) {
 
 }  // namespace
 
-Result<void> RoundTrip::configure(runtime::AppContext& ctx) {
-  runtime::ParamReader p = ctx.param_reader();
-  peer_id_ = p.get<std::string>("peer");
-  initiator_ = p.get<std::string>("role") == "initiator";
-  const auto min_size = p.get<std::uint64_t>("min_size");
-  const auto max_size = p.get<std::uint64_t>("max_size");
-  iterations_ = p.get<std::uint64_t>("iterations");
-  warmup_ = p.get<std::uint64_t>("warmup");
-  fit_min_size_ = p.get<std::uint64_t>("fit_min_size");
-  fit_max_size_ = p.get<std::uint64_t>("fit_max_size");
-  if (auto r = p.status(); !r) return r;
-  if (max_size < min_size) {
-    return p.error("max_size", std::to_string(max_size) + " is below min_size (" +
-                                   std::to_string(min_size) + ")");
+const runtime::SettingsSpec<RoundTripSettings>& RoundTrip::spec() {
+  using runtime::ParamSpec;
+  using S = RoundTripSettings;
+  static const auto spec =
+      runtime::SettingsSpec<S>()
+          .bind(ParamSpec::app_ref("peer", "the other roundtrip application"), &S::peer)
+          .bind(ParamSpec::string("role", "initiator (sweeps and times) or responder (echoes)")
+                    .one_of({"initiator", "responder"}),
+                &S::role)
+          .bind(ParamSpec::integer("min_size", "first message size in bytes")
+                    .default_value(64)
+                    .range(0, kMaxSize),
+                &S::min_size)
+          .bind(ParamSpec::integer("max_size", "last message size in bytes (sizes double)")
+                    .default_value(4194304)
+                    .range(0, kMaxSize),
+                &S::max_size)
+          .bind(ParamSpec::integer("iterations", "timed round trips per size")
+                    .default_value(1000)
+                    .range(1, kMaxIterations),
+                &S::iterations)
+          .bind(ParamSpec::integer("warmup", "untimed round trips before each size")
+                    .default_value(50)
+                    .at_least(0),
+                &S::warmup)
+          .bind(ParamSpec::integer("fit_min_size",
+                                   "smallest size in the fit of tau(P) = c*P + tau0 (the linear "
+                                   "part)")
+                    .default_value(65536)
+                    .at_least(0),
+                &S::fit_min_size)
+          .bind(ParamSpec::integer("fit_max_size",
+                                   "largest size in the fit (0: no bound); sizes beyond the CPU "
+                                   "caches often follow a second, steeper line")
+                    .default_value(0)
+                    .at_least(0),
+                &S::fit_max_size);
+  return spec;
+}
+
+Result<void> RoundTrip::setup(runtime::AppContext& ctx, const RoundTripSettings& s) {
+  peer_id_ = s.peer;
+  initiator_ = s.role == "initiator";
+  iterations_ = s.iterations;
+  warmup_ = s.warmup;
+  fit_min_size_ = s.fit_min_size;
+  fit_max_size_ = s.fit_max_size;
+  if (s.max_size < s.min_size) {
+    return runtime::param_error("max_size", std::to_string(s.max_size) + " is below min_size (" +
+                                                std::to_string(s.min_size) + ")");
   }
   const std::uint32_t limit = ctx.cluster().transports.endpoint.max_message_size;
-  if (max_size > limit) {
-    return p.error("max_size",
-                   std::to_string(max_size) + " bytes exceeds transports.max_message_size (" +
-                       std::to_string(limit) + "); raise max_message_size or lower max_size");
+  if (s.max_size > limit) {
+    return runtime::param_error(
+        "max_size", std::to_string(s.max_size) + " bytes exceeds transports.max_message_size (" +
+                        std::to_string(limit) + "); raise max_message_size or lower max_size");
   }
   if (fit_max_size_ != 0 && fit_max_size_ < fit_min_size_) {
-    return p.error("fit_max_size", "must be 0 or at least fit_min_size");
+    return runtime::param_error("fit_max_size", "must be 0 or at least fit_min_size");
   }
   auto peer_index = ctx.index_of(peer_id_);
-  if (!peer_index) {
-    return peer_index.error().context("parameter 'peer'");
-  }
+  if (!peer_index) return peer_index.error().context("parameter 'peer'");
   if (*peer_index == ctx.self().index) {
-    return p.error("peer", "'" + id() + "' cannot be its own peer");
+    return runtime::param_error("peer", "'" + id() + "' cannot be its own peer");
   }
   self_ = ctx.self().index;
   peer_ = *peer_index;
-  sizes_ = sweep_sizes(min_size, max_size);
-
-  auto endpoint = ctx.endpoint();
-  if (!endpoint) return endpoint.error().context("endpoint");
-  endpoint_ = *endpoint;
-  if (auto connected = endpoint_->connect(peer_); !connected) {
-    return connected.error().context("connecting to '" + peer_id_ + "'");
-  }
-
-  runtime::DataPath& path = data_path();
-  if (initiator_) {
-    auto pool =
-        path.send_pool(id() + ".ping", std::max<std::uint64_t>(sizes_.back(), 1), kPingBuffers);
-    if (!pool) return pool.error();
-    pool_ = *pool;
-    rtt_ns_.assign(iterations_, 0);
-    points_.assign(sizes_.size(), SizePoint{});
-  } else {
-    rtt_ns_.clear();
-    points_.clear();
-  }
-
-  runtime::MetricsRegistry& m = ctx.metrics();
-  messages_out_ = &m.counter("messages_out", initiator_ ? "pings sent" : "pongs sent");
-  bytes_out_ = &m.counter("bytes_out", "payload bytes sent", runtime::Unit::bytes);
-  messages_in_ = &m.counter("messages_in", initiator_ ? "pongs received" : "pings received");
-  bytes_in_ = &m.counter("bytes_in", "payload bytes received", runtime::Unit::bytes);
-  size_gauge_ =
-      &m.gauge("message_size", "size of the messages now being timed", runtime::Unit::bytes);
-  size_gauge_->set(static_cast<double>(sizes_.front()));
-
+  sizes_ = sweep_sizes(s.min_size, s.max_size);
+  if (auto r = open_endpoint(ctx); !r) return r;
+  add_metrics(ctx.metrics());
   size_index_ = 0;
   round_ = 0;
   tag_ = 0;
@@ -96,8 +102,39 @@ Result<void> RoundTrip::configure(runtime::AppContext& ctx) {
   pending_count_ = 0;
   points_done_.store(0);
   in_flight_.store(0);
-  register_handlers(path);
+  register_handlers(data_path());
   return ok();
+}
+
+Result<void> RoundTrip::open_endpoint(runtime::AppContext& ctx) {
+  auto endpoint = ctx.endpoint();
+  if (!endpoint) return endpoint.error().context("endpoint");
+  endpoint_ = *endpoint;
+  if (auto connected = endpoint_->connect(peer_); !connected) {
+    return connected.error().context("connecting to '" + peer_id_ + "'");
+  }
+  if (initiator_) {
+    auto pool = data_path().send_pool(id() + ".ping", std::max<std::uint64_t>(sizes_.back(), 1),
+                                      kPingBuffers);
+    if (!pool) return pool.error();
+    pool_ = *pool;
+    rtt_ns_.assign(iterations_, 0);
+    points_.assign(sizes_.size(), SizePoint{});
+  } else {
+    rtt_ns_.clear();
+    points_.clear();
+  }
+  return ok();
+}
+
+void RoundTrip::add_metrics(runtime::MetricsRegistry& m) {
+  messages_out_ = &m.counter("messages_out", initiator_ ? "pings sent" : "pongs sent");
+  bytes_out_ = &m.counter("bytes_out", "payload bytes sent", runtime::Unit::bytes);
+  messages_in_ = &m.counter("messages_in", initiator_ ? "pongs received" : "pings received");
+  bytes_in_ = &m.counter("bytes_in", "payload bytes received", runtime::Unit::bytes);
+  size_gauge_ =
+      &m.gauge("message_size", "size of the messages now being timed", runtime::Unit::bytes);
+  size_gauge_->set(static_cast<double>(sizes_.front()));
 }
 
 void RoundTrip::release() {
@@ -164,43 +201,14 @@ void RoundTrip::fold_results(nlohmann::json& run, const std::string& id,
 }
 
 runtime::AppType roundtrip_type() {
-  using runtime::ParamSpec;
-  runtime::AppType t;
-  t.name = "roundtrip";
-  t.help =
+  runtime::AppType t = runtime::app_type<RoundTrip>(
+      "roundtrip",
       "Round-trip benchmark: the initiator sweeps message sizes, one ping in flight, and fits "
-      "tau(P) = c*P + tau0; the responder echoes every ping (zero copy).";
+      "tau(P) = c*P + tau0; the responder echoes every ping (zero copy).");
   // One type for both roles: the responder answers from Configure on, so the enable order of
   // the pair does not matter.
   t.enable_rank = 0;
   t.peer_params = {"peer"};
-  t.params = {
-      ParamSpec::app_ref("peer", "the other roundtrip application"),
-      ParamSpec::string("role", "initiator (sweeps and times) or responder (echoes)")
-          .one_of({"initiator", "responder"}),
-      ParamSpec::integer("min_size", "first message size in bytes")
-          .default_value(64)
-          .range(0, kMaxSize),
-      ParamSpec::integer("max_size", "last message size in bytes (sizes double)")
-          .default_value(4194304)
-          .range(0, kMaxSize),
-      ParamSpec::integer("iterations", "timed round trips per size")
-          .default_value(1000)
-          .range(1, kMaxIterations),
-      ParamSpec::integer("warmup", "untimed round trips before each size")
-          .default_value(50)
-          .at_least(0),
-      ParamSpec::integer("fit_min_size",
-                         "smallest size in the fit of tau(P) = c*P + tau0 (the linear part)")
-          .default_value(65536)
-          .at_least(0),
-      ParamSpec::integer("fit_max_size",
-                         "largest size in the fit (0: no bound); sizes beyond the CPU caches "
-                         "often follow a second, steeper line")
-          .default_value(0)
-          .at_least(0),
-  };
-  t.make = [] { return std::make_unique<RoundTrip>(); };
   t.fold_results = &RoundTrip::fold_results;
   return t;
 }

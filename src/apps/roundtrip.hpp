@@ -23,13 +23,26 @@
 #include "app_support.hpp"
 #include "daqflow/apps/stats.hpp"
 #include "daqflow/core/buffer_pool.hpp"
-#include "daqflow/runtime/application.hpp"
+#include "daqflow/runtime/settings.hpp"
 
 namespace daqflow::apps {
 
-class RoundTrip final : public runtime::Application {
+struct RoundTripSettings {
+  std::string peer;
+  std::string role;  // initiator or responder
+  std::uint64_t min_size = 0;
+  std::uint64_t max_size = 0;
+  std::uint64_t iterations = 0;
+  std::uint64_t warmup = 0;
+  std::uint64_t fit_min_size = 0;
+  std::uint64_t fit_max_size = 0;  // 0: no bound
+};
+
+class RoundTrip final : public runtime::ApplicationWith<RoundTrip, RoundTripSettings> {
  public:
-  Result<void> configure(runtime::AppContext& ctx) override;
+  static const runtime::SettingsSpec<RoundTripSettings>& spec();
+
+  Result<void> setup(runtime::AppContext& ctx, const RoundTripSettings& s) override;
   void release() override;
 
   [[nodiscard]] nlohmann::json results() const override;
@@ -38,6 +51,9 @@ class RoundTrip final : public runtime::Application {
   static void fold_results(nlohmann::json& run, const std::string& id, const nlohmann::json& app);
 
  private:
+  [[nodiscard]] Result<void> open_endpoint(runtime::AppContext& ctx);
+  void add_metrics(runtime::MetricsRegistry& m);
+
   // Responder: pongs that could not be posted yet (back-pressure, connection not up).
   static constexpr std::size_t kPendingPongs = 16;
 

@@ -33,47 +33,33 @@ bool sends_to(const runtime::ApplicationConfig& app, const std::string& id) {
 
 }  // namespace
 
-Result<void> Sink::configure(runtime::AppContext& ctx) {
-  runtime::ParamReader p = ctx.param_reader();
-  const auto listed = p.get<std::vector<std::string>>("sources");
-  const auto verify = p.get<std::string>("verify");
-  interval_ms_ = p.get<std::int64_t>("sample_interval_ms");
-  if (auto r = p.status(); !r) return r;
-  if (!parse_verify(verify, verify_)) return p.error("verify", "'" + verify + "' is unknown");
+const runtime::SettingsSpec<SinkSettings>& Sink::spec() {
+  using runtime::ParamSpec;
+  using S = SinkSettings;
+  static const auto spec =
+      runtime::SettingsSpec<S>()
+          .bind(ParamSpec::app_ref_list("sources", "applications allowed to send here; [] = any")
+                    .default_json_text("[]"),
+                &S::sources)
+          .bind(ParamSpec::string("verify",
+                                  "payload check: ends (sequence at both ends, cheap) or full "
+                                  "(every byte)")
+                    .default_value("ends")
+                    .one_of({"ends", "full"}),
+                &S::verify)
+          .bind(ParamSpec::integer("sample_interval_ms", "throughput sampling interval")
+                    .default_value(200)
+                    .range(kMinIntervalMs, kMaxIntervalMs),
+                &S::sample_interval_ms);
+  return spec;
+}
 
-  const runtime::ClusterConfig& cluster = ctx.cluster();
-  ids_ = detail::application_ids(cluster);
-  sources_.assign(ids_.size(), SourceState{});
-  restricted_ = !listed.empty();
-  // Sources whose streams must end before the sink is finished; one unlimited source (or none
-  // known) means the sink runs until halted.
-  std::vector<AppIndex> expected;
-  if (restricted_) {
-    auto indexes = ctx.indexes_of("sources", listed);
-    if (!indexes) return indexes.error();
-    for (const AppIndex i : *indexes) {
-      if (i >= sources_.size()) return p.error("sources", "index out of the address table");
-      sources_[i].allowed = true;
-      expected.push_back(i);
-    }
-  } else {
-    for (auto& s : sources_) s.allowed = true;
-    for (const auto& app : cluster.applications) {
-      if (sends_to(app, id())) expected.push_back(app.index);
-    }
+Result<void> Sink::setup(runtime::AppContext& ctx, const SinkSettings& s) {
+  interval_ms_ = s.sample_interval_ms;
+  if (!parse_verify(s.verify, verify_)) {
+    return runtime::param_error("verify", "'" + s.verify + "' is unknown");
   }
-  const bool finite =
-      !expected.empty() && std::all_of(expected.begin(), expected.end(), [&](AppIndex i) {
-        return i < cluster.applications.size() && source_count(cluster.applications[i]) > 0;
-      });
-  awaited_ = 0;
-  if (finite) {
-    for (const AppIndex i : expected) {
-      if (!sources_[i].awaited) ++awaited_;
-      sources_[i].awaited = true;
-    }
-  }
-
+  if (auto r = take_sources(ctx, s.sources); !r) return r;
   auto endpoint = ctx.endpoint();
   if (!endpoint) return endpoint.error().context("endpoint");
   endpoint_ = *endpoint;
@@ -94,7 +80,49 @@ Result<void> Sink::configure(runtime::AppContext& ctx) {
   sampler_.reset(interval_ms_ * 1'000'000);
   enabled_ns_.store(0);
   enabled_at_ns_.store(0);
+  add_handlers();
+  return ok();
+}
 
+Result<void> Sink::take_sources(runtime::AppContext& ctx, const std::vector<std::string>& listed) {
+  const runtime::ClusterConfig& cluster = ctx.cluster();
+  ids_ = detail::application_ids(cluster);
+  sources_.assign(ids_.size(), SourceState{});
+  restricted_ = !listed.empty();
+  // Sources whose streams must end before the sink is finished; one unlimited source (or none
+  // known) means the sink runs until halted.
+  std::vector<AppIndex> expected;
+  if (restricted_) {
+    auto indexes = ctx.indexes_of("sources", listed);
+    if (!indexes) return indexes.error();
+    for (const AppIndex i : *indexes) {
+      if (i >= sources_.size()) {
+        return runtime::param_error("sources", "index out of the address table");
+      }
+      sources_[i].allowed = true;
+      expected.push_back(i);
+    }
+  } else {
+    for (auto& s : sources_) s.allowed = true;
+    for (const auto& app : cluster.applications) {
+      if (sends_to(app, id())) expected.push_back(app.index);
+    }
+  }
+  const bool finite =
+      !expected.empty() && std::all_of(expected.begin(), expected.end(), [&](AppIndex i) {
+        return i < cluster.applications.size() && source_count(cluster.applications[i]) > 0;
+      });
+  awaited_ = 0;
+  if (finite) {
+    for (const AppIndex i : expected) {
+      if (!sources_[i].awaited) ++awaited_;
+      sources_[i].awaited = true;
+    }
+  }
+  return ok();
+}
+
+void Sink::add_handlers() {
   // Data only: a message of another type is rejected (counted), and the stream it broke shows
   // as a sequence error.
   runtime::DataPath& path = data_path();
@@ -109,7 +137,6 @@ Result<void> Sink::configure(runtime::AppContext& ctx) {
   path.on_work([this](std::int64_t now) { return work(now); });
   // Awake in time for the next sample even when no data comes.
   path.at([this] { return sampler_.started() ? sampler_.next_due_ns() : 0; });
-  return ok();
 }
 
 Result<void> Sink::enable() {
@@ -254,25 +281,11 @@ void Sink::fold_results(nlohmann::json& run, const std::string& id, const nlohma
 }
 
 runtime::AppType sink_type() {
-  using runtime::ParamSpec;
-  runtime::AppType t;
-  t.name = "sink";
-  t.help =
+  runtime::AppType t = runtime::app_type<Sink>(
+      "sink",
       "Stream benchmark receiver: checks sequence and payload pattern of every message and "
-      "samples the received throughput.";
+      "samples the received throughput.");
   t.enable_rank = 0;
-  t.params = {
-      ParamSpec::app_ref_list("sources", "applications allowed to send here; [] = any")
-          .default_json_text("[]"),
-      ParamSpec::string("verify",
-                        "payload check: ends (sequence at both ends, cheap) or full (every byte)")
-          .default_value("ends")
-          .one_of({"ends", "full"}),
-      ParamSpec::integer("sample_interval_ms", "throughput sampling interval")
-          .default_value(200)
-          .range(kMinIntervalMs, kMaxIntervalMs),
-  };
-  t.make = [] { return std::make_unique<Sink>(); };
   t.fold_results = &Sink::fold_results;
   return t;
 }

@@ -21,13 +21,21 @@
 #include "app_support.hpp"
 #include "daqflow/apps/pattern.hpp"
 #include "daqflow/apps/sampler.hpp"
-#include "daqflow/runtime/application.hpp"
+#include "daqflow/runtime/settings.hpp"
 
 namespace daqflow::apps {
 
-class Sink final : public runtime::Application {
+struct SinkSettings {
+  std::vector<std::string> sources;  // empty: any
+  std::string verify;
+  std::int64_t sample_interval_ms = 0;
+};
+
+class Sink final : public runtime::ApplicationWith<Sink, SinkSettings> {
  public:
-  Result<void> configure(runtime::AppContext& ctx) override;
+  static const runtime::SettingsSpec<SinkSettings>& spec();
+
+  Result<void> setup(runtime::AppContext& ctx, const SinkSettings& s) override;
   Result<void> enable() override;
   Result<void> suspend() override;
   Result<void> resume() override;
@@ -41,6 +49,10 @@ class Sink final : public runtime::Application {
   static void fold_results(nlohmann::json& run, const std::string& id, const nlohmann::json& app);
 
  private:
+  [[nodiscard]] Result<void> take_sources(runtime::AppContext& ctx,
+                                          const std::vector<std::string>& listed);
+  void add_handlers();
+
   struct SourceState {
     std::uint64_t expected = 0;  // next sequence number
     bool allowed = false;        // may send to us

@@ -21,30 +21,73 @@ constexpr std::int64_t kStarvedNapNs = 100'000;
 
 }  // namespace
 
-Result<void> Source::configure(runtime::AppContext& ctx) {
+const runtime::SettingsSpec<SourceSettings>& Source::spec() {
+  using runtime::ParamSpec;
+  using S = SourceSettings;
+  static const auto spec =
+      runtime::SettingsSpec<S>()
+          .bind(ParamSpec::app_ref_list("destinations", "applications to send to (sinks)"),
+                &S::destinations)
+          .bind(ParamSpec::integer("message_size", "payload bytes per message")
+                    .default_value(1048576)
+                    .range(0, kMaxMessageSize),
+                &S::message_size)
+          .bind(ParamSpec::integer("pipeline_depth",
+                                   "messages in flight per destination; 0 = the transports' "
+                                   "pipeline_depth")
+                    .default_value(0)
+                    .range(0, kMaxPipelineDepth),
+                &S::pipeline_depth)
+          .bind(ParamSpec::integer("count",
+                                   "messages per destination, then the source is finished; 0 = "
+                                   "unlimited")
+                    .default_value(0)
+                    .at_least(0),
+                &S::count)
+          .bind(ParamSpec::string("verify",
+                                  "payload pattern: ends (sequence at both ends, cheap) or full "
+                                  "(every byte)")
+                    .default_value("ends")
+                    .one_of({"ends", "full"}),
+                &S::verify);
+  return spec;
+}
+
+Result<void> Source::setup(runtime::AppContext& ctx, const SourceSettings& s) {
   self_ = ctx.self().index;
   clock_ = &ctx.clock();
-  runtime::ParamReader p = ctx.param_reader();
-  const auto dest_ids = p.get<std::vector<std::string>>("destinations");
-  message_size_ = p.get<std::uint32_t>("message_size");
-  depth_ = p.get<std::uint32_t>("pipeline_depth");
-  count_ = p.get<std::uint64_t>("count");
-  const auto verify = p.get<std::string>("verify");
-  if (auto r = p.status(); !r) return r;
-  if (dest_ids.empty()) return p.error("destinations", "needs at least one destination");
-  if (!parse_verify(verify, verify_)) return p.error("verify", "'" + verify + "' is unknown");
-
+  message_size_ = s.message_size;
+  depth_ = s.pipeline_depth;
+  count_ = s.count;
+  if (!parse_verify(s.verify, verify_)) {
+    return runtime::param_error("verify", "'" + s.verify + "' is unknown");
+  }
   const transport::EndpointOptions& t = ctx.cluster().transports.endpoint;
   if (message_size_ > t.max_message_size) {
-    return p.error("message_size", std::to_string(message_size_) +
-                                       " bytes exceeds transports.max_message_size (" +
-                                       std::to_string(t.max_message_size) +
-                                       "); raise max_message_size or send smaller messages");
+    return runtime::param_error("message_size",
+                                std::to_string(message_size_) +
+                                    " bytes exceeds transports.max_message_size (" +
+                                    std::to_string(t.max_message_size) +
+                                    "); raise max_message_size or send smaller messages");
   }
   if (depth_ == 0) depth_ = t.pipeline_depth;
-  if (depth_ == 0) return p.error("pipeline_depth", "transports.pipeline_depth is 0");
+  if (depth_ == 0) return runtime::param_error("pipeline_depth", "transports.pipeline_depth is 0");
+  if (auto r = take_destinations(ctx, s.destinations); !r) return r;
+  if (auto r = open_endpoint(ctx); !r) return r;
+  add_metrics(ctx.metrics());
+  cursor_ = 0;
+  total_in_flight_ = 0;
+  done_ = {};
+  first_post_ns_.store(0);
+  last_done_ns_.store(0);
+  add_handlers();
+  return ok();
+}
 
-  auto indexes = ctx.indexes_of("destinations", dest_ids);
+Result<void> Source::take_destinations(runtime::AppContext& ctx,
+                                       const std::vector<std::string>& names) {
+  if (names.empty()) return runtime::param_error("destinations", "needs at least one destination");
+  auto indexes = ctx.indexes_of("destinations", names);
   if (!indexes) return indexes.error();
   ids_ = detail::application_ids(ctx.cluster());
   slot_of_.assign(ids_.size(), -1);
@@ -52,16 +95,23 @@ Result<void> Source::configure(runtime::AppContext& ctx) {
   dests_.reserve(indexes->size());
   for (std::size_t i = 0; i < indexes->size(); ++i) {
     const AppIndex index = (*indexes)[i];
-    if (index == self_) return p.error("destinations", "'" + id() + "' cannot send to itself");
-    if (index >= slot_of_.size()) return p.error("destinations", "index out of the address table");
+    if (index == self_) {
+      return runtime::param_error("destinations", "'" + id() + "' cannot send to itself");
+    }
+    if (index >= slot_of_.size()) {
+      return runtime::param_error("destinations", "index out of the address table");
+    }
     if (slot_of_[index] >= 0) {
-      return p.error("destinations", "'" + dest_ids[i] + "' is listed twice");
+      return runtime::param_error("destinations", "'" + names[i] + "' is listed twice");
     }
     slot_of_[index] = static_cast<std::int32_t>(dests_.size());
     dests_.emplace_back();
     dests_.back().index = index;
   }
+  return ok();
+}
 
+Result<void> Source::open_endpoint(runtime::AppContext& ctx) {
   transport::EndpointOptions options = ctx.endpoint_options();
   options.pipeline_depth = depth_;
   // The source counts its sends and nothing else: one completion per run of them.
@@ -69,7 +119,6 @@ Result<void> Source::configure(runtime::AppContext& ctx) {
   auto endpoint = ctx.endpoint(&options);
   if (!endpoint) return endpoint.error().context("endpoint");
   endpoint_ = *endpoint;
-  runtime::DataPath& path = data_path();
 
   // A send completes when the receiver takes the message (shm, inproc: its descriptor), and the
   // buffer comes back only when the receiver drops it: twice the pipeline, so that the buffers
@@ -78,7 +127,8 @@ Result<void> Source::configure(runtime::AppContext& ctx) {
   const std::size_t buffers = 2 * static_cast<std::size_t>(depth_) * dests_.size() + 2;
   // In the transport's own memory where it has some (shm: a shared segment), so that a message
   // is written once, here, and read in place by the sink.
-  auto pool = path.send_pool(id() + ".send", std::max<std::uint32_t>(message_size_, 1), buffers);
+  auto pool =
+      data_path().send_pool(id() + ".send", std::max<std::uint32_t>(message_size_, 1), buffers);
   if (!pool) return pool.error();
   pool_ = *pool;
   pool_bound_ = false;
@@ -91,20 +141,19 @@ Result<void> Source::configure(runtime::AppContext& ctx) {
       return connected.error().context("connecting to '" + detail::peer_name(ids_, d.index) + "'");
     }
   }
+  return ok();
+}
 
-  runtime::MetricsRegistry& m = ctx.metrics();
+void Source::add_metrics(runtime::MetricsRegistry& m) {
   messages_out_ = &m.counter("messages_out", "messages sent and completed");
   bytes_out_ = &m.counter("bytes_out", "payload bytes sent and completed", runtime::Unit::bytes);
   back_pressured_ = &m.counter(
       "back_pressured", "post attempts refused because the pipeline or the send pool was full");
   in_flight_gauge_ = &m.gauge("in_flight", "messages posted and not yet completed");
+}
 
-  cursor_ = 0;
-  total_in_flight_ = 0;
-  done_ = {};
-  first_post_ns_.store(0);
-  last_done_ns_.store(0);
-
+void Source::add_handlers() {
+  runtime::DataPath& path = data_path();
   // Sinks send nothing: whatever arrives is rejected (no handler).
   path.on_sent([this](const Completion& c) { on_sent(c); });
   path.on_peer_gone([this](AppIndex peer, std::string_view reason, bool) {
@@ -117,7 +166,6 @@ Result<void> Source::configure(runtime::AppContext& ctx) {
   // While the pool is dry no completion announces the buffers' return: a nap, not a sleep.
   path.at([this] { return starved_ ? clock_->now_ns() + kStarvedNapNs : 0; });
   path.drained_when([this] { return total_in_flight_ == 0; });
-  return ok();
 }
 
 void Source::release() {
@@ -297,33 +345,12 @@ nlohmann::json Source::results() const {
 }
 
 runtime::AppType source_type() {
-  using runtime::ParamSpec;
-  runtime::AppType t;
-  t.name = "source";
-  t.help =
+  runtime::AppType t = runtime::app_type<Source>(
+      "source",
       "Stream benchmark sender: keeps the pipeline to each destination full with sequence-"
-      "numbered, pattern-carrying messages, destinations served round-robin.";
+      "numbered, pattern-carrying messages, destinations served round-robin.");
   t.enable_rank = 10;
   t.peer_params = {"destinations"};
-  t.params = {
-      ParamSpec::app_ref_list("destinations", "applications to send to (sinks)"),
-      ParamSpec::integer("message_size", "payload bytes per message")
-          .default_value(1048576)
-          .range(0, kMaxMessageSize),
-      ParamSpec::integer("pipeline_depth",
-                         "messages in flight per destination; 0 = the transports' pipeline_depth")
-          .default_value(0)
-          .range(0, kMaxPipelineDepth),
-      ParamSpec::integer("count",
-                         "messages per destination, then the source is finished; 0 = unlimited")
-          .default_value(0)
-          .at_least(0),
-      ParamSpec::string("verify",
-                        "payload pattern: ends (sequence at both ends, cheap) or full (every byte)")
-          .default_value("ends")
-          .one_of({"ends", "full"}),
-  };
-  t.make = [] { return std::make_unique<Source>(); };
   return t;
 }
 

@@ -20,18 +20,34 @@
 #include "app_support.hpp"
 #include "daqflow/apps/pattern.hpp"
 #include "daqflow/core/buffer_pool.hpp"
-#include "daqflow/runtime/application.hpp"
+#include "daqflow/runtime/settings.hpp"
 
 namespace daqflow::apps {
 
-class Source final : public runtime::Application {
+struct SourceSettings {
+  std::vector<std::string> destinations;
+  std::uint32_t message_size = 0;
+  std::uint32_t pipeline_depth = 0;  // 0: the transports'
+  std::uint64_t count = 0;           // per destination; 0: unlimited
+  std::string verify;
+};
+
+class Source final : public runtime::ApplicationWith<Source, SourceSettings> {
  public:
-  Result<void> configure(runtime::AppContext& ctx) override;
+  static const runtime::SettingsSpec<SourceSettings>& spec();
+
+  Result<void> setup(runtime::AppContext& ctx, const SourceSettings& s) override;
   void release() override;
 
   [[nodiscard]] nlohmann::json results() const override;
 
  private:
+  [[nodiscard]] Result<void> take_destinations(runtime::AppContext& ctx,
+                                               const std::vector<std::string>& names);
+  [[nodiscard]] Result<void> open_endpoint(runtime::AppContext& ctx);
+  void add_metrics(runtime::MetricsRegistry& m);
+  void add_handlers();
+
   struct Destination {
     transport::AppIndex index = 0;
     std::uint64_t next_seq = 0;   // sequence number of the next message to post

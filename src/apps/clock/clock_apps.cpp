@@ -31,34 +31,83 @@ constexpr std::int64_t kNapNs = 1'000'000;
 
 }  // namespace
 
-Result<void> ClockMaster::configure(runtime::AppContext& ctx) {
-  runtime::ParamReader p = ctx.param_reader();
-  const auto names = p.get<std::vector<std::string>>("nodes");
-  interval_ns_ = p.get<std::int64_t>("interval_ms") * 1'000'000;
-  probes_ = p.get<std::uint32_t>("probes");
-  const auto window = p.get<std::uint32_t>("window");
-  window_ = window;
-  runtime::ParamReader multicast = p.object("multicast");
-  mcast::Group group;
-  group.address = multicast.get<std::string>("group");
-  group.port = static_cast<std::uint16_t>(multicast.get<std::uint32_t>("port"));
-  group.interface = multicast.get<std::string>("interface");
-  const auto history = multicast.get<std::uint64_t>("history");
-  if (auto r = p.status(); !r) return r;
+const runtime::SettingsSpec<ClockMasterSettings>& ClockMaster::spec() {
+  using runtime::ParamSpec;
+  using S = ClockMasterSettings;
+  using M = ClockMasterSettings::Multicast;
+  static const auto multicast =
+      runtime::SettingsSpec<M>()
+          .bind(ParamSpec::string("group", "multicast group address; empty: over the transport")
+                    .default_value(""),
+                &M::group)
+          .bind(ParamSpec::integer("port", "multicast port").default_value(0).range(0, 65535),
+                &M::port)
+          .bind(ParamSpec::string("interface", "address of the interface to send and join on")
+                    .default_value("127.0.0.1"),
+                &M::interface)
+          .bind(ParamSpec::integer("history", "corrections kept for repairs")
+                    .default_value(1024)
+                    .range(1, 1 << 20),
+                &M::history);
+  static const auto spec =
+      runtime::SettingsSpec<S>()
+          .bind(ParamSpec::app_ref_list("nodes", "the clock_clients it synchronises"), &S::nodes)
+          .bind(ParamSpec::integer("interval_ms", "time between rounds")
+                    .default_value(200)
+                    .range(1, 3600000),
+                &S::interval_ms)
+          .bind(ParamSpec::integer("probes", "round trips per round; the lowest-delay one counts")
+                    .default_value(8)
+                    .range(1, 1000),
+                &S::probes)
+          .bind(ParamSpec::integer("window", "rounds the offset and drift are fitted over")
+                    .default_value(50)
+                    .range(2, 100000),
+                &S::window)
+          .bind("multicast", "corrections by UDP multicast to every node, with retry (apps/mcast)",
+                multicast, &S::multicast);
+  return spec;
+}
+
+Result<void> ClockMaster::setup(runtime::AppContext& ctx, const ClockMasterSettings& s) {
+  interval_ns_ = s.interval_ms * 1'000'000;
+  probes_ = s.probes;
+  window_ = s.window;
   mcast_.reset();
-  if (!group.address.empty()) {
-    if (group.port == 0) return p.error("multicast", "a group needs its port");
-    auto sender = mcast::Sender::open(group, history);
+  if (!s.multicast.group.empty()) {
+    if (s.multicast.port == 0) return runtime::param_error("multicast", "a group needs its port");
+    mcast::Group group;
+    group.address = s.multicast.group;
+    group.port = static_cast<std::uint16_t>(s.multicast.port);
+    group.interface = s.multicast.interface;
+    auto sender = mcast::Sender::open(group, s.multicast.history);
     if (!sender) return sender.error().context("multicast");
     mcast_.emplace(std::move(*sender));
   }
+  if (auto r = open_endpoint(ctx, s.nodes); !r) return r;
+  nodes_state_.clear();
+  for (std::size_t i = 0; i < nodes_.size(); ++i) {
+    Node& n = nodes_state_.emplace_back();
+    n.estimator = ClockEstimator(s.window);
+  }
+  round_ = 0;
+  step_ = 0;
+  next_round_ns_ = 0;
+  add_metrics(ctx.metrics());
+  add_handlers();
+  return ok();
+}
+
+Result<void> ClockMaster::open_endpoint(runtime::AppContext& ctx,
+                                        const std::vector<std::string>& names) {
   auto indexes = ctx.indexes_of("nodes", names);
   if (!indexes) return indexes.error();
   nodes_ = *indexes;
   for (std::size_t i = 0; i < nodes_.size(); ++i) {
     const auto& app = ctx.cluster().applications[nodes_[i]];
     if (app.type != "clock_client" || app.params.value("master", std::string()) != id()) {
-      return p.error("nodes", "'" + names[i] + "' is no clock_client with master: " + id());
+      return runtime::param_error("nodes",
+                                  "'" + names[i] + "' is no clock_client with master: " + id());
     }
   }
   ids_ = detail::application_ids(ctx.cluster());
@@ -70,19 +119,13 @@ Result<void> ClockMaster::configure(runtime::AppContext& ctx) {
   for (const AppIndex n : nodes_) {
     if (auto r = endpoint_->connect(n); !r) return r.error();
   }
-  runtime::DataPath& path = data_path();
-  auto pool = path.send_pool(id() + ".probes", kBufferSize, 4 * nodes_.size() + 16);
+  auto pool = data_path().send_pool(id() + ".probes", kBufferSize, 4 * nodes_.size() + 16);
   if (!pool) return pool.error();
   pool_ = *pool;
-  nodes_state_.clear();
-  for (std::size_t i = 0; i < nodes_.size(); ++i) {
-    Node& n = nodes_state_.emplace_back();
-    n.estimator = ClockEstimator(window);
-  }
-  round_ = 0;
-  step_ = 0;
-  next_round_ns_ = 0;
-  runtime::MetricsRegistry& m = ctx.metrics();
+  return ok();
+}
+
+void ClockMaster::add_metrics(runtime::MetricsRegistry& m) {
   worst_precision_ =
       &m.gauge("clock_precision_ns", "the worst node's estimated clock precision, ns");
   rounds_ = &m.counter("clock_rounds", "rounds of round trips done (all nodes)");
@@ -94,7 +137,10 @@ Result<void> ClockMaster::configure(runtime::AppContext& ctx) {
     published_.assign(nodes_.size(), ClockEstimate{});
     mcast_stats_ = {};
   }
+}
 
+void ClockMaster::add_handlers() {
+  runtime::DataPath& path = data_path();
   path.count_rejected_in(*messages_malformed_);
   path.on(wire::MessageType::clock_reply, [this](Completion& c, std::int64_t now) {
     on_reply(c, core::synced_clock().local_ns(), now);
@@ -113,7 +159,6 @@ Result<void> ClockMaster::configure(runtime::AppContext& ctx) {
                                      [](const Node& s) { return s.waiting; });
     return waiting ? kNow : next_round_ns_;
   });
-  return ok();
 }
 
 void ClockMaster::release() {
@@ -297,15 +342,31 @@ Result<nlohmann::json> ClockMaster::action(std::string_view name, const nlohmann
   return nlohmann::json{{"fields", {"round", "probe", "delay_ns"}}, {"nodes", std::move(nodes)}};
 }
 
-Result<void> ClockClient::configure(runtime::AppContext& ctx) {
-  runtime::ParamReader p = ctx.param_reader();
-  const auto master = p.get<std::string>("master");
-  const auto offset_us = p.get<double>("inject_offset_us");
-  const auto drift_ppm = p.get<double>("inject_drift_ppm");
-  const auto drop = p.get<double>("multicast_drop");
-  if (auto r = p.status(); !r) return r;
-  auto m = ctx.index_of(master);
-  if (!m) return p.error("master", m.error().message());
+const runtime::SettingsSpec<ClockClientSettings>& ClockClient::spec() {
+  using runtime::ParamSpec;
+  using S = ClockClientSettings;
+  static const auto spec =
+      runtime::SettingsSpec<S>()
+          .bind(ParamSpec::app_ref("master", "the clock_master"), &S::master)
+          .bind(ParamSpec::number("inject_offset_us",
+                                  "tests: run this process's local clock ahead by this")
+                    .default_value(0),
+                &S::inject_offset_us)
+          .bind(ParamSpec::number("inject_drift_ppm", "tests: and this much fast (ppm)")
+                    .default_value(0)
+                    .range(-10000, 10000),
+                &S::inject_drift_ppm)
+          .bind(ParamSpec::number("multicast_drop",
+                                  "tests: drop this fraction of the master's multicast datagrams")
+                    .default_value(0)
+                    .range(0, 0.5),
+                &S::multicast_drop);
+  return spec;
+}
+
+Result<void> ClockClient::setup(runtime::AppContext& ctx, const ClockClientSettings& s) {
+  auto m = ctx.index_of(s.master);
+  if (!m) return runtime::param_error("master", m.error().message());
   master_ = *m;
   self_ = ctx.self().index;
   // The group is the master's: one place in the configuration for all nodes.
@@ -317,14 +378,15 @@ Result<void> ClockClient::configure(runtime::AppContext& ctx) {
   if (!group.address.empty()) {
     group.port = multicast.value("port", std::uint16_t{0});
     group.interface = multicast.value("interface", std::string("127.0.0.1"));
-    auto receiver = mcast::Receiver::open(group, drop, self_ + 1, kNackIntervalNs, kMaxNacks);
+    auto receiver =
+        mcast::Receiver::open(group, s.multicast_drop, self_ + 1, kNackIntervalNs, kMaxNacks);
     if (!receiver) return receiver.error().context("multicast");
     mcast_.emplace(std::move(*receiver));
   }
-  if (offset_us != 0 || drift_ppm != 0) {
-    core::synced_clock().inject(std::llround(offset_us * 1000), drift_ppm);
+  if (s.inject_offset_us != 0 || s.inject_drift_ppm != 0) {
+    core::synced_clock().inject(std::llround(s.inject_offset_us * 1000), s.inject_drift_ppm);
     spdlog::info("{}: this process's local clock runs {} us ahead, {} ppm fast (injected)", id(),
-                 offset_us, drift_ppm);
+                 s.inject_offset_us, s.inject_drift_ppm);
   }
   transport::EndpointOptions options = ctx.endpoint_options();
   options.max_message_size = 4096;
@@ -334,8 +396,7 @@ Result<void> ClockClient::configure(runtime::AppContext& ctx) {
   if (auto r = endpoint_->connect(master_); !r) {
     return r.error();
   }
-  runtime::DataPath& path = data_path();
-  auto pool = path.send_pool(id() + ".replies", kBufferSize, 32);
+  auto pool = data_path().send_pool(id() + ".replies", kBufferSize, 32);
   if (!pool) return pool.error();
   pool_ = *pool;
   runtime::MetricsRegistry& reg = ctx.metrics();
@@ -347,7 +408,13 @@ Result<void> ClockClient::configure(runtime::AppContext& ctx) {
     mcast_stats_ = {};
     legs_.clear();
   }
+  clock_ = &ctx.clock();
+  add_handlers();
+  return ok();
+}
 
+void ClockClient::add_handlers() {
+  runtime::DataPath& path = data_path();
   // The master's messages only; anything else is counted malformed.
   path.count_rejected_in(*messages_malformed_);
   path.on(wire::MessageType::clock_probe, [this](Completion& c, std::int64_t) {
@@ -363,9 +430,7 @@ Result<void> ClockClient::configure(runtime::AppContext& ctx) {
   path.on_work([this](std::int64_t now) { return work(now); });
   // The multicast socket is not the endpoint's: looked at (and NACKs sent when due) at least
   // every millisecond.
-  clock_ = &ctx.clock();
   if (mcast_) path.at([this] { return clock_->now_ns() + kNapNs; });
-  return ok();
 }
 
 void ClockClient::release() {
@@ -474,60 +539,22 @@ nlohmann::json ClockClient::results() const {
 }
 
 runtime::AppType clock_master_type() {
-  using runtime::ParamSpec;
-  runtime::AppType t;
-  t.name = "clock_master";
-  t.help =
+  runtime::AppType t = runtime::app_type<ClockMaster>(
+      "clock_master",
       "Clock master: measures each node's clock offset and drift by round trips, sends each its "
-      "correction (shift, scale) and reports the precision per node.";
+      "correction (shift, scale) and reports the precision per node.");
   t.enable_rank = -20;
   t.peer_params = {"nodes"};
-  t.params = {
-      ParamSpec::app_ref_list("nodes", "the clock_clients it synchronises"),
-      ParamSpec::integer("interval_ms", "time between rounds").default_value(200).range(1, 3600000),
-      ParamSpec::integer("probes", "round trips per round; the lowest-delay one counts")
-          .default_value(8)
-          .range(1, 1000),
-      ParamSpec::integer("window", "rounds the offset and drift are fitted over")
-          .default_value(50)
-          .range(2, 100000),
-      ParamSpec::object(
-          "multicast", "corrections by UDP multicast to every node, with retry (apps/mcast)",
-          {ParamSpec::string("group", "multicast group address; empty: over the transport")
-               .default_value(""),
-           ParamSpec::integer("port", "multicast port").default_value(0).range(0, 65535),
-           ParamSpec::string("interface", "address of the interface to send and join on")
-               .default_value("127.0.0.1"),
-           ParamSpec::integer("history", "corrections kept for repairs")
-               .default_value(1024)
-               .range(1, 1 << 20)}),
-  };
-  t.make = [] { return std::make_unique<ClockMaster>(); };
   return t;
 }
 
 runtime::AppType clock_client_type() {
-  using runtime::ParamSpec;
-  runtime::AppType t;
-  t.name = "clock_client";
-  t.help =
+  runtime::AppType t = runtime::app_type<ClockClient>(
+      "clock_client",
       "Clock client: answers its master's round trips and corrects this process's clock, which "
-      "every application of the context reads.";
+      "every application of the context reads.");
   t.enable_rank = -20;
   t.peer_params = {"master"};
-  t.params = {
-      ParamSpec::app_ref("master", "the clock_master"),
-      ParamSpec::number("inject_offset_us", "tests: run this process's local clock ahead by this")
-          .default_value(0),
-      ParamSpec::number("inject_drift_ppm", "tests: and this much fast (ppm)")
-          .default_value(0)
-          .range(-10000, 10000),
-      ParamSpec::number("multicast_drop",
-                        "tests: drop this fraction of the master's multicast datagrams")
-          .default_value(0)
-          .range(0, 0.5),
-  };
-  t.make = [] { return std::make_unique<ClockClient>(); };
   // It serves the applications of its process; the master goes on without a node that is gone.
   t.auxiliary = true;
   return t;

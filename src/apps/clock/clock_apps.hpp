@@ -27,13 +27,35 @@
 #include "apps/app_support.hpp"
 #include "apps/mcast/mcast_channel.hpp"
 #include "clock_estimator.hpp"
-#include "daqflow/runtime/application.hpp"
+#include "daqflow/runtime/settings.hpp"
 
 namespace daqflow::apps::clock {
 
-class ClockMaster final : public runtime::Application {
+struct ClockMasterSettings {
+  std::vector<std::string> nodes;
+  std::int64_t interval_ms = 0;
+  std::uint32_t probes = 0;
+  std::uint32_t window = 0;
+  struct Multicast {
+    std::string group;  // empty: corrections over the transport
+    std::uint32_t port = 0;
+    std::string interface;
+    std::uint64_t history = 0;
+  } multicast;
+};
+
+struct ClockClientSettings {
+  std::string master;
+  double inject_offset_us = 0;
+  double inject_drift_ppm = 0;
+  double multicast_drop = 0;
+};
+
+class ClockMaster final : public runtime::ApplicationWith<ClockMaster, ClockMasterSettings> {
  public:
-  Result<void> configure(runtime::AppContext& ctx) override;
+  static const runtime::SettingsSpec<ClockMasterSettings>& spec();
+
+  Result<void> setup(runtime::AppContext& ctx, const ClockMasterSettings& s) override;
   void release() override;
   [[nodiscard]] nlohmann::json results() const override;
   // "trips": per node, the round trips the estimate's window holds ({round, probe, delay_ns}),
@@ -42,6 +64,11 @@ class ClockMaster final : public runtime::Application {
                                               const nlohmann::json& args) override;
 
  private:
+  [[nodiscard]] Result<void> open_endpoint(runtime::AppContext& ctx,
+                                           const std::vector<std::string>& names);
+  void add_metrics(runtime::MetricsRegistry& m);
+  void add_handlers();
+
   // A round's lowest-delay round trip, named for matching with the node's legs.
   struct Trip {
     std::uint32_t round = 0;
@@ -97,9 +124,11 @@ class ClockMaster final : public runtime::Application {
   mcast::SenderStats mcast_stats_;        // a copy for results()
 };
 
-class ClockClient final : public runtime::Application {
+class ClockClient final : public runtime::ApplicationWith<ClockClient, ClockClientSettings> {
  public:
-  Result<void> configure(runtime::AppContext& ctx) override;
+  static const runtime::SettingsSpec<ClockClientSettings>& spec();
+
+  Result<void> setup(runtime::AppContext& ctx, const ClockClientSettings& s) override;
   void release() override;
   [[nodiscard]] nlohmann::json results() const override;
   // "legs": the forward leg (master's send to this node's receive) of the last probes, read
@@ -109,6 +138,8 @@ class ClockClient final : public runtime::Application {
                                               const nlohmann::json& args) override;
 
  private:
+  void add_handlers();
+
   struct Leg {
     std::uint32_t round = 0;
     std::uint32_t probe = 0;

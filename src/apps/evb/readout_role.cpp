@@ -72,7 +72,11 @@ Result<void> ReadoutRole::configure(runtime::AppContext& ctx, const Topology& to
   bus_.assign(topology.ids.size(), BuState{});
   for (const auto bu : topology.bus) bus_[bu].is_bu = true;
 
-  runtime::MetricsRegistry& m = ctx.metrics();
+  add_metrics(ctx.metrics());
+  return ok();
+}
+
+void ReadoutRole::add_metrics(runtime::MetricsRegistry& m) {
   events_produced_ = &m.counter("events_produced", "super-fragments written into chunks");
   bytes_produced_ = &m.counter("bytes_produced", "super-fragment bytes written into chunks",
                                runtime::Unit::bytes);
@@ -89,7 +93,6 @@ Result<void> ReadoutRole::configure(runtime::AppContext& ctx, const Topology& to
   m.probe(
       "chunks_retained", [st] { return static_cast<double>(st->chunks_shared()); },
       "chunks held by blocks not yet acknowledged");
-  return ok();
 }
 
 // The store object stays until the next configure (or destruction): a peer's endpoint may hold

@@ -76,6 +76,7 @@ class ReadoutRole {
   [[nodiscard]] ReadoutStore* store() const { return store_.get(); }
 
  private:
+  void add_metrics(runtime::MetricsRegistry& m);
   struct BuState {
     bool is_bu = false;
     bool live = true;

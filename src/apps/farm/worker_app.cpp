@@ -123,6 +123,19 @@ Result<void> Worker::setup(runtime::AppContext& ctx, const WorkerSettings& s) {
     return Error("parameter 'plugin': is set, but processing is 'model' (set processing: plugin)");
   }
 
+  if (auto r = open_endpoint(ctx, s.sfc); !r) return r;
+  held_ = std::vector<Held>(kMaxHeld);
+  head_ = count_ = 0;
+  epoch_ = 0;
+  token_sent_ = false;
+  heartbeat_seq_ = 0;
+  next_heartbeat_ns_ = 0;
+  add_metrics(ctx.metrics());
+  add_handlers();
+  return ok();
+}
+
+Result<void> Worker::open_endpoint(runtime::AppContext& ctx, const std::string& sfc_name) {
   // Receive buffers are as large as the largest message and filled in at Configure: an SFC
   // with its generator sends nothing larger than its largest event.
   transport::EndpointOptions options = ctx.endpoint_options();
@@ -139,7 +152,7 @@ Result<void> Worker::setup(runtime::AppContext& ctx, const WorkerSettings& s) {
   if (!endpoint) return endpoint.error().context("endpoint");
   endpoint_ = *endpoint;
   if (auto r = endpoint_->connect(sfc_); !r) {
-    return r.error().context("connecting to '" + s.sfc + "'");
+    return r.error().context("connecting to '" + sfc_name + "'");
   }
   auto pool = data_path().send_pool(id() + ".decisions", wire::kDecisionSize + output_bytes_,
                                     kDecisionBuffers);
@@ -156,14 +169,10 @@ Result<void> Worker::setup(runtime::AppContext& ctx, const WorkerSettings& s) {
       }
     }
   }
-  held_ = std::vector<Held>(kMaxHeld);
-  head_ = count_ = 0;
-  epoch_ = 0;
-  token_sent_ = false;
-  heartbeat_seq_ = 0;
-  next_heartbeat_ns_ = 0;
+  return ok();
+}
 
-  runtime::MetricsRegistry& m = ctx.metrics();
+void Worker::add_metrics(runtime::MetricsRegistry& m) {
   events_in_ = &m.counter("events_in", "events received from the SFC");
   bytes_in_ = &m.counter("bytes_in", "bytes of events received", runtime::Unit::bytes);
   events_accepted_ = &m.counter("events_accepted", "events decided: accepted");
@@ -175,7 +184,9 @@ Result<void> Worker::setup(runtime::AppContext& ctx, const WorkerSettings& s) {
   busy_ns_ = &m.counter("busy_ns", "time spent processing", runtime::Unit::none);
   messages_malformed_ = &m.counter("messages_malformed", "malformed messages dropped");
   fences_ = &m.counter("fences", "fences received: the SFC had declared this worker lost");
+}
 
+void Worker::add_handlers() {
   runtime::DataPath& path = data_path();
   path.count_rejected_in(*messages_malformed_);
   path.on(wire::MessageType::farm_event, [this](Completion& c, std::int64_t) { on_event(c); });
@@ -194,7 +205,6 @@ Result<void> Worker::setup(runtime::AppContext& ctx, const WorkerSettings& s) {
           [this](std::int64_t now) { send_heartbeat(now); });
   path.at([this] { return count_ > 0 ? held_[head_].done_ns : 0; });
   path.on_work([this](std::int64_t now) { return decide(now); });
-  return ok();
 }
 
 Result<void> Worker::load_plugin(const std::string& path, const std::string& config) {

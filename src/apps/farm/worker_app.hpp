@@ -73,6 +73,9 @@ class Worker final : public runtime::ApplicationWith<Worker, WorkerSettings> {
     daqflow_farm_fini_fn fini = nullptr;
   };
 
+  [[nodiscard]] Result<void> open_endpoint(runtime::AppContext& ctx, const std::string& sfc_name);
+  void add_metrics(runtime::MetricsRegistry& m);
+  void add_handlers();
   Result<void> load_plugin(const std::string& path, const std::string& config);
   void unload_plugin();
   void on_event(transport::Completion& c);

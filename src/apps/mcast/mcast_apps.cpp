@@ -16,47 +16,73 @@ namespace {
 // How long a halted receiver waits for the repairs of what it still misses.
 constexpr std::int64_t kReceiverLingerNs = 2'000'000'000;
 
-Result<Group> group_of(runtime::ParamReader& p) {
-  Group g;
-  g.address = p.get<std::string>("group");
-  g.port = static_cast<std::uint16_t>(p.get<std::uint32_t>("port"));
-  g.interface = p.get<std::string>("interface");
-  if (auto r = p.status(); !r) return r.error();
-  return g;
-}
-
 void wait_readable(int fd, std::chrono::microseconds timeout) {
   pollfd pfd{fd, POLLIN, 0};
   (void)::poll(&pfd, 1, static_cast<int>(std::max<std::int64_t>(0, timeout.count() / 1000)));
 }
 
-std::vector<runtime::ParamSpec> group_params() {
+// The group parameters every sender and receiver has.
+runtime::SettingsSpec<GroupSettings> group_spec() {
   using runtime::ParamSpec;
-  return {
-      ParamSpec::string("group", "multicast group address (224.0.0.0/4)")
-          .default_value("239.255.77.1"),
-      ParamSpec::integer("port", "multicast port").range(1, 65535),
-      ParamSpec::string("interface", "address of the interface to send and join on")
-          .default_value("127.0.0.1"),
-  };
+  using G = GroupSettings;
+  return runtime::SettingsSpec<G>()
+      .bind(ParamSpec::string("group", "multicast group address (224.0.0.0/4)")
+                .default_value("239.255.77.1"),
+            &G::group)
+      .bind(ParamSpec::integer("port", "multicast port").range(1, 65535), &G::port)
+      .bind(ParamSpec::string("interface", "address of the interface to send and join on")
+                .default_value("127.0.0.1"),
+            &G::interface);
 }
 
 }  // namespace
 
-Result<void> McastSender::configure(runtime::AppContext& ctx) {
-  runtime::ParamReader p = ctx.param_reader();
-  auto group = group_of(p);
-  if (!group) return group.error();
-  rate_hz_ = p.get<double>("rate_hz");
-  size_ = p.get<std::uint32_t>("size");
-  count_ = p.get<std::uint64_t>("count");
-  const auto history = p.get<std::uint64_t>("history");
-  linger_ns_ = p.get<std::int64_t>("linger_ms") * 1'000'000;
-  if (auto r = p.status(); !r) return r;
+Group GroupSettings::to_group() const {
+  Group g;
+  g.address = group;
+  g.port = static_cast<std::uint16_t>(port);  // the spec's range
+  g.interface = interface;
+  return g;
+}
+
+const runtime::SettingsSpec<McastSenderSettings>& McastSender::spec() {
+  using runtime::ParamSpec;
+  using S = McastSenderSettings;
+  static const auto spec =
+      runtime::SettingsSpec<S>()
+          .include(group_spec(), &S::group)
+          .bind(ParamSpec::number("rate_hz", "messages per second")
+                    .default_value(1000)
+                    .range(0.001, 1e7),
+                &S::rate_hz)
+          .bind(ParamSpec::integer("size", "message bytes (8 to 8192)")
+                    .default_value(256)
+                    .range(8, 8192),
+                &S::size)
+          .bind(ParamSpec::integer("count", "messages, then finished; 0: until halted")
+                    .default_value(0)
+                    .at_least(0),
+                &S::count)
+          .bind(ParamSpec::integer("history", "messages kept for repairs")
+                    .default_value(65536)
+                    .range(1, 1 << 24),
+                &S::history)
+          .bind(ParamSpec::integer("linger_ms", "halted: answer NACKs this long")
+                    .default_value(500)
+                    .range(0, 60000),
+                &S::linger_ms);
+  return spec;
+}
+
+Result<void> McastSender::setup(runtime::AppContext& ctx, const McastSenderSettings& s) {
+  rate_hz_ = s.rate_hz;
+  size_ = s.size;
+  count_ = s.count;
+  linger_ns_ = s.linger_ms * 1'000'000;
   if (size_ < 8 || size_ > kMaxPayload) {
-    return p.error("size", "must be between 8 and " + std::to_string(kMaxPayload));
+    return runtime::param_error("size", "must be between 8 and " + std::to_string(kMaxPayload));
   }
-  auto sender = Sender::open(*group, history);
+  auto sender = Sender::open(s.group.to_group(), s.history);
   if (!sender) return sender.error();
   sender_.emplace(std::move(*sender));
   payload_.assign(size_, std::byte{0});
@@ -127,17 +153,32 @@ nlohmann::json McastSender::results() const {
           {"repairs_unavailable", stats_.repairs_unavailable}};
 }
 
-Result<void> McastReceiver::configure(runtime::AppContext& ctx) {
-  runtime::ParamReader p = ctx.param_reader();
-  auto group = group_of(p);
-  if (!group) return group.error();
-  const auto drop = p.get<double>("drop_fraction");
-  const auto nack_ms = p.get<double>("nack_ms");
-  const auto max_nacks = p.get<std::uint32_t>("max_nacks");
-  const auto seed = p.get<std::uint64_t>("seed");
-  if (auto r = p.status(); !r) return r;
-  auto receiver =
-      Receiver::open(*group, drop, seed, static_cast<std::int64_t>(nack_ms * 1e6), max_nacks);
+const runtime::SettingsSpec<McastReceiverSettings>& McastReceiver::spec() {
+  using runtime::ParamSpec;
+  using S = McastReceiverSettings;
+  static const auto spec =
+      runtime::SettingsSpec<S>()
+          .include(group_spec(), &S::group)
+          .bind(
+              ParamSpec::number("drop_fraction", "tests: drop this fraction of arriving datagrams")
+                  .default_value(0)
+                  .range(0, 0.5),
+              &S::drop_fraction)
+          .bind(ParamSpec::number("nack_ms", "between NACKs for one gap")
+                    .default_value(5)
+                    .range(0.1, 10000),
+                &S::nack_ms)
+          .bind(ParamSpec::integer("max_nacks", "NACKs for one gap, then it is lost")
+                    .default_value(50)
+                    .range(1, 100000),
+                &S::max_nacks)
+          .bind(ParamSpec::integer("seed", "of the drops").default_value(1).at_least(0), &S::seed);
+  return spec;
+}
+
+Result<void> McastReceiver::setup(runtime::AppContext& ctx, const McastReceiverSettings& s) {
+  auto receiver = Receiver::open(s.group.to_group(), s.drop_fraction, s.seed,
+                                 static_cast<std::int64_t>(s.nack_ms * 1e6), s.max_nacks);
   if (!receiver) return receiver.error();
   receiver_.emplace(std::move(*receiver));
   content_errors_ = 0;
@@ -211,51 +252,20 @@ void McastReceiver::fold_results(nlohmann::json& run, const std::string& id,
 }
 
 runtime::AppType mcast_sender_type() {
-  using runtime::ParamSpec;
-  runtime::AppType t;
-  t.name = "mcast_sender";
-  t.help =
+  runtime::AppType t = runtime::app_type<McastSender>(
+      "mcast_sender",
       "Multicast control traffic: numbered messages to every receiver by UDP multicast, repaired "
-      "on negative acknowledgements.";
+      "on negative acknowledgements.");
   t.enable_rank = 10;  // after the receivers; halted first, then lingers for the repairs
-  t.params = group_params();
-  t.params.push_back(
-      ParamSpec::number("rate_hz", "messages per second").default_value(1000).range(0.001, 1e7));
-  t.params.push_back(
-      ParamSpec::integer("size", "message bytes (8 to 8192)").default_value(256).range(8, 8192));
-  t.params.push_back(ParamSpec::integer("count", "messages, then finished; 0: until halted")
-                         .default_value(0)
-                         .at_least(0));
-  t.params.push_back(ParamSpec::integer("history", "messages kept for repairs")
-                         .default_value(65536)
-                         .range(1, 1 << 24));
-  t.params.push_back(ParamSpec::integer("linger_ms", "halted: answer NACKs this long")
-                         .default_value(500)
-                         .range(0, 60000));
-  t.make = [] { return std::make_unique<McastSender>(); };
   return t;
 }
 
 runtime::AppType mcast_receiver_type() {
-  using runtime::ParamSpec;
-  runtime::AppType t;
-  t.name = "mcast_receiver";
-  t.help =
+  runtime::AppType t = runtime::app_type<McastReceiver>(
+      "mcast_receiver",
       "Multicast control traffic receiver: delivers in order, asks for what it missed (NACK), "
-      "counts the loss before and after the retry.";
+      "counts the loss before and after the retry.");
   t.enable_rank = 5;
-  t.params = group_params();
-  t.params.push_back(
-      ParamSpec::number("drop_fraction", "tests: drop this fraction of arriving datagrams")
-          .default_value(0)
-          .range(0, 0.5));
-  t.params.push_back(
-      ParamSpec::number("nack_ms", "between NACKs for one gap").default_value(5).range(0.1, 10000));
-  t.params.push_back(ParamSpec::integer("max_nacks", "NACKs for one gap, then it is lost")
-                         .default_value(50)
-                         .range(1, 100000));
-  t.params.push_back(ParamSpec::integer("seed", "of the drops").default_value(1).at_least(0));
-  t.make = [] { return std::make_unique<McastReceiver>(); };
   t.fold_results = &McastReceiver::fold_results;
   return t;
 }

@@ -13,15 +13,42 @@
 #include <mutex>
 #include <optional>
 
-#include "daqflow/runtime/application.hpp"
+#include "daqflow/runtime/settings.hpp"
 #include "mcast_channel.hpp"
 
 namespace daqflow::apps::mcast {
 
 // Both wait on their own socket (wait_for_work); their rounds are the data path's work.
-class McastSender final : public runtime::Application {
+// The group every sender and receiver names.
+struct GroupSettings {
+  std::string group;
+  std::uint32_t port = 0;
+  std::string interface;
+  [[nodiscard]] Group to_group() const;
+};
+
+struct McastSenderSettings {
+  GroupSettings group;
+  double rate_hz = 0;
+  std::uint32_t size = 0;
+  std::uint64_t count = 0;  // 0: until halted
+  std::uint64_t history = 0;
+  std::int64_t linger_ms = 0;
+};
+
+struct McastReceiverSettings {
+  GroupSettings group;
+  double drop_fraction = 0;
+  double nack_ms = 0;
+  std::uint32_t max_nacks = 0;
+  std::uint64_t seed = 0;
+};
+
+class McastSender final : public runtime::ApplicationWith<McastSender, McastSenderSettings> {
  public:
-  Result<void> configure(runtime::AppContext& ctx) override;
+  static const runtime::SettingsSpec<McastSenderSettings>& spec();
+
+  Result<void> setup(runtime::AppContext& ctx, const McastSenderSettings& s) override;
   void begin_halt() override;
   void release() override;
   void wait_for_work(std::chrono::microseconds timeout) override;
@@ -44,9 +71,11 @@ class McastSender final : public runtime::Application {
   SenderStats stats_;  // a copy for results()
 };
 
-class McastReceiver final : public runtime::Application {
+class McastReceiver final : public runtime::ApplicationWith<McastReceiver, McastReceiverSettings> {
  public:
-  Result<void> configure(runtime::AppContext& ctx) override;
+  static const runtime::SettingsSpec<McastReceiverSettings>& spec();
+
+  Result<void> setup(runtime::AppContext& ctx, const McastReceiverSettings& s) override;
   void release() override;
   void wait_for_work(std::chrono::microseconds timeout) override;
   [[nodiscard]] nlohmann::json results() const override;

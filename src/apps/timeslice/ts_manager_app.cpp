@@ -18,36 +18,35 @@ constexpr std::size_t kControlBufferSize = 64;
 
 }  // namespace
 
-Result<void> TsManager::configure(runtime::AppContext& ctx) {
+const runtime::SettingsSpec<TsManagerSettings>& TsManager::spec() {
+  using runtime::ParamSpec;
+  using S = TsManagerSettings;
+  static const auto spec =
+      runtime::SettingsSpec<S>()
+          .bind(ParamSpec::app_ref_list("builders", "the ts_builders it assigns to"), &S::builders)
+          .bind(ParamSpec::app_ref_list("inputs", "the ts_inputs it tells"), &S::inputs)
+          .bind(ParamSpec::integer("window", "timeslices assigned and not yet written, at most")
+                    .default_value(64)
+                    .range(1, 65536),
+                &S::window)
+          .bind(ParamSpec::integer("builder_window", "timeslices in flight at one builder, at most")
+                    .default_value(4)
+                    .range(1, 4096),
+                &S::builder_window)
+          .bind(ParamSpec::integer("heartbeat_timeout_ms", "a builder silent this long is lost")
+                    .default_value(2000)
+                    .range(10, 600000),
+                &S::heartbeat_timeout_ms);
+  return spec;
+}
+
+Result<void> TsManager::setup(runtime::AppContext& ctx, const TsManagerSettings& s) {
   clock_ = &ctx.clock();
-  runtime::ParamReader p = ctx.param_reader();
-  const auto builder_names = p.get<std::vector<std::string>>("builders");
-  const auto input_names = p.get<std::vector<std::string>>("inputs");
+  heartbeat_timeout_ns_ = s.heartbeat_timeout_ms * 1'000'000;
+  if (auto r = take_peers(ctx, s); !r) return r;
   TsAssigner::Settings settings;
-  settings.window = p.get<std::uint32_t>("window");
-  settings.builder_window = p.get<std::uint32_t>("builder_window");
-  heartbeat_timeout_ns_ = p.get<std::int64_t>("heartbeat_timeout_ms") * 1'000'000;
-  if (auto r = p.status(); !r) return r;
-  auto b = ctx.indexes_of("builders", builder_names);
-  if (!b) return b.error();
-  builder_ids_ = *b;
-  auto in = ctx.indexes_of("inputs", input_names);
-  if (!in) return in.error();
-  inputs_ = *in;
-  ids_ = detail::application_ids(ctx.cluster());
-  for (std::size_t i = 0; i < builder_ids_.size(); ++i) {
-    const auto& app = ctx.cluster().applications[builder_ids_[i]];
-    if (app.type != "ts_builder" || app.params.value("manager", std::string()) != id()) {
-      return p.error("builders",
-                     "'" + builder_names[i] + "' is no ts_builder with manager: " + id());
-    }
-  }
-  for (std::size_t i = 0; i < inputs_.size(); ++i) {
-    const auto& app = ctx.cluster().applications[inputs_[i]];
-    if (app.type != "ts_input" || app.params.value("manager", std::string()) != id()) {
-      return p.error("inputs", "'" + input_names[i] + "' is no ts_input with manager: " + id());
-    }
-  }
+  settings.window = s.window;
+  settings.builder_window = s.builder_window;
   settings.builders = builder_ids_;
   settings.heartbeat_timeout_ns = heartbeat_timeout_ns_;
   // A timeslice takes a receive buffer per input at its builder.
@@ -56,12 +55,44 @@ Result<void> TsManager::configure(runtime::AppContext& ctx) {
     const auto count = ctx.cluster().applications[i].params.value("count", std::uint64_t{0});
     if (count > 0) settings.limit = std::min(settings.limit, count);
   }
+  assigner_ = TsAssigner(std::move(settings));
+  if (auto r = open_endpoint(ctx, s.window); !r) return r;
+  add_metrics(ctx.metrics());
+  reset_run(s.window);
+  add_handlers();
+  return ok();
+}
 
+Result<void> TsManager::take_peers(runtime::AppContext& ctx, const TsManagerSettings& s) {
+  auto b = ctx.indexes_of("builders", s.builders);
+  if (!b) return b.error();
+  builder_ids_ = *b;
+  auto in = ctx.indexes_of("inputs", s.inputs);
+  if (!in) return in.error();
+  inputs_ = *in;
+  ids_ = detail::application_ids(ctx.cluster());
+  for (std::size_t i = 0; i < builder_ids_.size(); ++i) {
+    const auto& app = ctx.cluster().applications[builder_ids_[i]];
+    if (app.type != "ts_builder" || app.params.value("manager", std::string()) != id()) {
+      return runtime::param_error("builders",
+                                  "'" + s.builders[i] + "' is no ts_builder with manager: " + id());
+    }
+  }
+  for (std::size_t i = 0; i < inputs_.size(); ++i) {
+    const auto& app = ctx.cluster().applications[inputs_[i]];
+    if (app.type != "ts_input" || app.params.value("manager", std::string()) != id()) {
+      return runtime::param_error("inputs",
+                                  "'" + s.inputs[i] + "' is no ts_input with manager: " + id());
+    }
+  }
+  return ok();
+}
+
+Result<void> TsManager::open_endpoint(runtime::AppContext& ctx, std::uint32_t window) {
   transport::EndpointOptions options = ctx.endpoint_options();
   options.max_message_size = 4096;
   options.recv_buffers = std::max<std::uint32_t>(
-      options.recv_buffers,
-      static_cast<std::uint32_t>(builder_ids_.size() * (settings.window + 8)));
+      options.recv_buffers, static_cast<std::uint32_t>(builder_ids_.size() * (window + 8)));
   auto endpoint = ctx.endpoint(&options);
   if (!endpoint) return endpoint.error().context("endpoint");
   endpoint_ = *endpoint;
@@ -73,29 +104,16 @@ Result<void> TsManager::configure(runtime::AppContext& ctx) {
   }
   auto control = data_path().send_pool(
       id() + ".control", kControlBufferSize,
-      (inputs_.size() + builder_ids_.size()) * (std::size_t{settings.window} + 16) + 64);
+      (inputs_.size() + builder_ids_.size()) * (std::size_t{window} + 16) + 64);
   if (!control) return control.error();
   control_pool_ = *control;
-  const std::uint32_t window = settings.window;
-  assigner_ = TsAssigner(std::move(settings));
-  again_.clear();
-  again_.reserve(std::size_t{window});
   // Every assignment goes to every input; a timeslice is assigned again at most once per builder
   // lost, and the window bounds the rest.
-  if (auto r = assigns_.configure(id() + ".assigns", inputs_,
-                                  (builder_ids_.size() + 1) * std::size_t{window} + 16);
-      !r) {
-    return r;
-  }
-  gone_.clear();
-  gone_.reserve(inputs_.size());
-  lost_now_.clear();
-  lost_now_.reserve(builder_ids_.size());
-  watching_ = false;
-  end_sent_ = false;
-  next_check_ns_ = 0;
+  return assigns_.configure(id() + ".assigns", inputs_,
+                            (builder_ids_.size() + 1) * std::size_t{window} + 16);
+}
 
-  runtime::MetricsRegistry& m = ctx.metrics();
+void TsManager::add_metrics(runtime::MetricsRegistry& m) {
   assigned_ = &m.counter("timeslices_assigned", "timeslices given to a builder (first time)");
   reassigned_ = &m.counter("timeslices_reassigned", "timeslices given again after a loss");
   committed_ = &m.counter("commits_granted", "timeslices a builder was allowed to write");
@@ -107,13 +125,27 @@ Result<void> TsManager::configure(runtime::AppContext& ctx) {
   in_flight_ = &m.gauge("timeslices_in_flight", "timeslices assigned, not written");
   builders_alive_ = &m.gauge("builders_alive", "builders not lost");
   builders_alive_->set(static_cast<double>(builder_ids_.size()));
+}
+
+void TsManager::reset_run(std::uint32_t window) {
+  again_.clear();
+  again_.reserve(std::size_t{window});
+  gone_.clear();
+  gone_.reserve(inputs_.size());
+  lost_now_.clear();
+  lost_now_.reserve(builder_ids_.size());
+  watching_ = false;
+  end_sent_ = false;
+  next_check_ns_ = 0;
   const std::lock_guard lock(mutex_);
   lost_builders_.clear();
   rejoined_builders_.clear();
   salvaged_.clear();
   in_doubt_.assign(builder_ids_.size(), {});
   lost_flags_.assign(builder_ids_.size(), false);
+}
 
+void TsManager::add_handlers() {
   runtime::DataPath& path = data_path();
   path.count_rejected_in(*messages_malformed_);
   path.on(wire::MessageType::ts_report,
@@ -135,7 +167,6 @@ Result<void> TsManager::configure(runtime::AppContext& ctx) {
   });
   path.on_work([this](std::int64_t now) { return work(now); });
   path.drained_when([this] { return end_sent_ && assigns_.idle() && assigner_.empty(); });
-  return ok();
 }
 
 std::optional<std::size_t> TsManager::builder_of(AppIndex peer) const {
@@ -412,30 +443,14 @@ Result<nlohmann::json> TsManager::action(std::string_view name, const nlohmann::
 }
 
 runtime::AppType ts_manager_type() {
-  using runtime::ParamSpec;
-  runtime::AppType t;
-  t.name = "ts_manager";
-  t.help =
+  runtime::AppType t = runtime::app_type<TsManager>(
+      "ts_manager",
       "Time-slice manager: assigns each timeslice to the builder with the fewest in flight and "
-      "room, grants each write once, and gives a lost builder's timeslices to the others.";
+      "room, grants each write once, and gives a lost builder's timeslices to the others.");
   // Enabled after the builders and the inputs, halted first: it then tells the inputs where the
   // run ends and drains while they make and send every timeslice up to there.
   t.enable_rank = 5;
   t.peer_params = {"builders", "inputs"};
-  t.params = {
-      ParamSpec::app_ref_list("builders", "the ts_builders it assigns to"),
-      ParamSpec::app_ref_list("inputs", "the ts_inputs it tells"),
-      ParamSpec::integer("window", "timeslices assigned and not yet written, at most")
-          .default_value(64)
-          .range(1, 65536),
-      ParamSpec::integer("builder_window", "timeslices in flight at one builder, at most")
-          .default_value(4)
-          .range(1, 4096),
-      ParamSpec::integer("heartbeat_timeout_ms", "a builder silent this long is lost")
-          .default_value(2000)
-          .range(10, 600000),
-  };
-  t.make = [] { return std::make_unique<TsManager>(); };
   return t;
 }
 

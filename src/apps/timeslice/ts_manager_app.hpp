@@ -29,15 +29,25 @@
 #include "apps/app_support.hpp"
 #include "daqflow/apps/builders/consumers.hpp"
 #include "daqflow/apps/builders/control_log.hpp"
-#include "daqflow/runtime/application.hpp"
+#include "daqflow/runtime/settings.hpp"
 #include "daqflow/wire/timeslice.hpp"
 #include "ts_assigner.hpp"
 
 namespace daqflow::apps::timeslice {
 
-class TsManager final : public runtime::Application {
+struct TsManagerSettings {
+  std::vector<std::string> builders;
+  std::vector<std::string> inputs;
+  std::uint32_t window = 0;
+  std::uint32_t builder_window = 0;
+  std::int64_t heartbeat_timeout_ms = 0;
+};
+
+class TsManager final : public runtime::ApplicationWith<TsManager, TsManagerSettings> {
  public:
-  Result<void> configure(runtime::AppContext& ctx) override;
+  static const runtime::SettingsSpec<TsManagerSettings>& spec();
+
+  Result<void> setup(runtime::AppContext& ctx, const TsManagerSettings& s) override;
   void release() override;
 
   void wait_for_work(std::chrono::microseconds timeout) override;
@@ -46,6 +56,14 @@ class TsManager final : public runtime::Application {
                                               const nlohmann::json& args) override;
 
  private:
+  // Configure, in order: the peers; the assigner; the endpoint, pool and assignment log; the
+  // metrics; the run's state; the handlers.
+  [[nodiscard]] Result<void> take_peers(runtime::AppContext& ctx, const TsManagerSettings& s);
+  [[nodiscard]] Result<void> open_endpoint(runtime::AppContext& ctx, std::uint32_t window);
+  void add_metrics(runtime::MetricsRegistry& m);
+  void reset_run(std::uint32_t window);
+  void add_handlers();
+
   // Salvage results handed over by the control thread.
   struct Salvaged {
     std::size_t builder = 0;
