@@ -21,6 +21,7 @@ namespace daqflow::micro {
 namespace {
 
 using namespace daqflow::apps::evb;  // NOLINT(google-build-using-namespace): benchmark file
+using namespace daqflow::apps::fed;  // NOLINT(google-build-using-namespace): benchmark file
 
 constexpr std::uint32_t kFeds = 8;
 constexpr std::uint32_t kBlockEvents = 32;
@@ -137,7 +138,7 @@ void BM_BlockBuild(benchmark::State& state) {
   bs.check_fragments = state.range(1) != 0;
   bs.check_crc = state.range(2) != 0;
   auto builder = take(BlockBuilder::create(bs), "builder");
-  OutputBatch batch;
+  apps::output::OutputBatch batch;
   batch.events.reserve(kBlockEvents);
   batch.pieces.reserve(builder->max_pieces());
   batch.buffers.reserve(builder->max_buffers());

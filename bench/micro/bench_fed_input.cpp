@@ -22,7 +22,7 @@
 namespace daqflow::micro {
 namespace {
 
-using namespace daqflow::apps::evb;  // NOLINT(google-build-using-namespace): benchmark file
+using namespace daqflow::apps::fed;  // NOLINT(google-build-using-namespace): benchmark file
 
 constexpr std::uint16_t kFed = 700;
 constexpr std::uint16_t kPort = 23790;

@@ -25,9 +25,9 @@ namespace daqflow::cli {
 namespace {
 
 namespace fs = std::filesystem;
-using apps::evb::EventSummary;
-using apps::evb::FileContent;
-using apps::evb::FileReport;
+using apps::output::EventSummary;
+using apps::output::FileContent;
+using apps::output::FileReport;
 
 struct DumpArgs {
   std::vector<std::string> paths;
@@ -45,9 +45,9 @@ bool is_frd_file(const std::string& name) {
 }
 
 bool is_event_file(const std::string& name) {
-  return ends_with(name, apps::evb::kDataSuffix) ||
-         ends_with(name,
-                   std::string(apps::evb::kDataSuffix) + std::string(apps::evb::kPartSuffix)) ||
+  return ends_with(name, apps::output::kDataSuffix) ||
+         ends_with(name, std::string(apps::output::kDataSuffix) +
+                             std::string(apps::output::kPartSuffix)) ||
          is_frd_file(name);
 }
 
@@ -183,8 +183,8 @@ void dump_command(const DumpArgs& args) {
     };
     if (args.events && !args.json) std::printf("%s\n", path.c_str());
     const bool frd = is_frd_file(path);
-    const FileReport r = frd ? apps::evb::check_frd_file(path, on_event)
-                             : apps::evb::check_event_file(path, on_event);
+    const FileReport r = frd ? apps::output::check_frd_file(path, on_event)
+                             : apps::output::check_event_file(path, on_event);
     if (r.complete) {
       ++complete;
       events += r.events;
@@ -200,7 +200,7 @@ void dump_command(const DumpArgs& args) {
                        {"complete", r.complete},
                        {"run", r.run_number},
                        {"bu", r.bu_id},
-                       {"content", apps::evb::to_string(r.content)},
+                       {"content", apps::output::to_string(r.content)},
                        {"sequence", r.sequence},
                        {"events", r.events},
                        {"bytes", r.bytes},
@@ -235,7 +235,7 @@ void dump_command(const DumpArgs& args) {
   // FRD run directories: their end-of-section and end-of-run records against the files.
   std::vector<std::string> run_problems;
   for (const auto& dir : run_dirs) {
-    for (auto& p : apps::evb::check_frd_run(dir)) run_problems.push_back(std::move(p));
+    for (auto& p : apps::output::check_frd_run(dir)) run_problems.push_back(std::move(p));
   }
   if (!args.json) {
     for (const auto& p : run_problems) std::printf("%s\n", p.c_str());

@@ -187,12 +187,12 @@ void append_framed(const FedsendArgs& args, std::uint16_t fed, std::uint64_t eve
                    std::span<const std::byte> fragment, std::vector<std::byte>& out) {
   const std::size_t at = out.size();
   if (args.framing == "frame") {
-    out.resize(at + apps::evb::kFedFrameHeaderSize + fragment.size());
-    (void)apps::evb::encode_fed_frame(
+    out.resize(at + apps::fed::kFedFrameHeaderSize + fragment.size());
+    (void)apps::fed::encode_fed_frame(
         {static_cast<std::uint32_t>(fragment.size() / 8), fed, event},
-        std::span(out).subspan(at).first<apps::evb::kFedFrameHeaderSize>());
+        std::span(out).subspan(at).first<apps::fed::kFedFrameHeaderSize>());
     std::copy(fragment.begin(), fragment.end(),
-              out.begin() + static_cast<std::ptrdiff_t>(at + apps::evb::kFedFrameHeaderSize));
+              out.begin() + static_cast<std::ptrdiff_t>(at + apps::fed::kFedFrameHeaderSize));
     return;
   }
   // FEROL blocks carry the FED header's L1 id as their event number.

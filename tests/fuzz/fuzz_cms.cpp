@@ -62,16 +62,16 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     require(wire::encode_ferol_header(ferol, out) == wire::FerolStatus::ok);
     require(std::memcmp(out.data(), data, out.size()) == 0);
   }
-  apps::evb::FrdHeader frd;
-  if (apps::evb::decode_frd_header(in, frd) == apps::evb::FrdStatus::ok) {
-    std::array<std::byte, apps::evb::kFrdHeaderSize> out{};
-    apps::evb::encode_frd_header(frd, out);
+  apps::output::FrdHeader frd;
+  if (apps::output::decode_frd_header(in, frd) == apps::output::FrdStatus::ok) {
+    std::array<std::byte, apps::output::kFrdHeaderSize> out{};
+    apps::output::encode_frd_header(frd, out);
     require(std::memcmp(out.data(), data, out.size()) == 0);
   }
-  apps::evb::RawFileHeader raw;
-  if (apps::evb::decode_raw_file_header(in, raw) == apps::evb::FrdStatus::ok) {
-    std::array<std::byte, apps::evb::kRawFileHeaderSize> out{};
-    apps::evb::encode_raw_file_header(raw, out);
+  apps::output::RawFileHeader raw;
+  if (apps::output::decode_raw_file_header(in, raw) == apps::output::FrdStatus::ok) {
+    std::array<std::byte, apps::output::kRawFileHeaderSize> out{};
+    apps::output::encode_raw_file_header(raw, out);
     require(std::memcmp(out.data(), data, out.size()) == 0);
   }
 
@@ -80,7 +80,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   const bool written = std::fwrite(data, 1, size, f) == size;
   std::fclose(f);
   if (written) {
-    const apps::evb::FileReport report = apps::evb::check_frd_file(raw_path());
+    const apps::output::FileReport report = apps::output::check_frd_file(raw_path());
     require(!report.complete);  // no .jsn beside it
     require(report.bytes == size || !report.problems.empty());
   }

@@ -14,7 +14,7 @@
 #include "daqflow/apps/output/event_file.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
-  using namespace daqflow::apps::evb;
+  using namespace daqflow::apps::output;
   const std::span<const std::byte> in(reinterpret_cast<const std::byte*>(data), size);
   RecordHeader record;
   if (decode_record_header(in, record) == FileFormatStatus::ok) {

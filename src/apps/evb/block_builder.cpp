@@ -153,14 +153,14 @@ void BlockBuilder::ru_lost(std::size_t position) {
   }
 }
 
-void BlockBuilder::check_pieces(OutputBatch& batch, BuildResult& r) {
+void BlockBuilder::check_pieces(output::OutputBatch& batch, BuildResult& r) {
   const std::size_t n = jobs_.size();
-  check_super_fragments(jobs_, settings_.check_crc, verdicts_);
+  fed::check_super_fragments(jobs_, settings_.check_crc, verdicts_);
   for (std::size_t i = 0; i < n; ++i) {
-    const SuperFragmentVerdict& v = verdicts_[i];
+    const fed::SuperFragmentVerdict& v = verdicts_[i];
     const std::uint32_t expected = settings_.feds[job_ru_[i]];
     if (v.status == wire::FedStatus::ok && (expected == 0 || v.count == expected)) continue;
-    BuiltEvent& ev = batch.events[job_event_[i]];
+    output::BuiltEvent& ev = batch.events[job_event_[i]];
     if ((ev.flags & wire::kEventCorrupted) == 0) {
       ev.flags |= wire::kEventCorrupted;
       ++r.corrupted;
@@ -176,7 +176,7 @@ void BlockBuilder::check_pieces(OutputBatch& batch, BuildResult& r) {
   }
 }
 
-BuildResult BlockBuilder::build(int index, OutputBatch& batch) {
+BuildResult BlockBuilder::build(int index, output::OutputBatch& batch) {
   Slot& s = slots_[static_cast<std::size_t>(index)];
   BuildResult r;
   r.block_id = s.id;
@@ -201,7 +201,7 @@ BuildResult BlockBuilder::build(int index, OutputBatch& batch) {
   }
 
   for (std::uint32_t i = 0; i < s.count; ++i) {
-    BuiltEvent ev;
+    output::BuiltEvent ev;
     ev.number = s.first_id + i;
     ev.lumi = s.lumi;
     ev.first_piece = static_cast<std::uint32_t>(batch.pieces.size());
@@ -244,11 +244,11 @@ BuildResult BlockBuilder::build(int index, OutputBatch& batch) {
       }
       const std::byte* data = seg->buffer.data() + seg->offset + c.offset;
       if (settings_.check_fragments) {
-        jobs_.push_back(SuperFragmentJob{data, e.size, ev.number});
+        jobs_.push_back(fed::SuperFragmentJob{data, e.size, ev.number});
         job_event_.push_back(i);
         job_ru_.push_back(static_cast<std::uint16_t>(ru));
       }
-      batch.pieces.push_back(EventPiece{data, e.size});
+      batch.pieces.push_back(output::EventPiece{data, e.size});
       ev.size += e.size;
       c.offset += e.size;
     }

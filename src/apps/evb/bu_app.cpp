@@ -74,16 +74,16 @@ Result<void> BuilderUnit::open_endpoint(runtime::AppContext& ctx, const nlohmann
   if (!endpoint) return endpoint.error().context("endpoint");
   endpoint_ = *endpoint;
 
-  OutputContext oc;
+  output::OutputContext oc;
   oc.run_number = ctx.cluster().run.number;
   oc.bu_id = id();
   oc.default_dir = ctx.cluster().run.output;
   oc.queue_depth = window_;
   oc.restarted = ctx.restarted();
-  if (auto r = farm_output_context(ctx.cluster(), output, endpoint_, oc); !r) {
+  if (auto r = output::farm_output_context(ctx.cluster(), output, endpoint_, oc); !r) {
     return runtime::param_error("output", r.error().message());
   }
-  auto made = make_output(output, oc);
+  auto made = output::make_output(output, oc);
   if (!made) return made.error();
   output_ = std::move(*made);
   if (auto r = to_evm_.configure(id(), {topology_.evm}, 2 * std::size_t{window_} + 16); !r) {
@@ -119,7 +119,7 @@ void BuilderUnit::add_metrics(runtime::MetricsRegistry& m) {
 }
 
 void BuilderUnit::reset_run() {
-  batches_ = std::vector<OutputBatch>(window_);
+  batches_ = std::vector<output::OutputBatch>(window_);
   acks_.assign(window_, AckInfo{});
   free_.clear();
   free_.reserve(window_);
@@ -176,7 +176,7 @@ void BuilderUnit::release() {
 
 // On the agent thread, and in release() once the agent has stopped: one writer at a time.
 void BuilderUnit::publish_written() {
-  const OutputStats stats = output_->stats();
+  const output::OutputStats stats = output_->stats();
   if (stats.events_written > written_published_) {
     events_written_->add_single_writer(stats.events_written - written_published_);
   }
@@ -294,7 +294,7 @@ int BuilderUnit::build(std::int64_t now) {
   while (!free_.empty() && !failed()) {
     const int slot = builder_->ready(now);
     if (slot < 0) break;
-    OutputBatch* batch = free_.back();
+    output::OutputBatch* batch = free_.back();
     free_.pop_back();
     ++in_output_;
     const BuildResult r = builder_->build(slot, *batch);
@@ -345,7 +345,7 @@ int BuilderUnit::ask(std::int64_t now) {
   if (!send_leave_and_rejoin() && (leave_pending_ || any_ru_down())) return 0;
   for (auto* list : {&reask_, &unasked_}) {
     while (!list->empty() && to_evm_.has_room()) {
-      OutputBatch* batch = list->front();
+      output::OutputBatch* batch = list->front();
       AckInfo& info = acks_[batch_index(batch)];
       info.asked_ns = now;
       const auto payload = encode_ack(info);
@@ -359,12 +359,13 @@ int BuilderUnit::ask(std::int64_t now) {
 }
 
 void BuilderUnit::on_commit(const wire::Commit& c, std::int64_t now) {
-  const auto it = std::find_if(awaiting_.begin(), awaiting_.end(), [&](const OutputBatch* b) {
-    const AckInfo& info = acks_[batch_index(b)];
-    return info.block_id == c.block_id && info.generation == c.generation;
-  });
+  const auto it =
+      std::find_if(awaiting_.begin(), awaiting_.end(), [&](const output::OutputBatch* b) {
+        const AckInfo& info = acks_[batch_index(b)];
+        return info.block_id == c.block_id && info.generation == c.generation;
+      });
   if (it == awaiting_.end()) return;  // dropped by a fence meanwhile
-  OutputBatch* batch = *it;
+  output::OutputBatch* batch = *it;
   awaiting_.erase(it);
   const AckInfo& info = acks_[batch_index(batch)];
   // Nothing is kept by a non-durable output, so the EVM re-assigns such a BU's blocks when it
@@ -389,7 +390,7 @@ void BuilderUnit::on_fence(const wire::Fence& f, std::int64_t /*now*/) {
   epoch_ = f.epoch;
   const std::uint32_t open = builder_->drop_open();
   std::uint64_t events = 0;
-  for (OutputBatch* batch : unasked_) {
+  for (output::OutputBatch* batch : unasked_) {
     const AckInfo& info = acks_[batch_index(batch)];
     events += std::uint64_t{info.built} + info.incomplete;
     recycle(batch);
@@ -535,7 +536,7 @@ bool BuilderUnit::evm_up() {
   return true;
 }
 
-void BuilderUnit::recycle(OutputBatch* batch) {
+void BuilderUnit::recycle(output::OutputBatch* batch) {
   batch->clear();  // drops the received buffers: RU chunks or receive buffers go back
   free_.push_back(batch);
   --in_output_;
@@ -554,7 +555,7 @@ std::array<std::byte, wire::kBlockAckSize> BuilderUnit::encode_ack(const AckInfo
   return payload;
 }
 
-bool BuilderUnit::acknowledge(OutputBatch* batch) {
+bool BuilderUnit::acknowledge(output::OutputBatch* batch) {
   if (evm_down_) return false;  // kept until the EVM is back
   const AckInfo& info = acks_[batch_index(batch)];
   if (!to_evm_.push(wire::MessageType::block_ack, info.block_id, encode_ack(info))) return false;
@@ -569,7 +570,7 @@ int BuilderUnit::finish() {
     unacked_.erase(unacked_.begin());
     ++n;
   }
-  while (OutputBatch* done = output_->poll_done()) {
+  while (output::OutputBatch* done = output_->poll_done()) {
     if (output_->failed()) {
       // Perhaps not (all) written: the EVM keeps it in doubt; the salvage of the files decides.
       fail(output_->failure());
@@ -712,7 +713,7 @@ Result<runtime::Settled> BuilderUnit::after_loss(const runtime::LostApp& lost) {
   if (kind == "frd") {
     // As the FRD output makes it: one directory per BU, the run's directory in it.
     if (dir.empty()) dir = (std::filesystem::path(lost.cluster.run.output) / lost.app.id).string();
-    dir = (std::filesystem::path(dir) / frd_run_dir(lost.cluster.run.number)).string();
+    dir = (std::filesystem::path(dir) / output::frd_run_dir(lost.cluster.run.number)).string();
   }
   if (dir.empty()) dir = lost.cluster.run.output;
 
@@ -731,15 +732,16 @@ Result<runtime::Settled> BuilderUnit::after_loss(const runtime::LostApp& lost) {
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
-  std::vector<SalvageBlock> blocks;
+  std::vector<output::SalvageBlock> blocks;
   for (const auto& b : doubt["blocks"]) {
     if (b["bu"] != lost.app.id) continue;
     // The files hold event ids (the event numbers with CMS numbering), not the builder's indexes.
     blocks.push_back({b["block"].get<std::uint64_t>(), b["first_id"].get<std::uint64_t>(),
                       b["events"].get<std::uint32_t>(), b["lumi_section"].get<std::uint32_t>()});
   }
-  auto report = kind == "frd" ? salvage_frd_files(dir, lost.cluster.run.number, lost.app.id, blocks)
-                              : salvage_bu_files(dir, lost.cluster.run.number, lost.app.id, blocks);
+  auto report = kind == "frd"
+                    ? output::salvage_frd_files(dir, lost.cluster.run.number, lost.app.id, blocks)
+                    : output::salvage_bu_files(dir, lost.cluster.run.number, lost.app.id, blocks);
   if (!report) return report.error();
   if (!blocks.empty()) {
     const nlohmann::json args = {

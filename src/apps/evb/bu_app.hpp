@@ -2,11 +2,11 @@
 // `bu`: a builder unit of the two-stage event builder (docs/event-builder.md). While enabled it
 // keeps blocks_in_flight blocks requested or open at the EVM, gathers each block from every RU
 // (BlockBuilder: checks, references to the received buffers, no copy), asks the EVM for the
-// right to write it (commit_request), hands it to its output once granted (an OutputBatch from a
-// pool of blocks_in_flight, reserved at Configure), and once the output is done sends block_ack
-// to the EVM (which releases the block at the RUs). A block refused (fenced) is dropped: the EVM
-// gave it to another BU. A fence from the EVM (this BU was declared lost) drops everything not
-// granted, and the BU rejoins under the fence's epoch (docs/reliability.md). It sends a
+// right to write it (commit_request), hands it to its output once granted (an output::OutputBatch
+// from a pool of blocks_in_flight, reserved at Configure), and once the output is done sends
+// block_ack to the EVM (which releases the block at the RUs). A block refused (fenced) is dropped:
+// the EVM gave it to another BU. A fence from the EVM (this BU was declared lost) drops everything
+// not granted, and the BU rejoins under the fence's epoch (docs/reliability.md). It sends a
 // heartbeat to the EVM every heartbeat_ms.
 //
 // A RU whose part is missing after timeout_ms (or whose connection closed, or could not be made
@@ -93,18 +93,18 @@ class BuilderUnit final : public runtime::ApplicationWith<BuilderUnit, BuSetting
   void on_commit(const wire::Commit& c, std::int64_t now);
   void on_fence(const wire::Fence& f, std::int64_t now);
   [[nodiscard]] std::array<std::byte, wire::kBlockAckSize> encode_ack(const AckInfo& info) const;
-  bool acknowledge(OutputBatch* batch);
+  bool acknowledge(output::OutputBatch* batch);
   // The EVM's connection failed while the run goes on: dial it again (see above).
   void evm_link_lost(std::string_view why);
   // Whether the EVM's connection is up (again, after evm_link_lost: then this BU leaves).
   bool evm_up();
-  void recycle(OutputBatch* batch);
+  void recycle(output::OutputBatch* batch);
   int request(std::int64_t now);
   void publish(std::int64_t now);
   // The output's counts of events written and not written, into events_written_ and
   // events_not_written_.
   void publish_written();
-  [[nodiscard]] std::size_t batch_index(const OutputBatch* b) const {
+  [[nodiscard]] std::size_t batch_index(const output::OutputBatch* b) const {
     return static_cast<std::size_t>(b - batches_.data());
   }
 
@@ -121,29 +121,29 @@ class BuilderUnit final : public runtime::ApplicationWith<BuilderUnit, BuSetting
   transport::Endpoint* endpoint_ = nullptr;
   core::Clock* clock_ = nullptr;
   std::unique_ptr<BlockBuilder> builder_;
-  std::unique_ptr<EventOutput> output_;
+  std::unique_ptr<output::EventOutput> output_;
   ControlLog to_evm_;  // requests, heartbeats, acks
-  std::vector<OutputBatch> batches_;
-  std::vector<AckInfo> acks_;              // by batch
-  std::vector<OutputBatch*> free_;         // batches not in use
-  std::vector<OutputBatch*> unasked_;      // built, commit not yet requested (queue full)
-  std::vector<OutputBatch*> awaiting_;     // commit requested, no answer yet
-  std::vector<OutputBatch*> reask_;        // awaiting when fenced: to be asked about again
-  std::vector<OutputBatch*> unsubmitted_;  // granted, refused by a full output queue
-  std::vector<OutputBatch*> unacked_;      // done, waiting for room to send the ack
-  std::vector<std::string> ru_lost_why_;   // by RU position; empty while alive
-  std::vector<bool> ru_down_;              // by RU position: its link failed, dialing again
-  std::vector<std::int64_t> ru_down_ns_;   // by RU position: since when
-  std::vector<transport::AppIndex> gone_;  // scratch, reserved
-  std::uint32_t requested_ = 0;            // blocks asked for whose first part has not arrived
-  std::uint32_t in_output_ = 0;            // blocks built and not yet acknowledged (or dropped)
-  std::uint32_t epoch_ = 0;                // of the last fence; 0 before any
-  bool durable_ = false;                   // the output keeps what it writes (file)
-  bool rejoin_pending_ = false;            // fenced; the rejoin is not queued yet
-  bool leave_pending_ = false;             // a RU link was reset; the leave is not queued yet
-  bool evm_down_ = false;                  // the EVM's connection failed; dialing it again
-  std::int64_t evm_down_ns_ = 0;           // since when
-  bool reack_pending_ = false;             // the EVM is back: send recent_acks_ again
+  std::vector<output::OutputBatch> batches_;
+  std::vector<AckInfo> acks_;                      // by batch
+  std::vector<output::OutputBatch*> free_;         // batches not in use
+  std::vector<output::OutputBatch*> unasked_;      // built, commit not yet requested (queue full)
+  std::vector<output::OutputBatch*> awaiting_;     // commit requested, no answer yet
+  std::vector<output::OutputBatch*> reask_;        // awaiting when fenced: to be asked about again
+  std::vector<output::OutputBatch*> unsubmitted_;  // granted, refused by a full output queue
+  std::vector<output::OutputBatch*> unacked_;      // done, waiting for room to send the ack
+  std::vector<std::string> ru_lost_why_;           // by RU position; empty while alive
+  std::vector<bool> ru_down_;                      // by RU position: its link failed, dialing again
+  std::vector<std::int64_t> ru_down_ns_;           // by RU position: since when
+  std::vector<transport::AppIndex> gone_;          // scratch, reserved
+  std::uint32_t requested_ = 0;   // blocks asked for whose first part has not arrived
+  std::uint32_t in_output_ = 0;   // blocks built and not yet acknowledged (or dropped)
+  std::uint32_t epoch_ = 0;       // of the last fence; 0 before any
+  bool durable_ = false;          // the output keeps what it writes (file)
+  bool rejoin_pending_ = false;   // fenced; the rejoin is not queued yet
+  bool leave_pending_ = false;    // a RU link was reset; the leave is not queued yet
+  bool evm_down_ = false;         // the EVM's connection failed; dialing it again
+  std::int64_t evm_down_ns_ = 0;  // since when
+  bool reack_pending_ = false;    // the EVM is back: send recent_acks_ again
   // The last acknowledgements pushed (a ring): any of them may have been lost with the EVM's
   // connection; sent again, an ack the EVM already had is counted stale there.
   std::vector<AckInfo> recent_acks_;

@@ -15,7 +15,7 @@ using runtime::ParamSpec;
 runtime::SettingsSpec<ReadoutParams> readout_params_spec() {
   using P = ReadoutParams;
   return runtime::SettingsSpec<P>()
-      .include(fed_settings_spec(), &P::fed)
+      .include(fed::fed_settings_spec(), &P::fed)
       .bind(ParamSpec::integer("chunk_size",
                                "bytes per chunk of super-fragment memory (a multiple of 64)")
                 .default_value(4194304)
@@ -118,7 +118,7 @@ const runtime::SettingsSpec<BuSettings>& bu_settings_spec() {
                     .default_value(10000)
                     .range(1, 3600000),
                 &S::evm_redial_ms)
-          .bind(output_spec_with_farm("built events"), &S::output);
+          .bind(output::output_spec_with_farm("built events"), &S::output);
   return spec;
 }
 
@@ -161,8 +161,8 @@ Result<Topology> resolve_topology(const runtime::AppContext& ctx) {
   t.rus.push_back(evm->index);
   t.ru_feds.push_back(evm_params.get<std::uint32_t>("feds"));
   t.grant_lease_ns = evm_params.get<std::int64_t>("heartbeat_timeout_ms") * 1'000'000 / 2;
-  t.numbering = evm_params.get<std::string>("event_numbers") == "cms" ? EventNumbering::cms
-                                                                      : EventNumbering::index;
+  t.numbering = evm_params.get<std::string>("event_numbers") == "cms" ? fed::EventNumbering::cms
+                                                                      : fed::EventNumbering::index;
   t.resync_every = evm_params.get<std::uint64_t>("resync_every");
   if (auto r = evm_params.status(); !r) return r.error();
 

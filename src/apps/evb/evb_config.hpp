@@ -23,7 +23,7 @@ namespace daqflow::apps::evb {
 // The readout parameters of a RU or the EVM: its FEDs (where their fragments come from) and its
 // super-fragment memory.
 struct ReadoutParams {
-  FedSettings fed;
+  fed::FedSettings fed;
   std::uint64_t chunk_size = 0;  // a multiple of 64 (checked at Configure)
   std::uint64_t chunks = 0;
 };
@@ -80,7 +80,7 @@ struct Topology {
   // is still in cache when it is read.
   std::uint64_t lookahead_events = 256;
   // The FEDs' event numbers (the EVM's event_numbers and resync_every).
-  EventNumbering numbering = EventNumbering::index;
+  fed::EventNumbering numbering = fed::EventNumbering::index;
   std::uint64_t resync_every = 0;
   std::vector<std::string> ids;  // every application id, by index (for messages)
   [[nodiscard]] std::string name(transport::AppIndex index) const;

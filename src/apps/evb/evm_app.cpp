@@ -430,7 +430,7 @@ void EventManagerApp::note_ids(std::int64_t now) {
   const std::int64_t enabled = enabled_ns_.load(std::memory_order_relaxed);
   for (const std::uint64_t produced = role_.produced(); ids_seen_ < produced; ++ids_seen_) {
     std::uint64_t id = ids_seen_;
-    if (topology_.numbering == EventNumbering::cms) {
+    if (topology_.numbering == fed::EventNumbering::cms) {
       // The input checked every FED's numbers (and reported a bad one): follow the first FED.
       wire::FedHeaderFields header;
       const bool decoded =

@@ -113,7 +113,7 @@ class EventManagerApp final : public runtime::ApplicationWith<EventManagerApp, E
   // event manager.
   std::int64_t lumi_ns_ = 0;
   std::uint64_t lumi_events_ = 0;
-  CmsEventSequence sequence_;
+  fed::CmsEventSequence sequence_;
   std::uint64_t ids_seen_ = 0;
   std::uint64_t last_id_ = 0;
   std::uint32_t last_lumi_ = 0;

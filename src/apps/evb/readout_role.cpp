@@ -42,12 +42,13 @@ Result<void> ReadoutRole::configure(runtime::AppContext& ctx, const Topology& to
   }
   if (params.fed.input == "network") {
     const runtime::ContextConfig* c = ctx.cluster().find_context(ctx.self().context);
-    auto source = make_network_input(params.fed, position, c != nullptr ? c->host : "127.0.0.1",
-                                     topology.numbering);
+    auto source = fed::make_network_input(params.fed, position,
+                                          c != nullptr ? c->host : "127.0.0.1", topology.numbering);
     if (!source) return source.error();
     source_ = std::move(*source);
   } else {
-    auto source = make_emulator(params.fed, position, topology.numbering, topology.resync_every);
+    auto source =
+        fed::make_emulator(params.fed, position, topology.numbering, topology.resync_every);
     if (!source) return source.error();
     source_ = std::move(*source);
   }

@@ -72,7 +72,7 @@ class ReadoutRole {
   [[nodiscard]] bool idle() const;
   [[nodiscard]] bool throttled() const { return throttled_since_ != 0; }
   [[nodiscard]] std::uint64_t throttled_ns() const { return throttled_ns_; }
-  [[nodiscard]] FragmentSource* source() const { return source_.get(); }
+  [[nodiscard]] fed::FragmentSource* source() const { return source_.get(); }
   [[nodiscard]] ReadoutStore* store() const { return store_.get(); }
 
  private:
@@ -88,7 +88,7 @@ class ReadoutRole {
   std::string id_;
   Topology topology_;
   transport::Endpoint* endpoint_ = nullptr;
-  std::unique_ptr<FragmentSource> source_;
+  std::unique_ptr<fed::FragmentSource> source_;
   core::Clock* clock_ = nullptr;  // the application's (simulated time in a simulation)
   std::unique_ptr<ReadoutStore> store_;
   std::vector<BuState> bus_;  // by AppIndex

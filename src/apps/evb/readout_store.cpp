@@ -155,7 +155,7 @@ std::size_t ReadoutStore::chunks_shared() const {
   return n;
 }
 
-ProduceStatus ReadoutStore::produce(FragmentSource& source, std::uint64_t limit) {
+ProduceStatus ReadoutStore::produce(fed::FragmentSource& source, std::uint64_t limit) {
   if (!error_.empty()) return ProduceStatus::failed;
   if (produced_ >= limit) return ProduceStatus::not_ready;
   if (produced_ - consumed_ >= settings_.event_capacity) return ProduceStatus::ring_full;
@@ -163,10 +163,10 @@ ProduceStatus ReadoutStore::produce(FragmentSource& source, std::uint64_t limit)
   for (int attempt = 0; attempt < 2; ++attempt) {
     const auto index = static_cast<std::size_t>(current_);
     std::byte* base = chunk_refs_[index].data();
-    const Produced p = source.produce(
+    const fed::Produced p = source.produce(
         produced_, std::span<std::byte>(base + offset_, settings_.chunk_size - offset_));
     switch (p.status) {
-      case Produced::Status::ready: {
+      case fed::Produced::Status::ready: {
         EventRecord& e = events_[produced_ & event_mask_];
         e.chunk = static_cast<std::uint32_t>(index);
         e.offset = static_cast<std::uint32_t>(offset_);
@@ -180,12 +180,12 @@ ProduceStatus ReadoutStore::produce(FragmentSource& source, std::uint64_t limit)
         if (offset_ >= settings_.chunk_size) leave_chunk();
         return ProduceStatus::produced;
       }
-      case Produced::Status::not_ready:
+      case fed::Produced::Status::not_ready:
         return ProduceStatus::not_ready;
-      case Produced::Status::failed:
+      case fed::Produced::Status::failed:
         error_ = "event " + std::to_string(produced_) + ": " + source.failure();
         return ProduceStatus::failed;
-      case Produced::Status::no_room:
+      case fed::Produced::Status::no_room:
         if (offset_ == 0) {
           error_ = "event " + std::to_string(produced_) + " does not fit an empty chunk of " +
                    std::to_string(settings_.chunk_size) + " bytes; raise chunk_size";

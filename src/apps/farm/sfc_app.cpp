@@ -91,7 +91,7 @@ const runtime::SettingsSpec<SfcSettings>& SubFarmController::spec() {
                   .default_value(64)
                   .range(1, 65536),
               &S::input_window)
-          .bind(evb::discard_or_file_output_spec("accepted events"), &S::output)
+          .bind(output::discard_or_file_output_spec("accepted events"), &S::output)
           .bind(ParamSpec::integer_list("stream_masks",
                                         "one output stream per trigger mask ([]: one stream for "
                                         "all)")
@@ -235,17 +235,17 @@ Result<void> SubFarmController::open_streams(runtime::AppContext& ctx, const Sfc
     streams_.back().unrouted = true;
   }
   for (Stream& st : streams_) {
-    evb::OutputContext oc;
+    output::OutputContext oc;
     oc.run_number = ctx.cluster().run.number;
     oc.bu_id = st.name.empty() ? id() : id() + "_" + st.name;
     oc.default_dir = ctx.cluster().run.output;
     oc.queue_depth = kBatchesPerStream;
-    oc.content = evb::FileContent::farm_decisions;
-    auto output = evb::make_output(s.output, oc);
+    oc.content = output::FileContent::farm_decisions;
+    auto output = output::make_output(s.output, oc);
     if (!output) return output.error();
     st.output = std::move(*output);
     for (std::size_t i = 0; i < kBatchesPerStream; ++i) {
-      evb::OutputBatch& b = st.batches.emplace_back();
+      output::OutputBatch& b = st.batches.emplace_back();
       b.events.reserve(kBatchEvents);
       b.pieces.reserve(kBatchEvents);
       b.buffers.reserve(kBatchEvents);
@@ -355,7 +355,7 @@ void SubFarmController::release() {
     if (auto r = st.output->close(); !r) {
       spdlog::warn("{}: closing the output of stream '{}': {}", id(), st.name, r.error().message());
     }
-    while (evb::OutputBatch* b = st.output->poll_done()) b->clear();
+    while (output::OutputBatch* b = st.output->poll_done()) b->clear();
     if (st.filling != nullptr) st.filling->clear();
   }
   streams_.clear();
@@ -405,7 +405,7 @@ void SubFarmController::add_to(Stream& st, core::Buffer buffer, std::uint32_t si
   if (st.filling == nullptr) {
     if (st.free.empty()) {
       // The disk is behind and the generator has not stopped yet: one more batch.
-      evb::OutputBatch& b = st.batches.emplace_back();
+      output::OutputBatch& b = st.batches.emplace_back();
       st.free.push_back(&b);
     }
     st.filling = st.free.back();
@@ -413,8 +413,8 @@ void SubFarmController::add_to(Stream& st, core::Buffer buffer, std::uint32_t si
     st.filling->clear();
     st.filling_since_ns = now;
   }
-  evb::OutputBatch& b = *st.filling;
-  evb::BuiltEvent e;
+  output::OutputBatch& b = *st.filling;
+  output::BuiltEvent e;
   e.number = d.event;
   e.first_piece = static_cast<std::uint32_t>(b.pieces.size());
   e.piece_count = 1;
@@ -654,7 +654,7 @@ int SubFarmController::dispatch() {
 int SubFarmController::flush_outputs(std::int64_t now, bool all) {
   int work = 0;
   for (Stream& st : streams_) {
-    while (evb::OutputBatch* b = st.output->poll_done()) {
+    while (output::OutputBatch* b = st.output->poll_done()) {
       if (!st.output->failed()) {
         // What the output's disk cap kept out of this batch is counted before it comes back
         // (and perhaps some of the next one's already: batches are written in order).
@@ -841,7 +841,7 @@ Result<runtime::Settled> SubFarmController::after_loss(const runtime::LostApp& l
   std::uint64_t cut = 0;
   std::string unfinished;
   for (const std::string& writer : writers) {
-    auto report = evb::salvage_bu_files(dir, lost.cluster.run.number, writer, {});
+    auto report = output::salvage_bu_files(dir, lost.cluster.run.number, writer, {});
     if (!report) return report.error();
     on_disk += report->events_on_disk;
     files += report->files.size();

@@ -86,10 +86,10 @@ class SubFarmController final : public runtime::ApplicationWith<SubFarmControlle
     std::string name;
     std::uint64_t mask = 0;  // 0: every accepted event
     bool unrouted = false;   // the events no mask matched
-    std::unique_ptr<evb::EventOutput> output;
-    std::deque<evb::OutputBatch> batches;  // grows only when the disk falls behind
-    std::vector<evb::OutputBatch*> free;
-    evb::OutputBatch* filling = nullptr;
+    std::unique_ptr<output::EventOutput> output;
+    std::deque<output::OutputBatch> batches;  // grows only when the disk falls behind
+    std::vector<output::OutputBatch*> free;
+    output::OutputBatch* filling = nullptr;
     std::int64_t filling_since_ns = 0;
     std::uint32_t in_output = 0;
     std::uint64_t written = 0;

@@ -15,7 +15,7 @@
 #include "daqflow/wire/fed_crc.hpp"
 #include "sources.hpp"
 
-namespace daqflow::apps::evb {
+namespace daqflow::apps::fed {
 
 namespace {
 
@@ -249,4 +249,4 @@ Result<std::unique_ptr<FragmentSource>> make_emulator(const FedSettings& fed,
   return std::unique_ptr<FragmentSource>(std::move(*emulator));
 }
 
-}  // namespace daqflow::apps::evb
+}  // namespace daqflow::apps::fed

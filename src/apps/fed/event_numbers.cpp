@@ -4,7 +4,7 @@
 
 #include "daqflow/wire/fed.hpp"
 
-namespace daqflow::apps::evb {
+namespace daqflow::apps::fed {
 
 CmsEventSequence::Step CmsEventSequence::take(std::uint32_t l1_id) {
   const std::uint32_t expected = (previous_ + 1) & wire::kFedL1IdMask;
@@ -49,4 +49,4 @@ std::uint32_t l1_id_of(EventNumbering numbering, std::uint64_t event, std::uint6
   return wire::fed_l1_id(count);
 }
 
-}  // namespace daqflow::apps::evb
+}  // namespace daqflow::apps::fed

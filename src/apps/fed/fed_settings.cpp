@@ -5,7 +5,7 @@
 #include "daqflow/apps/fed/emulator.hpp"
 #include "daqflow/wire/fed.hpp"
 
-namespace daqflow::apps::evb {
+namespace daqflow::apps::fed {
 
 Result<std::uint16_t> FedSettings::first_id(std::uint32_t position) const {
   const std::int64_t first = first_fed_id.value_or(std::int64_t{100} * position);
@@ -111,4 +111,4 @@ const runtime::SettingsSpec<FedSettings>& fed_settings_spec() {
   return spec;
 }
 
-}  // namespace daqflow::apps::evb
+}  // namespace daqflow::apps::fed

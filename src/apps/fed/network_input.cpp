@@ -19,7 +19,7 @@
 #include "daqflow/wire/ferol.hpp"
 #include "network_input_impl.hpp"
 
-namespace daqflow::apps::evb {
+namespace daqflow::apps::fed {
 namespace {
 
 constexpr std::size_t kMaxChunkSize = 4u << 20;
@@ -201,4 +201,4 @@ Result<std::unique_ptr<FragmentSource>> make_network_input(const NetworkInputSet
   return std::unique_ptr<FragmentSource>(std::move(*input));
 }
 
-}  // namespace daqflow::apps::evb
+}  // namespace daqflow::apps::fed

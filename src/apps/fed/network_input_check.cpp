@@ -11,7 +11,7 @@
 #include "daqflow/wire/fed.hpp"
 #include "network_input_impl.hpp"
 
-namespace daqflow::apps::evb {
+namespace daqflow::apps::fed {
 namespace {
 
 // Errors logged in full before the log only notes every kLogEvery-th.
@@ -136,4 +136,4 @@ void NetworkInput::fail_stream(Fed& fed, const std::string& what) {
   close_connection(fed);
 }
 
-}  // namespace daqflow::apps::evb
+}  // namespace daqflow::apps::fed

@@ -3,7 +3,7 @@
 #include "daqflow/apps/fed/fed_stream.hpp"
 #include "daqflow/wire/endian.hpp"
 
-namespace daqflow::apps::evb {
+namespace daqflow::apps::fed {
 namespace {
 
 constexpr std::uint64_t kWord0Reserved = 0x0000'ffff'ff00'0000;
@@ -54,4 +54,4 @@ FedFrameStatus decode_fed_frame(std::span<const std::byte> in, FedFrameHeader& o
   return FedFrameStatus::ok;
 }
 
-}  // namespace daqflow::apps::evb
+}  // namespace daqflow::apps::fed

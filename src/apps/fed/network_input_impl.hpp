@@ -18,7 +18,7 @@
 #include "daqflow/core/net.hpp"
 #include "daqflow/core/rings.hpp"
 
-namespace daqflow::apps::evb {
+namespace daqflow::apps::fed {
 
 class NetworkInput final : public FragmentSource {
  public:
@@ -129,4 +129,4 @@ class NetworkInput final : public FragmentSource {
   FirstFailure failure_;  // set by the I/O thread or produce()
 };
 
-}  // namespace daqflow::apps::evb
+}  // namespace daqflow::apps::fed

@@ -27,7 +27,7 @@
 #include "daqflow/wire/ferol.hpp"
 #include "network_input_impl.hpp"
 
-namespace daqflow::apps::evb {
+namespace daqflow::apps::fed {
 namespace {
 
 constexpr int kReadsPerService = 8;  // then the next FED gets its turn
@@ -386,4 +386,4 @@ bool NetworkInput::parse_blocks(Fed& fed) {
   return true;
 }
 
-}  // namespace daqflow::apps::evb
+}  // namespace daqflow::apps::fed

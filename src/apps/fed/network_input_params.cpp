@@ -5,7 +5,7 @@
 #include "daqflow/apps/fed/network_input.hpp"
 #include "sources.hpp"
 
-namespace daqflow::apps::evb {
+namespace daqflow::apps::fed {
 
 Result<std::unique_ptr<FragmentSource>> make_network_input(const FedSettings& fed,
                                                            std::uint32_t ru_index,
@@ -34,4 +34,4 @@ Result<std::unique_ptr<FragmentSource>> make_network_input(const FedSettings& fe
   return make_network_input(s);
 }
 
-}  // namespace daqflow::apps::evb
+}  // namespace daqflow::apps::fed

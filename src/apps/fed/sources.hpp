@@ -13,7 +13,7 @@
 #include "daqflow/apps/fed/fragment_source.hpp"
 #include "daqflow/core/result.hpp"
 
-namespace daqflow::apps::evb {
+namespace daqflow::apps::fed {
 
 // The FED emulator (emulator.cpp) from the RU's (or EVM's) FED settings; ru_index is the RU's
 // position in the builder (the EVM is 0, then the EVM's `rus` in order), used for the default
@@ -31,4 +31,4 @@ namespace daqflow::apps::evb {
                                                                          const std::string& host,
                                                                          EventNumbering numbering);
 
-}  // namespace daqflow::apps::evb
+}  // namespace daqflow::apps::fed

@@ -2,7 +2,7 @@
 
 #include <array>
 
-namespace daqflow::apps::evb {
+namespace daqflow::apps::fed {
 
 namespace {
 
@@ -101,4 +101,4 @@ void check_super_fragments(std::span<const SuperFragmentJob> jobs, bool verify_c
   }
 }
 
-}  // namespace daqflow::apps::evb
+}  // namespace daqflow::apps::fed

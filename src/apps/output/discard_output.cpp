@@ -6,7 +6,7 @@
 #include "daqflow/core/rings.hpp"
 #include "outputs.hpp"
 
-namespace daqflow::apps::evb {
+namespace daqflow::apps::output {
 
 namespace {
 
@@ -61,4 +61,4 @@ Result<std::unique_ptr<EventOutput>> make_discard_output(const OutputContext& co
   return std::unique_ptr<EventOutput>(std::make_unique<DiscardOutput>(depth));
 }
 
-}  // namespace daqflow::apps::evb
+}  // namespace daqflow::apps::output

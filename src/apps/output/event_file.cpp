@@ -10,7 +10,7 @@
 
 #include "daqflow/wire/endian.hpp"
 
-namespace daqflow::apps::evb {
+namespace daqflow::apps::output {
 
 using wire::load_le16;
 using wire::load_le32;
@@ -263,4 +263,4 @@ Result<Sidecar> read_sidecar(const std::string& path) {
   return sidecar_from_json(json);
 }
 
-}  // namespace daqflow::apps::evb
+}  // namespace daqflow::apps::output

@@ -23,7 +23,7 @@
 #include "daqflow/wire/timeslice.hpp"
 #include "event_checks.hpp"
 
-namespace daqflow::apps::evb {
+namespace daqflow::apps::output {
 namespace {
 
 namespace fs = std::filesystem;
@@ -308,4 +308,4 @@ FileReport check_event_file(const std::string& path,
   return report;
 }
 
-}  // namespace daqflow::apps::evb
+}  // namespace daqflow::apps::output

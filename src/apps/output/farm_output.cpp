@@ -20,7 +20,7 @@
 #include "daqflow/wire/farm.hpp"
 #include "outputs.hpp"
 
-namespace daqflow::apps::evb {
+namespace daqflow::apps::output {
 
 namespace {
 
@@ -258,4 +258,4 @@ Result<std::unique_ptr<EventOutput>> make_farm_output(const OutputContext& conte
       std::make_unique<FarmOutput>(context, std::move(*pool), std::move(copies)));
 }
 
-}  // namespace daqflow::apps::evb
+}  // namespace daqflow::apps::output

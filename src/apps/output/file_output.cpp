@@ -12,7 +12,7 @@
 #include "daqflow/wire/crc32c.hpp"
 #include "file_util.hpp"
 
-namespace daqflow::apps::evb {
+namespace daqflow::apps::output {
 
 FileOutput::FileOutput(FileOutputSettings settings)
     : ThreadedOutput(settings.queue_depth),
@@ -137,4 +137,4 @@ bool FileOutput::flush() {
   return true;
 }
 
-}  // namespace daqflow::apps::evb
+}  // namespace daqflow::apps::output

@@ -33,7 +33,7 @@
 #include "daqflow/apps/output/output.hpp"
 #include "threaded_output.hpp"
 
-namespace daqflow::apps::evb {
+namespace daqflow::apps::output {
 
 struct FileOutputSettings {
   std::string dir;
@@ -106,4 +106,4 @@ class FileOutput final : public ThreadedOutput {
   std::atomic<std::uint64_t> write_errors_{0};
 };
 
-}  // namespace daqflow::apps::evb
+}  // namespace daqflow::apps::output

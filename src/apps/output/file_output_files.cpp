@@ -23,7 +23,7 @@
 #include "file_util.hpp"
 #include "outputs.hpp"
 
-namespace daqflow::apps::evb {
+namespace daqflow::apps::output {
 namespace {
 
 namespace fs = std::filesystem;
@@ -244,4 +244,4 @@ Result<std::unique_ptr<EventOutput>> make_file_output(const nlohmann::json& para
   return std::unique_ptr<EventOutput>(std::make_unique<FileOutput>(std::move(s)));
 }
 
-}  // namespace daqflow::apps::evb
+}  // namespace daqflow::apps::output

@@ -8,7 +8,7 @@
 #include <cstdio>
 #include <cstring>
 
-namespace daqflow::apps::evb {
+namespace daqflow::apps::output {
 
 bool write_small_file(const std::string& path, std::string_view data, std::string& error) {
   const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
@@ -70,4 +70,4 @@ bool write_file_then_rename(const std::string& path, std::string_view data, std:
   return true;
 }
 
-}  // namespace daqflow::apps::evb
+}  // namespace daqflow::apps::output

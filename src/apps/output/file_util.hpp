@@ -7,7 +7,7 @@
 #include <string>
 #include <string_view>
 
-namespace daqflow::apps::evb {
+namespace daqflow::apps::output {
 
 // Writes all of data to a new file at path (replacing one left by a crash) and fsyncs it; on
 // failure error says what and where.
@@ -23,4 +23,4 @@ namespace daqflow::apps::evb {
 // fsync of a directory, so that a rename or a new file in it is on disk (errors ignored).
 void sync_directory(const std::string& dir);
 
-}  // namespace daqflow::apps::evb
+}  // namespace daqflow::apps::output

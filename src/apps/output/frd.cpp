@@ -9,7 +9,7 @@
 
 #include "daqflow/wire/endian.hpp"
 
-namespace daqflow::apps::evb {
+namespace daqflow::apps::output {
 
 using wire::load_le16;
 using wire::load_le32;
@@ -119,4 +119,4 @@ std::optional<FrdDataName> parse_frd_data_name(const std::string& file_name) {
                      static_cast<std::uint32_t>(std::stoul(m[3]))};
 }
 
-}  // namespace daqflow::apps::evb
+}  // namespace daqflow::apps::output

@@ -13,7 +13,7 @@
 #include "daqflow/wire/crc32c.hpp"
 #include "event_checks.hpp"
 
-namespace daqflow::apps::evb {
+namespace daqflow::apps::output {
 namespace {
 
 namespace fs = std::filesystem;
@@ -214,4 +214,4 @@ std::vector<std::string> check_frd_run(const std::string& run_dir) {
   return problems;
 }
 
-}  // namespace daqflow::apps::evb
+}  // namespace daqflow::apps::output

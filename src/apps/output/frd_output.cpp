@@ -15,7 +15,7 @@
 #include "file_util.hpp"
 #include "outputs.hpp"
 
-namespace daqflow::apps::evb {
+namespace daqflow::apps::output {
 namespace {
 
 namespace fs = std::filesystem;
@@ -279,4 +279,4 @@ Result<std::unique_ptr<EventOutput>> make_frd_output(const nlohmann::json& param
   return std::unique_ptr<EventOutput>(std::move(*out));
 }
 
-}  // namespace daqflow::apps::evb
+}  // namespace daqflow::apps::output

@@ -27,7 +27,7 @@
 #include "daqflow/apps/output/frd.hpp"
 #include "threaded_output.hpp"
 
-namespace daqflow::apps::evb {
+namespace daqflow::apps::output {
 
 struct FrdOutputSettings {
   std::string dir;  // the run directory (…/run000017) is made here
@@ -92,4 +92,4 @@ class FrdOutput final : public ThreadedOutput {
   std::atomic<std::uint64_t> write_errors_{0};
 };
 
-}  // namespace daqflow::apps::evb
+}  // namespace daqflow::apps::output

@@ -19,7 +19,7 @@
 #include "daqflow/wire/crc32c.hpp"
 #include "file_util.hpp"
 
-namespace daqflow::apps::evb {
+namespace daqflow::apps::output {
 namespace {
 
 namespace fs = std::filesystem;
@@ -263,4 +263,4 @@ Result<SalvageReport> salvage_frd_files(const std::string& run_dir, std::uint32_
   return report;
 }
 
-}  // namespace daqflow::apps::evb
+}  // namespace daqflow::apps::output

@@ -8,7 +8,7 @@
 #include "daqflow/runtime/params.hpp"
 #include "outputs.hpp"
 
-namespace daqflow::apps::evb {
+namespace daqflow::apps::output {
 
 std::vector<runtime::ParamSpec> file_output_param_fields() {
   using runtime::ParamSpec;
@@ -99,4 +99,4 @@ Result<std::unique_ptr<EventOutput>> make_output(const nlohmann::json& params,
   return Error("output: unknown kind '" + name + "' (known: discard, file, farm, frd)");
 }
 
-}  // namespace daqflow::apps::evb
+}  // namespace daqflow::apps::output

@@ -1,5 +1,5 @@
 #pragma once
-// The output kinds behind evb::make_output (include/daqflow/apps/output/output.hpp), one factory
+// The output kinds behind output::make_output (include/daqflow/apps/output/output.hpp), one factory
 // per kind. make_output (output_factory.cpp) dispatches on the `kind` key of a BU's `output`
 // parameter and calls one of these. Control path only.
 
@@ -9,7 +9,7 @@
 #include "daqflow/apps/output/output.hpp"
 #include "daqflow/core/result.hpp"
 
-namespace daqflow::apps::evb {
+namespace daqflow::apps::output {
 
 // {kind: discard}: counts events and bytes and gives every batch straight back
 // (discard_output.cpp).
@@ -30,4 +30,4 @@ namespace daqflow::apps::evb {
 // own endpoint; a batch is done once the SFC has taken all its events (farm_output.cpp).
 [[nodiscard]] Result<std::unique_ptr<EventOutput>> make_farm_output(const OutputContext& context);
 
-}  // namespace daqflow::apps::evb
+}  // namespace daqflow::apps::output

@@ -17,7 +17,7 @@
 #include "daqflow/core/net.hpp"
 #include "daqflow/wire/crc32c.hpp"
 
-namespace daqflow::apps::evb {
+namespace daqflow::apps::output {
 namespace {
 
 namespace fs = std::filesystem;
@@ -296,4 +296,4 @@ Result<SalvageReport> salvage_bu_files(const std::string& dir, std::uint32_t run
   return report;
 }
 
-}  // namespace daqflow::apps::evb
+}  // namespace daqflow::apps::output

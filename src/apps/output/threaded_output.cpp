@@ -2,7 +2,7 @@
 
 #include "daqflow/core/log.hpp"
 
-namespace daqflow::apps::evb {
+namespace daqflow::apps::output {
 
 ThreadedOutput::ThreadedOutput(std::size_t queue_depth)
     : queue_depth_(queue_depth), pending_(queue_depth), done_(queue_depth) {}
@@ -75,4 +75,4 @@ void ThreadedOutput::run() {
   finish();
 }
 
-}  // namespace daqflow::apps::evb
+}  // namespace daqflow::apps::output

@@ -17,7 +17,7 @@
 #include "daqflow/apps/output/output.hpp"
 #include "daqflow/core/rings.hpp"
 
-namespace daqflow::apps::evb {
+namespace daqflow::apps::output {
 
 class ThreadedOutput : public EventOutput {
  public:
@@ -57,4 +57,4 @@ class ThreadedOutput : public EventOutput {
   FirstFailure failure_;  // set by the writer thread
 };
 
-}  // namespace daqflow::apps::evb
+}  // namespace daqflow::apps::output

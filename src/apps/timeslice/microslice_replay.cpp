@@ -40,7 +40,7 @@ Result<std::vector<std::string>> archive_files(const std::string& path) {
   }
   std::vector<std::string> files;
   for (const auto& entry : fs::directory_iterator(path, ec)) {
-    if (entry.is_regular_file(ec) && entry.path().extension() == evb::kDataSuffix) {
+    if (entry.is_regular_file(ec) && entry.path().extension() == output::kDataSuffix) {
       files.push_back(entry.path().string());
     }
   }
@@ -97,32 +97,35 @@ Result<MicrosliceReplay> MicrosliceReplay::open(const std::string& path, std::ui
     replay.fds_.push_back(fd);
     std::string problem;
     std::vector<Entry> found;
-    const evb::FileReport report = evb::check_event_file(file, [&](const evb::EventSummary& e) {
-      if (!problem.empty() || !e.problem.empty()) return;
-      const Geometry recorded{e.microslice_ns, e.core_microslices, e.overlap_microslices};
-      if (recorded != geometry) {
-        problem = fmt::format("timeslice {} has {}; this input has {}", e.record.event,
-                              geometry_text(recorded), geometry_text(geometry));
-        return;
-      }
-      const auto c = std::find_if(e.components.begin(), e.components.end(),
-                                  [&](const evb::ComponentSummary& s) { return s.eq_id == eq_id; });
-      if (c == e.components.end()) {
-        problem = fmt::format("timeslice {} has no component of eq_id {} (its input was missing)",
-                              e.record.event, eq_id);
-        return;
-      }
-      Entry entry;
-      entry.index = e.record.event;
-      entry.file = static_cast<int>(replay.fds_.size() - 1);
-      entry.descriptors_at = e.data_offset + c->offset + wire::kContributionSize;
-      entry.contents_at =
-          entry.descriptors_at + std::uint64_t{c->microslices} * wire::kMicrosliceDescriptorSize;
-      found.push_back(entry);
-    });
-    if (report.content != evb::FileContent::timeslices && report.problems.empty()) {
+    const output::FileReport report =
+        output::check_event_file(file, [&](const output::EventSummary& e) {
+          if (!problem.empty() || !e.problem.empty()) return;
+          const Geometry recorded{e.microslice_ns, e.core_microslices, e.overlap_microslices};
+          if (recorded != geometry) {
+            problem = fmt::format("timeslice {} has {}; this input has {}", e.record.event,
+                                  geometry_text(recorded), geometry_text(geometry));
+            return;
+          }
+          const auto c =
+              std::find_if(e.components.begin(), e.components.end(),
+                           [&](const output::ComponentSummary& s) { return s.eq_id == eq_id; });
+          if (c == e.components.end()) {
+            problem =
+                fmt::format("timeslice {} has no component of eq_id {} (its input was missing)",
+                            e.record.event, eq_id);
+            return;
+          }
+          Entry entry;
+          entry.index = e.record.event;
+          entry.file = static_cast<int>(replay.fds_.size() - 1);
+          entry.descriptors_at = e.data_offset + c->offset + wire::kContributionSize;
+          entry.contents_at = entry.descriptors_at +
+                              std::uint64_t{c->microslices} * wire::kMicrosliceDescriptorSize;
+          found.push_back(entry);
+        });
+    if (report.content != output::FileContent::timeslices && report.problems.empty()) {
       return Error(
-          fmt::format("{}: holds {}, not timeslices", file, evb::to_string(report.content)));
+          fmt::format("{}: holds {}, not timeslices", file, output::to_string(report.content)));
     }
     if (!report.verified()) {
       return Error(report.problems.empty() ? file + ": incomplete (no sidecar)"

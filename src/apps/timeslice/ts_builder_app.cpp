@@ -59,7 +59,7 @@ const runtime::SettingsSpec<TsBuilderSettings>& TsBuilder::spec() {
                     .default_value(50)
                     .range(1, 60000),
                 &S::report_ms)
-          .bind(evb::output_spec_with_farm(
+          .bind(output::output_spec_with_farm(
                     "complete timeslices (an archive checked by daqflow dump, or the filter farm)"),
                 &S::output);
   return spec;
@@ -186,15 +186,15 @@ Result<void> TsBuilder::open_endpoint(runtime::AppContext& ctx, const TsBuilderS
 
 Result<void> TsBuilder::open_output(runtime::AppContext& ctx, const TsBuilderSettings& s,
                                     std::uint64_t largest) {
-  evb::OutputContext oc;
+  output::OutputContext oc;
   oc.run_number = ctx.cluster().run.number;
   oc.bu_id = id();
   oc.default_dir = ctx.cluster().run.output;
   oc.queue_depth = kOutputDepth;
-  oc.content = evb::FileContent::timeslices;
+  oc.content = output::FileContent::timeslices;
   // Started again in this run (restart: on-failure): its files go on after its earlier ones.
   oc.restarted = ctx.restarted();
-  if (auto r = evb::farm_output_context(ctx.cluster(), s.output, endpoint_, oc); !r) {
+  if (auto r = output::farm_output_context(ctx.cluster(), s.output, endpoint_, oc); !r) {
     return runtime::param_error("output", r.error().message());
   }
   // A timeslice is a descriptor and up to five pieces per input (on byte-stream transports one):
@@ -205,14 +205,14 @@ Result<void> TsBuilder::open_output(runtime::AppContext& ctx, const TsBuilderSet
         inputs_.size() *
             std::min<std::uint64_t>(largest, ctx.cluster().transports.endpoint.max_message_size);
   }
-  auto output = evb::make_output(s.output, oc);
+  auto output = output::make_output(s.output, oc);
   if (!output) return output.error();
   output_ = std::move(*output);
   return ok();
 }
 
 Result<void> TsBuilder::reset_run() {
-  batches_ = std::vector<evb::OutputBatch>(kOutputDepth);
+  batches_ = std::vector<output::OutputBatch>(kOutputDepth);
   written_ = std::vector<Written>(kOutputDepth);
   free_.clear();
   for (std::size_t i = 0; i < kOutputDepth; ++i) {
@@ -321,7 +321,7 @@ void TsBuilder::release() {
     if (auto r = output_->close(); !r) {
       spdlog::warn("{}: closing the output: {}", id(), r.error().message());
     }
-    while (evb::OutputBatch* b = output_->poll_done()) b->clear();
+    while (output::OutputBatch* b = output_->poll_done()) b->clear();
     // The output's figures outlive it: the run's results are read once it is gone.
     const std::lock_guard lock(results_mutex_);
     output_stats_ = output_->stats();
@@ -488,7 +488,7 @@ void TsBuilder::on_manager(const Completion& c) {
 
 bool TsBuilder::write(Building& b) {
   if (free_.empty()) return false;  // the output is behind: the next turn
-  evb::OutputBatch* batch = free_.back();
+  output::OutputBatch* batch = free_.back();
   const auto slot = static_cast<std::size_t>(batch - batches_.data());
   Written& w = written_[slot];
   w.index = b.index;
@@ -530,7 +530,7 @@ bool TsBuilder::write(Building& b) {
   free_.pop_back();
   batch->clear();
   batch->block_id = b.index;
-  evb::BuiltEvent e;
+  output::BuiltEvent e;
   e.number = b.index;
   e.flags = w.complete ? 0u : std::uint32_t{wire::kEventIncomplete};
   e.first_piece = 0;
@@ -568,7 +568,7 @@ bool TsBuilder::write(Building& b) {
 
 int TsBuilder::flush_outputs() {
   int work = 0;
-  while (evb::OutputBatch* batch = output_->poll_done()) {
+  while (output::OutputBatch* batch = output_->poll_done()) {
     const auto slot = static_cast<std::size_t>(batch - batches_.data());
     Written& w = written_[slot];
     if (!output_->failed()) {
@@ -746,7 +746,7 @@ nlohmann::json TsBuilder::results() const {
       {"bytes_in", bytes_in_->value()},
       {"timeslices_building", static_cast<std::uint64_t>(timeslices_building_->value())},
   };
-  evb::OutputStats s;
+  output::OutputStats s;
   if (output_) {
     s = output_->stats();
   } else {
@@ -827,7 +827,7 @@ Result<runtime::Settled> TsBuilder::settle_round_robin(const runtime::LostApp& l
   }
   std::string dir = output.value("dir", std::string());
   if (dir.empty()) dir = lost.cluster.run.output;
-  auto report = evb::salvage_bu_files(dir, lost.cluster.run.number, lost.app.id, {}, sent_again);
+  auto report = output::salvage_bu_files(dir, lost.cluster.run.number, lost.app.id, {}, sent_again);
   if (!report) return report.error();
   runtime::Settled settled;
   std::sort(sent_again.begin(), sent_again.end());
@@ -865,7 +865,7 @@ Result<runtime::Settled> TsBuilder::after_loss(const runtime::LostApp& lost) {
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
-  std::vector<evb::SalvageBlock> blocks;
+  std::vector<output::SalvageBlock> blocks;
   for (const auto& k : doubt["timeslices"]) {
     const auto index = k.get<std::uint64_t>();
     blocks.push_back({index, index, 1});
@@ -876,7 +876,7 @@ Result<runtime::Settled> TsBuilder::after_loss(const runtime::LostApp& lost) {
   if (output.is_object() && output.value("kind", std::string()) == "file") {
     std::string dir = output.value("dir", std::string());
     if (dir.empty()) dir = lost.cluster.run.output;
-    auto report = evb::salvage_bu_files(dir, lost.cluster.run.number, lost.app.id, blocks);
+    auto report = output::salvage_bu_files(dir, lost.cluster.run.number, lost.app.id, blocks);
     if (!report) return report.error();
     for (const auto id : report->written) written.push_back(id);
     what = std::to_string(report->files.size()) + " file(s) finished, " +

@@ -133,10 +133,10 @@ class TsBuilder final : public runtime::ApplicationWith<TsBuilder, TsBuilderSett
   transport::Endpoint* endpoint_ = nullptr;
   core::Clock* clock_ = nullptr;
   core::BufferPool* control_pool_ = nullptr;  // the data path's
-  std::unique_ptr<evb::EventOutput> output_;
-  std::vector<evb::OutputBatch> batches_;
+  std::unique_ptr<output::EventOutput> output_;
+  std::vector<output::OutputBatch> batches_;
   std::vector<Written> written_;  // by batch
-  std::vector<evb::OutputBatch*> free_;
+  std::vector<output::OutputBatch*> free_;
   std::size_t in_output_ = 0;
   std::vector<Building> building_;
   std::size_t building_count_ = 0;
@@ -170,7 +170,7 @@ class TsBuilder final : public runtime::ApplicationWith<TsBuilder, TsBuilderSett
   runtime::Gauge* timeslices_building_ = nullptr;
 
   mutable std::mutex results_mutex_;
-  evb::OutputStats output_stats_;                // the output's last figures, once it is released
+  output::OutputStats output_stats_;             // the output's last figures, once it is released
   std::vector<std::uint64_t> missing_by_input_;  // timeslices each input was missing from
   std::vector<std::string> lost_inputs_;
 };

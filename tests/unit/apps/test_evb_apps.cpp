@@ -80,16 +80,16 @@ void expect_clean(EvbCluster& c, int bus) {
 }
 
 TEST(DiscardOutputTest, CountsAndGivesEveryBatchBackInOrder) {
-  OutputContext context;
+  output::OutputContext context;
   context.bu_id = "bu1";
   context.queue_depth = 2;
-  auto out = make_output(json{{"kind", "discard"}}, context);
+  auto out = output::make_output(json{{"kind", "discard"}}, context);
   ASSERT_TRUE(out) << out.error().message();
-  std::vector<OutputBatch> batches(3);
+  std::vector<output::OutputBatch> batches(3);
   for (std::size_t i = 0; i < batches.size(); ++i) {
     batches[i].block_id = i;
-    batches[i].events.push_back(BuiltEvent{i, 0, 0, 0, 100});
-    batches[i].events.push_back(BuiltEvent{i + 1, 0, 0, 0, 50});
+    batches[i].events.push_back(output::BuiltEvent{i, 0, 0, 0, 100});
+    batches[i].events.push_back(output::BuiltEvent{i + 1, 0, 0, 0, 50});
   }
   EXPECT_TRUE((*out)->submit(&batches[0]));
   EXPECT_TRUE((*out)->submit(&batches[1]));
@@ -100,7 +100,7 @@ TEST(DiscardOutputTest, CountsAndGivesEveryBatchBackInOrder) {
   EXPECT_EQ((*out)->poll_done(), &batches[1]);
   EXPECT_EQ((*out)->poll_done(), &batches[2]);
   EXPECT_EQ((*out)->poll_done(), nullptr);
-  const OutputStats s = (*out)->stats();
+  const output::OutputStats s = (*out)->stats();
   EXPECT_EQ(s.events_written, 6u);
   EXPECT_EQ(s.bytes_written, 450u);
   EXPECT_EQ(s.queued, 0u);

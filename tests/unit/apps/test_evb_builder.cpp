@@ -18,14 +18,14 @@ constexpr std::int64_t kTimeout = 1'000'000;
 // One RU: an emulator and a store, producing the same events as every other RU.
 struct Ru {
   Ru(transport::AppIndex index, std::uint16_t first_fed, std::uint32_t feds) {
-    EmulatorSettings e;
+    fed::EmulatorSettings e;
     e.feds = feds;
     e.first_fed_id = first_fed;
-    e.size.dist = SizeDistribution::uniform;
+    e.size.dist = fed::SizeDistribution::uniform;
     e.size.mean = 800;
     e.size.sd = 200;
     e.seed = index;
-    source = FedEmulator::create(e).value();
+    source = fed::FedEmulator::create(e).value();
     ReadoutSettings s;
     s.ru = index;
     s.chunk_size = 1 << 16;
@@ -55,7 +55,7 @@ struct Ru {
     }
     return m;
   }
-  std::unique_ptr<FedEmulator> source;
+  std::unique_ptr<fed::FedEmulator> source;
   std::unique_ptr<ReadoutStore> store;
 };
 
@@ -72,8 +72,8 @@ std::unique_ptr<BlockBuilder> builder(std::uint32_t slots = 2, bool crc = false)
   return std::move(*b);
 }
 
-OutputBatch batch_for(const BlockBuilder& b) {
-  OutputBatch batch;
+output::OutputBatch batch_for(const BlockBuilder& b) {
+  output::OutputBatch batch;
   batch.events.reserve(8);
   batch.pieces.reserve(b.max_pieces());
   batch.buffers.reserve(b.max_buffers());
@@ -97,7 +97,7 @@ TEST_F(BlockBuilderTest, BuildsEventsAsReferencesToTheReceivedParts) {
   EXPECT_EQ(b->on_part(kRu, m2, 0), PartOutcome::added);
   const int slot = b->ready(0);
   ASSERT_GE(slot, 0);
-  OutputBatch batch = batch_for(*b);
+  output::OutputBatch batch = batch_for(*b);
   const BuildResult r = b->build(slot, batch);
   EXPECT_EQ(r.built, 8u);
   EXPECT_EQ(r.incomplete, 0u);
@@ -106,7 +106,7 @@ TEST_F(BlockBuilderTest, BuildsEventsAsReferencesToTheReceivedParts) {
   ASSERT_EQ(batch.events.size(), 8u);
   std::uint64_t bytes = 0;
   for (std::uint32_t i = 0; i < 8; ++i) {
-    const BuiltEvent& e = batch.events[i];
+    const output::BuiltEvent& e = batch.events[i];
     EXPECT_EQ(e.number, i);
     EXPECT_EQ(e.flags, 0u);
     ASSERT_EQ(e.piece_count, 2u);
@@ -128,7 +128,7 @@ TEST_F(BlockBuilderTest, AMissingPartMakesTheEventsIncompleteAfterTheTimeout) {
   EXPECT_EQ(b->ready(100 + kTimeout - 1), -1);
   const int slot = b->ready(100 + kTimeout);
   ASSERT_GE(slot, 0);
-  OutputBatch batch = batch_for(*b);
+  output::OutputBatch batch = batch_for(*b);
   const BuildResult r = b->build(slot, batch);
   EXPECT_EQ(r.built, 0u);
   EXPECT_EQ(r.incomplete, 4u);
@@ -150,7 +150,7 @@ TEST_F(BlockBuilderTest, ALostRuIsNotWaitedFor) {
   ASSERT_EQ(b->on_part(kEvm, m1, 0), PartOutcome::first);
   const int slot = b->ready(0);
   ASSERT_GE(slot, 0);
-  OutputBatch batch = batch_for(*b);
+  output::OutputBatch batch = batch_for(*b);
   EXPECT_EQ(b->build(slot, batch).incomplete, 4u);
 }
 
@@ -165,7 +165,7 @@ TEST_F(BlockBuilderTest, AFragmentOfAnotherEventIsFlaggedCorrupted) {
   header[4] = static_cast<std::byte>(static_cast<unsigned>(header[4]) ^ 0x7u);
   ASSERT_EQ(b->on_part(kEvm, m1, 0), PartOutcome::first);
   ASSERT_EQ(b->on_part(kRu, m2, 0), PartOutcome::added);
-  OutputBatch batch = batch_for(*b);
+  output::OutputBatch batch = batch_for(*b);
   const BuildResult r = b->build(b->ready(0), batch);
   EXPECT_EQ(r.corrupted, 1u);
   EXPECT_EQ(r.built, 4u) << "built and flagged, not dropped";
@@ -184,7 +184,7 @@ TEST_F(BlockBuilderTest, PayloadDamageShowsOnlyWithCrcChecks) {
     m2.segments[1].bytes()[20] ^= std::byte{0x01};  // inside the first fragment's payload
     ASSERT_EQ(b->on_part(kEvm, m1, 0), PartOutcome::first);
     ASSERT_EQ(b->on_part(kRu, m2, 0), PartOutcome::added);
-    OutputBatch batch = batch_for(*b);
+    output::OutputBatch batch = batch_for(*b);
     const BuildResult r = b->build(b->ready(0), batch);
     EXPECT_EQ(r.corrupted, crc ? 1u : 0u) << "check_crc " << crc;
   }
@@ -224,7 +224,7 @@ TEST_F(BlockBuilderTest, TakesTheHighestGenerationOfItsParts) {
   ru.store->stage(0, m3);
   ASSERT_EQ(b->on_part(kEvm, m1, 0), PartOutcome::first);
   ASSERT_EQ(b->on_part(kRu, m3, 0), PartOutcome::added);
-  OutputBatch batch = batch_for(*b);
+  output::OutputBatch batch = batch_for(*b);
   const BuildResult r = b->build(b->ready(0), batch);
   EXPECT_EQ(r.block_id, 3u);
   EXPECT_EQ(r.generation, 2u);

@@ -8,7 +8,7 @@
 #include "daqflow/apps/fed/emulator.hpp"
 #include "daqflow/wire/fed.hpp"
 
-namespace daqflow::apps::evb {
+namespace daqflow::apps::fed {
 namespace {
 
 using nlohmann::json;
@@ -229,4 +229,4 @@ TEST(FedEmulatorTest, ParsesParametersWithDefaultFedIdsByPosition) {
 }
 
 }  // namespace
-}  // namespace daqflow::apps::evb
+}  // namespace daqflow::apps::fed

@@ -7,7 +7,7 @@
 #include "daqflow/apps/fed/super_fragment_check.hpp"
 #include "daqflow/wire/endian.hpp"
 
-namespace daqflow::apps::evb {
+namespace daqflow::apps::fed {
 namespace {
 
 struct Sample {
@@ -103,4 +103,4 @@ TEST(SuperFragmentCheckTest, EmptyInputsAreFine) {
 }
 
 }  // namespace
-}  // namespace daqflow::apps::evb
+}  // namespace daqflow::apps::fed

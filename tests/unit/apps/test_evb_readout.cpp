@@ -14,15 +14,15 @@ namespace {
 
 constexpr std::uint64_t kNoLimit = std::numeric_limits<std::uint64_t>::max();
 
-std::unique_ptr<FedEmulator> emulator(std::uint32_t fragment_bytes, std::uint32_t feds = 2) {
-  EmulatorSettings s;
+std::unique_ptr<fed::FedEmulator> emulator(std::uint32_t fragment_bytes, std::uint32_t feds = 2) {
+  fed::EmulatorSettings s;
   s.feds = feds;
   s.first_fed_id = 10;
-  s.size.dist = SizeDistribution::fixed;
+  s.size.dist = fed::SizeDistribution::fixed;
   s.size.mean = fragment_bytes;
   s.size.min = 16;
   s.size.max = 1u << 20;
-  auto e = FedEmulator::create(s);
+  auto e = fed::FedEmulator::create(s);
   EXPECT_TRUE(e) << e.error().message();
   return std::move(*e);
 }
@@ -52,7 +52,7 @@ wire::Assign assign(std::uint64_t id, std::uint64_t first, std::uint32_t count,
   return a;
 }
 
-void produce(ReadoutStore& store, FedEmulator& source, std::uint64_t events) {
+void produce(ReadoutStore& store, fed::FedEmulator& source, std::uint64_t events) {
   for (std::uint64_t i = 0; i < events; ++i) {
     ASSERT_EQ(store.produce(source, kNoLimit), ProduceStatus::produced) << "event " << i;
   }

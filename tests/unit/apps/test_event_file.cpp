@@ -13,7 +13,7 @@
 #include "daqflow/wire/evb.hpp"
 #include "test_event_file_support.hpp"
 
-namespace daqflow::apps::evb {
+namespace daqflow::apps::output {
 namespace {
 
 using testing::make_super_fragment;
@@ -242,4 +242,4 @@ TEST(EventFileCheck, ATruncatedFileIsReported) {
 }
 
 }  // namespace
-}  // namespace daqflow::apps::evb
+}  // namespace daqflow::apps::output

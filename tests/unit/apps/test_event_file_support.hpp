@@ -14,7 +14,7 @@
 
 #include "daqflow/wire/fed.hpp"
 
-namespace daqflow::apps::evb::testing {
+namespace daqflow::apps::output::testing {
 
 // A complete fragment of `size` bytes (a multiple of 8, >= 16) from FED `fed` for `event`.
 inline std::vector<std::byte> make_fragment(std::uint16_t fed, std::uint64_t event,
@@ -66,4 +66,4 @@ class TempDir {
   std::filesystem::path path_;
 };
 
-}  // namespace daqflow::apps::evb::testing
+}  // namespace daqflow::apps::output::testing

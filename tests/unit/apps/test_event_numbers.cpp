@@ -4,7 +4,7 @@
 
 #include "daqflow/apps/fed/event_numbers.hpp"
 
-namespace daqflow::apps::evb {
+namespace daqflow::apps::fed {
 namespace {
 
 using Step = CmsEventSequence::Step;
@@ -59,4 +59,4 @@ TEST(EventNumbers, L1IdsOfTheEmulator) {
 }
 
 }  // namespace
-}  // namespace daqflow::apps::evb
+}  // namespace daqflow::apps::fed

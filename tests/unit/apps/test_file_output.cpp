@@ -24,7 +24,7 @@
 #include "daqflow/wire/evb.hpp"
 #include "test_event_file_support.hpp"
 
-namespace daqflow::apps::evb {
+namespace daqflow::apps::output {
 namespace {
 
 namespace fs = std::filesystem;
@@ -471,4 +471,4 @@ TEST(Salvage, AFinishedFileThatCannotBeCutLeavesItsBlockInDoubt) {
 }
 
 }  // namespace
-}  // namespace daqflow::apps::evb
+}  // namespace daqflow::apps::output

@@ -17,7 +17,7 @@
 #include "daqflow/wire/endian.hpp"
 #include "test_event_file_support.hpp"
 
-namespace daqflow::apps::evb {
+namespace daqflow::apps::output {
 namespace {
 
 TEST(Frd, EventHeaderIsVersion6WithItsFieldsInCmsOrder) {
@@ -182,4 +182,4 @@ TEST(FrdSalvage, ABlockWhoseNumbersARepeatedInItsSectionStaysInDoubt) {
 }
 
 }  // namespace
-}  // namespace daqflow::apps::evb
+}  // namespace daqflow::apps::output

@@ -22,11 +22,11 @@
 #include "daqflow/wire/ferol.hpp"
 #include "test_event_file_support.hpp"
 
-namespace daqflow::apps::evb {
+namespace daqflow::apps::fed {
 namespace {
 
 using namespace std::chrono_literals;
-using testing::make_fragment;
+using output::testing::make_fragment;
 
 // A blocking TCP client that writes a FED stream.
 class Sender {
@@ -596,4 +596,4 @@ TEST(Ferol, HeaderRoundTripsAndRefusesGarbage) {
 }
 
 }  // namespace
-}  // namespace daqflow::apps::evb
+}  // namespace daqflow::apps::fed

@@ -5,10 +5,10 @@
 // runs in tests without sockets.
 //
 // A part is kept as received: its buffers move into the builder (no copy) and later into the
-// OutputBatch, whose events are lists of pieces pointing into them. A block is ready when every
-// RU's part is in, or when timeout_ns has passed since its first part (the missing RUs' events
-// are then incomplete), or at once for RUs known to be lost. Each event is checked in every part
-// it has: the super-fragment is walked from its last trailer as wire::walk_super_fragment does
+// output::OutputBatch, whose events are lists of pieces pointing into them. A block is ready when
+// every RU's part is in, or when timeout_ns has passed since its first part (the missing RUs'
+// events are then incomplete), or at once for RUs known to be lost. Each event is checked in every
+// part it has: the super-fragment is walked from its last trailer as wire::walk_super_fragment does
 // (super_fragment_check.hpp, all of a block's walks interleaved), which checks that the fragments
 // fill exactly the size in the block's table, that the RU's FED count matches, and that every
 // fragment's L1 id is the event id modulo 2^24 (so all RUs agree on the event; the id is the
@@ -85,7 +85,7 @@ class BlockBuilder {
   [[nodiscard]] int ready(std::int64_t now_ns) const;
   // Builds the slot's events into batch (cleared first; its buffers receive the parts'), and
   // frees the slot.
-  BuildResult build(int slot, OutputBatch& batch);
+  BuildResult build(int slot, output::OutputBatch& batch);
   // The RU at this position sends nothing more: blocks stop waiting for it.
   void ru_lost(std::size_t position);
 
@@ -93,7 +93,7 @@ class BlockBuilder {
   [[nodiscard]] std::size_t ru_count() const { return settings_.rus.size(); }
   [[nodiscard]] int position_of(transport::AppIndex ru) const;
   [[nodiscard]] const BuilderSettings& settings() const { return settings_; }
-  // Capacities an OutputBatch needs for one block.
+  // Capacities an output::OutputBatch needs for one block.
   [[nodiscard]] std::size_t max_pieces() const;
   [[nodiscard]] std::size_t max_buffers() const;
   // Drops every held part.
@@ -130,7 +130,7 @@ class BlockBuilder {
 
   explicit BlockBuilder(BuilderSettings settings);
   [[nodiscard]] bool complete(const Slot& s) const;
-  void check_pieces(OutputBatch& batch, BuildResult& r);
+  void check_pieces(output::OutputBatch& batch, BuildResult& r);
 
   BuilderSettings settings_;
   std::vector<int> position_;  // by AppIndex
@@ -149,10 +149,10 @@ class BlockBuilder {
   std::size_t recent_next_ = 0;
   std::size_t recent_count_ = 0;
   // The super-fragments of the block being built, checked together (super_fragment_check.hpp).
-  std::vector<SuperFragmentJob> jobs_;
+  std::vector<fed::SuperFragmentJob> jobs_;
   std::vector<std::uint32_t> job_event_;  // index in the batch
   std::vector<std::uint16_t> job_ru_;     // RU position
-  std::vector<SuperFragmentVerdict> verdicts_;
+  std::vector<fed::SuperFragmentVerdict> verdicts_;
 };
 
 }  // namespace daqflow::apps::evb

@@ -102,7 +102,7 @@ class ReadoutStore {
   ReadoutStore& operator=(const ReadoutStore&) = delete;
 
   // Writes the next event (number produced()) from source, unless it is at or past limit.
-  [[nodiscard]] ProduceStatus produce(FragmentSource& source, std::uint64_t limit);
+  [[nodiscard]] ProduceStatus produce(fed::FragmentSource& source, std::uint64_t limit);
   [[nodiscard]] std::uint64_t produced() const { return produced_; }
   // The super-fragment of a produced event not yet cut into a block (the EVM reads its event
   // numbers there before it assigns the event).

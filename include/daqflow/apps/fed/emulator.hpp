@@ -35,7 +35,7 @@
 #include "daqflow/core/random.hpp"
 #include "daqflow/core/result.hpp"
 
-namespace daqflow::apps::evb {
+namespace daqflow::apps::fed {
 
 using SizeDistribution = core::Dist;  // fixed, uniform or lognormal here
 enum class PayloadKind : std::uint8_t { fixed_template, per_event_pattern };
@@ -117,4 +117,4 @@ class FedEmulator final : public FragmentSource {
   std::atomic<std::uint64_t> bytes_{0};
 };
 
-}  // namespace daqflow::apps::evb
+}  // namespace daqflow::apps::fed

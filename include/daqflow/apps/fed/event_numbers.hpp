@@ -17,7 +17,7 @@
 #include <cstdint>
 #include <string>
 
-namespace daqflow::apps::evb {
+namespace daqflow::apps::fed {
 
 enum class EventNumbering : std::uint8_t { index, cms };
 
@@ -64,4 +64,4 @@ class CmsEventSequence {
 [[nodiscard]] std::uint32_t l1_id_of(EventNumbering numbering, std::uint64_t event,
                                      std::uint64_t resync_every);
 
-}  // namespace daqflow::apps::evb
+}  // namespace daqflow::apps::fed

@@ -11,7 +11,7 @@
 
 #include "daqflow/runtime/settings.hpp"
 
-namespace daqflow::apps::evb {
+namespace daqflow::apps::fed {
 
 struct FedSettings {
   std::uint32_t feds = 0;
@@ -44,4 +44,4 @@ struct FedSettings {
 // of them.
 [[nodiscard]] const runtime::SettingsSpec<FedSettings>& fed_settings_spec();
 
-}  // namespace daqflow::apps::evb
+}  // namespace daqflow::apps::fed

@@ -18,7 +18,7 @@
 #include <span>
 #include <string_view>
 
-namespace daqflow::apps::evb {
+namespace daqflow::apps::fed {
 
 inline constexpr std::size_t kFedFrameHeaderSize = 16;
 inline constexpr std::uint16_t kFedFrameSignature = 0x475a;
@@ -45,4 +45,4 @@ enum class FedFrameStatus : std::uint8_t {
                                               std::span<std::byte, kFedFrameHeaderSize> out);
 [[nodiscard]] FedFrameStatus decode_fed_frame(std::span<const std::byte> in, FedFrameHeader& out);
 
-}  // namespace daqflow::apps::evb
+}  // namespace daqflow::apps::fed

@@ -16,7 +16,7 @@
 
 #include "daqflow/core/result.hpp"
 
-namespace daqflow::apps::evb {
+namespace daqflow::apps::fed {
 
 struct Produced {
   enum class Status : std::uint8_t {
@@ -52,4 +52,4 @@ class FragmentSource {
   virtual void stop() {}
 };
 
-}  // namespace daqflow::apps::evb
+}  // namespace daqflow::apps::fed

@@ -41,7 +41,7 @@
 #include "daqflow/apps/fed/fragment_source.hpp"
 #include "daqflow/core/result.hpp"
 
-namespace daqflow::apps::evb {
+namespace daqflow::apps::fed {
 
 enum class OnFragmentError : std::uint8_t { fail, mark };
 
@@ -68,4 +68,4 @@ struct NetworkInputSettings {
 [[nodiscard]] Result<std::unique_ptr<FragmentSource>> make_network_input(
     const NetworkInputSettings& settings);
 
-}  // namespace daqflow::apps::evb
+}  // namespace daqflow::apps::fed

@@ -15,7 +15,7 @@
 
 #include "daqflow/wire/fed.hpp"
 
-namespace daqflow::apps::evb {
+namespace daqflow::apps::fed {
 
 struct SuperFragmentJob {
   const std::byte* data = nullptr;
@@ -35,4 +35,4 @@ inline constexpr std::size_t kCheckLanes = 16;
 void check_super_fragments(std::span<const SuperFragmentJob> jobs, bool verify_crc,
                            std::span<SuperFragmentVerdict> verdicts);
 
-}  // namespace daqflow::apps::evb
+}  // namespace daqflow::apps::fed

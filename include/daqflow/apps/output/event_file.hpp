@@ -25,7 +25,7 @@
 
 #include "daqflow/core/result.hpp"
 
-namespace daqflow::apps::evb {
+namespace daqflow::apps::output {
 
 inline constexpr std::uint32_t kFileMagic = 0x31465144;    // "DQF1" in file byte order
 inline constexpr std::uint32_t kRecordMagic = 0x56455144;  // "DQEV"
@@ -184,4 +184,4 @@ struct FileReport {
 [[nodiscard]] FileReport check_event_file(
     const std::string& path, const std::function<void(const EventSummary&)>& on_event = {});
 
-}  // namespace daqflow::apps::evb
+}  // namespace daqflow::apps::output

@@ -34,7 +34,7 @@
 
 #include "daqflow/apps/output/event_file.hpp"
 
-namespace daqflow::apps::evb {
+namespace daqflow::apps::output {
 
 inline constexpr std::uint16_t kFrdVersion = 6;
 inline constexpr std::size_t kFrdHeaderSize = 24;
@@ -118,4 +118,4 @@ inline constexpr std::string_view kFrdEorJsd =
 // per section with its events, files and bytes, the EoR's totals. Problems, each naming a file.
 [[nodiscard]] std::vector<std::string> check_frd_run(const std::string& run_dir);
 
-}  // namespace daqflow::apps::evb
+}  // namespace daqflow::apps::output

@@ -25,7 +25,7 @@ namespace daqflow::runtime {
 struct ClusterConfig;
 }
 
-namespace daqflow::apps::evb {
+namespace daqflow::apps::output {
 
 // One contiguous piece of an event: a super-fragment (or part of one) in a received buffer.
 struct EventPiece {
@@ -135,4 +135,4 @@ struct OutputContext {
 [[nodiscard]] Result<std::unique_ptr<EventOutput>> make_output(const nlohmann::json& params,
                                                                const OutputContext& context);
 
-}  // namespace daqflow::apps::evb
+}  // namespace daqflow::apps::output

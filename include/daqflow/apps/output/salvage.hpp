@@ -35,7 +35,7 @@
 
 #include "daqflow/core/result.hpp"
 
-namespace daqflow::apps::evb {
+namespace daqflow::apps::output {
 
 struct SalvageBlock {
   std::uint64_t block_id = 0;
@@ -80,4 +80,4 @@ struct SalvageReport {
     const std::string& dir, std::uint32_t run_number, std::string_view bu_id,
     const std::vector<SalvageBlock>& in_doubt, const std::vector<std::uint64_t>& sent_again = {});
 
-}  // namespace daqflow::apps::evb
+}  // namespace daqflow::apps::output
