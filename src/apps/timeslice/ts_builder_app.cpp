@@ -223,14 +223,12 @@ Result<void> TsBuilder::reset_run() {
     free_.push_back(&batches_[i]);
   }
   in_output_ = 0;
-  building_ = std::vector<Building>(here_ + 2);
-  for (Building& b : building_) {
-    b.parts = std::vector<transport::Message>(inputs_.size());
-    b.have.assign(inputs_.size(), 0);
-  }
-  building_count_ = 0;
-  done_.reset(kDoneBits);
-  input_alive_.assign(inputs_.size(), true);
+  TsAssembly::Settings a;
+  a.inputs = inputs_.size();
+  a.slots = here_ + 2;
+  a.timeout_ns = timeout_ns_;
+  a.remembered = kDoneBits;
+  assembly_ = TsAssembly(a);
   // An input keeps a timeslice until its acknowledgement comes and never sends it again unless
   // this builder is lost: an acknowledgement the transport cannot take now waits, in order. At
   // most the timeslices being built and written wait per input, and as many late ones.
@@ -313,7 +311,8 @@ void TsBuilder::add_handlers() {
   path.on_peer_gone(
       [this](AppIndex peer, std::string_view reason, bool) { on_peer_gone(peer, reason); });
   path.on_work([this](std::int64_t now) { return work(now); });
-  path.drained_when([this] { return building_count_ == 0 && in_output_ == 0 && control_idle(); });
+  path.drained_when(
+      [this] { return assembly_.building() == 0 && in_output_ == 0 && control_idle(); });
 }
 
 void TsBuilder::release() {
@@ -328,47 +327,15 @@ void TsBuilder::release() {
     output_.reset();
   }
   for (auto& b : batches_) b.clear();
-  for (auto& b : building_) {
-    for (auto& part : b.parts) part.clear();
-    b.used = false;
-  }
-  building_count_ = 0;
+  assembly_.clear();
   for (ControlLog& log : acks_) log.clear();
   to_manager_.clear();
   endpoint_ = nullptr;
   control_pool_ = nullptr;
 }
 
-TsBuilder::Building* TsBuilder::find(std::uint64_t index) {
-  for (Building& b : building_) {
-    if (b.used && b.index == index) return &b;
-  }
-  return nullptr;
-}
-
-TsBuilder::Building& TsBuilder::take_slot(std::uint64_t index, std::int64_t now) {
-  auto it =
-      std::find_if(building_.begin(), building_.end(), [](const Building& b) { return !b.used; });
-  if (it == building_.end()) {
-    // The inputs are further apart than their windows suggest: one more slot (rare; allocates).
-    Building& b = building_.emplace_back();
-    b.parts = std::vector<transport::Message>(inputs_.size());
-    b.have.assign(inputs_.size(), 0);
-    it = building_.end() - 1;
-  }
-  it->used = true;
-  it->index = index;
-  it->first_ns = now;
-  it->present = 0;
-  it->awaiting_commit = false;
-  it->granted = false;
-  std::fill(it->have.begin(), it->have.end(), 0);
-  ++building_count_;
-  return *it;
-}
-
 void TsBuilder::send_ack(std::size_t input, std::uint64_t index, wire::TsAckStatus status) {
-  if (!input_alive_[input]) return;
+  if (!assembly_.alive(input)) return;
   wire::TsAck a;
   a.index = index;
   a.status = status;
@@ -407,7 +374,7 @@ void TsBuilder::send_report() {
   const transport::EndpointStats s = endpoint_->stats();
   wire::TsReport r;
   r.epoch = epoch_;
-  r.building = static_cast<std::uint32_t>(building_count_);
+  r.building = static_cast<std::uint32_t>(assembly_.building());
   r.free_buffers = recv_buffers_ > s.recv_pool_in_use ? recv_buffers_ - s.recv_pool_in_use : 0;
   r.done = done_total_;
   std::array<std::byte, wire::kTsReportSize> bytes{};
@@ -415,24 +382,15 @@ void TsBuilder::send_report() {
   (void)send_to_manager(wire::MessageType::ts_report, epoch_, bytes);
 }
 
-void TsBuilder::drop(Building& b) {
-  for (auto& part : b.parts) part.clear();
-  b.used = false;
-  b.awaiting_commit = false;
-  b.granted = false;
-  --building_count_;
-}
-
-bool TsBuilder::complete(Building& b, std::int64_t now) {
-  (void)now;
-  if (b.awaiting_commit) return false;
-  if (!has_manager_ || b.granted) return write(b);
+bool TsBuilder::complete(TsAssembly::Timeslice& t) {
+  if (t.awaiting_commit) return false;
+  if (!has_manager_ || t.granted) return write(t);
   // Ask first: the manager grants each timeslice's write to one builder only.
-  wire::TsCommit q{b.index, epoch_, wire::CommitAnswer::ask};
+  wire::TsCommit q{t.index, epoch_, wire::CommitAnswer::ask};
   std::array<std::byte, wire::kTsCommitSize> bytes{};
   wire::encode(q, bytes);
-  if (!send_to_manager(wire::MessageType::ts_commit, b.index, bytes)) return false;
-  b.awaiting_commit = true;
+  if (!send_to_manager(wire::MessageType::ts_commit, t.index, bytes)) return false;
+  t.awaiting_commit = true;
   return true;
 }
 
@@ -449,13 +407,7 @@ void TsBuilder::on_manager(const Completion& c) {
     }
     if (f.epoch <= epoch_) return;
     fences_->add_single_writer();
-    std::size_t dropped = 0;
-    for (Building& b : building_) {
-      if (b.used && !b.awaiting_commit) {
-        drop(b);
-        ++dropped;
-      }
-    }
+    const std::size_t dropped = assembly_.drop_unasked();
     spdlog::warn(
         "{}: fenced by the manager (epoch {} -> {}): {} timeslice(s) dropped, the "
         "others build them",
@@ -474,26 +426,26 @@ void TsBuilder::on_manager(const Completion& c) {
     messages_malformed_->add_single_writer();
     return;
   }
-  Building* b = find(a.index);
-  if (b == nullptr || !b->awaiting_commit) return;
+  TsAssembly::Timeslice* t = assembly_.find(a.index);
+  if (t == nullptr || !t->awaiting_commit) return;
   if (a.answer == wire::CommitAnswer::denied) {
     commits_denied_->add_single_writer();
-    drop(*b);
+    assembly_.drop(*t);
     return;
   }
-  b->awaiting_commit = false;
-  b->granted = true;
-  (void)write(*b);  // or once the output has room (do_work)
+  t->awaiting_commit = false;
+  t->granted = true;
+  (void)write(*t);  // or once the output has room (work)
 }
 
-bool TsBuilder::write(Building& b) {
+bool TsBuilder::write(TsAssembly::Timeslice& b) {
   if (free_.empty()) return false;  // the output is behind: the next turn
   output::OutputBatch* batch = free_.back();
   const auto slot = static_cast<std::size_t>(batch - batches_.data());
   Written& w = written_[slot];
   w.index = b.index;
   w.epoch = epoch_;
-  w.complete = b.present == inputs_.size();
+  w.complete = assembly_.complete(b);
   std::copy(b.have.begin(), b.have.end(), w.from.begin());
   if (!w.complete) {
     std::string missing;
@@ -553,10 +505,7 @@ bool TsBuilder::write(Building& b) {
   batch->events.push_back(e);
   bytes_done_ += size;
   ++done_total_;
-  done_.mark(b.index);
-  b.used = false;
-  b.granted = false;
-  --building_count_;
+  assembly_.finish(b);
   if (!output_->submit(batch)) {
     // Cannot happen: at most kOutputDepth batches are lent, the output's queue holds as many.
     fail("the output refused a timeslice");
@@ -606,7 +555,7 @@ void TsBuilder::on_contribution(Completion& c, std::size_t input, std::int64_t n
   contributions_->add_single_writer();
   bytes_in_->add_single_writer(c.size);
   const std::uint64_t index = c.message.tag;
-  if (done_.contains(index)) {
+  if (assembly_.done(index)) {
     contributions_late_->add_single_writer();
     send_ack(input, index, wire::TsAckStatus::late);
     return;
@@ -628,21 +577,22 @@ void TsBuilder::on_contribution(Completion& c, std::size_t input, std::int64_t n
     contributions_fenced_->add_single_writer();
     return;
   }
-  Building* b = find(index);
-  if (b == nullptr) b = &take_slot(index, now);
-  if (b->have[input] != 0) {
-    contributions_duplicate_->add_single_writer();
-    return;
+  switch (assembly_.add(index, input, c.message, now)) {
+    case TsAssembly::Added::complete:
+      (void)complete(*assembly_.find(index));
+      break;
+    case TsAssembly::Added::duplicate:
+      contributions_duplicate_->add_single_writer();
+      break;
+    case TsAssembly::Added::late:  // done before: checked above
+    case TsAssembly::Added::part:
+      break;
   }
-  b->have[input] = 1;
-  b->parts[input] = std::move(c.message);
-  ++b->present;
-  if (b->present == inputs_.size()) (void)complete(*b, now);
 }
 
 void TsBuilder::lose_input(std::size_t input, const std::string& why) {
-  if (!input_alive_[input]) return;
-  input_alive_[input] = false;
+  if (!assembly_.alive(input)) return;
+  assembly_.lose_input(input);
   acks_[input].drop(inputs_[input]);  // what waits for it goes nowhere now
   const std::string name = detail::peer_name(ids_, inputs_[input]);
   {
@@ -667,7 +617,7 @@ void TsBuilder::on_peer_gone(AppIndex peer, std::string_view reason) {
   // An input that is halted says goodbye in order: it ended, and a timeslice it did not make
   // (inputs end a timeslice apart) is written without it. One that fails is lost.
   if (reason.empty()) {
-    input_alive_[input] = false;
+    assembly_.lose_input(input);
     acks_[input].drop(inputs_[input]);
     spdlog::info("{}: input '{}' ended", id(), detail::peer_name(ids_, inputs_[input]));
     return;
@@ -675,42 +625,22 @@ void TsBuilder::on_peer_gone(AppIndex peer, std::string_view reason) {
   lose_input(input, "connection failed: " + std::string(reason));
 }
 
-int TsBuilder::expire(std::int64_t now) {
-  int work = 0;
-  for (Building& b : building_) {
-    if (!b.used) continue;
-    bool only_lost_missing = true;
-    for (std::size_t i = 0; i < inputs_.size() && only_lost_missing; ++i) {
-      only_lost_missing = b.have[i] != 0 || !input_alive_[i];
-    }
-    if (b.awaiting_commit) continue;
-    if (only_lost_missing || now - b.first_ns >= timeout_ns_) {
-      if (!complete(b, now)) continue;
-      ++work;
-    }
-  }
-  return work;
-}
-
 int TsBuilder::work(std::int64_t now) {
   if (failed()) return 0;
   int work = output_->progress();
   work += flush_outputs();
   // Complete timeslices wait here when the output was full; expired ones are written flagged.
-  if (building_count_ > 0 && (now >= next_expire_ns_ || !free_.empty())) {
-    for (Building& b : building_) {
-      if (b.used && b.present == inputs_.size() && complete(b, now)) ++work;
-    }
-    if (now >= next_expire_ns_) {
-      work += expire(now);
-      next_expire_ns_ = now + std::min<std::int64_t>(kExpirePeriodNs, timeout_ns_ / 4);
-    }
+  if (assembly_.building() > 0 && (now >= next_expire_ns_ || !free_.empty())) {
+    const bool expire = now >= next_expire_ns_;
+    work +=
+        assembly_.each_due(now, expire, [this](TsAssembly::Timeslice& t) { return complete(t); });
+    if (expire) next_expire_ns_ = now + std::min<std::int64_t>(kExpirePeriodNs, timeout_ns_ / 4);
   }
   if (has_manager_ && now >= next_report_ns_) {
     send_report();
     next_report_ns_ = now + report_ns_;
   }
-  timeslices_building_->set(static_cast<double>(building_count_));
+  timeslices_building_->set(static_cast<double>(assembly_.building()));
   if (!sampler_.started()) {
     if (done_total_ > 0) sampler_.start(now, bytes_done_, done_total_);
   } else {

@@ -27,11 +27,11 @@
 
 #include "apps/app_support.hpp"
 #include "daqflow/apps/builders/control_log.hpp"
-#include "daqflow/apps/builders/duplicate_window.hpp"
 #include "daqflow/apps/output/output.hpp"
 #include "daqflow/apps/sampler.hpp"
 #include "daqflow/runtime/settings.hpp"
 #include "daqflow/wire/timeslice.hpp"
+#include "ts_assembly.hpp"
 #include "ts_input_app.hpp"
 
 namespace daqflow::apps::timeslice {
@@ -58,17 +58,6 @@ class TsBuilder final : public runtime::ApplicationWith<TsBuilder, TsBuilderSett
   static void fold_results(nlohmann::json& run, const std::string& id, const nlohmann::json& app);
 
  private:
-  // A timeslice being built: the contributions so far, by input position.
-  struct Building {
-    std::uint64_t index = 0;
-    bool used = false;
-    std::int64_t first_ns = 0;
-    std::uint32_t present = 0;
-    bool awaiting_commit = false;  // asked the manager; the answer decides
-    bool granted = false;          // the manager said write it (the output may be full)
-    std::vector<transport::Message> parts;
-    std::vector<std::uint8_t> have;
-  };
   // What goes with a batch in the output: the timeslice descriptor and who contributed.
   struct Written {
     std::array<std::byte, wire::kTimesliceDescriptorSize> descriptor{};
@@ -93,12 +82,9 @@ class TsBuilder final : public runtime::ApplicationWith<TsBuilder, TsBuilderSett
   void on_peer_gone(transport::AppIndex peer, std::string_view reason);
   [[nodiscard]] int work(std::int64_t now);
   void on_contribution(transport::Completion& c, std::size_t input, std::int64_t now);
-  [[nodiscard]] Building* find(std::uint64_t index);
-  [[nodiscard]] Building& take_slot(std::uint64_t index, std::int64_t now);
   // Writes the timeslice (with a manager: asks first); false when it must wait.
-  [[nodiscard]] bool complete(Building& b, std::int64_t now);
-  [[nodiscard]] bool write(Building& b);
-  void drop(Building& b);
+  [[nodiscard]] bool complete(TsAssembly::Timeslice& t);
+  [[nodiscard]] bool write(TsAssembly::Timeslice& t);
   void on_manager(const transport::Completion& c);
   void send_report();
   bool send_to_manager(wire::MessageType type, std::uint64_t tag, std::span<const std::byte> bytes);
@@ -106,7 +92,6 @@ class TsBuilder final : public runtime::ApplicationWith<TsBuilder, TsBuilderSett
   [[nodiscard]] static Result<runtime::Settled> settle_round_robin(const runtime::LostApp& lost,
                                                                    const nlohmann::json& output);
   friend runtime::AppType ts_builder_type();
-  int expire(std::int64_t now);
   int flush_outputs();
   // Acknowledges a timeslice to an input, in order: one the transport cannot take now
   // (back-pressure, no buffer) waits in the input's queue and goes before any later one.
@@ -138,10 +123,7 @@ class TsBuilder final : public runtime::ApplicationWith<TsBuilder, TsBuilderSett
   std::vector<Written> written_;  // by batch
   std::vector<output::OutputBatch*> free_;
   std::size_t in_output_ = 0;
-  std::vector<Building> building_;
-  std::size_t building_count_ = 0;
-  DuplicateWindow done_;  // timeslices done here
-  std::vector<bool> input_alive_;
+  TsAssembly assembly_;
   std::vector<ControlLog> acks_;           // by input
   ControlLog to_manager_;                  // ts_done
   std::vector<transport::AppIndex> gone_;  // scratch
