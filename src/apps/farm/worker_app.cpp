@@ -101,16 +101,19 @@ Worker::~Worker() {
 
 Result<void> Worker::setup(runtime::AppContext& ctx, const WorkerSettings& s) {
   clock_ = &ctx.clock();
-  accept_fraction_ = s.accept_fraction;
   output_bytes_ = s.output_bytes;
-  trigger_bits_ = s.trigger_bits;
   heartbeat_ns_ = s.heartbeat_ms * 1'000'000;
   auto index = ctx.index_of(s.sfc);
   if (!index) return index.error().context("parameter 'sfc'");
   sfc_ = *index;
-  accept_time_us_ = time_spec(s.accept_time);
-  reject_time_us_ = time_spec(s.reject_time);
-  rng_ = core::Xoshiro(s.seed ^ (std::uint64_t{ctx.self().index} * core::kGolden));
+  WorkerQueue::Model model;
+  model.accept_fraction = s.accept_fraction;
+  model.trigger_bits = s.trigger_bits;
+  model.output_bytes = s.output_bytes;
+  model.accept_time_us = time_spec(s.accept_time);
+  model.reject_time_us = time_spec(s.reject_time);
+  model.seed = s.seed ^ (std::uint64_t{ctx.self().index} * core::kGolden);
+  queue_ = WorkerQueue(kMaxHeld, model);
   ids_ = detail::application_ids(ctx.cluster());
   if (s.processing == "plugin") {
     if (s.plugin.empty()) {
@@ -124,10 +127,6 @@ Result<void> Worker::setup(runtime::AppContext& ctx, const WorkerSettings& s) {
   }
 
   if (auto r = open_endpoint(ctx, s.sfc); !r) return r;
-  held_ = std::vector<Held>(kMaxHeld);
-  head_ = count_ = 0;
-  epoch_ = 0;
-  token_sent_ = false;
   heartbeat_seq_ = 0;
   next_heartbeat_ns_ = 0;
   add_metrics(ctx.metrics());
@@ -201,9 +200,12 @@ void Worker::add_handlers() {
                    detail::peer_name(ids_, peer), reason);
     }
   });
-  path.at([this] { return token_sent_ ? next_heartbeat_ns_ : 0; },
+  path.at([this] { return queue_.token_due() ? 0 : next_heartbeat_ns_; },
           [this](std::int64_t now) { send_heartbeat(now); });
-  path.at([this] { return count_ > 0 ? held_[head_].done_ns : 0; });
+  path.at([this] {
+    const WorkerQueue::Held* h = queue_.head();
+    return h != nullptr ? h->done_ns : 0;
+  });
   path.on_work([this](std::int64_t now) { return decide(now); });
 }
 
@@ -244,26 +246,17 @@ void Worker::unload_plugin() {
 }
 
 void Worker::release() {
-  drop_held();
+  queue_.clear();
   unload_plugin();
   endpoint_ = nullptr;
   pool_ = nullptr;
-}
-
-void Worker::drop_held() {
-  for (auto& h : held_) {
-    h.message.clear();
-    h.output.reset();
-    h.done_ns = 0;
-  }
-  head_ = count_ = 0;
 }
 
 bool Worker::send_token() {
   core::Buffer b = pool_->acquire();
   if (!b) return false;
   wire::Decision d;
-  d.epoch = epoch_;
+  d.epoch = queue_.epoch();
   wire::encode(d, std::span<std::byte, wire::kDecisionSize>(b.data(), wire::kDecisionSize));
   transport::Message m;
   m.type = wire::MessageType::decision;
@@ -298,21 +291,24 @@ void Worker::on_event(Completion& c) {
   if (status != wire::EvbStatus::ok) {
     data_path().reject();
     spdlog::warn("{}: a malformed event from the SFC, dropped: {}", id(), wire::to_string(status));
-  } else if (e.slot == kNoSlot) {
-    events_pushed_->add_single_writer();
-    bytes_in_->add_single_writer(e.size);
-  } else if (e.epoch != epoch_ || !token_sent_) {
-    events_dropped_->add_single_writer();
-  } else if (count_ == held_.size()) {
-    fail("the SFC sent more events than a worker holds (" + std::to_string(held_.size()) +
-         "): lower its window");
-  } else {
-    Held& h = held_[(head_ + count_++) % held_.size()];
-    h.event = e;
-    h.message = std::move(c.message);
-    h.done_ns = 0;
-    events_in_->add_single_writer();
-    bytes_in_->add_single_writer(e.size);
+    return;
+  }
+  switch (queue_.arrive(e, c.message)) {
+    case WorkerQueue::Arrival::held:
+      events_in_->add_single_writer();
+      bytes_in_->add_single_writer(e.size);
+      break;
+    case WorkerQueue::Arrival::pushed:
+      events_pushed_->add_single_writer();
+      bytes_in_->add_single_writer(e.size);
+      break;
+    case WorkerQueue::Arrival::stale:
+      events_dropped_->add_single_writer();
+      break;
+    case WorkerQueue::Arrival::full:
+      fail("the SFC sent more events than a worker holds (" + std::to_string(kMaxHeld) +
+           "): lower its window");
+      break;
   }
 }
 
@@ -323,88 +319,85 @@ void Worker::on_fence(const Completion& c) {
     data_path().reject();
     return;
   }
-  if (f.epoch <= epoch_) return;
-  events_dropped_->add_single_writer(count_);
+  if (!queue_.fenced_by(f.epoch)) return;
+  const std::size_t dropped = queue_.fence(f.epoch);
+  events_dropped_->add_single_writer(dropped);
   spdlog::warn(
       "{}: the SFC declared this worker lost; {} held event(s) dropped, back under epoch {}", id(),
-      count_, f.epoch);
-  drop_held();
-  epoch_ = f.epoch;
-  token_sent_ = false;
+      dropped, f.epoch);
   fences_->add_single_writer();
 }
 
 // Decides on the event at the head: the plugin now, the model by drawing its time.
-bool Worker::start(Held& h, std::int64_t now) {
-  h.output = pool_->acquire();
-  if (!h.output) return false;
+bool Worker::start(WorkerQueue::Held& h, std::int64_t now) {
+  core::Buffer output = pool_->acquire();
+  if (!output) return false;
+  if (plugin_.process == nullptr) {
+    const std::int64_t ns = queue_.decide_by_model(h, std::move(output), now);
+    busy_ns_->add_single_writer(static_cast<std::uint64_t>(ns));
+    return true;
+  }
+  h.output = std::move(output);
+  if (!decide_by_plugin(h, h.output.data() + wire::kDecisionSize)) return false;
+  wire::encode(h.decision,
+               std::span<std::byte, wire::kDecisionSize>(h.output.data(), wire::kDecisionSize));
+  return true;
+}
+
+bool Worker::decide_by_plugin(WorkerQueue::Held& h, std::byte* out) {
   wire::Decision& d = h.decision;
   d = wire::Decision{};
   d.event = h.event.event;
   d.slot = h.event.slot;
   d.epoch = h.event.epoch;
-  std::byte* out = h.output.data() + wire::kDecisionSize;
-  if (plugin_.process != nullptr) {
-    // Byte-stream transports deliver one segment; inproc the SFC's two (descriptor, event).
-    const transport::Message& m = h.message;
-    const std::byte* data = nullptr;
-    if (m.segment_count == 1) {
-      data = m.segments[0].bytes().data() + wire::kFarmEventSize;
-    } else if (m.segment_count == 2 && m.segments[0].length == wire::kFarmEventSize) {
-      data = m.segments[1].bytes().data();
-    } else {
-      fail("an event in " + std::to_string(m.segment_count) +
-           " segments: the plugin needs it contiguous");
-      return false;
-    }
-    daqflow_farm_event event{h.event.event, h.event.flags, data, h.event.size};
-    daqflow_farm_decision decision{};
-    decision.output = out;
-    decision.output_capacity = output_bytes_;
-    const std::int64_t t0 = clock_->now_ns();
-    const int rc = plugin_.process(plugin_.state, &event, &decision);
-    const std::int64_t t1 = clock_->now_ns();
-    busy_ns_->add_single_writer(static_cast<std::uint64_t>(t1 - t0));
-    if (rc != 0) {
-      fail("the plugin failed on event " + std::to_string(h.event.event) + " (returned " +
-           std::to_string(rc) + ")");
-      return false;
-    }
-    if (decision.output_size > output_bytes_) {
-      fail("the plugin wrote " + std::to_string(decision.output_size) +
-           " bytes of output, more than output_bytes (" + std::to_string(output_bytes_) + ")");
-      return false;
-    }
-    d.verdict = decision.accept != 0 ? wire::Verdict::accept : wire::Verdict::reject;
-    d.trigger_bits = decision.trigger_bits;
-    d.output_size =
-        d.verdict == wire::Verdict::accept ? static_cast<std::uint32_t>(decision.output_size) : 0;
-    h.done_ns = t1;
+  // Byte-stream transports deliver one segment; inproc the SFC's two (descriptor, event).
+  const transport::Message& m = h.message;
+  const std::byte* data = nullptr;
+  if (m.segment_count == 1) {
+    data = m.segments[0].bytes().data() + wire::kFarmEventSize;
+  } else if (m.segment_count == 2 && m.segments[0].length == wire::kFarmEventSize) {
+    data = m.segments[1].bytes().data();
   } else {
-    const bool accept = rng_.uniform() <= accept_fraction_;
-    const double us = std::max(0.0, core::sample(accept ? accept_time_us_ : reject_time_us_, rng_));
-    d.verdict = accept ? wire::Verdict::accept : wire::Verdict::reject;
-    d.trigger_bits = accept ? trigger_bits_ : 0;
-    d.output_size = accept ? output_bytes_ : 0;
-    if (accept && output_bytes_ >= 8) wire::store_le64(out, h.event.event);
-    const auto ns = static_cast<std::int64_t>(us * 1000.0);
-    busy_ns_->add_single_writer(static_cast<std::uint64_t>(ns));
-    h.done_ns = now + std::max<std::int64_t>(ns, 1);
+    fail("an event in " + std::to_string(m.segment_count) +
+         " segments: the plugin needs it contiguous");
+    return false;
   }
-  wire::encode(d, std::span<std::byte, wire::kDecisionSize>(h.output.data(), wire::kDecisionSize));
+  daqflow_farm_event event{h.event.event, h.event.flags, data, h.event.size};
+  daqflow_farm_decision decision{};
+  decision.output = out;
+  decision.output_capacity = output_bytes_;
+  const std::int64_t t0 = clock_->now_ns();
+  const int rc = plugin_.process(plugin_.state, &event, &decision);
+  const std::int64_t t1 = clock_->now_ns();
+  busy_ns_->add_single_writer(static_cast<std::uint64_t>(t1 - t0));
+  if (rc != 0) {
+    fail("the plugin failed on event " + std::to_string(h.event.event) + " (returned " +
+         std::to_string(rc) + ")");
+    return false;
+  }
+  if (decision.output_size > output_bytes_) {
+    fail("the plugin wrote " + std::to_string(decision.output_size) +
+         " bytes of output, more than output_bytes (" + std::to_string(output_bytes_) + ")");
+    return false;
+  }
+  d.verdict = decision.accept != 0 ? wire::Verdict::accept : wire::Verdict::reject;
+  d.trigger_bits = decision.trigger_bits;
+  d.output_size =
+      d.verdict == wire::Verdict::accept ? static_cast<std::uint32_t>(decision.output_size) : 0;
+  h.done_ns = t1;
   return true;
 }
 
 int Worker::decide(std::int64_t now) {
   if (failed()) return 0;
   int work = 0;
-  if (!token_sent_ && !halting() && endpoint_->connected(sfc_) && send_token()) {
-    token_sent_ = true;
+  if (queue_.token_due() && !halting() && endpoint_->connected(sfc_) && send_token()) {
+    queue_.token_sent();
     next_heartbeat_ns_ = now;
     ++work;
   }
-  while (count_ > 0) {
-    Held& h = held_[head_];
+  while (WorkerQueue::Held* head = queue_.head()) {
+    WorkerQueue::Held& h = *head;
     if (h.done_ns == 0 && !start(h, now)) break;
     now = clock_->now_ns();
     if (now < h.done_ns) break;
@@ -422,11 +415,7 @@ int Worker::decide(std::int64_t now) {
       (h.decision.verdict == wire::Verdict::accept ? events_accepted_ : events_rejected_)
           ->add_single_writer();
     }
-    h.output.reset();
-    h.message.clear();
-    h.done_ns = 0;
-    head_ = (head_ + 1) % held_.size();
-    --count_;
+    queue_.pop();
     ++work;
   }
   return work;

@@ -30,6 +30,7 @@
 #include "daqflow/farm_plugin.h"
 #include "daqflow/runtime/settings.hpp"
 #include "daqflow/wire/farm.hpp"
+#include "worker_queue.hpp"
 
 namespace daqflow::apps::farm {
 
@@ -59,13 +60,6 @@ class Worker final : public runtime::ApplicationWith<Worker, WorkerSettings> {
   [[nodiscard]] nlohmann::json results() const override;
 
  private:
-  struct Held {
-    wire::FarmEvent event;
-    transport::Message message;
-    std::int64_t done_ns = 0;  // 0: not started
-    wire::Decision decision;
-    core::Buffer output;  // descriptor and output data, once started
-  };
   struct Plugin {
     void* handle = nullptr;
     void* state = nullptr;
@@ -82,18 +76,14 @@ class Worker final : public runtime::ApplicationWith<Worker, WorkerSettings> {
   void on_fence(const transport::Completion& c);
   // Decides on the events held, in order, and sends what is decided; returns how many it sent.
   [[nodiscard]] int decide(std::int64_t now);
-  [[nodiscard]] bool start(Held& h, std::int64_t now);
+  [[nodiscard]] bool start(WorkerQueue::Held& h, std::int64_t now);
+  [[nodiscard]] bool decide_by_plugin(WorkerQueue::Held& h, std::byte* out);
   [[nodiscard]] bool send_token();
   void send_heartbeat(std::int64_t now);
-  void drop_held();
 
   // Configuration.
   transport::AppIndex sfc_ = 0;
-  double accept_fraction_ = 0;
   std::uint32_t output_bytes_ = 0;
-  std::uint64_t trigger_bits_ = 1;
-  core::DistSpec accept_time_us_;
-  core::DistSpec reject_time_us_;
   std::int64_t heartbeat_ns_ = 0;
   Plugin plugin_;
   std::vector<std::string> ids_;
@@ -102,12 +92,7 @@ class Worker final : public runtime::ApplicationWith<Worker, WorkerSettings> {
   transport::Endpoint* endpoint_ = nullptr;
   core::Clock* clock_ = nullptr;
   core::BufferPool* pool_ = nullptr;  // decisions: descriptor + output (the data path's)
-  core::Xoshiro rng_;
-  std::vector<Held> held_;  // ring
-  std::size_t head_ = 0;
-  std::size_t count_ = 0;
-  std::uint32_t epoch_ = 0;
-  bool token_sent_ = false;
+  WorkerQueue queue_;
   std::uint64_t heartbeat_seq_ = 0;
   std::int64_t next_heartbeat_ns_ = 0;
 
