@@ -118,11 +118,10 @@ Result<void> ReadoutStore::allocate() {
     idle_chunks_.push_back(static_cast<std::uint32_t>(i));
   events_.resize(settings_.event_capacity);
   event_mask_ = settings_.event_capacity - 1;
-  blocks_.resize(settings_.block_capacity);
-  block_mask_ = settings_.block_capacity - 1;
+  blocks_ = Retention<Block>(settings_.block_capacity);
+  blocks_.reserve_aside(kAsideReserve);
   pending_.resize(settings_.block_capacity);
   ready_.reserve(settings_.block_capacity);
-  aside_.reserve(kAsideReserve);
   return ok();
 }
 
@@ -200,21 +199,11 @@ ProduceStatus ReadoutStore::produce(fed::FragmentSource& source, std::uint64_t l
 }
 
 ReadoutStore::Block* ReadoutStore::find(std::uint64_t id) {
-  Block& b = slot(id);
-  if (b.state != State::free && b.id == id) return &b;
-  for (Block& a : aside_) {
-    if (a.id == id) return &a;
-  }
-  return nullptr;
+  return blocks_.find(id);
 }
 
 const ReadoutStore::Block& ReadoutStore::held(std::uint64_t id) const {
-  const Block& b = blocks_[id & block_mask_];
-  if (b.state != State::free && b.id == id) return b;
-  for (const Block& a : aside_) {
-    if (a.id == id) return a;
-  }
-  return b;  // not reached: ready_ holds only ids of held blocks
+  return *blocks_.find(id);  // ready_ holds only ids of held blocks
 }
 
 AssignOutcome ReadoutStore::assign(const wire::Assign& a) {
@@ -235,15 +224,14 @@ AssignOutcome ReadoutStore::assign(const wire::Assign& a) {
     ++counters_.blocks_resent;
     return AssignOutcome::resend;
   }
-  Block& b = slot(a.block_id);
   if (a.generation > 0 || a.block_id < released_) {
     // A re-assign of a block released here already, or a repeated assign: nothing to do.
     ++counters_.stale_assigns;
     return AssignOutcome::stale;
   }
-  if (b.state != State::free) {
+  if (!blocks_.place_free(a.block_id)) {
     error_ = "block " + std::to_string(a.block_id) + " assigned while block " +
-             std::to_string(b.id) + " still holds its place: more than " +
+             std::to_string(blocks_.key_at(a.block_id)) + " still holds its place: more than " +
              std::to_string(settings_.block_capacity) + " blocks unacknowledged";
     return AssignOutcome::error;
   }
@@ -255,7 +243,7 @@ AssignOutcome ReadoutStore::assign(const wire::Assign& a) {
              std::to_string(settings_.max_block_events);
     return AssignOutcome::error;
   }
-  b = Block{};
+  Block& b = *blocks_.hold(a.block_id);
   b.state = State::waiting;
   b.id = a.block_id;
   b.first = a.first_event;
@@ -265,7 +253,6 @@ AssignOutcome ReadoutStore::assign(const wire::Assign& a) {
   b.first_id = a.first_id;
   b.lumi_section = a.lumi_section;
   next_assign_ += a.event_count;
-  ++held_;
   ++waiting_count_;
   pending_[(pending_head_ + pending_size_) % pending_.size()] = {b.id, b.first, b.count};
   ++pending_size_;
@@ -419,55 +406,24 @@ void ReadoutStore::close(Block& b) {
   for (std::uint8_t s = 0; s < b.slice_count; ++s) b.slices[s].chunk.reset();
   b.slice_count = 0;
   b.state = State::free;
-  --held_;
 }
 
 std::size_t ReadoutStore::release_below(std::uint64_t below) {
-  std::size_t n = 0;
-  if (below > released_ + blocks_.size()) {
-    // A long way at once: visit every slot instead of every id.
-    for (Block& b : blocks_) {
-      if (b.state != State::free && b.id < below) {
-        close(b);
-        ++n;
-      }
-    }
-    released_ = below;
-  }
-  for (; released_ < below; ++released_) {
-    Block& b = slot(released_);
-    if (b.state == State::free || b.id != released_) continue;
-    close(b);
-    ++n;
-  }
+  const std::size_t n = blocks_.release_below(below, [this](Block& b) { close(b); });
+  released_ = std::max(released_, below);
   counters_.blocks_released += n;
   return n;
 }
 
 bool ReadoutStore::hold(std::uint64_t block_id, bool keep) {
-  if (keep) {
-    Block& b = slot(block_id);
-    if (b.state == State::free || b.id != block_id) return false;
-    aside_.push_back(std::move(b));
-    b = Block{};
-    return true;
-  }
-  for (std::size_t i = 0; i < aside_.size(); ++i) {
-    if (aside_[i].id != block_id) continue;
-    close(aside_[i]);
-    aside_.erase(aside_.begin() + static_cast<std::ptrdiff_t>(i));
-    ++counters_.blocks_released;
-    return true;
-  }
-  return false;
+  if (keep) return blocks_.set_aside(block_id);
+  if (!blocks_.release_aside(block_id, [this](Block& b) { close(b); })) return false;
+  ++counters_.blocks_released;
+  return true;
 }
 
 void ReadoutStore::clear() {
-  for (Block& b : aside_) close(b);
-  aside_.clear();
-  for (Block& b : blocks_) {
-    if (b.state != State::free) close(b);
-  }
+  blocks_.clear([this](Block& b) { close(b); });
   ready_.clear();
   pending_size_ = 0;
   waiting_count_ = 0;

@@ -278,7 +278,7 @@ void SubFarmController::add_metrics(runtime::MetricsRegistry& m) {
 }
 
 void SubFarmController::reset_run(std::uint64_t seed) {
-  retained_ = std::vector<Retained>(slots_);
+  retained_ = Retention<Retained>(slots_);
   rng_ = core::Xoshiro(seed);
   pending_ = std::vector<Pending>(inputs_.size() * input_window_ + 16);
   pending_head_ = pending_count_ = 0;
@@ -359,7 +359,7 @@ void SubFarmController::release() {
     if (st.filling != nullptr) st.filling->clear();
   }
   streams_.clear();
-  for (auto& r : retained_) r.data.clear();
+  retained_.clear();
   for (auto& p : pending_) p.message.clear();
   pending_count_ = 0;
   endpoint_ = nullptr;
@@ -442,10 +442,10 @@ void SubFarmController::on_decision(Completion& c, std::int64_t now) {
   std::uint32_t slot = 0;
   switch (dispatcher_->decide(c.peer, d, now, slot)) {
     case DecisionOutcome::decided: {
-      Retained& r = retained_[slot];
+      const Retained& r = *retained_.find(slot);  // the dispatcher's slot: held
       latency_.add(now - r.admitted_ns);
       bytes_decided_ += r.size;
-      r.data.clear();
+      (void)retained_.release(slot);
       auto& by = decided_by_[static_cast<std::size_t>(position)];
       by.store(by.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
       if (d.verdict != wire::Verdict::accept) break;
@@ -507,9 +507,7 @@ int SubFarmController::generate(std::int64_t now) {
     const auto size = static_cast<std::uint32_t>(
         std::clamp<double>(std::llround(drawn / 8.0) * 8.0, 8.0, static_cast<double>(max_size_)));
     wire::store_le64(b.data(), next_event_);
-    const std::uint32_t slot = dispatcher_->admit(next_event_);
-    Retained& r = retained_[slot];
-    r.data.clear();
+    Retained& r = retain(dispatcher_->admit(next_event_));
     r.data.add(std::move(b), 0, size);
     r.size = size;
     r.flags = 0;
@@ -519,6 +517,12 @@ int SubFarmController::generate(std::int64_t now) {
     if (rate_hz_ > 0) tokens_ -= 1;
   }
   return made;
+}
+
+SubFarmController::Retained& SubFarmController::retain(std::uint32_t slot) {
+  // The dispatcher hands out a slot once its event is decided (or pushed), when its data went.
+  (void)retained_.release(slot);
+  return *retained_.hold(slot);
 }
 
 void SubFarmController::on_input(Completion& c, std::size_t input) {
@@ -562,9 +566,7 @@ int SubFarmController::admit_inputs(std::int64_t now) {
       p.message.clear();
       continue;
     }
-    const std::uint32_t slot = dispatcher_->admit(p.event.event);
-    Retained& r = retained_[slot];
-    r.data.clear();
+    Retained& r = retain(dispatcher_->admit(p.event.event));
     const transport::Segment& first = p.message.segments[0];
     if (first.length > wire::kFarmEventSize) {
       r.data.add(first.buffer.share(), first.offset + wire::kFarmEventSize,
@@ -615,7 +617,7 @@ int SubFarmController::dispatch() {
       dispatcher_->retract(d);
       break;
     }
-    Retained& r = retained_[d.slot];
+    Retained& r = *retained_.find(d.slot);
     wire::FarmEvent e;
     e.event = d.event;
     e.slot = push ? kNoSlot : d.slot;
@@ -636,7 +638,7 @@ int SubFarmController::dispatch() {
       if (push) {
         dispatcher_->pushed(d);
         bytes_decided_ += e.size;
-        r.data.clear();
+        (void)retained_.release(d.slot);
       }
       ++sent;
       continue;

@@ -30,6 +30,7 @@
 
 #include "apps/app_support.hpp"
 #include "daqflow/apps/builders/duplicate_window.hpp"
+#include "daqflow/apps/builders/retention.hpp"
 #include "daqflow/apps/farm/dispatcher.hpp"
 #include "daqflow/apps/output/output.hpp"
 #include "daqflow/apps/sampler.hpp"
@@ -111,6 +112,8 @@ class SubFarmController final : public runtime::ApplicationWith<SubFarmControlle
   void reset_run(std::uint64_t seed);
   void add_handlers();
 
+  // The data of the event admitted in the dispatcher's slot (a slot free again).
+  [[nodiscard]] Retained& retain(std::uint32_t slot);
   void on_heartbeat(const transport::Completion& c, std::int64_t now);
   [[nodiscard]] int work(std::int64_t now);
   // Nothing of the run left anywhere: no event pending, queued, out at a worker or unwritten.
@@ -150,7 +153,7 @@ class SubFarmController final : public runtime::ApplicationWith<SubFarmControlle
   std::unique_ptr<Dispatcher> dispatcher_;
   core::BufferPool* events_pool_ = nullptr;   // the data path's
   core::BufferPool* control_pool_ = nullptr;  // the data path's
-  std::vector<Retained> retained_;            // by slot
+  Retention<Retained> retained_;              // by the dispatcher's slot
   std::vector<Pending> pending_;              // ring
   std::size_t pending_head_ = 0;
   std::size_t pending_count_ = 0;

@@ -267,9 +267,7 @@ void TsInput::add_metrics(runtime::MetricsRegistry& m) {
 }
 
 void TsInput::reset_run(std::uint64_t seed) {
-  retained_.clear();
-  retained_.reserve(retained_cap_);
-  count_retained_ = 0;
+  retained_ = Retention<Retained>(retained_cap_);
   previous_ = Interval{};
   intervals_ = 0;
   stream_offset_ = 0;
@@ -301,7 +299,7 @@ void TsInput::add_handlers() {
   path.on_peer_gone(
       [this](AppIndex peer, std::string_view reason, bool) { on_peer_gone(peer, reason); });
   path.on_work([this](std::int64_t now) { return work(now); });
-  path.drained_when([this] { return count_retained_ == 0; });
+  path.drained_when([this] { return retained_.empty(); });
 }
 
 Result<void> TsInput::enable() {
@@ -311,7 +309,6 @@ Result<void> TsInput::enable() {
 
 void TsInput::release() {
   retained_.clear();
-  count_retained_ = 0;
   previous_ = Interval{};
   endpoint_ = nullptr;
   data_pool_ = header_pool_ = nullptr;
@@ -399,7 +396,7 @@ int TsInput::generate(std::int64_t now) {
         now - start_ns_ < static_cast<std::int64_t>((intervals_ + 1) * geometry_.duration_ns())) {
       break;
     }
-    if (intervals_ > 0 && count_retained_ == retained_cap_) break;
+    if (intervals_ > 0 && retained_.size() == retained_cap_) break;
     Interval next;
     next.buffer = data_pool_->acquire();
     if (!next.buffer) {
@@ -419,7 +416,11 @@ int TsInput::generate(std::int64_t now) {
       generate_interval(next);
     }
     if (previous_.buffer) {
-      Retained& r = retained_.emplace_back();
+      // A timeslice a window behind holds the place (in doubt at a frozen builder): it steps
+      // aside, kept, so that those after it go on.
+      const std::uint64_t index = intervals_ - 2;
+      if (!retained_.place_free(index)) (void)retained_.set_aside(retained_.key_at(index));
+      Retained& r = *retained_.hold(index);
       r.index = intervals_ - 2;
       r.core = std::move(previous_);
       r.next.buffer = next.buffer.share();
@@ -435,7 +436,6 @@ int TsInput::generate(std::int64_t now) {
       } else {
         r.builder = builder_for(r.index);
       }
-      ++count_retained_;
     }
     previous_ = std::move(next);
     ++made;
@@ -491,12 +491,12 @@ int TsInput::send(std::int64_t now) {
   if (failed()) return 0;
   int sent = 0;
   if (order_ == SendOrder::chaotic) {
-    for (std::size_t i = 0; i < count_retained_; ++i) {
-      Retained& r = at(i);
-      if (r.sent || r.builder < 0) continue;
-      if (!send_one(r)) break;
+    retained_.each_until([&](std::uint64_t, Retained& r) {
+      if (r.sent || r.builder < 0) return true;
+      if (!send_one(r)) return false;
       ++sent;
-    }
+      return true;
+    });
     return sent;
   }
   // Scheduled: slot s of the run's clock goes to builder (position + s) mod N; one contribution
@@ -516,21 +516,23 @@ int TsInput::send(std::int64_t now) {
   for (std::int64_t s = first; s <= slot; ++s) {
     const auto target =
         static_cast<std::size_t>((position_ + static_cast<std::uint64_t>(s)) % builders_.size());
-    bool found = false;
-    for (std::size_t i = 0; i < count_retained_; ++i) {
-      Retained& r = at(i);
-      if (r.sent || r.builder < 0 || static_cast<std::size_t>(r.builder) != target) continue;
-      found = true;
-      if (!send_one(r)) {
-        slots_blocked_->add_single_writer();
-        last_slot_ = s - 1;  // try this slot again
-        return sent;
-      }
-      if (s < slot) slots_late_->add_single_writer();
-      ++sent;
-      break;
+    Retained* oldest = nullptr;
+    retained_.each_until([&](std::uint64_t, Retained& r) {
+      if (r.sent || r.builder < 0 || static_cast<std::size_t>(r.builder) != target) return true;
+      oldest = &r;
+      return false;
+    });
+    if (oldest == nullptr) {
+      slots_empty_->add_single_writer();
+      continue;
     }
-    if (!found) slots_empty_->add_single_writer();
+    if (!send_one(*oldest)) {
+      slots_blocked_->add_single_writer();
+      last_slot_ = s - 1;  // try this slot again
+      return sent;
+    }
+    if (s < slot) slots_late_->add_single_writer();
+    ++sent;
   }
   last_slot_ = slot;
   return sent;
@@ -552,21 +554,20 @@ void TsInput::lose_builder(std::size_t position, const std::string& why) {
   }
   std::size_t moved = 0;
   std::vector<std::uint64_t> sent;
-  for (std::size_t i = 0; i < count_retained_; ++i) {
-    Retained& r = at(i);
-    if (r.builder != static_cast<int>(position)) continue;
+  retained_.each([&](std::uint64_t, Retained& r) {
+    if (r.builder != static_cast<int>(position)) return;
     if (r.sent) sent.push_back(r.index);
     r.builder = builder_for(r.index);
     r.sent = false;
     ++moved;
-  }
+  });
   {
     const std::lock_guard lock(lost_mutex_);
     sent_again_[name] = std::move(sent);
   }
   if (builder_for(0) < 0) {
     fail("every builder is lost (the last: '" + name + "', " + why + "); " +
-         std::to_string(count_retained_) + " timeslices cannot be built");
+         std::to_string(retained_.size()) + " timeslices cannot be built");
     return;
   }
   spdlog::warn("{}: builder '{}' lost ({}); {} timeslice(s) it held go to the builders left", id(),
@@ -580,18 +581,9 @@ void TsInput::on_ack(const Completion& c) {
     messages_malformed_->add_single_writer();
     return;
   }
-  Retained* r = find_retained(a.index);
-  if (r == nullptr) return;  // acknowledged before: the answer to a resend
-  retained_.erase(retained_.begin() + (r - retained_.data()));
-  count_retained_ = retained_.size();
+  if (!retained_.release(a.index)) return;  // acknowledged before: the answer to a resend
   ++acked_total_;
   timeslices_acked_->add_single_writer();
-}
-
-TsInput::Retained* TsInput::find_retained(std::uint64_t index) {
-  const auto it = std::lower_bound(retained_.begin(), retained_.end(), index,
-                                   [](const Retained& r, std::uint64_t i) { return r.index < i; });
-  return it != retained_.end() && it->index == index ? &*it : nullptr;
 }
 
 void TsInput::on_assign(const Completion& c) {
@@ -604,12 +596,8 @@ void TsInput::on_assign(const Completion& c) {
   if (a.builder == wire::kNoApplication) {
     // The run ends before timeslice a.index: what was made beyond is no timeslice of it.
     end_ = a.index;
-    std::uint64_t dropped = 0;
-    while (!retained_.empty() && retained_.back().index >= end_) {
-      retained_.pop_back();
-      ++dropped;
-    }
-    count_retained_ = retained_.size();
+    const std::size_t dropped = retained_.release_if(
+        [this](std::uint64_t index, const Retained&) { return index >= end_; }, [](Retained&) {});
     after_end_->add_single_writer(dropped);
     spdlog::info("{}: the run ends before timeslice {} ({} made beyond it dropped)", id(), end_,
                  dropped);
@@ -621,7 +609,7 @@ void TsInput::on_assign(const Completion& c) {
     return;
   }
   const int position = static_cast<int>(b - builders_.begin());
-  if (Retained* r = find_retained(a.index)) {
+  if (Retained* r = retained_.find(a.index)) {
     if (r->builder != position || r->epoch != a.epoch) {
       r->builder = position;
       r->epoch = a.epoch;
@@ -653,9 +641,9 @@ void TsInput::on_peer_gone(AppIndex peer, std::string_view reason) {
   // A builder that closes once this input is done (or halting with nothing for it) is not lost;
   // one that goes while it holds this input's timeslices is.
   bool holds = false;
-  for (std::size_t i = 0; i < count_retained_ && !holds; ++i) {
-    holds = at(i).builder == static_cast<int>(position);
-  }
+  retained_.each([&](std::uint64_t, const Retained& r) {
+    holds = holds || r.builder == static_cast<int>(position);
+  });
   if (!holds && winding_down()) return;
   lose_builder(position, reason.empty() ? std::string("closed its connection")
                                         : "connection failed: " + std::string(reason));
@@ -665,14 +653,14 @@ int TsInput::work(std::int64_t now) {
   if (failed()) return 0;
   int work = generate(now);
   work += send(now);
-  timeslices_retained_->set(static_cast<double>(count_retained_));
+  timeslices_retained_->set(static_cast<double>(retained_.size()));
   if (!sampler_.started()) {
     if (acked_total_ > 0) sampler_.start(now, bytes_sent_total_, acked_total_);
   } else {
     (void)sampler_.tick(now, bytes_sent_total_, acked_total_);
   }
   const bool all_made = count_ > 0 && intervals_ >= count_ + 1;
-  if (count_retained_ == 0 && all_made && !finished()) set_finished();
+  if (retained_.empty() && all_made && !finished()) set_finished();
   return work;
 }
 
@@ -698,7 +686,7 @@ void TsInput::wait_for_work(std::chrono::microseconds timeout) {
       const std::int64_t next_ns = (now_ns / slot_ns_ + 1) * slot_ns_;
       cap = std::chrono::microseconds(std::max<std::int64_t>(1, (next_ns - now_ns + 999) / 1000));
     }
-    if (!real_time_ && !starved_ && count_retained_ < retained_cap_ &&
+    if (!real_time_ && !starved_ && retained_.size() < retained_cap_ &&
         (count_ == 0 || intervals_ < count_ + 1) && (end_ == UINT64_MAX || intervals_ < end_ + 1)) {
       return;  // as fast as possible: generate again at once
     }

@@ -35,6 +35,7 @@
 
 #include "apps/app_support.hpp"
 #include "apps/output/timeslice_check.hpp"
+#include "daqflow/apps/builders/retention.hpp"
 #include "daqflow/apps/sampler.hpp"
 #include "daqflow/core/random.hpp"
 #include "daqflow/runtime/settings.hpp"
@@ -127,9 +128,6 @@ class TsInput final : public runtime::ApplicationWith<TsInput, TsInputSettings> 
   [[nodiscard]] int builder_for(std::uint64_t index) const;
   // The clock the scheduled order's slots follow.
   [[nodiscard]] std::int64_t slot_clock_ns() const;
-  [[nodiscard]] Retained& at(std::size_t i) { return retained_[i]; }
-  // The retained timeslice of this index, or nullptr (acknowledged, or not made yet).
-  [[nodiscard]] Retained* find_retained(std::uint64_t index);
 
   // Configuration.
   Geometry geometry_;
@@ -160,11 +158,10 @@ class TsInput final : public runtime::ApplicationWith<TsInput, TsInputSettings> 
   core::Xoshiro rng_;
   // Not acknowledged, by index (increasing). Each is taken out when acknowledged, whatever its
   // place: one held up (in doubt at a frozen builder) does not hold up those after it.
-  std::vector<Retained> retained_;
+  Retention<Retained> retained_;
   std::size_t retained_cap_ = 0;
-  std::size_t count_retained_ = 0;  // retained_.size()
-  Interval previous_;               // the last interval generated, not yet any timeslice's core
-  std::uint64_t intervals_ = 0;     // generated so far
+  Interval previous_;            // the last interval generated, not yet any timeslice's core
+  std::uint64_t intervals_ = 0;  // generated so far
   std::uint64_t stream_offset_ = 0;
   std::vector<bool> alive_;
   // With a manager: assignments of timeslices not generated yet, by index modulo the size.

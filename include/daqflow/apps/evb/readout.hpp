@@ -6,8 +6,8 @@
 //
 // Memory (all allocated by create()): `chunks` pool buffers of `chunk_size` bytes, written back
 // to back with super-fragments (each contiguous in one chunk); a ring of produced events
-// {chunk, offset, size, flags}; a table of blocks indexed by block id modulo its capacity; a pool
-// of block descriptors.
+// {chunk, offset, size, flags}; the blocks retained (apps/builders/retention.hpp: a window of
+// block ids, blocks in doubt set aside); a pool of block descriptors.
 //
 // A block's message is segment 0 = its descriptor (block header and one entry per event), then
 // slices of the chunks: consecutive events in one chunk form one slice, so a block needs one
@@ -31,6 +31,7 @@
 #include <string>
 #include <vector>
 
+#include "daqflow/apps/builders/retention.hpp"
 #include "daqflow/apps/fed/fragment_source.hpp"
 #include "daqflow/core/buffer_pool.hpp"
 #include "daqflow/core/result.hpp"
@@ -120,7 +121,7 @@ class ReadoutStore {
   // releases do not free it and new blocks do not need its place; free: an aside block is
   // resolved: its data may go. False when there is no such block.
   bool hold(std::uint64_t block_id, bool keep);
-  [[nodiscard]] std::size_t blocks_aside() const { return aside_.size(); }
+  [[nodiscard]] std::size_t blocks_aside() const { return blocks_.aside(); }
   // Cuts every waiting block whose events are all produced; false (error() set) when a block
   // would exceed the message or segment limit.
   [[nodiscard]] bool cut();
@@ -136,7 +137,7 @@ class ReadoutStore {
   // The BU is gone: its ready blocks leave the ready list and wait, retained, for a re-assign.
   void park(transport::AppIndex bu);
 
-  [[nodiscard]] std::size_t blocks_held() const { return held_; }
+  [[nodiscard]] std::size_t blocks_held() const { return blocks_.size(); }
   // Blocks assigned whose events are not all produced yet.
   [[nodiscard]] std::size_t blocks_waiting() const { return waiting_count_; }
   [[nodiscard]] const ReadoutCounters& counters() const { return counters_; }
@@ -193,7 +194,6 @@ class ReadoutStore {
   bool write_descriptor(Block& b);
   void close(Block& b);
   void unready(const Block& b);
-  Block& slot(std::uint64_t id) { return blocks_[id & block_mask_]; }
   // The held block with this id, in the table or aside.
   [[nodiscard]] Block* find(std::uint64_t id);
   [[nodiscard]] const Block& held(std::uint64_t id) const;
@@ -214,16 +214,14 @@ class ReadoutStore {
   std::uint64_t consumed_ = 0;
   std::uint64_t next_assign_ = 0;
 
-  std::vector<Block> blocks_;
-  std::uint64_t block_mask_ = 0;
-  std::vector<Block> aside_;         // held out of the table: in doubt at the EVM
+  // By block id; aside: in doubt at the EVM, out of the table.
+  Retention<Block> blocks_;
   std::vector<PendingCut> pending_;  // ring, in event order
   std::size_t pending_head_ = 0;
   std::size_t pending_size_ = 0;
   std::size_t waiting_count_ = 0;
   std::vector<std::uint64_t> ready_;  // block ids, oldest first; reserved to block_capacity
-  std::size_t held_ = 0;
-  std::uint64_t released_ = 0;  // every block id below it is closed
+  std::uint64_t released_ = 0;        // every block id below it is closed
   ReadoutCounters counters_;
   std::string error_;
 };
