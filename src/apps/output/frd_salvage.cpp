@@ -18,37 +18,31 @@
 #include "daqflow/core/net.hpp"
 #include "daqflow/wire/crc32c.hpp"
 #include "file_util.hpp"
+#include "salvage_core.hpp"
 
 namespace daqflow::apps::output {
 namespace {
 
 namespace fs = std::filesystem;
 
-struct FrdRecord {
-  std::uint32_t event = 0;
-  std::uint64_t offset = 0;  // of its FRD header
-  std::uint64_t end = 0;     // past its data
-};
-
-struct FrdScanned {
+// A raw file as found, beside what the salvage core decides on.
+struct FrdFound {
   std::string path;  // where it is: in open/ or the run directory
   bool open = false;
-  bool has_jsn = false;
   std::uint32_t lumi = 0;
   std::uint32_t index = 0;
-  std::uint64_t size = 0;
-  std::vector<FrdRecord> records;          // those that check, in file order
-  std::uint64_t end = kRawFileHeaderSize;  // where the kept records end (cuts lower it)
 };
 
-FrdScanned scan(const fs::path& path, bool open, std::uint32_t run, std::uint32_t lumi,
-                std::uint32_t index) {
-  FrdScanned s;
-  s.path = path.string();
-  s.open = open;
-  s.lumi = lumi;
-  s.index = index;
-  std::ifstream in(path, std::ios::binary);
+// The core's key of an event: its section and its number (the id's low 32 bits).
+std::uint64_t frd_key(std::uint32_t lumi, std::uint32_t event) {
+  return std::uint64_t{lumi} << 32 | event;
+}
+
+// Keeps records while their FRD header and CRC-32C check.
+SalvageFile scan(const FrdFound& found, std::uint32_t run) {
+  SalvageFile s;
+  s.end = kRawFileHeaderSize;
+  std::ifstream in(found.path, std::ios::binary);
   const std::vector<char> raw((std::istreambuf_iterator<char>(in)),
                               std::istreambuf_iterator<char>());
   const std::span<const std::byte> file(reinterpret_cast<const std::byte*>(raw.data()), raw.size());
@@ -56,52 +50,46 @@ FrdScanned scan(const fs::path& path, bool open, std::uint32_t run, std::uint32_
   std::uint64_t at = kRawFileHeaderSize;
   while (at + kFrdHeaderSize <= file.size()) {
     FrdHeader h;
-    if (decode_frd_header(file.subspan(at), h) != FrdStatus::ok || h.run != run || h.lumi != lumi ||
-        h.size > file.size() - at - kFrdHeaderSize ||
+    if (decode_frd_header(file.subspan(at), h) != FrdStatus::ok || h.run != run ||
+        h.lumi != found.lumi || h.size > file.size() - at - kFrdHeaderSize ||
         wire::crc32c(file.subspan(at + kFrdHeaderSize, h.size)) != h.crc32c) {
       break;
     }
     const std::uint64_t end = at + kFrdHeaderSize + h.size;
-    s.records.push_back({h.event, at, end});
+    s.records.push_back({frd_key(found.lumi, h.event), at, end});
     at = end;
     s.end = end;
   }
   return s;
 }
 
-std::size_t kept(const FrdScanned& s) {
-  std::size_t n = 0;
-  while (n < s.records.size() && s.records[n].end <= s.end) ++n;
-  return n;
-}
-
 // Truncates to s.end and finishes the file in the run directory (raw header, .jsn), or removes
 // it when nothing is left. Returns its path there, or "" when removed.
-Result<std::string> finish(const FrdScanned& s, const std::string& run_dir, std::uint32_t run,
-                           std::string_view bu_id) {
-  const std::string stem = frd_data_stem(run, s.lumi, s.index);
+Result<std::string> finish(const FrdFound& found, const SalvageFile& s, const std::string& run_dir,
+                           std::uint32_t run, std::string_view bu_id) {
+  const std::string stem = frd_data_stem(run, found.lumi, found.index);
   const std::string final_path = (fs::path(run_dir) / (stem + ".raw")).string();
   const std::string jsn = (fs::path(run_dir) / (stem + ".jsn")).string();
-  const std::size_t events = kept(s);
+  const std::size_t events = s.kept();
   if (events == 0) {
     std::error_code ec;
-    fs::remove(s.path, ec);
+    fs::remove(found.path, ec);
     fs::remove(jsn, ec);
     return std::string();
   }
-  core::UniqueFd fd(::open(s.path.c_str(), O_WRONLY | O_CLOEXEC));
+  core::UniqueFd fd(::open(found.path.c_str(), O_WRONLY | O_CLOEXEC));
   std::array<std::byte, kRawFileHeaderSize> header{};
   encode_raw_file_header(
       RawFileHeader{static_cast<std::uint16_t>(std::min<std::size_t>(events, kMaxRawFileEvents)),
-                    s.lumi, s.end},
+                    found.lumi, s.end},
       header);
   if (!fd || ::ftruncate(fd.get(), static_cast<off_t>(s.end)) != 0 ||
       ::pwrite(fd.get(), header.data(), header.size(), 0) != static_cast<ssize_t>(header.size()) ||
       ::fsync(fd.get()) != 0) {
-    return Error(fmt::format("salvage: finishing {}: {}", s.path, std::strerror(errno)));
+    return Error(fmt::format("salvage: finishing {}: {}", found.path, std::strerror(errno)));
   }
-  if (s.open && ::rename(s.path.c_str(), final_path.c_str()) != 0) {
-    return Error(fmt::format("salvage: renaming {}: {}", s.path, std::strerror(errno)));
+  if (found.open && ::rename(found.path.c_str(), final_path.c_str()) != 0) {
+    return Error(fmt::format("salvage: renaming {}: {}", found.path, std::strerror(errno)));
   }
   std::string error;
   if (!write_file_then_rename(
@@ -166,7 +154,8 @@ Result<SalvageReport> salvage_frd_files(const std::string& run_dir, std::uint32_
                                         const std::vector<SalvageBlock>& in_doubt) {
   std::set<std::uint32_t> doubt_sections;
   for (const SalvageBlock& b : in_doubt) doubt_sections.insert(b.lumi);
-  std::vector<FrdScanned> files;
+  // In the order written (section, index), each as found beside what the core decides on.
+  std::vector<std::pair<FrdFound, SalvageFile>> scanned;
   std::error_code ec;
   for (const bool open : {false, true}) {
     const fs::path dir = open ? fs::path(run_dir) / "open" : fs::path(run_dir);
@@ -174,89 +163,36 @@ Result<SalvageReport> salvage_frd_files(const std::string& run_dir, std::uint32_
     for (const auto& entry : fs::directory_iterator(dir, ec)) {
       const auto name = parse_frd_data_name(entry.path().filename().string());
       if (!name) continue;
-      const std::uint32_t lumi = name->lumi;
       const bool has_jsn =
           !open &&
           fs::exists(entry.path().parent_path() / (entry.path().stem().string() + ".jsn"), ec);
-      if (!open && has_jsn && !doubt_sections.contains(lumi)) continue;
-      FrdScanned s = scan(entry.path(), open, run_number, lumi, name->index);
-      s.has_jsn = has_jsn;
-      files.push_back(std::move(s));
+      if (!open && has_jsn && !doubt_sections.contains(name->lumi)) continue;
+      FrdFound found{entry.path().string(), open, name->lumi, name->index};
+      SalvageFile file = scan(found, run_number);
+      // Finished: in the run directory with its .jsn. In the output where it cannot be
+      // rewritten: any file in the run directory (it may hold what was to be cut).
+      file.finished = has_jsn;
+      file.in_output = !open;
+      scanned.emplace_back(std::move(found), std::move(file));
     }
   }
   if (ec) return Error(fmt::format("salvage: reading {}: {}", run_dir, ec.message()));
-  std::sort(files.begin(), files.end(), [](const FrdScanned& a, const FrdScanned& b) {
-    return std::pair(a.lumi, a.index) < std::pair(b.lumi, b.index);
+  std::sort(scanned.begin(), scanned.end(), [](const auto& a, const auto& b) {
+    return std::pair(a.first.lumi, a.first.index) < std::pair(b.first.lumi, b.first.index);
   });
-
-  // Where each event lies: (section, event number) -> file, offset. A number found twice in a
-  // section (a resync repeated it) is ambiguous: a block that has one stays undecided.
-  std::map<std::pair<std::uint32_t, std::uint32_t>, std::pair<std::size_t, std::uint64_t>> where;
-  std::set<std::pair<std::uint32_t, std::uint32_t>> ambiguous;
-  for (std::size_t f = 0; f < files.size(); ++f) {
-    for (const FrdRecord& r : files[f].records) {
-      if (!where.try_emplace({files[f].lumi, r.event}, f, r.offset).second) {
-        ambiguous.insert({files[f].lumi, r.event});
-      }
-    }
-  }
-  auto key = [](const SalvageBlock& b, std::uint64_t i) {
-    return std::pair(b.lumi, static_cast<std::uint32_t>(b.first_event + i));
-  };
-  auto is_ambiguous = [&](const SalvageBlock& b) {
-    for (std::uint64_t i = 0; i < b.events; ++i) {
-      if (ambiguous.contains(key(b, i))) return true;
-    }
-    return false;
-  };
-  SalvageReport report;
-  for (const SalvageBlock& b : in_doubt) {
-    if (is_ambiguous(b)) continue;
-    std::uint32_t present = 0;
-    for (std::uint64_t i = 0; i < b.events; ++i) present += where.contains(key(b, i)) ? 1 : 0;
-    if (present == 0 || present == b.events) continue;
-    for (std::uint64_t i = 0; i < b.events; ++i) {  // partial: cut before its first event there
-      const auto it = where.find(key(b, i));
-      if (it == where.end()) continue;
-      FrdScanned& s = files[it->second.first];
-      s.end = std::min(s.end, it->second.second);
-    }
-  }
-  // Finish what needs it, then decide each block from what is output: the raw files in the run
-  // directory with their .jsn.
-  enum class Outcome { output, not_output, unknown };
-  std::vector<Outcome> outcome(files.size(), Outcome::output);
-  for (std::size_t f = 0; f < files.size(); ++f) {
-    FrdScanned& s = files[f];
-    if (!s.open && s.has_jsn && s.end == s.size) continue;  // untouched
-    auto done = finish(s, run_dir, run_number, bu_id);
-    if (!done) {
-      report.unfinished.push_back(done.error().message());
-      // A file in the run directory that could not be rewritten may hold what was to be cut.
-      outcome[f] = s.open ? Outcome::not_output : Outcome::unknown;
-      continue;
-    }
-    if (s.size > s.end) report.bytes_cut += s.size - s.end;
-    if (done->empty()) continue;
-    report.files.push_back(*done);
-    report.events_kept += kept(s);
-  }
-  for (const SalvageBlock& b : in_doubt) {
-    std::uint32_t out = 0;
-    bool unknown = is_ambiguous(b);
-    for (std::uint64_t i = 0; i < b.events; ++i) {
-      const auto it = where.find(key(b, i));
-      if (it == where.end()) continue;
-      const auto [f, offset] = it->second;
-      unknown = unknown || outcome[f] == Outcome::unknown;
-      out += outcome[f] == Outcome::output && offset < files[f].end ? 1 : 0;
-    }
-    if (unknown || (out != 0 && out != b.events)) {
-      report.undecided.push_back(b.block_id);
-    } else {
-      (out == b.events && b.events > 0 ? report.written : report.not_written).push_back(b.block_id);
-    }
-  }
+  std::vector<SalvageFile> files;
+  for (auto& [found, file] : scanned) files.push_back(std::move(file));
+  // A number found twice in a section (a resync repeated it) is ambiguous: the core leaves a
+  // block that has one in doubt.
+  SalvageReport report = settle(
+      files, in_doubt,
+      [](const SalvageBlock& b, std::uint64_t i) {
+        return frd_key(b.lumi, static_cast<std::uint32_t>(b.first_event + i));
+      },
+      {},
+      [&](std::size_t f) {
+        return finish(scanned[f].first, files[f], run_dir, run_number, bu_id);
+      });
   if (auto closed = close_run(run_dir, run_number, bu_id); !closed) {
     report.unfinished.push_back(closed.error().message());
   }
