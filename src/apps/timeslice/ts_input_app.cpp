@@ -267,13 +267,15 @@ void TsInput::add_metrics(runtime::MetricsRegistry& m) {
 }
 
 void TsInput::reset_run(std::uint64_t seed) {
-  retained_ = Retention<Retained>(retained_cap_);
-  previous_ = Interval{};
+  TsOutbox::Settings o;
+  o.builders = builders_.size();
+  o.managed = has_manager_;
+  o.capacity = retained_cap_;
+  o.ahead = 2 * manager_window_ + in_flight_ + 16;
+  outbox_ = TsOutbox(o);
+  previous_ = TsInterval{};
   intervals_ = 0;
   stream_offset_ = 0;
-  alive_.assign(builders_.size(), true);
-  end_ = UINT64_MAX;
-  ahead_.assign(has_manager_ ? 2 * manager_window_ + in_flight_ + 16 : 0, Assignment{});
   rng_ = core::Xoshiro(seed + position_);
   start_ns_ = 0;
   starved_ = false;
@@ -299,7 +301,7 @@ void TsInput::add_handlers() {
   path.on_peer_gone(
       [this](AppIndex peer, std::string_view reason, bool) { on_peer_gone(peer, reason); });
   path.on_work([this](std::int64_t now) { return work(now); });
-  path.drained_when([this] { return retained_.empty(); });
+  path.drained_when([this] { return outbox_.empty(); });
 }
 
 Result<void> TsInput::enable() {
@@ -308,13 +310,13 @@ Result<void> TsInput::enable() {
 }
 
 void TsInput::release() {
-  retained_.clear();
-  previous_ = Interval{};
+  outbox_.clear();
+  previous_ = TsInterval{};
   endpoint_ = nullptr;
   data_pool_ = header_pool_ = nullptr;
 }
 
-bool TsInput::replay_interval(Interval& out) {
+bool TsInput::replay_interval(TsInterval& out) {
   std::byte* base = out.buffer.data();
   std::uint64_t bytes = 0;
   if (!replay_->read(intervals_, out.buffer.span(), bytes)) {
@@ -340,7 +342,7 @@ bool TsInput::replay_interval(Interval& out) {
   return true;
 }
 
-void TsInput::generate_interval(Interval& out) {
+void TsInput::generate_interval(TsInterval& out) {
   std::byte* base = out.buffer.data();
   std::byte* content = base + std::size_t{geometry_.core} * wire::kMicrosliceDescriptorSize;
   const std::uint64_t first_idx = intervals_ * geometry_.duration_ns();
@@ -375,15 +377,6 @@ void TsInput::generate_interval(Interval& out) {
   microslices_->add_single_writer(geometry_.core);
 }
 
-int TsInput::builder_for(std::uint64_t index) const {
-  const std::size_t n = builders_.size();
-  for (std::size_t j = 0; j < n; ++j) {
-    const std::size_t b = static_cast<std::size_t>((index + j) % n);
-    if (alive_[b]) return static_cast<int>(b);
-  }
-  return -1;
-}
-
 int TsInput::generate(std::int64_t now) {
   if (!producing() || start_ns_ == 0) return 0;
   int made = 0;
@@ -391,13 +384,13 @@ int TsInput::generate(std::int64_t now) {
   // with it (its overlap is interval j's first microslices).
   while (made < 4) {
     if (count_ > 0 && intervals_ >= count_ + 1) break;
-    if (end_ != UINT64_MAX && intervals_ >= end_ + 1) break;
+    if (outbox_.end() != UINT64_MAX && intervals_ >= outbox_.end() + 1) break;
     if (real_time_ &&
         now - start_ns_ < static_cast<std::int64_t>((intervals_ + 1) * geometry_.duration_ns())) {
       break;
     }
-    if (intervals_ > 0 && retained_.size() == retained_cap_) break;
-    Interval next;
+    if (intervals_ > 0 && outbox_.size() == retained_cap_) break;
+    TsInterval next;
     next.buffer = data_pool_->acquire();
     if (!next.buffer) {
       // Every buffer is lent to a builder (in flight, or held until it is written): generating
@@ -416,26 +409,12 @@ int TsInput::generate(std::int64_t now) {
       generate_interval(next);
     }
     if (previous_.buffer) {
-      // A timeslice a window behind holds the place (in doubt at a frozen builder): it steps
-      // aside, kept, so that those after it go on.
-      const std::uint64_t index = intervals_ - 2;
-      if (!retained_.place_free(index)) (void)retained_.set_aside(retained_.key_at(index));
-      Retained& r = *retained_.hold(index);
-      r.index = intervals_ - 2;
-      r.core = std::move(previous_);
-      r.next.buffer = next.buffer.share();
-      r.next.first_offset = next.first_offset;
-      r.next.content_bytes = next.content_bytes;
-      r.next.overlap_bytes = next.overlap_bytes;
-      if (has_manager_) {
-        const Assignment& a = ahead_[r.index % ahead_.size()];
-        if (a.index == r.index) {
-          r.builder = a.builder;
-          r.epoch = a.epoch;
-        }
-      } else {
-        r.builder = builder_for(r.index);
-      }
+      TsInterval overlap_source;
+      overlap_source.buffer = next.buffer.share();
+      overlap_source.first_offset = next.first_offset;
+      overlap_source.content_bytes = next.content_bytes;
+      overlap_source.overlap_bytes = next.overlap_bytes;
+      (void)outbox_.add(intervals_ - 2, std::move(previous_), std::move(overlap_source));
     }
     previous_ = std::move(next);
     ++made;
@@ -443,7 +422,7 @@ int TsInput::generate(std::int64_t now) {
   return made;
 }
 
-bool TsInput::send_one(Retained& r) {
+bool TsInput::send_one(TsOutbox::Timeslice& r) {
   core::Buffer h = header_pool_->acquire();
   if (!h) return false;
   wire::Contribution c;
@@ -476,8 +455,7 @@ bool TsInput::send_one(Retained& r) {
     const std::uint64_t bytes = wire::payload_size(c);
     bytes_sent_->add_single_writer(bytes);
     bytes_sent_total_ += bytes;
-    (r.ever_sent ? contributions_resent_ : timeslices_sent_)->add_single_writer();
-    r.sent = r.ever_sent = true;
+    (outbox_.mark_sent(r) ? contributions_resent_ : timeslices_sent_)->add_single_writer();
     return true;
   }
   m.clear();
@@ -491,9 +469,8 @@ int TsInput::send(std::int64_t now) {
   if (failed()) return 0;
   int sent = 0;
   if (order_ == SendOrder::chaotic) {
-    retained_.each_until([&](std::uint64_t, Retained& r) {
-      if (r.sent || r.builder < 0) return true;
-      if (!send_one(r)) return false;
+    outbox_.each_unsent([&](TsOutbox::Timeslice& t) {
+      if (!send_one(t)) return false;
       ++sent;
       return true;
     });
@@ -516,12 +493,7 @@ int TsInput::send(std::int64_t now) {
   for (std::int64_t s = first; s <= slot; ++s) {
     const auto target =
         static_cast<std::size_t>((position_ + static_cast<std::uint64_t>(s)) % builders_.size());
-    Retained* oldest = nullptr;
-    retained_.each_until([&](std::uint64_t, Retained& r) {
-      if (r.sent || r.builder < 0 || static_cast<std::size_t>(r.builder) != target) return true;
-      oldest = &r;
-      return false;
-    });
+    TsOutbox::Timeslice* oldest = outbox_.oldest_unsent_for(target);
     if (oldest == nullptr) {
       slots_empty_->add_single_writer();
       continue;
@@ -539,8 +511,8 @@ int TsInput::send(std::int64_t now) {
 }
 
 void TsInput::lose_builder(std::size_t position, const std::string& why) {
-  if (!alive_[position]) return;
-  alive_[position] = false;
+  TsOutbox::Loss loss;
+  if (!outbox_.lose(position, loss)) return;
   const std::string name = detail::peer_name(ids_, builders_[position]);
   {
     const std::lock_guard lock(lost_mutex_);
@@ -552,26 +524,17 @@ void TsInput::lose_builder(std::size_t position, const std::string& why) {
                  why);
     return;
   }
-  std::size_t moved = 0;
-  std::vector<std::uint64_t> sent;
-  retained_.each([&](std::uint64_t, Retained& r) {
-    if (r.builder != static_cast<int>(position)) return;
-    if (r.sent) sent.push_back(r.index);
-    r.builder = builder_for(r.index);
-    r.sent = false;
-    ++moved;
-  });
   {
     const std::lock_guard lock(lost_mutex_);
-    sent_again_[name] = std::move(sent);
+    sent_again_[name] = std::move(loss.sent);
   }
-  if (builder_for(0) < 0) {
+  if (!outbox_.any_alive()) {
     fail("every builder is lost (the last: '" + name + "', " + why + "); " +
-         std::to_string(retained_.size()) + " timeslices cannot be built");
+         std::to_string(outbox_.size()) + " timeslices cannot be built");
     return;
   }
   spdlog::warn("{}: builder '{}' lost ({}); {} timeslice(s) it held go to the builders left", id(),
-               name, why, moved);
+               name, why, loss.moved);
 }
 
 void TsInput::on_ack(const Completion& c) {
@@ -581,7 +544,7 @@ void TsInput::on_ack(const Completion& c) {
     messages_malformed_->add_single_writer();
     return;
   }
-  if (!retained_.release(a.index)) return;  // acknowledged before: the answer to a resend
+  if (!outbox_.ack(a.index)) return;  // acknowledged before: the answer to a resend
   ++acked_total_;
   timeslices_acked_->add_single_writer();
 }
@@ -595,11 +558,9 @@ void TsInput::on_assign(const Completion& c) {
   }
   if (a.builder == wire::kNoApplication) {
     // The run ends before timeslice a.index: what was made beyond is no timeslice of it.
-    end_ = a.index;
-    const std::size_t dropped = retained_.release_if(
-        [this](std::uint64_t index, const Retained&) { return index >= end_; }, [](Retained&) {});
+    const std::size_t dropped = outbox_.end_before(a.index);
     after_end_->add_single_writer(dropped);
-    spdlog::info("{}: the run ends before timeslice {} ({} made beyond it dropped)", id(), end_,
+    spdlog::info("{}: the run ends before timeslice {} ({} made beyond it dropped)", id(), a.index,
                  dropped);
     return;
   }
@@ -608,26 +569,16 @@ void TsInput::on_assign(const Completion& c) {
     messages_malformed_->add_single_writer();
     return;
   }
-  const int position = static_cast<int>(b - builders_.begin());
-  if (Retained* r = retained_.find(a.index)) {
-    if (r->builder != position || r->epoch != a.epoch) {
-      r->builder = position;
-      r->epoch = a.epoch;
-      r->sent = false;  // (again) to this builder
-    }
-    return;
-  }
-  // Made already (timeslice k is made with interval k + 1) and not retained: acknowledged, and
-  // this is a late reassignment.
-  if (intervals_ >= 2 && a.index < intervals_ - 1) return;
-  ahead_[a.index % ahead_.size()] = Assignment{a.index, position, a.epoch};
+  // Timeslice k is made with interval k + 1: those below intervals_ - 1 are made.
+  const std::uint64_t made = intervals_ >= 2 ? intervals_ - 1 : 0;
+  (void)outbox_.assign(a.index, static_cast<std::size_t>(b - builders_.begin()), a.epoch, made);
 }
 
 void TsInput::on_peer_gone(AppIndex peer, std::string_view reason) {
   if (has_manager_ && peer == manager_) {
     // Once the manager has said where the run ends, it has nothing more to tell: it halts
     // before the inputs and closes its connections, which ends nothing here.
-    if (end_ != UINT64_MAX) {
+    if (outbox_.end() != UINT64_MAX) {
       spdlog::debug("{}: the manager closed its connection after the run's end", id());
     } else if (!winding_down()) {
       fail("the connection to the manager failed: " +
@@ -640,11 +591,7 @@ void TsInput::on_peer_gone(AppIndex peer, std::string_view reason) {
   const auto position = static_cast<std::size_t>(it - builders_.begin());
   // A builder that closes once this input is done (or halting with nothing for it) is not lost;
   // one that goes while it holds this input's timeslices is.
-  bool holds = false;
-  retained_.each([&](std::uint64_t, const Retained& r) {
-    holds = holds || r.builder == static_cast<int>(position);
-  });
-  if (!holds && winding_down()) return;
+  if (!outbox_.holds(position) && winding_down()) return;
   lose_builder(position, reason.empty() ? std::string("closed its connection")
                                         : "connection failed: " + std::string(reason));
 }
@@ -653,14 +600,14 @@ int TsInput::work(std::int64_t now) {
   if (failed()) return 0;
   int work = generate(now);
   work += send(now);
-  timeslices_retained_->set(static_cast<double>(retained_.size()));
+  timeslices_retained_->set(static_cast<double>(outbox_.size()));
   if (!sampler_.started()) {
     if (acked_total_ > 0) sampler_.start(now, bytes_sent_total_, acked_total_);
   } else {
     (void)sampler_.tick(now, bytes_sent_total_, acked_total_);
   }
   const bool all_made = count_ > 0 && intervals_ >= count_ + 1;
-  if (retained_.empty() && all_made && !finished()) set_finished();
+  if (outbox_.empty() && all_made && !finished()) set_finished();
   return work;
 }
 
@@ -686,8 +633,9 @@ void TsInput::wait_for_work(std::chrono::microseconds timeout) {
       const std::int64_t next_ns = (now_ns / slot_ns_ + 1) * slot_ns_;
       cap = std::chrono::microseconds(std::max<std::int64_t>(1, (next_ns - now_ns + 999) / 1000));
     }
-    if (!real_time_ && !starved_ && retained_.size() < retained_cap_ &&
-        (count_ == 0 || intervals_ < count_ + 1) && (end_ == UINT64_MAX || intervals_ < end_ + 1)) {
+    if (!real_time_ && !starved_ && outbox_.size() < retained_cap_ &&
+        (count_ == 0 || intervals_ < count_ + 1) &&
+        (outbox_.end() == UINT64_MAX || intervals_ < outbox_.end() + 1)) {
       return;  // as fast as possible: generate again at once
     }
     if (starved_) cap = std::min(cap, std::chrono::microseconds(kStarvedWaitUs));

@@ -35,12 +35,12 @@
 
 #include "apps/app_support.hpp"
 #include "apps/output/timeslice_check.hpp"
-#include "daqflow/apps/builders/retention.hpp"
 #include "daqflow/apps/sampler.hpp"
 #include "daqflow/core/random.hpp"
 #include "daqflow/runtime/settings.hpp"
 #include "daqflow/wire/timeslice.hpp"
 #include "microslice_replay.hpp"
+#include "ts_outbox.hpp"
 
 namespace daqflow::apps::timeslice {
 
@@ -84,24 +84,6 @@ class TsInput final : public runtime::ApplicationWith<TsInput, TsInputSettings> 
   static void fold_results(nlohmann::json& run, const std::string& id, const nlohmann::json& app);
 
  private:
-  // One interval of microslices: descriptors then contents, in one pool buffer.
-  struct Interval {
-    core::Buffer buffer;
-    std::uint64_t first_offset = 0;  // stream offset of its first content byte
-    std::uint32_t content_bytes = 0;
-    std::uint32_t overlap_bytes = 0;  // content bytes of its first `overlap` microslices
-  };
-  // A timeslice not yet acknowledged.
-  struct Retained {
-    std::uint64_t index = 0;
-    Interval core;
-    Interval next;            // the overlap's source
-    int builder = -1;         // position in builders_; -1: not assigned yet (manager)
-    std::uint32_t epoch = 0;  // the builder's, from the assignment
-    bool sent = false;        // to its present builder
-    bool ever_sent = false;   // to any builder (a later send is a resend)
-  };
-
   // Configure, in order: the peers (returns the intervals kept for timeslices in doubt); the
   // recorded microslices; the endpoint and pools (intervals of them); the metrics; the run's
   // state; the handlers.
@@ -113,19 +95,18 @@ class TsInput final : public runtime::ApplicationWith<TsInput, TsInputSettings> 
   void reset_run(std::uint64_t seed);
   void add_handlers();
 
-  void generate_interval(Interval& out);
+  void generate_interval(TsInterval& out);
   // The next recorded interval instead; false (and the application failed) when it cannot be
   // read.
-  [[nodiscard]] bool replay_interval(Interval& out);
+  [[nodiscard]] bool replay_interval(TsInterval& out);
   int generate(std::int64_t now);
   int send(std::int64_t now);
-  [[nodiscard]] bool send_one(Retained& r);
+  [[nodiscard]] bool send_one(TsOutbox::Timeslice& t);
   void on_peer_gone(transport::AppIndex peer, std::string_view reason);
   [[nodiscard]] int work(std::int64_t now);
   void on_ack(const transport::Completion& c);
   void on_assign(const transport::Completion& c);
   void lose_builder(std::size_t position, const std::string& why);
-  [[nodiscard]] int builder_for(std::uint64_t index) const;
   // The clock the scheduled order's slots follow.
   [[nodiscard]] std::int64_t slot_clock_ns() const;
 
@@ -156,22 +137,11 @@ class TsInput final : public runtime::ApplicationWith<TsInput, TsInputSettings> 
   core::BufferPool* data_pool_ = nullptr;    // the data path's
   core::BufferPool* header_pool_ = nullptr;  // the data path's
   core::Xoshiro rng_;
-  // Not acknowledged, by index (increasing). Each is taken out when acknowledged, whatever its
-  // place: one held up (in doubt at a frozen builder) does not hold up those after it.
-  Retention<Retained> retained_;
+  TsOutbox outbox_;  // made, not acknowledged
   std::size_t retained_cap_ = 0;
-  Interval previous_;            // the last interval generated, not yet any timeslice's core
-  std::uint64_t intervals_ = 0;  // generated so far
+  TsInterval previous_;          // the last interval made, not yet any timeslice's core
+  std::uint64_t intervals_ = 0;  // made so far
   std::uint64_t stream_offset_ = 0;
-  std::vector<bool> alive_;
-  // With a manager: assignments of timeslices not generated yet, by index modulo the size.
-  struct Assignment {
-    std::uint64_t index = UINT64_MAX;
-    int builder = -1;
-    std::uint32_t epoch = 0;
-  };
-  std::vector<Assignment> ahead_;
-  std::uint64_t end_ = UINT64_MAX;  // with a manager: the run's timeslices are those below
   std::int64_t start_ns_ = 0;
   bool timer_slack_set_ = false;
   bool starved_ = false;  // the last generate() found no free buffer

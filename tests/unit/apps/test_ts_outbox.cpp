@@ -1,0 +1,127 @@
+// What a time-slice input keeps and where each timeslice goes, without sockets
+// (apps/timeslice/ts_outbox.hpp): round robin over the builders alive, a lost builder's
+// timeslices moved (and the sent ones named), the manager's assignments before and after a
+// timeslice is made, the run's end, acknowledgements, and a timeslice held up a window behind.
+
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <vector>
+
+#include "apps/timeslice/ts_outbox.hpp"
+
+namespace daqflow::apps::timeslice {
+namespace {
+
+TsOutbox outbox(std::size_t builders, bool managed, std::size_t capacity = 8) {
+  TsOutbox::Settings s;
+  s.builders = builders;
+  s.managed = managed;
+  s.capacity = capacity;
+  s.ahead = 16;
+  return TsOutbox(s);
+}
+
+// The builders of the unsent timeslices, oldest first ({index, builder}).
+std::vector<std::pair<std::uint64_t, int>> unsent(TsOutbox& o) {
+  std::vector<std::pair<std::uint64_t, int>> out;
+  o.each_unsent([&](TsOutbox::Timeslice& t) {
+    out.emplace_back(t.index, t.builder);
+    return true;
+  });
+  return out;
+}
+
+using Plan = std::vector<std::pair<std::uint64_t, int>>;
+
+TEST(TsOutbox, RoundRobinGoesToKModNOrTheNextBuilderAlive) {
+  TsOutbox o = outbox(3, false);
+  for (std::uint64_t k = 0; k < 4; ++k) (void)o.add(k, {}, {});
+  EXPECT_EQ(unsent(o), (Plan{{0, 0}, {1, 1}, {2, 2}, {3, 0}}));
+  TsOutbox::Loss loss;
+  ASSERT_TRUE(o.lose(1, loss));
+  EXPECT_FALSE(o.lose(1, loss)) << "lost once";
+  (void)o.add(4, {}, {});
+  EXPECT_EQ(unsent(o), (Plan{{0, 0}, {1, 2}, {2, 2}, {3, 0}, {4, 2}}))
+      << "1 and 4 go to the next builder alive";
+}
+
+TEST(TsOutbox, ALostBuildersTimeslicesMoveAndTheSentOnesAreNamed) {
+  TsOutbox o = outbox(2, false);
+  for (std::uint64_t k = 0; k < 4; ++k) (void)o.add(k, {}, {});
+  EXPECT_FALSE(o.mark_sent(*o.oldest_unsent_for(1))) << "timeslice 1, a first send";
+  EXPECT_TRUE(o.holds(1));
+  TsOutbox::Loss loss;
+  ASSERT_TRUE(o.lose(1, loss));
+  EXPECT_EQ(loss.moved, 2U) << "timeslices 1 and 3";
+  EXPECT_EQ(loss.sent, (std::vector<std::uint64_t>{1}));
+  EXPECT_FALSE(o.holds(1));
+  EXPECT_EQ(unsent(o), (Plan{{0, 0}, {1, 0}, {2, 0}, {3, 0}}));
+  EXPECT_FALSE(o.mark_sent(*o.oldest_unsent_for(0))) << "timeslice 0: a first send";
+  TsOutbox::Timeslice* again = o.oldest_unsent_for(0);
+  ASSERT_EQ(again->index, 1U);
+  EXPECT_TRUE(o.mark_sent(*again)) << "timeslice 1 was sent before: a resend";
+  ASSERT_TRUE(o.lose(0, loss));
+  EXPECT_FALSE(o.any_alive());
+}
+
+TEST(TsOutbox, AnAcknowledgedTimesliceGoesOnce) {
+  TsOutbox o = outbox(2, false);
+  (void)o.add(0, {}, {});
+  (void)o.add(1, {}, {});
+  EXPECT_TRUE(o.ack(1));
+  EXPECT_FALSE(o.ack(1)) << "the answer to a resend";
+  EXPECT_EQ(o.size(), 1U);
+  EXPECT_EQ(unsent(o), (Plan{{0, 0}}));
+}
+
+TEST(TsOutbox, WithAManagerATimesliceWaitsForItsAssignment) {
+  TsOutbox o = outbox(3, true);
+  // Assigned before it is made: taken when it is.
+  EXPECT_EQ(o.assign(1, 2, 5, 0), TsOutbox::Assigned::ahead);
+  (void)o.add(0, {}, {});
+  (void)o.add(1, {}, {});
+  EXPECT_EQ(unsent(o), (Plan{{1, 2}})) << "timeslice 0 waits";
+  EXPECT_EQ(o.assign(0, 1, 3, 2), TsOutbox::Assigned::retained);
+  EXPECT_EQ(unsent(o), (Plan{{0, 1}, {1, 2}}));
+  EXPECT_EQ(o.oldest_unsent_for(2)->epoch, 5U);
+  // A builder lost: nothing moves until the manager says; then it goes (again) elsewhere.
+  (void)o.mark_sent(*o.oldest_unsent_for(2));
+  TsOutbox::Loss loss;
+  ASSERT_TRUE(o.lose(2, loss));
+  EXPECT_EQ(loss.moved, 0U);
+  EXPECT_EQ(unsent(o), (Plan{{0, 1}}));
+  EXPECT_EQ(o.assign(1, 0, 7, 2), TsOutbox::Assigned::retained);
+  EXPECT_EQ(unsent(o), (Plan{{0, 1}, {1, 0}}));
+  // Made and acknowledged already: a late assignment.
+  EXPECT_TRUE(o.ack(0));
+  EXPECT_EQ(o.assign(0, 0, 7, 2), TsOutbox::Assigned::late);
+}
+
+TEST(TsOutbox, TheRunsEndDropsWhatWasMadeFromThere) {
+  TsOutbox o = outbox(2, true);
+  for (std::uint64_t k = 0; k < 5; ++k) (void)o.add(k, {}, {});
+  EXPECT_EQ(o.end(), UINT64_MAX);
+  EXPECT_EQ(o.end_before(3), 2U);
+  EXPECT_EQ(o.end(), 3U);
+  EXPECT_EQ(o.size(), 3U);
+}
+
+TEST(TsOutbox, ATimesliceHeldUpAWindowBehindStepsAside) {
+  TsOutbox o = outbox(2, false, 4);
+  (void)o.add(0, {}, {});
+  for (std::uint64_t k = 1; k < 4; ++k) {
+    (void)o.add(k, {}, {});
+    EXPECT_TRUE(o.ack(k));
+  }
+  // Timeslice 0 is still unacknowledged (its builder froze); 4 takes its place in the window.
+  TsOutbox::Timeslice& t = o.add(4, {}, {});
+  EXPECT_EQ(t.index, 4U);
+  EXPECT_EQ(o.size(), 2U);
+  EXPECT_EQ(unsent(o), (Plan{{0, 0}, {4, 0}})) << "both kept, the older first";
+  EXPECT_TRUE(o.ack(0));
+  EXPECT_EQ(o.size(), 1U);
+}
+
+}  // namespace
+}  // namespace daqflow::apps::timeslice
