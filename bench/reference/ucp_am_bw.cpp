@@ -21,8 +21,8 @@
 // the clock starts, so that connection set-up is not measured, then --count messages of --size
 // bytes with at most --depth in flight, timed until the last send completes, and prints one JSON
 // line: {"size", "messages", "seconds", "mb_s"} (MB = 10^6 bytes). UCX_TLS picks the transports.
-// scripts/ucx-am-features runs the combinations over tcp, shuffled, and compares them; `daqflow
-// bench compare --reference ucp_am_bw` runs it with daqflow's choices (--cm --header 40
+// bench/studies/ucx-am-features runs the combinations over tcp, shuffled, and compares them;
+// `daqflow bench compare --reference ucp_am_bw` runs it with daqflow's choices (--cm --header 40
 // --written, --peer with --reference-err-handling, --buffers from --reference-buffers).
 
 #include <arpa/inet.h>
