@@ -8,10 +8,10 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "apps/output/test_event_file_support.hpp"
 #include "daqflow/apps/output/event_file.hpp"
 #include "daqflow/wire/crc32c.hpp"
 #include "daqflow/wire/evb.hpp"
-#include "test_event_file_support.hpp"
 
 namespace daqflow::apps::output {
 namespace {

@@ -14,13 +14,13 @@
 #include <regex>
 #include <thread>
 
+#include "apps/output/test_event_file_support.hpp"
 #include "daqflow/apps/fed/fed_stream.hpp"
 #include "daqflow/apps/fed/network_input.hpp"
 #include "daqflow/wire/endian.hpp"
 #include "daqflow/wire/evb.hpp"
 #include "daqflow/wire/fed.hpp"
 #include "daqflow/wire/ferol.hpp"
-#include "test_event_file_support.hpp"
 
 namespace daqflow::apps::fed {
 namespace {

@@ -11,11 +11,11 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
+#include "apps/output/test_event_file_support.hpp"
 #include "daqflow/apps/output/frd.hpp"
 #include "daqflow/apps/output/output.hpp"
 #include "daqflow/apps/output/salvage.hpp"
 #include "daqflow/wire/endian.hpp"
-#include "test_event_file_support.hpp"
 
 namespace daqflow::apps::output {
 namespace {

@@ -17,12 +17,12 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
+#include "apps/output/test_event_file_support.hpp"
 #include "daqflow/apps/output/event_file.hpp"
 #include "daqflow/apps/output/output.hpp"
 #include "daqflow/apps/output/salvage.hpp"
 #include "daqflow/wire/crc32c.hpp"
 #include "daqflow/wire/evb.hpp"
-#include "test_event_file_support.hpp"
 
 namespace daqflow::apps::output {
 namespace {

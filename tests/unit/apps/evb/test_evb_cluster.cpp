@@ -1,4 +1,4 @@
-#include "apps/test_evb_cluster.hpp"
+#include "apps/evb/test_evb_cluster.hpp"
 
 #include <gtest/gtest.h>
 

@@ -3,7 +3,7 @@
 
 #include <thread>
 
-#include "apps/test_evb_cluster.hpp"
+#include "apps/evb/test_evb_cluster.hpp"
 #include "daqflow/apps/builtin.hpp"
 #include "daqflow/apps/output/output.hpp"
 #include "daqflow/core/clock.hpp"
