@@ -11,8 +11,8 @@
 #include <string>
 #include <vector>
 
-#include "daqflow/apps/evb/builder.hpp"
-#include "daqflow/apps/evb/readout.hpp"
+#include "daqflow/apps/evb/block_builder.hpp"
+#include "daqflow/apps/evb/readout_store.hpp"
 #include "daqflow/apps/fed/emulator.hpp"
 #include "daqflow/apps/fed/super_fragment_check.hpp"
 #include "micro_support.hpp"

@@ -1,7 +1,8 @@
+#include "daqflow/apps/evb/block_builder.hpp"
+
 #include <algorithm>
 #include <cstring>
 
-#include "daqflow/apps/evb/builder.hpp"
 #include "daqflow/apps/fed/super_fragment_check.hpp"
 #include "daqflow/wire/endian.hpp"
 

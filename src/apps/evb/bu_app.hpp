@@ -32,7 +32,7 @@
 #include <vector>
 
 #include "daqflow/apps/builders/control_log.hpp"
-#include "daqflow/apps/evb/builder.hpp"
+#include "daqflow/apps/evb/block_builder.hpp"
 #include "daqflow/apps/output/output.hpp"
 #include "daqflow/core/latency_histogram.hpp"
 #include "daqflow/runtime/application.hpp"

@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "daqflow/apps/builders/first_failure.hpp"
-#include "daqflow/apps/evb/readout.hpp"
+#include "daqflow/apps/evb/readout_store.hpp"
 #include "daqflow/apps/fed/fragment_source.hpp"
 #include "daqflow/runtime/application.hpp"
 #include "evb_config.hpp"

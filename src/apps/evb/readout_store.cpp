@@ -1,9 +1,10 @@
+#include "daqflow/apps/evb/readout_store.hpp"
+
 #include <algorithm>
 #include <bit>
 #include <cstring>
 
 #include "apps/app_support.hpp"
-#include "daqflow/apps/evb/readout.hpp"
 #include "daqflow/wire/endian.hpp"
 
 namespace daqflow::apps::evb {

@@ -1,6 +1,6 @@
 #pragma once
 // The output kinds behind output::make_output (include/daqflow/apps/output/output.hpp), one factory
-// per kind. make_output (output_factory.cpp) dispatches on the `kind` key of a BU's `output`
+// per kind. make_output (output.cpp) dispatches on the `kind` key of a BU's `output`
 // parameter and calls one of these. Control path only.
 
 #include <memory>

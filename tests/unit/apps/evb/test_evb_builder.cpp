@@ -4,8 +4,8 @@
 #include <limits>
 #include <vector>
 
-#include "daqflow/apps/evb/builder.hpp"
-#include "daqflow/apps/evb/readout.hpp"
+#include "daqflow/apps/evb/block_builder.hpp"
+#include "daqflow/apps/evb/readout_store.hpp"
 #include "daqflow/apps/fed/emulator.hpp"
 
 namespace daqflow::apps::evb {

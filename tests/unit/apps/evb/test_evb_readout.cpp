@@ -5,7 +5,7 @@
 #include <limits>
 #include <vector>
 
-#include "daqflow/apps/evb/readout.hpp"
+#include "daqflow/apps/evb/readout_store.hpp"
 #include "daqflow/apps/fed/emulator.hpp"
 #include "daqflow/wire/fed.hpp"
 

@@ -1,11 +1,11 @@
+#include "daqflow/bench/plot.hpp"
+
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <cmath>
 #include <limits>
 #include <string>
-
-#include "daqflow/bench/plot.hpp"
 
 namespace daqflow::bench {
 

@@ -1,9 +1,10 @@
 // make_output(): the BU's `output` parameter names its kind; each kind has its own factory
 // (outputs.hpp).
 
+#include "daqflow/apps/output/output.hpp"
+
 #include <nlohmann/json.hpp>
 
-#include "daqflow/apps/output/output.hpp"
 #include "daqflow/runtime/config.hpp"
 #include "daqflow/runtime/params.hpp"
 #include "outputs.hpp"
