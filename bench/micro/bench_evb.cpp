@@ -151,7 +151,7 @@ void BM_BlockBuild(benchmark::State& state) {
   for (std::uint32_t r = 0; r < rus; ++r) {
     parts[r].store->stage(0, m);
     if (wire::decode_block(m.segments[0].bytes(), m.size(), headers[r], entries) !=
-        wire::EvbStatus::ok) {
+        wire::PayloadStatus::ok) {
       throw std::runtime_error("block descriptor does not decode");
     }
     m.clear();

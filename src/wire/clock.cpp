@@ -25,13 +25,13 @@ void encode(const ClockProbe& m, std::span<std::byte, kClockProbeSize> out) {
   store_le64(p + 8, static_cast<std::uint64_t>(m.t1));
 }
 
-EvbStatus decode(std::span<const std::byte> in, ClockProbe& out) {
-  if (in.size() != kClockProbeSize) return EvbStatus::wrong_size;
+PayloadStatus decode(std::span<const std::byte> in, ClockProbe& out) {
+  if (in.size() != kClockProbeSize) return PayloadStatus::wrong_size;
   const std::byte* p = in.data();
   out.round = load_le32(p);
   out.probe = load_le32(p + 4);
   out.t1 = static_cast<std::int64_t>(load_le64(p + 8));
-  return EvbStatus::ok;
+  return PayloadStatus::ok;
 }
 
 void encode(const ClockReply& m, std::span<std::byte, kClockReplySize> out) {
@@ -43,15 +43,15 @@ void encode(const ClockReply& m, std::span<std::byte, kClockReplySize> out) {
   store_le64(p + 24, static_cast<std::uint64_t>(m.t3));
 }
 
-EvbStatus decode(std::span<const std::byte> in, ClockReply& out) {
-  if (in.size() != kClockReplySize) return EvbStatus::wrong_size;
+PayloadStatus decode(std::span<const std::byte> in, ClockReply& out) {
+  if (in.size() != kClockReplySize) return PayloadStatus::wrong_size;
   const std::byte* p = in.data();
   out.round = load_le32(p);
   out.probe = load_le32(p + 4);
   out.t1 = static_cast<std::int64_t>(load_le64(p + 8));
   out.t2 = static_cast<std::int64_t>(load_le64(p + 16));
   out.t3 = static_cast<std::int64_t>(load_le64(p + 24));
-  return EvbStatus::ok;
+  return PayloadStatus::ok;
 }
 
 void encode(const ClockCorrectionMsg& m, std::span<std::byte, kClockCorrectionSize> out) {
@@ -63,8 +63,8 @@ void encode(const ClockCorrectionMsg& m, std::span<std::byte, kClockCorrectionSi
   store_double(p + 32, m.drift_ppm);
 }
 
-EvbStatus decode(std::span<const std::byte> in, ClockCorrectionMsg& out) {
-  if (in.size() != kClockCorrectionSize) return EvbStatus::wrong_size;
+PayloadStatus decode(std::span<const std::byte> in, ClockCorrectionMsg& out) {
+  if (in.size() != kClockCorrectionSize) return PayloadStatus::wrong_size;
   const std::byte* p = in.data();
   ClockCorrectionMsg m;
   m.round = load_le64(p);
@@ -74,10 +74,10 @@ EvbStatus decode(std::span<const std::byte> in, ClockCorrectionMsg& out) {
   m.drift_ppm = load_double(p + 32);
   if (!std::isfinite(m.shift_ns) || !std::isfinite(m.scale) || m.scale <= 0 ||
       !std::isfinite(m.precision_ns) || m.precision_ns < 0 || !std::isfinite(m.drift_ppm)) {
-    return EvbStatus::bad_value;
+    return PayloadStatus::bad_value;
   }
   out = m;
-  return EvbStatus::ok;
+  return PayloadStatus::ok;
 }
 
 }  // namespace daqflow::wire

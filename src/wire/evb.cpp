@@ -14,24 +14,6 @@ bool zero(const std::byte* p, std::size_t n) {
 
 }  // namespace
 
-std::string_view to_string(EvbStatus status) {
-  switch (status) {
-    case EvbStatus::ok:
-      return "ok";
-    case EvbStatus::wrong_size:
-      return "payload size does not match the message layout";
-    case EvbStatus::bad_count:
-      return "event count out of range";
-    case EvbStatus::sizes_mismatch:
-      return "super-fragment sizes do not add up to the payload";
-    case EvbStatus::reserved_not_zero:
-      return "reserved bytes are not zero";
-    case EvbStatus::bad_value:
-      return "a field holds no known value";
-  }
-  return "unknown event-builder status";
-}
-
 void encode(const EventRequest& m, std::span<std::byte, kEventRequestSize> out) {
   std::byte* p = out.data();
   store_le32(p, m.bu);
@@ -114,23 +96,23 @@ void encode(const BlockEntry& m, std::span<std::byte, kBlockEntrySize> out) {
   store_le32(out.data() + 4, m.flags);
 }
 
-EvbStatus decode(std::span<const std::byte> in, EventRequest& out) {
-  if (in.size() != kEventRequestSize) return EvbStatus::wrong_size;
+PayloadStatus decode(std::span<const std::byte> in, EventRequest& out) {
+  if (in.size() != kEventRequestSize) return PayloadStatus::wrong_size;
   const std::byte* p = in.data();
   out.bu = load_le32(p);
   out.events_per_block = load_le32(p + 4);
   out.blocks = load_le32(p + 8);
   out.epoch = load_le32(p + 12);
   if (out.events_per_block == 0 || out.events_per_block > kMaxEventsPerBlock || out.blocks == 0) {
-    return EvbStatus::bad_count;
+    return PayloadStatus::bad_count;
   }
-  return EvbStatus::ok;
+  return PayloadStatus::ok;
 }
 
-EvbStatus decode(std::span<const std::byte> in, Assign& out) {
-  if (in.size() != kAssignSize) return EvbStatus::wrong_size;
+PayloadStatus decode(std::span<const std::byte> in, Assign& out) {
+  if (in.size() != kAssignSize) return PayloadStatus::wrong_size;
   const std::byte* p = in.data();
-  if (!zero(p + 40, 8)) return EvbStatus::reserved_not_zero;
+  if (!zero(p + 40, 8)) return PayloadStatus::reserved_not_zero;
   out.block_id = load_le64(p);
   out.first_event = load_le64(p + 8);
   out.event_count = load_le32(p + 16);
@@ -138,12 +120,12 @@ EvbStatus decode(std::span<const std::byte> in, Assign& out) {
   out.generation = load_le32(p + 24);
   out.lumi_section = load_le32(p + 28);
   out.first_id = load_le64(p + 32);
-  if (out.event_count == 0 || out.event_count > kMaxEventsPerBlock) return EvbStatus::bad_count;
-  return EvbStatus::ok;
+  if (out.event_count == 0 || out.event_count > kMaxEventsPerBlock) return PayloadStatus::bad_count;
+  return PayloadStatus::ok;
 }
 
-EvbStatus decode(std::span<const std::byte> in, BlockAck& out) {
-  if (in.size() != kBlockAckSize) return EvbStatus::wrong_size;
+PayloadStatus decode(std::span<const std::byte> in, BlockAck& out) {
+  if (in.size() != kBlockAckSize) return PayloadStatus::wrong_size;
   const std::byte* p = in.data();
   out.block_id = load_le64(p);
   out.bu = load_le32(p + 8);
@@ -151,67 +133,68 @@ EvbStatus decode(std::span<const std::byte> in, BlockAck& out) {
   out.built = load_le32(p + 16);
   out.incomplete = load_le32(p + 20);
   out.bytes = load_le64(p + 24);
-  if (out.built + std::uint64_t{out.incomplete} > kMaxEventsPerBlock) return EvbStatus::bad_count;
-  return EvbStatus::ok;
+  if (out.built + std::uint64_t{out.incomplete} > kMaxEventsPerBlock)
+    return PayloadStatus::bad_count;
+  return PayloadStatus::ok;
 }
 
-EvbStatus decode(std::span<const std::byte> in, Heartbeat& out) {
-  if (in.size() != kHeartbeatSize) return EvbStatus::wrong_size;
+PayloadStatus decode(std::span<const std::byte> in, Heartbeat& out) {
+  if (in.size() != kHeartbeatSize) return PayloadStatus::wrong_size;
   const std::byte* p = in.data();
-  if (!zero(p + 4, 4)) return EvbStatus::reserved_not_zero;
+  if (!zero(p + 4, 4)) return PayloadStatus::reserved_not_zero;
   out.sender = load_le32(p);
   out.sequence = load_le64(p + 8);
-  return EvbStatus::ok;
+  return PayloadStatus::ok;
 }
 
-EvbStatus decode(std::span<const std::byte> in, Release& out) {
-  if (in.size() != kReleaseSize) return EvbStatus::wrong_size;
+PayloadStatus decode(std::span<const std::byte> in, Release& out) {
+  if (in.size() != kReleaseSize) return PayloadStatus::wrong_size;
   const std::byte* p = in.data();
-  if (!zero(p + 8, 8)) return EvbStatus::reserved_not_zero;
+  if (!zero(p + 8, 8)) return PayloadStatus::reserved_not_zero;
   out.below = load_le64(p);
-  return EvbStatus::ok;
+  return PayloadStatus::ok;
 }
 
-EvbStatus decode(std::span<const std::byte> in, Commit& out) {
-  if (in.size() != kCommitSize) return EvbStatus::wrong_size;
+PayloadStatus decode(std::span<const std::byte> in, Commit& out) {
+  if (in.size() != kCommitSize) return PayloadStatus::wrong_size;
   const std::byte* p = in.data();
   out.block_id = load_le64(p);
   out.generation = load_le32(p + 8);
   const std::uint32_t verdict = load_le32(p + 12);
   if (verdict != static_cast<std::uint32_t>(CommitVerdict::granted) &&
       verdict != static_cast<std::uint32_t>(CommitVerdict::fenced)) {
-    return EvbStatus::bad_value;
+    return PayloadStatus::bad_value;
   }
   out.verdict = static_cast<CommitVerdict>(verdict);
-  return EvbStatus::ok;
+  return PayloadStatus::ok;
 }
 
-EvbStatus decode(std::span<const std::byte> in, Fence& out) {
-  if (in.size() != kFenceSize) return EvbStatus::wrong_size;
+PayloadStatus decode(std::span<const std::byte> in, Fence& out) {
+  if (in.size() != kFenceSize) return PayloadStatus::wrong_size;
   const std::byte* p = in.data();
-  if (!zero(p + 8, 8)) return EvbStatus::reserved_not_zero;
+  if (!zero(p + 8, 8)) return PayloadStatus::reserved_not_zero;
   out.bu = load_le32(p);
   out.epoch = load_le32(p + 4);
-  return EvbStatus::ok;
+  return PayloadStatus::ok;
 }
 
-EvbStatus decode(std::span<const std::byte> in, Hold& out) {
-  if (in.size() != kHoldSize) return EvbStatus::wrong_size;
+PayloadStatus decode(std::span<const std::byte> in, Hold& out) {
+  if (in.size() != kHoldSize) return PayloadStatus::wrong_size;
   const std::byte* p = in.data();
-  if (!zero(p + 12, 4)) return EvbStatus::reserved_not_zero;
+  if (!zero(p + 12, 4)) return PayloadStatus::reserved_not_zero;
   out.block_id = load_le64(p);
   const std::uint32_t action = load_le32(p + 8);
   if (action != static_cast<std::uint32_t>(HoldAction::keep) &&
       action != static_cast<std::uint32_t>(HoldAction::free)) {
-    return EvbStatus::bad_value;
+    return PayloadStatus::bad_value;
   }
   out.action = static_cast<HoldAction>(action);
-  return EvbStatus::ok;
+  return PayloadStatus::ok;
 }
 
-EvbStatus decode_block(std::span<const std::byte> descriptor, std::size_t payload_size,
-                       BlockHeader& header, std::span<BlockEntry> entries) {
-  if (descriptor.size() < kBlockHeaderSize) return EvbStatus::wrong_size;
+PayloadStatus decode_block(std::span<const std::byte> descriptor, std::size_t payload_size,
+                           BlockHeader& header, std::span<BlockEntry> entries) {
+  if (descriptor.size() < kBlockHeaderSize) return PayloadStatus::wrong_size;
   const std::byte* p = descriptor.data();
   header.block_id = load_le64(p);
   header.first_event = load_le64(p + 8);
@@ -221,13 +204,13 @@ EvbStatus decode_block(std::span<const std::byte> descriptor, std::size_t payloa
   header.flags = load_le32(p + 28);
   header.first_id = load_le64(p + 32);
   header.lumi_section = load_le32(p + 40);
-  if (!zero(p + 44, 4)) return EvbStatus::reserved_not_zero;
+  if (!zero(p + 44, 4)) return PayloadStatus::reserved_not_zero;
   if (header.event_count == 0 || header.event_count > kMaxEventsPerBlock ||
       header.event_count > entries.size()) {
-    return EvbStatus::bad_count;
+    return PayloadStatus::bad_count;
   }
   const std::size_t table = block_descriptor_size(header.event_count);
-  if (descriptor.size() < table || payload_size < table) return EvbStatus::wrong_size;
+  if (descriptor.size() < table || payload_size < table) return PayloadStatus::wrong_size;
   std::size_t total = table;
   for (std::uint32_t i = 0; i < header.event_count; ++i) {
     const std::byte* e = p + kBlockHeaderSize + std::size_t{i} * kBlockEntrySize;
@@ -235,7 +218,7 @@ EvbStatus decode_block(std::span<const std::byte> descriptor, std::size_t payloa
     entries[i].flags = load_le32(e + 4);
     total += entries[i].size;
   }
-  return total == payload_size ? EvbStatus::ok : EvbStatus::sizes_mismatch;
+  return total == payload_size ? PayloadStatus::ok : PayloadStatus::sizes_mismatch;
 }
 
 }  // namespace daqflow::wire

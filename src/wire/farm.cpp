@@ -29,36 +29,38 @@ void encode(const FarmCredit& m, std::span<std::byte, kFarmCreditSize> out) {
   store_le64(out.data() + 8, 0);
 }
 
-EvbStatus decode(std::span<const std::byte> in, FarmCredit& out) {
-  if (in.size() != kFarmCreditSize) return EvbStatus::wrong_size;
-  if (load_le64(in.data() + 8) != 0) return EvbStatus::reserved_not_zero;
+PayloadStatus decode(std::span<const std::byte> in, FarmCredit& out) {
+  if (in.size() != kFarmCreditSize) return PayloadStatus::wrong_size;
+  if (load_le64(in.data() + 8) != 0) return PayloadStatus::reserved_not_zero;
   out.taken = load_le64(in.data());
-  return EvbStatus::ok;
+  return PayloadStatus::ok;
 }
 
-EvbStatus decode(std::span<const std::byte> descriptor, std::size_t payload_size, FarmEvent& out) {
+PayloadStatus decode(std::span<const std::byte> descriptor, std::size_t payload_size,
+                     FarmEvent& out) {
   if (descriptor.size() < kFarmEventSize || payload_size < kFarmEventSize) {
-    return EvbStatus::wrong_size;
+    return PayloadStatus::wrong_size;
   }
   const std::byte* p = descriptor.data();
-  if (load_le64(p + 24) != 0) return EvbStatus::reserved_not_zero;
+  if (load_le64(p + 24) != 0) return PayloadStatus::reserved_not_zero;
   FarmEvent m;
   m.event = load_le64(p);
   m.slot = load_le32(p + 8);
   m.epoch = load_le32(p + 12);
   m.size = load_le32(p + 16);
   m.flags = load_le32(p + 20);
-  if (payload_size - kFarmEventSize != m.size) return EvbStatus::sizes_mismatch;
+  if (payload_size - kFarmEventSize != m.size) return PayloadStatus::sizes_mismatch;
   if ((m.flags & ~std::uint32_t{kEventIncomplete | kEventCorrupted}) != 0) {
-    return EvbStatus::bad_value;
+    return PayloadStatus::bad_value;
   }
   out = m;
-  return EvbStatus::ok;
+  return PayloadStatus::ok;
 }
 
-EvbStatus decode(std::span<const std::byte> descriptor, std::size_t payload_size, Decision& out) {
+PayloadStatus decode(std::span<const std::byte> descriptor, std::size_t payload_size,
+                     Decision& out) {
   if (descriptor.size() < kDecisionSize || payload_size < kDecisionSize) {
-    return EvbStatus::wrong_size;
+    return PayloadStatus::wrong_size;
   }
   const std::byte* p = descriptor.data();
   Decision m;
@@ -68,15 +70,15 @@ EvbStatus decode(std::span<const std::byte> descriptor, std::size_t payload_size
   m.epoch = load_le32(p + 20);
   const std::uint32_t verdict = load_le32(p + 24);
   m.output_size = load_le32(p + 28);
-  if (verdict > static_cast<std::uint32_t>(Verdict::reject)) return EvbStatus::bad_value;
+  if (verdict > static_cast<std::uint32_t>(Verdict::reject)) return PayloadStatus::bad_value;
   m.verdict = static_cast<Verdict>(verdict);
-  if (payload_size - kDecisionSize != m.output_size) return EvbStatus::sizes_mismatch;
-  if (m.verdict != Verdict::accept && m.output_size != 0) return EvbStatus::sizes_mismatch;
+  if (payload_size - kDecisionSize != m.output_size) return PayloadStatus::sizes_mismatch;
+  if (m.verdict != Verdict::accept && m.output_size != 0) return PayloadStatus::sizes_mismatch;
   if (m.verdict == Verdict::none && (m.event != 0 || m.trigger_bits != 0 || m.slot != 0)) {
-    return EvbStatus::reserved_not_zero;
+    return PayloadStatus::reserved_not_zero;
   }
   out = m;
-  return EvbStatus::ok;
+  return PayloadStatus::ok;
 }
 
 }  // namespace daqflow::wire

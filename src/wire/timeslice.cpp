@@ -18,14 +18,14 @@ void encode(const MicrosliceDescriptor& m, std::span<std::byte, kMicrosliceDescr
   store_le64(p + 24, m.offset);
 }
 
-EvbStatus decode(std::span<const std::byte, kMicrosliceDescriptorSize> in,
-                 MicrosliceDescriptor& out) {
+PayloadStatus decode(std::span<const std::byte, kMicrosliceDescriptorSize> in,
+                     MicrosliceDescriptor& out) {
   const std::byte* p = in.data();
   MicrosliceDescriptor m;
   m.hdr_id = static_cast<std::uint8_t>(p[0]);
   m.hdr_ver = static_cast<std::uint8_t>(p[1]);
   if (m.hdr_id != kMicrosliceHeaderId || m.hdr_ver != kMicrosliceHeaderVersion) {
-    return EvbStatus::bad_value;
+    return PayloadStatus::bad_value;
   }
   m.eq_id = load_le16(p + 2);
   m.flags = load_le16(p + 4);
@@ -36,7 +36,7 @@ EvbStatus decode(std::span<const std::byte, kMicrosliceDescriptorSize> in,
   m.size = load_le32(p + 20);
   m.offset = load_le64(p + 24);
   out = m;
-  return EvbStatus::ok;
+  return PayloadStatus::ok;
 }
 
 void encode(const Contribution& m, std::span<std::byte, kContributionSize> out) {
@@ -53,10 +53,10 @@ void encode(const Contribution& m, std::span<std::byte, kContributionSize> out) 
   store_le64(p + 40, 0);
 }
 
-EvbStatus decode(std::span<const std::byte, kContributionSize> in, std::size_t payload_size,
-                 Contribution& out) {
+PayloadStatus decode(std::span<const std::byte, kContributionSize> in, std::size_t payload_size,
+                     Contribution& out) {
   const std::byte* p = in.data();
-  if (load_le64(p + 40) != 0) return EvbStatus::reserved_not_zero;
+  if (load_le64(p + 40) != 0) return PayloadStatus::reserved_not_zero;
   Contribution m;
   m.index = load_le64(p);
   m.start_ns = load_le64(p + 8);
@@ -69,13 +69,13 @@ EvbStatus decode(std::span<const std::byte, kContributionSize> in, std::size_t p
   m.content_size = load_le64(p + 32);
   if (m.core_microslices == 0 || m.core_microslices > m.microslices ||
       m.microslices > kMaxMicroslicesPerContribution) {
-    return EvbStatus::bad_count;
+    return PayloadStatus::bad_count;
   }
   if (m.content_size > payload_size || wire::payload_size(m) != payload_size) {
-    return EvbStatus::sizes_mismatch;
+    return PayloadStatus::sizes_mismatch;
   }
   out = m;
-  return EvbStatus::ok;
+  return PayloadStatus::ok;
 }
 
 void encode(const TsAck& m, std::span<std::byte, kTsAckSize> out) {
@@ -85,15 +85,15 @@ void encode(const TsAck& m, std::span<std::byte, kTsAckSize> out) {
   store_le32(p + 12, m.epoch);
 }
 
-EvbStatus decode(std::span<const std::byte> in, TsAck& out) {
-  if (in.size() != kTsAckSize) return EvbStatus::wrong_size;
+PayloadStatus decode(std::span<const std::byte> in, TsAck& out) {
+  if (in.size() != kTsAckSize) return PayloadStatus::wrong_size;
   const std::byte* p = in.data();
   const std::uint32_t status = load_le32(p + 8);
-  if (status < 1 || status > 3) return EvbStatus::bad_value;
+  if (status < 1 || status > 3) return PayloadStatus::bad_value;
   out.index = load_le64(p);
   out.status = static_cast<TsAckStatus>(status);
   out.epoch = load_le32(p + 12);
-  return EvbStatus::ok;
+  return PayloadStatus::ok;
 }
 
 void encode(const TimesliceDescriptor& m, std::span<std::byte, kTimesliceDescriptorSize> out) {
@@ -109,10 +109,10 @@ void encode(const TimesliceDescriptor& m, std::span<std::byte, kTimesliceDescrip
   store_le32(p + 36, 0);
 }
 
-EvbStatus decode(std::span<const std::byte, kTimesliceDescriptorSize> in,
-                 TimesliceDescriptor& out) {
+PayloadStatus decode(std::span<const std::byte, kTimesliceDescriptorSize> in,
+                     TimesliceDescriptor& out) {
   const std::byte* p = in.data();
-  if (load_le32(p + 36) != 0) return EvbStatus::reserved_not_zero;
+  if (load_le32(p + 36) != 0) return PayloadStatus::reserved_not_zero;
   TimesliceDescriptor m;
   m.index = load_le64(p);
   m.start_ns = load_le64(p + 8);
@@ -122,16 +122,16 @@ EvbStatus decode(std::span<const std::byte, kTimesliceDescriptorSize> in,
   m.components_expected = load_le16(p + 28);
   m.components_present = load_le16(p + 30);
   m.flags = load_le32(p + 32);
-  if ((m.flags & ~std::uint32_t{kTimesliceIncomplete}) != 0) return EvbStatus::bad_value;
+  if ((m.flags & ~std::uint32_t{kTimesliceIncomplete}) != 0) return PayloadStatus::bad_value;
   if (m.components_present > m.components_expected || m.core_microslices == 0 ||
       m.microslice_ns == 0) {
-    return EvbStatus::bad_count;
+    return PayloadStatus::bad_count;
   }
   if (m.components_present < m.components_expected && (m.flags & kTimesliceIncomplete) == 0) {
-    return EvbStatus::bad_value;
+    return PayloadStatus::bad_value;
   }
   out = m;
-  return EvbStatus::ok;
+  return PayloadStatus::ok;
 }
 
 void encode(const TsAssign& m, std::span<std::byte, kTsAssignSize> out) {
@@ -141,13 +141,13 @@ void encode(const TsAssign& m, std::span<std::byte, kTsAssignSize> out) {
   store_le32(p + 12, m.epoch);
 }
 
-EvbStatus decode(std::span<const std::byte> in, TsAssign& out) {
-  if (in.size() != kTsAssignSize) return EvbStatus::wrong_size;
+PayloadStatus decode(std::span<const std::byte> in, TsAssign& out) {
+  if (in.size() != kTsAssignSize) return PayloadStatus::wrong_size;
   const std::byte* p = in.data();
   out.index = load_le64(p);
   out.builder = load_le32(p + 8);
   out.epoch = load_le32(p + 12);
-  return EvbStatus::ok;
+  return PayloadStatus::ok;
 }
 
 void encode(const TsReport& m, std::span<std::byte, kTsReportSize> out) {
@@ -159,16 +159,16 @@ void encode(const TsReport& m, std::span<std::byte, kTsReportSize> out) {
   store_le64(p + 16, m.done);
 }
 
-EvbStatus decode(std::span<const std::byte> in, TsReport& out) {
-  if (in.size() != kTsReportSize) return EvbStatus::wrong_size;
+PayloadStatus decode(std::span<const std::byte> in, TsReport& out) {
+  if (in.size() != kTsReportSize) return PayloadStatus::wrong_size;
   const std::byte* p = in.data();
-  if (load_le32(p + 12) != 0) return EvbStatus::reserved_not_zero;
+  if (load_le32(p + 12) != 0) return PayloadStatus::reserved_not_zero;
   out.epoch = load_le32(p);
   out.building = load_le32(p + 4);
   out.free_buffers = load_le32(p + 8);
   out.reserved = 0;
   out.done = load_le64(p + 16);
-  return EvbStatus::ok;
+  return PayloadStatus::ok;
 }
 
 void encode(const TsCommit& m, std::span<std::byte, kTsCommitSize> out) {
@@ -178,15 +178,15 @@ void encode(const TsCommit& m, std::span<std::byte, kTsCommitSize> out) {
   store_le32(p + 12, static_cast<std::uint32_t>(m.answer));
 }
 
-EvbStatus decode(std::span<const std::byte> in, TsCommit& out) {
-  if (in.size() != kTsCommitSize) return EvbStatus::wrong_size;
+PayloadStatus decode(std::span<const std::byte> in, TsCommit& out) {
+  if (in.size() != kTsCommitSize) return PayloadStatus::wrong_size;
   const std::byte* p = in.data();
   const std::uint32_t answer = load_le32(p + 12);
-  if (answer > 2) return EvbStatus::bad_value;
+  if (answer > 2) return PayloadStatus::bad_value;
   out.index = load_le64(p);
   out.epoch = load_le32(p + 8);
   out.answer = static_cast<CommitAnswer>(answer);
-  return EvbStatus::ok;
+  return PayloadStatus::ok;
 }
 
 void encode(const TsDone& m, std::span<std::byte, kTsDoneSize> out) {
@@ -196,15 +196,15 @@ void encode(const TsDone& m, std::span<std::byte, kTsDoneSize> out) {
   store_le32(p + 12, m.incomplete);
 }
 
-EvbStatus decode(std::span<const std::byte> in, TsDone& out) {
-  if (in.size() != kTsDoneSize) return EvbStatus::wrong_size;
+PayloadStatus decode(std::span<const std::byte> in, TsDone& out) {
+  if (in.size() != kTsDoneSize) return PayloadStatus::wrong_size;
   const std::byte* p = in.data();
   const std::uint32_t incomplete = load_le32(p + 12);
-  if (incomplete > 1) return EvbStatus::bad_value;
+  if (incomplete > 1) return PayloadStatus::bad_value;
   out.index = load_le64(p);
   out.epoch = load_le32(p + 8);
   out.incomplete = incomplete;
-  return EvbStatus::ok;
+  return PayloadStatus::ok;
 }
 
 }  // namespace daqflow::wire

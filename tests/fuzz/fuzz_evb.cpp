@@ -21,7 +21,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   (void)decode(in, h);
   // Decoded, re-encoded: the same bytes (their reserved bytes are checked to be zero).
   const auto round_trip = [&](auto message, auto size) {
-    if (decode(in, message) != EvbStatus::ok) return;
+    if (decode(in, message) != PayloadStatus::ok) return;
     std::array<std::byte, decltype(size)::value> out{};
     encode(message, out);
     if (std::memcmp(out.data(), data, out.size()) != 0) __builtin_trap();
@@ -33,7 +33,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   round_trip(EventRequest{}, std::integral_constant<std::size_t, kEventRequestSize>{});
   static std::array<BlockEntry, kMaxEventsPerBlock> entries;
   BlockHeader b;
-  if (decode_block(in, size, b, entries) == EvbStatus::ok) {
+  if (decode_block(in, size, b, entries) == PayloadStatus::ok) {
     std::size_t total = block_descriptor_size(b.event_count);
     for (std::uint32_t i = 0; i < b.event_count; ++i) total += entries[i].size;
     if (total != size) __builtin_trap();

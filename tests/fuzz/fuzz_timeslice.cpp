@@ -12,7 +12,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   const std::span<const std::byte> in(reinterpret_cast<const std::byte*>(data), size);
   if (size >= kContributionSize) {
     Contribution c;
-    if (decode(in.first<kContributionSize>(), size, c) == EvbStatus::ok) {
+    if (decode(in.first<kContributionSize>(), size, c) == PayloadStatus::ok) {
       if (payload_size(c) != size) __builtin_trap();
       if (c.core_microslices == 0 || c.core_microslices > c.microslices) __builtin_trap();
       std::array<std::byte, kContributionSize> out{};
@@ -22,7 +22,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   }
   if (size >= kMicrosliceDescriptorSize) {
     MicrosliceDescriptor d;
-    if (decode(in.first<kMicrosliceDescriptorSize>(), d) == EvbStatus::ok) {
+    if (decode(in.first<kMicrosliceDescriptorSize>(), d) == PayloadStatus::ok) {
       std::array<std::byte, kMicrosliceDescriptorSize> out{};
       encode(d, out);
       if (std::memcmp(out.data(), data, out.size()) != 0) __builtin_trap();
@@ -30,7 +30,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   }
   if (size >= kTimesliceDescriptorSize) {
     TimesliceDescriptor t;
-    if (decode(in.first<kTimesliceDescriptorSize>(), t) == EvbStatus::ok) {
+    if (decode(in.first<kTimesliceDescriptorSize>(), t) == PayloadStatus::ok) {
       if (t.components_present > t.components_expected) __builtin_trap();
       std::array<std::byte, kTimesliceDescriptorSize> out{};
       encode(t, out);
@@ -38,7 +38,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     }
   }
   TsAck a;
-  if (decode(in, a) == EvbStatus::ok) {
+  if (decode(in, a) == PayloadStatus::ok) {
     std::array<std::byte, kTsAckSize> out{};
     encode(a, out);
     if (std::memcmp(out.data(), data, out.size()) != 0) __builtin_trap();

@@ -15,7 +15,7 @@
 #include <cstdint>
 #include <span>
 
-#include "daqflow/wire/evb.hpp"
+#include "daqflow/wire/payload_status.hpp"
 
 namespace daqflow::wire {
 
@@ -45,11 +45,11 @@ struct ClockCorrectionMsg {
 inline constexpr std::size_t kClockCorrectionSize = 40;
 
 void encode(const ClockProbe& m, std::span<std::byte, kClockProbeSize> out);
-[[nodiscard]] EvbStatus decode(std::span<const std::byte> in, ClockProbe& out);
+[[nodiscard]] PayloadStatus decode(std::span<const std::byte> in, ClockProbe& out);
 void encode(const ClockReply& m, std::span<std::byte, kClockReplySize> out);
-[[nodiscard]] EvbStatus decode(std::span<const std::byte> in, ClockReply& out);
+[[nodiscard]] PayloadStatus decode(std::span<const std::byte> in, ClockReply& out);
 void encode(const ClockCorrectionMsg& m, std::span<std::byte, kClockCorrectionSize> out);
 // Refuses a scale that is not finite and positive, or a shift or precision that is not finite.
-[[nodiscard]] EvbStatus decode(std::span<const std::byte> in, ClockCorrectionMsg& out);
+[[nodiscard]] PayloadStatus decode(std::span<const std::byte> in, ClockCorrectionMsg& out);
 
 }  // namespace daqflow::wire

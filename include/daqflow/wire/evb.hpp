@@ -36,6 +36,8 @@
 #include <span>
 #include <string_view>
 
+#include "daqflow/wire/payload_status.hpp"
+
 namespace daqflow::wire {
 
 inline constexpr std::uint32_t kMaxEventsPerBlock = 4096;
@@ -135,16 +137,6 @@ struct Hold {
 };
 inline constexpr std::size_t kHoldSize = 16;
 
-enum class EvbStatus : std::uint8_t {
-  ok,
-  wrong_size,         // payload size does not match the message's layout
-  bad_count,          // event count 0 or above kMaxEventsPerBlock
-  sizes_mismatch,     // per-event sizes do not add up to the payload
-  reserved_not_zero,  // reserved bytes carry data
-  bad_value,          // an enumerated field holds no known value
-};
-[[nodiscard]] std::string_view to_string(EvbStatus status);
-
 void encode(const EventRequest& m, std::span<std::byte, kEventRequestSize> out);
 void encode(const Assign& m, std::span<std::byte, kAssignSize> out);
 void encode(const BlockAck& m, std::span<std::byte, kBlockAckSize> out);
@@ -156,22 +148,22 @@ void encode(const Hold& m, std::span<std::byte, kHoldSize> out);
 void encode(const BlockHeader& m, std::span<std::byte, kBlockHeaderSize> out);
 void encode(const BlockEntry& m, std::span<std::byte, kBlockEntrySize> out);
 
-[[nodiscard]] EvbStatus decode(std::span<const std::byte> in, EventRequest& out);
-[[nodiscard]] EvbStatus decode(std::span<const std::byte> in, Assign& out);
-[[nodiscard]] EvbStatus decode(std::span<const std::byte> in, BlockAck& out);
-[[nodiscard]] EvbStatus decode(std::span<const std::byte> in, Heartbeat& out);
-[[nodiscard]] EvbStatus decode(std::span<const std::byte> in, Release& out);
-[[nodiscard]] EvbStatus decode(std::span<const std::byte> in, Commit& out);
-[[nodiscard]] EvbStatus decode(std::span<const std::byte> in, Fence& out);
-[[nodiscard]] EvbStatus decode(std::span<const std::byte> in, Hold& out);
+[[nodiscard]] PayloadStatus decode(std::span<const std::byte> in, EventRequest& out);
+[[nodiscard]] PayloadStatus decode(std::span<const std::byte> in, Assign& out);
+[[nodiscard]] PayloadStatus decode(std::span<const std::byte> in, BlockAck& out);
+[[nodiscard]] PayloadStatus decode(std::span<const std::byte> in, Heartbeat& out);
+[[nodiscard]] PayloadStatus decode(std::span<const std::byte> in, Release& out);
+[[nodiscard]] PayloadStatus decode(std::span<const std::byte> in, Commit& out);
+[[nodiscard]] PayloadStatus decode(std::span<const std::byte> in, Fence& out);
+[[nodiscard]] PayloadStatus decode(std::span<const std::byte> in, Hold& out);
 
 // Decodes a block's header and checks that its table of entries fits: the descriptor is
 // kBlockHeaderSize + event_count * kBlockEntrySize bytes, and the super-fragment bytes that
 // follow add up to payload_size. entries receives the per-event table (event_count entries;
 // entries.size() must be >= event_count).
-[[nodiscard]] EvbStatus decode_block(std::span<const std::byte> descriptor,
-                                     std::size_t payload_size, BlockHeader& header,
-                                     std::span<BlockEntry> entries);
+[[nodiscard]] PayloadStatus decode_block(std::span<const std::byte> descriptor,
+                                         std::size_t payload_size, BlockHeader& header,
+                                         std::span<BlockEntry> entries);
 [[nodiscard]] constexpr std::size_t block_descriptor_size(std::uint32_t event_count) {
   return kBlockHeaderSize + std::size_t{event_count} * kBlockEntrySize;
 }

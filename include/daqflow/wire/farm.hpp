@@ -23,7 +23,7 @@
 #include <cstdint>
 #include <span>
 
-#include "daqflow/wire/evb.hpp"
+#include "daqflow/wire/payload_status.hpp"
 
 namespace daqflow::wire {
 
@@ -59,14 +59,14 @@ inline constexpr std::size_t kFarmCreditSize = 16;
 
 void encode(const FarmEvent& m, std::span<std::byte, kFarmEventSize> out);
 void encode(const FarmCredit& m, std::span<std::byte, kFarmCreditSize> out);
-[[nodiscard]] EvbStatus decode(std::span<const std::byte> in, FarmCredit& out);
+[[nodiscard]] PayloadStatus decode(std::span<const std::byte> in, FarmCredit& out);
 void encode(const Decision& m, std::span<std::byte, kDecisionSize> out);
 
 // payload_size is the message's whole payload: the descriptor and what follows it, whose size
 // must be the one the descriptor gives.
-[[nodiscard]] EvbStatus decode(std::span<const std::byte> descriptor, std::size_t payload_size,
-                               FarmEvent& out);
-[[nodiscard]] EvbStatus decode(std::span<const std::byte> descriptor, std::size_t payload_size,
-                               Decision& out);
+[[nodiscard]] PayloadStatus decode(std::span<const std::byte> descriptor, std::size_t payload_size,
+                                   FarmEvent& out);
+[[nodiscard]] PayloadStatus decode(std::span<const std::byte> descriptor, std::size_t payload_size,
+                                   Decision& out);
 
 }  // namespace daqflow::wire

@@ -28,7 +28,7 @@
 #include <span>
 #include <string_view>
 
-#include "daqflow/wire/evb.hpp"
+#include "daqflow/wire/payload_status.hpp"
 
 namespace daqflow::wire {
 
@@ -138,34 +138,34 @@ struct TsDone {
 inline constexpr std::size_t kTsDoneSize = 16;
 
 void encode(const TsAssign& m, std::span<std::byte, kTsAssignSize> out);
-[[nodiscard]] EvbStatus decode(std::span<const std::byte> in, TsAssign& out);
+[[nodiscard]] PayloadStatus decode(std::span<const std::byte> in, TsAssign& out);
 void encode(const TsReport& m, std::span<std::byte, kTsReportSize> out);
-[[nodiscard]] EvbStatus decode(std::span<const std::byte> in, TsReport& out);
+[[nodiscard]] PayloadStatus decode(std::span<const std::byte> in, TsReport& out);
 void encode(const TsCommit& m, std::span<std::byte, kTsCommitSize> out);
-[[nodiscard]] EvbStatus decode(std::span<const std::byte> in, TsCommit& out);
+[[nodiscard]] PayloadStatus decode(std::span<const std::byte> in, TsCommit& out);
 void encode(const TsDone& m, std::span<std::byte, kTsDoneSize> out);
-[[nodiscard]] EvbStatus decode(std::span<const std::byte> in, TsDone& out);
+[[nodiscard]] PayloadStatus decode(std::span<const std::byte> in, TsDone& out);
 
 void encode(const MicrosliceDescriptor& m, std::span<std::byte, kMicrosliceDescriptorSize> out);
 // Checks hdr_id and hdr_ver.
-[[nodiscard]] EvbStatus decode(std::span<const std::byte, kMicrosliceDescriptorSize> in,
-                               MicrosliceDescriptor& out);
+[[nodiscard]] PayloadStatus decode(std::span<const std::byte, kMicrosliceDescriptorSize> in,
+                                   MicrosliceDescriptor& out);
 
 void encode(const Contribution& m, std::span<std::byte, kContributionSize> out);
 // payload_size is the whole message's: the descriptor, the microslice descriptors and the
 // contents, which must add up to it.
-[[nodiscard]] EvbStatus decode(std::span<const std::byte, kContributionSize> in,
-                               std::size_t payload_size, Contribution& out);
+[[nodiscard]] PayloadStatus decode(std::span<const std::byte, kContributionSize> in,
+                                   std::size_t payload_size, Contribution& out);
 [[nodiscard]] constexpr std::uint64_t payload_size(const Contribution& m) {
   return kContributionSize + std::uint64_t{m.microslices} * kMicrosliceDescriptorSize +
          m.content_size;
 }
 
 void encode(const TsAck& m, std::span<std::byte, kTsAckSize> out);
-[[nodiscard]] EvbStatus decode(std::span<const std::byte> in, TsAck& out);
+[[nodiscard]] PayloadStatus decode(std::span<const std::byte> in, TsAck& out);
 
 void encode(const TimesliceDescriptor& m, std::span<std::byte, kTimesliceDescriptorSize> out);
-[[nodiscard]] EvbStatus decode(std::span<const std::byte, kTimesliceDescriptorSize> in,
-                               TimesliceDescriptor& out);
+[[nodiscard]] PayloadStatus decode(std::span<const std::byte, kTimesliceDescriptorSize> in,
+                                   TimesliceDescriptor& out);
 
 }  // namespace daqflow::wire

@@ -257,7 +257,7 @@ void ClockMaster::on_reply(Completion& c, std::int64_t t4, std::int64_t now) {
   const auto it = std::find(nodes_.begin(), nodes_.end(), c.peer);
   wire::ClockReply r;
   if (it == nodes_.end() || c.message.segment_count != 1 ||
-      wire::decode(c.message.segments[0].bytes(), r) != wire::EvbStatus::ok) {
+      wire::decode(c.message.segments[0].bytes(), r) != wire::PayloadStatus::ok) {
     data_path().reject();
     return;
   }
@@ -441,7 +441,7 @@ void ClockClient::release() {
 void ClockClient::on_probe(Completion& c, std::int64_t t2, std::int64_t received_ns) {
   wire::ClockProbe p;
   if (c.peer != master_ || c.message.segment_count != 1 ||
-      wire::decode(c.message.segments[0].bytes(), p) != wire::EvbStatus::ok) {
+      wire::decode(c.message.segments[0].bytes(), p) != wire::PayloadStatus::ok) {
     data_path().reject();
     return;
   }
@@ -463,7 +463,7 @@ void ClockClient::on_probe(Completion& c, std::int64_t t2, std::int64_t received
 
 bool ClockClient::apply(std::span<const std::byte> correction) {
   wire::ClockCorrectionMsg m;
-  if (wire::decode(correction, m) != wire::EvbStatus::ok) return false;
+  if (wire::decode(correction, m) != wire::PayloadStatus::ok) return false;
   core::synced_clock().set_correction({m.shift_ns, m.scale, m.precision_ns, m.round});
   drift_ppm_.store(m.drift_ppm, std::memory_order_relaxed);
   corrections_->add_single_writer();

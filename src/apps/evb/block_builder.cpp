@@ -54,17 +54,17 @@ std::size_t BlockBuilder::max_buffers() const {
 }
 
 PartOutcome BlockBuilder::on_part(transport::AppIndex from, transport::Message& m,
-                                  std::int64_t now_ns, wire::EvbStatus* detail) {
+                                  std::int64_t now_ns, wire::PayloadStatus* detail) {
   const int position = position_of(from);
   if (position < 0) return PartOutcome::unknown;
   const auto r = static_cast<std::size_t>(position);
   if (m.segment_count == 0) {
-    if (detail != nullptr) *detail = wire::EvbStatus::wrong_size;
+    if (detail != nullptr) *detail = wire::PayloadStatus::wrong_size;
     return PartOutcome::malformed;
   }
   wire::BlockHeader h;
-  const wire::EvbStatus st = wire::decode_block(m.segments[0].bytes(), m.size(), h, scratch_);
-  if (st != wire::EvbStatus::ok || h.ru != from) {
+  const wire::PayloadStatus st = wire::decode_block(m.segments[0].bytes(), m.size(), h, scratch_);
+  if (st != wire::PayloadStatus::ok || h.ru != from) {
     if (detail != nullptr) *detail = st;  // ok here: the header names another RU
     return PartOutcome::malformed;
   }
@@ -102,7 +102,7 @@ PartOutcome BlockBuilder::on_part(transport::AppIndex from, transport::Message& 
     outcome = PartOutcome::first;
   } else if (slot->first != h.first_event || slot->count != h.event_count ||
              slot->first_id != h.first_id || slot->lumi != h.lumi_section) {
-    if (detail != nullptr) *detail = wire::EvbStatus::bad_count;
+    if (detail != nullptr) *detail = wire::PayloadStatus::bad_count;
     return PartOutcome::malformed;
   }
   Part& part = slot->parts[r];

@@ -226,7 +226,7 @@ void BuilderUnit::register_handlers(runtime::DataPath& path) {
 void BuilderUnit::on_part(Completion& c, std::int64_t now) {
   messages_in_->add_single_writer();
   bytes_in_->add_single_writer(c.size);
-  wire::EvbStatus detail = wire::EvbStatus::ok;
+  wire::PayloadStatus detail = wire::PayloadStatus::ok;
   switch (builder_->on_part(c.peer, c.message, now, &detail)) {
     case PartOutcome::first:
       if (requested_ > 0) --requested_;
@@ -244,8 +244,8 @@ void BuilderUnit::on_part(Completion& c, std::int64_t now) {
     case PartOutcome::malformed:
       fail("malformed block " + std::to_string(c.message.tag) + " from " + topology_.name(c.peer) +
            ": " +
-           (detail == wire::EvbStatus::ok ? std::string("its header names another RU")
-                                          : std::string(wire::to_string(detail))));
+           (detail == wire::PayloadStatus::ok ? std::string("its header names another RU")
+                                              : std::string(wire::to_string(detail))));
       break;
     case PartOutcome::no_slot:
       fail(topology_.name(c.peer) + " sent block " + std::to_string(c.message.tag) + " while all " +

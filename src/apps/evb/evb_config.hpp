@@ -106,7 +106,8 @@ template <class Message, class Handle, class Malformed>
     Message message;
     const std::span<const std::byte> payload =
         c.message.segment_count == 0 ? std::span<const std::byte>() : c.message.segments[0].bytes();
-    if (const wire::EvbStatus s = wire::decode(payload, message); s != wire::EvbStatus::ok) {
+    if (const wire::PayloadStatus s = wire::decode(payload, message);
+        s != wire::PayloadStatus::ok) {
       path->reject();
       malformed(c.peer, s);
       return;
@@ -117,7 +118,7 @@ template <class Message, class Handle, class Malformed>
 
 template <class Message, class Handle>
 [[nodiscard]] runtime::DataPath::OnMessage decoded(runtime::DataPath& path, Handle handle) {
-  return decoded<Message>(path, std::move(handle), [](transport::AppIndex, wire::EvbStatus) {});
+  return decoded<Message>(path, std::move(handle), [](transport::AppIndex, wire::PayloadStatus) {});
 }
 
 }  // namespace daqflow::apps::evb

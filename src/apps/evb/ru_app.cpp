@@ -46,7 +46,7 @@ void ReadoutUnit::register_handlers() {
           }
           apply(m);
         },
-        [this, what](AppIndex peer, wire::EvbStatus s) {
+        [this, what](AppIndex peer, wire::PayloadStatus s) {
           if (peer == topology_.evm) {
             fail(std::string("malformed ") + what + " from " + topology_.name(peer) + ": " +
                  std::string(wire::to_string(s)));

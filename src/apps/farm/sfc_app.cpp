@@ -9,6 +9,7 @@
 
 #include "daqflow/apps/output/salvage.hpp"
 #include "daqflow/wire/endian.hpp"
+#include "daqflow/wire/evb.hpp"
 
 namespace daqflow::apps::farm {
 
@@ -428,13 +429,13 @@ void SubFarmController::on_decision(Completion& c, std::int64_t now) {
   const auto& seg = c.message.segments[0];
   wire::Decision d;
   const auto status = wire::decode(seg.bytes(), c.size, d);
-  if (status != wire::EvbStatus::ok ||
+  if (status != wire::PayloadStatus::ok ||
       (c.message.segment_count != 1 && d.verdict == wire::Verdict::accept)) {
     messages_malformed_->add_single_writer();
     spdlog::warn("{}: a malformed decision from '{}' dropped: {}", id(),
                  detail::peer_name(ids_, c.peer),
-                 status != wire::EvbStatus::ok ? wire::to_string(status)
-                                               : std::string_view("output not contiguous"));
+                 status != wire::PayloadStatus::ok ? wire::to_string(status)
+                                                   : std::string_view("output not contiguous"));
     return;
   }
   const int position = dispatcher_->workers().position_of(c.peer);
@@ -528,7 +529,7 @@ SubFarmController::Retained& SubFarmController::retain(std::uint32_t slot) {
 void SubFarmController::on_input(Completion& c, std::size_t input) {
   wire::FarmEvent e;
   const auto status = wire::decode(c.message.segments[0].bytes(), c.size, e);
-  if (status != wire::EvbStatus::ok || c.message.segments[0].length < wire::kFarmEventSize) {
+  if (status != wire::PayloadStatus::ok || c.message.segments[0].length < wire::kFarmEventSize) {
     messages_malformed_->add_single_writer();
     spdlog::warn("{}: a malformed event from '{}' dropped: {}", id(),
                  detail::peer_name(ids_, c.peer), wire::to_string(status));

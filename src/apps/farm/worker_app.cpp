@@ -8,6 +8,7 @@
 
 #include "daqflow/apps/farm/dispatcher.hpp"
 #include "daqflow/wire/endian.hpp"
+#include "daqflow/wire/evb.hpp"
 
 namespace daqflow::apps::farm {
 
@@ -288,7 +289,7 @@ void Worker::on_event(Completion& c) {
   }
   wire::FarmEvent e;
   const auto status = wire::decode(c.message.segments[0].bytes(), c.size, e);
-  if (status != wire::EvbStatus::ok) {
+  if (status != wire::PayloadStatus::ok) {
     data_path().reject();
     spdlog::warn("{}: a malformed event from the SFC, dropped: {}", id(), wire::to_string(status));
     return;
@@ -315,7 +316,7 @@ void Worker::on_event(Completion& c) {
 void Worker::on_fence(const Completion& c) {
   wire::Fence f;
   if (c.peer != sfc_ || c.message.segment_count == 0 ||
-      wire::decode(c.message.segments[0].bytes(), f) != wire::EvbStatus::ok) {
+      wire::decode(c.message.segments[0].bytes(), f) != wire::PayloadStatus::ok) {
     data_path().reject();
     return;
   }

@@ -77,7 +77,7 @@ void check_sidecar(FileReport& report, const fs::path& sidecar_path, std::uint64
 void check_decision(std::span<const std::byte> data, EventSummary& summary) {
   wire::Decision d;
   const auto status = wire::decode(data, data.size(), d);
-  if (status != wire::EvbStatus::ok) {
+  if (status != wire::PayloadStatus::ok) {
     summary.problem = fmt::format("decision: {}", wire::to_string(status));
   } else if (d.verdict != wire::Verdict::accept) {
     summary.problem = "decision: a record of an event that was not accepted";
@@ -98,7 +98,7 @@ void check_timeslice(std::span<const std::byte> data, EventSummary& summary) {
     return;
   }
   if (const auto s = wire::decode(data.first<wire::kTimesliceDescriptorSize>(), d);
-      s != wire::EvbStatus::ok) {
+      s != wire::PayloadStatus::ok) {
     summary.problem = fmt::format("timeslice descriptor: {}", wire::to_string(s));
     return;
   }

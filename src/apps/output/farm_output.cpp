@@ -138,7 +138,7 @@ class FarmOutput final : public EventOutput {
     if (c.kind == transport::Completion::Kind::recv &&
         c.message.type == wire::MessageType::farm_credit && c.message.segment_count > 0) {
       wire::FarmCredit credit;
-      if (wire::decode(c.message.segments[0].bytes(), credit) == wire::EvbStatus::ok &&
+      if (wire::decode(c.message.segments[0].bytes(), credit) == wire::PayloadStatus::ok &&
           credit.taken > taken_ && credit.taken <= sent_) {
         taken_ = credit.taken;
         taken_published_.store(taken_, std::memory_order_relaxed);

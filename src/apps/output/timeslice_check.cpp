@@ -95,7 +95,7 @@ ContributionCheck check_contribution(Pieces pieces, std::uint64_t payload_size,
     out.problem = fmt::format("{} bytes: shorter than a contribution descriptor", payload_size);
     return out;
   }
-  if (const auto s = wire::decode(head, payload_size, out.header); s != wire::EvbStatus::ok) {
+  if (const auto s = wire::decode(head, payload_size, out.header); s != wire::PayloadStatus::ok) {
     out.problem = fmt::format("contribution descriptor: {}", wire::to_string(s));
     return out;
   }
@@ -120,7 +120,7 @@ ContributionCheck check_contribution(Pieces pieces, std::uint64_t payload_size,
     std::array<std::byte, wire::kMicrosliceDescriptorSize> bytes{};
     (void)gather(pieces, wire::kContributionSize + std::uint64_t{j} * bytes.size(), bytes);
     wire::MicrosliceDescriptor d;
-    if (wire::decode(bytes, d) != wire::EvbStatus::ok) {
+    if (wire::decode(bytes, d) != wire::PayloadStatus::ok) {
       out.problem =
           fmt::format("microslice {}: header id {:#04x} version {:#04x}, not 0xdd 0x01", j,
                       static_cast<unsigned>(bytes[0]), static_cast<unsigned>(bytes[1]));

@@ -9,6 +9,7 @@
 
 #include "daqflow/apps/output/salvage.hpp"
 #include "daqflow/wire/endian.hpp"
+#include "daqflow/wire/evb.hpp"
 #include "daqflow/wire/farm.hpp"
 
 namespace daqflow::apps::timeslice {
@@ -401,7 +402,7 @@ void TsBuilder::on_manager(const Completion& c) {
   }
   if (c.message.type == wire::MessageType::fence) {
     wire::Fence f;
-    if (wire::decode(c.message.segments[0].bytes(), f) != wire::EvbStatus::ok) {
+    if (wire::decode(c.message.segments[0].bytes(), f) != wire::PayloadStatus::ok) {
       messages_malformed_->add_single_writer();
       return;
     }
@@ -421,7 +422,7 @@ void TsBuilder::on_manager(const Completion& c) {
     return;
   }
   wire::TsCommit a;
-  if (wire::decode(c.message.segments[0].bytes(), a) != wire::EvbStatus::ok ||
+  if (wire::decode(c.message.segments[0].bytes(), a) != wire::PayloadStatus::ok ||
       a.answer == wire::CommitAnswer::ask) {
     messages_malformed_->add_single_writer();
     return;

@@ -540,7 +540,7 @@ void TsInput::lose_builder(std::size_t position, const std::string& why) {
 void TsInput::on_ack(const Completion& c) {
   wire::TsAck a;
   if (c.message.segment_count != 1 ||
-      wire::decode(c.message.segments[0].bytes(), a) != wire::EvbStatus::ok) {
+      wire::decode(c.message.segments[0].bytes(), a) != wire::PayloadStatus::ok) {
     messages_malformed_->add_single_writer();
     return;
   }
@@ -552,7 +552,7 @@ void TsInput::on_ack(const Completion& c) {
 void TsInput::on_assign(const Completion& c) {
   wire::TsAssign a;
   if (c.message.segment_count != 1 ||
-      wire::decode(c.message.segments[0].bytes(), a) != wire::EvbStatus::ok) {
+      wire::decode(c.message.segments[0].bytes(), a) != wire::PayloadStatus::ok) {
     messages_malformed_->add_single_writer();
     return;
   }

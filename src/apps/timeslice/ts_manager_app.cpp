@@ -262,7 +262,7 @@ void TsManager::on_lost(std::size_t b, const std::string& why, const TsAssigner:
 
 void TsManager::on_report(std::size_t b, const Completion& c, std::int64_t now) {
   wire::TsReport r;
-  if (wire::decode(c.message.segments[0].bytes(), r) != wire::EvbStatus::ok) {
+  if (wire::decode(c.message.segments[0].bytes(), r) != wire::PayloadStatus::ok) {
     data_path().reject();
     return;
   }
@@ -290,7 +290,7 @@ void TsManager::on_report(std::size_t b, const Completion& c, std::int64_t now) 
 
 void TsManager::on_commit(std::size_t b, const Completion& c) {
   wire::TsCommit q;
-  if (wire::decode(c.message.segments[0].bytes(), q) != wire::EvbStatus::ok ||
+  if (wire::decode(c.message.segments[0].bytes(), q) != wire::PayloadStatus::ok ||
       q.answer != wire::CommitAnswer::ask) {
     data_path().reject();
     return;
@@ -308,7 +308,7 @@ void TsManager::on_commit(std::size_t b, const Completion& c) {
 // writes what it was allowed to.
 void TsManager::on_done(std::size_t b, const Completion& c) {
   wire::TsDone d;
-  if (wire::decode(c.message.segments[0].bytes(), d) != wire::EvbStatus::ok) {
+  if (wire::decode(c.message.segments[0].bytes(), d) != wire::PayloadStatus::ok) {
     data_path().reject();
     return;
   }

@@ -12,21 +12,22 @@ TEST(FarmProtocol, EventRoundTripsAndChecksItsSize) {
   std::array<std::byte, kFarmEventSize> buf{};
   encode(e, buf);
   FarmEvent out;
-  ASSERT_EQ(decode(buf, kFarmEventSize + 32768, out), EvbStatus::ok);
+  ASSERT_EQ(decode(buf, kFarmEventSize + 32768, out), PayloadStatus::ok);
   EXPECT_EQ(out.event, 1234u);
   EXPECT_EQ(out.slot, 7u);
   EXPECT_EQ(out.epoch, 2u);
   EXPECT_EQ(out.size, 32768u);
   EXPECT_EQ(out.flags, std::uint32_t{kEventIncomplete});
 
-  EXPECT_EQ(decode(buf, kFarmEventSize + 100, out), EvbStatus::sizes_mismatch);
-  EXPECT_EQ(decode(std::span(buf).first(31), kFarmEventSize + 32768, out), EvbStatus::wrong_size);
-  EXPECT_EQ(decode(buf, 16, out), EvbStatus::wrong_size);
+  EXPECT_EQ(decode(buf, kFarmEventSize + 100, out), PayloadStatus::sizes_mismatch);
+  EXPECT_EQ(decode(std::span(buf).first(31), kFarmEventSize + 32768, out),
+            PayloadStatus::wrong_size);
+  EXPECT_EQ(decode(buf, 16, out), PayloadStatus::wrong_size);
   buf[27] = std::byte{1};
-  EXPECT_EQ(decode(buf, kFarmEventSize + 32768, out), EvbStatus::reserved_not_zero);
+  EXPECT_EQ(decode(buf, kFarmEventSize + 32768, out), PayloadStatus::reserved_not_zero);
   buf[27] = std::byte{0};
   buf[22] = std::byte{1};  // an unknown flag
-  EXPECT_EQ(decode(buf, kFarmEventSize + 32768, out), EvbStatus::bad_value);
+  EXPECT_EQ(decode(buf, kFarmEventSize + 32768, out), PayloadStatus::bad_value);
 }
 
 TEST(FarmProtocol, DecisionRoundTripsAndRefusesWhatCannotBe) {
@@ -39,29 +40,29 @@ TEST(FarmProtocol, DecisionRoundTripsAndRefusesWhatCannotBe) {
   std::array<std::byte, kDecisionSize> buf{};
   encode(d, buf);
   Decision out;
-  ASSERT_EQ(decode(buf, kDecisionSize + 65536, out), EvbStatus::ok);
+  ASSERT_EQ(decode(buf, kDecisionSize + 65536, out), PayloadStatus::ok);
   EXPECT_EQ(out.event, 99u);
   EXPECT_EQ(out.trigger_bits, 0x8000000000000001ull);
   EXPECT_EQ(out.slot, 3u);
   EXPECT_EQ(out.epoch, 1u);
   EXPECT_EQ(out.verdict, Verdict::accept);
   EXPECT_EQ(out.output_size, 65536u);
-  EXPECT_EQ(decode(buf, kDecisionSize, out), EvbStatus::sizes_mismatch);
+  EXPECT_EQ(decode(buf, kDecisionSize, out), PayloadStatus::sizes_mismatch);
 
   d.verdict = Verdict::reject;  // a rejected event carries no output
   encode(d, buf);
-  EXPECT_EQ(decode(buf, kDecisionSize + 65536, out), EvbStatus::sizes_mismatch);
+  EXPECT_EQ(decode(buf, kDecisionSize + 65536, out), PayloadStatus::sizes_mismatch);
 
   encode(Decision{.epoch = 4}, buf);  // a bare token
-  ASSERT_EQ(decode(buf, kDecisionSize, out), EvbStatus::ok);
+  ASSERT_EQ(decode(buf, kDecisionSize, out), PayloadStatus::ok);
   EXPECT_EQ(out.verdict, Verdict::none);
   EXPECT_EQ(out.epoch, 4u);
   encode(Decision{.event = 5}, buf);  // a token naming an event
-  EXPECT_EQ(decode(buf, kDecisionSize, out), EvbStatus::reserved_not_zero);
+  EXPECT_EQ(decode(buf, kDecisionSize, out), PayloadStatus::reserved_not_zero);
 
   buf.fill(std::byte{0});
   buf[24] = std::byte{3};  // no such verdict
-  EXPECT_EQ(decode(buf, kDecisionSize, out), EvbStatus::bad_value);
+  EXPECT_EQ(decode(buf, kDecisionSize, out), PayloadStatus::bad_value);
 }
 
 }  // namespace

@@ -28,13 +28,13 @@ TEST(TimesliceProtocol, MicrosliceDescriptorIsFlesnetsByteForByte) {
     EXPECT_EQ(static_cast<std::uint8_t>(buf[i]), expected[i]) << "byte " << i;
   }
   MicrosliceDescriptor out;
-  ASSERT_EQ(decode(buf, out), EvbStatus::ok);
+  ASSERT_EQ(decode(buf, out), PayloadStatus::ok);
   EXPECT_EQ(out, d);
   buf[0] = std::byte{0xde};
-  EXPECT_EQ(decode(buf, out), EvbStatus::bad_value);
+  EXPECT_EQ(decode(buf, out), PayloadStatus::bad_value);
   buf[0] = std::byte{0xdd};
   buf[1] = std::byte{0x02};
-  EXPECT_EQ(decode(buf, out), EvbStatus::bad_value);
+  EXPECT_EQ(decode(buf, out), PayloadStatus::bad_value);
 }
 
 TEST(TimesliceProtocol, ContributionChecksItsCountsAndSizes) {
@@ -52,7 +52,7 @@ TEST(TimesliceProtocol, ContributionChecksItsCountsAndSizes) {
   const std::size_t size = payload_size(c);
   EXPECT_EQ(size, kContributionSize + 101 * kMicrosliceDescriptorSize + 400000);
   Contribution out;
-  ASSERT_EQ(decode(buf, size, out), EvbStatus::ok);
+  ASSERT_EQ(decode(buf, size, out), PayloadStatus::ok);
   EXPECT_EQ(out.index, 42u);
   EXPECT_EQ(out.start_ns, c.start_ns);
   EXPECT_EQ(out.eq_id, 3);
@@ -60,24 +60,24 @@ TEST(TimesliceProtocol, ContributionChecksItsCountsAndSizes) {
   EXPECT_EQ(out.core_microslices, 100u);
   EXPECT_EQ(out.epoch, 5u);
   EXPECT_EQ(out.content_size, 400000u);
-  EXPECT_EQ(decode(buf, size - 1, out), EvbStatus::sizes_mismatch);
-  EXPECT_EQ(decode(buf, kContributionSize, out), EvbStatus::sizes_mismatch);
+  EXPECT_EQ(decode(buf, size - 1, out), PayloadStatus::sizes_mismatch);
+  EXPECT_EQ(decode(buf, kContributionSize, out), PayloadStatus::sizes_mismatch);
 
   Contribution bad = c;
   bad.core_microslices = 0;
   encode(bad, buf);
-  EXPECT_EQ(decode(buf, size, out), EvbStatus::bad_count);
+  EXPECT_EQ(decode(buf, size, out), PayloadStatus::bad_count);
   bad.core_microslices = 102;  // more core than descriptors
   encode(bad, buf);
-  EXPECT_EQ(decode(buf, size, out), EvbStatus::bad_count);
+  EXPECT_EQ(decode(buf, size, out), PayloadStatus::bad_count);
   encode(c, buf);
   buf[47] = std::byte{1};
-  EXPECT_EQ(decode(buf, size, out), EvbStatus::reserved_not_zero);
+  EXPECT_EQ(decode(buf, size, out), PayloadStatus::reserved_not_zero);
   // A content size near 2^64 must not wrap the sum around to the payload size.
   bad = c;
   bad.content_size = ~std::uint64_t{0} - 100;
   encode(bad, buf);
-  EXPECT_NE(decode(buf, size, out), EvbStatus::ok);
+  EXPECT_NE(decode(buf, size, out), PayloadStatus::ok);
 }
 
 TEST(TimesliceProtocol, AckAndTimesliceDescriptorRoundTrip) {
@@ -85,13 +85,13 @@ TEST(TimesliceProtocol, AckAndTimesliceDescriptorRoundTrip) {
   std::array<std::byte, kTsAckSize> ab{};
   encode(a, ab);
   TsAck aout;
-  ASSERT_EQ(decode(ab, aout), EvbStatus::ok);
+  ASSERT_EQ(decode(ab, aout), PayloadStatus::ok);
   EXPECT_EQ(aout.index, 7u);
   EXPECT_EQ(aout.status, TsAckStatus::incomplete);
   EXPECT_EQ(aout.epoch, 3u);
-  EXPECT_EQ(decode(std::span(ab).first(15), aout), EvbStatus::wrong_size);
+  EXPECT_EQ(decode(std::span(ab).first(15), aout), PayloadStatus::wrong_size);
   ab[8] = std::byte{9};
-  EXPECT_EQ(decode(ab, aout), EvbStatus::bad_value);
+  EXPECT_EQ(decode(ab, aout), PayloadStatus::bad_value);
 
   TimesliceDescriptor t{.index = 9,
                         .start_ns = 90,
@@ -104,17 +104,17 @@ TEST(TimesliceProtocol, AckAndTimesliceDescriptorRoundTrip) {
   std::array<std::byte, kTimesliceDescriptorSize> tb{};
   encode(t, tb);
   TimesliceDescriptor tout;
-  ASSERT_EQ(decode(tb, tout), EvbStatus::ok);
+  ASSERT_EQ(decode(tb, tout), PayloadStatus::ok);
   EXPECT_EQ(tout.components_present, 3);
   EXPECT_EQ(tout.flags, std::uint32_t{kTimesliceIncomplete});
   // Components missing but not flagged: a contradiction.
   t.flags = 0;
   encode(t, tb);
-  EXPECT_EQ(decode(tb, tout), EvbStatus::bad_value);
+  EXPECT_EQ(decode(tb, tout), PayloadStatus::bad_value);
   t.components_present = 5;
   t.flags = kTimesliceIncomplete;
   encode(t, tb);
-  EXPECT_EQ(decode(tb, tout), EvbStatus::bad_count);
+  EXPECT_EQ(decode(tb, tout), PayloadStatus::bad_count);
 }
 
 }  // namespace

@@ -80,7 +80,7 @@ class BlockBuilder {
   // caller drops them). detail receives the decode problem of a malformed part (ok: the
   // descriptor decodes but names another RU than the sender).
   [[nodiscard]] PartOutcome on_part(transport::AppIndex from, transport::Message& message,
-                                    std::int64_t now_ns, wire::EvbStatus* detail = nullptr);
+                                    std::int64_t now_ns, wire::PayloadStatus* detail = nullptr);
   // A slot ready to build, or -1.
   [[nodiscard]] int ready(std::int64_t now_ns) const;
   // Builds the slot's events into batch (cleared first; its buffers receive the parts'), and

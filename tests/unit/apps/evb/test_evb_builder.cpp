@@ -206,9 +206,9 @@ TEST_F(BlockBuilderTest, DropsDuplicatesUnknownSendersAndExtraBlocks) {
 TEST_F(BlockBuilderTest, RejectsAPartWhoseHeaderNamesAnotherRu) {
   auto b = builder();
   transport::Message m = ru.block(0, 0, 4);
-  wire::EvbStatus detail = wire::EvbStatus::bad_count;
+  wire::PayloadStatus detail = wire::PayloadStatus::bad_count;
   EXPECT_EQ(b->on_part(kEvm, m, 0, &detail), PartOutcome::malformed);
-  EXPECT_EQ(detail, wire::EvbStatus::ok) << "decodes, but names the RU, not the EVM";
+  EXPECT_EQ(detail, wire::PayloadStatus::ok) << "decodes, but names the RU, not the EVM";
   transport::Message empty;
   EXPECT_EQ(b->on_part(kEvm, empty, 0), PartOutcome::malformed);
 }

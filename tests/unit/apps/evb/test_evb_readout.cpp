@@ -65,7 +65,8 @@ wire::BlockHeader check_block(const transport::Message& m, std::uint64_t first, 
   EXPECT_GE(m.segment_count, 2);
   std::vector<wire::BlockEntry> entries(count);
   wire::BlockHeader h;
-  EXPECT_EQ(wire::decode_block(m.segments[0].bytes(), m.size(), h, entries), wire::EvbStatus::ok);
+  EXPECT_EQ(wire::decode_block(m.segments[0].bytes(), m.size(), h, entries),
+            wire::PayloadStatus::ok);
   EXPECT_EQ(m.segments[0].length, wire::block_descriptor_size(count));
   EXPECT_EQ(h.first_event, first);
   EXPECT_EQ(h.event_count, count);
@@ -195,7 +196,7 @@ TEST(ReadoutStoreTest, ReassignResendsTheSameDataWithTheNewGeneration) {
   wire::BlockHeader old;
   std::vector<wire::BlockEntry> entries(8);
   ASSERT_EQ(wire::decode_block(first.segments[0].bytes(), first.size(), old, entries),
-            wire::EvbStatus::ok);
+            wire::PayloadStatus::ok);
   EXPECT_EQ(old.generation, 0u) << "the first message is untouched";
 
   EXPECT_EQ(s.assign(assign(5, 0, 8, 4, 1)), AssignOutcome::stale) << "a repeated re-assign";

@@ -97,7 +97,7 @@ TEST_F(WorkerQueueTest, AModelDecisionIsDueAfterItsDrawnTimeAndCarriesTheEvent) 
   wire::Decision d;
   ASSERT_EQ(wire::decode(std::span<const std::byte>(h.output.data(), wire::kDecisionSize),
                          wire::kDecisionSize + kOutput, d),
-            wire::EvbStatus::ok);
+            wire::PayloadStatus::ok);
   EXPECT_EQ(d.event, 42U);
   EXPECT_EQ(wire::load_le64(h.output.data() + wire::kDecisionSize), 42U);
   EXPECT_TRUE(send_due(q, 25'999).empty());
