@@ -77,6 +77,8 @@ class SubFarmController final : public runtime::ApplicationWith<SubFarmControlle
   [[nodiscard]] static Result<runtime::Settled> after_loss(const runtime::LostApp& lost);
 
  private:
+  static constexpr std::size_t kBatchEvents = 32;
+
   struct Retained {
     transport::Message data;  // the event's bytes: one segment, or a BU's pieces
     std::uint32_t size = 0;

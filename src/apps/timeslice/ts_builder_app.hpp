@@ -58,6 +58,8 @@ class TsBuilder final : public runtime::ApplicationWith<TsBuilder, TsBuilderSett
   static void fold_results(nlohmann::json& run, const std::string& id, const nlohmann::json& app);
 
  private:
+  static constexpr std::size_t kOutputDepth = 8;
+
   // What goes with a batch in the output: the timeslice descriptor and who contributed.
   struct Written {
     std::array<std::byte, wire::kTimesliceDescriptorSize> descriptor{};

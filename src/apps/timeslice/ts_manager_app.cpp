@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <nlohmann/json.hpp>
 
+#include "daqflow/wire/evb.hpp"
+
 namespace daqflow::apps::timeslice {
 
 using transport::AppIndex;

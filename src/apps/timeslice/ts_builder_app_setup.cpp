@@ -1,0 +1,333 @@
+// The time-slice builder's configuration (ts_builder_app.hpp): its settings, the steps of setup()
+// and its registry entry.
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <chrono>
+#include <thread>
+
+#include "daqflow/apps/output/salvage.hpp"
+#include "daqflow/wire/endian.hpp"
+#include "daqflow/wire/evb.hpp"
+#include "daqflow/wire/farm.hpp"
+#include "ts_builder_app.hpp"
+
+namespace daqflow::apps::timeslice {
+
+using transport::AppIndex;
+using transport::Completion;
+
+namespace {
+
+constexpr std::size_t kManagerMessageSize = 64;
+// Timeslices remembered as done here, for contributions sent again after a loss: those come
+// within far fewer timeslices than this.
+constexpr std::uint64_t kDoneBits = 1u << 20;
+
+}  // namespace
+
+const runtime::SettingsSpec<TsBuilderSettings>& TsBuilder::spec() {
+  using runtime::ParamSpec;
+  using S = TsBuilderSettings;
+  static const auto spec =
+      runtime::SettingsSpec<S>()
+          .bind(ParamSpec::app_ref_list("inputs",
+                                        "the ts_inputs, in order: a timeslice's components"),
+                &S::inputs)
+          .bind(ParamSpec::integer("timeout_ms",
+                                   "a timeslice still missing contributions this long after its "
+                                   "first is incomplete")
+                    .default_value(2000)
+                    .range(1, 3600000),
+                &S::timeout_ms)
+          .bind(
+              ParamSpec::string("on_incomplete", "flag (write it, flagged) or fail (fail the run)")
+                  .default_value("flag")
+                  .one_of({"flag", "fail"}),
+              &S::on_incomplete)
+          .bind(ParamSpec::boolean("verify_crc", "check each microslice's CRC-32C")
+                    .default_value(true),
+                &S::verify_crc)
+          .bind(ParamSpec::app_ref("manager",
+                                   "the ts_manager that assigns timeslices; empty: round robin")
+                    .default_value(""),
+                &S::manager)
+          .bind(ParamSpec::integer("report_ms",
+                                   "with a manager: load report (and heartbeat) interval")
+                    .default_value(50)
+                    .range(1, 60000),
+                &S::report_ms)
+          .bind(output::output_spec_with_farm(
+                    "complete timeslices (an archive checked by daqflow dump, or the filter farm)"),
+                &S::output);
+  return spec;
+}
+
+Result<void> TsBuilder::setup(runtime::AppContext& ctx, const TsBuilderSettings& s) {
+  clock_ = &ctx.clock();
+  timeout_ns_ = s.timeout_ms * 1'000'000;
+  fail_incomplete_ = s.on_incomplete == "fail";
+  verify_crc_ = s.verify_crc;
+  report_ns_ = s.report_ms * 1'000'000;
+  if (s.output.value("kind", std::string()) == "frd") {
+    return runtime::param_error(
+        "output", "kind frd holds CMS events, not timeslices (discard, file or farm)");
+  }
+  auto largest = take_peers(ctx, s);
+  if (!largest) return largest.error();
+  if (auto r = open_endpoint(ctx, s, *largest); !r) return r;
+  if (auto r = open_output(ctx, s, *largest); !r) return r;
+  if (auto r = reset_run(); !r) return r;
+  add_metrics(ctx.metrics());
+  add_handlers();
+  return ok();
+}
+
+Result<std::uint64_t> TsBuilder::take_peers(runtime::AppContext& ctx, const TsBuilderSettings& s) {
+  has_manager_ = !s.manager.empty();
+  if (has_manager_) {
+    auto m = ctx.index_of(s.manager);
+    if (!m) return runtime::param_error("manager", m.error().message());
+    manager_ = *m;
+    if (ctx.cluster().applications[manager_].type != "ts_manager") {
+      return runtime::param_error("manager", "'" + s.manager + "' is no ts_manager");
+    }
+  }
+  auto inputs = ctx.indexes_of("inputs", s.inputs);
+  if (!inputs) return inputs.error();
+  inputs_ = *inputs;
+  if (inputs_.empty()) return runtime::param_error("inputs", "a builder needs at least one input");
+  if (inputs_.size() > 65535) return runtime::param_error("inputs", "more than 65535 inputs");
+  ids_ = detail::application_ids(ctx.cluster());
+  // Every input is a ts_input that sends here, and they share one geometry.
+  std::uint64_t largest = 0;
+  for (std::size_t i = 0; i < inputs_.size(); ++i) {
+    const auto& app = ctx.cluster().applications[inputs_[i]];
+    const auto builders = app.params.value("builders", std::vector<std::string>{});
+    if (app.type != "ts_input" ||
+        std::find(builders.begin(), builders.end(), id()) == builders.end()) {
+      return runtime::param_error(
+          "inputs", "'" + s.inputs[i] + "' is no ts_input with '" + id() + "' in its builders");
+    }
+    auto g = input_geometry(app.params, runtime::application_named(app.id));
+    if (!g) return g.error();
+    if (i == 0) {
+      geometry_ = *g;
+    } else if (!(*g == geometry_)) {
+      return runtime::param_error(
+          "inputs", "'" + s.inputs[i] + "' has another timeslice geometry than '" + s.inputs[0] +
+                        "' (microslice_us, timeslice_us, overlap_us)");
+    }
+    const std::uint64_t slices = std::uint64_t{g->core} + g->overlap;
+    const auto max = app.params.value("microslice_size", nlohmann::json::object())
+                         .value("max", std::uint64_t{0});
+    largest = std::max(largest,
+                       wire::kContributionSize + slices * (wire::kMicrosliceDescriptorSize + max));
+    // A replaying input's microslices are as large as they were recorded: up to the transport's
+    // largest message.
+    if (!app.params.value("replay", std::string()).empty()) largest = UINT64_MAX;
+  }
+  return largest;
+}
+
+Result<void> TsBuilder::open_endpoint(runtime::AppContext& ctx, const TsBuilderSettings& s,
+                                      std::uint64_t largest) {
+  transport::EndpointOptions options = ctx.endpoint_options();
+  // Received buffers held at once: those of the timeslices being built here and of those in the
+  // output. Every input keeps a window of timeslices (its in_flight) until they are
+  // acknowledged; round robin spreads it over the input's builders, so a builder holds at most
+  // its share of every window, twice over (the timeslices coming in while the oldest complete).
+  // A manager may send a builder more (one taking over a lost builder's timeslices): the whole
+  // window. The receive buffers must hold every contribution of the timeslices here, or an
+  // input's stream stalls behind a full builder.
+  here_ = 0;
+  for (const AppIndex i : inputs_) {
+    const auto& params = ctx.cluster().applications[i].params;
+    const std::uint64_t window = params.value("in_flight", std::uint64_t{8});
+    const std::uint64_t builders =
+        std::max<std::size_t>(1, params.value("builders", std::vector<std::string>{}).size());
+    here_ = std::max(here_, has_manager_ ? window : 2 * ((window + builders - 1) / builders) + 2);
+  }
+  const std::uint64_t cluster_max = options.max_message_size;
+  std::uint64_t message = std::max<std::uint64_t>(largest, 4096);
+  if (s.output.value("kind", std::string()) == "farm") {
+    // It sends whole timeslices to the SFC: the endpoint's one size limit (which also sizes its
+    // receive buffers) must hold one.
+    message = std::max<std::uint64_t>(
+        message, wire::kFarmEventSize + wire::kTimesliceDescriptorSize +
+                     inputs_.size() * std::min<std::uint64_t>(largest, cluster_max));
+  }
+  options.max_message_size = static_cast<std::uint32_t>(std::min(cluster_max, message));
+  options.recv_buffers = std::max<std::uint32_t>(
+      options.recv_buffers,
+      static_cast<std::uint32_t>(inputs_.size() * (here_ + kOutputDepth + 2)));
+  recv_buffers_ = options.recv_buffers;
+  auto endpoint = ctx.endpoint(&options);
+  if (!endpoint) return endpoint.error().context("endpoint");
+  endpoint_ = *endpoint;
+  if (has_manager_) {
+    if (auto r = endpoint_->connect(manager_); !r) {
+      return r.error().context("connecting to its manager");
+    }
+  }
+  for (const AppIndex i : inputs_) {
+    if (auto r = endpoint_->connect(i); !r) {
+      return r.error().context("connecting to input '" + detail::peer_name(ids_, i) + "'");
+    }
+  }
+  // Reports and commit requests to the manager.
+  auto control = data_path().send_pool(id() + ".control", kManagerMessageSize, 64);
+  if (!control) return control.error();
+  control_pool_ = *control;
+  return ok();
+}
+
+Result<void> TsBuilder::open_output(runtime::AppContext& ctx, const TsBuilderSettings& s,
+                                    std::uint64_t largest) {
+  output::OutputContext oc;
+  oc.run_number = ctx.cluster().run.number;
+  oc.bu_id = id();
+  oc.default_dir = ctx.cluster().run.output;
+  oc.queue_depth = kOutputDepth;
+  oc.content = output::FileContent::timeslices;
+  // Started again in this run (restart: on-failure): its files go on after its earlier ones.
+  oc.restarted = ctx.restarted();
+  if (auto r = output::farm_output_context(ctx.cluster(), s.output, endpoint_, oc); !r) {
+    return runtime::param_error("output", r.error().message());
+  }
+  // A timeslice is a descriptor and up to five pieces per input (on byte-stream transports one):
+  // past what a message carries, the farm output copies it into one buffer.
+  if (1 + 1 + 5 * inputs_.size() > transport::kMaxSegments) {
+    oc.max_event_size =
+        wire::kTimesliceDescriptorSize +
+        inputs_.size() *
+            std::min<std::uint64_t>(largest, ctx.cluster().transports.endpoint.max_message_size);
+  }
+  auto output = output::make_output(s.output, oc);
+  if (!output) return output.error();
+  output_ = std::move(*output);
+  return ok();
+}
+
+Result<void> TsBuilder::reset_run() {
+  batches_ = std::vector<output::OutputBatch>(kOutputDepth);
+  written_ = std::vector<Written>(kOutputDepth);
+  free_.clear();
+  for (std::size_t i = 0; i < kOutputDepth; ++i) {
+    batches_[i].events.reserve(1);
+    batches_[i].pieces.reserve(1 + inputs_.size() * transport::kMaxSegments);
+    batches_[i].buffers.reserve(inputs_.size() * transport::kMaxSegments);
+    written_[i].from.assign(inputs_.size(), 0);
+    free_.push_back(&batches_[i]);
+  }
+  in_output_ = 0;
+  TsAssembly::Settings a;
+  a.inputs = inputs_.size();
+  a.slots = here_ + 2;
+  a.timeout_ns = timeout_ns_;
+  a.remembered = kDoneBits;
+  assembly_ = TsAssembly(a);
+  // An input keeps a timeslice until its acknowledgement comes and never sends it again unless
+  // this builder is lost: an acknowledgement the transport cannot take now waits, in order. At
+  // most the timeslices being built and written wait per input, and as many late ones.
+  acks_ = std::vector<ControlLog>(inputs_.size());
+  for (std::size_t i = 0; i < inputs_.size(); ++i) {
+    if (auto r = acks_[i].configure(id() + ".acks" + std::to_string(i), {inputs_[i]},
+                                    2 * (here_ + kOutputDepth + 4));
+        !r) {
+      return r;
+    }
+  }
+  // The manager counts this builder's timeslices in flight by its ts_done messages: one it
+  // cannot take now waits, in order.
+  if (has_manager_) {
+    if (auto r = to_manager_.configure(id() + ".done", {manager_}, 2 * kOutputDepth + 8); !r) {
+      return r;
+    }
+  }
+  gone_.clear();
+  gone_.reserve(1);
+  next_expire_ns_ = 0;
+  next_report_ns_ = 0;
+  epoch_ = 0;
+  bytes_done_ = done_total_ = 0;
+  over_cap_seen_ = 0;
+  sampler_.reset(ThroughputSampler::kBuilderIntervalNs);
+  const std::lock_guard lock(results_mutex_);
+  output_stats_ = {};
+  missing_by_input_.assign(inputs_.size(), 0);
+  lost_inputs_.clear();
+  return ok();
+}
+
+void TsBuilder::add_metrics(runtime::MetricsRegistry& m) {
+  contributions_ = &m.counter("contributions", "contributions received");
+  timeslices_complete_ = &m.counter("timeslices_complete", "timeslices with every contribution");
+  timeslices_incomplete_ =
+      &m.counter("timeslices_incomplete", "timeslices written flagged: contributions missing");
+  timeslices_written_ = &m.counter("timeslices_written", "timeslices the output has taken");
+  timeslices_not_written_ = &m.counter("timeslices_not_written",
+                                       "timeslices built but not written: the output's disk cap");
+  contributions_late_ = &m.counter(
+      "contributions_late", "contributions for a timeslice done before (dropped, acknowledged)");
+  contributions_duplicate_ =
+      &m.counter("contributions_duplicate", "a second contribution of one input (dropped)");
+  contributions_rejected_ =
+      &m.counter("contributions_rejected", "contributions that failed the checks (dropped)");
+  messages_malformed_ = &m.counter("messages_malformed", "malformed messages dropped");
+  contributions_fenced_ = &m.counter(
+      "contributions_fenced", "contributions sent under another epoch of this builder (dropped)");
+  commits_denied_ =
+      &m.counter("commits_denied", "timeslices the manager did not let this builder write");
+  fences_ = &m.counter("fences", "fences received: the manager had declared this builder lost");
+  bytes_in_ = &m.counter("bytes_in", "contribution bytes received", runtime::Unit::bytes);
+  timeslices_building_ = &m.gauge("timeslices_building", "timeslices waiting for contributions");
+}
+
+void TsBuilder::add_handlers() {
+  runtime::DataPath& path = data_path();
+  path.count_rejected_in(*messages_malformed_);
+  // The farm output's messages (the SFC's credits) are its own.
+  path.intercept([this](Completion& c) { return output_->on_message(c); });
+  path.on(wire::MessageType::ts_contribution, [this](Completion& c, std::int64_t now) {
+    const auto it = std::find(inputs_.begin(), inputs_.end(), c.peer);
+    if (it == inputs_.end()) {
+      data_path().reject();
+      return;
+    }
+    on_contribution(c, static_cast<std::size_t>(it - inputs_.begin()), now);
+  });
+  const auto from_manager = [this](Completion& c, std::int64_t) {
+    if (!has_manager_ || c.peer != manager_) {
+      data_path().reject();
+      return;
+    }
+    on_manager(c);
+  };
+  path.on(wire::MessageType::ts_commit, from_manager);
+  path.on(wire::MessageType::fence, from_manager);
+  path.on_peer_gone(
+      [this](AppIndex peer, std::string_view reason, bool) { on_peer_gone(peer, reason); });
+  path.on_work([this](std::int64_t now) { return work(now); });
+  path.drained_when(
+      [this] { return assembly_.building() == 0 && in_output_ == 0 && control_idle(); });
+}
+
+runtime::AppType ts_builder_type() {
+  runtime::AppType t = runtime::app_type<TsBuilder>(
+      "ts_builder",
+      "Time-slice builder: one contribution per input per timeslice, checked (descriptors, "
+      "CRC-32C) and written without a copy; missing contributions flag the timeslice.");
+  // Enabled before its inputs, halted after them.
+  t.enable_rank = -10;
+  t.peer_params = {"inputs"};
+  t.after_loss = &TsBuilder::after_loss;
+  t.fold_results = &TsBuilder::fold_results;
+  // A builder's process may die while data flows: the inputs send its timeslices to the others.
+  t.survivable = true;
+  return t;
+}
+
+}  // namespace daqflow::apps::timeslice

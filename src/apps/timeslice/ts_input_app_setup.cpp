@@ -1,0 +1,319 @@
+// The time-slice input's configuration (ts_input_app.hpp): its settings, the steps of setup() and
+// its registry entry.
+
+#include <spdlog/spdlog.h>
+#include <sys/prctl.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include "daqflow/core/synced_clock.hpp"
+#include "daqflow/wire/crc32c.hpp"
+#include "daqflow/wire/endian.hpp"
+#include "ts_input_app.hpp"
+
+namespace daqflow::apps::timeslice {
+
+using transport::AppIndex;
+using transport::Completion;
+
+namespace {
+
+constexpr std::uint32_t kMaxMicrosliceSize = 16u << 20;
+
+}  // namespace
+
+const runtime::SettingsSpec<TsInputSettings>& TsInput::spec() {
+  using runtime::ParamSpec;
+  using S = TsInputSettings;
+  static const auto spec =
+      runtime::SettingsSpec<S>()
+          .bind(ParamSpec::app_ref_list("builders",
+                                        "the ts_builders; timeslice k goes to builder k mod N"),
+                &S::builders)
+          .bind(ParamSpec::number("microslice_us", "duration of a microslice, us")
+                    .default_value(100)
+                    .range(0.001, 4e6),
+                &S::microslice_us)
+          .bind(ParamSpec::number("timeslice_us",
+                                  "duration of a timeslice's core, us (whole microslices)")
+                    .default_value(10000)
+                    .range(0.001, 4e9),
+                &S::timeslice_us)
+          .bind(ParamSpec::number("overlap_us", "overlap after the core, us (whole microslices)")
+                    .default_value(100)
+                    .range(0, 4e9),
+                &S::overlap_us)
+          .bind("microslice_size", "microslice content sizes, bytes",
+                detail::size_spec(1024, kMaxMicrosliceSize, "microslice"), &S::microslice_size)
+          .bind(ParamSpec::string(
+                    "pace", "real_time (microslices as time passes) or max (as fast as taken)")
+                    .default_value("real_time")
+                    .one_of({"real_time", "max"}),
+                &S::pace)
+          .bind(
+              ParamSpec::string("order", "chaotic (send when ready) or scheduled (barrel shifter)")
+                  .default_value("chaotic")
+                  .one_of({"chaotic", "scheduled"}),
+              &S::order)
+          .bind(ParamSpec::number("slot_us", "scheduled: length of a time slot, us")
+                    .default_value(100)
+                    .range(1, 1e7),
+                &S::slot_us)
+          .bind(ParamSpec::integer("eq_id",
+                                   "equipment id of the descriptors; -1: the input's position")
+                    .default_value(-1)
+                    .range(-1, 65535),
+                &S::eq_id)
+          .bind(ParamSpec::integer("sys_id", "subsystem id of the descriptors")
+                    .default_value(0)
+                    .range(0, 255),
+                &S::sys_id)
+          .bind(ParamSpec::integer("sys_ver", "subsystem format version")
+                    .default_value(0)
+                    .range(0, 255),
+                &S::sys_ver)
+          .bind(ParamSpec::boolean("crc", "compute each microslice's CRC-32C").default_value(true),
+                &S::crc)
+          .bind(
+              ParamSpec::integer("in_flight",
+                                 "timeslices kept until acknowledged (pool: + 2 intervals; with a "
+                                 "manager, + 2 x its builder_window for timeslices in doubt)")
+                  .default_value(8)
+                  .range(1, 4096),
+              &S::in_flight)
+          .bind(
+              ParamSpec::integer("count", "timeslices, then the input is finished; 0: until halted")
+                  .default_value(0)
+                  .at_least(0),
+              &S::count)
+          .bind(ParamSpec::integer("seed", "seed of the sizes").default_value(1).at_least(0),
+                &S::seed)
+          .bind(ParamSpec::app_ref("manager",
+                                   "the ts_manager that assigns timeslices; empty: round robin")
+                    .default_value(""),
+                &S::manager)
+          .bind(ParamSpec::string("replay",
+                                  "timeslice archives (a .dqf file or a folder) whose component of "
+                                  "this input's eq_id is replayed instead of generated "
+                                  "microslices; empty: none")
+                    .default_value(""),
+                &S::replay);
+  return spec;
+}
+
+Result<void> TsInput::setup(runtime::AppContext& ctx, const TsInputSettings& s) {
+  clock_ = &ctx.clock();
+  // microslice_us, timeslice_us and overlap_us are checked together, as the builders check every
+  // input's.
+  auto geometry = input_geometry(ctx.params(), "");
+  if (!geometry) return geometry.error();
+  geometry_ = *geometry;
+  order_ = s.order == "scheduled" ? SendOrder::scheduled : SendOrder::chaotic;
+  slot_ns_ = static_cast<std::int64_t>(std::llround(s.slot_us * 1000));
+  size_ = s.microslice_size.distribution();
+  max_size_ = s.microslice_size.max;
+  sys_id_ = static_cast<std::uint8_t>(s.sys_id);
+  sys_ver_ = static_cast<std::uint8_t>(s.sys_ver);
+  crc_ = s.crc;
+  real_time_ = s.pace == "real_time";
+  count_ = s.count;
+  if (max_size_ < size_.mean)
+    return runtime::param_error("microslice_size", "max is below the mean");
+  auto spare = take_peers(ctx, s);
+  if (!spare) return spare.error();
+  if (auto r = open_replay(s); !r) return r;
+  if (auto r = open_endpoint(ctx, s.in_flight + 2 + *spare); !r) return r;
+  add_metrics(ctx.metrics());
+  reset_run(s.seed);
+  add_handlers();
+  return ok();
+}
+
+Result<std::uint32_t> TsInput::take_peers(runtime::AppContext& ctx, const TsInputSettings& s) {
+  has_manager_ = !s.manager.empty();
+  std::uint32_t spare = 0;
+  manager_window_ = 0;
+  if (has_manager_) {
+    auto m = ctx.index_of(s.manager);
+    if (!m) return runtime::param_error("manager", m.error().message());
+    manager_ = *m;
+    const auto& app = ctx.cluster().applications[manager_];
+    if (app.type != "ts_manager") {
+      return runtime::param_error("manager", "'" + s.manager + "' is no ts_manager");
+    }
+    manager_window_ = app.params.value("window", std::uint64_t{64});
+    // Timeslices a frozen builder was allowed to write stay here until it wakes or is
+    // salvaged: room for as many as it may hold (two intervals each), so the rest go on.
+    spare = 2 * app.params.value("builder_window", std::uint32_t{4});
+  }
+  auto indexes = ctx.indexes_of("builders", s.builders);
+  if (!indexes) return indexes.error();
+  builders_ = *indexes;
+  ids_ = detail::application_ids(ctx.cluster());
+  // The inputs of this input's builders, in configuration order: this input's position among
+  // them is its place in the barrel shifter. Every builder lists the same inputs (checked by the
+  // builders).
+  const auto& first = ctx.cluster().applications[builders_.front()];
+  const auto inputs = first.params.value("inputs", std::vector<std::string>{});
+  const auto me = std::find(inputs.begin(), inputs.end(), id());
+  if (me == inputs.end()) {
+    return runtime::param_error(
+        "builders", "builder '" + first.id + "' does not list '" + id() + "' among its inputs");
+  }
+  position_ = static_cast<std::size_t>(me - inputs.begin());
+  eq_id_ =
+      static_cast<std::uint16_t>(s.eq_id >= 0 ? s.eq_id : static_cast<std::int64_t>(position_));
+  in_flight_ = s.in_flight;
+  return spare;
+}
+
+Result<void> TsInput::open_replay(const TsInputSettings& s) {
+  replay_.reset();
+  if (s.replay.empty()) return ok();
+  auto recorded = MicrosliceReplay::open(s.replay, eq_id_, geometry_);
+  if (!recorded) return runtime::param_error("replay", recorded.error().message());
+  // The last recorded interval is the overlap of the one before: one timeslice fewer.
+  if (recorded->intervals() < 2) {
+    return runtime::param_error("replay",
+                                s.replay + ": " + std::to_string(recorded->intervals()) +
+                                    " timeslice(s) recorded; a replay needs at least two");
+  }
+  const std::uint64_t timeslices = recorded->intervals() - 1;
+  count_ = count_ == 0 ? timeslices : std::min(count_, timeslices);
+  max_size_ = recorded->largest_microslice();
+  replay_ = std::make_unique<MicrosliceReplay>(std::move(*recorded));
+  return ok();
+}
+
+Result<void> TsInput::open_endpoint(runtime::AppContext& ctx, std::uint32_t intervals) {
+  // A contribution: the header, (core + overlap) descriptors and at most as many largest
+  // microslices.
+  const std::uint64_t slices = std::uint64_t{geometry_.core} + geometry_.overlap;
+  const std::uint64_t largest =
+      wire::kContributionSize + slices * (wire::kMicrosliceDescriptorSize + max_size_);
+  const transport::EndpointOptions& t = ctx.cluster().transports.endpoint;
+  if (largest > t.max_message_size) {
+    return runtime::param_error(
+        "microslice_size", "a timeslice of " + std::to_string(slices) + " microslices of up to " +
+                               std::to_string(max_size_) + " bytes (" + std::to_string(largest) +
+                               " bytes with descriptors) exceeds transports.max_message_size (" +
+                               std::to_string(t.max_message_size) + ")");
+  }
+  transport::EndpointOptions options = ctx.endpoint_options();
+  // Messages as large as a contribution; received are acknowledgements only, each dropped at
+  // once, so few receive buffers (they are as large as the largest message).
+  options.max_message_size = static_cast<std::uint32_t>(std::max<std::uint64_t>(largest, 4096));
+  options.recv_buffers = 8;
+  auto endpoint = ctx.endpoint(&options);
+  if (!endpoint) return endpoint.error().context("endpoint");
+  endpoint_ = *endpoint;
+  if (has_manager_) {
+    if (auto r = endpoint_->connect(manager_); !r) {
+      return r.error().context("connecting to its manager");
+    }
+  }
+  for (const AppIndex b : builders_) {
+    if (auto r = endpoint_->connect(b); !r) {
+      return r.error().context("connecting to builder '" + detail::peer_name(ids_, b) + "'");
+    }
+  }
+  const std::uint64_t interval_bytes =
+      replay_ ? replay_->largest_interval_bytes()
+              : std::uint64_t{geometry_.core} * (wire::kMicrosliceDescriptorSize + max_size_);
+  auto data = data_path().send_pool(id() + ".microslices", interval_bytes, intervals);
+  if (!data) return data.error();
+  data_pool_ = *data;
+  {
+    // Contents are a fixed pattern but for their first 8 bytes (the microslice's start time):
+    // written once here, not per microslice.
+    std::vector<core::Buffer> all;
+    for (std::uint32_t i = 0; i < intervals; ++i) {
+      all.push_back(data_pool_->acquire());
+      for (std::uint64_t j = 0; j < interval_bytes; ++j) {
+        all.back().data()[j] = static_cast<std::byte>((j * 131u + eq_id_ * 7u + 3u) & 0xff);
+      }
+    }
+  }
+  auto headers = data_path().send_pool(id() + ".headers", wire::kContributionSize,
+                                       2 * std::size_t{intervals} + 16);
+  if (!headers) return headers.error();
+  header_pool_ = *headers;
+  retained_cap_ = intervals - 1;
+  return ok();
+}
+
+void TsInput::add_metrics(runtime::MetricsRegistry& m) {
+  microslices_ = &m.counter("microslices", "microslices produced");
+  timeslices_sent_ = &m.counter("timeslices_sent", "contributions sent (first time)");
+  timeslices_acked_ = &m.counter("timeslices_acked", "timeslices acknowledged by their builder");
+  contributions_resent_ =
+      &m.counter("contributions_resent", "contributions sent again after their builder was lost");
+  bytes_sent_ = &m.counter("bytes_sent", "contribution bytes sent", runtime::Unit::bytes);
+  slots_late_ = &m.counter("slots_late",
+                           "scheduled: contributions sent after their slot (the input woke late)");
+  slots_missed_ = &m.counter("slots_missed", "scheduled: slots slept through by more than a turn");
+  slots_empty_ = &m.counter("slots_empty", "scheduled: slots with nothing ready for their builder");
+  slots_blocked_ = &m.counter("slots_blocked", "scheduled: slots whose builder pushed back");
+  intervals_late_ = &m.counter("intervals_late",
+                               "real time: intervals produced late (every buffer awaited an ack)");
+  messages_malformed_ = &m.counter("messages_malformed", "malformed messages dropped");
+  after_end_ = &m.counter("timeslices_after_end",
+                          "timeslices made past the run's end (the manager's), dropped unsent");
+  timeslices_retained_ = &m.gauge("timeslices_retained", "timeslices kept until acknowledged");
+}
+
+void TsInput::reset_run(std::uint64_t seed) {
+  TsOutbox::Settings o;
+  o.builders = builders_.size();
+  o.managed = has_manager_;
+  o.capacity = retained_cap_;
+  o.ahead = 2 * manager_window_ + in_flight_ + 16;
+  outbox_ = TsOutbox(o);
+  previous_ = TsInterval{};
+  intervals_ = 0;
+  stream_offset_ = 0;
+  rng_ = core::Xoshiro(seed + position_);
+  start_ns_ = 0;
+  starved_ = false;
+  last_slot_ = -1;
+  bytes_sent_total_ = acked_total_ = 0;
+  sampler_.reset(ThroughputSampler::kBuilderIntervalNs);
+  const std::lock_guard lock(lost_mutex_);
+  lost_builders_.clear();
+  sent_again_.clear();
+}
+
+void TsInput::add_handlers() {
+  runtime::DataPath& path = data_path();
+  path.count_rejected_in(*messages_malformed_);
+  path.on(wire::MessageType::ts_assign, [this](Completion& c, std::int64_t) {
+    if (!has_manager_ || c.peer != manager_) {
+      data_path().reject();
+      return;
+    }
+    on_assign(c);
+  });
+  path.on(wire::MessageType::ts_ack, [this](Completion& c, std::int64_t) { on_ack(c); });
+  path.on_peer_gone(
+      [this](AppIndex peer, std::string_view reason, bool) { on_peer_gone(peer, reason); });
+  path.on_work([this](std::int64_t now) { return work(now); });
+  path.drained_when([this] { return outbox_.empty(); });
+}
+
+runtime::AppType ts_input_type() {
+  runtime::AppType t = runtime::app_type<TsInput>(
+      "ts_input",
+      "Time-slice input channel: microslices (FLESnet descriptors, CRC-32C) of a fixed duration, "
+      "sent as one contribution per timeslice to its builder, kept until acknowledged.");
+  t.enable_rank = 0;
+  t.peer_params = {"builders"};
+  // An input's process may die while data flows: the builders write the timeslices without it,
+  // flagged incomplete and naming it.
+  t.survivable = true;
+  t.fold_results = &TsInput::fold_results;
+  return t;
+}
+
+}  // namespace daqflow::apps::timeslice
