@@ -1,0 +1,76 @@
+// daqflow bench evb: the event builder.
+
+#include <cstdio>
+#include <memory>
+#include <string>
+
+#include "cli/bench_support.hpp"
+
+namespace daqflow::cli {
+
+void add_bench_evb(CLI::App& bench_cmd) {
+  struct Args {
+    Common common;
+    std::string topologies = "3x2";
+    std::string rubu;
+    std::string fragment_sizes = "2048";
+    bench::EvbOptions options;
+  };
+  auto a = std::make_shared<Args>();
+  auto* cmd = bench_cmd.add_subcommand(
+      "evb", "Event builder rate, throughput and cost per event over topologies and sizes");
+  add_common(cmd, a->common, "backoff");
+  cmd->add_option("--topologies", a->topologies,
+                  "RUxBU list, RUs counting the EVM: 1x1,2x2,3x2 ('' for none)")
+      ->capture_default_str();
+  cmd->add_option("--rubu", a->rubu, "single-stage builders of N nodes: list, e.g. 2,3");
+  cmd->add_option("--fragment-sizes", a->fragment_sizes, "mean FED fragment sizes, bytes")
+      ->capture_default_str();
+  cmd->add_option("--feds", a->options.feds_per_ru, "FEDs per RU")
+      ->check(CLI::Range(1, 64))
+      ->capture_default_str();
+  cmd->add_option("--events-per-request", a->options.events_per_request, "events per block")
+      ->check(CLI::Range(1, 4096))
+      ->capture_default_str();
+  cmd->add_option("--duration", a->options.duration_s, "seconds per point")
+      ->check(CLI::Range(0.5, 3600.0))
+      ->capture_default_str();
+  cmd->add_option("--dashboard-clients", a->options.dashboard_clients,
+                  "the cost of monitoring: the first point, without and then with this many "
+                  "dashboards open on the EVM's executive, --rounds times; medians compared")
+      ->check(CLI::Range(0, 64))
+      ->capture_default_str();
+  cmd->add_option("--rounds", a->options.rounds, "with --dashboard-clients: rounds of the pair")
+      ->check(CLI::Range(1, 20))
+      ->capture_default_str();
+  cmd->callback([a] {
+    auto& o = a->options;
+    o.cluster = a->common.cluster;
+    o.cluster.cpus = parse_cpus(a->common.cpus);
+    o.topologies.clear();
+    std::size_t start = 0;
+    while (start < a->topologies.size()) {
+      auto comma = a->topologies.find(',', start);
+      if (comma == std::string::npos) comma = a->topologies.size();
+      const std::string t = a->topologies.substr(start, comma - start);
+      int rus = 0;
+      int bus = 0;
+      char x = 0;
+      char extra = 0;
+      if (std::sscanf(t.c_str(), "%d%c%d%c", &rus, &x, &bus, &extra) != 3 || x != 'x' || rus < 1 ||
+          bus < 1 || rus > 32 || bus > 32) {
+        fail("bench", "--topologies: '" + t + "' is not RUSxBUS (e.g. 3x2, at most 32x32)");
+      }
+      o.topologies.emplace_back(rus, bus);
+      start = comma + 1;
+    }
+    o.rubu.clear();
+    if (!a->rubu.empty()) {
+      for (auto n : sweep(a->rubu, "--rubu", 1, 32)) o.rubu.push_back(static_cast<int>(n));
+    }
+    o.fragment_sizes = sweep(a->fragment_sizes, "--fragment-sizes", 64, 1u << 20);
+    print_rows(run_and_write(o, a->common.out, bench::run_evb));
+  });
+}
+
+}  // namespace daqflow::cli

@@ -1,0 +1,62 @@
+// daqflow bench timeslice: time-slice building.
+
+#include <memory>
+#include <string>
+
+#include "cli/bench_support.hpp"
+
+namespace daqflow::cli {
+
+void add_bench_timeslice(CLI::App& bench_cmd) {
+  struct Args {
+    Common common;
+    std::string sizes = "1024,4096,16384,65536,262144";
+    bench::TimesliceOptions options;
+  };
+  auto a = std::make_shared<Args>();
+  auto* cmd = bench_cmd.add_subcommand(
+      "timeslice",
+      "Time-slice building all to all: chaotic and scheduled against the raw N x N stream, per "
+      "contribution size");
+  // Every node runs an input and a builder (and the raw stream a source and a sink): twice as
+  // many agents as cores here, which must sleep when idle to leave the CPU to those with work.
+  add_common(cmd, a->common, "block");
+  cmd->add_option("--n", a->options.shape.n, "nodes: each an input and a builder")
+      ->check(CLI::Range(2, 32))
+      ->capture_default_str();
+  cmd->add_option("--sizes", a->sizes, "contribution sizes (bytes of content): list or range")
+      ->capture_default_str();
+  cmd->add_option("--microslices", a->options.shape.microslices,
+                  "microslices of a contribution's core (the overlap is one more)")
+      ->check(CLI::Range(1, 4096))
+      ->capture_default_str();
+  cmd->add_option("--crc", a->options.shape.crc,
+                  "inputs compute each microslice's CRC-32C and builders check it, and the "
+                  "stream checks every byte (false: only the ends of its messages)")
+      ->capture_default_str();
+  cmd->add_option("--slot-us", a->options.slot_us,
+                  "scheduled: slot length; 0: the stream's time per message and sender in the "
+                  "same round")
+      ->check(CLI::Range(0.0, 1e6))
+      ->capture_default_str();
+  cmd->add_option("--depth", a->options.cluster.pipeline_depth, "pipelining depth of every link")
+      ->check(CLI::Range(1, 4096))
+      ->capture_default_str();
+  cmd->add_option("--duration", a->options.duration_s, "seconds per run")
+      ->check(CLI::Range(1.0, 3600.0))
+      ->capture_default_str();
+  cmd->add_option("--rounds", a->options.rounds, "rounds of the three runs per size, interleaved")
+      ->check(CLI::Range(1, 20))
+      ->capture_default_str();
+  cmd->callback([a] {
+    auto& o = a->options;
+    const std::uint32_t depth = o.cluster.pipeline_depth;
+    o.cluster = a->common.cluster;
+    o.cluster.pipeline_depth = depth;
+    o.cluster.cpus = parse_cpus(a->common.cpus);
+    o.sizes = sweep(a->sizes, "--sizes", 64, 64u << 20);
+    print_rows(run_and_write(o, a->common.out, bench::run_timeslice));
+  });
+}
+
+}  // namespace daqflow::cli
