@@ -35,13 +35,12 @@ class Retention {
   // Room for n items aside without allocating.
   void reserve_aside(std::size_t n) { aside_.reserve(n); }
 
-  // A new item under key (reset to T{}), or nullptr when an item held takes its place.
+  // A new item under key (a T{}), or nullptr when an item held takes its place.
   [[nodiscard]] T* hold(std::uint64_t key) {
     Place& p = places_[key & mask_];
     if (p.used) return nullptr;
     p.used = true;
-    p.key = key;
-    p.item = T{};
+    p.key = key;  // p.item is T{}: places start so, and vacate() resets them
     if (in_window_ == 0) {
       low_ = key;
       high_ = key + 1;
