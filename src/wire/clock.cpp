@@ -1,83 +1,54 @@
 #include "daqflow/wire/clock.hpp"
 
-#include <bit>
 #include <cmath>
 
-#include "daqflow/wire/endian.hpp"
+#include "wire/layout.hpp"
 
 namespace daqflow::wire {
-
 namespace {
 
-void store_double(std::byte* p, double v) {
-  store_le64(p, std::bit_cast<std::uint64_t>(v));
-}
-double load_double(const std::byte* p) {
-  return std::bit_cast<double>(load_le64(p));
-}
+using layout::Field;
+
+using ClockProbeLayout = layout::Message<ClockProbe, kClockProbeSize, Field<&ClockProbe::round, 0>,
+                                         Field<&ClockProbe::probe, 4>, Field<&ClockProbe::t1, 8>>;
+using ClockReplyLayout = layout::Message<ClockReply, kClockReplySize, Field<&ClockReply::round, 0>,
+                                         Field<&ClockReply::probe, 4>, Field<&ClockReply::t1, 8>,
+                                         Field<&ClockReply::t2, 16>, Field<&ClockReply::t3, 24>>;
+using ClockCorrectionLayout =
+    layout::Message<ClockCorrectionMsg, kClockCorrectionSize, Field<&ClockCorrectionMsg::round, 0>,
+                    Field<&ClockCorrectionMsg::shift_ns, 8>, Field<&ClockCorrectionMsg::scale, 16>,
+                    Field<&ClockCorrectionMsg::precision_ns, 24>,
+                    Field<&ClockCorrectionMsg::drift_ppm, 32>>;
 
 }  // namespace
 
 void encode(const ClockProbe& m, std::span<std::byte, kClockProbeSize> out) {
-  std::byte* p = out.data();
-  store_le32(p, m.round);
-  store_le32(p + 4, m.probe);
-  store_le64(p + 8, static_cast<std::uint64_t>(m.t1));
+  ClockProbeLayout::store(m, out);
 }
 
 PayloadStatus decode(std::span<const std::byte> in, ClockProbe& out) {
-  if (in.size() != kClockProbeSize) return PayloadStatus::wrong_size;
-  const std::byte* p = in.data();
-  out.round = load_le32(p);
-  out.probe = load_le32(p + 4);
-  out.t1 = static_cast<std::int64_t>(load_le64(p + 8));
-  return PayloadStatus::ok;
+  return ClockProbeLayout::decode(in, out);
 }
 
 void encode(const ClockReply& m, std::span<std::byte, kClockReplySize> out) {
-  std::byte* p = out.data();
-  store_le32(p, m.round);
-  store_le32(p + 4, m.probe);
-  store_le64(p + 8, static_cast<std::uint64_t>(m.t1));
-  store_le64(p + 16, static_cast<std::uint64_t>(m.t2));
-  store_le64(p + 24, static_cast<std::uint64_t>(m.t3));
+  ClockReplyLayout::store(m, out);
 }
 
 PayloadStatus decode(std::span<const std::byte> in, ClockReply& out) {
-  if (in.size() != kClockReplySize) return PayloadStatus::wrong_size;
-  const std::byte* p = in.data();
-  out.round = load_le32(p);
-  out.probe = load_le32(p + 4);
-  out.t1 = static_cast<std::int64_t>(load_le64(p + 8));
-  out.t2 = static_cast<std::int64_t>(load_le64(p + 16));
-  out.t3 = static_cast<std::int64_t>(load_le64(p + 24));
-  return PayloadStatus::ok;
+  return ClockReplyLayout::decode(in, out);
 }
 
 void encode(const ClockCorrectionMsg& m, std::span<std::byte, kClockCorrectionSize> out) {
-  std::byte* p = out.data();
-  store_le64(p, m.round);
-  store_double(p + 8, m.shift_ns);
-  store_double(p + 16, m.scale);
-  store_double(p + 24, m.precision_ns);
-  store_double(p + 32, m.drift_ppm);
+  ClockCorrectionLayout::store(m, out);
 }
 
 PayloadStatus decode(std::span<const std::byte> in, ClockCorrectionMsg& out) {
-  if (in.size() != kClockCorrectionSize) return PayloadStatus::wrong_size;
-  const std::byte* p = in.data();
-  ClockCorrectionMsg m;
-  m.round = load_le64(p);
-  m.shift_ns = load_double(p + 8);
-  m.scale = load_double(p + 16);
-  m.precision_ns = load_double(p + 24);
-  m.drift_ppm = load_double(p + 32);
-  if (!std::isfinite(m.shift_ns) || !std::isfinite(m.scale) || m.scale <= 0 ||
-      !std::isfinite(m.precision_ns) || m.precision_ns < 0 || !std::isfinite(m.drift_ppm)) {
-    return PayloadStatus::bad_value;
-  }
-  out = m;
-  return PayloadStatus::ok;
+  return ClockCorrectionLayout::decode(in, out, [](const ClockCorrectionMsg& m) {
+    const bool valid = std::isfinite(m.shift_ns) && std::isfinite(m.scale) && m.scale > 0 &&
+                       std::isfinite(m.precision_ns) && m.precision_ns >= 0 &&
+                       std::isfinite(m.drift_ppm);
+    return valid ? PayloadStatus::ok : PayloadStatus::bad_value;
+  });
 }
 
 }  // namespace daqflow::wire

@@ -1,210 +1,138 @@
 #include "daqflow/wire/timeslice.hpp"
 
-#include "daqflow/wire/endian.hpp"
+#include "wire/layout.hpp"
 
 namespace daqflow::wire {
+namespace {
+
+using layout::Field;
+using layout::Reserved;
+using MD = MicrosliceDescriptor;
+using TD = TimesliceDescriptor;
+
+using MicrosliceLayout =
+    layout::Message<MD, kMicrosliceDescriptorSize, Field<&MD::hdr_id, 0>, Field<&MD::hdr_ver, 1>,
+                    Field<&MD::eq_id, 2>, Field<&MD::flags, 4>, Field<&MD::sys_id, 6>,
+                    Field<&MD::sys_ver, 7>, Field<&MD::idx, 8>, Field<&MD::crc, 16>,
+                    Field<&MD::size, 20>, Field<&MD::offset, 24>>;
+using ContributionLayout =
+    layout::Message<Contribution, kContributionSize, Field<&Contribution::index, 0>,
+                    Field<&Contribution::start_ns, 8>, Field<&Contribution::eq_id, 16>,
+                    Field<&Contribution::sys_id, 18>, Field<&Contribution::sys_ver, 19>,
+                    Field<&Contribution::microslices, 20>,
+                    Field<&Contribution::core_microslices, 24>, Field<&Contribution::epoch, 28>,
+                    Field<&Contribution::content_size, 32>, Reserved<40, 8>>;
+using TsAckLayout = layout::Message<TsAck, kTsAckSize, Field<&TsAck::index, 0>,
+                                    Field<&TsAck::status, 8>, Field<&TsAck::epoch, 12>>;
+using TimesliceLayout =
+    layout::Message<TD, kTimesliceDescriptorSize, Field<&TD::index, 0>, Field<&TD::start_ns, 8>,
+                    Field<&TD::microslice_ns, 16>, Field<&TD::core_microslices, 20>,
+                    Field<&TD::overlap_microslices, 24>, Field<&TD::components_expected, 28>,
+                    Field<&TD::components_present, 30>, Field<&TD::flags, 32>, Reserved<36, 4>>;
+using TsAssignLayout = layout::Message<TsAssign, kTsAssignSize, Field<&TsAssign::index, 0>,
+                                       Field<&TsAssign::builder, 8>, Field<&TsAssign::epoch, 12>>;
+using TsReportLayout =
+    layout::Message<TsReport, kTsReportSize, Field<&TsReport::epoch, 0>,
+                    Field<&TsReport::building, 4>, Field<&TsReport::free_buffers, 8>,
+                    Reserved<12, 4>, Field<&TsReport::done, 16>>;
+using TsCommitLayout = layout::Message<TsCommit, kTsCommitSize, Field<&TsCommit::index, 0>,
+                                       Field<&TsCommit::epoch, 8>, Field<&TsCommit::answer, 12>>;
+using TsDoneLayout = layout::Message<TsDone, kTsDoneSize, Field<&TsDone::index, 0>,
+                                     Field<&TsDone::epoch, 8>, Field<&TsDone::incomplete, 12>>;
+
+PayloadStatus valid_if(bool valid) {
+  return valid ? PayloadStatus::ok : PayloadStatus::bad_value;
+}
+
+}  // namespace
 
 void encode(const MicrosliceDescriptor& m, std::span<std::byte, kMicrosliceDescriptorSize> out) {
-  std::byte* p = out.data();
-  p[0] = static_cast<std::byte>(m.hdr_id);
-  p[1] = static_cast<std::byte>(m.hdr_ver);
-  store_le16(p + 2, m.eq_id);
-  store_le16(p + 4, m.flags);
-  p[6] = static_cast<std::byte>(m.sys_id);
-  p[7] = static_cast<std::byte>(m.sys_ver);
-  store_le64(p + 8, m.idx);
-  store_le32(p + 16, m.crc);
-  store_le32(p + 20, m.size);
-  store_le64(p + 24, m.offset);
+  MicrosliceLayout::store(m, out);
 }
 
 PayloadStatus decode(std::span<const std::byte, kMicrosliceDescriptorSize> in,
                      MicrosliceDescriptor& out) {
-  const std::byte* p = in.data();
-  MicrosliceDescriptor m;
-  m.hdr_id = static_cast<std::uint8_t>(p[0]);
-  m.hdr_ver = static_cast<std::uint8_t>(p[1]);
-  if (m.hdr_id != kMicrosliceHeaderId || m.hdr_ver != kMicrosliceHeaderVersion) {
-    return PayloadStatus::bad_value;
-  }
-  m.eq_id = load_le16(p + 2);
-  m.flags = load_le16(p + 4);
-  m.sys_id = static_cast<std::uint8_t>(p[6]);
-  m.sys_ver = static_cast<std::uint8_t>(p[7]);
-  m.idx = load_le64(p + 8);
-  m.crc = load_le32(p + 16);
-  m.size = load_le32(p + 20);
-  m.offset = load_le64(p + 24);
-  out = m;
-  return PayloadStatus::ok;
+  return MicrosliceLayout::decode(in, out, [](const MD& m) {
+    return valid_if(m.hdr_id == kMicrosliceHeaderId && m.hdr_ver == kMicrosliceHeaderVersion);
+  });
 }
 
 void encode(const Contribution& m, std::span<std::byte, kContributionSize> out) {
-  std::byte* p = out.data();
-  store_le64(p, m.index);
-  store_le64(p + 8, m.start_ns);
-  store_le16(p + 16, m.eq_id);
-  p[18] = static_cast<std::byte>(m.sys_id);
-  p[19] = static_cast<std::byte>(m.sys_ver);
-  store_le32(p + 20, m.microslices);
-  store_le32(p + 24, m.core_microslices);
-  store_le32(p + 28, m.epoch);
-  store_le64(p + 32, m.content_size);
-  store_le64(p + 40, 0);
+  ContributionLayout::store(m, out);
 }
 
 PayloadStatus decode(std::span<const std::byte, kContributionSize> in, std::size_t payload_size,
                      Contribution& out) {
-  const std::byte* p = in.data();
-  if (load_le64(p + 40) != 0) return PayloadStatus::reserved_not_zero;
-  Contribution m;
-  m.index = load_le64(p);
-  m.start_ns = load_le64(p + 8);
-  m.eq_id = load_le16(p + 16);
-  m.sys_id = static_cast<std::uint8_t>(p[18]);
-  m.sys_ver = static_cast<std::uint8_t>(p[19]);
-  m.microslices = load_le32(p + 20);
-  m.core_microslices = load_le32(p + 24);
-  m.epoch = load_le32(p + 28);
-  m.content_size = load_le64(p + 32);
-  if (m.core_microslices == 0 || m.core_microslices > m.microslices ||
-      m.microslices > kMaxMicroslicesPerContribution) {
-    return PayloadStatus::bad_count;
-  }
-  if (m.content_size > payload_size || wire::payload_size(m) != payload_size) {
-    return PayloadStatus::sizes_mismatch;
-  }
-  out = m;
-  return PayloadStatus::ok;
+  return ContributionLayout::decode(in, out, [&](const Contribution& m) {
+    if (m.core_microslices == 0 || m.core_microslices > m.microslices ||
+        m.microslices > kMaxMicroslicesPerContribution) {
+      return PayloadStatus::bad_count;
+    }
+    if (m.content_size > payload_size || wire::payload_size(m) != payload_size) {
+      return PayloadStatus::sizes_mismatch;
+    }
+    return PayloadStatus::ok;
+  });
 }
 
 void encode(const TsAck& m, std::span<std::byte, kTsAckSize> out) {
-  std::byte* p = out.data();
-  store_le64(p, m.index);
-  store_le32(p + 8, static_cast<std::uint32_t>(m.status));
-  store_le32(p + 12, m.epoch);
+  TsAckLayout::store(m, out);
 }
 
 PayloadStatus decode(std::span<const std::byte> in, TsAck& out) {
-  if (in.size() != kTsAckSize) return PayloadStatus::wrong_size;
-  const std::byte* p = in.data();
-  const std::uint32_t status = load_le32(p + 8);
-  if (status < 1 || status > 3) return PayloadStatus::bad_value;
-  out.index = load_le64(p);
-  out.status = static_cast<TsAckStatus>(status);
-  out.epoch = load_le32(p + 12);
-  return PayloadStatus::ok;
+  return TsAckLayout::decode(in, out, [](const TsAck& m) {
+    return valid_if(m.status >= TsAckStatus::complete && m.status <= TsAckStatus::late);
+  });
 }
 
 void encode(const TimesliceDescriptor& m, std::span<std::byte, kTimesliceDescriptorSize> out) {
-  std::byte* p = out.data();
-  store_le64(p, m.index);
-  store_le64(p + 8, m.start_ns);
-  store_le32(p + 16, m.microslice_ns);
-  store_le32(p + 20, m.core_microslices);
-  store_le32(p + 24, m.overlap_microslices);
-  store_le16(p + 28, m.components_expected);
-  store_le16(p + 30, m.components_present);
-  store_le32(p + 32, m.flags);
-  store_le32(p + 36, 0);
+  TimesliceLayout::store(m, out);
 }
 
 PayloadStatus decode(std::span<const std::byte, kTimesliceDescriptorSize> in,
                      TimesliceDescriptor& out) {
-  const std::byte* p = in.data();
-  if (load_le32(p + 36) != 0) return PayloadStatus::reserved_not_zero;
-  TimesliceDescriptor m;
-  m.index = load_le64(p);
-  m.start_ns = load_le64(p + 8);
-  m.microslice_ns = load_le32(p + 16);
-  m.core_microslices = load_le32(p + 20);
-  m.overlap_microslices = load_le32(p + 24);
-  m.components_expected = load_le16(p + 28);
-  m.components_present = load_le16(p + 30);
-  m.flags = load_le32(p + 32);
-  if ((m.flags & ~std::uint32_t{kTimesliceIncomplete}) != 0) return PayloadStatus::bad_value;
-  if (m.components_present > m.components_expected || m.core_microslices == 0 ||
-      m.microslice_ns == 0) {
-    return PayloadStatus::bad_count;
-  }
-  if (m.components_present < m.components_expected && (m.flags & kTimesliceIncomplete) == 0) {
-    return PayloadStatus::bad_value;
-  }
-  out = m;
-  return PayloadStatus::ok;
+  return TimesliceLayout::decode(in, out, [](const TD& m) {
+    if ((m.flags & ~std::uint32_t{kTimesliceIncomplete}) != 0) return PayloadStatus::bad_value;
+    if (m.components_present > m.components_expected || m.core_microslices == 0 ||
+        m.microslice_ns == 0) {
+      return PayloadStatus::bad_count;
+    }
+    const bool flagged = (m.flags & kTimesliceIncomplete) != 0;
+    return valid_if(m.components_present == m.components_expected || flagged);
+  });
 }
 
 void encode(const TsAssign& m, std::span<std::byte, kTsAssignSize> out) {
-  std::byte* p = out.data();
-  store_le64(p, m.index);
-  store_le32(p + 8, m.builder);
-  store_le32(p + 12, m.epoch);
+  TsAssignLayout::store(m, out);
 }
 
 PayloadStatus decode(std::span<const std::byte> in, TsAssign& out) {
-  if (in.size() != kTsAssignSize) return PayloadStatus::wrong_size;
-  const std::byte* p = in.data();
-  out.index = load_le64(p);
-  out.builder = load_le32(p + 8);
-  out.epoch = load_le32(p + 12);
-  return PayloadStatus::ok;
+  return TsAssignLayout::decode(in, out);
 }
 
 void encode(const TsReport& m, std::span<std::byte, kTsReportSize> out) {
-  std::byte* p = out.data();
-  store_le32(p, m.epoch);
-  store_le32(p + 4, m.building);
-  store_le32(p + 8, m.free_buffers);
-  store_le32(p + 12, 0);
-  store_le64(p + 16, m.done);
+  TsReportLayout::store(m, out);
 }
 
 PayloadStatus decode(std::span<const std::byte> in, TsReport& out) {
-  if (in.size() != kTsReportSize) return PayloadStatus::wrong_size;
-  const std::byte* p = in.data();
-  if (load_le32(p + 12) != 0) return PayloadStatus::reserved_not_zero;
-  out.epoch = load_le32(p);
-  out.building = load_le32(p + 4);
-  out.free_buffers = load_le32(p + 8);
-  out.reserved = 0;
-  out.done = load_le64(p + 16);
-  return PayloadStatus::ok;
+  return TsReportLayout::decode(in, out);
 }
 
 void encode(const TsCommit& m, std::span<std::byte, kTsCommitSize> out) {
-  std::byte* p = out.data();
-  store_le64(p, m.index);
-  store_le32(p + 8, m.epoch);
-  store_le32(p + 12, static_cast<std::uint32_t>(m.answer));
+  TsCommitLayout::store(m, out);
 }
 
 PayloadStatus decode(std::span<const std::byte> in, TsCommit& out) {
-  if (in.size() != kTsCommitSize) return PayloadStatus::wrong_size;
-  const std::byte* p = in.data();
-  const std::uint32_t answer = load_le32(p + 12);
-  if (answer > 2) return PayloadStatus::bad_value;
-  out.index = load_le64(p);
-  out.epoch = load_le32(p + 8);
-  out.answer = static_cast<CommitAnswer>(answer);
-  return PayloadStatus::ok;
+  return TsCommitLayout::decode(
+      in, out, [](const TsCommit& m) { return valid_if(m.answer <= CommitAnswer::denied); });
 }
 
 void encode(const TsDone& m, std::span<std::byte, kTsDoneSize> out) {
-  std::byte* p = out.data();
-  store_le64(p, m.index);
-  store_le32(p + 8, m.epoch);
-  store_le32(p + 12, m.incomplete);
+  TsDoneLayout::store(m, out);
 }
 
 PayloadStatus decode(std::span<const std::byte> in, TsDone& out) {
-  if (in.size() != kTsDoneSize) return PayloadStatus::wrong_size;
-  const std::byte* p = in.data();
-  const std::uint32_t incomplete = load_le32(p + 12);
-  if (incomplete > 1) return PayloadStatus::bad_value;
-  out.index = load_le64(p);
-  out.epoch = load_le32(p + 8);
-  out.incomplete = incomplete;
-  return PayloadStatus::ok;
+  return TsDoneLayout::decode(in, out, [](const TsDone& m) { return valid_if(m.incomplete <= 1); });
 }
 
 }  // namespace daqflow::wire
