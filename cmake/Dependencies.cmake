@@ -45,3 +45,15 @@ if(DAQFLOW_TSAN)
   # its headers use fences that TSan refuses: the TSan tree leaves the simulator out.
   set(SIMGRID_FOUND FALSE)
 endif()
+
+# The generator of the settings specs (cmake/settings_spec.py) needs a python3 with PyYAML:
+# Debian's (python3-yaml, installed by scripts/bootstrap) before any other on PATH.
+find_program(DAQFLOW_PYTHON python3 PATHS /usr/bin NO_DEFAULT_PATH)
+if(NOT DAQFLOW_PYTHON)
+  find_program(DAQFLOW_PYTHON python3 REQUIRED)
+endif()
+execute_process(COMMAND ${DAQFLOW_PYTHON} -c "import yaml" RESULT_VARIABLE yaml_missing
+                OUTPUT_QUIET ERROR_QUIET)
+if(yaml_missing)
+  message(FATAL_ERROR "${DAQFLOW_PYTHON} has no PyYAML (apt install python3-yaml)")
+endif()

@@ -26,24 +26,4 @@ core::DistSpec SizeSettings::distribution() const {
   return d;
 }
 
-runtime::SettingsSpec<SizeSettings> size_spec(double default_bytes, double largest,
-                                              std::string_view what) {
-  using runtime::ParamSpec;
-  return runtime::SettingsSpec<SizeSettings>()
-      .bind(ParamSpec::string("dist", "fixed, uniform, exponential or lognormal")
-                .default_value("fixed")
-                .one_of({"fixed", "uniform", "exponential", "lognormal"}),
-            &SizeSettings::dist)
-      .bind(ParamSpec::number("mean", "mean size, bytes")
-                .default_value(default_bytes)
-                .range(8, largest),
-            &SizeSettings::mean)
-      .bind(ParamSpec::number("sd", "standard deviation, bytes").default_value(0).range(0, largest),
-            &SizeSettings::sd)
-      .bind(ParamSpec::integer("max", "largest " + std::string(what) + ", bytes")
-                .default_value(static_cast<std::int64_t>(default_bytes))
-                .range(8, largest),
-            &SizeSettings::max);
-}
-
 }  // namespace daqflow::apps::detail

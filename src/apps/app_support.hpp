@@ -35,9 +35,4 @@ struct SizeSettings {
   [[nodiscard]] core::DistSpec distribution() const;
 };
 
-// Its spec: mean and max default to default_bytes, sizes of 8 to largest bytes; what names the
-// thing sized in the help ("event", "microslice").
-[[nodiscard]] runtime::SettingsSpec<SizeSettings> size_spec(double default_bytes, double largest,
-                                                            std::string_view what);
-
 }  // namespace daqflow::apps::detail

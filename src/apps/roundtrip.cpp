@@ -6,8 +6,6 @@ namespace daqflow::apps {
 
 namespace {
 
-constexpr double kMaxSize = 1 << 30;
-constexpr double kMaxIterations = 10'000'000;
 constexpr std::size_t kPingBuffers = 4;
 
 // The sweep: min, 2 min, 4 min, ... and max itself (0 is followed by 1).
@@ -22,46 +20,6 @@ std::vector<std::uint64_t> sweep_sizes(std::uint64_t min, std::uint64_t max) {
 }
 
 }  // namespace
-
-const runtime::SettingsSpec<RoundTripSettings>& RoundTrip::spec() {
-  using runtime::ParamSpec;
-  using S = RoundTripSettings;
-  static const auto spec =
-      runtime::SettingsSpec<S>()
-          .bind(ParamSpec::app_ref("peer", "the other roundtrip application"), &S::peer)
-          .bind(ParamSpec::string("role", "initiator (sweeps and times) or responder (echoes)")
-                    .one_of({"initiator", "responder"}),
-                &S::role)
-          .bind(ParamSpec::integer("min_size", "first message size in bytes")
-                    .default_value(64)
-                    .range(0, kMaxSize),
-                &S::min_size)
-          .bind(ParamSpec::integer("max_size", "last message size in bytes (sizes double)")
-                    .default_value(4194304)
-                    .range(0, kMaxSize),
-                &S::max_size)
-          .bind(ParamSpec::integer("iterations", "timed round trips per size")
-                    .default_value(1000)
-                    .range(1, kMaxIterations),
-                &S::iterations)
-          .bind(ParamSpec::integer("warmup", "untimed round trips before each size")
-                    .default_value(50)
-                    .at_least(0),
-                &S::warmup)
-          .bind(ParamSpec::integer("fit_min_size",
-                                   "smallest size in the fit of tau(P) = c*P + tau0 (the linear "
-                                   "part)")
-                    .default_value(65536)
-                    .at_least(0),
-                &S::fit_min_size)
-          .bind(ParamSpec::integer("fit_max_size",
-                                   "largest size in the fit (0: no bound); sizes beyond the CPU "
-                                   "caches often follow a second, steeper line")
-                    .default_value(0)
-                    .at_least(0),
-                &S::fit_max_size);
-  return spec;
-}
 
 Result<void> RoundTrip::setup(runtime::AppContext& ctx, const RoundTripSettings& s) {
   peer_id_ = s.peer;

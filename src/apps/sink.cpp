@@ -11,9 +11,6 @@ using transport::Completion;
 
 namespace {
 
-constexpr double kMinIntervalMs = 10;
-constexpr double kMaxIntervalMs = 10000;
-
 // A `source` application's message count from its parameters; 0 = unlimited or not a source.
 std::uint64_t source_count(const runtime::ApplicationConfig& app) {
   if (app.type != "source" || !app.params.is_object()) return 0;
@@ -32,27 +29,6 @@ bool sends_to(const runtime::ApplicationConfig& app, const std::string& id) {
 }
 
 }  // namespace
-
-const runtime::SettingsSpec<SinkSettings>& Sink::spec() {
-  using runtime::ParamSpec;
-  using S = SinkSettings;
-  static const auto spec =
-      runtime::SettingsSpec<S>()
-          .bind(ParamSpec::app_ref_list("sources", "applications allowed to send here; [] = any")
-                    .default_json_text("[]"),
-                &S::sources)
-          .bind(ParamSpec::string("verify",
-                                  "payload check: ends (sequence at both ends, cheap) or full "
-                                  "(every byte)")
-                    .default_value("ends")
-                    .one_of({"ends", "full"}),
-                &S::verify)
-          .bind(ParamSpec::integer("sample_interval_ms", "throughput sampling interval")
-                    .default_value(200)
-                    .range(kMinIntervalMs, kMaxIntervalMs),
-                &S::sample_interval_ms);
-  return spec;
-}
 
 Result<void> Sink::setup(runtime::AppContext& ctx, const SinkSettings& s) {
   interval_ms_ = s.sample_interval_ms;

@@ -13,45 +13,11 @@ using transport::SendStatus;
 
 namespace {
 
-constexpr double kMaxMessageSize = 1 << 30;
-constexpr double kMaxPipelineDepth = 4096;
 // While the pool is dry (a receiver still holds our buffers) no completion announces their
 // return, so the agent only naps instead of blocking for its full idle timeout.
 constexpr std::int64_t kStarvedNapNs = 100'000;
 
 }  // namespace
-
-const runtime::SettingsSpec<SourceSettings>& Source::spec() {
-  using runtime::ParamSpec;
-  using S = SourceSettings;
-  static const auto spec =
-      runtime::SettingsSpec<S>()
-          .bind(ParamSpec::app_ref_list("destinations", "applications to send to (sinks)"),
-                &S::destinations)
-          .bind(ParamSpec::integer("message_size", "payload bytes per message")
-                    .default_value(1048576)
-                    .range(0, kMaxMessageSize),
-                &S::message_size)
-          .bind(ParamSpec::integer("pipeline_depth",
-                                   "messages in flight per destination; 0 = the transports' "
-                                   "pipeline_depth")
-                    .default_value(0)
-                    .range(0, kMaxPipelineDepth),
-                &S::pipeline_depth)
-          .bind(ParamSpec::integer("count",
-                                   "messages per destination, then the source is finished; 0 = "
-                                   "unlimited")
-                    .default_value(0)
-                    .at_least(0),
-                &S::count)
-          .bind(ParamSpec::string("verify",
-                                  "payload pattern: ends (sequence at both ends, cheap) or full "
-                                  "(every byte)")
-                    .default_value("ends")
-                    .one_of({"ends", "full"}),
-                &S::verify);
-  return spec;
-}
 
 Result<void> Source::setup(runtime::AppContext& ctx, const SourceSettings& s) {
   self_ = ctx.self().index;

@@ -31,44 +31,6 @@ constexpr std::int64_t kNapNs = 1'000'000;
 
 }  // namespace
 
-const runtime::SettingsSpec<ClockMasterSettings>& ClockMaster::spec() {
-  using runtime::ParamSpec;
-  using S = ClockMasterSettings;
-  using M = ClockMasterSettings::Multicast;
-  static const auto multicast =
-      runtime::SettingsSpec<M>()
-          .bind(ParamSpec::string("group", "multicast group address; empty: over the transport")
-                    .default_value(""),
-                &M::group)
-          .bind(ParamSpec::integer("port", "multicast port").default_value(0).range(0, 65535),
-                &M::port)
-          .bind(ParamSpec::string("interface", "address of the interface to send and join on")
-                    .default_value("127.0.0.1"),
-                &M::interface)
-          .bind(ParamSpec::integer("history", "corrections kept for repairs")
-                    .default_value(1024)
-                    .range(1, 1 << 20),
-                &M::history);
-  static const auto spec =
-      runtime::SettingsSpec<S>()
-          .bind(ParamSpec::app_ref_list("nodes", "the clock_clients it synchronises"), &S::nodes)
-          .bind(ParamSpec::integer("interval_ms", "time between rounds")
-                    .default_value(200)
-                    .range(1, 3600000),
-                &S::interval_ms)
-          .bind(ParamSpec::integer("probes", "round trips per round; the lowest-delay one counts")
-                    .default_value(8)
-                    .range(1, 1000),
-                &S::probes)
-          .bind(ParamSpec::integer("window", "rounds the offset and drift are fitted over")
-                    .default_value(50)
-                    .range(2, 100000),
-                &S::window)
-          .bind("multicast", "corrections by UDP multicast to every node, with retry (apps/mcast)",
-                multicast, &S::multicast);
-  return spec;
-}
-
 Result<void> ClockMaster::setup(runtime::AppContext& ctx, const ClockMasterSettings& s) {
   interval_ns_ = s.interval_ms * 1'000'000;
   probes_ = s.probes;
@@ -340,28 +302,6 @@ Result<nlohmann::json> ClockMaster::action(std::string_view name, const nlohmann
     nodes[detail::peer_name(ids_, nodes_[n])] = std::move(trips);
   }
   return nlohmann::json{{"fields", {"round", "probe", "delay_ns"}}, {"nodes", std::move(nodes)}};
-}
-
-const runtime::SettingsSpec<ClockClientSettings>& ClockClient::spec() {
-  using runtime::ParamSpec;
-  using S = ClockClientSettings;
-  static const auto spec =
-      runtime::SettingsSpec<S>()
-          .bind(ParamSpec::app_ref("master", "the clock_master"), &S::master)
-          .bind(ParamSpec::number("inject_offset_us",
-                                  "tests: run this process's local clock ahead by this")
-                    .default_value(0),
-                &S::inject_offset_us)
-          .bind(ParamSpec::number("inject_drift_ppm", "tests: and this much fast (ppm)")
-                    .default_value(0)
-                    .range(-10000, 10000),
-                &S::inject_drift_ppm)
-          .bind(ParamSpec::number("multicast_drop",
-                                  "tests: drop this fraction of the master's multicast datagrams")
-                    .default_value(0)
-                    .range(0, 0.5),
-                &S::multicast_drop);
-  return spec;
 }
 
 Result<void> ClockClient::setup(runtime::AppContext& ctx, const ClockClientSettings& s) {

@@ -1,4 +1,4 @@
-// The BU's configuration (bu_app.hpp): its settings, the steps of setup(), its handlers and its
+// The BU's configuration (bu_app.hpp): the steps of setup(), its handlers and its
 // registry entry.
 
 #include <fmt/format.h>
@@ -25,10 +25,6 @@ namespace {
 constexpr std::int64_t kOutputWaitNs = 100'000;
 
 }  // namespace
-
-const runtime::SettingsSpec<BuSettings>& BuilderUnit::spec() {
-  return bu_settings_spec();
-}
 
 Result<void> BuilderUnit::setup(runtime::AppContext& ctx, const BuSettings& s) {
   clock_ = &ctx.clock();

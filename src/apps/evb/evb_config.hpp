@@ -27,7 +27,7 @@ struct ReadoutParams {
   std::uint64_t chunk_size = 0;  // a multiple of 64 (checked at Configure)
   std::uint64_t chunks = 0;
 };
-[[nodiscard]] runtime::SettingsSpec<ReadoutParams> readout_params_spec();
+[[nodiscard]] const runtime::SettingsSpec<ReadoutParams>& readout_params_spec();
 
 struct RuSettings {
   std::string evm;
@@ -57,10 +57,6 @@ struct BuSettings {
   std::int64_t evm_redial_ms = 0;
   nlohmann::json output;
 };
-
-[[nodiscard]] const runtime::SettingsSpec<RuSettings>& ru_settings_spec();
-[[nodiscard]] const runtime::SettingsSpec<EvmSettings>& evm_settings_spec();
-[[nodiscard]] const runtime::SettingsSpec<BuSettings>& bu_settings_spec();
 
 struct Topology {
   transport::AppIndex evm = 0;

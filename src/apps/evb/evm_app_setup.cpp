@@ -1,4 +1,4 @@
-// The EVM's configuration (evm_app.hpp): its settings, the steps of setup(), its handlers and its
+// The EVM's configuration (evm_app.hpp): the steps of setup(), its handlers and its
 // registry entry.
 
 #include <spdlog/spdlog.h>
@@ -15,10 +15,6 @@ namespace daqflow::apps::evb {
 
 using transport::AppIndex;
 using transport::Completion;
-
-const runtime::SettingsSpec<EvmSettings>& EventManagerApp::spec() {
-  return evm_settings_spec();
-}
 
 Result<void> EventManagerApp::setup(runtime::AppContext& ctx, const EvmSettings& s) {
   clock_ = &ctx.clock();

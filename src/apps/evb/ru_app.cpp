@@ -6,10 +6,6 @@ namespace daqflow::apps::evb {
 
 using transport::AppIndex;
 
-const runtime::SettingsSpec<RuSettings>& ReadoutUnit::spec() {
-  return ru_settings_spec();
-}
-
 Result<void> ReadoutUnit::setup(runtime::AppContext& ctx, const RuSettings& s) {
   auto topology = resolve_topology(ctx);
   if (!topology) return topology.error();

@@ -1,4 +1,4 @@
-// The SFC's configuration (sfc_app.hpp): its settings, the steps of setup() and its registry entry.
+// The SFC's configuration (sfc_app.hpp): the steps of setup() and its registry entry.
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
@@ -20,83 +20,12 @@ using transport::Completion;
 namespace {
 
 constexpr std::size_t kBatchesPerStream = 4;
-constexpr std::uint32_t kMaxEventSize = 64u << 20;
 constexpr std::size_t kControlBufferSize = 64;
 // Event numbers remembered for the duplicate check of events from BUs: a block built again after
 // its BU was lost comes within far fewer events than this.
 constexpr std::uint64_t kSeenEvents = 1u << 22;
 
 }  // namespace
-
-const runtime::SettingsSpec<SfcSettings>& SubFarmController::spec() {
-  using runtime::ParamSpec;
-  using S = SfcSettings;
-  static const auto spec =
-      runtime::SettingsSpec<S>()
-          .bind(ParamSpec::app_ref_list("workers", "the workers this SFC dispatches to"),
-                &S::workers)
-          .bind(ParamSpec::string("policy", "round_robin, tokens, least_loaded or push")
-                    .default_value("tokens")
-                    .one_of({"round_robin", "tokens", "least_loaded", "push"}),
-                &S::policy)
-          .bind(ParamSpec::integer("window", "tokens per worker: events a worker holds at once")
-                    .default_value(2)
-                    .range(1, 64),
-                &S::window)
-          .bind(ParamSpec::integer("busy_threshold",
-                                   "least_loaded: busy at this many events; 0: window")
-                    .default_value(0)
-                    .range(0, 64),
-                &S::busy_threshold)
-          .bind(ParamSpec::integer("free_threshold",
-                                   "least_loaded: free again at this many; -1: busy_threshold - 1")
-                    .default_value(-1)
-                    .range(-1, 63),
-                &S::free_threshold)
-          .bind(ParamSpec::integer("queue",
-                                   "events waiting for a worker before the input is held back")
-                    .default_value(64)
-                    .range(1, 65536),
-                &S::queue)
-          .bind(ParamSpec::integer("heartbeat_timeout_ms", "a worker silent this long is lost")
-                    .default_value(2000)
-                    .range(10, 600000),
-                &S::heartbeat_timeout_ms)
-          .bind("event_size", "generator: event sizes, bytes",
-                detail::size_spec(32768, kMaxEventSize, "event"), &S::event_size)
-          .bind(ParamSpec::number("rate_hz",
-                                  "generator: events per second; 0: as fast as workers take them")
-                    .default_value(0)
-                    .at_least(0),
-                &S::rate_hz)
-          .bind(ParamSpec::integer("count",
-                                   "generator: events, then the SFC is finished; 0: unlimited")
-                    .default_value(0)
-                    .at_least(0),
-                &S::count)
-          .bind(ParamSpec::integer("seed", "generator: seed of the sizes")
-                    .default_value(1)
-                    .at_least(0),
-                &S::seed)
-          .bind(ParamSpec::app_ref_list("inputs",
-                                        "BUs or ts_builders whose output is {kind: farm, sfc: "
-                                        "this}; []: the generator")
-                    .default_json_text("[]"),
-                &S::inputs)
-          .bind(
-              ParamSpec::integer("input_window", "events each input may send before they are taken")
-                  .default_value(64)
-                  .range(1, 65536),
-              &S::input_window)
-          .bind(output::discard_or_file_output_spec("accepted events"), &S::output)
-          .bind(ParamSpec::integer_list("stream_masks",
-                                        "one output stream per trigger mask ([]: one stream for "
-                                        "all)")
-                    .default_json_text("[]")
-                    .range(1, 9.2e18),
-                &S::stream_masks);
-  return spec;
-}
 
 Result<void> SubFarmController::setup(runtime::AppContext& ctx, const SfcSettings& s) {
   clock_ = &ctx.clock();

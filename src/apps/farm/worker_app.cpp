@@ -20,81 +20,19 @@ namespace {
 
 // Events a worker can hold: far above any sensible window (the SFC's tokens bound them).
 constexpr std::size_t kMaxHeld = 256;
-constexpr std::uint32_t kMaxOutput = 64u << 20;
 // Decision buffers: the one being decided, those the transport still sends (its pipeline), the
 // heartbeats and tokens.
 constexpr std::size_t kDecisionBuffers = 32;
 
-core::DistSpec time_spec(const nlohmann::json& o) {
+core::DistSpec time_spec(const TimeSettings& t) {
   core::DistSpec s;
-  s.dist = *core::parse_dist(o.at("dist").get<std::string>());  // one_of: known
-  s.mean = o.at("mean_us").get<double>();
-  s.sd = o.at("sd_us").get<double>();
+  s.dist = *core::parse_dist(t.dist);  // one_of: known
+  s.mean = t.mean_us;
+  s.sd = t.sd_us;
   return s;
 }
 
-std::vector<runtime::ParamSpec> time_fields(double mean_us) {
-  using runtime::ParamSpec;
-  return {
-      ParamSpec::string("dist", "fixed, uniform, exponential or lognormal")
-          .default_value("fixed")
-          .one_of({"fixed", "uniform", "exponential", "lognormal"}),
-      ParamSpec::number("mean_us", "mean time, microseconds").default_value(mean_us).range(0, 6e7),
-      ParamSpec::number("sd_us", "standard deviation (uniform, lognormal), microseconds")
-          .default_value(0)
-          .range(0, 6e7)};
-}
-
 }  // namespace
-
-const runtime::SettingsSpec<WorkerSettings>& Worker::spec() {
-  using runtime::ParamSpec;
-  using S = WorkerSettings;
-  static const auto spec =
-      runtime::SettingsSpec<S>()
-          .bind(ParamSpec::app_ref("sfc", "the sub-farm controller this worker serves"), &S::sfc)
-          .bind(ParamSpec::string("processing",
-                                  "model (times and decisions drawn) or plugin (a library)")
-                    .default_value("model")
-                    .one_of({"model", "plugin"}),
-                &S::processing)
-          .bind(ParamSpec::number("accept_fraction", "model: fraction of events accepted")
-                    .default_value(0.005)
-                    .range(0, 1),
-                &S::accept_fraction)
-          .bind(
-              ParamSpec::integer("output_bytes",
-                                 "output of an accepted event: the model's size, the plugin's room")
-                  .default_value(65536)
-                  .range(0, kMaxOutput),
-              &S::output_bytes)
-          .bind(ParamSpec::integer("trigger_bits", "model: trigger bits of an accepted event")
-                    .default_value(1)
-                    .at_least(0),
-                &S::trigger_bits)
-          .bind(ParamSpec::object("accept_time", "model: processing time of an accepted event",
-                                  time_fields(0)),
-                &S::accept_time)
-          .bind(ParamSpec::object("reject_time", "model: processing time of a rejected event",
-                                  time_fields(0)),
-                &S::reject_time)
-          .bind(ParamSpec::string("plugin",
-                                  "plugin: path of the shared library (daqflow/farm_plugin.h)")
-                    .default_value(""),
-                &S::plugin)
-          .bind(ParamSpec::string("plugin_config", "plugin: text handed to daqflow_farm_init")
-                    .default_value(""),
-                &S::plugin_config)
-          .bind(ParamSpec::integer("heartbeat_ms", "interval of heartbeats to the SFC")
-                    .default_value(100)
-                    .range(1, 60000),
-                &S::heartbeat_ms)
-          .bind(ParamSpec::integer("seed", "model: seed of the decisions and times")
-                    .default_value(1)
-                    .at_least(0),
-                &S::seed);
-  return spec;
-}
 
 Worker::~Worker() {
   unload_plugin();

@@ -34,14 +34,21 @@
 
 namespace daqflow::apps::farm {
 
+// A modelled processing time, microseconds.
+struct TimeSettings {
+  std::string dist;
+  double mean_us = 0;
+  double sd_us = 0;
+};
+
 struct WorkerSettings {
   std::string sfc;
   std::string processing;
   double accept_fraction = 0;
   std::uint32_t output_bytes = 0;
   std::uint64_t trigger_bits = 0;
-  nlohmann::json accept_time;
-  nlohmann::json reject_time;
+  TimeSettings accept_time;
+  TimeSettings reject_time;
   std::string plugin;
   std::string plugin_config;
   std::int64_t heartbeat_ms = 0;

@@ -21,20 +21,6 @@ void wait_readable(int fd, std::chrono::microseconds timeout) {
   (void)::poll(&pfd, 1, static_cast<int>(std::max<std::int64_t>(0, timeout.count() / 1000)));
 }
 
-// The group parameters every sender and receiver has.
-runtime::SettingsSpec<GroupSettings> group_spec() {
-  using runtime::ParamSpec;
-  using G = GroupSettings;
-  return runtime::SettingsSpec<G>()
-      .bind(ParamSpec::string("group", "multicast group address (224.0.0.0/4)")
-                .default_value("239.255.77.1"),
-            &G::group)
-      .bind(ParamSpec::integer("port", "multicast port").range(1, 65535), &G::port)
-      .bind(ParamSpec::string("interface", "address of the interface to send and join on")
-                .default_value("127.0.0.1"),
-            &G::interface);
-}
-
 }  // namespace
 
 Group GroupSettings::to_group() const {
@@ -43,35 +29,6 @@ Group GroupSettings::to_group() const {
   g.port = static_cast<std::uint16_t>(port);  // the spec's range
   g.interface = interface;
   return g;
-}
-
-const runtime::SettingsSpec<McastSenderSettings>& McastSender::spec() {
-  using runtime::ParamSpec;
-  using S = McastSenderSettings;
-  static const auto spec =
-      runtime::SettingsSpec<S>()
-          .include(group_spec(), &S::group)
-          .bind(ParamSpec::number("rate_hz", "messages per second")
-                    .default_value(1000)
-                    .range(0.001, 1e7),
-                &S::rate_hz)
-          .bind(ParamSpec::integer("size", "message bytes (8 to 8192)")
-                    .default_value(256)
-                    .range(8, 8192),
-                &S::size)
-          .bind(ParamSpec::integer("count", "messages, then finished; 0: until halted")
-                    .default_value(0)
-                    .at_least(0),
-                &S::count)
-          .bind(ParamSpec::integer("history", "messages kept for repairs")
-                    .default_value(65536)
-                    .range(1, 1 << 24),
-                &S::history)
-          .bind(ParamSpec::integer("linger_ms", "halted: answer NACKs this long")
-                    .default_value(500)
-                    .range(0, 60000),
-                &S::linger_ms);
-  return spec;
 }
 
 Result<void> McastSender::setup(runtime::AppContext& ctx, const McastSenderSettings& s) {
@@ -151,29 +108,6 @@ nlohmann::json McastSender::results() const {
           {"repairs_sent", stats_.repairs_sent},
           {"nacks_received", stats_.nacks_received},
           {"repairs_unavailable", stats_.repairs_unavailable}};
-}
-
-const runtime::SettingsSpec<McastReceiverSettings>& McastReceiver::spec() {
-  using runtime::ParamSpec;
-  using S = McastReceiverSettings;
-  static const auto spec =
-      runtime::SettingsSpec<S>()
-          .include(group_spec(), &S::group)
-          .bind(
-              ParamSpec::number("drop_fraction", "tests: drop this fraction of arriving datagrams")
-                  .default_value(0)
-                  .range(0, 0.5),
-              &S::drop_fraction)
-          .bind(ParamSpec::number("nack_ms", "between NACKs for one gap")
-                    .default_value(5)
-                    .range(0.1, 10000),
-                &S::nack_ms)
-          .bind(ParamSpec::integer("max_nacks", "NACKs for one gap, then it is lost")
-                    .default_value(50)
-                    .range(1, 100000),
-                &S::max_nacks)
-          .bind(ParamSpec::integer("seed", "of the drops").default_value(1).at_least(0), &S::seed);
-  return spec;
 }
 
 Result<void> McastReceiver::setup(runtime::AppContext& ctx, const McastReceiverSettings& s) {

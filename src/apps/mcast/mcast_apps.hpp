@@ -26,6 +26,7 @@ struct GroupSettings {
   std::string interface;
   [[nodiscard]] Group to_group() const;
 };
+[[nodiscard]] const runtime::SettingsSpec<GroupSettings>& group_settings_spec();
 
 struct McastSenderSettings {
   GroupSettings group;

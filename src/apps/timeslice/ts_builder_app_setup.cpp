@@ -1,4 +1,4 @@
-// The time-slice builder's configuration (ts_builder_app.hpp): its settings, the steps of setup()
+// The time-slice builder's configuration (ts_builder_app.hpp): the steps of setup()
 // and its registry entry.
 
 #include <fmt/format.h>
@@ -27,43 +27,6 @@ constexpr std::size_t kManagerMessageSize = 64;
 constexpr std::uint64_t kDoneBits = 1u << 20;
 
 }  // namespace
-
-const runtime::SettingsSpec<TsBuilderSettings>& TsBuilder::spec() {
-  using runtime::ParamSpec;
-  using S = TsBuilderSettings;
-  static const auto spec =
-      runtime::SettingsSpec<S>()
-          .bind(ParamSpec::app_ref_list("inputs",
-                                        "the ts_inputs, in order: a timeslice's components"),
-                &S::inputs)
-          .bind(ParamSpec::integer("timeout_ms",
-                                   "a timeslice still missing contributions this long after its "
-                                   "first is incomplete")
-                    .default_value(2000)
-                    .range(1, 3600000),
-                &S::timeout_ms)
-          .bind(
-              ParamSpec::string("on_incomplete", "flag (write it, flagged) or fail (fail the run)")
-                  .default_value("flag")
-                  .one_of({"flag", "fail"}),
-              &S::on_incomplete)
-          .bind(ParamSpec::boolean("verify_crc", "check each microslice's CRC-32C")
-                    .default_value(true),
-                &S::verify_crc)
-          .bind(ParamSpec::app_ref("manager",
-                                   "the ts_manager that assigns timeslices; empty: round robin")
-                    .default_value(""),
-                &S::manager)
-          .bind(ParamSpec::integer("report_ms",
-                                   "with a manager: load report (and heartbeat) interval")
-                    .default_value(50)
-                    .range(1, 60000),
-                &S::report_ms)
-          .bind(output::output_spec_with_farm(
-                    "complete timeslices (an archive checked by daqflow dump, or the filter farm)"),
-                &S::output);
-  return spec;
-}
 
 Result<void> TsBuilder::setup(runtime::AppContext& ctx, const TsBuilderSettings& s) {
   clock_ = &ctx.clock();

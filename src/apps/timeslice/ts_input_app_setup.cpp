@@ -1,4 +1,4 @@
-// The time-slice input's configuration (ts_input_app.hpp): its settings, the steps of setup() and
+// The time-slice input's configuration (ts_input_app.hpp): the steps of setup() and
 // its registry entry.
 
 #include <spdlog/spdlog.h>
@@ -17,91 +17,6 @@ namespace daqflow::apps::timeslice {
 
 using transport::AppIndex;
 using transport::Completion;
-
-namespace {
-
-constexpr std::uint32_t kMaxMicrosliceSize = 16u << 20;
-
-}  // namespace
-
-const runtime::SettingsSpec<TsInputSettings>& TsInput::spec() {
-  using runtime::ParamSpec;
-  using S = TsInputSettings;
-  static const auto spec =
-      runtime::SettingsSpec<S>()
-          .bind(ParamSpec::app_ref_list("builders",
-                                        "the ts_builders; timeslice k goes to builder k mod N"),
-                &S::builders)
-          .bind(ParamSpec::number("microslice_us", "duration of a microslice, us")
-                    .default_value(100)
-                    .range(0.001, 4e6),
-                &S::microslice_us)
-          .bind(ParamSpec::number("timeslice_us",
-                                  "duration of a timeslice's core, us (whole microslices)")
-                    .default_value(10000)
-                    .range(0.001, 4e9),
-                &S::timeslice_us)
-          .bind(ParamSpec::number("overlap_us", "overlap after the core, us (whole microslices)")
-                    .default_value(100)
-                    .range(0, 4e9),
-                &S::overlap_us)
-          .bind("microslice_size", "microslice content sizes, bytes",
-                detail::size_spec(1024, kMaxMicrosliceSize, "microslice"), &S::microslice_size)
-          .bind(ParamSpec::string(
-                    "pace", "real_time (microslices as time passes) or max (as fast as taken)")
-                    .default_value("real_time")
-                    .one_of({"real_time", "max"}),
-                &S::pace)
-          .bind(
-              ParamSpec::string("order", "chaotic (send when ready) or scheduled (barrel shifter)")
-                  .default_value("chaotic")
-                  .one_of({"chaotic", "scheduled"}),
-              &S::order)
-          .bind(ParamSpec::number("slot_us", "scheduled: length of a time slot, us")
-                    .default_value(100)
-                    .range(1, 1e7),
-                &S::slot_us)
-          .bind(ParamSpec::integer("eq_id",
-                                   "equipment id of the descriptors; -1: the input's position")
-                    .default_value(-1)
-                    .range(-1, 65535),
-                &S::eq_id)
-          .bind(ParamSpec::integer("sys_id", "subsystem id of the descriptors")
-                    .default_value(0)
-                    .range(0, 255),
-                &S::sys_id)
-          .bind(ParamSpec::integer("sys_ver", "subsystem format version")
-                    .default_value(0)
-                    .range(0, 255),
-                &S::sys_ver)
-          .bind(ParamSpec::boolean("crc", "compute each microslice's CRC-32C").default_value(true),
-                &S::crc)
-          .bind(
-              ParamSpec::integer("in_flight",
-                                 "timeslices kept until acknowledged (pool: + 2 intervals; with a "
-                                 "manager, + 2 x its builder_window for timeslices in doubt)")
-                  .default_value(8)
-                  .range(1, 4096),
-              &S::in_flight)
-          .bind(
-              ParamSpec::integer("count", "timeslices, then the input is finished; 0: until halted")
-                  .default_value(0)
-                  .at_least(0),
-              &S::count)
-          .bind(ParamSpec::integer("seed", "seed of the sizes").default_value(1).at_least(0),
-                &S::seed)
-          .bind(ParamSpec::app_ref("manager",
-                                   "the ts_manager that assigns timeslices; empty: round robin")
-                    .default_value(""),
-                &S::manager)
-          .bind(ParamSpec::string("replay",
-                                  "timeslice archives (a .dqf file or a folder) whose component of "
-                                  "this input's eq_id is replayed instead of generated "
-                                  "microslices; empty: none")
-                    .default_value(""),
-                &S::replay);
-  return spec;
-}
 
 Result<void> TsInput::setup(runtime::AppContext& ctx, const TsInputSettings& s) {
   clock_ = &ctx.clock();

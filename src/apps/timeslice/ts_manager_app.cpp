@@ -20,28 +20,6 @@ constexpr std::size_t kControlBufferSize = 64;
 
 }  // namespace
 
-const runtime::SettingsSpec<TsManagerSettings>& TsManager::spec() {
-  using runtime::ParamSpec;
-  using S = TsManagerSettings;
-  static const auto spec =
-      runtime::SettingsSpec<S>()
-          .bind(ParamSpec::app_ref_list("builders", "the ts_builders it assigns to"), &S::builders)
-          .bind(ParamSpec::app_ref_list("inputs", "the ts_inputs it tells"), &S::inputs)
-          .bind(ParamSpec::integer("window", "timeslices assigned and not yet written, at most")
-                    .default_value(64)
-                    .range(1, 65536),
-                &S::window)
-          .bind(ParamSpec::integer("builder_window", "timeslices in flight at one builder, at most")
-                    .default_value(4)
-                    .range(1, 4096),
-                &S::builder_window)
-          .bind(ParamSpec::integer("heartbeat_timeout_ms", "a builder silent this long is lost")
-                    .default_value(2000)
-                    .range(10, 600000),
-                &S::heartbeat_timeout_ms);
-  return spec;
-}
-
 Result<void> TsManager::setup(runtime::AppContext& ctx, const TsManagerSettings& s) {
   clock_ = &ctx.clock();
   heartbeat_timeout_ns_ = s.heartbeat_timeout_ms * 1'000'000;
