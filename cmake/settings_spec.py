@@ -1,16 +1,15 @@
 #!/usr/bin/python3
-"""Turns a settings schema (SRC/**/NAME.settings.yaml) into the C++ function that returns its
-runtime::SettingsSpec: the keys of an application's configuration, each with its kind, help,
-default and bounds, and the member of the settings struct it is read into.
+"""Turns a settings schema (SRC/**/NAME.settings.yaml) into the static `spec()` of its settings
+struct, which returns its runtime::SettingsSpec: the keys of an application's configuration, each
+with its kind, help, default and bounds, and the member of the struct it is read into.
 
     settings_spec.py SCHEMA OUT.cpp
 
 A schema (docs/architecture.md, "Settings schemas"):
 
-    header: apps/roundtrip.hpp       # declares the struct and the function
+    header: apps/roundtrip.hpp       # declares the struct
     namespace: daqflow::apps
     settings: RoundTripSettings      # the struct the keys are read into
-    function: RoundTrip::spec        # const runtime::SettingsSpec<RoundTripSettings>& F()
     includes: [...]                  # more headers the parts below need (optional)
     keys:
       peer: {kind: app_ref, help: the other roundtrip application}
@@ -121,7 +120,7 @@ def chain(settings, keys, where, nested):
 def generate(path):
     with open(path, encoding="utf-8") as f:
         schema = yaml.safe_load(f)
-    for field in ("header", "namespace", "settings", "function", "keys"):
+    for field in ("header", "namespace", "settings", "keys"):
         if field not in schema:
             raise SchemaError(f"{path}: no {field}")
     nested = []
@@ -131,7 +130,7 @@ def generate(path):
            "#include <cstdint>", ""]
     out += [f'#include "{h}"' for h in includes]
     out += ["", f"namespace {schema['namespace']} {{", "",
-            f"const runtime::SettingsSpec<{schema['settings']}>& {schema['function']}() {{"]
+            f"const runtime::SettingsSpec<{schema['settings']}>& {schema['settings']}::spec() {{"]
     for name, expr in nested:
         out.append(f"  static const auto {name} =\n      {expr};")
     out += [f"  static const auto spec =\n      {body};", "  return spec;", "}", "",

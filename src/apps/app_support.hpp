@@ -4,6 +4,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <initializer_list>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <span>
@@ -11,6 +12,7 @@
 #include <string_view>
 #include <vector>
 
+#include "daqflow/apps/sampler.hpp"
 #include "daqflow/core/random.hpp"
 #include "daqflow/core/result.hpp"
 #include "daqflow/runtime/application.hpp"
@@ -24,6 +26,23 @@ namespace daqflow::apps::detail {
 
 // "sink0" for a known index, else "application #7" (for error messages, not the data path).
 [[nodiscard]] std::string peer_name(const std::vector<std::string>& ids, transport::AppIndex peer);
+
+// Peers of one kind, for open_endpoint: "worker" and the workers' indexes.
+struct Peers {
+  std::string_view kind;
+  std::span<const transport::AppIndex> indexes;
+};
+
+// The application's endpoint (AppContext::endpoint(options)), connected to every peer of `peers`;
+// an error names what failed ("connecting to worker 'w3'").
+[[nodiscard]] Result<transport::Endpoint*> open_endpoint(
+    runtime::AppContext& ctx, std::initializer_list<Peers> peers,
+    const transport::EndpointOptions* options = nullptr);
+
+// The sampler's steady rates in an application's results: `per_s_key` (messages a second),
+// mb_per_s and rate_seconds (what they were measured over); both rates 0 before two samples.
+void put_rates(nlohmann::json& results, const ThroughputSampler& sampler,
+               const std::string& per_s_key);
 
 // A size distribution parameter: {dist, mean, sd, max}, bytes.
 struct SizeSettings {

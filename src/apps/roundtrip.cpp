@@ -65,12 +65,9 @@ Result<void> RoundTrip::setup(runtime::AppContext& ctx, const RoundTripSettings&
 }
 
 Result<void> RoundTrip::open_endpoint(runtime::AppContext& ctx) {
-  auto endpoint = ctx.endpoint();
-  if (!endpoint) return endpoint.error().context("endpoint");
+  auto endpoint = detail::open_endpoint(ctx, {{"peer", {&peer_, 1}}});
+  if (!endpoint) return endpoint.error();
   endpoint_ = *endpoint;
-  if (auto connected = endpoint_->connect(peer_); !connected) {
-    return connected.error().context("connecting to '" + peer_id_ + "'");
-  }
   if (initiator_) {
     auto pool = data_path().send_pool(id() + ".ping", std::max<std::uint64_t>(sizes_.back(), 1),
                                       kPingBuffers);

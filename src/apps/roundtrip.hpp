@@ -28,6 +28,8 @@
 namespace daqflow::apps {
 
 struct RoundTripSettings {
+  static const runtime::SettingsSpec<RoundTripSettings>& spec();  // roundtrip.settings.yaml
+
   std::string peer;
   std::string role;  // initiator or responder
   std::uint64_t min_size = 0;
@@ -40,8 +42,6 @@ struct RoundTripSettings {
 
 class RoundTrip final : public runtime::ApplicationWith<RoundTrip, RoundTripSettings> {
  public:
-  static const runtime::SettingsSpec<RoundTripSettings>& spec();
-
   Result<void> setup(runtime::AppContext& ctx, const RoundTripSettings& s) override;
   void release() override;
 

@@ -26,6 +26,8 @@
 namespace daqflow::apps {
 
 struct SinkSettings {
+  static const runtime::SettingsSpec<SinkSettings>& spec();  // sink.settings.yaml
+
   std::vector<std::string> sources;  // empty: any
   std::string verify;
   std::int64_t sample_interval_ms = 0;
@@ -33,8 +35,6 @@ struct SinkSettings {
 
 class Sink final : public runtime::ApplicationWith<Sink, SinkSettings> {
  public:
-  static const runtime::SettingsSpec<SinkSettings>& spec();
-
   Result<void> setup(runtime::AppContext& ctx, const SinkSettings& s) override;
   Result<void> enable() override;
   Result<void> suspend() override;

@@ -25,6 +25,8 @@
 namespace daqflow::apps {
 
 struct SourceSettings {
+  static const runtime::SettingsSpec<SourceSettings>& spec();  // source.settings.yaml
+
   std::vector<std::string> destinations;
   std::uint32_t message_size = 0;
   std::uint32_t pipeline_depth = 0;  // 0: the transports'
@@ -34,8 +36,6 @@ struct SourceSettings {
 
 class Source final : public runtime::ApplicationWith<Source, SourceSettings> {
  public:
-  static const runtime::SettingsSpec<SourceSettings>& spec();
-
   Result<void> setup(runtime::AppContext& ctx, const SourceSettings& s) override;
   void release() override;
 

@@ -5,18 +5,28 @@
 // application's setup(ctx, settings) runs (its configure() with the settings read), so that it
 // only sizes and opens.
 //
-//   struct CounterSettings { std::string peer; std::int64_t count = 0; };
-//   const SettingsSpec<CounterSettings> spec = SettingsSpec<CounterSettings>()
-//       .bind(ParamSpec::app_ref("peer", "where to send"), &CounterSettings::peer)
-//       .bind(ParamSpec::integer("count", "messages").default_value(100).at_least(1),
-//             &CounterSettings::count);
+//   struct CounterSettings {
+//     static const SettingsSpec<CounterSettings>& spec();
+//     std::string peer;
+//     std::int64_t count = 0;
+//   };
+//   const SettingsSpec<CounterSettings>& CounterSettings::spec() {
+//     static const auto spec = SettingsSpec<CounterSettings>()
+//         .bind(ParamSpec::app_ref("peer", "where to send"), &CounterSettings::peer)
+//         .bind(ParamSpec::integer("count", "messages").default_value(100).at_least(1),
+//               &CounterSettings::count);
+//     return spec;
+//   }
+//
+// The built-in types' specs are written as settings schemas, from which the build makes these
+// functions (cmake/settings_spec.py).
 //
 // A member's type is one ParamReader::get<T>() reads: bool, std::int64_t, std::uint32_t,
 // std::uint64_t, double, std::string, std::vector<std::string>, std::vector<std::int64_t>,
 // std::optional<std::int64_t> or nlohmann::json (an object parameter kept whole). An object
 // parameter whose fields are settings of their own binds to a member struct with its own spec:
 //
-//   .bind("event_size", "event sizes, bytes", size_spec(), &Settings::event_size)
+//   .bind("event_size", "event sizes, bytes", SizeSettings::spec(), &Settings::event_size)
 //
 // Control thread; a spec is immutable once built and may be shared.
 
@@ -98,16 +108,18 @@ class SettingsSpec {
                "parameter '" + std::string(key) + "': " + std::string(what));
 }
 
-// An application whose parameters arrive as its settings struct: `App` says its spec with a
-// static `spec()` returning a const SettingsSpec<Settings>&; setup(ctx, settings), its
-// configure(), gets the values read from the application's current parameters.
+// An application whose parameters arrive as its settings struct, whose static `spec()` returns
+// its const SettingsSpec<Settings>&; setup(ctx, settings), the application's configure(), gets
+// the values read from its current parameters.
 //
 //   class Counter final : public ApplicationWith<Counter, CounterSettings> { ... };
 template <typename App, typename Settings>
 class ApplicationWith : public Application {
  public:
+  using SettingsType = Settings;
+
   Result<void> configure(AppContext& ctx) final {
-    auto settings = App::spec().read(ctx.params());
+    auto settings = Settings::spec().read(ctx.params());
     if (!settings) return settings.error();
     return setup(ctx, *settings);
   }
@@ -121,7 +133,7 @@ template <typename App>
   AppType t;
   t.name = std::move(name);
   t.help = std::move(help);
-  t.params = App::spec().params();
+  t.params = App::SettingsType::spec().params();
   t.make = [] { return std::make_unique<App>(); };
   return t;
 }

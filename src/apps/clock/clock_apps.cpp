@@ -75,12 +75,9 @@ Result<void> ClockMaster::open_endpoint(runtime::AppContext& ctx,
   ids_ = detail::application_ids(ctx.cluster());
   transport::EndpointOptions options = ctx.endpoint_options();
   options.max_message_size = 4096;
-  auto endpoint = ctx.endpoint(&options);
-  if (!endpoint) return endpoint.error().context("endpoint");
+  auto endpoint = detail::open_endpoint(ctx, {{"node", nodes_}}, &options);
+  if (!endpoint) return endpoint.error();
   endpoint_ = *endpoint;
-  for (const AppIndex n : nodes_) {
-    if (auto r = endpoint_->connect(n); !r) return r.error();
-  }
   auto pool = data_path().send_pool(id() + ".probes", kBufferSize, 4 * nodes_.size() + 16);
   if (!pool) return pool.error();
   pool_ = *pool;
@@ -330,12 +327,9 @@ Result<void> ClockClient::setup(runtime::AppContext& ctx, const ClockClientSetti
   }
   transport::EndpointOptions options = ctx.endpoint_options();
   options.max_message_size = 4096;
-  auto endpoint = ctx.endpoint(&options);
-  if (!endpoint) return endpoint.error().context("endpoint");
+  auto endpoint = detail::open_endpoint(ctx, {{"master", {&master_, 1}}}, &options);
+  if (!endpoint) return endpoint.error();
   endpoint_ = *endpoint;
-  if (auto r = endpoint_->connect(master_); !r) {
-    return r.error();
-  }
   auto pool = data_path().send_pool(id() + ".replies", kBufferSize, 32);
   if (!pool) return pool.error();
   pool_ = *pool;

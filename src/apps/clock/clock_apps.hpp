@@ -32,6 +32,8 @@
 namespace daqflow::apps::clock {
 
 struct ClockMasterSettings {
+  static const runtime::SettingsSpec<ClockMasterSettings>& spec();  // clock_master.settings.yaml
+
   std::vector<std::string> nodes;
   std::int64_t interval_ms = 0;
   std::uint32_t probes = 0;
@@ -45,6 +47,8 @@ struct ClockMasterSettings {
 };
 
 struct ClockClientSettings {
+  static const runtime::SettingsSpec<ClockClientSettings>& spec();  // clock_client.settings.yaml
+
   std::string master;
   double inject_offset_us = 0;
   double inject_drift_ppm = 0;
@@ -53,8 +57,6 @@ struct ClockClientSettings {
 
 class ClockMaster final : public runtime::ApplicationWith<ClockMaster, ClockMasterSettings> {
  public:
-  static const runtime::SettingsSpec<ClockMasterSettings>& spec();
-
   Result<void> setup(runtime::AppContext& ctx, const ClockMasterSettings& s) override;
   void release() override;
   [[nodiscard]] nlohmann::json results() const override;
@@ -126,8 +128,6 @@ class ClockMaster final : public runtime::ApplicationWith<ClockMaster, ClockMast
 
 class ClockClient final : public runtime::ApplicationWith<ClockClient, ClockClientSettings> {
  public:
-  static const runtime::SettingsSpec<ClockClientSettings>& spec();
-
   Result<void> setup(runtime::AppContext& ctx, const ClockClientSettings& s) override;
   void release() override;
   [[nodiscard]] nlohmann::json results() const override;

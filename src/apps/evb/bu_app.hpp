@@ -42,8 +42,6 @@ namespace daqflow::apps::evb {
 
 class BuilderUnit final : public runtime::ApplicationWith<BuilderUnit, BuSettings> {
  public:
-  static const runtime::SettingsSpec<BuSettings>& spec();
-
   Result<void> setup(runtime::AppContext& ctx, const BuSettings& s) override;
   void release() override;
 

@@ -23,18 +23,23 @@ namespace daqflow::apps::evb {
 // The readout parameters of a RU or the EVM: its FEDs (where their fragments come from) and its
 // super-fragment memory.
 struct ReadoutParams {
+  static const runtime::SettingsSpec<ReadoutParams>& spec();  // readout.settings.yaml
+
   fed::FedSettings fed;
   std::uint64_t chunk_size = 0;  // a multiple of 64 (checked at Configure)
   std::uint64_t chunks = 0;
 };
-[[nodiscard]] const runtime::SettingsSpec<ReadoutParams>& readout_params_spec();
 
 struct RuSettings {
+  static const runtime::SettingsSpec<RuSettings>& spec();  // ru.settings.yaml
+
   std::string evm;
   ReadoutParams readout;
 };
 
 struct EvmSettings {
+  static const runtime::SettingsSpec<EvmSettings>& spec();  // evm.settings.yaml
+
   std::vector<std::string> rus;
   std::vector<std::string> bus;
   double trigger_rate_hz = 0;  // 0: as fast as possible
@@ -47,6 +52,8 @@ struct EvmSettings {
 };
 
 struct BuSettings {
+  static const runtime::SettingsSpec<BuSettings>& spec();  // bu.settings.yaml
+
   std::string evm;
   std::uint32_t events_per_request = 0;
   std::uint32_t blocks_in_flight = 0;

@@ -43,8 +43,6 @@ namespace daqflow::apps::evb {
 
 class EventManagerApp final : public runtime::ApplicationWith<EventManagerApp, EvmSettings> {
  public:
-  static const runtime::SettingsSpec<EvmSettings>& spec();
-
   Result<void> setup(runtime::AppContext& ctx, const EvmSettings& s) override;
   Result<void> enable() override;
   void release() override;

@@ -22,8 +22,6 @@ namespace daqflow::apps::evb {
 
 class ReadoutUnit final : public runtime::ApplicationWith<ReadoutUnit, RuSettings> {
  public:
-  static const runtime::SettingsSpec<RuSettings>& spec();
-
   Result<void> setup(runtime::AppContext& ctx, const RuSettings& s) override;
   void release() override;
 

@@ -462,14 +462,7 @@ nlohmann::json SubFarmController::results() const {
         {"p99", latency_.percentile_us(0.99)},
         {"count", latency_.count()}}},
   };
-  if (const auto steady = summarize(sampler_.samples())) {
-    r["events_per_s"] = steady->messages_per_s;
-    r["mb_per_s"] = steady->mb_s;
-    r["rate_seconds"] = steady->seconds;
-  } else {
-    r["events_per_s"] = 0.0;
-    r["mb_per_s"] = 0.0;
-  }
+  detail::put_rates(r, sampler_, "events_per_s");
   const std::lock_guard lock(lost_mutex_);
   r["lost_workers"] = lost_workers_;
   r["rejoined_workers"] = rejoined_workers_;

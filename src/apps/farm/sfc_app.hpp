@@ -41,6 +41,8 @@
 namespace daqflow::apps::farm {
 
 struct SfcSettings {
+  static const runtime::SettingsSpec<SfcSettings>& spec();  // sfc.settings.yaml
+
   std::vector<std::string> workers;
   std::string policy;
   std::uint32_t window = 0;
@@ -60,8 +62,6 @@ struct SfcSettings {
 
 class SubFarmController final : public runtime::ApplicationWith<SubFarmController, SfcSettings> {
  public:
-  static const runtime::SettingsSpec<SfcSettings>& spec();
-
   Result<void> setup(runtime::AppContext& ctx, const SfcSettings& s) override;
   Result<void> enable() override;
   void release() override;

@@ -113,19 +113,9 @@ Result<void> SubFarmController::open_endpoint(runtime::AppContext& ctx, const Sf
       static_cast<std::uint32_t>(inputs_.size() * input_window_ +
                                  2 * workers_.size() * (s.window + 1) +
                                  streams * kBatchEvents * kBatchesPerStream + 32));
-  auto endpoint = ctx.endpoint(&options);
-  if (!endpoint) return endpoint.error().context("endpoint");
+  auto endpoint = detail::open_endpoint(ctx, {{"worker", workers_}, {"input", inputs_}}, &options);
+  if (!endpoint) return endpoint.error();
   endpoint_ = *endpoint;
-  for (const AppIndex w : workers_) {
-    if (auto r = endpoint_->connect(w); !r) {
-      return r.error().context("connecting to worker '" + detail::peer_name(ids_, w) + "'");
-    }
-  }
-  for (const AppIndex bu : inputs_) {
-    if (auto r = endpoint_->connect(bu); !r) {
-      return r.error().context("connecting to BU '" + detail::peer_name(ids_, bu) + "'");
-    }
-  }
   auto events =
       data_path().send_pool(id() + ".events", std::max<std::uint32_t>(max_size_, 8), slots_ + 16);
   if (!events) return events.error();

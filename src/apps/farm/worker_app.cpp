@@ -65,7 +65,7 @@ Result<void> Worker::setup(runtime::AppContext& ctx, const WorkerSettings& s) {
     return Error("parameter 'plugin': is set, but processing is 'model' (set processing: plugin)");
   }
 
-  if (auto r = open_endpoint(ctx, s.sfc); !r) return r;
+  if (auto r = open_endpoint(ctx); !r) return r;
   heartbeat_seq_ = 0;
   next_heartbeat_ns_ = 0;
   add_metrics(ctx.metrics());
@@ -73,7 +73,7 @@ Result<void> Worker::setup(runtime::AppContext& ctx, const WorkerSettings& s) {
   return ok();
 }
 
-Result<void> Worker::open_endpoint(runtime::AppContext& ctx, const std::string& sfc_name) {
+Result<void> Worker::open_endpoint(runtime::AppContext& ctx) {
   // Receive buffers are as large as the largest message and filled in at Configure: an SFC
   // with its generator sends nothing larger than its largest event.
   transport::EndpointOptions options = ctx.endpoint_options();
@@ -86,12 +86,9 @@ Result<void> Worker::open_endpoint(runtime::AppContext& ctx, const std::string& 
         options.max_message_size,
         std::max<std::uint64_t>({largest, wire::kDecisionSize + output_bytes_, 4096})));
   }
-  auto endpoint = ctx.endpoint(&options);
-  if (!endpoint) return endpoint.error().context("endpoint");
+  auto endpoint = detail::open_endpoint(ctx, {{"SFC", {&sfc_, 1}}}, &options);
+  if (!endpoint) return endpoint.error();
   endpoint_ = *endpoint;
-  if (auto r = endpoint_->connect(sfc_); !r) {
-    return r.error().context("connecting to '" + sfc_name + "'");
-  }
   auto pool = data_path().send_pool(id() + ".decisions", wire::kDecisionSize + output_bytes_,
                                     kDecisionBuffers);
   if (!pool) return pool.error();

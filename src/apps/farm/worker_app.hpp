@@ -42,6 +42,8 @@ struct TimeSettings {
 };
 
 struct WorkerSettings {
+  static const runtime::SettingsSpec<WorkerSettings>& spec();  // worker.settings.yaml
+
   std::string sfc;
   std::string processing;
   double accept_fraction = 0;
@@ -57,8 +59,6 @@ struct WorkerSettings {
 
 class Worker final : public runtime::ApplicationWith<Worker, WorkerSettings> {
  public:
-  static const runtime::SettingsSpec<WorkerSettings>& spec();
-
   ~Worker() override;
 
   Result<void> setup(runtime::AppContext& ctx, const WorkerSettings& s) override;
@@ -74,7 +74,7 @@ class Worker final : public runtime::ApplicationWith<Worker, WorkerSettings> {
     daqflow_farm_fini_fn fini = nullptr;
   };
 
-  [[nodiscard]] Result<void> open_endpoint(runtime::AppContext& ctx, const std::string& sfc_name);
+  [[nodiscard]] Result<void> open_endpoint(runtime::AppContext& ctx);
   void add_metrics(runtime::MetricsRegistry& m);
   void add_handlers();
   Result<void> load_plugin(const std::string& path, const std::string& config);

@@ -21,14 +21,17 @@ namespace daqflow::apps::mcast {
 // Both wait on their own socket (wait_for_work); their rounds are the data path's work.
 // The group every sender and receiver names.
 struct GroupSettings {
+  static const runtime::SettingsSpec<GroupSettings>& spec();  // group.settings.yaml
+
   std::string group;
   std::uint32_t port = 0;
   std::string interface;
   [[nodiscard]] Group to_group() const;
 };
-[[nodiscard]] const runtime::SettingsSpec<GroupSettings>& group_settings_spec();
 
 struct McastSenderSettings {
+  static const runtime::SettingsSpec<McastSenderSettings>& spec();  // mcast_sender.settings.yaml
+
   GroupSettings group;
   double rate_hz = 0;
   std::uint32_t size = 0;
@@ -38,6 +41,9 @@ struct McastSenderSettings {
 };
 
 struct McastReceiverSettings {
+  static const runtime::SettingsSpec<McastReceiverSettings>&
+  spec();  // mcast_receiver.settings.yaml
+
   GroupSettings group;
   double drop_fraction = 0;
   double nack_ms = 0;
@@ -47,8 +53,6 @@ struct McastReceiverSettings {
 
 class McastSender final : public runtime::ApplicationWith<McastSender, McastSenderSettings> {
  public:
-  static const runtime::SettingsSpec<McastSenderSettings>& spec();
-
   Result<void> setup(runtime::AppContext& ctx, const McastSenderSettings& s) override;
   void begin_halt() override;
   void release() override;
@@ -74,8 +78,6 @@ class McastSender final : public runtime::ApplicationWith<McastSender, McastSend
 
 class McastReceiver final : public runtime::ApplicationWith<McastReceiver, McastReceiverSettings> {
  public:
-  static const runtime::SettingsSpec<McastReceiverSettings>& spec();
-
   Result<void> setup(runtime::AppContext& ctx, const McastReceiverSettings& s) override;
   void release() override;
   void wait_for_work(std::chrono::microseconds timeout) override;

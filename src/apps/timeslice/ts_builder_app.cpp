@@ -395,13 +395,7 @@ nlohmann::json TsBuilder::results() const {
   r["bytes_written"] = s.bytes_written;
   r["files_closed"] = s.files_closed;
   r["timeslices_copied"] = s.events_copied;  // farm: in more pieces than a message carries
-  if (const auto steady = summarize(sampler_.samples())) {
-    r["timeslices_per_s"] = steady->messages_per_s;
-    r["mb_per_s"] = steady->mb_s;
-  } else {
-    r["timeslices_per_s"] = 0.0;
-    r["mb_per_s"] = 0.0;
-  }
+  detail::put_rates(r, sampler_, "timeslices_per_s");
   const std::lock_guard lock(results_mutex_);
   nlohmann::json missing = nlohmann::json::object();
   for (std::size_t i = 0; i < missing_by_input_.size(); ++i) {

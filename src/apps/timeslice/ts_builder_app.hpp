@@ -37,6 +37,8 @@
 namespace daqflow::apps::timeslice {
 
 struct TsBuilderSettings {
+  static const runtime::SettingsSpec<TsBuilderSettings>& spec();  // ts_builder.settings.yaml
+
   std::vector<std::string> inputs;
   std::int64_t timeout_ms = 0;
   std::string on_incomplete;
@@ -48,8 +50,6 @@ struct TsBuilderSettings {
 
 class TsBuilder final : public runtime::ApplicationWith<TsBuilder, TsBuilderSettings> {
  public:
-  static const runtime::SettingsSpec<TsBuilderSettings>& spec();
-
   Result<void> setup(runtime::AppContext& ctx, const TsBuilderSettings& s) override;
   void release() override;
 

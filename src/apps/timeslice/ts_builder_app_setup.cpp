@@ -127,19 +127,10 @@ Result<void> TsBuilder::open_endpoint(runtime::AppContext& ctx, const TsBuilderS
       options.recv_buffers,
       static_cast<std::uint32_t>(inputs_.size() * (here_ + kOutputDepth + 2)));
   recv_buffers_ = options.recv_buffers;
-  auto endpoint = ctx.endpoint(&options);
-  if (!endpoint) return endpoint.error().context("endpoint");
+  auto endpoint = detail::open_endpoint(
+      ctx, {{"manager", {&manager_, has_manager_ ? 1u : 0u}}, {"input", inputs_}}, &options);
+  if (!endpoint) return endpoint.error();
   endpoint_ = *endpoint;
-  if (has_manager_) {
-    if (auto r = endpoint_->connect(manager_); !r) {
-      return r.error().context("connecting to its manager");
-    }
-  }
-  for (const AppIndex i : inputs_) {
-    if (auto r = endpoint_->connect(i); !r) {
-      return r.error().context("connecting to input '" + detail::peer_name(ids_, i) + "'");
-    }
-  }
   // Reports and commit requests to the manager.
   auto control = data_path().send_pool(id() + ".control", kManagerMessageSize, 64);
   if (!control) return control.error();

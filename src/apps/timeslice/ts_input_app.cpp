@@ -389,13 +389,7 @@ nlohmann::json TsInput::results() const {
       {"timeslices_after_end", after_end_->value()},
       {"timeslices_retained", static_cast<std::uint64_t>(timeslices_retained_->value())},
   };
-  if (const auto steady = summarize(sampler_.samples())) {
-    r["timeslices_per_s"] = steady->messages_per_s;
-    r["mb_per_s"] = steady->mb_s;
-  } else {
-    r["timeslices_per_s"] = 0.0;
-    r["mb_per_s"] = 0.0;
-  }
+  detail::put_rates(r, sampler_, "timeslices_per_s");
   const std::lock_guard lock(lost_mutex_);
   r["lost_builders"] = lost_builders_;
   return r;

@@ -47,6 +47,8 @@ namespace daqflow::apps::timeslice {
 enum class SendOrder : std::uint8_t { chaotic, scheduled };
 
 struct TsInputSettings {
+  static const runtime::SettingsSpec<TsInputSettings>& spec();  // ts_input.settings.yaml
+
   std::vector<std::string> builders;
   double microslice_us = 0;
   double timeslice_us = 0;
@@ -68,8 +70,6 @@ struct TsInputSettings {
 
 class TsInput final : public runtime::ApplicationWith<TsInput, TsInputSettings> {
  public:
-  static const runtime::SettingsSpec<TsInputSettings>& spec();
-
   Result<void> setup(runtime::AppContext& ctx, const TsInputSettings& s) override;
   Result<void> enable() override;
   void release() override;

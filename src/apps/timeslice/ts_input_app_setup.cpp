@@ -121,19 +121,10 @@ Result<void> TsInput::open_endpoint(runtime::AppContext& ctx, std::uint32_t inte
   // once, so few receive buffers (they are as large as the largest message).
   options.max_message_size = static_cast<std::uint32_t>(std::max<std::uint64_t>(largest, 4096));
   options.recv_buffers = 8;
-  auto endpoint = ctx.endpoint(&options);
-  if (!endpoint) return endpoint.error().context("endpoint");
+  auto endpoint = detail::open_endpoint(
+      ctx, {{"manager", {&manager_, has_manager_ ? 1u : 0u}}, {"builder", builders_}}, &options);
+  if (!endpoint) return endpoint.error();
   endpoint_ = *endpoint;
-  if (has_manager_) {
-    if (auto r = endpoint_->connect(manager_); !r) {
-      return r.error().context("connecting to its manager");
-    }
-  }
-  for (const AppIndex b : builders_) {
-    if (auto r = endpoint_->connect(b); !r) {
-      return r.error().context("connecting to builder '" + detail::peer_name(ids_, b) + "'");
-    }
-  }
   const std::uint64_t interval_bytes =
       replay_ ? replay_->largest_interval_bytes()
               : std::uint64_t{geometry_.core} * (wire::kMicrosliceDescriptorSize + max_size_);

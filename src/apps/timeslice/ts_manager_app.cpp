@@ -73,15 +73,10 @@ Result<void> TsManager::open_endpoint(runtime::AppContext& ctx, std::uint32_t wi
   options.max_message_size = 4096;
   options.recv_buffers = std::max<std::uint32_t>(
       options.recv_buffers, static_cast<std::uint32_t>(builder_ids_.size() * (window + 8)));
-  auto endpoint = ctx.endpoint(&options);
-  if (!endpoint) return endpoint.error().context("endpoint");
+  auto endpoint =
+      detail::open_endpoint(ctx, {{"builder", builder_ids_}, {"input", inputs_}}, &options);
+  if (!endpoint) return endpoint.error();
   endpoint_ = *endpoint;
-  for (const AppIndex peer : builder_ids_) {
-    if (auto r = endpoint_->connect(peer); !r) return r.error();
-  }
-  for (const AppIndex peer : inputs_) {
-    if (auto r = endpoint_->connect(peer); !r) return r.error();
-  }
   auto control = data_path().send_pool(
       id() + ".control", kControlBufferSize,
       (inputs_.size() + builder_ids_.size()) * (std::size_t{window} + 16) + 64);

@@ -36,6 +36,8 @@
 namespace daqflow::apps::timeslice {
 
 struct TsManagerSettings {
+  static const runtime::SettingsSpec<TsManagerSettings>& spec();  // ts_manager.settings.yaml
+
   std::vector<std::string> builders;
   std::vector<std::string> inputs;
   std::uint32_t window = 0;
@@ -45,8 +47,6 @@ struct TsManagerSettings {
 
 class TsManager final : public runtime::ApplicationWith<TsManager, TsManagerSettings> {
  public:
-  static const runtime::SettingsSpec<TsManagerSettings>& spec();
-
   Result<void> setup(runtime::AppContext& ctx, const TsManagerSettings& s) override;
   void release() override;
 

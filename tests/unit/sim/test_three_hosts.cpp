@@ -25,11 +25,6 @@ using wire::MessageType;
 
 // ---- The application type: settings, spec, handlers (under 40 lines). ----
 struct CounterSettings {
-  std::string peer;
-  std::uint64_t count = 0;
-};
-class Counter final : public ApplicationWith<Counter, CounterSettings> {
- public:
   static const SettingsSpec<CounterSettings>& spec() {
     static const auto spec =
         SettingsSpec<CounterSettings>()
@@ -37,6 +32,11 @@ class Counter final : public ApplicationWith<Counter, CounterSettings> {
             .bind(ParamSpec::integer("count", "to send").at_least(1), &CounterSettings::count);
     return spec;
   }
+  std::string peer;
+  std::uint64_t count = 0;
+};
+class Counter final : public ApplicationWith<Counter, CounterSettings> {
+ public:
   Result<void> setup(runtime::AppContext& ctx, const CounterSettings& s) override {
     auto peer = ctx.index_of(s.peer);
     auto endpoint = ctx.endpoint();

@@ -1,7 +1,7 @@
 #pragma once
 // The FED parameters of a readout unit (a RU or the EVM): how many FEDs and their ids, where
 // their fragments come from (`input`: the emulator or the network), and each source's own
-// parameters. One struct for both sources, bound to the RU's parameters by fed_settings_spec();
+// parameters. One struct for both sources, bound to the RU's parameters by FedSettings::spec();
 // the emulator and the network input take what they need from it, with the checks across
 // parameters (errors name the key). Control path only.
 
@@ -14,6 +14,8 @@
 namespace daqflow::apps::fed {
 
 struct FedSettings {
+  static const runtime::SettingsSpec<FedSettings>& spec();  // fed.settings.yaml
+
   std::uint32_t feds = 0;
   std::optional<std::int64_t> first_fed_id;  // none: 100 * the RU's position
   std::string input;                         // emulator or network
@@ -42,6 +44,5 @@ struct FedSettings {
 
 // Every FED parameter; the network input's all have defaults, so that an emulator RU needs none
 // of them.
-[[nodiscard]] const runtime::SettingsSpec<FedSettings>& fed_settings_spec();
 
 }  // namespace daqflow::apps::fed

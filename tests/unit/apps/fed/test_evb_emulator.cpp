@@ -186,9 +186,9 @@ TEST(FedEmulatorTest, NoRoomWritesNothing) {
 
 // The FED settings as a RU's configure gets them: validated (defaults filled in), then bound.
 FedSettings fed_settings(const json& params) {
-  auto valid = runtime::validate_params(fed_settings_spec().params(), params);
+  auto valid = runtime::validate_params(FedSettings::spec().params(), params);
   EXPECT_TRUE(valid) << valid.error().message();
-  auto s = fed_settings_spec().read(valid ? *valid : json::object());
+  auto s = FedSettings::spec().read(valid ? *valid : json::object());
   EXPECT_TRUE(s) << s.error().message();
   return s ? *s : FedSettings{};
 }
