@@ -5,6 +5,7 @@
 
 #include <cstring>
 
+#include "daqflow/core/enum_names.hpp"
 #include "daqflow/core/log.hpp"
 
 namespace daqflow::core {
@@ -13,26 +14,22 @@ void Agent::wait_for_work(std::chrono::microseconds timeout) {
   std::this_thread::sleep_for(timeout);
 }
 
+namespace {
+
+constexpr auto kIdleNames = enum_names<IdleKind>({{IdleKind::spin, "spin"},
+                                                  {IdleKind::yield, "yield"},
+                                                  {IdleKind::backoff, "backoff"},
+                                                  {IdleKind::block, "block"}});
+
+}  // namespace
+
 Result<IdleKind> parse_idle_kind(const std::string& name) {
-  if (name == "spin") return IdleKind::spin;
-  if (name == "yield") return IdleKind::yield;
-  if (name == "backoff") return IdleKind::backoff;
-  if (name == "block") return IdleKind::block;
-  return Error("unknown idle strategy '" + name + "' (expected spin, yield, backoff or block)");
+  if (const auto kind = kIdleNames.parse(name)) return *kind;
+  return Error("unknown idle strategy '" + name + "' (expected " + kIdleNames.list() + ")");
 }
 
 const char* to_string(IdleKind kind) {
-  switch (kind) {
-    case IdleKind::spin:
-      return "spin";
-    case IdleKind::yield:
-      return "yield";
-    case IdleKind::backoff:
-      return "backoff";
-    case IdleKind::block:
-      return "block";
-  }
-  return "?";
+  return kIdleNames.name(kind);
 }
 
 void IdleStrategy::idle(Agent& agent, int work_count) {

@@ -4,28 +4,26 @@
 #include <numbers>
 #include <string>
 
+#include "daqflow/core/enum_names.hpp"
+
 namespace daqflow::core {
 
+namespace {
+
+constexpr auto kDistNames = enum_names<Dist>({{Dist::fixed, "fixed"},
+                                              {Dist::uniform, "uniform"},
+                                              {Dist::exponential, "exponential"},
+                                              {Dist::lognormal, "lognormal"}});
+
+}  // namespace
+
 std::string_view to_string(Dist d) {
-  switch (d) {
-    case Dist::fixed:
-      return "fixed";
-    case Dist::uniform:
-      return "uniform";
-    case Dist::exponential:
-      return "exponential";
-    case Dist::lognormal:
-      return "lognormal";
-  }
-  return "unknown";
+  return kDistNames.name(d, "unknown");
 }
 
 Result<Dist> parse_dist(std::string_view name) {
-  for (const Dist d : {Dist::fixed, Dist::uniform, Dist::exponential, Dist::lognormal}) {
-    if (name == to_string(d)) return d;
-  }
-  return Error("unknown distribution '" + std::string(name) +
-               "' (fixed, uniform, exponential or lognormal)");
+  if (const auto d = kDistNames.parse(name)) return *d;
+  return Error("unknown distribution '" + std::string(name) + "' (" + kDistNames.list() + ")");
 }
 
 double sample(const DistSpec& spec, Xoshiro& rng) {

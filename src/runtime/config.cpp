@@ -11,6 +11,7 @@
 #include <numeric>
 #include <sstream>
 
+#include "daqflow/core/enum_names.hpp"
 #include "daqflow/runtime/application.hpp"
 #include "runtime/config_parse.hpp"
 
@@ -31,17 +32,12 @@ const ContextConfig* ClusterConfig::find_context(std::string_view name) const {
 }
 
 const char* to_string(LauncherKind kind) {
-  switch (kind) {
-    case LauncherKind::local:
-      return "local";
-    case LauncherKind::ssh:
-      return "ssh";
-    case LauncherKind::supervisor:
-      return "supervisor";
-    case LauncherKind::slurm:
-      return "slurm";
-  }
-  return "?";
+  static constexpr auto kNames =
+      core::enum_names<LauncherKind>({{LauncherKind::local, "local"},
+                                      {LauncherKind::ssh, "ssh"},
+                                      {LauncherKind::supervisor, "supervisor"},
+                                      {LauncherKind::slurm, "slurm"}});
+  return kNames.name(kind);
 }
 
 const HostConfig* ClusterConfig::host_of(const ContextConfig& context) const {

@@ -2,85 +2,49 @@
 
 #include <string>
 
+#include "daqflow/core/enum_names.hpp"
+
 namespace daqflow::runtime {
 
 namespace {
 
-char lower(char c) {
-  return (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c;
-}
-
-bool iequals(std::string_view a, std::string_view b) {
-  if (a.size() != b.size()) return false;
-  for (std::size_t i = 0; i < a.size(); ++i) {
-    if (lower(a[i]) != lower(b[i])) return false;
-  }
-  return true;
-}
+constexpr auto kStateNames = core::enum_names<State>({{State::Halted, "Halted"},
+                                                      {State::Configuring, "Configuring"},
+                                                      {State::Ready, "Ready"},
+                                                      {State::Enabling, "Enabling"},
+                                                      {State::Enabled, "Enabled"},
+                                                      {State::Suspending, "Suspending"},
+                                                      {State::Suspended, "Suspended"},
+                                                      {State::Resuming, "Resuming"},
+                                                      {State::Halting, "Halting"},
+                                                      {State::Failed, "Failed"}});
+constexpr auto kCommandNames = core::enum_names<Command>({{Command::Configure, "Configure"},
+                                                          {Command::Enable, "Enable"},
+                                                          {Command::Suspend, "Suspend"},
+                                                          {Command::Resume, "Resume"},
+                                                          {Command::Halt, "Halt"},
+                                                          {Command::Reset, "Reset"}});
 
 }  // namespace
 
 const char* to_string(State state) {
-  switch (state) {
-    case State::Halted:
-      return "Halted";
-    case State::Configuring:
-      return "Configuring";
-    case State::Ready:
-      return "Ready";
-    case State::Enabling:
-      return "Enabling";
-    case State::Enabled:
-      return "Enabled";
-    case State::Suspending:
-      return "Suspending";
-    case State::Suspended:
-      return "Suspended";
-    case State::Resuming:
-      return "Resuming";
-    case State::Halting:
-      return "Halting";
-    case State::Failed:
-      return "Failed";
-  }
-  return "?";
+  return kStateNames.name(state);
 }
 
 const char* to_string(Command command) {
-  switch (command) {
-    case Command::Configure:
-      return "Configure";
-    case Command::Enable:
-      return "Enable";
-    case Command::Suspend:
-      return "Suspend";
-    case Command::Resume:
-      return "Resume";
-    case Command::Halt:
-      return "Halt";
-    case Command::Reset:
-      return "Reset";
-  }
-  return "?";
+  return kCommandNames.name(command);
 }
 
 Result<State> parse_state(std::string_view name) {
-  for (const State s : kAllStates) {
-    if (name == to_string(s)) return s;
-  }
-  std::string valid;
-  for (const State s : kAllStates) valid += (valid.empty() ? "" : ", ") + std::string(to_string(s));
-  return Error("unknown state '" + std::string(name) + "' (expected one of " + valid + ")");
+  if (const auto s = kStateNames.parse(name)) return *s;
+  return Error("unknown state '" + std::string(name) + "' (expected one of " +
+               kStateNames.list(", ") + ")");
 }
 
 Result<Command> parse_command(std::string_view name) {
-  for (const Command c : kAllCommands) {
-    if (iequals(name, to_string(c))) return c;
-  }
-  std::string valid;
-  for (const Command c : kAllCommands)
-    valid += (valid.empty() ? "" : ", ") + std::string(to_string(c));
-  return Error("unknown command '" + std::string(name) + "' (expected one of " + valid + ")");
+  if (const auto c = kCommandNames.parse(name, /*ignore_case=*/true)) return *c;
+  return Error("unknown command '" + std::string(name) + "' (expected one of " +
+               kCommandNames.list(", ") + ")");
 }
 
 std::optional<Transition> transition(State from, Command command) {

@@ -3,6 +3,8 @@
 #include <cctype>
 #include <chrono>
 
+#include "daqflow/core/enum_names.hpp"
+
 namespace daqflow::runtime::api_support {
 
 namespace {
@@ -142,17 +144,11 @@ std::string dump(const json& body) {
 }
 
 const char* unit_name(Unit unit) {
-  switch (unit) {
-    case Unit::none:
-      return "";
-    case Unit::bytes:
-      return "bytes";
-    case Unit::nanoseconds:
-      return "ns";
-    case Unit::megabytes_per_second:
-      return "MB/s";
-  }
-  return "";
+  static constexpr auto kNames = core::enum_names<Unit>({{Unit::none, ""},
+                                                         {Unit::bytes, "bytes"},
+                                                         {Unit::nanoseconds, "ns"},
+                                                         {Unit::megabytes_per_second, "MB/s"}});
+  return kNames.name(unit, "");
 }
 
 std::int64_t unix_ms_now() {

@@ -7,6 +7,7 @@
 #include <limits>
 #include <nlohmann/json.hpp>
 
+#include "daqflow/core/enum_names.hpp"
 #include "runtime/param_check.hpp"
 
 namespace daqflow::runtime {
@@ -18,25 +19,16 @@ std::string json_text(const nlohmann::json& value) {
 using nlohmann::json;
 
 const char* to_string(ParamKind kind) {
-  switch (kind) {
-    case ParamKind::integer:
-      return "integer";
-    case ParamKind::number:
-      return "number";
-    case ParamKind::boolean:
-      return "boolean";
-    case ParamKind::string:
-      return "string";
-    case ParamKind::app_ref:
-      return "app_ref";
-    case ParamKind::app_ref_list:
-      return "app_ref_list";
-    case ParamKind::integer_list:
-      return "integer_list";
-    case ParamKind::object:
-      return "object";
-  }
-  return "unknown";
+  static constexpr auto kNames =
+      core::enum_names<ParamKind>({{ParamKind::integer, "integer"},
+                                   {ParamKind::number, "number"},
+                                   {ParamKind::boolean, "boolean"},
+                                   {ParamKind::string, "string"},
+                                   {ParamKind::app_ref, "app_ref"},
+                                   {ParamKind::app_ref_list, "app_ref_list"},
+                                   {ParamKind::integer_list, "integer_list"},
+                                   {ParamKind::object, "object"}});
+  return kNames.name(kind, "unknown");
 }
 
 namespace detail {

@@ -2,28 +2,26 @@
 
 #include <algorithm>
 
+#include "daqflow/core/enum_names.hpp"
+
 namespace daqflow::apps::farm {
 
+namespace {
+
+constexpr auto kPolicyNames = core::enum_names<Policy>({{Policy::round_robin, "round_robin"},
+                                                        {Policy::tokens, "tokens"},
+                                                        {Policy::least_loaded, "least_loaded"},
+                                                        {Policy::push, "push"}});
+
+}  // namespace
+
 std::string_view to_string(Policy p) {
-  switch (p) {
-    case Policy::round_robin:
-      return "round_robin";
-    case Policy::tokens:
-      return "tokens";
-    case Policy::least_loaded:
-      return "least_loaded";
-    case Policy::push:
-      return "push";
-  }
-  return "unknown";
+  return kPolicyNames.name(p, "unknown");
 }
 
 Result<Policy> parse_policy(std::string_view name) {
-  for (const Policy p : {Policy::round_robin, Policy::tokens, Policy::least_loaded, Policy::push}) {
-    if (name == to_string(p)) return p;
-  }
-  return Error("unknown policy '" + std::string(name) +
-               "' (round_robin, tokens, least_loaded or push)");
+  if (const auto p = kPolicyNames.parse(name)) return *p;
+  return Error("unknown policy '" + std::string(name) + "' (" + kPolicyNames.list() + ")");
 }
 
 Dispatcher::Dispatcher(DispatcherSettings settings) : settings_(std::move(settings)) {}
