@@ -23,15 +23,9 @@ void add_bench_compare(CLI::App& bench_cmd) {
       ->check(CLI::IsMember({"stream", "latency", "memcpy"}))
       ->capture_default_str();
   cmd->add_option("--size", a->options.size, "message size (default 1 MiB; latency 64 B)");
-  cmd->add_option("--duration", a->options.duration_s, "seconds per measurement")
-      ->check(CLI::Range(0.5, 3600.0))
-      ->capture_default_str();
-  cmd->add_option("--depth", a->common.cluster.pipeline_depth, "stream: pipelining depth")
-      ->check(CLI::Range(1, 4096))
-      ->capture_default_str();
-  cmd->add_option("--iterations", a->options.iterations, "latency: timed round trips")
-      ->check(CLI::Range(1, 10000000))
-      ->capture_default_str();
+  add_ranged(cmd, "--duration", a->options.duration_s, "seconds per measurement", 0.5, 3600.0);
+  add_ranged(cmd, "--depth", a->common.cluster.pipeline_depth, "stream: pipelining depth", 1, 4096);
+  add_ranged(cmd, "--iterations", a->options.iterations, "latency: timed round trips", 1, 10000000);
   cmd->add_option(
          "--reference", a->options.reference,
          "the reference tool instead of the transport's usual one (iperf3, sockperf, "
@@ -48,15 +42,12 @@ void add_bench_compare(CLI::App& bench_cmd) {
       "pin the sender and the receiver, daqflow's agents and the reference tool's processes "
       "alike, to these two CPUs; auto: the first two this process may use (none for mpi, "
       "whose ranks mpirun places); none: the scheduler places them");
-  cmd->add_option("--rounds", a->options.rounds,
-                  "daqflow figures, each followed by another reference run; medians compared")
-      ->check(CLI::Range(1, 20))
-      ->capture_default_str();
-  cmd->add_option("--reference-buffers", a->options.reference_buffers,
-                  "mpi_bw, ucp_am_bw: distinct buffers per side (1 as osu_bw and ucx_perftest, "
-                  "which keeps them in cache)")
-      ->check(CLI::Range(1, 64))
-      ->capture_default_str();
+  add_ranged(cmd, "--rounds", a->options.rounds,
+             "daqflow figures, each followed by another reference run; medians compared", 1, 20);
+  add_ranged(cmd, "--reference-buffers", a->options.reference_buffers,
+             "mpi_bw, ucp_am_bw: distinct buffers per side (1 as osu_bw and ucx_perftest, "
+             "which keeps them in cache)",
+             1, 64);
   cmd->add_flag("--reference-err-handling", a->options.reference_err_handling,
                 "ucx_perftest (-e), ucp_am_bw (--peer): endpoints with error handling, as "
                 "daqflow's ucx endpoints have where the peer is not reached through shared "

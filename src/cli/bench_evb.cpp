@@ -26,27 +26,19 @@ void add_bench_evb(CLI::App& bench_cmd) {
   cmd->add_option("--rubu", a->rubu, "single-stage builders of N nodes: list, e.g. 2,3");
   cmd->add_option("--fragment-sizes", a->fragment_sizes, "mean FED fragment sizes, bytes")
       ->capture_default_str();
-  cmd->add_option("--feds", a->options.feds_per_ru, "FEDs per RU")
-      ->check(CLI::Range(1, 64))
-      ->capture_default_str();
-  cmd->add_option("--events-per-request", a->options.events_per_request, "events per block")
-      ->check(CLI::Range(1, 4096))
-      ->capture_default_str();
-  cmd->add_option("--duration", a->options.duration_s, "seconds per point")
-      ->check(CLI::Range(0.5, 3600.0))
-      ->capture_default_str();
-  cmd->add_option("--dashboard-clients", a->options.dashboard_clients,
-                  "the cost of monitoring: the first point, without and then with this many "
-                  "dashboards open on the EVM's executive, --rounds times; medians compared")
-      ->check(CLI::Range(0, 64))
-      ->capture_default_str();
-  cmd->add_option("--rounds", a->options.rounds, "with --dashboard-clients: rounds of the pair")
-      ->check(CLI::Range(1, 20))
-      ->capture_default_str();
+  add_ranged(cmd, "--feds", a->options.feds_per_ru, "FEDs per RU", 1, 64);
+  add_ranged(cmd, "--events-per-request", a->options.events_per_request, "events per block", 1,
+             4096);
+  add_ranged(cmd, "--duration", a->options.duration_s, "seconds per point", 0.5, 3600.0);
+  add_ranged(cmd, "--dashboard-clients", a->options.dashboard_clients,
+             "the cost of monitoring: the first point, without and then with this many "
+             "dashboards open on the EVM's executive, --rounds times; medians compared",
+             0, 64);
+  add_ranged(cmd, "--rounds", a->options.rounds, "with --dashboard-clients: rounds of the pair", 1,
+             20);
   cmd->callback([a] {
     auto& o = a->options;
-    o.cluster = a->common.cluster;
-    o.cluster.cpus = parse_cpus(a->common.cpus);
+    o.cluster = a->common.settings();
     o.topologies.clear();
     std::size_t start = 0;
     while (start < a->topologies.size()) {

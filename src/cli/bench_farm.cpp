@@ -23,41 +23,24 @@ void add_bench_farm(CLI::App& bench_cmd) {
   // events per system call and the SFC's core, which pays for every loopback segment at both
   // ends, saturates first (docs/farm.md, "Benchmark and soak").
   s.window = 4;
-  cmd->add_option("--workers", s.workers, "workers")
-      ->check(CLI::Range(1, 256))
-      ->capture_default_str();
-  cmd->add_option("--workers-per-process", s.workers_per_context, "workers sharing a process")
-      ->check(CLI::Range(1, 64))
-      ->capture_default_str();
-  cmd->add_option("--event-size", s.event_size, "bytes per event")
-      ->check(CLI::Range(8, 16 << 20))
-      ->capture_default_str();
-  cmd->add_option("--window", s.window, "tokens per worker")
-      ->check(CLI::Range(1, 64))
-      ->capture_default_str();
-  cmd->add_option("--accept-fraction", s.accept_fraction, "events accepted (with output)")
-      ->check(CLI::Range(0.0, 1.0))
-      ->capture_default_str();
-  cmd->add_option("--output-bytes", s.output_bytes, "output of an accepted event, bytes")
-      ->check(CLI::Range(0, 16 << 20))
-      ->capture_default_str();
-  cmd->add_option("--time-us", a->options.time_us,
-                  "second part: every worker's processing time, microseconds")
-      ->check(CLI::Range(1.0, 1e6))
-      ->capture_default_str();
-  cmd->add_option("--slow-factor", a->options.slow_factor, "second part: the slow worker's factor")
-      ->check(CLI::Range(1.0, 1000.0))
-      ->capture_default_str();
-  cmd->add_option("--duration", a->options.duration_s, "seconds per run")
-      ->check(CLI::Range(1.0, 3600.0))
-      ->capture_default_str();
-  cmd->add_option("--rounds", a->options.rounds, "rounds of all the runs, interleaved")
-      ->check(CLI::Range(1, 20))
-      ->capture_default_str();
+  add_ranged(cmd, "--workers", s.workers, "workers", 1, 256);
+  add_ranged(cmd, "--workers-per-process", s.workers_per_context, "workers sharing a process", 1,
+             64);
+  add_ranged(cmd, "--event-size", s.event_size, "bytes per event", 8, 16 << 20);
+  add_ranged(cmd, "--window", s.window, "tokens per worker", 1, 64);
+  add_ranged(cmd, "--accept-fraction", s.accept_fraction, "events accepted (with output)", 0.0,
+             1.0);
+  add_ranged(cmd, "--output-bytes", s.output_bytes, "output of an accepted event, bytes", 0,
+             16 << 20);
+  add_ranged(cmd, "--time-us", a->options.time_us,
+             "second part: every worker's processing time, microseconds", 1.0, 1e6);
+  add_ranged(cmd, "--slow-factor", a->options.slow_factor, "second part: the slow worker's factor",
+             1.0, 1000.0);
+  add_ranged(cmd, "--duration", a->options.duration_s, "seconds per run", 1.0, 3600.0);
+  add_ranged(cmd, "--rounds", a->options.rounds, "rounds of all the runs, interleaved", 1, 20);
   cmd->callback([a] {
     auto& o = a->options;
-    o.cluster = a->common.cluster;
-    o.cluster.cpus = parse_cpus(a->common.cpus);
+    o.cluster = a->common.settings();
     print_rows(run_and_write(o, a->common.out, bench::run_farm));
   });
 }

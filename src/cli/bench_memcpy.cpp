@@ -18,9 +18,7 @@ void add_bench_memcpy(CLI::App& bench_cmd) {
   cmd->add_option("--out", a->out, "folder of the result files")->capture_default_str();
   cmd->add_option("--sizes", a->sizes, "block sizes: list or doubling range")
       ->capture_default_str();
-  cmd->add_option("--duration", a->options.seconds, "seconds per size")
-      ->check(CLI::Range(0.01, 600.0))
-      ->capture_default_str();
+  add_ranged(cmd, "--duration", a->options.seconds, "seconds per size", 0.01, 600.0);
   cmd->callback([a] {
     a->options.sizes = sweep(a->sizes, "--sizes");
     print_rows(run_and_write(a->options, a->out, bench::run_memcpy));

@@ -21,9 +21,8 @@ void add_bench_roundtrip(CLI::App& bench_cmd) {
   add_common(cmd, a->common, "backoff");
   cmd->add_option("--sizes", a->sizes, "sizes: doubling from the first to the last")
       ->capture_default_str();
-  cmd->add_option("--iterations", a->options.shape.iterations, "timed round trips per size")
-      ->check(CLI::Range(1, 10000000))
-      ->capture_default_str();
+  add_ranged(cmd, "--iterations", a->options.shape.iterations, "timed round trips per size", 1,
+             10000000);
   cmd->add_option("--warmup", a->options.shape.warmup, "untimed round trips per size")
       ->capture_default_str();
   cmd->add_option("--fit", a->fit, "the sizes the fit covers, MIN..MAX")->capture_default_str();
@@ -33,8 +32,7 @@ void add_bench_roundtrip(CLI::App& bench_cmd) {
     const auto sizes = sweep(a->sizes, "--sizes", 0, 1u << 30);
     const auto fit = sweep(a->fit, "--fit", 0, 1u << 30);
     auto& o = a->options;
-    o.cluster = a->common.cluster;
-    o.cluster.cpus = parse_cpus(a->common.cpus);
+    o.cluster = a->common.settings();
     o.shape.min_size = sizes.front();
     o.shape.max_size = sizes.back();
     o.shape.fit_min_size = fit.front();

@@ -27,19 +27,15 @@ void add_bench_stream(CLI::App& bench_cmd) {
   cmd->add_option("--depths", a->depths, "pipelining depths: list or doubling range")
       ->capture_default_str();
   cmd->add_option("--n", a->ns, "N of 1toN, Nto1, nton, nxn: list or range")->capture_default_str();
-  cmd->add_option("--duration", a->options.duration_s, "seconds per point")
-      ->check(CLI::Range(0.2, 3600.0))
-      ->capture_default_str();
-  cmd->add_option("--sample-ms", a->options.sample_interval_ms, "sink sampling interval")
-      ->check(CLI::Range(10, 10000))
-      ->capture_default_str();
+  add_ranged(cmd, "--duration", a->options.duration_s, "seconds per point", 0.2, 3600.0);
+  add_ranged(cmd, "--sample-ms", a->options.sample_interval_ms, "sink sampling interval", 10,
+             10000);
   cmd->add_option("--verify", a->options.verify, "payload check: ends or full")
       ->check(CLI::IsMember({"ends", "full"}))
       ->capture_default_str();
   cmd->callback([a] {
     auto& o = a->options;
-    o.cluster = a->common.cluster;
-    o.cluster.cpus = parse_cpus(a->common.cpus);
+    o.cluster = a->common.settings();
     o.sizes = sweep(a->sizes, "--sizes");
     o.depths = sweep(a->depths, "--depths", 1, 4096);
     o.ns = sweep(a->ns, "--n", 1, 64);

@@ -89,6 +89,12 @@ std::vector<int> parse_cpus(const std::string& text) {
   return cpus;
 }
 
+bench::ClusterSettings Common::settings() const {
+  bench::ClusterSettings c = cluster;
+  c.cpus = parse_cpus(cpus);
+  return c;
+}
+
 // Returns the --idle option, for subcommands whose default depends on other options.
 CLI::Option* add_common(CLI::App* cmd, Common& c, const char* default_idle,
                         const char* default_cpus) {
@@ -103,10 +109,8 @@ CLI::Option* add_common(CLI::App* cmd, Common& c, const char* default_idle,
       ->capture_default_str();
   cmd->add_option("--out", c.out, "folder of the result files (and runs/: configs, logs)")
       ->capture_default_str();
-  cmd->add_option("--port-base", c.cluster.port_base,
-                  "first port of the generated configurations (3 per context)")
-      ->check(CLI::Range(1024, 65000))
-      ->capture_default_str();
+  add_ranged(cmd, "--port-base", c.cluster.port_base,
+             "first port of the generated configurations (3 per context)", 1024, 65000);
   auto* idle = cmd->add_option("--idle", c.cluster.idle, "idle strategy of the applications")
                    ->check(CLI::IsMember({"spin", "yield", "backoff", "block"}))
                    ->capture_default_str();

@@ -18,6 +18,9 @@ struct Common {
   bench::ClusterSettings cluster;
   std::string out = "bench-results";
   std::string cpus;  // --cpus as given: a list, "none", or "auto"
+
+  // The cluster settings with --cpus resolved (parse_cpus).
+  [[nodiscard]] bench::ClusterSettings settings() const;
 };
 
 // --cpus: "0,1" (a list), "none" or "" (not pinned), or "auto": the first two CPUs this process
@@ -28,6 +31,13 @@ struct Common {
 // depends on other options.
 CLI::Option* add_common(CLI::App* cmd, Common& c, const char* default_idle,
                         const char* default_cpus = "none");
+
+// An option bounded to [lo, hi], its default shown in --help.
+template <typename T, typename Bound>
+CLI::Option* add_ranged(CLI::App* cmd, const std::string& name, T& value, const std::string& help,
+                        Bound lo, Bound hi) {
+  return cmd->add_option(name, value, help)->check(CLI::Range(lo, hi))->capture_default_str();
+}
 
 // A sweep option's values ("64,4096" or "64..1M"); a bad one ends the command naming option.
 [[nodiscard]] std::vector<std::uint64_t> sweep(const std::string& text, const char* option,

@@ -21,33 +21,24 @@ void add_bench_timeslice(CLI::App& bench_cmd) {
   // Every node runs an input and a builder (and the raw stream a source and a sink): twice as
   // many agents as cores here, which must sleep when idle to leave the CPU to those with work.
   add_common(cmd, a->common, "block");
-  cmd->add_option("--n", a->options.shape.n, "nodes: each an input and a builder")
-      ->check(CLI::Range(2, 32))
-      ->capture_default_str();
+  add_ranged(cmd, "--n", a->options.shape.n, "nodes: each an input and a builder", 2, 32);
   cmd->add_option("--sizes", a->sizes, "contribution sizes (bytes of content): list or range")
       ->capture_default_str();
-  cmd->add_option("--microslices", a->options.shape.microslices,
-                  "microslices of a contribution's core (the overlap is one more)")
-      ->check(CLI::Range(1, 4096))
-      ->capture_default_str();
+  add_ranged(cmd, "--microslices", a->options.shape.microslices,
+             "microslices of a contribution's core (the overlap is one more)", 1, 4096);
   cmd->add_option("--crc", a->options.shape.crc,
                   "inputs compute each microslice's CRC-32C and builders check it, and the "
                   "stream checks every byte (false: only the ends of its messages)")
       ->capture_default_str();
-  cmd->add_option("--slot-us", a->options.slot_us,
-                  "scheduled: slot length; 0: the stream's time per message and sender in the "
-                  "same round")
-      ->check(CLI::Range(0.0, 1e6))
-      ->capture_default_str();
-  cmd->add_option("--depth", a->options.cluster.pipeline_depth, "pipelining depth of every link")
-      ->check(CLI::Range(1, 4096))
-      ->capture_default_str();
-  cmd->add_option("--duration", a->options.duration_s, "seconds per run")
-      ->check(CLI::Range(1.0, 3600.0))
-      ->capture_default_str();
-  cmd->add_option("--rounds", a->options.rounds, "rounds of the three runs per size, interleaved")
-      ->check(CLI::Range(1, 20))
-      ->capture_default_str();
+  add_ranged(cmd, "--slot-us", a->options.slot_us,
+             "scheduled: slot length; 0: the stream's time per message and sender in the "
+             "same round",
+             0.0, 1e6);
+  add_ranged(cmd, "--depth", a->options.cluster.pipeline_depth, "pipelining depth of every link", 1,
+             4096);
+  add_ranged(cmd, "--duration", a->options.duration_s, "seconds per run", 1.0, 3600.0);
+  add_ranged(cmd, "--rounds", a->options.rounds, "rounds of the three runs per size, interleaved",
+             1, 20);
   cmd->callback([a] {
     auto& o = a->options;
     const std::uint32_t depth = o.cluster.pipeline_depth;
