@@ -19,6 +19,15 @@
 #include "daqflow/runtime/settings.hpp"
 #include "daqflow/transport/transport.hpp"
 
+namespace daqflow::apps {
+
+// The transport's words, as every application speaks them.
+using transport::AppIndex;
+using transport::Completion;
+using transport::SendStatus;
+
+}  // namespace daqflow::apps
+
 namespace daqflow::apps::detail {
 
 // Application ids by index (a copy: the configuration is only guaranteed during configure()).

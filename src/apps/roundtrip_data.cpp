@@ -7,10 +7,6 @@
 
 namespace daqflow::apps {
 
-using transport::AppIndex;
-using transport::Completion;
-using transport::SendStatus;
-
 namespace {
 
 std::size_t check_echo(const transport::Message& m, std::uint64_t seq, AppIndex src) {

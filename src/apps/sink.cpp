@@ -6,9 +6,6 @@
 
 namespace daqflow::apps {
 
-using transport::AppIndex;
-using transport::Completion;
-
 namespace {
 
 // A `source` application's message count from its parameters; 0 = unlimited or not a source.

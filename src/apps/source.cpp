@@ -7,10 +7,6 @@
 
 namespace daqflow::apps {
 
-using transport::AppIndex;
-using transport::Completion;
-using transport::SendStatus;
-
 namespace {
 
 // While the pool is dry (a receiver still holds our buffers) no completion announces their

@@ -13,10 +13,6 @@
 
 namespace daqflow::apps::clock {
 
-using transport::AppIndex;
-using transport::Completion;
-using transport::SendStatus;
-
 namespace {
 
 constexpr std::size_t kBufferSize = 64;

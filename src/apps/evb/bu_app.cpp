@@ -14,9 +14,6 @@
 
 namespace daqflow::apps::evb {
 
-using transport::AppIndex;
-using transport::Completion;
-
 namespace {
 
 constexpr std::int64_t kOutputCheckNs = 50'000'000;

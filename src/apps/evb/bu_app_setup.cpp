@@ -16,9 +16,6 @@
 
 namespace daqflow::apps::evb {
 
-using transport::AppIndex;
-using transport::Completion;
-
 namespace {
 
 // The longest sleep while the output holds batches.

@@ -10,6 +10,7 @@
 #include <utility>
 #include <vector>
 
+#include "apps/app_support.hpp"
 #include "daqflow/apps/fed/event_numbers.hpp"
 #include "daqflow/apps/fed/fed_settings.hpp"
 #include "daqflow/core/result.hpp"

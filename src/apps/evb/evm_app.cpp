@@ -11,9 +11,6 @@
 
 namespace daqflow::apps::evb {
 
-using transport::AppIndex;
-using transport::Completion;
-
 namespace {
 
 // Heartbeats are checked this often (at most), and at least 4 times per timeout.

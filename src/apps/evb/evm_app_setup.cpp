@@ -13,9 +13,6 @@
 
 namespace daqflow::apps::evb {
 
-using transport::AppIndex;
-using transport::Completion;
-
 Result<void> EventManagerApp::setup(runtime::AppContext& ctx, const EvmSettings& s) {
   clock_ = &ctx.clock();
   rate_hz_ = s.trigger_rate_hz;

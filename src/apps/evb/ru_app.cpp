@@ -4,8 +4,6 @@
 
 namespace daqflow::apps::evb {
 
-using transport::AppIndex;
-
 Result<void> ReadoutUnit::setup(runtime::AppContext& ctx, const RuSettings& s) {
   auto topology = resolve_topology(ctx);
   if (!topology) return topology.error();

@@ -13,10 +13,6 @@
 
 namespace daqflow::apps::farm {
 
-using transport::AppIndex;
-using transport::Completion;
-using transport::SendStatus;
-
 namespace {
 
 constexpr std::int64_t kCheckPeriodNs = 10'000'000;

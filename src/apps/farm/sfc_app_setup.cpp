@@ -14,9 +14,6 @@
 
 namespace daqflow::apps::farm {
 
-using transport::AppIndex;
-using transport::Completion;
-
 namespace {
 
 constexpr std::size_t kBatchesPerStream = 4;

@@ -12,10 +12,6 @@
 
 namespace daqflow::apps::farm {
 
-using transport::AppIndex;
-using transport::Completion;
-using transport::SendStatus;
-
 namespace {
 
 // Events a worker can hold: far above any sensible window (the SFC's tokens bound them).

@@ -14,10 +14,6 @@
 
 namespace daqflow::apps::timeslice {
 
-using transport::AppIndex;
-using transport::Completion;
-using transport::SendStatus;
-
 namespace {
 
 constexpr std::int64_t kExpirePeriodNs = 10'000'000;

@@ -16,9 +16,6 @@
 
 namespace daqflow::apps::timeslice {
 
-using transport::AppIndex;
-using transport::Completion;
-
 namespace {
 
 constexpr std::size_t kManagerMessageSize = 64;

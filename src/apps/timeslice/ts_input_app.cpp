@@ -13,10 +13,6 @@
 
 namespace daqflow::apps::timeslice {
 
-using transport::AppIndex;
-using transport::Completion;
-using transport::SendStatus;
-
 namespace {
 
 // Waiting for a send buffer to come back: buffers return through the endpoint's poll, which a

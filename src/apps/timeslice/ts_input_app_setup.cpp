@@ -15,9 +15,6 @@
 
 namespace daqflow::apps::timeslice {
 
-using transport::AppIndex;
-using transport::Completion;
-
 Result<void> TsInput::setup(runtime::AppContext& ctx, const TsInputSettings& s) {
   clock_ = &ctx.clock();
   // microslice_us, timeslice_us and overlap_us are checked together, as the builders check every
