@@ -16,6 +16,18 @@ A schema (docs/architecture.md, "Settings schemas"):
       min_size: {kind: integer, help: first message size in bytes, default: 64,
                  range: [0, 4194304]}
 
+A schema of an application type's settings also describes the type, whose registry entry
+(runtime::AppType, from the function TYPE_type()) it becomes:
+
+    application:
+      type: roundtrip                # the name configurations give
+      class: RoundTrip               # the C++ class (runtime::ApplicationWith<RoundTrip, ...>)
+      help: Round-trip benchmark...
+      enable_rank: 0                 # AppType::enable_rank
+      peers: [peer]                  # the keys naming where it sends (AppType::peer_params)
+      survivable: false              # AppType::survivable, auxiliary likewise
+      fold_results: true             # the class has fold_results (and after_loss likewise)
+
 A key is read into the member of its name (`member:` says another). Its kind is one of integer,
 number, boolean, string, app_ref, app_ref_list, integer_list or object; `default:` (absent: the
 key is required; lists, mappings and null stand as JSON), `range: [lo, hi]`, `at_least: lo` and
@@ -34,6 +46,10 @@ KINDS = {"integer", "number", "boolean", "string", "app_ref", "app_ref_list", "i
          "object"}
 ATTRIBUTES = {"kind", "help", "default", "range", "at_least", "one_of", "member", "fields",
               "type", "spec", "include", "param"}
+
+
+APPLICATION = {"type", "class", "help", "enable_rank", "peers", "survivable", "auxiliary",
+               "fold_results", "after_loss"}
 
 
 class SchemaError(Exception):
@@ -117,6 +133,35 @@ def chain(settings, keys, where, nested):
     return "\n      ".join(lines)
 
 
+def registry_entry(app, keys, where):
+    """The function returning the application type's runtime::AppType."""
+    unknown = set(app) - APPLICATION
+    if unknown:
+        raise SchemaError(f"{where}: unknown attribute(s) {sorted(unknown)}")
+    for field in ("type", "class", "help"):
+        if field not in app:
+            raise SchemaError(f"{where}: no {field}")
+    cls = app["class"]
+    lines = [f"runtime::AppType {app['type']}_type() {{",
+             f"  runtime::AppType t = runtime::app_type<{cls}>({cpp_string(app['type'])}, "
+             f"{cpp_string(app['help'])});",
+             f"  t.enable_rank = {int(app.get('enable_rank', 0))};"]
+    peers = app.get("peers", [])
+    for peer in peers:
+        if keys.get(peer, {}).get("kind") not in ("app_ref", "app_ref_list"):
+            raise SchemaError(f"{where}.peers: '{peer}' is no app_ref or app_ref_list key")
+    if peers:
+        lines.append("  t.peer_params = {" + ", ".join(cpp_string(p) for p in peers) + "};")
+    for flag in ("survivable", "auxiliary"):
+        if app.get(flag, False):
+            lines.append(f"  t.{flag} = true;")
+    for hook in ("fold_results", "after_loss"):
+        if app.get(hook, False):
+            lines.append(f"  t.{hook} = &{cls}::{hook};")
+    lines += ["  return t;", "}", ""]
+    return lines
+
+
 def generate(path):
     with open(path, encoding="utf-8") as f:
         schema = yaml.safe_load(f)
@@ -133,8 +178,10 @@ def generate(path):
             f"const runtime::SettingsSpec<{schema['settings']}>& {schema['settings']}::spec() {{"]
     for name, expr in nested:
         out.append(f"  static const auto {name} =\n      {expr};")
-    out += [f"  static const auto spec =\n      {body};", "  return spec;", "}", "",
-            f"}}  // namespace {schema['namespace']}", ""]
+    out += [f"  static const auto spec =\n      {body};", "  return spec;", "}", ""]
+    if "application" in schema:
+        out += registry_entry(schema["application"], schema["keys"], f"{path}: application")
+    out += [f"}}  // namespace {schema['namespace']}", ""]
     return "\n".join(out)
 
 

@@ -155,17 +155,4 @@ void RoundTrip::fold_results(nlohmann::json& run, const std::string& id,
   if (const auto it = app.find("fit"); it != app.end()) run["fit"] = *it;
 }
 
-runtime::AppType roundtrip_type() {
-  runtime::AppType t = runtime::app_type<RoundTrip>(
-      "roundtrip",
-      "Round-trip benchmark: the initiator sweeps message sizes, one ping in flight, and fits "
-      "tau(P) = c*P + tau0; the responder echoes every ping (zero copy).");
-  // One type for both roles: the responder answers from Configure on, so the enable order of
-  // the pair does not matter.
-  t.enable_rank = 0;
-  t.peer_params = {"peer"};
-  t.fold_results = &RoundTrip::fold_results;
-  return t;
-}
-
 }  // namespace daqflow::apps

@@ -253,14 +253,4 @@ void Sink::fold_results(nlohmann::json& run, const std::string& id, const nlohma
   run["sinks"][id] = {{"throughput_mb_s", mb_s}, {"messages_per_s", per_s}};
 }
 
-runtime::AppType sink_type() {
-  runtime::AppType t = runtime::app_type<Sink>(
-      "sink",
-      "Stream benchmark receiver: checks sequence and payload pattern of every message and "
-      "samples the received throughput.");
-  t.enable_rank = 0;
-  t.fold_results = &Sink::fold_results;
-  return t;
-}
-
 }  // namespace daqflow::apps

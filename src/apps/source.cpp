@@ -306,14 +306,4 @@ nlohmann::json Source::results() const {
   };
 }
 
-runtime::AppType source_type() {
-  runtime::AppType t = runtime::app_type<Source>(
-      "source",
-      "Stream benchmark sender: keeps the pipeline to each destination full with sequence-"
-      "numbered, pattern-carrying messages, destinations served round-robin.");
-  t.enable_rank = 10;
-  t.peer_params = {"destinations"};
-  return t;
-}
-
 }  // namespace daqflow::apps

@@ -468,26 +468,4 @@ nlohmann::json ClockClient::results() const {
   return r;
 }
 
-runtime::AppType clock_master_type() {
-  runtime::AppType t = runtime::app_type<ClockMaster>(
-      "clock_master",
-      "Clock master: measures each node's clock offset and drift by round trips, sends each its "
-      "correction (shift, scale) and reports the precision per node.");
-  t.enable_rank = -20;
-  t.peer_params = {"nodes"};
-  return t;
-}
-
-runtime::AppType clock_client_type() {
-  runtime::AppType t = runtime::app_type<ClockClient>(
-      "clock_client",
-      "Clock client: answers its master's round trips and corrects this process's clock, which "
-      "every application of the context reads.");
-  t.enable_rank = -20;
-  t.peer_params = {"master"};
-  // It serves the applications of its process; the master goes on without a node that is gone.
-  t.auxiliary = true;
-  return t;
-}
-
 }  // namespace daqflow::apps::clock

@@ -1,5 +1,4 @@
-// The BU's configuration (bu_app.hpp): the steps of setup(), its handlers and its
-// registry entry.
+// The BU's configuration (bu_app.hpp): the steps of setup() and its handlers.
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
@@ -194,20 +193,6 @@ void BuilderUnit::fold_results(nlohmann::json& run, const std::string& id,
                               count(app, "events_lost_from_disk");
   if (!run.contains("bus") || !run["bus"].is_object()) run["bus"] = nlohmann::json::object();
   run["bus"][id] = count(app, "events_built");
-}
-
-runtime::AppType bu_type() {
-  runtime::AppType t = runtime::app_type<BuilderUnit>(
-      "bu",
-      "Event builder unit: requests blocks of events from the EVM, builds them from every RU's "
-      "super-fragments and hands them to its output (discard or file).");
-  t.enable_rank = 0;
-  // A lost BU's blocks are re-assigned by the EVM to the other BUs: the run goes on.
-  t.survivable = true;
-  t.after_loss = &BuilderUnit::after_loss;
-  t.peer_params = {"evm"};
-  t.fold_results = &BuilderUnit::fold_results;
-  return t;
 }
 
 }  // namespace daqflow::apps::evb

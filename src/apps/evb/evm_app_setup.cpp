@@ -1,5 +1,4 @@
-// The EVM's configuration (evm_app.hpp): the steps of setup(), its handlers and its
-// registry entry.
+// The EVM's configuration (evm_app.hpp): the steps of setup() and its handlers.
 
 #include <spdlog/spdlog.h>
 
@@ -161,17 +160,6 @@ void EventManagerApp::register_handlers(runtime::DataPath& path) {
     return evm_->in_flight() == evm_->in_doubt() && assigns_.idle() &&
            store->blocks_held() == store->blocks_aside();
   });
-}
-
-runtime::AppType evm_type() {
-  runtime::AppType t = runtime::app_type<EventManagerApp>(
-      "evm",
-      "Event builder manager: a RU that also triggers events and assigns blocks of them to the "
-      "BUs that ask, re-assigning a lost BU's blocks to the others.");
-  t.enable_rank = 20;
-  t.peer_params = {"rus", "bus"};
-  t.fold_results = &EventManagerApp::fold_results;
-  return t;
 }
 
 }  // namespace daqflow::apps::evb

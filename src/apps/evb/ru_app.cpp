@@ -98,14 +98,4 @@ nlohmann::json ReadoutUnit::results() const {
   };
 }
 
-runtime::AppType ru_type() {
-  runtime::AppType t = runtime::app_type<ReadoutUnit>(
-      "ru",
-      "Event builder readout unit: emulates (or receives) its FEDs' fragments, builds one "
-      "super-fragment per event and sends the blocks the EVM assigns to BUs.");
-  t.enable_rank = 10;
-  t.peer_params = {"evm"};
-  return t;
-}
-
 }  // namespace daqflow::apps::evb

@@ -1,4 +1,4 @@
-// The SFC's configuration (sfc_app.hpp): the steps of setup() and its registry entry.
+// The SFC's configuration (sfc_app.hpp): the steps of setup().
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
@@ -260,20 +260,6 @@ void SubFarmController::add_handlers() {
 Result<void> SubFarmController::enable() {
   if (enabled_ns_.load() == 0) enabled_ns_.store(clock_->now_ns());
   return ok();
-}
-
-runtime::AppType sfc_type() {
-  runtime::AppType t = runtime::app_type<SubFarmController>(
-      "sfc",
-      "Sub-farm controller: dispatches events to its workers (round_robin, tokens, least_loaded "
-      "or push), re-dispatches a lost worker's events, and writes the accepted ones per stream.");
-  // Enabled after its workers, before the BUs that feed it; halted after the BUs, before the
-  // workers.
-  t.enable_rank = -10;
-  t.peer_params = {"workers"};
-  t.fold_results = &SubFarmController::fold_results;
-  t.after_loss = &SubFarmController::after_loss;
-  return t;
 }
 
 }  // namespace daqflow::apps::farm

@@ -366,16 +366,4 @@ nlohmann::json Worker::results() const {
           {"messages_malformed", messages_malformed_->value()}};
 }
 
-runtime::AppType worker_type() {
-  runtime::AppType t = runtime::app_type<Worker>(
-      "worker",
-      "Filter-farm worker: processes the events its SFC sends (a model or a plugin library) and "
-      "answers each with a decision that is also its next token.");
-  t.enable_rank = -20;  // before its SFC
-  // A lost worker's events go to the other workers: the run goes on.
-  t.survivable = true;
-  t.peer_params = {"sfc"};
-  return t;
-}
-
 }  // namespace daqflow::apps::farm

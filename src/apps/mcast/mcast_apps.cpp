@@ -185,23 +185,4 @@ void McastReceiver::fold_results(nlohmann::json& run, const std::string& id,
   run["mcast_receivers"][id] = app;
 }
 
-runtime::AppType mcast_sender_type() {
-  runtime::AppType t = runtime::app_type<McastSender>(
-      "mcast_sender",
-      "Multicast control traffic: numbered messages to every receiver by UDP multicast, repaired "
-      "on negative acknowledgements.");
-  t.enable_rank = 10;  // after the receivers; halted first, then lingers for the repairs
-  return t;
-}
-
-runtime::AppType mcast_receiver_type() {
-  runtime::AppType t = runtime::app_type<McastReceiver>(
-      "mcast_receiver",
-      "Multicast control traffic receiver: delivers in order, asks for what it missed (NACK), "
-      "counts the loss before and after the retry.");
-  t.enable_rank = 5;
-  t.fold_results = &McastReceiver::fold_results;
-  return t;
-}
-
 }  // namespace daqflow::apps::mcast

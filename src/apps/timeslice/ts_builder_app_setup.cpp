@@ -1,5 +1,4 @@
-// The time-slice builder's configuration (ts_builder_app.hpp): the steps of setup()
-// and its registry entry.
+// The time-slice builder's configuration (ts_builder_app.hpp): the steps of setup().
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
@@ -264,21 +263,6 @@ void TsBuilder::add_handlers() {
   path.on_work([this](std::int64_t now) { return work(now); });
   path.drained_when(
       [this] { return assembly_.building() == 0 && in_output_ == 0 && control_idle(); });
-}
-
-runtime::AppType ts_builder_type() {
-  runtime::AppType t = runtime::app_type<TsBuilder>(
-      "ts_builder",
-      "Time-slice builder: one contribution per input per timeslice, checked (descriptors, "
-      "CRC-32C) and written without a copy; missing contributions flag the timeslice.");
-  // Enabled before its inputs, halted after them.
-  t.enable_rank = -10;
-  t.peer_params = {"inputs"};
-  t.after_loss = &TsBuilder::after_loss;
-  t.fold_results = &TsBuilder::fold_results;
-  // A builder's process may die while data flows: the inputs send its timeslices to the others.
-  t.survivable = true;
-  return t;
 }
 
 }  // namespace daqflow::apps::timeslice

@@ -1,5 +1,4 @@
-// The time-slice input's configuration (ts_input_app.hpp): the steps of setup() and
-// its registry entry.
+// The time-slice input's configuration (ts_input_app.hpp): the steps of setup().
 
 #include <spdlog/spdlog.h>
 #include <sys/prctl.h>
@@ -203,20 +202,6 @@ void TsInput::add_handlers() {
       [this](AppIndex peer, std::string_view reason, bool) { on_peer_gone(peer, reason); });
   path.on_work([this](std::int64_t now) { return work(now); });
   path.drained_when([this] { return outbox_.empty(); });
-}
-
-runtime::AppType ts_input_type() {
-  runtime::AppType t = runtime::app_type<TsInput>(
-      "ts_input",
-      "Time-slice input channel: microslices (FLESnet descriptors, CRC-32C) of a fixed duration, "
-      "sent as one contribution per timeslice to its builder, kept until acknowledged.");
-  t.enable_rank = 0;
-  t.peer_params = {"builders"};
-  // An input's process may die while data flows: the builders write the timeslices without it,
-  // flagged incomplete and naming it.
-  t.survivable = true;
-  t.fold_results = &TsInput::fold_results;
-  return t;
 }
 
 }  // namespace daqflow::apps::timeslice

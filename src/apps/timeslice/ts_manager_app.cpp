@@ -413,16 +413,4 @@ Result<nlohmann::json> TsManager::action(std::string_view name, const nlohmann::
   return Application::action(name, args);
 }
 
-runtime::AppType ts_manager_type() {
-  runtime::AppType t = runtime::app_type<TsManager>(
-      "ts_manager",
-      "Time-slice manager: assigns each timeslice to the builder with the fewest in flight and "
-      "room, grants each write once, and gives a lost builder's timeslices to the others.");
-  // Enabled after the builders and the inputs, halted first: it then tells the inputs where the
-  // run ends and drains while they make and send every timeslice up to there.
-  t.enable_rank = 5;
-  t.peer_params = {"builders", "inputs"};
-  return t;
-}
-
 }  // namespace daqflow::apps::timeslice
