@@ -48,6 +48,7 @@ ATTRIBUTES = {"kind", "help", "default", "range", "at_least", "one_of", "member"
               "type", "spec", "include", "param"}
 
 
+TOP = {"header", "namespace", "settings", "includes", "application", "keys"}
 APPLICATION = {"type", "class", "help", "enable_rank", "peers", "survivable", "auxiliary",
                "fold_results", "after_loss"}
 
@@ -165,11 +166,16 @@ def registry_entry(app, keys, where):
 def generate(path):
     with open(path, encoding="utf-8") as f:
         schema = yaml.safe_load(f)
+    if not isinstance(schema, dict):
+        raise SchemaError(f"{path}: a schema is a mapping")
+    unknown = set(schema) - TOP
+    if unknown:
+        raise SchemaError(f"{path}: unknown field(s) {sorted(unknown)}")
     for field in ("header", "namespace", "settings", "keys"):
         if field not in schema:
             raise SchemaError(f"{path}: no {field}")
     nested = []
-    body = chain(schema["settings"], schema["keys"], path, nested)
+    body = chain(schema["settings"], schema["keys"], f"{path}: keys", nested)
     includes = [schema["header"], *schema.get("includes", [])]
     out = [f"// Made from {path.split('/src/')[-1]} by cmake/settings_spec.py: edit that file.",
            "#include <cstdint>", ""]
