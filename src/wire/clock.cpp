@@ -2,7 +2,7 @@
 
 #include <cmath>
 
-#include "wire/layout.hpp"
+#include "daqflow/wire/layout.hpp"
 
 namespace daqflow::wire {
 namespace {

@@ -1,6 +1,6 @@
 #include "daqflow/wire/farm.hpp"
 
-#include "wire/layout.hpp"
+#include "daqflow/wire/layout.hpp"
 
 namespace daqflow::wire {
 namespace {

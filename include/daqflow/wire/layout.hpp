@@ -61,6 +61,25 @@ struct Reserved {
   }
 };
 
+// A `T` at `Offset` that is always `Value` (a magic number): written so, and a message whose bytes
+// there differ is refused.
+template <std::size_t Offset, typename T, T Value>
+struct Constant {
+  static constexpr std::size_t end = Offset + sizeof(T);
+
+  template <class M>
+  static void store(const M& /*m*/, std::byte* p) {
+    const T v = Value;
+    std::memcpy(p + Offset, &v, sizeof(T));
+  }
+  template <class M>
+  static bool load(const std::byte* p, M& /*m*/) {
+    T v;
+    std::memcpy(&v, p + Offset, sizeof(T));
+    return v == Value;
+  }
+};
+
 // Accepts every decoded message: the default check of Message::decode.
 struct AnyValue {
   template <class M>
@@ -69,13 +88,22 @@ struct AnyValue {
   }
 };
 
-// Message `M`, `Size` bytes long, made of `Parts` (Field and Reserved).
+// Message `M`, `Size` bytes long, made of `Parts` (Field, Reserved and Constant).
 template <class M, std::size_t Size, class... Parts>
 struct Message {
   static_assert(((Parts::end <= Size) && ...), "a part of the message lies beyond its size");
 
   static void store(const M& m, std::span<std::byte, Size> out) {
     (Parts::store(m, out.data()), ...);
+  }
+
+  // Reads the message from the first Size bytes of `in` (at least as many) into `out`; false
+  // (and `out` untouched) when a reserved or constant part holds other bytes.
+  static bool load(std::span<const std::byte> in, M& out) {
+    M m{};
+    if (!(Parts::load(in.data(), m) && ...)) return false;
+    out = m;
+    return true;
   }
 
   // Decodes exactly `Size` bytes (`exact`) or the first `Size` of longer input into `out`, which

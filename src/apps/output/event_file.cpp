@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "daqflow/wire/endian.hpp"
+#include "daqflow/wire/layout.hpp"
 
 namespace daqflow::apps::output {
 
@@ -100,28 +101,23 @@ FileFormatStatus decode_file_header(std::span<const std::byte> in, FileHeader& o
   return FileFormatStatus::ok;
 }
 
-// Record layout: 0 magic u32 | 4 flags u32 | 8 event u64 | 16 size u64 | 24 pieces u32 |
-// 28 CRC32C u32.
+namespace {
+
+using RecordLayout = wire::layout::Message<
+    RecordHeader, kRecordHeaderSize, wire::layout::Constant<0, std::uint32_t, kRecordMagic>,
+    wire::layout::Field<&RecordHeader::flags, 4>, wire::layout::Field<&RecordHeader::event, 8>,
+    wire::layout::Field<&RecordHeader::size, 16>, wire::layout::Field<&RecordHeader::pieces, 24>,
+    wire::layout::Field<&RecordHeader::crc32c, 28>>;
+
+}  // namespace
+
 void encode_record_header(const RecordHeader& record, std::span<std::byte, kRecordHeaderSize> out) {
-  std::byte* p = out.data();
-  store_le32(p, kRecordMagic);
-  store_le32(p + 4, record.flags);
-  store_le64(p + 8, record.event);
-  store_le64(p + 16, record.size);
-  store_le32(p + 24, record.pieces);
-  store_le32(p + 28, record.crc32c);
+  RecordLayout::store(record, out);
 }
 
 FileFormatStatus decode_record_header(std::span<const std::byte> in, RecordHeader& out) {
   if (in.size() < kRecordHeaderSize) return FileFormatStatus::too_short;
-  const std::byte* p = in.data();
-  if (load_le32(p) != kRecordMagic) return FileFormatStatus::bad_magic;
-  out.flags = load_le32(p + 4);
-  out.event = load_le64(p + 8);
-  out.size = load_le64(p + 16);
-  out.pieces = load_le32(p + 24);
-  out.crc32c = load_le32(p + 28);
-  return FileFormatStatus::ok;
+  return RecordLayout::load(in, out) ? FileFormatStatus::ok : FileFormatStatus::bad_magic;
 }
 
 namespace {

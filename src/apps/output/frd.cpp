@@ -8,6 +8,7 @@
 #include <regex>
 
 #include "daqflow/wire/endian.hpp"
+#include "daqflow/wire/layout.hpp"
 
 namespace daqflow::apps::output {
 
@@ -38,28 +39,26 @@ std::string_view to_string(FrdStatus status) {
   return "unknown status";
 }
 
+namespace {
+
+using FrdLayout = wire::layout::Message<
+    FrdHeader, kFrdHeaderSize, wire::layout::Field<&FrdHeader::version, 0>,
+    wire::layout::Field<&FrdHeader::flags, 2>, wire::layout::Field<&FrdHeader::run, 4>,
+    wire::layout::Field<&FrdHeader::lumi, 8>, wire::layout::Field<&FrdHeader::event, 12>,
+    wire::layout::Field<&FrdHeader::size, 16>, wire::layout::Field<&FrdHeader::crc32c, 20>>;
+
+}  // namespace
+
 void encode_frd_header(const FrdHeader& h, std::span<std::byte, kFrdHeaderSize> out) {
-  std::byte* p = out.data();
-  store_le16(p, h.version);
-  store_le16(p + 2, h.flags);
-  store_le32(p + 4, h.run);
-  store_le32(p + 8, h.lumi);
-  store_le32(p + 12, h.event);
-  store_le32(p + 16, h.size);
-  store_le32(p + 20, h.crc32c);
+  FrdLayout::store(h, out);
 }
 
 FrdStatus decode_frd_header(std::span<const std::byte> in, FrdHeader& out) {
   if (in.size() < kFrdHeaderSize) return FrdStatus::too_short;
-  const std::byte* p = in.data();
-  out.version = load_le16(p);
-  if (out.version != kFrdVersion) return FrdStatus::bad_version;
-  out.flags = load_le16(p + 2);
-  out.run = load_le32(p + 4);
-  out.lumi = load_le32(p + 8);
-  out.event = load_le32(p + 12);
-  out.size = load_le32(p + 16);
-  out.crc32c = load_le32(p + 20);
+  FrdHeader h;
+  FrdLayout::load(in, h);
+  if (h.version != kFrdVersion) return FrdStatus::bad_version;
+  out = h;
   return FrdStatus::ok;
 }
 
