@@ -15,10 +15,8 @@ namespace daqflow::apps::output {
 
 using wire::load_le16;
 using wire::load_le32;
-using wire::load_le64;
 using wire::store_le16;
 using wire::store_le32;
-using wire::store_le64;
 
 std::string_view to_string(FileContent content) {
   switch (content) {
