@@ -18,4 +18,13 @@ void register_builtin_apps(runtime::AppRegistry& registry) {
   timeslice::register_timeslice_apps(registry);
 }
 
+const runtime::AppRegistry& builtin_registry() {
+  static const runtime::AppRegistry instance = [] {
+    runtime::AppRegistry r;
+    register_builtin_apps(r);
+    return r;
+  }();
+  return instance;
+}
+
 }  // namespace daqflow::apps

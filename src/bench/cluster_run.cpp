@@ -16,12 +16,7 @@ namespace daqflow::bench {
 namespace {
 
 const runtime::AppRegistry& registry() {
-  static const runtime::AppRegistry instance = [] {
-    runtime::AppRegistry r;
-    apps::register_builtin_apps(r);
-    return r;
-  }();
-  return instance;
+  return apps::builtin_registry();
 }
 
 class SilentReporter final : public control::RunReporter {

@@ -9,12 +9,7 @@
 namespace daqflow::cli {
 
 const runtime::AppRegistry& registry() {
-  static const runtime::AppRegistry instance = [] {
-    runtime::AppRegistry r;
-    apps::register_builtin_apps(r);
-    return r;
-  }();
-  return instance;
+  return apps::builtin_registry();
 }
 
 void fail(std::string_view command, const std::string& why) {

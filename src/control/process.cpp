@@ -20,6 +20,23 @@ namespace daqflow::control {
 
 namespace {
 
+// In a forked child before exec: stdout and stderr to `out_fd`, stdin from `in_fd` (or
+// /dev/null when it is -1), and no signal blocked (the mask is inherited across exec; what runs
+// expects defaults). Async-signal-safe calls only.
+void child_stdio(int out_fd, int in_fd) {
+  ::dup2(out_fd, STDOUT_FILENO);
+  ::dup2(out_fd, STDERR_FILENO);
+  if (in_fd >= 0) {
+    ::dup2(in_fd, STDIN_FILENO);
+  } else {
+    const int null_fd = ::open("/dev/null", O_RDONLY);
+    if (null_fd >= 0) ::dup2(null_fd, STDIN_FILENO);
+  }
+  sigset_t none;
+  sigemptyset(&none);
+  ::sigprocmask(SIG_SETMASK, &none, nullptr);
+}
+
 std::string errno_text(int err) {
   return std::strerror(err);
 }
@@ -97,18 +114,7 @@ Result<ChildProcess> ChildProcess::spawn(const std::vector<std::string>& argv,
       ::prctl(PR_SET_PDEATHSIG, SIGTERM);
       if (::getppid() != parent) ::_exit(127);  // the controller died before prctl took effect
     }
-    ::dup2(log_fd, STDOUT_FILENO);
-    ::dup2(log_fd, STDERR_FILENO);
-    if (in_pipe[0] >= 0) {
-      ::dup2(in_pipe[0], STDIN_FILENO);
-    } else {
-      const int null_fd = ::open("/dev/null", O_RDONLY);
-      if (null_fd >= 0) ::dup2(null_fd, STDIN_FILENO);
-    }
-    // The signal mask and dispositions are inherited across exec; the executive expects defaults.
-    sigset_t none;
-    sigemptyset(&none);
-    ::sigprocmask(SIG_SETMASK, &none, nullptr);
+    child_stdio(log_fd, in_pipe[0]);
     ::signal(SIGINT, SIG_DFL);
     ::signal(SIGTERM, SIG_DFL);
     ::execvp(args[0], args.data());
@@ -248,17 +254,7 @@ Result<CommandOutput> run_command(const std::vector<std::string>& argv,
   }
   if (pid == 0) {
     ::setpgid(0, 0);
-    ::dup2(out_pipe[1], STDOUT_FILENO);
-    ::dup2(out_pipe[1], STDERR_FILENO);
-    if (in_pipe[0] >= 0) {
-      ::dup2(in_pipe[0], STDIN_FILENO);
-    } else {
-      const int null_fd = ::open("/dev/null", O_RDONLY);
-      if (null_fd >= 0) ::dup2(null_fd, STDIN_FILENO);
-    }
-    sigset_t none;
-    sigemptyset(&none);
-    ::sigprocmask(SIG_SETMASK, &none, nullptr);
+    child_stdio(out_pipe[1], in_pipe[0]);
     ::execvp(args[0], args.data());
     const char msg[] = "daqflow: exec failed\n";
     [[maybe_unused]] auto n = ::write(STDERR_FILENO, msg, sizeof msg - 1);

@@ -2,25 +2,16 @@
 
 #include <algorithm>
 #include <boost/asio/connect.hpp>
-#include <boost/asio/io_context.hpp>
-#include <boost/asio/ip/tcp.hpp>
-#include <boost/beast/core/flat_buffer.hpp>
-#include <boost/beast/core/string.hpp>
-#include <boost/beast/http/read.hpp>
-#include <boost/beast/http/string_body.hpp>
-#include <boost/beast/http/write.hpp>
 #include <limits>
 #include <optional>
+
+#include "runtime/http_beast.hpp"
 
 namespace daqflow::runtime {
 
 namespace {
 
-namespace asio = boost::asio;
-namespace beast = boost::beast;
-namespace http = beast::http;
-using tcp = asio::ip::tcp;
-using Clock = std::chrono::steady_clock;
+using namespace http_beast;  // asio, beast, http, tcp, Clock
 
 // A kept connection is used again only this soon after its last answer: the server closes one
 // idle for 5 s, and a request must never cross that close on the wire.

@@ -8,18 +8,11 @@
 #include <array>
 #include <atomic>
 #include <boost/asio/executor_work_guard.hpp>
-#include <boost/asio/io_context.hpp>
-#include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/thread_pool.hpp>
 #include <boost/asio/write.hpp>
-#include <boost/beast/core/flat_buffer.hpp>
-#include <boost/beast/core/string.hpp>
 #include <boost/beast/http/error.hpp>
-#include <boost/beast/http/read.hpp>
-#include <boost/beast/http/string_body.hpp>
-#include <boost/beast/http/write.hpp>
 #include <condition_variable>
 #include <map>
 #include <mutex>
@@ -28,15 +21,13 @@
 #include <set>
 #include <thread>
 
+#include "runtime/http_beast.hpp"
+
 namespace daqflow::runtime {
 
 namespace {
 
-namespace asio = boost::asio;
-namespace beast = boost::beast;
-namespace http = beast::http;
-using tcp = asio::ip::tcp;
-using Clock = std::chrono::steady_clock;
+using namespace http_beast;  // asio, beast, http, tcp, Clock
 
 // A client that connects and sends nothing is not even accepted for this long (the kernel holds
 // it): it never costs a descriptor of ours.
