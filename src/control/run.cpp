@@ -13,6 +13,7 @@
 #include <sstream>
 #include <thread>
 
+#include "control/restarts.hpp"
 #include "daqflow/control/cluster.hpp"
 #include "daqflow/control/plan.hpp"
 #include "daqflow/control/process.hpp"
@@ -76,11 +77,17 @@ std::string seconds(std::chrono::milliseconds d) {
   return fmt::format("{:g} s", static_cast<double>(d.count()) / 1000.0);
 }
 
-class Run {
+class Run final : private RestartHost {
  public:
   Run(const runtime::ClusterConfig& config, const runtime::AppRegistry& registry,
       const RunOptions& options, RunReporter& reporter, const std::atomic<int>& stop)
-      : config_(config), registry_(registry), options_(options), reporter_(reporter), stop_(stop) {
+      : config_(config),
+        registry_(registry),
+        options_(options),
+        reporter_(reporter),
+        stop_(stop),
+        restarts_(*this,
+                  {options.reach_timeout, options.configure_timeout, options.transition_timeout}) {
     for (const auto& app : config.applications) {
       by_id_[app.id] = views_.size();
       views_.push_back(View{&app, runtime::State::Halted, "", nlohmann::json()});
@@ -116,10 +123,23 @@ class Run {
   // Every expendable group (`expendable: {group, min}`) still has min contexts running and
   // answering; the error names the group and who is left.
   [[nodiscard]] Result<void> check_groups() const;
-  // The restart policy (ContextConfig::restart): a survivable context that died is started
-  // again after its back-off, configured and enabled, and rejoins the run.
-  void schedule_restart(const std::string& context, bool clean);
-  void advance_restarts();
+  // RestartHost: what the restart policy (restarts.hpp) asks of the run.
+  [[nodiscard]] bool alive(const std::string& context) const override {
+    return cluster_->alive(context);
+  }
+  [[nodiscard]] std::vector<std::string> group_of(const std::string& context) const override {
+    return cluster_->group_of(context);
+  }
+  [[nodiscard]] Result<void> start_again(const std::string& context) override {
+    return cluster_->restart(context);
+  }
+  [[nodiscard]] bool answers(const std::string& context) override;
+  [[nodiscard]] Result<void> send_configure(const std::vector<std::string>& group) override;
+  [[nodiscard]] Result<bool> reached(const std::vector<std::string>& group,
+                                     runtime::State target) override;
+  [[nodiscard]] Result<void> send_enable(const std::vector<std::string>& group) override;
+  void kill(const std::string& context) override { cluster_->kill(context); }
+  void note(const std::string& text) override { reporter_.note(text); }
   void record_lost(const std::vector<std::string>& contexts, const std::string& description);
   void settle(const std::vector<std::string>& contexts);
   std::string settle_alone(const std::vector<std::string>& contexts);
@@ -149,13 +169,9 @@ class Run {
     return cluster_->alive(context) && !silent_.contains(context) && !given_up_.contains(context) &&
            !restarting(context);
   }
-  // Being started again (advance_restarts() talks to it until it is Enabled).
+  // Being started again (restarts_ talks to it until it is Enabled).
   [[nodiscard]] bool restarting(const std::string& context) const {
-    for (const auto& r : restarts_) {
-      const auto& group = cluster_->group_of(r.context);
-      if (std::find(group.begin(), group.end(), context) != group.end()) return true;
-    }
-    return false;
+    return restarts_.restarting(context);
   }
   // A survivable application Failed while data flows (e.g. a BU whose disk is full): its
   // context is left out of the run like a dead one, and what it left is settled.
@@ -171,6 +187,12 @@ class Run {
   Result<void> configure();
   Result<void> enable();
   void monitor();
+  // Asks every reachable application for its state and figures (unknown for the others); an
+  // error when a context that may not be lost does not answer.
+  Result<std::vector<AppSample>> poll_apps();
+  // Whether the run goes on, judged from a poll's samples; when not, the failure or the note
+  // says why. last_progress: the data received at the last poll once an application finished.
+  bool goes_on(const std::vector<AppSample>& samples, std::optional<std::uint64_t>& last_progress);
   void halt();
   void collect();
 
@@ -192,16 +214,7 @@ class Run {
   // Contexts whose process lives but whose last request went unanswered: since when.
   std::map<std::string, Clock::time_point> slow_since_;
   std::set<std::string> given_up_;  // contexts of survivable applications Failed
-  struct Restart {
-    enum class Phase { waiting, starting, configuring, enabling };
-    std::string context;  // the first of its process
-    std::uint32_t attempt = 0;
-    Phase phase = Phase::waiting;
-    Clock::time_point due;       // waiting: when to start it
-    Clock::time_point deadline;  // the other phases: when to give this attempt up
-  };
-  std::vector<Restart> restarts_;
-  std::map<std::string, std::uint32_t> restart_counts_;
+  Restarts restarts_;
   Clock::time_point next_probe_{};
   RunSummary summary_;
   // Configure's body: the key of this run (transport::RunIdentity), which every connection's
@@ -233,7 +246,8 @@ Result<void> Run::check_deaths() {
       reporter_.note(description + "; its applications are survivable: the run goes on");
       record_lost(death.contexts, description);
       settle(death.contexts);
-      schedule_restart(death.contexts.front(), death.clean);
+      const std::string& first = death.contexts.front();
+      restarts_.schedule(first, config_.find_context(first)->restart, death.clean, Clock::now());
       continue;
     }
     // The run ends: what an application no other takes over from (an SFC) left is final.
@@ -383,143 +397,54 @@ Result<void> Run::check_groups() const {
   return ok();
 }
 
-void Run::schedule_restart(const std::string& context, bool clean) {
-  const runtime::RestartPolicy& policy = config_.find_context(context)->restart;
-  if (!policy.on_failure || clean) return;
-  std::uint32_t& count = restart_counts_[context];
-  if (count >= policy.max_restarts) {
-    reporter_.note(
-        fmt::format("context {} was started again {} time(s), its max_restarts: it "
-                    "stays lost",
-                    context, count));
-    return;
-  }
-  ++count;
-  const std::uint64_t backoff = std::min<std::uint64_t>(
-      std::uint64_t{policy.backoff_ms} << std::min(count - 1, 20U), policy.max_backoff_ms);
-  reporter_.note(fmt::format("context {}: restart {} of {} in {} ms (restart: on-failure)", context,
-                             count, policy.max_restarts, backoff));
-  Restart r;
-  r.context = context;
-  r.attempt = count;
-  r.due = Clock::now() + std::chrono::milliseconds(backoff);
-  restarts_.push_back(std::move(r));
+bool Run::answers(const std::string& context) {
+  const ControlClient quick = cluster_->client(context).with_timeouts(
+      std::chrono::milliseconds(200), std::chrono::milliseconds(1000));
+  return static_cast<bool>(quick.get("/api/v1/context"));
 }
 
-// One step of each restart in progress, without holding up the run's loop: start the process,
-// wait for its control port, Configure, wait for Ready, Enable in rank order, wait for Enabled.
-// An attempt that fails ends the process and counts against max_restarts.
-void Run::advance_restarts() {
-  using Phase = Restart::Phase;
-  std::vector<std::string> again;  // attempts that failed, scheduled once the loop is done
-  for (auto it = restarts_.begin(); it != restarts_.end();) {
-    Restart& r = *it;
-    const auto now = Clock::now();
-    const std::vector<std::string> group = cluster_->group_of(r.context);
-    if (r.phase != Phase::waiting && !cluster_->alive(r.context)) {
-      it = restarts_.erase(it);  // it died again: check_deaths() reports it and decides
-      continue;
+Result<void> Run::send_configure(const std::vector<std::string>& group) {
+  for (const auto& name : group) {
+    silent_.erase(name);
+    slow_since_.erase(name);
+    given_up_.erase(name);
+    if (auto c = cluster_->client(name).post("/api/v1/fsm/Configure", configure_body_); !c) {
+      return c.error();
     }
-    std::optional<std::string> failed;
-    bool done = false;
-    switch (r.phase) {
-      case Phase::waiting:
-        if (now < r.due) break;
-        if (auto started = cluster_->restart(r.context); !started) {
-          failed = started.error().message();
-          break;
-        }
-        reporter_.note("context " + r.context + ": started again");
-        r.phase = Phase::starting;
-        r.deadline = now + options_.reach_timeout;
-        break;
-      case Phase::starting: {
-        const ControlClient quick = cluster_->client(r.context).with_timeouts(
-            std::chrono::milliseconds(200), std::chrono::milliseconds(1000));
-        if (!quick.get("/api/v1/context")) {
-          if (now >= r.deadline) {
-            failed = "its control port did not answer within " + seconds(options_.reach_timeout);
-          }
-          break;
-        }
-        for (const auto& name : group) {
-          silent_.erase(name);
-          slow_since_.erase(name);
-          given_up_.erase(name);
-          if (auto c = cluster_->client(name).post("/api/v1/fsm/Configure", configure_body_); !c) {
-            failed = c.error().message();
-            break;
-          }
-        }
-        r.phase = Phase::configuring;
-        r.deadline = now + options_.configure_timeout;
-        break;
-      }
-      case Phase::configuring:
-      case Phase::enabling: {
-        const bool configuring = r.phase == Phase::configuring;
-        const std::string target = configuring ? "Ready" : "Enabled";
-        std::map<std::string, std::pair<std::string, std::string>> seen;  // id -> state, reason
-        for (const auto& name : group) {
-          auto answer = cluster_->client(name).get("/api/v1/apps");
-          if (!answer || !answer->is_array()) continue;
-          for (const auto& a : *answer) {
-            seen[text_of(a, "id")] = {text_of(a, "state"), text_of(a, "reason")};
-          }
-        }
-        bool all = true;
-        for (const auto& v : views_) {
-          if (std::find(group.begin(), group.end(), v.config->context) == group.end()) continue;
-          const auto s = seen.find(v.config->id);
-          if (s != seen.end() && s->second.first == "Failed") {
-            failed = "application " + v.config->id + " failed: " + s->second.second;
-          }
-          all = all && s != seen.end() && s->second.first == target;
-        }
-        if (failed) break;
-        if (!all) {
-          if (now >= r.deadline) {
-            failed =
-                "its applications did not reach " + target + " within " +
-                seconds(configuring ? options_.configure_timeout : options_.transition_timeout);
-          }
-          break;
-        }
-        if (!configuring) {
-          done = true;
-          break;
-        }
-        for (const auto& rank : enable_order(config_, registry_)) {
-          for (const auto& app : rank) {
-            if (std::find(group.begin(), group.end(), app.context) == group.end()) continue;
-            if (auto e = post_app(view(app.id), "Enable"); !e) failed = e.error().message();
-          }
-        }
-        r.phase = Phase::enabling;
-        r.deadline = now + options_.transition_timeout;
-        break;
-      }
-    }
-    if (done) {
-      const auto max = config_.find_context(r.context)->restart.max_restarts;
-      const std::string text = fmt::format("context {} restarted ({} of {}) and rejoins the run",
-                                           r.context, r.attempt, max);
-      reporter_.note(text);
-      summary_.restarted.push_back(text);
-      it = restarts_.erase(it);
-      continue;
-    }
-    if (failed) {
-      reporter_.note("restarting context " + r.context + " failed: " + *failed);
-      const std::string context = r.context;
-      it = restarts_.erase(it);
-      if (cluster_->alive(context)) cluster_->kill(context);
-      again.push_back(context);
-      continue;
-    }
-    ++it;
   }
-  for (const auto& context : again) schedule_restart(context, false);
+  return ok();
+}
+
+Result<bool> Run::reached(const std::vector<std::string>& group, runtime::State target) {
+  std::map<std::string, std::pair<std::string, std::string>> seen;  // id -> state, reason
+  for (const auto& name : group) {
+    auto answer = cluster_->client(name).get("/api/v1/apps");
+    if (!answer || !answer->is_array()) continue;
+    for (const auto& a : *answer) {
+      seen[text_of(a, "id")] = {text_of(a, "state"), text_of(a, "reason")};
+    }
+  }
+  bool all = true;
+  for (const auto& v : views_) {
+    if (std::find(group.begin(), group.end(), v.config->context) == group.end()) continue;
+    const auto it = seen.find(v.config->id);
+    if (it != seen.end() && it->second.first == "Failed") {
+      return Error("application " + v.config->id + " failed: " + it->second.second);
+    }
+    all = all && it != seen.end() && it->second.first == runtime::to_string(target);
+  }
+  return all;
+}
+
+Result<void> Run::send_enable(const std::vector<std::string>& group) {
+  Result<void> result = ok();
+  for (const auto& rank : enable_order(config_, registry_)) {
+    for (const auto& app : rank) {
+      if (std::find(group.begin(), group.end(), app.context) == group.end()) continue;
+      if (auto e = post_app(view(app.id), "Enable"); !e) result = e.error();
+    }
+  }
+  return result;
 }
 
 bool Run::give_up(const View& failed) {
@@ -788,6 +713,71 @@ AppSample Run::unknown_sample(View& v) {
   return s;
 }
 
+Result<std::vector<AppSample>> Run::poll_apps() {
+  std::vector<AppSample> samples;
+  std::set<std::string> unanswered;  // this round: their other applications are not asked
+  probe_silent();
+  for (auto& v : views_) {
+    if (!reachable(v.config->context) || unanswered.contains(v.config->context)) {
+      samples.push_back(unknown_sample(v));
+      continue;
+    }
+    auto app = client_of(v).get("/api/v1/apps/" + v.config->id);
+    if (!app) {
+      if (auto r = no_answer(v.config->context, app.error()); !r) return r.error();
+      unanswered.insert(v.config->context);
+      samples.push_back(unknown_sample(v));
+      continue;
+    }
+    answered(v.config->context);
+    v.last = std::move(*app);
+    samples.push_back(sample_from_json(v.last));
+    v.state = samples.back().state;
+    v.reason = text_of(v.last, "reason");
+  }
+  return samples;
+}
+
+bool Run::goes_on(const std::vector<AppSample>& samples,
+                  std::optional<std::uint64_t>& last_progress) {
+  const View* failed = nullptr;
+  const View* finished = nullptr;
+  std::size_t finished_count = 0;
+  std::uint64_t progress = 0;
+  for (std::size_t i = 0; i < views_.size(); ++i) {
+    if (samples[i].state == runtime::State::Failed && failed == nullptr && !give_up(views_[i])) {
+      failed = &views_[i];
+    }
+    if (samples[i].finished) {
+      ++finished_count;
+      if (finished == nullptr) finished = &views_[i];
+    }
+    progress += samples[i].bytes_in + samples[i].messages_in;
+  }
+  if (failed != nullptr) {
+    // One that failed on a dead peer's reset connection: the death is the cause.
+    if (auto dead = check_settled_deaths(); !dead) {
+      fail(dead.error().message());
+    } else {
+      fail("application " + failed->config->id + " failed: " + failed->reason);
+    }
+    return false;
+  }
+  if (finished_count == views_.size()) {
+    reporter_.note("every application finished: halting");
+    return false;
+  }
+  // A finished producer may still have data on the way to its consumers: halt once nothing
+  // more arrives between two polls, so that no message in flight is left out of the counts.
+  if (finished != nullptr && last_progress && *last_progress == progress) {
+    reporter_.note("application " + finished->config->id +
+                   " finished and no data is in flight: halting");
+    return false;
+  }
+  last_progress = finished != nullptr ? std::optional<std::uint64_t>(progress) : std::nullopt;
+  return true;
+}
+
 void Run::monitor() {
   const auto enabled_at = Clock::now();
   const auto elapsed = [&] {
@@ -811,7 +801,9 @@ void Run::monitor() {
       fail(r.error().message());
       break;
     }
-    advance_restarts();
+    for (auto& rejoined : restarts_.step(Clock::now())) {
+      summary_.restarted.push_back(std::move(rejoined));
+    }
     if (auto r = check_groups(); !r) {
       fail(r.error().message());
       break;
@@ -819,33 +811,9 @@ void Run::monitor() {
     if (elapsed() >= next_poll) {
       next_poll += poll_period;
       if (next_poll <= elapsed()) next_poll = elapsed() + poll_period;
-      std::vector<AppSample> samples;
-      std::string error;
-      std::set<std::string> unanswered;  // this round: their other applications are not asked
-      probe_silent();
-      for (auto& v : views_) {
-        if (!reachable(v.config->context) || unanswered.contains(v.config->context)) {
-          samples.push_back(unknown_sample(v));
-          continue;
-        }
-        auto app = client_of(v).get("/api/v1/apps/" + v.config->id);
-        if (!app) {
-          if (auto r = no_answer(v.config->context, app.error()); !r) {
-            error = r.error().message();
-            break;
-          }
-          unanswered.insert(v.config->context);
-          samples.push_back(unknown_sample(v));
-          continue;
-        }
-        answered(v.config->context);
-        v.last = std::move(*app);
-        samples.push_back(sample_from_json(v.last));
-        v.state = samples.back().state;
-        v.reason = text_of(v.last, "reason");
-      }
-      if (!error.empty()) {
-        fail(error);
+      auto samples = poll_apps();
+      if (!samples) {
+        fail(samples.error().message());
         break;
       }
       const auto now = elapsed();
@@ -854,46 +822,11 @@ void Run::monitor() {
         next_status += options_.status_interval_s;
         if (next_status <= now) next_status = now + options_.status_interval_s;
         reporter_.status(
-            make_status_line(now, samples, meter.update(core::monotonic_ns(), samples)));
+            make_status_line(now, *samples, meter.update(core::monotonic_ns(), *samples)));
       } else if (now < poll_period) {
-        meter.update(core::monotonic_ns(), samples);  // the baseline for the first rates
+        meter.update(core::monotonic_ns(), *samples);  // the baseline for the first rates
       }
-      const View* failed = nullptr;
-      const View* finished = nullptr;
-      std::size_t finished_count = 0;
-      std::uint64_t progress = 0;
-      for (std::size_t i = 0; i < views_.size(); ++i) {
-        if (samples[i].state == runtime::State::Failed && failed == nullptr &&
-            !give_up(views_[i])) {
-          failed = &views_[i];
-        }
-        if (samples[i].finished) {
-          ++finished_count;
-          if (finished == nullptr) finished = &views_[i];
-        }
-        progress += samples[i].bytes_in + samples[i].messages_in;
-      }
-      if (failed != nullptr) {
-        // One that failed on a dead peer's reset connection: the death is the cause.
-        if (auto dead = check_settled_deaths(); !dead) {
-          fail(dead.error().message());
-          break;
-        }
-        fail("application " + failed->config->id + " failed: " + failed->reason);
-        break;
-      }
-      if (finished_count == views_.size()) {
-        reporter_.note("every application finished: halting");
-        break;
-      }
-      // A finished producer may still have data on the way to its consumers: halt once nothing
-      // more arrives between two polls, so that no message in flight is left out of the counts.
-      if (finished != nullptr && last_progress && *last_progress == progress) {
-        reporter_.note("application " + finished->config->id +
-                       " finished and no data is in flight: halting");
-        break;
-      }
-      last_progress = finished != nullptr ? std::optional<std::uint64_t>(progress) : std::nullopt;
+      if (!goes_on(*samples, last_progress)) break;
     }
     std::this_thread::sleep_for(kTick);
   }
@@ -962,7 +895,7 @@ void Run::collect() {
       out.results = v.last.value("results", nlohmann::json::object());
     }
     // A process started again after the salvage counts its earlier files itself.
-    if (!v.settled.empty() && !restart_counts_.contains(v.config->context)) {
+    if (!v.settled.empty() && restarts_.attempts(v.config->context) == 0) {
       if (!out.results.is_object()) out.results = nlohmann::json::object();
       for (const auto& [key, value] : v.settled.items()) out.results[key] = value;
     }
