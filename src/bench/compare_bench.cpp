@@ -105,8 +105,10 @@ std::string command_line(const CompareOptions& o) {
   return cmd;
 }
 
-Result<BenchOutput> run_compare(const CompareOptions& o, BenchEnv& env) {
-  if (auto ok = check_transport(o.cluster.transport); !ok) return ok.error();
+namespace {
+
+// The reference tool of the comparison, with the options that apply to it checked.
+Result<std::string> compare_tool(const CompareOptions& o) {
   auto tool = o.reference.empty() ? reference_tool(o.cluster.transport, o.kind)
                                   : Result<std::string>(o.reference);
   if (!tool) return tool.error();
@@ -128,25 +130,94 @@ Result<BenchOutput> run_compare(const CompareOptions& o, BenchEnv& env) {
           "same options for daqflow and mpi_bw (DAQFLOW_MPIRUN_ARGS); use --cpus none");
     }
   }
-  const std::uint64_t size = compare_size(o);
-  const bool latency = o.kind == "latency";
+  return tool;
+}
 
+// How the reference tool is run: the same size, depth, CPUs and duration as daqflow's figure.
+ReferenceSpec reference_spec(const CompareOptions& o, const std::string& tool, std::uint64_t size,
+                             const BenchEnv& env) {
   ReferenceSpec spec;
   spec.transport = o.cluster.transport;
   spec.kind = o.kind;
   spec.size = size;
   spec.duration_s = o.duration_s;
-  spec.port = tool_port(o, *tool);
+  spec.port = tool_port(o, tool);
   spec.ucx_tls = o.cluster.ucx_tls;
   spec.ofi_provider = o.cluster.ofi_provider;
   spec.bin_dir = std::filesystem::path(env.self).parent_path().string();
   spec.log_dir = (std::filesystem::path(env.out_dir) / "runs" / compare_stem(o)).string();
-  spec.tool = *tool;
+  spec.tool = tool;
   spec.buffers = o.reference_buffers;
   spec.err_handling = o.reference_err_handling;
   spec.depth = static_cast<int>(o.cluster.pipeline_depth);
   if (o.kind != "memcpy") spec.cpus = o.cluster.cpus;
+  return spec;
+}
 
+nlohmann::json compare_params(const CompareOptions& o, const std::string& tool, std::uint64_t size,
+                              int port) {
+  const bool latency = o.kind == "latency";
+  nlohmann::json params = {{"transport", o.cluster.transport},
+                           {"kind", o.kind},
+                           {"size", size},
+                           {"duration_s", o.duration_s},
+                           {"depth", o.cluster.pipeline_depth},
+                           {"idle", o.cluster.idle},
+                           {"reference_port", port}};
+  if (latency) params["iterations"] = o.iterations;
+  params["reference_tool"] = tool;
+  if (!latency) params["verify"] = o.verify;
+  if (!o.cluster.ucx_tls.empty()) params["ucx_tls"] = o.cluster.ucx_tls;
+  if (!o.cluster.ofi_provider.empty()) params["ofi_provider"] = o.cluster.ofi_provider;
+  params["rounds"] = o.rounds;
+  params["cpus"] = o.cluster.cpus;
+  if (tool == "mpi_bw" || tool == "ucp_am_bw") {
+    params["reference_buffers"] = o.reference_buffers;
+  }
+  if (tool == "ucx_perftest" || tool == "ucp_am_bw") {
+    params["reference_err_handling"] = o.reference_err_handling;
+  }
+  return params;
+}
+
+// The measurements in the order they ran: the reference, then daqflow and the reference again
+// each round.
+Plot compare_plot(const CompareOptions& o, const std::string& transport,
+                  const std::string& statistic, const std::vector<ReferenceResult>& refs,
+                  const std::vector<DaqflowFigure>& mine) {
+  const bool latency = o.kind == "latency";
+  const ReferenceResult& before = refs.front();
+  const std::uint64_t size = compare_size(o);
+  Plot plot;
+  plot.title =
+      fmt::format("daqflow {} over {} against {}, {} B", o.kind, transport, before.tool, size);
+  plot.x_label =
+      "measurement, in the order run: the reference, then daqflow and the reference "
+      "again each round";
+  plot.y_label =
+      latency ? fmt::format("{} round-trip time (us)", statistic) : std::string("bandwidth (MB/s)");
+  Series reference_points{before.tool, {}, Series::Style::points};
+  Series daqflow_points{"daqflow", {}, Series::Style::points};
+  for (std::size_t i = 0; i < refs.size(); ++i) {
+    reference_points.points.push_back({static_cast<double>(2 * i + 1), refs[i].value});
+    if (i < mine.size()) {
+      daqflow_points.points.push_back({static_cast<double>(2 * i + 2), mine[i].value});
+    }
+  }
+  plot.series = {std::move(reference_points), std::move(daqflow_points)};
+  return plot;
+}
+
+}  // namespace
+
+Result<BenchOutput> run_compare(const CompareOptions& o, BenchEnv& env) {
+  if (auto ok = check_transport(o.cluster.transport); !ok) return ok.error();
+  auto tool = compare_tool(o);
+  if (!tool) return tool.error();
+  const std::uint64_t size = compare_size(o);
+  const bool latency = o.kind == "latency";
+
+  const ReferenceSpec spec = reference_spec(o, *tool, size, env);
   const auto reference = [&](const char* when) -> Result<ReferenceResult> {
     if (env.progress != nullptr) {
       env.progress->line(fmt::format("reference {} ({}), {} B", *tool, when, size));
@@ -207,26 +278,7 @@ Result<BenchOutput> run_compare(const CompareOptions& o, BenchEnv& env) {
   r.stem = compare_stem(o);
   r.transport = o.cluster.transport;
   r.command = command_line(o);
-  r.params = {{"transport", o.cluster.transport},
-              {"kind", o.kind},
-              {"size", size},
-              {"duration_s", o.duration_s},
-              {"depth", o.cluster.pipeline_depth},
-              {"idle", o.cluster.idle},
-              {"reference_port", spec.port}};
-  if (latency) r.params["iterations"] = o.iterations;
-  r.params["reference_tool"] = *tool;
-  if (!latency) r.params["verify"] = o.verify;
-  if (!o.cluster.ucx_tls.empty()) r.params["ucx_tls"] = o.cluster.ucx_tls;
-  if (!o.cluster.ofi_provider.empty()) r.params["ofi_provider"] = o.cluster.ofi_provider;
-  r.params["rounds"] = o.rounds;
-  r.params["cpus"] = o.cluster.cpus;
-  if (*tool == "mpi_bw" || *tool == "ucp_am_bw") {
-    r.params["reference_buffers"] = o.reference_buffers;
-  }
-  if (*tool == "ucx_perftest" || *tool == "ucp_am_bw") {
-    r.params["reference_err_handling"] = o.reference_err_handling;
-  }
+  r.params = compare_params(o, *tool, size, spec.port);
   r.columns = {"measurement", "value"};
   for (std::size_t i = 0; i < refs.size(); ++i) {
     const std::string label = i == 0                 ? "reference_before"
@@ -265,23 +317,7 @@ Result<BenchOutput> run_compare(const CompareOptions& o, BenchEnv& env) {
     r.summary["statistic"] = statistic;  // which RTT statistic both sides give (min or median)
     r.summary["daqflow_over_reference"] = ref > 0 ? my / ref : 0;
   }
-
-  out.plot.title =
-      fmt::format("daqflow {} over {} against {}, {} B", o.kind, r.transport, before.tool, size);
-  out.plot.x_label =
-      "measurement, in the order run: the reference, then daqflow and the reference "
-      "again each round";
-  out.plot.y_label =
-      latency ? fmt::format("{} round-trip time (us)", statistic) : std::string("bandwidth (MB/s)");
-  Series reference_points{before.tool, {}, Series::Style::points};
-  Series daqflow_points{"daqflow", {}, Series::Style::points};
-  for (std::size_t i = 0; i < refs.size(); ++i) {
-    reference_points.points.push_back({static_cast<double>(2 * i + 1), refs[i].value});
-    if (i < mine.size()) {
-      daqflow_points.points.push_back({static_cast<double>(2 * i + 2), mine[i].value});
-    }
-  }
-  out.plot.series = {std::move(reference_points), std::move(daqflow_points)};
+  out.plot = compare_plot(o, r.transport, statistic, refs, mine);
   return out;
 }
 

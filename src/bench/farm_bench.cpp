@@ -84,10 +84,11 @@ std::string command_line(const FarmOptions& o) {
       o.duration_s, o.rounds, o.cluster.idle, o.cluster.port_base, cluster_options(o.cluster));
 }
 
-Result<BenchOutput> run_farm(const FarmOptions& o, BenchEnv& env) {
-  if (auto ok = check_transport(o.cluster.transport); !ok) return ok.error();
-  BenchOutput out;
-  ResultSet& r = out.result;
+namespace {
+
+// The result set of the farm benchmark before its rows: its name, parameters and columns.
+ResultSet farm_result_set(const FarmOptions& o) {
+  ResultSet r;
   r.bench = "farm";
   r.stem = fmt::format("farm-{}", o.cluster.transport);
   r.transport = o.cluster.transport;
@@ -108,6 +109,55 @@ Result<BenchOutput> run_farm(const FarmOptions& o, BenchEnv& env) {
               {"port_base", o.cluster.port_base}};
   r.columns = {"part",   "round",  "policy", "time_us", "slow_factor", "events_per_s", "mb_s",
                "p50_us", "p90_us", "p99_us", "jain",    "min_share",   "max_share"};
+  return r;
+}
+
+// The medians of the farm's cases, events per second.
+struct FarmMedians {
+  double push, tokens, round_robin, tokens_uniform, tokens_slow, round_robin_uniform,
+      round_robin_slow;
+};
+
+double ratio(double a, double b) {
+  return b > 0 ? a / b : 0.0;
+}
+
+nlohmann::json farm_summary(const FarmMedians& m, const std::vector<double>& jains,
+                            const std::vector<double>& p50, const std::vector<double>& p99) {
+  return {{"push_events_per_s", m.push},
+          {"tokens_events_per_s", m.tokens},
+          {"round_robin_events_per_s", m.round_robin},
+          {"tokens_to_push", ratio(m.tokens, m.push)},
+          {"round_robin_to_push", ratio(m.round_robin, m.push)},
+          {"tokens_jain", median(jains)},
+          {"tokens_p50_us", median(p50)},
+          {"tokens_p99_us", median(p99)},
+          {"tokens_uniform_events_per_s", m.tokens_uniform},
+          {"tokens_slow_events_per_s", m.tokens_slow},
+          {"tokens_slow_kept", ratio(m.tokens_slow, m.tokens_uniform)},
+          {"round_robin_uniform_events_per_s", m.round_robin_uniform},
+          {"round_robin_slow_events_per_s", m.round_robin_slow},
+          {"round_robin_slow_kept", ratio(m.round_robin_slow, m.round_robin_uniform)}};
+}
+
+std::string farm_medians_line(const nlohmann::json& summary, double slow_factor) {
+  return fmt::format(
+      "medians: push {:.0f}, tokens {:.0f} ({:.3f} of push), round_robin {:.0f} ({:.3f}) "
+      "events/s; with one worker {:g}x slower tokens keeps {:.3f} of its rate, round_robin "
+      "{:.3f}",
+      summary["push_events_per_s"].get<double>(), summary["tokens_events_per_s"].get<double>(),
+      summary["tokens_to_push"].get<double>(), summary["round_robin_events_per_s"].get<double>(),
+      summary["round_robin_to_push"].get<double>(), slow_factor,
+      summary["tokens_slow_kept"].get<double>(), summary["round_robin_slow_kept"].get<double>());
+}
+
+}  // namespace
+
+Result<BenchOutput> run_farm(const FarmOptions& o, BenchEnv& env) {
+  if (auto ok = check_transport(o.cluster.transport); !ok) return ok.error();
+  BenchOutput out;
+  ResultSet& r = out.result;
+  r = farm_result_set(o);
 
   struct Case {
     std::string part, policy;
@@ -170,29 +220,9 @@ Result<BenchOutput> run_farm(const FarmOptions& o, BenchEnv& env) {
   const double tokens_slow = med(cases[4]);
   const double rr_uniform = med(cases[5]);
   const double rr_slow = med(cases[6]);
-  const auto ratio = [](double a, double b) { return b > 0 ? a / b : 0.0; };
-  r.summary = {{"push_events_per_s", push},
-               {"tokens_events_per_s", tokens},
-               {"round_robin_events_per_s", rr},
-               {"tokens_to_push", ratio(tokens, push)},
-               {"round_robin_to_push", ratio(rr, push)},
-               {"tokens_jain", median(jains)},
-               {"tokens_p50_us", median(p50)},
-               {"tokens_p99_us", median(p99)},
-               {"tokens_uniform_events_per_s", tokens_uniform},
-               {"tokens_slow_events_per_s", tokens_slow},
-               {"tokens_slow_kept", ratio(tokens_slow, tokens_uniform)},
-               {"round_robin_uniform_events_per_s", rr_uniform},
-               {"round_robin_slow_events_per_s", rr_slow},
-               {"round_robin_slow_kept", ratio(rr_slow, rr_uniform)}};
-  if (env.progress != nullptr) {
-    env.progress->line(fmt::format(
-        "medians: push {:.0f}, tokens {:.0f} ({:.3f} of push), round_robin {:.0f} ({:.3f}) "
-        "events/s; with one worker {:g}x slower tokens keeps {:.3f} of its rate, round_robin "
-        "{:.3f}",
-        push, tokens, ratio(tokens, push), rr, ratio(rr, push), o.slow_factor,
-        ratio(tokens_slow, tokens_uniform), ratio(rr_slow, rr_uniform)));
-  }
+  r.summary = farm_summary({push, tokens, rr, tokens_uniform, tokens_slow, rr_uniform, rr_slow},
+                           jains, p50, p99);
+  if (env.progress != nullptr) env.progress->line(farm_medians_line(r.summary, o.slow_factor));
   out.plot.title = fmt::format("Filter farm over {}: {} workers, {} B events", o.cluster.transport,
                                o.shape.workers, o.shape.event_size);
   out.plot.x_label = "round";

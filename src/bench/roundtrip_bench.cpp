@@ -21,6 +21,45 @@ std::string command_line(const RoundtripOptions& o) {
   return cmd;
 }
 
+namespace {
+
+// The fit tau(P) = c*P + tau0 the initiator made, when it made one: into the summary, and as a
+// line over the fitted range into the plot.
+Result<void> add_fit(const nlohmann::json& run, nlohmann::json& summary, Plot& plot) {
+  const auto fit = run.find("fit");
+  if (fit != run.end() && fit->is_object()) {
+    runtime::ParamReader f(*fit, "the round-trip fit", "result");
+    const double tau0 = f.get<double>("tau0_us");
+    const double c = f.get<double>("c_us_per_kb");
+    const double r2 = f.get<double>("r2");
+    const double from = f.get<double>("from_size");
+    const double to = f.get<double>("to_size");
+    if (auto read = f.status(); !read) return read.error();
+    summary["tau0_us"] = tau0;
+    summary["c_us_per_kb"] = c;
+    if (const auto b = fit->find("b_inf_mb_s"); b != fit->end() && b->is_number()) {
+      summary["binf_mb_s"] = b->get<double>();
+    }
+    summary["r2"] = r2;
+    summary["fit_from"] = from;
+    summary["fit_to"] = to;
+    // RTT = 2 tau(P), drawn over the fitted range, where the line is a claim.
+    Series line{fmt::format("fit 2(cP + tau0): tau0 {:.2f} us, c {:.4f} us/kB", tau0, c),
+                {},
+                Series::Style::dashed_line};
+    constexpr int kSteps = 48;
+    for (int i = 0; i <= kSteps && from > 0 && to > from; ++i) {
+      const double size = from * std::pow(to / from, static_cast<double>(i) / kSteps);
+      const double rtt = 2 * (c * size / 1000 + tau0);
+      if (rtt > 0) line.points.emplace_back(size, rtt);
+    }
+    plot.series.push_back(std::move(line));
+  }
+  return ok();
+}
+
+}  // namespace
+
 Result<BenchOutput> run_roundtrip(const RoundtripOptions& o, BenchEnv& env) {
   if (auto ok = check_transport(o.cluster.transport); !ok) return ok.error();
   // A single size (compare --kind latency) is a different figure set from the sweep.
@@ -105,36 +144,7 @@ Result<BenchOutput> run_roundtrip(const RoundtripOptions& o, BenchEnv& env) {
   out.plot.log_x = true;
   out.plot.log_y = true;
   out.plot.series = {median, minimum, p99};
-
-  const auto fit = run.find("fit");
-  if (fit != run.end() && fit->is_object()) {
-    runtime::ParamReader f(*fit, "the round-trip fit", "result");
-    const double tau0 = f.get<double>("tau0_us");
-    const double c = f.get<double>("c_us_per_kb");
-    const double r2 = f.get<double>("r2");
-    const double from = f.get<double>("from_size");
-    const double to = f.get<double>("to_size");
-    if (auto read = f.status(); !read) return read.error();
-    r.summary["tau0_us"] = tau0;
-    r.summary["c_us_per_kb"] = c;
-    if (const auto b = fit->find("b_inf_mb_s"); b != fit->end() && b->is_number()) {
-      r.summary["binf_mb_s"] = b->get<double>();
-    }
-    r.summary["r2"] = r2;
-    r.summary["fit_from"] = from;
-    r.summary["fit_to"] = to;
-    // RTT = 2 tau(P), drawn over the fitted range, where the line is a claim.
-    Series line{fmt::format("fit 2(cP + tau0): tau0 {:.2f} us, c {:.4f} us/kB", tau0, c),
-                {},
-                Series::Style::dashed_line};
-    constexpr int kSteps = 48;
-    for (int i = 0; i <= kSteps && from > 0 && to > from; ++i) {
-      const double size = from * std::pow(to / from, static_cast<double>(i) / kSteps);
-      const double rtt = 2 * (c * size / 1000 + tau0);
-      if (rtt > 0) line.points.emplace_back(size, rtt);
-    }
-    out.plot.series.push_back(std::move(line));
-  }
+  if (auto fitted = add_fit(run, r.summary, out.plot); !fitted) return fitted.error();
   return out;
 }
 

@@ -137,20 +137,15 @@ std::string state_timeline(const Tracks& tracks, double end) {
 
 }  // namespace
 
-Result<RunReport> render_run_report(const std::string& dir) {
+namespace {
+
+// The samples of every application in the folder's .jsonl files, in time order, as tracks;
+// returns the seconds from the first sample (or the run's start) to the last. first_ms: the
+// run's start when run.json has it, else the first sample's time.
+Result<double> read_tracks(const std::string& dir, RunReport& report, Tracks& tracks,
+                           std::int64_t& first_ms) {
   namespace fs = std::filesystem;
   std::error_code ec;
-  if (!fs::is_directory(dir, ec)) return Error(ErrorCode::not_found, dir + " is not a folder");
-
-  json run = json::object();
-  if (std::ifstream in(fs::path(dir) / "run.json"); in) {
-    run = json::parse(in, nullptr, /*allow_exceptions=*/false);
-    if (run.is_discarded() || !run.is_object()) run = json::object();
-  }
-
-  RunReport report;
-  Tracks tracks;
-  std::int64_t first_ms = run.value("started_ms", std::int64_t{0});
   std::vector<std::pair<std::int64_t, json>> lines;
   std::vector<fs::path> files;
   for (const auto& entry : fs::directory_iterator(dir, ec)) {
@@ -201,8 +196,12 @@ Result<RunReport> render_run_report(const std::string& dir) {
       track.samples.push_back(std::move(s));
     }
   }
-  report.applications = tracks.size();
+  return end;
+}
 
+// The figures of the report: the rate of every counter (the data path's first), the value of
+// every gauge, each with a series per application that has it.
+std::pair<std::string, std::string> metric_figures(Tracks& tracks) {
   // Every metric name, and which applications have it.
   std::map<std::string, std::vector<std::string>> counters;
   std::map<std::string, std::vector<std::string>> gauges;
@@ -246,6 +245,29 @@ Result<RunReport> render_run_report(const std::string& dir) {
   }
   std::string values;
   for (const auto& [m, ids] : gauges) values += value_plot(m);
+  return {rates, values};
+}
+
+}  // namespace
+
+Result<RunReport> render_run_report(const std::string& dir) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec)) return Error(ErrorCode::not_found, dir + " is not a folder");
+
+  json run = json::object();
+  if (std::ifstream in(fs::path(dir) / "run.json"); in) {
+    run = json::parse(in, nullptr, /*allow_exceptions=*/false);
+    if (run.is_discarded() || !run.is_object()) run = json::object();
+  }
+
+  RunReport report;
+  Tracks tracks;
+  std::int64_t first_ms = run.value("started_ms", std::int64_t{0});
+  auto end = read_tracks(dir, report, tracks, first_ms);
+  if (!end) return end.error();
+  report.applications = tracks.size();
+  const auto [rates, values] = metric_figures(tracks);
 
   std::string apps_table;
   for (const auto& [id, track] : tracks) {
@@ -300,10 +322,10 @@ pre {{ background: #f5f5f5; padding: 0.6em; max-height: 30em; overflow: auto; }}
 {10}</table>
 {11}</body></html>
 )",
-      xml_escape(title), xml_escape(run.value("config", dir)), report.samples, tracks.size(), end,
+      xml_escape(title), xml_escape(run.value("config", dir)), report.samples, tracks.size(), *end,
       report.unreadable > 0 ? fmt::format(" ({} unreadable lines left out)", report.unreadable)
                             : std::string(),
-      apps_table, state_timeline(tracks, end), rates, values, notes, summary);
+      apps_table, state_timeline(tracks, *end), rates, values, notes, summary);
   return report;
 }
 

@@ -252,7 +252,10 @@ std::string command_line(const SimBenchOptions& o) {
   return c;
 }
 
-Result<BenchOutput> run_sim_bench(const SimBenchOptions& o, BenchEnv& env) {
+namespace {
+
+// The points of the sweep: every kind, node count, events per request and blocks in flight.
+Result<std::vector<Point>> sim_points(const SimBenchOptions& o) {
   for (const auto& k : o.kinds) {
     if (k != "evb" && k != "rubu" && k != "ts-chaotic" && k != "ts-scheduled") {
       return Error("--kind: evb, rubu, ts-chaotic or ts-scheduled, not '" + k + "'");
@@ -271,8 +274,12 @@ Result<BenchOutput> run_sim_bench(const SimBenchOptions& o, BenchEnv& env) {
       }
     }
   }
-  BenchOutput out;
-  ResultSet& r = out.result;
+  return points;
+}
+
+// The result set of the sweep before its rows: its name, parameters and columns.
+ResultSet sim_result_set(const SimBenchOptions& o) {
+  ResultSet r;
   r.bench = "sim";
   r.transport = "sim";
   const auto swept = [](const auto& v, const char* what) {
@@ -330,8 +337,19 @@ Result<BenchOutput> run_sim_bench(const SimBenchOptions& o, BenchEnv& env) {
                "events_per_wall_s",
                "rss_per_host_kb",
                "data_share"};
+  return r;
+}
+
+}  // namespace
+
+Result<BenchOutput> run_sim_bench(const SimBenchOptions& o, BenchEnv& env) {
+  auto points = sim_points(o);
+  if (!points) return points.error();
+  BenchOutput out;
+  ResultSet& r = out.result;
+  r = sim_result_set(o);
   std::map<std::string, Series> series;
-  for (const Point& p : points) {
+  for (const Point& p : *points) {
     std::printf("  %s ...\n", p.name().c_str());
     std::fflush(stdout);
     auto summary = run_one(o, p, env);
@@ -359,7 +377,7 @@ Result<BenchOutput> run_sim_bench(const SimBenchOptions& o, BenchEnv& env) {
   out.plot.y_label = "throughput per builder node, MB/s";
   out.plot.log_x = true;
   for (auto& [label, s] : series) out.plot.series.push_back(std::move(s));
-  r.summary = {{"points", points.size()}};
+  r.summary = {{"points", points->size()}};
   return out;
 }
 

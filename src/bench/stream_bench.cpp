@@ -45,24 +45,11 @@ std::string command_line(const StreamOptions& o) {
   return cmd;
 }
 
-Result<BenchOutput> run_stream(const StreamOptions& o, BenchEnv& env) {
-  if (auto ok = check_transport(o.cluster.transport); !ok) return ok.error();
-  if (!known_pattern(o.pattern)) {
-    return Error("unknown pattern '" + o.pattern + "' (expected 1to1, 1toN, Nto1, nton or nxn)");
-  }
-  if (o.sizes.empty() || o.depths.empty() || o.ns.empty()) {
-    return Error("stream: --sizes, --depths and --n need at least one value each");
-  }
-  std::vector<Point> points;
-  const std::vector<std::uint64_t> ns = uses_n(o.pattern) ? o.ns : std::vector<std::uint64_t>{1};
-  for (auto n : ns) {
-    for (auto depth : o.depths) {
-      for (auto size : o.sizes) points.push_back({size, depth, static_cast<int>(n)});
-    }
-  }
+namespace {
 
-  BenchOutput out;
-  ResultSet& r = out.result;
+// The result set of a stream sweep before its rows: its name, parameters and columns.
+ResultSet stream_result_set(const StreamOptions& o, const std::vector<std::uint64_t>& ns) {
+  ResultSet r;
   r.bench = "stream";
   r.stem = stream_stem(o);
   r.transport = o.cluster.transport;
@@ -89,6 +76,56 @@ Result<BenchOutput> run_stream(const StreamOptions& o, BenchEnv& env) {
                "mb_s_per_receiver_sd",
                "samples",
                "msgs_per_s"};
+  return r;
+}
+
+// Each receiver's figures from a point's summary; an error when a sink saw a sequence or
+// pattern error, or received nothing (a transport that never got going).
+Result<std::vector<ReceiverRate>> receiver_rates(const control::RunSummary& summary,
+                                                 int receivers) {
+  std::vector<ReceiverRate> rates;
+  for (int k = 0; k < receivers; ++k) {
+    const auto id = fmt::format("sink{}", k);
+    runtime::ParamReader res(app_results(summary, id), "sink " + id, "result");
+    const auto errors_sequence = res.get<std::uint64_t>("errors_sequence");
+    const auto errors_pattern = res.get<std::uint64_t>("errors_pattern");
+    const auto messages = res.get<std::uint64_t>("messages");
+    const bool sampled = res.get<std::string>("window") == "sampled";
+    ReceiverRate rate{res.get<double>("throughput_mb_s"), res.get<double>("stddev_mb_s"),
+                      res.get<double>("messages_per_s"),
+                      sampled ? res.get<std::uint64_t>("samples") : 0};
+    if (auto read = res.status(); !read) return read.error();
+    if (errors_sequence != 0 || errors_pattern != 0) {
+      return Error(fmt::format("sink {} saw {} sequence and {} pattern errors", id, errors_sequence,
+                               errors_pattern));
+    }
+    if (messages == 0) return Error("no message arrived at " + id);
+    rates.push_back(rate);
+  }
+  return rates;
+}
+
+}  // namespace
+
+Result<BenchOutput> run_stream(const StreamOptions& o, BenchEnv& env) {
+  if (auto ok = check_transport(o.cluster.transport); !ok) return ok.error();
+  if (!known_pattern(o.pattern)) {
+    return Error("unknown pattern '" + o.pattern + "' (expected 1to1, 1toN, Nto1, nton or nxn)");
+  }
+  if (o.sizes.empty() || o.depths.empty() || o.ns.empty()) {
+    return Error("stream: --sizes, --depths and --n need at least one value each");
+  }
+  std::vector<Point> points;
+  const std::vector<std::uint64_t> ns = uses_n(o.pattern) ? o.ns : std::vector<std::uint64_t>{1};
+  for (auto n : ns) {
+    for (auto depth : o.depths) {
+      for (auto size : o.sizes) points.push_back({size, depth, static_cast<int>(n)});
+    }
+  }
+
+  BenchOutput out;
+  ResultSet& r = out.result;
+  r = stream_result_set(o, ns);
 
   // The plot's x axis is the first swept dimension; every combination of the others is a
   // series (total and, with several receivers, per receiver).
@@ -125,33 +162,14 @@ Result<BenchOutput> run_stream(const StreamOptions& o, BenchEnv& env) {
     auto summary = run_point(stream_yaml(cluster, shape), name, o.duration_s, env);
     if (!summary) return summary.error().context(what);
 
-    std::vector<ReceiverRate> receivers;
     const int nr = stream_receivers(o.pattern, p.n);
-    for (int k = 0; k < nr; ++k) {
-      const auto id = fmt::format("sink{}", k);
-      runtime::ParamReader res(app_results(*summary, id), "sink " + id, "result");
-      const auto errors_sequence = res.get<std::uint64_t>("errors_sequence");
-      const auto errors_pattern = res.get<std::uint64_t>("errors_pattern");
-      const auto messages = res.get<std::uint64_t>("messages");
-      const bool sampled = res.get<std::string>("window") == "sampled";
-      ReceiverRate rate{res.get<double>("throughput_mb_s"), res.get<double>("stddev_mb_s"),
-                        res.get<double>("messages_per_s"),
-                        sampled ? res.get<std::uint64_t>("samples") : 0};
-      if (auto read = res.status(); !read) return read.error().context(what);
-      if (errors_sequence != 0 || errors_pattern != 0) {
-        return Error(fmt::format("{}: sink {} saw {} sequence and {} pattern errors", what, id,
-                                 errors_sequence, errors_pattern));
-      }
-      if (messages == 0) {
-        // A run that ends cleanly with nothing delivered is a transport that never got going.
-        return Error(
-            fmt::format("{}: no message arrived at {} in {:g} s (configuration, summary "
-                        "and logs in {})",
-                        what, id, o.duration_s, point_dir(env, name)));
-      }
-      receivers.push_back(rate);
+    auto receivers = receiver_rates(*summary, nr);
+    if (!receivers) {
+      return receivers.error().context(
+          fmt::format("{} ({:g} s; configuration, summary and logs in {})", what, o.duration_s,
+                      point_dir(env, name)));
     }
-    const StreamFigures f = combine_receivers(receivers);
+    const StreamFigures f = combine_receivers(*receivers);
     add_row(r, {p.size, p.depth, stream_senders(o.pattern, p.n), nr, f.total_mean, f.total_sd,
                 f.per_receiver_mean, f.per_receiver_sd, f.samples, f.messages_per_s});
     if (env.progress != nullptr) {

@@ -136,11 +136,14 @@ std::string command_line(const TimesliceOptions& o) {
       o.cluster.idle, o.cluster.port_base, cluster_options(o.cluster));
 }
 
-Result<BenchOutput> run_timeslice(const TimesliceOptions& o, BenchEnv& env) {
-  if (auto ok = check_transport(o.cluster.transport); !ok) return ok.error();
-  if (o.sizes.empty()) return Error("timeslice: --sizes needs at least one value");
-  BenchOutput out;
-  ResultSet& r = out.result;
+namespace {
+
+using RatesByKind = std::map<std::string, std::map<std::uint64_t, std::vector<double>>>;
+constexpr const char* kRunKinds[] = {"stream", "chaotic", "scheduled"};
+
+// The result set of a time-slice sweep before its rows: its name, parameters and columns.
+ResultSet timeslice_result_set(const TimesliceOptions& o) {
+  ResultSet r;
   r.bench = "timeslice";
   r.stem = fmt::format("timeslice-{}-n{}", o.cluster.transport, o.shape.n);
   r.transport = o.cluster.transport;
@@ -166,11 +169,57 @@ Result<BenchOutput> run_timeslice(const TimesliceOptions& o, BenchEnv& env) {
                "per_s",
                "incomplete",
                "clock_precision_ns"};
+  return r;
+}
+
+// Per size, the median of each kind of run and the ratios to the stream's; each kind's medians
+// become a series of the plot.
+nlohmann::json medians_by_size(const TimesliceOptions& o, RatesByKind& rates, Plot& plot,
+                               const BenchEnv& env) {
+  nlohmann::json by_size = nlohmann::json::array();
+  for (const std::uint64_t size : o.sizes) {
+    const double stream = median(rates["stream"][size]);
+    const double chaotic = median(rates["chaotic"][size]);
+    const double scheduled = median(rates["scheduled"][size]);
+    const auto ratio = [&](double x) { return stream > 0 ? x / stream : 0.0; };
+    by_size.push_back({{"contribution_bytes", size},
+                       {"stream_mb_s", stream},
+                       {"chaotic_mb_s", chaotic},
+                       {"scheduled_mb_s", scheduled},
+                       {"chaotic_to_stream", ratio(chaotic)},
+                       {"scheduled_to_stream", ratio(scheduled)}});
+    if (env.progress != nullptr) {
+      env.progress->line(fmt::format(
+          "{} B medians: stream {:.1f}, chaotic {:.1f} ({:.3f}), scheduled {:.1f} ({:.3f}) MB/s "
+          "per node",
+          size, stream, chaotic, ratio(chaotic), scheduled, ratio(scheduled)));
+    }
+    for (const char* kind : kRunKinds) {
+      auto& series = plot.series;
+      auto it = std::find_if(series.begin(), series.end(),
+                             [&](const Series& x) { return x.name == kind; });
+      if (it == series.end()) {
+        series.push_back(Series{kind, {}, Series::Style::points_and_line});
+        it = series.end() - 1;
+      }
+      it->points.emplace_back(static_cast<double>(size), median(rates[kind][size]));
+    }
+  }
+  return by_size;
+}
+
+}  // namespace
+
+Result<BenchOutput> run_timeslice(const TimesliceOptions& o, BenchEnv& env) {
+  if (auto ok = check_transport(o.cluster.transport); !ok) return ok.error();
+  if (o.sizes.empty()) return Error("timeslice: --sizes needs at least one value");
+  BenchOutput out;
+  ResultSet& r = out.result;
+  r = timeslice_result_set(o);
 
   // Medians per size, by run kind; the plot has one series per kind.
-  std::map<std::string, std::map<std::uint64_t, std::vector<double>>> rates;
+  RatesByKind rates;
   std::vector<double> precisions;
-  const char* kinds[] = {"stream", "chaotic", "scheduled"};
   const int total = o.rounds * static_cast<int>(o.sizes.size()) * 3;  // and the clocks alone
   int done = 0;
   for (const std::uint64_t size : o.sizes) {
@@ -179,7 +228,7 @@ Result<BenchOutput> run_timeslice(const TimesliceOptions& o, BenchEnv& env) {
       s.contribution_bytes = size;
       const std::uint64_t wire = timeslice_contribution_wire_bytes(s);
       double stream_mb_s = 0;
-      for (const char* kind : kinds) {
+      for (const char* kind : kRunKinds) {
         const std::string what = fmt::format("timeslice {} {}x{} {} B {} round {}",
                                              o.cluster.transport, s.n, s.n, size, kind, round);
         if (env.progress != nullptr) env.progress->begin(++done, total + 1, what);
@@ -224,35 +273,7 @@ Result<BenchOutput> run_timeslice(const TimesliceOptions& o, BenchEnv& env) {
     }
   }
 
-  nlohmann::json by_size = nlohmann::json::array();
-  for (const std::uint64_t size : o.sizes) {
-    const double stream = median(rates["stream"][size]);
-    const double chaotic = median(rates["chaotic"][size]);
-    const double scheduled = median(rates["scheduled"][size]);
-    const auto ratio = [&](double x) { return stream > 0 ? x / stream : 0.0; };
-    by_size.push_back({{"contribution_bytes", size},
-                       {"stream_mb_s", stream},
-                       {"chaotic_mb_s", chaotic},
-                       {"scheduled_mb_s", scheduled},
-                       {"chaotic_to_stream", ratio(chaotic)},
-                       {"scheduled_to_stream", ratio(scheduled)}});
-    if (env.progress != nullptr) {
-      env.progress->line(fmt::format(
-          "{} B medians: stream {:.1f}, chaotic {:.1f} ({:.3f}), scheduled {:.1f} ({:.3f}) MB/s "
-          "per node",
-          size, stream, chaotic, ratio(chaotic), scheduled, ratio(scheduled)));
-    }
-    for (const char* kind : kinds) {
-      auto& series = out.plot.series;
-      auto it = std::find_if(series.begin(), series.end(),
-                             [&](const Series& x) { return x.name == kind; });
-      if (it == series.end()) {
-        series.push_back(Series{kind, {}, Series::Style::points_and_line});
-        it = series.end() - 1;
-      }
-      it->points.emplace_back(static_cast<double>(size), median(rates[kind][size]));
-    }
-  }
+  const nlohmann::json by_size = medians_by_size(o, rates, out.plot, env);
   const std::string what = fmt::format("timeslice {} clocks alone", o.cluster.transport);
   if (env.progress != nullptr) env.progress->begin(total + 1, total + 1, what);
   auto quiet = run_clock_point(o, r.stem + "-clock", what, env);

@@ -133,6 +133,77 @@ nlohmann::json event_json(const EventSummary& e) {
   return j;
 }
 
+// One event of a file, as `daqflow dump --events` lists it.
+void print_event(const EventSummary& e) {
+  if (e.content == FileContent::timeslices) {
+    std::uint64_t microslices = 0;
+    std::vector<std::uint16_t> eq_ids;
+    for (const auto& c : e.components) {
+      microslices += c.microslices;
+      eq_ids.push_back(c.eq_id);
+    }
+    std::sort(eq_ids.begin(), eq_ids.end());
+    std::printf(
+        "  timeslice %llu  start %llu ns  size %llu  components %zu/%u (eq_id %s)  "
+        "microslices %llu  flags %s%s\n",
+        static_cast<unsigned long long>(e.record.event),
+        static_cast<unsigned long long>(e.start_ns), static_cast<unsigned long long>(e.record.size),
+        e.components.size(), e.components_expected, feds_text(eq_ids).c_str(),
+        static_cast<unsigned long long>(microslices), flags_text(e.record.flags).c_str(),
+        e.problem.empty() ? "" : ("  PROBLEM: " + e.problem).c_str());
+  } else if (e.content == FileContent::farm_decisions) {
+    std::printf("  event %llu  size %llu  trigger bits %#llx  output %u B%s\n",
+                static_cast<unsigned long long>(e.record.event),
+                static_cast<unsigned long long>(e.record.size),
+                static_cast<unsigned long long>(e.trigger_bits), e.output_size,
+                e.problem.empty() ? "" : ("  PROBLEM: " + e.problem).c_str());
+  } else {
+    std::printf("  event %llu  size %llu  FEDs %s (%zu)  flags %s%s\n",
+                static_cast<unsigned long long>(e.record.event),
+                static_cast<unsigned long long>(e.record.size), feds_text(e.feds).c_str(),
+                e.feds.size(), flags_text(e.record.flags).c_str(),
+                e.problem.empty() ? "" : ("  PROBLEM: " + e.problem).c_str());
+  }
+}
+
+// One file's line (and its problems, one a line).
+void print_file(const std::string& path, const FileReport& r) {
+  const std::string corrupted =
+      r.corrupted_events > 0 ? fmt::format(", {} flagged corrupted", r.corrupted_events) : "";
+  if (!r.problems.empty()) {
+    std::printf("%s: %llu events, %llu bytes%s: %zu problem(s)\n", path.c_str(),
+                static_cast<unsigned long long>(r.events), static_cast<unsigned long long>(r.bytes),
+                corrupted.c_str(), r.problems.size());
+    for (const auto& p : r.problems) std::printf("  %s\n", p.c_str());
+  } else if (!r.complete) {
+    std::printf("%s: incomplete (no sidecar), %llu events%s; not counted\n", path.c_str(),
+                static_cast<unsigned long long>(r.events),
+                r.truncated ? ", the last one still being written" : "");
+  } else {
+    std::printf("%s: run %u, %s, file %u: %llu events, %llu bytes, crc32c %08x%s: verified\n",
+                path.c_str(), r.run_number, r.bu_id.c_str(), r.sequence,
+                static_cast<unsigned long long>(r.events), static_cast<unsigned long long>(r.bytes),
+                r.checksum, corrupted.c_str());
+  }
+}
+
+nlohmann::json file_json(const FileReport& r, bool frd) {
+  return {{"path", r.path},
+          {"format", frd ? "frd" : "dqf"},
+          {"complete", r.complete},
+          {"run", r.run_number},
+          {"bu", r.bu_id},
+          {"content", apps::output::to_string(r.content)},
+          {"sequence", r.sequence},
+          {"events", r.events},
+          {"bytes", r.bytes},
+          {"checksum", fmt::format("{:08x}", r.checksum)},
+          {"corrupted_events", r.corrupted_events},
+          {"truncated", r.truncated},
+          {"verified", r.verified()},
+          {"problems", r.problems}};
+}
+
 void dump_command(const DumpArgs& args) {
   std::vector<std::string> errors;
   std::vector<std::string> run_dirs;
@@ -150,35 +221,8 @@ void dump_command(const DumpArgs& args) {
       if (!args.events) return;
       if (args.json) {
         json_events.push_back(event_json(e));
-      } else if (e.content == FileContent::timeslices) {
-        std::uint64_t microslices = 0;
-        std::vector<std::uint16_t> eq_ids;
-        for (const auto& c : e.components) {
-          microslices += c.microslices;
-          eq_ids.push_back(c.eq_id);
-        }
-        std::sort(eq_ids.begin(), eq_ids.end());
-        std::printf(
-            "  timeslice %llu  start %llu ns  size %llu  components %zu/%u (eq_id %s)  "
-            "microslices %llu  flags %s%s\n",
-            static_cast<unsigned long long>(e.record.event),
-            static_cast<unsigned long long>(e.start_ns),
-            static_cast<unsigned long long>(e.record.size), e.components.size(),
-            e.components_expected, feds_text(eq_ids).c_str(),
-            static_cast<unsigned long long>(microslices), flags_text(e.record.flags).c_str(),
-            e.problem.empty() ? "" : ("  PROBLEM: " + e.problem).c_str());
-      } else if (e.content == FileContent::farm_decisions) {
-        std::printf("  event %llu  size %llu  trigger bits %#llx  output %u B%s\n",
-                    static_cast<unsigned long long>(e.record.event),
-                    static_cast<unsigned long long>(e.record.size),
-                    static_cast<unsigned long long>(e.trigger_bits), e.output_size,
-                    e.problem.empty() ? "" : ("  PROBLEM: " + e.problem).c_str());
       } else {
-        std::printf("  event %llu  size %llu  FEDs %s (%zu)  flags %s%s\n",
-                    static_cast<unsigned long long>(e.record.event),
-                    static_cast<unsigned long long>(e.record.size), feds_text(e.feds).c_str(),
-                    e.feds.size(), flags_text(e.record.flags).c_str(),
-                    e.problem.empty() ? "" : ("  PROBLEM: " + e.problem).c_str());
+        print_event(e);
       }
     };
     if (args.events && !args.json) std::printf("%s\n", path.c_str());
@@ -195,41 +239,12 @@ void dump_command(const DumpArgs& args) {
     if (!r.problems.empty()) ++bad;
 
     if (args.json) {
-      nlohmann::json f{{"path", r.path},
-                       {"format", frd ? "frd" : "dqf"},
-                       {"complete", r.complete},
-                       {"run", r.run_number},
-                       {"bu", r.bu_id},
-                       {"content", apps::output::to_string(r.content)},
-                       {"sequence", r.sequence},
-                       {"events", r.events},
-                       {"bytes", r.bytes},
-                       {"checksum", fmt::format("{:08x}", r.checksum)},
-                       {"corrupted_events", r.corrupted_events},
-                       {"truncated", r.truncated},
-                       {"verified", r.verified()},
-                       {"problems", r.problems}};
+      nlohmann::json f = file_json(r, frd);
       if (args.events) f["event_list"] = std::move(json_events);
       json_files.push_back(std::move(f));
       continue;
     }
-    const std::string corrupted =
-        r.corrupted_events > 0 ? fmt::format(", {} flagged corrupted", r.corrupted_events) : "";
-    if (!r.problems.empty()) {
-      std::printf("%s: %llu events, %llu bytes%s: %zu problem(s)\n", path.c_str(),
-                  static_cast<unsigned long long>(r.events),
-                  static_cast<unsigned long long>(r.bytes), corrupted.c_str(), r.problems.size());
-      for (const auto& p : r.problems) std::printf("  %s\n", p.c_str());
-    } else if (!r.complete) {
-      std::printf("%s: incomplete (no sidecar), %llu events%s; not counted\n", path.c_str(),
-                  static_cast<unsigned long long>(r.events),
-                  r.truncated ? ", the last one still being written" : "");
-    } else {
-      std::printf("%s: run %u, %s, file %u: %llu events, %llu bytes, crc32c %08x%s: verified\n",
-                  path.c_str(), r.run_number, r.bu_id.c_str(), r.sequence,
-                  static_cast<unsigned long long>(r.events),
-                  static_cast<unsigned long long>(r.bytes), r.checksum, corrupted.c_str());
-    }
+    print_file(path, r);
   }
 
   // FRD run directories: their end-of-section and end-of-run records against the files.

@@ -214,6 +214,63 @@ int run_sim(const SimOptions& o) {
   return (*summary)["status"] == "ok" ? 0 : 1;
 }
 
+// The generated platform: its shape, links and hosts.
+void add_platform_options(CLI::App* cmd, SimOptions& o) {
+  cmd->add_option("--platform", o.platform,
+                  "star (generated: each host on its own link to one switch), fat-tree "
+                  "(generated: leaf and spine switches) or a SimGrid platform file whose host "
+                  "names are the contexts' hosts")
+      ->capture_default_str();
+  cmd->add_option("--hosts", o.hosts, "Generated platform: hosts (0: one per context)")
+      ->capture_default_str();
+  cmd->add_option("--link-gbps", o.link_gbps, "Generated platform: each host's link, Gb/s")
+      ->capture_default_str();
+  cmd->add_option("--latency-us", o.latency_us, "Generated platform: link latency, us")
+      ->capture_default_str();
+  cmd->add_option("--cores", o.cores, "Generated platform: cores per host")->capture_default_str();
+  cmd->add_option("--leaf-hosts", o.leaf_hosts, "fat-tree: hosts per leaf switch")
+      ->capture_default_str();
+  cmd->add_option("--spines", o.spines, "fat-tree: spine switches")->capture_default_str();
+  cmd->add_option("--oversubscription", o.oversubscription,
+                  "fat-tree: a leaf's host links over its uplinks (1: non-blocking)")
+      ->capture_default_str();
+}
+
+// What work costs on the simulated hosts and how the network shares its links.
+void add_cost_options(CLI::App* cmd, SimOptions& o) {
+  cmd->add_option("--cpu", o.cpu,
+                  "measured: charge each round of an application's work the CPU time it took "
+                  "here; fixed: --round-ns per round (reproducible)")
+      ->capture_default_str();
+  cmd->add_option("--cpu-scale", o.cpu_scale, "measured: simulated CPU time per CPU time here")
+      ->capture_default_str();
+  cmd->add_option("--round-ns", o.round_ns, "fixed: CPU time of a round that did work")
+      ->capture_default_str();
+  cmd->add_option("--send-message-ns", o.send_message_ns,
+                  "CPU time the transport takes per message sent")
+      ->capture_default_str();
+  cmd->add_option("--send-byte-ns", o.send_byte_ns, "... per byte sent")->capture_default_str();
+  cmd->add_option("--recv-message-ns", o.recv_message_ns, "... per message received")
+      ->capture_default_str();
+  cmd->add_option("--recv-byte-ns", o.recv_byte_ns, "... per byte received")->capture_default_str();
+  cmd->add_option("--payload-scale", o.payload_scale,
+                  "Phantom payloads: a payload byte stands for this many on the wire and in the "
+                  "byte costs; generated fragments are --fragment over it (at least 64 B), and the "
+                  "byte figures of the summary are scaled back")
+      ->capture_default_str();
+  cmd->add_option("--control-scale", o.control_scale,
+                  "A control message's payload byte (requests, assignments, acknowledgements) "
+                  "stands for this many on the wire and in the byte costs: control traffic of a "
+                  "chosen share (the summary's window.data_share)")
+      ->capture_default_str();
+  cmd->add_option("--network", o.network,
+                  "flow: SimGrid's network model, transfers sharing the links' bandwidth; fifo: "
+                  "each link sends one message after the other, first come first served (a "
+                  "timer per message: for a thousand nodes)")
+      ->check(CLI::IsMember({"flow", "fifo"}))
+      ->capture_default_str();
+}
+
 }  // namespace
 
 void add_sim(CLI::App& app) {
@@ -255,58 +312,10 @@ void add_sim(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--chunks", o->chunks, "Generated: chunks of readout memory (0: default)")
       ->capture_default_str();
-  cmd->add_option("--platform", o->platform,
-                  "star (generated: each host on its own link to one switch), fat-tree "
-                  "(generated: leaf and spine switches) or a SimGrid platform file whose host "
-                  "names are the contexts' hosts")
-      ->capture_default_str();
-  cmd->add_option("--hosts", o->hosts, "Generated platform: hosts (0: one per context)")
-      ->capture_default_str();
-  cmd->add_option("--link-gbps", o->link_gbps, "Generated platform: each host's link, Gb/s")
-      ->capture_default_str();
-  cmd->add_option("--latency-us", o->latency_us, "Generated platform: link latency, us")
-      ->capture_default_str();
-  cmd->add_option("--cores", o->cores, "Generated platform: cores per host")->capture_default_str();
-  cmd->add_option("--leaf-hosts", o->leaf_hosts, "fat-tree: hosts per leaf switch")
-      ->capture_default_str();
-  cmd->add_option("--spines", o->spines, "fat-tree: spine switches")->capture_default_str();
-  cmd->add_option("--oversubscription", o->oversubscription,
-                  "fat-tree: a leaf's host links over its uplinks (1: non-blocking)")
-      ->capture_default_str();
+  add_platform_options(cmd, *o);
   cmd->add_option("--duration", o->duration, "Simulated seconds between enable and halt")
       ->capture_default_str();
-  cmd->add_option("--cpu", o->cpu,
-                  "measured: charge each round of an application's work the CPU time it took "
-                  "here; fixed: --round-ns per round (reproducible)")
-      ->capture_default_str();
-  cmd->add_option("--cpu-scale", o->cpu_scale, "measured: simulated CPU time per CPU time here")
-      ->capture_default_str();
-  cmd->add_option("--round-ns", o->round_ns, "fixed: CPU time of a round that did work")
-      ->capture_default_str();
-  cmd->add_option("--send-message-ns", o->send_message_ns,
-                  "CPU time the transport takes per message sent")
-      ->capture_default_str();
-  cmd->add_option("--send-byte-ns", o->send_byte_ns, "... per byte sent")->capture_default_str();
-  cmd->add_option("--recv-message-ns", o->recv_message_ns, "... per message received")
-      ->capture_default_str();
-  cmd->add_option("--recv-byte-ns", o->recv_byte_ns, "... per byte received")
-      ->capture_default_str();
-  cmd->add_option("--payload-scale", o->payload_scale,
-                  "Phantom payloads: a payload byte stands for this many on the wire and in the "
-                  "byte costs; generated fragments are --fragment over it (at least 64 B), and the "
-                  "byte figures of the summary are scaled back")
-      ->capture_default_str();
-  cmd->add_option("--control-scale", o->control_scale,
-                  "A control message's payload byte (requests, assignments, acknowledgements) "
-                  "stands for this many on the wire and in the byte costs: control traffic of a "
-                  "chosen share (the summary's window.data_share)")
-      ->capture_default_str();
-  cmd->add_option("--network", o->network,
-                  "flow: SimGrid's network model, transfers sharing the links' bandwidth; fifo: "
-                  "each link sends one message after the other, first come first served (a "
-                  "timer per message: for a thousand nodes)")
-      ->check(CLI::IsMember({"flow", "fifo"}))
-      ->capture_default_str();
+  add_cost_options(cmd, *o);
   cmd->add_option("--kill", o->kills, "Lose an application at a simulated time: APP@SECONDS");
   cmd->add_option("--cfg", o->simgrid_config,
                   "SimGrid configuration, as its --cfg= takes it (network/model:CM02, ...)");

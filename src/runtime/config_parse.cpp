@@ -633,6 +633,18 @@ class Reader {
     for (std::size_t i = 0; i < section.value.size(); ++i) context(section.value[i], i);
   }
 
+  // An IPv4 or IPv6 address (a control port's bind address).
+  std::optional<std::string> address(const Field& f, const std::string& where) {
+    auto v = text(f, where);
+    if (!v) return std::nullopt;
+    if (is_ip_address(*v)) return v;
+    d_.error(f.value.Mark(), fmt::format("'{}' in {}: '{}' is not an IPv4 or IPv6 address (e.g. "
+                                         "0.0.0.0 for every interface, 127.0.0.1 for this host "
+                                         "only)",
+                                         f.key, where, *v));
+    return std::nullopt;
+  }
+
   void context(const YAML::Node& node, std::size_t position) {
     std::string where = fmt::format("context #{}", position + 1);
     if (!node.IsMap()) {
@@ -666,16 +678,7 @@ class Reader {
         if (auto v = text(f, where)) ctx.host = *v;
       } else if (f.key == "control_bind") {
         marks.control_bind_given = true;
-        if (auto v = text(f, where)) {
-          if (is_ip_address(*v)) {
-            ctx.control_bind = *v;
-          } else {
-            d_.error(f.value.Mark(), fmt::format("'control_bind' in {}: '{}' is not an IPv4 or "
-                                                 "IPv6 address (e.g. 0.0.0.0 for every "
-                                                 "interface, 127.0.0.1 for this host only)",
-                                                 where, *v));
-          }
-        }
+        if (auto v = address(f, where)) ctx.control_bind = *v;
       } else if (f.key == "control_port") {
         marks.control_port = f.value.Mark();
         if (auto v = integer(f, where, 1, kMaxPort)) {

@@ -469,6 +469,30 @@ class Control {
   Window& window_;
 };
 
+// One simulated application per application of the configuration, each on its context's host.
+Result<std::vector<std::unique_ptr<SimApp>>> make_apps(const runtime::ClusterConfig& cluster,
+                                                       const runtime::AppRegistry& registry,
+                                                       transport::Transport& transport,
+                                                       SimClock& clock, const SimSettings& settings,
+                                                       const std::vector<sg::Host*>& hosts) {
+  std::vector<std::unique_ptr<SimApp>> apps;
+  for (const runtime::ApplicationConfig& a : cluster.applications) {
+    const runtime::AppType* type = registry.find(a.type);
+    if (type == nullptr)
+      return Error(runtime::application_named(a.id) + ": unknown type " + a.type);
+    std::size_t context = 0;
+    while (context < cluster.contexts.size() && cluster.contexts[context].name != a.context) {
+      ++context;
+    }
+    if (context == cluster.contexts.size()) {
+      return Error(runtime::application_named(a.id) + ": no context " + a.context);
+    }
+    apps.push_back(
+        std::make_unique<SimApp>(cluster, a, *type, transport, clock, settings, hosts[context]));
+  }
+  return apps;
+}
+
 }  // namespace
 
 Result<nlohmann::json> simulate(const runtime::ClusterConfig& cluster,
@@ -511,21 +535,8 @@ Result<nlohmann::json> simulate(const runtime::ClusterConfig& cluster,
   std::unique_ptr<transport::Transport> transport = std::move(*made);
 
   SimClock clock;
-  std::vector<std::unique_ptr<SimApp>> apps;
-  for (const runtime::ApplicationConfig& a : cluster.applications) {
-    const runtime::AppType* type = registry.find(a.type);
-    if (type == nullptr)
-      return Error(runtime::application_named(a.id) + ": unknown type " + a.type);
-    std::size_t context = 0;
-    while (context < cluster.contexts.size() && cluster.contexts[context].name != a.context) {
-      ++context;
-    }
-    if (context == cluster.contexts.size()) {
-      return Error(runtime::application_named(a.id) + ": no context " + a.context);
-    }
-    apps.push_back(std::make_unique<SimApp>(cluster, a, *type, *transport, clock, settings,
-                                            (*placed)[context]));
-  }
+  auto apps = make_apps(cluster, registry, *transport, clock, settings, *placed);
+  if (!apps) return apps.error();
 
   control::RunSummary summary;
   summary.config = cluster.file;
@@ -533,14 +544,14 @@ Result<nlohmann::json> simulate(const runtime::ClusterConfig& cluster,
   transport::sim::count_simulator_cpu(settings.cpu == CpuModel::measured);
   WallPhases phases;
   Window window;
-  sg::Actor::create("control", (*hosts)[0], Control(apps, settings, summary, phases, window));
+  sg::Actor::create("control", (*hosts)[0], Control(*apps, settings, summary, phases, window));
   engine.run();
 
   const double wall_s =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count();
   double cpu_s = 0;
   nlohmann::json cpu_by_app = nlohmann::json::object();
-  for (const auto& a : apps) {
+  for (const auto& a : *apps) {
     summary.applications.push_back(a->outcome());
     cpu_s += a->cpu_s();
     cpu_by_app[a->id()] = a->cpu_s();
@@ -566,7 +577,7 @@ Result<nlohmann::json> simulate(const runtime::ClusterConfig& cluster,
       {"wall_run_s", seconds(phases.halting - phases.enabled)},
       {"wall_halt_s", seconds(std::chrono::steady_clock::now() - phases.halting)},
       {"hosts", hosts->size()},
-      {"actors", apps.size() + 1},
+      {"actors", apps->size() + 1},
       {"cpu_charged_s", cpu_s},
       {"cpu_s", cpu_by_app},
       {"max_rss_kb", rss_kb},

@@ -177,6 +177,20 @@ void BlockBuilder::check_pieces(output::OutputBatch& batch, BuildResult& r) {
   }
 }
 
+void BlockBuilder::skip(Cursor& c, const transport::Message& message, std::uint32_t size) {
+  std::uint32_t left = size;
+  while (left > 0 && c.segment < message.segment_count) {
+    const std::uint32_t room = message.segments[c.segment].length - c.offset;
+    const std::uint32_t step = std::min(room, left);
+    left -= step;
+    c.offset += step;
+    if (c.offset == message.segments[c.segment].length) {
+      ++c.segment;
+      c.offset = 0;
+    }
+  }
+}
+
 BuildResult BlockBuilder::build(int index, output::OutputBatch& batch) {
   Slot& s = slots_[static_cast<std::size_t>(index)];
   BuildResult r;
@@ -226,17 +240,7 @@ BuildResult BlockBuilder::build(int index, output::OutputBatch& batch) {
       if (seg == nullptr || c.offset + e.size > seg->length) {
         // Straddles segments (or runs past the end, which decode_block rules out).
         ev.flags |= wire::kEventCorrupted;
-        std::uint32_t left = e.size;
-        while (left > 0 && c.segment < p.message.segment_count) {
-          const std::uint32_t room = p.message.segments[c.segment].length - c.offset;
-          const std::uint32_t step = std::min(room, left);
-          left -= step;
-          c.offset += step;
-          if (c.offset == p.message.segments[c.segment].length) {
-            ++c.segment;
-            c.offset = 0;
-          }
-        }
+        skip(c, p.message, e.size);
         if (r.problem.empty()) {
           r.problem = "event " + std::to_string(ev.number) + " from RU #" + std::to_string(ru) +
                       " straddles message segments";

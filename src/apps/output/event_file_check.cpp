@@ -160,6 +160,35 @@ void check_timeslice(std::span<const std::byte> data, EventSummary& summary) {
   }
 }
 
+// The file's header, read and decoded into `header` and the report (its length counted in
+// report.bytes, its bytes in report.checksum); false, with the problem in the report, when it is
+// not one. `buffer` holds kMaxFileHeaderSize bytes; the header's view of the BU id points into it.
+bool read_file_header(std::FILE* file, std::vector<std::byte>& buffer, FileHeader& header,
+                      FileReport& report) {
+  const std::size_t got = read_fully(file, buffer.data(), kFileHeaderFixedSize);
+  std::size_t header_size = 0;
+  FileFormatStatus status = FileFormatStatus::too_short;
+  if (got == kFileHeaderFixedSize) {
+    // The fixed part says how long the whole header is; read the rest before decoding.
+    const std::size_t declared = std::min<std::size_t>(
+        kMaxFileHeaderSize,
+        std::max<std::size_t>(kFileHeaderFixedSize, wire::load_le32(buffer.data() + 8)));
+    const std::size_t rest = read_fully(file, buffer.data() + got, declared - got);
+    status = decode_file_header(std::span(buffer.data(), got + rest), header, header_size);
+  }
+  if (status != FileFormatStatus::ok) {
+    report.problems.push_back(fmt::format("{}: file header: {}", report.path, to_string(status)));
+    return false;
+  }
+  report.run_number = header.run_number;
+  report.sequence = header.sequence;
+  report.bu_id = std::string(header.bu_id);
+  report.content = header.content;
+  report.bytes = header_size;
+  report.checksum = wire::crc32c(std::span(buffer.data(), header_size));
+  return true;
+}
+
 }  // namespace
 
 // Walks an event's fragments from the back; fills summary.feds or summary.problem.
@@ -210,28 +239,8 @@ FileReport check_event_file(const std::string& path,
   std::error_code size_error;
   const auto file_size = static_cast<long>(fs::file_size(path, size_error));
   std::vector<std::byte> buffer(kMaxFileHeaderSize);
-  const std::size_t got = read_fully(file.get(), buffer.data(), kFileHeaderFixedSize);
   FileHeader header;
-  std::size_t header_size = 0;
-  FileFormatStatus status = FileFormatStatus::too_short;
-  if (got == kFileHeaderFixedSize) {
-    // The fixed part says how long the whole header is; read the rest before decoding.
-    const std::size_t declared = std::min<std::size_t>(
-        kMaxFileHeaderSize,
-        std::max<std::size_t>(kFileHeaderFixedSize, wire::load_le32(buffer.data() + 8)));
-    const std::size_t rest = read_fully(file.get(), buffer.data() + got, declared - got);
-    status = decode_file_header(std::span(buffer.data(), got + rest), header, header_size);
-  }
-  if (status != FileFormatStatus::ok) {
-    report.problems.push_back(fmt::format("{}: file header: {}", path, to_string(status)));
-    return report;
-  }
-  report.run_number = header.run_number;
-  report.sequence = header.sequence;
-  report.bu_id = std::string(header.bu_id);
-  report.content = header.content;
-  report.bytes = header_size;
-  report.checksum = wire::crc32c(std::span(buffer.data(), header_size));
+  if (!read_file_header(file.get(), buffer, header, report)) return report;
 
   std::vector<wire::FedFragmentInfo> infos;
   std::uint64_t first_event = 0;

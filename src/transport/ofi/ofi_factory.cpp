@@ -73,6 +73,22 @@ class OfiTransport final : public Transport {
   }
 
  private:
+  // Every peer's address is its host and data port, inserted into the address vector: no
+  // exchange needed.
+  Result<void> insert_peers(OfiEndpoint::Parts& parts) const {
+    for (AppIndex i = 0; i < table_.size(); ++i) {
+      if (table_[i].data_port == 0) continue;
+      auto address = resolve_ipv4(table_[i]);
+      if (!address) return address.error();
+      fi_addr_t addr = FI_ADDR_NOTAVAIL;
+      if (fi_av_insert(parts.fids.av, &*address, 1, &addr, 0, nullptr) != 1) {
+        return Error("cannot insert the address of application '" + table_[i].id + "'");
+      }
+      parts.addresses[i] = addr;
+    }
+    return ok();
+  }
+
   Result<std::unique_ptr<Endpoint>> create(const EndpointOptions& options, const AppAddress& me) {
     const bool shm = !shm_prefix_.empty();
     SourceAddress source;
@@ -129,20 +145,9 @@ class OfiTransport final : public Transport {
 
     parts.addresses.assign(peers, FI_ADDR_NOTAVAIL);
     if (!shm) {
-      // Every peer's address is its host and data port: no exchange needed.
-      for (AppIndex i = 0; i < peers; ++i) {
-        if (table_[i].data_port == 0) continue;
-        auto address = resolve_ipv4(table_[i]);
-        if (!address) {
-          close_fids(parts.fids);
-          return address.error();
-        }
-        fi_addr_t addr = FI_ADDR_NOTAVAIL;
-        if (fi_av_insert(parts.fids.av, &*address, 1, &addr, 0, nullptr) != 1) {
-          close_fids(parts.fids);
-          return Error("cannot insert the address of application '" + table_[i].id + "'");
-        }
-        parts.addresses[i] = addr;
+      if (auto inserted = insert_peers(parts); !inserted) {
+        close_fids(parts.fids);
+        return inserted.error();
       }
     }
     const std::size_t receive_size = kHeaderOffset + wire::kHeaderSize + options.max_message_size;

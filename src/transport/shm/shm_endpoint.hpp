@@ -211,6 +211,13 @@ class ShmEndpoint final : public Endpoint, public FaultInjection {
   // shm_recv.cpp
   void receive(AppIndex index, detail::Emitter& emit);
   [[nodiscard]] Mirror* mirror(Peer& p, AppIndex index, std::uint32_t number);
+  // Maps every piece of a by-reference message: each inside its sender's pool, together the
+  // announced size (and CRC). Empty when they are; else what is wrong.
+  [[nodiscard]] std::string_view map_pieces(Peer& p, AppIndex index, const Entry& e,
+                                            const std::array<SegmentRef, kMaxSegments>& refs,
+                                            std::array<Mirror*, kMaxSegments>& mirrors);
+  // A slot of a peer's pool now lent to the application.
+  void note_loan(AppIndex index, const Peer& p, Mirror& m, std::uint32_t slot);
   void reap();
   [[nodiscard]] bool reapable() const;
 

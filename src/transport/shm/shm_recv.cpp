@@ -16,6 +16,36 @@ struct Descriptor {
   std::array<SegmentRef, kMaxSegments> refs;
   std::size_t cells = 0;
 };
+// Whether a message's descriptor can be believed: a message entry of known type and flags, its
+// cells within what the sender published (a by-reference one on an entry boundary), its size
+// within bounds, the next sequence number; an inline one with a payload and no pieces.
+bool well_formed(const Entry& e, bool in_ring, std::uint64_t cells, std::uint64_t head,
+                 std::uint64_t tail, std::uint64_t expected_sequence,
+                 std::uint32_t max_message_size) {
+  const auto type = static_cast<wire::MessageType>(e.type);
+  if (e.kind != EntryKind::message || e.pieces > kMaxSegments || cells > tail - head) return false;
+  if ((!in_ring && head % kCellsPerEntry != 0) || !wire::is_known(type)) return false;
+  if ((e.flags & ~wire::kApplicationFlags) != 0 || e.size > max_message_size) return false;
+  if (e.sequence != expected_sequence) return false;
+  return !in_ring || (e.pieces == 0 && e.size != 0 && e.size <= kInlineMax);
+}
+
+// The piece references of the by-reference message at head (its first cell `cell`): those of
+// its first entry, then those of the entries that follow it.
+void read_refs(Channel& ch, std::uint64_t head, const std::byte* cell, Descriptor& d) {
+  std::memcpy(&d.entry.refs, cell + kHeadBytes, sizeof(d.entry.refs));
+  for (std::size_t i = 0; i < d.entry.pieces; ++i) {
+    if (i < kInlineRefs) {
+      d.refs[i] = d.entry.refs[i];
+    } else {
+      const std::size_t entry = 1 + (i - kInlineRefs) / kRefsPerEntry;
+      const auto* more =
+          reinterpret_cast<const SegmentRef*>(&ch.entry(head + entry * kCellsPerEntry));
+      std::memcpy(&d.refs[i], &more[(i - kInlineRefs) % kRefsPerEntry], sizeof(SegmentRef));
+    }
+  }
+}
+
 // The next completion: the message entry e from peer, without its pieces yet.
 Completion& recv_completion(detail::Emitter& emit, AppIndex peer, const Entry& e) {
   Completion& c = emit.next();
@@ -97,6 +127,37 @@ ShmEndpoint::Mirror* ShmEndpoint::mirror(Peer& p, AppIndex index, std::uint32_t 
   return p.last_mirror = p.mirrors.back().get();
 }
 
+std::string_view ShmEndpoint::map_pieces(Peer& p, AppIndex index, const Entry& e,
+                                         const std::array<SegmentRef, kMaxSegments>& refs,
+                                         std::array<Mirror*, kMaxSegments>& mirrors) {
+  std::uint64_t total = 0;
+  std::uint32_t crc = 0;
+  const bool check_crc = (e.reserved[0] & kHasCrc) != 0;
+  for (std::size_t i = 0; i < e.pieces; ++i) {
+    const SegmentRef& r = refs[i];
+    mirrors[i] = mirror(p, index, r.pool);
+    if (mirrors[i] == nullptr) return "cannot map the peer's buffer pool";
+    if (r.slot >= mirrors[i]->held.size() ||
+        std::uint64_t{r.offset} + r.length > mirrors[i]->pool->buffer_size()) {
+      return "malformed descriptor from peer";
+    }
+    if (check_crc) crc = wire::crc32c({mirrors[i]->held[r.slot].data() + r.offset, r.length}, crc);
+    total += r.length;
+  }
+  if (total != e.size) return "malformed descriptor from peer";
+  if (check_crc && crc != e.crc) return "payload CRC32C mismatch";
+  return {};
+}
+
+void ShmEndpoint::note_loan(AppIndex index, const Peer& p, Mirror& m, std::uint32_t slot) {
+  lent_.push_back(Lent{index, p.epoch, &m, slot});
+  const std::uint32_t now = held_slots_.load(std::memory_order_relaxed) + 1;
+  held_slots_.store(now, std::memory_order_relaxed);
+  if (now > held_high_water_.load(std::memory_order_relaxed)) {
+    held_high_water_.store(now, std::memory_order_relaxed);
+  }
+}
+
 void ShmEndpoint::receive(AppIndex index, detail::Emitter& emit) {
   Peer& p = peers_[index];
   Channel& ch = *p.in;
@@ -131,14 +192,9 @@ void ShmEndpoint::receive(AppIndex index, detail::Emitter& emit) {
       continue;
     }
     const Entry& e = d.entry;
-    const auto type = static_cast<wire::MessageType>(e.type);
     const bool in_ring = (e.reserved[0] & kInline) != 0;
     d.cells = in_ring ? inline_cells(e.size) : entry_cells(e.pieces);
-    if (e.kind != EntryKind::message || e.pieces > kMaxSegments || d.cells > tail - head ||
-        (!in_ring && head % kCellsPerEntry != 0) || !wire::is_known(type) ||
-        (e.flags & ~wire::kApplicationFlags) != 0 || e.size > options_.max_message_size ||
-        e.sequence != p.next_sequence ||
-        (in_ring && (e.pieces != 0 || e.size == 0 || e.size > kInlineMax))) {
+    if (!well_formed(e, in_ring, d.cells, head, tail, p.next_sequence, options_.max_message_size)) {
       bad = "malformed descriptor from peer";
       break;
     }
@@ -166,17 +222,7 @@ void ShmEndpoint::receive(AppIndex index, detail::Emitter& emit) {
       taken_bytes += e.size;
       continue;
     }
-    std::memcpy(&d.entry.refs, cell + kHeadBytes, sizeof(d.entry.refs));
-    for (std::size_t i = 0; i < e.pieces; ++i) {
-      if (i < kInlineRefs) {
-        d.refs[i] = e.refs[i];
-      } else {
-        const std::size_t entry = 1 + (i - kInlineRefs) / kRefsPerEntry;
-        const auto* more =
-            reinterpret_cast<const SegmentRef*>(&ch.entry(head + entry * kCellsPerEntry));
-        std::memcpy(&d.refs[i], &more[(i - kInlineRefs) % kRefsPerEntry], sizeof(SegmentRef));
-      }
-    }
+    read_refs(ch, head, cell, d);
     // The application may hold recv_buffers slots; one message always fits when it holds none.
     const std::uint32_t held = held_slots_.load(std::memory_order_relaxed);
     if (held > 0 && held + e.pieces > options_.recv_buffers) {
@@ -186,41 +232,15 @@ void ShmEndpoint::receive(AppIndex index, detail::Emitter& emit) {
       }
       break;
     }
-    // Every piece inside its sender's pool, together the announced size.
     std::array<Mirror*, kMaxSegments> mirrors;  // [0, pieces) set below; no zeroing per message
-    std::uint64_t total = 0;
-    std::uint32_t crc = 0;
-    for (std::size_t i = 0; i < e.pieces && bad.empty(); ++i) {
-      const SegmentRef& r = d.refs[i];
-      mirrors[i] = mirror(p, index, r.pool);
-      if (mirrors[i] == nullptr) {
-        bad = "cannot map the peer's buffer pool";
-      } else if (r.slot >= mirrors[i]->held.size() ||
-                 std::uint64_t{r.offset} + r.length > mirrors[i]->pool->buffer_size()) {
-        bad = "malformed descriptor from peer";
-      } else if ((e.reserved[0] & kHasCrc) != 0) {
-        crc = wire::crc32c({mirrors[i]->held[r.slot].data() + r.offset, r.length}, crc);
-      }
-      total += r.length;
-    }
-    if (bad.empty() && total != e.size) bad = "malformed descriptor from peer";
-    if (bad.empty() && (e.reserved[0] & kHasCrc) != 0 && crc != e.crc) {
-      bad = "payload CRC32C mismatch";
-    }
+    bad = map_pieces(p, index, e, d.refs, mirrors);
     if (!bad.empty()) break;
     stalled_ = false;
     Completion& c = recv_completion(emit, index, e);
     for (std::size_t i = 0; i < e.pieces; ++i) {
       const SegmentRef& r = d.refs[i];
       Mirror& m = *mirrors[i];
-      if (m.loans[r.slot]++ == 0) {
-        lent_.push_back(Lent{index, p.epoch, &m, r.slot});
-        const std::uint32_t now = held_slots_.load(std::memory_order_relaxed) + 1;
-        held_slots_.store(now, std::memory_order_relaxed);
-        if (now > held_high_water_.load(std::memory_order_relaxed)) {
-          held_high_water_.store(now, std::memory_order_relaxed);
-        }
-      }
+      if (m.loans[r.slot]++ == 0) note_loan(index, p, m, r.slot);
       (void)c.message.add(m.held[r.slot].share(), r.offset, r.length);
     }
     head += d.cells;

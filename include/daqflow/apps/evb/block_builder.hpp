@@ -130,6 +130,9 @@ class BlockBuilder {
 
   explicit BlockBuilder(BuilderSettings settings);
   [[nodiscard]] bool complete(const Slot& s) const;
+  // Moves the cursor past `size` bytes of the message, across segments (an event that
+  // straddles them, which is flagged corrupted).
+  static void skip(Cursor& c, const transport::Message& message, std::uint32_t size);
   void check_pieces(output::OutputBatch& batch, BuildResult& r);
 
   BuilderSettings settings_;
