@@ -208,32 +208,24 @@ Plot compare_plot(const CompareOptions& o, const std::string& transport,
   return plot;
 }
 
-}  // namespace
-
-Result<BenchOutput> run_compare(const CompareOptions& o, BenchEnv& env) {
-  if (auto ok = check_transport(o.cluster.transport); !ok) return ok.error();
-  auto tool = compare_tool(o);
-  if (!tool) return tool.error();
-  const std::uint64_t size = compare_size(o);
+// The reference run, then each round's daqflow figure followed by another reference run: the
+// reference's runs into refs, daqflow's into mine.
+Result<void> measure_interleaved(const CompareOptions& o, const ReferenceSpec& spec, BenchEnv& env,
+                                 std::vector<ReferenceResult>& refs,
+                                 std::vector<DaqflowFigure>& mine) {
   const bool latency = o.kind == "latency";
-
-  const ReferenceSpec spec = reference_spec(o, *tool, size, env);
   const auto reference = [&](const char* when) -> Result<ReferenceResult> {
     if (env.progress != nullptr) {
-      env.progress->line(fmt::format("reference {} ({}), {} B", *tool, when, size));
+      env.progress->line(fmt::format("reference {} ({}), {} B", spec.tool, when, spec.size));
     }
     auto r = run_reference(spec);
-    if (!r) return r.error().context(fmt::format("reference {} ({})", *tool, when));
+    if (!r) return r.error().context(fmt::format("reference {} ({})", spec.tool, when));
     if (env.progress != nullptr) {
       env.progress->line(fmt::format("reference {} ({}): {:.2f} {}", r->tool, when, r->value,
                                      latency ? "us" : "MB/s"));
     }
     return r;
   };
-
-  if (o.rounds < 1) return Error("bench compare: --rounds must be at least 1");
-  std::vector<ReferenceResult> refs;
-  std::vector<DaqflowFigure> mine;
   auto first = reference("before");
   if (!first) return first.error();
   refs.push_back(std::move(*first));
@@ -246,6 +238,26 @@ Result<BenchOutput> run_compare(const CompareOptions& o, BenchEnv& env) {
     if (!next) return next.error();
     refs.push_back(std::move(*next));
   }
+  return ok();
+}
+
+}  // namespace
+
+Result<BenchOutput> run_compare(const CompareOptions& o, BenchEnv& env) {
+  if (auto ok = check_transport(o.cluster.transport); !ok) return ok.error();
+  auto tool = compare_tool(o);
+  if (!tool) return tool.error();
+  const std::uint64_t size = compare_size(o);
+  const bool latency = o.kind == "latency";
+
+  const ReferenceSpec spec = reference_spec(o, *tool, size, env);
+  if (o.rounds < 1) return Error("bench compare: --rounds must be at least 1");
+  std::vector<ReferenceResult> refs;
+  std::vector<DaqflowFigure> mine;
+  if (auto measured = measure_interleaved(o, spec, env, refs, mine); !measured) {
+    return measured.error();
+  }
+  const std::string statistic = latency ? refs.front().statistic : "";
   std::vector<double> ref_values;
   for (const auto& x : refs) ref_values.push_back(x.value);
   std::vector<double> my_values;

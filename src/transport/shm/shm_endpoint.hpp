@@ -216,6 +216,8 @@ class ShmEndpoint final : public Endpoint, public FaultInjection {
   [[nodiscard]] std::string_view map_pieces(Peer& p, AppIndex index, const Entry& e,
                                             const std::array<SegmentRef, kMaxSegments>& refs,
                                             std::array<Mirror*, kMaxSegments>& mirrors);
+  // Receiving waits for the application to drop buffers (counted once per stall).
+  void stall();
   // A slot of a peer's pool now lent to the application.
   void note_loan(AppIndex index, const Peer& p, Mirror& m, std::uint32_t slot);
   void reap();

@@ -158,6 +158,12 @@ void ShmEndpoint::note_loan(AppIndex index, const Peer& p, Mirror& m, std::uint3
   }
 }
 
+void ShmEndpoint::stall() {
+  if (stalled_) return;
+  stalled_ = true;
+  stats_.recv_stalls.add_single_writer();
+}
+
 void ShmEndpoint::receive(AppIndex index, detail::Emitter& emit) {
   Peer& p = peers_[index];
   Channel& ch = *p.in;
@@ -201,11 +207,7 @@ void ShmEndpoint::receive(AppIndex index, detail::Emitter& emit) {
     if (in_ring) {
       core::Buffer copy = ring_copies_->acquire();
       if (!copy) {
-        // The application holds every copy buffer: go on when it drops one.
-        if (!stalled_) {
-          stalled_ = true;
-          stats_.recv_stalls.add_single_writer();
-        }
+        stall();  // the application holds every copy buffer: go on when it drops one
         break;
       }
       copy_inline(ch, head, d.cells, copy.data(), e.size);
@@ -226,10 +228,7 @@ void ShmEndpoint::receive(AppIndex index, detail::Emitter& emit) {
     // The application may hold recv_buffers slots; one message always fits when it holds none.
     const std::uint32_t held = held_slots_.load(std::memory_order_relaxed);
     if (held > 0 && held + e.pieces > options_.recv_buffers) {
-      if (!stalled_) {
-        stalled_ = true;
-        stats_.recv_stalls.add_single_writer();
-      }
+      stall();
       break;
     }
     std::array<Mirror*, kMaxSegments> mirrors;  // [0, pieces) set below; no zeroing per message
