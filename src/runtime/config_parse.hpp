@@ -1,7 +1,7 @@
 #pragma once
 // Private parts of the configuration loader, shared by its three steps:
 //   config_yaml.cpp   YAML scalars and mappings -> typed values, with positions
-//   config_parse.cpp  the document -> the ClusterConfig model, key by key
+//   config_parse*.cpp the document -> the ClusterConfig model, key by key (config_reader.hpp)
 //   config_check.cpp  checks between parts: duplicates, ports, references, links
 // Every step reports to one Diagnostics so that a person sees all the errors of a file at once,
 // each as "file:line:column: message".
