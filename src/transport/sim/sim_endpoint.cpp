@@ -1,203 +1,19 @@
 #include "sim_endpoint.hpp"
 
-#include <time.h>
-
 #include <algorithm>
-#include <array>
-#include <atomic>
-#include <cmath>
 #include <simgrid/Exception.hpp>
 #include <simgrid/kernel/Timer.hpp>
-#include <simgrid/kernel/resource/Action.hpp>
 #include <simgrid/s4u/Actor.hpp>
 #include <simgrid/s4u/Engine.hpp>
-#include <simgrid/s4u/Link.hpp>
 #include <simgrid/s4u/Semaphore.hpp>
 #include <string>
-#include <unordered_map>
-#include <xbt/config.hpp>
 
 #include "transport/detail/endpoint_common.hpp"
-#include "transport/factories.hpp"
+#include "transport/sim/sim_simgrid.hpp"
 
 namespace daqflow::transport::sim {
-namespace sg = simgrid::s4u;
-namespace {
 
 using detail::PeerState;
-
-// Sessions tell the endpoints of one application index apart (a restarted application).
-std::atomic<std::uint64_t> g_sessions{0};
-// Transports of one process get mailboxes of their own, so that the conformance suite's
-// clusters, one after the other in a simulation, never see each other's messages.
-std::atomic<std::uint64_t> g_networks{0};
-
-constexpr double kNs = 1e-9;
-// CPU owed is executed at once when it reaches this much, even if the actor never waits.
-constexpr double kChargeEveryNs = 20'000;
-
-// SimGrid 3.32's test_any and wait_any_for look at each activity from the calling actor before
-// they enter the simulator, and for one not yet ended read the actor's observer of its previous
-// simulator call, which may be gone by then (a pointer into the actor's stack, reused since): a
-// crash at random. A call with no observer (a yield) leaves a null one to find.
-void forget_observer() {
-  sg::this_actor::yield();
-}
-
-// The index of a communication of comms that has ended (-1: none), without blocking: one
-// simulator call, unless one of them failed (its other side went away), which shows as an
-// exception. A wait with no time to wait rather than test_any: SimGrid 3.32 forgets an activity
-// that only a test saw end in its actor's list, which every later activity's end then walks
-// (a simulation of many messages slowed down quadratically).
-// `any` is the caller's own: the simulator keeps a reference to it until the wait ends, while
-// other actors (of this same thread) run.
-std::ptrdiff_t test_any(const std::vector<sg::CommPtr>& comms, std::vector<sg::ActivityPtr>& any) {
-  if (comms.empty()) return -1;
-  forget_observer();
-  any.assign(comms.begin(), comms.end());
-  try {
-    return sg::Activity::wait_any_for(any, 0.0);
-  } catch (const simgrid::Exception&) {
-    // One of them failed: find it.
-  }
-  for (std::size_t i = 0; i < comms.size(); ++i) {
-    try {
-      if (comms[i]->test()) return static_cast<std::ptrdiff_t>(i);
-    } catch (const simgrid::Exception&) {
-      return static_cast<std::ptrdiff_t>(i);
-    }
-  }
-  return -1;
-}
-
-// Makes sure a send will not deliver later unless it has ended: cancels it.
-void settle(const sg::CommPtr& comm) {
-  try {
-    if (comm->test()) return;
-  } catch (const simgrid::Exception&) {
-    return;
-  }
-  try {
-    comm->cancel();
-  } catch (const simgrid::Exception&) {
-  }
-}
-
-// Counts the CPU time of a stretch of simulator calls: other actors run inside them.
-bool g_count_simulator_cpu = true;
-
-class InSimulator {
- public:
-  explicit InSimulator(std::int64_t& total)
-      : total_(total), start_(g_count_simulator_cpu ? thread_cpu_ns() : 0) {}
-  ~InSimulator() {
-    if (g_count_simulator_cpu) total_ += thread_cpu_ns() - start_;
-  }
-  InSimulator(const InSimulator&) = delete;
-  InSimulator& operator=(const InSimulator&) = delete;
-
- private:
-  std::int64_t& total_;
-  std::int64_t start_;
-};
-
-// Which endpoints a communication concerns (its sender's and its receiver's): the network model
-// says when its transfer ends or fails, inside the simulator between the actors' turns, and the
-// endpoints look at their communications only then. A poll with nothing new asks the simulator
-// nothing (asking costs a simulator call per list, each as long as the list).
-class Watches {
- public:
-  void add(const sg::CommPtr& comm, SimEndpoint* endpoint) {
-    connect_once();
-    auto& pair = map_[comm->get_impl()];
-    (pair[0] == nullptr ? pair[0] : pair[1]) = endpoint;
-  }
-  void remove(const sg::CommPtr& comm, const SimEndpoint* endpoint) {
-    const auto it = map_.find(comm->get_impl());
-    if (it == map_.end()) return;
-    for (SimEndpoint*& e : it->second) {
-      if (e == endpoint) e = nullptr;
-    }
-    if (it->second[0] == nullptr && it->second[1] == nullptr) map_.erase(it);
-  }
-
-  // Something that is not a transfer's end may have changed communications: an endpoint went
-  // away (its receives cancelled, its peers' transfers failed). Every endpoint looks once.
-  void upheaval() { ++upheavals_; }
-  [[nodiscard]] std::uint64_t upheavals() const { return upheavals_; }
-
- private:
-  void connect_once() {
-    if (connected_) return;
-    connected_ = true;
-    sg::Link::on_communication_state_change_cb(
-        [this](simgrid::kernel::resource::NetworkAction& action,
-               simgrid::kernel::resource::Action::State /*previous*/) {
-          // NetworkAction is an Action (its only base), declared but not defined by SimGrid's
-          // public headers: the same object.
-          const auto& base = reinterpret_cast<const simgrid::kernel::resource::Action&>(action);
-          const auto it = map_.find(base.get_activity());
-          if (it == map_.end()) return;
-          for (SimEndpoint* e : it->second) {
-            if (e != nullptr) e->stir();
-          }
-        });
-  }
-
-  std::unordered_map<const void*, std::array<SimEndpoint*, 2>> map_;
-  std::uint64_t upheavals_ = 0;
-  bool connected_ = false;
-};
-Watches g_watches;  // one simulation per process, its actors one at a time
-
-// The message types whose payload is the data a DAQ moves (what phantom payloads stand for);
-// the others are control: requests, assignments, acknowledgements, credits.
-bool carries_payload(wire::MessageType type) {
-  switch (type) {
-    case wire::MessageType::data:
-    case wire::MessageType::block:
-    case wire::MessageType::farm_event:
-    case wire::MessageType::ts_contribution:
-      return true;
-    default:
-      return false;
-  }
-}
-
-template <typename T>
-void swap_remove(std::vector<T>& v, std::size_t i) {
-  if (i + 1 != v.size()) v[i] = std::move(v.back());
-  v.pop_back();
-}
-
-class SimTransport final : public Transport {
- public:
-  explicit SimTransport(std::shared_ptr<Network> network) : network_(std::move(network)) {}
-
-  [[nodiscard]] std::string_view name() const override { return "sim"; }
-
-  [[nodiscard]] Result<std::unique_ptr<Endpoint>> create_endpoint(
-      const EndpointOptions& options) override {
-    auto checked = detail::check_endpoint_options("sim", network_->addresses, options);
-    if (!checked) return checked.error();
-    const std::string& who = *checked;
-    if (sg::Actor::is_maestro()) {
-      return Error(who +
-                   ": the sim transport's endpoints belong to simulated applications: create "
-                   "them from an actor (daqflow sim)");
-    }
-    if (network_->live[options.self]) {
-      return Error(ErrorCode::conflict, who + " exists already: one endpoint per application");
-    }
-    network_->live[options.self] = true;
-    return std::unique_ptr<Endpoint>(std::make_unique<SimEndpoint>(network_, options, who));
-  }
-
- private:
-  std::shared_ptr<Network> network_;
-};
-
-}  // namespace
 
 SimEndpoint::SimEndpoint(std::shared_ptr<Network> network, const EndpointOptions& options,
                          std::string name)
@@ -205,7 +21,7 @@ SimEndpoint::SimEndpoint(std::shared_ptr<Network> network, const EndpointOptions
       options_(options),
       name_(std::move(name)),
       mailbox_(network_->mailboxes[options.self]),
-      session_(++g_sessions),
+      session_(next_session()),
       peers_(network_->addresses.size()),
       slots_(std::make_unique<Parcel*[]>(options.recv_buffers)),
       credits_(options.recv_buffers),
@@ -300,7 +116,7 @@ void SimEndpoint::start(AppIndex peer, Outgoing& outgoing) {
   const InSimulator in(simulator_ns_);
   outgoing.comm = network_->mailboxes[peer]->put_async(
       outgoing.parcel, static_cast<std::uint64_t>(network_->wire_bytes(*outgoing.parcel)));
-  g_watches.add(outgoing.comm, this);
+  watches().add(outgoing.comm, this);
   puts_.push_back(outgoing.comm);
   put_peers_.push_back(peer);
 }
@@ -340,16 +156,16 @@ void SimEndpoint::post_receives() {
     const std::uint32_t slot = free_slots_.back();
     free_slots_.pop_back();
     gets_.push_back(mailbox_->get_async<Parcel>(&slots_[slot]));
-    g_watches.add(gets_.back(), this);
+    watches().add(gets_.back(), this);
     get_slots_.push_back(slot);
     --credits_;
   }
 }
 
 void SimEndpoint::progress() {
-  if (!stirred_ && upheavals_seen_ == g_watches.upheavals()) return;
+  if (!stirred_ && upheavals_seen_ == watches().upheavals()) return;
   stirred_ = false;
-  upheavals_seen_ = g_watches.upheavals();
+  upheavals_seen_ = watches().upheavals();
   if (fifo()) {
     // Arrivals are in scratch_ already (Network::arrive); sends that arrived are here.
     for (Parcel* parcel : delivered_) {
@@ -368,7 +184,7 @@ void SimEndpoint::progress() {
     const auto k = static_cast<std::size_t>(ended);
     const AppIndex index = put_peers_[k];
     const sg::CommPtr comm = puts_[k];
-    g_watches.remove(comm, this);
+    watches().remove(comm, this);
     swap_remove(puts_, k);
     swap_remove(put_peers_, k);
     Peer& p = peers_[index];
@@ -381,7 +197,7 @@ void SimEndpoint::progress() {
     if (ended < 0) break;
     const auto k = static_cast<std::size_t>(ended);
     const std::uint32_t slot = get_slots_[k];
-    g_watches.remove(gets_[k], this);
+    watches().remove(gets_[k], this);
     swap_remove(gets_, k);
     swap_remove(get_slots_, k);
     if (slots_[slot] != nullptr) {
@@ -589,7 +405,7 @@ void SimEndpoint::drop_outgoing(Peer& peer) {
         swap_remove(puts_, k);
         swap_remove(put_peers_, k);
       }
-      g_watches.remove(o.comm, this);
+      watches().remove(o.comm, this);
       if (on_actor()) settle(o.comm);
     }
     Network::abandon(*o.parcel);
@@ -755,7 +571,7 @@ void SimEndpoint::shut(bool orderly, std::chrono::milliseconds timeout, bool tel
   for (Parcel* parcel : scratch_) network_->unref(parcel);
   scratch_.clear();
   for (std::size_t k = 0; k < gets_.size(); ++k) {
-    g_watches.remove(gets_[k], this);
+    watches().remove(gets_[k], this);
     Parcel*& slot = slots_[get_slots_[k]];
     if (actor) {
       try {
@@ -775,254 +591,7 @@ void SimEndpoint::shut(bool orderly, std::chrono::milliseconds timeout, bool tel
   events_.clear();
   network_->live[options_.self] = false;
   closed_ = true;
-  g_watches.upheaval();
-}
-
-namespace {
-
-// A factor of SimGrid's network model (network/latency-factor, network/bandwidth-factor: numbers
-// in SimGrid 3.32, set by the model, LV08's 13.01 and 0.97).
-double model_factor(const std::string& name) {
-  try {
-    const double value = simgrid::config::get_value<double>(name);
-    if (value > 0) return value;
-  } catch (const std::exception&) {
-  }
-  return 1;
-}
-
-}  // namespace
-
-Network::Network(const AddressTable& table, const SimOptions& costs)
-    : addresses(table),
-      options(costs),
-      live(table.size(), false),
-      heads_(table.size(), nullptr),
-      endpoints_(table.size(), nullptr),
-      hosts_(table.size(), nullptr),
-      waiting_(options.network == SimOptions::Network::fifo ? table.size() : 0) {
-  if (options.network == SimOptions::Network::fifo) {
-    // What SimGrid's model would apply (LV08: latency x 13.01, bandwidth x 0.97), so that the
-    // two models agree where they should: one message alone on its route.
-    latency_factor_ = model_factor("network/latency-factor");
-    bandwidth_factor_ = model_factor("network/bandwidth-factor");
-  }
-}
-
-Network::~Network() {
-  for (Parcel* head : heads_) {
-    while (head != nullptr) {
-      Parcel* next = head->next;
-      if (head->timer != nullptr) head->timer->remove();
-      delete head;
-      head = next;
-    }
-  }
-}
-
-double Network::wire_bytes(const Parcel& parcel) const {
-  return std::round(parcel.size * parcel.scale) + options.overhead_bytes;
-}
-
-void Network::attach(AppIndex index, SimEndpoint* endpoint) {
-  endpoints_[index] = endpoint;
-  hosts_[index] = sg::this_actor::get_host();
-}
-
-void Network::detach(AppIndex index, const SimEndpoint* endpoint) {
-  if (endpoints_[index] == endpoint) endpoints_[index] = nullptr;
-}
-
-void Network::send(Parcel* parcel) {
-  std::deque<Parcel*>& queue = waiting_[parcel->to];
-  SimEndpoint* receiver = endpoints_[parcel->to];
-  if (queue.empty() && receiver != nullptr && receiver->take_credit()) {
-    parcel->receiver_session = receiver->session();
-    launch(parcel);
-    return;
-  }
-  queue.push_back(parcel);
-}
-
-void Network::credits_available(AppIndex to) {
-  std::deque<Parcel*>& queue = waiting_[to];
-  SimEndpoint* receiver = endpoints_[to];
-  while (!queue.empty()) {
-    Parcel* parcel = queue.front();
-    if (parcel->abandoned && !parcel->sender_waits) {
-      // Its sender gave it up and nobody waits for it: it does not travel.
-      queue.pop_front();
-      unref(parcel);
-      continue;
-    }
-    if (receiver == nullptr || !receiver->take_credit()) return;
-    queue.pop_front();
-    parcel->receiver_session = receiver->session();
-    launch(parcel);
-  }
-}
-
-void Network::launch(Parcel* parcel) {
-  parcel->route = &route(parcel->from, parcel->to);
-  parcel->hop = 0;
-  parcel->head_s = parcel->tail_s = sg::Engine::get_clock();
-  advance(parcel);
-}
-
-void Network::advance(Parcel* parcel) {
-  // Cut through, each link served in the order first bytes reach it: a message's first byte
-  // enters a link when it has crossed the one before and the link has sent what reached it
-  // before; its last byte leaves no sooner than it came in. A link is taken when the message
-  // reaches it, not when it is sent, so that one waiting behind others on its sender's link
-  // does not hold the links after it meanwhile.
-  const double bytes = wire_bytes(*parcel);
-  const Route& links = *parcel->route;
-  while (parcel->hop < links.size()) {
-    LinkQueue& q = *links[parcel->hop];
-    if (q.shared && parcel->head_s > sg::Engine::get_clock()) {
-      // Set from an actor's turn or the simulator's: they take turns (on one thread, or handing
-      // over between threads), so the timer heap is never touched by two at a time.
-      parcel->timer = simgrid::kernel::timer::Timer::set(parcel->head_s, [this, parcel] {
-        parcel->timer = nullptr;
-        advance(parcel);
-      });
-      return;
-    }
-    const double start = std::max(parcel->head_s, q.free_at);
-    const double end = std::max(start + bytes * q.seconds_per_byte, parcel->tail_s);
-    if (q.shared) q.free_at = end;
-    parcel->head_s = start + q.latency_s;
-    parcel->tail_s = end + q.latency_s;
-    ++parcel->hop;
-  }
-  parcel->timer =
-      simgrid::kernel::timer::Timer::set(parcel->tail_s, [this, parcel] { arrive(parcel); });
-}
-
-void Network::arrive(Parcel* parcel) {
-  parcel->timer = nullptr;
-  if (parcel->sender_waits) {
-    SimEndpoint* sender = endpoints_[parcel->from];
-    if (sender != nullptr && sender->session() == parcel->session) sender->delivered(parcel);
-  }
-  SimEndpoint* receiver = endpoints_[parcel->to];
-  if (receiver != nullptr && receiver->session() == parcel->receiver_session) {
-    receiver->arrived(parcel);
-    return;
-  }
-  // The endpoint whose receive it took went away: dropped, as a communication whose receive
-  // was cancelled.
-  abandon(*parcel);
-  unref(parcel);
-}
-
-const Route& Network::route(AppIndex from, AppIndex to) {
-  const auto [it, fresh] = routes_.try_emplace((std::uint64_t{from} << 32) | to);
-  if (!fresh) return it->second;
-  std::vector<sg::Link*> links;
-  double latency = 0;
-  hosts_[from]->route_to(hosts_[to], links, &latency);
-  for (const sg::Link* link : links) {
-    const auto [q, added] = queues_.try_emplace(link);
-    if (added) {
-      q->second.seconds_per_byte = 1.0 / (link->get_bandwidth() * bandwidth_factor_);
-      q->second.latency_s = link->get_latency() * latency_factor_;
-      q->second.shared = link->get_sharing_policy() != sg::Link::SharingPolicy::FATPIPE;
-    }
-    it->second.push_back(&q->second);
-  }
-  return it->second;
-}
-
-Parcel* Network::make_parcel(Parcel::Kind kind, AppIndex from, AppIndex to, std::uint8_t refs) {
-  auto* parcel = new Parcel;
-  parcel->kind = kind;
-  parcel->from = from;
-  parcel->to = to;
-  parcel->refs = refs;
-  Parcel*& head = heads_[to];
-  parcel->next = head;
-  if (head != nullptr) head->prev = parcel;
-  head = parcel;
-  return parcel;
-}
-
-void Network::unref(Parcel* parcel) {
-  if (--parcel->refs > 0) return;
-  if (parcel->prev != nullptr) parcel->prev->next = parcel->next;
-  if (parcel->next != nullptr) parcel->next->prev = parcel->prev;
-  if (heads_[parcel->to] == parcel) heads_[parcel->to] = parcel->next;
-  delete parcel;
-}
-
-void Network::abandon(Parcel& parcel) {
-  if (parcel.taken) return;
-  parcel.abandoned = true;
-  parcel.message.clear();
-}
-
-void Network::abandon_to(AppIndex to) {
-  // A hello carries nothing to give back, and a later endpoint of the index may answer it.
-  for (Parcel* p = heads_[to]; p != nullptr; p = p->next) {
-    if (p->kind != Parcel::Kind::hello) abandon(*p);
-  }
-}
-
-std::int64_t thread_cpu_ns() {
-  timespec ts{};
-  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-  return std::int64_t{ts.tv_sec} * 1'000'000'000 + ts.tv_nsec;
-}
-
-void count_simulator_cpu(bool on) {
-  g_count_simulator_cpu = on;
-}
-
-void close_quietly(Endpoint& endpoint, std::chrono::milliseconds timeout) {
-  if (auto* sim = dynamic_cast<SimEndpoint*>(&endpoint)) {
-    sim->shut(true, timeout, false);
-  } else {
-    endpoint.close(timeout);
-  }
-}
-
-void wake(Endpoint& endpoint) {
-  if (auto* sim = dynamic_cast<SimEndpoint*>(&endpoint)) sim->stir();
-}
-
-WireBytes wire_bytes_sent(const Endpoint& endpoint) {
-  const auto* sim = dynamic_cast<const SimEndpoint*>(&endpoint);
-  return sim != nullptr ? sim->wire_sent_ : WireBytes{};
-}
-
-double transport_cpu_ns(const Endpoint& endpoint) {
-  const auto* sim = dynamic_cast<const SimEndpoint*>(&endpoint);
-  return sim != nullptr ? sim->charged_ns_ : 0;
-}
-
-std::int64_t simulator_cpu_ns(const Endpoint& endpoint) {
-  const auto* sim = dynamic_cast<const SimEndpoint*>(&endpoint);
-  return sim != nullptr ? sim->simulator_ns_ : 0;
+  watches().upheaval();
 }
 
 }  // namespace daqflow::transport::sim
-
-namespace daqflow::transport {
-
-Result<std::unique_ptr<Transport>> make_sim_transport(const AddressTable& addresses,
-                                                      const SimOptions& options,
-                                                      const std::string& run_tag) {
-  if (!simgrid::s4u::Engine::is_initialized()) {
-    return Error(
-        "transport 'sim' runs inside a simulation only: `daqflow sim` runs a configuration on "
-        "a simulated platform");
-  }
-  auto network = std::make_shared<sim::Network>(addresses, options);
-  const std::string prefix = "daqflow/" + run_tag + "/" + std::to_string(++sim::g_networks) + "/";
-  for (std::size_t i = 0; i < addresses.size(); ++i) {
-    network->mailboxes.push_back(simgrid::s4u::Mailbox::by_name(prefix + std::to_string(i)));
-  }
-  return std::unique_ptr<Transport>(std::make_unique<sim::SimTransport>(std::move(network)));
-}
-
-}  // namespace daqflow::transport
