@@ -7,7 +7,8 @@ DURATION    ?= 20
 FUZZ_SECONDS ?= 300
 JOBS        ?= $(shell nproc)
 
-.PHONY: all bootstrap build build-sanitize run test test-format test-release test-unit test-integration \
+.PHONY: all bootstrap build build-sanitize run test test-format test-sizes test-release test-unit \
+	test-integration \
 	test-asan test-tsan test-fuzz \
 	test-soak test-fuzz-and-soak fuzz format clean bench
 
@@ -36,12 +37,16 @@ run: build
 # soak and the sanitizer trees' tests run beside them, niced, on the CPU they leave ("A|B,C": A
 # beside B then C). The two sanitizer trees' tests run one after the other: their control ports
 # are the same (and the integration tests' are a range of their own).
-TEST_STAGES = test-format build test-unit \
+TEST_STAGES = test-format test-sizes build test-unit \
 	'test-integration|build-sanitize,test-fuzz-and-soak,test-asan,test-tsan'
 test: bootstrap
 	@bash scripts/test-stages $(TEST_STAGES)
 
 # A check, not a rewrite: `make format` applies .clang-format.
+# No file over 600 lines, no function over 100 (scripts/check-sizes lists any).
+test-sizes:
+	@python3 scripts/check-sizes
+
 test-format: bootstrap
 	@clang-format --dry-run --Werror $(SOURCES) || \
 	  { echo "make test: the files above are not formatted; run 'make format'"; exit 1; }
