@@ -163,9 +163,9 @@ void SimEndpoint::post_receives() {
 }
 
 void SimEndpoint::progress() {
-  if (!stirred_ && upheavals_seen_ == watches().upheavals()) return;
-  stirred_ = false;
-  upheavals_seen_ = watches().upheavals();
+  if (!changed_ && all_changes_seen_ == watches().all_changes()) return;
+  changed_ = false;
+  all_changes_seen_ = watches().all_changes();
   if (fifo()) {
     // Arrivals are in scratch_ already (Network::arrive); sends that arrived are here.
     for (Parcel* parcel : delivered_) {
@@ -479,16 +479,16 @@ void SimEndpoint::wait(std::chrono::microseconds timeout) {
   }
   if (has_work()) return;
   post_receives();
-  if (stirred_) return;  // something ended while we looked: the next poll() finds it
-  // Asleep until one of our communications ends (stir() wakes us) or the timeout.
+  if (changed_) return;  // something ended while we looked: the next poll() finds it
+  // Asleep until one of our communications ends (mark_changed() wakes us) or the timeout.
   const InSimulator in(simulator_ns_);
   sleeping_ = true;
   (void)wakeup_->acquire_timeout(seconds);
   sleeping_ = false;
 }
 
-void SimEndpoint::stir() {
-  stirred_ = true;
+void SimEndpoint::mark_changed() {
+  changed_ = true;
   if (!sleeping_) return;
   // From the simulator, between the actors' turns: the semaphore wakes the actor in the next.
   sleeping_ = false;
@@ -504,12 +504,12 @@ bool SimEndpoint::take_credit() {
 void SimEndpoint::arrived(Parcel* parcel) {
   parcel->taken = true;
   scratch_.push_back(parcel);
-  stir();
+  mark_changed();
 }
 
 void SimEndpoint::delivered(Parcel* parcel) {
   delivered_.push_back(parcel);
-  stir();
+  mark_changed();
 }
 
 std::size_t SimEndpoint::in_flight(AppIndex peer) const {
@@ -591,7 +591,7 @@ void SimEndpoint::shut(bool orderly, std::chrono::milliseconds timeout, bool tel
   events_.clear();
   network_->live[options_.self] = false;
   closed_ = true;
-  watches().upheaval();
+  watches().mark_all_changed();
 }
 
 }  // namespace daqflow::transport::sim

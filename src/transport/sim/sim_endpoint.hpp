@@ -185,7 +185,7 @@ class SimEndpoint final : public Endpoint, public FaultInjection {
 
   // The simulator ended (or failed) one of this endpoint's communications: poll() looks, and
   // wait() returns.
-  void stir();
+  void mark_changed();
 
   // fifo, from the Network: takes a receive's credit if one is left; a parcel arrived (taken
   // with a credit of this session); one of this session's parcels arrived at its receiver.
@@ -307,10 +307,10 @@ class SimEndpoint final : public Endpoint, public FaultInjection {
   // This thread's CPU time spent in simulator calls, while other actors ran (simulator_cpu_ns).
   std::int64_t simulator_ns_ = 0;
   bool closed_ = false;
-  // Whether a communication may have ended since progress() last looked (stir(), or an
+  // Whether a communication may have ended since progress() last looked (mark_changed(), or an
   // endpoint going away somewhere).
-  bool stirred_ = true;
-  std::uint64_t upheavals_seen_ = 0;
+  bool changed_ = true;
+  std::uint64_t all_changes_seen_ = 0;
   simgrid::s4u::SemaphorePtr wakeup_;  // wait()'s sleep
   bool sleeping_ = false;
 

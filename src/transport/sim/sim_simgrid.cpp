@@ -123,7 +123,7 @@ void Watches::connect_once() {
         const auto it = map_.find(base.get_activity());
         if (it == map_.end()) return;
         for (SimEndpoint* e : it->second) {
-          if (e != nullptr) e->stir();
+          if (e != nullptr) e->mark_changed();
         }
       });
 }
@@ -166,7 +166,7 @@ void close_quietly(Endpoint& endpoint, std::chrono::milliseconds timeout) {
 }
 
 void wake(Endpoint& endpoint) {
-  if (auto* sim = dynamic_cast<SimEndpoint*>(&endpoint)) sim->stir();
+  if (auto* sim = dynamic_cast<SimEndpoint*>(&endpoint)) sim->mark_changed();
 }
 
 WireBytes wire_bytes_sent(const Endpoint& endpoint) {

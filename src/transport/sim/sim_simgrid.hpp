@@ -90,14 +90,14 @@ class Watches {
 
   // Something that is not a transfer's end may have changed communications: an endpoint went
   // away (its receives cancelled, its peers' transfers failed). Every endpoint looks once.
-  void upheaval() { ++upheavals_; }
-  [[nodiscard]] std::uint64_t upheavals() const { return upheavals_; }
+  void mark_all_changed() { ++all_changes_; }
+  [[nodiscard]] std::uint64_t all_changes() const { return all_changes_; }
 
  private:
   void connect_once();
 
   std::unordered_map<const void*, std::array<SimEndpoint*, 2>> map_;
-  std::uint64_t upheavals_ = 0;
+  std::uint64_t all_changes_ = 0;
   bool connected_ = false;
 };
 
