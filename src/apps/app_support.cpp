@@ -13,7 +13,7 @@ std::vector<std::string> application_ids(const runtime::ClusterConfig& cluster) 
   return ids;
 }
 
-std::string peer_name(const std::vector<std::string>& ids, transport::AppIndex peer) {
+std::string id_of(const std::vector<std::string>& ids, transport::AppIndex peer) {
   if (peer < ids.size()) return ids[peer];
   return "application #" + std::to_string(peer);
 }

@@ -33,8 +33,9 @@ namespace daqflow::apps::detail {
 // Application ids by index (a copy: the configuration is only guaranteed during configure()).
 [[nodiscard]] std::vector<std::string> application_ids(const runtime::ClusterConfig& cluster);
 
-// "sink0" for a known index, else "application #7" (for error messages, not the data path).
-[[nodiscard]] std::string peer_name(const std::vector<std::string>& ids, transport::AppIndex peer);
+// The id of the application at index (as results and messages name it): "sink0", or
+// "application #7" for an index the cluster does not have. Not for the data path.
+[[nodiscard]] std::string id_of(const std::vector<std::string>& ids, transport::AppIndex peer);
 
 // Peers of one kind, for open_endpoint: "worker" and the workers' indexes.
 struct Peers {

@@ -103,8 +103,7 @@ void Sink::add_handlers() {
   path.on_peer_gone([this](AppIndex peer, std::string_view reason, bool) {
     // A source closing in order has halted: normal.
     if (!reason.empty() && !halting()) {
-      fail("connection with '" + detail::peer_name(ids_, peer) +
-           "' failed: " + std::string(reason));
+      fail("connection with '" + detail::id_of(ids_, peer) + "' failed: " + std::string(reason));
     }
   });
   path.on_work([this](std::int64_t now) { return work(now); });
@@ -162,7 +161,7 @@ void Sink::on_message(Completion& c) {
   if (peer >= sources_.size() || !sources_[peer].allowed) {
     errors_sequence_->add_single_writer();
     if (!failed())
-      fail("message " + std::to_string(seq) + " from '" + detail::peer_name(ids_, peer) +
+      fail("message " + std::to_string(seq) + " from '" + detail::id_of(ids_, peer) +
            "', which is not among the sources of '" + id() + "'");
     return;
   }
@@ -171,7 +170,7 @@ void Sink::on_message(Completion& c) {
   if (seq != s.expected) {
     errors_sequence_->add_single_writer();
     if (!failed())
-      fail("sequence error from '" + detail::peer_name(ids_, peer) + "': expected message " +
+      fail("sequence error from '" + detail::id_of(ids_, peer) + "': expected message " +
            std::to_string(s.expected) + ", got " + std::to_string(seq));
   }
   s.expected = seq + 1;
@@ -179,7 +178,7 @@ void Sink::on_message(Completion& c) {
     errors_pattern_->add_single_writer();
     if (!failed())
       fail("pattern error (verify: " + std::string(to_string(verify_)) + ") from '" +
-           detail::peer_name(ids_, peer) + "' in message " + std::to_string(seq) + " of " +
+           detail::id_of(ids_, peer) + "' in message " + std::to_string(seq) + " of " +
            std::to_string(size) + " bytes, at byte " + std::to_string(bad));
   }
   if ((c.message.flags & wire::kFlagLast) != 0 && s.awaited && !s.complete) {

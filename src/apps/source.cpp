@@ -100,7 +100,7 @@ Result<void> Source::open_endpoint(runtime::AppContext& ctx) {
   for (const auto& d : dests_) {
     auto connected = endpoint_->connect(d.index);
     if (!connected) {
-      return connected.error().context("connecting to '" + detail::peer_name(ids_, d.index) + "'");
+      return connected.error().context("connecting to '" + detail::id_of(ids_, d.index) + "'");
     }
   }
   return ok();
@@ -152,7 +152,7 @@ void Source::lose(Destination& d, const std::string& why) {
     d.message.clear();
     d.staged = false;
   }
-  if (!winding_down()) fail("destination '" + detail::peer_name(ids_, d.index) + "' " + why);
+  if (!winding_down()) fail("destination '" + detail::id_of(ids_, d.index) + "' " + why);
 }
 
 // One completion may stand for a run of messages (coalesce_send_done, in configure()).

@@ -102,7 +102,7 @@ void ClockMaster::add_handlers() {
   });
   path.on_peer_gone([this](AppIndex peer, std::string_view reason, bool) {
     if (!winding_down()) {
-      spdlog::warn("{}: node '{}' gone: {}", id(), detail::peer_name(ids_, peer),
+      spdlog::warn("{}: node '{}' gone: {}", id(), detail::id_of(ids_, peer),
                    reason.empty() ? "closed" : reason);
     }
   });
@@ -264,13 +264,13 @@ nlohmann::json ClockMaster::results() const {
   double worst = 0;
   for (std::size_t n = 0; n < nodes_.size() && n < published_.size(); ++n) {
     const ClockEstimate& e = published_[n];
-    nodes[detail::peer_name(ids_, nodes_[n])] = {{"offset_ns", e.offset_ns},
-                                                 {"drift_ppm", e.drift_ppm},
-                                                 {"drift_precision_ppm", e.drift_precision_ppm},
-                                                 {"precision_ns", e.precision_ns},
-                                                 {"min_delay_ns", e.min_delay_ns},
-                                                 {"max_delay_ns", e.max_delay_ns},
-                                                 {"rounds", e.rounds}};
+    nodes[detail::id_of(ids_, nodes_[n])] = {{"offset_ns", e.offset_ns},
+                                             {"drift_ppm", e.drift_ppm},
+                                             {"drift_precision_ppm", e.drift_precision_ppm},
+                                             {"precision_ns", e.precision_ns},
+                                             {"min_delay_ns", e.min_delay_ns},
+                                             {"max_delay_ns", e.max_delay_ns},
+                                             {"rounds", e.rounds}};
     worst = std::max(worst, e.precision_ns);
   }
   nlohmann::json r = {
@@ -292,7 +292,7 @@ Result<nlohmann::json> ClockMaster::action(std::string_view name, const nlohmann
   for (std::size_t n = 0; n < nodes_.size() && n < nodes_state_.size(); ++n) {
     nlohmann::json trips = nlohmann::json::array();
     for (const Trip& t : nodes_state_[n].window) trips.push_back({t.round, t.probe, t.delay_ns});
-    nodes[detail::peer_name(ids_, nodes_[n])] = std::move(trips);
+    nodes[detail::id_of(ids_, nodes_[n])] = std::move(trips);
   }
   return nlohmann::json{{"fields", {"round", "probe", "delay_ns"}}, {"nodes", std::move(nodes)}};
 }

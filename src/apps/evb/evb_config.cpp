@@ -13,7 +13,7 @@ namespace daqflow::apps::evb {
 using runtime::ParamSpec;
 
 std::string Topology::name(transport::AppIndex index) const {
-  return detail::peer_name(ids, index);
+  return detail::id_of(ids, index);
 }
 
 int Topology::ru_position(transport::AppIndex index) const {

@@ -57,12 +57,12 @@ void SubFarmController::on_lost(AppIndex worker, const std::string& why) {
   std::string names;
   {
     const std::lock_guard lock(lost_mutex_);
-    lost_workers_.push_back(detail::peer_name(ids_, worker));
+    lost_workers_.push_back(detail::id_of(ids_, worker));
     for (const auto& n : lost_workers_) names += (names.empty() ? "" : ", ") + n;
   }
   const std::size_t alive = dispatcher_->workers().alive_count();
   spdlog::warn("{}: worker '{}' lost ({}); its events go to the {} worker(s) left", id(),
-               detail::peer_name(ids_, worker), why, alive);
+               detail::id_of(ids_, worker), why, alive);
   workers_alive_->set(static_cast<double>(alive));
   fence(worker);
   if (alive == 0 && (producing() || dispatcher_->outstanding() + dispatcher_->queued() > 0)) {
@@ -104,7 +104,7 @@ void SubFarmController::on_decision(Completion& c, std::int64_t now) {
       (c.message.segment_count != 1 && d.verdict == wire::Verdict::accept)) {
     messages_malformed_->add_single_writer();
     spdlog::warn("{}: a malformed decision from '{}' dropped: {}", id(),
-                 detail::peer_name(ids_, c.peer),
+                 detail::id_of(ids_, c.peer),
                  status != wire::PayloadStatus::ok ? wire::to_string(status)
                                                    : std::string_view("output not contiguous"));
     return;
@@ -136,11 +136,11 @@ void SubFarmController::on_decision(Completion& c, std::int64_t now) {
       if (!was_alive) {
         {
           const std::lock_guard lock(lost_mutex_);
-          rejoined_workers_.push_back(detail::peer_name(ids_, c.peer));
+          rejoined_workers_.push_back(detail::id_of(ids_, c.peer));
         }
         workers_alive_->set(static_cast<double>(dispatcher_->workers().alive_count()));
         spdlog::warn("{}: worker '{}' rejoined under epoch {}; it is served again", id(),
-                     detail::peer_name(ids_, c.peer), d.epoch);
+                     detail::id_of(ids_, c.peer), d.epoch);
       }
       break;
     case DecisionOutcome::late:
@@ -202,12 +202,12 @@ void SubFarmController::on_input(Completion& c, std::size_t input) {
   const auto status = wire::decode(c.message.segments[0].bytes(), c.size, e);
   if (status != wire::PayloadStatus::ok || c.message.segments[0].length < wire::kFarmEventSize) {
     messages_malformed_->add_single_writer();
-    spdlog::warn("{}: a malformed event from '{}' dropped: {}", id(),
-                 detail::peer_name(ids_, c.peer), wire::to_string(status));
+    spdlog::warn("{}: a malformed event from '{}' dropped: {}", id(), detail::id_of(ids_, c.peer),
+                 wire::to_string(status));
     return;
   }
   if (pending_count_ == pending_.size()) {
-    fail("'" + detail::peer_name(ids_, c.peer) + "' sent more events than its input_window (" +
+    fail("'" + detail::id_of(ids_, c.peer) + "' sent more events than its input_window (" +
          std::to_string(input_window_) + ")");
     return;
   }
@@ -434,7 +434,7 @@ nlohmann::json SubFarmController::results() const {
   if (events_received_ == nullptr) return nlohmann::json::object();
   nlohmann::json workers = nlohmann::json::object();
   for (std::size_t i = 0; i < workers_.size(); ++i) {
-    workers[detail::peer_name(ids_, workers_[i])] = decided_by_[i].load(std::memory_order_relaxed);
+    workers[detail::id_of(ids_, workers_[i])] = decided_by_[i].load(std::memory_order_relaxed);
   }
   nlohmann::json r = {
       {"policy", to_string(policy_)},

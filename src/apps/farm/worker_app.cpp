@@ -126,10 +126,10 @@ void Worker::add_handlers() {
     if (peer != sfc_) return;
     if (reason.empty()) {
       // The SFC halts before its workers: at the end of a run this is the normal goodbye.
-      spdlog::info("{}: the SFC '{}' closed its connection", id(), detail::peer_name(ids_, peer));
+      spdlog::info("{}: the SFC '{}' closed its connection", id(), detail::id_of(ids_, peer));
     } else if (!winding_down()) {
-      spdlog::warn("{}: the connection to the SFC '{}' failed: {}", id(),
-                   detail::peer_name(ids_, peer), reason);
+      spdlog::warn("{}: the connection to the SFC '{}' failed: {}", id(), detail::id_of(ids_, peer),
+                   reason);
     }
   });
   path.at([this] { return queue_.token_due() ? 0 : next_heartbeat_ns_; },

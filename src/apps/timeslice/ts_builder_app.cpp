@@ -47,7 +47,7 @@ void TsBuilder::send_ack(std::size_t input, std::uint64_t index, wire::TsAckStat
   std::array<std::byte, wire::kTsAckSize> bytes{};
   wire::encode(a, bytes);
   if (!acks_[input].push(wire::MessageType::ts_ack, index, bytes)) {
-    fail("the log of acknowledgements to input '" + detail::peer_name(ids_, inputs_[input]) +
+    fail("the log of acknowledgements to input '" + detail::id_of(ids_, inputs_[input]) +
          "' is full: it takes none");
   }
 }
@@ -159,7 +159,7 @@ bool TsBuilder::write(TsAssembly::Timeslice& b) {
       for (std::size_t i = 0; i < inputs_.size(); ++i) {
         if (b.have[i] != 0) continue;
         ++missing_by_input_[i];
-        missing += (missing.empty() ? "" : ", ") + detail::peer_name(ids_, inputs_[i]);
+        missing += (missing.empty() ? "" : ", ") + detail::id_of(ids_, inputs_[i]);
       }
     }
     if (fail_incomplete_) {
@@ -274,7 +274,7 @@ void TsBuilder::on_contribution(Completion& c, std::size_t input, std::int64_t n
   if (!check.problem.empty()) {
     contributions_rejected_->add_single_writer();
     spdlog::warn("{}: contribution of '{}' to timeslice {} rejected: {}", id(),
-                 detail::peer_name(ids_, inputs_[input]), index, check.problem);
+                 detail::id_of(ids_, inputs_[input]), index, check.problem);
     return;
   }
   if (has_manager_ && check.header.epoch != epoch_) {
@@ -299,7 +299,7 @@ void TsBuilder::lose_input(std::size_t input, const std::string& why) {
   if (!assembly_.alive(input)) return;
   assembly_.lose_input(input);
   acks_[input].drop(inputs_[input]);  // what waits for it goes nowhere now
-  const std::string name = detail::peer_name(ids_, inputs_[input]);
+  const std::string name = detail::id_of(ids_, inputs_[input]);
   {
     const std::lock_guard lock(results_mutex_);
     lost_inputs_.push_back(name);
@@ -324,7 +324,7 @@ void TsBuilder::on_peer_gone(AppIndex peer, std::string_view reason) {
   if (reason.empty()) {
     assembly_.lose_input(input);
     acks_[input].drop(inputs_[input]);
-    spdlog::info("{}: input '{}' ended", id(), detail::peer_name(ids_, inputs_[input]));
+    spdlog::info("{}: input '{}' ended", id(), detail::id_of(ids_, inputs_[input]));
     return;
   }
   lose_input(input, "connection failed: " + std::string(reason));
@@ -395,8 +395,7 @@ nlohmann::json TsBuilder::results() const {
   const std::lock_guard lock(results_mutex_);
   nlohmann::json missing = nlohmann::json::object();
   for (std::size_t i = 0; i < missing_by_input_.size(); ++i) {
-    if (missing_by_input_[i] > 0)
-      missing[detail::peer_name(ids_, inputs_[i])] = missing_by_input_[i];
+    if (missing_by_input_[i] > 0) missing[detail::id_of(ids_, inputs_[i])] = missing_by_input_[i];
   }
   r["missing_by_input"] = missing;
   r["lost_inputs"] = lost_inputs_;

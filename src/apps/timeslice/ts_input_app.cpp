@@ -230,7 +230,7 @@ int TsInput::send(std::int64_t now) {
 void TsInput::lose_builder(std::size_t position, const std::string& why) {
   TsOutbox::Loss loss;
   if (!outbox_.lose(position, loss)) return;
-  const std::string name = detail::peer_name(ids_, builders_[position]);
+  const std::string name = detail::id_of(ids_, builders_[position]);
   {
     const std::lock_guard lock(lost_mutex_);
     lost_builders_.push_back(name);

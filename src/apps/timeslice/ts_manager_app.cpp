@@ -215,7 +215,7 @@ void TsManager::lose(std::size_t b, const std::string& why) {
 }
 
 void TsManager::on_lost(std::size_t b, const std::string& why, const TsAssigner::Loss& loss) {
-  const std::string name = detail::peer_name(ids_, builder_ids_[b]);
+  const std::string name = detail::id_of(ids_, builder_ids_[b]);
   tell_again();
   {
     const std::lock_guard lock(mutex_);
@@ -242,7 +242,7 @@ void TsManager::on_report(std::size_t b, const Completion& c, std::int64_t now) 
     case TsAssigner::Report::ignored:
       break;
     case TsAssigner::Report::rejoined: {
-      const std::string name = detail::peer_name(ids_, builder_ids_[b]);
+      const std::string name = detail::id_of(ids_, builder_ids_[b]);
       {
         const std::lock_guard lock(mutex_);
         rejoined_builders_.push_back(name);
@@ -312,7 +312,7 @@ void TsManager::apply_salvage() {
     tell_again();
     publish_doubt();
     spdlog::warn("{}: builder '{}' salvaged: {} timeslice(s) on its disk, {} built again", id(),
-                 detail::peer_name(ids_, builder_ids_[s.builder]), outcome.written, outcome.again);
+                 detail::id_of(ids_, builder_ids_[s.builder]), outcome.written, outcome.again);
   }
 }
 
@@ -385,7 +385,7 @@ Result<nlohmann::json> TsManager::action(std::string_view name, const nlohmann::
   auto position = [&](const nlohmann::json& a) -> Result<std::size_t> {
     const std::string builder = a.value("builder", std::string());
     for (std::size_t b = 0; b < builder_ids_.size(); ++b) {
-      if (detail::peer_name(ids_, builder_ids_[b]) == builder) return b;
+      if (detail::id_of(ids_, builder_ids_[b]) == builder) return b;
     }
     return Error("no builder '" + builder + "' of manager '" + id() + "'");
   };
