@@ -8,7 +8,7 @@
 #include <string>
 
 #include "cli/commands.hpp"
-#include "transport/shm/shm_segment.hpp"
+#include "daqflow/transport/shm.hpp"
 
 namespace daqflow::cli {
 namespace {

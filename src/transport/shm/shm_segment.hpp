@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "daqflow/core/result.hpp"
+#include "daqflow/transport/shm.hpp"
 #include "shm_layout.hpp"
 
 namespace daqflow::transport::shm {
@@ -66,22 +67,5 @@ class Mapping {
 void init_header(SegmentHeader& h, SegmentKind kind, std::size_t bytes, std::string_view run_tag,
                  std::string_view context, std::string_view application);
 
-// One segment found in /dev/shm, for `daqflow shm`.
-struct SegmentInfo {
-  std::string name;
-  std::size_t bytes = 0;
-  bool readable = false;  // a daqflow header could be read
-  std::string kind;       // "endpoint", "pool", or "?"
-  std::string run_tag;
-  std::string context;
-  std::string application;
-  pid_t pid = 0;
-  bool owner_alive = false;
-  std::string state;  // open, closed, aborted, creating
-};
-// Every daqflow segment in /dev/shm, sorted by name.
-[[nodiscard]] std::vector<SegmentInfo> list_segments();
-// Removes a segment by name; returns an error saying why not.
-Result<void> remove_segment(const std::string& name);
 
 }  // namespace daqflow::transport::shm
