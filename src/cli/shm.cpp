@@ -4,11 +4,12 @@
 //   clean --all-dead   removes the segments whose owner process is gone
 //   clean --run TAG    removes every segment of that run (live owners included: stop it first)
 
+#include "daqflow/transport/shm.hpp"
+
 #include <cstdio>
 #include <string>
 
 #include "cli/commands.hpp"
-#include "daqflow/transport/shm.hpp"
 
 namespace daqflow::cli {
 namespace {

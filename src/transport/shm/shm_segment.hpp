@@ -67,5 +67,4 @@ class Mapping {
 void init_header(SegmentHeader& h, SegmentKind kind, std::size_t bytes, std::string_view run_tag,
                  std::string_view context, std::string_view application);
 
-
 }  // namespace daqflow::transport::shm
