@@ -87,7 +87,9 @@ Result<ChildProcess> ChildProcess::spawn(const std::vector<std::string>& argv,
   if (ec) return Error("cannot create log directory " + dir.string() + ": " + ec.message());
 
   const int log_fd = ::open(log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-  if (log_fd < 0) return Error("cannot open log file " + log_path + ": " + errno_text(errno));
+  if (log_fd < 0)
+    return Error(code_of_errno(errno),
+                 "cannot open log file " + log_path + ": " + errno_text(errno));
 
   // Everything the child needs is prepared before fork(): after it, only async-signal-safe calls.
   std::vector<char*> args;
@@ -99,14 +101,14 @@ Result<ChildProcess> ChildProcess::spawn(const std::vector<std::string>& argv,
   if (input && ::pipe2(in_pipe, O_CLOEXEC) != 0) {
     const int err = errno;
     ::close(log_fd);
-    return Error("cannot start " + argv[0] + ": pipe: " + errno_text(err));
+    return Error(code_of_errno(err), "cannot start " + argv[0] + ": pipe: " + errno_text(err));
   }
 
   const pid_t pid = ::fork();
   if (pid < 0) {
     const int err = errno;
     ::close(log_fd);
-    return Error("cannot start " + argv[0] + ": fork: " + errno_text(err));
+    return Error(code_of_errno(err), "cannot start " + argv[0] + ": fork: " + errno_text(err));
   }
   if (pid == 0) {
     ::setpgid(0, 0);
@@ -234,13 +236,14 @@ Result<CommandOutput> run_command(const std::vector<std::string>& argv,
                                   const std::optional<std::string>& input) {
   if (argv.empty()) return Error("no program to run");
   int out_pipe[2] = {-1, -1};
-  if (::pipe2(out_pipe, O_CLOEXEC) != 0) return Error("pipe: " + errno_text(errno));
+  if (::pipe2(out_pipe, O_CLOEXEC) != 0)
+    return Error(code_of_errno(errno), "pipe: " + errno_text(errno));
   int in_pipe[2] = {-1, -1};
   if (input && ::pipe2(in_pipe, O_CLOEXEC) != 0) {
     const int err = errno;
     ::close(out_pipe[0]);
     ::close(out_pipe[1]);
-    return Error("pipe: " + errno_text(err));
+    return Error(code_of_errno(err), "pipe: " + errno_text(err));
   }
   std::vector<char*> args;
   for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
@@ -250,7 +253,7 @@ Result<CommandOutput> run_command(const std::vector<std::string>& argv,
     const int err = errno;
     ::close(out_pipe[0]);
     ::close(out_pipe[1]);
-    return Error("cannot run " + argv[0] + ": fork: " + errno_text(err));
+    return Error(code_of_errno(err), "cannot run " + argv[0] + ": fork: " + errno_text(err));
   }
   if (pid == 0) {
     ::setpgid(0, 0);

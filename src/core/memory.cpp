@@ -41,8 +41,8 @@ Result<std::span<std::byte>> map_pool_memory(std::size_t bytes, std::string_view
   const std::size_t size = (bytes == 0 ? page : (bytes + page - 1) / page * page);
   void* base = ::mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (base == MAP_FAILED) {
-    return Error(std::string(what) + ": cannot map " + std::to_string(size) +
-                 " bytes: " + std::strerror(errno));
+    return Error(code_of_errno(errno), std::string(what) + ": cannot map " + std::to_string(size) +
+                                           " bytes: " + std::strerror(errno));
   }
   const std::span<std::byte> memory{static_cast<std::byte*>(base), size};
   // Large regions benefit from huge pages (fewer TLB misses, fewer pages for a NIC or the kernel
@@ -51,8 +51,9 @@ Result<std::span<std::byte>> map_pool_memory(std::size_t bytes, std::string_view
   if (g_pool_prefault.load(std::memory_order_relaxed) && !prefault(memory)) {
     const int error = errno;
     ::munmap(base, size);
-    return Error(std::string(what) + ": cannot fault in " + std::to_string(size) +
-                 " bytes: " + std::strerror(error));
+    return Error(code_of_errno(error), std::string(what) + ": cannot fault in " +
+                                           std::to_string(size) +
+                                           " bytes: " + std::strerror(error));
   }
   return memory;
 }

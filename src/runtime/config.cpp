@@ -143,10 +143,14 @@ Result<ClusterConfig> load_config(const std::string& path, const AppRegistry& re
     return Error(fmt::format("{}: is a directory, not a configuration file", path));
   }
   std::ifstream in(path, std::ios::binary);
-  if (!in) return Error(fmt::format("{}: cannot read: {}", path, std::strerror(errno)));
+  if (!in)
+    return Error(code_of_errno(errno),
+                 fmt::format("{}: cannot read: {}", path, std::strerror(errno)));
   std::ostringstream text;
   text << in.rdbuf();
-  if (in.bad()) return Error(fmt::format("{}: read error: {}", path, std::strerror(errno)));
+  if (in.bad())
+    return Error(code_of_errno(errno),
+                 fmt::format("{}: read error: {}", path, std::strerror(errno)));
   return parse_config(text.str(), path, registry);
 }
 

@@ -20,7 +20,8 @@ Result<std::unique_ptr<Recorder>> Recorder::open(const std::string& dir,
   std::string path = (std::filesystem::path(dir) / (context + ".jsonl")).string();
   std::FILE* file = std::fopen(path.c_str(), "a");
   if (file == nullptr) {
-    return Error("cannot open the recording " + path + ": " + std::strerror(errno));
+    return Error(code_of_errno(errno),
+                 "cannot open the recording " + path + ": " + std::strerror(errno));
   }
   return std::unique_ptr<Recorder>(new Recorder(file, std::move(path)));
 }

@@ -7,6 +7,7 @@
 // by what kind of failure it is (the HTTP API maps codes to statuses in one place) and a person
 // reads the message.
 
+#include <cerrno>
 #include <cstdint>
 #include <string>
 #include <utility>
@@ -39,6 +40,50 @@ enum class ErrorCode : std::uint8_t {
       return "internal";
   }
   return "internal";
+}
+
+// The code that fits a failed system call's errno: what does not exist (ENOENT) is not_found, what
+// exists already (EEXIST) a conflict, a resource in use, exhausted or out of reach (EADDRINUSE,
+// ENOMEM, ENOSPC, EMFILE, ECONNREFUSED, EACCES, ...) unavailable, a timeout timed_out, an argument
+// the call refused (EINVAL) invalid_argument, anything else internal.
+[[nodiscard]] constexpr ErrorCode code_of_errno(int err) {
+  switch (err) {
+    case ENOENT:
+    case ENODEV:
+    case ENXIO:
+    case ESRCH:
+      return ErrorCode::not_found;
+    case EEXIST:
+      return ErrorCode::conflict;
+    case ETIMEDOUT:
+      return ErrorCode::timed_out;
+    case EINVAL:
+    case ENAMETOOLONG:
+      return ErrorCode::invalid_argument;
+    case EADDRINUSE:
+    case EADDRNOTAVAIL:
+    case EBUSY:
+    case EAGAIN:
+    case ENOMEM:
+    case ENOSPC:
+    case EDQUOT:
+    case EMFILE:
+    case ENFILE:
+    case EACCES:
+    case EPERM:
+    case EROFS:
+    case EIO:
+    case EPIPE:
+    case ECONNREFUSED:
+    case ECONNRESET:
+    case ECONNABORTED:
+    case EHOSTUNREACH:
+    case ENETUNREACH:
+    case ENETDOWN:
+      return ErrorCode::unavailable;
+    default:
+      return ErrorCode::internal;
+  }
 }
 
 // An error a person will read: what went wrong, with the context layers prepended.

@@ -26,7 +26,7 @@ constexpr std::size_t kMaxRanges = (kMaxPayload) / kRangeSize;
 constexpr int kReceiveBuffer = 32 << 20;
 
 Error sys_error(const std::string& what) {
-  return Error(what + ": " + std::strerror(errno));
+  return Error(code_of_errno(errno), what + ": " + std::strerror(errno));
 }
 
 Result<in_addr> ipv4(const std::string& text, const char* what) {

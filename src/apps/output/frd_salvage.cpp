@@ -86,10 +86,12 @@ Result<std::string> finish(const FrdFound& found, const SalvageFile& s, const st
   if (!fd || ::ftruncate(fd.get(), static_cast<off_t>(s.end)) != 0 ||
       ::pwrite(fd.get(), header.data(), header.size(), 0) != static_cast<ssize_t>(header.size()) ||
       ::fsync(fd.get()) != 0) {
-    return Error(fmt::format("salvage: finishing {}: {}", found.path, std::strerror(errno)));
+    return Error(code_of_errno(errno),
+                 fmt::format("salvage: finishing {}: {}", found.path, std::strerror(errno)));
   }
   if (found.open && ::rename(found.path.c_str(), final_path.c_str()) != 0) {
-    return Error(fmt::format("salvage: renaming {}: {}", found.path, std::strerror(errno)));
+    return Error(code_of_errno(errno),
+                 fmt::format("salvage: renaming {}: {}", found.path, std::strerror(errno)));
   }
   std::string error;
   if (!write_file_then_rename(

@@ -93,7 +93,9 @@ Result<MicrosliceReplay> MicrosliceReplay::open(const std::string& path, std::ui
   std::vector<std::byte> descriptors(std::size_t{geometry.core} * wire::kMicrosliceDescriptorSize);
   for (const std::string& file : *files) {
     const int fd = ::open(file.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return Error(fmt::format("{}: cannot open: {}", file, std::strerror(errno)));
+    if (fd < 0)
+      return Error(code_of_errno(errno),
+                   fmt::format("{}: cannot open: {}", file, std::strerror(errno)));
     replay.fds_.push_back(fd);
     std::string problem;
     std::vector<Entry> found;

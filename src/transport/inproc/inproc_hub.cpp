@@ -13,7 +13,9 @@ namespace daqflow::transport::inproc {
 
 Result<std::shared_ptr<Signal>> Signal::create() {
   const int fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-  if (fd < 0) return Error(std::string("cannot create an eventfd: ") + std::strerror(errno));
+  if (fd < 0)
+    return Error(code_of_errno(errno),
+                 std::string("cannot create an eventfd: ") + std::strerror(errno));
   return std::make_shared<Signal>(fd);
 }
 

@@ -36,8 +36,8 @@ Result<sockaddr_in> resolve_ipv4(const AppAddress& a) {
   const std::string port = std::to_string(a.data_port);
   const int rc = ::getaddrinfo(a.host.c_str(), port.c_str(), &hints, &found);
   if (rc != 0 || found == nullptr) {
-    return Error("cannot resolve host '" + a.host + "' of application '" + a.id +
-                 "': " + ::gai_strerror(rc));
+    return Error(ErrorCode::not_found, "cannot resolve host '" + a.host + "' of application '" +
+                                           a.id + "': " + ::gai_strerror(rc));
   }
   sockaddr_in out{};
   std::memcpy(&out, found->ai_addr, sizeof out);
@@ -106,7 +106,7 @@ class OfiTransport final : public Transport {
     parts.fids.domain = *domain;
     auto failed = [&](const std::string& what, int rc) {
       close_fids(parts.fids);
-      return Error(what + ": " + fi_strerror(rc < 0 ? -rc : rc));
+      return Error(code_of_errno(rc < 0 ? -rc : rc), what + ": " + fi_strerror(rc < 0 ? -rc : rc));
     };
     const std::size_t peers = table_.size();
     fi_av_attr av{};

@@ -138,29 +138,33 @@ Result<std::shared_ptr<Mapping>> Mapping::create(const std::string& name, std::s
     fd = shm_open(path.c_str(), O_RDWR | O_CREAT | O_EXCL, 0600);
   }
   if (fd < 0) {
-    return Error("cannot create shared-memory segment /dev/shm/" + name + ": " + errno_text(errno));
+    return Error(code_of_errno(errno),
+                 "cannot create shared-memory segment /dev/shm/" + name + ": " + errno_text(errno));
   }
   if (ftruncate(fd, static_cast<off_t>(bytes)) != 0) {
     const int error = errno;
     ::close(fd);
     shm_unlink(path.c_str());
-    return Error("cannot size shared-memory segment /dev/shm/" + name + " to " +
-                 std::to_string(bytes) + " bytes: " + errno_text(error));
+    return Error(code_of_errno(error), "cannot size shared-memory segment /dev/shm/" + name +
+                                           " to " + std::to_string(bytes) +
+                                           " bytes: " + errno_text(error));
   }
   // The pages are taken now: a full /dev/shm is an error here, not a SIGBUS in the middle of a
   // run when a message first lands on a page that tmpfs cannot give.
   if (const int error = posix_fallocate(fd, 0, static_cast<off_t>(bytes)); error != 0) {
     ::close(fd);
     shm_unlink(path.c_str());
-    return Error("cannot reserve " + std::to_string(bytes) + " bytes for shared-memory segment " +
-                 "/dev/shm/" + name + ": " + errno_text(error));
+    return Error(code_of_errno(error), "cannot reserve " + std::to_string(bytes) +
+                                           " bytes for shared-memory segment " + "/dev/shm/" +
+                                           name + ": " + errno_text(error));
   }
   void* mem = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
   const int error = errno;
   ::close(fd);
   if (mem == MAP_FAILED) {
     shm_unlink(path.c_str());
-    return Error("cannot map shared-memory segment /dev/shm/" + name + ": " + errno_text(error));
+    return Error(code_of_errno(error),
+                 "cannot map shared-memory segment /dev/shm/" + name + ": " + errno_text(error));
   }
   core::prefault({static_cast<std::byte*>(mem), bytes});
   return std::make_shared<Mapping>(name, static_cast<std::byte*>(mem), bytes);
@@ -170,7 +174,8 @@ Result<std::shared_ptr<Mapping>> Mapping::open(const std::string& name, SegmentK
   const std::string path = "/" + name;
   const int fd = shm_open(path.c_str(), O_RDWR, 0);
   if (fd < 0) {
-    return Error("cannot open shared-memory segment /dev/shm/" + name + ": " + errno_text(errno));
+    return Error(code_of_errno(errno),
+                 "cannot open shared-memory segment /dev/shm/" + name + ": " + errno_text(errno));
   }
   struct stat st {};
   if (fstat(fd, &st) != 0 || static_cast<std::size_t>(st.st_size) < kHeaderBytes) {
@@ -182,7 +187,8 @@ Result<std::shared_ptr<Mapping>> Mapping::open(const std::string& name, SegmentK
   const int error = errno;
   ::close(fd);
   if (mem == MAP_FAILED) {
-    return Error("cannot map shared-memory segment /dev/shm/" + name + ": " + errno_text(error));
+    return Error(code_of_errno(error),
+                 "cannot map shared-memory segment /dev/shm/" + name + ": " + errno_text(error));
   }
   core::prefault({static_cast<std::byte*>(mem), bytes});  // page tables now, not during the run
   auto mapping = std::make_shared<Mapping>(name, static_cast<std::byte*>(mem), bytes);
@@ -256,7 +262,7 @@ std::vector<SegmentInfo> list_segments() {
 
 Result<void> remove_segment(const std::string& name) {
   if (shm_unlink(("/" + name).c_str()) != 0) {
-    return Error("cannot remove /dev/shm/" + name + ": " + errno_text(errno));
+    return Error(code_of_errno(errno), "cannot remove /dev/shm/" + name + ": " + errno_text(errno));
   }
   return ok();
 }

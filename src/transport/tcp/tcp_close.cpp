@@ -35,7 +35,9 @@ class TcpTransport final : public Transport {
                                          options.recv_buffers);
     if (!pool) return pool.error().context(who);
     detail::UniqueFd epoll(::epoll_create1(EPOLL_CLOEXEC));
-    if (!epoll) return Error(who + ": cannot create an epoll instance: " + std::strerror(errno));
+    if (!epoll)
+      return Error(code_of_errno(errno),
+                   who + ": cannot create an epoll instance: " + std::strerror(errno));
     detail::UniqueFd listener;
     if (me.data_port != 0) {
       auto address = detail::resolve(me.host, me.data_port);

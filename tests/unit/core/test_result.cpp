@@ -41,4 +41,17 @@ TEST(Result, HoldsMoveOnlyValues) {
 }
 
 }  // namespace
+TEST(Result, ASystemCallsErrnoGivesTheCodeThatFits) {
+  EXPECT_EQ(code_of_errno(ENOENT), ErrorCode::not_found);
+  EXPECT_EQ(code_of_errno(EEXIST), ErrorCode::conflict);
+  EXPECT_EQ(code_of_errno(EADDRINUSE), ErrorCode::unavailable);
+  EXPECT_EQ(code_of_errno(ENOSPC), ErrorCode::unavailable);
+  EXPECT_EQ(code_of_errno(ENOMEM), ErrorCode::unavailable);
+  EXPECT_EQ(code_of_errno(ECONNREFUSED), ErrorCode::unavailable);
+  EXPECT_EQ(code_of_errno(ETIMEDOUT), ErrorCode::timed_out);
+  EXPECT_EQ(code_of_errno(EINVAL), ErrorCode::invalid_argument);
+  EXPECT_EQ(code_of_errno(EBADF), ErrorCode::internal);
+  EXPECT_EQ(code_of_errno(0), ErrorCode::internal);
+}
+
 }  // namespace daqflow
