@@ -33,8 +33,9 @@ Result<void> check_transport(const std::string& name) {
     if (t == name) return {};
     built += (built.empty() ? "" : ", ") + std::string(t);
   }
-  return Error("transport '" + name + "' is not built into this daqflow (built: " + built +
-               "); ucx, ofi and mpi need their libraries at build time (scripts/bootstrap)");
+  return Error(ErrorCode::not_found,
+               "transport '" + name + "' is not built into this daqflow (built: " + built +
+                   "); ucx, ofi and mpi need their libraries at build time (scripts/bootstrap)");
 }
 
 std::string point_dir(const BenchEnv& env, const std::string& name) {
@@ -47,12 +48,13 @@ Result<control::RunSummary> run_point(const std::string& yaml, const std::string
   std::error_code ec;
   std::filesystem::remove_all(dir / "logs", ec);
   std::filesystem::create_directories(dir, ec);
-  if (ec) return Error("cannot create " + dir.string() + ": " + ec.message());
+  if (ec)
+    return Error(ErrorCode::unavailable, "cannot create " + dir.string() + ": " + ec.message());
   const auto config_path = std::filesystem::absolute(dir / "config.yaml");
   {
     std::ofstream out(config_path, std::ios::trunc);
     out << yaml;
-    if (!out.flush()) return Error("cannot write " + config_path.string());
+    if (!out.flush()) return Error(ErrorCode::unavailable, "cannot write " + config_path.string());
   }
   auto config = runtime::load_config(config_path.string(), registry());
   if (!config) return config.error().context("generated configuration");
@@ -66,9 +68,10 @@ Result<control::RunSummary> run_point(const std::string& yaml, const std::string
     }
     for (const int port : ports) {
       if (!tcp_port_listening(port)) continue;
-      return Error("port " + std::to_string(port) + " of context '" + ctx.name +
-                   "' is already in use (another daqflow bench or run?); choose other ports "
-                   "with --port-base");
+      return Error(ErrorCode::unavailable,
+                   "port " + std::to_string(port) + " of context '" + ctx.name +
+                       "' is already in use (another daqflow bench or run?); choose other ports "
+                       "with --port-base");
     }
   }
 

@@ -44,10 +44,10 @@ std::string find_program(const std::string& name) {
 Result<std::string> require(const Tool& tool) {
   auto path = find_program(tool.program);
   if (path.empty()) {
-    return Error(
-        fmt::format("the reference tool {} is not installed (Debian package {}: "
-                    "apt-get install {})",
-                    tool.program, tool.package, tool.package));
+    return Error(ErrorCode::unavailable,
+                 fmt::format("the reference tool {} is not installed (Debian package {}: "
+                             "apt-get install {})",
+                             tool.program, tool.package, tool.package));
   }
   return path;
 }
@@ -82,18 +82,21 @@ class Server {
       // Nothing to watch: give it time to set up, and make sure it did not die doing so.
       std::this_thread::sleep_for(500ms);
       if (auto ended = s.child_.poll()) {
-        return Error(fmt::format("{} ended ({}): {}", argv.front(), ended->str(),
+        return Error(ErrorCode::unavailable,
+                     fmt::format("{} ended ({}): {}", argv.front(), ended->str(),
                                  control::tail_of_file(log, 5)));
       }
       return s;
     }
     while (!tcp_port_listening(port)) {
       if (auto ended = s.child_.poll()) {
-        return Error(fmt::format("{} ended ({}) before listening on port {}: {}", argv.front(),
+        return Error(ErrorCode::unavailable,
+                     fmt::format("{} ended ({}) before listening on port {}: {}", argv.front(),
                                  ended->str(), port, control::tail_of_file(log, 5)));
       }
       if (std::chrono::steady_clock::now() > deadline) {
-        return Error(fmt::format("{} does not listen on port {} after 10 s (log {})", argv.front(),
+        return Error(ErrorCode::timed_out,
+                     fmt::format("{} does not listen on port {} after 10 s (log {})", argv.front(),
                                  port, log));
       }
       std::this_thread::sleep_for(20ms);
@@ -124,12 +127,12 @@ Result<std::string> run_client(const std::vector<std::string>& argv, const std::
   const auto status = child->wait_for(timeout);
   if (!status) {
     child->kill_and_reap();
-    return Error(fmt::format("{} did not finish within {} s (log {})", join(argv),
-                             timeout.count() / 1000, log));
+    return Error(ErrorCode::timed_out, fmt::format("{} did not finish within {} s (log {})",
+                                                   join(argv), timeout.count() / 1000, log));
   }
   if (!status->clean()) {
-    return Error(
-        fmt::format("{} {}: {}", join(argv), status->str(), control::tail_of_file(log, 8)));
+    return Error(ErrorCode::unavailable, fmt::format("{} {}: {}", join(argv), status->str(),
+                                                     control::tail_of_file(log, 8)));
   }
   return read_file(log);
 }
@@ -317,8 +320,9 @@ Result<ReferenceResult> mpi_bw(const ReferenceSpec& spec) {
   }
   const std::string program = (std::filesystem::path(spec.bin_dir) / "mpi_bw").string();
   if (::access(program.c_str(), X_OK) != 0) {
-    return Error("the MPI reference " + program +
-                 " is not built (bench/reference/mpi_bw.cpp, target mpi_bw)");
+    return Error(ErrorCode::not_found,
+                 "the MPI reference " + program +
+                     " is not built (bench/reference/mpi_bw.cpp, target mpi_bw)");
   }
   if (spec.buffers < 1 || spec.buffers > 64) {
     return Error("mpi_bw: buffers must be 1 to 64 (its window), not " +
@@ -344,9 +348,10 @@ Result<ReferenceResult> mpi_bw(const ReferenceSpec& spec) {
 Result<ReferenceResult> zeromq(const ReferenceSpec& spec) {
   const std::string program = (std::filesystem::path(spec.bin_dir) / "zmq_bw").string();
   if (::access(program.c_str(), X_OK) != 0) {
-    return Error("the ZeroMQ reference " + program +
-                 " is not built (bench/reference/zmq_bw.cpp, target zmq_bw; Debian package "
-                 "libzmq3-dev)");
+    return Error(ErrorCode::not_found,
+                 "the ZeroMQ reference " + program +
+                     " is not built (bench/reference/zmq_bw.cpp, target zmq_bw; Debian package "
+                     "libzmq3-dev)");
   }
   if (spec.kind != "stream") {
     return Error("zeromq measures message rates (--kind stream), not " + spec.kind);
@@ -393,9 +398,10 @@ Result<ReferenceResult> zeromq(const ReferenceSpec& spec) {
 Result<ReferenceResult> ucp_am_bw(const ReferenceSpec& spec) {
   const std::string program = (std::filesystem::path(spec.bin_dir) / "ucp_am_bw").string();
   if (::access(program.c_str(), X_OK) != 0) {
-    return Error("the UCP reference " + program +
-                 " is not built (bench/reference/ucp_am_bw.cpp, target ucp_am_bw; Debian "
-                 "package libucx-dev)");
+    return Error(ErrorCode::not_found,
+                 "the UCP reference " + program +
+                     " is not built (bench/reference/ucp_am_bw.cpp, target ucp_am_bw; Debian "
+                     "package libucx-dev)");
   }
   if (spec.kind != "stream" || spec.transport != "ucx") {
     return Error("ucp_am_bw is a stream reference for the ucx transport, not " + spec.kind +

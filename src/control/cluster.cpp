@@ -42,7 +42,7 @@ std::string join(const std::vector<std::string>& names) {
 
 Result<std::string> read_text_file(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
-  if (!in) return Error("cannot read " + path);
+  if (!in) return Error(ErrorCode::unavailable, "cannot read " + path);
   std::ostringstream text;
   text << in.rdbuf();
   return text.str();
@@ -236,7 +236,7 @@ Result<Cluster> Cluster::make(const runtime::ClusterConfig& config,
         }
       }
     }
-    Result<std::unique_ptr<Launched>> started = Error("not started");
+    Result<std::unique_ptr<Launched>> started = Error(ErrorCode::conflict, "not started");
     if (attach) {
       ControlClient client(control_address(config, first));
       client.set_token(*token);
@@ -366,11 +366,12 @@ Result<void> Cluster::wait_until_reachable(std::chrono::milliseconds timeout,
         silent.push_back(contexts_[i].name + " at " + contexts_[i].client.address().str());
     }
     if (silent.empty()) return ok();
-    if (abort && abort()) return Error("interrupted while waiting for the control ports");
+    if (abort && abort())
+      return Error(ErrorCode::unavailable, "interrupted while waiting for the control ports");
     if (std::chrono::steady_clock::now() >= deadline) {
-      return Error("no answer from the control port of " + join(silent) + " within " +
-                   std::to_string(timeout.count() / 1000) +
-                   " s (see the logs in the log directory)");
+      return Error(ErrorCode::timed_out, "no answer from the control port of " + join(silent) +
+                                             " within " + std::to_string(timeout.count() / 1000) +
+                                             " s (see the logs in the log directory)");
     }
     std::this_thread::sleep_for(kPollPeriod);
   }
@@ -424,10 +425,11 @@ void Cluster::kill_all() {
 Result<void> Cluster::restart(const std::string& name) {
   Process& p = processes_[context(name).process];
   if (p.launcher == nullptr) {
-    return Error("context " + name + " cannot be started again by this controller (an mpirun " +
-                 "rank, or a context it attached to)");
+    return Error(ErrorCode::conflict,
+                 "context " + name + " cannot be started again by this controller (an mpirun " +
+                     "rank, or a context it attached to)");
   }
-  if (!p.launched->poll()) return Error("context " + name + " still runs");
+  if (!p.launched->poll()) return Error(ErrorCode::conflict, "context " + name + " still runs");
   LaunchRequest again = p.request;
   again.extra_args.emplace_back("--restarted");
   auto started = p.launcher->start(again);
@@ -442,7 +444,8 @@ Result<std::string> Cluster::run_daqflow(const std::string& name,
                                          const std::vector<std::string>& args) {
   const Process& p = processes_[context(name).process];
   if (p.launcher == nullptr) {
-    return Error("context " + name + " was not started by this controller's launchers");
+    return Error(ErrorCode::conflict,
+                 "context " + name + " was not started by this controller's launchers");
   }
   return p.launcher->run_daqflow(args);
 }

@@ -105,7 +105,7 @@ class LocalLauncher final : public Launcher {
 
   Result<std::string> log_tail(const std::string& context, int lines) override {
     const auto path = (std::filesystem::path(settings_.log_dir) / (context + ".log")).string();
-    if (!std::filesystem::exists(path)) return Error("no log file " + path);
+    if (!std::filesystem::exists(path)) return Error(ErrorCode::not_found, "no log file " + path);
     return tail_of_file(path, lines);
   }
 
@@ -143,8 +143,9 @@ Result<std::unique_ptr<Launcher>> make_launcher(const runtime::HostConfig* host,
     case runtime::LauncherKind::local:
       break;
   }
-  return Error(host->location.str() + ": host " + host->addresses.front() + ": launcher " +
-               to_string(host->launcher) + " is not available in this build");
+  return Error(ErrorCode::unavailable, host->location.str() + ": host " + host->addresses.front() +
+                                           ": launcher " + to_string(host->launcher) +
+                                           " is not available in this build");
 }
 
 }  // namespace daqflow::control

@@ -34,7 +34,8 @@ Result<void> scancel(const std::string& name, const char* signal) {
   if (signal != nullptr) argv.push_back(std::string("--signal=") + signal);
   auto r = run_command(argv, kSlurmToolTimeout);
   if (!r) return r.error();
-  if (!r->status.clean()) return Error("scancel --name " + name + ": " + r->out);
+  if (!r->status.clean())
+    return Error(ErrorCode::unavailable, "scancel --name " + name + ": " + r->out);
   return ok();
 }
 
@@ -98,9 +99,10 @@ class SlurmLauncher final : public Launcher {
     // srun brought the output back into the controller's log directory.
     const std::string copy = settings_.log_dir + "/" + context + ".log";
     if (!std::ifstream(copy)) {
-      return Error("no log of context " + context + " in " + settings_.log_dir +
-                   " (Slurm returned its output to the controller that started it; on node " +
-                   node_ + " it is in " + host_log_dir(host_) + "/" + context + ".log)");
+      return Error(ErrorCode::not_found,
+                   "no log of context " + context + " in " + settings_.log_dir +
+                       " (Slurm returned its output to the controller that started it; on node " +
+                       node_ + " it is in " + host_log_dir(host_) + "/" + context + ".log)");
     }
     return tail_of_file(copy, lines);
   }
@@ -120,7 +122,8 @@ class SlurmLauncher final : public Launcher {
                  fmt::format("cd {} && exec {}", shell_quote(host_workdir(host_)), command)});
     auto r = run_command(argv, std::chrono::milliseconds(120000), config_delivery(settings_));
     if (!r) return r.error().context("srun on node " + node_);
-    if (!r->status.clean()) return Error("on node " + node_ + ": " + r->out);
+    if (!r->status.clean())
+      return Error(ErrorCode::unavailable, "on node " + node_ + ": " + r->out);
     return r->out;
   }
 

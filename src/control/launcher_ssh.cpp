@@ -69,7 +69,8 @@ class Ssh {
     auto r = run_command(command(script), kRemoteCommandTimeout);
     if (!r) return r.error().context("ssh to " + address_);
     if (!r->status.clean()) {
-      return Error("ssh to " + address_ + " " + r->status.str() + ": " + r->out);
+      return Error(ErrorCode::unavailable,
+                   "ssh to " + address_ + " " + r->status.str() + ": " + r->out);
     }
     return ok();
   }
@@ -146,7 +147,8 @@ class SshLauncher final : public Launcher {
         ssh.command(fmt::format("tail -n {} {}", lines, shell_quote(ssh.log_file(context)))),
         kRemoteCommandTimeout);
     if (!r) return r.error().context("ssh to " + ssh.address());
-    if (!r->status.clean()) return Error("ssh to " + ssh.address() + ": " + r->out);
+    if (!r->status.clean())
+      return Error(ErrorCode::unavailable, "ssh to " + ssh.address() + ": " + r->out);
     return r->out;
   }
 
@@ -164,7 +166,7 @@ class SshLauncher final : public Launcher {
                                             join_quoted(argv))),
                     kSshTimeout, config_delivery(settings_));
     if (!r) return r.error().context("ssh to " + address_);
-    if (!r->status.clean()) return Error("on " + address_ + ": " + r->out);
+    if (!r->status.clean()) return Error(ErrorCode::unavailable, "on " + address_ + ": " + r->out);
     return r->out;
   }
 

@@ -76,12 +76,14 @@ class Supervisor {
       rpc->call(client_.get(), &where);
       if (!rpc->isSuccessful()) {
         const xmlrpc_c::fault f = rpc->getFault();
-        return Error(fmt::format("supervisord at {}: {}: {} ({})", url_, method, f.getDescription(),
+        return Error(ErrorCode::unavailable,
+                     fmt::format("supervisord at {}: {}: {} ({})", url_, method, f.getDescription(),
                                  static_cast<int>(f.getCode())));
       }
       return rpc->getResult();
     } catch (const std::exception& e) {
-      return Error(fmt::format("supervisord at {}: {}: {}", url_, method, e.what()));
+      return Error(ErrorCode::unavailable,
+                   fmt::format("supervisord at {}: {}: {}", url_, method, e.what()));
     }
   }
 
@@ -293,8 +295,9 @@ class SupervisorLauncher final : public Launcher {
     // What an earlier run left: removed if it has ended, refused if it runs.
     if (auto info = sup_->info(full); info) {
       if (running_state(state_of(*info))) {
-        return Error("context " + name + " still runs under supervisord on " + address_ +
-                     " (a run that did not end? daqflow stop ends it)");
+        return Error(ErrorCode::conflict, "context " + name + " still runs under supervisord on " +
+                                              address_ +
+                                              " (a run that did not end? daqflow stop ends it)");
       }
       if (auto r = sup_->remove(name); !r) return r.error();
     }
@@ -354,7 +357,8 @@ class SupervisorLauncher final : public Launcher {
       if (std::chrono::steady_clock::now() >= deadline) {
         (void)sup_->signal(full, "KILL");
         (void)sup_->remove(name);
-        return Error("daqflow " + args.front() + " on " + address_ + " did not end within 120 s");
+        return Error(ErrorCode::timed_out,
+                     "daqflow " + args.front() + " on " + address_ + " did not end within 120 s");
       }
       std::this_thread::sleep_for(std::chrono::milliseconds(100));
     }
@@ -362,7 +366,7 @@ class SupervisorLauncher final : public Launcher {
     (void)sup_->remove(name);
     if (!out) return out.error();
     if (state_of(info) != "EXITED" || int_of(info, "exitstatus") != 0) {
-      return Error("on " + address_ + ": " + *out);
+      return Error(ErrorCode::unavailable, "on " + address_ + ": " + *out);
     }
     return out;
   }
@@ -445,10 +449,10 @@ Result<std::unique_ptr<Launcher>> make_supervisor_launcher(const runtime::HostCo
   if (!host.supervisor.password_file.empty()) {
     std::ifstream in(host.supervisor.password_file);
     if (!in || !std::getline(in, password) || password.empty()) {
-      return Error(host.location.str() + ": host " + address +
-                   ": cannot read the supervisord "
-                   "password from " +
-                   host.supervisor.password_file);
+      return Error(ErrorCode::unavailable, host.location.str() + ": host " + address +
+                                               ": cannot read the supervisord "
+                                               "password from " +
+                                               host.supervisor.password_file);
     }
   }
   return std::unique_ptr<Launcher>(

@@ -84,7 +84,9 @@ Result<ChildProcess> ChildProcess::spawn(const std::vector<std::string>& argv,
   std::error_code ec;
   const auto dir = std::filesystem::path(log_path).parent_path();
   if (!dir.empty()) std::filesystem::create_directories(dir, ec);
-  if (ec) return Error("cannot create log directory " + dir.string() + ": " + ec.message());
+  if (ec)
+    return Error(ErrorCode::unavailable,
+                 "cannot create log directory " + dir.string() + ": " + ec.message());
 
   const int log_fd = ::open(log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
   if (log_fd < 0)
@@ -295,13 +297,15 @@ Result<CommandOutput> run_command(const std::vector<std::string>& argv,
   ::close(out_pipe[0]);
   if (timed_out) {
     child.kill_and_reap();
-    return Error(argv[0] + " did not finish within " + std::to_string(timeout.count()) + " ms");
+    return Error(ErrorCode::timed_out,
+                 argv[0] + " did not finish within " + std::to_string(timeout.count()) + " ms");
   }
   const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
       deadline - std::chrono::steady_clock::now());
   if (!child.wait_for(std::max(left, std::chrono::milliseconds(100)))) {
     child.kill_and_reap();
-    return Error(argv[0] + " did not exit within " + std::to_string(timeout.count()) + " ms");
+    return Error(ErrorCode::timed_out,
+                 argv[0] + " did not exit within " + std::to_string(timeout.count()) + " ms");
   }
   result.status = *child.exit_status();
   return result;
@@ -310,7 +314,7 @@ Result<CommandOutput> run_command(const std::vector<std::string>& argv,
 Result<std::string> self_executable() {
   std::error_code ec;
   auto path = std::filesystem::read_symlink("/proc/self/exe", ec);
-  if (ec) return Error("cannot resolve /proc/self/exe: " + ec.message());
+  if (ec) return Error(ErrorCode::internal, "cannot resolve /proc/self/exe: " + ec.message());
   return path.string();
 }
 

@@ -46,7 +46,8 @@ std::string text_of(const nlohmann::json& obj, const char* key) {
 Result<void> check_mpirun() {
   if (const char* mpirun = std::getenv("DAQFLOW_MPIRUN"); mpirun != nullptr && *mpirun != 0) {
     if (::access(mpirun, X_OK) == 0) return ok();
-    return Error(std::string("DAQFLOW_MPIRUN=") + mpirun + " is not an executable");
+    return Error(ErrorCode::unavailable,
+                 std::string("DAQFLOW_MPIRUN=") + mpirun + " is not an executable");
   }
   const char* path = std::getenv("PATH");
   std::istringstream dirs(path != nullptr ? path : "");
@@ -54,6 +55,7 @@ Result<void> check_mpirun() {
     if (!dir.empty() && ::access((dir + "/mpirun").c_str(), X_OK) == 0) return ok();
   }
   return Error(
+      ErrorCode::unavailable,
       "the configuration uses the mpi transport, which daqflow run starts with mpirun, but "
       "mpirun is not in PATH: install Open MPI (Debian: openmpi-bin) or set DAQFLOW_MPIRUN");
 }
@@ -75,7 +77,8 @@ Result<void> Run::poll_states() {
     }
     answered(ctx.name);
     if (!apps->is_array())
-      return Error("context " + ctx.name + ": GET /api/v1/apps: not a JSON array");
+      return Error(ErrorCode::internal,
+                   "context " + ctx.name + ": GET /api/v1/apps: not a JSON array");
     for (const auto& a : *apps) {
       const auto s = sample_from_json(a);
       auto it = by_id_.find(s.id);
@@ -108,11 +111,12 @@ Result<void> Run::wait_for(const std::vector<PlannedApp>& apps, runtime::State t
       if (v.state != target && behind == nullptr) behind = &v;
     }
     if (behind == nullptr) return ok();
-    if (aborting()) return Error("aborted by a second interrupt");
+    if (aborting()) return Error(ErrorCode::unavailable, "aborted by a second interrupt");
     if (Clock::now() >= deadline) {
-      return Error("application " + behind->config->id + " did not reach " +
-                   runtime::to_string(target) + " within " + seconds(timeout) + " (state " +
-                   state_name(behind->state) + ")");
+      return Error(ErrorCode::timed_out, "application " + behind->config->id + " did not reach " +
+                                             runtime::to_string(target) + " within " +
+                                             seconds(timeout) + " (state " +
+                                             state_name(behind->state) + ")");
     }
     std::this_thread::sleep_for(kTick);
   }
@@ -189,7 +193,7 @@ Result<void> Run::configure() {
 Result<void> Run::enable() {
   const auto order = enable_order(config_, registry_);
   for (const auto& group : order) {
-    if (stopping()) return Error("interrupted while enabling");
+    if (stopping()) return Error(ErrorCode::unavailable, "interrupted while enabling");
     reporter_.note(fmt::format("enabling rank {}: {}", group.front().rank, names_of(group)));
     for (const auto& app : group) {
       if (auto r = post_app(view(app.id), "Enable"); !r) return r;
@@ -415,10 +419,10 @@ Result<bool> Run::attached_state() {
   for (const auto& [state, ids] : by_state) {
     states += (states.empty() ? "" : "; ") + state + ": " + fmt::format("{}", fmt::join(ids, ", "));
   }
-  return Error(
-      "cannot take over the run: its applications are neither all Enabled nor all "
-      "Halted (" +
-      states + ")");
+  return Error(ErrorCode::conflict,
+               "cannot take over the run: its applications are neither all Enabled nor all "
+               "Halted (" +
+                   states + ")");
 }
 
 // Start (or attach), configure and enable, timing each step for the summary. Ok when the run is

@@ -71,10 +71,11 @@ void Run::settle(const std::vector<std::string>& contexts) {
   const auto call = [this](const std::string& app_id, const std::string& action,
                            const nlohmann::json& args) -> Result<nlohmann::json> {
     const auto it = by_id_.find(app_id);
-    if (it == by_id_.end()) return Error("no application '" + app_id + "'");
+    if (it == by_id_.end()) return Error(ErrorCode::not_found, "no application '" + app_id + "'");
     const View& v = views_[it->second];
     if (!reachable(v.config->context))
-      return Error(runtime::application_named(app_id) + " cannot be reached");
+      return Error(ErrorCode::unavailable,
+                   runtime::application_named(app_id) + " cannot be reached");
     auto answer = client_of(v).post("/api/v1/apps/" + app_id + "/actions/" + action, args);
     if (!answer) return answer.error();
     return answer->value("result", nlohmann::json::object());
@@ -162,7 +163,8 @@ Result<runtime::Settled> Run::settled_from(const std::string& output) {
   const auto line = text.substr(text.find_last_of('\n') + 1);
   const auto answer = nlohmann::json::parse(line, nullptr, false);
   if (!answer.is_object() || !answer.contains("report") || !answer["report"].is_string()) {
-    return Error("daqflow salvage answered what is not its JSON line: " + line);
+    return Error(ErrorCode::internal,
+                 "daqflow salvage answered what is not its JSON line: " + line);
   }
   return runtime::Settled{answer["report"].get<std::string>(),
                           answer.value("results", nlohmann::json::object())};
@@ -179,10 +181,10 @@ Result<void> Run::check_groups() const {
   }
   for (const auto& [name, g] : groups) {
     if (g.second.size() >= g.first) continue;
-    return Error(
-        fmt::format("expendable group '{}' is down to {} context(s) ({}), below its min "
-                    "{}",
-                    name, g.second.size(), fmt::join(g.second, ", "), g.first));
+    return Error(ErrorCode::unavailable,
+                 fmt::format("expendable group '{}' is down to {} context(s) ({}), below its min "
+                             "{}",
+                             name, g.second.size(), fmt::join(g.second, ", "), g.first));
   }
   return ok();
 }

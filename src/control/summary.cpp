@@ -48,8 +48,8 @@ Result<nlohmann::json> fold_results(const runtime::AppRegistry& registry,
     try {
       type->fold_results(run_results, app.id, app.results);
     } catch (const std::exception& e) {
-      return Error("folding the results of application " + app.id + " (type " + app.type +
-                   "): " + e.what());
+      return Error(ErrorCode::internal, "folding the results of application " + app.id + " (type " +
+                                            app.type + "): " + e.what());
     }
   }
   return run_results;

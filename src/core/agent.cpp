@@ -71,7 +71,8 @@ AgentRunner::~AgentRunner() {
 }
 
 Result<void> AgentRunner::start() {
-  if (thread_.joinable()) return Error("agent '" + agent_.agent_name() + "' already started");
+  if (thread_.joinable())
+    return Error(ErrorCode::conflict, "agent '" + agent_.agent_name() + "' already started");
   stop_requested_.store(false, std::memory_order_release);
   running_.store(true, std::memory_order_release);
   thread_ = std::thread([this] { loop(); });

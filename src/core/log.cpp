@@ -40,7 +40,7 @@ Result<void> log_to_file(const std::string& path) {
   try {
     file_sink() = std::make_shared<spdlog::sinks::basic_file_sink_mt>(path, false);
   } catch (const spdlog::spdlog_ex& e) {
-    return Error("cannot open the log file " + path + ": " + e.what());
+    return Error(ErrorCode::unavailable, "cannot open the log file " + path + ": " + e.what());
   }
   if (auto* logger = spdlog::default_logger_raw()) {
     logger->sinks().push_back(file_sink());

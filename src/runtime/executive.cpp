@@ -163,8 +163,8 @@ Result<std::unique_ptr<Executive>> Executive::create(ClusterConfig cluster,
     if (config == nullptr) {
       std::string known;
       for (const auto& c : raw->cluster.contexts) known += (known.empty() ? "" : ", ") + c.name;
-      return Error("context '" + name + "' is not in " + raw->cluster.file +
-                   " (contexts: " + known + ")");
+      return Error(ErrorCode::not_found, "context '" + name + "' is not in " + raw->cluster.file +
+                                             " (contexts: " + known + ")");
     }
     if (access.token.empty() && !is_loopback(config->control_bind)) {
       return Error("context '" + name + "' opens its control port on " + config->control_bind +
@@ -211,7 +211,7 @@ Result<void> Executive::start() {
                           [api](const HttpRequest& request) { return api->serve(request); });
     if (!server) {
       impl_->stop_servers();
-      return Error("context " + c.name + ": " + server.error().message());
+      return Error(ErrorCode::unavailable, "context " + c.name + ": " + server.error().message());
     }
     h.server = std::move(*server);
     h.api->serve_on(h.server.get());

@@ -48,19 +48,20 @@ Result<std::unique_ptr<ContextControl>> ContextControl::create(const ClusterConf
     if (type == nullptr) {
       std::string known;
       for (const auto& name : registry.names()) known += (known.empty() ? "" : ", ") + name;
-      return Error(where(app) + application_named(app.id) + ": unknown type '" + app.type +
-                   "' (known types: " + known + ")");
+      return Error(ErrorCode::not_found, where(app) + application_named(app.id) +
+                                             ": unknown type '" + app.type +
+                                             "' (known types: " + known + ")");
     }
     std::unique_ptr<Application> instance;
     try {
       instance = type->make();
     } catch (const std::exception& e) {
-      return Error(where(app) + application_named(app.id) + ": creating a '" + app.type +
-                   "' failed: " + e.what());
+      return Error(ErrorCode::internal, where(app) + application_named(app.id) + ": creating a '" +
+                                            app.type + "' failed: " + e.what());
     }
     if (!instance) {
-      return Error(where(app) + application_named(app.id) + ": type '" + app.type +
-                   "' made no application");
+      return Error(ErrorCode::internal, where(app) + application_named(app.id) + ": type '" +
+                                            app.type + "' made no application");
     }
     const std::size_t slot = ctl->hosts_.size();
     ContextControl* self = ctl.get();

@@ -75,7 +75,8 @@ Result<HttpReply> HttpClient::exchange(const HttpExchange& x,
                                        std::chrono::milliseconds connect_timeout,
                                        std::chrono::milliseconds read_timeout) {
   const http::verb verb = http::string_to_verb(x.method);
-  if (verb == http::verb::unknown) return Error("unsupported HTTP method " + std::string(x.method));
+  if (verb == http::verb::unknown)
+    return Error(ErrorCode::internal, "unsupported HTTP method " + std::string(x.method));
   http::request<http::string_body> request{verb, x.target, 11};
   request.set(http::field::host, host_ + ":" + std::to_string(port_));
   request.set(http::field::user_agent, "daqflow");

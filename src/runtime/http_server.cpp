@@ -454,8 +454,8 @@ Result<std::unique_ptr<HttpServer>> HttpServer::start(const std::string& host, s
   beast::error_code ec;
   const auto fail = [&](std::string what) {
     if (!what.empty()) what += ": ";
-    return Error("cannot listen on " + host + ":" + std::to_string(port) + ": " + what +
-                 ec.message());
+    return Error(ErrorCode::unavailable, "cannot listen on " + host + ":" + std::to_string(port) +
+                                             ": " + what + ec.message());
   };
   tcp::endpoint endpoint;
   if (const auto address = asio::ip::make_address(host, ec); !ec) {

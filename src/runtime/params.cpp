@@ -250,16 +250,18 @@ json check_fields(const std::vector<ParamSpec>& fields, const json& object, cons
 }
 
 Result<json> param_default(const ParamSpec& spec) {
-  if (is_required(spec)) return Error(fmt::format("parameter '{}' has no default", spec.name));
+  if (is_required(spec))
+    return Error(ErrorCode::internal, fmt::format("parameter '{}' has no default", spec.name));
   json parsed = json::parse(spec.default_json, nullptr, /*allow_exceptions=*/false);
   if (parsed.is_discarded()) {
-    return Error(
-        fmt::format("the default of parameter '{}' is not JSON: {}", spec.name, spec.default_json));
+    return Error(ErrorCode::internal, fmt::format("the default of parameter '{}' is not JSON: {}",
+                                                  spec.name, spec.default_json));
   }
   Issues issues;
   json filled = check_param(spec, parsed, "", issues);
   if (!issues.empty()) {
-    return Error(fmt::format("the default {} of parameter '{}' is invalid: {}", spec.default_json,
+    return Error(ErrorCode::internal,
+                 fmt::format("the default {} of parameter '{}' is invalid: {}", spec.default_json,
                              spec.name, issues.front().message));
   }
   return filled;

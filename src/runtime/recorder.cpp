@@ -16,7 +16,9 @@ Result<std::unique_ptr<Recorder>> Recorder::open(const std::string& dir,
                                                  const std::string& context) {
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
-  if (ec) return Error("cannot create the recording folder " + dir + ": " + ec.message());
+  if (ec)
+    return Error(ErrorCode::unavailable,
+                 "cannot create the recording folder " + dir + ": " + ec.message());
   std::string path = (std::filesystem::path(dir) / (context + ".jsonl")).string();
   std::FILE* file = std::fopen(path.c_str(), "a");
   if (file == nullptr) {

@@ -98,10 +98,10 @@ Result<std::unique_ptr<Transport>> make_transport(std::string_view name,
   for (const auto n : kBuilt) known += (known.empty() ? "" : ", ") + std::string(n);
   for (const auto n : transports_not_built()) {
     if (n == name) {
-      return Error("transport '" + std::string(name) +
-                   "' was not built: its library was "
-                   "missing at build time (built in: " +
-                   known + ")");
+      return Error(ErrorCode::not_found, "transport '" + std::string(name) +
+                                             "' was not built: its library was "
+                                             "missing at build time (built in: " +
+                                             known + ")");
     }
   }
   return Error("unknown transport '" + std::string(name) + "' (built in: " + known + ")");

@@ -546,7 +546,8 @@ Result<runtime::Settled> BuilderUnit::after_loss(const runtime::LostApp& lost) {
     const auto& gone = doubt["lost_bus"];
     if (std::find(gone.begin(), gone.end(), lost.app.id) != gone.end()) break;
     if (std::chrono::steady_clock::now() >= deadline) {
-      return Error("the EVM '" + evm + "' did not declare '" + lost.app.id + "' lost within 60 s");
+      return Error(ErrorCode::timed_out,
+                   "the EVM '" + evm + "' did not declare '" + lost.app.id + "' lost within 60 s");
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }

@@ -111,7 +111,7 @@ Result<void> ReadoutStore::allocate() {
   idle_chunks_.reserve(settings_.chunks);
   for (std::size_t i = 0; i < settings_.chunks; ++i) {
     core::Buffer b = chunks_->acquire();
-    if (!b) return Error("chunk pool of " + settings_.name + " came up short");
+    if (!b) return Error(ErrorCode::internal, "chunk pool of " + settings_.name + " came up short");
     const std::uint32_t index = b.index();
     chunk_refs_[index] = std::move(b);
   }

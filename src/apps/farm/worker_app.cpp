@@ -143,7 +143,8 @@ void Worker::add_handlers() {
 
 Result<void> Worker::load_plugin(const std::string& path, const std::string& config) {
   void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
-  if (handle == nullptr) return Error("cannot load '" + path + "': " + dlerror());
+  if (handle == nullptr)
+    return Error(ErrorCode::unavailable, "cannot load '" + path + "': " + dlerror());
   auto sym = [&](const char* name) { return dlsym(handle, name); };
   auto abi = reinterpret_cast<daqflow_farm_abi_fn>(sym("daqflow_farm_abi"));
   auto process = reinterpret_cast<daqflow_farm_process_fn>(sym("daqflow_farm_process"));

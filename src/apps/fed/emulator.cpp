@@ -166,7 +166,7 @@ Result<void> FedEmulator::build() {
       t.length_words = e.words;
       std::array<std::byte, 8> raw{};
       if (wire::encode_trailer(t, raw) != wire::FedStatus::ok)
-        return Error("cannot encode a trailer");
+        return Error(ErrorCode::internal, "cannot encode a trailer");
       e.tail_crc = wire::fed_crc16_word(wire::load_le64(raw.data()), prefix[e.words - 2]);
       const std::uint32_t tail_words = e.words - 1;  // payload and trailer, after the header
       auto [it, added] =

@@ -247,7 +247,7 @@ Result<Sidecar> sidecar_from_json(const nlohmann::json& json) {
 
 Result<Sidecar> read_sidecar(const std::string& path) {
   std::ifstream in(path);
-  if (!in) return Error("cannot read");
+  if (!in) return Error(ErrorCode::unavailable, "cannot read");
   nlohmann::json json;
   try {
     json = nlohmann::json::parse(in);

@@ -199,9 +199,12 @@ Result<std::unique_ptr<EventOutput>> make_file_output(const nlohmann::json& para
 
   std::error_code ec;
   fs::create_directories(s.dir, ec);
-  if (ec) return Error(fmt::format("output: creating directory '{}': {}", s.dir, ec.message()));
+  if (ec)
+    return Error(ErrorCode::unavailable,
+                 fmt::format("output: creating directory '{}': {}", s.dir, ec.message()));
   if (::access(s.dir.c_str(), W_OK) != 0) {
-    return Error(fmt::format("output: directory '{}' is not writable: {}", s.dir, errno_text()));
+    return Error(ErrorCode::unavailable,
+                 fmt::format("output: directory '{}' is not writable: {}", s.dir, errno_text()));
   }
   // Files of this run and BU from an earlier attempt would be overwritten or mixed in: refuse,
   // unless the BU was started again in this run, which goes on after the last of them.
@@ -234,13 +237,15 @@ Result<std::unique_ptr<EventOutput>> make_file_output(const nlohmann::json& para
       continue;
     }
     if (name.rfind(run_prefix, 0) == 0) {
-      return Error(
-          fmt::format("output: '{}' already holds files of run {} from {} ({}): remove "
-                      "them or change run.number",
-                      s.dir, s.run_number, s.bu_id, name));
+      return Error(ErrorCode::conflict,
+                   fmt::format("output: '{}' already holds files of run {} from {} ({}): remove "
+                               "them or change run.number",
+                               s.dir, s.run_number, s.bu_id, name));
     }
   }
-  if (ec) return Error(fmt::format("output: reading directory '{}': {}", s.dir, ec.message()));
+  if (ec)
+    return Error(ErrorCode::unavailable,
+                 fmt::format("output: reading directory '{}': {}", s.dir, ec.message()));
   return std::unique_ptr<EventOutput>(std::make_unique<FileOutput>(std::move(s)));
 }
 

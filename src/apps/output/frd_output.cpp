@@ -39,14 +39,16 @@ Result<std::unique_ptr<FrdOutput>> FrdOutput::create(FrdOutputSettings settings)
   const std::string& run_dir = out->run_dir_;
   std::error_code ec;
   if (fs::exists(run_dir, ec)) {
-    return Error(
-        fmt::format("output: '{}' exists already (files of run {} from an earlier "
-                    "attempt): remove it or change run.number",
-                    run_dir, out->settings_.run_number));
+    return Error(ErrorCode::conflict,
+                 fmt::format("output: '{}' exists already (files of run {} from an earlier "
+                             "attempt): remove it or change run.number",
+                             run_dir, out->settings_.run_number));
   }
   fs::create_directories(out->open_dir_, ec);
   if (!ec) fs::create_directories(fs::path(run_dir) / "jsd", ec);
-  if (ec) return Error(fmt::format("output: creating '{}': {}", run_dir, ec.message()));
+  if (ec)
+    return Error(ErrorCode::unavailable,
+                 fmt::format("output: creating '{}': {}", run_dir, ec.message()));
   std::string error;
   const fs::path jsd = fs::path(run_dir) / "jsd";
   if (!write_small_file((jsd / "rawData.jsd").string(), kFrdRawDataJsd, error) ||

@@ -178,7 +178,9 @@ Result<SalvageReport> salvage_frd_files(const std::string& run_dir, std::uint32_
       scanned.emplace_back(std::move(found), std::move(file));
     }
   }
-  if (ec) return Error(fmt::format("salvage: reading {}: {}", run_dir, ec.message()));
+  if (ec)
+    return Error(ErrorCode::unavailable,
+                 fmt::format("salvage: reading {}: {}", run_dir, ec.message()));
   std::sort(scanned.begin(), scanned.end(), [](const auto& a, const auto& b) {
     return std::pair(a.first.lumi, a.first.index) < std::pair(b.first.lumi, b.first.index);
   });

@@ -45,9 +45,11 @@ bool read_at(int fd, std::uint64_t offset, std::byte* out, std::size_t n) {
 // Keeps records while they check; stops at the first torn or damaged one.
 Result<SalvageFile> scan(const std::string& path, bool finished, Found& found) {
   core::UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
-  if (!fd) return Error(fmt::format("salvage: opening {}: {}", path, errno_text()));
+  if (!fd)
+    return Error(code_of_errno(errno), fmt::format("salvage: opening {}: {}", path, errno_text()));
   struct stat st {};
-  if (::fstat(fd.get(), &st) != 0) return Error(fmt::format("salvage: {}: {}", path, errno_text()));
+  if (::fstat(fd.get(), &st) != 0)
+    return Error(code_of_errno(errno), fmt::format("salvage: {}: {}", path, errno_text()));
   found.path = path;
   SalvageFile s;
   s.finished = s.in_output = finished;  // only a file with its sidecar is output
@@ -84,13 +86,15 @@ Result<SalvageFile> scan(const std::string& path, bool finished, Found& found) {
 
 Result<std::uint32_t> checksum_of(const std::string& path, std::uint64_t size) {
   core::UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
-  if (!fd) return Error(fmt::format("salvage: opening {}: {}", path, errno_text()));
+  if (!fd)
+    return Error(code_of_errno(errno), fmt::format("salvage: opening {}: {}", path, errno_text()));
   std::vector<std::byte> buffer(1u << 20);
   std::uint32_t crc = 0;
   for (std::uint64_t offset = 0; offset < size;) {
     const auto n = static_cast<std::size_t>(std::min<std::uint64_t>(buffer.size(), size - offset));
     if (!read_at(fd.get(), offset, buffer.data(), n))
-      return Error(fmt::format("salvage: reading {}: {}", path, errno_text()));
+      return Error(code_of_errno(errno),
+                   fmt::format("salvage: reading {}: {}", path, errno_text()));
     crc = wire::crc32c(std::span<const std::byte>(buffer.data(), n), crc);
     offset += n;
   }
@@ -100,15 +104,18 @@ Result<std::uint32_t> checksum_of(const std::string& path, std::uint64_t size) {
 Result<void> write_file(const std::string& path, const std::string& text) {
   const std::string tmp = path + ".tmp";
   core::UniqueFd fd(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
-  if (!fd) return Error(fmt::format("salvage: creating {}: {}", tmp, errno_text()));
+  if (!fd)
+    return Error(code_of_errno(errno), fmt::format("salvage: creating {}: {}", tmp, errno_text()));
   for (std::size_t done = 0; done < text.size();) {
     const ssize_t n = ::write(fd.get(), text.data() + done, text.size() - done);
     if (n < 0 && errno == EINTR) continue;
-    if (n < 0) return Error(fmt::format("salvage: writing {}: {}", tmp, errno_text()));
+    if (n < 0)
+      return Error(code_of_errno(errno), fmt::format("salvage: writing {}: {}", tmp, errno_text()));
     done += static_cast<std::size_t>(n);
   }
   if (::fsync(fd.get()) != 0 || ::rename(tmp.c_str(), path.c_str()) != 0)
-    return Error(fmt::format("salvage: finishing {}: {}", path, errno_text()));
+    return Error(code_of_errno(errno),
+                 fmt::format("salvage: finishing {}: {}", path, errno_text()));
   return ok();
 }
 
@@ -129,16 +136,19 @@ Result<std::string> finish(const Found& found, const SalvageFile& s, std::uint32
     return std::string();
   }
   if (s.end < s.size && ::truncate(found.path.c_str(), static_cast<off_t>(s.end)) != 0)
-    return Error(fmt::format("salvage: truncating {}: {}", found.path, errno_text()));
+    return Error(code_of_errno(errno),
+                 fmt::format("salvage: truncating {}: {}", found.path, errno_text()));
   {
     core::UniqueFd fd(::open(found.path.c_str(), O_RDONLY | O_CLOEXEC));
     if (!fd || ::fsync(fd.get()) != 0)
-      return Error(fmt::format("salvage: syncing {}: {}", found.path, errno_text()));
+      return Error(code_of_errno(errno),
+                   fmt::format("salvage: syncing {}: {}", found.path, errno_text()));
   }
   auto crc = checksum_of(found.path, s.end);
   if (!crc) return crc.error();
   if (part && ::rename(found.path.c_str(), data_path.c_str()) != 0)
-    return Error(fmt::format("salvage: renaming {}: {}", found.path, errno_text()));
+    return Error(code_of_errno(errno),
+                 fmt::format("salvage: renaming {}: {}", found.path, errno_text()));
   Sidecar sidecar;
   sidecar.run = run;
   sidecar.bu = std::string(bu_id);
@@ -163,7 +173,9 @@ Result<std::uint64_t> events_in_finished_files(const std::string& dir, const std
     if (!sidecar) return sidecar.error().context("salvage: counting what is on disk");
     events += sidecar->events;
   }
-  if (ec) return Error(fmt::format("salvage: reading directory {}: {}", dir, ec.message()));
+  if (ec)
+    return Error(ErrorCode::unavailable,
+                 fmt::format("salvage: reading directory {}: {}", dir, ec.message()));
   return events;
 }
 
@@ -194,7 +206,9 @@ Result<SalvageReport> salvage_bu_files(const std::string& dir, std::uint32_t run
       newest_finished = entry.path().string();  // sequences are zero-padded: names sort
     }
   }
-  if (ec) return Error(fmt::format("salvage: reading directory {}: {}", dir, ec.message()));
+  if (ec)
+    return Error(ErrorCode::unavailable,
+                 fmt::format("salvage: reading directory {}: {}", dir, ec.message()));
 
   // In the order written (sequences), each as found beside what the core decides on.
   std::vector<std::pair<Found, SalvageFile>> scanned;

@@ -35,7 +35,8 @@ bool read_at(int fd, std::byte* out, std::uint64_t size, std::uint64_t offset) {
 Result<std::vector<std::string>> archive_files(const std::string& path) {
   std::error_code ec;
   if (!fs::is_directory(path, ec)) {
-    if (!fs::is_regular_file(path, ec)) return Error(path + ": no such file or folder");
+    if (!fs::is_regular_file(path, ec))
+      return Error(ErrorCode::not_found, path + ": no such file or folder");
     return std::vector<std::string>{path};
   }
   std::vector<std::string> files;
@@ -44,8 +45,9 @@ Result<std::vector<std::string>> archive_files(const std::string& path) {
       files.push_back(entry.path().string());
     }
   }
-  if (ec) return Error(path + ": " + ec.message());
-  if (files.empty()) return Error(path + ": no archive file (*.dqf) in this folder");
+  if (ec) return Error(ErrorCode::unavailable, path + ": " + ec.message());
+  if (files.empty())
+    return Error(ErrorCode::not_found, path + ": no archive file (*.dqf) in this folder");
   std::sort(files.begin(), files.end());
   return files;
 }

@@ -448,7 +448,8 @@ Result<runtime::Settled> TsBuilder::settle_round_robin(const runtime::LostApp& l
         break;
       }
       if (std::chrono::steady_clock::now() >= deadline) {
-        return Error("input '" + input + "' did not lose '" + lost.app.id + "' within 60 s");
+        return Error(ErrorCode::timed_out,
+                     "input '" + input + "' did not lose '" + lost.app.id + "' within 60 s");
       }
       std::this_thread::sleep_for(std::chrono::milliseconds(100));
     }
@@ -488,8 +489,8 @@ Result<runtime::Settled> TsBuilder::after_loss(const runtime::LostApp& lost) {
     doubt = std::move(*answer);
     if (doubt.value("lost", false)) break;
     if (std::chrono::steady_clock::now() >= deadline) {
-      return Error("the manager '" + manager + "' did not declare '" + lost.app.id +
-                   "' lost within 60 s");
+      return Error(ErrorCode::timed_out, "the manager '" + manager + "' did not declare '" +
+                                             lost.app.id + "' lost within 60 s");
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }

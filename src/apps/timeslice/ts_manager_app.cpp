@@ -387,7 +387,7 @@ Result<nlohmann::json> TsManager::action(std::string_view name, const nlohmann::
     for (std::size_t b = 0; b < builder_ids_.size(); ++b) {
       if (detail::id_of(ids_, builder_ids_[b]) == builder) return b;
     }
-    return Error("no builder '" + builder + "' of manager '" + id() + "'");
+    return Error(ErrorCode::not_found, "no builder '" + builder + "' of manager '" + id() + "'");
   };
   if (name == "in_doubt") {
     // The timeslices a lost builder was allowed to write and did not report written; `lost` is

@@ -107,7 +107,8 @@ Result<void> Hub::publish(const std::shared_ptr<Mailbox>& mailbox) {
                    std::to_string(mailboxes_.size()) + " applications)");
     }
     if (mailboxes_[index] != nullptr) {
-      return Error("the application already has an endpoint on this transport");
+      return Error(ErrorCode::conflict,
+                   "the application already has an endpoint on this transport");
     }
     mailboxes_[index] = mailbox;
     generation_.fetch_add(1, std::memory_order_acq_rel);

@@ -35,16 +35,17 @@ Result<void> Domain::open() {
   const std::uint64_t tag_ub =
       found != 0 ? static_cast<std::uint64_t>(*static_cast<int*>(attribute)) : 32767;
   if (tags_.largest() > tag_ub) {
-    return Error("mpi: " + std::to_string(rank_of_.size()) + " applications need tags up to " +
-                 std::to_string(tags_.largest()) + " but this MPI allows " +
-                 std::to_string(tag_ub));
+    return Error(ErrorCode::unavailable, "mpi: " + std::to_string(rank_of_.size()) +
+                                             " applications need tags up to " +
+                                             std::to_string(tags_.largest()) +
+                                             " but this MPI allows " + std::to_string(tag_ub));
   }
   // A process of its own may hold several transports at once (tests): each gets its own
   // communicator so that their tags never meet. Under mpirun a duplicate of MPI_COMM_WORLD would
   // be a collective call that could wait for a rank that never comes, so the world is used as is.
   if (size == 1) {
     if (MPI_Comm_dup(MPI_COMM_SELF, &comm_) != MPI_SUCCESS) {
-      return Error("mpi: cannot duplicate MPI_COMM_SELF");
+      return Error(ErrorCode::internal, "mpi: cannot duplicate MPI_COMM_SELF");
     }
     own_comm_ = true;
   } else {

@@ -55,7 +55,7 @@ Result<void> MpiEndpoint::connect(AppIndex index) {
                  "'): its context is not one of the mpi contexts (it uses another transport)");
   }
   if (auto failure = Engine::instance().failure(); !failure.empty()) {
-    return Error(name_ + ": " + failure);
+    return Error(ErrorCode::unavailable, name_ + ": " + failure);
   }
   Peer& p = peers_[index];
   if (p.state == Peer::State::open || p.state == Peer::State::connecting) return ok();

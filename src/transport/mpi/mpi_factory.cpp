@@ -54,12 +54,13 @@ class MpiTransport final : public Transport {
                    " (start the contexts with daqflow run, which orders the ranks)");
     }
     if (auto failure = Engine::instance().failure(); !failure.empty()) {
-      return Error(who + ": " + failure);
+      return Error(ErrorCode::unavailable, who + ": " + failure);
     }
     {
       std::lock_guard lock(registry_->mutex);
       if (registry_->live[options.self]) {
-        return Error(who + ": the application already has an endpoint on this transport");
+        return Error(ErrorCode::conflict,
+                     who + ": the application already has an endpoint on this transport");
       }
       registry_->live[options.self] = true;
     }
@@ -111,7 +112,7 @@ Result<std::unique_ptr<Transport>> make_mpi_transport(const AddressTable& addres
     }
   }
   if (auto failure = mpi::Engine::instance().failure(); !failure.empty()) {
-    return Error("mpi transport: " + failure);
+    return Error(ErrorCode::unavailable, "mpi transport: " + failure);
   }
   return std::unique_ptr<Transport>(
       std::make_unique<mpi::MpiTransport>(addresses, std::move(rank_of), rank, *polling));

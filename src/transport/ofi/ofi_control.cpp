@@ -34,8 +34,9 @@ Result<void> OfiEndpoint::connect(AppIndex index) {
     const bool busy = std::any_of(p.slots.begin(), p.slots.end(),
                                   [](const SendSlot& s) { return s.posted && !s.provider_done; });
     if (busy || p.hello.busy || p.bye.busy || p.heartbeat.busy) {
-      return Error(me + ": cannot connect to '" + to.id +
-                   "' again yet: sends of its last connection are still with the provider");
+      return Error(ErrorCode::unavailable,
+                   me + ": cannot connect to '" + to.id +
+                       "' again yet: sends of its last connection are still with the provider");
     }
     reset_peer(p);
   }

@@ -51,7 +51,7 @@ Domain::~Domain() {
 Result<std::shared_ptr<Domain>> open_domain(const std::string& provider,
                                             const SourceAddress& source) {
   fi_info* hints = fi_allocinfo();
-  if (hints == nullptr) return Error("libfabric: out of memory for hints");
+  if (hints == nullptr) return Error(ErrorCode::unavailable, "libfabric: out of memory for hints");
   const bool shm = provider == "shm";
   hints->ep_attr->type = FI_EP_RDM;
   hints->caps = FI_TAGGED | FI_SEND | FI_RECV;
@@ -82,9 +82,10 @@ Result<std::shared_ptr<Domain>> open_domain(const std::string& provider,
   const int rc = fi_getinfo(FI_VERSION(1, 17), node, service, flags, hints, &found);
   fi_freeinfo(hints);
   if (rc != 0 || found == nullptr) {
-    return Error("libfabric provider '" + provider + "' offers no reliable-datagram endpoint at " +
-                 source.node + (service != nullptr ? ":" + source.service : std::string()) + ": " +
-                 describe(rc) + " (see `fi_info -l` for the providers here)");
+    return Error(ErrorCode::unavailable,
+                 "libfabric provider '" + provider + "' offers no reliable-datagram endpoint at " +
+                     source.node + (service != nullptr ? ":" + source.service : std::string()) +
+                     ": " + describe(rc) + " (see `fi_info -l` for the providers here)");
   }
   auto d = std::make_shared<Domain>();
   d->info = found;
@@ -92,10 +93,12 @@ Result<std::shared_ptr<Domain>> open_domain(const std::string& provider,
   d->shared_memory = shm;
   int r = fi_fabric(found->fabric_attr, &d->fabric, nullptr);
   if (r != 0)
-    return Error("libfabric: cannot open the fabric of '" + provider + "': " + describe(r));
+    return Error(ErrorCode::unavailable,
+                 "libfabric: cannot open the fabric of '" + provider + "': " + describe(r));
   r = fi_domain(d->fabric, found, &d->domain, nullptr);
   if (r != 0)
-    return Error("libfabric: cannot open the domain of '" + provider + "': " + describe(r));
+    return Error(ErrorCode::unavailable,
+                 "libfabric: cannot open the domain of '" + provider + "': " + describe(r));
   return d;
 }
 
@@ -114,8 +117,9 @@ Result<std::shared_ptr<RegisteredRegion>> RegisteredRegion::create(std::shared_p
     region->mr_ = nullptr;
     // Providers without FI_MR_LOCAL work with unregistered memory too.
     if (region->domain_->mr_local) {
-      return Error("libfabric: cannot register " + std::to_string(region->size_) +
-                   " bytes: " + describe(rc));
+      return Error(ErrorCode::unavailable, "libfabric: cannot register " +
+                                               std::to_string(region->size_) +
+                                               " bytes: " + describe(rc));
     }
   } else {
     region->desc_ = fi_mr_desc(region->mr_);

@@ -82,7 +82,8 @@ class OfiTransport final : public Transport {
       if (!address) return address.error();
       fi_addr_t addr = FI_ADDR_NOTAVAIL;
       if (fi_av_insert(parts.fids.av, &*address, 1, &addr, 0, nullptr) != 1) {
-        return Error("cannot insert the address of application '" + table_[i].id + "'");
+        return Error(ErrorCode::internal,
+                     "cannot insert the address of application '" + table_[i].id + "'");
       }
       parts.addresses[i] = addr;
     }

@@ -158,8 +158,8 @@ Result<void> ShmEndpoint::map_peer(AppIndex index) {
   const SegmentHeader& h = (*mapping)->header();
   if (h.channels != peers_.size() || h.channel_bytes != channel_stride() ||
       h.data_offset + h.channels * h.channel_bytes > h.bytes) {
-    return Error("shared-memory segment " + (*mapping)->name() +
-                 " was made for another address table");
+    return Error(ErrorCode::conflict, "shared-memory segment " + (*mapping)->name() +
+                                          " was made for another address table");
   }
   Peer& p = peers_[index];
   p.segment = std::move(*mapping);

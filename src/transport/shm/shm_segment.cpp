@@ -130,8 +130,8 @@ Result<std::shared_ptr<Mapping>> Mapping::create(const std::string& name, std::s
     std::size_t old_bytes = 0;
     if (read_header(name, h, old_bytes) && process_alive(h.pid, h.start_time) &&
         h.state.load() != SegmentState::closed) {
-      return Error("shared-memory segment /dev/shm/" + name + " is in use by process " +
-                   std::to_string(h.pid));
+      return Error(ErrorCode::conflict, "shared-memory segment /dev/shm/" + name +
+                                            " is in use by process " + std::to_string(h.pid));
     }
     // A leftover of a process that died (or never finished writing its header): ours now.
     shm_unlink(path.c_str());
@@ -180,7 +180,8 @@ Result<std::shared_ptr<Mapping>> Mapping::open(const std::string& name, SegmentK
   struct stat st {};
   if (fstat(fd, &st) != 0 || static_cast<std::size_t>(st.st_size) < kHeaderBytes) {
     ::close(fd);
-    return Error("shared-memory segment /dev/shm/" + name + " is not ready");
+    return Error(ErrorCode::unavailable,
+                 "shared-memory segment /dev/shm/" + name + " is not ready");
   }
   const auto bytes = static_cast<std::size_t>(st.st_size);
   void* mem = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
@@ -195,11 +196,12 @@ Result<std::shared_ptr<Mapping>> Mapping::open(const std::string& name, SegmentK
   const SegmentHeader& h = mapping->header();
   if (h.magic != kMagic || h.version != kVersion || h.kind != kind || h.bytes != bytes ||
       h.data_offset > bytes) {
-    return Error("shared-memory segment /dev/shm/" + name +
-                 " is not a daqflow segment of this version");
+    return Error(ErrorCode::conflict, "shared-memory segment /dev/shm/" + name +
+                                          " is not a daqflow segment of this version");
   }
   if (h.state.load(std::memory_order_acquire) == SegmentState::creating) {
-    return Error("shared-memory segment /dev/shm/" + name + " is not ready");
+    return Error(ErrorCode::unavailable,
+                 "shared-memory segment /dev/shm/" + name + " is not ready");
   }
   return mapping;
 }

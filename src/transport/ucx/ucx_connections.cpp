@@ -70,8 +70,9 @@ Result<void> UcxEndpoint::listen() {
   const ucs_status_t status = ucp_listener_create(worker_, &params, &listener_);
   if (status != UCS_OK) {
     listener_ = nullptr;
-    return Error("cannot listen on " + address->text + ": " + ucs_status_string(status) +
-                 " (is another process using the port?)");
+    return Error(ErrorCode::unavailable, "cannot listen on " + address->text + ": " +
+                                             ucs_status_string(status) +
+                                             " (is another process using the port?)");
   }
   return ok();
 }

@@ -81,7 +81,8 @@ Result<std::shared_ptr<Context>> Context::create(const UcxOptions& options,
   ucp_config_t* ucp_config = nullptr;
   ucs_status_t status = ucp_config_read(nullptr, nullptr, &ucp_config);
   if (status != UCS_OK) {
-    return Error(std::string("ucx: cannot read UCX's configuration: ") + ucs_status_string(status));
+    return Error(ErrorCode::internal,
+                 std::string("ucx: cannot read UCX's configuration: ") + ucs_status_string(status));
   }
   apply_build_settings(ucp_config);
   // A listener must be able to take its port back while connections of an earlier endpoint on it
@@ -89,7 +90,8 @@ Result<std::shared_ptr<Context>> Context::create(const UcxOptions& options,
   status = ucp_config_modify(ucp_config, "CM_REUSEADDR", "y");
   if (status != UCS_OK) {
     ucp_config_release(ucp_config);
-    return Error(std::string("ucx: cannot set CM_REUSEADDR: ") + ucs_status_string(status));
+    return Error(ErrorCode::internal,
+                 std::string("ucx: cannot set CM_REUSEADDR: ") + ucs_status_string(status));
   }
   const auto [tls, host_local, shared_memory] = effective_tls(options.tls);
   if (!tls.empty()) {
@@ -119,9 +121,10 @@ Result<std::shared_ptr<Context>> Context::create(const UcxOptions& options,
   status = ucp_init(&params, ucp_config, &context);
   ucp_config_release(ucp_config);
   if (status != UCS_OK) {
-    return Error(std::string("ucx: cannot initialise UCP") +
-                 (options.tls.empty() ? "" : " with UCX_TLS '" + options.tls + "'") + ": " +
-                 ucs_status_string(status));
+    return Error(ErrorCode::unavailable,
+                 std::string("ucx: cannot initialise UCP") +
+                     (options.tls.empty() ? "" : " with UCX_TLS '" + options.tls + "'") + ": " +
+                     ucs_status_string(status));
   }
   return std::shared_ptr<Context>(new Context(context, tls, host_local, shared_memory));
 }
@@ -154,8 +157,8 @@ Result<std::shared_ptr<MappedRegion>> MappedRegion::create(std::shared_ptr<Conte
   const ucs_status_t status = ucp_mem_map(context->get(), &params, &memh);
   if (status != UCS_OK) {
     core::unmap_pool_memory(*memory);
-    return Error("cannot register " + std::to_string(size) +
-                 " bytes with UCX: " + ucs_status_string(status));
+    return Error(ErrorCode::unavailable, "cannot register " + std::to_string(size) +
+                                             " bytes with UCX: " + ucs_status_string(status));
   }
   return std::shared_ptr<MappedRegion>(
       new MappedRegion(std::move(context), static_cast<std::byte*>(base), size, memh));

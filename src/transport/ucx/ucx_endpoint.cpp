@@ -74,11 +74,13 @@ Result<void> UcxEndpoint::start() {
   ucs_status_t status = ucp_worker_create(context_->get(), &wp, &worker_);
   if (status != UCS_OK) {
     worker_ = nullptr;
-    return Error(who + ": cannot create a UCP worker: " + ucs_status_string(status));
+    return Error(ErrorCode::unavailable,
+                 who + ": cannot create a UCP worker: " + ucs_status_string(status));
   }
   status = ucp_worker_get_efd(worker_, &event_fd_);
   if (status != UCS_OK) {
-    return Error(who + ": UCP worker has no event fd: " + ucs_status_string(status));
+    return Error(ErrorCode::internal,
+                 who + ": UCP worker has no event fd: " + ucs_status_string(status));
   }
   ucp_am_handler_param_t handler{};
   handler.field_mask = UCP_AM_HANDLER_PARAM_FIELD_ID | UCP_AM_HANDLER_PARAM_FIELD_FLAGS |
@@ -89,7 +91,8 @@ Result<void> UcxEndpoint::start() {
   handler.arg = this;
   status = ucp_worker_set_am_recv_handler(worker_, &handler);
   if (status != UCS_OK) {
-    return Error(who + ": cannot set the active-message handler: " + ucs_status_string(status));
+    return Error(ErrorCode::internal,
+                 who + ": cannot set the active-message handler: " + ucs_status_string(status));
   }
   auto pool = make_mapped_pool(context_, me.id + ".ucx-receive",
                                std::max<std::uint32_t>(options_.max_message_size, 1),

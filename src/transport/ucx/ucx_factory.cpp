@@ -37,7 +37,7 @@ class UcxTransport final : public Transport {
     {
       std::lock_guard lock(registry_->mutex);
       if (!registry_->live.insert(options.self).second) {
-        return Error(who + ": this process has one already");
+        return Error(ErrorCode::conflict, who + ": this process has one already");
       }
     }
     std::shared_ptr<void> registration(nullptr, [registry = registry_, self = options.self](void*) {
