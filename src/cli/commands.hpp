@@ -18,6 +18,11 @@ struct DeliveredConfig {
   std::optional<std::string> token;
 };
 [[nodiscard]] Result<DeliveredConfig> read_delivered_config(const std::string& name);
+// The cluster configuration `name`: read from the file, or, with from_stdin, as a launcher
+// delivers it (then `token` is the control token it came with). Errors end `command`.
+[[nodiscard]] runtime::ClusterConfig load_command_config(const char* command,
+                                                         const std::string& name, bool from_stdin,
+                                                         std::optional<std::string>& token);
 
 // Prints "daqflow COMMAND: WHY" on standard error and ends the subcommand with exit code 1.
 [[noreturn]] void fail(std::string_view command, const std::string& why);

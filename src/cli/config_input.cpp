@@ -29,4 +29,17 @@ Result<DeliveredConfig> read_delivered_config(const std::string& name) {
   return d;
 }
 
+runtime::ClusterConfig load_command_config(const char* command, const std::string& name,
+                                           bool from_stdin, std::optional<std::string>& token) {
+  auto config = [&] {
+    if (!from_stdin) return runtime::load_config(name, registry());
+    auto d = read_delivered_config(name);
+    if (!d) fail(command, d.error().message());
+    token = std::move(d->token);
+    return runtime::parse_config(d->yaml, name, registry());
+  }();
+  if (!config) fail(command, config.error().message());
+  return std::move(*config);
+}
+
 }  // namespace daqflow::cli

@@ -115,23 +115,17 @@ void exec_command(const ExecArgs& args) {
     if (auto r = core::log_to_file(args.log_file); !r) fail("exec", r.error().message());
   }
   std::optional<std::string> token;
-  auto config = [&] {
-    if (!args.config_stdin) return runtime::load_config(args.config, registry());
-    auto d = read_delivered_config(args.config);
-    if (!d) fail("exec", d.error().message());
-    token = std::move(d->token);
-    return runtime::parse_config(d->yaml, args.config, registry());
-  }();
-  if (!config) fail("exec", config.error().message());
+  runtime::ClusterConfig config =
+      load_command_config("exec", args.config, args.config_stdin, token);
   for (const std::string& name : args.contexts) {
-    if (config->find_context(name) == nullptr) {
+    if (config.find_context(name) == nullptr) {
       std::vector<std::string> known;
-      for (const auto& c : config->contexts) known.push_back(c.name);
+      for (const auto& c : config.contexts) known.push_back(c.name);
       fail("exec", "context '" + name + "' is not in " + args.config +
                        " (contexts: " + join(known, ", ") + ")");
     }
   }
-  const auto hosted = with_process_groups(*config, args.contexts);
+  const auto hosted = with_process_groups(config, args.contexts);
   if (hosted != args.contexts) core::init_logging(join(hosted, ","), args.log_level);
 
   // Before any thread starts, so that every thread inherits the mask.
@@ -151,7 +145,7 @@ void exec_command(const ExecArgs& args) {
   options.token = std::move(token);
   options.restarted = args.restarted;
   options.lease = std::chrono::milliseconds(static_cast<long long>(args.lease_s * 1000));
-  auto exec = runtime::Executive::create(std::move(*config), hosted, registry(), options);
+  auto exec = runtime::Executive::create(std::move(config), hosted, registry(), options);
   if (!exec) fail("exec", exec.error().message());
   if (auto started = (*exec)->start(); !started) fail("exec", started.error().message());
   {

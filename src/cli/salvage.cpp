@@ -25,15 +25,9 @@ struct SalvageArgs {
 
 void salvage_command(const SalvageArgs& args) {
   std::optional<std::string> delivered_token;
-  auto cluster = [&] {
-    if (!args.config_stdin) return runtime::load_config(args.config, registry());
-    auto d = read_delivered_config(args.config);
-    if (!d) fail("salvage", d.error().message());
-    delivered_token = std::move(d->token);
-    return runtime::parse_config(d->yaml, args.config, registry());
-  }();
-  if (!cluster) fail("salvage", cluster.error().message());
-  const runtime::ApplicationConfig* app = cluster->find_application(args.app);
+  const runtime::ClusterConfig cluster =
+      load_command_config("salvage", args.config, args.config_stdin, delivered_token);
+  const runtime::ApplicationConfig* app = cluster.find_application(args.app);
   if (app == nullptr) fail("salvage", "no application '" + args.app + "' in " + args.config);
   const runtime::AppType* type = registry().find(app->type);
   if (type == nullptr || !type->after_loss) {
@@ -41,13 +35,13 @@ void salvage_command(const SalvageArgs& args) {
                         ": nothing is left to salvage when it dies");
   }
   auto token =
-      delivered_token ? Result<std::string>(*delivered_token) : runtime::access_token(*cluster);
+      delivered_token ? Result<std::string>(*delivered_token) : runtime::access_token(cluster);
   if (!token) fail("salvage", token.error().message());
   const auto call = [&](const std::string& id, const std::string& action,
                         const nlohmann::json& body) -> Result<nlohmann::json> {
-    const runtime::ApplicationConfig* target = cluster->find_application(id);
+    const runtime::ApplicationConfig* target = cluster.find_application(id);
     if (target == nullptr) return Error("no application '" + id + "' in " + args.config);
-    const runtime::ContextConfig* ctx = cluster->find_context(target->context);
+    const runtime::ContextConfig* ctx = cluster.find_context(target->context);
     if (ctx == nullptr || ctx->control_port == 0)
       return Error("context '" + target->context + "' has no control_port");
     control::ControlClient client(
@@ -57,7 +51,7 @@ void salvage_command(const SalvageArgs& args) {
     if (!answer) return answer.error();
     return answer->value("result", nlohmann::json::object());
   };
-  auto done = type->after_loss(runtime::LostApp{*cluster, *app, call});
+  auto done = type->after_loss(runtime::LostApp{cluster, *app, call});
   if (!done) fail("salvage", done.error().message());
   const std::string report = done->report.empty() ? "nothing to salvage" : done->report;
   if (args.json) {

@@ -10,7 +10,9 @@ Runs under /usr/bin/python3 (tests/CMakeLists.txt), whose selenium is Debian's p
 
 import os
 import re
+import shutil
 import statistics
+import tempfile
 import time
 import unittest
 
@@ -50,12 +52,18 @@ class Dashboard(DaqflowTestCase):
             proc = self.start(["exec", self.config, "--context", name], f"{name}.log")
             self.wait_http(self.ports[name], proc)
         self.out = output_dir()
+        # The browser's profile and its temporary files (its singleton socket's folder) in a
+        # folder of the test's own, removed once the browser has quit.
+        browser_tmp = tempfile.mkdtemp(prefix="daqflow-chromium-")
+        self.addCleanup(shutil.rmtree, browser_tmp, True)
         options = webdriver.ChromeOptions()
         options.binary_location = "/usr/bin/chromium"
         for arg in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage",
-                    "--window-size=1500,1100", "--disable-gpu"):
+                    "--window-size=1500,1100", "--disable-gpu",
+                    f"--user-data-dir={os.path.join(browser_tmp, 'profile')}"):
             options.add_argument(arg)
-        self.browser = webdriver.Chrome(service=Service("/usr/bin/chromedriver"), options=options)
+        service = Service("/usr/bin/chromedriver", env={**os.environ, "TMPDIR": browser_tmp})
+        self.browser = webdriver.Chrome(service=service, options=options)
         self.addCleanup(self.browser.quit)
 
     # --- what the page shows -------------------------------------------------------------------
