@@ -101,7 +101,7 @@ struct Message {
   // (and `out` untouched) when a reserved or constant part holds other bytes.
   static bool load(std::span<const std::byte> in, M& out) {
     M m{};
-    if (!(Parts::load(in.data(), m) && ...)) return false;
+    if (!read(in.data(), m)) return false;
     out = m;
     return true;
   }
@@ -113,11 +113,15 @@ struct Message {
                               bool exact = true) {
     if (exact ? in.size() != Size : in.size() < Size) return PayloadStatus::wrong_size;
     M m{};
-    if (!(Parts::load(in.data(), m) && ...)) return PayloadStatus::reserved_not_zero;
+    if (!read(in.data(), m)) return PayloadStatus::reserved_not_zero;
     const PayloadStatus status = check(std::as_const(m));
     if (status == PayloadStatus::ok) out = m;
     return status;
   }
+
+ private:
+  // Every part from p into m; false when a reserved or constant part holds other bytes.
+  static bool read(const std::byte* p, M& m) { return (Parts::load(p, m) && ...); }
 };
 
 }  // namespace daqflow::wire::layout
