@@ -45,11 +45,34 @@ def fed_fragment(source_id, l1_id, payload_words, seed=0):
 FEROL_SIGNATURE = 0x475A
 FEROL_MAX_DATA = 4080
 
+# The FEROL header as CMS equipment frames it: two 64-bit words, each sent most significant byte
+# first. Per field: the word, its lowest bit and its width. Every other bit is zero.
+FEROL_FIELDS = {
+    "signature": (0, 48, 16),
+    "packet": (0, 32, 11),
+    "first": (0, 31, 1),
+    "last": (0, 30, 1),
+    "words": (0, 0, 10),
+    "fed": (1, 32, 12),
+    "event": (1, 0, 24),
+}
+
+
+def ferol_header(fields):
+    """The 16 header bytes of one block from its fields (a dict naming every key of
+    FEROL_FIELDS), bit by bit."""
+    words = [0, 0]
+    for name, (word, low, width) in FEROL_FIELDS.items():
+        value = int(fields[name])
+        assert 0 <= value < 1 << width, f"FEROL field {name} = {value} does not fit {width} bits"
+        words[word] |= value << low
+    return words[0].to_bytes(8, "big") + words[1].to_bytes(8, "big")
+
 
 def ferol_blocks(fed_id, fragment, block_data=FEROL_MAX_DATA, edit=None):
-    """A fragment cut into FEROL blocks (daqflow's layout, docs/fed-format.md): per block two
-    little-endian words, signature << 48 | first << 31 | last << 30 | packet << 19 | length, and
-    fed_id << 48 | event number (the FED header's L1 id). `edit(index, fields)` may change a
+    """A fragment cut into FEROL blocks of `block_data` bytes (the last one unpadded), each
+    behind its header: packet number from 0, first and last flags, the block's data length in
+    64-bit words, the FED id and the FED header's L1 id. `edit(index, fields)` may change a
     block's fields (a dict) before it is written."""
     l1_id = (struct.unpack_from("<Q", fragment, 0)[0] >> 32) & 0xFFFFFF
     count = (len(fragment) + block_data - 1) // block_data
@@ -57,12 +80,10 @@ def ferol_blocks(fed_id, fragment, block_data=FEROL_MAX_DATA, edit=None):
     for b in range(count):
         data = fragment[b * block_data:(b + 1) * block_data]
         f = {"signature": FEROL_SIGNATURE, "first": b == 0, "last": b == count - 1,
-             "packet": b, "length": len(data), "fed": fed_id, "event": l1_id}
+             "packet": b, "words": len(data) // 8, "fed": fed_id, "event": l1_id}
         if edit:
             edit(b, f)
-        out += struct.pack("<QQ", f["signature"] << 48 | int(f["first"]) << 31 |
-                           int(f["last"]) << 30 | f["packet"] << 19 | f["length"],
-                           f["fed"] << 48 | f["event"])
+        out += ferol_header(f)
         out += data
     return bytes(out)
 

@@ -1,5 +1,6 @@
 #pragma once
-// Little-endian loads and stores that do not assume alignment.
+// Little-endian (and, for the few big-endian fields of CMS equipment, big-endian) loads and
+// stores that do not assume alignment.
 
 #include <bit>
 #include <cstddef>
@@ -34,6 +35,12 @@ inline void store_le32(std::byte* p, std::uint32_t v) {
 }
 inline void store_le64(std::byte* p, std::uint64_t v) {
   std::memcpy(p, &v, sizeof v);
+}
+inline std::uint64_t load_be64(const std::byte* p) {
+  return __builtin_bswap64(load_le64(p));
+}
+inline void store_be64(std::byte* p, std::uint64_t v) {
+  store_le64(p, __builtin_bswap64(v));
 }
 
 }  // namespace daqflow::wire

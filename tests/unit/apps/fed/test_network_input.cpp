@@ -370,11 +370,11 @@ std::vector<std::byte> ferol_blocks(
     std::array<std::byte, wire::kFerolHeaderSize> bytes{};
     const auto status = wire::encode_ferol_header(h, bytes);
     if (status == wire::FerolStatus::bad_length) {  // written anyway: the test wants it on the wire
-      wire::store_le64(bytes.data(), std::uint64_t{wire::kFerolSignature} << 48 |
+      wire::store_be64(bytes.data(), std::uint64_t{wire::kFerolSignature} << 48 |
+                                         std::uint64_t{h.packet} << 32 |
                                          std::uint64_t{h.first} << 31 |
-                                         std::uint64_t{h.last} << 30 |
-                                         std::uint64_t{h.packet} << 19 | h.data_length);
-      wire::store_le64(bytes.data() + 8, std::uint64_t{h.fed_id} << 48 | h.event);
+                                         std::uint64_t{h.last} << 30 | (h.data_length / 8 & 0x3ff));
+      wire::store_be64(bytes.data() + 8, std::uint64_t{h.fed_id} << 32 | h.event);
     }
     out.insert(out.end(), bytes.begin(), bytes.end());
     out.insert(out.end(), fragment.begin() + static_cast<std::ptrdiff_t>(from),
@@ -496,9 +496,9 @@ TEST(NetworkInput, EveryKindOfBadFerolBlockNamesTheFedTheEventAndTheBlock) {
       "FED 650 event 2: block 3: the FEROL header says event number 3, the fragment's first "
       "block 2");
   expect_bad_block(
-      23615, [](std::size_t b, H& h) { h.data_length = b == 1 ? 4084 : h.data_length; },
-      "FED 650 event 2: block 1: FEROL block length is 0, not a multiple of 8 or above 4080 "
-      "bytes from 127\\.0\\.0\\.1:[0-9]+");
+      23615, [](std::size_t b, H& h) { h.data_length = b == 1 ? 4088 : h.data_length; },
+      "FED 650 event 2: block 1: FEROL block length is 0 or above 4080 bytes from "
+      "127\\.0\\.0\\.1:[0-9]+");
   expect_bad_block(
       23616, [](std::size_t, H& h) { h.event += 1; },
       "FED 650 event 2: event number out of sequence \\(the FEROL header says event 3, "
@@ -520,8 +520,8 @@ TEST(NetworkInput, EveryKindOfBadFerolBlockNamesTheFedTheEventAndTheBlock) {
   // A block of no data.
   expect_bad_block(
       23619, [](std::size_t b, H& h) { h.data_length = b == 2 ? 0 : h.data_length; },
-      "FED 650 event 2: block 2: FEROL block length is 0, not a multiple of 8 or above 4080 "
-      "bytes from 127\\.0\\.0\\.1:[0-9]+");
+      "FED 650 event 2: block 2: FEROL block length is 0 or above 4080 bytes from "
+      "127\\.0\\.0\\.1:[0-9]+");
 }
 
 TEST(NetworkInput, AFerolStreamWithABadSignatureOrTooLargeAFragmentFails) {
@@ -530,7 +530,7 @@ TEST(NetworkInput, AFerolStreamWithABadSignatureOrTooLargeAFragmentFails) {
     ASSERT_TRUE(input);
     Sender a(23620);
     auto blocks = ferol_blocks(660, make_fragment(660, 0, 64), wire::kFerolMaxBlockData);
-    blocks[6] ^= std::byte{0x01};  // in the signature
+    blocks[1] ^= std::byte{0x01};  // in the signature
     a.send(blocks);
     std::vector<std::byte> out(input->max_super_fragment_size());
     EXPECT_EQ(produce(*input, 0, out).status, Produced::Status::failed);
@@ -573,21 +573,40 @@ TEST(NetworkInput, AFerolStreamClosedWithinABlockFails) {
       << input->failure();
 }
 
+// The header's bytes as a CMS reader sees them: word 0 signature 0x475a, packet 1500 (bits
+// 42..32), first and last (31, 30), 510 words (9..0); word 1 FED 0x4d2 (43..32), event 0x123456;
+// each word most significant byte first.
+TEST(Ferol, HeaderIsLaidOutAsCmsEquipmentSendsIt) {
+  std::array<std::byte, wire::kFerolHeaderSize> bytes{};
+  ASSERT_EQ(wire::encode_ferol_header({4080, 1500, true, true, 0x4d2, 0x123456}, bytes),
+            wire::FerolStatus::ok);
+  const std::array<std::uint8_t, 16> expected{0x47, 0x5a, 0x05, 0xdc, 0xc0, 0x00, 0x01, 0xfe,
+                                              0x00, 0x00, 0x04, 0xd2, 0x00, 0x12, 0x34, 0x56};
+  for (std::size_t i = 0; i < expected.size(); ++i) {
+    EXPECT_EQ(std::to_integer<std::uint8_t>(bytes[i]), expected[i]) << "byte " << i;
+  }
+}
+
 TEST(Ferol, HeaderRoundTripsAndRefusesGarbage) {
   std::array<std::byte, wire::kFerolHeaderSize> bytes{};
   const wire::FerolHeader in{4080, wire::kFerolMaxPacket, true, true, 0xfff, wire::kFerolMaxEvent};
   ASSERT_EQ(wire::encode_ferol_header(in, bytes), wire::FerolStatus::ok);
-  EXPECT_EQ(wire::load_le64(bytes.data()) >> 48, wire::kFerolSignature);
   wire::FerolHeader out;
   ASSERT_EQ(wire::decode_ferol_header(bytes, out), wire::FerolStatus::ok);
   EXPECT_EQ(out, in);
   EXPECT_EQ(wire::encode_ferol_header({8, 0, true, true, 0x1000, 0}, bytes),
             wire::FerolStatus::field_out_of_range);
+  EXPECT_EQ(wire::encode_ferol_header({8, 0, true, true, 1, 0x100'0000}, bytes),
+            wire::FerolStatus::field_out_of_range);
   EXPECT_EQ(wire::encode_ferol_header({12, 0, true, true, 1, 0}, bytes),
             wire::FerolStatus::bad_length);
+  // Reserved bits are ignored.
   ASSERT_EQ(wire::encode_ferol_header(in, bytes), wire::FerolStatus::ok);
-  bytes[15] |= std::byte{0x80};
-  EXPECT_EQ(wire::decode_ferol_header(bytes, out), wire::FerolStatus::reserved_bits);
+  bytes[2] |= std::byte{0xf8};
+  bytes[8] |= std::byte{0xff};
+  bytes[12] |= std::byte{0xff};
+  ASSERT_EQ(wire::decode_ferol_header(bytes, out), wire::FerolStatus::ok);
+  EXPECT_EQ(out, in);
   EXPECT_EQ(wire::decode_ferol_header(std::span(bytes).first(15), out),
             wire::FerolStatus::too_short);
   EXPECT_EQ(wire::ferol_blocks(4080), 1u);
