@@ -248,8 +248,14 @@ bool Run::goes_on(const std::vector<AppSample>& samples,
   const View* finished = nullptr;
   std::size_t finished_count = 0;
   std::uint64_t progress = 0;
+  // The first to fail names the cause (a RU's failure, not the "no BU left" it leads to).
+  auto failed_at = [](const View& v) {
+    const auto it = v.last.find("state_since_ms");
+    return it != v.last.end() && it->is_number() ? it->get<std::int64_t>() : INT64_MAX;
+  };
   for (std::size_t i = 0; i < views_.size(); ++i) {
-    if (samples[i].state == runtime::State::Failed && failed == nullptr && !give_up(views_[i])) {
+    if (samples[i].state == runtime::State::Failed && !give_up(views_[i]) &&
+        (failed == nullptr || failed_at(views_[i]) < failed_at(*failed))) {
       failed = &views_[i];
     }
     if (samples[i].finished) {

@@ -65,20 +65,27 @@ std::string iso8601_utc(std::chrono::system_clock::time_point t) {
 }
 
 std::string not_written_warnings(const nlohmann::json& results) {
-  static constexpr std::array<std::pair<const char*, const char*>, 3> kinds{{
-      {"events_not_written", "built events"},
-      {"timeslices_not_written", "timeslices"},
-      {"farm_events_not_written", "accepted events of the farm"},
+  struct Kind {
+    const char* key;
+    const char* what;
+    const char* why;
+  };
+  static constexpr const char* kDiskCap = "an output reached its disk cap (max_total_mb)";
+  static constexpr std::array<Kind, 4> kinds{{
+      {"events_not_written", "built events", kDiskCap},
+      {"timeslices_not_written", "timeslices", kDiskCap},
+      {"farm_events_not_written", "accepted events of the farm", kDiskCap},
+      {"events_dropped", "incomplete events",
+       "they lack some RU's data, and an FRD output gives the HLT complete events only "
+       "(incomplete: drop; counted lost in the EoLS files)"},
   }};
   std::string out;
   if (!results.is_object()) return out;
-  for (const auto& [key, what] : kinds) {
-    const auto it = results.find(key);
+  for (const Kind& kind : kinds) {
+    const auto it = results.find(kind.key);
     if (it == results.end() || !it->is_number_integer() || it->get<std::int64_t>() <= 0) continue;
-    out += fmt::format(
-        "WARNING: {} {} were not written: an output reached its disk cap (max_total_mb); "
-        "{} per application in the summary\n",
-        it->get<std::int64_t>(), what, key);
+    out += fmt::format("WARNING: {} {} were not written: {}; {} per application in the summary\n",
+                       it->get<std::int64_t>(), kind.what, kind.why, kind.key);
   }
   return out;
 }

@@ -46,6 +46,10 @@ void BuilderUnit::publish_written() {
     events_not_written_->add_single_writer(stats.events_over_cap - not_written_published_);
   }
   not_written_published_ = stats.events_over_cap;
+  if (stats.events_dropped > dropped_published_) {
+    events_dropped_->add_single_writer(stats.events_dropped - dropped_published_);
+  }
+  dropped_published_ = stats.events_dropped;
 }
 
 void BuilderUnit::ru_gone(AppIndex ru, const std::string& why) {
@@ -505,6 +509,7 @@ nlohmann::json BuilderUnit::results() const {
       {"events_corrupted", events_corrupted_->value()},
       {"events_written", events_written_->value()},
       {"events_not_written", events_not_written_->value()},
+      {"events_dropped", events_dropped_->value()},
       {"events_fenced", events_fenced_->value()},
       {"bytes_built", bytes},
       {"seconds", seconds},

@@ -99,8 +99,8 @@ class BuilderUnit final : public runtime::ApplicationWith<BuilderUnit, BuSetting
   void recycle(output::OutputBatch* batch);
   int request(std::int64_t now);
   void publish(std::int64_t now);
-  // The output's counts of events written and not written, into events_written_ and
-  // events_not_written_.
+  // The output's counts of events written, not written (disk cap) and dropped (incomplete), into
+  // events_written_, events_not_written_ and events_dropped_.
   void publish_written();
   [[nodiscard]] std::size_t batch_index(const output::OutputBatch* b) const {
     return static_cast<std::size_t>(b - batches_.data());
@@ -155,6 +155,7 @@ class BuilderUnit final : public runtime::ApplicationWith<BuilderUnit, BuSetting
   bool warned_incomplete_ = false;
   std::uint64_t written_published_ = 0;      // the output's events_written already counted
   std::uint64_t not_written_published_ = 0;  // and its events_over_cap
+  std::uint64_t dropped_published_ = 0;      // and its events_dropped
 
   // Metrics, counted by the agent thread and read by results().
   runtime::Counter* events_built_ = nullptr;
@@ -162,6 +163,7 @@ class BuilderUnit final : public runtime::ApplicationWith<BuilderUnit, BuSetting
   runtime::Counter* events_corrupted_ = nullptr;
   runtime::Counter* events_written_ = nullptr;
   runtime::Counter* events_not_written_ = nullptr;
+  runtime::Counter* events_dropped_ = nullptr;
   runtime::Counter* events_fenced_ = nullptr;
   runtime::Counter* bytes_built_ = nullptr;
   runtime::Counter* blocks_built_ = nullptr;

@@ -99,6 +99,9 @@ void BuilderUnit::add_metrics(runtime::MetricsRegistry& m) {
   events_written_ = &m.counter("events_written", "events the output finished with");
   events_not_written_ = &m.counter(
       "events_not_written", "events built and granted but not written: the output's disk cap");
+  events_dropped_ = &m.counter("events_dropped",
+                               "incomplete events built and granted but not written: an FRD "
+                               "output's incomplete: drop");
   events_fenced_ =
       &m.counter("events_fenced", "events built and dropped: the EVM had given them to another BU");
   bytes_built_ = &m.counter("bytes_built", "bytes of the events built", runtime::Unit::bytes);
@@ -191,6 +194,9 @@ void BuilderUnit::fold_results(nlohmann::json& run, const std::string& id,
   // A lost BU's events that no finished file holds (its salvage's count) are not written either.
   run["events_not_written"] = count(run, "events_not_written") + count(app, "events_not_written") +
                               count(app, "events_lost_from_disk");
+  if (const std::uint64_t dropped = count(app, "events_dropped"); dropped > 0) {
+    run["events_dropped"] = count(run, "events_dropped") + dropped;
+  }
   if (!run.contains("bus") || !run["bus"].is_object()) run["bus"] = nlohmann::json::object();
   run["bus"][id] = count(app, "events_built");
 }

@@ -158,7 +158,9 @@ Result<std::unique_ptr<EventOutput>> make_file_output(const nlohmann::json& para
     return Error("output: expected {kind: file, ...}, got " + runtime::json_text(params));
   for (const auto& [key, value] : params.items()) {
     // The BU's output spec fills in the other kinds' keys with their defaults: not set.
-    if ((key == "sfc" && value == "") || (key == "events_per_file" && value == 400)) continue;
+    if ((key == "sfc" && value == "") || (key == "events_per_file" && value == 400) ||
+        (key == "incomplete" && value == "drop"))
+      continue;
     if (std::find(kKeys.begin(), kKeys.end(), key) == kKeys.end()) {
       return Error(
           fmt::format("output: unknown key '{}' for kind file (known: dir, max_file_mb, "

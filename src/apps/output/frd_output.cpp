@@ -12,6 +12,7 @@
 #include "daqflow/core/log.hpp"
 #include "daqflow/runtime/params.hpp"
 #include "daqflow/wire/crc32c.hpp"
+#include "daqflow/wire/evb.hpp"
 #include "file_util.hpp"
 #include "outputs.hpp"
 
@@ -67,6 +68,7 @@ OutputStats FrdOutput::stats() const {
   s.bytes_written = bytes_written_.load(std::memory_order_relaxed);
   s.files_closed = files_closed_.load(std::memory_order_relaxed);
   s.write_errors = write_errors_.load(std::memory_order_relaxed);
+  s.events_dropped = events_dropped_.load(std::memory_order_relaxed);
   s.queued = queued();
   return s;
 }
@@ -110,6 +112,13 @@ void FrdOutput::write_event(const OutputBatch& batch, const BuiltEvent& event) {
         "FRD output of {}: event {} of luminosity section {}, whose EoLS is written "
         "(a re-assigned block): a new file, the EoLS again at the end of the run",
         settings_.bu_id, event.number, lumi);
+  }
+  if ((event.flags & wire::kEventIncomplete) != 0 &&
+      settings_.incomplete == IncompleteEvents::drop) {
+    // The HLT expects every FED of an event: one without some RU's data is lost to it.
+    ++section.lost;
+    events_dropped_.fetch_add(1, std::memory_order_relaxed);
+    return;
   }
   if (fd_ < 0 && !open_file(lumi)) return;
 
@@ -222,10 +231,10 @@ bool FrdOutput::write_json(const std::string& name, const std::string& legend_fi
 
 bool FrdOutput::write_eols(std::uint32_t lumi) {
   Section& s = sections_[lumi];
-  // Events of this section at this BU: all of them written (incomplete ones too, flagged in the
-  // BU's counters), none lost.
+  // Events of this section at this BU: those written, all it built (written or not) and those
+  // lost to the HLT (incomplete ones, with incomplete: drop).
   if (!write_json(frd_eols_name(settings_.run_number, lumi), "EoLS.jsd",
-                  {s.events, s.files, s.events, 0, s.bytes})) {
+                  {s.events, s.files, s.events + s.lost, s.lost, s.bytes})) {
     return false;
   }
   s.closed = true;
@@ -276,6 +285,11 @@ Result<std::unique_ptr<EventOutput>> make_frd_output(const nlohmann::json& param
                     per_file, kMaxRawFileEvents));
   }
   s.events_per_file = static_cast<std::uint32_t>(per_file);
+  const auto incomplete = params.value("incomplete", std::string("drop"));
+  if (incomplete != "drop" && incomplete != "write") {
+    return Error("output: incomplete '" + incomplete + "' is neither drop nor write");
+  }
+  s.incomplete = incomplete == "write" ? IncompleteEvents::write : IncompleteEvents::drop;
   auto out = FrdOutput::create(std::move(s));
   if (!out) return out.error();
   return std::unique_ptr<EventOutput>(std::move(*out));

@@ -29,11 +29,19 @@
 
 namespace daqflow::apps::output {
 
+// What becomes of an event without some RU's data (a RU was lost): the HLT expects complete
+// events, so by default it never sees one.
+enum class IncompleteEvents : std::uint8_t {
+  drop,   // not written; counted lost in its section's EoLS and in the BU's events_dropped
+  write,  // written like any other (an FRD event has no flag to mark it)
+};
+
 struct FrdOutputSettings {
   std::string dir;  // the run directory (…/run000017) is made here
   std::uint32_t run_number = 0;
   std::string bu_id;
   std::uint32_t events_per_file = 400;
+  IncompleteEvents incomplete = IncompleteEvents::drop;
   std::size_t queue_depth = 8;
 };
 
@@ -53,6 +61,7 @@ class FrdOutput final : public ThreadedOutput {
     std::uint64_t events = 0;
     std::uint64_t bytes = 0;
     std::uint32_t files = 0;
+    std::uint64_t lost = 0;  // incomplete events dropped
     std::uint32_t next_index = 0;
     bool closed = false;    // its EoLS is written
     bool reopened = false;  // written to after that: its EoLS is written again at the end
@@ -90,6 +99,7 @@ class FrdOutput final : public ThreadedOutput {
   std::atomic<std::uint64_t> bytes_written_{0};
   std::atomic<std::uint64_t> files_closed_{0};
   std::atomic<std::uint64_t> write_errors_{0};
+  std::atomic<std::uint64_t> events_dropped_{0};
 };
 
 }  // namespace daqflow::apps::output

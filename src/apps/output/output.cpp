@@ -53,13 +53,19 @@ runtime::ParamSpec output_spec_with_farm(const std::string& what) {
                                   "frd: events per file (a file holds one luminosity section)")
           .default_value(400)
           .range(1, 65535),
+      runtime::ParamSpec::string("incomplete",
+                                 "frd: events without some RU's data: drop (counted lost in the "
+                                 "EoLS) or write")
+          .default_value("drop")
+          .one_of({"drop", "write"}),
   };
   for (auto& f : file_output_param_fields()) fields.push_back(std::move(f));
   return runtime::ParamSpec::object(
       "output",
       "where " + what +
           " go: {kind: discard}, {kind: file, dir, max_file_mb, max_file_events, max_total_mb}, "
-          "{kind: farm, sfc} (the filter farm) or {kind: frd, dir, events_per_file} (CMS FRD "
+          "{kind: farm, sfc} (the filter farm) or {kind: frd, dir, events_per_file, incomplete} "
+          "(CMS FRD "
           "files for the HLT)",
       std::move(fields));
 }

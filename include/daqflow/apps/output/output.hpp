@@ -65,6 +65,7 @@ struct OutputStats {
   std::uint64_t bytes_written = 0;
   std::uint64_t files_closed = 0;
   std::uint64_t events_over_cap = 0;  // not written because the disk cap was reached
+  std::uint64_t events_dropped = 0;   // frd: incomplete events not written (incomplete: drop)
   std::uint64_t write_errors = 0;
   std::uint32_t queued = 0;         // batches submitted, not yet done
   std::uint64_t events_copied = 0;  // farm: events in more pieces than a message carries

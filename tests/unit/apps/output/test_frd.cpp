@@ -16,6 +16,7 @@
 #include "daqflow/apps/output/output.hpp"
 #include "daqflow/apps/output/salvage.hpp"
 #include "daqflow/wire/endian.hpp"
+#include "daqflow/wire/evb.hpp"
 
 namespace daqflow::apps::output {
 namespace {
@@ -66,16 +67,25 @@ TEST(Frd, NamesAsCmsWritesThem) {
 
 namespace fs = std::filesystem;
 
+// How write_frd() makes some events incomplete: every `every`-th event (from the third) lacks
+// its second RU's super-fragment, and the output is told `policy` (empty: its default).
+struct Incomplete {
+  std::uint64_t every = 0;  // 0: none
+  std::string policy;
+  [[nodiscard]] bool of(std::uint64_t e) const { return every != 0 && e % every == 2; }
+};
+
 // `count` events (2 RUs of 2 FEDs of 256 B) of luminosity section 1 written by the FRD output
 // into dir, `per_file` to a file; ids 0, 1, ..., or from `resync` on (1 << 32) | 0, 1, ...
 void write_frd(const std::string& dir, std::uint64_t count, std::uint32_t per_file,
-               std::uint64_t resync = UINT64_MAX) {
+               std::uint64_t resync = UINT64_MAX, const Incomplete& incomplete = {}) {
   OutputContext context;
   context.run_number = 42;
   context.bu_id = "bu1";
   context.queue_depth = 2;
-  auto output =
-      make_output({{"kind", "frd"}, {"dir", dir}, {"events_per_file", per_file}}, context);
+  nlohmann::json params{{"kind", "frd"}, {"dir", dir}, {"events_per_file", per_file}};
+  if (!incomplete.policy.empty()) params["incomplete"] = incomplete.policy;
+  auto output = make_output(params, context);
   ASSERT_TRUE(output.ok()) << output.error().message();
   std::vector<std::vector<std::byte>> data;
   for (std::uint64_t e = 0; e < count; ++e) {
@@ -91,8 +101,9 @@ void write_frd(const std::string& dir, std::uint64_t count, std::uint32_t per_fi
     event.number = e < resync ? e : (std::uint64_t{1} << 32) | (e - resync);
     event.lumi = 1;
     event.first_piece = static_cast<std::uint32_t>(batch.pieces.size());
-    event.piece_count = 2;
-    for (std::size_t p = 0; p < 2; ++p) {
+    event.piece_count = incomplete.of(e) ? 1 : 2;
+    if (incomplete.of(e)) event.flags |= wire::kEventIncomplete;
+    for (std::size_t p = 0; p < event.piece_count; ++p) {
       const auto& d = data[e * 2 + p];
       batch.pieces.push_back({d.data(), static_cast<std::uint32_t>(d.size())});
       event.size += d.size();
@@ -121,6 +132,53 @@ TEST(FrdOutput, WritesARunDirectoryThatVerifies) {
   EXPECT_EQ(events, 100u);
   EXPECT_TRUE(check_frd_run(run_dir.string()).empty());
   EXPECT_FALSE(fs::exists(run_dir / "open"));
+}
+
+// The values of a run directory's JSON file.
+std::vector<std::uint64_t> json_values(const fs::path& path) {
+  std::ifstream in(path);
+  const auto doc = nlohmann::json::parse(in);
+  std::vector<std::uint64_t> out;
+  for (const auto& v : doc.at("data")) out.push_back(std::stoull(v.get<std::string>()));
+  return out;
+}
+
+TEST(FrdOutput, GivesTheHltCompleteEventsOnlyAndCountsTheRestLost) {
+  // 100 events, every 10th incomplete (2, 12, ..., 92): 90 written by default, 100 when told.
+  for (const std::string policy : {"", "drop", "write"}) {
+    SCOPED_TRACE("incomplete: " + policy);
+    testing::TempDir tmp;
+    write_frd(tmp.path().string(), 100, 40, UINT64_MAX, Incomplete{10, policy});
+    const fs::path run_dir = tmp.path() / "run000042";
+    const std::uint64_t expected = policy == "write" ? 100 : 90;
+    const std::uint64_t lost = 100 - expected;
+    std::uint64_t events = 0;
+    std::uint64_t bytes = 0;
+    std::uint32_t files = 0;
+    for (; fs::exists(run_dir / (frd_data_stem(42, 1, files) + ".raw")); ++files) {
+      const fs::path raw = run_dir / (frd_data_stem(42, 1, files) + ".raw");
+      const FileReport r = check_frd_file(raw.string());
+      EXPECT_TRUE(r.verified()) << (r.problems.empty() ? "no .jsn" : r.problems.front());
+      events += r.events;
+      bytes += fs::file_size(raw);
+    }
+    EXPECT_EQ(events, expected);
+    EXPECT_EQ(files, (expected + 39) / 40);
+    // NEvents, NFiles, TotalEvents, NLostEvents, bytes.
+    EXPECT_EQ(json_values(run_dir / frd_eols_name(42, 1)),
+              (std::vector<std::uint64_t>{expected, files, 100, lost, bytes}));
+    EXPECT_TRUE(check_frd_run(run_dir.string()).empty());
+  }
+}
+
+TEST(FrdOutput, RefusesAnUnknownIncompletePolicy) {
+  testing::TempDir tmp;
+  OutputContext context;
+  context.bu_id = "bu1";
+  auto output =
+      make_output({{"kind", "frd"}, {"dir", tmp.path().string()}, {"incomplete", "keep"}}, context);
+  ASSERT_FALSE(output.ok());
+  EXPECT_EQ(output.error().message(), "output: incomplete 'keep' is neither drop nor write");
 }
 
 TEST(FrdSalvage, FinishesTheOpenFileAndDecidesTheBlocksInDoubt) {
