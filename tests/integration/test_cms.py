@@ -84,6 +84,43 @@ contexts:
          output: {{kind: frd, events_per_file: 400}}}}
 """
 
+# Two RUs and a BU writing FRD files from emulated FEDs with CMS numbering (a luminosity
+# section every 3000 events); the BU builds an event without a lost RU's data after 300 ms.
+TWO_RUS = """\
+run: {{number: 19, output: {output}}}
+transports: {{default: tcp, max_message_size: 4194304}}
+contexts:
+  - name: evm
+    host: 127.0.0.1
+    control_port: 9500
+    data_port: 9600
+    applications:
+      - {{type: evm, id: evm0, rus: [ru1, ru2], bus: [bu1], feds: 2, first_fed_id: 1024,
+         event_numbers: cms, lumi_section_events: 3000, trigger_rate_hz: 10000,
+         fragment_size: {{dist: fixed, mean: 256}}, payload: pattern}}
+  - name: ru1
+    host: 127.0.0.1
+    control_port: 9501
+    data_port: 9601
+    applications:
+      - {{type: ru, id: ru1, evm: evm0, feds: 2, first_fed_id: 1203,
+         fragment_size: {{dist: fixed, mean: 512}}, payload: pattern}}
+  - name: ru2
+    host: 127.0.0.1
+    control_port: 9502
+    data_port: 9602
+    applications:
+      - {{type: ru, id: ru2, evm: evm0, feds: 2, first_fed_id: 1300,
+         fragment_size: {{dist: fixed, mean: 512}}, payload: pattern}}
+  - name: bu1
+    host: 127.0.0.1
+    control_port: 9503
+    data_port: 9603
+    applications:
+      - {{type: bu, id: bu1, evm: evm0, events_per_request: 16, check_crc: true, timeout_ms: 300,
+         output: {{kind: frd, events_per_file: 400}}}}
+"""
+
 # Fragment sizes from 16 B to 64 kB: one word of payload, block boundaries and beyond.
 SIZES = [16, 24, 4080, 4088, 4096, 8160, 8168, 29992, 65536]
 
@@ -297,6 +334,59 @@ class Cms(DaqflowTestCase):
         self.assertEqual(sorted(seen), sorted(expected))
         print("\n" + [line for line in self.output_of("run.log").splitlines()
                        if "bu2: salvaged" in line][0], flush=True)
+
+    def test_a_killed_ru_leaves_no_incomplete_event_for_the_hlt_and_fails_the_run_naming_it(self):
+        text = rewrite_ports(TWO_RUS.format(output=self.path("data")))
+        control = dict(zip(["evm", "ru1", "ru2", "bu1"],
+                           [int(p) for p in re.findall(r"control_port\s*:\s*(\d+)", text)]))
+        run = self.start(["run", self.write_config("two-rus.yaml", text), "--duration", "0",
+                          "--summary", self.path("summary.json"), "--log-dir",
+                          self.path("logs")], "run.log")
+
+        def built():
+            self.assertIsNone(run.poll(), self.output_of("run.log"))
+            try:
+                status, body = http(control["evm"], "GET", "/api/v1/apps/evm0", timeout=2.0)
+            except OSError:
+                return -1
+            return body["metrics"].get("events_built", 0) if status == 200 else -1
+        wait_until(lambda: built() >= 4000, 90, "4000 events built")
+        status, ctx = http(control["ru2"], "GET", "/api/v1/context")
+        self.assertEqual(status, 200, ctx)
+        os.kill(ctx["pid"], signal.SIGKILL)
+        self.assertNotEqual(run.wait(timeout=90), 0, self.output_of("run.log"))
+        with open(self.path("summary.json")) as f:
+            summary = json.load(f)
+        self.assertEqual(summary["status"], "failed")
+        # The cause first: the RU, not what its loss led to at the EVM or the BU.
+        print(f"\nfailure: {summary['failure']}", flush=True)
+        self.assertIn("ru2", summary["failure"])
+        self.assertNotIn("no BU left", summary["failure"])
+        bu = summary["applications"]["bu1"]["results"]
+        print(f"bu1: {bu['events_built']} complete, {bu['events_incomplete']} incomplete, "
+              f"{bu['events_written']} written, {bu['events_dropped']} dropped", flush=True)
+
+        # The closed files: every event whole (the EVM's, ru1's and ru2's FEDs), once, and as
+        # many as the BU counts written; the EoLS files count the dropped ones lost.
+        run_dir = os.path.join(self.path("data"), "bu1", "run000019")
+        seen = []
+        for path in sorted(glob.glob(os.path.join(run_dir, "*.raw"))):
+            for _, lumi, event, feds in read_frd_file(path)["events"]:
+                self.assertEqual(sorted(fed for fed, _ in feds),
+                                 [1024, 1025, 1203, 1204, 1300, 1301], (lumi, event))
+                seen.append((lumi, event))
+        self.assertEqual(len(seen), len(set(seen)), "an event written twice")
+        self.assertEqual(len(seen), bu["events_written"])
+        lost = 0
+        for path in glob.glob(os.path.join(run_dir, "*_EoLS.jsn")):
+            with open(path) as f:
+                values = [int(v) for v in json.load(f)["data"]]
+            self.assertEqual(values[2], values[0] + values[3], path)
+            lost += values[3]
+        self.assertEqual(lost, bu["events_dropped"])
+        self.assertEqual(summary["results"].get("events_dropped", 0), bu["events_dropped"])
+        code, out = self.daqflow(["dump", run_dir])
+        self.assertEqual(code, 0, out)
 
     def test_a_stream_through_a_rollover_and_a_resync_is_built_without_error(self):
         # 2^24 + 84 events of 16-byte fragments: 1 .. 2^24 - 1, 0, 1 .. 34, a resync, 1 .. 50.
