@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "cli/commands.hpp"
+#include "daqflow/apps/fed/event_numbers.hpp"
 #include "daqflow/apps/output/event_file.hpp"
 #include "daqflow/apps/output/frd.hpp"
 #include "daqflow/wire/evb.hpp"
@@ -152,14 +153,14 @@ void print_event(const EventSummary& e) {
         static_cast<unsigned long long>(microslices), flags_text(e.record.flags).c_str(),
         e.problem.empty() ? "" : ("  PROBLEM: " + e.problem).c_str());
   } else if (e.content == FileContent::farm_decisions) {
-    std::printf("  event %llu  size %llu  trigger bits %#llx  output %u B%s\n",
-                static_cast<unsigned long long>(e.record.event),
+    std::printf("  %s  size %llu  trigger bits %#llx  output %u B%s\n",
+                apps::fed::event_name(e.record.event).c_str(),
                 static_cast<unsigned long long>(e.record.size),
                 static_cast<unsigned long long>(e.trigger_bits), e.output_size,
                 e.problem.empty() ? "" : ("  PROBLEM: " + e.problem).c_str());
   } else {
-    std::printf("  event %llu  size %llu  FEDs %s (%zu)  flags %s%s\n",
-                static_cast<unsigned long long>(e.record.event),
+    std::printf("  %s  size %llu  FEDs %s (%zu)  flags %s%s\n",
+                apps::fed::event_name(e.record.event).c_str(),
                 static_cast<unsigned long long>(e.record.size), feds_text(e.feds).c_str(),
                 e.feds.size(), flags_text(e.record.flags).c_str(),
                 e.problem.empty() ? "" : ("  PROBLEM: " + e.problem).c_str());

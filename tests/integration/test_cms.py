@@ -15,7 +15,7 @@ import socket
 import time
 import unittest
 
-from cms_formats import fed_fragment, ferol_blocks, free_ports, read_frd_file
+from cms_formats import FEROL_FIELDS, fed_fragment, ferol_blocks, free_ports, read_frd_file
 from daqflow_testlib import DaqflowTestCase, http, rewrite_ports, wait_until
 
 CONFIG = """\
@@ -411,41 +411,48 @@ class Cms(DaqflowTestCase):
         self.assertNotIn("out of sequence", self.logs())
 
     def test_a_bad_block_of_each_kind_fails_the_run_naming_the_fed_the_event_and_the_block(self):
-        # The third fragment (event 2) of FED 1203, three blocks (8816 bytes), spoilt in one
-        # block's header.
+        # FED 1203's fragments 1, 2, 3, a resync, 1, 2, 3 (8816 bytes each: two full blocks and
+        # an unpadded last one of 656 bytes); the fifth (event 2 after the resync) spoilt in one
+        # block's header, or cut short within its second block. Errors name the L1 id and the
+        # resync count, not daqflow's count of fragments (4).
         def field(name, value, block):
             def edit(index, f):
                 if index == block:
                     f[name] = value(f[name]) if callable(value) else value
             return edit
+        numbers = [1, 2, 3, 1, 2, 3]
+        at = "FED 1203 event 2 (resync 1): block"
         kinds = [
             ("signature", field("signature", 0x4759, 1),
-             "FED 1203 event 2: block 1: bad FEROL signature (the stream is out of step)"),
+             f"{at} 1: bad FEROL signature (the stream is out of step)"),
             ("FED id", field("fed", 1205, 1),
-             "FED 1203 event 2: block 1: the FEROL header names FED 1205 (wrong connection?)"),
+             f"{at} 1: the FEROL header names FED 1205 (wrong connection?)"),
             ("order", field("packet", 2, 1),
-             "FED 1203 event 2: block 1: packet number 2, expected 1 (blocks out of order or "
-             "lost)"),
+             f"{at} 1: packet number 2, expected 1 (blocks out of order or lost)"),
             ("first flag missing", field("first", False, 0),
-             "FED 1203 event 2: block 0: the fragment's first block lacks the first-block flag"),
+             f"{at} 0: the fragment's first block lacks the first-block flag"),
             ("first flag inside", field("first", True, 2),
-             "FED 1203 event 2: block 2: first-block flag within a fragment (its last block "
-             "missing)"),
+             f"{at} 2: first-block flag within a fragment (its last block missing)"),
             ("event number", field("event", lambda e: e + 7, 2),
-             "FED 1203 event 2: block 2: the FEROL header says event number 10, the fragment's "
-             "first block 3"),
-            ("length", field("length", 0, 1),
-             "FED 1203 event 2: block 1: FEROL block length is 0, not a multiple of 8 or above "
-             "4080 bytes"),
+             f"{at} 2: the FEROL header says event number 9, the fragment's first block 2"),
+            ("length", field("words", 0, 1),
+             f"{at} 1: FEROL block length is 0 or above 4080 bytes"),
+            ("truncated", "cut",
+             "FED 1203 event 2 (resync 1): stream truncated: the connection from 127.0.0.1:"),
         ]
         for name, edit, message in kinds:
             with self.subTest(kind=name):
                 run = self.start_run()
                 send_in_pieces(self.fed_ports + 2, b"".join(
-                    ferol_blocks(1024, fed_fragment(1024, n, 1000)) for n in range(1, 4)), 4)
-                stream = b"".join(ferol_blocks(1203, fed_fragment(1203, n, 1100),
-                                               edit=edit if n == 3 else None)
-                                  for n in range(1, 4))
+                    ferol_blocks(1024, fed_fragment(1024, n, 1000)) for n in numbers), 4)
+                stream = b""
+                for k, n in enumerate(numbers):
+                    blocks = ferol_blocks(1203, fed_fragment(1203, n, 1100),
+                                          edit=edit if k == 4 and edit != "cut" else None)
+                    if k == 4 and edit == "cut":
+                        stream += blocks[:16 + 4080 + 16 + 100]  # 100 bytes into block 1
+                        break
+                    stream += blocks
                 send_in_pieces(self.fed_ports, stream, 5, bad=True)
                 self.assertNotEqual(run.wait(timeout=60), 0)
                 self.assertIn(message, self.output_of("run.log") + self.logs())
@@ -457,9 +464,37 @@ class Cms(DaqflowTestCase):
         send_in_pieces(self.fed_ports, b"".join(
             ferol_blocks(1203, fed_fragment(1203, n, 10)) for n in (1, 2, 4)), 7, bad=True)
         self.assertNotEqual(run.wait(timeout=60), 0)
-        self.assertIn("FED 1203 event 2: event number out of sequence: skipped from event number "
+        self.assertIn("FED 1203 event 4: event number out of sequence: skipped from event number "
                       "2 to 4 (a resync restarts at 1)", self.output_of("run.log") + self.logs())
 
+    def test_fedsend_frames_blocks_as_cms_equipment_does(self):
+        # What fedsend writes, read with the field table: big-endian words, signature 0x475A.
+        with socket.socket() as server:
+            server.bind(("127.0.0.1", 0))
+            server.listen(1)
+            port = server.getsockname()[1]
+            sender = self.start(["fedsend", f"127.0.0.1:{port}", "--fed", "1300", "--events",
+                                 "3", "--size", "6000", "--numbering", "cms"], "fedsend.log")
+            conn, _ = server.accept()
+            with conn:
+                data = b""
+                while chunk := conn.recv(65536):
+                    data += chunk
+        self.assertEqual(sender.wait(timeout=30), 0, self.output_of("fedsend.log"))
+        self.assertEqual(data[:2], b"\x47\x5a")
+        at, blocks = 0, []
+        while at < len(data):
+            words = [int.from_bytes(data[at + 8 * i:at + 8 * i + 8], "big") for i in (0, 1)]
+            fields = {name: (words[word] >> low) & ((1 << width) - 1)
+                      for name, (word, low, width) in FEROL_FIELDS.items()}
+            blocks.append(fields)
+            at += 16 + fields["words"] * 8
+        self.assertEqual(at, len(data))
+        # 6000 bytes a fragment: a full block of 510 words and one of 240, per event 1, 2, 3.
+        self.assertEqual([(b["signature"], b["fed"], b["event"], b["packet"], b["first"],
+                           b["last"], b["words"]) for b in blocks],
+                         [(0x475A, 1300, n, p, int(p == 0), int(p == 1), 510 if p == 0 else 240)
+                          for n in (1, 2, 3) for p in (0, 1)])
 
 if __name__ == "__main__":
     unittest.main()

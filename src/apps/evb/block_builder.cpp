@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "daqflow/apps/fed/event_numbers.hpp"
 #include "daqflow/apps/fed/super_fragment_check.hpp"
 #include "daqflow/wire/endian.hpp"
 
@@ -154,6 +155,32 @@ void BlockBuilder::ru_lost(std::size_t position) {
   }
 }
 
+std::string BlockBuilder::ru_name(std::size_t position) const {
+  return position < settings_.ru_names.size() ? "RU '" + settings_.ru_names[position] + "'"
+                                              : "RU #" + std::to_string(position);
+}
+
+namespace {
+
+// What a super-fragment check found, naming the FED whose fragment failed where its header
+// can be read.
+std::string describe_verdict(const fed::SuperFragmentJob& job, const fed::SuperFragmentVerdict& v,
+                             std::uint32_t expected) {
+  if (v.status == wire::FedStatus::ok) {
+    return std::to_string(v.count) + " fragments, expected " + std::to_string(expected);
+  }
+  std::string where = "at byte " + std::to_string(v.error_offset);
+  wire::FedHeaderFields header;
+  if (v.error_offset < job.size &&
+      wire::decode_header({job.data + v.error_offset, job.size - v.error_offset}, header) ==
+          wire::FedStatus::ok) {
+    where = "FED " + std::to_string(header.source_id) + " (" + where + ")";
+  }
+  return where + ": " + std::string(wire::to_string(v.status));
+}
+
+}  // namespace
+
 void BlockBuilder::check_pieces(output::OutputBatch& batch, BuildResult& r) {
   const std::size_t n = jobs_.size();
   fed::check_super_fragments(jobs_, settings_.check_crc, verdicts_);
@@ -167,12 +194,8 @@ void BlockBuilder::check_pieces(output::OutputBatch& batch, BuildResult& r) {
       ++r.corrupted;
     }
     if (r.problem.empty()) {
-      r.problem =
-          "event " + std::to_string(ev.number) + " from RU #" + std::to_string(job_ru_[i]) + ": " +
-          (v.status != wire::FedStatus::ok
-               ? std::string(wire::to_string(v.status)) + " at byte " +
-                     std::to_string(v.error_offset)
-               : std::to_string(v.count) + " fragments, expected " + std::to_string(expected));
+      r.problem = fed::event_name(ev.number) + " from " + ru_name(job_ru_[i]) + ": " +
+                  describe_verdict(jobs_[i], v, expected);
     }
   }
 }
@@ -242,8 +265,8 @@ BuildResult BlockBuilder::build(int index, output::OutputBatch& batch) {
         ev.flags |= wire::kEventCorrupted;
         skip(c, p.message, e.size);
         if (r.problem.empty()) {
-          r.problem = "event " + std::to_string(ev.number) + " from RU #" + std::to_string(ru) +
-                      " straddles message segments";
+          r.problem =
+              fed::event_name(ev.number) + " from " + ru_name(ru) + " straddles message segments";
         }
         continue;
       }

@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <thread>
 
+#include "daqflow/apps/fed/event_numbers.hpp"
 #include "daqflow/apps/output/frd.hpp"
 #include "daqflow/apps/output/salvage.hpp"
 #include "daqflow/wire/evb.hpp"
@@ -146,9 +147,9 @@ int BuilderUnit::build(std::int64_t now) {
       const auto missing = static_cast<std::size_t>(r.missing_ru);
       const std::string& why = ru_lost_why_[missing];
       const std::string what =
-          "block " + std::to_string(r.block_id) + " (events " +
-          std::to_string(batch->events.front().number) + ".." +
-          std::to_string(batch->events.back().number) + ", generation " +
+          "block " + std::to_string(r.block_id) + " (from " +
+          fed::event_name(batch->events.front().number) + ", " +
+          std::to_string(batch->events.size()) + " events, generation " +
           std::to_string(r.generation) + ") is incomplete: no data from RU '" +
           topology_.name(topology_.rus[missing]) + "' (" +
           (why.empty() ? "nothing within timeout_ms = " + std::to_string(timeout_ms_) + " ms"

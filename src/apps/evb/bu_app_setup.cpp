@@ -41,6 +41,7 @@ Result<void> BuilderUnit::setup(runtime::AppContext& ctx, const BuSettings& s) {
   BuilderSettings b;
   b.rus = topology_.rus;
   b.feds = topology_.ru_feds;
+  for (const AppIndex ru : topology_.rus) b.ru_names.push_back(topology_.name(ru));
   // Room beyond the window: after a fence, parts of blocks taken from this BU may still come
   // (they are built, refused and dropped) while it gathers its new ones.
   b.slots = 2 * window_;

@@ -183,11 +183,11 @@ ProduceStatus ReadoutStore::produce(fed::FragmentSource& source, std::uint64_t l
       case fed::Produced::Status::not_ready:
         return ProduceStatus::not_ready;
       case fed::Produced::Status::failed:
-        error_ = "event " + std::to_string(produced_) + ": " + source.failure();
+        error_ = source.failure();  // it names the event, by its L1 id
         return ProduceStatus::failed;
       case fed::Produced::Status::no_room:
         if (offset_ == 0) {
-          error_ = "event " + std::to_string(produced_) + " does not fit an empty chunk of " +
+          error_ = "a super-fragment does not fit an empty chunk of " +
                    std::to_string(settings_.chunk_size) + " bytes; raise chunk_size";
           return ProduceStatus::failed;
         }

@@ -29,6 +29,12 @@ CmsEventSequence::Step CmsEventSequence::take(std::uint32_t l1_id) {
   return step;
 }
 
+EventId CmsEventSequence::peek(std::uint32_t l1_id) const {
+  const std::uint32_t expected = (previous_ + 1) & wire::kFedL1IdMask;
+  const bool new_epoch = started_ && (l1_id == expected ? expected == 0 : l1_id == 1);
+  return {new_epoch ? resync_ + 1 : resync_, l1_id};
+}
+
 std::string CmsEventSequence::describe(Step s, std::uint32_t l1_id) const {
   switch (s) {
     case Step::not_first:
@@ -41,6 +47,17 @@ std::string CmsEventSequence::describe(Step s, std::uint32_t l1_id) const {
     default:
       return fmt::format("event number {}", l1_id);
   }
+}
+
+EventId event_id_of(std::uint64_t number) {
+  const auto low = static_cast<std::uint32_t>(number);
+  if (low <= wire::kFedL1IdMask) return {static_cast<std::uint32_t>(number >> 32), low};
+  return {static_cast<std::uint32_t>(number >> 24), low & wire::kFedL1IdMask};
+}
+
+std::string event_name(EventId id) {
+  return id.resync == 0 ? fmt::format("event {}", id.number)
+                        : fmt::format("event {} (resync {})", id.number, id.resync);
 }
 
 std::uint32_t l1_id_of(EventNumbering numbering, std::uint64_t event, std::uint64_t resync_every) {

@@ -161,7 +161,7 @@ Produced NetworkInput::produce(std::uint64_t event, std::span<std::byte> out) {
   }
   if (total > out.size()) return {Produced::Status::no_room, 0, 0};
   if (settings_.numbering == EventNumbering::cms) {
-    if (std::string why = disagreement(event); !why.empty()) {
+    if (std::string why = disagreement(); !why.empty()) {
       set_failure(why);
       return {Produced::Status::failed, 0, 0};
     }
@@ -182,15 +182,13 @@ Produced NetworkInput::produce(std::uint64_t event, std::span<std::byte> out) {
   return {Produced::Status::ready, static_cast<std::uint32_t>(total), flags};
 }
 
-std::string NetworkInput::disagreement(std::uint64_t event) const {
+std::string NetworkInput::disagreement() const {
   const EventId& a = feds_.front()->front.id;
   for (const auto& fed : feds_) {
     const EventId& b = fed->front.id;
     if (b == a) continue;
-    return fmt::format(
-        "{}: event {}: the FEDs disagree on its number: FED {} has event number {} (resync {}), "
-        "FED {} event number {} (resync {})",
-        settings_.name, event, feds_.front()->id, a.number, a.resync, fed->id, b.number, b.resync);
+    return fmt::format("{}: the FEDs disagree on an event's number: FED {} has {}, FED {} {}",
+                       settings_.name, feds_.front()->id, event_name(a), fed->id, event_name(b));
   }
   return {};
 }

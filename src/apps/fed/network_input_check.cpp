@@ -9,6 +9,7 @@
 #include "daqflow/wire/endian.hpp"
 #include "daqflow/wire/evb.hpp"
 #include "daqflow/wire/fed.hpp"
+#include "daqflow/wire/ferol.hpp"
 #include "network_input_impl.hpp"
 
 namespace daqflow::apps::fed {
@@ -74,17 +75,19 @@ std::uint32_t NetworkInput::check(Fed& fed, std::uint64_t frame_event, std::uint
   const std::uint32_t every = settings_.crc_check_every;
   const bool crc_due = every != 0 && event % every == 0;
   const bool cms = settings_.numbering == EventNumbering::cms;
+  wire::FedHeaderFields header;
+  const bool has_header = wire::decode_header(fragment, header) == wire::FedStatus::ok;
+  // Reports name the L1 id of the fragment's FED header (or, without one, of its FEROL blocks).
+  const bool ferol = settings_.framing == FedFraming::ferol;
+  const EventId id =
+      event_of(fed, has_header ? std::optional<std::uint32_t>(header.l1_id)
+                    : ferol ? std::optional<std::uint32_t>(static_cast<std::uint32_t>(frame_event))
+                            : std::nullopt);
   std::string problem;
   // A FEROL header carries the FED's L1 id (with CMS numbering whatever the count is: the
   // sequence is checked below), a frame header the event's index on the stream.
-  const bool ferol = settings_.framing == FedFraming::ferol;
   std::uint64_t expected_number = event & kFedFrameMaxEvent;
-  if (ferol) {
-    wire::FedHeaderFields header;
-    expected_number = cms && wire::decode_header(fragment, header) == wire::FedStatus::ok
-                          ? header.l1_id
-                          : wire::fed_l1_id(event);
-  }
+  if (ferol) expected_number = cms && has_header ? header.l1_id : wire::fed_l1_id(event);
   if (frame_fed != fed.id) {
     problem = fmt::format("frame header names FED {} (wrong connection?)", frame_fed);
   } else if (frame_event != expected_number) {
@@ -107,7 +110,7 @@ std::uint32_t NetworkInput::check(Fed& fed, std::uint64_t frame_event, std::uint
   }
   if (problem.empty()) return 0;
   const bool fatal = settings_.on_error == OnFragmentError::fail;
-  report(fed, event, problem, fatal);
+  report(fed, id, problem, fatal);
   if (fatal) {
     ok = false;
     fed.dead = true;
@@ -116,10 +119,14 @@ std::uint32_t NetworkInput::check(Fed& fed, std::uint64_t frame_event, std::uint
   return wire::kEventCorrupted;
 }
 
-void NetworkInput::report(const Fed& fed, std::uint64_t event, const std::string& what,
-                          bool fatal) {
+EventId NetworkInput::event_of(const Fed& fed, std::optional<std::uint32_t> l1_id) const {
+  if (settings_.numbering == EventNumbering::index) return event_id_of(fed.next_event);
+  return l1_id ? fed.sequence.peek(*l1_id) : fed.sequence.expected();
+}
+
+void NetworkInput::report(const Fed& fed, EventId event, const std::string& what, bool fatal) {
   const std::uint64_t count = errors_.fetch_add(1, std::memory_order_relaxed) + 1;
-  const std::string text = fmt::format("FED {} event {}: {}", fed.id, event, what);
+  const std::string text = fmt::format("FED {} {}: {}", fed.id, event_name(event), what);
   if (fatal) {
     spdlog::error("{}: {}", settings_.name, text);
     set_failure(text);
@@ -130,8 +137,19 @@ void NetworkInput::report(const Fed& fed, std::uint64_t event, const std::string
   }
 }
 
-void NetworkInput::fail_stream(Fed& fed, const std::string& what) {
-  report(fed, fed.next_event, what, true);
+void NetworkInput::fail_stream(Fed& fed, const std::string& what,
+                               std::optional<std::uint32_t> l1_id) {
+  if (!l1_id && fed.next_packet > 0) l1_id = fed.block_event;
+  if (!l1_id && fed.next_packet == 0 && settings_.framing == FedFraming::ferol && fed.chunk &&
+      fed.read_pos - fed.raw_pos >= wire::kFerolHeaderSize) {
+    // Within the first block: its header is in.
+    wire::FerolHeader block;
+    if (wire::decode_ferol_header({fed.chunk.data() + fed.raw_pos, wire::kFerolHeaderSize},
+                                  block) == wire::FerolStatus::ok) {
+      l1_id = block.event;
+    }
+  }
+  report(fed, event_of(fed, l1_id), what, true);
   fed.dead = true;
   close_connection(fed);
 }

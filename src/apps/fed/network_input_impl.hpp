@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -66,7 +67,7 @@ class NetworkInput final : public FragmentSource {
     std::size_t raw_pos = 0;
     std::size_t gather_end = 0;
     std::uint32_t next_packet = 0;  // 0: between fragments
-    std::uint64_t block_event = 0;  // the event number of the fragment's first block
+    std::uint32_t block_event = 0;  // the event number of the fragment's first block
     CmsEventSequence sequence;      // numbering cms: the L1 ids so far
     bool paused = false;            // pool or ring full: not reading
     bool in_epoll = false;          // conn_fd is in the epoll set
@@ -89,7 +90,7 @@ class NetworkInput final : public FragmentSource {
   bool parse_blocks(Fed& fed);
   void publish(Fed& fed, std::size_t offset, std::size_t size, std::uint32_t flags);
   // The FEDs' fronts disagree on the event (numbering cms): what to report, or "".
-  [[nodiscard]] std::string disagreement(std::uint64_t event) const;
+  [[nodiscard]] std::string disagreement() const;
   bool next_read_window(Fed& fed, std::size_t& limit);
   // Why a connection that ended within a fragment failed the stream.
   [[nodiscard]] std::string truncation(const Fed& fed, const std::string& how) const;
@@ -105,8 +106,13 @@ class NetworkInput final : public FragmentSource {
                       std::span<const std::byte> fragment, bool& ok);
   // numbering cms: takes the fragment's L1 id into the FED's sequence; "" or what is wrong.
   std::string take_event_number(Fed& fed, std::span<const std::byte> fragment);
-  void report(const Fed& fed, std::uint64_t event, const std::string& what, bool fatal);
-  void fail_stream(Fed& fed, const std::string& what);
+  // The id of the event that a fragment with this L1 id (none: not known yet) on fed's stream
+  // belongs to: how reports name it.
+  [[nodiscard]] EventId event_of(const Fed& fed, std::optional<std::uint32_t> l1_id) const;
+  void report(const Fed& fed, EventId event, const std::string& what, bool fatal);
+  // Fails the stream in the fragment in progress (its L1 id, where a block header gave it).
+  void fail_stream(Fed& fed, const std::string& what,
+                   std::optional<std::uint32_t> l1_id = std::nullopt);
   // Any thread; the first reason wins.
   void set_failure(std::string reason);
 

@@ -115,8 +115,8 @@ void NetworkInput::accept_on(Fed& fed) {
   fed.peer = peer;
   fed.in_epoll = fed.watching = true;
   fed.paused = false;
-  spdlog::info("{}: FED {} connected from {} (next event {})", settings_.name, fed.id, peer,
-               fed.next_event);
+  spdlog::info("{}: FED {} connected from {} (next: {})", settings_.name, fed.id, peer,
+               event_name(event_of(fed, std::nullopt)));
   service(fed);
 }
 
@@ -189,9 +189,9 @@ void NetworkInput::service(Fed& fed) {
       return;
     }
     spdlog::info(
-        "{}: FED {}: the connection from {} {} between fragments (next event {}); "
+        "{}: FED {}: the connection from {} {} between fragments (next: {}); "
         "a new connection may go on from there",
-        settings_.name, fed.id, fed.peer, how, fed.next_event);
+        settings_.name, fed.id, fed.peer, how, event_name(event_of(fed, std::nullopt)));
     close_connection(fed);
     return;
   }
@@ -357,7 +357,10 @@ bool NetworkInput::parse_blocks(Fed& fed) {
           gathered + block.data_length);
     }
     if (!problem.empty()) {
-      fail_stream(fed, fmt::format("block {}: {}", fed.next_packet, problem));
+      // Named by the first block's event number (this one's, if it is the first and readable).
+      fail_stream(
+          fed, fmt::format("block {}: {}", fed.next_packet, problem),
+          first && status == wire::FerolStatus::ok ? std::optional(block.event) : std::nullopt);
       return true;
     }
     if (available < wire::kFerolHeaderSize + block.data_length) return true;

@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "apps/output/timeslice_check.hpp"
+#include "daqflow/apps/fed/event_numbers.hpp"
 #include "daqflow/apps/output/event_file.hpp"
 #include "daqflow/wire/crc32c.hpp"
 #include "daqflow/wire/endian.hpp"
@@ -40,6 +41,13 @@ bool ends_with(std::string_view s, std::string_view suffix) {
 // Reads exactly n bytes; returns how many were read (less at the end of the file).
 std::size_t read_fully(std::FILE* f, std::byte* out, std::size_t n) {
   return std::fread(out, 1, n, f);
+}
+
+// How a problem names a record: a timeslice by its index, an event by its L1 id (and resync
+// count), as the CMS event builder names it.
+std::string record_name(FileContent content, std::uint64_t number) {
+  return content == FileContent::timeslices ? fmt::format("timeslice {}", number)
+                                            : fed::event_name(number);
 }
 
 // Compares the sidecar with what the file holds.
@@ -82,7 +90,7 @@ void check_decision(std::span<const std::byte> data, EventSummary& summary) {
   } else if (d.verdict != wire::Verdict::accept) {
     summary.problem = "decision: a record of an event that was not accepted";
   } else if (d.event != summary.record.event) {
-    summary.problem = fmt::format("decision: names event {}", d.event);
+    summary.problem = "decision: names " + fed::event_name(d.event);
   } else {
     summary.trigger_bits = d.trigger_bits;
     summary.output_size = d.output_size;
@@ -276,8 +284,9 @@ FileReport check_event_file(const std::string& path,
         report.truncated = true;
         break;
       }
-      report.problems.push_back(fmt::format("{}: event {}: truncated ({} of {} bytes)", path,
-                                            record.event, data, record.size));
+      report.problems.push_back(fmt::format("{}: {}: truncated ({} of {} bytes)", path,
+                                            record_name(header.content, record.event), data,
+                                            record.size));
       break;
     }
     const std::span<const std::byte> payload(buffer.data(), record.size);
@@ -293,8 +302,8 @@ FileReport check_event_file(const std::string& path,
     if (crc != record.crc32c) {
       summary.problem =
           fmt::format("CRC32C mismatch (record {:08x}, computed {:08x})", record.crc32c, crc);
-      report.problems.push_back(
-          fmt::format("{}: event {}: {}", path, record.event, summary.problem));
+      report.problems.push_back(fmt::format(
+          "{}: {}: {}", path, record_name(header.content, record.event), summary.problem));
     } else {
       if (header.content == FileContent::farm_decisions) {
         check_decision(payload, summary);
@@ -304,8 +313,8 @@ FileReport check_event_file(const std::string& path,
         check_fragments(payload, summary, infos);
       }
       if (!summary.problem.empty() && !corrupted) {
-        report.problems.push_back(
-            fmt::format("{}: event {}: {}", path, record.event, summary.problem));
+        report.problems.push_back(fmt::format(
+            "{}: {}: {}", path, record_name(header.content, record.event), summary.problem));
       }
     }
     if (on_event) on_event(summary);

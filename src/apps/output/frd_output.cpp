@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
+#include "daqflow/apps/fed/event_numbers.hpp"
 #include "daqflow/core/log.hpp"
 #include "daqflow/runtime/params.hpp"
 #include "daqflow/wire/crc32c.hpp"
@@ -89,7 +90,7 @@ void FrdOutput::write_batch(const OutputBatch& batch) {
 
 void FrdOutput::write_event(const OutputBatch& batch, const BuiltEvent& event) {
   if (event.first_piece + std::uint64_t{event.piece_count} > batch.pieces.size()) {
-    set_failure("FRD output: event " + std::to_string(event.number) +
+    set_failure("FRD output: " + fed::event_name(event.number) +
                 " names pieces beyond its batch (a BU bug)");
     return;
   }
@@ -109,9 +110,9 @@ void FrdOutput::write_event(const OutputBatch& batch, const BuiltEvent& event) {
   if (section.closed && !section.reopened) {
     section.reopened = true;
     spdlog::warn(
-        "FRD output of {}: event {} of luminosity section {}, whose EoLS is written "
+        "FRD output of {}: {} of luminosity section {}, whose EoLS is written "
         "(a re-assigned block): a new file, the EoLS again at the end of the run",
-        settings_.bu_id, event.number, lumi);
+        settings_.bu_id, fed::event_name(event.number), lumi);
   }
   if ((event.flags & wire::kEventIncomplete) != 0 &&
       settings_.incomplete == IncompleteEvents::drop) {
@@ -132,9 +133,9 @@ void FrdOutput::write_event(const OutputBatch& batch, const BuiltEvent& event) {
   }
   if (size > UINT32_MAX) {
     set_failure(
-        fmt::format("FRD output: event {} has {} bytes, more than an FRD event can "
+        fmt::format("FRD output: {} has {} bytes, more than an FRD event can "
                     "count",
-                    event.number, size));
+                    fed::event_name(event.number), size));
     return;
   }
   if ((iov_count_ + 1 + pieces.size() > kMaxIov || header_count_ == headers_.size()) && !flush())

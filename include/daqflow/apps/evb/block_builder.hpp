@@ -42,6 +42,7 @@ namespace daqflow::apps::evb {
 struct BuilderSettings {
   std::vector<transport::AppIndex> rus;  // the EVM first, then the EVM's rus, in order
   std::vector<std::uint32_t> feds;       // per RU: fragments in each super-fragment; 0: unchecked
+  std::vector<std::string> ru_names;     // per RU: how problems name it (empty: "RU #position")
   std::uint32_t slots = 4;               // blocks gathered at once (blocks_in_flight)
   std::uint32_t max_block_events = 32;
   std::int64_t timeout_ns = 2'000'000'000;
@@ -134,6 +135,7 @@ class BlockBuilder {
   // straddles them, which is flagged corrupted).
   static void skip(Cursor& c, const transport::Message& message, std::uint32_t size);
   void check_pieces(output::OutputBatch& batch, BuildResult& r);
+  [[nodiscard]] std::string ru_name(std::size_t position) const;
 
   BuilderSettings settings_;
   std::vector<int> position_;  // by AppIndex

@@ -46,6 +46,10 @@ class CmsEventSequence {
   Step take(std::uint32_t l1_id);
   // The id of the event last taken.
   [[nodiscard]] EventId current() const { return {resync_, previous_}; }
+  // The id an event numbered l1_id would get as the next one, without taking it.
+  [[nodiscard]] EventId peek(std::uint32_t l1_id) const;
+  // The id the next event should get.
+  [[nodiscard]] EventId expected() const { return peek(next_number()); }
   // The number the next event should carry (1 first).
   [[nodiscard]] std::uint32_t next_number() const { return (previous_ + 1) & 0xffffff; }
   // What an error step means, with the numbers: "skipped from event number 41 to 43".
@@ -58,6 +62,19 @@ class CmsEventSequence {
   std::uint32_t before_error_ = 0;  // previous_ before the last take (for describe())
   bool started_ = false;
 };
+
+// The id of the event a builder numbers `number` (what the EVM assigns, BuiltEvent::number, an
+// event file's record): with cms numbering resync count << 32 | L1 id; with index numbering
+// k, whose FEDs carry k mod 2^24, each wrap of the 24 bits counted as a resync (from 2^32 events
+// on, the count is the high 32 bits instead: the L1 id is right either way).
+[[nodiscard]] EventId event_id_of(std::uint64_t number);
+
+// How errors and logs name an event, as the CMS event builder does: by its L1 id, with the
+// resync count where it is not 0: "event 121", "event 121 (resync 2)".
+[[nodiscard]] std::string event_name(EventId id);
+[[nodiscard]] inline std::string event_name(std::uint64_t number) {
+  return event_name(event_id_of(number));
+}
 
 // The L1 id that the FEDs of event k carry: k mod 2^24 (index), or (cms) the count from 1,
 // restarting at 1 after every `resync_every` events (0: never), modulo 2^24.

@@ -47,6 +47,7 @@ class FragmentSource {
   [[nodiscard]] virtual std::size_t max_super_fragment_size() const = 0;
   [[nodiscard]] virtual std::size_t fed_count() const = 0;
   [[nodiscard]] virtual FragmentSourceStats stats() const = 0;
+  // What failed, naming the FED and the event concerned (by its L1 id, fed::event_name()).
   [[nodiscard]] virtual std::string failure() const = 0;
   // Stops I/O threads (network input). Idempotent.
   virtual void stop() {}
