@@ -146,8 +146,8 @@ Produced NetworkInput::produce(std::uint64_t event, std::span<std::byte> out) {
   if (failure_.failed()) return {Produced::Status::failed, 0, 0};
   if (event != next_event_) {
     set_failure(
-        fmt::format("{}: asked for event {} while event {} is next (events are read in "
-                    "stream order)",
+        fmt::format("{}: asked for the fragments at stream position {} while {} have been "
+                    "taken (a RU bug: they are read in stream order)",
                     settings_.name, event, next_event_));
     return {Produced::Status::failed, 0, 0};
   }

@@ -8,6 +8,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "daqflow/apps/fed/event_numbers.hpp"
 #include "daqflow/core/log.hpp"
 #include "daqflow/wire/crc32c.hpp"
 #include "file_util.hpp"
@@ -87,9 +88,11 @@ void FileOutput::write_event(const OutputBatch& batch, const BuiltEvent& event) 
     over_cap_ = true;
     events_over_cap_.fetch_add(1, std::memory_order_relaxed);
     spdlog::warn(
-        "file output of {}: disk cap max_total_mb reached after {} bytes in {}: event {} and "
-        "every later event are not written (counted in events_over_cap)",
-        settings_.bu_id, total_bytes_, settings_.dir, event.number);
+        "file output of {}: disk cap max_total_mb reached after {} bytes in {}: {} and "
+        "every later one are not written (counted in events_over_cap)",
+        settings_.bu_id, total_bytes_, settings_.dir,
+        settings_.content == FileContent::timeslices ? fmt::format("timeslice {}", event.number)
+                                                     : fed::event_name(event.number));
     return;
   }
   if (fd_ < 0 && !open_file()) return;
