@@ -149,13 +149,15 @@ def read_fed_fragments(data):
 def read_frd_file(path):
     """A CMS raw file (FRD file header v1, then FRD v6 events), read from the formats'
     definitions (CMSSW IOPool/Streamer FRDFileHeader.h, FRDEventMessage.h). Returns the header
-    fields and the events: (run, lumi, event, FEDs as read_fed_fragments gives them)."""
+    fields, the events: (run, lumi, event, FEDs as read_fed_fragments gives them), and each
+    event's FED data ("data", in the same order)."""
     with open(path, "rb") as f:
         raw = f.read()
     magic, header_size, count, lumi, file_size = struct.unpack_from("<8sHHIQ", raw, 0)
     assert magic == b"RAW_0001" and header_size == 24, f"{path}: raw file header"
     assert file_size == len(raw), f"{path}: header says {file_size} bytes, file {len(raw)}"
     events = []
+    datas = []
     at = 24
     while at < len(raw):
         version, flags, run, ev_lumi, event, size, crc = struct.unpack_from("<HHIIIII", raw, at)
@@ -164,6 +166,7 @@ def read_frd_file(path):
         assert len(data) == size, f"{path}: event {event} truncated"
         assert crc32c(data) == crc, f"{path}: event {event} CRC-32C"
         events.append((run, ev_lumi, event, read_fed_fragments(data)))
+        datas.append(data)
         at += 24 + size
     assert len(events) == count, f"{path}: header counts {count} events, file holds {len(events)}"
-    return {"lumi": lumi, "size": len(raw), "events": events}
+    return {"lumi": lumi, "size": len(raw), "events": events, "data": datas}
