@@ -64,9 +64,8 @@ runtime::ParamSpec output_spec_with_farm(const std::string& what) {
       "output",
       "where " + what +
           " go: {kind: discard}, {kind: file, dir, max_file_mb, max_file_events, max_total_mb}, "
-          "{kind: farm, sfc} (the filter farm) or {kind: frd, dir, events_per_file, incomplete} "
-          "(CMS FRD "
-          "files for the HLT)",
+          "{kind: farm, sfc} (the filter farm) or {kind: frd, dir, events_per_file, "
+          "incomplete} (CMS FRD files for the HLT)",
       std::move(fields));
 }
 
