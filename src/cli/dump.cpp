@@ -1,9 +1,9 @@
 // daqflow dump FILE|DIR... [--events] [--json]: lists and verifies the event files a BU wrote
-// (docs/event-builder.md, "Output format"), daqflow's .dqf files and CMS FRD .raw files. Each
-// data file is checked record by record against its CRC32Cs, its FED fragments and its JSON
-// sidecar (.json, or the FRD file's .jsn); files still named .dqf.part (no sidecar) are listed as
-// incomplete and not counted. A directory of FRD files is also checked as a CMS run directory
-// (end-of-section and end-of-run records). Exits 1 when anything does not verify.
+// (docs/event-builder.md, "Output format"), daqflow's .dqf files, HDF5 files (.h5) and CMS FRD
+// .raw files. Each data file is checked record by record against its CRC32Cs, its FED fragments
+// and its JSON sidecar (.json, or the FRD file's .jsn) or HDF5 index; files still named .part
+// are listed as incomplete and not counted. A directory of FRD files is also checked as a CMS run
+// directory (end-of-section and end-of-run records). Exits 1 when anything does not verify.
 
 #include <fmt/format.h>
 
@@ -19,6 +19,7 @@
 #include "daqflow/apps/fed/event_numbers.hpp"
 #include "daqflow/apps/output/event_file.hpp"
 #include "daqflow/apps/output/frd.hpp"
+#include "daqflow/apps/output/hdf5_file.hpp"
 #include "daqflow/wire/evb.hpp"
 
 namespace daqflow::cli {
@@ -45,11 +46,17 @@ bool is_frd_file(const std::string& name) {
   return ends_with(name, ".raw");
 }
 
+bool is_hdf5_file(const std::string& name) {
+  return ends_with(name, apps::output::kHdf5Suffix) ||
+         ends_with(name,
+                   std::string(apps::output::kHdf5Suffix) + std::string(apps::output::kPartSuffix));
+}
+
 bool is_event_file(const std::string& name) {
   return ends_with(name, apps::output::kDataSuffix) ||
          ends_with(name, std::string(apps::output::kDataSuffix) +
                              std::string(apps::output::kPartSuffix)) ||
-         is_frd_file(name);
+         is_frd_file(name) || is_hdf5_file(name);
 }
 
 // The data files named by the arguments: files as given, directories by their *.dqf, *.dqf.part
@@ -177,8 +184,8 @@ void print_file(const std::string& path, const FileReport& r) {
                 corrupted.c_str(), r.problems.size());
     for (const auto& p : r.problems) std::printf("  %s\n", p.c_str());
   } else if (!r.complete) {
-    std::printf("%s: incomplete (no sidecar), %llu events%s; not counted\n", path.c_str(),
-                static_cast<unsigned long long>(r.events),
+    std::printf("%s: incomplete (being written, or its writer died), %llu events%s; not counted\n",
+                path.c_str(), static_cast<unsigned long long>(r.events),
                 r.truncated ? ", the last one still being written" : "");
   } else {
     std::printf("%s: run %u, %s, file %u: %llu events, %llu bytes, crc32c %08x%s: verified\n",
@@ -190,7 +197,9 @@ void print_file(const std::string& path, const FileReport& r) {
 
 nlohmann::json file_json(const FileReport& r, bool frd) {
   return {{"path", r.path},
-          {"format", frd ? "frd" : "dqf"},
+          {"format", frd                    ? "frd"
+                     : is_hdf5_file(r.path) ? "hdf5"
+                                            : "dqf"},
           {"complete", r.complete},
           {"run", r.run_number},
           {"bu", r.bu_id},
@@ -228,8 +237,9 @@ void dump_command(const DumpArgs& args) {
     };
     if (args.events && !args.json) std::printf("%s\n", path.c_str());
     const bool frd = is_frd_file(path);
-    const FileReport r = frd ? apps::output::check_frd_file(path, on_event)
-                             : apps::output::check_event_file(path, on_event);
+    const FileReport r = frd                  ? apps::output::check_frd_file(path, on_event)
+                         : is_hdf5_file(path) ? apps::output::check_hdf5_file(path, on_event)
+                                              : apps::output::check_event_file(path, on_event);
     if (r.complete) {
       ++complete;
       events += r.events;

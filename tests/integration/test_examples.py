@@ -20,7 +20,10 @@ class Examples(DaqflowTestCase):
                     text = rewrite_ports(f.read())
                 config = self.write_config(name, text)
                 code, out, summary = self.run_config(config, "--duration", "3", timeout=180)
-                self.assertEqual(code, 0, out[-3000:])
+                # The run's own account of a failure first: the results that follow it are long.
+                failure = "\n".join(line for line in out.splitlines()
+                                     if "FAILED" in line or "failed" in line)
+                self.assertEqual(code, 0, failure + "\n" + out[-3000:])
                 self.assertIn("run ok", out)
                 self.assertIsNotNone(summary, out[-3000:])
                 self.assertEqual(summary["status"], "ok", summary.get("failure"))

@@ -1,5 +1,5 @@
 #pragma once
-// Checks of one built event's data, shared by the event file and FRD file checkers.
+// Checks of one record's data, shared by the event file, HDF5 file and FRD file checkers.
 
 #include <cstddef>
 #include <span>
@@ -14,5 +14,10 @@ namespace daqflow::apps::output {
 // summary.record.event modulo 2^24); fills summary.feds, or summary.problem naming the FED.
 void check_fragments(std::span<const std::byte> data, EventSummary& summary,
                      std::vector<wire::FedFragmentInfo>& infos);
+
+// A record's data as its summary.content says: a built event's fragments, an SFC's decision
+// and output, or a timeslice's descriptor and components; fills summary (its problem, if any).
+void check_record_contents(std::span<const std::byte> data, EventSummary& summary,
+                           std::vector<wire::FedFragmentInfo>& infos);
 
 }  // namespace daqflow::apps::output

@@ -199,6 +199,17 @@ bool read_file_header(std::FILE* file, std::vector<std::byte>& buffer, FileHeade
 
 }  // namespace
 
+void check_record_contents(std::span<const std::byte> data, EventSummary& summary,
+                           std::vector<wire::FedFragmentInfo>& infos) {
+  if (summary.content == FileContent::farm_decisions) {
+    check_decision(data, summary);
+  } else if (summary.content == FileContent::timeslices) {
+    check_timeslice(data, summary);
+  } else {
+    check_fragments(data, summary, infos);
+  }
+}
+
 // Walks an event's fragments from the back; fills summary.feds or summary.problem.
 void check_fragments(std::span<const std::byte> data, EventSummary& summary,
                      std::vector<wire::FedFragmentInfo>& infos) {
@@ -305,13 +316,7 @@ FileReport check_event_file(const std::string& path,
       report.problems.push_back(fmt::format(
           "{}: {}: {}", path, record_name(header.content, record.event), summary.problem));
     } else {
-      if (header.content == FileContent::farm_decisions) {
-        check_decision(payload, summary);
-      } else if (header.content == FileContent::timeslices) {
-        check_timeslice(payload, summary);
-      } else {
-        check_fragments(payload, summary, infos);
-      }
+      check_record_contents(payload, summary, infos);
       if (!summary.problem.empty() && !corrupted) {
         report.problems.push_back(fmt::format(
             "{}: {}: {}", path, record_name(header.content, record.event), summary.problem));

@@ -25,8 +25,12 @@
 #include <atomic>
 #include <climits>
 #include <cstdint>
+#include <functional>
+#include <nlohmann/json_fwd.hpp>
 #include <string>
+#include <string_view>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "daqflow/apps/output/event_file.hpp"
@@ -50,6 +54,25 @@ struct FileOutputSettings {
   std::uint64_t events_before = 0;
   std::uint64_t bytes_before = 0;
 };
+
+// What the file-writing kinds (file, hdf5) differ in when their settings are read: the keys
+// they take, and how an earlier process's finished file of the run is counted.
+struct FileFormat {
+  std::string_view kind;
+  std::vector<const char*> keys;
+  std::string_view finished_suffix;  // names its finished files (their sidecars, for file)
+  // A finished file's events and bytes.
+  std::function<Result<std::pair<std::uint64_t, std::uint64_t>>(const std::string&)>
+      finished_counts;
+};
+
+// The settings of `output: {kind: file|hdf5, dir, max_file_mb, max_file_events, max_total_mb}`:
+// the keys checked (unknown ones refused), the directory made and checked writable, and
+// files of this run and BU from an earlier attempt refused (unless the BU was started again in
+// its run: then the sequence goes on after them and their events count as written).
+[[nodiscard]] Result<FileOutputSettings> read_file_output_settings(const nlohmann::json& params,
+                                                                   const OutputContext& context,
+                                                                   const FileFormat& format);
 
 class FileOutput final : public ThreadedOutput {
  public:

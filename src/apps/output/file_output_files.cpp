@@ -150,23 +150,28 @@ Result<std::uint64_t> mebibytes(const nlohmann::json& params, const char* key) {
 
 }  // namespace
 
-Result<std::unique_ptr<EventOutput>> make_file_output(const nlohmann::json& params,
-                                                      const OutputContext& context) {
-  static constexpr std::array kKeys = {"kind", "dir", "max_file_mb", "max_file_events",
-                                       "max_total_mb"};
-  if (!params.is_object())
-    return Error("output: expected {kind: file, ...}, got " + runtime::json_text(params));
+Result<FileOutputSettings> read_file_output_settings(const nlohmann::json& params,
+                                                     const OutputContext& context,
+                                                     const FileFormat& format) {
+  if (!params.is_object()) {
+    return Error(fmt::format("output: expected {{kind: {}, ...}}, got {}", format.kind,
+                             runtime::json_text(params)));
+  }
   for (const auto& [key, value] : params.items()) {
     // The BU's output spec fills in the other kinds' keys with their defaults: not set.
+    if (std::find(format.keys.begin(), format.keys.end(), key) != format.keys.end()) continue;
     if ((key == "sfc" && value == "") || (key == "events_per_file" && value == 400) ||
-        (key == "incomplete" && value == "drop"))
+        (key == "incomplete" && value == "drop") || (key == "compression" && value == "none") ||
+        (key == "compression_level" && value == 1)) {
       continue;
-    if (std::find(kKeys.begin(), kKeys.end(), key) == kKeys.end()) {
-      return Error(
-          fmt::format("output: unknown key '{}' for kind file (known: dir, max_file_mb, "
-                      "max_file_events, max_total_mb)",
-                      key));
     }
+    std::string known;
+    for (const char* k : format.keys) {
+      if (std::string_view(k) == "kind") continue;
+      known += known.empty() ? k : std::string(", ") + k;
+    }
+    return Error(
+        fmt::format("output: unknown key '{}' for kind {} (known: {})", key, format.kind, known));
   }
   FileOutputSettings s;
   s.run_number = context.run_number;
@@ -215,20 +220,19 @@ Result<std::unique_ptr<EventOutput>> make_file_output(const nlohmann::json& para
   for (const auto& entry : fs::directory_iterator(s.dir, ec)) {
     const std::string name = entry.path().filename().string();
     if (name.rfind(run_prefix, 0) == 0 && context.restarted) {
-      if (name.ends_with(kSidecarSuffix)) {
+      if (name.ends_with(format.finished_suffix)) {
         // An earlier process's finished file (the controller's salvage finished the last one
         // before this restart): its events were written in this run, by this BU.
-        const auto sidecar = read_sidecar(entry.path().string());
-        if (sidecar) {
-          s.events_before += sidecar->events;
-          s.bytes_before += sidecar->bytes;
+        const auto counts = format.finished_counts(entry.path().string());
+        if (counts) {
+          s.events_before += counts->first;
+          s.bytes_before += counts->second;
         } else {
           spdlog::warn(
               "output: the events of {} (an earlier process's file) are not counted in "
-              "events_written: its sidecar: {}",
-              entry.path().string(), sidecar.error().message());
+              "events_written: {}",
+              entry.path().string(), counts.error().message());
         }
-        continue;
       }
       std::uint32_t seq = 0;
       const auto digits = name.substr(run_prefix.size(), name.find('.') - run_prefix.size());
@@ -248,7 +252,23 @@ Result<std::unique_ptr<EventOutput>> make_file_output(const nlohmann::json& para
   if (ec)
     return Error(ErrorCode::unavailable,
                  fmt::format("output: reading directory '{}': {}", s.dir, ec.message()));
-  return std::unique_ptr<EventOutput>(std::make_unique<FileOutput>(std::move(s)));
+  return s;
+}
+
+Result<std::unique_ptr<EventOutput>> make_file_output(const nlohmann::json& params,
+                                                      const OutputContext& context) {
+  const FileFormat format{
+      "file",
+      {"kind", "dir", "max_file_mb", "max_file_events", "max_total_mb"},
+      kSidecarSuffix,
+      [](const std::string& path) -> Result<std::pair<std::uint64_t, std::uint64_t>> {
+        auto sidecar = read_sidecar(path);
+        if (!sidecar) return sidecar.error();
+        return std::pair{sidecar->events, sidecar->bytes};
+      }};
+  auto s = read_file_output_settings(params, context, format);
+  if (!s) return s.error();
+  return std::unique_ptr<EventOutput>(std::make_unique<FileOutput>(std::move(*s)));
 }
 
 }  // namespace daqflow::apps::output

@@ -26,28 +26,33 @@ std::vector<runtime::ParamSpec> file_output_param_fields() {
                         "limit")
           .default_value(0)
           .at_least(0),
+      ParamSpec::string("compression", "hdf5: none or gzip (HDF5's deflate filter)")
+          .default_value("none")
+          .one_of({"none", "gzip"}),
+      ParamSpec::integer("compression_level", "hdf5: gzip's level").default_value(1).range(1, 9),
   };
 }
 
 runtime::ParamSpec discard_or_file_output_spec(const std::string& what) {
   std::vector<runtime::ParamSpec> fields = {
-      runtime::ParamSpec::string("kind", "discard or file")
+      runtime::ParamSpec::string("kind", "discard, file or hdf5")
           .default_value("discard")
-          .one_of({"discard", "file"}),
+          .one_of({"discard", "file", "hdf5"}),
   };
   for (auto& f : file_output_param_fields()) fields.push_back(std::move(f));
   return runtime::ParamSpec::object(
       "output",
       "where " + what +
-          " go: {kind: discard} or {kind: file, dir, max_file_mb, max_file_events, max_total_mb}",
+          " go: {kind: discard}, {kind: file, dir, max_file_mb, max_file_events, max_total_mb} "
+          "or {kind: hdf5, the same keys, compression, compression_level}",
       std::move(fields));
 }
 
 runtime::ParamSpec output_spec_with_farm(const std::string& what) {
   std::vector<runtime::ParamSpec> fields = {
-      runtime::ParamSpec::string("kind", "discard, file, farm or frd")
+      runtime::ParamSpec::string("kind", "discard, file, hdf5, farm or frd")
           .default_value("discard")
-          .one_of({"discard", "file", "farm", "frd"}),
+          .one_of({"discard", "file", "hdf5", "farm", "frd"}),
       runtime::ParamSpec::string("sfc", "farm: the SFC they go to").default_value(""),
       runtime::ParamSpec::integer("events_per_file",
                                   "frd: events per file (a file holds one luminosity section)")
@@ -64,7 +69,8 @@ runtime::ParamSpec output_spec_with_farm(const std::string& what) {
       "output",
       "where " + what +
           " go: {kind: discard}, {kind: file, dir, max_file_mb, max_file_events, max_total_mb}, "
-          "{kind: farm, sfc} (the filter farm) or {kind: frd, dir, events_per_file, "
+          "{kind: hdf5, the same keys, compression, compression_level}, {kind: farm, sfc} (the "
+          "filter farm) or {kind: frd, dir, events_per_file, "
           "incomplete} (CMS FRD files for the HLT)",
       std::move(fields));
 }
@@ -95,14 +101,15 @@ Result<std::unique_ptr<EventOutput>> make_output(const nlohmann::json& params,
   }
   const auto kind = params.find("kind");
   if (kind == params.end() || !kind->is_string()) {
-    return Error("output: missing 'kind' (discard, file or farm)");
+    return Error("output: missing 'kind' (discard, file, hdf5, farm or frd)");
   }
   const auto& name = kind->get_ref<const std::string&>();
   if (name == "discard") return make_discard_output(context);
   if (name == "file") return make_file_output(params, context);
+  if (name == "hdf5") return make_hdf5_output(params, context);
   if (name == "farm") return make_farm_output(context);
   if (name == "frd") return make_frd_output(params, context);
-  return Error("output: unknown kind '" + name + "' (known: discard, file, farm, frd)");
+  return Error("output: unknown kind '" + name + "' (known: discard, file, hdf5, farm, frd)");
 }
 
 }  // namespace daqflow::apps::output

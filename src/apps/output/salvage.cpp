@@ -12,8 +12,10 @@
 #include <nlohmann/json.hpp>
 
 #include "daqflow/apps/output/event_file.hpp"
+#include "daqflow/apps/output/hdf5_file.hpp"
 #include "daqflow/core/net.hpp"
 #include "daqflow/wire/crc32c.hpp"
+#include "outputs.hpp"
 #include "salvage_core.hpp"
 
 namespace daqflow::apps::output {
@@ -162,13 +164,90 @@ Result<std::string> finish(const Found& found, const SalvageFile& s, std::uint32
   return data_path;
 }
 
-// The events the sidecars of the files named PREFIX* in dir count.
+bool is_hdf5(const std::string& path) {
+  return path.ends_with(kHdf5Suffix) ||
+         path.ends_with(std::string(kHdf5Suffix) + std::string(kPartSuffix));
+}
+
+// An HDF5 file: the records of its index whose bytes lie back to back in /data and match
+// their CRC-32C, up to the first that does not (what its writer flushed last). Offsets are
+// those of the records' bytes in /data.
+Result<SalvageFile> scan_hdf5(const std::string& path, bool finished, Found& found) {
+  found.path = path;
+  SalvageFile s;
+  s.finished = s.in_output = finished;
+  auto reader = Hdf5Reader::open(path);
+  if (!reader) return s;  // nothing readable: nothing kept
+  const Hdf5Reader& r = **reader;
+  found.sequence = r.info().sequence;
+  s.size = r.data_size();
+  std::vector<std::byte> data;
+  for (const Hdf5Record& record : r.index()) {
+    if (record.offset != s.end || record.size > s.size - record.offset) break;
+    data.resize(record.size);
+    if (!r.read(record.offset, data) || wire::crc32c(data) != record.crc32c) break;
+    s.records.push_back({record.event, record.offset, record.offset + record.size});
+    s.end = record.offset + record.size;
+  }
+  return s;
+}
+
+// Writes the records kept into a new file in the place of the old (NAME.h5.part becomes
+// NAME.h5), or removes it when none is left. Returns the finished file's path, or "".
+Result<std::string> finish_hdf5(const Found& found, const SalvageFile& s) {
+  std::string path = found.path;
+  if (!s.finished) path.resize(path.size() - kPartSuffix.size());
+  const std::size_t kept = s.kept();
+  std::error_code ec;
+  if (kept == 0) {
+    fs::remove(found.path, ec);
+    return std::string();
+  }
+  auto reader = Hdf5Reader::open(found.path);
+  if (!reader) return reader.error().context("salvage");
+  const std::string tmp = path + ".salvage";
+  fs::remove(tmp, ec);
+  auto writer = Hdf5Writer::create(tmp, (*reader)->info(), Hdf5WriteOptions{});
+  if (!writer) return writer.error().context("salvage");
+  // In pieces of up to 64 MiB.
+  constexpr std::uint64_t kStep = std::uint64_t{64} << 20;
+  std::vector<Hdf5Record> records;
+  std::vector<std::byte> data;
+  for (std::size_t i = 0; i < kept;) {
+    records.clear();
+    const std::uint64_t from = (*reader)->index()[i].offset;
+    while (i < kept &&
+           (records.empty() ||
+            (*reader)->index()[i].offset + (*reader)->index()[i].size - from <= kStep)) {
+      records.push_back((*reader)->index()[i++]);
+    }
+    data.resize(records.back().offset + records.back().size - from);
+    if (auto r = (*reader)->read(from, data); !r) return r.error().context("salvage: " + path);
+    if (auto r = (*writer)->append(records, data); !r) return r.error().context("salvage");
+  }
+  if (auto r = (*writer)->close(); !r) return r.error().context("salvage");
+  reader->reset();
+  if (::rename(tmp.c_str(), path.c_str()) != 0)
+    return Error(code_of_errno(errno), fmt::format("salvage: renaming {}: {}", tmp, errno_text()));
+  if (!s.finished) fs::remove(found.path, ec);
+  return path;
+}
+
+// The events the finished files named PREFIX* in dir hold: their sidecars' counts, or their
+// HDF5 indexes' lengths.
 Result<std::uint64_t> events_in_finished_files(const std::string& dir, const std::string& prefix) {
   std::uint64_t events = 0;
   std::error_code ec;
   for (const auto& entry : fs::directory_iterator(dir, ec)) {
     const std::string name = entry.path().filename().string();
-    if (name.rfind(prefix, 0) != 0 || !name.ends_with(kSidecarSuffix)) continue;
+    if (name.rfind(prefix, 0) != 0) continue;
+    if (name.ends_with(kHdf5Suffix)) {
+      auto counts = hdf5_file_counts(entry.path().string());
+      if (!counts) return counts.error().context("salvage: counting what is on disk");
+      events += counts->first;
+      continue;
+    }
+    if (!name.ends_with(kSidecarSuffix)) continue;
     auto sidecar = read_sidecar(entry.path().string());
     if (!sidecar) return sidecar.error().context("salvage: counting what is on disk");
     events += sidecar->events;
@@ -195,15 +274,13 @@ Result<SalvageReport> salvage_bu_files(const std::string& dir, std::uint32_t run
   for (const auto& entry : fs::directory_iterator(dir, ec)) {
     const std::string name = entry.path().filename().string();
     if (name.rfind(prefix, 0) != 0) continue;
-    const std::string part_suffix = std::string(kDataSuffix) + std::string(kPartSuffix);
-    if (name.size() > part_suffix.size() &&
-        name.compare(name.size() - part_suffix.size(), part_suffix.size(), part_suffix) == 0) {
-      parts.push_back(entry.path().string());
-    } else if (name.size() > kDataSuffix.size() &&
-               name.compare(name.size() - kDataSuffix.size(), kDataSuffix.size(), kDataSuffix) ==
-                   0 &&
-               entry.path().string() > newest_finished) {
-      newest_finished = entry.path().string();  // sequences are zero-padded: names sort
+    // The BU's files: .dqf, or .h5 with output kind hdf5.
+    for (const std::string_view suffix : {kDataSuffix, kHdf5Suffix}) {
+      if (name.ends_with(std::string(suffix) + std::string(kPartSuffix))) {
+        parts.push_back(entry.path().string());
+      } else if (name.ends_with(suffix) && entry.path().string() > newest_finished) {
+        newest_finished = entry.path().string();  // sequences are zero-padded: names sort
+      }
     }
   }
   if (ec)
@@ -214,7 +291,7 @@ Result<SalvageReport> salvage_bu_files(const std::string& dir, std::uint32_t run
   std::vector<std::pair<Found, SalvageFile>> scanned;
   const auto add = [&](const std::string& path, bool finished) -> Result<void> {
     Found f;
-    auto s = scan(path, finished, f);
+    auto s = is_hdf5(path) ? scan_hdf5(path, finished, f) : scan(path, finished, f);
     if (!s) return s.error();
     scanned.emplace_back(std::move(f), std::move(*s));
     return ok();
@@ -232,7 +309,11 @@ Result<SalvageReport> salvage_bu_files(const std::string& dir, std::uint32_t run
   SalvageReport report = settle(
       files, in_doubt, [](const SalvageBlock& b, std::uint64_t i) { return b.first_event + i; },
       sent_again,
-      [&](std::size_t f) { return finish(scanned[f].first, files[f], run_number, bu_id); });
+      [&](std::size_t f) {
+        return is_hdf5(scanned[f].first.path)
+                   ? finish_hdf5(scanned[f].first, files[f])
+                   : finish(scanned[f].first, files[f], run_number, bu_id);
+      });
   auto on_disk = events_in_finished_files(dir, prefix);
   if (!on_disk) return on_disk.error();
   report.events_on_disk = *on_disk;

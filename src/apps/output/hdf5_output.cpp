@@ -1,0 +1,258 @@
+// The writer behind `output: {kind: hdf5}`: records as the file output writes them (built
+// events, an SFC's accepted events, timeslices), in HDF5 files any analyst opens with h5py
+// (daqflow/apps/output/hdf5_file.hpp, docs/hdf5.md), on a thread of its own.
+//
+// Per batch, the events' pieces are gathered into one staging buffer and appended with their
+// index rows in one step, flushed before the batch is handed back: what the BU acknowledges is
+// on disk for the salvage. Files roll as the file output's do (max_file_mb, max_file_events, a
+// new luminosity section), are written as NAME.h5.part and renamed NAME.h5 once closed and
+// synced; past max_total_mb nothing more is written (events_over_cap).
+
+#include <fmt/format.h>
+
+#include <atomic>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <vector>
+
+#include "daqflow/apps/fed/event_numbers.hpp"
+#include "daqflow/apps/output/hdf5_file.hpp"
+#include "daqflow/core/log.hpp"
+#include "daqflow/runtime/params.hpp"
+#include "daqflow/wire/crc32c.hpp"
+#include "file_output.hpp"
+#include "file_util.hpp"
+#include "outputs.hpp"
+#include "threaded_output.hpp"
+
+namespace daqflow::apps::output {
+namespace {
+
+namespace fs = std::filesystem;
+
+class Hdf5Output final : public ThreadedOutput {
+ public:
+  Hdf5Output(FileOutputSettings settings, Hdf5WriteOptions options)
+      : ThreadedOutput(settings.queue_depth),
+        settings_(std::move(settings)),
+        options_(options),
+        sequence_(settings_.first_sequence) {
+    events_written_.store(settings_.events_before, std::memory_order_relaxed);
+    bytes_written_.store(settings_.bytes_before, std::memory_order_relaxed);
+    start();
+  }
+  ~Hdf5Output() override {
+    const auto closed = close();
+    if (!closed) spdlog::error("HDF5 output: {}", closed.error().message());
+  }
+  Hdf5Output(const Hdf5Output&) = delete;
+  Hdf5Output& operator=(const Hdf5Output&) = delete;
+
+  [[nodiscard]] OutputStats stats() const override {
+    OutputStats s;
+    s.events_written = events_written_.load(std::memory_order_relaxed);
+    s.bytes_written = bytes_written_.load(std::memory_order_relaxed);
+    s.files_closed = files_closed_.load(std::memory_order_relaxed);
+    s.events_over_cap = events_over_cap_.load(std::memory_order_relaxed);
+    s.write_errors = write_errors_.load(std::memory_order_relaxed);
+    s.queued = queued();
+    return s;
+  }
+
+ private:
+  void write_batch(const OutputBatch& batch) override;
+  void finish() override;
+  void add_event(const OutputBatch& batch, const BuiltEvent& event);
+  bool append();  // the staged events into the open file
+  bool open_file(std::uint32_t lumi);
+  bool finish_file();
+  void fail(const std::string& what) {
+    write_errors_.fetch_add(1, std::memory_order_relaxed);
+    set_failure("HDF5 output: " + what);
+  }
+
+  FileOutputSettings settings_;
+  Hdf5WriteOptions options_;
+  std::unique_ptr<Hdf5Writer> writer_;
+  std::string final_path_;
+  std::uint32_t sequence_ = 0;
+  std::uint32_t file_lumi_ = 0;
+  std::uint64_t file_events_ = 0;  // appended and staged
+  std::uint64_t file_bytes_ = 0;
+  std::uint64_t total_bytes_ = 0;
+  bool over_cap_ = false;
+  // The batch's events staged for the open file.
+  std::vector<Hdf5Record> records_;
+  std::vector<std::byte> staged_;
+
+  std::atomic<std::uint64_t> events_written_{0};
+  std::atomic<std::uint64_t> bytes_written_{0};
+  std::atomic<std::uint64_t> files_closed_{0};
+  std::atomic<std::uint64_t> events_over_cap_{0};
+  std::atomic<std::uint64_t> write_errors_{0};
+};
+
+void Hdf5Output::write_batch(const OutputBatch& batch) {
+  if (failed_) return;
+  for (const BuiltEvent& event : batch.events) {
+    add_event(batch, event);
+    if (failed_) return;
+  }
+  (void)append();
+}
+
+void Hdf5Output::add_event(const OutputBatch& batch, const BuiltEvent& event) {
+  if (event.first_piece + std::uint64_t{event.piece_count} > batch.pieces.size()) {
+    fail(fed::event_name(event.number) + " names pieces beyond its batch (a BU bug)");
+    return;
+  }
+  const std::span<const EventPiece> pieces(batch.pieces.data() + event.first_piece,
+                                           event.piece_count);
+  std::uint64_t size = 0;
+  for (const EventPiece& piece : pieces) size += piece.size;
+  if (over_cap_) {
+    events_over_cap_.fetch_add(1, std::memory_order_relaxed);
+    return;
+  }
+  const bool roll =
+      writer_ && file_events_ > 0 &&
+      (event.lumi != file_lumi_ ||
+       (settings_.max_file_events != 0 && file_events_ >= settings_.max_file_events) ||
+       (settings_.max_file_bytes != 0 && file_bytes_ + size > settings_.max_file_bytes));
+  if (roll && !finish_file()) return;
+  if (settings_.max_total_bytes != 0 && total_bytes_ + size > settings_.max_total_bytes) {
+    over_cap_ = true;
+    events_over_cap_.fetch_add(1, std::memory_order_relaxed);
+    spdlog::warn(
+        "HDF5 output of {}: disk cap max_total_mb reached after {} bytes in {}: {} and every "
+        "later one are not written (counted in events_over_cap)",
+        settings_.bu_id, total_bytes_, settings_.dir,
+        settings_.content == FileContent::timeslices ? fmt::format("timeslice {}", event.number)
+                                                     : fed::event_name(event.number));
+    return;
+  }
+  if (!writer_ && !open_file(event.lumi)) return;
+
+  const std::size_t at = staged_.size();
+  staged_.resize(at + size);
+  std::byte* out = staged_.data() + at;
+  for (const EventPiece& piece : pieces) {
+    std::memcpy(out, piece.data, piece.size);
+    out += piece.size;
+  }
+  Hdf5Record r;
+  r.event = event.number;
+  r.size = size;
+  r.lumi = event.lumi;
+  r.flags = event.flags;
+  r.pieces = static_cast<std::uint32_t>(pieces.size());
+  r.crc32c = wire::crc32c(std::span<const std::byte>(staged_.data() + at, size));
+  records_.push_back(r);
+  ++file_events_;
+  file_bytes_ += size;
+  total_bytes_ += size;
+}
+
+bool Hdf5Output::append() {
+  if (records_.empty()) return true;
+  auto r = writer_->append(records_, staged_);
+  records_.clear();
+  staged_.clear();
+  if (!r) {
+    fail(r.error().message());
+    return false;
+  }
+  return true;
+}
+
+bool Hdf5Output::open_file(std::uint32_t lumi) {
+  const std::string stem =
+      (fs::path(settings_.dir) / data_file_stem(settings_.run_number, settings_.bu_id, sequence_))
+          .string();
+  final_path_ = stem + std::string(kHdf5Suffix);
+  std::error_code ec;
+  if (fs::exists(final_path_, ec)) {
+    fail(
+        fmt::format("{} exists already; refusing to overwrite it (remove it or change "
+                    "run.number)",
+                    final_path_));
+    return false;
+  }
+  Hdf5FileInfo info;
+  info.content = settings_.content;
+  info.run = settings_.run_number;
+  info.writer = settings_.bu_id;
+  info.sequence = sequence_;
+  info.lumi = lumi;
+  auto writer = Hdf5Writer::create(final_path_ + std::string(kPartSuffix), info, options_);
+  if (!writer) {
+    fail(writer.error().message());
+    return false;
+  }
+  writer_ = std::move(*writer);
+  file_lumi_ = lumi;
+  file_events_ = file_bytes_ = 0;
+  return true;
+}
+
+bool Hdf5Output::finish_file() {
+  if (!append()) return false;
+  const std::string part = writer_->path();
+  const std::uint64_t events = writer_->records();
+  const std::uint64_t bytes = writer_->bytes();
+  auto closed = writer_->close();
+  writer_.reset();
+  if (!closed) {
+    fail(closed.error().message());
+    return false;
+  }
+  if (::rename(part.c_str(), final_path_.c_str()) != 0) {
+    fail(fmt::format("renaming {}: {}", part, std::strerror(errno)));
+    return false;
+  }
+  sync_directory(settings_.dir);
+  events_written_.fetch_add(events, std::memory_order_relaxed);
+  bytes_written_.fetch_add(bytes, std::memory_order_relaxed);
+  files_closed_.fetch_add(1, std::memory_order_relaxed);
+  ++sequence_;
+  return true;
+}
+
+void Hdf5Output::finish() {
+  if (writer_ && !failed_) (void)finish_file();
+  writer_.reset();
+}
+
+}  // namespace
+
+Result<std::pair<std::uint64_t, std::uint64_t>> hdf5_file_counts(const std::string& path) {
+  auto reader = Hdf5Reader::open(path);
+  if (!reader) return reader.error();
+  return std::pair<std::uint64_t, std::uint64_t>{(*reader)->index().size(), (*reader)->data_size()};
+}
+
+Result<std::unique_ptr<EventOutput>> make_hdf5_output(const nlohmann::json& params,
+                                                      const OutputContext& context) {
+  const FileFormat format{"hdf5",
+                          {"kind", "dir", "max_file_mb", "max_file_events", "max_total_mb",
+                           "compression", "compression_level"},
+                          kHdf5Suffix,
+                          hdf5_file_counts};
+  auto s = read_file_output_settings(params, context, format);
+  if (!s) return s.error();
+  Hdf5WriteOptions options;
+  const std::string compression = params.value("compression", std::string("none"));
+  if (compression == "gzip") {
+    options.compression = Hdf5Compression::gzip;
+  } else if (compression != "none") {
+    return Error("output: compression '" + compression + "' is neither none nor gzip");
+  }
+  const auto level = params.value("compression_level", 1);
+  if (level < 1 || level > 9) {
+    return Error(fmt::format("output: compression_level {} is outside 1..9", level));
+  }
+  options.gzip_level = level;
+  return std::unique_ptr<EventOutput>(std::make_unique<Hdf5Output>(std::move(*s), options));
+}
+
+}  // namespace daqflow::apps::output
