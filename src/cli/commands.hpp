@@ -45,6 +45,7 @@ void add_logs(CLI::App& app);        // daqflow logs CONFIG [--context C] [--fol
 void add_stop(CLI::App& app);        // daqflow stop CONFIG
 void add_sim(CLI::App& app);         // daqflow sim [CONFIG] --platform star|FILE ...
 void add_report(CLI::App& app);      // daqflow report DIR [--output FILE]
+void add_convert(CLI::App& app);     // daqflow convert FILE|DIR... --to FORMAT --out DIR
                                      // roundtrip|stream|evb|compare|memcpy ...
 
 }  // namespace daqflow::cli

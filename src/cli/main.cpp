@@ -38,6 +38,7 @@ int main(int argc, char** argv) {
   daqflow::cli::add_bench(app);
   daqflow::cli::add_salvage(app);
   daqflow::cli::add_report(app);
+  daqflow::cli::add_convert(app);
   daqflow::cli::add_sim(app);
   try {
     app.parse(argc, argv);

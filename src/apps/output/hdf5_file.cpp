@@ -105,15 +105,21 @@ bool write_attribute(hid_t object, const char* name, std::uint32_t value) {
   return a.valid() && H5Awrite(a.get(), H5T_NATIVE_UINT32, &value) >= 0;
 }
 
-bool write_attribute(hid_t object, const char* name, std::string_view value) {
+// A variable-length UTF-8 string: what h5py reads as str (a fixed-length one reads as bytes).
+Id string_type() {
   Id type(H5Tcopy(H5T_C_S1), H5Tclose);
-  (void)H5Tset_size(type.get(), std::max<std::size_t>(1, value.size()));
+  (void)H5Tset_size(type.get(), H5T_VARIABLE);
   (void)H5Tset_cset(type.get(), H5T_CSET_UTF8);
+  return type;
+}
+
+bool write_attribute(hid_t object, const char* name, std::string_view value) {
+  const Id type = string_type();
   Id space(H5Screate(H5S_SCALAR), H5Sclose);
   Id a(H5Acreate2(object, name, type.get(), space.get(), H5P_DEFAULT, H5P_DEFAULT), H5Aclose);
-  std::string text(value);
-  if (text.empty()) text.push_back('\0');
-  return a.valid() && H5Awrite(a.get(), type.get(), text.data()) >= 0;
+  const std::string text(value);
+  const char* data = text.c_str();
+  return a.valid() && H5Awrite(a.get(), type.get(), &data) >= 0;
 }
 
 bool read_attribute(hid_t object, const char* name, std::uint32_t& out) {
@@ -125,10 +131,19 @@ bool read_attribute(hid_t object, const char* name, std::string& out) {
   Id a(H5Aopen(object, name, H5P_DEFAULT), H5Aclose);
   if (!a.valid()) return false;
   Id type(H5Aget_type(a.get()), H5Tclose);
-  if (H5Tget_class(type.get()) != H5T_STRING || H5Tis_variable_str(type.get()) > 0) return false;
-  out.assign(H5Tget_size(type.get()), '\0');
-  if (H5Aread(a.get(), type.get(), out.data()) < 0) return false;
-  out.resize(std::strlen(out.c_str()));
+  if (H5Tget_class(type.get()) != H5T_STRING) return false;
+  if (H5Tis_variable_str(type.get()) <= 0) {  // fixed length, as other writers may store it
+    out.assign(H5Tget_size(type.get()), '\0');
+    if (H5Aread(a.get(), type.get(), out.data()) < 0) return false;
+    out.resize(std::strlen(out.c_str()));
+    return true;
+  }
+  const Id memory = string_type();
+  char* text = nullptr;
+  if (H5Aread(a.get(), memory.get(), &text) < 0) return false;
+  out = text != nullptr ? text : "";
+  Id space(H5Aget_space(a.get()), H5Sclose);
+  (void)H5Dvlen_reclaim(memory.get(), space.get(), H5P_DEFAULT, &text);
   return true;
 }
 
@@ -227,7 +242,7 @@ Result<std::unique_ptr<Hdf5Writer>> Hdf5Writer::create(const std::string& path,
     }
     // Room for the last, partly filled chunk between batches.
     Id dapl(H5Pcreate(H5P_DATASET_ACCESS), H5Pclose);
-    (void)H5Pset_chunk_cache(dapl.get(), 521, 4 * options.data_chunk_bytes, 1.0);
+    (void)H5Pset_chunk_cache(dapl.get(), 0, 0, 1.0);
     return Id(H5Dcreate2(root, name, type, space.get(), H5P_DEFAULT, dcpl.get(), dapl.get()),
               H5Dclose);
   };

@@ -10,7 +10,9 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <atomic>
+#include <cstring>
 #include <filesystem>
 #include <nlohmann/json.hpp>
 #include <vector>
@@ -83,7 +85,9 @@ class Hdf5Output final : public ThreadedOutput {
   bool over_cap_ = false;
   // The batch's events staged for the open file.
   std::vector<Hdf5Record> records_;
-  std::vector<std::byte> staged_;
+  std::unique_ptr<std::byte[]> staged_;
+  std::size_t staged_size_ = 0;
+  std::size_t staged_capacity_ = 0;
 
   std::atomic<std::uint64_t> events_written_{0};
   std::atomic<std::uint64_t> bytes_written_{0};
@@ -133,9 +137,17 @@ void Hdf5Output::add_event(const OutputBatch& batch, const BuiltEvent& event) {
   }
   if (!writer_ && !open_file(event.lumi)) return;
 
-  const std::size_t at = staged_.size();
-  staged_.resize(at + size);
-  std::byte* out = staged_.data() + at;
+  const std::size_t at = staged_size_;
+  if (at + size > staged_capacity_) {
+    // Grown, never shrunk: after the first batches no batch allocates (nor zeroes what it is
+    // about to overwrite, as a vector's resize would).
+    staged_capacity_ = std::max(2 * staged_capacity_, at + size);
+    auto grown = std::make_unique_for_overwrite<std::byte[]>(staged_capacity_);
+    if (at > 0) std::memcpy(grown.get(), staged_.get(), at);
+    staged_ = std::move(grown);
+  }
+  staged_size_ = at + size;
+  std::byte* out = staged_.get() + at;
   for (const EventPiece& piece : pieces) {
     std::memcpy(out, piece.data, piece.size);
     out += piece.size;
@@ -146,7 +158,7 @@ void Hdf5Output::add_event(const OutputBatch& batch, const BuiltEvent& event) {
   r.lumi = event.lumi;
   r.flags = event.flags;
   r.pieces = static_cast<std::uint32_t>(pieces.size());
-  r.crc32c = wire::crc32c(std::span<const std::byte>(staged_.data() + at, size));
+  r.crc32c = wire::crc32c(std::span<const std::byte>(staged_.get() + at, size));
   records_.push_back(r);
   ++file_events_;
   file_bytes_ += size;
@@ -155,9 +167,9 @@ void Hdf5Output::add_event(const OutputBatch& batch, const BuiltEvent& event) {
 
 bool Hdf5Output::append() {
   if (records_.empty()) return true;
-  auto r = writer_->append(records_, staged_);
+  auto r = writer_->append(records_, std::span<const std::byte>(staged_.get(), staged_size_));
   records_.clear();
-  staged_.clear();
+  staged_size_ = 0;
   if (!r) {
     fail(r.error().message());
     return false;

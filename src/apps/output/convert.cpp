@@ -1,0 +1,412 @@
+// Conversion between .dqf, HDF5 and FRD files (daqflow/apps/output/convert.hpp): a reader per
+// format that hands over record after record, a writer per format that takes them.
+
+#include "daqflow/apps/output/convert.hpp"
+
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <array>
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <vector>
+
+#include "daqflow/apps/output/frd.hpp"
+#include "daqflow/core/net.hpp"
+#include "daqflow/wire/crc32c.hpp"
+
+namespace daqflow::apps::output {
+namespace {
+
+namespace fs = std::filesystem;
+
+// A record, with what its file said of itself so far (complete before the first record).
+using OnRecord =
+    std::function<Result<void>(const DataFileInfo&, const Hdf5Record&, std::span<const std::byte>)>;
+
+Error io_error(const std::string& what, const std::string& path) {
+  return Error(code_of_errno(errno), fmt::format("{} {}: {}", what, path, std::strerror(errno)));
+}
+
+Error bad_file(const std::string& path, const std::string& what) {
+  return Error(ErrorCode::invalid_argument, fmt::format("{}: {}", path, what));
+}
+
+// The whole file: the formats' readers check each record as they go, so reading ahead is fine.
+Result<std::vector<std::byte>> slurp(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return io_error("opening", path);
+  std::vector<std::byte> out(fs::file_size(path));
+  in.read(reinterpret_cast<char*>(out.data()), static_cast<std::streamsize>(out.size()));
+  if (!in) return io_error("reading", path);
+  return out;
+}
+
+Result<void> checked(const std::string& path, DataFileInfo& info, const Hdf5Record& r,
+                     std::span<const std::byte> data, const OnRecord& on_record) {
+  if (wire::crc32c(data) != r.crc32c) {
+    return bad_file(path, fmt::format("the record of event id {}: CRC-32C mismatch", r.event));
+  }
+  if (info.info.lumi == 0) info.info.lumi = r.lumi;  // a file of one section: its first's
+  return on_record(info, r, data);
+}
+
+Result<DataFileInfo> read_dqf(const std::string& path, const OnRecord& on_record) {
+  auto file = slurp(path);
+  if (!file) return file.error();
+  const std::span<const std::byte> bytes(*file);
+  FileHeader header;
+  std::size_t at = 0;
+  if (const auto s = decode_file_header(bytes, header, at); s != FileFormatStatus::ok) {
+    return bad_file(path, "file header: " + std::string(to_string(s)));
+  }
+  DataFileInfo out;
+  out.format = DataFormat::dqf;
+  out.info.content = header.content;
+  out.info.run = header.run_number;
+  out.info.writer = std::string(header.bu_id);
+  out.info.sequence = header.sequence;
+  while (at < bytes.size()) {
+    RecordHeader r;
+    if (decode_record_header(bytes.subspan(at), r) != FileFormatStatus::ok ||
+        r.size > bytes.size() - at - kRecordHeaderSize) {
+      return bad_file(path, fmt::format("byte {}: a torn or damaged record", at));
+    }
+    const auto data = bytes.subspan(at + kRecordHeaderSize, r.size);
+    if (auto ok = checked(path, out, {r.event, 0, r.size, 0, r.flags, r.pieces, r.crc32c}, data,
+                          on_record);
+        !ok) {
+      return ok.error();
+    }
+    at += kRecordHeaderSize + r.size;
+  }
+  return out;
+}
+
+Result<DataFileInfo> read_frd(const std::string& path, const OnRecord& on_record) {
+  auto file = slurp(path);
+  if (!file) return file.error();
+  const std::span<const std::byte> bytes(*file);
+  RawFileHeader header;
+  if (const auto s = decode_raw_file_header(bytes, header); s != FrdStatus::ok) {
+    return bad_file(path, "raw file header: " + std::string(to_string(s)));
+  }
+  DataFileInfo out;
+  out.format = DataFormat::frd;
+  out.info.lumi = header.lumi;
+  if (const auto name = parse_frd_data_name(fs::path(path).filename().string())) {
+    out.info.run = name->run;
+    out.info.sequence = name->index;
+  }
+  std::size_t at = kRawFileHeaderSize;
+  while (at < bytes.size()) {
+    FrdHeader h;
+    if (decode_frd_header(bytes.subspan(at), h) != FrdStatus::ok ||
+        h.size > bytes.size() - at - kFrdHeaderSize) {
+      return bad_file(path, fmt::format("byte {}: a torn or damaged FRD event", at));
+    }
+    out.info.run = h.run;
+    const auto data = bytes.subspan(at + kFrdHeaderSize, h.size);
+    if (auto ok = checked(path, out, {h.event, 0, h.size, h.lumi, 0, 1, h.crc32c}, data, on_record);
+        !ok) {
+      return ok.error();
+    }
+    at += kFrdHeaderSize + h.size;
+  }
+  return out;
+}
+
+Result<DataFileInfo> read_hdf5(const std::string& path, const OnRecord& on_record) {
+  auto reader = Hdf5Reader::open(path);
+  if (!reader) return reader.error();
+  const Hdf5Reader& r = **reader;
+  DataFileInfo out{DataFormat::hdf5, r.info()};
+  std::vector<std::byte> data;
+  for (const Hdf5Record& record : r.index()) {
+    data.resize(record.size);
+    if (auto read = r.read(record.offset, data); !read) return read.error().context(path);
+    if (auto ok = checked(path, out, record, data, on_record); !ok) return ok.error();
+  }
+  return out;
+}
+
+// A file of the target format, written record by record under a temporary name.
+class Sink {
+ public:
+  virtual ~Sink() = default;
+  virtual Result<void> add(const Hdf5Record& r, std::span<const std::byte> data) = 0;
+  // Completes the file and puts it in place; returns its path.
+  virtual Result<std::string> finish() = 0;
+};
+
+Result<void> rename_into_place(const std::string& from, const std::string& to) {
+  std::error_code ec;
+  if (fs::exists(to, ec)) return Error(ErrorCode::conflict, to + " exists already");
+  if (::rename(from.c_str(), to.c_str()) != 0) return io_error("renaming", from);
+  return ok();
+}
+
+// Writes whole buffers to a file descriptor.
+Result<void> write_all(int fd, std::span<const std::byte> data, const std::string& path) {
+  while (!data.empty()) {
+    const ssize_t n = ::write(fd, data.data(), data.size());
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return io_error("writing", path);
+    data = data.subspan(static_cast<std::size_t>(n));
+  }
+  return ok();
+}
+
+class DqfSink final : public Sink {
+ public:
+  DqfSink(std::string path, const Hdf5FileInfo& info) : path_(std::move(path)), info_(info) {}
+
+  Result<void> open() {
+    fd_ = core::UniqueFd(::open(part().c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644));
+    if (!fd_) return io_error("creating", part());
+    std::array<std::byte, kMaxFileHeaderSize> header{};
+    const std::size_t size = encode_file_header(
+        FileHeader{kFileVersion, info_.run, info_.sequence, info_.writer, info_.content}, header);
+    if (size == 0) return bad_file(path_, "the writer's name '" + info_.writer + "' is too long");
+    crc_ = wire::crc32c(std::span(header.data(), size));
+    bytes_ = size;
+    return write_all(fd_.get(), std::span(header.data(), size), part());
+  }
+  Result<void> add(const Hdf5Record& r, std::span<const std::byte> data) override {
+    std::array<std::byte, kRecordHeaderSize> header{};
+    encode_record_header(RecordHeader{r.flags, r.event, r.size, r.pieces, r.crc32c}, header);
+    if (auto w = write_all(fd_.get(), header, part()); !w) return w;
+    if (auto w = write_all(fd_.get(), data, part()); !w) return w;
+    crc_ = crc32c_combine(wire::crc32c(header, crc_), r.crc32c, r.size);
+    if (events_ == 0) first_ = r.event;
+    last_ = r.event;
+    ++events_;
+    bytes_ += kRecordHeaderSize + r.size;
+    return ok();
+  }
+  Result<std::string> finish() override {
+    if (::fsync(fd_.get()) != 0) return io_error("syncing", part());
+    fd_.reset();
+    if (auto r = rename_into_place(part(), path_); !r) return r.error();
+    const std::string stem = path_.substr(0, path_.size() - kDataSuffix.size());
+    const Sidecar sidecar{info_.run, info_.writer, fs::path(path_).filename().string(),
+                          events_,   bytes_,       first_,
+                          last_,     crc_};
+    std::ofstream out(stem + std::string(kSidecarSuffix));
+    out << to_json(sidecar).dump(2) << "\n";
+    if (!out) return io_error("writing the sidecar of", path_);
+    return path_;
+  }
+
+ private:
+  [[nodiscard]] std::string part() const { return path_ + std::string(kPartSuffix); }
+  std::string path_;
+  Hdf5FileInfo info_;
+  core::UniqueFd fd_;
+  std::uint32_t crc_ = 0;
+  std::uint64_t events_ = 0;
+  std::uint64_t bytes_ = 0;
+  std::uint64_t first_ = 0;
+  std::uint64_t last_ = 0;
+};
+
+class FrdSink final : public Sink {
+ public:
+  FrdSink(std::string path, const Hdf5FileInfo& info) : path_(std::move(path)), info_(info) {}
+
+  Result<void> open() {
+    fd_ = core::UniqueFd(::open(part().c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644));
+    if (!fd_) return io_error("creating", part());
+    const std::array<std::byte, kRawFileHeaderSize> room{};  // written at the end
+    bytes_ = room.size();
+    return write_all(fd_.get(), room, part());
+  }
+  Result<void> add(const Hdf5Record& r, std::span<const std::byte> data) override {
+    if (events_ == kMaxRawFileEvents) {
+      return bad_file(path_, fmt::format("more than {} events, the most an FRD file counts",
+                                         kMaxRawFileEvents));
+    }
+    if (r.size > UINT32_MAX) return bad_file(path_, "an event too large for an FRD header");
+    std::array<std::byte, kFrdHeaderSize> header{};
+    encode_frd_header(FrdHeader{kFrdVersion, 0, info_.run, r.lumi != 0 ? r.lumi : info_.lumi,
+                                static_cast<std::uint32_t>(r.event),
+                                static_cast<std::uint32_t>(r.size), r.crc32c},
+                      header);
+    if (auto w = write_all(fd_.get(), header, part()); !w) return w;
+    if (auto w = write_all(fd_.get(), data, part()); !w) return w;
+    ++events_;
+    bytes_ += kFrdHeaderSize + r.size;
+    return ok();
+  }
+  Result<std::string> finish() override {
+    std::array<std::byte, kRawFileHeaderSize> header{};
+    encode_raw_file_header(RawFileHeader{static_cast<std::uint16_t>(events_), info_.lumi, bytes_},
+                           header);
+    if (::pwrite(fd_.get(), header.data(), header.size(), 0) !=
+            static_cast<ssize_t>(header.size()) ||
+        ::fsync(fd_.get()) != 0) {
+      return io_error("finishing", part());
+    }
+    fd_.reset();
+    if (auto r = rename_into_place(part(), path_); !r) return r.error();
+    return path_;
+  }
+
+ private:
+  [[nodiscard]] std::string part() const { return path_ + std::string(kPartSuffix); }
+  std::string path_;
+  Hdf5FileInfo info_;
+  core::UniqueFd fd_;
+  std::uint64_t events_ = 0;
+  std::uint64_t bytes_ = 0;
+};
+
+class Hdf5Sink final : public Sink {
+ public:
+  Hdf5Sink(std::string path, std::unique_ptr<Hdf5Writer> writer)
+      : path_(std::move(path)), writer_(std::move(writer)) {}
+
+  Result<void> add(const Hdf5Record& r, std::span<const std::byte> data) override {
+    // Appended in batches of up to 16 MiB.
+    if (!records_.empty() && staged_.size() + data.size() > (std::size_t{16} << 20)) {
+      if (auto f = flush(); !f) return f;
+    }
+    records_.push_back(r);
+    staged_.insert(staged_.end(), data.begin(), data.end());
+    return ok();
+  }
+  Result<std::string> finish() override {
+    if (auto f = flush(); !f) return f.error();
+    const std::string part = writer_->path();
+    if (auto c = writer_->close(); !c) return c.error();
+    if (auto r = rename_into_place(part, path_); !r) return r.error();
+    return path_;
+  }
+
+ private:
+  Result<void> flush() {
+    auto r = writer_->append(records_, staged_);
+    records_.clear();
+    staged_.clear();
+    return r;
+  }
+  std::string path_;
+  std::unique_ptr<Hdf5Writer> writer_;
+  std::vector<Hdf5Record> records_;
+  std::vector<std::byte> staged_;
+};
+
+}  // namespace
+
+std::string_view to_string(DataFormat format) {
+  switch (format) {
+    case DataFormat::dqf:
+      return "dqf";
+    case DataFormat::hdf5:
+      return "hdf5";
+    case DataFormat::frd:
+      return "frd";
+  }
+  return "unknown";
+}
+
+Result<DataFormat> parse_data_format(std::string_view name) {
+  for (const DataFormat f : {DataFormat::dqf, DataFormat::hdf5, DataFormat::frd}) {
+    if (name == to_string(f)) return f;
+  }
+  return Error(fmt::format("unknown format '{}' (known: dqf, hdf5, frd)", name));
+}
+
+Result<DataFormat> format_of(const std::string& path) {
+  if (path.ends_with(kPartSuffix)) {
+    return Error(ErrorCode::invalid_argument,
+                 path + ": still being written, or its writer died (daqflow salvage finishes it)");
+  }
+  if (path.ends_with(kDataSuffix)) return DataFormat::dqf;
+  if (path.ends_with(kHdf5Suffix)) return DataFormat::hdf5;
+  if (path.ends_with(".raw")) return DataFormat::frd;
+  return Error(ErrorCode::invalid_argument, path + ": not a data file (.dqf, .h5 or FRD .raw)");
+}
+
+namespace {
+
+Result<DataFileInfo> read_any(const std::string& path, const OnRecord& on_record) {
+  auto format = format_of(path);
+  if (!format) return format.error();
+  switch (*format) {
+    case DataFormat::dqf:
+      return read_dqf(path, on_record);
+    case DataFormat::hdf5:
+      return read_hdf5(path, on_record);
+    case DataFormat::frd:
+      return read_frd(path, on_record);
+  }
+  return Error(ErrorCode::internal, "unknown format");
+}
+
+// Opens the target file once the source has said what it is.
+Result<std::unique_ptr<Sink>> make_sink(const DataFileInfo& source, const std::string& path,
+                                        DataFormat to, const std::string& out_dir,
+                                        const Hdf5WriteOptions& hdf5) {
+  std::string stem = fs::path(path).stem().string();
+  if (to == DataFormat::frd) {
+    stem = frd_data_stem(source.info.run, source.info.lumi, source.info.sequence);
+  }
+  const std::string suffix = to == DataFormat::dqf    ? std::string(kDataSuffix)
+                             : to == DataFormat::hdf5 ? std::string(kHdf5Suffix)
+                                                      : std::string(".raw");
+  const std::string target = (fs::path(out_dir) / (stem + suffix)).string();
+  std::error_code ec;
+  if (fs::exists(target, ec)) return Error(ErrorCode::conflict, target + " exists already");
+  if (to == DataFormat::dqf) {
+    auto s = std::make_unique<DqfSink>(target, source.info);
+    if (auto r = s->open(); !r) return r.error();
+    return std::unique_ptr<Sink>(std::move(s));
+  }
+  if (to == DataFormat::frd) {
+    auto s = std::make_unique<FrdSink>(target, source.info);
+    if (auto r = s->open(); !r) return r.error();
+    return std::unique_ptr<Sink>(std::move(s));
+  }
+  auto writer = Hdf5Writer::create(target + std::string(kPartSuffix), source.info, hdf5);
+  if (!writer) return writer.error();
+  return std::unique_ptr<Sink>(std::make_unique<Hdf5Sink>(target, std::move(*writer)));
+}
+
+}  // namespace
+
+Result<DataFileInfo> read_data_file(
+    const std::string& path,
+    const std::function<Result<void>(const Hdf5Record&, std::span<const std::byte>)>& on_record) {
+  return read_any(path, [&](const DataFileInfo&, const Hdf5Record& r,
+                            std::span<const std::byte> data) { return on_record(r, data); });
+}
+
+Result<std::string> convert_data_file(const std::string& path, DataFormat to,
+                                      const std::string& out_dir, const Hdf5WriteOptions& hdf5) {
+  std::unique_ptr<Sink> sink;
+  auto read = read_any(path,
+                       [&](const DataFileInfo& source, const Hdf5Record& r,
+                           std::span<const std::byte> data) -> Result<void> {
+                         if (!sink) {
+                           auto made = make_sink(source, path, to, out_dir, hdf5);
+                           if (!made) return made.error();
+                           sink = std::move(*made);
+                         }
+                         return sink->add(r, data);
+                       });
+  if (!read) return read.error();
+  if (!sink) {  // a file without records: its attributes only
+    auto made = make_sink(*read, path, to, out_dir, hdf5);
+    if (!made) return made.error();
+    sink = std::move(*made);
+  }
+  return sink->finish();
+}
+
+}  // namespace daqflow::apps::output
