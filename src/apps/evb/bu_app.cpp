@@ -532,7 +532,7 @@ Result<runtime::Settled> BuilderUnit::after_loss(const runtime::LostApp& lost) {
   const auto evm = p.get<std::string>("evm");
   if (auto r = p.status(); !r) return r.error();
   const std::string kind = output.is_object() ? output.value("kind", std::string()) : "";
-  if (kind != "file" && kind != "frd") return runtime::Settled{};
+  if (!output::keeps_files(output)) return runtime::Settled{};
   std::string dir = output.value("dir", std::string());
   if (kind == "frd") {
     // As the FRD output makes it: one directory per BU, the run's directory in it.
@@ -589,7 +589,7 @@ Result<runtime::Settled> BuilderUnit::after_loss(const runtime::LostApp& lost) {
   }
   runtime::Settled settled{std::move(text), nlohmann::json::object()};
   // What its files hold now, and what it had written that no finished file holds.
-  if (kind == "file") settled.results["events_written"] = report->events_on_disk;
+  if (kind != "frd") settled.results["events_written"] = report->events_on_disk;
   settled.results["events_lost_from_disk"] = report->events_lost;
   return settled;
 }

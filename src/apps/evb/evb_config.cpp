@@ -97,9 +97,8 @@ Result<Topology> resolve_topology(const runtime::AppContext& ctx) {
     t.bus.push_back(bu->index);
     t.bu_windows.push_back(window);
     // Outputs that keep what they write: a block granted to such a BU is never given to
-    // another (event files are salvaged to decide it; FRD files are not yet: it stays in doubt).
-    const std::string kind = output.is_object() ? output.value("kind", std::string()) : "";
-    t.bu_durable.push_back(kind == "file" || kind == "frd");
+    // another (its files are salvaged to decide it).
+    t.bu_durable.push_back(output::keeps_files(output));
     t.max_block_events = std::max(t.max_block_events, events);
     windows += window;
   }

@@ -488,9 +488,7 @@ Result<runtime::Settled> SubFarmController::after_loss(const runtime::LostApp& l
   const auto output = p.get<nlohmann::json>("output");
   const auto masks = p.get<std::vector<std::int64_t>>("stream_masks");
   if (auto r = p.status(); !r) return r.error();
-  if (!output.is_object() || output.value("kind", std::string()) != "file") {
-    return runtime::Settled{};
-  }
+  if (!output::keeps_files(output)) return runtime::Settled{};
   std::string dir = output.value("dir", std::string());
   if (dir.empty()) dir = lost.cluster.run.output;
   // As configure() names the streams' files.

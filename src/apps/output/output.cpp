@@ -91,6 +91,11 @@ Result<void> farm_output_context(const runtime::ClusterConfig& cluster,
   return ok();
 }
 
+bool keeps_files(const nlohmann::json& output) {
+  const std::string kind = output.is_object() ? output.value("kind", std::string()) : "";
+  return kind == "file" || kind == "hdf5" || kind == "frd";
+}
+
 Result<std::unique_ptr<EventOutput>> make_output(const nlohmann::json& params,
                                                  const OutputContext& context) {
   if (!params.is_object()) {

@@ -430,9 +430,7 @@ void TsBuilder::fold_results(nlohmann::json& run, const std::string& id,
 // is on disk twice, and finished.
 Result<runtime::Settled> TsBuilder::settle_round_robin(const runtime::LostApp& lost,
                                                        const nlohmann::json& output) {
-  if (!output.is_object() || output.value("kind", std::string()) != "file") {
-    return runtime::Settled{};
-  }
+  if (!output::keeps_files(output)) return runtime::Settled{};
   runtime::ParamReader p(lost.app.params, runtime::application_named(lost.app.id));
   const auto inputs = p.get<std::vector<std::string>>("inputs");
   if (auto r = p.status(); !r) return r.error();
@@ -502,7 +500,7 @@ Result<runtime::Settled> TsBuilder::after_loss(const runtime::LostApp& lost) {
   nlohmann::json written = nlohmann::json::array();
   std::string what = "no files (output " + output.value("kind", std::string("discard")) + ")";
   runtime::Settled settled;
-  if (output.is_object() && output.value("kind", std::string()) == "file") {
+  if (output::keeps_files(output)) {
     std::string dir = output.value("dir", std::string());
     if (dir.empty()) dir = lost.cluster.run.output;
     auto report = output::salvage_bu_files(dir, lost.cluster.run.number, lost.app.id, blocks);

@@ -133,6 +133,11 @@ struct OutputContext {
 // The same or {kind: farm, sfc: ID}: the BU's and the time-slice builder's.
 [[nodiscard]] runtime::ParamSpec output_spec_with_farm(const std::string& what);
 
+// Whether an output's `kind` keeps what it writes in files (file, hdf5, frd): a block granted to
+// a BU with such an output is never given to another, and the files of one that died are
+// salvaged (the others lose nothing on disk).
+[[nodiscard]] bool keeps_files(const nlohmann::json& output);
+
 [[nodiscard]] Result<std::unique_ptr<EventOutput>> make_output(const nlohmann::json& params,
                                                                const OutputContext& context);
 

@@ -2,7 +2,9 @@
 // Salvage of a lost BU's event files (docs/reliability.md, "A BU killed while writing"): the
 // blocks the EVM granted to a BU that died before acknowledging them are in doubt; what the BU's
 // files hold decides them. salvage_bu_files() reads the BU's unfinished NAME.dqf.part files of
-// the run and its newest finished file, keeps each record whose header and CRC32C check, and:
+// the run and its newest finished file (or, with output kind hdf5, its NAME.h5.part files and
+// newest NAME.h5, read as of their last flush: hdf5_file.hpp), keeps each record whose header
+// and CRC32C check, and:
 //
 //   - a block in doubt with every event on disk is written: it stays, and counts as built;
 //   - a block with none of its events on disk is not written: the EVM has it built again;
