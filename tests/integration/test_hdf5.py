@@ -1,5 +1,5 @@
 """The HDF5 output in real runs: examples/local.yaml writing HDF5 files that h5py alone reads
-back (read_h5.py, Debian's /usr/bin/python3 without daqflow's package), each event built once
+back (read_h5.py, in a virtual environment of Debian's python3 without daqflow's package), each event built once
 and byte for byte as the .dqf writer writes it for the same seed (compared through `daqflow
 convert`); a BU killed while writing HDF5 files, settled by the salvage; `daqflow convert`
 round trips."""
@@ -8,8 +8,10 @@ import glob
 import json
 import os
 import re
+import shutil
 import signal
 import subprocess
+import tempfile
 import unittest
 
 from daqflow_testlib import DaqflowTestCase, http, read_example, rewrite_ports, wait_until
@@ -54,15 +56,28 @@ contexts:
 """
 
 
-def read_h5(paths):
-    """Every event of the files, read by h5py alone: {(event): record} and the files' attrs."""
-    done = subprocess.run(["/usr/bin/python3", READER] + sorted(paths), stdout=subprocess.PIPE,
-                          stderr=subprocess.PIPE, timeout=300)
-    assert done.returncode == 0, done.stderr.decode(errors="replace")
-    return json.loads(done.stdout)
-
-
 class Hdf5(DaqflowTestCase):
+    @classmethod
+    def setUpClass(cls):
+        super().setUpClass()
+        # An analyst's environment: a virtual environment of Debian's python3 (its h5py and
+        # numpy), in which daqflow's own package is not importable (read_h5.py checks).
+        cls.venv = tempfile.mkdtemp(prefix="daqflow-h5-venv-")
+        subprocess.run(["/usr/bin/python3", "-m", "venv", "--system-site-packages",
+                        "--without-pip", cls.venv], check=True, timeout=120)
+
+    @classmethod
+    def tearDownClass(cls):
+        shutil.rmtree(cls.venv, ignore_errors=True)
+        super().tearDownClass()
+
+    def read_h5(self, paths):
+        """Every file's attributes and events as h5py alone reads them (read_h5.py)."""
+        done = subprocess.run([os.path.join(self.venv, "bin", "python"), READER] + sorted(paths),
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=300)
+        self.assertEqual(done.returncode, 0, done.stderr.decode(errors="replace"))
+        return json.loads(done.stdout)
+
     def run_local(self, kind, data):
         text = rewrite_ports(read_example("local.yaml")).replace("kind: file", f"kind: {kind}")
         text = text.replace("./run-data", data)
@@ -76,7 +91,7 @@ class Hdf5(DaqflowTestCase):
         summary = self.run_local("hdf5", h5_dir)
         written = summary["results"]["events_written"]
         self.assertEqual(written, summary["results"]["events_built"])
-        files = read_h5(glob.glob(os.path.join(h5_dir, "*.h5")))
+        files = self.read_h5(glob.glob(os.path.join(h5_dir, "*.h5")))
         self.assertFalse(glob.glob(os.path.join(h5_dir, "*.part")))
         for f in files:
             self.assertEqual(f["attrs"]["format"], "daqflow events", f["path"])
@@ -99,7 +114,7 @@ class Hdf5(DaqflowTestCase):
         code, out = self.daqflow(["convert", dqf_dir, "--to", "hdf5", "--out",
                                   self.path("dqf-as-h5")], timeout=300)
         self.assertEqual(code, 0, out)
-        dqf = {e["event"]: e for f in read_h5(glob.glob(self.path("dqf-as-h5/*.h5")))
+        dqf = {e["event"]: e for f in self.read_h5(glob.glob(self.path("dqf-as-h5/*.h5")))
                for e in f["events"]}
         common = sorted(set(h5) & set(dqf))
         self.assertGreater(len(common), 1000)
@@ -153,7 +168,7 @@ class Hdf5(DaqflowTestCase):
         self.assertEqual(r["events_in_doubt"], 0, r)
         self.assertEqual(r["events_triggered"], r["events_built"], r)
         self.assertFalse(glob.glob(self.path("data/*.part")))
-        files = read_h5(glob.glob(self.path("data/*.h5")))
+        files = self.read_h5(glob.glob(self.path("data/*.h5")))
         seen = [e["event"] for f in files for e in f["events"]]
         self.assertEqual(len(seen), len(set(seen)), "an event written twice")
         self.assertEqual(sorted(seen), list(range(r["events_built"])))
