@@ -24,7 +24,8 @@ import numpy as np
 
 def read(path):
     with h5py.File(path, "r") as f:
-        attrs = {k: (v.item() if isinstance(v, np.generic) else v) for k, v in f.attrs.items()}
+        attrs = {k: (v.item() if isinstance(v, np.generic) else
+                     v.tolist() if isinstance(v, np.ndarray) else v) for k, v in f.attrs.items()}
         index = f["index"][:]
         data = f["data"]
         assert data.dtype == np.uint8 and data.ndim == 1, f"{path}: /data is {data.dtype}"

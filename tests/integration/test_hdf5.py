@@ -98,6 +98,9 @@ class Hdf5(DaqflowTestCase):
             self.assertEqual(f["attrs"]["content"], "built_events")
             self.assertEqual(f["attrs"]["run"], 1)
             self.assertIn(f["attrs"]["writer"], ("bu1", "bu2"))
+            self.assertEqual(f["attrs"]["events"], len(f["events"]))
+            # The EVM's and three RUs' 8 FEDs each, found in the events.
+            self.assertEqual(len(f["attrs"]["source_ids"]), 32, f["attrs"]["source_ids"])
         h5 = {}
         for f in files:
             for e in f["events"]:

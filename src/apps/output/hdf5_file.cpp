@@ -99,6 +99,12 @@ Id index_type(bool file) {
   return t;
 }
 
+bool write_attribute(hid_t object, const char* name, std::uint64_t value) {
+  Id space(H5Screate(H5S_SCALAR), H5Sclose);
+  Id a(H5Acreate2(object, name, H5T_STD_U64LE, space.get(), H5P_DEFAULT, H5P_DEFAULT), H5Aclose);
+  return a.valid() && H5Awrite(a.get(), H5T_NATIVE_UINT64, &value) >= 0;
+}
+
 bool write_attribute(hid_t object, const char* name, std::uint32_t value) {
   Id space(H5Screate(H5S_SCALAR), H5Sclose);
   Id a(H5Acreate2(object, name, H5T_STD_U32LE, space.get(), H5P_DEFAULT, H5P_DEFAULT), H5Aclose);
@@ -258,7 +264,9 @@ Result<std::unique_ptr<Hdf5Writer>> Hdf5Writer::create(const std::string& path,
     return failure(path, "writing the datasets' attributes");
   }
   if (H5Fstart_swmr_write(root) < 0) return failure(path, "starting SWMR writing");
-  return std::unique_ptr<Hdf5Writer>(new Hdf5Writer(path, std::move(h)));
+  std::unique_ptr<Hdf5Writer> w(new Hdf5Writer(path, std::move(h)));
+  w->built_events_ = info.content == FileContent::built_events;
+  return w;
 }
 
 Result<void> Hdf5Writer::append(std::span<Hdf5Record> records, std::span<const std::byte> data) {
@@ -267,6 +275,21 @@ Result<void> Hdf5Writer::append(std::span<Hdf5Record> records, std::span<const s
   for (Hdf5Record& r : records) {
     r.offset = offset;
     offset += r.size;
+  }
+  if (built_events_) {
+    // The FEDs of each event, walked from its end as a reader would (structure only).
+    wire::FedCheck structure;
+    structure.verify_crc = false;
+    structure.allow_reserved_bits = structure.allow_receiver_errors = true;
+    std::size_t at = 0;
+    for (const Hdf5Record& r : records) {
+      if (at + r.size > data.size()) break;
+      const auto event = data.subspan(at, r.size);
+      at += r.size;
+      infos_.resize(std::max<std::size_t>(infos_.size(), r.size / wire::kFedMinFragmentSize + 1));
+      const wire::FedWalk walk = wire::walk_super_fragment(event, infos_, structure);
+      for (std::size_t i = 0; i < walk.count; ++i) sources_[infos_[i].source_id] = true;
+    }
   }
   if (offset - bytes_ != data.size()) {
     return Error(ErrorCode::internal, fmt::format("{}: records of {} bytes, {} given", path_,
@@ -293,6 +316,25 @@ Result<void> Hdf5Writer::close() {
   const bool closed = h_->data.reset() & h_->index.reset() & h_->file.reset();
   h_.reset();
   if (!closed) return failure(path_, "closing");
+  // SWMR forbids new attributes while writing: those known at the end go in now.
+  {
+    Id file(H5Fopen(path_.c_str(), H5F_ACC_RDWR, H5P_DEFAULT), H5Fclose);
+    if (!file.valid()) return failure(path_, "reopening to finish");
+    bool ok = write_attribute(file.get(), "events", records_);
+    if (built_events_) {
+      std::vector<std::uint16_t> ids;
+      for (std::size_t id = 0; id < sources_.size(); ++id) {
+        if (sources_[id]) ids.push_back(static_cast<std::uint16_t>(id));
+      }
+      const hsize_t n = ids.size();
+      Id space(n == 0 ? H5Screate(H5S_NULL) : H5Screate_simple(1, &n, nullptr), H5Sclose);
+      Id a(H5Acreate2(file.get(), "source_ids", H5T_STD_U16LE, space.get(), H5P_DEFAULT,
+                      H5P_DEFAULT),
+           H5Aclose);
+      ok = ok && a.valid() && (n == 0 || H5Awrite(a.get(), H5T_NATIVE_UINT16, ids.data()) >= 0);
+    }
+    if (!ok || !file.reset()) return failure(path_, "writing the attributes of its end");
+  }
   core::UniqueFd fd(::open(path_.c_str(), O_RDONLY | O_CLOEXEC));
   if (!fd || ::fsync(fd.get()) != 0) {
     return Error(code_of_errno(errno), fmt::format("{}: syncing: {}", path_, std::strerror(errno)));

@@ -7,7 +7,8 @@
 //   /index   compound[m], chunked: per record its id (event), luminosity section, flags,
 //            pieces, CRC-32C and where its bytes lie in /data (offset, size)
 //   /        attributes: format ("daqflow events"), format_version, content, run, writer,
-//            sequence, luminosity_section, compression
+//            sequence, luminosity_section, compression; once complete also events and, for
+//            built events, source_ids (the FEDs found in its events, sorted)
 //
 // A file is written as NAME.h5.part in SWMR mode (HDF5's single-writer, multiple-reader
 // protocol: the file on disk is readable at any time) and flushed after every batch, data before
@@ -27,6 +28,7 @@
 
 #include "daqflow/apps/output/event_file.hpp"
 #include "daqflow/core/result.hpp"
+#include "daqflow/wire/fed.hpp"
 
 namespace daqflow::apps::output {
 
@@ -77,7 +79,8 @@ class Hdf5Writer {
   // Appends records whose bytes lie back to back in data (their offsets are set here), then
   // flushes, data before index: a reader (or the salvage) sees all of them or none.
   [[nodiscard]] Result<void> append(std::span<Hdf5Record> records, std::span<const std::byte> data);
-  // Closes the file and syncs it to disk; nothing is appended after.
+  // Closes the file, adds the attributes known only at its end (events, source_ids) and syncs
+  // it to disk; nothing is appended after.
   [[nodiscard]] Result<void> close();
 
   [[nodiscard]] std::uint64_t records() const { return records_; }
@@ -91,6 +94,9 @@ class Hdf5Writer {
   std::unique_ptr<Handles> h_;
   std::uint64_t records_ = 0;
   std::uint64_t bytes_ = 0;
+  bool built_events_ = false;
+  std::vector<bool> sources_ = std::vector<bool>(4096);  // FED ids seen (built events)
+  std::vector<wire::FedFragmentInfo> infos_;             // scratch of the FED walk
 };
 
 class Hdf5Reader {
