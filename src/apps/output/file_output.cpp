@@ -20,25 +20,14 @@ FileOutput::FileOutput(FileOutputSettings settings)
       settings_(std::move(settings)),
       record_headers_(kMaxIov),
       sequence_(settings_.first_sequence) {
-  events_written_.store(settings_.events_before, std::memory_order_relaxed);
-  bytes_written_.store(settings_.bytes_before, std::memory_order_relaxed);
+  counts_.events_written.store(settings_.events_before, std::memory_order_relaxed);
+  counts_.bytes_written.store(settings_.bytes_before, std::memory_order_relaxed);
   start();
 }
 
 FileOutput::~FileOutput() {
   const auto closed = close();
   if (!closed) spdlog::error("file output: {}", closed.error().message());
-}
-
-OutputStats FileOutput::stats() const {
-  OutputStats s;
-  s.events_written = events_written_.load(std::memory_order_relaxed);
-  s.bytes_written = bytes_written_.load(std::memory_order_relaxed);
-  s.files_closed = files_closed_.load(std::memory_order_relaxed);
-  s.events_over_cap = events_over_cap_.load(std::memory_order_relaxed);
-  s.write_errors = write_errors_.load(std::memory_order_relaxed);
-  s.queued = queued();
-  return s;
 }
 
 void FileOutput::finish() {
@@ -72,28 +61,15 @@ void FileOutput::write_event(const OutputBatch& batch, const BuiltEvent& event) 
   for (const EventPiece& piece : pieces) size += piece.size;
   const std::uint64_t record_size = kRecordHeaderSize + size;
 
-  if (over_cap_) {
-    events_over_cap_.fetch_add(1, std::memory_order_relaxed);
-    return;
-  }
-  const bool roll =
-      fd_ >= 0 && file_events_ > 0 &&
-      (event.lumi != file_lumi_ ||
-       (settings_.max_file_events != 0 && file_events_ >= settings_.max_file_events) ||
-       (settings_.max_file_bytes != 0 && file_bytes_ + record_size > settings_.max_file_bytes));
-  if (roll && !finish_file()) return;
-  const std::uint64_t header_size = fd_ >= 0 ? 0 : file_header_size(settings_.bu_id.size());
-  if (settings_.max_total_bytes != 0 &&
-      total_bytes_ + header_size + record_size > settings_.max_total_bytes) {
-    over_cap_ = true;
-    events_over_cap_.fetch_add(1, std::memory_order_relaxed);
-    spdlog::warn(
-        "file output of {}: disk cap max_total_mb reached after {} bytes in {}: {} and "
-        "every later one are not written (counted in events_over_cap)",
-        settings_.bu_id, total_bytes_, settings_.dir,
-        settings_.content == FileContent::timeslices ? fmt::format("timeslice {}", event.number)
-                                                     : fed::event_name(event.number));
-    return;
+  switch (limits_.step(event, record_size, file_header_size(settings_.bu_id.size()), fd_ >= 0)) {
+    case FileLimits::Step::over_cap:
+      WriterCounts::add(counts_.events_over_cap);
+      return;
+    case FileLimits::Step::roll_then_write:
+      if (!finish_file()) return;
+      break;
+    case FileLimits::Step::write:
+      break;
   }
   if (fd_ < 0 && !open_file()) return;
 
@@ -113,14 +89,45 @@ void FileOutput::write_event(const OutputBatch& batch, const BuiltEvent& event) 
   }
 
   file_crc_ = crc32c_combine(wire::crc32c(header, file_crc_), crc, size);
-  if (file_events_ == 0) {
-    first_event_ = event.number;
-    file_lumi_ = event.lumi;
-  }
+  if (limits_.file_events() == 0) first_event_ = event.number;
   last_event_ = event.number;
+  limits_.added(event, record_size);
+}
+
+FileLimits::Step FileLimits::step(const BuiltEvent& event, std::uint64_t bytes,
+                                  std::uint64_t header, bool open) {
+  if (over_cap_) return Step::over_cap;
+  const bool roll =
+      open && file_events_ > 0 &&
+      (event.lumi != file_lumi_ ||
+       (settings_.max_file_events != 0 && file_events_ >= settings_.max_file_events) ||
+       (settings_.max_file_bytes != 0 && file_bytes_ + bytes > settings_.max_file_bytes));
+  // A new file's header counts too (the one rolled to, or the first).
+  const std::uint64_t added = bytes + (roll || !open ? header : 0);
+  if (settings_.max_total_bytes != 0 && total_bytes_ + added > settings_.max_total_bytes) {
+    over_cap_ = true;
+    spdlog::warn(
+        "{} of {}: disk cap max_total_mb reached after {} bytes in {}: {} and every later one "
+        "are not written (counted in events_over_cap)",
+        writer_, settings_.bu_id, total_bytes_, settings_.dir,
+        settings_.content == FileContent::timeslices ? fmt::format("timeslice {}", event.number)
+                                                     : fed::event_name(event.number));
+    return Step::over_cap;
+  }
+  return roll ? Step::roll_then_write : Step::write;
+}
+
+void FileLimits::opened(std::uint64_t header) {
+  file_events_ = 0;
+  file_bytes_ = header;
+  total_bytes_ += header;
+}
+
+void FileLimits::added(const BuiltEvent& event, std::uint64_t bytes) {
+  if (file_events_ == 0) file_lumi_ = event.lumi;
   ++file_events_;
-  file_bytes_ += record_size;
-  total_bytes_ += record_size;
+  file_bytes_ += bytes;
+  total_bytes_ += bytes;
 }
 
 bool FileOutput::ensure_iov_room(std::size_t entries) {
@@ -132,7 +139,7 @@ bool FileOutput::flush() {
   const int error = writev_all(fd_, iov_.data(), iov_count_);
   iov_count_ = record_count_ = 0;
   if (error != 0) {
-    write_errors_.fetch_add(1, std::memory_order_relaxed);
+    WriterCounts::add(counts_.write_errors);
     set_failure("file output: writing " + stem_ + std::string(kDataSuffix) +
                 std::string(kPartSuffix) + ": " + std::strerror(error));
     return false;

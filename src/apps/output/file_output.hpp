@@ -55,6 +55,37 @@ struct FileOutputSettings {
   std::uint64_t bytes_before = 0;
 };
 
+// The limits of FileOutputSettings as the file-writing kinds (file, hdf5) apply them, with the
+// sizes they count: a file rolls before an event of another luminosity section, past
+// max_file_events, or when the event would take it past max_file_bytes; past max_total_bytes
+// nothing more is written (one warning naming the first event left out).
+class FileLimits {
+ public:
+  FileLimits(const FileOutputSettings& settings, std::string_view writer)
+      : settings_(settings), writer_(writer) {}
+
+  enum class Step : std::uint8_t { write, roll_then_write, over_cap };
+  // Where an event of `bytes` goes; a new file adds `header` bytes before it; open: whether a
+  // file is open. over_cap from the first event past the cap on.
+  [[nodiscard]] Step step(const BuiltEvent& event, std::uint64_t bytes, std::uint64_t header,
+                          bool open);
+  void opened(std::uint64_t header);  // a new file, of `header` bytes so far
+  void added(const BuiltEvent& event, std::uint64_t bytes);
+
+  [[nodiscard]] std::uint64_t file_events() const { return file_events_; }
+  [[nodiscard]] std::uint64_t file_bytes() const { return file_bytes_; }
+  [[nodiscard]] std::uint32_t file_lumi() const { return file_lumi_; }
+
+ private:
+  const FileOutputSettings& settings_;
+  std::string_view writer_;  // "file output", "HDF5 output": for the warning
+  std::uint64_t file_events_ = 0;
+  std::uint64_t file_bytes_ = 0;
+  std::uint32_t file_lumi_ = 0;
+  std::uint64_t total_bytes_ = 0;  // all files, the open one included
+  bool over_cap_ = false;
+};
+
 // What the file-writing kinds (file, hdf5) differ in when their settings are read: the keys
 // they take, and how an earlier process's finished file of the run is counted.
 struct FileFormat {
@@ -81,8 +112,6 @@ class FileOutput final : public ThreadedOutput {
   ~FileOutput() override;
   FileOutput(const FileOutput&) = delete;
   FileOutput& operator=(const FileOutput&) = delete;
-
-  [[nodiscard]] OutputStats stats() const override;
 
  private:
   static constexpr std::size_t kMaxIov = IOV_MAX;
@@ -112,21 +141,10 @@ class FileOutput final : public ThreadedOutput {
   std::uint32_t sequence_ = 0;
   std::string reserve_path_;  // empty: no room reserved
   std::string stem_;          // path without suffix of the open file
-  std::uint64_t file_events_ = 0;
-  std::uint32_t file_lumi_ = 0;  // the luminosity section of the open file's events
-  std::uint64_t file_bytes_ = 0;
+  FileLimits limits_{settings_, "file output"};
   std::uint32_t file_crc_ = 0;
   std::uint64_t first_event_ = 0;
   std::uint64_t last_event_ = 0;
-  std::uint64_t total_bytes_ = 0;  // all files, the open one included
-  bool over_cap_ = false;
-
-  // Shared counters (written by the writer thread, read anywhere).
-  std::atomic<std::uint64_t> events_written_{0};
-  std::atomic<std::uint64_t> bytes_written_{0};
-  std::atomic<std::uint64_t> files_closed_{0};
-  std::atomic<std::uint64_t> events_over_cap_{0};
-  std::atomic<std::uint64_t> write_errors_{0};
 };
 
 }  // namespace daqflow::apps::output

@@ -41,7 +41,7 @@ bool FileOutput::reserve_room() {
   const int error = fd < 0 ? errno : ::posix_fallocate(fd, 0, static_cast<off_t>(kReserveBytes));
   if (fd >= 0) ::close(fd);
   if (error != 0) {
-    write_errors_.fetch_add(1, std::memory_order_relaxed);
+    WriterCounts::add(counts_.write_errors);
     set_failure(fmt::format("file output: reserving {} bytes in {}: {}", kReserveBytes,
                             reserve_path_, std::strerror(error)));
     return false;
@@ -71,7 +71,7 @@ bool FileOutput::open_file() {
   }
   fd_ = ::open(part_path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
   if (fd_ < 0) {
-    write_errors_.fetch_add(1, std::memory_order_relaxed);
+    WriterCounts::add(counts_.write_errors);
     set_failure(fmt::format("file output: creating {}: {}", part_path, errno_text()));
     return false;
   }
@@ -79,9 +79,7 @@ bool FileOutput::open_file() {
       FileHeader{kFileVersion, settings_.run_number, sequence_, settings_.bu_id, settings_.content},
       file_header_);
   file_crc_ = wire::crc32c(std::span(file_header_.data(), size));
-  file_events_ = 0;
-  file_bytes_ = size;
-  total_bytes_ += size;
+  limits_.opened(size);
   iov_[iov_count_++] = iovec{file_header_.data(), size};
   return true;
 }
@@ -91,22 +89,22 @@ bool FileOutput::finish_file() {
   const std::string final_path = stem_ + std::string(kDataSuffix);
   const std::string part_path = final_path + std::string(kPartSuffix);
   if (::fsync(fd_) != 0) {
-    write_errors_.fetch_add(1, std::memory_order_relaxed);
+    WriterCounts::add(counts_.write_errors);
     set_failure(fmt::format("file output: fsync {}: {}", part_path, errno_text()));
     return false;
   }
   ::close(fd_);
   fd_ = -1;
   if (::rename(part_path.c_str(), final_path.c_str()) != 0) {
-    write_errors_.fetch_add(1, std::memory_order_relaxed);
+    WriterCounts::add(counts_.write_errors);
     set_failure(fmt::format("file output: renaming {}: {}", part_path, errno_text()));
     return false;
   }
   if (!write_sidecar()) return false;
   sync_directory(settings_.dir);
-  events_written_.fetch_add(file_events_, std::memory_order_relaxed);
-  bytes_written_.fetch_add(file_bytes_, std::memory_order_relaxed);
-  files_closed_.fetch_add(1, std::memory_order_relaxed);
+  WriterCounts::add(counts_.events_written, limits_.file_events());
+  WriterCounts::add(counts_.bytes_written, limits_.file_bytes());
+  WriterCounts::add(counts_.files_closed);
   ++sequence_;
   return true;
 }
@@ -116,8 +114,8 @@ bool FileOutput::write_sidecar() {
   sidecar.run = settings_.run_number;
   sidecar.bu = settings_.bu_id;
   sidecar.file = fs::path(stem_ + std::string(kDataSuffix)).filename().string();
-  sidecar.events = file_events_;
-  sidecar.bytes = file_bytes_;
+  sidecar.events = limits_.file_events();
+  sidecar.bytes = limits_.file_bytes();
   sidecar.first_event = first_event_;
   sidecar.last_event = last_event_;
   sidecar.checksum = file_crc_;
@@ -128,7 +126,7 @@ bool FileOutput::write_sidecar() {
   if (!write_small_file(tmp, to_json(sidecar).dump(2) + "\n", error) ||
       ::rename(tmp.c_str(), path.c_str()) != 0) {
     if (error.empty()) error = fmt::format("renaming {}: {}", tmp, errno_text());
-    write_errors_.fetch_add(1, std::memory_order_relaxed);
+    WriterCounts::add(counts_.write_errors);
     set_failure("file output: " + error);
     return false;
   }
@@ -146,6 +144,66 @@ Result<std::uint64_t> mebibytes(const nlohmann::json& params, const char* key) {
                              runtime::json_text(*it)));
   }
   return static_cast<std::uint64_t>(std::llround(it->get<double>() * 1024.0 * 1024.0));
+}
+
+}  // namespace
+
+namespace {
+
+// Makes the directory and checks it writable; refuses files of this run and BU from an earlier
+// attempt, unless the BU was started again in its run: then the sequence goes on after them and
+// their events count as written.
+Result<void> prepare_directory(FileOutputSettings& s, const OutputContext& context,
+                               const FileFormat& format) {
+  std::error_code ec;
+  fs::create_directories(s.dir, ec);
+  if (ec)
+    return Error(ErrorCode::unavailable,
+                 fmt::format("output: creating directory '{}': {}", s.dir, ec.message()));
+  if (::access(s.dir.c_str(), W_OK) != 0) {
+    return Error(ErrorCode::unavailable,
+                 fmt::format("output: directory '{}' is not writable: {}", s.dir, errno_text()));
+  }
+  // Files of this run and BU from an earlier attempt would be overwritten or mixed in: refuse,
+  // unless the BU was started again in this run, which goes on after the last of them.
+  const std::string prefix = data_file_stem(s.run_number, s.bu_id, 0);
+  const std::string run_prefix = prefix.substr(0, prefix.size() - 4);
+  for (const auto& entry : fs::directory_iterator(s.dir, ec)) {
+    const std::string name = entry.path().filename().string();
+    if (name.rfind(run_prefix, 0) == 0 && context.restarted) {
+      if (name.ends_with(format.finished_suffix)) {
+        // An earlier process's finished file (the controller's salvage finished the last one
+        // before this restart): its events were written in this run, by this BU.
+        const auto counts = format.finished_counts(entry.path().string());
+        if (counts) {
+          s.events_before += counts->first;
+          s.bytes_before += counts->second;
+        } else {
+          spdlog::warn(
+              "output: the events of {} (an earlier process's file) are not counted in "
+              "events_written: {}",
+              entry.path().string(), counts.error().message());
+        }
+      }
+      std::uint32_t seq = 0;
+      const auto digits = name.substr(run_prefix.size(), name.find('.') - run_prefix.size());
+      const auto [end, err] = std::from_chars(digits.data(), digits.data() + digits.size(), seq);
+      if (err == std::errc() && end == digits.data() + digits.size()) {
+        s.first_sequence = std::max(s.first_sequence, seq + 1);
+      }
+      continue;
+    }
+    if (name.rfind(run_prefix, 0) == 0) {
+      return Error(ErrorCode::conflict,
+                   fmt::format("output: '{}' already holds files of run {} from {} ({}): remove "
+                               "them or change run.number",
+                               s.dir, s.run_number, s.bu_id, name));
+    }
+  }
+  if (ec)
+    return Error(ErrorCode::unavailable,
+                 fmt::format("output: reading directory '{}': {}", s.dir, ec.message()));
+  return ok();
 }
 
 }  // namespace
@@ -204,54 +262,7 @@ Result<FileOutputSettings> read_file_output_settings(const nlohmann::json& param
     s.max_file_events = static_cast<std::uint64_t>(it->get<std::int64_t>());
   }
 
-  std::error_code ec;
-  fs::create_directories(s.dir, ec);
-  if (ec)
-    return Error(ErrorCode::unavailable,
-                 fmt::format("output: creating directory '{}': {}", s.dir, ec.message()));
-  if (::access(s.dir.c_str(), W_OK) != 0) {
-    return Error(ErrorCode::unavailable,
-                 fmt::format("output: directory '{}' is not writable: {}", s.dir, errno_text()));
-  }
-  // Files of this run and BU from an earlier attempt would be overwritten or mixed in: refuse,
-  // unless the BU was started again in this run, which goes on after the last of them.
-  const std::string prefix = data_file_stem(s.run_number, s.bu_id, 0);
-  const std::string run_prefix = prefix.substr(0, prefix.size() - 4);
-  for (const auto& entry : fs::directory_iterator(s.dir, ec)) {
-    const std::string name = entry.path().filename().string();
-    if (name.rfind(run_prefix, 0) == 0 && context.restarted) {
-      if (name.ends_with(format.finished_suffix)) {
-        // An earlier process's finished file (the controller's salvage finished the last one
-        // before this restart): its events were written in this run, by this BU.
-        const auto counts = format.finished_counts(entry.path().string());
-        if (counts) {
-          s.events_before += counts->first;
-          s.bytes_before += counts->second;
-        } else {
-          spdlog::warn(
-              "output: the events of {} (an earlier process's file) are not counted in "
-              "events_written: {}",
-              entry.path().string(), counts.error().message());
-        }
-      }
-      std::uint32_t seq = 0;
-      const auto digits = name.substr(run_prefix.size(), name.find('.') - run_prefix.size());
-      const auto [end, err] = std::from_chars(digits.data(), digits.data() + digits.size(), seq);
-      if (err == std::errc() && end == digits.data() + digits.size()) {
-        s.first_sequence = std::max(s.first_sequence, seq + 1);
-      }
-      continue;
-    }
-    if (name.rfind(run_prefix, 0) == 0) {
-      return Error(ErrorCode::conflict,
-                   fmt::format("output: '{}' already holds files of run {} from {} ({}): remove "
-                               "them or change run.number",
-                               s.dir, s.run_number, s.bu_id, name));
-    }
-  }
-  if (ec)
-    return Error(ErrorCode::unavailable,
-                 fmt::format("output: reading directory '{}': {}", s.dir, ec.message()));
+  if (auto r = prepare_directory(s, context, format); !r) return r.error();
   return s;
 }
 

@@ -63,19 +63,8 @@ Result<std::unique_ptr<FrdOutput>> FrdOutput::create(FrdOutputSettings settings)
   return out;
 }
 
-OutputStats FrdOutput::stats() const {
-  OutputStats s;
-  s.events_written = events_written_.load(std::memory_order_relaxed);
-  s.bytes_written = bytes_written_.load(std::memory_order_relaxed);
-  s.files_closed = files_closed_.load(std::memory_order_relaxed);
-  s.write_errors = write_errors_.load(std::memory_order_relaxed);
-  s.events_dropped = events_dropped_.load(std::memory_order_relaxed);
-  s.queued = queued();
-  return s;
-}
-
 void FrdOutput::fail_io(const std::string& what) {
-  write_errors_.fetch_add(1, std::memory_order_relaxed);
+  WriterCounts::add(counts_.write_errors);
   set_failure("FRD output: " + what);
 }
 
@@ -118,7 +107,7 @@ void FrdOutput::write_event(const OutputBatch& batch, const BuiltEvent& event) {
       settings_.incomplete == IncompleteEvents::drop) {
     // The HLT expects every FED of an event: one without some RU's data is lost to it.
     ++section.lost;
-    events_dropped_.fetch_add(1, std::memory_order_relaxed);
+    WriterCounts::add(counts_.events_dropped);
     return;
   }
   if (fd_ < 0 && !open_file(lumi)) return;
@@ -212,9 +201,9 @@ bool FrdOutput::finish_file() {
   section.events += file_events_;
   section.bytes += file_bytes_;
   ++section.files;
-  events_written_.fetch_add(file_events_, std::memory_order_relaxed);
-  bytes_written_.fetch_add(file_bytes_, std::memory_order_relaxed);
-  files_closed_.fetch_add(1, std::memory_order_relaxed);
+  WriterCounts::add(counts_.events_written, file_events_);
+  WriterCounts::add(counts_.bytes_written, file_bytes_);
+  WriterCounts::add(counts_.files_closed);
   return true;
 }
 

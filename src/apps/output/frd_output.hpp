@@ -53,8 +53,6 @@ class FrdOutput final : public ThreadedOutput {
   FrdOutput(const FrdOutput&) = delete;
   FrdOutput& operator=(const FrdOutput&) = delete;
 
-  [[nodiscard]] OutputStats stats() const override;
-
  private:
   static constexpr std::size_t kMaxIov = IOV_MAX;
   struct Section {
@@ -94,12 +92,6 @@ class FrdOutput final : public ThreadedOutput {
   std::size_t iov_count_ = 0;
   std::vector<std::array<std::byte, kFrdHeaderSize>> headers_;
   std::size_t header_count_ = 0;
-
-  std::atomic<std::uint64_t> events_written_{0};
-  std::atomic<std::uint64_t> bytes_written_{0};
-  std::atomic<std::uint64_t> files_closed_{0};
-  std::atomic<std::uint64_t> write_errors_{0};
-  std::atomic<std::uint64_t> events_dropped_{0};
 };
 
 }  // namespace daqflow::apps::output

@@ -39,8 +39,8 @@ class Hdf5Output final : public ThreadedOutput {
         settings_(std::move(settings)),
         options_(options),
         sequence_(settings_.first_sequence) {
-    events_written_.store(settings_.events_before, std::memory_order_relaxed);
-    bytes_written_.store(settings_.bytes_before, std::memory_order_relaxed);
+    counts_.events_written.store(settings_.events_before, std::memory_order_relaxed);
+    counts_.bytes_written.store(settings_.bytes_before, std::memory_order_relaxed);
     start();
   }
   ~Hdf5Output() override {
@@ -50,17 +50,6 @@ class Hdf5Output final : public ThreadedOutput {
   Hdf5Output(const Hdf5Output&) = delete;
   Hdf5Output& operator=(const Hdf5Output&) = delete;
 
-  [[nodiscard]] OutputStats stats() const override {
-    OutputStats s;
-    s.events_written = events_written_.load(std::memory_order_relaxed);
-    s.bytes_written = bytes_written_.load(std::memory_order_relaxed);
-    s.files_closed = files_closed_.load(std::memory_order_relaxed);
-    s.events_over_cap = events_over_cap_.load(std::memory_order_relaxed);
-    s.write_errors = write_errors_.load(std::memory_order_relaxed);
-    s.queued = queued();
-    return s;
-  }
-
  private:
   void write_batch(const OutputBatch& batch) override;
   void finish() override;
@@ -69,7 +58,7 @@ class Hdf5Output final : public ThreadedOutput {
   bool open_file(std::uint32_t lumi);
   bool finish_file();
   void fail(const std::string& what) {
-    write_errors_.fetch_add(1, std::memory_order_relaxed);
+    WriterCounts::add(counts_.write_errors);
     set_failure("HDF5 output: " + what);
   }
 
@@ -78,22 +67,12 @@ class Hdf5Output final : public ThreadedOutput {
   std::unique_ptr<Hdf5Writer> writer_;
   std::string final_path_;
   std::uint32_t sequence_ = 0;
-  std::uint32_t file_lumi_ = 0;
-  std::uint64_t file_events_ = 0;  // appended and staged
-  std::uint64_t file_bytes_ = 0;
-  std::uint64_t total_bytes_ = 0;
-  bool over_cap_ = false;
+  FileLimits limits_{settings_, "HDF5 output"};
   // The batch's events staged for the open file.
   std::vector<Hdf5Record> records_;
   std::unique_ptr<std::byte[]> staged_;
   std::size_t staged_size_ = 0;
   std::size_t staged_capacity_ = 0;
-
-  std::atomic<std::uint64_t> events_written_{0};
-  std::atomic<std::uint64_t> bytes_written_{0};
-  std::atomic<std::uint64_t> files_closed_{0};
-  std::atomic<std::uint64_t> events_over_cap_{0};
-  std::atomic<std::uint64_t> write_errors_{0};
 };
 
 void Hdf5Output::write_batch(const OutputBatch& batch) {
@@ -114,26 +93,15 @@ void Hdf5Output::add_event(const OutputBatch& batch, const BuiltEvent& event) {
                                            event.piece_count);
   std::uint64_t size = 0;
   for (const EventPiece& piece : pieces) size += piece.size;
-  if (over_cap_) {
-    events_over_cap_.fetch_add(1, std::memory_order_relaxed);
-    return;
-  }
-  const bool roll =
-      writer_ && file_events_ > 0 &&
-      (event.lumi != file_lumi_ ||
-       (settings_.max_file_events != 0 && file_events_ >= settings_.max_file_events) ||
-       (settings_.max_file_bytes != 0 && file_bytes_ + size > settings_.max_file_bytes));
-  if (roll && !finish_file()) return;
-  if (settings_.max_total_bytes != 0 && total_bytes_ + size > settings_.max_total_bytes) {
-    over_cap_ = true;
-    events_over_cap_.fetch_add(1, std::memory_order_relaxed);
-    spdlog::warn(
-        "HDF5 output of {}: disk cap max_total_mb reached after {} bytes in {}: {} and every "
-        "later one are not written (counted in events_over_cap)",
-        settings_.bu_id, total_bytes_, settings_.dir,
-        settings_.content == FileContent::timeslices ? fmt::format("timeslice {}", event.number)
-                                                     : fed::event_name(event.number));
-    return;
+  switch (limits_.step(event, size, 0, writer_ != nullptr)) {
+    case FileLimits::Step::over_cap:
+      WriterCounts::add(counts_.events_over_cap);
+      return;
+    case FileLimits::Step::roll_then_write:
+      if (!finish_file()) return;
+      break;
+    case FileLimits::Step::write:
+      break;
   }
   if (!writer_ && !open_file(event.lumi)) return;
 
@@ -160,9 +128,7 @@ void Hdf5Output::add_event(const OutputBatch& batch, const BuiltEvent& event) {
   r.pieces = static_cast<std::uint32_t>(pieces.size());
   r.crc32c = wire::crc32c(std::span<const std::byte>(staged_.get() + at, size));
   records_.push_back(r);
-  ++file_events_;
-  file_bytes_ += size;
-  total_bytes_ += size;
+  limits_.added(event, size);
 }
 
 bool Hdf5Output::append() {
@@ -202,8 +168,7 @@ bool Hdf5Output::open_file(std::uint32_t lumi) {
     return false;
   }
   writer_ = std::move(*writer);
-  file_lumi_ = lumi;
-  file_events_ = file_bytes_ = 0;
+  limits_.opened(0);
   return true;
 }
 
@@ -223,9 +188,9 @@ bool Hdf5Output::finish_file() {
     return false;
   }
   sync_directory(settings_.dir);
-  events_written_.fetch_add(events, std::memory_order_relaxed);
-  bytes_written_.fetch_add(bytes, std::memory_order_relaxed);
-  files_closed_.fetch_add(1, std::memory_order_relaxed);
+  WriterCounts::add(counts_.events_written, events);
+  WriterCounts::add(counts_.bytes_written, bytes);
+  WriterCounts::add(counts_.files_closed);
   ++sequence_;
   return true;
 }

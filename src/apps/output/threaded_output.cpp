@@ -75,4 +75,19 @@ void ThreadedOutput::run() {
   finish();
 }
 
+OutputStats ThreadedOutput::stats() const {
+  const auto get = [](const std::atomic<std::uint64_t>& c) {
+    return c.load(std::memory_order_relaxed);
+  };
+  OutputStats s;
+  s.events_written = get(counts_.events_written);
+  s.bytes_written = get(counts_.bytes_written);
+  s.files_closed = get(counts_.files_closed);
+  s.events_over_cap = get(counts_.events_over_cap);
+  s.events_dropped = get(counts_.events_dropped);
+  s.write_errors = get(counts_.write_errors);
+  s.queued = queued();
+  return s;
+}
+
 }  // namespace daqflow::apps::output

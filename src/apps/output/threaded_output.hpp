@@ -19,6 +19,21 @@
 
 namespace daqflow::apps::output {
 
+// What a writer has done, counted by its thread, read by any (stats()).
+struct WriterCounts {
+  std::atomic<std::uint64_t> events_written{0};  // in files it finished
+  std::atomic<std::uint64_t> bytes_written{0};
+  std::atomic<std::uint64_t> files_closed{0};
+  std::atomic<std::uint64_t> events_over_cap{0};  // not written: the disk cap
+  std::atomic<std::uint64_t> events_dropped{0};   // not written: incomplete (frd)
+  std::atomic<std::uint64_t> write_errors{0};
+
+  // Writer thread (one writer: relaxed is enough for readers that only sample).
+  static void add(std::atomic<std::uint64_t>& count, std::uint64_t n = 1) {
+    count.fetch_add(n, std::memory_order_relaxed);
+  }
+};
+
 class ThreadedOutput : public EventOutput {
  public:
   ~ThreadedOutput() override = default;
@@ -30,6 +45,7 @@ class ThreadedOutput : public EventOutput {
   Result<void> close() final;
   [[nodiscard]] std::string failure() const final;
   [[nodiscard]] bool failed() const final { return failure_.failed(); }
+  [[nodiscard]] OutputStats stats() const final;
 
  protected:
   explicit ThreadedOutput(std::size_t queue_depth);
@@ -42,6 +58,7 @@ class ThreadedOutput : public EventOutput {
   virtual void finish() = 0;  // after the last batch
   void set_failure(std::string reason);
   bool failed_ = false;  // writer thread's view
+  WriterCounts counts_;
 
  private:
   void run();
