@@ -151,6 +151,14 @@ Result<void> rename_into_place(const std::string& from, const std::string& to) {
   return ok();
 }
 
+// PATH.part, made anew (an existing one is refused).
+Result<core::UniqueFd> create_part(const std::string& path) {
+  const std::string part = path + std::string(kPartSuffix);
+  core::UniqueFd fd(::open(part.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644));
+  if (!fd) return io_error("creating", part);
+  return fd;
+}
+
 // Writes whole buffers to a file descriptor.
 Result<void> write_all(int fd, std::span<const std::byte> data, const std::string& path) {
   while (!data.empty()) {
@@ -167,8 +175,9 @@ class DqfSink final : public Sink {
   DqfSink(std::string path, const Hdf5FileInfo& info) : path_(std::move(path)), info_(info) {}
 
   Result<void> open() {
-    fd_ = core::UniqueFd(::open(part().c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644));
-    if (!fd_) return io_error("creating", part());
+    auto fd = create_part(path_);
+    if (!fd) return fd.error();
+    fd_ = std::move(*fd);
     std::array<std::byte, kMaxFileHeaderSize> header{};
     const std::size_t size = encode_file_header(
         FileHeader{kFileVersion, info_.run, info_.sequence, info_.writer, info_.content}, header);
@@ -220,8 +229,9 @@ class FrdSink final : public Sink {
   FrdSink(std::string path, const Hdf5FileInfo& info) : path_(std::move(path)), info_(info) {}
 
   Result<void> open() {
-    fd_ = core::UniqueFd(::open(part().c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644));
-    if (!fd_) return io_error("creating", part());
+    auto fd = create_part(path_);
+    if (!fd) return fd.error();
+    fd_ = std::move(*fd);
     const std::array<std::byte, kRawFileHeaderSize> room{};  // written at the end
     bytes_ = room.size();
     return write_all(fd_.get(), room, part());

@@ -40,37 +40,19 @@ void FileOutput::finish() {
   if (!failed_) release_room();
 }
 
-void FileOutput::write_batch(const OutputBatch& batch) {
-  if (failed_) return;
-  for (const BuiltEvent& event : batch.events) {
-    write_event(batch, event);
-    if (failed_) return;
-  }
+void FileOutput::end_batch() {
   (void)flush();
 }
 
-void FileOutput::write_event(const OutputBatch& batch, const BuiltEvent& event) {
-  if (event.first_piece + std::uint64_t{event.piece_count} > batch.pieces.size()) {
-    set_failure("file output: event " + std::to_string(event.number) +
-                " names pieces beyond its batch (a BU bug)");
-    return;
-  }
-  const std::span<const EventPiece> pieces(batch.pieces.data() + event.first_piece,
-                                           event.piece_count);
+void FileOutput::write_event(std::span<const EventPiece> pieces, const BuiltEvent& event) {
   std::uint64_t size = 0;
   for (const EventPiece& piece : pieces) size += piece.size;
   const std::uint64_t record_size = kRecordHeaderSize + size;
 
-  switch (limits_.step(event, record_size, file_header_size(settings_.bu_id.size()), fd_ >= 0)) {
-    case FileLimits::Step::over_cap:
-      WriterCounts::add(counts_.events_over_cap);
-      return;
-    case FileLimits::Step::roll_then_write:
-      if (!finish_file()) return;
-      break;
-    case FileLimits::Step::write:
-      break;
-  }
+  const auto step =
+      limits_.step(event, record_size, file_header_size(settings_.bu_id.size()), fd_ >= 0);
+  if (step == FileLimits::Step::over_cap) return WriterCounts::add(counts_.events_over_cap);
+  if (step == FileLimits::Step::roll_then_write && !finish_file()) return;
   if (fd_ < 0 && !open_file()) return;
 
   std::uint32_t crc = 0;

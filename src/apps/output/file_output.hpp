@@ -117,9 +117,9 @@ class FileOutput final : public ThreadedOutput {
   static constexpr std::size_t kMaxIov = IOV_MAX;
 
   // Writer thread.
-  void write_batch(const OutputBatch& batch) override;
+  void write_event(std::span<const EventPiece> pieces, const BuiltEvent& event) override;
+  void end_batch() override;
   void finish() override;
-  void write_event(const OutputBatch& batch, const BuiltEvent& event);
   bool ensure_iov_room(std::size_t entries);
   bool flush();
   bool open_file();

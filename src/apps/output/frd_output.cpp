@@ -68,21 +68,11 @@ void FrdOutput::fail_io(const std::string& what) {
   set_failure("FRD output: " + what);
 }
 
-void FrdOutput::write_batch(const OutputBatch& batch) {
-  if (failed_) return;
-  for (const BuiltEvent& event : batch.events) {
-    write_event(batch, event);
-    if (failed_) return;
-  }
+void FrdOutput::end_batch() {
   (void)flush();
 }
 
-void FrdOutput::write_event(const OutputBatch& batch, const BuiltEvent& event) {
-  if (event.first_piece + std::uint64_t{event.piece_count} > batch.pieces.size()) {
-    set_failure("FRD output: " + fed::event_name(event.number) +
-                " names pieces beyond its batch (a BU bug)");
-    return;
-  }
+void FrdOutput::write_event(std::span<const EventPiece> pieces, const BuiltEvent& event) {
   const std::uint32_t lumi = event.lumi;
   const std::uint32_t per_file =
       std::min<std::uint32_t>(settings_.events_per_file, kMaxRawFileEvents);
@@ -112,8 +102,6 @@ void FrdOutput::write_event(const OutputBatch& batch, const BuiltEvent& event) {
   }
   if (fd_ < 0 && !open_file(lumi)) return;
 
-  const std::span<const EventPiece> pieces(batch.pieces.data() + event.first_piece,
-                                           event.piece_count);
   std::uint64_t size = 0;
   std::uint32_t crc = 0;
   for (const EventPiece& piece : pieces) {

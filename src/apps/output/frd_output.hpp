@@ -66,9 +66,9 @@ class FrdOutput final : public ThreadedOutput {
   };
 
   explicit FrdOutput(FrdOutputSettings settings);
-  void write_batch(const OutputBatch& batch) override;
+  void write_event(std::span<const EventPiece> pieces, const BuiltEvent& event) override;
+  void end_batch() override;
   void finish() override;
-  void write_event(const OutputBatch& batch, const BuiltEvent& event);
   bool open_file(std::uint32_t lumi);
   bool finish_file();
   bool flush();

@@ -51,9 +51,9 @@ class Hdf5Output final : public ThreadedOutput {
   Hdf5Output& operator=(const Hdf5Output&) = delete;
 
  private:
-  void write_batch(const OutputBatch& batch) override;
+  void write_event(std::span<const EventPiece> pieces, const BuiltEvent& event) override;
+  void end_batch() override;
   void finish() override;
-  void add_event(const OutputBatch& batch, const BuiltEvent& event);
   bool append();  // the staged events into the open file
   bool open_file(std::uint32_t lumi);
   bool finish_file();
@@ -75,34 +75,17 @@ class Hdf5Output final : public ThreadedOutput {
   std::size_t staged_capacity_ = 0;
 };
 
-void Hdf5Output::write_batch(const OutputBatch& batch) {
-  if (failed_) return;
-  for (const BuiltEvent& event : batch.events) {
-    add_event(batch, event);
-    if (failed_) return;
-  }
+void Hdf5Output::end_batch() {
   (void)append();
 }
 
-void Hdf5Output::add_event(const OutputBatch& batch, const BuiltEvent& event) {
-  if (event.first_piece + std::uint64_t{event.piece_count} > batch.pieces.size()) {
-    fail(fed::event_name(event.number) + " names pieces beyond its batch (a BU bug)");
-    return;
-  }
-  const std::span<const EventPiece> pieces(batch.pieces.data() + event.first_piece,
-                                           event.piece_count);
+void Hdf5Output::write_event(std::span<const EventPiece> pieces, const BuiltEvent& event) {
   std::uint64_t size = 0;
   for (const EventPiece& piece : pieces) size += piece.size;
-  switch (limits_.step(event, size, 0, writer_ != nullptr)) {
-    case FileLimits::Step::over_cap:
-      WriterCounts::add(counts_.events_over_cap);
-      return;
-    case FileLimits::Step::roll_then_write:
-      if (!finish_file()) return;
-      break;
-    case FileLimits::Step::write:
-      break;
-  }
+  // HDF5's own bytes (attributes, index) are not counted against the limits: only the data.
+  const auto step = limits_.step(event, size, 0, writer_ != nullptr);
+  if (step == FileLimits::Step::over_cap) return WriterCounts::add(counts_.events_over_cap);
+  if (step == FileLimits::Step::roll_then_write && !finish_file()) return;
   if (!writer_ && !open_file(event.lumi)) return;
 
   const std::size_t at = staged_size_;

@@ -1,5 +1,6 @@
 #include "threaded_output.hpp"
 
+#include "daqflow/apps/fed/event_numbers.hpp"
 #include "daqflow/core/log.hpp"
 
 namespace daqflow::apps::output {
@@ -73,6 +74,19 @@ void ThreadedOutput::run() {
     wake_.wait(seen, std::memory_order_acquire);
   }
   finish();
+}
+
+void ThreadedOutput::write_batch(const OutputBatch& batch) {
+  if (failed_) return;
+  for (const BuiltEvent& event : batch.events) {
+    if (event.first_piece + std::uint64_t{event.piece_count} > batch.pieces.size()) {
+      set_failure(fed::event_name(event.number) + " names pieces beyond its batch (a BU bug)");
+      return;
+    }
+    write_event({batch.pieces.data() + event.first_piece, event.piece_count}, event);
+    if (failed_) return;
+  }
+  end_batch();
 }
 
 OutputStats ThreadedOutput::stats() const {

@@ -10,6 +10,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <span>
 #include <string>
 #include <thread>
 
@@ -53,8 +54,10 @@ class ThreadedOutput : public EventOutput {
   void start();
   // A subclass's destructor calls close() first, so that the thread is gone before its members.
   [[nodiscard]] std::uint32_t queued() const { return queued_.load(std::memory_order_relaxed); }
-  // Writer thread.
-  virtual void write_batch(const OutputBatch& batch) = 0;
+  // Writer thread: each event of a batch in order (its pieces checked to lie in the batch),
+  // until one fails the output, then the end of the batch (whatever is gathered goes to disk).
+  virtual void write_event(std::span<const EventPiece> pieces, const BuiltEvent& event) = 0;
+  virtual void end_batch() = 0;
   virtual void finish() = 0;  // after the last batch
   void set_failure(std::string reason);
   bool failed_ = false;  // writer thread's view
@@ -62,6 +65,7 @@ class ThreadedOutput : public EventOutput {
 
  private:
   void run();
+  void write_batch(const OutputBatch& batch);
 
   std::size_t queue_depth_;
   core::SpscRing<OutputBatch*> pending_;
