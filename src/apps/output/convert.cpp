@@ -14,6 +14,7 @@
 #include <fstream>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <utility>
 #include <vector>
 
 #include "daqflow/apps/output/frd.hpp"
@@ -170,38 +171,64 @@ Result<void> write_all(int fd, std::span<const std::byte> data, const std::strin
   return ok();
 }
 
-class DqfSink final : public Sink {
- public:
-  DqfSink(std::string path, const Hdf5FileInfo& info) : path_(std::move(path)), info_(info) {}
+// A sink that writes a file's bytes itself, into PATH.part, renamed PATH when complete.
+class ByteSink : public Sink {
+ protected:
+  ByteSink(std::string path, const Hdf5FileInfo& info) : path_(std::move(path)), info_(info) {}
 
-  Result<void> open() {
+  // Creates PATH.part and writes its head.
+  Result<void> create(std::span<const std::byte> head) {
     auto fd = create_part(path_);
     if (!fd) return fd.error();
     fd_ = std::move(*fd);
+    bytes_ = head.size();
+    return write_all(fd_.get(), head, part());
+  }
+  // One record: its header, then its bytes.
+  Result<void> put(std::span<const std::byte> header, std::span<const std::byte> data) {
+    if (auto w = write_all(fd_.get(), header, part()); !w) return w;
+    if (auto w = write_all(fd_.get(), data, part()); !w) return w;
+    ++events_;
+    bytes_ += header.size() + data.size();
+    return ok();
+  }
+  // Syncs, closes and renames it into place.
+  Result<void> place() {
+    if (::fsync(fd_.get()) != 0) return io_error("syncing", part());
+    fd_.reset();
+    return rename_into_place(part(), path_);
+  }
+  [[nodiscard]] std::string part() const { return path_ + std::string(kPartSuffix); }
+
+  std::string path_;
+  Hdf5FileInfo info_;
+  core::UniqueFd fd_;
+  std::uint64_t events_ = 0;
+  std::uint64_t bytes_ = 0;
+};
+
+class DqfSink final : public ByteSink {
+ public:
+  DqfSink(std::string path, const Hdf5FileInfo& info) : ByteSink(std::move(path), info) {}
+
+  Result<void> open() {
     std::array<std::byte, kMaxFileHeaderSize> header{};
     const std::size_t size = encode_file_header(
         FileHeader{kFileVersion, info_.run, info_.sequence, info_.writer, info_.content}, header);
     if (size == 0) return bad_file(path_, "the writer's name '" + info_.writer + "' is too long");
     crc_ = wire::crc32c(std::span(header.data(), size));
-    bytes_ = size;
-    return write_all(fd_.get(), std::span(header.data(), size), part());
+    return create(std::span(header.data(), size));
   }
   Result<void> add(const Hdf5Record& r, std::span<const std::byte> data) override {
     std::array<std::byte, kRecordHeaderSize> header{};
     encode_record_header(RecordHeader{r.flags, r.event, r.size, r.pieces, r.crc32c}, header);
-    if (auto w = write_all(fd_.get(), header, part()); !w) return w;
-    if (auto w = write_all(fd_.get(), data, part()); !w) return w;
     crc_ = crc32c_combine(wire::crc32c(header, crc_), r.crc32c, r.size);
     if (events_ == 0) first_ = r.event;
     last_ = r.event;
-    ++events_;
-    bytes_ += kRecordHeaderSize + r.size;
-    return ok();
+    return put(header, data);
   }
   Result<std::string> finish() override {
-    if (::fsync(fd_.get()) != 0) return io_error("syncing", part());
-    fd_.reset();
-    if (auto r = rename_into_place(part(), path_); !r) return r.error();
+    if (auto r = place(); !r) return r.error();
     const std::string stem = path_.substr(0, path_.size() - kDataSuffix.size());
     const Sidecar sidecar{info_.run, info_.writer, fs::path(path_).filename().string(),
                           events_,   bytes_,       first_,
@@ -213,28 +240,18 @@ class DqfSink final : public Sink {
   }
 
  private:
-  [[nodiscard]] std::string part() const { return path_ + std::string(kPartSuffix); }
-  std::string path_;
-  Hdf5FileInfo info_;
-  core::UniqueFd fd_;
   std::uint32_t crc_ = 0;
-  std::uint64_t events_ = 0;
-  std::uint64_t bytes_ = 0;
   std::uint64_t first_ = 0;
   std::uint64_t last_ = 0;
 };
 
-class FrdSink final : public Sink {
+class FrdSink final : public ByteSink {
  public:
-  FrdSink(std::string path, const Hdf5FileInfo& info) : path_(std::move(path)), info_(info) {}
+  FrdSink(std::string path, const Hdf5FileInfo& info) : ByteSink(std::move(path), info) {}
 
   Result<void> open() {
-    auto fd = create_part(path_);
-    if (!fd) return fd.error();
-    fd_ = std::move(*fd);
     const std::array<std::byte, kRawFileHeaderSize> room{};  // written at the end
-    bytes_ = room.size();
-    return write_all(fd_.get(), room, part());
+    return create(room);
   }
   Result<void> add(const Hdf5Record& r, std::span<const std::byte> data) override {
     if (events_ == kMaxRawFileEvents) {
@@ -247,33 +264,19 @@ class FrdSink final : public Sink {
                                 static_cast<std::uint32_t>(r.event),
                                 static_cast<std::uint32_t>(r.size), r.crc32c},
                       header);
-    if (auto w = write_all(fd_.get(), header, part()); !w) return w;
-    if (auto w = write_all(fd_.get(), data, part()); !w) return w;
-    ++events_;
-    bytes_ += kFrdHeaderSize + r.size;
-    return ok();
+    return put(header, data);
   }
   Result<std::string> finish() override {
     std::array<std::byte, kRawFileHeaderSize> header{};
     encode_raw_file_header(RawFileHeader{static_cast<std::uint16_t>(events_), info_.lumi, bytes_},
                            header);
     if (::pwrite(fd_.get(), header.data(), header.size(), 0) !=
-            static_cast<ssize_t>(header.size()) ||
-        ::fsync(fd_.get()) != 0) {
+        static_cast<ssize_t>(header.size())) {
       return io_error("finishing", part());
     }
-    fd_.reset();
-    if (auto r = rename_into_place(part(), path_); !r) return r.error();
+    if (auto r = place(); !r) return r.error();
     return path_;
   }
-
- private:
-  [[nodiscard]] std::string part() const { return path_ + std::string(kPartSuffix); }
-  std::string path_;
-  Hdf5FileInfo info_;
-  core::UniqueFd fd_;
-  std::uint64_t events_ = 0;
-  std::uint64_t bytes_ = 0;
 };
 
 class Hdf5Sink final : public Sink {
@@ -313,21 +316,26 @@ class Hdf5Sink final : public Sink {
 
 }  // namespace
 
+namespace {
+
+constexpr std::array<std::pair<DataFormat, std::string_view>, 3> kFormatNames{{
+    {DataFormat::dqf, "dqf"},
+    {DataFormat::hdf5, "hdf5"},
+    {DataFormat::frd, "frd"},
+}};
+
+}  // namespace
+
 std::string_view to_string(DataFormat format) {
-  switch (format) {
-    case DataFormat::dqf:
-      return "dqf";
-    case DataFormat::hdf5:
-      return "hdf5";
-    case DataFormat::frd:
-      return "frd";
+  for (const auto& [f, name] : kFormatNames) {
+    if (f == format) return name;
   }
   return "unknown";
 }
 
 Result<DataFormat> parse_data_format(std::string_view name) {
-  for (const DataFormat f : {DataFormat::dqf, DataFormat::hdf5, DataFormat::frd}) {
-    if (name == to_string(f)) return f;
+  for (const auto& [f, known] : kFormatNames) {
+    if (known == name) return f;
   }
   return Error(fmt::format("unknown format '{}' (known: dqf, hdf5, frd)", name));
 }

@@ -12,7 +12,9 @@
 #include <thread>
 
 #include "apps/output/test_event_file_support.hpp"
+#include "daqflow/apps/output/convert.hpp"
 #include "daqflow/apps/output/frd.hpp"
+#include "daqflow/apps/output/hdf5_file.hpp"
 #include "daqflow/apps/output/output.hpp"
 #include "daqflow/apps/output/salvage.hpp"
 #include "daqflow/wire/endian.hpp"
@@ -179,6 +181,35 @@ TEST(FrdOutput, RefusesAnUnknownIncompletePolicy) {
       make_output({{"kind", "frd"}, {"dir", tmp.path().string()}, {"incomplete", "keep"}}, context);
   ASSERT_FALSE(output.ok());
   EXPECT_EQ(output.error().message(), "output: incomplete 'keep' is neither drop nor write");
+}
+
+// FRD files converted to HDF5 and back are the same files, byte for byte; the HDF5 ones hold
+// every event with its FRD event number, section and CRC-32C.
+TEST(FrdConvert, ToHdf5AndBackIsTheSameFile) {
+  testing::TempDir tmp;
+  write_frd(tmp.path().string(), 100, 40);
+  const fs::path run_dir = tmp.path() / "run000042";
+  fs::create_directories(tmp.path() / "h5");
+  fs::create_directories(tmp.path() / "back");
+  for (std::uint32_t i = 0; i < 3; ++i) {
+    const std::string raw = (run_dir / (frd_data_stem(42, 1, i) + ".raw")).string();
+    auto h5 = convert_data_file(raw, DataFormat::hdf5, (tmp.path() / "h5").string());
+    ASSERT_TRUE(h5.ok()) << h5.error().message();
+    auto reader = Hdf5Reader::open(*h5);
+    ASSERT_TRUE(reader.ok()) << reader.error().message();
+    EXPECT_EQ((*reader)->info().run, 42u);
+    EXPECT_EQ((*reader)->index().size(), i < 2 ? 40u : 20u);
+    EXPECT_EQ((*reader)->index().front().event, 40u * i);
+    EXPECT_EQ((*reader)->index().front().lumi, 1u);
+    auto back = convert_data_file(*h5, DataFormat::frd, (tmp.path() / "back").string());
+    ASSERT_TRUE(back.ok()) << back.error().message();
+    EXPECT_EQ(fs::path(*back).filename(), fs::path(raw).filename());
+    std::ifstream a(raw, std::ios::binary);
+    std::ifstream b(*back, std::ios::binary);
+    const std::string original((std::istreambuf_iterator<char>(a)), {});
+    const std::string again((std::istreambuf_iterator<char>(b)), {});
+    EXPECT_TRUE(original == again) << raw;
+  }
 }
 
 TEST(FrdSalvage, FinishesTheOpenFileAndDecidesTheBlocksInDoubt) {
