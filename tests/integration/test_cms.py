@@ -379,6 +379,8 @@ class Cms(DaqflowTestCase):
                 seen.append((lumi, event))
         self.assertEqual(len(seen), len(set(seen)), "an event written twice")
         self.assertEqual(len(seen), bu["events_written"])
+        # Every event complete at the BU (built with every RU's data and granted) is there.
+        self.assertEqual(bu["events_written"], bu["events_built"])
         lost = 0
         for path in glob.glob(os.path.join(run_dir, "*_EoLS.jsn")):
             with open(path) as f:
