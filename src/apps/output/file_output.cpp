@@ -20,9 +20,7 @@ FileOutput::FileOutput(FileOutputSettings settings)
       settings_(std::move(settings)),
       record_headers_(kMaxIov),
       sequence_(settings_.first_sequence) {
-  counts_.events_written.store(settings_.events_before, std::memory_order_relaxed);
-  counts_.bytes_written.store(settings_.bytes_before, std::memory_order_relaxed);
-  start();
+  start(settings_.events_before, settings_.bytes_before);
 }
 
 FileOutput::~FileOutput() {

@@ -61,12 +61,8 @@ bool FileOutput::open_file() {
           .string();
   const std::string final_path = stem_ + std::string(kDataSuffix);
   const std::string part_path = final_path + std::string(kPartSuffix);
-  std::error_code ec;
-  if (fs::exists(final_path, ec)) {
-    set_failure(
-        fmt::format("file output: {} exists already; refusing to overwrite it (remove it "
-                    "or change run.number)",
-                    final_path));
+  if (const std::string taken = taken_name(final_path); !taken.empty()) {
+    set_failure("file output: " + taken);
     return false;
   }
   fd_ = ::open(part_path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);

@@ -7,6 +7,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 
 namespace daqflow::apps::output {
 
@@ -68,6 +69,12 @@ bool write_file_then_rename(const std::string& path, std::string_view data, std:
     return false;
   }
   return true;
+}
+
+std::string taken_name(const std::string& path) {
+  std::error_code ec;
+  if (!std::filesystem::exists(path, ec)) return {};
+  return path + " exists already; refusing to overwrite it (remove it or change run.number)";
 }
 
 }  // namespace daqflow::apps::output

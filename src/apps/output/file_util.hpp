@@ -22,5 +22,8 @@ namespace daqflow::apps::output {
 [[nodiscard]] int writev_all(int fd, iovec* iov, std::size_t count);
 // fsync of a directory, so that a rename or a new file in it is on disk (errors ignored).
 void sync_directory(const std::string& dir);
+// Why a writer must not take `path` for its next file ("" when it may): a file of that name
+// exists (an earlier attempt's: overwriting it would lose its events).
+[[nodiscard]] std::string taken_name(const std::string& path);
 
 }  // namespace daqflow::apps::output

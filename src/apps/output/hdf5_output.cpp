@@ -39,9 +39,7 @@ class Hdf5Output final : public ThreadedOutput {
         settings_(std::move(settings)),
         options_(options),
         sequence_(settings_.first_sequence) {
-    counts_.events_written.store(settings_.events_before, std::memory_order_relaxed);
-    counts_.bytes_written.store(settings_.bytes_before, std::memory_order_relaxed);
-    start();
+    start(settings_.events_before, settings_.bytes_before);
   }
   ~Hdf5Output() override {
     const auto closed = close();
@@ -131,12 +129,8 @@ bool Hdf5Output::open_file(std::uint32_t lumi) {
       (fs::path(settings_.dir) / data_file_stem(settings_.run_number, settings_.bu_id, sequence_))
           .string();
   final_path_ = stem + std::string(kHdf5Suffix);
-  std::error_code ec;
-  if (fs::exists(final_path_, ec)) {
-    fail(
-        fmt::format("{} exists already; refusing to overwrite it (remove it or change "
-                    "run.number)",
-                    final_path_));
+  if (const std::string taken = taken_name(final_path_); !taken.empty()) {
+    fail(taken);
     return false;
   }
   Hdf5FileInfo info;

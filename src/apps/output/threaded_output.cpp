@@ -8,7 +8,9 @@ namespace daqflow::apps::output {
 ThreadedOutput::ThreadedOutput(std::size_t queue_depth)
     : queue_depth_(queue_depth), pending_(queue_depth), done_(queue_depth) {}
 
-void ThreadedOutput::start() {
+void ThreadedOutput::start(std::uint64_t events_before, std::uint64_t bytes_before) {
+  counts_.events_written.store(events_before, std::memory_order_relaxed);
+  counts_.bytes_written.store(bytes_before, std::memory_order_relaxed);
   thread_ = std::thread([this] { run(); });
 }
 

@@ -50,8 +50,9 @@ class ThreadedOutput : public EventOutput {
 
  protected:
   explicit ThreadedOutput(std::size_t queue_depth);
-  // Starts the writer thread: the last step of a subclass's constructor.
-  void start();
+  // Starts the writer thread: the last step of a subclass's constructor. A writer started again
+  // in its run counts what its earlier processes' finished files hold as written.
+  void start(std::uint64_t events_before = 0, std::uint64_t bytes_before = 0);
   // A subclass's destructor calls close() first, so that the thread is gone before its members.
   [[nodiscard]] std::uint32_t queued() const { return queued_.load(std::memory_order_relaxed); }
   // Writer thread: each event of a batch in order (its pieces checked to lie in the batch),
