@@ -125,6 +125,25 @@ class Hdf5(DaqflowTestCase):
             self.assertEqual((h5[n]["size"], h5[n]["crc32"]), (dqf[n]["size"], dqf[n]["crc32"]),
                              f"event {n}")
 
+    def test_the_farm_and_time_slice_building_write_hdf5_that_h5py_alone_reads(self):
+        for example, content, key in (("farm.yaml", "farm_decisions", "farm_events_written"),
+                                      ("timeslice.yaml", "timeslices", "timeslices_written")):
+            with self.subTest(example=example):
+                data = self.path(f"data-{example}")
+                text = rewrite_ports(read_example(example)).replace("kind: file", "kind: hdf5")
+                text = text.replace("./run-data", data)
+                code, out, summary = self.run_config(self.write_config(example, text),
+                                                     "--duration", "2", timeout=180,
+                                                     logs=f"logs-{example}")
+                self.assertEqual(code, 0, out[-3000:])
+                files = self.read_h5(glob.glob(os.path.join(data, "*.h5")))
+                self.assertTrue(files, f"no HDF5 file in {data}")
+                records = sum(len(f["events"]) for f in files)
+                self.assertTrue(all(f["attrs"]["content"] == content for f in files))
+                self.assertEqual(records, summary["results"][key], summary["results"])
+                code, out = self.daqflow(["dump", data])
+                self.assertEqual(code, 0, out)
+
     def test_convert_round_trips_keep_every_event_byte_for_byte(self):
         self.run_local("file", self.path("dqf"))
         for step, (source, to, out) in enumerate([("dqf", "hdf5", "h5"), ("h5", "dqf", "back")]):
