@@ -23,7 +23,7 @@ inline constexpr std::size_t kFerolHeaderSize = 16;
 inline constexpr std::size_t kFerolBlockSize = 4096;  // header included
 inline constexpr std::size_t kFerolMaxBlockData = kFerolBlockSize - kFerolHeaderSize;
 inline constexpr std::uint16_t kFerolSignature = 0x475a;
-inline constexpr std::uint32_t kFerolMaxPacket = 0x7ff;  // 11 bits
+inline constexpr std::uint32_t kFerolMaxPacket = 0x7ff;     // 11 bits
 inline constexpr std::uint32_t kFerolMaxEvent = 0xff'ffff;  // 24 bits, as the L1 id
 
 struct FerolHeader {
