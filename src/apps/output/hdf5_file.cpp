@@ -313,7 +313,11 @@ Result<void> Hdf5Writer::append(std::span<Hdf5Record> records, std::span<const s
 
 Result<void> Hdf5Writer::close() {
   if (!h_ || !h_->file.valid()) return ok();
-  const bool closed = h_->data.reset() & h_->index.reset() & h_->file.reset();
+  // Each closed whatever the others did.
+  const bool data_closed = h_->data.reset();
+  const bool index_closed = h_->index.reset();
+  const bool file_closed = h_->file.reset();
+  const bool closed = data_closed && index_closed && file_closed;
   h_.reset();
   if (!closed) return failure(path_, "closing");
   // SWMR forbids new attributes while writing: those known at the end go in now.
