@@ -301,6 +301,49 @@ class DaqflowTestCase(unittest.TestCase):
         _LIVE.append(proc)
         return proc
 
+    def start_polled_run(self, text, config_name):
+        """`daqflow run` of the configuration `text` until stopped (summary.json, logs/ and
+        run.log in the test dir). Returns the process, the control port of each context by name,
+        and a function giving the EVM evm0's events_built (-1 while it does not answer), which
+        fails the test if the run has ended."""
+        names = re.findall(r"-\s*name:\s*(\S+)", text)
+        ports = [int(p) for p in re.findall(r"control_port\s*:\s*(\d+)", text)]
+        control = dict(zip(names, ports))
+        run = self.start(["run", self.write_config(config_name, text), "--duration", "0",
+                          "--summary", self.path("summary.json"), "--log-dir",
+                          self.path("logs")], "run.log")
+
+        def built():
+            self.assertIsNone(run.poll(), self.output_of("run.log"))
+            try:
+                status, body = http(control["evm"], "GET", "/api/v1/apps/evm0", timeout=2.0)
+            except OSError:
+                return -1
+            return body["metrics"].get("events_built", 0) if status == 200 else -1
+        return run, control, built
+
+    def kill_context(self, port):
+        """SIGKILL of the executive answering on control port `port`; returns its pid."""
+        status, ctx = http(port, "GET", "/api/v1/context")
+        self.assertEqual(status, 200, ctx)
+        os.kill(ctx["pid"], signal.SIGKILL)
+        return ctx["pid"]
+
+    def lose_bu_mid_run(self, text, config_name, before, after=3000, bu="bu2"):
+        """Runs `text`, kills `bu` once `before` events are built, waits for the controller's
+        salvage of its files and `after` more events, and stops the run; returns the summary's
+        results."""
+        run, control, built = self.start_polled_run(text, config_name)
+        wait_until(lambda: built() >= before, 90, f"{before} events built")
+        self.kill_context(control[bu])
+        wait_until(lambda: f"{bu}: salvaged" in self.output_of("run.log"), 60,
+                   f"the controller to salvage {bu}'s files")
+        at_salvage = built()
+        wait_until(lambda: built() >= at_salvage + after, 60, f"{after} more events built")
+        self.assertEqual(self.stop_run(run), 0, self.output_of("run.log"))
+        with open(self.path("summary.json")) as f:
+            return json.load(f)["results"]
+
     def stop_run(self, proc, timeout=90):
         """Stops a `daqflow run` started with --duration 0 as Ctrl-C would: it halts every
         application, writes its summary and exits; returns its exit code. A test that waits for

@@ -10,7 +10,6 @@ import os
 import glob
 import random
 import re
-import signal
 import socket
 import time
 import unittest
@@ -291,30 +290,7 @@ class Cms(DaqflowTestCase):
 
     def test_a_bu_killed_while_writing_frd_files_leaves_every_event_on_disk_once(self):
         text = rewrite_ports(TWO_BUS.format(output=self.path("data")))
-        control = dict(zip(["evm", "ru1", "bu1", "bu2"],
-                           [int(p) for p in re.findall(r"control_port\s*:\s*(\d+)", text)]))
-        run = self.start(["run", self.write_config("two-bus.yaml", text), "--duration", "0",
-                          "--summary", self.path("summary.json"), "--log-dir",
-                          self.path("logs")], "run.log")
-
-        def built():
-            self.assertIsNone(run.poll(), self.output_of("run.log"))
-            try:
-                status, body = http(control["evm"], "GET", "/api/v1/apps/evm0", timeout=2.0)
-            except OSError:
-                return -1
-            return body["metrics"].get("events_built", 0) if status == 200 else -1
-        wait_until(lambda: built() >= 8000, 90, "8000 events built")
-        status, ctx = http(control["bu2"], "GET", "/api/v1/context")
-        self.assertEqual(status, 200, ctx)
-        os.kill(ctx["pid"], signal.SIGKILL)
-        wait_until(lambda: "bu2: salvaged" in self.output_of("run.log"), 60,
-                   "the controller to salvage bu2's files")
-        at_salvage = built()
-        wait_until(lambda: built() >= at_salvage + 3000, 60, "3000 more events built by bu1")
-        self.assertEqual(self.stop_run(run), 0, self.output_of("run.log"))
-        with open(self.path("summary.json")) as f:
-            r = json.load(f)["results"]
+        r = self.lose_bu_mid_run(text, "two-bus.yaml", before=8000)
         self.assertEqual(r["lost_bus"], ["bu2"], r)
         self.assertEqual(r["events_lost"], 0, r)
         self.assertEqual(r["events_in_doubt"], 0, r)
@@ -339,23 +315,9 @@ class Cms(DaqflowTestCase):
 
     def test_a_killed_ru_leaves_no_incomplete_event_for_the_hlt_and_fails_the_run_naming_it(self):
         text = rewrite_ports(TWO_RUS.format(output=self.path("data")))
-        control = dict(zip(["evm", "ru1", "ru2", "bu1"],
-                           [int(p) for p in re.findall(r"control_port\s*:\s*(\d+)", text)]))
-        run = self.start(["run", self.write_config("two-rus.yaml", text), "--duration", "0",
-                          "--summary", self.path("summary.json"), "--log-dir",
-                          self.path("logs")], "run.log")
-
-        def built():
-            self.assertIsNone(run.poll(), self.output_of("run.log"))
-            try:
-                status, body = http(control["evm"], "GET", "/api/v1/apps/evm0", timeout=2.0)
-            except OSError:
-                return -1
-            return body["metrics"].get("events_built", 0) if status == 200 else -1
+        run, control, built = self.start_polled_run(text, "two-rus.yaml")
         wait_until(lambda: built() >= 4000, 90, "4000 events built")
-        status, ctx = http(control["ru2"], "GET", "/api/v1/context")
-        self.assertEqual(status, 200, ctx)
-        os.kill(ctx["pid"], signal.SIGKILL)
+        self.kill_context(control["ru2"])
         self.assertNotEqual(run.wait(timeout=90), 0, self.output_of("run.log"))
         with open(self.path("summary.json")) as f:
             summary = json.load(f)

@@ -7,14 +7,12 @@ round trips."""
 import glob
 import json
 import os
-import re
 import shutil
-import signal
 import subprocess
 import tempfile
 import unittest
 
-from daqflow_testlib import DaqflowTestCase, http, read_example, rewrite_ports, wait_until
+from daqflow_testlib import DaqflowTestCase, read_example, rewrite_ports
 
 READER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "read_h5.py")
 
@@ -161,30 +159,7 @@ class Hdf5(DaqflowTestCase):
 
     def test_a_bu_killed_while_writing_hdf5_files_leaves_every_event_on_disk_once(self):
         text = rewrite_ports(TWO_BUS.format(output=self.path("data")))
-        control = dict(zip(["evm", "ru1", "bu1", "bu2"],
-                           [int(p) for p in re.findall(r"control_port\s*:\s*(\d+)", text)]))
-        run = self.start(["run", self.write_config("two-bus.yaml", text), "--duration", "0",
-                          "--summary", self.path("summary.json"), "--log-dir",
-                          self.path("logs")], "run.log")
-
-        def built():
-            self.assertIsNone(run.poll(), self.output_of("run.log"))
-            try:
-                status, body = http(control["evm"], "GET", "/api/v1/apps/evm0", timeout=2.0)
-            except OSError:
-                return -1
-            return body["metrics"].get("events_built", 0) if status == 200 else -1
-        wait_until(lambda: built() >= 6000, 90, "6000 events built")
-        status, ctx = http(control["bu2"], "GET", "/api/v1/context")
-        self.assertEqual(status, 200, ctx)
-        os.kill(ctx["pid"], signal.SIGKILL)
-        wait_until(lambda: "bu2: salvaged" in self.output_of("run.log"), 60,
-                   "the controller to salvage bu2's files")
-        at_salvage = built()
-        wait_until(lambda: built() >= at_salvage + 3000, 60, "3000 more events built by bu1")
-        self.assertEqual(self.stop_run(run), 0, self.output_of("run.log"))
-        with open(self.path("summary.json")) as f:
-            r = json.load(f)["results"]
+        r = self.lose_bu_mid_run(text, "two-bus.yaml", before=6000)
         self.assertEqual(r["lost_bus"], ["bu2"], r)
         self.assertEqual(r["events_lost"], 0, r)
         self.assertEqual(r["events_in_doubt"], 0, r)

@@ -143,6 +143,8 @@ class Sink {
   virtual Result<void> add(const Hdf5Record& r, std::span<const std::byte> data) = 0;
   // Completes the file and puts it in place; returns its path.
   virtual Result<std::string> finish() = 0;
+  // After a failure: the unfinished file is removed, so that no half file is left behind.
+  virtual void abandon() = 0;
 };
 
 Result<void> rename_into_place(const std::string& from, const std::string& to) {
@@ -199,6 +201,10 @@ class ByteSink : public Sink {
     return rename_into_place(part(), path_);
   }
   [[nodiscard]] std::string part() const { return path_ + std::string(kPartSuffix); }
+  void abandon() override {
+    fd_.reset();
+    ::unlink(part().c_str());
+  }
 
   std::string path_;
   Hdf5FileInfo info_;
@@ -292,6 +298,11 @@ class Hdf5Sink final : public Sink {
     records_.push_back(r);
     staged_.insert(staged_.end(), data.begin(), data.end());
     return ok();
+  }
+  void abandon() override {
+    const std::string part = writer_->path();
+    (void)writer_->close();
+    ::unlink(part.c_str());
   }
   Result<std::string> finish() override {
     if (auto f = flush(); !f) return f.error();
@@ -418,13 +429,18 @@ Result<std::string> convert_data_file(const std::string& path, DataFormat to,
                          }
                          return sink->add(r, data);
                        });
-  if (!read) return read.error();
+  if (!read) {
+    if (sink) sink->abandon();
+    return read.error();
+  }
   if (!sink) {  // a file without records: its attributes only
     auto made = make_sink(*read, path, to, out_dir, hdf5);
     if (!made) return made.error();
     sink = std::move(*made);
   }
-  return sink->finish();
+  auto done = sink->finish();
+  if (!done) sink->abandon();
+  return done;
 }
 
 }  // namespace daqflow::apps::output
