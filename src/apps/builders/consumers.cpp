@@ -20,7 +20,15 @@ ConsumerSet::ConsumerSet(const std::vector<transport::AppIndex>& consumers, std:
 
 void ConsumerSet::start_watch(std::int64_t now_ns) {
   watching_ = true;
+  ran_ns_ = now_ns;
   for (auto& c : consumers_) c.last_heard_ns = now_ns;
+}
+
+void ConsumerSet::ran(std::int64_t now_ns) {
+  const std::int64_t away = now_ns - ran_ns_;
+  ran_ns_ = now_ns;
+  if (!watching_ || away <= timeout_ns_ / 4) return;
+  for (auto& c : consumers_) c.last_heard_ns = std::min(now_ns, c.last_heard_ns + away);
 }
 
 void ConsumerSet::check(std::int64_t now_ns, std::vector<std::size_t>& lost_now) {

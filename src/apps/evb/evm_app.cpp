@@ -337,6 +337,7 @@ int EventManagerApp::work(std::int64_t now) {
     evm_->start_watch(now);
     refilled_ns_ = now;
   }
+  evm_->ran(now);
   // Silence is judged once what waited has been read: an EVM that was itself frozen or
   // descheduled reads its BUs' heartbeats first. Under a flood that never lets up, it is judged
   // anyway a timeout late.

@@ -391,6 +391,7 @@ int SubFarmController::work(std::int64_t now) {
     watching_ = true;
     refilled_ns_ = now;
   }
+  dispatcher_->ran(now);
   if (watching_ && now >= next_check_ns_) {
     lost_now_.clear();
     dispatcher_->check(now, lost_now_);

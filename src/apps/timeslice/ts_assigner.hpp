@@ -82,6 +82,8 @@ class TsAssigner {
   // The heartbeat watch: from `now` on, a builder silent for heartbeat_timeout_ns is lost by
   // check(), which appends it to `silent`; lose_silent() then does for each what lose() does.
   void start_watch(std::int64_t now) { set_.start_watch(now); }
+  // Each time the manager runs: its own absence counts against no builder (ConsumerSet::ran()).
+  void ran(std::int64_t now) { set_.ran(now); }
   void check(std::int64_t now, std::vector<std::size_t>& silent) { set_.check(now, silent); }
   [[nodiscard]] Loss lose_silent(std::size_t builder, std::vector<Assignment>& again);
   // A lost builder's salvaged files hold `written`: those of its timeslices in doubt are done

@@ -324,6 +324,7 @@ int TsManager::work(std::int64_t now) {
     assigner_.start_watch(now);
     watching_ = true;
   }
+  assigner_.ran(now);
   if (watching_ && now >= next_check_ns_) {
     lost_now_.clear();
     assigner_.check(now, lost_now_);

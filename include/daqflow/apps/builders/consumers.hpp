@@ -41,6 +41,10 @@ class ConsumerSet {
   void heard_from(std::size_t position, std::int64_t now_ns) {
     consumers_[position].last_heard_ns = now_ns;
   }
+  // Told each time the assigner runs. A gap of over a quarter of the timeout since the last time
+  // (the assigner itself frozen or descheduled) counts against no consumer: what they sent
+  // meanwhile is still unread, so their silence is measured without it.
+  void ran(std::int64_t now_ns);
   // Live consumers silent for longer than the timeout are lost; their positions are appended.
   void check(std::int64_t now_ns, std::vector<std::size_t>& lost_now);
   // Loses a consumer (connection failed, silent): false when it was lost already.
@@ -72,6 +76,7 @@ class ConsumerSet {
   std::vector<Consumer> consumers_;
   std::vector<int> position_;  // by AppIndex
   std::int64_t timeout_ns_ = 0;
+  std::int64_t ran_ns_ = 0;  // when the assigner last ran (ran())
   std::size_t alive_ = 0;
   bool watching_ = false;
   std::vector<transport::AppIndex> lost_;

@@ -80,6 +80,8 @@ class EventManager {
 
   // Starts the heartbeat watch: every BU alive counts as heard from now.
   void start_watch(std::int64_t now_ns);
+  // Each time the EVM runs: its own absence counts against no BU (ConsumerSet::ran()).
+  void ran(std::int64_t now_ns) { consumers_.ran(now_ns); }
   void heard_from(transport::AppIndex bu, std::int64_t now_ns);
   // A request from `from` (the message's sender; the payload's bu field is not trusted). A lost
   // BU, or one that asks under another epoch than its current one, is not served: false then

@@ -81,6 +81,8 @@ class Dispatcher {
 
   // Starts the heartbeat watch (Enable).
   void start_watch(std::int64_t now_ns) { workers_.start_watch(now_ns); }
+  // Each time the SFC runs: its own absence counts against no worker (ConsumerSet::ran()).
+  void ran(std::int64_t now_ns) { workers_.ran(now_ns); }
   // A message from peer: it is alive (a lost worker stays lost until it rejoins).
   void heard_from(transport::AppIndex peer, std::int64_t now_ns);
 

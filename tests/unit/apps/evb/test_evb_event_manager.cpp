@@ -401,6 +401,30 @@ TEST(EventManagerTest, HeartbeatTimeoutLosesASilentBu) {
   EXPECT_EQ(m.lost(), 100u) << "every triggered event is lost with no BU left";
 }
 
+TEST(EventManagerTest, TheEvmsOwnAbsenceCountsAgainstNoBu) {
+  // Frozen (SIGSTOP) or descheduled, the EVM has not read what its BUs sent meanwhile: on waking
+  // their silence is measured without the time it was away.
+  core::TestClock clock(1'000'000'000);
+  EventManager m = make({kBu1, kBu2}, 2);
+  m.set_triggered(100);
+  std::vector<transport::AppIndex> lost;
+  m.start_watch(clock.now_ns());
+  clock.advance(milliseconds(10));
+  m.ran(clock.now_ns());
+  m.heard_from(kBu2, clock.now_ns());
+  clock.advance(milliseconds(3000));  // away
+  m.ran(clock.now_ns());
+  m.check_heartbeats(clock.now_ns(), lost);
+  EXPECT_TRUE(lost.empty()) << "heard 10 ms before the EVM went away";
+  for (int i = 0; i < 10; ++i) {  // then running, reading only bu2
+    clock.advance(milliseconds(10));
+    m.ran(clock.now_ns());
+    m.heard_from(kBu2, clock.now_ns());
+  }
+  m.check_heartbeats(clock.now_ns(), lost);
+  EXPECT_EQ(lost, std::vector<transport::AppIndex>{kBu1}) << "110 ms silent while the EVM ran";
+}
+
 TEST(EventManagerTest, TheBlockTableBoundsWhatIsOutstanding) {
   EventManagerSettings s;
   s.bus = {kBu1};
