@@ -23,6 +23,9 @@ if(CMAKE_CXX_COMPILER_ID STREQUAL "GNU")
   # GCC 12 reports false positives for these in optimised STL code.
   target_compile_options(daqflow_flags INTERFACE -Wno-maybe-uninitialized -Wno-stringop-overflow
     -Wno-array-bounds -Wno-restrict -Wno-null-dereference)
+  # The libraries are shared (-fPIC): calls inside one of them stay direct, as in a static build,
+  # rather than going through the PLT in case another library replaces the function.
+  target_compile_options(daqflow_flags INTERFACE -fno-semantic-interposition)
 endif()
 
 if(DAQFLOW_FUZZ)
