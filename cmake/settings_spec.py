@@ -34,7 +34,8 @@ key is required; lists, mappings and null stand as JSON), `range: [lo, hi]`, `at
 `one_of: [...]` bound it. An object key reads a member struct: by `fields:` written inline (its
 C++ type in `type:`) or by another spec (`spec:`, a C++ expression). Two more forms take C++
 expressions: `include: EXPR` reads a part's keys at this level into the member, `param: EXPR`
-binds a ParamSpec made elsewhere.
+binds a ParamSpec made elsewhere. `replaces: {keys: [...], how: TEXT}` names the older keys a
+key took over and how the old forms are written now, for the errors about them.
 """
 
 import json
@@ -45,7 +46,7 @@ import yaml
 KINDS = {"integer", "number", "boolean", "string", "app_ref", "app_ref_list", "integer_list",
          "object"}
 ATTRIBUTES = {"kind", "help", "default", "range", "at_least", "one_of", "member", "fields",
-              "type", "spec", "include", "param"}
+              "type", "spec", "include", "param", "replaces"}
 
 
 TOP = {"header", "namespace", "settings", "includes", "application", "keys"}
@@ -131,6 +132,12 @@ def chain(settings, keys, where, nested):
             lines.append(f".bind({cpp_string(name)}, {help_text}, {fields}, {member})")
         else:
             lines.append(f".bind({param_spec(name, key, here)}, {member})")
+        if "replaces" in key:
+            old = key["replaces"]
+            if not isinstance(old, dict) or set(old) != {"keys", "how"}:
+                raise SchemaError(f"{here}: replaces is {{keys: [...], how: TEXT}}")
+            names = ", ".join(cpp_string(str(k)) for k in old["keys"])
+            lines.append(f".replacing({{{names}}}, {cpp_string(old['how'])})")
     return "\n      ".join(lines)
 
 

@@ -2,8 +2,8 @@
 //   [--seed S] [--corrupt-crc EVENT]... [--rate HZ] [--file FILE] [--framing ferol|frame]
 //   [--block-data BYTES] [--numbering index|cms] [--resync-after N]
 //
-// Plays FEDs for a RU's network input (`input: network`): FED ID + i streams to PORT + i, one
-// TCP connection and one thread per FED, each fragment cut into CMS FEROL blocks
+// Plays FEDs for a RU's network input (`input: {kind: network}`): FED ID + i streams to PORT + i,
+// one TCP connection and one thread per FED, each fragment cut into CMS FEROL blocks
 // (daqflow/wire/ferol.hpp; --block-data bytes of fragment per block, 4080 as a FEROL fills
 // them) or behind the frame header of daqflow/apps/fed/fed_stream.hpp. Fragments are made with the
 // FED codec (wire::write_fragment: a per-FED, per-event payload pattern and a correct CRC), or
@@ -119,8 +119,8 @@ core::UniqueFd connect_to(const control::HostPort& to, double timeout_s, std::st
     // every attempt takes an ephemeral port that a RU might be about to listen on.
     if (Clock::now() >= deadline) {
       error = fmt::format(
-          "cannot connect to {}: {} (is the RU configured with input: network and "
-          "fed_port {}?)",
+          "cannot connect to {}: {} (is the RU configured with input: {{kind: network, "
+          "port: {}}}?)",
           to.str(), std::strerror(last_errno), to.port);
       return {};
     }
@@ -364,7 +364,7 @@ void add_fedsend(CLI::App& app) {
   auto args = std::make_shared<FedsendArgs>();
   auto* cmd = app.add_subcommand(
       "fedsend", "Send FED fragment streams to a RU's network input (one TCP connection per FED)");
-  cmd->add_option("address", args->address, "the RU's host and fed_port, HOST:PORT")->required();
+  cmd->add_option("address", args->address, "the RU's host and input port, HOST:PORT")->required();
   cmd->add_option("--fed", args->fed, "source id of the (first) FED")->required();
   cmd->add_option("--feds", args->feds, "FEDs to send: --fed + i to PORT + i, one thread each")
       ->check(CLI::Range(1, 4096));

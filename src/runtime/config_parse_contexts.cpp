@@ -288,7 +288,9 @@ void Reader::parameter(const Field& f, const AppType& type, const std::string& w
   if (spec == type.params.end()) {
     std::vector<std::string> expected = kAppKeys;
     for (const auto& s : type.params) expected.push_back(s.name);
-    unknown_key(f, fmt::format("{} of type '{}'", where, type.name), expected);
+    d_.error(f.key_node.Mark(),
+             fmt::format("unknown key '{}' in {} of type '{}' ({})", f.key, where, type.name,
+                         unknown_param_hint(f.key, type.params, expected)));
     return;
   }
   marks.keys[f.key] = f.key_node.Mark();

@@ -55,6 +55,10 @@ std::string join_names(const std::vector<std::string>& names);
 std::string closest_name(std::string_view key, const std::vector<std::string>& candidates);
 // "unknown key 'pipline_depth' ... (did you mean 'pipeline_depth'? expected one of: ...)"
 std::string expected_keys_hint(std::string_view key, const std::vector<std::string>& candidates);
+// The hint for an unknown key among fields: where a field took it over, how it is written now
+// (ParamSpec::replacing); otherwise expected_keys_hint().
+std::string unknown_param_hint(std::string_view key, const std::vector<ParamSpec>& fields,
+                               const std::vector<std::string>& candidates);
 // A value as a person reads it in a message: "string \"abc\"", "integer 5", "a list".
 std::string describe(const nlohmann::json& value);
 

@@ -208,9 +208,24 @@ json check_param(const ParamSpec& spec, const json& value, const std::string& pa
       }
       break;
     case ParamKind::object:
+      if (!value.is_object() && !spec.migration.empty()) {
+        add_value_issue(issues, path,
+                        fmt::format("{} ({})", expected("a mapping", value), spec.migration));
+        return value;
+      }
       return check_fields(spec.fields, value, path, issues);
   }
   return value;
+}
+
+std::string unknown_param_hint(std::string_view key, const std::vector<ParamSpec>& fields,
+                               const std::vector<std::string>& candidates) {
+  for (const ParamSpec& f : fields) {
+    if (std::find(f.replaces.begin(), f.replaces.end(), key) != f.replaces.end()) {
+      return fmt::format("now part of '{}': {}", f.name, f.migration);
+    }
+  }
+  return expected_keys_hint(key, candidates);
 }
 
 json check_fields(const std::vector<ParamSpec>& fields, const json& object, const std::string& path,
@@ -228,7 +243,8 @@ json check_fields(const std::vector<ParamSpec>& fields, const json& object, cons
     const auto it = std::find_if(fields.begin(), fields.end(),
                                  [&key = key](const ParamSpec& f) { return f.name == key; });
     if (it == fields.end()) {
-      issues.push_back({ParamIssue::Kind::unknown_key, path, key, expected_keys_hint(key, names)});
+      issues.push_back(
+          {ParamIssue::Kind::unknown_key, path, key, unknown_param_hint(key, fields, names)});
       continue;
     }
     out[key] = check_param(*it, value, join_path(path, key), issues);
@@ -403,6 +419,12 @@ ParamSpec&& ParamSpec::at_least(double lo) && {
 }
 ParamSpec&& ParamSpec::one_of(std::vector<std::string> values) && {
   choices = std::move(values);
+  return std::move(*this);
+}
+
+ParamSpec&& ParamSpec::replacing(std::vector<std::string> old_keys, std::string how) && {
+  replaces = std::move(old_keys);
+  migration = std::move(how);
   return std::move(*this);
 }
 

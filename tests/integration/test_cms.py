@@ -27,15 +27,15 @@ contexts:
     data_port: 9600
     applications:
       - {{type: evm, id: evm0, rus: [ru1], bus: [bu1], feds: 1, first_fed_id: 1024,
-         input: network, fed_port: {evm_fed_port}, event_numbers: cms,
-         lumi_section_events: {lumi_events}, fed_max_fragment_bytes: {max_fragment}}}
+         input: {{kind: network, port: {evm_fed_port}, max_fragment_bytes: {max_fragment}}},
+         event_numbers: cms, lumi_section_events: {lumi_events}}}
   - name: ru1
     host: 127.0.0.1
     control_port: 9501
     data_port: 9601
     applications:
-      - {{type: ru, id: ru1, evm: evm0, feds: 2, first_fed_id: 1203, input: network,
-         fed_port: {ru_fed_port}, fed_max_fragment_bytes: {max_fragment}}}
+      - {{type: ru, id: ru1, evm: evm0, feds: 2, first_fed_id: 1203,
+         input: {{kind: network, port: {ru_fed_port}, max_fragment_bytes: {max_fragment}}}}}
   - name: bu1
     host: 127.0.0.1
     control_port: 9502

@@ -1,4 +1,4 @@
-"""A RU reading its FEDs over TCP (`input: network`), fed by `daqflow fedsend`, in real processes.
+"""A RU reading its FEDs over TCP (`input: {kind: network}`), fed by `daqflow fedsend`, in real processes.
 
 A corrupted FED CRC fails the run with the FED id and the event number (on_error: fail) or marks
 the event corrupted and goes on (on_error: mark), which `daqflow dump` then shows; fragments
@@ -40,8 +40,9 @@ contexts:
     control_port: 9501
     data_port: 9601
     applications:
-      - {{type: ru, id: ru1, evm: evm0, feds: 2, first_fed_id: 1203, input: network,
-         fed_port: {ru_fed_port}, fed_max_fragment_bytes: 16384, on_error: {on_error}}}
+      - {{type: ru, id: ru1, evm: evm0, feds: 2, first_fed_id: 1203,
+         input: {{kind: network, port: {ru_fed_port}, max_fragment_bytes: 16384,
+                 on_error: {on_error}}}}}
   - name: bu1
     host: 127.0.0.1
     control_port: 9502
@@ -59,9 +60,9 @@ class FedSend(DaqflowTestCase):
         """Starts the run with no end of its own: it fails by itself, or the test stops it once
         every event it sent has reached the builder (stop_when_triggered)."""
         self.fed_ports = free_fed_ports(4)
-        evm = ("input: emulator, trigger_rate_hz: 2000" if evm_input == "emulator" else
-               f"input: network, first_fed_id: 1200, fed_port: {self.fed_ports + 2}, "
-               "fed_max_fragment_bytes: 16384")
+        evm = ("input: {kind: emulator}, trigger_rate_hz: 2000" if evm_input == "emulator" else
+               f"first_fed_id: 1200, input: {{kind: network, port: {self.fed_ports + 2}, "
+               "max_fragment_bytes: 16384}")
         text = rewrite_ports(CONFIG.format(output=self.path("data"), evm_input=evm,
                                            ru_fed_port=self.fed_ports, on_error=on_error,
                                            output_spec=output_spec))

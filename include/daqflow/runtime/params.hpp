@@ -47,6 +47,11 @@ struct ParamSpec {
   std::optional<double> max;
   std::vector<std::string> choices;  // string: allowed values
   std::vector<ParamSpec> fields;     // object: its fields
+  // What this parameter took over from an older form: the keys it replaced, and how the old
+  // forms are written now (errors about them, and about a scalar where a mapping is due, say
+  // it).
+  std::vector<std::string> replaces;
+  std::string migration;
 
   // A required parameter of each kind; the builders below add a default and bounds.
   static ParamSpec integer(std::string name, std::string help);
@@ -69,6 +74,7 @@ struct ParamSpec {
   ParamSpec&& range(double lo, double hi) &&;
   ParamSpec&& at_least(double lo) &&;
   ParamSpec&& one_of(std::vector<std::string> values) &&;
+  ParamSpec&& replacing(std::vector<std::string> old_keys, std::string how) &&;
 };
 
 [[nodiscard]] const char* to_string(ParamKind kind);

@@ -69,6 +69,13 @@ class SettingsSpec {
     return std::move(*this);
   }
 
+  // The parameter bound last took over older keys and forms (ParamSpec::replacing).
+  SettingsSpec&& replacing(std::vector<std::string> old_keys, std::string how) && {
+    specs_.back().replaces = std::move(old_keys);
+    specs_.back().migration = std::move(how);
+    return std::move(*this);
+  }
+
   // Parameters of a part read into a member struct by the part's own spec, at the same level
   // as this spec's own (a readout's FED parameters beside the RU's).
   template <typename Sub>

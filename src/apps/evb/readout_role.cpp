@@ -15,6 +15,23 @@ constexpr std::uint32_t kProduceEvents = 256;
 constexpr std::uint64_t kProduceBytes = 4u << 20;
 constexpr std::size_t kEventCapacity = 1u << 16;
 
+// The fragment source of the readout's `input`.
+Result<std::unique_ptr<fed::FragmentSource>> make_source(runtime::AppContext& ctx,
+                                                         std::uint32_t position,
+                                                         const fed::FedSettings& fed,
+                                                         const Topology& topology) {
+  if (fed.input.kind == "network") {
+    const runtime::ContextConfig* c = ctx.cluster().find_context(ctx.self().context);
+    return fed::make_network_input(fed, position, c != nullptr ? c->host : "127.0.0.1",
+                                   topology.numbering);
+  }
+  if (fed.input.kind == "plugin") {
+    return fed::make_plugin_input(fed, position, ctx.self().id, topology.numbering,
+                                  topology.resync_every);
+  }
+  return fed::make_emulator(fed, position, topology.numbering, topology.resync_every);
+}
+
 }  // namespace
 
 ReadoutRole::~ReadoutRole() {
@@ -40,18 +57,9 @@ Result<void> ReadoutRole::configure(runtime::AppContext& ctx, const Topology& to
     return runtime::param_error("chunk_size",
                                 std::to_string(params.chunk_size) + " is not a multiple of 64");
   }
-  if (params.fed.input == "network") {
-    const runtime::ContextConfig* c = ctx.cluster().find_context(ctx.self().context);
-    auto source = fed::make_network_input(params.fed, position,
-                                          c != nullptr ? c->host : "127.0.0.1", topology.numbering);
-    if (!source) return source.error();
-    source_ = std::move(*source);
-  } else {
-    auto source =
-        fed::make_emulator(params.fed, position, topology.numbering, topology.resync_every);
-    if (!source) return source.error();
-    source_ = std::move(*source);
-  }
+  auto source = make_source(ctx, position, params.fed, topology);
+  if (!source) return source.error();
+  source_ = std::move(*source);
 
   ReadoutSettings s;
   s.name = id_;

@@ -62,11 +62,12 @@ Result<std::unique_ptr<ReadoutStore>> ReadoutStore::create(const ReadoutSettings
   const std::size_t block_bytes =
       wire::block_descriptor_size(static_cast<std::uint32_t>(n)) + n * align8(max_super_fragment);
   if (block_bytes > s.max_message_size) {
-    return Error("a block of " + std::to_string(n) + " events with super-fragments of up to " +
-                 kb(max_super_fragment) + " needs " + kb(block_bytes) +
-                 ", above transports.max_message_size (" + kb(s.max_message_size) +
-                 "); raise max_message_size, or lower the BUs' events_per_request or the "
-                 "largest fragment (fragment_size; fed_max_fragment_bytes for input: network)");
+    return Error(
+        "a block of " + std::to_string(n) + " events with super-fragments of up to " +
+        kb(max_super_fragment) + " needs " + kb(block_bytes) +
+        ", above transports.max_message_size (" + kb(s.max_message_size) +
+        "); raise max_message_size, or lower the BUs' events_per_request or the "
+        "largest fragment (fragment_size; input.max_fragment_bytes for input kind network)");
   }
   const std::size_t slices = worst_case_slices(n, max_super_fragment, s.chunk_size);
   if (slices > kMaxSlices) {

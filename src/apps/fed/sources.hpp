@@ -1,8 +1,8 @@
 #pragma once
 // The fragment sources behind a RU's `input` parameter (include/daqflow/apps/fed/
-// fragment_source.hpp): the FED emulator (`input: emulator`) and FED streams received over TCP
-// (`input: network`). Both are made at Configure from the RU's validated parameters. Control
-// path only.
+// fragment_source.hpp): the FED emulator (`input: {kind: emulator}`), FED streams received over
+// TCP (`{kind: network}`) and readout plugins (`{kind: plugin}`). Each is made at Configure from
+// the RU's validated parameters. Control path only.
 
 #include <cstdint>
 #include <memory>
@@ -30,5 +30,13 @@ namespace daqflow::apps::fed {
                                                                          std::uint32_t ru_index,
                                                                          const std::string& host,
                                                                          EventNumbering numbering);
+
+// A readout plugin's fragments (plugin_input.cpp): the library of input.library, given
+// input.config and the FED ids; app names the application to the plugin.
+[[nodiscard]] Result<std::unique_ptr<FragmentSource>> make_plugin_input(const FedSettings& fed,
+                                                                        std::uint32_t ru_index,
+                                                                        const std::string& app,
+                                                                        EventNumbering numbering,
+                                                                        std::uint64_t resync_every);
 
 }  // namespace daqflow::apps::fed

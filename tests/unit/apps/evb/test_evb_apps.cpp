@@ -1,4 +1,5 @@
 // The event-builder applications (evm, ru, bu) together, in one process, on a real transport.
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <thread>
@@ -141,7 +142,15 @@ TEST(EvbAppsTest, RegistersTheEventBuilderTypes) {
   auto r = runtime::validate_params(ru->params, json{{"evm", "evm0"}});
   ASSERT_TRUE(r) << r.error().message();
   EXPECT_EQ((*r)["feds"], 8);
-  EXPECT_EQ((*r)["input"], "emulator");
+  EXPECT_EQ((*r)["input"]["kind"], "emulator");
+  // The older forms of input are refused, saying how they are written now.
+  auto old = runtime::validate_params(ru->params, json{{"evm", "evm0"}, {"input", "network"}});
+  ASSERT_FALSE(old);
+  EXPECT_THAT(old.error().message(), ::testing::HasSubstr("input: {kind: network, port: P"));
+  old = runtime::validate_params(ru->params, json{{"evm", "evm0"}, {"fed_port", 9000}});
+  ASSERT_FALSE(old);
+  EXPECT_THAT(old.error().message(),
+              ::testing::HasSubstr("unknown parameter 'fed_port' (now part of 'input': write"));
   EXPECT_EQ((*r)["chunk_size"], 4 << 20);
   EXPECT_EQ((*r)["chunks"], 32);
   EXPECT_EQ((*r)["fragment_size"]["dist"], "lognormal");
