@@ -460,14 +460,14 @@ class Timeslices(DaqflowTestCase):
               f"{apps['tm']['results']['timeslices_reassigned']} reassigned", flush=True)
 
     def test_recorded_microslices_are_replayed_as_they_were(self):
-        """A run's archives replayed by its inputs (`replay`): the 199 timeslices a recording of
-        200 gives (its last interval is the overlap of the one before) are built again with every
+        """A run's archives replayed by its inputs (`input: {kind: replay}`): the 199 timeslices a
+        recording of 200 gives (its last interval is the overlap of the one before) are built again with every
         microslice as recorded: sizes, CRC-32Cs, start times and the overlaps."""
         self.clean_run("shm", "chaotic")
         recorded = self.path("recorded")
         os.rename(self.path("run-data"), recorded)
         before = {t["event"]: t for t in self.dump_of(recorded)}
-        text = ts_config("shm", inputs=f"pace: max, replay: {recorded}")
+        text = ts_config("shm", inputs=f"pace: max, input: {{kind: replay, path: {recorded}}}")
         code, out, summary = self.run_config(self.write_config("replay.yaml", text), "--duration",
                                              "0", timeout=180)
         self.assertEqual(code, 0, out)
@@ -486,11 +486,11 @@ class Timeslices(DaqflowTestCase):
         self.clean_run("tcp", "chaotic")
         recorded = self.path("recorded")
         os.rename(self.path("run-data"), recorded)
-        text = ts_config("tcp", inputs=f"pace: max, replay: {recorded}").replace(
-            "overlap_us: 300", "overlap_us: 200")
+        text = ts_config("tcp", inputs=f"pace: max, input: {{kind: replay, path: {recorded}}}")
+        text = text.replace("overlap_us: 300", "overlap_us: 200")
         code, out, _ = self.run_config(self.write_config("replay.yaml", text), "--duration", "0")
         self.assertNotEqual(code, 0, out)
-        self.assertIn("replay", out)
+        self.assertIn("input.path", out)
         self.assertIn(recorded, out)
         self.assertIn("3 of overlap", out)
 

@@ -84,9 +84,11 @@ Result<std::uint64_t> TsBuilder::take_peers(runtime::AppContext& ctx, const TsBu
                          .value("max", std::uint64_t{0});
     largest = std::max(largest,
                        wire::kContributionSize + slices * (wire::kMicrosliceDescriptorSize + max));
-    // A replaying input's microslices are as large as they were recorded: up to the transport's
-    // largest message.
-    if (!app.params.value("replay", std::string()).empty()) largest = UINT64_MAX;
+    // A replaying input's microslices are as large as they were recorded, a plugin's as large
+    // as it says: up to the transport's largest message.
+    const auto kind =
+        app.params.value("input", nlohmann::json::object()).value("kind", "generator");
+    if (kind != "generator") largest = UINT64_MAX;
   }
   return largest;
 }

@@ -29,6 +29,7 @@ Result<void> TsInput::enable() {
 void TsInput::release() {
   outbox_.clear();
   previous_ = TsInterval{};
+  plugin_.reset();  // its I/O threads stopped, its state freed
   endpoint_ = nullptr;
   data_pool_ = header_pool_ = nullptr;
 }
@@ -53,6 +54,91 @@ bool TsInput::replay_interval(TsInterval& out) {
     if (j + 1 == geometry_.overlap) out.overlap_bytes = used;
   }
   out.content_bytes = used;
+  stream_offset_ += used;
+  ++intervals_;
+  microslices_->add_single_writer(geometry_.core);
+  return true;
+}
+
+void TsInput::plugin_failed(const std::string& what) {
+  fail(plugin_->name() + ": interval " + std::to_string(intervals_) + ": " + what);
+}
+
+bool TsInput::plugin_interval(TsInterval& out) {
+  std::byte* base = out.buffer.data();
+  const std::size_t descriptors = std::size_t{geometry_.core} * wire::kMicrosliceDescriptorSize;
+  std::byte* content = base + descriptors;
+  daqflow_readout_request r{};
+  r.index = intervals_;
+  r.data = content;
+  r.capacity = out.buffer.capacity() - descriptors;
+  r.microslices = plugin_slices_.data();
+  switch (plugin_->produce(r)) {
+    case DAQFLOW_READOUT_READY:
+      break;
+    case DAQFLOW_READOUT_NOT_READY:
+      return false;
+    case DAQFLOW_READOUT_NO_ROOM:
+      plugin_failed("asks for " + std::to_string(r.size) +
+                    " bytes, more than its max_event_bytes (" + std::to_string(max_size_) +
+                    ") per microslice allows");
+      return false;
+    case DAQFLOW_READOUT_FAILED:
+      plugin_failed(plugin_->error());
+      return false;
+    default:
+      plugin_failed("produce returned an unknown status");
+      return false;
+  }
+  if (r.count != geometry_.core) {
+    plugin_failed(std::to_string(r.count) + " microslices described, an interval has " +
+                  std::to_string(geometry_.core));
+    return false;
+  }
+  const std::uint64_t first_idx = intervals_ * geometry_.duration_ns();
+  out.first_offset = stream_offset_;
+  std::uint64_t used = 0;
+  for (std::uint32_t j = 0; j < geometry_.core; ++j) {
+    const daqflow_readout_microslice& m = plugin_slices_[j];
+    const std::uint64_t start = first_idx + std::uint64_t{j} * geometry_.microslice_ns;
+    if (m.start_ns != start) {
+      plugin_failed("microslice " + std::to_string(j) + " starts at " + std::to_string(m.start_ns) +
+                    " ns, " + std::to_string(start) + " ns expected");
+      return false;
+    }
+    if (m.size > max_size_ || used + m.size > r.size) {
+      plugin_failed("microslice " + std::to_string(j) + " of " + std::to_string(m.size) +
+                    " bytes passes max_event_bytes or what was written (" + std::to_string(r.size) +
+                    " bytes)");
+      return false;
+    }
+    wire::MicrosliceDescriptor d;
+    d.eq_id = eq_id_;
+    d.sys_id = m.sys_id != 0 ? m.sys_id : sys_id_;
+    d.sys_ver = m.sys_ver != 0 ? m.sys_ver : sys_ver_;
+    d.idx = start;
+    d.size = m.size;
+    d.offset = stream_offset_ + used;
+    d.flags = static_cast<std::uint16_t>(m.flags & ~DAQFLOW_READOUT_CRC_VALID);
+    if ((m.flags & DAQFLOW_READOUT_CRC_VALID) != 0) {
+      d.flags |= wire::kMicrosliceCrcValid;
+      d.crc = m.crc;
+    } else if (crc_) {
+      d.flags |= wire::kMicrosliceCrcValid;
+      d.crc = wire::crc32c({content + used, m.size});
+    }
+    wire::encode(d, std::span<std::byte, wire::kMicrosliceDescriptorSize>(
+                        base + std::size_t{j} * wire::kMicrosliceDescriptorSize,
+                        wire::kMicrosliceDescriptorSize));
+    used += m.size;
+    if (j + 1 == geometry_.overlap) out.overlap_bytes = static_cast<std::uint32_t>(used);
+  }
+  if (used != r.size) {
+    plugin_failed("the microslices' sizes add up to " + std::to_string(used) + " bytes, " +
+                  std::to_string(r.size) + " written");
+    return false;
+  }
+  out.content_bytes = static_cast<std::uint32_t>(used);
   stream_offset_ += used;
   ++intervals_;
   microslices_->add_single_writer(geometry_.core);
@@ -122,6 +208,8 @@ int TsInput::generate(std::int64_t now) {
     }
     if (replay_) {
       if (!replay_interval(next)) break;
+    } else if (plugin_) {
+      if (!plugin_interval(next)) break;
     } else {
       generate_interval(next);
     }

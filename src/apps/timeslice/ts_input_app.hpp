@@ -1,8 +1,9 @@
 #pragma once
 // `ts_input`: one input channel of the time-slice builder (docs/timeslices.md). It produces
 // microslices of a fixed duration with FLESnet's descriptor, their sizes drawn from a
-// distribution and their contents checksummed (CRC-32C), or replays recorded ones from timeslice
-// archives (`replay`, microslice_replay.hpp), in real time or as fast as the builders take them.
+// distribution and their contents checksummed (CRC-32C), replays recorded ones from timeslice
+// archives (`input: {kind: replay}`, microslice_replay.hpp) or takes them from a readout plugin
+// (`{kind: plugin}`), in real time or as fast as the builders take them.
 // Timeslice k is the microslices of [k * duration, (k + 1) * duration) (its core) and
 // the first `overlap` microslices after it; the input sends it to its builder as one
 // contribution once the overlap exists, and keeps it until that builder acknowledges it.
@@ -34,6 +35,7 @@
 #include <vector>
 
 #include "apps/app_support.hpp"
+#include "apps/fed/readout_plugin.hpp"
 #include "apps/output/timeslice_check.hpp"
 #include "daqflow/apps/sampler.hpp"
 #include "daqflow/core/random.hpp"
@@ -65,7 +67,12 @@ struct TsInputSettings {
   std::uint64_t count = 0;
   std::uint64_t seed = 0;
   std::string manager;  // empty: round robin
-  std::string replay;   // empty: generated microslices
+  struct Input {
+    std::string kind;  // generator, replay or plugin
+    std::string path;  // replay
+    std::string library;
+    std::string config;
+  } input;
 };
 
 class TsInput final : public runtime::ApplicationWith<TsInput, TsInputSettings> {
@@ -90,6 +97,7 @@ class TsInput final : public runtime::ApplicationWith<TsInput, TsInputSettings> 
   [[nodiscard]] Result<std::uint32_t> take_peers(runtime::AppContext& ctx,
                                                  const TsInputSettings& s);
   [[nodiscard]] Result<void> open_replay(const TsInputSettings& s);
+  [[nodiscard]] Result<void> open_plugin(const TsInputSettings& s);
   [[nodiscard]] Result<void> open_endpoint(runtime::AppContext& ctx, std::uint32_t intervals);
   void add_metrics(runtime::MetricsRegistry& m);
   void reset_run(std::uint64_t seed);
@@ -99,6 +107,11 @@ class TsInput final : public runtime::ApplicationWith<TsInput, TsInputSettings> 
   // The next recorded interval instead; false (and the application failed) when it cannot be
   // read.
   [[nodiscard]] bool replay_interval(TsInterval& out);
+  // The next interval from the readout plugin: false when it is not ready (or failed the
+  // application).
+  [[nodiscard]] bool plugin_interval(TsInterval& out);
+  // Fails the application with what the plugin did wrong in the interval asked.
+  void plugin_failed(const std::string& what);
   int generate(std::int64_t now);
   int send(std::int64_t now);
   [[nodiscard]] bool send_one(TsOutbox::Timeslice& t);
@@ -123,8 +136,10 @@ class TsInput final : public runtime::ApplicationWith<TsInput, TsInputSettings> 
   std::uint8_t sys_ver_ = 0;
   bool crc_ = true;
   bool real_time_ = true;
-  std::uint64_t count_ = 0;                   // timeslices; 0: until halted
-  std::unique_ptr<MicrosliceReplay> replay_;  // recorded microslices instead of generated ones
+  std::uint64_t count_ = 0;                     // timeslices; 0: until halted
+  std::unique_ptr<MicrosliceReplay> replay_;    // recorded microslices instead of generated ones
+  std::unique_ptr<fed::ReadoutPlugin> plugin_;  // or a readout plugin's
+  std::vector<daqflow_readout_microslice> plugin_slices_;
   bool has_manager_ = false;
   transport::AppIndex manager_ = 0;
   std::uint64_t manager_window_ = 0;  // the manager's window of timeslices

@@ -35,6 +35,7 @@ Result<void> TsInput::setup(runtime::AppContext& ctx, const TsInputSettings& s) 
   auto spare = take_peers(ctx, s);
   if (!spare) return spare.error();
   if (auto r = open_replay(s); !r) return r;
+  if (auto r = open_plugin(s); !r) return r;
   if (auto r = open_endpoint(ctx, s.in_flight + 2 + *spare); !r) return r;
   add_metrics(ctx.metrics());
   reset_run(s.seed);
@@ -82,19 +83,45 @@ Result<std::uint32_t> TsInput::take_peers(runtime::AppContext& ctx, const TsInpu
 
 Result<void> TsInput::open_replay(const TsInputSettings& s) {
   replay_.reset();
-  if (s.replay.empty()) return ok();
-  auto recorded = MicrosliceReplay::open(s.replay, eq_id_, geometry_);
-  if (!recorded) return runtime::param_error("replay", recorded.error().message());
+  if (s.input.kind != "replay") return ok();
+  if (s.input.path.empty()) return runtime::param_error("input.path", "must be set for a replay");
+  auto recorded = MicrosliceReplay::open(s.input.path, eq_id_, geometry_);
+  if (!recorded) return runtime::param_error("input.path", recorded.error().message());
   // The last recorded interval is the overlap of the one before: one timeslice fewer.
   if (recorded->intervals() < 2) {
-    return runtime::param_error("replay",
-                                s.replay + ": " + std::to_string(recorded->intervals()) +
+    return runtime::param_error("input.path",
+                                s.input.path + ": " + std::to_string(recorded->intervals()) +
                                     " timeslice(s) recorded; a replay needs at least two");
   }
   const std::uint64_t timeslices = recorded->intervals() - 1;
   count_ = count_ == 0 ? timeslices : std::min(count_, timeslices);
   max_size_ = recorded->largest_microslice();
   replay_ = std::make_unique<MicrosliceReplay>(std::move(*recorded));
+  return ok();
+}
+
+Result<void> TsInput::open_plugin(const TsInputSettings& s) {
+  plugin_.reset();
+  if (s.input.kind != "plugin") return ok();
+  fed::ReadoutPlugin::Setup setup;
+  setup.app = id();
+  setup.library = s.input.library;
+  setup.config = s.input.config;
+  setup.what = DAQFLOW_READOUT_MICROSLICES;
+  setup.source_ids = {eq_id_};
+  setup.microslice_ns = geometry_.microslice_ns;
+  setup.microslices_per_interval = geometry_.core;
+  auto plugin = fed::ReadoutPlugin::load(setup);
+  if (!plugin) return plugin.error();
+  const std::uint64_t largest = (*plugin)->info().max_event_bytes;
+  if (largest < 8 || largest > UINT32_MAX) {
+    return Error(ErrorCode::invalid_argument, (*plugin)->name() + ": init gave max_event_bytes " +
+                                                  std::to_string(largest) +
+                                                  " (a microslice's content: 8 bytes to 4 GiB)");
+  }
+  max_size_ = static_cast<std::uint32_t>(largest);
+  plugin_slices_.assign(geometry_.core, daqflow_readout_microslice{});
+  plugin_ = std::move(*plugin);
   return ok();
 }
 
