@@ -9,8 +9,14 @@ add_library(daqflow_sdk INTERFACE)
 set_target_properties(daqflow_sdk PROPERTIES EXPORT_NAME daqflow)
 target_link_libraries(daqflow_sdk INTERFACE daqflow_apps daqflow_control)
 add_library(daqflow::daqflow ALIAS daqflow_sdk)
+# The headers alone: what a C plugin (readout_plugin.h, farm_plugin.h) needs.
+add_library(daqflow_headers INTERFACE)
+set_target_properties(daqflow_headers PROPERTIES EXPORT_NAME headers)
+target_include_directories(daqflow_headers INTERFACE
+  $<BUILD_INTERFACE:${PROJECT_SOURCE_DIR}/include> $<INSTALL_INTERFACE:${CMAKE_INSTALL_INCLUDEDIR}>)
+add_library(daqflow::headers ALIAS daqflow_headers)
 
-install(TARGETS ${DAQFLOW_LAYERS} daqflow_sdk EXPORT daqflowTargets
+install(TARGETS ${DAQFLOW_LAYERS} daqflow_sdk daqflow_headers EXPORT daqflowTargets
   LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
   ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
   INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})

@@ -27,8 +27,9 @@ struct DeliveredConfig {
 // Prints "daqflow COMMAND: WHY" on standard error and ends the subcommand with exit code 1.
 [[noreturn]] void fail(std::string_view command, const std::string& why);
 
-// Every built-in application type.
-const runtime::AppRegistry& registry();
+// Every built-in application type, and those of the libraries that configurations read so far
+// name (`libraries`).
+runtime::AppRegistry& registry();
 
 void add_check(CLI::App& app);       // daqflow check CONFIG
 void add_exec(CLI::App& app);        // daqflow exec CONFIG --context NAME

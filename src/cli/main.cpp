@@ -8,8 +8,10 @@
 
 namespace daqflow::cli {
 
-const runtime::AppRegistry& registry() {
-  return apps::builtin_registry();
+runtime::AppRegistry& registry() {
+  // The built-in types, and those of the libraries the configurations read name.
+  static runtime::AppRegistry types = apps::builtin_registry();
+  return types;
 }
 
 void fail(std::string_view command, const std::string& why) {

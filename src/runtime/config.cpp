@@ -118,8 +118,10 @@ std::vector<std::vector<std::string>> ClusterConfig::process_groups(
   return groups;
 }
 
-Result<ClusterConfig> parse_config(const std::string& text, const std::string& file,
-                                   const AppRegistry& registry) {
+namespace {
+
+Result<ClusterConfig> parse(const std::string& text, const std::string& file,
+                            const AppRegistry& registry, AppRegistry* extensible) {
   detail::Diagnostics d(file);
   const std::optional<YAML::Node> root = detail::load_document(text, d);
   if (!root) return d.to_error();
@@ -127,7 +129,7 @@ Result<ClusterConfig> parse_config(const std::string& text, const std::string& f
   detail::ParsedConfig parsed;
   parsed.config.file = file;
   try {
-    detail::read_document(*root, registry, parsed, d);
+    detail::read_document(*root, registry, extensible, parsed, d);
     detail::check_cluster(registry, parsed, d);
   } catch (const YAML::Exception& e) {
     // yaml-cpp throws on nodes it cannot represent (e.g. invalid aliases); report, don't crash.
@@ -137,7 +139,7 @@ Result<ClusterConfig> parse_config(const std::string& text, const std::string& f
   return std::move(parsed.config);
 }
 
-Result<ClusterConfig> load_config(const std::string& path, const AppRegistry& registry) {
+Result<std::string> read_text(const std::string& path) {
   std::error_code ec;
   if (std::filesystem::is_directory(path, ec)) {
     return Error(fmt::format("{}: is a directory, not a configuration file", path));
@@ -151,7 +153,31 @@ Result<ClusterConfig> load_config(const std::string& path, const AppRegistry& re
   if (in.bad())
     return Error(code_of_errno(errno),
                  fmt::format("{}: read error: {}", path, std::strerror(errno)));
-  return parse_config(text.str(), path, registry);
+  return text.str();
+}
+
+}  // namespace
+
+Result<ClusterConfig> parse_config(const std::string& text, const std::string& file,
+                                   const AppRegistry& registry) {
+  return parse(text, file, registry, nullptr);
+}
+
+Result<ClusterConfig> parse_config(const std::string& text, const std::string& file,
+                                   AppRegistry& registry) {
+  return parse(text, file, registry, &registry);
+}
+
+Result<ClusterConfig> load_config(const std::string& path, const AppRegistry& registry) {
+  auto text = read_text(path);
+  if (!text) return text.error();
+  return parse(*text, path, registry, nullptr);
+}
+
+Result<ClusterConfig> load_config(const std::string& path, AppRegistry& registry) {
+  auto text = read_text(path);
+  if (!text) return text.error();
+  return parse(*text, path, registry, &registry);
 }
 
 }  // namespace daqflow::runtime

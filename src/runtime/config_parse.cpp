@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <filesystem>
 
+#include "daqflow/runtime/app_library.hpp"
 #include "daqflow/transport/transport.hpp"
 #include "runtime/config_reader.hpp"
 
@@ -38,7 +39,9 @@ void Reader::document(const YAML::Node& root) {
       unknown_key(f, "the top level", kTopKeys);
     }
   }
-  // Transports first, whatever the order in the file: applications default to them.
+  // Libraries first, whatever the order in the file: applications may be of their types.
+  if (const Field* f = find_field(fields, "libraries")) libraries(*f);
+  // Transports next: applications default to them.
   if (const Field* f = find_field(fields, "run")) run_settings(*f);
   if (const Field* f = find_field(fields, "transports")) transport_settings(*f);
   if (const Field* f = find_field(fields, "monitoring")) monitoring_settings(*f);
@@ -227,6 +230,31 @@ void Reader::transport_settings(const Field& section) {
   }
 }
 
+void Reader::libraries(const Field& f) {
+  if (!f.value.IsSequence()) {
+    d_.error(f.value.Mark(),
+             fmt::format("'libraries': expected a list of paths, got {}", describe_node(f.value)));
+    return;
+  }
+  for (const YAML::Node& item : f.value) {
+    if (!item.IsScalar() || item.Scalar().empty()) {
+      d_.error(item.Mark(),
+               fmt::format("'libraries': expected a path, got {}", describe_node(item)));
+      continue;
+    }
+    if (extensible_ == nullptr) {
+      d_.error(item.Mark(), "'libraries': this program takes no libraries of application types");
+      continue;
+    }
+    const std::string path = beside_config(item.Scalar());
+    if (auto loaded = load_app_library(path, *extensible_); !loaded) {
+      d_.error(item.Mark(), "'libraries': " + loaded.error().message());
+      continue;
+    }
+    parsed_.config.libraries.push_back(path);
+  }
+}
+
 std::string Reader::beside_config(const std::string& path) const {
   std::filesystem::path p(path);
   if (p.is_relative()) p = std::filesystem::path(parsed_.config.file).parent_path() / p;
@@ -263,9 +291,9 @@ std::optional<std::vector<std::string>> Reader::text_list(const Field& f,
   return out;
 }
 
-void read_document(const YAML::Node& root, const AppRegistry& registry, ParsedConfig& parsed,
-                   Diagnostics& d) {
-  Reader(registry, parsed, d).document(root);
+void read_document(const YAML::Node& root, const AppRegistry& registry, AppRegistry* extensible,
+                   ParsedConfig& parsed, Diagnostics& d) {
+  Reader(registry, extensible, parsed, d).document(root);
 }
 
 }  // namespace daqflow::runtime::detail

@@ -107,9 +107,11 @@ nlohmann::json yaml_to_json(const YAML::Node& node, const ParamSpec* spec, const
 // document, and returns nothing where the text cannot be read.
 std::optional<YAML::Node> load_document(const std::string& text, Diagnostics& d);
 
-// Reads the document into parsed, reporting what is wrong key by key.
-void read_document(const YAML::Node& root, const AppRegistry& registry, ParsedConfig& parsed,
-                   Diagnostics& d);
+// Reads the document into parsed, reporting what is wrong key by key. extensible: the registry
+// (the same object) that takes the types of the configuration's `libraries`; nullptr: a
+// configuration that names libraries is refused.
+void read_document(const YAML::Node& root, const AppRegistry& registry, AppRegistry* extensible,
+                   ParsedConfig& parsed, Diagnostics& d);
 
 // The checks between parts; needs read_document's result.
 void check_cluster(const AppRegistry& registry, ParsedConfig& parsed, Diagnostics& d);

@@ -17,8 +17,8 @@
 
 namespace daqflow::runtime::detail {
 
-inline const std::vector<std::string> kTopKeys{"run",   "transports", "monitoring", "access",
-                                               "hosts", "contexts",   "faults"};
+inline const std::vector<std::string> kTopKeys{"libraries", "run",   "transports", "monitoring",
+                                               "access",    "hosts", "contexts",   "faults"};
 inline const std::vector<std::string> kHostKeys{"address",    "launcher",     "daqflow", "workdir",
                                                 "log_dir",    "control_bind", "lease_s", "ssh",
                                                 "supervisor", "slurm"};
@@ -55,8 +55,8 @@ inline constexpr long long kMaxPort = 65535;
 
 class Reader {
  public:
-  Reader(const AppRegistry& registry, ParsedConfig& parsed, Diagnostics& d)
-      : registry_(registry), parsed_(parsed), d_(d) {
+  Reader(const AppRegistry& registry, AppRegistry* extensible, ParsedConfig& parsed, Diagnostics& d)
+      : registry_(registry), extensible_(extensible), parsed_(parsed), d_(d) {
     for (std::string_view name : transport::transport_names()) transports_.emplace_back(name);
   }
 
@@ -75,6 +75,8 @@ class Reader {
   std::optional<std::string> choice(const Field& f, const std::string& where,
                                     const std::vector<std::string>& choices);
   static std::string did_you_mean(const std::string& v, const std::vector<std::string>& choices);
+  // `libraries`: loaded into extensible_ (paths relative to the configuration's folder).
+  void libraries(const Field& f);
   void run_settings(const Field& section);
   void monitoring_settings(const Field& section);
   void access_settings(const Field& section);
@@ -120,6 +122,7 @@ class Reader {
                 const AppMarks& marks);
 
   const AppRegistry& registry_;
+  AppRegistry* extensible_;  // registry_, when it takes the libraries' types
   ParsedConfig& parsed_;
   Diagnostics& d_;
   std::vector<std::string> transports_;

@@ -204,6 +204,8 @@ struct AppType {
   // application ran, to settle what it left behind (a BU: its unfinished files against the
   // EVM's blocks in doubt). Returns what it did and the results its files now give.
   std::function<Result<Settled>(const LostApp&)> after_loss;
+  // The library that registered the type (runtime/app_library.hpp); empty: built in.
+  std::string library;
 };
 
 class AppRegistry {

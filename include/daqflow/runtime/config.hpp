@@ -148,6 +148,9 @@ struct ContextConfig {
 
 struct ClusterConfig {
   std::string file;
+  // Libraries of application types (runtime/app_library.hpp), loaded before the applications
+  // were read; absolute paths, the same on every host.
+  std::vector<std::string> libraries;
   RunSettings run;
   TransportSettings transports;
   MonitoringSettings monitoring;
@@ -173,11 +176,16 @@ struct ClusterConfig {
       const AppRegistry& registry) const;
 };
 
-// Reads and validates a configuration file.
+// Reads and validates a configuration file. Given a registry it can change, the types of the
+// configuration's `libraries` are loaded into it first (a program that hosts them: check, run,
+// exec); given a const one, a configuration that names libraries is refused.
 [[nodiscard]] Result<ClusterConfig> load_config(const std::string& path,
                                                 const AppRegistry& registry);
+[[nodiscard]] Result<ClusterConfig> load_config(const std::string& path, AppRegistry& registry);
 // Same from text (tests); file names the text in messages.
 [[nodiscard]] Result<ClusterConfig> parse_config(const std::string& text, const std::string& file,
                                                  const AppRegistry& registry);
+[[nodiscard]] Result<ClusterConfig> parse_config(const std::string& text, const std::string& file,
+                                                 AppRegistry& registry);
 
 }  // namespace daqflow::runtime

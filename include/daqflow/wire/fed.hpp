@@ -42,6 +42,7 @@ inline constexpr std::uint8_t kFedEoe = 0xa;  // FED_SLINK_END_MARKER
 inline constexpr std::uint8_t kFedMaxEventType = 0xf;
 inline constexpr std::uint32_t kFedL1IdMask = 0x00ffffff;
 inline constexpr std::uint16_t kFedMaxBxId = 0xfff;
+inline constexpr std::uint32_t kLhcBunches = 3564;  // bunch crossings of an LHC orbit: the BX ids
 inline constexpr std::uint16_t kFedMaxSourceId = 0xfff;
 inline constexpr std::uint8_t kFedMaxVersion = 0xf;
 inline constexpr std::uint8_t kFedMaxEventStatus = 0xf;

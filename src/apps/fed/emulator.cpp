@@ -21,7 +21,7 @@ namespace {
 
 using core::kGolden;
 using core::Xoshiro;
-constexpr std::uint32_t kLhcBunches = 3564;  // BX ids of an LHC orbit
+using wire::kLhcBunches;
 constexpr std::uint8_t kPhysicsEventType = 1;
 
 double draw(const FragmentSizeSpec& spec, Xoshiro& rng) {

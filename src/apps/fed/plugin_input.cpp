@@ -137,7 +137,7 @@ std::string PluginInput::wrap(std::span<std::byte> out, std::uint64_t event, std
     wire::FedHeaderFields h;
     h.event_type = kPluginEventType;
     h.l1_id = l1_id;
-    h.bx_id = static_cast<std::uint16_t>(event % (wire::kFedMaxBxId + 1));
+    h.bx_id = static_cast<std::uint16_t>(event % wire::kLhcBunches);
     h.source_id = fed_ids_[i];
     (void)wire::encode_header(h, std::span<std::byte, 8>(fragment, 8));
     (void)wire::finish_fragment({fragment, size + wire::kFedMinFragmentSize});
