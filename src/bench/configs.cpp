@@ -198,6 +198,14 @@ std::string evb_yaml(const ClusterSettings& cluster, const EvbShape& s) {
       header(cluster, fmt::format("event builder {}x{}{}", s.rus, s.bus, s.rubu ? " (RUBU)" : ""));
   const int bus = s.rubu ? s.rus : s.bus;
   std::string readout = "fragment_size: " + fragment_size(s.fragment_mean);
+  if (!s.readout_plugin.empty()) {
+    // The same sizes as the emulator's, from the plugin; fragments verified but for their CRC,
+    // which the emulator does not check either.
+    readout += fmt::format(
+        ", input: {{kind: plugin, library: {}, config: \"mean={} sd={} max={}\", "
+        "crc_check_every: 0}}",
+        s.readout_plugin, s.fragment_mean, s.fragment_mean / 2, evb_fragment_max(s.fragment_mean));
+  }
   // The emulators number their FEDs from 100 per RU position: past 40 RUs the 12-bit source
   // ids run out, so large builders number them densely.
   const bool dense_feds = s.rus * 100 > 4000;

@@ -5,7 +5,10 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <array>
 #include <condition_variable>
+#include <filesystem>
+#include <functional>
 #include <mutex>
 #include <optional>
 #include <stop_token>
@@ -85,6 +88,8 @@ std::string command_line(const EvbOptions& o) {
   if (o.dashboard_clients > 0) {
     cmd += fmt::format(" --dashboard-clients {} --rounds {}", o.dashboard_clients, o.rounds);
   }
+  if (o.readout != "emulator") cmd += " --readout " + o.readout;
+  if (o.readout == "both") cmd += fmt::format(" --rounds {}", o.rounds);
   cmd += cluster_options(o.cluster);
   return cmd;
 }
@@ -121,12 +126,28 @@ class DashboardClients {
   std::vector<std::jthread> threads_;  // last: stopped and joined first
 };
 
-// bench evb --dashboard-clients N: rounds of the first shape without, then with, N dashboards.
-Result<BenchOutput> run_evb_dashboard_cost(const EvbOptions& o, const EvbShape& s, BenchEnv& env) {
+// Two ways of running the first shape, compared: rounds of side 0 then side 1, medians.
+struct Pair {
+  std::string stem;   // of the result files
+  std::string title;  // of the plot
+  std::string column;  // what tells the sides apart in the rows
+  std::array<std::string, 2> sides;       // their names
+  std::array<nlohmann::json, 2> values;   // their value in `column`
+  std::string extra_column;               // a count the side's run gives ("" for none)
+  nlohmann::json params;                  // beyond the shape's
+  // Runs side i as `name` on cluster (its output folder and message size set); returns the
+  // summary and the count of extra_column.
+  std::function<Result<std::pair<control::RunSummary, std::uint64_t>>(
+      int side, ClusterSettings cluster, EvbShape shape, const std::string& name)>
+      run;
+};
+
+Result<BenchOutput> run_evb_pair(const EvbOptions& o, const EvbShape& s, BenchEnv& env,
+                                 const Pair& pair) {
   BenchOutput out;
   ResultSet& r = out.result;
   r.bench = "evb";
-  r.stem = fmt::format("evb-dashboard-{}", o.cluster.transport);
+  r.stem = pair.stem;
   r.transport = o.cluster.transport;
   r.command = command_line(o);
   r.params = {{"transport", o.cluster.transport},
@@ -135,73 +156,124 @@ Result<BenchOutput> run_evb_dashboard_cost(const EvbOptions& o, const EvbShape& 
               {"feds_per_ru", o.feds_per_ru},
               {"events_per_request", o.events_per_request},
               {"duration_s", o.duration_s},
-              {"dashboard_clients", o.dashboard_clients},
               {"rounds", o.rounds},
               {"output", "discard"},
               {"idle", o.cluster.idle},
               {"port_base", o.cluster.port_base}};
-  r.columns = {"round", "dashboard_clients", "events_per_s", "mb_s", "snapshots_answered"};
-  std::vector<double> without;
-  std::vector<double> with;
-  Series plain{"no dashboard", {}, Series::Style::points_and_line};
-  Series watched{
-      fmt::format("{} dashboards", o.dashboard_clients), {}, Series::Style::points_and_line};
+  r.params.update(pair.params);
+  r.columns = {"round", pair.column, "events_per_s", "mb_s"};
+  if (!pair.extra_column.empty()) r.columns.push_back(pair.extra_column);
+  std::array<std::vector<double>, 2> rates;
+  std::array<Series, 2> series{Series{pair.sides[0], {}, Series::Style::points_and_line},
+                               Series{pair.sides[1], {}, Series::Style::points_and_line}};
   const int total = 2 * o.rounds;
   for (int round = 1; round <= o.rounds; ++round) {
-    for (const int clients : {0, o.dashboard_clients}) {
-      const std::string what = fmt::format("evb {} {} round {} with {} dashboard(s)",
-                                           topology_name(s), o.cluster.transport, round, clients);
-      if (env.progress != nullptr) {
-        env.progress->begin(2 * (round - 1) + (clients > 0 ? 2 : 1), total, what);
-      }
-      const std::string name = fmt::format("{}-{}-{}", r.stem, round, clients);
+    for (int side = 0; side < 2; ++side) {
+      const std::string what = fmt::format("evb {} {} round {}, {}", topology_name(s),
+                                           o.cluster.transport, round, pair.sides[side]);
+      if (env.progress != nullptr) env.progress->begin(2 * (round - 1) + side + 1, total, what);
+      const std::string name = fmt::format("{}-{}-{}", r.stem, round, side);
       ClusterSettings cluster = o.cluster;
       cluster.output_dir = point_dir(env, name);
       cluster.max_message_size = evb_max_message_size(s);
-      // The EVM's context is the first: its control port is the base.
-      std::optional<DashboardClients> dashboards;
-      if (clients > 0) dashboards.emplace(clients, static_cast<std::uint16_t>(cluster.port_base));
-      auto summary = run_point(evb_yaml(cluster, s), name, o.duration_s, env);
-      const std::uint64_t answered = dashboards ? dashboards->answered() : 0;
-      dashboards.reset();
-      if (!summary) return summary.error().context(what);
-      runtime::ParamReader evm(app_results(*summary, "evm0"), "evm0", "result");
+      auto ran = pair.run(side, cluster, s, name);
+      if (!ran) return ran.error().context(what);
+      runtime::ParamReader evm(app_results(ran->first, "evm0"), "evm0", "result");
       const double rate = evm.get<double>("event_rate_hz");
       const double mb_s = evm.get<double>("throughput_mb_s");
       if (auto read = evm.status(); !read) return read.error().context(what);
       if (rate <= 0) return Error(what + ": no event was built (raise --duration)");
-      add_row(r, {round, clients, rate, mb_s, answered});
-      (clients > 0 ? with : without).push_back(rate);
-      (clients > 0 ? watched : plain).points.emplace_back(round, rate);
+      nlohmann::json row = {round, pair.values[side], rate, mb_s};
+      if (!pair.extra_column.empty()) row.push_back(ran->second);
+      add_row(r, std::move(row));
+      rates[side].push_back(rate);
+      series[side].points.emplace_back(round, rate);
       if (env.progress != nullptr) {
-        env.progress->line(fmt::format("{}: {:.0f} events/s, {:.1f} MB/s, {} snapshots served",
-                                       what, rate, mb_s, answered));
+        env.progress->line(fmt::format("{}: {:.0f} events/s, {:.1f} MB/s", what, rate, mb_s));
       }
     }
   }
-  const double m0 = median(without);
-  const double m1 = median(with);
-  r.summary = {{"events_per_s_without", m0},
-               {"events_per_s_with", m1},
-               {"dashboard_clients", o.dashboard_clients},
+  const double m0 = median(rates[0]);
+  const double m1 = median(rates[1]);
+  r.summary = {{"events_per_s_" + pair.column + "_0", m0},
+               {"events_per_s_" + pair.column + "_1", m1},
+               {"sides", pair.sides},
                {"ratio", m0 > 0 ? m1 / m0 : 0.0}};
   if (env.progress != nullptr) {
-    env.progress->line(
-        fmt::format("median {:.0f} events/s without, {:.0f} with {} dashboards: "
-                    "ratio {:.3f}",
-                    m0, m1, o.dashboard_clients, m0 > 0 ? m1 / m0 : 0.0));
+    env.progress->line(fmt::format("median {:.0f} events/s {}, {:.0f} {}: ratio {:.3f}", m0,
+                                   pair.sides[0], m1, pair.sides[1], m0 > 0 ? m1 / m0 : 0.0));
   }
-  out.plot.title = fmt::format("Event builder over {} with and without {} dashboards",
-                               o.cluster.transport, o.dashboard_clients);
+  out.plot.title = pair.title;
   out.plot.x_label = "round";
   out.plot.y_label = "events built per second";
-  out.plot.series = {std::move(plain), std::move(watched)};
+  out.plot.series = {std::move(series[0]), std::move(series[1])};
   return out;
+}
+
+// bench evb --dashboard-clients N: rounds of the first shape without, then with, N dashboards.
+Result<BenchOutput> run_evb_dashboard_cost(const EvbOptions& o, const EvbShape& s, BenchEnv& env) {
+  Pair pair;
+  pair.stem = fmt::format("evb-dashboard-{}", o.cluster.transport);
+  pair.title = fmt::format("Event builder over {} with and without {} dashboards",
+                           o.cluster.transport, o.dashboard_clients);
+  pair.column = "dashboard_clients";
+  pair.sides = {"no dashboard", fmt::format("{} dashboards", o.dashboard_clients)};
+  pair.values = {0, o.dashboard_clients};
+  pair.extra_column = "snapshots_answered";
+  pair.params = {{"dashboard_clients", o.dashboard_clients}};
+  pair.run = [&](int side, ClusterSettings cluster, EvbShape shape, const std::string& name)
+      -> Result<std::pair<control::RunSummary, std::uint64_t>> {
+    // The EVM's context is the first: its control port is the base.
+    std::optional<DashboardClients> dashboards;
+    if (side == 1) {
+      dashboards.emplace(o.dashboard_clients, static_cast<std::uint16_t>(cluster.port_base));
+    }
+    auto summary = run_point(evb_yaml(cluster, shape), name, o.duration_s, env);
+    const std::uint64_t answered = dashboards ? dashboards->answered() : 0;
+    dashboards.reset();
+    if (!summary) return summary.error();
+    return std::pair{std::move(*summary), answered};
+  };
+  return run_evb_pair(o, s, env, pair);
+}
+
+// The readout plugin that gives the emulator's fragments: beside daqflow's libraries.
+std::string emulated_readout_plugin(const BenchEnv& env) {
+  return (std::filesystem::path(env.self).parent_path().parent_path() / "lib" /
+          "libdaqflow_emulated_readout.so")
+      .lexically_normal()
+      .string();
+}
+
+// bench evb --readout both: rounds of the first shape with the emulator, then with the
+// emulator's fragments through the readout plugin ABI.
+Result<BenchOutput> run_evb_readout_cost(const EvbOptions& o, const EvbShape& s, BenchEnv& env) {
+  const std::string plugin = emulated_readout_plugin(env);
+  Pair pair;
+  pair.stem = fmt::format("evb-readout-{}", o.cluster.transport);
+  pair.title = fmt::format("Event builder over {}: the FED emulator built in and as a readout "
+                           "plugin",
+                           o.cluster.transport);
+  pair.column = "readout";
+  pair.sides = {"emulator", "readout plugin"};
+  pair.values = {"emulator", "plugin"};
+  pair.params = {{"readout", "both"}, {"readout_plugin", plugin}};
+  pair.run = [&](int side, ClusterSettings cluster, EvbShape shape, const std::string& name)
+      -> Result<std::pair<control::RunSummary, std::uint64_t>> {
+    if (side == 1) shape.readout_plugin = plugin;
+    auto summary = run_point(evb_yaml(cluster, shape), name, o.duration_s, env);
+    if (!summary) return summary.error();
+    return std::pair{std::move(*summary), std::uint64_t{0}};
+  };
+  return run_evb_pair(o, s, env, pair);
 }
 
 Result<BenchOutput> run_evb(const EvbOptions& o, BenchEnv& env) {
   if (auto ok = check_transport(o.cluster.transport); !ok) return ok.error();
-  const auto all = shapes(o);
+  auto all = shapes(o);
+  if (o.readout == "plugin") {
+    for (auto& s : all) s.readout_plugin = emulated_readout_plugin(env);
+  }
   if (all.empty()) return Error("evb: no topology (give --topologies and/or --rubu)");
   for (const auto& s : all) {
     if (s.rus < 1 || s.bus < 1) {
@@ -210,6 +282,7 @@ Result<BenchOutput> run_evb(const EvbOptions& o, BenchEnv& env) {
   }
 
   if (o.dashboard_clients > 0) return run_evb_dashboard_cost(o, all.front(), env);
+  if (o.readout == "both") return run_evb_readout_cost(o, all.front(), env);
 
   BenchOutput out;
   ResultSet& r = out.result;
@@ -224,6 +297,7 @@ Result<BenchOutput> run_evb(const EvbOptions& o, BenchEnv& env) {
               {"rubu", o.rubu},
               {"fragment_sizes", o.fragment_sizes},
               {"fragment_dist", "lognormal, sd = mean / 2"},
+              {"readout", o.readout},
               {"feds_per_ru", o.feds_per_ru},
               {"events_per_request", o.events_per_request},
               {"duration_s", o.duration_s},

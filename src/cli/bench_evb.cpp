@@ -34,8 +34,14 @@ void add_bench_evb(CLI::App& bench_cmd) {
              "the cost of monitoring: the first point, without and then with this many "
              "dashboards open on the EVM's executive, --rounds times; medians compared",
              0, 64);
-  add_ranged(cmd, "--rounds", a->options.rounds, "with --dashboard-clients: rounds of the pair", 1,
-             20);
+  cmd->add_option("--readout", a->options.readout,
+                  "where fragments come from: emulator (built in), plugin (the emulator's "
+                  "fragments through the readout plugin ABI) or both (the first point with "
+                  "each, --rounds times; medians compared)")
+      ->check(CLI::IsMember({"emulator", "plugin", "both"}))
+      ->capture_default_str();
+  add_ranged(cmd, "--rounds", a->options.rounds,
+             "with --dashboard-clients or --readout both: rounds of the pair", 1, 20);
   cmd->callback([a] {
     auto& o = a->options;
     o.cluster = a->common.settings();

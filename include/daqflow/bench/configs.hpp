@@ -82,6 +82,9 @@ struct EvbShape {
   // The readout memory of every RU (and the EVM); 0: the applications' defaults.
   std::uint64_t chunk_size = 0;
   std::uint32_t chunks = 0;
+  // Every readout's fragments from this readout plugin (the emulator's own behind the plugin
+  // ABI, bench/readout/); empty: the built-in emulator.
+  std::string readout_plugin;
 };
 [[nodiscard]] int evb_contexts(const EvbShape& shape);
 // The largest fragment the emulator draws for a mean, and the message size a block needs.

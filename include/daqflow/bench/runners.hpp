@@ -72,6 +72,10 @@ struct EvbOptions {
   // context's snapshot once a second, as web/dashboard.js does); medians compared.
   int dashboard_clients = 0;
   int rounds = 3;
+  // Where fragments come from: emulator (built in), plugin (the emulator's fragments through the
+  // readout plugin ABI), or both: the first topology and size, `rounds` times each, medians
+  // compared.
+  std::string readout = "emulator";
 };
 [[nodiscard]] std::string command_line(const EvbOptions& options);
 [[nodiscard]] std::string evb_stem(const EvbOptions& options);
