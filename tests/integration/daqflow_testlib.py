@@ -304,8 +304,8 @@ class DaqflowTestCase(unittest.TestCase):
     def start_polled_run(self, text, config_name):
         """`daqflow run` of the configuration `text` until stopped (summary.json, logs/ and
         run.log in the test dir). Returns the process, the control port of each context by name,
-        and a function giving the EVM evm0's events_built (-1 while it does not answer), which
-        fails the test if the run has ended."""
+        and a function giving a metric of the EVM evm0 (events_built unless named; -1 while it does
+        not answer), which fails the test if the run has ended."""
         names = re.findall(r"-\s*name:\s*(\S+)", text)
         ports = [int(p) for p in re.findall(r"control_port\s*:\s*(\d+)", text)]
         control = dict(zip(names, ports))
@@ -313,13 +313,13 @@ class DaqflowTestCase(unittest.TestCase):
                           "--summary", self.path("summary.json"), "--log-dir",
                           self.path("logs")], "run.log")
 
-        def built():
+        def built(metric="events_built"):
             self.assertIsNone(run.poll(), self.output_of("run.log"))
             try:
                 status, body = http(control["evm"], "GET", "/api/v1/apps/evm0", timeout=2.0)
             except OSError:
                 return -1
-            return body["metrics"].get("events_built", 0) if status == 200 else -1
+            return body["metrics"].get(metric, 0) if status == 200 else -1
         return run, control, built
 
     def kill_context(self, port):
