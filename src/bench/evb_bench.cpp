@@ -3,9 +3,9 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <chrono>
-#include <array>
 #include <condition_variable>
 #include <filesystem>
 #include <functional>
@@ -128,13 +128,13 @@ class DashboardClients {
 
 // Two ways of running the first shape, compared: rounds of side 0 then side 1, medians.
 struct Pair {
-  std::string stem;   // of the result files
-  std::string title;  // of the plot
-  std::string column;  // what tells the sides apart in the rows
-  std::array<std::string, 2> sides;       // their names
-  std::array<nlohmann::json, 2> values;   // their value in `column`
-  std::string extra_column;               // a count the side's run gives ("" for none)
-  nlohmann::json params;                  // beyond the shape's
+  std::string stem;                      // of the result files
+  std::string title;                     // of the plot
+  std::string column;                    // what tells the sides apart in the rows
+  std::array<std::string, 2> sides;      // their names
+  std::array<nlohmann::json, 2> values;  // their value in `column`
+  std::string extra_column;              // a count the side's run gives ("" for none)
+  nlohmann::json params;                 // beyond the shape's
   // Runs side i as `name` on cluster (its output folder and message size set); returns the
   // summary and the count of extra_column.
   std::function<Result<std::pair<control::RunSummary, std::uint64_t>>(
@@ -221,8 +221,8 @@ Result<BenchOutput> run_evb_dashboard_cost(const EvbOptions& o, const EvbShape& 
   pair.values = {0, o.dashboard_clients};
   pair.extra_column = "snapshots_answered";
   pair.params = {{"dashboard_clients", o.dashboard_clients}};
-  pair.run = [&](int side, ClusterSettings cluster, EvbShape shape, const std::string& name)
-      -> Result<std::pair<control::RunSummary, std::uint64_t>> {
+  pair.run = [&](int side, ClusterSettings cluster, EvbShape shape,
+                 const std::string& name) -> Result<std::pair<control::RunSummary, std::uint64_t>> {
     // The EVM's context is the first: its control port is the base.
     std::optional<DashboardClients> dashboards;
     if (side == 1) {
@@ -251,15 +251,16 @@ Result<BenchOutput> run_evb_readout_cost(const EvbOptions& o, const EvbShape& s,
   const std::string plugin = emulated_readout_plugin(env);
   Pair pair;
   pair.stem = fmt::format("evb-readout-{}", o.cluster.transport);
-  pair.title = fmt::format("Event builder over {}: the FED emulator built in and as a readout "
-                           "plugin",
-                           o.cluster.transport);
+  pair.title = fmt::format(
+      "Event builder over {}: the FED emulator built in and as a readout "
+      "plugin",
+      o.cluster.transport);
   pair.column = "readout";
   pair.sides = {"emulator", "readout plugin"};
   pair.values = {"emulator", "plugin"};
   pair.params = {{"readout", "both"}, {"readout_plugin", plugin}};
-  pair.run = [&](int side, ClusterSettings cluster, EvbShape shape, const std::string& name)
-      -> Result<std::pair<control::RunSummary, std::uint64_t>> {
+  pair.run = [&](int side, ClusterSettings cluster, EvbShape shape,
+                 const std::string& name) -> Result<std::pair<control::RunSummary, std::uint64_t>> {
     if (side == 1) shape.readout_plugin = plugin;
     auto summary = run_point(evb_yaml(cluster, shape), name, o.duration_s, env);
     if (!summary) return summary.error();
