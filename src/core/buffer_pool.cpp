@@ -123,8 +123,10 @@ Buffer BufferPool::share_index(std::uint32_t index) {
 }
 
 void BufferPool::release_shared(detail::BufferSlot* slot) {
-  in_use_.fetch_sub(1, std::memory_order_relaxed);
+  // Back on the stack before it stops counting as in use: a thread that sees in_use() below
+  // count() finds a buffer to take.
   push_free(slot->index);
+  in_use_.fetch_sub(1, std::memory_order_relaxed);
 }
 
 void BufferPool::push_free(std::uint32_t index) {
