@@ -1,6 +1,5 @@
 #include "worker_app.hpp"
 
-#include <dlfcn.h>
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
@@ -142,26 +141,22 @@ void Worker::add_handlers() {
 }
 
 Result<void> Worker::load_plugin(const std::string& path, const std::string& config) {
-  void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
-  if (handle == nullptr)
-    return Error(ErrorCode::unavailable, "cannot load '" + path + "': " + dlerror());
-  auto sym = [&](const char* name) { return dlsym(handle, name); };
-  auto abi = reinterpret_cast<daqflow_farm_abi_fn>(sym("daqflow_farm_abi"));
-  auto process = reinterpret_cast<daqflow_farm_process_fn>(sym("daqflow_farm_process"));
+  auto library = core::SharedLibrary::open(path);
+  if (!library) return library.error();
+  const auto abi = library->function<daqflow_farm_abi_fn>("daqflow_farm_abi");
+  const auto process = library->function<daqflow_farm_process_fn>("daqflow_farm_process");
   if (abi == nullptr || process == nullptr) {
-    dlclose(handle);
     return Error("'" + path + "' does not export daqflow_farm_abi and daqflow_farm_process");
   }
-  if (abi() != DAQFLOW_FARM_ABI) {
-    const int found = abi();
-    dlclose(handle);
+  if (const int found = abi(); found != DAQFLOW_FARM_ABI) {
     return Error("'" + path + "' is built for farm ABI " + std::to_string(found) + ", not " +
                  std::to_string(DAQFLOW_FARM_ABI));
   }
-  plugin_.handle = handle;
+  const auto init = library->function<daqflow_farm_init_fn>("daqflow_farm_init");
+  plugin_.fini = library->function<daqflow_farm_fini_fn>("daqflow_farm_fini");
   plugin_.process = process;
-  plugin_.fini = reinterpret_cast<daqflow_farm_fini_fn>(sym("daqflow_farm_fini"));
-  if (auto init = reinterpret_cast<daqflow_farm_init_fn>(sym("daqflow_farm_init"))) {
+  plugin_.library = std::move(*library);
+  if (init != nullptr) {
     plugin_.state = init(config.c_str());
     if (plugin_.state == nullptr) {
       unload_plugin();
@@ -172,10 +167,9 @@ Result<void> Worker::load_plugin(const std::string& path, const std::string& con
 }
 
 void Worker::unload_plugin() {
-  if (plugin_.handle == nullptr) return;
+  if (!plugin_.library) return;
   if (plugin_.fini != nullptr && plugin_.state != nullptr) plugin_.fini(plugin_.state);
-  dlclose(plugin_.handle);
-  plugin_ = Plugin{};
+  plugin_ = Plugin{};  // closes the library after fini
 }
 
 void Worker::release() {

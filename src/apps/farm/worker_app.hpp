@@ -27,6 +27,7 @@
 
 #include "apps/app_support.hpp"
 #include "daqflow/core/random.hpp"
+#include "daqflow/core/shared_library.hpp"
 #include "daqflow/farm_plugin.h"
 #include "daqflow/runtime/settings.hpp"
 #include "daqflow/wire/farm.hpp"
@@ -68,7 +69,7 @@ class Worker final : public runtime::ApplicationWith<Worker, WorkerSettings> {
 
  private:
   struct Plugin {
-    void* handle = nullptr;
+    core::SharedLibrary library;
     void* state = nullptr;
     daqflow_farm_process_fn process = nullptr;
     daqflow_farm_fini_fn fini = nullptr;
