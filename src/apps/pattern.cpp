@@ -57,12 +57,21 @@ std::size_t ends_fields(std::size_t message_size, std::uint64_t seq, std::uint32
   return n;
 }
 
-// The part of field f inside [offset, offset + piece_size): [from, to) in message offsets.
-bool overlap(const Field& f, std::size_t offset, std::size_t piece_size, std::size_t& from,
-             std::size_t& to) {
-  from = std::max(f.at, offset);
-  to = std::min(f.at + f.length, offset + piece_size);
-  return from < to;
+// Hands visit(at, value, length) the part of each end field inside the piece [offset, offset +
+// piece_size): its place in the piece and the field's bytes there. Returns the message offset of
+// the first field whose visit returned false, kPatternOk when none did.
+template <typename Visit>
+std::size_t visit_ends(std::size_t piece_size, std::size_t offset, std::size_t message_size,
+                       std::uint64_t seq, std::uint32_t src, Visit visit) {
+  std::array<Field, 3> fields;
+  const std::size_t n = ends_fields(message_size, seq, src, fields);
+  for (std::size_t k = 0; k < n; ++k) {
+    const Field& f = fields[k];
+    const std::size_t from = std::max(f.at, offset);
+    const std::size_t to = std::min(f.at + f.length, offset + piece_size);
+    if (from < to && !visit(from - offset, f.value.data() + (from - f.at), to - from)) return f.at;
+  }
+  return kPatternOk;
 }
 
 }  // namespace
@@ -93,15 +102,11 @@ void write_ends(std::span<std::byte> piece, std::size_t offset, std::size_t mess
     wire::store_le64(piece.data() + message_size - 8, seq);
     return;
   }
-  std::array<Field, 3> fields;
-  const std::size_t n = ends_fields(message_size, seq, src, fields);
-  for (std::size_t k = 0; k < n; ++k) {
-    std::size_t from = 0;
-    std::size_t to = 0;
-    if (!overlap(fields[k], offset, piece.size(), from, to)) continue;
-    std::memcpy(piece.data() + (from - offset), fields[k].value.data() + (from - fields[k].at),
-                to - from);
-  }
+  visit_ends(piece.size(), offset, message_size, seq, src,
+             [&piece](std::size_t at, const std::byte* value, std::size_t length) {
+               std::memcpy(piece.data() + at, value, length);
+               return true;
+             });
 }
 
 std::size_t check_ends(std::span<const std::byte> piece, std::size_t offset,
@@ -111,18 +116,10 @@ std::size_t check_ends(std::span<const std::byte> piece, std::size_t offset,
       wire::load_le64(piece.data() + message_size - 8) == seq) {
     return kPatternOk;  // the whole message, intact; a mismatch takes the walk to say where
   }
-  std::array<Field, 3> fields;
-  const std::size_t n = ends_fields(message_size, seq, src, fields);
-  for (std::size_t k = 0; k < n; ++k) {
-    std::size_t from = 0;
-    std::size_t to = 0;
-    if (!overlap(fields[k], offset, piece.size(), from, to)) continue;
-    if (std::memcmp(piece.data() + (from - offset), fields[k].value.data() + (from - fields[k].at),
-                    to - from) != 0) {
-      return fields[k].at;
-    }
-  }
-  return kPatternOk;
+  return visit_ends(piece.size(), offset, message_size, seq, src,
+                    [&piece](std::size_t at, const std::byte* value, std::size_t length) {
+                      return std::memcmp(piece.data() + at, value, length) == 0;
+                    });
 }
 
 void fill_full(std::span<std::byte> piece, std::size_t offset, std::uint64_t seq,

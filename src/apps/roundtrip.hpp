@@ -63,6 +63,8 @@ class RoundTrip final : public runtime::ApplicationWith<RoundTrip, RoundTripSett
   bool post_ping();
   void on_pong(transport::Completion& c, std::int64_t now_ns);
   void on_ping(transport::Completion& c);
+  // Counts an arrival; false (the application failed) when it came from another peer than ours.
+  bool from_peer(const transport::Completion& c, const char* what);
   int flush_pongs();
   void peer_lost(const std::string& why);
 

@@ -59,14 +59,17 @@ bool RoundTrip::post_ping() {
   return false;
 }
 
-void RoundTrip::on_pong(Completion& c, std::int64_t now_ns) {
+bool RoundTrip::from_peer(const Completion& c, const char* what) {
   messages_in_->add_single_writer();
   bytes_in_->add_single_writer(c.message.size());
-  if (c.peer != peer_) {
-    fail("unexpected pong from application #" + std::to_string(c.peer) + "; expected pongs from '" +
-         peer_id_ + "'");
-    return;
-  }
+  if (c.peer == peer_) return true;
+  fail(std::string("unexpected ") + what + " from application #" + std::to_string(c.peer) +
+       "; expected " + what + "s from '" + peer_id_ + "'");
+  return false;
+}
+
+void RoundTrip::on_pong(Completion& c, std::int64_t now_ns) {
+  if (!from_peer(c, "pong")) return;
   const std::uint64_t size = sizes_[size_index_];
   if (!awaiting_ || c.message.tag != tag_ || c.message.size() != size) {
     fail("unexpected pong from '" + peer_id_ + "': tag " + std::to_string(c.message.tag) + ", " +
@@ -132,13 +135,7 @@ int RoundTrip::initiator_work() {
 }
 
 void RoundTrip::on_ping(Completion& c) {
-  messages_in_->add_single_writer();
-  bytes_in_->add_single_writer(c.message.size());
-  if (c.peer != peer_) {
-    fail("unexpected ping from application #" + std::to_string(c.peer) + "; expected pings from '" +
-         peer_id_ + "'");
-    return;
-  }
+  if (!from_peer(c, "ping")) return;
   if (pending_count_ == kPendingPongs) {
     fail("more than " + std::to_string(kPendingPongs) + " pings from '" + peer_id_ +
          "' wait for their pongs; the initiator sends one at a time");

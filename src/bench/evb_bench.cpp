@@ -145,21 +145,15 @@ struct Pair {
 Result<BenchOutput> run_evb_pair(const EvbOptions& o, const EvbShape& s, BenchEnv& env,
                                  const Pair& pair) {
   BenchOutput out;
+  out.result = cluster_result_set("evb", pair.stem, o.cluster, command_line(o));
   ResultSet& r = out.result;
-  r.bench = "evb";
-  r.stem = pair.stem;
-  r.transport = o.cluster.transport;
-  r.command = command_line(o);
-  r.params = {{"transport", o.cluster.transport},
-              {"topology", topology_name(s)},
-              {"fragment_mean", s.fragment_mean},
-              {"feds_per_ru", o.feds_per_ru},
-              {"events_per_request", o.events_per_request},
-              {"duration_s", o.duration_s},
-              {"rounds", o.rounds},
-              {"output", "discard"},
-              {"idle", o.cluster.idle},
-              {"port_base", o.cluster.port_base}};
+  r.params.update(nlohmann::json{{"topology", topology_name(s)},
+                                 {"fragment_mean", s.fragment_mean},
+                                 {"feds_per_ru", o.feds_per_ru},
+                                 {"events_per_request", o.events_per_request},
+                                 {"duration_s", o.duration_s},
+                                 {"rounds", o.rounds},
+                                 {"output", "discard"}});
   r.params.update(pair.params);
   r.columns = {"round", pair.column, "events_per_s", "mb_s"};
   if (!pair.extra_column.empty()) r.columns.push_back(pair.extra_column);
@@ -286,25 +280,19 @@ Result<BenchOutput> run_evb(const EvbOptions& o, BenchEnv& env) {
   if (o.readout == "both") return run_evb_readout_cost(o, all.front(), env);
 
   BenchOutput out;
+  out.result = cluster_result_set("evb", evb_stem(o), o.cluster, command_line(o));
   ResultSet& r = out.result;
-  r.bench = "evb";
-  r.stem = evb_stem(o);
-  r.transport = o.cluster.transport;
-  r.command = command_line(o);
   std::vector<std::string> topo;
   for (const auto& [rus, bus] : o.topologies) topo.push_back(fmt::format("{}x{}", rus, bus));
-  r.params = {{"transport", o.cluster.transport},
-              {"topologies", topo},
-              {"rubu", o.rubu},
-              {"fragment_sizes", o.fragment_sizes},
-              {"fragment_dist", "lognormal, sd = mean / 2"},
-              {"readout", o.readout},
-              {"feds_per_ru", o.feds_per_ru},
-              {"events_per_request", o.events_per_request},
-              {"duration_s", o.duration_s},
-              {"output", "discard"},
-              {"idle", o.cluster.idle},
-              {"port_base", o.cluster.port_base}};
+  r.params.update(nlohmann::json{{"topologies", topo},
+                                 {"rubu", o.rubu},
+                                 {"fragment_sizes", o.fragment_sizes},
+                                 {"fragment_dist", "lognormal, sd = mean / 2"},
+                                 {"readout", o.readout},
+                                 {"feds_per_ru", o.feds_per_ru},
+                                 {"events_per_request", o.events_per_request},
+                                 {"duration_s", o.duration_s},
+                                 {"output", "discard"}});
   r.columns = {"rus",           "bus",          "rubu", "feds_per_ru",
                "fragment_mean", "events_per_s", "mb_s", "us_per_event"};
 

@@ -88,25 +88,19 @@ namespace {
 
 // The result set of the farm benchmark before its rows: its name, parameters and columns.
 ResultSet farm_result_set(const FarmOptions& o) {
-  ResultSet r;
-  r.bench = "farm";
-  r.stem = fmt::format("farm-{}", o.cluster.transport);
-  r.transport = o.cluster.transport;
-  r.command = command_line(o);
-  r.params = {{"transport", o.cluster.transport},
-              {"workers", o.shape.workers},
-              {"workers_per_process", o.shape.workers_per_context},
-              {"event_size", o.shape.event_size},
-              {"window", o.shape.window},
-              {"accept_fraction", o.shape.accept_fraction},
-              {"output_bytes", o.shape.output_bytes},
-              {"time_us", o.time_us},
-              {"slow_factor", o.slow_factor},
-              {"duration_s", o.duration_s},
-              {"rounds", o.rounds},
-              {"output", "discard"},
-              {"idle", o.cluster.idle},
-              {"port_base", o.cluster.port_base}};
+  ResultSet r = cluster_result_set("farm", fmt::format("farm-{}", o.cluster.transport), o.cluster,
+                                   command_line(o));
+  r.params.update(nlohmann::json{{"workers", o.shape.workers},
+                                 {"workers_per_process", o.shape.workers_per_context},
+                                 {"event_size", o.shape.event_size},
+                                 {"window", o.shape.window},
+                                 {"accept_fraction", o.shape.accept_fraction},
+                                 {"output_bytes", o.shape.output_bytes},
+                                 {"time_us", o.time_us},
+                                 {"slow_factor", o.slow_factor},
+                                 {"duration_s", o.duration_s},
+                                 {"rounds", o.rounds},
+                                 {"output", "discard"}});
   r.columns = {"part",   "round",  "policy", "time_us", "slow_factor", "events_per_s", "mb_s",
                "p50_us", "p90_us", "p99_us", "jain",    "min_share",   "max_share"};
   return r;

@@ -15,12 +15,7 @@ Progress::~Progress() {
 
 void Progress::begin(int index, int total, const std::string& what) {
   step_ = fmt::format("[{}/{}] {}", index, total, what);
-  if (tty_) {
-    show(step_);
-  } else {
-    std::fprintf(out_, "%s\n", step_.c_str());
-    std::fflush(out_);
-  }
+  update(step_);
 }
 
 void Progress::line(const std::string& text) {
@@ -43,7 +38,10 @@ void Progress::note(const std::string& text) {
 }
 
 void Progress::status(const control::StatusLine& line) {
-  const std::string text = step_ + "  " + control::format_status_line(line);
+  update(step_ + "  " + control::format_status_line(line));
+}
+
+void Progress::update(const std::string& text) {
   if (tty_) {
     show(text);
   } else {

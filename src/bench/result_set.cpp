@@ -73,6 +73,20 @@ void add_row(ResultSet& result, nlohmann::json row) {
   result.rows.push_back(std::move(row));
 }
 
+ResultSet cluster_result_set(std::string bench, std::string stem, const ClusterSettings& cluster,
+                             std::string command) {
+  ResultSet r;
+  r.bench = std::move(bench);
+  r.stem = std::move(stem);
+  r.transport = cluster.transport;
+  r.command = std::move(command);
+  r.params = {
+      {"transport", cluster.transport}, {"idle", cluster.idle}, {"port_base", cluster.port_base}};
+  if (!cluster.ucx_tls.empty()) r.params["ucx_tls"] = cluster.ucx_tls;
+  if (!cluster.ofi_provider.empty()) r.params["ofi_provider"] = cluster.ofi_provider;
+  return r;
+}
+
 nlohmann::json to_json(const ResultSet& result, const nlohmann::json& host) {
   return nlohmann::json::parse(document(result, host).dump());
 }

@@ -95,22 +95,14 @@ Result<BenchOutput> run_roundtrip(const RoundtripOptions& o, BenchEnv& env) {
   }
 
   BenchOutput out;
+  out.result = cluster_result_set("roundtrip", stem, o.cluster, command_line(o));
   ResultSet& r = out.result;
-  r.bench = "roundtrip";
-  r.stem = stem;
-  r.transport = o.cluster.transport;
-  r.command = command_line(o);
-  r.params = {{"transport", o.cluster.transport},
-              {"min_size", o.shape.min_size},
-              {"max_size", o.shape.max_size},
-              {"iterations", o.shape.iterations},
-              {"warmup", o.shape.warmup},
-              {"fit_min_size", o.shape.fit_min_size},
-              {"fit_max_size", o.shape.fit_max_size},
-              {"idle", o.cluster.idle},
-              {"port_base", o.cluster.port_base}};
-  if (!o.cluster.ucx_tls.empty()) r.params["ucx_tls"] = o.cluster.ucx_tls;
-  if (!o.cluster.ofi_provider.empty()) r.params["ofi_provider"] = o.cluster.ofi_provider;
+  r.params.update(nlohmann::json{{"min_size", o.shape.min_size},
+                                 {"max_size", o.shape.max_size},
+                                 {"iterations", o.shape.iterations},
+                                 {"warmup", o.shape.warmup},
+                                 {"fit_min_size", o.shape.fit_min_size},
+                                 {"fit_max_size", o.shape.fit_max_size}});
   r.columns = {"message_size", "rtt_min_us",    "rtt_median_us", "rtt_p99_us",
                "rtt_mean_us",  "tau_median_us", "mb_s"};
   Series median{"median RTT", {}, Series::Style::points_and_line};

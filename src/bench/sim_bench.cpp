@@ -17,6 +17,15 @@
 
 namespace daqflow::bench {
 
+// The options of a sweep, every one under its own name, in its result file.
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(SimBenchOptions, kinds, nodes, events_per_request,
+                                   blocks_in_flight, feds_per_ru, fragment, event_size,
+                                   trigger_rate_hz, contribution, ts_manager, platform, link_gbps,
+                                   latency_us, cores, leaf_hosts, spines, oversubscription,
+                                   duration_s, cpu, round_ns, send_message_ns, send_byte_ns,
+                                   recv_message_ns, recv_byte_ns, payload_scale, control_scale,
+                                   network, simgrid_config, point_timeout_s)
+
 namespace {
 
 struct Point {
@@ -297,26 +306,7 @@ ResultSet sim_result_set(const SimBenchOptions& o) {
       swept(o.nodes, "nodes"), swept(o.events_per_request, "epr"),
       swept(o.blocks_in_flight, "bif"));
   r.command = command_line(o);
-  r.params = {{"kinds", o.kinds},
-              {"nodes", o.nodes},
-              {"events_per_request", o.events_per_request},
-              {"blocks_in_flight", o.blocks_in_flight},
-              {"feds_per_ru", o.feds_per_ru},
-              {"fragment", o.fragment},
-              {"event_size", o.event_size},
-              {"trigger_rate_hz", o.trigger_rate_hz},
-              {"platform", o.platform},
-              {"link_gbps", o.link_gbps},
-              {"latency_us", o.latency_us},
-              {"duration_s", o.duration_s},
-              {"cpu", o.cpu},
-              {"round_ns", o.round_ns},
-              {"payload_scale", o.payload_scale},
-              {"control_scale", o.control_scale},
-              {"network", o.network},
-              {"contribution", o.contribution},
-              {"ts_manager", o.ts_manager},
-              {"simgrid_config", o.simgrid_config}};
+  r.params = o;
   r.columns = {"kind",
                "nodes",
                "rus",

@@ -49,23 +49,14 @@ namespace {
 
 // The result set of a stream sweep before its rows: its name, parameters and columns.
 ResultSet stream_result_set(const StreamOptions& o, const std::vector<std::uint64_t>& ns) {
-  ResultSet r;
-  r.bench = "stream";
-  r.stem = stream_stem(o);
-  r.transport = o.cluster.transport;
-  r.command = command_line(o);
-  r.params = {{"pattern", o.pattern},
-              {"transport", o.cluster.transport},
-              {"sizes", o.sizes},
-              {"depths", o.depths},
-              {"n", ns},
-              {"duration_s", o.duration_s},
-              {"sample_interval_ms", o.sample_interval_ms},
-              {"verify", o.verify},
-              {"idle", o.cluster.idle},
-              {"port_base", o.cluster.port_base}};
-  if (!o.cluster.ucx_tls.empty()) r.params["ucx_tls"] = o.cluster.ucx_tls;
-  if (!o.cluster.ofi_provider.empty()) r.params["ofi_provider"] = o.cluster.ofi_provider;
+  ResultSet r = cluster_result_set("stream", stream_stem(o), o.cluster, command_line(o));
+  r.params.update(nlohmann::json{{"pattern", o.pattern},
+                                 {"sizes", o.sizes},
+                                 {"depths", o.depths},
+                                 {"n", ns},
+                                 {"duration_s", o.duration_s},
+                                 {"sample_interval_ms", o.sample_interval_ms},
+                                 {"verify", o.verify}});
   r.columns = {"message_size",
                "depth",
                "senders",

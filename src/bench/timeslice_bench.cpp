@@ -143,23 +143,18 @@ constexpr const char* kRunKinds[] = {"stream", "chaotic", "scheduled"};
 
 // The result set of a time-slice sweep before its rows: its name, parameters and columns.
 ResultSet timeslice_result_set(const TimesliceOptions& o) {
-  ResultSet r;
-  r.bench = "timeslice";
-  r.stem = fmt::format("timeslice-{}-n{}", o.cluster.transport, o.shape.n);
-  r.transport = o.cluster.transport;
-  r.command = command_line(o);
-  r.params = {{"transport", o.cluster.transport},
-              {"n", o.shape.n},
-              {"sizes", o.sizes},
-              {"microslices", o.shape.microslices},
-              {"crc", o.shape.crc},
-              {"slot_us", o.slot_us},
-              {"depth", o.cluster.pipeline_depth},
-              {"duration_s", o.duration_s},
-              {"rounds", o.rounds},
-              {"output", "discard"},
-              {"idle", o.cluster.idle},
-              {"port_base", o.cluster.port_base}};
+  ResultSet r = cluster_result_set("timeslice",
+                                   fmt::format("timeslice-{}-n{}", o.cluster.transport, o.shape.n),
+                                   o.cluster, command_line(o));
+  r.params.update(nlohmann::json{{"n", o.shape.n},
+                                 {"sizes", o.sizes},
+                                 {"microslices", o.shape.microslices},
+                                 {"crc", o.shape.crc},
+                                 {"slot_us", o.slot_us},
+                                 {"depth", o.cluster.pipeline_depth},
+                                 {"duration_s", o.duration_s},
+                                 {"rounds", o.rounds},
+                                 {"output", "discard"}});
   r.columns = {"contribution_bytes",
                "wire_bytes",
                "round",

@@ -24,6 +24,7 @@
 #include <atomic>
 #include <condition_variable>
 #include <fstream>
+#include <initializer_list>
 #include <mutex>
 #include <stop_token>
 #include <thread>
@@ -110,20 +111,18 @@ class Supervisor {
   }
 
   Result<void> signal(const std::string& full_name, const char* sig) {
-    xmlrpc_c::paramList p;
-    p.add(xmlrpc_c::value_string(full_name));
-    p.add(xmlrpc_c::value_string(sig));
-    auto r = call("supervisor.signalProcess", p);
-    if (!r) return r.error();
-    return ok();
+    return call_void("supervisor.signalProcess", {full_name, sig});
   }
 
   Result<void> remove(const std::string& name) {
+    return call_void("twiddler.removeProcessFromGroup", {kGroup, name});
+  }
+
+  // A call whose answer says nothing but that it worked, with string parameters.
+  Result<void> call_void(const std::string& method, std::initializer_list<std::string> args) {
     xmlrpc_c::paramList p;
-    p.add(xmlrpc_c::value_string(kGroup));
-    p.add(xmlrpc_c::value_string(name));
-    auto r = call("twiddler.removeProcessFromGroup", p);
-    if (!r) return r.error();
+    for (const auto& a : args) p.add(xmlrpc_c::value_string(a));
+    if (auto r = call(method, p); !r) return r.error();
     return ok();
   }
 

@@ -46,13 +46,13 @@ void Reader::document(const YAML::Node& root) {
   if (const Field* f = find_field(fields, "transports")) transport_settings(*f);
   if (const Field* f = find_field(fields, "monitoring")) monitoring_settings(*f);
   if (const Field* f = find_field(fields, "access")) access_settings(*f);
-  if (const Field* f = find_field(fields, "hosts")) hosts(*f);
+  if (const Field* f = find_field(fields, "hosts")) list_section(*f, &Reader::host);
   if (const Field* f = find_field(fields, "contexts")) {
     contexts(*f);
   } else {
     d_.error(root.Mark(), "missing required key 'contexts' at the top level");
   }
-  if (const Field* f = find_field(fields, "faults")) faults(*f);
+  if (const Field* f = find_field(fields, "faults")) list_section(*f, &Reader::fault);
 }
 
 void Reader::unknown_key(const Field& f, const std::string& where,

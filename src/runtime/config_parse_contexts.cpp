@@ -103,6 +103,20 @@ std::optional<std::string> Reader::address(const Field& f, const std::string& wh
   return std::nullopt;
 }
 
+std::optional<std::string> Reader::item_name(const std::vector<Field>& fields, const char* key,
+                                             const YAML::Node& node, const char* kind,
+                                             std::string& where, YAML::Mark& mark) {
+  const Field* f = find_field(fields, key);
+  if (f == nullptr) {
+    d_.error(node.Mark(), fmt::format("missing required key '{}' in {}", key, where));
+    return std::nullopt;
+  }
+  mark = f->value.Mark();
+  auto v = name(*f, where);
+  if (v) where = fmt::format("{} '{}'", kind, *v);
+  return v;
+}
+
 void Reader::context(const YAML::Node& node, std::size_t position) {
   std::string where = fmt::format("context #{}", position + 1);
   if (!node.IsMap()) {
@@ -116,15 +130,7 @@ void Reader::context(const YAML::Node& node, std::size_t position) {
   marks.node = node.Mark();
   ctx.location = d_.location(node.Mark());
   const auto fields = fields_of(node, where, d_);
-  if (const Field* f = find_field(fields, "name")) {
-    marks.name = f->value.Mark();
-    if (auto v = name(*f, where)) {
-      ctx.name = *v;
-      where = fmt::format("context '{}'", ctx.name);
-    }
-  } else {
-    d_.error(node.Mark(), fmt::format("missing required key 'name' in {}", where));
-  }
+  if (auto v = item_name(fields, "name", node, "context", where, marks.name)) ctx.name = *v;
 
   bool control_ok = false;
   bool data_given = false;
@@ -233,15 +239,7 @@ void Reader::application(const YAML::Node& node, std::size_t context_index,
   app.params = json::object();
 
   const auto fields = fields_of(node, where, d_);
-  if (const Field* f = find_field(fields, "id")) {
-    marks.id = f->value.Mark();
-    if (auto v = name(*f, where)) {
-      app.id = *v;
-      where = fmt::format("application '{}'", app.id);
-    }
-  } else {
-    d_.error(node.Mark(), fmt::format("missing required key 'id' in {}", where));
-  }
+  if (auto v = item_name(fields, "id", node, "application", where, marks.id)) app.id = *v;
   const AppType* type = nullptr;
   if (const Field* f = find_field(fields, "type")) {
     if (auto v = text(*f, where)) {

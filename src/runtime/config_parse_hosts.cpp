@@ -6,14 +6,15 @@
 
 namespace daqflow::runtime::detail {
 
-void Reader::hosts(const Field& section) {
+void Reader::list_section(const Field& section,
+                          void (Reader::*item)(const YAML::Node&, std::size_t)) {
   if (section.value.IsNull()) return;
   if (!section.value.IsSequence()) {
     d_.error(section.value.Mark(),
-             fmt::format("'hosts' must be a list, got {}", describe_node(section.value)));
+             fmt::format("'{}' must be a list, got {}", section.key, describe_node(section.value)));
     return;
   }
-  for (std::size_t i = 0; i < section.value.size(); ++i) host(section.value[i], i);
+  for (std::size_t i = 0; i < section.value.size(); ++i) (this->*item)(section.value[i], i);
 }
 
 void Reader::host(const YAML::Node& node, std::size_t i) {
@@ -152,16 +153,6 @@ void Reader::slurm_settings(const Field& section, const std::string& host, Slurm
       unknown_key(f, where, kSlurmKeys);
     }
   }
-}
-
-void Reader::faults(const Field& section) {
-  if (section.value.IsNull()) return;
-  if (!section.value.IsSequence()) {
-    d_.error(section.value.Mark(),
-             fmt::format("'faults' must be a list, got {}", describe_node(section.value)));
-    return;
-  }
-  for (std::size_t i = 0; i < section.value.size(); ++i) fault(section.value[i], i);
 }
 
 void Reader::fault(const YAML::Node& node, std::size_t i) {

@@ -72,6 +72,11 @@ class Reader {
                                    long long max);
   std::optional<std::string> text(const Field& f, const std::string& where);
   std::optional<std::string> name(const Field& f, const std::string& where);
+  // The name an item (a context, an application) must have, under `key`: once read, `where`
+  // names the item by it ("context 'src'") and `mark` is where the name stands.
+  std::optional<std::string> item_name(const std::vector<Field>& fields, const char* key,
+                                       const YAML::Node& node, const char* kind, std::string& where,
+                                       YAML::Mark& mark);
   std::optional<std::string> choice(const Field& f, const std::string& where,
                                     const std::vector<std::string>& choices);
   static std::string did_you_mean(const std::string& v, const std::vector<std::string>& choices);
@@ -87,8 +92,10 @@ class Reader {
   std::optional<std::string> absolute_path(const Field& f, const std::string& where);
   std::optional<std::vector<std::string>> text_list(const Field& f, const std::string& where);
 
-  // `hosts`: a list of {address (one or a list), launcher, and how that launcher reaches it}.
-  void hosts(const Field& section);
+  // A section that is a list (`hosts`, `faults`): each item read by `item`, with its position.
+  void list_section(const Field& section, void (Reader::*item)(const YAML::Node&, std::size_t));
+
+  // A host of `hosts`: {address (one or a list), launcher, and how that launcher reaches it}.
   void host(const YAML::Node& node, std::size_t i);
   void ssh_settings(const Field& section, const std::string& host, SshSettings& ssh);
   void supervisor_settings(const Field& section, const std::string& host, SupervisorSettings& s);
@@ -101,9 +108,8 @@ class Reader {
   // contexts of the group).
   void expendability(const Field& f, const std::string& where, Expendability& e);
 
-  // `faults`: a list of {from, to, one of delay_ms / cut_ms / stall_ms / corrupt / reset, and
+  // A fault of `faults`: {from, to, one of delay_ms / cut_ms / stall_ms / corrupt / reset, and
   // when}.
-  void faults(const Field& section);
   void fault(const YAML::Node& node, std::size_t i);
   void contexts(const Field& section);
 

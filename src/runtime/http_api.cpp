@@ -200,12 +200,8 @@ ApiReply ControlApi::put_params(AppHost& host, std::string_view body) const {
 ApiReply ControlApi::action(AppHost& host, std::string_view name, std::string_view body) const {
   json args = json::object();
   if (!body.empty()) {
-    auto parsed = api::parse_body(body);
+    auto parsed = api::parse_object(body, "an action's arguments are");
     if (!parsed) return api::error(parsed.error());
-    if (!parsed->is_object()) {
-      return api::error(
-          400, std::string("an action's arguments are a JSON object, not ") + parsed->type_name());
-    }
     args = std::move(*parsed);
   }
   auto result = host.action(name, args);
@@ -219,12 +215,8 @@ ApiReply ControlApi::command_all(std::string_view name, std::string_view body) c
   // The body: nothing, or {"run_key": "16 hex digits"} with Configure.
   std::optional<std::uint64_t> run_key;
   if (!body.empty()) {
-    auto parsed = api::parse_body(body);
+    auto parsed = api::parse_object(body, "a command's body is");
     if (!parsed) return api::error(parsed.error());
-    if (!parsed->is_object()) {
-      return api::error(
-          400, std::string("a command's body is a JSON object, not ") + parsed->type_name());
-    }
     for (const auto& [key, value] : parsed->items()) {
       if (key != "run_key" || *cmd != Command::Configure) {
         return api::error(400, "unknown field '" + key + "' in the body of " + to_string(*cmd) +

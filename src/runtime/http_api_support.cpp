@@ -58,6 +58,14 @@ Result<json> parse_body(std::string_view body) {
   }
 }
 
+Result<json> parse_object(std::string_view body, std::string_view what) {
+  auto parsed = parse_body(body);
+  if (parsed && !parsed->is_object()) {
+    return Error(std::string(what) + " a JSON object, not " + parsed->type_name());
+  }
+  return parsed;
+}
+
 std::vector<std::string_view> split_path(std::string_view path) {
   std::vector<std::string_view> parts;
   while (!path.empty()) {
@@ -155,16 +163,6 @@ std::int64_t unix_ms_now() {
   return std::chrono::duration_cast<std::chrono::milliseconds>(
              std::chrono::system_clock::now().time_since_epoch())
       .count();
-}
-
-json port_json(const HttpServerStats& s) {
-  return {{"open", s.open},
-          {"accepted", s.accepted},
-          {"refused", s.refused},
-          {"timed_out", s.timed_out},
-          {"malformed", s.malformed},
-          {"too_large", s.too_large},
-          {"idle_closed", s.idle_closed}};
 }
 
 }  // namespace daqflow::runtime::api_support

@@ -29,6 +29,8 @@ using json = nlohmann::json;
 // A request's JSON body. Whatever the parser refuses (bad syntax, a number past the range of a
 // double) is the client's error, never an exception out of the handler.
 [[nodiscard]] Result<json> parse_body(std::string_view body);
+// The body as a JSON object; `what` starts the error ("a command's body is").
+[[nodiscard]] Result<json> parse_object(std::string_view body, std::string_view what);
 
 [[nodiscard]] std::vector<std::string_view> split_path(std::string_view path);
 
@@ -51,7 +53,5 @@ using json = nlohmann::json;
 [[nodiscard]] const char* unit_name(Unit unit);
 
 [[nodiscard]] std::int64_t unix_ms_now();
-
-[[nodiscard]] json port_json(const HttpServerStats& s);
 
 }  // namespace daqflow::runtime::api_support

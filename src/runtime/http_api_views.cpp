@@ -19,7 +19,18 @@
 #include "http_api_support.hpp"
 #include "prometheus.hpp"
 
+// The figures' JSON: every field under its own name.
+namespace daqflow::transport {
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(EndpointStats, messages_sent, bytes_sent, messages_received,
+                                   bytes_received, back_pressured, rejected, strangers, peer_errors,
+                                   recv_stalls, peers_connected, recv_pool_in_use,
+                                   recv_pool_high_water)
+}  // namespace daqflow::transport
+
 namespace daqflow::runtime {
+
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(HttpServerStats, open, accepted, refused, timed_out, malformed,
+                                   too_large, idle_closed)
 
 namespace {
 
@@ -96,19 +107,8 @@ ApiReply ControlApi::snapshot_json() const {
     json endpoint = nullptr;
     if (const auto e = h->endpoint_figures()) {
       const transport::EndpointStats& st = e->stats;
-      endpoint = {{"transport", e->transport},
-                  {"messages_sent", st.messages_sent},
-                  {"bytes_sent", st.bytes_sent},
-                  {"messages_received", st.messages_received},
-                  {"bytes_received", st.bytes_received},
-                  {"back_pressured", st.back_pressured},
-                  {"rejected", st.rejected},
-                  {"strangers", st.strangers},
-                  {"peer_errors", st.peer_errors},
-                  {"recv_stalls", st.recv_stalls},
-                  {"peers_connected", st.peers_connected},
-                  {"recv_pool_in_use", st.recv_pool_in_use},
-                  {"recv_pool_high_water", st.recv_pool_high_water}};
+      endpoint = st;
+      endpoint["transport"] = e->transport;
       json peers = json::array();
       for (const transport::PeerStats& p : e->peers) {
         peers.push_back(
@@ -159,7 +159,7 @@ ApiReply ControlApi::context_json() const {
                {"pid", ::getpid()},
                {"state", context_.state()},
                {"unauthorized_requests", unauthorized()},
-               {"control_port_stats", api::port_json(port_stats())},
+               {"control_port_stats", port_stats()},
                {"run", run_state()},
                {"applications", std::move(apps)}},
           {}};

@@ -182,6 +182,19 @@ class HttpConnection : public std::enable_shared_from_this<HttpConnection> {
     });
   }
 
+  // The completion of a step of reading a request: on to `next`, unless the step failed or the
+  // connection has moved on (timed out).
+  auto then(void (HttpConnection::*next)()) {
+    return [self = shared_from_this(), next](beast::error_code ec, std::size_t) {
+      if (self->phase_ != Phase::request) return;
+      if (ec) {
+        self->failed_read(ec);
+        return;
+      }
+      ((*self).*next)();
+    };
+  }
+
   void begin_request() {
     phase_ = Phase::request;
     timed_out_ = false;
@@ -208,29 +221,14 @@ class HttpConnection : public std::enable_shared_from_this<HttpConnection> {
     if (beast::iequals(req[http::field::expect], "100-continue")) {
       static constexpr std::string_view kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
       asio::async_write(socket_, asio::buffer(kContinue.data(), kContinue.size()),
-                        [self = shared_from_this()](beast::error_code e, std::size_t) {
-                          if (self->phase_ != Phase::request) return;
-                          if (e) {
-                            self->failed_read(e);
-                            return;
-                          }
-                          self->read_body();
-                        });
+                        then(&HttpConnection::read_body));
       return;
     }
     read_body();
   }
 
   void read_body() {
-    http::async_read(socket_, buffer_, *parser_,
-                     [self = shared_from_this()](beast::error_code ec, std::size_t) {
-                       if (self->phase_ != Phase::request) return;
-                       if (ec) {
-                         self->failed_read(ec);
-                         return;
-                       }
-                       self->dispatch();
-                     });
+    http::async_read(socket_, buffer_, *parser_, then(&HttpConnection::dispatch));
   }
 
   // A request that could not be read whole: answered when the client may still listen.

@@ -2,6 +2,8 @@
 
 #include <nlohmann/json.hpp>
 #include <stdexcept>
+#include <tuple>
+#include <utility>
 
 namespace daqflow::runtime {
 
@@ -15,31 +17,33 @@ auto* find_named(List& list, const std::string& name) {
   return static_cast<typename List::value_type*>(nullptr);
 }
 
+// The metric of `list` named `name`, added when there is none (a std::deque keeps references
+// stable as it grows; the atomic is constructed in place). One name is one metric: a name that
+// `taken` says another kind has is a programming error of the application, reported at Configure
+// (the executive turns it into Failed with this message).
+template <typename List>
+auto& metric_named(List& list, const std::string& name, const std::string& help, Unit unit,
+                   bool taken) {
+  if (auto* m = find_named(list, name)) return m->second;
+  if (taken) throw std::logic_error("metric '" + name + "' is already registered as another kind");
+  using Named = typename List::value_type::first_type;
+  list.emplace_back(std::piecewise_construct, std::forward_as_tuple(Named{name, help, unit}),
+                    std::forward_as_tuple());
+  return list.back().second;
+}
+
 }  // namespace
 
-// One name is one metric: registering a name under a second kind is a programming error of the
-// application, reported at Configure (the executive turns it into Failed with this message).
 Counter& MetricsRegistry::counter(const std::string& name, const std::string& help, Unit unit) {
   std::lock_guard lock(mutex_);
-  if (auto* c = find_named(counters_, name)) return c->second;
-  if (find_named(gauges_, name) || find_named(probes_, name)) {
-    throw std::logic_error("metric '" + name + "' is already registered as another kind");
-  }
-  // std::deque keeps references stable as it grows; the atomic is constructed in place.
-  counters_.emplace_back(std::piecewise_construct, std::forward_as_tuple(Named{name, help, unit}),
-                         std::forward_as_tuple());
-  return counters_.back().second;
+  return metric_named(counters_, name, help, unit,
+                      find_named(gauges_, name) || find_named(probes_, name));
 }
 
 Gauge& MetricsRegistry::gauge(const std::string& name, const std::string& help, Unit unit) {
   std::lock_guard lock(mutex_);
-  if (auto* g = find_named(gauges_, name)) return g->second;
-  if (find_named(counters_, name) || find_named(probes_, name)) {
-    throw std::logic_error("metric '" + name + "' is already registered as another kind");
-  }
-  gauges_.emplace_back(std::piecewise_construct, std::forward_as_tuple(Named{name, help, unit}),
-                       std::forward_as_tuple());
-  return gauges_.back().second;
+  return metric_named(gauges_, name, help, unit,
+                      find_named(counters_, name) || find_named(probes_, name));
 }
 
 void MetricsRegistry::probe(const std::string& name, std::function<double()> read,
@@ -70,11 +74,16 @@ void MetricsRegistry::reset_counters() {
 }
 
 void MetricsRegistry::snapshot(nlohmann::json& out) const {
+  counters(out);
+  std::lock_guard lock(mutex_);
+  for (const auto& [named, g] : gauges_) out[named.name] = g.value();
+  for (const auto& [named, read] : probes_) out[named.name] = read ? read() : 0.0;
+}
+
+void MetricsRegistry::counters(nlohmann::json& out) const {
   if (!out.is_object()) out = nlohmann::json::object();
   std::lock_guard lock(mutex_);
   for (const auto& [named, c] : counters_) out[named.name] = c.value();
-  for (const auto& [named, g] : gauges_) out[named.name] = g.value();
-  for (const auto& [named, read] : probes_) out[named.name] = read ? read() : 0.0;
 }
 
 void MetricsRegistry::for_each(const std::function<void(const MetricSample&)>& visit) const {

@@ -33,6 +33,8 @@ class Progress final : public control::RunReporter {
   [[nodiscard]] bool tty() const { return tty_; }
 
  private:
+  // The live line on a terminal; else a line of the log.
+  void update(const std::string& text);
   void show(const std::string& text);
 
   std::FILE* out_;

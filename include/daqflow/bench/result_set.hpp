@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "daqflow/bench/configs.hpp"
 #include "daqflow/bench/plot.hpp"
 #include "daqflow/core/result.hpp"
 
@@ -23,6 +24,12 @@ struct ResultSet {
   nlohmann::json rows = nlohmann::json::array();  // arrays of numbers or strings, one per row
   nlohmann::json summary = nlohmann::json::object();
 };
+
+// A result set of a bench on a generated cluster, before its rows: its names and command, and in
+// params the settings every such bench records (transport, idle strategy, port base; UCX_TLS and
+// the libfabric provider where set). The bench adds its own params, columns and rows.
+[[nodiscard]] ResultSet cluster_result_set(std::string bench, std::string stem,
+                                           const ClusterSettings& cluster, std::string command);
 
 // The JSON document (with the host), in the key order of the contract.
 [[nodiscard]] nlohmann::json to_json(const ResultSet& result, const nlohmann::json& host);

@@ -64,6 +64,8 @@ class MetricsRegistry {
 
   // {"name": value, ...}; thread-safe.
   void snapshot(nlohmann::json& out) const;
+  // {"name": value, ...} of the counters alone (an application's results()); thread-safe.
+  void counters(nlohmann::json& out) const;
   // Every metric in registration order (counters, then gauges, then probes); thread-safe.
   void for_each(const std::function<void(const MetricSample&)>& visit) const;
 

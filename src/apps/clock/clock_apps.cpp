@@ -13,6 +13,10 @@
 
 namespace daqflow::apps::clock {
 
+// A node's estimate in the master's results (the correction is the node's own business).
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(ClockEstimate, offset_ns, drift_ppm, drift_precision_ppm,
+                                   precision_ns, min_delay_ns, max_delay_ns, rounds)
+
 namespace {
 
 constexpr std::size_t kBufferSize = 64;
@@ -264,23 +268,14 @@ nlohmann::json ClockMaster::results() const {
   double worst = 0;
   for (std::size_t n = 0; n < nodes_.size() && n < published_.size(); ++n) {
     const ClockEstimate& e = published_[n];
-    nodes[detail::id_of(ids_, nodes_[n])] = {{"offset_ns", e.offset_ns},
-                                             {"drift_ppm", e.drift_ppm},
-                                             {"drift_precision_ppm", e.drift_precision_ppm},
-                                             {"precision_ns", e.precision_ns},
-                                             {"min_delay_ns", e.min_delay_ns},
-                                             {"max_delay_ns", e.max_delay_ns},
-                                             {"rounds", e.rounds}};
+    nodes[detail::id_of(ids_, nodes_[n])] = e;
     worst = std::max(worst, e.precision_ns);
   }
   nlohmann::json r = {
       {"nodes", nodes}, {"clock_precision_ns", worst}, {"rounds", rounds_->value()}};
   if (mcast_) {
-    r["multicast"] = {{"sent", mcast_stats_.sent},
-                      {"repairs_sent", mcast_stats_.repairs_sent},
-                      {"nacks_received", mcast_stats_.nacks_received},
-                      {"repairs_unavailable", mcast_stats_.repairs_unavailable},
-                      {"corrections_unicast", corrections_unicast_->value()}};
+    r["multicast"] = mcast_stats_;
+    r["multicast"]["corrections_unicast"] = corrections_unicast_->value();
   }
   return r;
 }
@@ -458,12 +453,7 @@ nlohmann::json ClockClient::results() const {
                       {"error_ns", clock.correct(local) - mono}};
   if (mcast_) {
     const std::lock_guard lock(mutex_);
-    r["multicast"] = {{"delivered", mcast_stats_.delivered},
-                      {"lost_before_retry", mcast_stats_.lost_before_retry},
-                      {"recovered", mcast_stats_.recovered},
-                      {"lost_after_retry", mcast_stats_.lost_after_retry},
-                      {"nacks_sent", mcast_stats_.nacks_sent},
-                      {"dropped_injected", mcast_stats_.dropped_injected}};
+    r["multicast"] = mcast_stats_;
   }
   return r;
 }

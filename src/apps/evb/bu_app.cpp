@@ -309,22 +309,21 @@ bool BuilderUnit::check_ru_links() {
 
 bool BuilderUnit::send_leave_and_rejoin() {
   if (check_ru_links()) return false;
-  if (leave_pending_) {
+  // Both carry this BU's epoch: the one it leaves, then the one it comes back under.
+  const auto send = [this](wire::MessageType type) {
     wire::Fence f;
     f.bu = endpoint_->self();
     f.epoch = epoch_;
     std::array<std::byte, wire::kFenceSize> payload{};
     wire::encode(f, payload);
-    if (!to_evm_.push(wire::MessageType::leave, epoch_, payload)) return false;
+    return to_evm_.push(type, epoch_, payload);
+  };
+  if (leave_pending_) {
+    if (!send(wire::MessageType::leave)) return false;
     leave_pending_ = false;
   }
   if (rejoin_pending_) {
-    wire::Fence back;
-    back.bu = endpoint_->self();
-    back.epoch = epoch_;
-    std::array<std::byte, wire::kFenceSize> payload{};
-    wire::encode(back, payload);
-    if (!to_evm_.push(wire::MessageType::rejoin, epoch_, payload)) return false;
+    if (!send(wire::MessageType::rejoin)) return false;
     rejoin_pending_ = false;
   }
   return true;

@@ -56,7 +56,8 @@ Result<Topology> resolve_topology(const runtime::AppContext& ctx) {
   t.resync_every = evm_params.get<std::uint64_t>("resync_every");
   if (auto r = evm_params.status(); !r) return r.error();
 
-  auto member = [&](const std::string& id, const char* key, const char* type,
+  // An application listed under `key`: there, of `type`, naming this EVM, and not in `listed`.
+  auto member = [&](const std::string& id, const char* key, const char* type, const auto& listed,
                     const runtime::ApplicationConfig*& out) -> Result<void> {
     out = cluster.find_application(id);
     const std::string where = runtime::application_named(evm->id) + " parameter '" + key + "': ";
@@ -67,15 +68,14 @@ Result<Topology> resolve_topology(const runtime::AppContext& ctx) {
     if (names == out->params.end() || !names->is_string() || names->get<std::string>() != evm->id) {
       return error(where + "'" + id + "' does not name '" + evm->id + "' as its evm");
     }
+    if (std::find(listed.begin(), listed.end(), out->index) != listed.end()) {
+      return error(where + "'" + id + "' is listed twice");
+    }
     return ok();
   };
   for (const auto& id : ru_ids) {
     const runtime::ApplicationConfig* ru = nullptr;
-    if (auto r = member(id, "rus", "ru", ru); !r) return r.error();
-    if (std::find(t.rus.begin(), t.rus.end(), ru->index) != t.rus.end()) {
-      return error(runtime::application_named(evm->id) + " parameter 'rus': '" + id +
-                   "' is listed twice");
-    }
+    if (auto r = member(id, "rus", "ru", t.rus, ru); !r) return r.error();
     runtime::ParamReader ru_params = params_of(*ru);
     t.rus.push_back(ru->index);
     t.ru_feds.push_back(ru_params.get<std::uint32_t>("feds"));
@@ -84,11 +84,7 @@ Result<Topology> resolve_topology(const runtime::AppContext& ctx) {
   std::uint64_t windows = 0;
   for (const auto& id : bu_ids) {
     const runtime::ApplicationConfig* bu = nullptr;
-    if (auto r = member(id, "bus", "bu", bu); !r) return r.error();
-    if (std::find(t.bus.begin(), t.bus.end(), bu->index) != t.bus.end()) {
-      return error(runtime::application_named(evm->id) + " parameter 'bus': '" + id +
-                   "' is listed twice");
-    }
+    if (auto r = member(id, "bus", "bu", t.bus, bu); !r) return r.error();
     runtime::ParamReader bu_params = params_of(*bu);
     const auto window = bu_params.get<std::uint32_t>("blocks_in_flight");
     const auto events = bu_params.get<std::uint32_t>("events_per_request");

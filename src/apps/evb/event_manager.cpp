@@ -115,27 +115,27 @@ bool EventManager::next_assign(wire::Assign& out, bool flush) {
       --queue_size_;
       continue;
     }
-    // Orphans first: their events are the oldest in flight.
-    if (orphan_count_ > 0) {
-      for (std::uint64_t id = oldest_; id < next_id_; ++id) {
-        Block& b = blocks_[id & mask_];
-        if (!b.open || !b.orphan) continue;
-        b.orphan = false;
-        b.granted = false;
-        --orphan_count_;
-        ++b.generation;
-        reassigned_ += b.count;
-        give(b, p, out);
-        return true;
-      }
-    }
-    for (Block& b : aside_) {  // orphans resolved out of doubt, not written
-      if (!b.orphan) continue;
+    // Orphans first: their events are the oldest in flight. Each goes out again as the block's
+    // next generation.
+    const auto reissue = [&](Block& b) {
       b.orphan = false;
       --orphan_count_;
       ++b.generation;
       reassigned_ += b.count;
       give(b, p, out);
+    };
+    if (orphan_count_ > 0) {
+      for (std::uint64_t id = oldest_; id < next_id_; ++id) {
+        Block& b = blocks_[id & mask_];
+        if (!b.open || !b.orphan) continue;
+        b.granted = false;
+        reissue(b);
+        return true;
+      }
+    }
+    for (Block& b : aside_) {  // orphans resolved out of doubt, not written
+      if (!b.orphan) continue;
+      reissue(b);
       return true;
     }
     // The run of ids the next event is in, and where it ends: a block stops there.

@@ -437,28 +437,16 @@ nlohmann::json SubFarmController::results() const {
   for (std::size_t i = 0; i < workers_.size(); ++i) {
     workers[detail::id_of(ids_, workers_[i])] = decided_by_[i].load(std::memory_order_relaxed);
   }
-  nlohmann::json r = {
-      {"policy", to_string(policy_)},
-      {"events_received", events_received_->value()},
-      {"events_decided", events_decided_->value()},
-      {"events_accepted", events_accepted_->value()},
-      {"events_pushed", events_pushed_->value()},
-      {"events_written", events_written_->value()},
-      {"events_not_written", events_not_written_->value()},
-      {"events_redispatched", events_redispatched_->value()},
-      {"answers_late", answers_late_->value()},
-      {"messages_malformed", messages_malformed_->value()},
-      {"events_duplicate", events_duplicate_->value()},
-      {"events_outstanding", static_cast<std::uint64_t>(events_outstanding_->value())},
-      {"events_queued", static_cast<std::uint64_t>(events_queued_->value())},
-      {"bytes_out", bytes_out_->value()},
-      {"workers", workers},
-      {"latency_us",
-       {{"p50", latency_.percentile_us(0.5)},
-        {"p90", latency_.percentile_us(0.9)},
-        {"p99", latency_.percentile_us(0.99)},
-        {"count", latency_.count()}}},
-  };
+  nlohmann::json r;
+  metrics_->counters(r);
+  r["policy"] = to_string(policy_);
+  r["events_outstanding"] = static_cast<std::uint64_t>(events_outstanding_->value());
+  r["events_queued"] = static_cast<std::uint64_t>(events_queued_->value());
+  r["workers"] = std::move(workers);
+  r["latency_us"] = {{"p50", latency_.percentile_us(0.5)},
+                     {"p90", latency_.percentile_us(0.9)},
+                     {"p99", latency_.percentile_us(0.99)},
+                     {"count", latency_.count()}};
   detail::put_rates(r, sampler_, "events_per_s");
   const std::lock_guard lock(lost_mutex_);
   r["lost_workers"] = lost_workers_;

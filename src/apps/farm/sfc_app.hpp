@@ -173,7 +173,8 @@ class SubFarmController final : public runtime::ApplicationWith<SubFarmControlle
   std::vector<transport::AppIndex> lost_now_;
   ThroughputSampler sampler_;
 
-  // Metrics.
+  // Metrics (results() reports every counter under its name).
+  const runtime::MetricsRegistry* metrics_ = nullptr;
   runtime::Counter* events_received_ = nullptr;
   runtime::Counter* events_decided_ = nullptr;
   runtime::Counter* events_accepted_ = nullptr;

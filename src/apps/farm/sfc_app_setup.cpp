@@ -169,6 +169,7 @@ Result<void> SubFarmController::open_streams(runtime::AppContext& ctx, const Sfc
 }
 
 void SubFarmController::add_metrics(runtime::MetricsRegistry& m) {
+  metrics_ = &m;
   events_received_ = &m.counter("events_received", "events taken in (generated)");
   events_decided_ = &m.counter("events_decided", "events a worker decided on");
   events_accepted_ = &m.counter("events_accepted", "events accepted by a worker");

@@ -104,10 +104,7 @@ void McastSender::wait_for_work(std::chrono::microseconds timeout) {
 
 nlohmann::json McastSender::results() const {
   const std::lock_guard lock(mutex_);
-  return {{"sent", stats_.sent},
-          {"repairs_sent", stats_.repairs_sent},
-          {"nacks_received", stats_.nacks_received},
-          {"repairs_unavailable", stats_.repairs_unavailable}};
+  return stats_;
 }
 
 Result<void> McastReceiver::setup(runtime::AppContext& ctx, const McastReceiverSettings& s) {
@@ -159,15 +156,9 @@ void McastReceiver::wait_for_work(std::chrono::microseconds timeout) {
 
 nlohmann::json McastReceiver::results() const {
   const std::lock_guard lock(mutex_);
-  return {{"delivered", stats_.delivered},
-          {"lost_before_retry", stats_.lost_before_retry},
-          {"recovered", stats_.recovered},
-          {"lost_after_retry", stats_.lost_after_retry},
-          {"duplicates", stats_.duplicates},
-          {"nacks_sent", stats_.nacks_sent},
-          {"dropped_injected", stats_.dropped_injected},
-          {"malformed", stats_.malformed},
-          {"content_errors", content_errors_copy_}};
+  nlohmann::json r = stats_;
+  r["content_errors"] = content_errors_copy_;
+  return r;
 }
 
 void McastReceiver::fold_results(nlohmann::json& run, const std::string& id,

@@ -19,6 +19,7 @@
 #include <cstdint>
 #include <deque>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <span>
 #include <string>
 #include <vector>
@@ -44,6 +45,8 @@ struct SenderStats {
   std::uint64_t nacks_received = 0;
   std::uint64_t repairs_unavailable = 0;  // asked for, no longer in the history
 };
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(SenderStats, sent, repairs_sent, nacks_received,
+                                   repairs_unavailable)
 
 class Sender {
  public:
@@ -80,6 +83,9 @@ struct ReceiverStats {
   std::uint64_t dropped_injected = 0;  // tests: datagrams dropped on purpose
   std::uint64_t malformed = 0;
 };
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(ReceiverStats, delivered, lost_before_retry, recovered,
+                                   lost_after_retry, duplicates, nacks_sent, dropped_injected,
+                                   malformed)
 
 class Receiver {
  public:

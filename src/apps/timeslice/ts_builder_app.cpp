@@ -365,22 +365,9 @@ void TsBuilder::wait_for_work(std::chrono::microseconds timeout) {
 
 nlohmann::json TsBuilder::results() const {
   if (contributions_ == nullptr) return nlohmann::json::object();
-  nlohmann::json r = {
-      {"contributions", contributions_->value()},
-      {"timeslices_complete", timeslices_complete_->value()},
-      {"timeslices_incomplete", timeslices_incomplete_->value()},
-      {"timeslices_written", timeslices_written_->value()},
-      {"timeslices_not_written", timeslices_not_written_->value()},
-      {"contributions_late", contributions_late_->value()},
-      {"contributions_duplicate", contributions_duplicate_->value()},
-      {"contributions_rejected", contributions_rejected_->value()},
-      {"messages_malformed", messages_malformed_->value()},
-      {"contributions_fenced", contributions_fenced_->value()},
-      {"commits_denied", commits_denied_->value()},
-      {"fences", fences_->value()},
-      {"bytes_in", bytes_in_->value()},
-      {"timeslices_building", static_cast<std::uint64_t>(timeslices_building_->value())},
-  };
+  nlohmann::json r;
+  metrics_->counters(r);
+  r["timeslices_building"] = static_cast<std::uint64_t>(timeslices_building_->value());
   output::OutputStats s;
   if (output_) {
     s = output_->stats();

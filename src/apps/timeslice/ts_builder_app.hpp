@@ -136,7 +136,8 @@ class TsBuilder final : public runtime::ApplicationWith<TsBuilder, TsBuilderSett
   std::uint64_t done_total_ = 0;
   ThroughputSampler sampler_;
 
-  // Metrics.
+  // Metrics (results() reports every counter under its name).
+  const runtime::MetricsRegistry* metrics_ = nullptr;
   runtime::Counter* contributions_ = nullptr;
   runtime::Counter* timeslices_complete_ = nullptr;
   runtime::Counter* timeslices_incomplete_ = nullptr;

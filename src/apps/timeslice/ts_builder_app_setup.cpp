@@ -215,6 +215,7 @@ Result<void> TsBuilder::reset_run() {
 }
 
 void TsBuilder::add_metrics(runtime::MetricsRegistry& m) {
+  metrics_ = &m;
   contributions_ = &m.counter("contributions", "contributions received");
   timeslices_complete_ = &m.counter("timeslices_complete", "timeslices with every contribution");
   timeslices_incomplete_ =

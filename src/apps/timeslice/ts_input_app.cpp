@@ -457,22 +457,10 @@ void TsInput::wait_for_work(std::chrono::microseconds timeout) {
 
 nlohmann::json TsInput::results() const {
   if (microslices_ == nullptr) return nlohmann::json::object();
-  nlohmann::json r = {
-      {"eq_id", eq_id_},
-      {"microslices", microslices_->value()},
-      {"timeslices_sent", timeslices_sent_->value()},
-      {"timeslices_acked", timeslices_acked_->value()},
-      {"contributions_resent", contributions_resent_->value()},
-      {"bytes_sent", bytes_sent_->value()},
-      {"intervals_late", intervals_late_->value()},
-      {"slots_late", slots_late_->value()},
-      {"slots_missed", slots_missed_->value()},
-      {"slots_empty", slots_empty_->value()},
-      {"slots_blocked", slots_blocked_->value()},
-      {"messages_malformed", messages_malformed_->value()},
-      {"timeslices_after_end", after_end_->value()},
-      {"timeslices_retained", static_cast<std::uint64_t>(timeslices_retained_->value())},
-  };
+  nlohmann::json r;
+  metrics_->counters(r);
+  r["eq_id"] = eq_id_;
+  r["timeslices_retained"] = static_cast<std::uint64_t>(timeslices_retained_->value());
   detail::put_rates(r, sampler_, "timeslices_per_s");
   const std::lock_guard lock(lost_mutex_);
   r["lost_builders"] = lost_builders_;

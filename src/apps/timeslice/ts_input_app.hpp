@@ -165,7 +165,8 @@ class TsInput final : public runtime::ApplicationWith<TsInput, TsInputSettings> 
   std::uint64_t acked_total_ = 0;
   ThroughputSampler sampler_;
 
-  // Metrics.
+  // Metrics (results() reports every counter under its name).
+  const runtime::MetricsRegistry* metrics_ = nullptr;
   runtime::Counter* microslices_ = nullptr;
   runtime::Counter* timeslices_sent_ = nullptr;
   runtime::Counter* timeslices_acked_ = nullptr;

@@ -174,6 +174,7 @@ Result<void> TsInput::open_endpoint(runtime::AppContext& ctx, std::uint32_t inte
 }
 
 void TsInput::add_metrics(runtime::MetricsRegistry& m) {
+  metrics_ = &m;
   microslices_ = &m.counter("microslices", "microslices produced");
   timeslices_sent_ = &m.counter("timeslices_sent", "contributions sent (first time)");
   timeslices_acked_ = &m.counter("timeslices_acked", "timeslices acknowledged by their builder");

@@ -85,6 +85,7 @@ Result<void> TsManager::open_endpoint(runtime::AppContext& ctx, std::uint32_t wi
 }
 
 void TsManager::add_metrics(runtime::MetricsRegistry& m) {
+  metrics_ = &m;
   assigned_ = &m.counter("timeslices_assigned", "timeslices given to a builder (first time)");
   reassigned_ = &m.counter("timeslices_reassigned", "timeslices given again after a loss");
   committed_ = &m.counter("commits_granted", "timeslices a builder was allowed to write");
@@ -363,16 +364,9 @@ void TsManager::wait_for_work(std::chrono::microseconds timeout) {
 
 nlohmann::json TsManager::results() const {
   if (assigned_ == nullptr) return nlohmann::json::object();
-  nlohmann::json r = {
-      {"timeslices_assigned", assigned_->value()},
-      {"timeslices_reassigned", reassigned_->value()},
-      {"commits_granted", committed_->value()},
-      {"commits_denied", denied_->value()},
-      {"timeslices_done", done_->value()},
-      {"timeslices_salvaged", salvaged_written_->value()},
-      {"messages_malformed", messages_malformed_->value()},
-      {"timeslices_in_flight", static_cast<std::uint64_t>(in_flight_->value())},
-  };
+  nlohmann::json r;
+  metrics_->counters(r);
+  r["timeslices_in_flight"] = static_cast<std::uint64_t>(in_flight_->value());
   const std::lock_guard lock(mutex_);
   r["lost_builders"] = lost_builders_;
   r["rejoined_builders"] = rejoined_builders_;

@@ -115,7 +115,8 @@ class TsManager final : public runtime::ApplicationWith<TsManager, TsManagerSett
   bool end_sent_ = false;  // the inputs know the run's last timeslice
   std::int64_t next_check_ns_ = 0;
 
-  // Metrics.
+  // Metrics (results() reports every counter under its name).
+  const runtime::MetricsRegistry* metrics_ = nullptr;
   runtime::Counter* assigned_ = nullptr;
   runtime::Counter* reassigned_ = nullptr;
   runtime::Counter* committed_ = nullptr;

@@ -18,6 +18,17 @@ namespace {
 
 constexpr std::size_t kControlReceivesBase = 16;
 
+// Gives the message's buffers back, keeping what its completion reports (type, flags, tag).
+void release_payload(Message& m) {
+  const auto type = m.type;
+  const auto flags = m.flags;
+  const auto tag = m.tag;
+  m.clear();
+  m.type = type;
+  m.flags = flags;
+  m.tag = tag;
+}
+
 }  // namespace
 
 OfiEndpoint::OfiEndpoint(const AddressTable& table, const EndpointOptions& options,
@@ -172,15 +183,7 @@ SendStatus OfiEndpoint::post_send(AppIndex index, Message& message) {
   slot.message = std::move(message);
   message.clear();
   // The copy is all the provider reads: the application's buffers can go now.
-  if (slot.bounce || slot.inline_copy) {
-    const auto type = slot.message.type;
-    const auto flags = slot.message.flags;
-    const auto tag = slot.message.tag;
-    slot.message.clear();
-    slot.message.type = type;
-    slot.message.flags = flags;
-    slot.message.tag = tag;
-  }
+  if (slot.bounce || slot.inline_copy) release_payload(slot.message);
   ++p.count;
   mark_active(index);
   post_pending(index, nullptr);
@@ -328,13 +331,7 @@ void OfiEndpoint::on_send_completion(OpContext& ctx, bool failed, int error,
     SendSlot& slot = p.slots[ctx.index];
     slot.provider_done = true;
     // The provider is done with the bytes: the buffers go back now, send_done follows the ack.
-    const auto type = slot.message.type;
-    const auto flags = slot.message.flags;
-    const auto tag = slot.message.tag;
-    slot.message.clear();
-    slot.message.type = type;
-    slot.message.flags = flags;
-    slot.message.tag = tag;
+    release_payload(slot.message);
     slot.bounce.reset();
     if (p.state == Peer::State::open) mark_active(ctx.peer);
   }
