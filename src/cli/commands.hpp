@@ -19,10 +19,13 @@ struct DeliveredConfig {
 };
 [[nodiscard]] Result<DeliveredConfig> read_delivered_config(const std::string& name);
 // The cluster configuration `name`: read from the file, or, with from_stdin, as a launcher
-// delivers it (then `token` is the control token it came with). Errors end `command`.
-[[nodiscard]] runtime::ClusterConfig load_command_config(const char* command,
-                                                         const std::string& name, bool from_stdin,
-                                                         std::optional<std::string>& token);
+// delivers it (then `token` is the control token it came with); run_number, the run's number
+// `daqflow run` gives (--run-number), replaces the configuration's. Errors end `command`.
+[[nodiscard]] runtime::ClusterConfig load_command_config(
+    const char* command, const std::string& name, bool from_stdin,
+    std::optional<std::string>& token, std::optional<std::uint32_t> run_number = std::nullopt);
+// Adds --run-number to an executive's command (exec, salvage).
+void add_run_number_option(CLI::App* cmd, std::optional<std::uint32_t>& run_number);
 
 // Prints "daqflow COMMAND: WHY" on standard error and ends the subcommand with exit code 1.
 [[noreturn]] void fail(std::string_view command, const std::string& why);
@@ -34,6 +37,7 @@ runtime::AppRegistry& registry();
 void add_check(CLI::App& app);       // daqflow check CONFIG
 void add_exec(CLI::App& app);        // daqflow exec CONFIG --context NAME
 void add_run(CLI::App& app);         // daqflow run CONFIG [--duration S] [--summary FILE]
+void add_runs(CLI::App& app);        // daqflow runs list|show N|comment N TEXT
 void add_ctl(CLI::App& app);         // daqflow ctl HOST:PORT COMMAND [--app ID]
 void add_status(CLI::App& app);      // daqflow status HOST:PORT
 void add_dump(CLI::App& app);        // daqflow dump FILE|DIR... [--events] [--json]

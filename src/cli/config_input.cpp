@@ -30,7 +30,8 @@ Result<DeliveredConfig> read_delivered_config(const std::string& name) {
 }
 
 runtime::ClusterConfig load_command_config(const char* command, const std::string& name,
-                                           bool from_stdin, std::optional<std::string>& token) {
+                                           bool from_stdin, std::optional<std::string>& token,
+                                           std::optional<std::uint32_t> run_number) {
   auto config = [&] {
     if (!from_stdin) return runtime::load_config(name, registry());
     auto d = read_delivered_config(name);
@@ -39,7 +40,17 @@ runtime::ClusterConfig load_command_config(const char* command, const std::strin
     return runtime::parse_config(d->yaml, name, registry());
   }();
   if (!config) fail(command, config.error().message());
+  if (run_number) {
+    config->run.number = *run_number;
+    config->run.number_given = true;
+  }
   return std::move(*config);
+}
+
+void add_run_number_option(CLI::App* cmd, std::optional<std::uint32_t>& run_number) {
+  cmd->add_option("--run-number", run_number,
+                  "the run's number, which daqflow run takes from the run registry (replaces "
+                  "the configuration's run.number)");
 }
 
 }  // namespace daqflow::cli

@@ -34,6 +34,7 @@ struct ExecArgs {
   double lease_s = 0;
   std::string log_file;
   bool restarted = false;
+  std::optional<std::uint32_t> run_number;
 };
 
 std::string join(const std::vector<std::string>& names, const char* sep) {
@@ -116,7 +117,7 @@ void exec_command(const ExecArgs& args) {
   }
   std::optional<std::string> token;
   runtime::ClusterConfig config =
-      load_command_config("exec", args.config, args.config_stdin, token);
+      load_command_config("exec", args.config, args.config_stdin, token, args.run_number);
   for (const std::string& name : args.contexts) {
     if (config.find_context(name) == nullptr) {
       std::vector<std::string> known;
@@ -172,6 +173,7 @@ void add_exec(CLI::App& app) {
                   "shut down when no POST /api/v1/lease came for this many seconds (0: never)")
       ->check(CLI::NonNegativeNumber);
   cmd->add_option("--log-file", args->log_file, "also append the log to this file");
+  add_run_number_option(cmd, args->run_number);
   cmd->add_flag("--restarted", args->restarted,
                 "started again by daqflow run's restart policy: outputs continue what the earlier "
                 "executive wrote in this run");

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "cli/commands.hpp"
+#include "cli/registered_run.hpp"
 #include "daqflow/control/cluster.hpp"
 #include "daqflow/control/launcher.hpp"
 #include "daqflow/control/plan.hpp"
@@ -51,6 +52,16 @@ struct RunView {
 RunView view_of(const char* command, const std::string& config_path, const std::string& log_dir) {
   auto config = runtime::load_config(config_path, registry());
   if (!config) fail(command, config.error().message());
+  if (!config->run.number_given) {
+    // The run's number (a Slurm job's name carries it): the registry's, for this configuration's
+    // newest run, running or not.
+    auto runs = open_run_registry(*config);
+    if (!runs) fail(command, runs.error().message());
+    auto number = last_run_of(**runs, config_path, "running");
+    if (number && !*number) number = last_run_of(**runs, config_path, "");
+    if (!number) fail(command, number.error().message());
+    if (*number) config->run.number = **number;
+  }
   auto token = runtime::access_token(*config);
   if (!token) fail(command, token.error().message());
   auto self = control::self_executable();

@@ -29,6 +29,7 @@ int main(int argc, char** argv) {
   daqflow::cli::add_check(app);
   daqflow::cli::add_exec(app);
   daqflow::cli::add_run(app);
+  daqflow::cli::add_runs(app);
   daqflow::cli::add_stop(app);
   daqflow::cli::add_logs(app);
   daqflow::cli::add_ctl(app);

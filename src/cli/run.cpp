@@ -16,6 +16,7 @@
 #include <string>
 
 #include "cli/commands.hpp"
+#include "cli/registered_run.hpp"
 #include "daqflow/control/process.hpp"
 #include "daqflow/runtime/config.hpp"
 
@@ -108,6 +109,7 @@ struct RunArgs {
   std::string log_dir;
   std::string record_dir;
   bool attach = false;
+  bool reuse_number = false;
 };
 
 void write_text(const std::string& path, const std::string& text) {
@@ -145,6 +147,14 @@ void run_command(const RunArgs& args) {
     options.record_dir = std::filesystem::absolute(args.record_dir).string();
   }
 
+  // The run's number, from the registry, before anything starts: a registry that cannot be
+  // reached stops the run here.
+  auto registered = register_run(*config, args.config, args.attach, args.reuse_number);
+  if (!registered) fail("run", registered.error().message());
+  std::printf("run %u (run registry %s)\n", registered->number,
+              registered->registry->location().c_str());
+  std::fflush(stdout);
+
   install_stop_handlers();
   ConsoleReporter console;
   RecordingReporter recording(console);
@@ -156,6 +166,7 @@ void run_command(const RunArgs& args) {
   console.end_status_line();
 
   write_summary(summary_path, summary);
+  close_registered_run(*registered, summary);
   if (!args.record_dir.empty()) {
     // Beside the contexts' samples: what the run did when, and how it ended.
     const nlohmann::json run{
@@ -198,6 +209,9 @@ void add_run(CLI::App& app) {
   cmd->add_flag("--attach", args->attach,
                 "take over a run whose executives still run (its controller died): monitor it, "
                 "and halt it at the end");
+  cmd->add_flag("--reuse-run-number", args->reuse_number,
+                "run under the configuration's run.number even when the run registry has a run "
+                "of that number already");
   cmd->add_option("--record", args->record_dir,
                   "record every monitoring sample of every context, and the run's notes, in DIR "
                   "(daqflow report DIR turns it into a report)");

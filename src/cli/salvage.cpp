@@ -21,12 +21,13 @@ struct SalvageArgs {
   std::string app;
   bool config_stdin = false;
   bool json = false;
+  std::optional<std::uint32_t> run_number;
 };
 
 void salvage_command(const SalvageArgs& args) {
   std::optional<std::string> delivered_token;
-  const runtime::ClusterConfig cluster =
-      load_command_config("salvage", args.config, args.config_stdin, delivered_token);
+  const runtime::ClusterConfig cluster = load_command_config(
+      "salvage", args.config, args.config_stdin, delivered_token, args.run_number);
   const runtime::ApplicationConfig* app = cluster.find_application(args.app);
   if (app == nullptr) fail("salvage", "no application '" + args.app + "' in " + args.config);
   const runtime::AppType* type = registry().find(app->type);
@@ -70,6 +71,7 @@ void add_salvage(CLI::App& app) {
       "salvage", "Settle what a dead application left (a BU: its files against the EVM)");
   cmd->add_option("config", args->config, "the cluster configuration")->required();
   cmd->add_option("app", args->app, "the application whose process died")->required();
+  add_run_number_option(cmd, args->run_number);
   cmd->add_flag("--config-stdin", args->config_stdin,
                 "read the configuration (and the control token) from standard input, as daqflow "
                 "exec does (what daqflow run's launchers send)");

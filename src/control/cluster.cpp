@@ -217,9 +217,12 @@ Result<Cluster> Cluster::make(const runtime::ClusterConfig& config,
     }
     const auto log_path =
         (std::filesystem::path(options.log_dir) / (group.front() + ".log")).string();
-    const std::vector<std::string> extra =
-        options.record_dir.empty() ? std::vector<std::string>{}
-                                   : std::vector<std::string>{"--record", options.record_dir};
+    // Every executive runs under the run's number, whichever gave it (the configuration, the
+    // run registry).
+    std::vector<std::string> extra{"--run-number", std::to_string(config.run.number)};
+    if (!options.record_dir.empty()) {
+      extra.insert(extra.end(), {"--record", options.record_dir});
+    }
     const auto mpi = config.mpi_contexts();
     const bool mpi_group = std::find(mpi.begin(), mpi.end(), group.front()) != mpi.end();
     if (mpi_group) {

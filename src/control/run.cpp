@@ -469,6 +469,7 @@ Result<void> Run::bring_up() {
 
 RunSummary Run::execute() {
   summary_.config = options_.config_path;
+  summary_.run_number = config_.run.number;
   summary_.started_at = iso8601_utc(std::chrono::system_clock::now());
 
   if (auto ready = bring_up(); !ready) {

@@ -143,8 +143,9 @@ std::string Run::remote_host(const View& v) const {
 Result<runtime::Settled> Run::after_loss_of(const View& v, const runtime::AppType& type,
                                             const LostCall& call) {
   if (remote_host(v).empty()) return type.after_loss(runtime::LostApp{config_, *v.config, call});
-  auto out = cluster_->run_daqflow(v.config->context,
-                                   {"salvage", options_.config_path, v.config->id, "--json"});
+  auto out = cluster_->run_daqflow(
+      v.config->context, {"salvage", options_.config_path, v.config->id, "--json", "--run-number",
+                          std::to_string(config_.run.number)});
   if (!out) return out.error();
   return settled_from(*out);
 }

@@ -11,6 +11,7 @@ namespace daqflow::control {
 nlohmann::json RunSummary::to_json() const {
   nlohmann::json out;
   out["config"] = config;
+  out["run_number"] = run_number;
   out["started_at"] = started_at;
   out["duration_s"] = duration_s;
   out["start_s"] = start_s;

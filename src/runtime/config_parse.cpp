@@ -126,9 +126,14 @@ void Reader::run_settings(const Field& section) {
   RunSettings& run = parsed_.config.run;
   for (const Field& f : fields_of(section.value, "run", d_)) {
     if (f.key == "number") {
-      if (auto v = integer(f, "run", 0, 0xFFFFFFFFLL)) run.number = static_cast<std::uint32_t>(*v);
+      if (auto v = integer(f, "run", 0, 0xFFFFFFFFLL)) {
+        run.number = static_cast<std::uint32_t>(*v);
+        run.number_given = true;
+      }
     } else if (f.key == "output") {
       if (auto v = text(f, "run")) run.output = *v;
+    } else if (f.key == "registry") {
+      if (auto v = text(f, "run")) run.registry = beside_config(*v);
     } else {
       unknown_key(f, "run", kRunKeys);
     }

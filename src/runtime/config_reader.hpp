@@ -35,7 +35,7 @@ inline const std::vector<std::string> kFaultKeys{
     "corrupt", "reset", "after_messages", "after_ms", "for_ms"};
 inline const std::vector<std::string> kFaultKinds{"delay_ms", "cut_ms", "stall_ms", "corrupt",
                                                   "reset"};
-inline const std::vector<std::string> kRunKeys{"number", "output"};
+inline const std::vector<std::string> kRunKeys{"number", "output", "registry"};
 inline const std::vector<std::string> kTransportKeys{
     "default",     "pipeline_depth", "max_message_size", "recv_buffers",  "socket_buffer_kb",
     "payload_crc", "ucx_tls",        "ofi_provider",     "mpi_completion"};

@@ -1,8 +1,9 @@
 """Helpers for the integration tests: real daqflow processes from real configuration files.
 
 Every test gets a temporary directory (its configs, logs, summaries, and the working directory of
-the processes it starts), ports from a block of 25000-29999 reserved for this test process, and
-cleanup of every process it started, in tearDown and again at exit.
+the processes it starts), a run registry of its own in it (DAQFLOW_RUNS_DB, which every daqflow it
+starts inherits), ports from a block of 25000-29999 reserved for this test process, and cleanup
+of every process it started, in tearDown and again at exit.
 
 Environment (set by ctest): DAQFLOW = the daqflow binary, DAQFLOW_ROOT = the repository root.
 """
@@ -30,6 +31,12 @@ EXAMPLES = os.path.join(ROOT, "examples")
 PORT_FIRST = 26000
 PORT_LAST = 29999
 PORT_BLOCK = 500
+
+# A run registry for what runs outside a test's own (a class's set-up), removed at exit: no test
+# reads or writes the registry of the user running the tests.
+_REGISTRY_DIR = tempfile.mkdtemp(prefix="daqflow-registry-")
+os.environ["DAQFLOW_RUNS_DB"] = os.path.join(_REGISTRY_DIR, "runs.sqlite")
+atexit.register(shutil.rmtree, _REGISTRY_DIR, True)
 
 
 def daqflow_binary():
@@ -250,6 +257,8 @@ class DaqflowTestCase(unittest.TestCase):
     def setUp(self):
         self.binary = daqflow_binary()
         self.dir = tempfile.mkdtemp(prefix=f"daqflow-{self.id().split('.')[-1]}-")
+        self.registry = os.path.join(self.dir, "runs.sqlite")
+        os.environ["DAQFLOW_RUNS_DB"] = self.registry
         self.procs = []
         self.addCleanup(self._cleanup)
 

@@ -31,7 +31,7 @@ def clock_config(transport, multicast=False):
                         f"port: {port}}}")
         c2_extra = ", multicast_drop: 0.1"
     return rewrite_ports(
-        f"run: {{number: 1, output: ./run-data}}\n"
+        f"run: {{output: ./run-data}}\n"
         f"transports: {{default: {transport}}}\n"
         f"contexts:\n"
         f"  - {{name: master, host: 127.0.0.1, control_port: 1, data_port: 2, applications: "

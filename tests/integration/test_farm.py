@@ -17,7 +17,7 @@ WORKERS = {"wa": ["w0", "w1"], "wb": ["w2", "w3"], "wc": ["w4", "w5"]}
 def farm_config(transport="tcp", policy="tokens", sfc="", worker="", output="{kind: file}"):
     """SFC in its own process, workers two per process; extra flow-style keys for each."""
     all_workers = [w for ws in WORKERS.values() for w in ws]
-    text = (f"run: {{number: 3, output: ./run-data}}\n"
+    text = (f"run: {{output: ./run-data}}\n"
             f"transports: {{default: {transport}, pipeline_depth: 8, "
             f"max_message_size: 1048576}}\n"
             f"contexts:\n"

@@ -26,7 +26,7 @@ def free_fed_ports(count):
 
 
 CONFIG = """\
-run: {{number: 3, output: {output}}}
+run: {{output: {output}}}
 transports: {{default: tcp, max_message_size: 4194304}}
 contexts:
   - name: evm

@@ -19,7 +19,7 @@ def mcast_config():
     group = f"239.255.{(port >> 8) & 255}.{port & 255}"
     common = f"group: {group}, port: {port}"
     text = (
-        "run: {number: 1, output: ./run-data}\n"
+        "run: {output: ./run-data}\n"
         "transports: {default: tcp, max_message_size: 65536}\n"
         "contexts:\n"
         f"  - {{name: master, host: 127.0.0.1, control_port: 1, data_port: 2, applications: "

@@ -122,7 +122,7 @@ class Sdk(DaqflowTestCase):
     # -- the event builder ------------------------------------------------------------------
 
     EVB = """\
-run: {{number: 5, output: {data}}}
+run: {{output: {data}}}
 transports: {{default: tcp, max_message_size: 4194304}}
 contexts:
   - name: evm
@@ -233,7 +233,7 @@ contexts:
     # -- the time-slice builder -------------------------------------------------------------
 
     TIMESLICE = """\
-run: {{number: 6, output: {data}}}
+run: {{output: {data}}}
 transports: {{default: tcp}}
 contexts:
   - name: inputs

@@ -3,15 +3,15 @@ every byte and leaves no segment behind; a context killed with SIGKILL leaves it
 `daqflow shm list` shows with a dead owner and `daqflow shm clean` removes."""
 
 import os
-import re
 import signal
 
 from daqflow_testlib import (DaqflowTestCase, control_ports, http, read_example, rewrite_ports,
                              set_default_transport, set_param, wait_until)
 
 
-def run_tag(text):
-    number = re.search(r"\bnumber\s*:\s*(\d+)", text).group(1)
+def run_tag(text, number=1):
+    """The segments' tag of a run of this configuration: its number (a test's first run takes
+    number 1 from the test's own registry) and its first control port."""
     return f"{number}.{control_ports(text)[0]}"
 
 

@@ -30,9 +30,9 @@ class Strangers(DaqflowTestCase):
         data = PORTS.take(8, avoid=taken | {control})
         head = re.sub(r"control_port: \d+", f"control_port: {control}", head)
         head = re.sub(r"data_port: \d+", f"data_port: {data}", head)
-        head = re.sub(r"run: \{number: \d+", f"run: {{number: {run_number}", head)
         config = self.write_config(f"{name}.yaml", head + sep + tail)
-        proc = self.start(["exec", config, "--context", "source"], f"{name}.log")
+        proc = self.start(["exec", config, "--context", "source", "--run-number", str(run_number)],
+                          f"{name}.log")
         self.wait_http(control, proc)
         status, body = http(control, "POST", "/api/v1/fsm/Configure", body={"run_key": key})
         self.assertEqual(status, 202, body)

@@ -23,7 +23,7 @@ def ts_config(transport="tcp", inputs="", builders="", output="{kind: file}", ma
     """Inputs two per process, builders one per process; extra flow-style keys for each. With
     manager (its extra keys, or ""), a ts_manager in a process of its own assigns."""
     all_inputs = [i for ids in INPUTS.values() for i in ids]
-    text = (f"run: {{number: 5, output: ./run-data}}\n"
+    text = (f"run: {{output: ./run-data}}\n"
             f"transports: {{default: {transport}, pipeline_depth: 8, "
             f"max_message_size: 1048576}}\n"
             f"contexts:\n")

@@ -1,7 +1,8 @@
 #pragma once
 // The summary of a run, written as JSON by `daqflow run --summary FILE`:
 //
-//   {"config", "started_at", "duration_s", "status": "ok"|"failed", "failure": null|"...",
+//   {"config", "run_number", "started_at", "duration_s", "status": "ok"|"failed", "failure":
+//   null|"...",
 //    "lost": ["context bu2 (pid 123) died: ..."],
 //    "contexts": [{"name", "pid", "exit_code"}],
 //    "applications": {id: {"type", "context", "state", "reason", "metrics", "results"}},
@@ -40,6 +41,7 @@ struct AppOutcome {
 
 struct RunSummary {
   std::string config;
+  std::uint32_t run_number = 0;
   std::string started_at;   // ISO 8601, UTC
   double duration_s = 0.0;  // from all applications Enabled to the start of Halt
   // How long the run took to get there: the executives started (every control port answering,

@@ -28,8 +28,14 @@ struct SourceLocation {
 };
 
 struct RunSettings {
+  // The run's number: the configuration's own (number_given), else the one the run registry
+  // gives `daqflow run`, which hands it to every executive (daqflow exec --run-number).
   std::uint32_t number = 1;
+  bool number_given = false;
   std::string output = "./run-data";
+  // The run registry (an SQLite file; relative: to the configuration's folder); empty: the
+  // default place (control::default_registry_location).
+  std::string registry;
 };
 
 // The `monitoring` section: how each executive samples its applications' metrics into the

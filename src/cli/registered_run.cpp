@@ -1,0 +1,148 @@
+// A run's entry in the run registry, as `daqflow run` makes and closes it.
+#include "cli/registered_run.hpp"
+
+#include <pwd.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "daqflow/runtime/app_library.hpp"
+
+namespace daqflow::cli {
+
+namespace {
+
+std::string read_file(const std::string& path) {
+  std::ifstream in(path);
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+std::string host_name() {
+  char name[256] = {};
+  if (::gethostname(name, sizeof name - 1) != 0) return "?";
+  return name;
+}
+
+// The number of the run `daqflow run --attach` takes over.
+Result<std::uint32_t> attached_number(control::RunRegistry& registry,
+                                      std::optional<std::uint32_t> given, const std::string& path) {
+  if (given) return *given;
+  auto number = last_run_of(registry, path, "running");
+  if (!number) return number.error();
+  if (!*number) {
+    return Error(ErrorCode::not_found, "no run of " + path + " is running in the run registry " +
+                                           registry.location() +
+                                           ": give the run's number as run.number");
+  }
+  return **number;
+}
+
+}  // namespace
+
+Result<std::optional<std::uint32_t>> last_run_of(control::RunRegistry& registry,
+                                                 const std::string& config_path,
+                                                 const std::string& state) {
+  const std::string path = std::filesystem::absolute(config_path).lexically_normal().string();
+  control::RunFilter filter;
+  filter.state = state;
+  filter.limit = 1000;
+  auto runs = registry.list(filter);
+  if (!runs) return runs.error();
+  const auto it = std::find_if(runs->begin(), runs->end(),
+                               [&](const control::RunRecord& r) { return r.config_path == path; });
+  if (it == runs->end()) return std::optional<std::uint32_t>{};
+  return std::optional<std::uint32_t>{it->number};
+}
+
+std::int64_t unix_now_ms() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+std::string user_name() {
+  if (const char* user = std::getenv("USER"); user != nullptr && *user != '\0') return user;
+  if (const passwd* pw = ::getpwuid(::getuid()); pw != nullptr) return pw->pw_name;
+  return std::to_string(::getuid());
+}
+
+Result<std::unique_ptr<control::RunRegistry>> open_run_registry(
+    const runtime::ClusterConfig& config) {
+  const std::string location =
+      config.run.registry.empty() ? control::default_registry_location() : config.run.registry;
+  auto registry = control::RunRegistry::open(location);
+  if (!registry) return registry.error().context("run registry");
+  return registry;
+}
+
+Result<RegisteredRun> register_run(runtime::ClusterConfig& config, const std::string& config_path,
+                                   bool attach, bool reuse) {
+  auto registry = open_run_registry(config);
+  if (!registry) return registry.error();
+  RegisteredRun run{std::move(*registry), 0};
+  const std::string path = std::filesystem::absolute(config_path).lexically_normal().string();
+  const auto start_of = [&](std::optional<std::uint32_t> number) {
+    control::RunStart start;
+    start.number = number;
+    start.reuse = reuse;
+    start.config_name = std::filesystem::path(config_path).stem().string();
+    start.config_path = path;
+    start.config_text = read_file(config_path);
+    start.version = runtime::build_id();
+    start.host = host_name();
+    start.user = user_name();
+    start.started_ms = unix_now_ms();
+    return start;
+  };
+  const std::optional<std::uint32_t> given =
+      config.run.number_given ? std::optional<std::uint32_t>(config.run.number) : std::nullopt;
+  if (attach) {
+    // The run taken over: the configuration's number, else this configuration's last run that
+    // the registry has as running.
+    if (auto number = attached_number(*run.registry, given, path); number) {
+      run.number = *number;
+    } else {
+      return number.error();
+    }
+    if (auto known = run.registry->show(run.number); !known) {
+      // Started by hand, not by a daqflow run: recorded now.
+      auto start = start_of(run.number);
+      start.reuse = true;
+      if (auto r = run.registry->begin_run(start); !r) return r.error();
+    } else if (auto r = run.registry->set_state(run.number, "running"); !r) {
+      return r.error();
+    }
+    if (auto r = run.registry->comment(
+            run.number,
+            {unix_now_ms(), user_name(), "taken over by a controller on " + host_name()});
+        !r) {
+      return r.error();
+    }
+  } else {
+    auto number = run.registry->begin_run(start_of(given));
+    if (!number) return number.error();
+    run.number = *number;
+  }
+  config.run.number = run.number;
+  config.run.number_given = true;
+  return run;
+}
+
+void close_registered_run(RegisteredRun& run, const control::RunSummary& summary) {
+  const auto recorded = run.registry->end_run(run.number, summary.ok() ? "ended" : "failed",
+                                              unix_now_ms(), summary.to_json());
+  if (!recorded) {
+    std::fprintf(stderr, "daqflow run: recording the end of run %u: %s\n", run.number,
+                 recorded.error().message().c_str());
+  }
+}
+
+}  // namespace daqflow::cli

@@ -1,0 +1,42 @@
+#pragma once
+// A run's entry in the run registry, as `daqflow run` makes and closes it, and what `daqflow
+// runs` shares with it.
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "daqflow/control/run_registry.hpp"
+#include "daqflow/control/summary.hpp"
+#include "daqflow/runtime/config.hpp"
+
+namespace daqflow::cli {
+
+struct RegisteredRun {
+  std::unique_ptr<control::RunRegistry> registry;
+  std::uint32_t number = 0;
+};
+
+// The registry the configuration names (run.registry), else the default one.
+[[nodiscard]] Result<std::unique_ptr<control::RunRegistry>> open_run_registry(
+    const runtime::ClusterConfig& config);
+
+// Records the run's start and sets config.run.number to its number: the configuration's, else the
+// registry's next. A number run before is refused unless `reuse`. With `attach` (a run taken
+// over), no new run: the configuration's number, else its configuration's last running run.
+[[nodiscard]] Result<RegisteredRun> register_run(runtime::ClusterConfig& config,
+                                                 const std::string& config_path, bool attach,
+                                                 bool reuse);
+
+// Records the end: "ended" or "failed", with the summary. A registry that fails here is reported
+// on standard error; the run's files and summary are written already.
+void close_registered_run(RegisteredRun& run, const control::RunSummary& summary);
+
+// The number of the newest run of the configuration at config_path (in `state`; "": any), if any.
+[[nodiscard]] Result<std::optional<std::uint32_t>> last_run_of(control::RunRegistry& registry,
+                                                               const std::string& config_path,
+                                                               const std::string& state);
+
+[[nodiscard]] std::int64_t unix_now_ms();
+[[nodiscard]] std::string user_name();
+
+}  // namespace daqflow::cli

@@ -1,0 +1,132 @@
+"""The run registry: `daqflow run` takes each run's number there and records the run; `daqflow
+runs` reads it back (docs/operations.md)."""
+
+import json
+import os
+import subprocess
+import unittest
+
+from daqflow_testlib import DaqflowTestCase, read_example, rewrite_ports
+
+
+def evb_config(number=None, files=True):
+    """The one-process event builder, writing files (or not), with the given run.number or
+    none."""
+    text = rewrite_ports(read_example("local-inproc.yaml"))
+    if files:
+        text = text.replace("output: {kind: discard}", "output: {kind: file}")
+    if number is not None:
+        text = text.replace("run: {output:", f"run: {{number: {number}, output:", 1)
+    return text
+
+
+class RunRegistry(DaqflowTestCase):
+    def files_of(self, number):
+        names = []
+        for _, _, files in os.walk(self.path("run-data")):
+            names += [n for n in files if n.startswith(f"run{number:06d}_")]
+        return names
+
+    def runs(self, *args):
+        code, out = self.daqflow(["runs"] + list(args))
+        self.assertEqual(code, 0, out)
+        return out
+
+    def test_each_run_gets_the_next_number_and_the_registry_keeps_it(self):
+        text = evb_config()
+        config = self.write_config("evb.yaml", text)
+        numbers = []
+        for i in range(2):
+            code, out, summary = self.run_config(config, "--duration", "1", logs=f"logs{i}")
+            self.assertEqual(code, 0, out)
+            numbers.append(summary["run_number"])
+            self.assertIn(f"run {summary['run_number']} (run registry {self.registry})", out)
+        self.assertEqual(numbers, [1, 2])
+        for n in numbers:
+            self.assertTrue(self.files_of(n), f"no file of run {n} in run-data")
+
+        listed = json.loads(self.runs("list", "--json"))
+        self.assertEqual([r["number"] for r in listed], [2, 1], listed)
+        for r in listed:
+            self.assertEqual(r["state"], "ended", r)
+            self.assertEqual(r["config_name"], "evb", r)
+            self.assertEqual(r["config_path"], config, r)
+            self.assertIsNotNone(r["stopped_ms"], r)
+
+        self.runs("comment", "1", "a quiet fill")
+        shown = json.loads(self.runs("show", "1", "--json"))
+        self.assertEqual(shown["config_text"], text)
+        self.assertEqual(shown["summary"]["run_number"], 1)
+        self.assertEqual(shown["summary"]["status"], "ok")
+        self.assertIn("daqflow 0.1.0", shown["version"])
+        self.assertEqual([c["text"] for c in shown["comments"]], ["a quiet fill"])
+        human = self.runs("show", "1")
+        self.assertIn("run 1: ended", human)
+        self.assertIn("a quiet fill", human)
+
+        # The configuration back, without its number: daqflow run takes it, under the next one.
+        again = self.write_config("again.yaml", self.runs("show", "2", "--config"))
+        code, out, summary = self.run_config(again, "--duration", "1", logs="logs-again")
+        self.assertEqual(code, 0, out)
+        self.assertEqual(summary["run_number"], 3)
+        self.assertTrue(self.files_of(3))
+
+    def test_a_number_run_before_is_refused_unless_reused_on_purpose(self):
+        # (No files: the second run of a number would find the first's, which a file output
+        # refuses to write beside.)
+        config = self.write_config("evb7.yaml", evb_config(number=7, files=False))
+        code, out, summary = self.run_config(config, "--duration", "1", logs="logs0")
+        self.assertEqual(code, 0, out)
+        self.assertEqual(summary["run_number"], 7)
+        code, out, summary = self.run_config(config, "--duration", "1", logs="logs1")
+        self.assertNotEqual(code, 0, out)
+        self.assertIn("run 7 was run before", out)
+        self.assertIsNone(summary, "a refused run starts nothing")
+        self.assertFalse(os.path.exists(self.path("logs1")), "a refused run starts nothing")
+        code, out, summary = self.run_config(config, "--duration", "1", "--reuse-run-number",
+                                             logs="logs2")
+        self.assertEqual(code, 0, out)
+        self.assertEqual(summary["run_number"], 7)
+        # Its configuration back comes without the number: the next run is the registry's 8.
+        text = self.runs("show", "7", "--config")
+        self.assertNotIn("number", text)
+        again = self.write_config("again.yaml", text)
+        code, out, summary = self.run_config(again, "--duration", "1", logs="logs3")
+        self.assertEqual(code, 0, out)
+        self.assertEqual(summary["run_number"], 8)
+
+    def test_a_registry_out_of_reach_stops_the_run_before_anything_starts(self):
+        config = self.write_config("evb.yaml", evb_config())
+        blocker = self.path("not-a-folder")
+        with open(blocker, "w") as f:
+            f.write("x")
+        os.environ["DAQFLOW_RUNS_DB"] = os.path.join(blocker, "runs.sqlite")
+        code, out, summary = self.run_config(config, "--duration", "1")
+        self.assertNotEqual(code, 0, out)
+        self.assertIn("run registry", out)
+        self.assertIn(blocker, out)
+        self.assertIsNone(summary)
+        self.assertFalse(os.path.exists(self.path("logs")), "a run without a number starts nothing")
+        self.assertFalse(os.path.exists(self.path("run-data")))
+
+    def test_two_controllers_at_the_same_moment_get_distinct_numbers(self):
+        procs = []
+        for name in ("a", "b"):
+            config = self.write_config(f"{name}.yaml", evb_config())
+            procs.append((self.start(["run", config, "--duration", "1", "--summary",
+                                      self.path(f"{name}.json"), "--log-dir",
+                                      self.path(f"logs-{name}")], f"run-{name}.log"), name))
+        numbers = set()
+        for proc, name in procs:
+            try:
+                code = proc.wait(timeout=120)
+            except subprocess.TimeoutExpired:
+                self.fail(f"run {name} did not end within 120 s")
+            self.assertEqual(code, 0, self.output_of(f"run-{name}.log"))
+            with open(self.path(f"{name}.json")) as f:
+                numbers.add(json.load(f)["run_number"])
+        self.assertEqual(numbers, {1, 2})
+
+
+if __name__ == "__main__":
+    unittest.main()
