@@ -137,8 +137,11 @@ Result<RegisteredRun> register_run(runtime::ClusterConfig& config, const std::st
 }
 
 void close_registered_run(RegisteredRun& run, const control::RunSummary& summary) {
-  const auto recorded = run.registry->end_run(run.number, summary.ok() ? "ended" : "failed",
-                                              unix_now_ms(), summary.to_json());
+  auto recorded = run.registry->add_transitions(run.number, summary.transitions);
+  if (recorded) {
+    recorded = run.registry->end_run(run.number, summary.ok() ? "ended" : "failed", unix_now_ms(),
+                                     summary.to_json());
+  }
   if (!recorded) {
     std::fprintf(stderr, "daqflow run: recording the end of run %u: %s\n", run.number,
                  recorded.error().message().c_str());

@@ -27,7 +27,8 @@ struct RegisteredRun {
                                                  const std::string& config_path, bool attach,
                                                  bool reuse);
 
-// Records the end: "ended" or "failed", with the summary. A registry that fails here is reported
+// Records the end: each application's part in each transition, "ended" or "failed", and the
+// summary. A registry that fails here is reported
 // on standard error; the run's files and summary are written already.
 void close_registered_run(RegisteredRun& run, const control::RunSummary& summary);
 

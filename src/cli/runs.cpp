@@ -75,15 +75,7 @@ nlohmann::json record_json(const control::RunRecord& r, bool whole) {
   if (!whole) return j;
   j["config_text"] = r.config_text;
   j["summary"] = r.summary;
-  j["transitions"] = nlohmann::json::array();
-  for (const auto& t : r.transitions) {
-    j["transitions"].push_back({{"at_ms", t.at_ms},
-                                {"transition", t.transition},
-                                {"application", t.application},
-                                {"outcome", t.outcome},
-                                {"duration_ms", t.duration_ms},
-                                {"reason", t.reason}});
-  }
+  j["transitions"] = r.transitions;
   j["files"] = nlohmann::json::array();
   for (const auto& f : r.files) {
     j["files"].push_back({{"path", f.path}, {"bytes", f.bytes}, {"checksum", f.checksum}});

@@ -92,10 +92,63 @@ Result<void> Run::poll_states() {
 
 Result<void> Run::wait_for(const std::vector<PlannedApp>& apps, runtime::State target,
                            std::chrono::milliseconds timeout, bool any_failed_fails) {
-  const auto deadline = Clock::now() + timeout;
+  TransitionWait wait{apps, target, Clock::now(),
+                      std::chrono::duration_cast<std::chrono::milliseconds>(
+                          std::chrono::system_clock::now().time_since_epoch())
+                          .count(),
+                      std::vector<std::optional<double>>(apps.size())};
+  auto r = wait_until_reached(wait, timeout, any_failed_fails);
+  report(wait, timeout, r);
+  return r;
+}
+
+// Each application's part in a transition: ok when it reached the state, else why not. One line
+// each on the console, and in the summary.
+void Run::report(const TransitionWait& wait, std::chrono::milliseconds timeout,
+                 const Result<void>& result) {
+  const std::string name = wait.target == runtime::State::Ready     ? "configure"
+                           : wait.target == runtime::State::Enabled ? "enable"
+                           : wait.target == runtime::State::Halted  ? "halt"
+                                                                    : "transition";
+  const double waited = wait.ms_since_start();
+  for (std::size_t i = 0; i < wait.apps.size(); ++i) {
+    const PlannedApp& app = wait.apps[i];
+    const View& v = view(app.id);
+    TransitionRecord t{wait.started_ms, name, app.id, "ok", wait.reached[i].value_or(waited), ""};
+    if (!wait.reached[i]) {
+      if (v.state == runtime::State::Failed) {
+        t.outcome = "failed";
+        t.reason = v.reason;
+      } else if (!reachable(app.context)) {
+        t.outcome = "lost";
+        t.reason = "context " + app.context + " died or went silent";
+      } else if (!result && result.error().code() == ErrorCode::timed_out) {
+        t.outcome = "no answer";
+        t.reason = "still " + state_name(v.state) + " after " + seconds(timeout);
+      } else {
+        t.outcome = "not reached";
+        t.reason = result ? std::string() : result.error().message();
+      }
+    }
+    reporter_.note(fmt::format("{} {}: {} ({:.1f} ms){}", name, app.id, t.outcome, t.duration_ms,
+                               t.reason.empty() ? "" : ": " + t.reason));
+    summary_.transitions.push_back(std::move(t));
+  }
+}
+
+Result<void> Run::wait_until_reached(TransitionWait& wait, std::chrono::milliseconds timeout,
+                                     bool any_failed_fails) {
+  const auto& apps = wait.apps;
+  const runtime::State target = wait.target;
+  const auto deadline = wait.started + timeout;
   for (;;) {
     if (auto r = check_deaths(); !r) return r;
     if (auto r = poll_states(); !r) return r;
+    for (std::size_t i = 0; i < apps.size(); ++i) {
+      if (!wait.reached[i] && view(apps[i].id).state == target) {
+        wait.reached[i] = wait.ms_since_start();
+      }
+    }
     const auto failed = [](const View& v) { return v.state == runtime::State::Failed; };
     if (any_failed_fails) {
       for (const auto& v : views_) {

@@ -144,8 +144,24 @@ class Run final : private RestartHost {
   bool give_up(const View& failed);
   [[nodiscard]] bool survivable(const std::vector<std::string>& contexts) const;
   Result<void> poll_states();
+  // Waits until every application of `apps` is in `target` (one that died or went silent and
+  // may, excepted), and reports each one's part in the transition (report()).
   Result<void> wait_for(const std::vector<PlannedApp>& apps, runtime::State target,
                         std::chrono::milliseconds timeout, bool any_failed_fails);
+  struct TransitionWait {
+    const std::vector<PlannedApp>& apps;
+    runtime::State target;
+    Clock::time_point started;
+    std::int64_t started_ms;                     // Unix time
+    std::vector<std::optional<double>> reached;  // ms from the start, per application
+    [[nodiscard]] double ms_since_start() const {
+      return std::chrono::duration<double, std::milli>(Clock::now() - started).count();
+    }
+  };
+  Result<void> wait_until_reached(TransitionWait& wait, std::chrono::milliseconds timeout,
+                                  bool any_failed_fails);
+  void report(const TransitionWait& wait, std::chrono::milliseconds timeout,
+              const Result<void>& result);
   Result<void> post_app(const View& v, const std::string& command);
   Result<void> start();
   Result<void> bring_up();

@@ -35,7 +35,13 @@ nlohmann::json RunSummary::to_json() const {
                                  {"metrics", a.metrics}, {"results", a.results}};
   }
   out["results"] = results;
+  out["transitions"] = transitions;
   return out;
+}
+
+void to_json(nlohmann::json& out, const TransitionRecord& t) {
+  out = {{"at_ms", t.at_ms},     {"transition", t.transition},   {"application", t.application},
+         {"outcome", t.outcome}, {"duration_ms", t.duration_ms}, {"reason", t.reason}};
 }
 
 Result<nlohmann::json> fold_results(const runtime::AppRegistry& registry,

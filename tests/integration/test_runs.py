@@ -55,6 +55,15 @@ class RunRegistry(DaqflowTestCase):
 
         self.runs("comment", "1", "a quiet fill")
         shown = json.loads(self.runs("show", "1", "--json"))
+        # Each application's part in each transition, as the summary has it too.
+        apps = ["evm0", "ru1", "ru2", "ru3", "bu1", "bu2"]
+        for name in ("configure", "enable", "halt"):
+            parts = [t for t in shown["transitions"] if t["transition"] == name]
+            self.assertEqual(sorted(t["application"] for t in parts), sorted(apps), parts)
+            for t in parts:
+                self.assertEqual(t["outcome"], "ok", t)
+                self.assertGreaterEqual(t["duration_ms"], 0, t)
+        self.assertEqual(shown["transitions"], shown["summary"]["transitions"])
         self.assertEqual(shown["config_text"], text)
         self.assertEqual(shown["summary"]["run_number"], 1)
         self.assertEqual(shown["summary"]["status"], "ok")

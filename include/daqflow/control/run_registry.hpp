@@ -20,6 +20,7 @@
 #include <string_view>
 #include <vector>
 
+#include "daqflow/control/transition_record.hpp"
 #include "daqflow/core/result.hpp"
 
 namespace daqflow::control {
@@ -36,16 +37,6 @@ struct RunStart {
   std::string host;             // where the controller ran
   std::string user;             // who ran it
   std::int64_t started_ms = 0;  // Unix time
-};
-
-// One application's part of a transition.
-struct TransitionRecord {
-  std::int64_t at_ms = 0;   // Unix time the transition was asked for
-  std::string transition;   // configure, enable, ... (lower case)
-  std::string application;  // its id
-  std::string outcome;      // ok, failed, timed_out
-  double duration_ms = 0;
-  std::string reason;  // why it failed; empty when ok
 };
 
 // An output file of the run.

@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "daqflow/control/transition_record.hpp"
 #include "daqflow/core/result.hpp"
 #include "daqflow/runtime/application.hpp"
 #include "daqflow/runtime/config.hpp"
@@ -56,11 +57,16 @@ struct RunSummary {
   std::vector<std::string> restarted;
   std::vector<ContextOutcome> contexts;
   std::vector<AppOutcome> applications;  // configuration order
+  // Each application's part in each transition, in the order they were waited for.
+  std::vector<TransitionRecord> transitions;
   nlohmann::json results = nlohmann::json::object();
 
   [[nodiscard]] bool ok() const { return !failure.has_value(); }
   [[nodiscard]] nlohmann::json to_json() const;
 };
+
+// {"at_ms", "transition", "application", "outcome", "duration_ms", "reason"}.
+void to_json(nlohmann::json& out, const TransitionRecord& t);
 
 // Folds the applications' results with their types' fold_results (types without one are
 // skipped), in the order of `apps`; an application whose results are not an object is skipped.
