@@ -2,6 +2,7 @@
 #include <fmt/format.h>
 #include <yaml-cpp/yaml.h>
 
+#include <chrono>
 #include <cstdio>
 #include <ctime>
 #include <memory>
@@ -35,13 +36,9 @@ std::unique_ptr<control::RunRegistry> open_registry(const RunsArgs& args) {
   return std::move(*registry);
 }
 
+// The summary's own UTC format: 2026-11-30T05:50:01Z.
 std::string utc(std::int64_t ms) {
-  const std::time_t t = static_cast<std::time_t>(ms / 1000);
-  std::tm tm{};
-  ::gmtime_r(&t, &tm);
-  char text[32];
-  std::strftime(text, sizeof text, "%Y-%m-%d %H:%M:%S", &tm);
-  return text;
+  return control::iso8601_utc(std::chrono::system_clock::time_point(std::chrono::milliseconds(ms)));
 }
 
 // "2026-11-30" or "2026-11-30T05:50[:01][Z]", UTC, as Unix milliseconds.
@@ -108,10 +105,10 @@ void list_command(const RunsArgs& args) {
     std::printf("%s\n", out.dump(2).c_str());
     return;
   }
-  std::printf("%8s  %-15s  %-20s  %-19s  %10s  %s\n", "run", "state", "configuration",
+  std::printf("%8s  %-15s  %-20s  %-20s  %10s  %s\n", "run", "state", "configuration",
               "started (UTC)", "duration", "by");
   for (const auto& r : *runs) {
-    std::printf("%8u  %-15s  %-20s  %-19s  %10s  %s@%s\n", r.number, r.state.c_str(),
+    std::printf("%8u  %-15s  %-20s  %-20s  %10s  %s@%s\n", r.number, r.state.c_str(),
                 r.config_name.c_str(), utc(r.started_ms).c_str(), duration_of(r).c_str(),
                 r.user.c_str(), r.host.c_str());
   }
@@ -147,11 +144,10 @@ void show_command(const RunsArgs& args) {
   std::printf("run %u: %s\n", r->number, r->state.c_str());
   std::printf("  configuration  %s (%s)\n", r->config_name.c_str(), r->config_path.c_str());
   std::printf("  daqflow        %s\n", r->version.c_str());
-  std::printf("  started        %s UTC by %s on %s\n", utc(r->started_ms).c_str(), r->user.c_str(),
+  std::printf("  started        %s by %s on %s\n", utc(r->started_ms).c_str(), r->user.c_str(),
               r->host.c_str());
   if (r->stopped_ms) {
-    std::printf("  stopped        %s UTC (%s)\n", utc(*r->stopped_ms).c_str(),
-                duration_of(*r).c_str());
+    std::printf("  stopped        %s (%s)\n", utc(*r->stopped_ms).c_str(), duration_of(*r).c_str());
   }
   if (r->summary.is_object()) {
     std::printf("  status         %s%s\n", r->summary.value("status", "?").c_str(),
@@ -174,7 +170,7 @@ void show_command(const RunsArgs& args) {
                 f.checksum.c_str());
   }
   for (const auto& c : r->comments) {
-    std::printf("  %s UTC, %s: %s\n", utc(c.at_ms).c_str(), c.user.c_str(), c.text.c_str());
+    std::printf("  %s, %s: %s\n", utc(c.at_ms).c_str(), c.user.c_str(), c.text.c_str());
   }
 }
 
