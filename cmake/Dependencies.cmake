@@ -10,8 +10,10 @@ find_package(CLI11 CONFIG REQUIRED)
 find_package(Boost 1.74 REQUIRED)
 # The /metrics text format: prometheus-cpp's serializer (its core library only).
 pkg_check_modules(PROMETHEUS_CPP REQUIRED IMPORTED_TARGET prometheus-cpp-core)
-# The run registry's database (control/run_registry.hpp): SQLite, the embedded default.
+# The run registry's database (control/run_registry.hpp): SQLite, the embedded default, and
+# PostgreSQL's client library for a registry on a server.
 find_package(SQLite3 REQUIRED)
+find_package(PostgreSQL REQUIRED)
 # HDF5's C library (Debian's serial build, thread-safe): the hdf5 output kind.
 pkg_check_modules(HDF5 REQUIRED IMPORTED_TARGET hdf5)
 if(DAQFLOW_TESTS)

@@ -2,9 +2,11 @@
 #include "cli/registered_run.hpp"
 
 #include <pwd.h>
+#include <signal.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -36,6 +38,7 @@ Result<std::uint32_t> attached_number(control::RunRegistry& registry,
                                       std::optional<std::uint32_t> given, const std::string& path) {
   if (given) return *given;
   auto number = last_run_of(registry, path, "running");
+  if (number && !*number) number = last_run_of(registry, path, "controller_died");
   if (!number) return number.error();
   if (!*number) {
     return Error(ErrorCode::not_found, "no run of " + path + " is running in the run registry " +
@@ -46,6 +49,28 @@ Result<std::uint32_t> attached_number(control::RunRegistry& registry,
 }
 
 }  // namespace
+
+Result<void> mark_dead_controllers(control::RunRegistry& registry) {
+  control::RunFilter running;
+  running.state = "running";
+  running.limit = 1000;
+  auto runs = registry.list(running);
+  if (!runs) return runs.error();
+  const std::string here = host_name();
+  for (const auto& r : *runs) {
+    if (r.host != here || r.controller_pid <= 0) continue;
+    if (::kill(static_cast<pid_t>(r.controller_pid), 0) == 0 || errno != ESRCH) continue;
+    if (auto set = registry.set_state(r.number, "controller_died"); !set) return set;
+    if (auto noted = registry.comment(
+            r.number, {unix_now_ms(), user_name(),
+                       "its controller (process " + std::to_string(r.controller_pid) + " on " +
+                           here + ") is gone; daqflow run --attach takes the run over"});
+        !noted) {
+      return noted;
+    }
+  }
+  return ok();
+}
 
 Result<std::optional<std::uint32_t>> last_run_of(control::RunRegistry& registry,
                                                  const std::string& config_path,
@@ -88,6 +113,7 @@ Result<RegisteredRun> register_run(runtime::ClusterConfig& config, const std::st
   auto registry = open_run_registry(config);
   if (!registry) return registry.error();
   RegisteredRun run{std::move(*registry), 0};
+  if (auto marked = mark_dead_controllers(*run.registry); !marked) return marked.error();
   const std::string path = std::filesystem::absolute(config_path).lexically_normal().string();
   const auto start_of = [&](std::optional<std::uint32_t> number) {
     control::RunStart start;
@@ -100,13 +126,14 @@ Result<RegisteredRun> register_run(runtime::ClusterConfig& config, const std::st
     start.host = host_name();
     start.user = user_name();
     start.started_ms = unix_now_ms();
+    start.controller_pid = ::getpid();
     return start;
   };
   const std::optional<std::uint32_t> given =
       config.run.number_given ? std::optional<std::uint32_t>(config.run.number) : std::nullopt;
   if (attach) {
     // The run taken over: the configuration's number, else this configuration's last run that
-    // the registry has as running.
+    // the registry has as running (or whose controller died).
     if (auto number = attached_number(*run.registry, given, path); number) {
       run.number = *number;
     } else {
@@ -136,8 +163,33 @@ Result<RegisteredRun> register_run(runtime::ClusterConfig& config, const std::st
   return run;
 }
 
-void close_registered_run(RegisteredRun& run, const control::RunSummary& summary) {
+std::vector<control::RunFile> files_of(const runtime::ClusterConfig& config,
+                                       const control::RunSummary& summary) {
+  std::vector<control::RunFile> out;
+  for (const auto& app : summary.applications) {
+    const auto files = app.results.find("files");
+    if (files == app.results.end() || !files->is_array()) continue;
+    const auto context =
+        std::find_if(config.contexts.begin(), config.contexts.end(),
+                     [&](const runtime::ContextConfig& c) { return c.name == app.context; });
+    for (const auto& f : *files) {
+      control::RunFile file;
+      file.path = f.value("path", "");
+      file.bytes = f.value("bytes", std::uint64_t{0});
+      file.events = f.value("events", std::uint64_t{0});
+      file.checksum = f.value("checksum", "");
+      file.application = app.id;
+      file.host = context != config.contexts.end() ? context->host : "";
+      out.push_back(std::move(file));
+    }
+  }
+  return out;
+}
+
+void close_registered_run(RegisteredRun& run, const runtime::ClusterConfig& config,
+                          const control::RunSummary& summary) {
   auto recorded = run.registry->add_transitions(run.number, summary.transitions);
+  if (recorded) recorded = run.registry->add_files(run.number, files_of(config, summary));
   if (recorded) {
     recorded = run.registry->end_run(run.number, summary.ok() ? "ended" : "failed", unix_now_ms(),
                                      summary.to_json());

@@ -22,15 +22,21 @@ struct RegisteredRun {
 
 // Records the run's start and sets config.run.number to its number: the configuration's, else the
 // registry's next. A number run before is refused unless `reuse`. With `attach` (a run taken
-// over), no new run: the configuration's number, else its configuration's last running run.
+// over), no new run: the configuration's number, else its configuration's last run that is
+// running or whose controller died.
 [[nodiscard]] Result<RegisteredRun> register_run(runtime::ClusterConfig& config,
                                                  const std::string& config_path, bool attach,
                                                  bool reuse);
 
-// Records the end: each application's part in each transition, "ended" or "failed", and the
-// summary. A registry that fails here is reported
-// on standard error; the run's files and summary are written already.
-void close_registered_run(RegisteredRun& run, const control::RunSummary& summary);
+// Records the end: each application's part in each transition, the files the applications
+// wrote (on their contexts' hosts), "ended" or "failed", and the summary. A registry that fails
+// here is reported on standard error; the run's files and summary are written already.
+void close_registered_run(RegisteredRun& run, const runtime::ClusterConfig& config,
+                          const control::RunSummary& summary);
+
+// Runs this host's registry has as running whose controller process is gone (killed, or its
+// host rebooted) become "controller_died", with a comment saying so.
+[[nodiscard]] Result<void> mark_dead_controllers(control::RunRegistry& registry);
 
 // The number of the newest run of the configuration at config_path (in `state`; "": any), if any.
 [[nodiscard]] Result<std::optional<std::uint32_t>> last_run_of(control::RunRegistry& registry,

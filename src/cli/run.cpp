@@ -166,7 +166,7 @@ void run_command(const RunArgs& args) {
   console.end_status_line();
 
   write_summary(summary_path, summary);
-  close_registered_run(*registered, summary);
+  close_registered_run(*registered, *config, summary);
   if (!args.record_dir.empty()) {
     // Beside the contexts' samples: what the run did when, and how it ended.
     const nlohmann::json run{

@@ -33,6 +33,9 @@ std::unique_ptr<control::RunRegistry> open_registry(const RunsArgs& args) {
   auto registry = control::RunRegistry::open(
       args.registry.empty() ? control::default_registry_location() : args.registry);
   if (!registry) fail("runs", registry.error().message());
+  if (auto marked = mark_dead_controllers(**registry); !marked) {
+    fail("runs", marked.error().message());
+  }
   return std::move(*registry);
 }
 
@@ -75,7 +78,12 @@ nlohmann::json record_json(const control::RunRecord& r, bool whole) {
   j["transitions"] = r.transitions;
   j["files"] = nlohmann::json::array();
   for (const auto& f : r.files) {
-    j["files"].push_back({{"path", f.path}, {"bytes", f.bytes}, {"checksum", f.checksum}});
+    j["files"].push_back({{"path", f.path},
+                          {"bytes", f.bytes},
+                          {"events", f.events},
+                          {"checksum", f.checksum},
+                          {"application", f.application},
+                          {"host", f.host}});
   }
   j["comments"] = nlohmann::json::array();
   for (const auto& c : r.comments) {
@@ -165,9 +173,9 @@ void show_command(const RunsArgs& args) {
                 t.application.c_str(), t.outcome.c_str(), t.duration_ms, t.reason.c_str());
   }
   for (const auto& f : r->files) {
-    std::printf("  file %s (%llu bytes%s%s)\n", f.path.c_str(),
-                static_cast<unsigned long long>(f.bytes), f.checksum.empty() ? "" : ", ",
-                f.checksum.c_str());
+    std::printf("  file %s:%s (%s, %llu events, %llu bytes, %s)\n", f.host.c_str(), f.path.c_str(),
+                f.application.c_str(), static_cast<unsigned long long>(f.events),
+                static_cast<unsigned long long>(f.bytes), f.checksum.c_str());
   }
   for (const auto& c : r->comments) {
     std::printf("  %s, %s: %s\n", utc(c.at_ms).c_str(), c.user.c_str(), c.text.c_str());
@@ -189,7 +197,8 @@ void add_runs(CLI::App& app) {
       "runs", "The run registry: the runs daqflow run started, what made them and how they went");
   cmd->require_subcommand(1);
   cmd->add_option("--registry", args->registry,
-                  "the registry's file (default: $DAQFLOW_RUNS_DB, else "
+                  "the registry: an SQLite file or a postgresql:// URI (default: "
+                  "$DAQFLOW_RUNS_DB, else "
                   "$XDG_STATE_HOME/daqflow/runs.sqlite, else "
                   "~/.local/state/daqflow/runs.sqlite)");
 

@@ -133,7 +133,10 @@ void Reader::run_settings(const Field& section) {
     } else if (f.key == "output") {
       if (auto v = text(f, "run")) run.output = *v;
     } else if (f.key == "registry") {
-      if (auto v = text(f, "run")) run.registry = beside_config(*v);
+      // A file beside the configuration, or a server's URI (postgresql://...) as it is.
+      if (auto v = text(f, "run")) {
+        run.registry = v->find("://") != std::string::npos ? *v : beside_config(*v);
+      }
     } else {
       unknown_key(f, "run", kRunKeys);
     }

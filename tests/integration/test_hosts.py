@@ -254,6 +254,10 @@ class SshHosts(DaqflowTestCase):
         self.assertIn("bu1: Enabled", logs)
         os.killpg(first.pid, signal.SIGKILL)
         first.wait(30)
+        # The registry knows the run's controller is gone.
+        code, out = self.daqflow(["runs", "list", "--json"])
+        self.assertEqual(code, 0, out)
+        self.assertEqual([r["state"] for r in json.loads(out)], ["controller_died"], out)
         attached = self.start_run(config, "attached.log", "--attach")
         self.assertIn("every application is Enabled: monitoring the run",
                       self.output_of("attached.log"))
@@ -266,6 +270,14 @@ class SshHosts(DaqflowTestCase):
         r = self.check_built_once(self.summary())
         self.check_files(r["events_written"])
         wait_until(lambda: not self.executives_left(), 30, "the executives to exit")
+        # One run, taken over and ended.
+        code, out = self.daqflow(["runs", "show", str(self.summary()["run_number"]), "--json"])
+        self.assertEqual(code, 0, out)
+        shown = json.loads(out)
+        self.assertEqual(shown["state"], "ended", shown)
+        comments = " / ".join(c["text"] for c in shown["comments"])
+        self.assertIn("its controller (process", comments)
+        self.assertIn("taken over by a controller", comments)
 
     def test_a_killed_controller_leaves_no_process_behind_once_the_lease_runs_out(self):
         # Short, to keep the test short, but not so short that a loaded machine misses it: with

@@ -1,12 +1,15 @@
 """The run registry: `daqflow run` takes each run's number there and records the run; `daqflow
-runs` reads it back (docs/operations.md)."""
+runs` reads it back (docs/operations.md). On an SQLite file, and on a PostgreSQL server each test
+class starts (postgres_server.py), each test with a database of its own."""
 
+import itertools
 import json
 import os
 import subprocess
 import unittest
 
 from daqflow_testlib import DaqflowTestCase, read_example, rewrite_ports
+from postgres_server import PostgresServer
 
 
 def evb_config(number=None, files=True):
@@ -20,12 +23,15 @@ def evb_config(number=None, files=True):
     return text
 
 
-class RunRegistry(DaqflowTestCase):
+class RegistryChecks:
+    """What every registry does, whatever the database (self.registry, in DAQFLOW_RUNS_DB)."""
+
     def files_of(self, number):
-        names = []
-        for _, _, files in os.walk(self.path("run-data")):
-            names += [n for n in files if n.startswith(f"run{number:06d}_")]
-        return names
+        paths = []
+        for root, _, files in os.walk(self.path("run-data")):
+            paths += [os.path.join(root, n) for n in files
+                      if n.startswith(f"run{number:06d}_") and n.endswith(".dqf")]
+        return sorted(paths)
 
     def runs(self, *args):
         code, out = self.daqflow(["runs"] + list(args))
@@ -44,6 +50,8 @@ class RunRegistry(DaqflowTestCase):
         self.assertEqual(numbers, [1, 2])
         for n in numbers:
             self.assertTrue(self.files_of(n), f"no file of run {n} in run-data")
+            with open(self.files_of(n)[0], "rb") as f:
+                self.assertEqual(f.read(4), b"DQF1", "an event file")
 
         listed = json.loads(self.runs("list", "--json"))
         self.assertEqual([r["number"] for r in listed], [2, 1], listed)
@@ -69,6 +77,19 @@ class RunRegistry(DaqflowTestCase):
         self.assertEqual(shown["summary"]["status"], "ok")
         self.assertIn("daqflow 0.1.0", shown["version"])
         self.assertEqual([c["text"] for c in shown["comments"]], ["a quiet fill"])
+        # Every file the run wrote, as it is on disk, with the application that wrote it.
+        on_disk = self.files_of(1)
+        self.assertEqual(sorted(f["path"] for f in shown["files"]), on_disk)
+        for f in shown["files"]:
+            self.assertEqual(f["bytes"], os.path.getsize(f["path"]), f)
+            self.assertEqual(f["host"], "127.0.0.1", f)
+            self.assertIn(f["application"], ("bu1", "bu2"), f)
+            with open(f["path"][:-len(".dqf")] + ".json") as sidecar:
+                written = json.load(sidecar)
+            self.assertEqual(f["checksum"], "crc32c:" + written["checksum"]["value"], f)
+            self.assertEqual(f["events"], written["events"], f)
+        self.assertEqual(sum(f["events"] for f in shown["files"]),
+                         shown["summary"]["results"]["events_written"])
         human = self.runs("show", "1")
         self.assertIn("run 1: ended", human)
         self.assertIn("a quiet fill", human)
@@ -79,6 +100,28 @@ class RunRegistry(DaqflowTestCase):
         self.assertEqual(code, 0, out)
         self.assertEqual(summary["run_number"], 3)
         self.assertTrue(self.files_of(3))
+
+    def test_two_controllers_at_the_same_moment_get_distinct_numbers(self):
+        procs = []
+        for name in ("a", "b"):
+            config = self.write_config(f"{name}.yaml", evb_config())
+            procs.append((self.start(["run", config, "--duration", "1", "--summary",
+                                      self.path(f"{name}.json"), "--log-dir",
+                                      self.path(f"logs-{name}")], f"run-{name}.log"), name))
+        numbers = set()
+        for proc, name in procs:
+            try:
+                code = proc.wait(timeout=120)
+            except subprocess.TimeoutExpired:
+                self.fail(f"run {name} did not end within 120 s")
+            self.assertEqual(code, 0, self.output_of(f"run-{name}.log"))
+            with open(self.path(f"{name}.json")) as f:
+                numbers.add(json.load(f)["run_number"])
+        self.assertEqual(numbers, {1, 2})
+
+
+class SqliteRegistry(RegistryChecks, DaqflowTestCase):
+    """The default: an SQLite file (each test's own, as DaqflowTestCase sets it)."""
 
     def test_a_number_run_before_is_refused_unless_reused_on_purpose(self):
         # (No files: the second run of a number would find the first's, which a file output
@@ -118,23 +161,47 @@ class RunRegistry(DaqflowTestCase):
         self.assertFalse(os.path.exists(self.path("logs")), "a run without a number starts nothing")
         self.assertFalse(os.path.exists(self.path("run-data")))
 
-    def test_two_controllers_at_the_same_moment_get_distinct_numbers(self):
-        procs = []
-        for name in ("a", "b"):
-            config = self.write_config(f"{name}.yaml", evb_config())
-            procs.append((self.start(["run", config, "--duration", "1", "--summary",
-                                      self.path(f"{name}.json"), "--log-dir",
-                                      self.path(f"logs-{name}")], f"run-{name}.log"), name))
-        numbers = set()
-        for proc, name in procs:
-            try:
-                code = proc.wait(timeout=120)
-            except subprocess.TimeoutExpired:
-                self.fail(f"run {name} did not end within 120 s")
-            self.assertEqual(code, 0, self.output_of(f"run-{name}.log"))
-            with open(self.path(f"{name}.json")) as f:
-                numbers.add(json.load(f)["run_number"])
-        self.assertEqual(numbers, {1, 2})
+
+class PostgresRegistry(RegistryChecks, DaqflowTestCase):
+    """A PostgreSQL server, named by a postgresql:// URI."""
+
+    _databases = itertools.count()
+
+    @classmethod
+    def setUpClass(cls):
+        cls.server = PostgresServer()
+        cls.server.__enter__()
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.server.__exit__(None, None, None)
+
+    def setUp(self):
+        super().setUp()
+        self.registry = self.server.create_database(f"runs{next(self._databases)}")
+        os.environ["DAQFLOW_RUNS_DB"] = self.registry
+
+    def test_the_configuration_names_the_server(self):
+        os.environ["DAQFLOW_RUNS_DB"] = self.path("not-this-one.sqlite")
+        text = evb_config(files=False).replace(
+            "run: {output:", f"run: {{registry: '{self.registry}', output:", 1)
+        config = self.write_config("evb.yaml", text)
+        code, out, summary = self.run_config(config, "--duration", "1")
+        self.assertEqual(code, 0, out)
+        self.assertIn(f"run 1 (run registry {self.registry})", out)
+        self.assertFalse(os.path.exists(self.path("not-this-one.sqlite")))
+        shown = json.loads(self.runs("--registry", self.registry, "show", "1", "--json"))
+        self.assertEqual(shown["state"], "ended", shown)
+
+    def test_a_server_that_does_not_answer_stops_the_run_before_anything_starts(self):
+        config = self.write_config("evb.yaml", evb_config())
+        gone = self.registry.replace(f":{self.server.port}/", ":1/")
+        os.environ["DAQFLOW_RUNS_DB"] = gone
+        code, out, summary = self.run_config(config, "--duration", "1")
+        self.assertNotEqual(code, 0, out)
+        self.assertIn(f"cannot reach the run registry {gone}", out)
+        self.assertIsNone(summary)
+        self.assertFalse(os.path.exists(self.path("logs")), "a run without a number starts nothing")
 
 
 if __name__ == "__main__":

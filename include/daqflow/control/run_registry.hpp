@@ -4,8 +4,9 @@
 // daqflow's version and build, host and user, start and stop, the final state and summary, each
 // transition of each application, the files written, and operators' comments.
 //
-// The registry is a database. An SQLite file by default (docs/operations.md says where), which
-// several controllers may share: a run's number is taken in one write transaction.
+// The registry is a database: an SQLite file by default (docs/operations.md says where), or a
+// PostgreSQL server named by a URI ("postgresql://user@host/db"). Several controllers may share
+// it: a run's number is taken in one write transaction.
 //
 //   auto registry = control::RunRegistry::open(control::default_registry_location());
 //   auto number = (*registry)->begin_run(start);   // the next number, or start.number
@@ -37,13 +38,17 @@ struct RunStart {
   std::string host;             // where the controller ran
   std::string user;             // who ran it
   std::int64_t started_ms = 0;  // Unix time
+  std::int64_t controller_pid = 0;
 };
 
 // An output file of the run.
 struct RunFile {
   std::string path;
   std::uint64_t bytes = 0;
-  std::string checksum;  // "crc32c:89abcdef" where the writer gave one; else empty
+  std::string checksum;     // "crc32c:89abcdef"
+  std::string application;  // the application that wrote it
+  std::string host;         // where the file is
+  std::uint64_t events = 0;
 };
 
 struct RunComment {
@@ -64,7 +69,8 @@ struct RunRecord {
   std::string user;
   std::int64_t started_ms = 0;
   std::optional<std::int64_t> stopped_ms;
-  nlohmann::json summary;  // null until the run ended
+  std::int64_t controller_pid = 0;  // on host
+  nlohmann::json summary;           // null until the run ended
   // Filled by show() only:
   std::vector<TransitionRecord> transitions;
   std::vector<RunFile> files;
@@ -84,7 +90,8 @@ class RunRegistry {
  public:
   virtual ~RunRegistry() = default;
 
-  // Opens the registry at `location` (an SQLite file, created with its folder when missing),
+  // Opens the registry at `location` (a PostgreSQL URI, or an SQLite file, created with its
+  // folder when missing),
   // bringing its schema up to this daqflow's version. A registry written by a newer daqflow is
   // refused; so is one that cannot be opened, with the location in the message.
   [[nodiscard]] static Result<std::unique_ptr<RunRegistry>> open(const std::string& location);
@@ -114,7 +121,7 @@ class RunRegistry {
 };
 
 // The schema version this daqflow writes.
-inline constexpr int kRunRegistrySchema = 1;
+inline constexpr int kRunRegistrySchema = 2;
 
 // Where the registry is when nothing names it: DAQFLOW_RUNS_DB, else
 // $XDG_STATE_HOME/daqflow/runs.sqlite, else ~/.local/state/daqflow/runs.sqlite.

@@ -28,6 +28,7 @@ void BuilderUnit::release() {
     while (output_->poll_done() != nullptr) {
     }
     publish_written();
+    files_written_.add(*output_);
   }
   for (auto& b : batches_) b.clear();
   if (builder_) builder_->clear();
@@ -504,6 +505,7 @@ nlohmann::json BuilderUnit::results() const {
   const std::int64_t to = last_build_ns_.load(std::memory_order_relaxed);
   const double seconds = from > 0 && to > from ? static_cast<double>(to - from) * 1e-9 : 0.0;
   return {
+      {"files", files_written_.to_json()},
       {"events_built", built},
       {"events_incomplete", incomplete},
       {"events_corrupted", events_corrupted_->value()},

@@ -120,7 +120,8 @@ class BuilderUnit final : public runtime::ApplicationWith<BuilderUnit, BuSetting
   core::Clock* clock_ = nullptr;
   std::unique_ptr<BlockBuilder> builder_;
   std::unique_ptr<output::EventOutput> output_;
-  ControlLog to_evm_;  // requests, heartbeats, acks
+  output::FilesWritten files_written_;  // the output's, for results()
+  ControlLog to_evm_;                   // requests, heartbeats, acks
   std::vector<output::OutputBatch> batches_;
   std::vector<AckInfo> acks_;                      // by batch
   std::vector<output::OutputBatch*> free_;         // batches not in use

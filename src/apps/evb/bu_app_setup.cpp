@@ -144,6 +144,7 @@ void BuilderUnit::reset_run() {
   gone_.reserve(topology_.rus.size());
   written_published_ = 0;
   not_written_published_ = 0;
+  files_written_.clear();
   requested_ = 0;
   in_output_ = 0;
   heartbeat_seq_ = 0;

@@ -29,6 +29,7 @@ void SubFarmController::release() {
     }
     while (output::OutputBatch* b = st.output->poll_done()) b->clear();
     if (st.filling != nullptr) st.filling->clear();
+    files_written_.add(*st.output);
   }
   streams_.clear();
   retained_.clear();
@@ -443,6 +444,7 @@ nlohmann::json SubFarmController::results() const {
   r["events_outstanding"] = static_cast<std::uint64_t>(events_outstanding_->value());
   r["events_queued"] = static_cast<std::uint64_t>(events_queued_->value());
   r["workers"] = std::move(workers);
+  r["files"] = files_written_.to_json();
   r["latency_us"] = {{"p50", latency_.percentile_us(0.5)},
                      {"p90", latency_.percentile_us(0.9)},
                      {"p99", latency_.percentile_us(0.99)},

@@ -163,6 +163,7 @@ class SubFarmController final : public runtime::ApplicationWith<SubFarmControlle
   std::vector<bool> credit_due_;      // per input
   DuplicateWindow seen_;              // event numbers taken from inputs
   std::vector<Stream> streams_;
+  output::FilesWritten files_written_;  // the streams' outputs', for results()
   core::Xoshiro rng_;
   std::uint64_t next_event_ = 0;
   double tokens_ = 0;

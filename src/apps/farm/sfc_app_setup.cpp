@@ -212,6 +212,7 @@ void SubFarmController::reset_run(std::uint64_t seed) {
   lost_now_.clear();
   lost_now_.reserve(workers_.size());
   enabled_ns_.store(0);
+  files_written_.clear();
   const std::lock_guard lock(lost_mutex_);
   lost_workers_.clear();
   rejoined_workers_.clear();

@@ -98,6 +98,7 @@ bool FileOutput::finish_file() {
   }
   if (!write_sidecar()) return false;
   sync_directory(settings_.dir);
+  finished_file(final_path, limits_.file_events(), file_crc_);
   WriterCounts::add(counts_.events_written, limits_.file_events());
   WriterCounts::add(counts_.bytes_written, limits_.file_bytes());
   WriterCounts::add(counts_.files_closed);

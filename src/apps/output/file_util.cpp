@@ -8,6 +8,9 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <vector>
+
+#include "daqflow/wire/crc32c.hpp"
 
 namespace daqflow::apps::output {
 
@@ -32,6 +35,29 @@ bool write_small_file(const std::string& path, std::string_view data, std::strin
     error = fmt::format("closing {}: {}", path, std::strerror(errno));
     return false;
   }
+  return true;
+}
+
+bool file_crc32c(const std::string& path, std::uint32_t& crc, std::string& error) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    error = fmt::format("reading {}: {}", path, std::strerror(errno));
+    return false;
+  }
+  std::vector<std::byte> chunk(std::size_t{1} << 20);
+  crc = 0;
+  for (;;) {
+    const ssize_t n = ::read(fd, chunk.data(), chunk.size());
+    if (n == 0) break;
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      error = fmt::format("reading {}: {}", path, std::strerror(errno));
+      ::close(fd);
+      return false;
+    }
+    crc = wire::crc32c(std::span(chunk.data(), static_cast<std::size_t>(n)), crc);
+  }
+  ::close(fd);
   return true;
 }
 

@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "daqflow/apps/fed/event_numbers.hpp"
+#include "daqflow/apps/output/event_file.hpp"
 #include "daqflow/core/log.hpp"
 #include "daqflow/runtime/params.hpp"
 #include "daqflow/wire/crc32c.hpp"
@@ -123,6 +124,7 @@ void FrdOutput::write_event(std::span<const EventPiece> pieces, const BuiltEvent
                 static_cast<std::uint32_t>(event.number), static_cast<std::uint32_t>(size), crc},
       header);
   iov_[iov_count_++] = iovec{header.data(), header.size()};
+  body_crc_ = crc32c_combine(wire::crc32c(header, body_crc_), crc, size);
   for (const EventPiece& piece : pieces) {
     if (piece.size == 0) continue;
     if (iov_count_ == kMaxIov && !flush()) return;
@@ -162,6 +164,7 @@ bool FrdOutput::open_file(std::uint32_t lumi) {
   }
   file_events_ = 0;
   file_bytes_ = kRawFileHeaderSize;
+  body_crc_ = 0;
   return true;
 }
 
@@ -185,6 +188,8 @@ bool FrdOutput::finish_file() {
     return false;
   }
   if (!write_json(stem + ".jsn", "rawData.jsd", {file_events_, file_bytes_})) return false;
+  finished_file(path, file_events_,
+                crc32c_combine(wire::crc32c(header), body_crc_, file_bytes_ - kRawFileHeaderSize));
   Section& section = sections_[file_lumi_];
   section.events += file_events_;
   section.bytes += file_bytes_;

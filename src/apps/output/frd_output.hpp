@@ -88,6 +88,7 @@ class FrdOutput final : public ThreadedOutput {
   std::uint32_t file_index_ = 0;
   std::uint64_t file_events_ = 0;
   std::uint64_t file_bytes_ = 0;  // header included
+  std::uint32_t body_crc_ = 0;    // CRC-32C of the file's bytes after its header
   std::array<iovec, kMaxIov> iov_{};
   std::size_t iov_count_ = 0;
   std::vector<std::array<std::byte, kFrdHeaderSize>> headers_;

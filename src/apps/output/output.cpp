@@ -91,6 +91,28 @@ Result<void> farm_output_context(const runtime::ClusterConfig& cluster,
   return ok();
 }
 
+void FilesWritten::add(const EventOutput& output) {
+  auto files = output.files();
+  const std::lock_guard lock(mutex_);
+  files_.insert(files_.end(), std::make_move_iterator(files.begin()),
+                std::make_move_iterator(files.end()));
+}
+
+void FilesWritten::clear() {
+  const std::lock_guard lock(mutex_);
+  files_.clear();
+}
+
+nlohmann::json FilesWritten::to_json() const {
+  auto out = nlohmann::json::array();
+  const std::lock_guard lock(mutex_);
+  for (const auto& f : files_) {
+    out.push_back(
+        {{"path", f.path}, {"bytes", f.bytes}, {"events", f.events}, {"checksum", f.checksum}});
+  }
+  return out;
+}
+
 bool keeps_files(const nlohmann::json& output) {
   const std::string kind = output.is_object() ? output.value("kind", std::string()) : "";
   return kind == "file" || kind == "hdf5" || kind == "frd";

@@ -1,5 +1,9 @@
 #include "threaded_output.hpp"
 
+#include <fmt/format.h>
+
+#include <filesystem>
+
 #include "daqflow/apps/fed/event_numbers.hpp"
 #include "daqflow/core/log.hpp"
 
@@ -104,6 +108,25 @@ OutputStats ThreadedOutput::stats() const {
   s.write_errors = get(counts_.write_errors);
   s.queued = queued();
   return s;
+}
+
+void ThreadedOutput::finished_file(const std::string& path, std::uint64_t events,
+                                   std::uint32_t crc32c) {
+  std::error_code ec;
+  WrittenFile f;
+  f.path = std::filesystem::absolute(path, ec).lexically_normal().string();
+  if (ec) f.path = path;
+  f.bytes = std::filesystem::file_size(path, ec);
+  if (ec) f.bytes = 0;
+  f.events = events;
+  f.checksum = fmt::format("crc32c:{:08x}", crc32c);
+  const std::lock_guard lock(files_mutex_);
+  files_.push_back(std::move(f));
+}
+
+std::vector<WrittenFile> ThreadedOutput::files() const {
+  const std::lock_guard lock(files_mutex_);
+  return files_;
 }
 
 }  // namespace daqflow::apps::output

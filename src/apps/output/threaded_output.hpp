@@ -10,6 +10,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <mutex>
 #include <span>
 #include <string>
 #include <thread>
@@ -47,6 +48,7 @@ class ThreadedOutput : public EventOutput {
   [[nodiscard]] std::string failure() const final;
   [[nodiscard]] bool failed() const final { return failure_.failed(); }
   [[nodiscard]] OutputStats stats() const final;
+  [[nodiscard]] std::vector<WrittenFile> files() const final;
 
  protected:
   explicit ThreadedOutput(std::size_t queue_depth);
@@ -61,6 +63,9 @@ class ThreadedOutput : public EventOutput {
   virtual void end_batch() = 0;
   virtual void finish() = 0;  // after the last batch
   void set_failure(std::string reason);
+  // Writer thread: a file is finished (under its final name), its checksum that of all its
+  // bytes; bytes are counted on disk.
+  void finished_file(const std::string& path, std::uint64_t events, std::uint32_t crc32c);
   bool failed_ = false;  // writer thread's view
   WriterCounts counts_;
 
@@ -77,6 +82,8 @@ class ThreadedOutput : public EventOutput {
   std::atomic<bool> closed_{false};
   std::atomic<std::uint32_t> queued_{0};
   FirstFailure failure_;  // set by the writer thread
+  mutable std::mutex files_mutex_;
+  std::vector<WrittenFile> files_;
 };
 
 }  // namespace daqflow::apps::output

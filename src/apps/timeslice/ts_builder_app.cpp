@@ -27,6 +27,7 @@ void TsBuilder::release() {
     }
     while (output::OutputBatch* b = output_->poll_done()) b->clear();
     // The output's figures outlive it: the run's results are read once it is gone.
+    files_written_.add(*output_);
     const std::lock_guard lock(results_mutex_);
     output_stats_ = output_->stats();
     output_.reset();
@@ -377,6 +378,7 @@ nlohmann::json TsBuilder::results() const {
   }
   r["bytes_written"] = s.bytes_written;
   r["files_closed"] = s.files_closed;
+  r["files"] = files_written_.to_json();
   r["timeslices_copied"] = s.events_copied;  // farm: in more pieces than a message carries
   detail::put_rates(r, sampler_, "timeslices_per_s");
   const std::lock_guard lock(results_mutex_);

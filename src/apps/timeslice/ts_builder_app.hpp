@@ -121,6 +121,7 @@ class TsBuilder final : public runtime::ApplicationWith<TsBuilder, TsBuilderSett
   core::Clock* clock_ = nullptr;
   core::BufferPool* control_pool_ = nullptr;  // the data path's
   std::unique_ptr<output::EventOutput> output_;
+  output::FilesWritten files_written_;  // the output's, for results()
   std::vector<output::OutputBatch> batches_;
   std::vector<Written> written_;  // by batch
   std::vector<output::OutputBatch*> free_;

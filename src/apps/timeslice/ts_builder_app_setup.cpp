@@ -207,6 +207,7 @@ Result<void> TsBuilder::reset_run() {
   bytes_done_ = done_total_ = 0;
   over_cap_seen_ = 0;
   sampler_.reset(ThroughputSampler::kBuilderIntervalNs);
+  files_written_.clear();
   const std::lock_guard lock(results_mutex_);
   output_stats_ = {};
   missing_by_input_.assign(inputs_.size(), 0);

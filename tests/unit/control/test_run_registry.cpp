@@ -84,7 +84,8 @@ TEST_F(RunRegistryTest, ShowGivesEverythingRecorded) {
   ASSERT_TRUE(registry->add_transitions(
       number, {{1100, "configure", "evm", "ok", 12.5, ""},
                {1100, "configure", "bu1", "failed", 3.0, "output: disk full"}}));
-  ASSERT_TRUE(registry->add_files(number, {{"/data/run000001_bu1_0001.dqf", 4096, "crc32c:1"}}));
+  ASSERT_TRUE(registry->add_files(
+      number, {{"/data/run000001_bu1_0001.dqf", 4096, "crc32c:00000001", "bu1", "daq02", 3}}));
   ASSERT_TRUE(registry->comment(number, {1500, "shifter", "beam dump at 14:02"}));
   const nlohmann::json summary = {{"status", "failed"}, {"results", {{"events_built", 42}}}};
   ASSERT_TRUE(registry->end_run(number, "failed", 2000, summary));
@@ -109,7 +110,12 @@ TEST_F(RunRegistryTest, ShowGivesEverythingRecorded) {
   EXPECT_EQ(r->transitions[1].reason, "output: disk full");
   EXPECT_DOUBLE_EQ(r->transitions[0].duration_ms, 12.5);
   ASSERT_EQ(r->files.size(), 1U);
+  EXPECT_EQ(r->files[0].path, "/data/run000001_bu1_0001.dqf");
   EXPECT_EQ(r->files[0].bytes, 4096U);
+  EXPECT_EQ(r->files[0].checksum, "crc32c:00000001");
+  EXPECT_EQ(r->files[0].application, "bu1");
+  EXPECT_EQ(r->files[0].host, "daq02");
+  EXPECT_EQ(r->files[0].events, 3U);
   ASSERT_EQ(r->comments.size(), 1U);
   EXPECT_EQ(r->comments[0].text, "beam dump at 14:02");
 
@@ -201,6 +207,50 @@ TEST_F(RunRegistryTest, ARegistryFromANewerDaqflowIsRefused) {
   EXPECT_NE(r.error().message().find("schema is version 99"), std::string::npos)
       << r.error().message();
   EXPECT_NE(r.error().message().find(location_), std::string::npos) << r.error().message();
+}
+
+// A registry of schema version 1 (as the first daqflow with a registry wrote it) is brought up to
+// date on open, its runs kept.
+TEST_F(RunRegistryTest, AnOlderSchemaIsMigratedOnOpen) {
+  fs::create_directories(fs::path(location_).parent_path());
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(location_.c_str(), &db), SQLITE_OK);
+  ASSERT_EQ(sqlite3_exec(db, R"sql(
+      CREATE TABLE registry (key TEXT PRIMARY KEY, value INTEGER NOT NULL);
+      INSERT INTO registry VALUES ('schema', 1), ('next_number', 8);
+      CREATE TABLE runs (id INTEGER PRIMARY KEY AUTOINCREMENT, number INTEGER NOT NULL,
+        state TEXT NOT NULL, config_name TEXT NOT NULL, config_path TEXT NOT NULL,
+        config_text TEXT NOT NULL, version TEXT NOT NULL, host TEXT NOT NULL,
+        user_name TEXT NOT NULL, started_ms INTEGER NOT NULL, stopped_ms INTEGER, summary TEXT);
+      CREATE INDEX runs_by_number ON runs (number);
+      CREATE TABLE transitions (run_id INTEGER NOT NULL REFERENCES runs (id),
+        at_ms INTEGER NOT NULL, transition TEXT NOT NULL, application TEXT NOT NULL,
+        outcome TEXT NOT NULL, duration_ms REAL NOT NULL, reason TEXT NOT NULL);
+      CREATE TABLE files (run_id INTEGER NOT NULL REFERENCES runs (id), path TEXT NOT NULL,
+        bytes INTEGER NOT NULL, checksum TEXT NOT NULL);
+      CREATE TABLE comments (run_id INTEGER NOT NULL REFERENCES runs (id),
+        at_ms INTEGER NOT NULL, user_name TEXT NOT NULL, text TEXT NOT NULL);
+      INSERT INTO runs (number, state, config_name, config_path, config_text, version, host,
+        user_name, started_ms, stopped_ms, summary)
+        VALUES (7, 'ended', 'local', '/c/local.yaml', 'run: {}', '0.1.0', 'daq01', 'shifter',
+                1000, 2000, '');
+      INSERT INTO files VALUES (1, '/data/run000007_bu1_0000.dqf', 10, 'crc32c:0000000a');
+    )sql",
+                         nullptr, nullptr, nullptr),
+            SQLITE_OK);
+  sqlite3_close(db);
+
+  auto registry = open();
+  ASSERT_TRUE(registry);
+  auto old = registry->show(7);
+  ASSERT_TRUE(old) << old.error().message();
+  EXPECT_EQ(old->state, "ended");
+  ASSERT_EQ(old->files.size(), 1U);
+  EXPECT_EQ(old->files[0].bytes, 10U);
+  EXPECT_EQ(old->files[0].host, "") << "a column added by the migration, empty for old rows";
+  EXPECT_EQ(*registry->begin_run(start("local", 3000)), 8U);
+  ASSERT_TRUE(registry->add_files(8, {{"/data/f", 1, "crc32c:00000001", "bu1", "daq01", 1}}));
+  EXPECT_EQ(registry->show(8)->files.at(0).application, "bu1");
 }
 
 TEST_F(RunRegistryTest, AnUnreachableRegistryIsAClearError) {

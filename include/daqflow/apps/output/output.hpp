@@ -11,6 +11,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <nlohmann/json_fwd.hpp>
 #include <string>
 #include <vector>
@@ -71,6 +72,14 @@ struct OutputStats {
   std::uint64_t events_copied = 0;  // farm: events in more pieces than a message carries
 };
 
+// A file an output finished: renamed to its final name, its events on disk.
+struct WrittenFile {
+  std::string path;  // absolute, on the host the output runs on
+  std::uint64_t bytes = 0;
+  std::uint64_t events = 0;
+  std::string checksum;  // of every byte of the file: "crc32c:89abcdef"
+};
+
 class EventOutput {
  public:
   virtual ~EventOutput() = default;
@@ -81,6 +90,8 @@ class EventOutput {
   // Finishes what is queued, closes the current file and writes its sidecar.
   virtual Result<void> close() = 0;
   [[nodiscard]] virtual OutputStats stats() const = 0;
+  // The files finished so far, in order (none for outputs that write no files). Any thread.
+  [[nodiscard]] virtual std::vector<WrittenFile> files() const { return {}; }
   // Set when the output failed (e.g. disk error); the BU fails with this reason.
   [[nodiscard]] virtual std::string failure() const = 0;
   // failure() is not empty; cheap, for the agent's data path. A batch that comes back from a
@@ -92,6 +103,19 @@ class EventOutput {
   // each completion first (true: it was theirs, the BU ignores it).
   virtual int progress() { return 0; }
   [[nodiscard]] virtual bool on_message(const transport::Completion& /*c*/) { return false; }
+};
+
+// The files an application's outputs finished in the run, kept past release() (when the outputs
+// are closed and gone) for its results: [{path, bytes, events, checksum}, ...]. Any thread.
+class FilesWritten {
+ public:
+  void add(const EventOutput& output);  // as the output closes
+  void clear();                         // at Configure
+  [[nodiscard]] nlohmann::json to_json() const;
+
+ private:
+  mutable std::mutex mutex_;
+  std::vector<WrittenFile> files_;
 };
 
 struct OutputContext {

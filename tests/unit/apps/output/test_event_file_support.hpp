@@ -2,6 +2,7 @@
 // Helpers for the event-file, file-output and network-input tests: real FED fragments made with
 // the FED codec, and temporary directories that clean up after themselves.
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -12,6 +13,8 @@
 #include <string>
 #include <vector>
 
+#include "daqflow/apps/output/output.hpp"
+#include "daqflow/wire/crc32c.hpp"
 #include "daqflow/wire/fed.hpp"
 
 namespace daqflow::apps::output::testing {
@@ -45,6 +48,23 @@ inline std::vector<std::byte> read_file(const std::filesystem::path& path) {
   std::vector<std::byte> bytes(chars.size());
   std::memcpy(bytes.data(), chars.data(), chars.size());
   return bytes;
+}
+
+// The files an output says it finished are the files in `paths`, each as it is on disk: its size
+// and the CRC-32C of its bytes; `events` in all.
+inline void expect_files_as_on_disk(const std::vector<WrittenFile>& files,
+                                    const std::vector<std::filesystem::path>& paths,
+                                    std::uint64_t events) {
+  ASSERT_EQ(files.size(), paths.size());
+  std::uint64_t total = 0;
+  for (std::size_t i = 0; i < files.size(); ++i) {
+    SCOPED_TRACE(paths[i].string());
+    EXPECT_EQ(files[i].path, std::filesystem::absolute(paths[i]).lexically_normal().string());
+    EXPECT_EQ(files[i].bytes, std::filesystem::file_size(paths[i]));
+    EXPECT_EQ(files[i].checksum, fmt::format("crc32c:{:08x}", wire::crc32c(read_file(paths[i]))));
+    total += files[i].events;
+  }
+  EXPECT_EQ(total, events);
 }
 
 class TempDir {

@@ -155,6 +155,7 @@ TEST(FileOutput, WritesOneVerifiedFileWithItsSidecar) {
   EXPECT_EQ(stats.bytes_written, fs::file_size(data));
   const auto bytes = testing::read_file(data);
   EXPECT_EQ(sidecar["checksum"]["value"], fmt::format("{:08x}", wire::crc32c(bytes)));
+  testing::expect_files_as_on_disk(output->files(), {data}, 25);
 
   std::size_t seen = 0;
   const FileReport report = check_event_file(data.string(), [&](const EventSummary& e) {

@@ -80,7 +80,8 @@ struct Incomplete {
 // `count` events (2 RUs of 2 FEDs of 256 B) of luminosity section 1 written by the FRD output
 // into dir, `per_file` to a file; ids 0, 1, ..., or from `resync` on (1 << 32) | 0, 1, ...
 void write_frd(const std::string& dir, std::uint64_t count, std::uint32_t per_file,
-               std::uint64_t resync = UINT64_MAX, const Incomplete& incomplete = {}) {
+               std::uint64_t resync = UINT64_MAX, const Incomplete& incomplete = {},
+               std::vector<WrittenFile>* files = nullptr) {
   OutputContext context;
   context.run_number = 42;
   context.bu_id = "bu1";
@@ -119,19 +120,24 @@ void write_frd(const std::string& dir, std::uint64_t count, std::uint32_t per_fi
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
   ASSERT_TRUE((*output)->close().ok());
+  if (files != nullptr) *files = (*output)->files();
 }
 
 TEST(FrdOutput, WritesARunDirectoryThatVerifies) {
   testing::TempDir tmp;
-  write_frd(tmp.path().string(), 100, 40);
+  std::vector<WrittenFile> files;
+  write_frd(tmp.path().string(), 100, 40, UINT64_MAX, {}, &files);
   const fs::path run_dir = tmp.path() / "run000042";
   std::uint64_t events = 0;
+  std::vector<fs::path> paths;
   for (std::uint32_t i = 0; i < 3; ++i) {
-    const FileReport r = check_frd_file((run_dir / (frd_data_stem(42, 1, i) + ".raw")).string());
+    paths.push_back(run_dir / (frd_data_stem(42, 1, i) + ".raw"));
+    const FileReport r = check_frd_file(paths.back().string());
     EXPECT_TRUE(r.verified()) << (r.problems.empty() ? "no .jsn" : r.problems.front());
     events += r.events;
   }
   EXPECT_EQ(events, 100u);
+  testing::expect_files_as_on_disk(files, paths, 100);
   EXPECT_TRUE(check_frd_run(run_dir.string()).empty());
   EXPECT_FALSE(fs::exists(run_dir / "open"));
 }

@@ -7,6 +7,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <nlohmann/json.hpp>
@@ -129,9 +130,14 @@ TEST(Hdf5Output, WritesEveryEventOnceByteForByteInFilesPerSection) {
       expected.insert(expected.end(), second.begin(), second.end());
       EXPECT_EQ(events[e].bytes, expected) << "event " << e;
     }
+    std::vector<fs::path> paths;
     for (const auto& entry : fs::directory_iterator(tmp.path())) {
       EXPECT_FALSE(entry.path().string().ends_with(".part")) << entry.path();
+      paths.push_back(entry.path());
     }
+    // In the order written: by name (section, then sequence).
+    std::sort(paths.begin(), paths.end());
+    testing::expect_files_as_on_disk(out->files(), paths, 250);
   }
 }
 
