@@ -102,40 +102,6 @@ Result<void> Run::wait_for(const std::vector<PlannedApp>& apps, runtime::State t
   return r;
 }
 
-// Each application's part in a transition: ok when it reached the state, else why not. One line
-// each on the console, and in the summary.
-void Run::report(const TransitionWait& wait, std::chrono::milliseconds timeout,
-                 const Result<void>& result) {
-  const std::string name = wait.target == runtime::State::Ready     ? "configure"
-                           : wait.target == runtime::State::Enabled ? "enable"
-                           : wait.target == runtime::State::Halted  ? "halt"
-                                                                    : "transition";
-  const double waited = wait.ms_since_start();
-  for (std::size_t i = 0; i < wait.apps.size(); ++i) {
-    const PlannedApp& app = wait.apps[i];
-    const View& v = view(app.id);
-    TransitionRecord t{wait.started_ms, name, app.id, "ok", wait.reached[i].value_or(waited), ""};
-    if (!wait.reached[i]) {
-      if (v.state == runtime::State::Failed) {
-        t.outcome = "failed";
-        t.reason = v.reason;
-      } else if (!reachable(app.context)) {
-        t.outcome = "lost";
-        t.reason = "context " + app.context + " died or went silent";
-      } else if (!result && result.error().code() == ErrorCode::timed_out) {
-        t.outcome = "no answer";
-        t.reason = "still " + state_name(v.state) + " after " + seconds(timeout);
-      } else {
-        t.outcome = "not reached";
-        t.reason = result ? std::string() : result.error().message();
-      }
-    }
-    reporter_.note(fmt::format("{} {}: {} ({:.1f} ms){}", name, app.id, t.outcome, t.duration_ms,
-                               t.reason.empty() ? "" : ": " + t.reason));
-    summary_.transitions.push_back(std::move(t));
-  }
-}
-
 Result<void> Run::wait_until_reached(TransitionWait& wait, std::chrono::milliseconds timeout,
                                      bool any_failed_fails) {
   const auto& apps = wait.apps;
@@ -226,6 +192,7 @@ Result<void> Run::start() {
 }
 
 Result<void> Run::configure() {
+  if (auto r = hooks("configure", "before"); !r) return r;
   reporter_.note(fmt::format("configuring {} application(s)", views_.size()));
   configure_sent_ = true;
   for (const auto& ctx : config_.contexts) {
@@ -240,10 +207,12 @@ Result<void> Run::configure() {
   std::vector<PlannedApp> all;
   for (const auto& group : enable_order(config_, registry_))
     all.insert(all.end(), group.begin(), group.end());
-  return wait_for(all, runtime::State::Ready, options_.configure_timeout, true);
+  if (auto r = wait_for(all, runtime::State::Ready, options_.configure_timeout, true); !r) return r;
+  return hooks("configure", "after");
 }
 
 Result<void> Run::enable() {
+  if (auto r = hooks("enable", "before"); !r) return r;
   const auto order = enable_order(config_, registry_);
   for (const auto& group : order) {
     if (stopping()) return Error(ErrorCode::unavailable, "interrupted while enabling");
@@ -258,7 +227,7 @@ Result<void> Run::enable() {
       return r;
     }
   }
-  return ok();
+  return hooks("enable", "after");
 }
 
 // A sample for an application whose context cannot be asked (dead, silent or left out).
@@ -398,6 +367,8 @@ void Run::monitor() {
 }
 
 void Run::halt() {
+  // The run ends whatever a hook before Halt says: its failure is reported.
+  (void)hooks("halt", "before");
   for (const auto& group : halt_order(config_, registry_)) {
     if (aborting()) return;
     if (auto r = poll_states(); !r) fail(r.error().message());
@@ -421,6 +392,7 @@ void Run::halt() {
       fail(r.error().message());
     }
   }
+  (void)hooks("halt", "after");
 }
 
 void Run::collect() {

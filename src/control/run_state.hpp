@@ -160,6 +160,11 @@ class Run final : private RestartHost {
   };
   Result<void> wait_until_reached(TransitionWait& wait, std::chrono::milliseconds timeout,
                                   bool any_failed_fails);
+  // The transition's `when` (before, after) hooks, a line each and in the summary: a before hook
+  // that fails stops the transition (the error says why); an after hook's failure is reported.
+  Result<void> hooks(std::string_view transition, std::string_view when);
+  // A line for one part of a transition, kept in the summary.
+  void record(TransitionRecord t);
   void report(const TransitionWait& wait, std::chrono::milliseconds timeout,
               const Result<void>& result);
   Result<void> post_app(const View& v, const std::string& command);

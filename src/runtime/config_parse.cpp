@@ -46,6 +46,7 @@ void Reader::document(const YAML::Node& root) {
   if (const Field* f = find_field(fields, "transports")) transport_settings(*f);
   if (const Field* f = find_field(fields, "monitoring")) monitoring_settings(*f);
   if (const Field* f = find_field(fields, "access")) access_settings(*f);
+  if (const Field* f = find_field(fields, "hooks")) hooks_settings(*f);
   if (const Field* f = find_field(fields, "hosts")) list_section(*f, &Reader::host);
   if (const Field* f = find_field(fields, "contexts")) {
     contexts(*f);
@@ -278,6 +279,31 @@ std::optional<std::string> Reader::absolute_path(const Field& f, const std::stri
     return std::nullopt;
   }
   return v;
+}
+
+void Reader::hooks_settings(const Field& section) {
+  if (!mapping_or_empty(section) || section.value.IsNull()) return;
+  HooksSettings& h = parsed_.config.hooks;
+  const std::pair<const char*, std::vector<std::string>*> lists[] = {
+      {"before_configure", &h.configure.before}, {"after_configure", &h.configure.after},
+      {"before_enable", &h.enable.before},       {"after_enable", &h.enable.after},
+      {"before_halt", &h.halt.before},           {"after_halt", &h.halt.after}};
+  for (const Field& f : fields_of(section.value, "hooks", d_)) {
+    if (f.key == "timeout_s") {
+      if (auto v = integer(f, "hooks", 1, 3600)) h.timeout_s = static_cast<std::uint32_t>(*v);
+      continue;
+    }
+    const auto* list = std::find_if(std::begin(lists), std::end(lists),
+                                    [&](const auto& l) { return f.key == l.first; });
+    if (list == std::end(lists)) {
+      unknown_key(f, "hooks", kHookKeys);
+    } else if (f.value.IsScalar()) {
+      // One command, or a list of them run in order.
+      if (auto v = text(f, "hooks")) *list->second = {*v};
+    } else if (auto v = text_list(f, "hooks")) {
+      *list->second = std::move(*v);
+    }
+  }
 }
 
 std::optional<std::vector<std::string>> Reader::text_list(const Field& f,

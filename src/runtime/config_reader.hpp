@@ -17,8 +17,12 @@
 
 namespace daqflow::runtime::detail {
 
-inline const std::vector<std::string> kTopKeys{"libraries", "run",   "transports", "monitoring",
-                                               "access",    "hosts", "contexts",   "faults"};
+inline const std::vector<std::string> kTopKeys{"libraries",  "run",      "transports",
+                                               "monitoring", "access",   "hooks",
+                                               "hosts",      "contexts", "faults"};
+inline const std::vector<std::string> kHookKeys{
+    "timeout_s",    "before_configure", "after_configure", "before_enable",
+    "after_enable", "before_halt",      "after_halt"};
 inline const std::vector<std::string> kHostKeys{"address",    "launcher",     "daqflow", "workdir",
                                                 "log_dir",    "control_bind", "lease_s", "ssh",
                                                 "supervisor", "slurm"};
@@ -85,6 +89,7 @@ class Reader {
   void run_settings(const Field& section);
   void monitoring_settings(const Field& section);
   void access_settings(const Field& section);
+  void hooks_settings(const Field& section);
   void transport_settings(const Field& section);
 
   // A path that may be given relative to the configuration file's folder.

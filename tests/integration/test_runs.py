@@ -204,5 +204,83 @@ class PostgresRegistry(RegistryChecks, DaqflowTestCase):
         self.assertFalse(os.path.exists(self.path("logs")), "a run without a number starts nothing")
 
 
+
+def with_hooks(text, hooks):
+    """The configuration with a `hooks` section (a mapping of YAML lines) before `contexts`."""
+    lines = "".join(f"  {key}: {value}\n" for key, value in hooks.items())
+    return text.replace("contexts:", "hooks:\n" + lines + "contexts:", 1)
+
+
+class TransitionsAndHooks(DaqflowTestCase):
+    """Each transition's report, application by application, and the hooks around them."""
+
+    def shown(self, number):
+        code, out = self.daqflow(["runs", "show", str(number), "--json"])
+        self.assertEqual(code, 0, out)
+        return json.loads(out)
+
+    def test_hooks_run_around_each_transition_with_the_run_in_their_environment(self):
+        line = "echo $DAQFLOW_HOOK $DAQFLOW_TRANSITION $DAQFLOW_RUN_NUMBER $DAQFLOW_RUN_STATUS"
+        hooks = {f"{when}_{t}": f"'{line} >> hooks.txt'"
+                 for t in ("configure", "enable", "halt") for when in ("before", "after")}
+        # A failing hook after a transition is reported; the run goes on.
+        hooks["after_enable"] = f"['{line} >> hooks.txt', 'echo logbook down; exit 1']"
+        config = self.write_config("evb.yaml", with_hooks(evb_config(files=False), hooks))
+        code, out, summary = self.run_config(config, "--duration", "1")
+        self.assertEqual(code, 0, out)
+        self.assertEqual(summary["status"], "ok", out)
+        number = summary["run_number"]
+        # In the configuration's folder, in order, with the run's number.
+        with open(self.path("hooks.txt")) as f:
+            self.assertEqual(f.read().splitlines(), [
+                f"{when} {t} {number} ok"
+                for t in ("configure", "enable", "halt") for when in ("before", "after")])
+        self.assertIn("enable after: echo logbook down; exit 1: failed", out)
+        self.assertIn("exited with code 1: logbook down", out)
+        hooked = [t for t in self.shown(number)["transitions"] if ": " in t["application"]]
+        self.assertEqual([(t["transition"], t["application"].split(":")[0], t["outcome"])
+                          for t in hooked], [
+            ("configure", "before", "ok"), ("configure", "after", "ok"),
+            ("enable", "before", "ok"), ("enable", "after", "ok"), ("enable", "after", "failed"),
+            ("halt", "before", "ok"), ("halt", "after", "ok")])
+
+    def test_a_failing_hook_before_configure_stops_the_run_with_its_message(self):
+        hooks = {"before_configure": "'echo no beam permit >&2; exit 3'"}
+        config = self.write_config("evb.yaml", with_hooks(evb_config(files=False), hooks))
+        code, out, summary = self.run_config(config, "--duration", "1")
+        self.assertNotEqual(code, 0, out)
+        failure = summary["failure"]
+        self.assertIn("the hook before configure failed", failure)
+        self.assertIn("exited with code 3: no beam permit", failure)
+        self.assertNotIn("configuring", out, "no application is asked to configure")
+        shown = self.shown(summary["run_number"])
+        self.assertEqual(shown["state"], "failed")
+        self.assertEqual([(t["application"], t["outcome"]) for t in shown["transitions"]],
+                         [("before: echo no beam permit >&2; exit 3", "failed")])
+        for app in summary["applications"].values():
+            self.assertEqual(app["state"], "Halted", app)
+
+    def test_an_executive_frozen_before_configure_is_named_as_not_answering(self):
+        # The hook freezes ru2's executive (SIGSTOP) just before Configure is sent.
+        freeze = "pkill -STOP -f -- \"exec $DAQFLOW_CONFIG .*--context ru2( |$)\""
+        text = with_hooks(rewrite_ports(read_example("local.yaml")),
+                          {"before_configure": f"'{freeze}'"})
+        config = self.write_config("local.yaml", text)
+        code, out, summary = self.run_config(config, "--duration", "1", timeout=240)
+        self.assertNotEqual(code, 0, out)
+        configure = [t for t in self.shown(summary["run_number"])["transitions"]
+                     if t["transition"] == "configure" and ": " not in t["application"]]
+        by_app = {t["application"]: t for t in configure}
+        self.assertEqual(set(by_app), {"evm0", "ru1", "ru2", "ru3", "bu1", "bu2"}, configure)
+        frozen = by_app["ru2"]
+        self.assertIn(frozen["outcome"], ("no answer", "lost"), frozen)
+        self.assertIn("ru2", frozen["reason"])
+        self.assertIn("ru2", out)
+        self.assertRegex(out, r"configure ru2: (no answer|lost)")
+        for app, t in by_app.items():
+            if app != "ru2":
+                self.assertNotIn(t["outcome"], ("no answer", "lost"), t)
+
+
 if __name__ == "__main__":
     unittest.main()

@@ -33,9 +33,22 @@ struct RunSettings {
   std::uint32_t number = 1;
   bool number_given = false;
   std::string output = "./run-data";
-  // The run registry (an SQLite file; relative: to the configuration's folder); empty: the
-  // default place (control::default_registry_location).
+  // The run registry (an SQLite file, relative to the configuration's folder, or a
+  // postgresql:// URI); empty: the default place (control::default_registry_location).
   std::string registry;
+};
+
+// The `hooks` section: commands `daqflow run` runs before and after each transition of the run
+// (docs/operations.md, Hooks), each through /bin/sh in the configuration file's folder.
+struct HooksSettings {
+  struct Commands {
+    std::vector<std::string> before;
+    std::vector<std::string> after;
+  };
+  std::uint32_t timeout_s = 60;  // each command's limit
+  Commands configure;
+  Commands enable;
+  Commands halt;
 };
 
 // The `monitoring` section: how each executive samples its applications' metrics into the
@@ -161,6 +174,7 @@ struct ClusterConfig {
   TransportSettings transports;
   MonitoringSettings monitoring;
   AccessSettings access;
+  HooksSettings hooks;
   std::vector<HostConfig> hosts;
   std::vector<ContextConfig> contexts;
   std::vector<ApplicationConfig> applications;  // indexed by AppIndex

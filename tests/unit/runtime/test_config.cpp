@@ -109,6 +109,25 @@ TEST(Config, MonitoringHasDefaultsAndIsRead) {
   EXPECT_EQ(c.monitoring.max_series, 64u);
 }
 
+TEST(Config, HooksAreOneCommandOrAListInOrder) {
+  const std::string apps = R"(contexts:
+  - name: a
+    control_port: 9100
+    applications: [{type: sink, id: s0}]
+)";
+  const ClusterConfig plain = parse_ok(apps);
+  EXPECT_EQ(plain.hooks.timeout_s, 60u);
+  EXPECT_TRUE(plain.hooks.configure.before.empty());
+  const ClusterConfig c = parse_ok(
+      "hooks:\n  timeout_s: 5\n  before_configure: ./runinfo open\n"
+      "  after_halt: [./runinfo close, 'echo done >> log']\n" +
+      apps);
+  EXPECT_EQ(c.hooks.timeout_s, 5u);
+  EXPECT_EQ(c.hooks.configure.before, std::vector<std::string>{"./runinfo open"});
+  EXPECT_EQ(c.hooks.halt.after, (std::vector<std::string>{"./runinfo close", "echo done >> log"}));
+  EXPECT_TRUE(c.hooks.enable.before.empty());
+}
+
 TEST(Config, ControlBindAndAccessHaveSafeDefaultsAndAreRead) {
   const ClusterConfig plain = parse_ok(R"(contexts:
   - name: a

@@ -489,6 +489,15 @@ TEST(ConfigErrors, MonitoringNamesItsKeyAndBoundsItsMemory) {
               ElementsAre(error_at("1:1", "at most 1024")));
 }
 
+TEST(ConfigErrors, HooksNameTheirKey) {
+  EXPECT_THAT(errors_of("hooks: {before_start: ./x}" + kOneContext),
+              ElementsAre(error_at("1:9", "unknown key 'before_start' in hooks")));
+  EXPECT_THAT(errors_of("hooks: {after_halt: [./x, {a: 1}]}" + kOneContext),
+              ElementsAre(error_at("1:27", "'after_halt' in hooks: expected a non-empty string")));
+  EXPECT_THAT(errors_of("hooks: {timeout_s: 0}" + kOneContext),
+              ElementsAre(error_at("1:20", "out of range 1..3600")));
+}
+
 TEST(ConfigErrors, FaultsNameTheirLinkAndOneKind) {
   const std::string head = R"(contexts:
   - name: a
