@@ -26,7 +26,8 @@ A schema of an application type's settings also describes the type, whose regist
       enable_rank: 0                 # AppType::enable_rank
       peers: [peer]                  # the keys naming where it sends (AppType::peer_params)
       survivable: false              # AppType::survivable, auxiliary likewise
-      fold_results: true             # the class has fold_results (and after_loss likewise)
+      fold_results: true             # the class has fold_results (after_loss and host_needs
+                                     # likewise)
 
 A key is read into the member of its name (`member:` says another). Its kind is one of integer,
 number, boolean, string, app_ref, app_ref_list, integer_list or object; `default:` (absent: the
@@ -51,7 +52,7 @@ ATTRIBUTES = {"kind", "help", "default", "range", "at_least", "one_of", "member"
 
 TOP = {"header", "namespace", "settings", "includes", "application", "keys"}
 APPLICATION = {"type", "class", "help", "enable_rank", "peers", "survivable", "auxiliary",
-               "fold_results", "after_loss"}
+               "fold_results", "after_loss", "host_needs"}
 
 
 class SchemaError(Exception):
@@ -163,7 +164,7 @@ def registry_entry(app, keys, where):
     for flag in ("survivable", "auxiliary"):
         if app.get(flag, False):
             lines.append(f"  t.{flag} = true;")
-    for hook in ("fold_results", "after_loss"):
+    for hook in ("fold_results", "after_loss", "host_needs"):
         if app.get(hook, False):
             lines.append(f"  t.{hook} = &{cls}::{hook};")
     lines += ["  return t;", "}", ""]

@@ -1,5 +1,7 @@
 // daqflow check CONFIG...: validates configuration files without starting anything, so that a
-// typo is found at the desk and not at the start of a run.
+// typo is found at the desk and not at the start of a run; with --preflight, also makes the
+// pre-flight checks of `daqflow run` on every host (control/preflight.hpp). --host-checks is
+// what a host runs for those, through its launcher.
 #include <fmt/format.h>
 
 #include <cstdio>
@@ -8,6 +10,8 @@
 #include <vector>
 
 #include "cli/commands.hpp"
+#include "daqflow/control/preflight.hpp"
+#include "daqflow/control/process.hpp"
 #include "daqflow/runtime/config.hpp"
 
 namespace daqflow::cli {
@@ -17,6 +21,12 @@ namespace {
 struct CheckOptions {
   std::vector<std::string> files;
   bool verbose = false;
+  bool preflight = false;
+  // --host-checks: this host's part of the pre-flight checks, as one line of JSON.
+  bool host_checks = false;
+  std::vector<std::string> contexts;
+  std::string host;
+  bool config_stdin = false;
 };
 
 // What the executives will make of the file: every application's address, and which contexts
@@ -38,6 +48,34 @@ void print_layout(const runtime::ClusterConfig& config) {
   fmt::print("\n");
 }
 
+// The pre-flight checks of every host of the file's run; false when any found a problem.
+bool preflight(const std::string& file, const runtime::ClusterConfig& config) {
+  auto self = control::self_executable();
+  if (!self) fail("check", self.error().message());
+  auto problems = control::preflight(config, registry(), file, *self);
+  if (!problems) {
+    fmt::print(stderr, "{}: pre-flight checks: {}\n", file, problems.error().message());
+    return false;
+  }
+  for (const auto& p : *problems) fmt::print(stderr, "{}: pre-flight: {}\n", file, p.str());
+  if (problems->empty()) fmt::print("{}: pre-flight checks ok\n", file);
+  return problems->empty();
+}
+
+void host_checks(const CheckOptions& options) {
+  if (options.files.size() != 1) fail("check", "--host-checks takes one configuration");
+  std::optional<std::string> token;
+  const runtime::ClusterConfig config =
+      load_command_config("check", options.files.front(), options.config_stdin, token, {});
+  std::vector<std::string> contexts = options.contexts;
+  if (contexts.empty()) {
+    for (const auto& ctx : config.contexts) contexts.push_back(ctx.name);
+  }
+  const nlohmann::json out = control::check_this_host(
+      config, registry(), contexts, options.host.empty() ? "this host" : options.host);
+  fmt::print("{}\n", out.dump());
+}
+
 // Returns how many files failed.
 int check(const CheckOptions& options) {
   int failed = 0;
@@ -51,6 +89,8 @@ int check(const CheckOptions& options) {
     fmt::print("{}: ok ({} contexts, {} applications)\n", file, config->contexts.size(),
                config->applications.size());
     if (options.verbose) print_layout(*config);
+    std::fflush(stdout);
+    if (options.preflight && !preflight(file, *config)) ++failed;
     // Keep the order of files when stdout and stderr go to one terminal.
     std::fflush(stdout);
   }
@@ -66,10 +106,26 @@ void add_check(CLI::App& app) {
   cmd->add_option("CONFIG", options->files, "Cluster configuration files (YAML)")->required();
   cmd->add_flag("-v,--verbose", options->verbose,
                 "Also print each application's address and the processes the contexts form");
+  cmd->add_flag("--preflight", options->preflight,
+                "Also make the pre-flight checks of daqflow run on every host: ports free, room "
+                "in /dev/shm and on the output disks, hosts answering with this daqflow build");
+  cmd->add_flag("--host-checks", options->host_checks,
+                "This host's part of the pre-flight checks, as one line of JSON (what daqflow "
+                "run asks each host for through its launcher)")
+      ->group("");
+  cmd->add_option("--context", options->contexts, "--host-checks: the contexts of this host")
+      ->group("");
+  cmd->add_option("--host", options->host, "--host-checks: the host's name in the problems")
+      ->group("");
+  cmd->add_flag("--config-stdin", options->config_stdin,
+                "--host-checks: the configuration comes on standard input")
+      ->group("");
   cmd->footer(
-      "Exit status: 0 when every file is valid, 1 otherwise. The keys are described in "
-      "docs/configuration.md.");
+      "Exit status: 0 when every file is valid (and passes its pre-flight checks), 1 "
+      "otherwise. The keys are described in docs/configuration.md; the pre-flight checks in "
+      "docs/operations.md.");
   cmd->callback([options] {
+    if (options->host_checks) return host_checks(*options);
     if (check(*options) > 0) throw CLI::RuntimeError(1);
   });
 }

@@ -17,6 +17,7 @@
 
 #include "cli/commands.hpp"
 #include "cli/registered_run.hpp"
+#include "daqflow/control/preflight.hpp"
 #include "daqflow/control/process.hpp"
 #include "daqflow/runtime/config.hpp"
 
@@ -110,7 +111,26 @@ struct RunArgs {
   std::string record_dir;
   bool attach = false;
   bool reuse_number = false;
+  bool no_preflight = false;
 };
+
+// The pre-flight checks (control/preflight.hpp): a problem stops the run before anything starts,
+// and before it takes a number.
+void check_before_start(const runtime::ClusterConfig& config, const RunArgs& args,
+                        const std::string& self) {
+  const auto started = std::chrono::steady_clock::now();
+  auto problems = control::preflight(config, registry(), args.config, self);
+  if (!problems) fail("run", "pre-flight checks: " + problems.error().message());
+  for (const auto& p : *problems)
+    std::fprintf(stderr, "daqflow run: pre-flight: %s\n", p.str().c_str());
+  if (!problems->empty()) {
+    fail("run", fmt::format("pre-flight checks found {} problem(s): nothing was started (daqflow "
+                            "check --preflight {} checks again)",
+                            problems->size(), args.config));
+  }
+  std::printf("pre-flight checks: ok (%.2f s)\n",
+              std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
+}
 
 void write_text(const std::string& path, const std::string& text) {
   std::error_code ec;
@@ -146,6 +166,9 @@ void run_command(const RunArgs& args) {
   if (!args.record_dir.empty()) {
     options.record_dir = std::filesystem::absolute(args.record_dir).string();
   }
+
+  // A run taken over finds its ports taken by its own executives: nothing to check.
+  if (!args.attach && !args.no_preflight) check_before_start(*config, args, *self);
 
   // The run's number, from the registry, before anything starts: a registry that cannot be
   // reached stops the run here.
@@ -212,6 +235,9 @@ void add_run(CLI::App& app) {
   cmd->add_flag("--reuse-run-number", args->reuse_number,
                 "run under the configuration's run.number even when the run registry has a run "
                 "of that number already");
+  cmd->add_flag("--no-preflight", args->no_preflight,
+                "start without the pre-flight checks (ports, /dev/shm, disk space, hosts; "
+                "docs/operations.md)");
   cmd->add_option("--record", args->record_dir,
                   "record every monitoring sample of every context, and the run's notes, in DIR "
                   "(daqflow report DIR turns it into a report)");

@@ -40,14 +40,6 @@ std::string join(const std::vector<std::string>& names) {
   return out;
 }
 
-Result<std::string> read_text_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return Error(ErrorCode::unavailable, "cannot read " + path);
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
 }  // namespace
 
 Cluster::Cluster() = default;

@@ -4,7 +4,9 @@
 #include <signal.h>
 
 #include <filesystem>
+#include <fstream>
 #include <nlohmann/json.hpp>
+#include <sstream>
 #include <thread>
 
 #include "control/launchers.hpp"
@@ -38,6 +40,14 @@ std::string host_workdir(const runtime::HostConfig& host) {
 
 std::string host_log_dir(const runtime::HostConfig& host) {
   return host.log_dir.empty() ? host_workdir(host) + "/logs" : host.log_dir;
+}
+
+Result<std::string> read_text_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return Error(ErrorCode::unavailable, "cannot read " + path);
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
 }
 
 std::string config_delivery(const LaunchSettings& settings) {

@@ -110,6 +110,9 @@ class Launcher {
                                                            const LaunchRequest& request,
                                                            bool log_file = true);
 
+// A file's whole text (the configuration, for LaunchSettings::config_text).
+[[nodiscard]] Result<std::string> read_text_file(const std::string& path);
+
 // The one line of JSON an executive reads with --config-stdin.
 [[nodiscard]] std::string config_delivery(const LaunchSettings& settings);
 

@@ -183,6 +183,19 @@ struct Settled {
   nlohmann::json results = nlohmann::json::object();
 };
 
+// What an application takes on its host when it configures, for the pre-flight checks that
+// `daqflow run` makes before anything starts (docs/operations.md): the bytes of the send pools it
+// makes (shared memory in /dev/shm when its transport is shm), and the disk space its output may
+// fill in each folder it writes to.
+struct HostNeeds {
+  struct Disk {
+    std::string dir;  // as configured (relative: to the executive's working directory)
+    std::uint64_t bytes = 0;
+  };
+  std::uint64_t send_pool_bytes = 0;
+  std::vector<Disk> disks;
+};
+
 struct AppType {
   std::string name;
   std::string help;
@@ -204,6 +217,8 @@ struct AppType {
   // application ran, to settle what it left behind (a BU: its unfinished files against the
   // EVM's blocks in doubt). Returns what it did and the results its files now give.
   std::function<Result<Settled>(const LostApp&)> after_loss;
+  // What an application of the type takes on its host (HostNeeds); unset: nothing to speak of.
+  std::function<HostNeeds(const ApplicationConfig&, const ClusterConfig&)> host_needs;
   // The library that registered the type (runtime/app_library.hpp); empty: built in.
   std::string library;
 };

@@ -26,6 +26,10 @@ struct SegmentInfo {
   std::string state;  // open, closed, aborted, creating
 };
 
+// The bytes of one shm endpoint's segment in a cluster of `applications` applications (its
+// channels, one per peer); the send pools come on top.
+[[nodiscard]] std::size_t endpoint_segment_bytes(std::size_t applications);
+
 // Every daqflow segment in /dev/shm, sorted by name.
 [[nodiscard]] std::vector<SegmentInfo> list_segments();
 // Removes a segment by name; returns an error saying why not.

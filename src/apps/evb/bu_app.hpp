@@ -48,6 +48,11 @@ class BuilderUnit final : public runtime::ApplicationWith<BuilderUnit, BuSetting
   [[nodiscard]] nlohmann::json results() const override;
 
   [[nodiscard]] static Result<runtime::Settled> after_loss(const runtime::LostApp& lost);
+  // The disk its output may fill.
+  [[nodiscard]] static runtime::HostNeeds host_needs(const runtime::ApplicationConfig& app,
+                                                     const runtime::ClusterConfig& cluster) {
+    return output::output_host_needs(app, cluster);
+  }
 
   // events_written summed over BUs, and "bus": {id: events_built}.
   static void fold_results(nlohmann::json& run, const std::string& id, const nlohmann::json& app);

@@ -48,6 +48,10 @@ class EventManagerApp final : public runtime::ApplicationWith<EventManagerApp, E
   void release() override;
 
   [[nodiscard]] nlohmann::json results() const override;
+  [[nodiscard]] static runtime::HostNeeds host_needs(const runtime::ApplicationConfig& app,
+                                                     const runtime::ClusterConfig& cluster) {
+    return readout_host_needs(app, cluster);
+  }
   // in_doubt: the blocks granted to lost BUs and not acknowledged ({blocks: [{block,
   // first_event, events, generation, bu}]}); resolve {bu, written: [block ids], not_written:
   // [block ids]}: what the lost BU's salvaged output holds (docs/reliability.md).

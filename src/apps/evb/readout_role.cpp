@@ -8,6 +8,15 @@
 
 namespace daqflow::apps::evb {
 
+runtime::HostNeeds readout_host_needs(const runtime::ApplicationConfig& app,
+                                      const runtime::ClusterConfig& /*cluster*/) {
+  runtime::HostNeeds needs;
+  const auto size = app.params.value("chunk_size", std::uint64_t{0});
+  const auto count = app.params.value("chunks", std::uint64_t{0});
+  needs.send_pool_bytes = size * count;
+  return needs;
+}
+
 namespace {
 
 // Per call of produce(): enough to amortise the loop, small enough to keep polling often.

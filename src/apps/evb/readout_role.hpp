@@ -23,6 +23,11 @@
 
 namespace daqflow::apps::evb {
 
+// The RU's and the EVM's host needs: the readout store's chunks (chunk_size x chunks), their
+// largest send pool (shared memory over shm).
+[[nodiscard]] runtime::HostNeeds readout_host_needs(const runtime::ApplicationConfig& app,
+                                                    const runtime::ClusterConfig& cluster);
+
 class ReadoutRole {
  public:
   ReadoutRole() = default;

@@ -26,6 +26,10 @@ class ReadoutUnit final : public runtime::ApplicationWith<ReadoutUnit, RuSetting
   void release() override;
 
   [[nodiscard]] nlohmann::json results() const override;
+  [[nodiscard]] static runtime::HostNeeds host_needs(const runtime::ApplicationConfig& app,
+                                                     const runtime::ClusterConfig& cluster) {
+    return readout_host_needs(app, cluster);
+  }
 
  private:
   void register_handlers();

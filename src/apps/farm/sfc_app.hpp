@@ -75,6 +75,11 @@ class SubFarmController final : public runtime::ApplicationWith<SubFarmControlle
   // The SFC's process died: finish its streams' unfinished files (the BU's salvage, with no
   // block in doubt: no one else writes its events). Runs in the controller, on its host.
   [[nodiscard]] static Result<runtime::Settled> after_loss(const runtime::LostApp& lost);
+  // The disk its output may fill.
+  [[nodiscard]] static runtime::HostNeeds host_needs(const runtime::ApplicationConfig& app,
+                                                     const runtime::ClusterConfig& cluster) {
+    return output::output_host_needs(app, cluster);
+  }
 
  private:
   static constexpr std::size_t kBatchEvents = 32;

@@ -113,6 +113,27 @@ nlohmann::json FilesWritten::to_json() const {
   return out;
 }
 
+std::vector<runtime::HostNeeds::Disk> disk_needs(const nlohmann::json& output,
+                                                 const runtime::ClusterConfig& cluster) {
+  if (!keeps_files(output)) return {};
+  constexpr double kMiB = 1024.0 * 1024.0;
+  std::string dir = output.value("dir", "");
+  if (dir.empty()) dir = cluster.run.output;
+  const double total = output.value("max_total_mb", 0.0);
+  const double file = output.value("max_file_mb", 0.0);
+  const double mb = total > 0 ? total : file;
+  return {{dir, static_cast<std::uint64_t>(mb * kMiB)}};
+}
+
+runtime::HostNeeds output_host_needs(const runtime::ApplicationConfig& app,
+                                     const runtime::ClusterConfig& cluster) {
+  runtime::HostNeeds needs;
+  if (const auto it = app.params.find("output"); it != app.params.end()) {
+    needs.disks = disk_needs(*it, cluster);
+  }
+  return needs;
+}
+
 bool keeps_files(const nlohmann::json& output) {
   const std::string kind = output.is_object() ? output.value("kind", std::string()) : "";
   return kind == "file" || kind == "hdf5" || kind == "frd";

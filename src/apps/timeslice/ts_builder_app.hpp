@@ -91,6 +91,11 @@ class TsBuilder final : public runtime::ApplicationWith<TsBuilder, TsBuilderSett
   void send_report();
   bool send_to_manager(wire::MessageType type, std::uint64_t tag, std::span<const std::byte> bytes);
   [[nodiscard]] static Result<runtime::Settled> after_loss(const runtime::LostApp& lost);
+  // The disk its output may fill.
+  [[nodiscard]] static runtime::HostNeeds host_needs(const runtime::ApplicationConfig& app,
+                                                     const runtime::ClusterConfig& cluster) {
+    return output::output_host_needs(app, cluster);
+  }
   [[nodiscard]] static Result<runtime::Settled> settle_round_robin(const runtime::LostApp& lost,
                                                                    const nlohmann::json& output);
   friend runtime::AppType ts_builder_type();

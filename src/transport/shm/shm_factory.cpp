@@ -28,8 +28,7 @@ class ShmTransport final : public Transport {
     const std::string& who = *checked;
     const AppAddress& me = addresses_[options.self];
     Names names{&addresses_, run_tag_};
-    const auto page = static_cast<std::size_t>(sysconf(_SC_PAGESIZE));
-    const std::size_t bytes = round_up(kHeaderBytes + addresses_.size() * channel_stride(), page);
+    const std::size_t bytes = endpoint_segment_bytes(addresses_.size());
     auto mapping = Mapping::create(names.of(options.self, "ep"), bytes);
     if (!mapping) return mapping.error().context(who);
     Mapping& m = **mapping;
@@ -53,6 +52,12 @@ class ShmTransport final : public Transport {
 };
 
 }  // namespace
+
+std::size_t endpoint_segment_bytes(std::size_t applications) {
+  const auto page = static_cast<std::size_t>(sysconf(_SC_PAGESIZE));
+  return round_up(kHeaderBytes + applications * channel_stride(), page);
+}
+
 }  // namespace shm
 
 Result<std::unique_ptr<Transport>> make_shm_transport(const AddressTable& addresses,

@@ -19,6 +19,7 @@
 #include "daqflow/apps/output/event_file.hpp"
 #include "daqflow/core/buffer_pool.hpp"
 #include "daqflow/core/result.hpp"
+#include "daqflow/runtime/application.hpp"
 #include "daqflow/runtime/params.hpp"
 #include "daqflow/transport/transport.hpp"
 
@@ -161,6 +162,14 @@ struct OutputContext {
 // a BU with such an output is never given to another, and the files of one that died are
 // salvaged (the others lose nothing on disk).
 [[nodiscard]] bool keeps_files(const nlohmann::json& output);
+
+// The disk an output writing files may fill (HostNeeds::disks): its folder (dir, else run.output)
+// and max_total_mb, else one file of max_file_mb; none for the other kinds.
+[[nodiscard]] std::vector<runtime::HostNeeds::Disk> disk_needs(
+    const nlohmann::json& output, const runtime::ClusterConfig& cluster);
+// The host needs of an application whose only large need is its `output` parameter's disk.
+[[nodiscard]] runtime::HostNeeds output_host_needs(const runtime::ApplicationConfig& app,
+                                                   const runtime::ClusterConfig& cluster);
 
 [[nodiscard]] Result<std::unique_ptr<EventOutput>> make_output(const nlohmann::json& params,
                                                                const OutputContext& context);
