@@ -117,9 +117,9 @@ class SlurmLauncher final : public Launcher {
         "srun", "--job-name", job_name(settings_.run_number, "tool"), "-w", node_, "-N1", "-n1"};
     if (!host_.slurm.partition.empty()) argv.insert(argv.end(), {"-p", host_.slurm.partition});
     if (!host_.slurm.account.empty()) argv.insert(argv.end(), {"-A", host_.slurm.account});
-    argv.insert(argv.end(),
-                {"/bin/sh", "-c",
-                 fmt::format("cd {} && exec {}", shell_quote(host_workdir(host_)), command)});
+    argv.insert(argv.end(), {"/bin/sh", "-c",
+                             fmt::format("mkdir -p {0} && cd {0} && exec {1}",
+                                         shell_quote(host_workdir(host_)), command)});
     auto r = run_command(argv, std::chrono::milliseconds(120000), config_delivery(settings_));
     if (!r) return r.error().context("srun on node " + node_);
     if (!r->status.clean())

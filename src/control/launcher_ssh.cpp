@@ -162,8 +162,8 @@ class SshLauncher final : public Launcher {
     argv.insert(argv.end(), args.begin(), args.end());
     argv.emplace_back("--config-stdin");
     auto r =
-        run_command(ssh.command(fmt::format("cd {} && exec {}", shell_quote(host_workdir(host_)),
-                                            join_quoted(argv))),
+        run_command(ssh.command(fmt::format("mkdir -p {0} && cd {0} && exec {1}",
+                                            shell_quote(host_workdir(host_)), join_quoted(argv))),
                     kSshTimeout, config_delivery(settings_));
     if (!r) return r.error().context("ssh to " + address_);
     if (!r->status.clean()) return Error(ErrorCode::unavailable, "on " + address_ + ": " + r->out);

@@ -23,6 +23,7 @@
 
 #include <atomic>
 #include <condition_variable>
+#include <filesystem>
 #include <fstream>
 #include <initializer_list>
 #include <mutex>
@@ -33,6 +34,7 @@
 #include <xmlrpc-c/client_transport.hpp>
 
 #include "control/launchers.hpp"
+#include "daqflow/core/log.hpp"
 
 namespace daqflow::control {
 
@@ -251,8 +253,13 @@ class SupervisorLaunched final : public Launched {
   // Its output into the controller's log directory, then the program out of supervisord.
   void keep_output() {
     if (auto out = watch_sup_->tail(full_, 1 << 20); out) {
+      std::error_code ec;
+      std::filesystem::create_directories(std::filesystem::path(local_log_).parent_path(), ec);
       std::ofstream log(local_log_, std::ios::app);
       log << *out;
+      if (!log.flush()) {
+        spdlog::warn("cannot keep the output of {} in {}", full_, local_log_);
+      }
     }
     (void)watch_sup_->remove(name_);
   }
@@ -301,11 +308,12 @@ class SupervisorLauncher final : public Launcher {
       if (auto r = sup_->remove(name); !r) return r.error();
     }
     std::string command;
-    for (const auto& w : remote_exec_command(host_, settings_, request, false)) {
+    for (const auto& w : remote_exec_command(host_, settings_, request)) {
       command += (command.empty() ? "" : " ") + shell_quote(w);
     }
-    if (auto r = add_program(name, fmt::format("mkdir -p {0} && cd {0} && exec {1}",
-                                               shell_quote(host_workdir(host_)), command));
+    if (auto r = add_program(name, fmt::format("mkdir -p {0} {1} && cd {0} && exec {2}",
+                                               shell_quote(host_workdir(host_)),
+                                               shell_quote(host_log_dir(host_)), command));
         !r) {
       return r.error().context("adding context " + name);
     }
@@ -337,8 +345,9 @@ class SupervisorLauncher final : public Launcher {
     words.insert(words.end(), args.begin(), args.end());
     words.emplace_back("--config-stdin");
     for (const auto& w : words) command += (command.empty() ? "" : " ") + shell_quote(w);
-    if (auto r = add_program(
-            name, fmt::format("cd {} && exec {}", shell_quote(host_workdir(host_)), command));
+    if (auto r = add_program(name, fmt::format("mkdir -p {0} {1} && cd {0} && exec {2}",
+                                               shell_quote(host_workdir(host_)),
+                                               shell_quote(host_log_dir(host_)), command));
         !r) {
       return r.error();
     }

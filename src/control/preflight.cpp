@@ -10,6 +10,7 @@
 #include <sys/statvfs.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
@@ -178,8 +179,11 @@ std::vector<PreflightProblem> check_remote_host(const runtime::HostConfig& host,
   for (const auto& c : contexts) args.insert(args.end(), {"--context", c});
   auto said = (*launcher)->run_daqflow(args);
   if (!said) {
-    return {{"", address,
-             fmt::format("does not answer through {}: {}", engine, said.error().message()),
+    // One line: the engine's own message may span several.
+    std::string why = said.error().message();
+    std::replace(why.begin(), why.end(), '\n', ' ');
+    while (!why.empty() && why.back() == ' ') why.pop_back();
+    return {{"", address, fmt::format("does not answer through {}: {}", engine, why),
              reach_fix(host.launcher, address)}};
   }
   // The answer is the last line (an engine may print before it).

@@ -170,6 +170,28 @@ class SshHosts(DaqflowTestCase):
             print(f"  {what:16} {summary['start_s']:.2f} {summary['configure_s']:.2f} "
                   f"{summary['enable_s']:.2f}")
 
+    def test_a_clean_run_keeps_every_executives_log_with_the_run(self):
+        """Without --log-dir: each executive's log is kept on its host (LOG_DIR/<context>.log)
+        and with the run on this machine (./run-data/logs, as the run says), and daqflow logs
+        reads them after the run."""
+        config = self.config("logs.yaml")
+        code, out = self.daqflow(["run", config, "--duration", "1"], timeout=240)
+        self.assertEqual(code, 0, out)
+        self.assertIn("logs in ./run-data/logs", out)
+        for context, host in PLACEMENT.items():
+            on_host = os.path.join(self.workdir(host), "logs", f"{context}.log")
+            kept = os.path.join(self.path("run-data"), "logs", f"{context}.log")
+            for path in (on_host, kept):
+                self.assertTrue(os.path.exists(path), f"{path} is missing: {out}")
+                with open(path, errors="replace") as f:
+                    self.assertRegex(f.read(), rf"\[{context}\] \[info\] .*: Enabled", path)
+        code, logs = self.daqflow(["logs", config, "-n", "400"], timeout=120)
+        self.assertEqual(code, 0, logs)
+        for context in PLACEMENT:
+            self.assertIn(f"=== {context} ===", logs)
+            self.assertRegex(logs, rf"\[{context}\] \[info\] .*: Enabled")
+        self.assertNotIn("no log:", logs)
+
     def test_a_killed_bu_is_salvaged_on_its_host_and_nothing_is_lost_or_written_twice(self):
         """What a BU killed on its host wrote is settled there: daqflow salvage, run through the
         launcher, finishes its file and tells the EVM which of its blocks in doubt are on disk;
