@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "cli/commands.hpp"
+#include "cli/registered_run.hpp"
 #include "daqflow/core/log.hpp"
 #include "daqflow/runtime/config.hpp"
 #include "daqflow/runtime/executive.hpp"
@@ -146,6 +147,11 @@ void exec_command(const ExecArgs& args) {
   options.token = std::move(token);
   options.restarted = args.restarted;
   options.lease = std::chrono::milliseconds(static_cast<long long>(args.lease_s * 1000));
+  // The dashboard's runs page: the registry as this host reaches it, opened per request.
+  options.runs = [cluster = config](std::string_view rest,
+                                    const std::map<std::string, std::string>& query) {
+    return runs_view(cluster, rest, query);
+  };
   auto exec = runtime::Executive::create(std::move(config), hosted, registry(), options);
   if (!exec) fail("exec", exec.error().message());
   if (auto started = (*exec)->start(); !started) fail("exec", started.error().message());

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <charconv>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -49,6 +50,70 @@ Result<std::uint32_t> attached_number(control::RunRegistry& registry,
 }
 
 }  // namespace
+
+nlohmann::json record_json(const control::RunRecord& r, bool whole) {
+  nlohmann::json j = {{"number", r.number},
+                      {"state", r.state},
+                      {"config_name", r.config_name},
+                      {"config_path", r.config_path},
+                      {"version", r.version},
+                      {"host", r.host},
+                      {"user", r.user},
+                      {"started_ms", r.started_ms},
+                      {"stopped_ms", r.stopped_ms ? nlohmann::json(*r.stopped_ms) : nullptr}};
+  if (!whole) return j;
+  j["config_text"] = r.config_text;
+  j["summary"] = r.summary;
+  j["transitions"] = r.transitions;
+  j["files"] = nlohmann::json::array();
+  for (const auto& f : r.files) {
+    j["files"].push_back({{"path", f.path},
+                          {"bytes", f.bytes},
+                          {"events", f.events},
+                          {"checksum", f.checksum},
+                          {"application", f.application},
+                          {"host", f.host}});
+  }
+  j["comments"] = nlohmann::json::array();
+  for (const auto& c : r.comments) {
+    j["comments"].push_back({{"at_ms", c.at_ms}, {"user", c.user}, {"text", c.text}});
+  }
+  return j;
+}
+
+Result<nlohmann::json> runs_view(const runtime::ClusterConfig& config, std::string_view rest,
+                                 const std::map<std::string, std::string>& query) {
+  auto registry = open_run_registry(config);
+  if (!registry) return registry.error();
+  if (auto marked = mark_dead_controllers(**registry); !marked) return marked.error();
+  if (!rest.empty()) {
+    std::uint32_t number = 0;
+    const auto [end, ec] = std::from_chars(rest.data(), rest.data() + rest.size(), number);
+    if (ec != std::errc() || end != rest.data() + rest.size()) {
+      return Error(ErrorCode::invalid_argument, "not a run number: " + std::string(rest));
+    }
+    auto run = (*registry)->show(number);
+    if (!run) return run.error();
+    return record_json(*run, true);
+  }
+  control::RunFilter filter;
+  if (const auto it = query.find("state"); it != query.end()) filter.state = it->second;
+  if (const auto it = query.find("config"); it != query.end()) filter.config_name = it->second;
+  if (const auto it = query.find("limit"); it != query.end()) {
+    std::size_t limit = 0;
+    const auto [end, ec] =
+        std::from_chars(it->second.data(), it->second.data() + it->second.size(), limit);
+    if (ec != std::errc() || limit == 0) {
+      return Error(ErrorCode::invalid_argument, "limit: not a positive number: " + it->second);
+    }
+    filter.limit = limit;
+  }
+  auto runs = (*registry)->list(filter);
+  if (!runs) return runs.error();
+  nlohmann::json out = {{"registry", (*registry)->location()}, {"runs", nlohmann::json::array()}};
+  for (const auto& r : *runs) out["runs"].push_back(record_json(r, false));
+  return out;
+}
 
 Result<void> mark_dead_controllers(control::RunRegistry& registry) {
   control::RunFilter running;

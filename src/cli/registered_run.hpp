@@ -2,8 +2,11 @@
 // A run's entry in the run registry, as `daqflow run` makes and closes it, and what `daqflow
 // runs` shares with it.
 #include <cstdint>
+#include <map>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <string>
+#include <string_view>
 
 #include "daqflow/control/run_registry.hpp"
 #include "daqflow/control/summary.hpp"
@@ -42,6 +45,17 @@ void close_registered_run(RegisteredRun& run, const runtime::ClusterConfig& conf
 [[nodiscard]] Result<std::optional<std::uint32_t>> last_run_of(control::RunRegistry& registry,
                                                                const std::string& config_path,
                                                                const std::string& state);
+
+// A run's record as `daqflow runs ... --json` prints it: the summary fields, and with whole the
+// configuration, summary, transitions, files and comments.
+[[nodiscard]] nlohmann::json record_json(const control::RunRecord& r, bool whole);
+
+// GET /api/v1/runs[/N] of an executive (runtime::ExecutiveOptions::runs): the registry the
+// configuration names (else the default one) as this executive reaches it; the runs newest first
+// ({registry, runs: [...]}, query: state, config, limit), or run N whole.
+[[nodiscard]] Result<nlohmann::json> runs_view(const runtime::ClusterConfig& config,
+                                               std::string_view rest,
+                                               const std::map<std::string, std::string>& query);
 
 [[nodiscard]] std::int64_t unix_now_ms();
 [[nodiscard]] std::string user_name();

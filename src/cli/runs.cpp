@@ -62,36 +62,6 @@ std::optional<std::int64_t> parse_time(const std::string& text, const char* opti
   return static_cast<std::int64_t>(::timegm(&tm)) * 1000;
 }
 
-nlohmann::json record_json(const control::RunRecord& r, bool whole) {
-  nlohmann::json j = {{"number", r.number},
-                      {"state", r.state},
-                      {"config_name", r.config_name},
-                      {"config_path", r.config_path},
-                      {"version", r.version},
-                      {"host", r.host},
-                      {"user", r.user},
-                      {"started_ms", r.started_ms},
-                      {"stopped_ms", r.stopped_ms ? nlohmann::json(*r.stopped_ms) : nullptr}};
-  if (!whole) return j;
-  j["config_text"] = r.config_text;
-  j["summary"] = r.summary;
-  j["transitions"] = r.transitions;
-  j["files"] = nlohmann::json::array();
-  for (const auto& f : r.files) {
-    j["files"].push_back({{"path", f.path},
-                          {"bytes", f.bytes},
-                          {"events", f.events},
-                          {"checksum", f.checksum},
-                          {"application", f.application},
-                          {"host", f.host}});
-  }
-  j["comments"] = nlohmann::json::array();
-  for (const auto& c : r.comments) {
-    j["comments"].push_back({{"at_ms", c.at_ms}, {"user", c.user}, {"text", c.text}});
-  }
-  return j;
-}
-
 std::string duration_of(const control::RunRecord& r) {
   return r.stopped_ms
              ? fmt::format("{:.1f} s", static_cast<double>(*r.stopped_ms - r.started_ms) / 1000.0)

@@ -185,10 +185,12 @@ Result<std::unique_ptr<Executive>> Executive::create(ClusterConfig cluster,
     h.history = std::make_unique<MetricsHistory>(std::size_t{m.history_s} * 1000 / m.interval_ms,
                                                  m.max_series);
     ExecutiveHooks hooks{
-        [raw_exec = exec.get()] { raw_exec->request_shutdown(); }, [raw] { raw->renew_lease(); },
+        [raw_exec = exec.get()] { raw_exec->request_shutdown(); },
+        [raw] { raw->renew_lease(); },
         [raw] { raw->stop_requested.store(true, std::memory_order_relaxed); },
         [raw] { return raw->run_state(); },
-        [raw](std::uint64_t key) { return raw->run_key.exchange(key, std::memory_order_acq_rel); }};
+        [raw](std::uint64_t key) { return raw->run_key.exchange(key, std::memory_order_acq_rel); },
+        raw->options.runs};
     h.api = std::make_unique<ControlApi>(raw->cluster, raw->addresses, *h.control, *h.history,
                                          access, std::move(hooks));
     raw->contexts.push_back(std::move(h));

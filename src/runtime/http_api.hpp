@@ -61,6 +61,9 @@ struct ExecutiveHooks {
   // POST /api/v1/fsm/Configure with {"run_key": "16 hex digits"} (`daqflow run`): the run's key
   // that the endpoints configured from then on carry in their hellos; returns the key before.
   std::function<std::uint64_t(std::uint64_t)> set_run_key;
+  // GET /api/v1/runs[/N]: the run registry (ExecutiveOptions::runs); unset: 404.
+  std::function<Result<nlohmann::json>(std::string_view, const std::map<std::string, std::string>&)>
+      runs;
 };
 
 // Thread-safe: handle() runs on the server's worker threads concurrently.

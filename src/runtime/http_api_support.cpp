@@ -137,6 +137,7 @@ const char* route_method(const std::vector<std::string_view>& p) {
                  p[0] == "logs" || p[0] == "snapshot" || p[0] == "snapshots" || p[0] == "contexts"))
     return "GET";
   if (n == 1 && (p[0] == "shutdown" || p[0] == "lease" || p[0] == "stop")) return "POST";
+  if ((n == 1 || n == 2) && p[0] == "runs") return "GET";
   if (n == 2 && p[0] == "apps") return "GET";
   if (n == 3 && p[0] == "apps" && p[2] == "params") return "PUT";
   if (n == 4 && p[0] == "apps" && p[2] == "fsm") return "POST";

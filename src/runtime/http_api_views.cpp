@@ -135,6 +135,7 @@ ApiReply ControlApi::snapshot_json() const {
                     {"time_ms", api::unix_ms_now()},
                     {"state", context_.state()},
                     {"pid", ::getpid()},
+                    {"run_number", cluster_.run.number},
                     {"applications", std::move(apps)}}};
 }
 
@@ -157,6 +158,7 @@ ApiReply ControlApi::context_json() const {
                {"host", c.host},
                {"control_port", c.control_port},
                {"pid", ::getpid()},
+               {"run_number", cluster_.run.number},
                {"state", context_.state()},
                {"unauthorized_requests", unauthorized()},
                {"control_port_stats", port_stats()},

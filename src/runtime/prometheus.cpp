@@ -187,9 +187,13 @@ std::string prometheus_text(const ContextControl& context, const ControlFigures&
              prometheus::MetricType::Gauge),
       port, static_cast<double>(control.port.open));
   for (const auto& host : context.hosts()) {
-    const std::vector<prometheus::ClientMetric::Label> labels = {{"context", context.config().name},
-                                                                 {"application", host->id()},
-                                                                 {"type", host->type().name}};
+    // The run's number on every application series: a run's figures stay apart from the next
+    // one's in Prometheus, and a query picks a run by its number.
+    const std::vector<prometheus::ClientMetric::Label> labels = {
+        {"context", context.config().name},
+        {"application", host->id()},
+        {"type", host->type().name},
+        {"run", std::to_string(host->cluster().run.number)}};
     const State now = host->status().state;
     auto& state = family(families, "daqflow_application_state",
                          "1 for the state the application is in, 0 for the others",

@@ -16,6 +16,8 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -29,6 +31,9 @@
 #include "daqflow/runtime/http_server.hpp"
 
 namespace daqflow::runtime {
+
+using RunsView = std::function<Result<nlohmann::json>(
+    std::string_view rest, const std::map<std::string, std::string>& query)>;
 
 struct ExecutiveOptions {
   // How long Halt waits for an application to drain before it goes to Failed.
@@ -49,6 +54,10 @@ struct ExecutiveOptions {
   std::chrono::milliseconds lease{0};
   // Started again by the restart policy (AppContext::restarted()).
   bool restarted = false;
+  // GET /api/v1/runs[/N] (the dashboard's runs page): the run registry as this executive reaches
+  // it, given the path after runs/ ("" or a number) and the query; an error's code gives the
+  // answer's status (not_found 404, invalid_argument 400, else 503). Unset: 404.
+  RunsView runs;
 };
 
 class Executive {

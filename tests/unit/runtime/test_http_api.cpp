@@ -97,9 +97,10 @@ TEST_F(HttpApi, ContextDescribesTheContextAndItsApplications) {
   start(23101);
   const auto r = api().get("/api/v1/context");
   ASSERT_EQ(r.status, 200);
-  EXPECT_EQ(keys(r.body), (std::set<std::string>{"name", "host", "control_port", "pid", "state",
-                                                 "unauthorized_requests", "control_port_stats",
-                                                 "run", "applications"}));
+  EXPECT_EQ(keys(r.body), (std::set<std::string>{"name", "host", "control_port", "pid",
+                                                 "run_number", "state", "unauthorized_requests",
+                                                 "control_port_stats", "run", "applications"}));
+  EXPECT_EQ(r.body.at("run_number"), 1) << "the configuration's default";
   EXPECT_EQ(keys(r.body.at("control_port_stats")),
             (std::set<std::string>{"open", "accepted", "refused", "timed_out", "malformed",
                                    "too_large", "idle_closed"}));
@@ -466,7 +467,7 @@ TEST_F(HttpApi, MetricsAreServedInPrometheusTextFormat) {
   EXPECT_NE(t.find("# TYPE daqflow_work_total counter\n"), std::string::npos) << t;
   EXPECT_NE(t.find("# TYPE daqflow_probe gauge\n"), std::string::npos) << t;
   const std::vector<std::string> c1 = {R"(context="ctx")", R"(application="c1")",
-                                       R"(type="consumer")"};
+                                       R"(type="consumer")", R"(run="1")"};
   const auto work = series(t, "daqflow_work_total", c1);
   ASSERT_EQ(work.size(), 1u) << t;
   EXPECT_EQ(work[0].substr(work[0].rfind(' ')), " 0");
@@ -607,8 +608,8 @@ TEST_F(HttpApi, ASnapshotHasEveryApplicationsStateMetricsAndEndpoint) {
   ASSERT_EQ(a.wait_state("c1", "Ready"), "Ready");
   const auto r = a.get("/api/v1/snapshot");
   ASSERT_EQ(r.status, 200) << r.text;
-  EXPECT_EQ(keys(r.body),
-            (std::set<std::string>{"context", "time_ms", "state", "pid", "applications"}));
+  EXPECT_EQ(keys(r.body), (std::set<std::string>{"context", "time_ms", "state", "pid", "run_number",
+                                                 "applications"}));
   EXPECT_EQ(r.body.at("context"), "ctx");
   EXPECT_EQ(r.body.at("state"), "Mixed");
   const json& apps = r.body.at("applications");
