@@ -143,12 +143,124 @@ async function pollOnce() {
     notice('this executive did not answer: ' + e.message);
   }
   document.getElementById('updated').textContent = 'updated ' + new Date().toLocaleTimeString();
+  updateRunStrip();
+  updateAlarms();
   if (dash.view) {
     try {
       await dash.view.update();
     } catch (e) {
       notice('the view could not be updated: ' + e.message);
     }
+  }
+  updateButtons();
+}
+
+// ---------------------------------------------------------------------------------------------
+// The run: the strip under the header (number, state, time since Enable, totals) and the alarms,
+// on every view.
+
+// The state of the whole run: the applications' one state, or Mixed.
+function runState(apps) {
+  const states = new Set(apps.filter((a) => a.snap).map((a) => a.snap.state));
+  if (states.size === 0) return null;
+  return states.size === 1 ? [...states][0] : 'Mixed';
+}
+
+function metricValue(id, metric) {
+  const l = latest(id, metric);
+  return l ? l.value : undefined;
+}
+
+function sumOf(apps, metric) {
+  let total;
+  for (const a of apps) {
+    const v = metricValue(a.id, metric);
+    if (v !== undefined) total = (total || 0) + v;
+  }
+  return total;
+}
+
+function updateRunStrip() {
+  const apps = applications();
+  const numbered = [...dash.snapshots.values()].find((e) => e.snap && e.snap.run_number !== undefined);
+  document.getElementById('run-number').textContent = numbered ? `run ${numbered.snap.run_number}` : 'run –';
+  const state = runState(apps);
+  setState(document.getElementById('run-state'), state);
+  const enabled = document.getElementById('run-enabled');
+  if (state === 'Enabled') {
+    const since = Math.max(...apps.map((a) => a.snap.state_since_ms || 0));
+    const s = Math.max(0, (Date.now() - since) / 1000);
+    enabled.textContent = `enabled for ${s < 120 ? s.toFixed(0) + ' s' : (s / 60).toFixed(1) + ' min'}`;
+  } else {
+    enabled.textContent = '';
+  }
+  // Built: the EVM's count where there is one (every event once), else what the builders built.
+  const evm = apps.filter((a) => a.snap && a.snap.type === 'evm');
+  const builders = apps.filter((a) => a.snap && (a.snap.type === 'bu' || a.snap.type === 'ts_builder'));
+  const built = evm.length ? sumOf(evm, 'events_built') : sumOf(builders, 'events_built');
+  const bytes = evm.length ? sumOf(evm, 'bytes_built') : sumOf(builders, 'bytes_built');
+  document.getElementById('run-built').textContent = fmt(built);
+  document.getElementById('run-bytes').textContent = bytes === undefined ? '–' : fmt(bytes) + 'B';
+  document.getElementById('run-written').textContent = fmt(sumOf(apps, 'events_written'));
+}
+
+// What needs an operator, worst first: an application failed, a context silent or slow, builders
+// lost, an output that cannot write all it gets (its cap), a readout throttled (dead time).
+const THROTTLE_ALARM = 0.5; // of the time
+
+function alarmsNow() {
+  const out = [];
+  const now = Date.now();
+  const apps = applications();
+  for (const a of apps) {
+    if (a.snap && a.snap.state === 'Failed') out.push(['error', `${a.id} failed: ${a.snap.reason || ''}`]);
+  }
+  for (const c of dash.contexts) {
+    const e = dash.snapshots.get(c.name);
+    if (!e || !e.snap) {
+      out.push(['error', `context ${c.name} does not answer${e && e.error ? ': ' + e.error : ''}`]);
+    } else if (e.error || now - e.at > STALE_MS) {
+      out.push(['error', `context ${c.name} is silent: last answer ${((now - e.at) / 1000).toFixed(0)} s ago` +
+        (e.error ? ` (${e.error})` : '')]);
+    }
+  }
+  for (const a of apps.filter((x) => x.snap && x.snap.type === 'evm')) {
+    const alive = metricValue(a.id, 'bus_alive');
+    const bus = apps.filter((x) => x.snap && x.snap.type === 'bu').length;
+    if (alive !== undefined && bus > 0 && alive < bus) out.push(['error', `builders lost: ${alive} of ${bus} BUs alive at ${a.id}`]);
+  }
+  for (const a of apps) {
+    const notWritten = metricValue(a.id, 'events_not_written');
+    if (notWritten > 0) {
+      out.push(['error', `${a.id}: output held at its cap, ${fmt(notWritten)} events built and not written`]);
+    }
+  }
+  for (const a of apps) {
+    const l = latest(a.id, 'throttled_ns');
+    if (l && l.rate !== null && l.rate / 1e9 >= THROTTLE_ALARM) {
+      out.push(['warning', `${a.id}: readout throttled ${(l.rate / 1e7).toFixed(0)} % of the time (dead time)`]);
+    }
+  }
+  return out;
+}
+
+function updateAlarms() {
+  const box = document.getElementById('alarms');
+  const alarms = alarmsNow();
+  box.replaceChildren(...alarms.map(([level, text]) => el('div', {class: level, text})));
+  box.hidden = alarms.length === 0;
+}
+
+// A command button is greyed where no application it would reach can take the command.
+const ALLOWED = {Halted: ['Configure'], Ready: ['Enable', 'Halt'], Enabled: ['Suspend', 'Halt'],
+  Suspended: ['Resume', 'Halt'], Failed: ['Reset']};
+
+function updateButtons() {
+  const apps = applications();
+  for (const b of document.querySelectorAll('button[data-cmd]')) {
+    const reach = b.dataset.app ? apps.filter((a) => a.id === b.dataset.app)
+      : b.dataset.context ? apps.filter((a) => a.context === b.dataset.context) : apps;
+    b.disabled = !reach.some((a) => a.snap && (ALLOWED[a.snap.state] || []).includes(b.dataset.cmd));
   }
 }
 
@@ -223,9 +335,15 @@ function showMessage(span, text, ok) {
 
 const COMMANDS = ['Configure', 'Enable', 'Suspend', 'Resume', 'Halt', 'Reset'];
 
-function commandButtons(onCommand, attrs = {}) {
+// Halt ends the data taking and Reset clears a failure's reason: asked for twice.
+const CONFIRM = new Set(['Halt', 'Reset']);
+
+function commandButtons(onCommand, attrs = {}, what = 'every application of the cluster') {
   return el('span', {class: 'buttons'},
-    ...COMMANDS.map((cmd) => el('button', {...attrs, 'data-cmd': cmd, text: cmd, onclick: () => onCommand(cmd)})));
+    ...COMMANDS.map((cmd) => el('button', {...attrs, 'data-cmd': cmd, text: cmd, onclick: () => {
+      if (CONFIRM.has(cmd) && !window.confirm(`${cmd} ${what}?`)) return;
+      onCommand(cmd);
+    }})));
 }
 
 // A live plot of one or more series: data = [[t...], [y...], ...].
@@ -348,7 +466,8 @@ function clusterView(root) {
     heads.set(c.name, {state, heartbeat});
     root.append(el('h2', {'data-context': c.name}, `context ${c.name} `, state, ' ',
       el('small', {text: `${c.host}:${c.control_port} `}), heartbeat, ' ',
-      commandButtons((cmd) => contextCommand(c.name, cmd, cmsg), {'data-context': c.name}), cmsg));
+      commandButtons((cmd) => contextCommand(c.name, cmd, cmsg), {'data-context': c.name},
+        `the applications of context ${c.name}`), cmsg));
     const table = el('table', {},
       el('tr', {}, ...['application', 'type', 'state', 'since', ...MAIN_RATES.map((r) => r[1])].map((h) => el('th', {text: h}))));
     for (const id of c.applications) {
@@ -404,7 +523,8 @@ async function appView(root, appId) {
   state.id = 'app-state';
   const message = el('span', {class: 'message', id: 'app-message'});
   root.append(el('h2', {}, `${appId} `, el('small', {id: 'app-type'}), ` in context ${context} `, state, ' ', reason));
-  root.append(el('div', {id: 'app-buttons'}, commandButtons((cmd) => appCommand(appId, cmd, message)), message));
+  root.append(el('div', {id: 'app-buttons'},
+    commandButtons((cmd) => appCommand(appId, cmd, message), {'data-app': appId}, appId), message));
 
   // Parameters: the values as JSON, editable while the state allows (the API says when not).
   const paramsTable = el('table', {id: 'params'});
@@ -493,7 +613,9 @@ function sumRate(apps, metric) {
 function evbView(root) {
   const apps = applications();
   const evm = apps.find((a) => a.snap && a.snap.type === 'evm');
-  const rus = apps.filter((a) => a.snap && a.snap.type === 'ru');
+  // Every readout: the RUs and the EVM's own (its FEDs, the trigger), whose throttled share is
+  // the run's dead time.
+  const readouts = apps.filter((a) => a.snap && (a.snap.type === 'ru' || a.snap.type === 'evm'));
   const bus = apps.filter((a) => a.snap && a.snap.type === 'bu');
   if (!evm) {
     root.append(el('p', {text: 'no event builder (EVM) in this cluster, or its context has not answered yet'}));
@@ -523,14 +645,15 @@ function evbView(root) {
     buTable.append(el('tr', {'data-app': b.id}, ...tds));
     return [b.id, tds];
   }));
-  const ruCols = ['RU', 'state', 'events/s', 'out MB/s', 'events held', 'blocks retained', 'throttled', 'blocks resent', 'recv pool', 'pool high water'];
+  const ruCols = ['readout', 'state', 'events/s', 'out MB/s', 'events held', 'blocks retained', 'dead time', 'blocks resent', 'recv pool', 'pool high water'];
   const ruTable = el('table', {id: 'evb-rus'}, el('tr', {}, ...ruCols.map((h) => el('th', {text: h}))));
-  const ruRows = new Map(rus.map((r) => {
+  const ruRows = new Map(readouts.map((r) => {
     const tds = ruCols.map((_, i) => el('td', {class: i > 1 ? 'num' : ''}));
     ruTable.append(el('tr', {'data-app': r.id}, ...tds));
     return [r.id, tds];
   }));
-  root.append(el('h2', {text: 'Builder units (balance)'}), buTable, el('h2', {text: 'Readout units'}), ruTable);
+  root.append(el('h2', {text: 'Builder units (balance)'}), buTable,
+    el('h2', {text: 'Readouts and dead time (share of the time each waited for free memory)'}), ruTable);
 
   const value = (id, metric) => {
     const l = latest(id, metric);
@@ -572,7 +695,7 @@ function evbView(root) {
       const throttled = rate(id, 'throttled_ns');
       const figures = [id, (snapOf(id) || {}).state, fmt(rate(id, 'events_produced')), fmtBytesRate(rate(id, 'bytes_out')),
         fmt(value(id, 'events_held')), fmt(value(id, 'blocks_retained')),
-        throttled === undefined || throttled === null ? '–' : (throttled / 1e7).toFixed(0) + ' %',
+        throttled === undefined || throttled === null ? '–' : (throttled / 1e7).toFixed(1) + ' %',
         fmt(value(id, 'blocks_resent')), fmt(value(id, 'endpoint.recv_pool_in_use')),
         fmt(value(id, 'endpoint.recv_pool_high_water'))];
       figures.forEach((f, i) => { tds[i].textContent = f === undefined ? '–' : f; });
@@ -734,7 +857,79 @@ async function historyView(root) {
   });
 }
 
-const VIEWS = {cluster: clusterView, app: appView, evb: evbView, transports: transportsView, logs: logsView, history: historyView};
+// The run registry as this executive reaches it (GET /api/v1/runs): the runs newest first, and
+// one run whole (#/runs/N): its transitions, files, comments and results.
+const RUNS_REFRESH_MS = 5000;
+
+const when = (ms) => (ms ? new Date(ms).toLocaleString() : '–');
+
+// A table of rows of cells (text, or elements); heads null: no heading row.
+function table(id, heads, rows) {
+  return el('table', {id}, heads ? el('tr', {}, ...heads.map((h) => el('th', {text: h}))) : null,
+    ...rows.map((cells) => el('tr', {}, ...cells.map((c) => (c instanceof Node ? el('td', {}, c) : el('td', {text: String(c)}))))));
+}
+
+async function runDetail(box, number) {
+  let r;
+  try {
+    r = await api('GET', '/api/v1/runs/' + encodeURIComponent(number));
+  } catch (e) {
+    box.replaceChildren(el('p', {class: 'message error', text: `run ${number}: ${e.message}`}));
+    return;
+  }
+  const summary = r.summary || {};
+  const results = Object.entries(summary.results || {}).filter(([, v]) => typeof v === 'number');
+  box.replaceChildren(
+    el('h2', {id: 'run-detail-title'}, `run ${r.number} `, stateBadge(r.state)),
+    table('run-facts', null, [
+      ['configuration', `${r.config_name} (${r.config_path})`], ['daqflow', r.version],
+      ['started', `${when(r.started_ms)} by ${r.user} on ${r.host}`], ['stopped', when(r.stopped_ms)],
+      ['status', summary.status ? summary.status + (summary.failure ? ': ' + summary.failure : '') : '–']]),
+    el('h2', {text: 'Results'}), table('run-results', ['figure', 'value'], results.map(([k, v]) => [k, fmt(v, 6)])),
+    el('h2', {text: 'Transitions'}),
+    table('run-transitions', ['at', 'transition', 'application', 'outcome', 'ms', 'reason'],
+      (r.transitions || []).map((t) => [new Date(t.at_ms).toLocaleTimeString(), t.transition, t.application,
+        t.outcome, t.duration_ms.toFixed(1), t.reason])),
+    el('h2', {text: 'Files'}),
+    table('run-files', ['host', 'path', 'application', 'events', 'bytes', 'checksum'],
+      (r.files || []).map((f) => [f.host, f.path, f.application, f.events, f.bytes, f.checksum])),
+    el('h2', {text: 'Comments'}),
+    table('run-comments', ['at', 'by', 'comment'], (r.comments || []).map((c) => [when(c.at_ms), c.user, c.text])));
+}
+
+function runsView(root, arg) {
+  const message = el('p', {id: 'runs-message'});
+  const list = el('div');
+  const detail = el('div', {id: 'run-detail'});
+  root.append(el('h2', {text: 'Runs'}), message, list, detail);
+  if (arg) runDetail(detail, arg);
+  let fetched = 0;
+  return async () => {
+    if (Date.now() - fetched < RUNS_REFRESH_MS) return;
+    fetched = Date.now();
+    let answer;
+    try {
+      answer = await api('GET', '/api/v1/runs?limit=50');
+    } catch (e) {
+      showMessage(message, `the run registry cannot be read from this executive: ${e.message}`, false);
+      return;
+    }
+    message.textContent = `run registry ${answer.registry}`;
+    message.className = '';
+    const t = table('runs', ['run', 'state', 'configuration', 'started', 'duration', 'by'],
+      answer.runs.map((r) => [el('a', {href: '#/runs/' + r.number, text: String(r.number)}), stateBadge(r.state),
+        r.config_name, when(r.started_ms),
+        r.stopped_ms ? ((r.stopped_ms - r.started_ms) / 1000).toFixed(1) + ' s' : '–', `${r.user}@${r.host}`]));
+    answer.runs.forEach((r, i) => {
+      const row = t.rows[i + 1]; // after the heading row
+      row.dataset.run = r.number;
+      row.classList.toggle('selected', String(r.number) === arg);
+    });
+    list.replaceChildren(t);
+  };
+}
+
+const VIEWS = {cluster: clusterView, app: appView, evb: evbView, transports: transportsView, logs: logsView, history: historyView, runs: runsView};
 
 async function route() {
   const [, name = 'cluster', arg] = location.hash.split('/');

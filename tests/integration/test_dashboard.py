@@ -51,6 +51,10 @@ class Dashboard(DaqflowTestCase):
         for name in names:
             proc = self.start(["exec", self.config, "--context", name], f"{name}.log")
             self.wait_http(self.ports[name], proc)
+        self.open_browser()
+
+    def open_browser(self):
+        """A headless browser, quit at the end of the test."""
         self.out = output_dir()
         # The browser's profile and its temporary files (its singleton socket's folder) in a
         # folder of the test's own, removed once the browser has quit.
@@ -90,6 +94,16 @@ class Dashboard(DaqflowTestCase):
 
     def click(self, css):
         self.browser.find_element(By.CSS_SELECTOR, css).click()
+
+    def click_and_confirm(self, css, accept=True):
+        """A button that asks first (Halt, Reset): the page's confirmation, accepted or not."""
+        self.click(css)
+        alert = WebDriverWait(self.browser, WAIT_S).until(lambda b: b.switch_to.alert)
+        self.assertIn("?", alert.text)
+        if accept:
+            alert.accept()
+        else:
+            alert.dismiss()
 
     def go(self, view):
         self.browser.get(f"http://127.0.0.1:{self.ports['evm']}/#/{view}")
@@ -217,7 +231,7 @@ class Dashboard(DaqflowTestCase):
         self.screenshot("history")
 
         self.go("cluster")
-        self.click('#cluster-buttons button[data-cmd="Halt"]')
+        self.click_and_confirm('#cluster-buttons button[data-cmd="Halt"]')
         self.wait_states("Halted")
         for ctx, port in self.ports.items():
             status, _ = http(port, "POST", "/api/v1/shutdown")
@@ -247,8 +261,77 @@ class Dashboard(DaqflowTestCase):
             self.assertGreater(body["metrics"]["events_not_written"], 0, body["metrics"])
         self.screenshot("event-builder-not-written")
         self.go("cluster")
-        self.click('#cluster-buttons button[data-cmd="Halt"]')
+        self.click_and_confirm('#cluster-buttons button[data-cmd="Halt"]')
         self.wait_states("Halted")
+
+    def test_a_run_of_daqflow_run_has_its_number_dead_time_alarms_and_record_on_the_page(self):
+        """A run started by daqflow run, its number from the run registry (the registry's second:
+        a short run came first), BUs writing files under a 1 MiB cap: the strip on every view
+        shows the number, the state and the totals; the builder view the EVM's own readout in
+        the dead time; the alarm strip the outputs held at their cap; the buttons only what the
+        state allows, Halt only once confirmed; the runs page both runs, from the registry."""
+        first = self.write_config("first.yaml", rewrite_ports(read_example("local-inproc.yaml")))
+        code, out, summary = self.run_config(first, "--duration", "0.5", logs="logs-first")
+        self.assertEqual(code, 0, out)
+        self.assertEqual(summary["run_number"], 1)
+
+        text = rewrite_ports(read_example("local.yaml"))
+        text = re.sub(r"output: \{kind: file[^}]*\}", "output: {kind: file, max_total_mb: 1}", text)
+        config = self.write_config("local.yaml", text)
+        names = re.findall(r"^\s*-\s*name\s*:\s*([\w.-]+)", text, re.M)
+        self.ports = dict(zip(names, control_ports(text)))
+        run = self.start(["run", config, "--duration", "0", "--log-dir", self.path("logs")],
+                         "run.log")
+        wait_until(lambda: "running until" in self.output_of("run.log") or run.poll() is not None,
+                   120, "the run to be enabled")
+        self.assertIsNone(run.poll(), self.output_of("run.log"))
+        self.open_browser()
+
+        self.go("cluster")
+        self.wait(lambda: self.text("#run-number") == "run 2", "the run's number from the registry")
+        self.wait(lambda: self.text("#run-state") == "Enabled", "the run Enabled")
+        self.wait(lambda: "enabled for" in (self.text("#run-enabled") or ""), "the time since Enable")
+        self.wait(lambda: (self.text("#run-built") or "–") not in ("–", "0"), "events built")
+        _, evm = http(self.ports["evm"], "GET", "/api/v1/apps/evm0")
+        self.assertGreater(evm["metrics"]["events_built"], 0)
+        # Only what Enabled allows; Halt asks first, and nothing happens when the answer is no.
+        for cmd, allowed in (("Configure", False), ("Enable", False), ("Suspend", True),
+                             ("Halt", True), ("Reset", False)):
+            button = self.browser.find_element(
+                By.CSS_SELECTOR, f'#cluster-buttons button[data-cmd="{cmd}"]')
+            self.wait(lambda: button.is_enabled() == allowed,
+                      f"{cmd} {'allowed' if allowed else 'greyed'} while Enabled")
+        self.click_and_confirm('#cluster-buttons button[data-cmd="Halt"]', accept=False)
+        time.sleep(1.5)
+        self.assertEqual(set(self.app_states().values()), {"Enabled"})
+
+        # The outputs held at their cap raise an alarm, on every view.
+        self.go("evb")
+        for bu in ("bu1", "bu2"):
+            self.wait(lambda: f"{bu}: output held at its cap" in (self.text("#alarms") or ""),
+                      f"the alarm of {bu}'s output at its cap")
+        # The dead time: the EVM's own readout with the RUs, its throttled share shown.
+        cell = '#evb-rus tr[data-app="evm0"] td:nth-child(7)'
+        self.wait(lambda: (self.text(cell) or "").endswith(" %"), "the EVM's throttled share")
+        for ru in ("ru1", "ru2", "ru3"):
+            self.assertIsNotNone(self.text(f'#evb-rus tr[data-app="{ru}"]'))
+        self.screenshot("run-strip-and-alarms")
+
+        self.go("runs")
+        self.wait(lambda: self.text('#runs tr[data-run="2"]') is not None and
+                  self.text('#runs tr[data-run="1"]') is not None, "both runs of the registry")
+        self.assertIn("running", self.text('#runs tr[data-run="2"]'))
+        self.assertIn("ended", self.text('#runs tr[data-run="1"]'))
+        self.click('#runs tr[data-run="1"] a')
+        self.wait(lambda: "run 1" in (self.text("#run-detail-title") or ""), "run 1 in whole")
+        transitions = self.text("#run-transitions") or ""
+        for app in APPS:
+            self.assertIn(app, transitions)
+        self.screenshot("runs")
+
+        code, out = self.daqflow(["stop", config], timeout=180)
+        self.assertEqual(code, 0, out)
+        self.assertEqual(run.wait(120), 0, self.output_of("run.log"))
 
 
 if __name__ == "__main__":
