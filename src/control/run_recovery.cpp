@@ -301,6 +301,7 @@ Result<void> Run::went_silent(const std::string& context, const Error& why) {
   // Fatal or not, it is not asked again while the run halts and its summary is written (each
   // request would wait out the timeout): the last answers are what is known of it.
   silent_.emplace(context, description);
+  silent_since_[context] = Clock::now();
   if (!data_flowing_ || !survivable({context})) return Error(description);
   reporter_.note(description + "; its applications are survivable: the run goes on");
   summary_.lost.push_back(description);
@@ -320,6 +321,15 @@ void Run::probe_silent() {
         std::chrono::milliseconds(300), std::chrono::milliseconds(500));
     if (quick.get("/api/v1/context")) {
       reporter_.note("context " + context + " answers again");
+      // Lost while silent, it is back: so the summary says.
+      if (std::erase(summary_.lost, it->second) > 0) {
+        const double silent_s =
+            std::chrono::duration<double>(Clock::now() - silent_since_[context]).count();
+        summary_.came_back.push_back(fmt::format(
+            "context {} ({}) did not answer its control API for {:.1f} s, then answered again",
+            context, cluster_->where(context), silent_s));
+      }
+      silent_since_.erase(context);
       it = silent_.erase(it);
     } else {
       ++it;

@@ -198,6 +198,7 @@ class Run final : private RestartHost {
   bool configure_sent_ = false;            // from then on there is something to halt
   bool data_flowing_ = false;  // every application asked to Enable: survivable losses tolerated
   std::map<std::string, std::string> silent_;  // context -> what was seen
+  std::map<std::string, Clock::time_point> silent_since_;
   // Contexts whose process lives but whose last request went unanswered: since when.
   std::map<std::string, Clock::time_point> slow_since_;
   std::set<std::string> given_up_;  // contexts of survivable applications Failed

@@ -20,6 +20,7 @@ nlohmann::json RunSummary::to_json() const {
   out["status"] = ok() ? "ok" : "failed";
   out["failure"] = failure ? nlohmann::json(*failure) : nlohmann::json(nullptr);
   out["lost"] = lost;
+  out["came_back"] = came_back;
   out["restarted"] = restarted;
   out["contexts"] = nlohmann::json::array();
   for (const auto& c : contexts) {
@@ -107,6 +108,7 @@ std::string format_human_summary(const RunSummary& summary) {
                        *summary.failure);
   }
   for (const auto& lost : summary.lost) out += "lost, the run went on: " + lost + "\n";
+  for (const auto& back : summary.came_back) out += "came back: " + back + "\n";
   for (const auto& r : summary.restarted) out += r + "\n";
   if (!summary.results.empty()) {
     out += "results:\n" + summary.results.dump(2) + "\n";

@@ -362,6 +362,12 @@ class SshHosts(DaqflowTestCase):
         self.assertEqual(self.stop_run(proc, timeout=180), 0, self.output_of("run.log"))
         summary = self.summary()
         self.assertEqual(summary["status"], "ok", summary.get("failure"))
+        # Silent for a while, then back: it came back, it is not lost.
+        self.assertEqual(summary["lost"], [], summary["lost"])
+        self.assertEqual(len(summary["came_back"]), 1, summary["came_back"])
+        self.assertRegex(summary["came_back"][0],
+                         r"context bu1 \(.*\) did not answer its control API for [0-9.]+ s, "
+                         r"then answered again")
         r = summary["results"]
         self.assertEqual(r["events_triggered"], r["events_built"] + r["events_incomplete"], r)
         self.assertEqual(r["events_lost"], 0, r)

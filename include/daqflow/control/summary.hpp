@@ -4,6 +4,7 @@
 //   {"config", "run_number", "started_at", "duration_s", "status": "ok"|"failed", "failure":
 //   null|"...",
 //    "lost": ["context bu2 (pid 123) died: ..."],
+//    "came_back": ["context bu1 (...) did not answer its control API for 9.1 s, then again"],
 //    "contexts": [{"name", "pid", "exit_code"}],
 //    "applications": {id: {"type", "context", "state", "reason", "metrics", "results"}},
 //    "results": {...}}
@@ -53,6 +54,9 @@ struct RunSummary {
   std::optional<std::string> failure;
   // Contexts that died while the run went on without them (survivable applications only).
   std::vector<std::string> lost;
+  // Contexts that went silent while the run went on without them, and answered again (a host
+  // cut off and back): no longer lost.
+  std::vector<std::string> came_back;
   // Contexts started again by their restart policy: "context bu2 restarted (1 of 5) after ...".
   std::vector<std::string> restarted;
   std::vector<ContextOutcome> contexts;
