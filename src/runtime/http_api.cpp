@@ -103,16 +103,7 @@ ApiReply ControlApi::handle(std::string_view method, std::string_view path, std:
   if (p[0] == "history") return history_json(query);
   if (p[0] == "logs") return logs_json(query);
   if (p[0] == "cluster") return cluster_json();
-  if (p[0] == "runs") {
-    if (!hooks_.runs) return api::error(404, "this executive serves no run registry");
-    auto runs = hooks_.runs(p.size() > 1 ? p[1] : std::string_view(), query);
-    if (runs) return {200, std::move(*runs), {}};
-    const ErrorCode code = runs.error().code();
-    return api::error(code == ErrorCode::not_found          ? 404
-                      : code == ErrorCode::invalid_argument ? 400
-                                                            : 503,
-                      runs.error().message());
-  }
+  if (p[0] == "runs") return runs_json(p.size() > 1 ? p[1] : std::string_view(), query);
   if (p[0] == "shutdown") {
     spdlog::info("context {}: shutdown requested over the control API", context_.config().name);
     hooks_.request_shutdown();

@@ -113,6 +113,8 @@ class ControlApi {
   [[nodiscard]] ApiReply unknown_app(std::string_view id) const;
   [[nodiscard]] ApiReply history_json(const std::map<std::string, std::string>& query) const;
   [[nodiscard]] ApiReply logs_json(const std::map<std::string, std::string>& query) const;
+  [[nodiscard]] ApiReply runs_json(std::string_view number,
+                                   const std::map<std::string, std::string>& query) const;
 
   const ClusterConfig& cluster_;
   const transport::AddressTable& addresses_;

@@ -167,6 +167,18 @@ ApiReply ControlApi::context_json() const {
           {}};
 }
 
+ApiReply ControlApi::runs_json(std::string_view number,
+                               const std::map<std::string, std::string>& query) const {
+  if (!hooks_.runs) return api::error(404, "this executive serves no run registry");
+  auto runs = hooks_.runs(number, query);
+  if (runs) return {200, std::move(*runs), {}};
+  const ErrorCode code = runs.error().code();
+  return api::error(code == ErrorCode::not_found          ? 404
+                    : code == ErrorCode::invalid_argument ? 400
+                                                          : 503,
+                    runs.error().message());
+}
+
 HttpServerStats ControlApi::port_stats() const {
   const HttpServer* server = server_.load(std::memory_order_acquire);
   return server != nullptr ? server->stats() : HttpServerStats{};
