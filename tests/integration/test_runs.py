@@ -8,7 +8,8 @@ import os
 import subprocess
 import unittest
 
-from daqflow_testlib import DaqflowTestCase, read_example, rewrite_ports
+from cms_formats import crc32c, read_frd_file
+from daqflow_testlib import DaqflowTestCase, read_example, rewrite_ports, set_param
 from postgres_server import PostgresServer
 
 
@@ -100,6 +101,30 @@ class RegistryChecks:
         self.assertEqual(code, 0, out)
         self.assertEqual(summary["run_number"], 3)
         self.assertTrue(self.files_of(3))
+
+    def test_frd_runs_carry_their_numbers_and_the_registry_their_files_checksums(self):
+        """CMS's FRD output: each run's directory, file names and event headers carry the
+        registry's number; the registry has every raw file, its size and the CRC-32C of its
+        bytes, checked here by an independent reader."""
+        text = set_param(set_param(evb_config(files=False), "mean", 256), "sd", 128)
+        text = text.replace("output: {kind: discard}", "output: {kind: frd, events_per_file: 20}")
+        text = text.replace("bus: [bu1, bu2]", "bus: [bu1, bu2]\n        trigger_rate_hz: 2000", 1)
+        config = self.write_config("frd.yaml", text)
+        for number in (1, 2):
+            code, out, summary = self.run_config(config, "--duration", "1", logs=f"logs{number}")
+            self.assertEqual(code, 0, out)
+            self.assertEqual(summary["run_number"], number)
+            shown = json.loads(self.runs("show", str(number), "--json"))
+            raw = [f for f in shown["files"] if f["path"].endswith(".raw")]
+            self.assertTrue(raw, shown["files"])
+            self.assertEqual(sum(f["events"] for f in raw), summary["results"]["events_built"])
+            for f in raw:
+                self.assertIn(f"/run{number:06d}/run{number:06d}_ls", f["path"])
+                self.assertEqual(f["bytes"], os.path.getsize(f["path"]), f)
+            for f in raw[:4]:
+                with open(f["path"], "rb") as data:
+                    self.assertEqual(f["checksum"], f"crc32c:{crc32c(data.read()):08x}", f)
+                self.assertEqual({e[0] for e in read_frd_file(f["path"])["events"]}, {number})
 
     def test_two_controllers_at_the_same_moment_get_distinct_numbers(self):
         procs = []
