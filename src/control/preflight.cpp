@@ -86,8 +86,8 @@ std::string port_owner(std::uint16_t port) {
 }
 
 // Whether a TCP listener could bind address:port now (SO_REUSEADDR, as daqflow's listeners do:
-// only a listening socket makes the port busy); errno's text when not.
-std::string bind_problem(const std::string& address, std::uint16_t port) {
+// only a listening socket makes the port busy): 0, else bind's errno.
+int bind_error(const std::string& address, std::uint16_t port) {
   sockaddr_storage storage{};
   socklen_t length = 0;
   auto* v4 = reinterpret_cast<sockaddr_in*>(&storage);
@@ -101,33 +101,34 @@ std::string bind_problem(const std::string& address, std::uint16_t port) {
     v6->sin6_port = htons(port);
     length = sizeof *v6;
   } else {
-    return "";  // a name: resolved by the listener itself
+    return 0;  // a name: resolved by the listener itself
   }
   const int fd = ::socket(storage.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) return "";
+  if (fd < 0) return 0;
   const int on = 1;
   ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &on, sizeof on);
   const int r = ::bind(fd, reinterpret_cast<sockaddr*>(&storage), length);
-  const int error = errno;
+  const int error = r == 0 ? 0 : errno;
   ::close(fd);
-  return r == 0 ? "" : std::strerror(error);
+  return error;
 }
 
 void check_port(const std::string& what, const std::string& address, std::uint16_t port,
                 const std::string& key, const runtime::ContextConfig& ctx,
                 std::vector<PreflightProblem>& out) {
-  const std::string problem = bind_problem(address, port);
-  if (problem.empty()) return;
-  const std::string owner = port_owner(port);
-  if (errno == EADDRNOTAVAIL || problem == std::strerror(EADDRNOTAVAIL)) {
+  const int error = bind_error(address, port);
+  if (error == 0) return;
+  if (error == EADDRNOTAVAIL) {
     out.push_back({ctx.name, ctx.host,
                    fmt::format("{} {}: address {} is not on this host", what, port, address),
-                   "give the context an address of its host (" + key + ")"});
+                   "give the context an address of its host (host, control_bind)"});
     return;
   }
+  const std::string owner = port_owner(port);
   out.push_back({ctx.name, ctx.host,
-                 owner.empty() ? fmt::format("{} {} is taken ({})", what, port, problem)
-                               : fmt::format("{} {} is taken by {}", what, port, owner),
+                 owner.empty()
+                     ? fmt::format("{} {} is taken ({})", what, port, std::strerror(error))
+                     : fmt::format("{} {} is taken by {}", what, port, owner),
                  fmt::format("stop {}, or give the context another {}",
                              owner.empty() ? "what listens there" : "that process", key)});
 }
