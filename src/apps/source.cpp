@@ -15,6 +15,18 @@ constexpr std::int64_t kStarvedNapNs = 100'000;
 
 }  // namespace
 
+runtime::HostNeeds Source::host_needs(const runtime::ApplicationConfig& app,
+                                      const runtime::ClusterConfig& cluster) {
+  std::uint32_t depth = app.params.value("pipeline_depth", std::uint32_t{0});
+  if (depth == 0) depth = cluster.transports.endpoint.pipeline_depth;
+  const auto size = std::max<std::uint64_t>(app.params.value("message_size", std::uint64_t{0}), 1);
+  const auto it = app.params.find("destinations");
+  const std::size_t destinations = it != app.params.end() && it->is_array() ? it->size() : 0;
+  runtime::HostNeeds needs;
+  needs.send_pool_bytes = size * send_buffers(depth, destinations);
+  return needs;
+}
+
 Result<void> Source::setup(runtime::AppContext& ctx, const SourceSettings& s) {
   self_ = ctx.self().index;
   clock_ = &ctx.clock();
@@ -86,7 +98,7 @@ Result<void> Source::open_endpoint(runtime::AppContext& ctx) {
   // buffer comes back only when the receiver drops it: twice the pipeline, so that the buffers
   // the receivers still read do not starve the pipeline (1 MiB over shm with every byte checked:
   // 11 GB/s with depth + 2 buffers, 14-19 GB/s with twice as many).
-  const std::size_t buffers = 2 * static_cast<std::size_t>(depth_) * dests_.size() + 2;
+  const std::size_t buffers = send_buffers(depth_, dests_.size());
   // In the transport's own memory where it has some (shm: a shared segment), so that a message
   // is written once, here, and read in place by the sink.
   auto pool =

@@ -40,8 +40,16 @@ class Source final : public runtime::ApplicationWith<Source, SourceSettings> {
   void release() override;
 
   [[nodiscard]] nlohmann::json results() const override;
+  // Its send pool: shared memory over shm.
+  [[nodiscard]] static runtime::HostNeeds host_needs(const runtime::ApplicationConfig& app,
+                                                     const runtime::ClusterConfig& cluster);
 
  private:
+  // The send pool's buffers: twice the pipeline to each destination (a buffer comes back only
+  // when its receiver drops it), and two.
+  [[nodiscard]] static std::size_t send_buffers(std::uint32_t depth, std::size_t destinations) {
+    return 2 * std::size_t{depth} * destinations + 2;
+  }
   [[nodiscard]] Result<void> take_destinations(runtime::AppContext& ctx,
                                                const std::vector<std::string>& names);
   [[nodiscard]] Result<void> open_endpoint(runtime::AppContext& ctx);

@@ -280,7 +280,7 @@ HostCheck check_this_host(const runtime::ClusterConfig& config,
                                    mib(shm_bytes), join(shm_users), mib(free)),
                        "enlarge /dev/shm (mount -o remount,size=..., docker run --shm-size), "
                        "free what crashed runs left (daqflow shm), or make the pools smaller "
-                       "(chunk_size, chunks)"});
+                       "(a readout's chunk_size and chunks, a source's message_size)"});
       }
     }
   }
