@@ -12,21 +12,13 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 
+#include "daqflow/control/launcher.hpp"
 #include "daqflow/runtime/app_library.hpp"
 
 namespace daqflow::cli {
 
 namespace {
-
-std::string read_file(const std::string& path) {
-  std::ifstream in(path);
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
 
 std::string host_name() {
   char name[256] = {};
@@ -180,13 +172,15 @@ Result<RegisteredRun> register_run(runtime::ClusterConfig& config, const std::st
   RegisteredRun run{std::move(*registry), 0};
   if (auto marked = mark_dead_controllers(*run.registry); !marked) return marked.error();
   const std::string path = std::filesystem::absolute(config_path).lexically_normal().string();
+  auto text = control::read_text_file(config_path);
+  if (!text) return text.error();
   const auto start_of = [&](std::optional<std::uint32_t> number) {
     control::RunStart start;
     start.number = number;
     start.reuse = reuse;
     start.config_name = std::filesystem::path(config_path).stem().string();
     start.config_path = path;
-    start.config_text = read_file(config_path);
+    start.config_text = *text;
     start.version = runtime::build_id();
     start.host = host_name();
     start.user = user_name();

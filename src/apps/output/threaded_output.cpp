@@ -117,7 +117,11 @@ void ThreadedOutput::finished_file(const std::string& path, std::uint64_t events
   f.path = std::filesystem::absolute(path, ec).lexically_normal().string();
   if (ec) f.path = path;
   f.bytes = std::filesystem::file_size(path, ec);
-  if (ec) f.bytes = 0;
+  if (ec) {
+    // Written and renamed, yet not there to measure: the run's record says 0 bytes, and why.
+    spdlog::warn("the size of {} cannot be read for the run's record: {}", path, ec.message());
+    f.bytes = 0;
+  }
   f.events = events;
   f.checksum = fmt::format("crc32c:{:08x}", crc32c);
   const std::lock_guard lock(files_mutex_);
