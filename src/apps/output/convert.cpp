@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "daqflow/apps/output/frd.hpp"
+#include "daqflow/apps/output/reader.hpp"
 #include "daqflow/core/net.hpp"
 #include "daqflow/wire/crc32c.hpp"
 
@@ -38,16 +39,6 @@ Error bad_file(const std::string& path, const std::string& what) {
   return Error(ErrorCode::invalid_argument, fmt::format("{}: {}", path, what));
 }
 
-// The whole file: the formats' readers check each record as they go, so reading ahead is fine.
-Result<std::vector<std::byte>> slurp(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return io_error("opening", path);
-  std::vector<std::byte> out(fs::file_size(path));
-  in.read(reinterpret_cast<char*>(out.data()), static_cast<std::streamsize>(out.size()));
-  if (!in) return io_error("reading", path);
-  return out;
-}
-
 Result<void> checked(const std::string& path, DataFileInfo& info, const Hdf5Record& r,
                      std::span<const std::byte> data, const OnRecord& on_record) {
   if (wire::crc32c(data) != r.crc32c) {
@@ -57,67 +48,22 @@ Result<void> checked(const std::string& path, DataFileInfo& info, const Hdf5Reco
   return on_record(info, r, data);
 }
 
-Result<DataFileInfo> read_dqf(const std::string& path, const OnRecord& on_record) {
-  auto file = slurp(path);
-  if (!file) return file.error();
-  const std::span<const std::byte> bytes(*file);
-  FileHeader header;
-  std::size_t at = 0;
-  if (const auto s = decode_file_header(bytes, header, at); s != FileFormatStatus::ok) {
-    return bad_file(path, "file header: " + std::string(to_string(s)));
+// .dqf and FRD files: mapped and indexed (reader.hpp), each record checked as it is handed over.
+Result<DataFileInfo> read_mapped(const std::string& path, const OnRecord& on_record) {
+  auto reader = DataFileReader::open(path);
+  if (!reader) return reader.error();
+  if (reader->truncated()) {
+    return bad_file(
+        path, fmt::format("byte {}: a torn record",
+                          reader->records().empty()
+                              ? reader->bytes().size()
+                              : reader->records().back().offset + reader->records().back().size));
   }
-  DataFileInfo out;
-  out.format = DataFormat::dqf;
-  out.info.content = header.content;
-  out.info.run = header.run_number;
-  out.info.writer = std::string(header.bu_id);
-  out.info.sequence = header.sequence;
-  while (at < bytes.size()) {
-    RecordHeader r;
-    if (decode_record_header(bytes.subspan(at), r) != FileFormatStatus::ok ||
-        r.size > bytes.size() - at - kRecordHeaderSize) {
-      return bad_file(path, fmt::format("byte {}: a torn or damaged record", at));
-    }
-    const auto data = bytes.subspan(at + kRecordHeaderSize, r.size);
-    if (auto ok = checked(path, out, {r.event, 0, r.size, 0, r.flags, r.pieces, r.crc32c}, data,
-                          on_record);
-        !ok) {
-      return ok.error();
-    }
-    at += kRecordHeaderSize + r.size;
-  }
-  return out;
-}
-
-Result<DataFileInfo> read_frd(const std::string& path, const OnRecord& on_record) {
-  auto file = slurp(path);
-  if (!file) return file.error();
-  const std::span<const std::byte> bytes(*file);
-  RawFileHeader header;
-  if (const auto s = decode_raw_file_header(bytes, header); s != FrdStatus::ok) {
-    return bad_file(path, "raw file header: " + std::string(to_string(s)));
-  }
-  DataFileInfo out;
-  out.format = DataFormat::frd;
-  out.info.lumi = header.lumi;
-  if (const auto name = parse_frd_data_name(fs::path(path).filename().string())) {
-    out.info.run = name->run;
-    out.info.sequence = name->index;
-  }
-  std::size_t at = kRawFileHeaderSize;
-  while (at < bytes.size()) {
-    FrdHeader h;
-    if (decode_frd_header(bytes.subspan(at), h) != FrdStatus::ok ||
-        h.size > bytes.size() - at - kFrdHeaderSize) {
-      return bad_file(path, fmt::format("byte {}: a torn or damaged FRD event", at));
-    }
-    out.info.run = h.run;
-    const auto data = bytes.subspan(at + kFrdHeaderSize, h.size);
-    if (auto ok = checked(path, out, {h.event, 0, h.size, h.lumi, 0, 1, h.crc32c}, data, on_record);
-        !ok) {
-      return ok.error();
-    }
-    at += kFrdHeaderSize + h.size;
+  DataFileInfo out{reader->format(), reader->info()};
+  for (const Hdf5Record& record : reader->records()) {
+    Hdf5Record r = record;
+    r.offset = 0;
+    if (auto ok = checked(path, out, r, reader->data(record), on_record); !ok) return ok.error();
   }
   return out;
 }
@@ -238,7 +184,7 @@ class DqfSink final : public ByteSink {
     const std::string stem = path_.substr(0, path_.size() - kDataSuffix.size());
     const Sidecar sidecar{info_.run, info_.writer, fs::path(path_).filename().string(),
                           events_,   bytes_,       first_,
-                          last_,     crc_};
+                          last_,     crc_,         info_.lumi};
     std::ofstream out(stem + std::string(kSidecarSuffix));
     out << to_json(sidecar).dump(2) << "\n";
     if (!out) return io_error("writing the sidecar of", path_);
@@ -369,11 +315,10 @@ Result<DataFileInfo> read_any(const std::string& path, const OnRecord& on_record
   if (!format) return format.error();
   switch (*format) {
     case DataFormat::dqf:
-      return read_dqf(path, on_record);
+    case DataFormat::frd:
+      return read_mapped(path, on_record);
     case DataFormat::hdf5:
       return read_hdf5(path, on_record);
-    case DataFormat::frd:
-      return read_frd(path, on_record);
   }
   return Error(ErrorCode::internal, "unknown format");
 }

@@ -20,4 +20,10 @@ void check_fragments(std::span<const std::byte> data, EventSummary& summary,
 void check_record_contents(std::span<const std::byte> data, EventSummary& summary,
                            std::vector<wire::FedFragmentInfo>& infos);
 
+// A record whose CRC-32C does not match: its contents checked all the same, to name the source
+// (FED or equipment) the damage is in where their own checks (CRC-16, CRC-32C) find it; leaves
+// summary.problem empty when they find nothing.
+void locate_damage(std::span<const std::byte> data, EventSummary& summary,
+                   std::vector<wire::FedFragmentInfo>& infos);
+
 }  // namespace daqflow::apps::output

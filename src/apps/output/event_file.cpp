@@ -170,7 +170,7 @@ std::string data_file_stem(std::uint32_t run_number, std::string_view bu_id,
 }
 
 nlohmann::json to_json(const Sidecar& s) {
-  return nlohmann::json{
+  nlohmann::json j{
       {"run", s.run},
       {"bu", s.bu},
       {"file", s.file},
@@ -180,6 +180,8 @@ nlohmann::json to_json(const Sidecar& s) {
       {"last_event", s.last_event},
       {"checksum", {{"algorithm", "crc32c"}, {"value", fmt::format("{:08x}", s.checksum)}}},
   };
+  if (s.lumi != 0) j["lumi"] = s.lumi;
+  return j;
 }
 
 namespace {
@@ -242,6 +244,11 @@ Result<Sidecar> sidecar_from_json(const nlohmann::json& json) {
     return Error(fmt::format("checksum: value '{}' is not 8 lowercase hex digits", *value));
   }
   s.checksum = static_cast<std::uint32_t>(std::stoul(*value, nullptr, 16));
+  if (json.contains("lumi")) {
+    auto lumi = unsigned_field<std::uint32_t>(json, "lumi");
+    if (!lumi) return lumi.error();
+    s.lumi = *lumi;
+  }
   return s;
 }
 

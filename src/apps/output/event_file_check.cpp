@@ -132,6 +132,7 @@ void check_timeslice(std::span<const std::byte> data, EventSummary& summary) {
     const std::uint64_t size = wire::kContributionSize +
                                microslices * wire::kMicrosliceDescriptorSize +
                                wire::load_le64(rest.data() + 32);
+    summary.problem_source = wire::load_le16(rest.data() + 16);  // its equipment, until sound
     if (size > rest.size()) {
       summary.problem =
           fmt::format("component {}: {} bytes, {} left in the record", c, size, rest.size());
@@ -144,6 +145,7 @@ void check_timeslice(std::span<const std::byte> data, EventSummary& summary) {
       summary.problem = fmt::format("component {}: {}", c, check.problem);
       return;
     }
+    summary.problem_source = -1;
     ComponentSummary& cs = summary.components.emplace_back();
     cs.offset = offset;
     cs.eq_id = check.header.eq_id;
@@ -210,6 +212,12 @@ void check_record_contents(std::span<const std::byte> data, EventSummary& summar
   }
 }
 
+void locate_damage(std::span<const std::byte> data, EventSummary& summary,
+                   std::vector<wire::FedFragmentInfo>& infos) {
+  check_record_contents(data, summary, infos);
+  if (summary.problem_source < 0) summary.problem.clear();
+}
+
 // Walks an event's fragments from the back; fills summary.feds or summary.problem.
 void check_fragments(std::span<const std::byte> data, EventSummary& summary,
                      std::vector<wire::FedFragmentInfo>& infos) {
@@ -226,6 +234,7 @@ void check_fragments(std::span<const std::byte> data, EventSummary& summary,
         fmt::format("{} at byte {} of the event: {}",
                     named ? fmt::format("FED {}", header.source_id) : std::string("FED fragment"),
                     walk.error_offset, wire::to_string(walk.status));
+    if (named) summary.problem_source = header.source_id;
     // The FEDs are still listed when only their contents are wrong (a bad CRC, say).
     wire::FedCheck structure_only;
     structure_only.verify_crc = false;
@@ -311,8 +320,10 @@ FileReport check_event_file(const std::string& path,
     const bool corrupted = (record.flags & wire::kEventCorrupted) != 0;
     if (corrupted) ++report.corrupted_events;
     if (crc != record.crc32c) {
+      locate_damage(payload, summary, infos);
       summary.problem =
-          fmt::format("CRC32C mismatch (record {:08x}, computed {:08x})", record.crc32c, crc);
+          fmt::format("CRC32C mismatch (record {:08x}, computed {:08x}){}", record.crc32c, crc,
+                      summary.problem.empty() ? "" : "; " + summary.problem);
       report.problems.push_back(fmt::format(
           "{}: {}: {}", path, record_name(header.content, record.event), summary.problem));
     } else {

@@ -116,6 +116,7 @@ bool FileOutput::write_sidecar() {
   sidecar.first_event = first_event_;
   sidecar.last_event = last_event_;
   sidecar.checksum = file_crc_;
+  if (settings_.content == FileContent::built_events) sidecar.lumi = limits_.file_lumi();
   const std::string path = stem_ + std::string(kSidecarSuffix);
   const std::string tmp = path + ".tmp";
   std::string error;

@@ -113,8 +113,10 @@ FileReport check_frd_file(const std::string& path,
       summary.problem = fmt::format("run {} section {} in a file of run {} section {}", frd.run,
                                     frd.lumi, report.run_number, lumi);
     } else if (crc != frd.crc32c) {
+      locate_damage(data, summary, infos);
       summary.problem =
-          fmt::format("CRC32C mismatch (header {:08x}, computed {:08x})", frd.crc32c, crc);
+          fmt::format("CRC32C mismatch (header {:08x}, computed {:08x}){}", frd.crc32c, crc,
+                      summary.problem.empty() ? "" : "; " + summary.problem);
     } else {
       check_fragments(data, summary, infos);
     }

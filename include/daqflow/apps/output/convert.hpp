@@ -2,9 +2,9 @@
 // Conversion between daqflow's data file formats (`daqflow convert`): .dqf event files, HDF5
 // event files (.h5) and CMS FRD raw files (.raw). Every record's bytes, id, flags and CRC-32C
 // carry over, so a file converted and converted back holds the same events byte for byte; what
-// a format has no place for takes its neutral value (a .dqf record's luminosity section is 0,
-// an FRD event's pieces are 1 and its id is the low 32 bits of the event id, as the FRD writer
-// numbers events). Control path.
+// a format has no place for takes its neutral value (a .dqf record's luminosity section is its
+// sidecar's, 0 where it has none; an FRD event's pieces are 1 and its id is the low 32 bits of the
+// event id, as the FRD writer numbers events). Control path.
 
 #include <cstdint>
 #include <functional>

@@ -121,6 +121,8 @@ struct Sidecar {
   std::uint64_t first_event = 0;
   std::uint64_t last_event = 0;
   std::uint32_t checksum = 0;  // CRC32C of the whole data file
+  std::uint32_t lumi = 0;      // the luminosity section of its events (a file holds one); 0: not
+                               // recorded (timeslices, salvaged files)
 
   friend bool operator==(const Sidecar&, const Sidecar&) = default;
 };
@@ -157,6 +159,7 @@ struct EventSummary {
   std::uint32_t overlap_microslices = 0;
   std::vector<ComponentSummary> components;  // timeslices: those present
   std::string problem;                       // empty when the event verified
+  std::int32_t problem_source = -1;  // the FED (source id) or equipment the problem is in; -1: none
 };
 
 // The result of checking one data file (or an incomplete .part file).

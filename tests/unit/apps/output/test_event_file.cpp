@@ -10,6 +10,7 @@
 
 #include "apps/output/test_event_file_support.hpp"
 #include "daqflow/apps/output/event_file.hpp"
+#include "daqflow/apps/output/reader.hpp"
 #include "daqflow/wire/crc32c.hpp"
 #include "daqflow/wire/evb.hpp"
 
@@ -135,8 +136,15 @@ BuiltFile write_file(const std::filesystem::path& dir, const std::vector<std::ui
   std::ofstream(out.data, std::ios::binary)
       .write(reinterpret_cast<const char*>(file.data()), static_cast<std::streamsize>(file.size()));
   if (with_sidecar) {
-    const Sidecar sidecar{9,           "bu2",          stem + ".dqf", events.size(),
-                          file.size(), events.front(), events.back(), wire::crc32c(file)};
+    const Sidecar sidecar{9,
+                          "bu2",
+                          stem + ".dqf",
+                          events.size(),
+                          file.size(),
+                          events.front(),
+                          events.back(),
+                          wire::crc32c(file),
+                          3};
     std::ofstream(out.sidecar) << to_json(sidecar).dump();
   }
   return out;
@@ -176,6 +184,8 @@ TEST(EventFileCheck, NamesTheEventWhoseDataChanged) {
     if (p.find("event 1: CRC32C mismatch") != std::string::npos) named = true;
   }
   EXPECT_TRUE(named) << ::testing::PrintToString(report.problems);
+  // The damaged FED is named: its CRC-16 no longer matches either.
+  EXPECT_NE(report.problems.front().find("FED 100"), std::string::npos) << report.problems.front();
   // The file checksum no longer matches the sidecar either.
   bool checksum = false;
   for (const auto& p : report.problems) checksum |= p.find("CRC32C checksum") != std::string::npos;
@@ -239,6 +249,81 @@ TEST(EventFileCheck, ATruncatedFileIsReported) {
   ASSERT_FALSE(report.problems.empty());
   EXPECT_NE(report.problems.front().find("event 2: truncated"), std::string::npos)
       << report.problems.front();
+}
+
+TEST(DataFileReader, IndexesRecordsAndSplitsEventsIntoFragmentsInPlace) {
+  TempDir dir;
+  const auto file = write_file(dir.path(), {4, 5, 6, 9});
+  auto reader = DataFileReader::open(file.data.string());
+  ASSERT_TRUE(reader.ok()) << reader.error().message();
+  EXPECT_TRUE(reader->complete());
+  EXPECT_EQ(reader->info().run, 9u);
+  EXPECT_EQ(reader->info().writer, "bu2");
+  EXPECT_EQ(reader->info().lumi, 3u);  // the sidecar's
+  ASSERT_EQ(reader->records().size(), 4u);
+  const Hdf5Record& last = reader->records()[3];
+  EXPECT_EQ(last.event, 9u);
+  EXPECT_EQ(last.lumi, 3u);
+  const auto expected = make_super_fragment(100, 3, 9, 64 + 8 * (9 % 5));
+  ASSERT_EQ(last.size, expected.size());
+  EXPECT_EQ(std::memcmp(reader->data(last).data(), expected.data(), expected.size()), 0);
+  // The data is the mapping's, not a copy.
+  EXPECT_EQ(reader->data(last).data(), reader->bytes().data() + last.offset);
+  auto pieces = reader->pieces(3);
+  ASSERT_TRUE(pieces.ok()) << pieces.error().message();
+  ASSERT_EQ(pieces->size(), 3u);
+  for (std::size_t i = 0; i < 3; ++i) {
+    EXPECT_EQ((*pieces)[i].source, 100 + i);
+    EXPECT_EQ((*pieces)[i].size, expected.size() / 3);
+    EXPECT_EQ((*pieces)[i].offset, last.offset + i * expected.size() / 3);
+  }
+  EXPECT_TRUE(reader->verify().verified());
+}
+
+TEST(DataFileReader, AFileBeingWrittenIsReadToItsLastWholeRecord) {
+  TempDir dir;
+  const auto file = write_file(dir.path(), {1, 2, 3}, false);
+  std::filesystem::resize_file(file.data, std::filesystem::file_size(file.data) - 10);
+  auto reader = DataFileReader::open(file.data.string());
+  ASSERT_TRUE(reader.ok()) << reader.error().message();
+  EXPECT_FALSE(reader->complete());
+  EXPECT_TRUE(reader->truncated());
+  EXPECT_EQ(reader->records().size(), 2u);
+}
+
+TEST(DataFileReader, VerifyNamesTheEventAndTheFedOfAFlippedByte) {
+  TempDir dir;
+  const auto file = write_file(dir.path(), {0, 1, 2});
+  {
+    auto reader = DataFileReader::open(file.data.string());
+    ASSERT_TRUE(reader.ok());
+    auto bytes = testing::read_file(file.data);
+    // A payload byte of the second FED (101) of event 2.
+    bytes[reader->records()[2].offset + 64 + 20] ^= std::byte{0x01};
+    std::ofstream(file.data, std::ios::binary)
+        .write(reinterpret_cast<const char*>(bytes.data()),
+               static_cast<std::streamsize>(bytes.size()));
+  }
+  auto reader = DataFileReader::open(file.data.string());
+  ASSERT_TRUE(reader.ok());
+  std::vector<EventSummary> bad;
+  const FileReport report = reader->verify([&](const EventSummary& e) {
+    if (!e.problem.empty()) bad.push_back(e);
+  });
+  EXPECT_FALSE(report.verified());
+  ASSERT_EQ(bad.size(), 1u);
+  EXPECT_EQ(bad[0].record.event, 2u);
+  EXPECT_EQ(bad[0].problem_source, 101);
+}
+
+TEST(DataFileReader, RefusesAFileThatIsNotOne) {
+  TempDir dir;
+  const auto path = dir.path() / "notes.dqf";
+  std::ofstream(path) << "not a data file at all, but long enough for a header";
+  auto reader = DataFileReader::open(path.string());
+  ASSERT_FALSE(reader.ok());
+  EXPECT_NE(reader.error().message().find(path.string()), std::string::npos);
+  EXPECT_FALSE(DataFileReader::open((dir.path() / "missing.dqf").string()).ok());
 }
 
 }  // namespace
