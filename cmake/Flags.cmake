@@ -9,9 +9,13 @@ if(NOT CMAKE_BUILD_TYPE)
   set(CMAKE_BUILD_TYPE Release)
 endif()
 
+# ccache with the project's folder as its base: paths under it are hashed relative to the build
+# folder, so that trees at the same depth (build/, build-python/: the Python package's) share
+# what they compiled.
 find_program(CCACHE_PROGRAM ccache)
 if(CCACHE_PROGRAM)
-  set(CMAKE_CXX_COMPILER_LAUNCHER ${CCACHE_PROGRAM})
+  set(CMAKE_CXX_COMPILER_LAUNCHER ${CMAKE_COMMAND} -E env CCACHE_BASEDIR=${PROJECT_SOURCE_DIR}
+      ${CCACHE_PROGRAM})
 endif()
 
 add_library(daqflow_flags INTERFACE)

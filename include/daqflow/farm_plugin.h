@@ -11,6 +11,10 @@
  *                                                     required: decides on one event; 0 when
  *                                                     done, anything else fails the worker
  *   void daqflow_farm_fini(void* state);              optional: at Halt
+ *   const char* daqflow_farm_error(void* state);      optional: why the last call failed (init
+ *                                                     with state NULL, or process), in words the
+ *                                                     worker logs and fails with; valid until the
+ *                                                     next call
  *
  * daqflow_farm_process() runs on the worker's thread, one event at a time; the event's bytes are
  * valid only during the call. To accept, set accept to 1, trigger_bits to the selections that
@@ -48,6 +52,7 @@ typedef void* (*daqflow_farm_init_fn)(const char* config);
 typedef int (*daqflow_farm_process_fn)(void* state, const daqflow_farm_event* event,
                                        daqflow_farm_decision* decision);
 typedef void (*daqflow_farm_fini_fn)(void* state);
+typedef const char* (*daqflow_farm_error_fn)(void* state);
 
 #ifdef __cplusplus
 }

@@ -6,6 +6,7 @@
 
 #include <cstdio>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
@@ -21,6 +22,7 @@ namespace {
 struct CheckOptions {
   std::vector<std::string> files;
   bool verbose = false;
+  bool json = false;
   bool preflight = false;
   // --host-checks: this host's part of the pre-flight checks, as one line of JSON.
   bool host_checks = false;
@@ -46,6 +48,30 @@ void print_layout(const runtime::ClusterConfig& config) {
     fmt::print(" [{}]", fmt::join(group, ", "));
   }
   fmt::print("\n");
+}
+
+// The file as clients need it (the Python package's Cluster): its contexts, where their control
+// ports are, their applications, and the token's file.
+nlohmann::json layout_json(const std::string& file, const runtime::ClusterConfig& config) {
+  nlohmann::json contexts = nlohmann::json::array();
+  for (const runtime::ContextConfig& ctx : config.contexts) {
+    nlohmann::json apps = nlohmann::json::array();
+    for (runtime::AppIndex index : ctx.applications) {
+      const runtime::ApplicationConfig& app = config.applications[index];
+      const runtime::AppType* type = registry().find(app.type);
+      apps.push_back(
+          {{"id", app.id}, {"type", app.type}, {"rank", type != nullptr ? type->enable_rank : 0}});
+    }
+    contexts.push_back({{"name", ctx.name},
+                        {"host", ctx.host},
+                        {"control_port", ctx.control_port},
+                        {"applications", std::move(apps)}});
+  }
+  const std::string& token = config.access.token_file;
+  return {{"file", file},
+          {"ok", true},
+          {"contexts", std::move(contexts)},
+          {"token_file", token.empty() ? nlohmann::json(nullptr) : nlohmann::json(token)}};
 }
 
 // The pre-flight checks of every host of the file's run; false when any found a problem.
@@ -82,8 +108,19 @@ int check(const CheckOptions& options) {
   for (const std::string& file : options.files) {
     auto config = runtime::load_config(file, registry());
     if (!config) {
-      fmt::print(stderr, "{}\n", config.error().message());
+      if (options.json) {
+        fmt::print(
+            "{}\n",
+            nlohmann::json{{"file", file}, {"ok", false}, {"error", config.error().message()}}
+                .dump());
+      } else {
+        fmt::print(stderr, "{}\n", config.error().message());
+      }
       ++failed;
+      continue;
+    }
+    if (options.json) {
+      fmt::print("{}\n", layout_json(file, *config).dump());
       continue;
     }
     fmt::print("{}: ok ({} contexts, {} applications)\n", file, config->contexts.size(),
@@ -106,6 +143,9 @@ void add_check(CLI::App& app) {
   cmd->add_option("CONFIG", options->files, "Cluster configuration files (YAML)")->required();
   cmd->add_flag("-v,--verbose", options->verbose,
                 "Also print each application's address and the processes the contexts form");
+  cmd->add_flag("--json", options->json,
+                "Print one line of JSON per file: its contexts (host, control port, "
+                "applications with their enable ranks) and its token's file, or its error");
   cmd->add_flag("--preflight", options->preflight,
                 "Also make the pre-flight checks of daqflow run on every host: ports free, room "
                 "in /dev/shm and on the output disks, hosts answering with this daqflow build");

@@ -7,6 +7,7 @@ decides; accepted events are written once and verified by `daqflow dump`."""
 import json
 import os
 import signal
+import subprocess
 import unittest
 
 from daqflow_testlib import DaqflowTestCase, http, read_example, rewrite_ports, wait_until
@@ -249,8 +250,8 @@ class Farm(DaqflowTestCase):
                            "libdaqflow_farm_select.so")
         self.assertTrue(os.path.exists(lib), lib)
         text = farm_config("tcp", "tokens", sfc="count: 4000, stream_masks: [2]",
-                           worker=f"processing: plugin, plugin: {lib}, "
-                                  f"plugin_config: \"every=20 keep=256\"")
+                           worker=f"processing: {{kind: plugin, library: {lib}, "
+                                  f"config: \"every=20 keep=256\"}}")
         code, out, summary = self.run_config(self.write_config("farm.yaml", text), "--duration",
                                              "0", timeout=120)
         self.assertEqual(code, 0, out)
@@ -312,10 +313,19 @@ class Farm(DaqflowTestCase):
         self.assert_written_once(r, sfc)
 
     def test_a_plugin_that_cannot_load_is_a_clear_error(self):
-        text = farm_config("tcp", "tokens", worker="processing: plugin, plugin: /nonexistent.so")
+        text = farm_config("tcp", "tokens",
+                           worker="processing: {kind: plugin, library: /nonexistent.so}")
         code, out, _ = self.run_config(self.write_config("farm.yaml", text), "--duration", "1")
         self.assertNotEqual(code, 0, out)
         self.assertIn("cannot load '/nonexistent.so'", out)
+
+    def test_the_old_spelling_of_a_plugin_is_refused_with_the_new_one(self):
+        text = farm_config("tcp", "tokens", worker="processing: plugin, plugin: /x.so")
+        path = self.write_config("farm.yaml", text)
+        check = subprocess.run([self.binary, "check", path], capture_output=True, text=True)
+        self.assertNotEqual(check.returncode, 0, check.stdout)
+        self.assertIn("processing: {kind: plugin, library: PATH", check.stderr)
+        self.assertIn("now part of 'processing'", check.stderr)
 
 
 if __name__ == "__main__":

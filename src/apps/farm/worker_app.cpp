@@ -1,5 +1,6 @@
 #include "worker_app.hpp"
 
+#include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
@@ -8,6 +9,7 @@
 #include "daqflow/apps/farm/dispatcher.hpp"
 #include "daqflow/wire/endian.hpp"
 #include "daqflow/wire/evb.hpp"
+#include "python_filter.hpp"
 
 namespace daqflow::apps::farm {
 
@@ -49,16 +51,8 @@ Result<void> Worker::setup(runtime::AppContext& ctx, const WorkerSettings& s) {
   model.seed = s.seed ^ (std::uint64_t{ctx.self().index} * core::kGolden);
   queue_ = WorkerQueue(kMaxHeld, model);
   ids_ = detail::application_ids(ctx.cluster());
-  if (s.processing == "plugin") {
-    if (s.plugin.empty()) {
-      return Error("parameter 'plugin': processing: plugin needs the library's path");
-    }
-    if (auto r = load_plugin(s.plugin, s.plugin_config); !r) {
-      return r.error().context("parameter 'plugin'");
-    }
-  } else if (!s.plugin.empty()) {
-    return Error("parameter 'plugin': is set, but processing is 'model' (set processing: plugin)");
-  }
+  if (auto r = load_processing(s.processing); !r)
+    return r.error().context("parameter 'processing'");
 
   if (auto r = open_endpoint(ctx); !r) return r;
   heartbeat_seq_ = 0;
@@ -107,6 +101,8 @@ void Worker::add_metrics(runtime::MetricsRegistry& m) {
   bytes_in_ = &m.counter("bytes_in", "bytes of events received", runtime::Unit::bytes);
   events_accepted_ = &m.counter("events_accepted", "events decided: accepted");
   events_rejected_ = &m.counter("events_rejected", "events decided: rejected");
+  events_failed_ = &m.counter(
+      "events_failed", "events the plugin failed on, rejected (processing.on_error: reject)");
   events_dropped_ =
       &m.counter("events_dropped",
                  "events dropped undecided: fenced by the SFC, or sent under an older epoch");
@@ -140,6 +136,25 @@ void Worker::add_handlers() {
   path.on_work([this](std::int64_t now) { return decide(now); });
 }
 
+Result<void> Worker::load_processing(const WorkerSettings::Processing& p) {
+  if (p.kind == "model") {
+    for (const auto& [key, value] : {std::pair{"library", &p.library}, {"module", &p.module}}) {
+      if (!value->empty()) return Error(fmt::format("'{}' is set, but kind is model", key));
+    }
+    return ok();
+  }
+  if (p.kind == "plugin") {
+    if (p.library.empty()) return Error("kind plugin needs 'library', the plugin's path");
+    if (auto r = load_plugin(p.library, p.config); !r) return r.error().context("library");
+  } else {
+    auto host = python_filter_host({p.module, p.function, p.python, p.path});
+    if (!host) return host.error();
+    if (auto r = load_plugin(host->library, host->config); !r) return r;
+  }
+  plugin_.reject_on_error = p.on_error == "reject";
+  return ok();
+}
+
 Result<void> Worker::load_plugin(const std::string& path, const std::string& config) {
   auto library = core::SharedLibrary::open(path);
   if (!library) return library.error();
@@ -154,16 +169,25 @@ Result<void> Worker::load_plugin(const std::string& path, const std::string& con
   }
   const auto init = library->function<daqflow_farm_init_fn>("daqflow_farm_init");
   plugin_.fini = library->function<daqflow_farm_fini_fn>("daqflow_farm_fini");
+  plugin_.error = library->function<daqflow_farm_error_fn>("daqflow_farm_error");
   plugin_.process = process;
   plugin_.library = std::move(*library);
   if (init != nullptr) {
     plugin_.state = init(config.c_str());
     if (plugin_.state == nullptr) {
+      const std::string why = plugin_error();
       unload_plugin();
-      return Error("'" + path + "': daqflow_farm_init refused the configuration '" + config + "'");
+      return Error("'" + path + "': daqflow_farm_init refused the configuration '" + config + "'" +
+                   (why.empty() ? "" : ": " + why));
     }
   }
   return ok();
+}
+
+std::string Worker::plugin_error() const {
+  if (plugin_.error == nullptr) return {};
+  const char* text = plugin_.error(plugin_.state);
+  return text != nullptr ? text : "";
 }
 
 void Worker::unload_plugin() {
@@ -298,9 +322,20 @@ bool Worker::decide_by_plugin(WorkerQueue::Held& h, std::byte* out) {
   const std::int64_t t1 = clock_->now_ns();
   busy_ns_->add_single_writer(static_cast<std::uint64_t>(t1 - t0));
   if (rc != 0) {
-    fail("the plugin failed on event " + std::to_string(h.event.event) + " (returned " +
-         std::to_string(rc) + ")");
-    return false;
+    const std::string why = plugin_error();
+    if (!plugin_.reject_on_error) {
+      fail(fmt::format("the plugin failed on event {} (returned {}){}", h.event.event, rc,
+                       why.empty() ? "" : ":\n" + why));
+      return false;
+    }
+    // Counted and rejected; the first failures are logged whole, then one in a thousand.
+    const std::uint64_t failed = events_failed_->value();
+    if (failed < 10 || failed % 1000 == 0) {
+      spdlog::warn("{}: event {} rejected, the plugin failed on it ({} so far){}", id(),
+                   h.event.event, failed + 1, why.empty() ? "" : ":\n" + why);
+    }
+    events_failed_->add_single_writer();
+    decision = daqflow_farm_decision{};
   }
   if (decision.output_size > output_bytes_) {
     fail("the plugin wrote " + std::to_string(decision.output_size) +
@@ -354,6 +389,7 @@ nlohmann::json Worker::results() const {
           {"bytes_in", bytes_in_->value()},
           {"events_accepted", events_accepted_->value()},
           {"events_rejected", events_rejected_->value()},
+          {"events_failed", events_failed_->value()},
           {"events_dropped", events_dropped_->value()},
           {"events_pushed", events_pushed_->value()},
           {"busy_s", static_cast<double>(busy_ns_->value()) * 1e-9},

@@ -6,9 +6,11 @@
 //
 // Processing comes from a model (an accept fraction, times drawn from a distribution, longer for
 // accepted events, and output of a fixed size whose first 8 bytes are the event number) or from
-// a user function in a shared library (daqflow/farm_plugin.h). A model's time is waited, not
-// spent: the worker does not occupy a core, so that many workers share a small machine; a
-// plugin runs on the worker's thread for as long as it takes.
+// a user function: in a shared library (daqflow/farm_plugin.h), or in Python, through the filter
+// host plugin of the daqflow package (python_filter.hpp). A model's time is waited, not spent:
+// the worker does not occupy a core, so that many workers share a small machine; a plugin runs on
+// the worker's thread for as long as it takes. An event the plugin fails on fails the worker, or
+// (on_error: reject) is counted in events_failed and rejected.
 //
 // Failures: a fence from the SFC (it declared this worker lost, e.g. after a freeze) makes it
 // drop every event it holds (the SFC has given them to other workers) and send a token under the
@@ -46,14 +48,21 @@ struct WorkerSettings {
   static const runtime::SettingsSpec<WorkerSettings>& spec();  // worker.settings.yaml
 
   std::string sfc;
-  std::string processing;
+  struct Processing {
+    std::string kind;  // model, plugin or python
+    std::string library;
+    std::string config;
+    std::string module;
+    std::string function;
+    std::string python;
+    std::string path;
+    std::string on_error;  // fail or reject
+  } processing;
   double accept_fraction = 0;
   std::uint32_t output_bytes = 0;
   std::uint64_t trigger_bits = 0;
   TimeSettings accept_time;
   TimeSettings reject_time;
-  std::string plugin;
-  std::string plugin_config;
   std::int64_t heartbeat_ms = 0;
   std::uint64_t seed = 0;
 };
@@ -73,12 +82,17 @@ class Worker final : public runtime::ApplicationWith<Worker, WorkerSettings> {
     void* state = nullptr;
     daqflow_farm_process_fn process = nullptr;
     daqflow_farm_fini_fn fini = nullptr;
+    daqflow_farm_error_fn error = nullptr;
+    bool reject_on_error = false;
   };
 
   [[nodiscard]] Result<void> open_endpoint(runtime::AppContext& ctx);
   void add_metrics(runtime::MetricsRegistry& m);
   void add_handlers();
+  Result<void> load_processing(const WorkerSettings::Processing& p);
   Result<void> load_plugin(const std::string& path, const std::string& config);
+  // Why the plugin's last call failed, from daqflow_farm_error (empty when it does not say).
+  [[nodiscard]] std::string plugin_error() const;
   void unload_plugin();
   void on_event(transport::Completion& c);
   void on_fence(const transport::Completion& c);
@@ -109,6 +123,7 @@ class Worker final : public runtime::ApplicationWith<Worker, WorkerSettings> {
   runtime::Counter* bytes_in_ = nullptr;
   runtime::Counter* events_accepted_ = nullptr;
   runtime::Counter* events_rejected_ = nullptr;
+  runtime::Counter* events_failed_ = nullptr;   // the plugin failed on them (rejected)
   runtime::Counter* events_dropped_ = nullptr;  // fenced or of an older epoch
   runtime::Counter* events_pushed_ = nullptr;
   runtime::Counter* busy_ns_ = nullptr;

@@ -10,6 +10,7 @@
 #include <cstring>
 #include <vector>
 
+#include "daqflow/wire/evb.hpp"
 #include "daqflow/wire/fed.hpp"
 #include "readout_plugin.hpp"
 #include "sources.hpp"
