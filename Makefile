@@ -7,7 +7,7 @@ DURATION    ?= 20
 FUZZ_SECONDS ?= 300
 JOBS        ?= $(shell nproc)
 
-.PHONY: all bootstrap build build-sanitize run test test-format test-sizes test-release test-unit \
+.PHONY: all bootstrap build build-sanitize run test test-format test-sizes test-release test-unit test-python \
 	test-integration \
 	test-asan test-tsan test-fuzz \
 	test-soak test-fuzz-and-soak fuzz format clean bench
@@ -37,7 +37,7 @@ run: build
 # soak and the sanitizer trees' tests run beside them, niced, on the CPU they leave ("A|B,C": A
 # beside B then C). The two sanitizer trees' tests run one after the other: their control ports
 # are the same (and the integration tests' are a range of their own).
-TEST_STAGES = test-format test-sizes build test-unit \
+TEST_STAGES = test-format test-sizes build test-unit test-python \
 	'test-integration|build-sanitize,test-fuzz-and-soak,test-asan,test-tsan'
 test: bootstrap
 	@bash scripts/test-stages $(TEST_STAGES)
@@ -61,6 +61,11 @@ test-release: test-unit test-integration
 
 test-unit: build
 	cd $(BUILD) && ctest --output-on-failure --timeout 300 -j $(JOBS) -L unit
+
+# The Python package, installed with pip into a fresh virtual environment, its tests, mypy
+# --strict and the example notebook (scripts/test-python, docs/python.md).
+test-python: bootstrap
+	@bash scripts/test-python
 
 test-integration: build
 	cd $(BUILD) && ctest --output-on-failure --timeout 300 -j $(TEST_JOBS) -L integration

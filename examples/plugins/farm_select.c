@@ -4,8 +4,10 @@
  * writes as output the event number, its size, its checksum, then the event's first `keep`
  * bytes.
  *
- *   worker: {processing: plugin, plugin: build/lib/libdaqflow_farm_select.so,
- *            plugin_config: "every=200 keep=1024"}
+ *   worker: {processing: {kind: plugin, library: build/lib/libdaqflow_farm_select.so,
+ *                         config: "every=200 keep=1024"}}
+ *
+ * farm_select.py beside it makes the same selection in Python.
  */
 #include <stdio.h>
 #include <stdlib.h>
