@@ -96,6 +96,7 @@ class DataFile {
   [[nodiscard]] nb::dict pieces() const {
     std::vector<std::uint64_t> record, offset, size, descriptors;
     std::vector<std::uint32_t> source, microslices;
+    reader_.prefault();  // every record is visited
     for (std::size_t i = 0; i < reader_.records().size(); ++i) {
       auto p = reader_.pieces(i);
       if (!p) throw nb::value_error(p.error().message().c_str());

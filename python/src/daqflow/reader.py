@@ -123,13 +123,10 @@ class Event:
         """Per source: a built event's FED fragments by source id (header to trailer), a
         timeslice's contents by equipment id. Empty for an SFC's decisions."""
         start, stop = self.file._piece_range(self.index)
-        table = self.file.pieces
+        sources, offsets, sizes = self.file._piece_lists()
         buffer = self.file.buffer
         return {
-            int(s): buffer[int(o) : int(o) + int(n)]
-            for s, o, n in zip(
-                table["source"][start:stop], table["offset"][start:stop], table["size"][start:stop]
-            )
+            sources[i]: buffer[offsets[i] : offsets[i] + sizes[i]] for i in range(start, stop)
         }
 
     @property
@@ -195,6 +192,8 @@ class DataFile(Sequence[Event]):
         self.records: dict[str, npt.NDArray[Any]] = self._native.records()
         self._pieces: dict[str, npt.NDArray[Any]] | None = None
         self._piece_starts: npt.NDArray[np.int64] | None = None
+        self._starts_list: list[int] = []
+        self._lists: tuple[list[int], list[int], list[int]] | None = None
         self.verified = False
 
     @property
@@ -206,14 +205,22 @@ class DataFile(Sequence[Event]):
             self._piece_starts = np.searchsorted(
                 self._pieces["record"], np.arange(len(self) + 1, dtype=np.uint64)
             ).astype(np.int64)
+            self._starts_list = self._piece_starts.tolist()
         return self._pieces
+
+    def _piece_lists(self) -> tuple[list[int], list[int], list[int]]:
+        """The pieces' sources, offsets and sizes as Python lists (fast to index one by one)."""
+        if self._lists is None:
+            p = self.pieces
+            self._lists = (p["source"].tolist(), p["offset"].tolist(), p["size"].tolist())
+        return self._lists
 
     def _piece_range(self, start: int, stop: int | None = None) -> tuple[int, int]:
         """The rows of ``pieces`` of records [start, stop) (stop: start + 1)."""
-        self.pieces
-        assert self._piece_starts is not None
+        if self._pieces is None:
+            self.pieces
         stop = start + 1 if stop is None else stop
-        return int(self._piece_starts[start]), int(self._piece_starts[stop])
+        return self._starts_list[start], self._starts_list[stop]
 
     def verify(self) -> None:
         """Every check ``daqflow dump`` makes: each record's CRC-32C, the FED fragments'

@@ -236,6 +236,14 @@ Result<std::vector<Piece>> DataFileReader::pieces(std::size_t i) const {
   return std::vector<Piece>{};
 }
 
+void DataFileReader::prefault() const {
+#ifdef MADV_POPULATE_READ
+  if (data_ != nullptr) {
+    (void)::madvise(const_cast<std::byte*>(data_), size_, MADV_POPULATE_READ);
+  }
+#endif
+}
+
 FileReport DataFileReader::verify(const std::function<void(const EventSummary&)>& on_event) const {
   return format_ == DataFormat::frd ? check_frd_file(path_, on_event)
                                     : check_event_file(path_, on_event);
