@@ -13,7 +13,7 @@ JOBS        ?= $(shell nproc)
 	test-soak test-fuzz-and-soak fuzz format clean bench
 
 # Every C++ file of the project, for clang-format.
-SOURCES = $(shell find include src tests bench \( -name '*.hpp' -o -name '*.cpp' \) -print)
+SOURCES = $(shell find include src tests bench python/native \( -name '*.hpp' -o -name '*.cpp' \) -print)
 
 all: build
 

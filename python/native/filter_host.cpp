@@ -110,8 +110,8 @@ bool start_interpreter(const Config& c) {
   config.parse_argv = 0;
   bool ok = true;
   if (!c.executable.empty()) {
-    ok = !PyStatus_Exception(PyConfig_SetBytesString(&config, &config.program_name,
-                                                     c.executable.c_str())) &&
+    ok = !PyStatus_Exception(
+             PyConfig_SetBytesString(&config, &config.program_name, c.executable.c_str())) &&
          !PyStatus_Exception(
              PyConfig_SetBytesString(&config, &config.executable, c.executable.c_str()));
   }
@@ -205,8 +205,8 @@ bool read_answer(PyObject* answer, daqflow_farm_decision* d, std::string& error)
     const auto size = static_cast<std::size_t>(view.len);
     if (size > d->output_capacity) {
       error = "Decision.output holds " + std::to_string(size) +
-              " bytes, more than the worker's output_bytes (" +
-              std::to_string(d->output_capacity) + ")";
+              " bytes, more than the worker's output_bytes (" + std::to_string(d->output_capacity) +
+              ")";
     } else {
       std::memcpy(d->output, view.buf, size);
       d->output_size = size;
@@ -247,18 +247,17 @@ __attribute__((visibility("default"))) int daqflow_farm_process(void* state,
   auto* host = static_cast<Host*>(state);
   host->error.clear();
   const PyGILState_STATE gil = PyGILState_Ensure();
-  PyObject* view = PyMemoryView_FromMemory(
-      static_cast<char*>(const_cast<void*>(event->data)), static_cast<Py_ssize_t>(event->size),
-      PyBUF_READ);
-  PyObject* array =
-      view != nullptr ? PyObject_CallFunctionObjArgs(host->frombuffer, view, host->uint8, nullptr)
-                      : nullptr;
+  PyObject* view = PyMemoryView_FromMemory(static_cast<char*>(const_cast<void*>(event->data)),
+                                           static_cast<Py_ssize_t>(event->size), PyBUF_READ);
+  PyObject* array = view != nullptr
+                        ? PyObject_CallFunctionObjArgs(host->frombuffer, view, host->uint8, nullptr)
+                        : nullptr;
   PyObject* number = PyLong_FromUnsignedLongLong(event->number);
   PyObject* flags = PyLong_FromUnsignedLong(event->flags);
-  PyObject* answer = array != nullptr && number != nullptr && flags != nullptr
-                         ? PyObject_CallFunctionObjArgs(host->function, array, number, flags,
-                                                        nullptr)
-                         : nullptr;
+  PyObject* answer =
+      array != nullptr && number != nullptr && flags != nullptr
+          ? PyObject_CallFunctionObjArgs(host->function, array, number, flags, nullptr)
+          : nullptr;
   bool ok = answer != nullptr;
   if (!ok) {
     host->error = exception_text();

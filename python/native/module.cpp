@@ -125,7 +125,8 @@ class DataFile {
     {
       nb::gil_scoped_release released;
       report = reader_.verify([&](const EventSummary& e) {
-        if (!e.problem.empty()) v.bad_records.emplace_back(e.record.event, e.problem_source, e.problem);
+        if (!e.problem.empty())
+          v.bad_records.emplace_back(e.record.event, e.problem_source, e.problem);
       });
     }
     v.problems = std::move(report.problems);
@@ -154,8 +155,7 @@ Bytes buffer_of(nb::handle self) {
   const DataFile& file = nb::cast<const DataFile&>(self);
   const auto bytes = file.reader().bytes();
   static const std::uint8_t empty = 0;
-  const auto* data =
-      bytes.empty() ? &empty : reinterpret_cast<const std::uint8_t*>(bytes.data());
+  const auto* data = bytes.empty() ? &empty : reinterpret_cast<const std::uint8_t*>(bytes.data());
   return Bytes(data, {bytes.size()}, self);
 }
 
@@ -165,9 +165,8 @@ std::tuple<Column<std::uint32_t>, Column<std::uint64_t>, Column<std::uint64_t>> 
     nb::ndarray<const std::uint8_t, nb::ndim<1>, nb::c_contig> event) {
   const std::span<const std::byte> data(reinterpret_cast<const std::byte*>(event.data()),
                                         event.shape(0));
-  std::vector<daqflow::wire::FedFragmentInfo> infos(data.size() /
-                                                        daqflow::wire::kFedMinFragmentSize +
-                                                    1);
+  std::vector<daqflow::wire::FedFragmentInfo> infos(
+      data.size() / daqflow::wire::kFedMinFragmentSize + 1);
   daqflow::wire::FedCheck structure_only;
   structure_only.verify_crc = false;
   structure_only.allow_reserved_bits = true;
@@ -205,7 +204,8 @@ NB_MODULE(_native, m) {
       .def_prop_ro("path", [](const DataFile& f) { return f.reader().path(); })
       .def_prop_ro("format",
                    [](const DataFile& f) { return std::string(to_string(f.reader().format())); })
-      .def_prop_ro("content", [](const DataFile& f) { return content_name(f.reader().info().content); })
+      .def_prop_ro("content",
+                   [](const DataFile& f) { return content_name(f.reader().info().content); })
       .def_prop_ro("run", [](const DataFile& f) { return f.reader().info().run; })
       .def_prop_ro("writer", [](const DataFile& f) { return f.reader().info().writer; })
       .def_prop_ro("sequence", [](const DataFile& f) { return f.reader().info().sequence; })
