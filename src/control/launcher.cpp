@@ -22,18 +22,6 @@ std::optional<ExitStatus> Launched::wait_for(std::chrono::milliseconds timeout) 
   return exit_status();
 }
 
-std::string shell_quote(const std::string& word) {
-  std::string out = "'";
-  for (const char c : word) {
-    if (c == '\'') {
-      out += "'\\''";
-    } else {
-      out += c;
-    }
-  }
-  return out + "'";
-}
-
 std::string host_workdir(const runtime::HostConfig& host) {
   return host.workdir.empty() ? std::string("/tmp/daqflow") : host.workdir;
 }

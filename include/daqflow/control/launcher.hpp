@@ -23,6 +23,7 @@
 
 #include "daqflow/control/process.hpp"
 #include "daqflow/core/result.hpp"
+#include "daqflow/core/shell.hpp"
 #include "daqflow/runtime/config.hpp"
 
 namespace daqflow::control {
@@ -121,6 +122,6 @@ class Launcher {
 [[nodiscard]] std::string host_log_dir(const runtime::HostConfig& host);
 
 // Quotes a word for a POSIX shell ('...' with ' written as '\'').
-[[nodiscard]] std::string shell_quote(const std::string& word);
+using core::shell_quote;
 
 }  // namespace daqflow::control

@@ -12,24 +12,14 @@
 #include <nlohmann/json.hpp>
 #include <string_view>
 
+#include "daqflow/core/shell.hpp"
+
 namespace daqflow::apps::farm {
 
 namespace {
 
 // The interpreter prints what the embedded one needs, as JSON on its last line.
 constexpr std::string_view kProbe = "import daqflow.filters as f; f._print_host_info()";
-
-std::string shell_quoted(std::string_view s) {
-  std::string out = "'";
-  for (const char c : s) {
-    if (c == '\'') {
-      out += "'\\''";
-    } else {
-      out += c;
-    }
-  }
-  return out + "'";
-}
 
 std::string last_line(const std::string& text) {
   std::string_view t = text;
@@ -41,7 +31,7 @@ std::string last_line(const std::string& text) {
 // Runs `python -c PROBE`, stdout and stderr together; the exit status in status.
 std::string probe(const std::string& python, int& status) {
   const std::string command =
-      fmt::format("{} -c {} 2>&1 </dev/null", shell_quoted(python), shell_quoted(kProbe));
+      fmt::format("{} -c {} 2>&1 </dev/null", core::shell_quote(python), core::shell_quote(kProbe));
   std::string out;
   FILE* pipe = ::popen(command.c_str(), "r");
   if (pipe == nullptr) {
