@@ -26,6 +26,7 @@ Result<void> RoundTrip::setup(runtime::AppContext& ctx, const RoundTripSettings&
   initiator_ = s.role == "initiator";
   iterations_ = s.iterations;
   warmup_ = s.warmup;
+  settle_ns_ = s.settle_ms * 1'000'000;
   fit_min_size_ = s.fit_min_size;
   fit_max_size_ = s.fit_max_size;
   if (s.max_size < s.min_size) {
@@ -60,6 +61,13 @@ Result<void> RoundTrip::setup(runtime::AppContext& ctx, const RoundTripSettings&
   pending_count_ = 0;
   points_done_.store(0);
   in_flight_.store(0);
+  settling_ = initiator_ && settle_ns_ > 0;
+  settle_start_ns_ = 0;
+  window_count_ = 0;
+  previous_median_ns_ = -1;
+  settle_round_trips_.store(0);
+  settle_took_ns_.store(0);
+  settled_.store(!settling_);
   register_handlers(data_path());
   return ok();
 }
@@ -129,6 +137,9 @@ nlohmann::json RoundTrip::results() const {
       {"role", "initiator"}, {"peer", peer_id_},       {"iterations", iterations_},
       {"warmup", warmup_},   {"sizes", sizes_.size()}, {"points", std::move(points)},
   };
+  r["settle"] = {{"round_trips", settle_round_trips_.load()},
+                 {"ms", static_cast<double>(settle_took_ns_.load()) * 1e-6},
+                 {"settled", settled_.load()}};
   const auto fit = fit_tau({points_.data(), done}, fit_min_size_, fit_max_size_);
   if (fit) {
     r["fit"] = {
@@ -153,6 +164,7 @@ void RoundTrip::fold_results(nlohmann::json& run, const std::string& id,
   run["roundtrip"] = id;
   if (const auto it = app.find("points"); it != app.end()) run["points"] = *it;
   if (const auto it = app.find("fit"); it != app.end()) run["fit"] = *it;
+  if (const auto it = app.find("settle"); it != app.end()) run["settle"] = *it;
 }
 
 }  // namespace daqflow::apps

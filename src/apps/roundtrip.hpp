@@ -8,7 +8,8 @@
 // ping flagged as the sweep's last.
 //
 // The initiator, once enabled, sweeps sizes min_size, 2*min_size, ... up to max_size (max_size
-// itself is always measured), with one message in flight: per size `warmup` round trips that are
+// itself is always measured), with one message in flight: first, round trips of the first size
+// until the timing has settled (settle_ms, below), then per size `warmup` round trips that are
 // not recorded, then `iterations` timed with core::monotonic_ns. Per size it reports the median,
 // p99, minimum and mean round-trip time; tau = RTT / 2 is the one-way transport time, and
 // tau(P) = c * P + tau0 is fitted over the sizes >= fit_min_size (daqflow/apps/stats.hpp).
@@ -36,6 +37,7 @@ struct RoundTripSettings {
   std::uint64_t max_size = 0;
   std::uint64_t iterations = 0;
   std::uint64_t warmup = 0;
+  std::int64_t settle_ms = 0;
   std::uint64_t fit_min_size = 0;
   std::uint64_t fit_max_size = 0;  // 0: no bound
 };
@@ -62,6 +64,8 @@ class RoundTrip final : public runtime::ApplicationWith<RoundTrip, RoundTripSett
   int responder_work();
   bool post_ping();
   void on_pong(transport::Completion& c, std::int64_t now_ns);
+  // Settling: one more round trip of the first size (settling_ false once settled).
+  void settle(std::int64_t rtt_ns, std::int64_t now_ns);
   void on_ping(transport::Completion& c);
   // Counts an arrival; false (the application failed) when it came from another peer than ours.
   bool from_peer(const transport::Completion& c, const char* what);
@@ -74,6 +78,7 @@ class RoundTrip final : public runtime::ApplicationWith<RoundTrip, RoundTripSett
   std::string peer_id_;
   bool initiator_ = false;
   std::uint64_t warmup_ = 0;
+  std::int64_t settle_ns_ = 0;
   std::uint64_t iterations_ = 0;
   std::uint64_t fit_min_size_ = 0;
   std::uint64_t fit_max_size_ = 0;
@@ -88,6 +93,16 @@ class RoundTrip final : public runtime::ApplicationWith<RoundTrip, RoundTripSett
   std::uint64_t tag_ = 0;    // tag of the last ping
   bool awaiting_ = false;    // a ping is out
   std::int64_t sent_ns_ = 0;
+  // Settling before the first size: windows of kSettleWindow round trips, compared in turn.
+  static constexpr std::size_t kSettleWindow = 64;
+  bool settling_ = false;
+  std::int64_t settle_start_ns_ = 0;
+  std::array<std::int64_t, kSettleWindow> window_{};
+  std::size_t window_count_ = 0;
+  std::int64_t previous_median_ns_ = -1;
+  std::atomic<std::uint64_t> settle_round_trips_{0};
+  std::atomic<std::int64_t> settle_took_ns_{0};
+  std::atomic<bool> settled_{false};  // false after the time cap: the medians never agreed
   std::array<transport::Message, kPendingPongs> pending_{};
   std::size_t pending_head_ = 0;
   std::size_t pending_count_ = 0;

@@ -1,5 +1,8 @@
 // The data path of the round-trip benchmark: the initiator's ping/pong timing loop and the
 // responder's zero-copy echo. Nothing here allocates; see roundtrip.hpp for the protocol.
+#include <algorithm>
+#include <cstdlib>
+
 #include "daqflow/apps/pattern.hpp"
 #include "daqflow/core/clock.hpp"
 #include "daqflow/wire/header.hpp"
@@ -34,7 +37,8 @@ bool RoundTrip::post_ping() {
   }
   m.type = wire::MessageType::ping;
   m.tag = tag;
-  const bool last = size_index_ + 1 == sizes_.size() && round_ + 1 == warmup_ + iterations_;
+  const bool last =
+      !settling_ && size_index_ + 1 == sizes_.size() && round_ + 1 == warmup_ + iterations_;
   m.flags = last ? wire::kFlagLast : 0;
   sent_ns_ = core::monotonic_ns();
   const SendStatus status = endpoint_->post_send(peer_, m);
@@ -84,6 +88,10 @@ void RoundTrip::on_pong(Completion& c, std::int64_t now_ns) {
   }
   awaiting_ = false;
   in_flight_.store(0, std::memory_order_release);
+  if (settling_) {
+    settle(now_ns - sent_ns_, now_ns);
+    return;
+  }
   if (round_ >= warmup_) rtt_ns_[round_ - warmup_] = now_ns - sent_ns_;
   if (++round_ < warmup_ + iterations_) return;
   // A size is complete: summarise it (sorting iterations_ values between two round trips).
@@ -96,6 +104,29 @@ void RoundTrip::on_pong(Completion& c, std::int64_t now_ns) {
     return;
   }
   size_gauge_->set(static_cast<double>(sizes_[size_index_]));
+}
+
+// The first round trips of a run are slower than the rest for a while (threads being woken from
+// their idle strategies' sleeps, the executives' start-up work beside them): the sweep starts
+// once two windows in a row agree, after settle_ms at least, or after ten times that anyway.
+void RoundTrip::settle(std::int64_t rtt_ns, std::int64_t now_ns) {
+  if (settle_start_ns_ == 0) settle_start_ns_ = sent_ns_;
+  settle_round_trips_.fetch_add(1, std::memory_order_relaxed);
+  window_[window_count_++] = rtt_ns;
+  if (window_count_ < kSettleWindow) return;
+  window_count_ = 0;
+  auto sorted = window_;
+  std::nth_element(sorted.begin(), sorted.begin() + kSettleWindow / 2, sorted.end());
+  const std::int64_t median = sorted[kSettleWindow / 2];
+  const std::int64_t elapsed = now_ns - settle_start_ns_;
+  const bool agree =
+      previous_median_ns_ > 0 && std::abs(median - previous_median_ns_) * 10 <= previous_median_ns_;
+  previous_median_ns_ = median;
+  if (elapsed < settle_ns_ || (!agree && elapsed < 10 * settle_ns_)) return;
+  settling_ = false;
+  settled_.store(agree, std::memory_order_relaxed);
+  settle_took_ns_.store(elapsed, std::memory_order_relaxed);
+  round_ = 0;
 }
 
 void RoundTrip::register_handlers(runtime::DataPath& path) {

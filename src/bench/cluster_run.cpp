@@ -1,5 +1,7 @@
 #include "cluster_run.hpp"
 
+#include <fmt/format.h>
+
 #include <filesystem>
 #include <fstream>
 #include <vector>
@@ -8,6 +10,7 @@
 #include "daqflow/control/run.hpp"
 #include "daqflow/runtime/application.hpp"
 #include "daqflow/runtime/config.hpp"
+#include "daqflow/runtime/params.hpp"
 #include "daqflow/transport/transport.hpp"
 #include "ports.hpp"
 
@@ -104,6 +107,32 @@ const nlohmann::json& app_results(const control::RunSummary& summary, const std:
     if (a.id == id) return a.results.is_object() ? a.results : empty;
   }
   return empty;
+}
+
+// Each receiver's figures from a point's summary; an error when a sink saw a sequence or
+// pattern error, or received nothing (a transport that never got going).
+Result<std::vector<ReceiverRate>> receiver_rates(const control::RunSummary& summary,
+                                                 int receivers) {
+  std::vector<ReceiverRate> rates;
+  for (int k = 0; k < receivers; ++k) {
+    const auto id = fmt::format("sink{}", k);
+    runtime::ParamReader res(app_results(summary, id), "sink " + id, "result");
+    const auto errors_sequence = res.get<std::uint64_t>("errors_sequence");
+    const auto errors_pattern = res.get<std::uint64_t>("errors_pattern");
+    const auto messages = res.get<std::uint64_t>("messages");
+    const bool sampled = res.get<std::string>("window") == "sampled";
+    ReceiverRate rate{res.get<double>("throughput_mb_s"), res.get<double>("stddev_mb_s"),
+                      res.get<double>("messages_per_s"),
+                      sampled ? res.get<std::uint64_t>("samples") : 0};
+    if (auto read = res.status(); !read) return read.error();
+    if (errors_sequence != 0 || errors_pattern != 0) {
+      return Error(fmt::format("sink {} saw {} sequence and {} pattern errors", id, errors_sequence,
+                               errors_pattern));
+    }
+    if (messages == 0) return Error("no message arrived at " + id);
+    rates.push_back(rate);
+  }
+  return rates;
 }
 
 }  // namespace daqflow::bench

@@ -2,8 +2,10 @@
 // Running one generated configuration, as `daqflow run` would, for a benchmark point.
 
 #include <string>
+#include <vector>
 
 #include "daqflow/bench/runners.hpp"
+#include "daqflow/bench/sweep.hpp"
 #include "daqflow/control/summary.hpp"
 #include "daqflow/core/result.hpp"
 
@@ -22,5 +24,10 @@ namespace daqflow::bench {
 // The results object of the application `id` in a summary (an empty object when absent).
 [[nodiscard]] const nlohmann::json& app_results(const control::RunSummary& summary,
                                                 const std::string& id);
+
+// The figures of sinks sink0 .. sink<receivers - 1> of a stream point; an error when a sink saw
+// a sequence or pattern error, or received nothing (a transport that never got going).
+[[nodiscard]] Result<std::vector<ReceiverRate>> receiver_rates(const control::RunSummary& summary,
+                                                               int receivers);
 
 }  // namespace daqflow::bench

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "daqflow/wire/evb.hpp"
 #include "daqflow/wire/timeslice.hpp"
 
 namespace daqflow::bench {
@@ -136,7 +137,8 @@ int stream_contexts(const std::string& p, int n) {
 
 std::string stream_yaml(const ClusterSettings& cluster, const StreamShape& s) {
   const int senders = stream_senders(s.pattern, s.n);
-  const int receivers = stream_receivers(s.pattern, s.n);
+  const int receivers =
+      s.pattern == "nton" && s.receivers > 0 ? s.receivers : stream_receivers(s.pattern, s.n);
   std::string y = header(cluster, fmt::format("stream {}, n = {}", s.pattern, s.n));
   const std::string sinks = id_list("sink", 0, receivers);
   const auto source = [&](int i) {
@@ -191,6 +193,19 @@ std::uint64_t evb_max_message_size(const EvbShape& s) {
   std::uint64_t size = 4u << 20;
   while (size < need) size *= 2;
   return size;
+}
+
+StreamShape evb_stream_shape(const EvbShape& s, std::uint32_t depth) {
+  StreamShape out;
+  out.pattern = s.rubu ? "nxn" : "nton";
+  out.n = s.rus;
+  out.receivers = s.rubu ? 0 : s.bus;
+  out.message_size = wire::block_descriptor_size(s.events_per_request) +
+                     std::uint64_t{s.events_per_request} *
+                         static_cast<std::uint64_t>(s.feds_per_ru) * s.fragment_mean;
+  out.depth = depth;
+  out.verify = "ends";
+  return out;
 }
 
 std::string evb_yaml(const ClusterSettings& cluster, const EvbShape& s) {

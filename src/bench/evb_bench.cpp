@@ -1,5 +1,6 @@
 // daqflow bench evb: the event builder over its topologies (N RU x M BU, RUBU) and fragment
-// sizes, BUs discarding; event rate, throughput and the per-event cost as the builder grows.
+// sizes, BUs discarding; event rate, throughput and the per-event cost as the builder grows,
+// each point in rounds beside the raw stream of its shape (evb_stream_shape), medians compared.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -85,11 +86,9 @@ std::string command_line(const EvbOptions& o) {
       "--port-base {}",
       format_sweep(o.fragment_sizes), o.feds_per_ru, o.events_per_request, o.duration_s,
       o.cluster.idle, o.cluster.port_base);
-  if (o.dashboard_clients > 0) {
-    cmd += fmt::format(" --dashboard-clients {} --rounds {}", o.dashboard_clients, o.rounds);
-  }
+  if (o.dashboard_clients > 0) cmd += fmt::format(" --dashboard-clients {}", o.dashboard_clients);
   if (o.readout != "emulator") cmd += " --readout " + o.readout;
-  if (o.readout == "both") cmd += fmt::format(" --rounds {}", o.rounds);
+  cmd += fmt::format(" --rounds {}", o.rounds);
   cmd += cluster_options(o.cluster);
   return cmd;
 }
@@ -263,6 +262,85 @@ Result<BenchOutput> run_evb_readout_cost(const EvbOptions& o, const EvbShape& s,
   return run_evb_pair(o, s, env, pair);
 }
 
+namespace {
+
+struct EvbRun {
+  double events_per_s = 0;
+  double mb_s = 0;
+};
+
+// One run of the builder: the EVM's event rate and throughput.
+Result<EvbRun> run_evb_point(const EvbOptions& o, const EvbShape& s, const std::string& name,
+                             const std::string& what, BenchEnv& env) {
+  ClusterSettings cluster = o.cluster;
+  cluster.output_dir = point_dir(env, name);
+  cluster.max_message_size = evb_max_message_size(s);
+  auto summary = run_point(evb_yaml(cluster, s), name, o.duration_s, env);
+  if (!summary) return summary.error().context(what);
+  runtime::ParamReader evm(app_results(*summary, "evm0"), "evm0", "result");
+  EvbRun run{evm.get<double>("event_rate_hz"), evm.get<double>("throughput_mb_s")};
+  const double built = static_cast<double>(evm.get<std::uint64_t>("events_built") +
+                                           evm.get<std::uint64_t>("events_incomplete"));
+  const double seconds = evm.get<double>("seconds");
+  const double bytes = static_cast<double>(evm.get<std::uint64_t>("bytes_built"));
+  if (auto read = evm.status(); !read) return read.error().context(what);
+  if (run.events_per_s <= 0 && built > 0 && seconds > 0) {
+    // Blocks so large that none completed inside the sampled intervals: the average over the
+    // whole run is the only figure there is.
+    run = EvbRun{built / seconds, bytes / 1e6 / seconds};
+    if (env.progress != nullptr) {
+      env.progress->line(what +
+                         ": too few events for sampling; figures averaged over the run "
+                         "(raise --duration)");
+    }
+  }
+  if (run.events_per_s <= 0) {
+    return Error(what + ": no event was built (see " + cluster.output_dir + ")");
+  }
+  return run;
+}
+
+// The raw stream of the builder's shape (evb_stream_shape): every sink's bytes per second
+// summed, and the events per second its messages would carry.
+Result<EvbRun> run_evb_stream_point(const EvbOptions& o, const EvbShape& s, const std::string& name,
+                                    const std::string& what, BenchEnv& env) {
+  const StreamShape shape = evb_stream_shape(s, o.cluster.pipeline_depth);
+  ClusterSettings cluster = o.cluster;
+  cluster.output_dir = point_dir(env, name);
+  cluster.max_message_size = evb_max_message_size(s);
+  auto summary = run_point(stream_yaml(cluster, shape), name, o.duration_s, env);
+  if (!summary) return summary.error().context(what);
+  auto rates = receiver_rates(*summary, s.rubu ? s.rus : s.bus);
+  if (!rates) return rates.error().context(fmt::format("{} (see {})", what, cluster.output_dir));
+  const StreamFigures f = combine_receivers(*rates);
+  // A message is one readout's part of a block: a block's events arrive once every readout's
+  // part of it has.
+  return EvbRun{f.messages_per_s * s.events_per_request / s.rus, f.total_mean};
+}
+
+// The result set of a sweep, before its rows.
+ResultSet evb_result_set(const EvbOptions& o) {
+  ResultSet r = cluster_result_set("evb", evb_stem(o), o.cluster, command_line(o));
+  std::vector<std::string> topo;
+  for (const auto& [rus, bus] : o.topologies) topo.push_back(fmt::format("{}x{}", rus, bus));
+  r.params.update(nlohmann::json{{"topologies", topo},
+                                 {"rubu", o.rubu},
+                                 {"fragment_sizes", o.fragment_sizes},
+                                 {"fragment_dist", "lognormal, sd = mean / 2"},
+                                 {"readout", o.readout},
+                                 {"feds_per_ru", o.feds_per_ru},
+                                 {"events_per_request", o.events_per_request},
+                                 {"duration_s", o.duration_s},
+                                 {"rounds", o.rounds},
+                                 {"output", "discard"},
+                                 {"reference", kEvbStreamReference}});
+  r.columns = {"rus", "bus",           "rubu",         "feds_per_ru", "fragment_mean", "round",
+               "run", "message_bytes", "events_per_s", "mb_s",        "us_per_event"};
+  return r;
+}
+
+}  // namespace
+
 Result<BenchOutput> run_evb(const EvbOptions& o, BenchEnv& env) {
   if (auto ok = check_transport(o.cluster.transport); !ok) return ok.error();
   auto all = shapes(o);
@@ -280,62 +358,59 @@ Result<BenchOutput> run_evb(const EvbOptions& o, BenchEnv& env) {
   if (o.readout == "both") return run_evb_readout_cost(o, all.front(), env);
 
   BenchOutput out;
-  out.result = cluster_result_set("evb", evb_stem(o), o.cluster, command_line(o));
+  out.result = evb_result_set(o);
   ResultSet& r = out.result;
-  std::vector<std::string> topo;
-  for (const auto& [rus, bus] : o.topologies) topo.push_back(fmt::format("{}x{}", rus, bus));
-  r.params.update(nlohmann::json{{"topologies", topo},
-                                 {"rubu", o.rubu},
-                                 {"fragment_sizes", o.fragment_sizes},
-                                 {"fragment_dist", "lognormal, sd = mean / 2"},
-                                 {"readout", o.readout},
-                                 {"feds_per_ru", o.feds_per_ru},
-                                 {"events_per_request", o.events_per_request},
-                                 {"duration_s", o.duration_s},
-                                 {"output", "discard"}});
-  r.columns = {"rus",           "bus",          "rubu", "feds_per_ru",
-               "fragment_mean", "events_per_s", "mb_s", "us_per_event"};
-
+  nlohmann::json points = nlohmann::json::array();
   std::vector<std::pair<std::string, Series>> series;
+  const int total = static_cast<int>(all.size()) * o.rounds * 2;
+  int done = 0;
   for (std::size_t i = 0; i < all.size(); ++i) {
     const EvbShape& s = all[i];
-    const std::string what = fmt::format("evb {} {} fragments {} B", topology_name(s),
-                                         o.cluster.transport, s.fragment_mean);
-    if (env.progress != nullptr) {
-      env.progress->begin(static_cast<int>(i + 1), static_cast<int>(all.size()), what);
-    }
-    const std::string name = fmt::format("{}-{}", r.stem, i);
-    ClusterSettings cluster = o.cluster;
-    cluster.output_dir = point_dir(env, name);
-    cluster.max_message_size = evb_max_message_size(s);
-    auto summary = run_point(evb_yaml(cluster, s), name, o.duration_s, env);
-    if (!summary) return summary.error().context(what);
-    runtime::ParamReader evm(app_results(*summary, "evm0"), "evm0", "result");
-    double rate = evm.get<double>("event_rate_hz");
-    double mb_s = evm.get<double>("throughput_mb_s");
-    const double built = static_cast<double>(evm.get<std::uint64_t>("events_built") +
-                                             evm.get<std::uint64_t>("events_incomplete"));
-    const double seconds = evm.get<double>("seconds");
-    const double bytes = static_cast<double>(evm.get<std::uint64_t>("bytes_built"));
-    if (auto read = evm.status(); !read) return read.error().context(what);
-    if (rate <= 0 && built > 0 && seconds > 0) {
-      // Blocks so large that none completed inside the sampled intervals: the average over the
-      // whole run is the only figure there is.
-      rate = built / seconds;
-      mb_s = bytes / 1e6 / seconds;
-      if (env.progress != nullptr) {
-        env.progress->line(what +
-                           ": too few events for sampling; figures averaged over the run "
-                           "(raise --duration)");
+    const std::uint64_t message = evb_stream_shape(s, o.cluster.pipeline_depth).message_size;
+    std::array<std::vector<double>, 2> mb_s;
+    std::vector<double> events_per_s;
+    for (int round = 1; round <= o.rounds; ++round) {
+      for (int side = 0; side < 2; ++side) {
+        const char* run = side == 0 ? "stream" : "evb";
+        const std::string what =
+            fmt::format("evb {} {} fragments {} B round {}, {}", topology_name(s),
+                        o.cluster.transport, s.fragment_mean, round, run);
+        if (env.progress != nullptr) env.progress->begin(++done, total, what);
+        const std::string name = fmt::format("{}-{}-{}-{}", r.stem, i, round, run);
+        auto ran = side == 0 ? run_evb_stream_point(o, s, name, what, env)
+                             : run_evb_point(o, s, name, what, env);
+        if (!ran) return ran.error();
+        const double us = 1e6 / ran->events_per_s;
+        add_row(r, {s.rus, s.bus, s.rubu ? 1 : 0, s.feds_per_ru, s.fragment_mean, round, run,
+                    message, ran->events_per_s, ran->mb_s, us});
+        mb_s[side].push_back(ran->mb_s);
+        if (side == 1) events_per_s.push_back(ran->events_per_s);
+        if (env.progress != nullptr) {
+          env.progress->line(fmt::format("{}: {:.0f} events/s, {:.1f} MB/s, {:.2f} us/event", what,
+                                         ran->events_per_s, ran->mb_s, us));
+        }
       }
     }
-    if (rate <= 0) return Error(what + ": no event was built (see " + point_dir(env, name) + ")");
-    const double us = 1e6 / rate;
-    add_row(r, {s.rus, s.bus, s.rubu ? 1 : 0, s.feds_per_ru, s.fragment_mean, rate, mb_s, us});
-    if (i == 0) r.summary = {{"events_per_s", rate}, {"mb_s", mb_s}, {"us_per_event", us}};
+    const double stream = median(mb_s[0]);
+    const double evb = median(mb_s[1]);
+    const double rate = median(events_per_s);
+    const double ratio = stream > 0 ? evb / stream : 0.0;
+    points.push_back({{"topology", topology_name(s)},
+                      {"fragment_mean", s.fragment_mean},
+                      {"message_bytes", message},
+                      {"stream_mb_s", stream},
+                      {"evb_mb_s", evb},
+                      {"evb_events_per_s", rate},
+                      {"evb_to_stream", ratio}});
+    if (i == 0) {
+      r.summary = {{"events_per_s", rate},
+                   {"mb_s", evb},
+                   {"us_per_event", 1e6 / rate},
+                   {"evb_to_stream", ratio}};
+    }
     if (env.progress != nullptr) {
-      env.progress->line(
-          fmt::format("{}: {:.0f} events/s, {:.1f} MB/s, {:.2f} us/event", what, rate, mb_s, us));
+      env.progress->line(fmt::format("{} {} B medians: stream {:.1f} MB/s, evb {:.1f} MB/s: {:.3f}",
+                                     topology_name(s), s.fragment_mean, stream, evb, ratio));
     }
     const std::string key =
         fmt::format("{}{} B fragments", s.rubu ? "RUBU, " : "", s.fragment_mean);
@@ -345,8 +420,9 @@ Result<BenchOutput> run_evb(const EvbOptions& o, BenchEnv& env) {
       series.emplace_back(key, Series{key, {}, Series::Style::points_and_line});
       it = series.end() - 1;
     }
-    it->second.points.emplace_back(static_cast<double>(s.rubu ? s.rus : s.rus + s.bus), us);
+    it->second.points.emplace_back(static_cast<double>(s.rubu ? s.rus : s.rus + s.bus), 1e6 / rate);
   }
+  r.summary["points"] = std::move(points);
 
   out.plot.title = fmt::format("Event builder over {}: cost per event", o.cluster.transport);
   out.plot.x_label = "nodes (RUs + BUs; RUBU: nodes)";

@@ -137,6 +137,10 @@ Result<BenchOutput> run_roundtrip(const RoundtripOptions& o, BenchEnv& env) {
   out.plot.log_y = true;
   out.plot.series = {median, minimum, p99};
   if (auto fitted = add_fit(run, r.summary, out.plot); !fitted) return fitted.error();
+  // How long the first size ran untimed before its round trips settled (roundtrip's settle_ms).
+  if (const auto settle = run.find("settle"); settle != run.end() && settle->is_object()) {
+    r.summary["settle"] = *settle;
+  }
   return out;
 }
 

@@ -52,22 +52,11 @@ Result<StreamRun> run_stream_point(const TimesliceOptions& o, const TimesliceSha
   cluster.max_message_size = message_size_for(shape.message_size);
   auto summary = run_point(stream_yaml(cluster, shape), name, o.duration_s, env);
   if (!summary) return summary.error().context(what);
-  std::vector<ReceiverRate> receivers;
-  for (int k = 0; k < s.n; ++k) {
-    const auto id = fmt::format("sink{}", k);
-    runtime::ParamReader r(app_results(*summary, id), "sink " + id, "result");
-    const ReceiverRate rate{r.get<double>("throughput_mb_s"), r.get<double>("stddev_mb_s"),
-                            r.get<double>("messages_per_s"), 0};
-    const auto errors =
-        r.get<std::uint64_t>("errors_sequence") + r.get<std::uint64_t>("errors_pattern");
-    if (auto read = r.status(); !read) return read.error().context(what);
-    if (errors != 0) return Error(fmt::format("{}: sink {} saw {} errors", what, id, errors));
-    if (rate.mean_mb_s <= 0) {
-      return Error(fmt::format("{}: nothing arrived at {} (see {})", what, id, cluster.output_dir));
-    }
-    receivers.push_back(rate);
+  auto receivers = receiver_rates(*summary, s.n);
+  if (!receivers) {
+    return receivers.error().context(fmt::format("{} (see {})", what, cluster.output_dir));
   }
-  const StreamFigures f = combine_receivers(receivers);
+  const StreamFigures f = combine_receivers(*receivers);
   return StreamRun{f.per_receiver_mean, f.messages_per_s};
 }
 

@@ -41,7 +41,9 @@ void add_bench_evb(CLI::App& bench_cmd) {
       ->check(CLI::IsMember({"emulator", "plugin", "both"}))
       ->capture_default_str();
   add_ranged(cmd, "--rounds", a->options.rounds,
-             "with --dashboard-clients or --readout both: rounds of the pair", 1, 20);
+             "rounds of each point: the raw stream of its shape, then the builder (with "
+             "--dashboard-clients or --readout both: of the pair); medians compared",
+             1, 20);
   cmd->callback([a] {
     auto& o = a->options;
     o.cluster = a->common.settings();

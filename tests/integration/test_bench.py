@@ -165,26 +165,40 @@ class Bench(DaqflowTestCase):
         self.assertIn("type: clock_master", config)
         self.assertIn("order: scheduled", config)
 
-    def test_event_builder_topologies(self):
+    EVB_COLUMNS = ["rus", "bus", "rubu", "feds_per_ru", "fragment_mean", "round", "run",
+                   "message_bytes", "events_per_s", "mb_s", "us_per_event"]
+
+    def test_event_builder_topologies_beside_their_raw_stream(self):
         out, _ = self.bench(["evb", "--transport", "inproc", "--topologies", "1x1,2x1",
-                             "--fragment-sizes", "1024", "--duration", "1.5"])
-        doc = self.check_files(out, "evb-scaling-inproc", "evb",
-                               ["rus", "bus", "rubu", "feds_per_ru", "fragment_mean",
-                                "events_per_s", "mb_s", "us_per_event"], 2)
-        self.assertEqual(self.column(doc, "rus"), [1, 2])
+                             "--fragment-sizes", "1024", "--duration", "1.5", "--rounds", "1"])
+        doc = self.check_files(out, "evb-scaling-inproc", "evb", self.EVB_COLUMNS, 4)
+        self.assertEqual(self.column(doc, "rus"), [1, 1, 2, 2])
+        self.assertEqual(self.column(doc, "run"), ["stream", "evb", "stream", "evb"])
         for row in doc["rows"]:
-            self.assertGreater(row[5], 0)
-            self.assertGreater(row[6], 0)
-            self.assertAlmostEqual(row[7], 1e6 / row[5], delta=row[7] * 1e-9)
-        self.assertEqual(doc["summary"]["events_per_s"], doc["rows"][0][5])
+            self.assertGreater(row[8], 0)
+            self.assertGreater(row[9], 0)
+            self.assertAlmostEqual(row[10], 1e6 / row[8], delta=row[10] * 1e-9)
+        # A readout's part of a block: its header, 32 entries, 32 x 8 fragments of 1 kB.
+        self.assertEqual(doc["rows"][0][7], 48 + 32 * 8 + 32 * 8 * 1024)
+        points = doc["summary"]["points"]
+        self.assertEqual([p["topology"] for p in points], ["1x1", "2x1"])
+        for p, stream, evb in zip(points, doc["rows"][0::2], doc["rows"][1::2]):
+            self.assertEqual(p["stream_mb_s"], stream[9])
+            self.assertEqual(p["evb_mb_s"], evb[9])
+            self.assertAlmostEqual(p["evb_to_stream"], evb[9] / stream[9], delta=1e-9)
+        self.assertEqual(doc["summary"]["events_per_s"], doc["rows"][1][8])
+        self.assertIn("raw stream of the same shape", doc["params"]["reference"])
+        config = self.generated_config(out, "evb-scaling-inproc-1-1-stream")
+        self.assertEqual(config.count("type: source"), 2)
+        self.assertEqual(config.count("type: sink"), 1)
 
     def test_single_stage_event_builder_over_tcp(self):
         out, _ = self.bench(["evb", "--transport", "tcp", "--topologies", "", "--rubu", "2",
-                             "--fragment-sizes", "512", "--duration", "1.5"])
-        doc = self.check_files(out, "evb-rubu2-tcp", "evb",
-                               ["rus", "bus", "rubu", "feds_per_ru", "fragment_mean",
-                                "events_per_s", "mb_s", "us_per_event"], 1)
+                             "--fragment-sizes", "512", "--duration", "1.5", "--rounds", "1"])
+        doc = self.check_files(out, "evb-rubu2-tcp", "evb", self.EVB_COLUMNS, 2)
         self.assertEqual(doc["rows"][0][:3], [2, 2, 1])
+        self.assertEqual(self.column(doc, "run"), ["stream", "evb"])
+        self.assertGreater(doc["summary"]["points"][0]["evb_to_stream"], 0)
 
     def check_compare(self, out, stem, kind, unit, better):
         doc = self.check_files(out, stem, "compare", ["measurement", "value"], 3)

@@ -55,6 +55,8 @@ struct RoundtripShape {
 struct StreamShape {
   std::string pattern = "1to1";
   int n = 1;  // ignored by 1to1
+  // nton: the sinks, when not n (the event builder's reference: its readouts to its BUs).
+  int receivers = 0;
   std::uint64_t message_size = 1u << 20;
   std::uint32_t depth = 8;
   std::string verify = "ends";
@@ -93,6 +95,17 @@ struct EvbShape {
 // `mean` bytes, 1/scale of it rounded down to 8 bytes, at least 64.
 [[nodiscard]] std::uint64_t phantom_fragment(std::uint64_t mean, double scale);
 [[nodiscard]] std::uint64_t evb_max_message_size(const EvbShape& shape);
+// The raw stream a builder is measured against: its readouts' processes (the EVM's included)
+// sending to its BUs' processes (RUBU: every node to every node, nxn), each message the size
+// of a readout's part of a block (its header, one entry per event, events_per_request
+// super-fragments of the mean size), at the builder's depth; the sinks check the messages'
+// ends only, as the BUs do not check payloads (check_crc is off).
+[[nodiscard]] StreamShape evb_stream_shape(const EvbShape& shape, std::uint32_t depth);
+// What evb_stream_shape is, in words, for result files.
+inline constexpr const char* kEvbStreamReference =
+    "the raw stream of the same shape: the readouts' processes to the BUs' processes (RUBU: "
+    "nxn), messages of the size of a readout's part of a block, the same transport and depth; "
+    "both sides check the ends of their messages only (the BUs do not check payloads)";
 [[nodiscard]] std::string evb_yaml(const ClusterSettings& cluster, const EvbShape& shape);
 
 // The filter farm: an SFC generating events, `workers` workers, several per context. Processing

@@ -63,7 +63,13 @@ TEST(RoundTripTest, SweepsSizesAndFits) {
 
   const json responder = h.app("pong").results();
   EXPECT_EQ(responder["role"], "responder");
-  EXPECT_EQ(responder["pongs"], sizes.size() * 33);
+  // Before the sweep, round trips of the first size until their timing settled: 300 ms at
+  // least (settle_ms's default), two windows of 64 at least.
+  const json& settle = r["settle"];
+  EXPECT_GE(settle["round_trips"].get<std::uint64_t>(), 128u);
+  EXPECT_GE(settle["ms"].get<double>(), 300.0);
+  EXPECT_TRUE(settle.contains("settled"));
+  EXPECT_EQ(responder["pongs"], sizes.size() * 33 + settle["round_trips"].get<std::uint64_t>());
 
   runtime::AppRegistry registry;
   register_builtin_apps(registry);

@@ -152,6 +152,29 @@ TEST(GeneratedConfig, EventBuilderMessagesHoldABlockOfLargestFragments) {
   EXPECT_EQ(evb_max_message_size(s), 4u << 20);  // never below the transports' default
 }
 
+TEST(GeneratedConfig, AnEventBuildersStreamIsItsReadoutsToItsBus) {
+  ClusterSettings cl;
+  cl.transport = "tcp";
+  cl.port_base = 11000;
+  EvbShape s;  // 3 readouts (the EVM's included), 2 BUs, 8 FEDs of 2 kB, 32 events a block
+  const StreamShape stream = evb_stream_shape(s, 6);
+  EXPECT_EQ(stream.message_size, 48u + 32u * 8u + 32u * 8u * 2048u);
+  const auto c = load(stream_yaml(cl, stream));
+  EXPECT_EQ(count_type(c, "source"), 3u);
+  EXPECT_EQ(count_type(c, "sink"), 2u);
+  for (const auto& a : c.applications) {
+    if (a.type != "source") continue;
+    EXPECT_EQ(a.params["destinations"].size(), 2u);
+    EXPECT_EQ(a.params["pipeline_depth"], 6);
+    EXPECT_EQ(a.params["verify"], "ends");
+  }
+  s.rubu = true;
+  const auto rubu = load(stream_yaml(cl, evb_stream_shape(s, 6)));
+  EXPECT_EQ(count_type(rubu, "source"), 3u);
+  EXPECT_EQ(count_type(rubu, "sink"), 3u);
+  EXPECT_EQ(rubu.contexts.size(), 3u);
+}
+
 TEST(GeneratedConfig, TransportOptionsPassThrough) {
   ClusterSettings cl;
   cl.ucx_tls = "posix,cma,self";
