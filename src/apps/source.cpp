@@ -36,6 +36,10 @@ Result<void> Source::setup(runtime::AppContext& ctx, const SourceSettings& s) {
   if (!parse_verify(s.verify, verify_)) {
     return runtime::param_error("verify", "'" + s.verify + "' is unknown");
   }
+  fill_ = s.fill;
+  if (fill_ && verify_ == Verify::full) {
+    return runtime::param_error("fill", "applies to verify: ends (full writes every byte already)");
+  }
   const transport::EndpointOptions& t = ctx.cluster().transports.endpoint;
   if (message_size_ > t.max_message_size) {
     return runtime::param_error("message_size",
@@ -217,11 +221,8 @@ transport::SendStatus Source::post_copy(Destination& d) {
 }
 
 void Source::write_payload(std::span<std::byte> payload, std::uint64_t seq) const {
-  if (verify_ == Verify::full) {
-    fill_full(payload, 0, seq, self_);
-  } else {
-    write_ends(payload, 0, message_size_, seq, self_);
-  }
+  if (verify_ == Verify::full || fill_) fill_full(payload, 0, seq, self_);
+  if (verify_ == Verify::ends) write_ends(payload, 0, message_size_, seq, self_);
 }
 
 std::uint16_t Source::flags_of(std::uint64_t seq) const {
@@ -313,6 +314,7 @@ nlohmann::json Source::results() const {
       {"pipeline_depth", depth_},
       {"destinations", dests_.size()},
       {"verify", std::string(to_string(verify_))},
+      {"fill", fill_},
       {"seconds", seconds},
       {"throughput_mb_s", seconds > 0 ? static_cast<double>(bytes) / 1e6 / seconds : 0.0},
   };

@@ -32,6 +32,7 @@ struct SourceSettings {
   std::uint32_t pipeline_depth = 0;  // 0: the transports'
   std::uint64_t count = 0;           // per destination; 0: unlimited
   std::string verify;
+  bool fill = false;
 };
 
 class Source final : public runtime::ApplicationWith<Source, SourceSettings> {
@@ -84,6 +85,7 @@ class Source final : public runtime::ApplicationWith<Source, SourceSettings> {
   std::uint32_t depth_ = 0;
   std::uint64_t count_ = 0;
   Verify verify_ = Verify::ends;
+  bool fill_ = false;  // ends: every byte written all the same
   std::vector<std::string> ids_;
   std::vector<std::int32_t> slot_of_;  // AppIndex -> position in dests_, -1 if none
 

@@ -144,8 +144,8 @@ std::string stream_yaml(const ClusterSettings& cluster, const StreamShape& s) {
   const auto source = [&](int i) {
     return fmt::format(
         "type: source, id: src{}, destinations: {}, message_size: {}, pipeline_depth: {}, "
-        "verify: {}",
-        i, sinks, s.message_size, s.depth, s.verify);
+        "verify: {}{}",
+        i, sinks, s.message_size, s.depth, s.verify, s.fill ? ", fill: true" : "");
   };
   const auto sink = [&](int i) {
     return fmt::format("type: sink, id: sink{}, verify: {}, sample_interval_ms: {}", i, s.verify,
@@ -205,6 +205,7 @@ StreamShape evb_stream_shape(const EvbShape& s, std::uint32_t depth) {
                          static_cast<std::uint64_t>(s.feds_per_ru) * s.fragment_mean;
   out.depth = depth;
   out.verify = "ends";
+  out.fill = true;
   return out;
 }
 

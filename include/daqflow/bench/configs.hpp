@@ -60,6 +60,7 @@ struct StreamShape {
   std::uint64_t message_size = 1u << 20;
   std::uint32_t depth = 8;
   std::string verify = "ends";
+  bool fill = false;  // ends: the sources write every byte all the same (source's fill)
   int sample_interval_ms = 200;
 };
 [[nodiscard]] bool known_pattern(const std::string& pattern);
@@ -98,14 +99,17 @@ struct EvbShape {
 // The raw stream a builder is measured against: its readouts' processes (the EVM's included)
 // sending to its BUs' processes (RUBU: every node to every node, nxn), each message the size
 // of a readout's part of a block (its header, one entry per event, events_per_request
-// super-fragments of the mean size), at the builder's depth; the sinks check the messages'
-// ends only, as the BUs do not check payloads (check_crc is off).
+// super-fragments of the mean size), at the builder's depth. The work per byte is the
+// builder's: the sources write every byte of their messages, as the FED emulators write their
+// fragments, and the sinks check the messages' ends only, as the BUs do not read payloads
+// (check_crc is off).
 [[nodiscard]] StreamShape evb_stream_shape(const EvbShape& shape, std::uint32_t depth);
 // What evb_stream_shape is, in words, for result files.
 inline constexpr const char* kEvbStreamReference =
     "the raw stream of the same shape: the readouts' processes to the BUs' processes (RUBU: "
     "nxn), messages of the size of a readout's part of a block, the same transport and depth; "
-    "both sides check the ends of their messages only (the BUs do not check payloads)";
+    "the sources write every byte of their messages (as the FED emulators write their "
+    "fragments), the sinks check their ends only (as the BUs do not read payloads)";
 [[nodiscard]] std::string evb_yaml(const ClusterSettings& cluster, const EvbShape& shape);
 
 // The filter farm: an SFC generating events, `workers` workers, several per context. Processing

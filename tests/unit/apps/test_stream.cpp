@@ -1,6 +1,9 @@
 // The stream benchmark applications (source, sink) driven on the inproc transport.
 #include <gtest/gtest.h>
 
+#include <array>
+#include <cstring>
+
 #include "apps/app_harness.hpp"
 #include "daqflow/apps/builtin.hpp"
 #include "daqflow/apps/pattern.hpp"
@@ -83,6 +86,40 @@ TEST(StreamTest, OneToOneDeliversEveryMessageInOrder) {
   EXPECT_EQ(metric(h.context("sink0"), "bytes_in"), 500u * 4096);
   h.halt_all();
   EXPECT_FALSE(h.any_failure()) << h.failure("src0") << h.failure("sink0");
+}
+
+// fill: every byte written, the ends fields over the full pattern; a sink checking the ends
+// takes every message, and a source that would fill under verify: full is refused.
+TEST(StreamTest, AFillingSourceWritesEveryByteUnderItsEnds) {
+  Harness h({
+      {"source",
+       "src0",
+       {{"destinations", {"sink0"}}, {"message_size", 4096}, {"count", 200}, {"fill", true}}},
+      {"sink", "sink0", {{"sample_interval_ms", 10}}},
+  });
+  h.configure_all();
+  h.start_agents();
+  h.enable_in_rank_order();
+  ASSERT_TRUE(h.wait_for([&] { return h.app("src0").finished() && h.app("sink0").finished(); }))
+      << h.failure("src0") << h.failure("sink0");
+  EXPECT_FALSE(h.any_failure()) << h.failure("src0") << h.failure("sink0");
+  EXPECT_EQ(h.app("sink0").results()["messages"], 200);
+  EXPECT_EQ(h.app("src0").results()["fill"], true);
+  h.halt_all();
+
+  std::array<std::byte, 64> bytes{};
+  fill_full(bytes, 0, 7, 3);
+  write_ends(bytes, 0, bytes.size(), 7, 3);
+  EXPECT_EQ(check_ends(bytes, 0, bytes.size(), 7, 3), kPatternOk);
+  std::array<std::byte, 64> pattern{};
+  fill_full(pattern, 0, 7, 3);
+  EXPECT_EQ(std::memcmp(bytes.data() + 12, pattern.data() + 12, 64 - 20), 0);
+
+  Harness refused({
+      {"source", "src0", {{"destinations", {"sink0"}}, {"verify", "full"}, {"fill", true}}},
+      {"sink", "sink0", {{"verify", "full"}}},
+  });
+  EXPECT_FALSE(refused.configure("src0").ok());
 }
 
 // Over shm the source asks for coalesced send completions (one per run of messages the sink took

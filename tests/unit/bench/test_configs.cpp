@@ -167,6 +167,7 @@ TEST(GeneratedConfig, AnEventBuildersStreamIsItsReadoutsToItsBus) {
     EXPECT_EQ(a.params["destinations"].size(), 2u);
     EXPECT_EQ(a.params["pipeline_depth"], 6);
     EXPECT_EQ(a.params["verify"], "ends");
+    EXPECT_EQ(a.params["fill"], true);
   }
   s.rubu = true;
   const auto rubu = load(stream_yaml(cl, evb_stream_shape(s, 6)));
