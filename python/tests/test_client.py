@@ -69,13 +69,18 @@ def test_a_cluster_is_driven_through_its_states(
     with pytest.raises(TimeoutError):
         bu.wait_for("Suspended", timeout=0.2)
 
-    # The history samples the metrics at its own interval: its samples come as they are taken.
+    # The history samples the metrics at its own interval: a series is unknown (404) until its
+    # first sample is taken, and its samples come as they are taken.
     deadline = time.monotonic() + 60
-    history = cluster.history_frame("bu1", "events_built")
-    while len(history) == 0 or history["events_built"].iloc[-1] == 0:
+    while True:
+        try:
+            history = cluster.history_frame("bu1", "events_built")
+            if len(history) > 0 and history["events_built"].iloc[-1] > 0:
+                break
+        except daqflow.ControlError as e:
+            assert e.status == 404 and "events_built" in e.message
         assert time.monotonic() < deadline, "a sample of events_built in the history"
         time.sleep(0.2)
-        history = cluster.history_frame("bu1", "events_built")
     cluster.halt()
     assert cluster.state == "Halted"
     assert any("Enabled" in line["text"] for line in cluster.logs("bu1"))
