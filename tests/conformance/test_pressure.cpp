@@ -132,6 +132,101 @@ TEST_P(Conformance, BackPressureFromStalledReceiver) {
   EXPECT_EQ((*pool)->in_use(), 0u) << "every send buffer came back";
 }
 
+// The receiver may hold recv_buffers messages whatever their pieces: a builder keeps every part
+// of the blocks it builds, each part a message of many pieces, and would wait forever for a
+// block's last part if holding the other parts stopped it from reading.
+TEST_P(Conformance, ReceiverHoldsRecvBuffersMessagesOfManyPieces) {
+  constexpr std::uint32_t kRecvBuffers = 4;
+  constexpr std::uint32_t kPiece = 1024;
+  constexpr std::uint64_t kCount = 2 * kRecvBuffers;
+  EndpointOptions options;
+  options.pipeline_depth = kCount;
+  options.recv_buffers = kRecvBuffers;
+  options.max_message_size = kPiece * kMaxSegments;
+  Cluster cluster(transport_name(), 2, 29);
+  auto rx = cluster.endpoint(1, options);
+  auto tx = cluster.endpoint(0, options);
+  ASSERT_TRUE(tx->connect(1));
+  Endpoint* const receiver[] = {rx.get()};
+  ASSERT_TRUE(await_connected(*tx, 1, receiver));
+  auto pool = tx->make_send_pool("pieces", kPiece, kCount * kMaxSegments);
+  ASSERT_TRUE(pool);
+
+  std::uint64_t posted = 0;
+  std::uint64_t completed = 0;
+  auto post_some = [&] {
+    while (posted < kCount) {
+      Message m;
+      m.tag = posted;
+      for (std::size_t i = 0; i < kMaxSegments; ++i) {
+        core::Buffer b = (*pool)->acquire();
+        ASSERT_TRUE(b) << "send pool empty";
+        fill_pattern({b.data(), kPiece}, posted, i * kPiece);
+        (void)m.add(std::move(b), 0, kPiece);
+      }
+      const SendStatus s = tx->post_send(1, m);
+      if (s == SendStatus::back_pressure) return;
+      ASSERT_EQ(s, SendStatus::ok) << to_string(s);
+      ++posted;
+    }
+  };
+  std::vector<Message> held;
+  std::uint64_t received = 0;
+  bool contents_ok = true;
+  Endpoint* const both[] = {tx.get(), rx.get()};
+  auto hold = [&](std::size_t e, Completion& c) {
+    EXPECT_NE(c.kind, Completion::Kind::error) << c.reason;
+    if (e == 0 && c.kind == Completion::Kind::send_done) completed += c.count;
+    if (e != 1 || c.kind != Completion::Kind::recv) return;
+    if (c.size != kPiece * kMaxSegments || !check_message(c.message, received)) {
+      contents_ok = false;
+    }
+    ++received;
+    held.push_back(std::move(c.message));
+  };
+  const std::uint64_t reachable = has_receive_pool() ? kRecvBuffers : kCount;
+  ASSERT_TRUE(pump(both, hold,
+                   [&] {
+                     post_some();
+                     return held.size() == reachable;
+                   }))
+      << "held " << held.size() << " messages of " << kMaxSegments << " pieces";
+  if (has_receive_pool()) {
+    // Holding recv_buffers of them, it reads no more until it lets one go.
+    (void)pump(
+        both, hold,
+        [&] {
+          post_some();
+          return false;
+        },
+        200ms);
+    EXPECT_EQ(held.size(), kRecvBuffers);
+    EXPECT_GT(rx->stats().recv_stalls, 0u);
+    held.erase(held.begin());
+    ASSERT_TRUE(pump(both, hold,
+                     [&] {
+                       post_some();
+                       return received == kRecvBuffers + 1;
+                     }))
+        << "one more once one is let go: received " << received;
+  }
+  // Let go of everything: the rest arrives, and every send buffer comes back.
+  held.clear();
+  ASSERT_TRUE(pump(
+      both,
+      [&](std::size_t e, Completion& c) {
+        hold(e, c);
+        held.clear();
+      },
+      [&] {
+        post_some();
+        return received == kCount && completed == kCount;
+      }))
+      << "received " << received << ", completed " << completed;
+  EXPECT_TRUE(contents_ok);
+  EXPECT_EQ(rx->stats().recv_pool_in_use, 0u);
+}
+
 // Runs one thread per endpoint: senders post count messages to each of their destinations,
 // receivers count what they get per sender and check order and contents.
 struct Traffic {

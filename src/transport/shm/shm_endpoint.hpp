@@ -91,6 +91,16 @@ class ShmEndpoint final : public Endpoint, public FaultInjection {
     std::unique_ptr<core::BufferPool> pool;
     std::vector<core::Buffer> held;    // our own reference to every slot: never reaches zero
     std::vector<std::uint32_t> loans;  // references lent to our application, per slot
+    std::vector<std::uint32_t> ends;   // per slot: how many times its loan has ended (reap())
+  };
+  // A message by reference that the application may still hold: held until the loan of every
+  // slot it lies in has ended. Slots are shared between messages (a sender's buffer can carry
+  // the pieces of several), so a slot count does not say how many messages are held.
+  struct HeldMessage {
+    std::uint32_t pieces = 0;
+    std::array<Mirror*, kMaxSegments> mirror;
+    std::array<std::uint32_t, kMaxSegments> slot;
+    std::array<std::uint32_t, kMaxSegments> ends;  // mirror->ends[slot] when it was lent
   };
   struct Lent {
     AppIndex peer;
@@ -218,6 +228,13 @@ class ShmEndpoint final : public Endpoint, public FaultInjection {
                                             std::array<Mirror*, kMaxSegments>& mirrors);
   // Receiving waits for the application to drop buffers (counted once per stall).
   void stall();
+  // Whether the application holds recv_buffers messages by reference (forgetting those it let
+  // go): then receiving waits, as on a transport with a receive pool of recv_buffers buffers.
+  [[nodiscard]] bool holds_every_message();
+  // The pieces of a message by reference into message, lent to the application.
+  void lend_pieces(AppIndex index, const Peer& p, std::size_t pieces,
+                   const std::array<SegmentRef, kMaxSegments>& refs,
+                   const std::array<Mirror*, kMaxSegments>& mirrors, Message& message);
   // A slot of a peer's pool now lent to the application.
   void note_loan(AppIndex index, const Peer& p, Mirror& m, std::uint32_t slot);
   void reap();
@@ -240,6 +257,7 @@ class ShmEndpoint final : public Endpoint, public FaultInjection {
   std::vector<AppIndex> doorbells_;                       // peers to wake if they sleep
   std::vector<AppIndex> returned_;                        // peers reap() wrote returns to
   std::vector<Lent> lent_;                                // slots our application holds
+  std::vector<HeldMessage> held_messages_;                // messages it may hold
   std::vector<std::unique_ptr<Mirror>> retired_mirrors_;  // of closed peers; until destroyed
   detail::EventQueue events_;
   detail::StatsCounters stats_;

@@ -119,6 +119,7 @@ ShmEndpoint::Mirror* ShmEndpoint::mirror(Peer& p, AppIndex index, std::uint32_t 
   m->pool = std::move(*pool);
   m->held.resize(h.count);
   m->loans.assign(h.count, 0);
+  m->ends.assign(h.count, 0);
   for (std::size_t i = 0; i < h.count; ++i) {
     core::Buffer b = m->pool->acquire();
     m->held[b.index()] = std::move(b);
@@ -155,6 +156,34 @@ void ShmEndpoint::note_loan(AppIndex index, const Peer& p, Mirror& m, std::uint3
   held_slots_.store(now, std::memory_order_relaxed);
   if (now > held_high_water_.load(std::memory_order_relaxed)) {
     held_high_water_.store(now, std::memory_order_relaxed);
+  }
+}
+
+bool ShmEndpoint::holds_every_message() {
+  // Looked at only when it could be true: the list is pruned as seldom as that.
+  if (held_messages_.size() < options_.recv_buffers) return false;
+  std::erase_if(held_messages_, [](const HeldMessage& h) {
+    for (std::uint32_t i = 0; i < h.pieces; ++i) {
+      if (h.mirror[i]->ends[h.slot[i]] == h.ends[i]) return false;
+    }
+    return true;
+  });
+  return held_messages_.size() >= options_.recv_buffers;
+}
+
+void ShmEndpoint::lend_pieces(AppIndex index, const Peer& p, std::size_t pieces,
+                              const std::array<SegmentRef, kMaxSegments>& refs,
+                              const std::array<Mirror*, kMaxSegments>& mirrors, Message& message) {
+  HeldMessage& held = held_messages_.emplace_back();
+  held.pieces = static_cast<std::uint32_t>(pieces);
+  for (std::size_t i = 0; i < pieces; ++i) {
+    const SegmentRef& r = refs[i];
+    Mirror& m = *mirrors[i];
+    if (m.loans[r.slot]++ == 0) note_loan(index, p, m, r.slot);
+    (void)message.add(m.held[r.slot].share(), r.offset, r.length);
+    held.mirror[i] = &m;
+    held.slot[i] = r.slot;
+    held.ends[i] = m.ends[r.slot];
   }
 }
 
@@ -225,9 +254,9 @@ void ShmEndpoint::receive(AppIndex index, detail::Emitter& emit) {
       continue;
     }
     read_refs(ch, head, cell, d);
-    // The application may hold recv_buffers slots; one message always fits when it holds none.
-    const std::uint32_t held = held_slots_.load(std::memory_order_relaxed);
-    if (held > 0 && held + e.pieces > options_.recv_buffers) {
+    // The application may hold recv_buffers messages, whatever their pieces: the event builder
+    // holds every part of the blocks it builds, each a message of up to kMaxSegments pieces.
+    if (holds_every_message()) {
       stall();
       break;
     }
@@ -235,13 +264,7 @@ void ShmEndpoint::receive(AppIndex index, detail::Emitter& emit) {
     bad = map_pieces(p, index, e, d.refs, mirrors);
     if (!bad.empty()) break;
     stalled_ = false;
-    Completion& c = recv_completion(emit, index, e);
-    for (std::size_t i = 0; i < e.pieces; ++i) {
-      const SegmentRef& r = d.refs[i];
-      Mirror& m = *mirrors[i];
-      if (m.loans[r.slot]++ == 0) note_loan(index, p, m, r.slot);
-      (void)c.message.add(m.held[r.slot].share(), r.offset, r.length);
-    }
+    lend_pieces(index, p, e.pieces, d.refs, mirrors, recv_completion(emit, index, e).message);
     head += d.cells;
     ++p.next_sequence;
     ++taken;
@@ -284,6 +307,7 @@ void ShmEndpoint::reap() {
       }
     }
     l.mirror->loans[l.slot] = 0;
+    ++l.mirror->ends[l.slot];
     lent_[k] = lent_.back();
     lent_.pop_back();
     held_slots_.store(held_slots_.load(std::memory_order_relaxed) - 1, std::memory_order_relaxed);
