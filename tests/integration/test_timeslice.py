@@ -13,7 +13,8 @@ import signal
 import time
 import unittest
 
-from daqflow_testlib import DaqflowTestCase, http, read_example, rewrite_ports, wait_until
+from daqflow_testlib import (PORTS, DaqflowTestCase, http, read_example, rewrite_ports,
+                             wait_until)
 
 INPUTS = {"ia": ["in0", "in1"], "ib": ["in2", "in3"]}
 BUILDERS = ["tb0", "tb1", "tb2", "tb3"]
@@ -146,6 +147,41 @@ class Timeslices(DaqflowTestCase):
             with self.subTest(transport=transport):
                 self.clean_run(transport, "chaotic", manager="")
                 os.rename(self.path("run-data"), self.path(f"run-data-{transport}"))
+
+    def test_assignments_by_multicast_survive_dropped_datagrams(self):
+        """The manager's assignments and the run's end go by UDP multicast; every input drops
+        20% of the datagrams (fault injection): each asks for what it misses and gets it back,
+        and every timeslice is built once."""
+        port = PORTS.take(1)
+        group = f"239.255.{(port >> 8) & 255}.{port & 255}"
+        text = ts_config("tcp", inputs="pace: max, count: 200, multicast_drop: 0.2",
+                         manager=f"multicast: {{group: {group}, port: {port}}}")
+        code, out, summary = self.run_config(self.write_config("ts.yaml", text), "--duration",
+                                             "0", timeout=180)
+        self.assertEqual(code, 0, out)
+        self.assertEqual(summary["status"], "ok", summary.get("failure"))
+        apps = summary["applications"]
+        tm = apps["tm"]["results"]
+        self.assertEqual(tm["timeslices_done"], 200, tm)
+        self.assertEqual(tm["commits_granted"], 200, tm)
+        cast = tm["multicast"]
+        self.assertGreater(cast["sent"], 0, cast)
+        self.assertGreater(cast["nacks_received"], 0, cast)
+        self.assertGreater(cast["repairs_sent"], 0, cast)
+        self.assertEqual(cast["repairs_unavailable"], 0, cast)
+        for ids in INPUTS.values():
+            for i in ids:
+                r = apps[i]["results"]
+                heard = r["multicast"]
+                self.assertGreater(heard["dropped_injected"], 0, (i, heard))
+                self.assertGreater(heard["lost_before_retry"], 0, (i, heard))
+                self.assertEqual(heard["recovered"], heard["lost_before_retry"], (i, heard))
+                self.assertEqual(heard["lost_after_retry"], 0, (i, heard))
+                self.assertEqual(r["timeslices_acked"], 200, (i, r))
+                self.assertEqual(r["messages_malformed"], 0, (i, r))
+        print(f"\nmulticast assignments: manager {cast}; in0 {apps['in0']['results']['multicast']}",
+              flush=True)
+        self.assert_built_once(self.dump(), 200)
 
     def manager_results(self, port):
         try:

@@ -92,7 +92,9 @@ bool Sender::transmit(std::uint8_t type, std::uint64_t seq, std::span<const std:
   std::copy(payload.begin(), payload.end(), buffer_.data() + kHeaderSize);
   const ssize_t n = ::sendto(fd_.get(), buffer_.data(), kHeaderSize + payload.size(), 0,
                              reinterpret_cast<const sockaddr*>(&group_.storage), group_.length);
-  return n == static_cast<ssize_t>(kHeaderSize + payload.size());
+  if (n != static_cast<ssize_t>(kHeaderSize + payload.size())) return false;
+  stats_.bytes += kHeaderSize + payload.size();
+  return true;
 }
 
 bool Sender::send(std::span<const std::byte> payload) {

@@ -44,9 +44,10 @@ struct SenderStats {
   std::uint64_t repairs_sent = 0;
   std::uint64_t nacks_received = 0;
   std::uint64_t repairs_unavailable = 0;  // asked for, no longer in the history
+  std::uint64_t bytes = 0;                // of every datagram sent: data, repairs, heartbeats
 };
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(SenderStats, sent, repairs_sent, nacks_received,
-                                   repairs_unavailable)
+                                   repairs_unavailable, bytes)
 
 class Sender {
  public:

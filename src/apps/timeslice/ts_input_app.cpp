@@ -361,7 +361,39 @@ void TsInput::on_assign(const Completion& c) {
     messages_malformed_->add_single_writer();
     return;
   }
+  apply_assign(a);
+}
+
+int TsInput::listen(std::int64_t now) {
+  const std::uint64_t malformed = listener_->malformed();
+  const int n = listener_->pump(now, [this](const wire::TsAssign& a) { apply_assign(a); });
+  if (listener_->malformed() > malformed) {
+    messages_malformed_->add_single_writer(listener_->malformed() - malformed);
+  }
+  if (n > 0) {
+    const std::lock_guard lock(lost_mutex_);
+    listener_stats_ = listener_->stats();
+  }
+  if (const std::uint64_t lost = listener_->stats().lost_after_retry; lost > 0) {
+    fail("the manager's multicast: " + std::to_string(lost) +
+         " datagram(s) of assignments lost after retry");
+    return n;
+  }
+  if (echo_end_) {
+    // The end came after every assignment before it (the channel delivers in order): the
+    // manager, which drains until every input has said so, may go.
+    std::array<std::byte, wire::kTsAssignSize> bytes{};
+    wire::encode(wire::TsAssign{outbox_.end(), wire::kNoApplication, 0}, bytes);
+    const SendStatus s = data_path().send_copy(*header_pool_, manager_,
+                                               wire::MessageType::ts_assign, outbox_.end(), bytes);
+    if (s != SendStatus::back_pressure) echo_end_ = false;  // sent, or the manager is gone
+  }
+  return n;
+}
+
+void TsInput::apply_assign(const wire::TsAssign& a) {
   if (a.builder == wire::kNoApplication) {
+    echo_end_ = listener_.has_value();
     // The run ends before timeslice a.index: what was made beyond is no timeslice of it.
     const std::size_t dropped = outbox_.end_before(a.index);
     after_end_->add_single_writer(dropped);
@@ -403,7 +435,8 @@ void TsInput::on_peer_gone(AppIndex peer, std::string_view reason) {
 
 int TsInput::work(std::int64_t now) {
   if (failed()) return 0;
-  int work = generate(now);
+  int work = listener_ ? listen(now) : 0;
+  work += generate(now);
   work += send(now);
   timeslices_retained_->set(static_cast<double>(outbox_.size()));
   if (!sampler_.started()) {
@@ -464,6 +497,7 @@ nlohmann::json TsInput::results() const {
   detail::put_rates(r, sampler_, "timeslices_per_s");
   const std::lock_guard lock(lost_mutex_);
   r["lost_builders"] = lost_builders_;
+  if (listener_) r["multicast"] = listener_stats_;
   return r;
 }
 

@@ -31,6 +31,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -42,6 +43,7 @@
 #include "daqflow/runtime/settings.hpp"
 #include "daqflow/wire/timeslice.hpp"
 #include "microslice_replay.hpp"
+#include "ts_assign_cast.hpp"
 #include "ts_outbox.hpp"
 
 namespace daqflow::apps::timeslice {
@@ -67,6 +69,7 @@ struct TsInputSettings {
   std::uint64_t count = 0;
   std::uint64_t seed = 0;
   std::string manager;  // empty: round robin
+  double multicast_drop = 0;
   struct Input {
     std::string kind;  // generator, replay or plugin
     std::string path;  // replay
@@ -119,6 +122,9 @@ class TsInput final : public runtime::ApplicationWith<TsInput, TsInputSettings> 
   [[nodiscard]] int work(std::int64_t now);
   void on_ack(const transport::Completion& c);
   void on_assign(const transport::Completion& c);
+  void apply_assign(const wire::TsAssign& a);
+  // The manager's multicast assignments: read, applied, the run's end echoed to the manager.
+  [[nodiscard]] int listen(std::int64_t now);
   void lose_builder(std::size_t position, const std::string& why);
   // The clock the scheduled order's slots follow.
   [[nodiscard]] std::int64_t slot_clock_ns() const;
@@ -142,7 +148,8 @@ class TsInput final : public runtime::ApplicationWith<TsInput, TsInputSettings> 
   std::vector<daqflow_readout_microslice> plugin_slices_;
   bool has_manager_ = false;
   transport::AppIndex manager_ = 0;
-  std::uint64_t manager_window_ = 0;  // the manager's window of timeslices
+  std::uint64_t manager_window_ = 0;        // the manager's window of timeslices
+  std::optional<AssignListener> listener_;  // the manager's multicast group, where it has one
   std::uint32_t in_flight_ = 0;
   std::vector<std::string> ids_;
 
@@ -163,6 +170,7 @@ class TsInput final : public runtime::ApplicationWith<TsInput, TsInputSettings> 
   std::int64_t last_slot_ = -1;
   std::uint64_t bytes_sent_total_ = 0;
   std::uint64_t acked_total_ = 0;
+  bool echo_end_ = false;  // multicast: the run's end came, the manager is to hear so
   ThroughputSampler sampler_;
 
   // Metrics (results() reports every counter under its name).
@@ -184,6 +192,7 @@ class TsInput final : public runtime::ApplicationWith<TsInput, TsInputSettings> 
   mutable std::mutex lost_mutex_;
   std::vector<std::string> lost_builders_;
   std::map<std::string, std::vector<std::uint64_t>> sent_again_;  // lost builder -> timeslices
+  mcast::ReceiverStats listener_stats_;
 };
 
 [[nodiscard]] runtime::AppType ts_input_type();

@@ -56,6 +56,16 @@ Result<std::uint32_t> TsInput::take_peers(runtime::AppContext& ctx, const TsInpu
       return runtime::param_error("manager", "'" + s.manager + "' is no ts_manager");
     }
     manager_window_ = app.params.value("window", std::uint64_t{64});
+    // The group is the manager's: one place in the configuration for every input.
+    listener_.reset();
+    const mcast::Group group =
+        assign_group(app.params.value("multicast", nlohmann::json::object()));
+    if (!group.address.empty()) {
+      auto listener =
+          AssignListener::open(group, s.multicast_drop, ctx.self().index + std::uint64_t{1});
+      if (!listener) return listener.error().context("the manager's multicast group");
+      listener_.emplace(std::move(*listener));
+    }
     // Timeslices a frozen builder was allowed to write stay here until it wakes or is
     // salvaged: room for as many as it may hold (two intervals each), so the rest go on.
     spare = 2 * app.params.value("builder_window", std::uint32_t{4});
@@ -209,10 +219,12 @@ void TsInput::reset_run(std::uint64_t seed) {
   starved_ = false;
   last_slot_ = -1;
   bytes_sent_total_ = acked_total_ = 0;
+  echo_end_ = false;
   sampler_.reset(ThroughputSampler::kBuilderIntervalNs);
   const std::lock_guard lock(lost_mutex_);
   lost_builders_.clear();
   sent_again_.clear();
+  listener_stats_ = {};
 }
 
 void TsInput::add_handlers() {

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <nlohmann/json.hpp>
 
+#include "daqflow/core/clock.hpp"
 #include "daqflow/wire/evb.hpp"
 
 namespace daqflow::apps::timeslice {
@@ -32,6 +33,17 @@ Result<void> TsManager::setup(runtime::AppContext& ctx, const TsManagerSettings&
     if (count > 0) settings.limit = std::min(settings.limit, count);
   }
   assigner_ = TsAssigner(std::move(settings));
+  cast_.reset();
+  if (!s.multicast.group.empty()) {
+    if (s.multicast.port == 0) return runtime::param_error("multicast", "a group needs its port");
+    mcast::Group group;
+    group.address = s.multicast.group;
+    group.port = static_cast<std::uint16_t>(s.multicast.port);
+    group.interface = s.multicast.interface;
+    auto cast = AssignCaster::open(group, s.multicast.history);
+    if (!cast) return cast.error().context("multicast");
+    cast_.emplace(std::move(*cast));
+  }
   if (auto r = open_endpoint(ctx, s.window); !r) return r;
   add_metrics(ctx.metrics());
   reset_run(s.window);
@@ -108,8 +120,10 @@ void TsManager::reset_run(std::uint32_t window) {
   lost_now_.reserve(builder_ids_.size());
   watching_ = false;
   end_sent_ = false;
+  end_heard_.assign(inputs_.size(), false);
   next_check_ns_ = 0;
   const std::lock_guard lock(mutex_);
+  cast_stats_ = {};
   lost_builders_.clear();
   rejoined_builders_.clear();
   salvaged_.clear();
@@ -128,7 +142,13 @@ void TsManager::add_handlers() {
                                                             std::int64_t) { on_commit(from, c); }));
   path.on(wire::MessageType::ts_done, from_builder([this](std::size_t from, Completion& c,
                                                           std::int64_t) { on_done(from, c); }));
+  path.on(wire::MessageType::ts_assign, [this](Completion& c, std::int64_t) { on_end_heard(c); });
   path.on_peer_gone([this](AppIndex peer, std::string_view reason, bool) {
+    if (const auto in = std::find(inputs_.begin(), inputs_.end(), peer); in != inputs_.end()) {
+      // An input gone needs nothing more from this manager (its loss is the run's affair).
+      if (cast_) end_heard_[static_cast<std::size_t>(in - inputs_.begin())] = true;
+      return;
+    }
     const auto gone = builder_of(peer);
     if (!gone) return;
     if (!reason.empty()) {
@@ -138,7 +158,10 @@ void TsManager::add_handlers() {
     }
   });
   path.on_work([this](std::int64_t now) { return work(now); });
-  path.drained_when([this] { return end_sent_ && assigns_.idle() && assigner_.empty(); });
+  path.drained_when([this] {
+    return end_sent_ && (cast_ ? cast_->idle() && ends_heard() : assigns_.idle()) &&
+           assigner_.empty();
+  });
 }
 
 std::optional<std::size_t> TsManager::builder_of(AppIndex peer) const {
@@ -174,6 +197,10 @@ void TsManager::publish_doubt(std::optional<std::size_t> lost) {
 }
 
 void TsManager::push_assign(const wire::TsAssign& a) {
+  if (cast_) {
+    cast_->push(a);
+    return;
+  }
   std::array<std::byte, wire::kTsAssignSize> bytes{};
   wire::encode(a, bytes);
   if (!assigns_.push(wire::MessageType::ts_assign, a.index, bytes)) {
@@ -198,8 +225,32 @@ void TsManager::tell_again() {
 }
 
 int TsManager::flush_assignments() {
+  if (cast_) {
+    const int n = cast_->pump(core::monotonic_ns());
+    if (n > 0) {
+      const std::lock_guard lock(mutex_);
+      cast_stats_ = cast_->stats();
+    }
+    return n;
+  }
   gone_.clear();
   return assigns_.post(*endpoint_, gone_);
+}
+
+bool TsManager::ends_heard() const {
+  return !cast_ || std::all_of(end_heard_.begin(), end_heard_.end(), [](bool b) { return b; });
+}
+
+void TsManager::on_end_heard(const Completion& c) {
+  const auto it = std::find(inputs_.begin(), inputs_.end(), c.peer);
+  wire::TsAssign a;
+  if (!cast_ || it == inputs_.end() || c.message.segment_count != 1 ||
+      wire::decode(c.message.segments[0].bytes(), a) != wire::PayloadStatus::ok ||
+      a.builder != wire::kNoApplication || !end_sent_ || a.index != assigner_.next()) {
+    data_path().reject();
+    return;
+  }
+  end_heard_[static_cast<std::size_t>(it - inputs_.begin())] = true;
 }
 
 void TsManager::fence(std::size_t b) {
@@ -339,7 +390,7 @@ int TsManager::work(std::int64_t now) {
   }
   // Assign ahead while the window and the builders have room; only while producing (a halted run
   // assigns nothing new, but finishes what it has).
-  while (producing() && assigns_.has_room()) {
+  while (producing() && assigns_have_room()) {
     const auto a = assigner_.assign_next();
     if (!a) break;
     push_assign({a->index, builder_ids_[a->builder], a->epoch});
@@ -373,6 +424,7 @@ nlohmann::json TsManager::results() const {
   std::uint64_t doubt = 0;
   for (const auto& d : in_doubt_) doubt += d.size();
   r["timeslices_in_doubt"] = doubt;
+  if (cast_) r["multicast"] = cast_stats_;
   return r;
 }
 

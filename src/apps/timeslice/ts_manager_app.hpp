@@ -31,6 +31,7 @@
 #include "daqflow/apps/builders/control_log.hpp"
 #include "daqflow/runtime/settings.hpp"
 #include "daqflow/wire/timeslice.hpp"
+#include "ts_assign_cast.hpp"
 #include "ts_assigner.hpp"
 
 namespace daqflow::apps::timeslice {
@@ -43,6 +44,12 @@ struct TsManagerSettings {
   std::uint32_t window = 0;
   std::uint32_t builder_window = 0;
   std::int64_t heartbeat_timeout_ms = 0;
+  struct Multicast {
+    std::string group;  // empty: assignments over the transport
+    std::uint32_t port = 0;
+    std::string interface;
+    std::uint64_t history = 0;
+  } multicast;
 };
 
 class TsManager final : public runtime::ApplicationWith<TsManager, TsManagerSettings> {
@@ -73,8 +80,15 @@ class TsManager final : public runtime::ApplicationWith<TsManager, TsManagerSett
   // The builders' doubt and lost flags for the control thread, in one hand-over; `lost`: a
   // builder declared lost with it (its flag and its timeslices in doubt are seen together).
   void publish_doubt(std::optional<std::size_t> lost = std::nullopt);
-  // To every input; a full log fails the run.
+  // To every input (by multicast where configured); a full log fails the run.
   void push_assign(const wire::TsAssign& a);
+  [[nodiscard]] bool assigns_have_room() const {
+    return cast_ ? cast_->has_room() : assigns_.has_room();
+  }
+  // Every input not gone has echoed the run's end (multicast: its only word to the manager,
+  // saying it got every assignment up to the end).
+  [[nodiscard]] bool ends_heard() const;
+  void on_end_heard(const transport::Completion& c);
   // The assignments of again_ to every input.
   void tell_again();
   int flush_assignments();
@@ -109,6 +123,8 @@ class TsManager final : public runtime::ApplicationWith<TsManager, TsManagerSett
   TsAssigner assigner_;
   std::vector<TsAssigner::Assignment> again_;  // scratch: what a loss or a salvage gave again
   ControlLog assigns_;                         // to the inputs, in order
+  std::optional<AssignCaster> cast_;           // or by multicast
+  std::vector<bool> end_heard_;                // multicast: per input, its echo of the end
   std::vector<transport::AppIndex> gone_;      // scratch
   std::vector<std::size_t> lost_now_;
   bool watching_ = false;
@@ -133,6 +149,7 @@ class TsManager final : public runtime::ApplicationWith<TsManager, TsManagerSett
   std::vector<Salvaged> salvaged_;
   std::vector<std::vector<std::uint64_t>> in_doubt_;  // per builder: committed when it was lost
   std::vector<bool> lost_flags_;                      // per builder, for the control thread
+  mcast::SenderStats cast_stats_;
 };
 
 [[nodiscard]] runtime::AppType ts_manager_type();
