@@ -28,6 +28,7 @@ struct TimesliceRun {
   double timeslices_per_s = 0;  // summed over the builders
   std::uint64_t incomplete = 0;
   double clock_precision_ns = -1;  // scheduled runs: the clock master's worst node
+  double control_pct = 0;          // percent of the bytes sent
 };
 
 std::uint64_t message_size_for(std::uint64_t wire_bytes) {
@@ -58,6 +59,24 @@ Result<StreamRun> run_stream_point(const TimesliceOptions& o, const TimesliceSha
   }
   const StreamFigures f = combine_receivers(*receivers);
   return StreamRun{f.per_receiver_mean, f.messages_per_s};
+}
+
+// The share of the bytes sent that are no contribution: acknowledgements, the builders' reports,
+// the clock's probes and corrections, the manager's assignments (over the transports or by
+// multicast). Every application's endpoint counters, and its multicast sender's, from the run's
+// summary.
+double control_share(const control::RunSummary& summary) {
+  double all = 0;
+  double contributions = 0;
+  for (const control::AppOutcome& app : summary.applications) {
+    const double sent = app.endpoint.is_object() ? app.endpoint.value("bytes_sent", 0.0) : 0.0;
+    all += sent;
+    if (app.type == "ts_input") contributions += sent;
+    if (app.results.is_object() && app.results.contains("multicast")) {
+      all += app.results["multicast"].value("bytes", 0.0);
+    }
+  }
+  return all > 0 ? (all - contributions) / all : 0.0;
 }
 
 Result<TimesliceRun> run_timeslice_point(const TimesliceOptions& o, const TimesliceShape& s,
@@ -95,6 +114,7 @@ Result<TimesliceRun> run_timeslice_point(const TimesliceOptions& o, const Timesl
     out.clock_precision_ns = r.get<double>("clock_precision_ns");
     if (auto read = r.status(); !read) return read.error().context(what);
   }
+  out.control_pct = 100 * control_share(*summary);
   return out;
 }
 
@@ -128,6 +148,11 @@ std::string command_line(const TimesliceOptions& o) {
 namespace {
 
 using RatesByKind = std::map<std::string, std::map<std::uint64_t, std::vector<double>>>;
+// Per kind and size: the medians' figures and the control shares of the rounds.
+struct RoundFigures {
+  RatesByKind rates;
+  RatesByKind control;
+};
 constexpr const char* kRunKinds[] = {"stream", "chaotic", "scheduled"};
 
 // The result set of a time-slice sweep before its rows: its name, parameters and columns.
@@ -152,14 +177,16 @@ ResultSet timeslice_result_set(const TimesliceOptions& o) {
                "mb_s_per_node",
                "per_s",
                "incomplete",
-               "clock_precision_ns"};
+               "clock_precision_ns",
+               "control_pct"};
   return r;
 }
 
 // Per size, the median of each kind of run and the ratios to the stream's; each kind's medians
 // become a series of the plot.
-nlohmann::json medians_by_size(const TimesliceOptions& o, RatesByKind& rates, Plot& plot,
+nlohmann::json medians_by_size(const TimesliceOptions& o, RoundFigures& figures, Plot& plot,
                                const BenchEnv& env) {
+  RatesByKind& rates = figures.rates;
   nlohmann::json by_size = nlohmann::json::array();
   for (const std::uint64_t size : o.sizes) {
     const double stream = median(rates["stream"][size]);
@@ -171,7 +198,9 @@ nlohmann::json medians_by_size(const TimesliceOptions& o, RatesByKind& rates, Pl
                        {"chaotic_mb_s", chaotic},
                        {"scheduled_mb_s", scheduled},
                        {"chaotic_to_stream", ratio(chaotic)},
-                       {"scheduled_to_stream", ratio(scheduled)}});
+                       {"scheduled_to_stream", ratio(scheduled)},
+                       {"chaotic_control_pct", median(figures.control["chaotic"][size])},
+                       {"scheduled_control_pct", median(figures.control["scheduled"][size])}});
     if (env.progress != nullptr) {
       env.progress->line(fmt::format(
           "{} B medians: stream {:.1f}, chaotic {:.1f} ({:.3f}), scheduled {:.1f} ({:.3f}) MB/s "
@@ -202,7 +231,8 @@ Result<BenchOutput> run_timeslice(const TimesliceOptions& o, BenchEnv& env) {
   r = timeslice_result_set(o);
 
   // Medians per size, by run kind; the plot has one series per kind.
-  RatesByKind rates;
+  RoundFigures figures;
+  RatesByKind& rates = figures.rates;
   std::vector<double> precisions;
   const int total = o.rounds * static_cast<int>(o.sizes.size()) * 3;  // and the clocks alone
   int done = 0;
@@ -222,6 +252,7 @@ Result<BenchOutput> run_timeslice(const TimesliceOptions& o, BenchEnv& env) {
         std::uint64_t incomplete = 0;
         double precision = -1;
         double slot_us = 0;
+        double control = 0;
         if (std::string(kind) == "stream") {
           auto run = run_stream_point(o, s, name, what, env);
           if (!run) return run.error();
@@ -244,25 +275,28 @@ Result<BenchOutput> run_timeslice(const TimesliceOptions& o, BenchEnv& env) {
           incomplete = run->incomplete;
           precision = run->clock_precision_ns;
           if (precision >= 0) precisions.push_back(precision);
+          control = run->control_pct;
+          figures.control[kind][size].push_back(control);
         }
-        add_row(r, {size, wire, round, kind, slot_us, mb_s, per_s, incomplete, precision});
+        add_row(r, {size, wire, round, kind, slot_us, mb_s, per_s, incomplete, precision, control});
         rates[kind][size].push_back(mb_s);
         if (env.progress != nullptr) {
           env.progress->line(fmt::format(
-              "{}: {:.1f} MB/s per node{}{}", what, mb_s,
+              "{}: {:.1f} MB/s per node{}{}{}", what, mb_s,
               slot_us > 0 ? fmt::format(", slot {:.1f} us", slot_us) : "",
+              control > 0 ? fmt::format(", control {:.3f}% of the bytes", control) : "",
               precision >= 0 ? fmt::format(", clock precision {:.0f} ns", precision) : ""));
         }
       }
     }
   }
 
-  const nlohmann::json by_size = medians_by_size(o, rates, out.plot, env);
+  const nlohmann::json by_size = medians_by_size(o, figures, out.plot, env);
   const std::string what = fmt::format("timeslice {} clocks alone", o.cluster.transport);
   if (env.progress != nullptr) env.progress->begin(total + 1, total + 1, what);
   auto quiet = run_clock_point(o, r.stem + "-clock", what, env);
   if (!quiet) return quiet.error();
-  add_row(r, {0, 0, 1, "clock", 0, 0, 0, 0, *quiet});
+  add_row(r, {0, 0, 1, "clock", 0, 0, 0, 0, *quiet, 0});
   if (env.progress != nullptr) {
     env.progress->line(fmt::format(
         "clock precision: {:.0f} ns with no data; median {:.0f} ns during the scheduled runs",

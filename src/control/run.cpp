@@ -428,6 +428,7 @@ void Run::collect() {
     if (v.last.is_object()) {
       out.metrics = v.last.value("metrics", nlohmann::json::object());
       out.results = v.last.value("results", nlohmann::json::object());
+      out.endpoint = v.last.value("endpoint", nlohmann::json());
     }
     // A process started again after the salvage counts its earlier files itself.
     if (!v.settled.empty() && restarts_.attempts(v.config->context) == 0) {

@@ -31,9 +31,10 @@ nlohmann::json RunSummary::to_json() const {
   }
   out["applications"] = nlohmann::json::object();
   for (const auto& a : applications) {
-    out["applications"][a.id] = {{"type", a.type},       {"context", a.context},
-                                 {"state", a.state},     {"reason", a.reason},
-                                 {"metrics", a.metrics}, {"results", a.results}};
+    out["applications"][a.id] = {{"type", a.type},        {"context", a.context},
+                                 {"state", a.state},      {"reason", a.reason},
+                                 {"metrics", a.metrics},  {"results", a.results},
+                                 {"endpoint", a.endpoint}};
   }
   out["results"] = results;
   out["transitions"] = transitions;

@@ -83,6 +83,7 @@ Result<transport::Endpoint*> AppHost::endpoint(const transport::EndpointOptions*
   {
     const std::lock_guard lock(endpoint_mutex_);
     endpoint_ = std::move(*made);
+    released_figures_.reset();
     endpoint_transport_ = name;
   }
   lifecycle_.set_endpoint(endpoint_.get());
@@ -93,6 +94,12 @@ std::optional<AppHost::EndpointFigures> AppHost::endpoint_figures() const {
   const std::lock_guard lock(endpoint_mutex_);
   if (!endpoint_) return std::nullopt;
   return EndpointFigures{endpoint_transport_, endpoint_->stats(), endpoint_->peer_stats()};
+}
+
+std::optional<AppHost::EndpointFigures> AppHost::last_endpoint_figures() const {
+  if (auto live = endpoint_figures()) return live;
+  const std::lock_guard lock(endpoint_mutex_);
+  return released_figures_;
 }
 
 AppHost::Status AppHost::status() const {
@@ -263,6 +270,8 @@ Result<void> AppHost::release_all() {
     std::unique_ptr<transport::Endpoint> gone;
     {
       const std::lock_guard lock(endpoint_mutex_);
+      released_figures_ =
+          EndpointFigures{endpoint_transport_, endpoint_->stats(), endpoint_->peer_stats()};
       gone = std::move(endpoint_);
     }
   }

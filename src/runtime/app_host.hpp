@@ -82,6 +82,8 @@ class AppHost final : public AppContext {
   };
   // The endpoint's counters while the application holds one.
   [[nodiscard]] std::optional<EndpointFigures> endpoint_figures() const;
+  // Those, or after a Halt those its endpoint had when it went (what a run's summary keeps).
+  [[nodiscard]] std::optional<EndpointFigures> last_endpoint_figures() const;
   [[nodiscard]] nlohmann::json params_json() const;
   // Merges changes into the parameters, validates them and returns the new parameters; only
   // while Halted or Ready (else ErrorCode::conflict).
@@ -140,6 +142,7 @@ class AppHost final : public AppContext {
   mutable std::mutex endpoint_mutex_;
   std::unique_ptr<transport::Endpoint> endpoint_;
   std::string endpoint_transport_;
+  std::optional<EndpointFigures> released_figures_;  // of the endpoint released last
 
   // Control thread only.
   std::unique_ptr<Agent> agent_;

@@ -216,6 +216,11 @@ ApiReply ControlApi::app_json(const AppHost& host) const {
   const auto s = host.status();
   json metrics = json::object();
   host.metrics_registry().snapshot(metrics);
+  json endpoint = nullptr;
+  if (const auto e = host.last_endpoint_figures()) {
+    endpoint = e->stats;
+    endpoint["transport"] = e->transport;
+  }
   return {200,
           json{{"id", host.id()},
                {"type", host.type().name},
@@ -227,7 +232,8 @@ ApiReply ControlApi::app_json(const AppHost& host) const {
                {"finished", host.application().finished()},
                {"params", host.params_json()},
                {"metrics", std::move(metrics)},
-               {"results", host.results()}},
+               {"results", host.results()},
+               {"endpoint", std::move(endpoint)}},
           {}};
 }
 

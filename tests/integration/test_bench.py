@@ -145,7 +145,8 @@ class Bench(DaqflowTestCase):
                              "--duration", "1.5", "--rounds", "1"])
         doc = self.check_files(out, "timeslice-shm-n2", "timeslice",
                                ["contribution_bytes", "wire_bytes", "round", "run", "slot_us",
-                                "mb_s_per_node", "per_s", "incomplete", "clock_precision_ns"], 4)
+                                "mb_s_per_node", "per_s", "incomplete", "clock_precision_ns",
+                                "control_pct"], 4)
         self.assertEqual(self.column(doc, "run"), ["stream", "chaotic", "scheduled", "clock"])
         self.assertTrue(all(v > 0 for v in self.column(doc, "mb_s_per_node")[:3]))
         # The scheduled run's slot is the stream's time per message and sender; it and the
@@ -161,6 +162,13 @@ class Bench(DaqflowTestCase):
         self.assertEqual(size["contribution_bytes"], 16384)
         self.assertAlmostEqual(size["chaotic_to_stream"], chaotic[5] / rate, delta=1e-9)
         self.assertAlmostEqual(size["scheduled_to_stream"], scheduled[5] / rate, delta=1e-9)
+        # The control traffic: acknowledgements of 16 B per contribution of 16 kB (and the
+        # clock's probes in the scheduled run), a small share of the bytes; none in the stream.
+        self.assertEqual(stream[9], 0)
+        for row in (chaotic, scheduled):
+            self.assertGreater(row[9], 0.01, row)
+            self.assertLess(row[9], 5, row)
+        self.assertEqual(size["chaotic_control_pct"], chaotic[9])
         config = self.generated_config(out, "timeslice-shm-n2-16384-scheduled-1")
         self.assertIn("type: clock_master", config)
         self.assertIn("order: scheduled", config)

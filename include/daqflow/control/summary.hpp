@@ -39,6 +39,7 @@ struct AppOutcome {
   std::string reason;  // why it Failed (or was Lost); empty otherwise
   nlohmann::json metrics = nlohmann::json::object();
   nlohmann::json results = nlohmann::json::object();
+  nlohmann::json endpoint;  // its endpoint's counters when last seen (null: none)
 };
 
 struct RunSummary {
