@@ -160,15 +160,18 @@ ResultSet timeslice_result_set(const TimesliceOptions& o) {
   ResultSet r = cluster_result_set("timeslice",
                                    fmt::format("timeslice-{}-n{}", o.cluster.transport, o.shape.n),
                                    o.cluster, command_line(o));
-  r.params.update(nlohmann::json{{"n", o.shape.n},
-                                 {"sizes", o.sizes},
-                                 {"microslices", o.shape.microslices},
-                                 {"crc", o.shape.crc},
-                                 {"slot_us", o.slot_us},
-                                 {"depth", o.cluster.pipeline_depth},
-                                 {"duration_s", o.duration_s},
-                                 {"rounds", o.rounds},
-                                 {"output", "discard"}});
+  r.params.update(nlohmann::json{
+      {"n", o.shape.n},
+      {"sizes", o.sizes},
+      {"microslices", o.shape.microslices},
+      {"crc", o.shape.crc},
+      {"slot_us", o.slot_us},
+      {"depth", o.cluster.pipeline_depth},
+      {"in_flight", o.shape.in_flight > 0 ? o.shape.in_flight
+                                          : static_cast<int>(o.cluster.pipeline_depth) * o.shape.n},
+      {"duration_s", o.duration_s},
+      {"rounds", o.rounds},
+      {"output", "discard"}});
   r.columns = {"contribution_bytes",
                "wire_bytes",
                "round",
@@ -240,6 +243,9 @@ Result<BenchOutput> run_timeslice(const TimesliceOptions& o, BenchEnv& env) {
     for (int round = 1; round <= o.rounds; ++round) {
       TimesliceShape s = o.shape;
       s.contribution_bytes = size;
+      // The stream's depth: as many timeslices in flight per input as the stream has messages
+      // per source (pipeline_depth to each of the n builders).
+      if (s.in_flight == 0) s.in_flight = static_cast<int>(o.cluster.pipeline_depth) * s.n;
       const std::uint64_t wire = timeslice_contribution_wire_bytes(s);
       double stream_mb_s = 0;
       for (const char* kind : kRunKinds) {

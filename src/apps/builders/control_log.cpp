@@ -11,8 +11,13 @@ ControlLog::~ControlLog() {
 }
 
 Result<void> ControlLog::configure(const std::string& name, std::vector<transport::AppIndex> peers,
-                                   std::size_t capacity) {
+                                   std::size_t capacity, std::size_t gather) {
   clear();
+  if (gather < 1 || gather > transport::kMaxSegments) {
+    return Error(name + ": gather " + std::to_string(gather) + " is not within 1.." +
+                 std::to_string(transport::kMaxSegments));
+  }
+  gather_ = gather;
   core::retire_pool(pool_, core::BusyPool::leak, "control log");
   // Beyond the log's own messages, the transports hold buffers until the peers have taken them.
   const std::size_t slack = 16 * peers.size() + 16;
@@ -62,9 +67,22 @@ int ControlLog::post(transport::Endpoint& endpoint, std::vector<transport::AppIn
       message_.type = r.type;
       message_.tag = r.tag;
       message_.add(r.payload.share(), 0, r.size);
+      // The records after it for this peer, of its type, as far as gather_ goes.
+      std::uint64_t next = peer.cursor + 1;
+      while (message_.segment_count < gather_ && next < tail_) {
+        const Record& more = records_[next % records_.size()];
+        if (more.only >= 0 && static_cast<std::size_t>(more.only) != p) {
+          ++next;
+          continue;
+        }
+        if (more.type != r.type) break;
+        message_.add(more.payload.share(), 0, more.size);
+        message_.tag = more.tag;
+        ++next;
+      }
       const transport::SendStatus s = endpoint.post_send(peer.index, message_);
       if (s == transport::SendStatus::ok) {
-        ++peer.cursor;
+        peer.cursor = next;
         ++posted;
         continue;
       }

@@ -183,11 +183,14 @@ Result<void> TsBuilder::reset_run() {
   assembly_ = TsAssembly(a);
   // An input keeps a timeslice until its acknowledgement comes and never sends it again unless
   // this builder is lost: an acknowledgement the transport cannot take now waits, in order. At
-  // most the timeslices being built and written wait per input, and as many late ones.
+  // most the timeslices being built and written wait per input, and as many late ones. The
+  // acknowledgements of one round to an input go as one message (14 of 16 bytes: a message the
+  // shm transport carries in its ring).
+  constexpr std::size_t kAcksPerMessage = 14;
   acks_ = std::vector<ControlLog>(inputs_.size());
   for (std::size_t i = 0; i < inputs_.size(); ++i) {
     if (auto r = acks_[i].configure(id() + ".acks" + std::to_string(i), {inputs_[i]},
-                                    2 * (here_ + kOutputDepth + 4));
+                                    2 * (here_ + kOutputDepth + 4), kAcksPerMessage);
         !r) {
       return r;
     }

@@ -343,15 +343,26 @@ void TsInput::lose_builder(std::size_t position, const std::string& why) {
 }
 
 void TsInput::on_ack(const Completion& c) {
-  wire::TsAck a;
-  if (c.message.segment_count != 1 ||
-      wire::decode(c.message.segments[0].bytes(), a) != wire::PayloadStatus::ok) {
-    messages_malformed_->add_single_writer();
-    return;
+  // One acknowledgement or several back to back (a builder's of one round), in the segments
+  // the transport delivers.
+  for (const transport::Segment& s : c.message.pieces()) {
+    if (s.length == 0 || s.length % wire::kTsAckSize != 0) {
+      messages_malformed_->add_single_writer();
+      return;
+    }
   }
-  if (!outbox_.ack(a.index)) return;  // acknowledged before: the answer to a resend
-  ++acked_total_;
-  timeslices_acked_->add_single_writer();
+  for (const transport::Segment& s : c.message.pieces()) {
+    for (std::uint32_t at = 0; at < s.length; at += wire::kTsAckSize) {
+      wire::TsAck a;
+      if (wire::decode(s.bytes().subspan(at, wire::kTsAckSize), a) != wire::PayloadStatus::ok) {
+        messages_malformed_->add_single_writer();
+        continue;
+      }
+      if (!outbox_.ack(a.index)) continue;  // acknowledged before: the answer to a resend
+      ++acked_total_;
+      timeslices_acked_->add_single_writer();
+    }
+  }
 }
 
 void TsInput::on_assign(const Completion& c) {

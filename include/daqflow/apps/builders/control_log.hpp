@@ -18,6 +18,11 @@
 //   post()'s `gone`; drop() drops one the owner knows is gone. A dropped peer is skipped and
 //   holds nothing up; revive() makes it live again for what is pushed from then on.
 // - idle(): nothing waits for a live peer (a builder's drained check).
+// - Gathering (configure()'s `gather` > 1): up to that many consecutive messages of one type for a
+//   peer go as one message, their payloads its pieces, back to back, the tag the last one's. The
+//   receiver reads the records one after the other (all of one size: the type's), in as many
+//   segments as its transport delivers; a builder's acknowledgements of one round cost one
+//   message per input instead of one per timeslice.
 //
 // Threading: one thread (the owning application's agent); configure() and clear() with the
 // agent stopped. Nothing allocates after configure().
@@ -45,10 +50,11 @@ class ControlLog {
   ControlLog(const ControlLog&) = delete;
   ControlLog& operator=(const ControlLog&) = delete;
 
-  // peers in the order messages are posted to them; capacity: messages held at once. Forgets
-  // what an earlier configure() held.
+  // peers in the order messages are posted to them; capacity: messages held at once; gather:
+  // messages sent as one at most (1 to transport::kMaxSegments). Forgets what an earlier
+  // configure() held.
   Result<void> configure(const std::string& name, std::vector<transport::AppIndex> peers,
-                         std::size_t capacity);
+                         std::size_t capacity, std::size_t gather = 1);
   [[nodiscard]] bool has_room() const {
     return tail_ - head_ < records_.size() && static_cast<bool>(spare_);
   }
@@ -86,6 +92,7 @@ class ControlLog {
   };
   void reclaim();
 
+  std::size_t gather_ = 1;
   std::unique_ptr<core::BufferPool> pool_;
   core::Buffer spare_;           // the next message's buffer, taken ahead: has_room() is exact
   std::vector<Record> records_;  // ring by sequence

@@ -79,6 +79,49 @@ TEST(ControlLog, EveryPeerGetsWhatIsMeantForItInOrder) {
   log.clear();
 }
 
+TEST(ControlLog, GatheredRecordsGoAsOneMessageOfTheirPayloadsInOrder) {
+  ControlLog log;
+  Cluster c(2, 64);
+  ASSERT_TRUE(log.configure("test", {1, 2}, 32, 3));
+  for (std::uint64_t v = 1; v <= 4; ++v) {
+    ASSERT_TRUE(log.push(wire::MessageType::ts_ack, v, payload(v)));
+  }
+  ASSERT_TRUE(log.push(wire::MessageType::ts_ack, 5, payload(5), /*only=*/1));  // to app 2
+  ASSERT_TRUE(log.push(wire::MessageType::fence, 6, payload(6)));  // another type: its own
+  std::vector<AppIndex> gone;
+  // App 1: {1,2,3} {4} {6}; app 2: {1,2,3} {4,5} {6}.
+  EXPECT_EQ(log.post(*c.endpoints[0], gone), 6);
+  EXPECT_TRUE(log.idle());
+  auto values = [&](AppIndex i) {
+    std::vector<std::vector<std::uint64_t>> messages;
+    std::array<Completion, 64> batch{};
+    const std::size_t n = c.endpoints[i]->poll(batch);
+    for (std::size_t k = 0; k < n; ++k) {
+      if (batch[k].kind != Completion::Kind::recv) continue;
+      std::vector<std::uint64_t> m;
+      for (const transport::Segment& seg : batch[k].message.pieces()) {
+        for (std::uint32_t at = 0; at < seg.length; at += 8) {
+          std::uint64_t v = 0;
+          std::memcpy(&v, seg.bytes().data() + at, 8);
+          m.push_back(v);
+        }
+      }
+      EXPECT_EQ(batch[k].message.tag, m.back()) << "the tag is the last record's";
+      messages.push_back(std::move(m));
+      batch[k].message.clear();
+    }
+    return messages;
+  };
+  using V = std::vector<std::vector<std::uint64_t>>;
+  EXPECT_EQ(values(1), (V{{1, 2, 3}, {4}, {6}}));
+  EXPECT_EQ(values(2), (V{{1, 2, 3}, {4, 5}, {6}}));
+  std::array<Completion, 64> done{};
+  const std::size_t d = c.endpoints[0]->poll(done);
+  for (std::size_t k = 0; k < d; ++k) done[k].message.clear();
+  log.clear();
+  EXPECT_FALSE(ControlLog().configure("test", {1}, 4, transport::kMaxSegments + 1));
+}
+
 TEST(ControlLog, APeerThatBackPressuresHoldsUpOnlyItself) {
   ControlLog log;  // outlives the endpoints, which hold its buffers until they go
   Cluster c(2, 2);
