@@ -14,6 +14,8 @@ pkg_check_modules(PROMETHEUS_CPP REQUIRED IMPORTED_TARGET prometheus-cpp-core)
 # PostgreSQL's client library for a registry on a server.
 find_package(SQLite3 REQUIRED)
 find_package(PostgreSQL REQUIRED)
+# Intel's storage acceleration library: CRC-32C (crc32_iscsi), picked for the CPU at run time.
+pkg_check_modules(ISAL REQUIRED IMPORTED_TARGET libisal)
 # HDF5's C library (Debian's serial build, thread-safe): the hdf5 output kind.
 pkg_check_modules(HDF5 REQUIRED IMPORTED_TARGET hdf5)
 if(DAQFLOW_TESTS)

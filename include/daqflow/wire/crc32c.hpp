@@ -1,5 +1,7 @@
 #pragma once
-// CRC32C (Castagnoli), hardware-accelerated with SSE4.2 where the CPU has it.
+// CRC32C (Castagnoli): the CRC of the transports' payload checks, the microslices and the event
+// files. Computed by Intel's ISA-L (crc32_iscsi), whose kernels interleave several streams of the
+// CPU's crc32 instruction and join them by carry-less multiplication.
 
 #include <cstddef>
 #include <cstdint>
