@@ -185,7 +185,7 @@ int TsInput::generate(std::int64_t now) {
   int made = 0;
   // Interval j exists once its end has passed (real time) or at once; timeslice j - 1 is ready
   // with it (its overlap is interval j's first microslices).
-  while (made < 4) {
+  while (made < intervals_per_round_) {
     if (count_ > 0 && intervals_ >= count_ + 1) break;
     if (outbox_.end() != UINT64_MAX && intervals_ >= outbox_.end() + 1) break;
     if (real_time_ &&

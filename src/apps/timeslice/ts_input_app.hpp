@@ -151,6 +151,7 @@ class TsInput final : public runtime::ApplicationWith<TsInput, TsInputSettings> 
   std::uint64_t manager_window_ = 0;        // the manager's window of timeslices
   std::optional<AssignListener> listener_;  // the manager's multicast group, where it has one
   std::uint32_t in_flight_ = 0;
+  int intervals_per_round_ = 4;  // made in one round at most
   std::vector<std::string> ids_;
 
   // Agent thread.

@@ -161,6 +161,11 @@ Result<void> TsInput::open_endpoint(runtime::AppContext& ctx, std::uint32_t inte
   const std::uint64_t interval_bytes =
       replay_ ? replay_->largest_interval_bytes()
               : std::uint64_t{geometry_.core} * (wire::kMicrosliceDescriptorSize + max_size_);
+  // Small intervals are made several to a round, so that each builder's contributions of a
+  // round leave in one write (about 64 kB of them in all), as a stream's messages do.
+  constexpr std::uint64_t kRoundBytes = 64 * 1024;
+  intervals_per_round_ = static_cast<int>(
+      std::clamp<std::uint64_t>(kRoundBytes / std::max<std::uint64_t>(interval_bytes, 1), 4, 64));
   auto data = data_path().send_pool(id() + ".microslices", interval_bytes, intervals);
   if (!data) return data.error();
   data_pool_ = *data;
