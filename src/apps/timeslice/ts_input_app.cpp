@@ -281,8 +281,9 @@ int TsInput::send(std::int64_t now) {
     });
     return sent;
   }
-  // Scheduled: slot s of the run's clock goes to builder (position + s) mod N; one contribution
-  // per slot, the oldest one for that builder.
+  // Scheduled: slot s of the run's clock goes to builder (position + s) mod N, which then gets
+  // every contribution this input has ready for it, oldest first: a slot long enough to be kept
+  // carries a batch.
   // Slots are aligned on the synchronised clock (a clock_client in this context corrects it), so
   // that the inputs of different hosts agree on whose turn it is. Slots this input slept through
   // (a late wake-up) are served now, in their order, at most one turn of the shifter late:
@@ -298,18 +299,20 @@ int TsInput::send(std::int64_t now) {
   for (std::int64_t s = first; s <= slot; ++s) {
     const auto target =
         static_cast<std::size_t>((position_ + static_cast<std::uint64_t>(s)) % builders_.size());
-    TsOutbox::Timeslice* oldest = outbox_.oldest_unsent_for(target);
-    if (oldest == nullptr) {
+    TsOutbox::Timeslice* next = outbox_.oldest_unsent_for(target);
+    if (next == nullptr) {
       slots_empty_->add_single_writer();
       continue;
     }
-    if (!send_one(*oldest)) {
-      slots_blocked_->add_single_writer();
-      last_slot_ = s - 1;  // try this slot again
-      return sent;
-    }
     if (s < slot) slots_late_->add_single_writer();
-    ++sent;
+    for (; next != nullptr; next = outbox_.oldest_unsent_for(target)) {
+      if (!send_one(*next)) {
+        slots_blocked_->add_single_writer();
+        last_slot_ = s - 1;  // the rest of this slot's batch next time
+        return sent;
+      }
+      ++sent;
+    }
   }
   last_slot_ = slot;
   return sent;
