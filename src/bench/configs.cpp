@@ -343,8 +343,10 @@ std::string timeslice_yaml(const ClusterSettings& cluster, const TimesliceShape&
       "microslice_us: {}, timeslice_us: {}, overlap_us: {}, microslice_size: {{dist: fixed, "
       "mean: {}, max: {}}}, pace: max, crc: {}",
       microslice_us, microslice_us * s.microslices, microslice_us, m, m, s.crc);
-  const std::string order =
-      scheduled ? fmt::format("order: scheduled, slot_us: {:g}", s.slot_us) : "order: chaotic";
+  const std::string order = !scheduled ? std::string("order: chaotic")
+                            : s.slot_us > 0
+                                ? fmt::format("order: scheduled, slot_us: {:g}", s.slot_us)
+                                : std::string("order: scheduled");  // the clock master's slot
   const std::string builders = id_list("tb", 0, s.n);
   const std::string inputs = id_list("in", 0, s.n);
   if (with_clocks(s)) {

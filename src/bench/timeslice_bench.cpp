@@ -28,6 +28,7 @@ struct TimesliceRun {
   double timeslices_per_s = 0;  // summed over the builders
   std::uint64_t incomplete = 0;
   double clock_precision_ns = -1;  // scheduled runs: the clock master's worst node
+  double slot_us = 0;              // scheduled runs: the slot the clock master measured
   double control_pct = 0;          // percent of the bytes sent
 };
 
@@ -35,6 +36,20 @@ std::uint64_t message_size_for(std::uint64_t wire_bytes) {
   std::uint64_t size = 1u << 16;
   while (size < wire_bytes + 4096) size *= 2;
   return size;
+}
+
+// Timeslices an input keeps in flight: the stream's depth (as many as the stream's source has
+// messages in flight to its n sinks). The scheduled order reaches a builder once every n slots,
+// and a slot is as long as a busy host keeps (hundreds of microseconds): there an input needs n
+// slots of timeslices in flight to keep its link busy, up to 16 MB of them (at most 1024), which
+// would only cost the chaotic order cache.
+int in_flight_for(const TimesliceOptions& o, const std::string& order, std::uint64_t wire_bytes) {
+  if (o.shape.in_flight > 0) return o.shape.in_flight;
+  const auto depth =
+      static_cast<std::uint64_t>(o.cluster.pipeline_depth) * static_cast<std::uint64_t>(o.shape.n);
+  if (order != "scheduled") return static_cast<int>(depth);
+  const std::uint64_t by_memory = (16u << 20) / std::max<std::uint64_t>(wire_bytes, 1);
+  return static_cast<int>(std::max(depth, std::min<std::uint64_t>(by_memory, 1024)));
 }
 
 Result<StreamRun> run_stream_point(const TimesliceOptions& o, const TimesliceShape& s,
@@ -112,7 +127,9 @@ Result<TimesliceRun> run_timeslice_point(const TimesliceOptions& o, const Timesl
   if (s.order == "scheduled") {
     runtime::ParamReader r(app_results(*summary, "clock"), "clock_master clock", "result");
     out.clock_precision_ns = r.get<double>("clock_precision_ns");
+    const auto slot_ns = r.get<double>("slot_ns");
     if (auto read = r.status(); !read) return read.error().context(what);
+    out.slot_us = s.slot_us > 0 ? s.slot_us : slot_ns / 1000;
   }
   out.control_pct = 100 * control_share(*summary);
   return out;
@@ -160,18 +177,16 @@ ResultSet timeslice_result_set(const TimesliceOptions& o) {
   ResultSet r = cluster_result_set("timeslice",
                                    fmt::format("timeslice-{}-n{}", o.cluster.transport, o.shape.n),
                                    o.cluster, command_line(o));
-  r.params.update(nlohmann::json{
-      {"n", o.shape.n},
-      {"sizes", o.sizes},
-      {"microslices", o.shape.microslices},
-      {"crc", o.shape.crc},
-      {"slot_us", o.slot_us},
-      {"depth", o.cluster.pipeline_depth},
-      {"in_flight", o.shape.in_flight > 0 ? o.shape.in_flight
-                                          : static_cast<int>(o.cluster.pipeline_depth) * o.shape.n},
-      {"duration_s", o.duration_s},
-      {"rounds", o.rounds},
-      {"output", "discard"}});
+  r.params.update(nlohmann::json{{"n", o.shape.n},
+                                 {"sizes", o.sizes},
+                                 {"microslices", o.shape.microslices},
+                                 {"crc", o.shape.crc},
+                                 {"slot_us", o.slot_us},
+                                 {"depth", o.cluster.pipeline_depth},
+                                 {"in_flight", o.shape.in_flight},  // 0: per size (in_flight_for)
+                                 {"duration_s", o.duration_s},
+                                 {"rounds", o.rounds},
+                                 {"output", "discard"}});
   r.columns = {"contribution_bytes",
                "wire_bytes",
                "round",
@@ -243,9 +258,6 @@ Result<BenchOutput> run_timeslice(const TimesliceOptions& o, BenchEnv& env) {
     for (int round = 1; round <= o.rounds; ++round) {
       TimesliceShape s = o.shape;
       s.contribution_bytes = size;
-      // The stream's depth: as many timeslices in flight per input as the stream has messages
-      // per source (pipeline_depth to each of the n builders).
-      if (s.in_flight == 0) s.in_flight = static_cast<int>(o.cluster.pipeline_depth) * s.n;
       const std::uint64_t wire = timeslice_contribution_wire_bytes(s);
       double stream_mb_s = 0;
       for (const char* kind : kRunKinds) {
@@ -266,16 +278,12 @@ Result<BenchOutput> run_timeslice(const TimesliceOptions& o, BenchEnv& env) {
           per_s = run->messages_per_s;
         } else {
           s.order = kind;
-          if (s.order == "scheduled") {
-            // One contribution per slot and input: the slot is as long as a message took per
-            // sender in this round's stream, so that the schedule asks the links for the rate
-            // the raw stream reached, and no more.
-            slot_us =
-                o.slot_us > 0 ? o.slot_us : std::max(1.0, static_cast<double>(wire) / stream_mb_s);
-            s.slot_us = slot_us;
-          }
+          // Scheduled: the slot the clock master measures the machine keeps (or --slot-us).
+          s.slot_us = o.slot_us;
+          s.in_flight = in_flight_for(o, s.order, wire);
           auto run = run_timeslice_point(o, s, name, what, env);
           if (!run) return run.error();
+          slot_us = run->slot_us;
           mb_s = run->per_builder_mb_s;
           per_s = run->timeslices_per_s;
           incomplete = run->incomplete;

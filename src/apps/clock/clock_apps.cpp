@@ -29,6 +29,22 @@ constexpr std::int64_t kNow = 1;
 // How long the agent sleeps at most otherwise.
 constexpr std::int64_t kNapNs = 1'000'000;
 
+// The schedule's slot: four times the 90th percentile of the recent round trips, a power of two
+// of microseconds from 64 us to 16 ms. It moves up at once and down only once the measure is a
+// quarter of it or less, so that the nodes seldom see it change.
+constexpr std::size_t kTripsKept = 256;
+std::int64_t slot_for(const std::deque<std::int64_t>& trips, std::int64_t current) {
+  if (trips.empty()) return current;
+  std::vector<std::int64_t> sorted(trips.begin(), trips.end());
+  const auto p90 = sorted.begin() + static_cast<std::ptrdiff_t>(sorted.size() * 9 / 10);
+  std::nth_element(sorted.begin(), p90, sorted.end());
+  const std::int64_t want = 4 * *p90;
+  std::int64_t slot = 64'000;
+  while (slot < want && slot < 16'000'000) slot *= 2;
+  if (current == 0 || slot > current || 4 * want <= current) return slot;
+  return current;
+}
+
 }  // namespace
 
 Result<void> ClockMaster::setup(runtime::AppContext& ctx, const ClockMasterSettings& s) {
@@ -55,6 +71,8 @@ Result<void> ClockMaster::setup(runtime::AppContext& ctx, const ClockMasterSetti
   round_ = 0;
   step_ = 0;
   next_round_ns_ = 0;
+  trips_.clear();
+  slot_ns_.store(0, std::memory_order_relaxed);
   add_metrics(ctx.metrics());
   add_handlers();
   return ok();
@@ -190,7 +208,10 @@ void ClockMaster::finish_round(std::size_t n) {
     ++s.rounds;
     rounds_->add_single_writer();
     if (const auto e = s.estimator.estimate()) {
+      slot_ns_.store(slot_for(trips_, slot_ns_.load(std::memory_order_relaxed)),
+                     std::memory_order_relaxed);
       wire::ClockCorrectionMsg c;
+      c.slot_ns = static_cast<std::uint64_t>(slot_ns_.load(std::memory_order_relaxed));
       c.round = s.rounds;
       c.shift_ns = e->correction.shift_ns;
       c.scale = e->correction.scale;
@@ -223,6 +244,9 @@ void ClockMaster::on_reply(Completion& c, std::int64_t t4, std::int64_t now) {
   Node& s = nodes_state_[static_cast<std::size_t>(it - nodes_.begin())];
   if (r.round != round_ || !s.waiting || r.probe != s.probe) return;
   const RoundTrip trip{r.t1, r.t2, r.t3, t4};
+  // The whole round trip, the node's turnaround included: what a wake-up costs here.
+  trips_.push_back(t4 - r.t1);
+  if (trips_.size() > kTripsKept) trips_.pop_front();
   if (trip.delay_ns() >= 0 && (!s.has_best || trip.delay_ns() < s.best.delay_ns())) {
     s.best = trip;
     s.best_probe = r.probe;
@@ -271,8 +295,10 @@ nlohmann::json ClockMaster::results() const {
     nodes[detail::id_of(ids_, nodes_[n])] = e;
     worst = std::max(worst, e.precision_ns);
   }
-  nlohmann::json r = {
-      {"nodes", nodes}, {"clock_precision_ns", worst}, {"rounds", rounds_->value()}};
+  nlohmann::json r = {{"nodes", nodes},
+                      {"clock_precision_ns", worst},
+                      {"rounds", rounds_->value()},
+                      {"slot_ns", slot_ns_.load(std::memory_order_relaxed)}};
   if (mcast_) {
     r["multicast"] = mcast_stats_;
     r["multicast"]["corrections_unicast"] = corrections_unicast_->value();
@@ -311,6 +337,7 @@ Result<void> ClockClient::setup(runtime::AppContext& ctx, const ClockClientSetti
     if (!receiver) return receiver.error().context("multicast");
     mcast_.emplace(std::move(*receiver));
   }
+  core::synced_clock().set_slot_ns(0);  // until this run's master has measured one
   if (s.inject_offset_us != 0 || s.inject_drift_ppm != 0) {
     core::synced_clock().inject(std::llround(s.inject_offset_us * 1000), s.inject_drift_ppm);
     spdlog::info("{}: this process's local clock runs {} us ahead, {} ppm fast (injected)", id(),
@@ -390,6 +417,7 @@ bool ClockClient::apply(std::span<const std::byte> correction) {
   wire::ClockCorrectionMsg m;
   if (wire::decode(correction, m) != wire::PayloadStatus::ok) return false;
   core::synced_clock().set_correction({m.shift_ns, m.scale, m.precision_ns, m.round});
+  core::synced_clock().set_slot_ns(static_cast<std::int64_t>(m.slot_ns));
   drift_ppm_.store(m.drift_ppm, std::memory_order_relaxed);
   corrections_->add_single_writer();
   return true;

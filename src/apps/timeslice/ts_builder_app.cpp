@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "daqflow/apps/output/salvage.hpp"
+#include "daqflow/core/synced_clock.hpp"
 #include "daqflow/wire/endian.hpp"
 #include "daqflow/wire/evb.hpp"
 #include "daqflow/wire/farm.hpp"
@@ -57,13 +58,32 @@ void TsBuilder::send_ack(std::size_t input, std::uint64_t index, wire::TsAckStat
 // manager's connection is watched by its own completion.
 int TsBuilder::post_control() {
   int posted = 0;
-  for (ControlLog& log : acks_) {
+  // Scheduled: in slot s input i sends to builder (i + s) mod N, and this builder acknowledges
+  // to the inputs sending here in that slot only, so that no two builders answer one input at
+  // once. Once the run winds down (or before the slot is known) everything goes.
+  std::int64_t slot = -1;
+  if (schedule_.builders > 0 && producing()) {
+    const std::int64_t slot_ns =
+        schedule_.slot_ns > 0 ? schedule_.slot_ns : core::synced_clock().slot_ns();
+    if (slot_ns > 0) slot = slot_clock_ns() / slot_ns;
+  }
+  for (std::size_t i = 0; i < acks_.size(); ++i) {
+    if (slot >= 0 &&
+        (i + static_cast<std::uint64_t>(slot)) % schedule_.builders != schedule_.position) {
+      continue;
+    }
     gone_.clear();
-    posted += log.post(*endpoint_, gone_);
+    posted += acks_[i].post(*endpoint_, gone_);
   }
   gone_.clear();
   posted += to_manager_.post(*endpoint_, gone_);
   return posted;
+}
+
+std::int64_t TsBuilder::slot_clock_ns() const {
+  // The inputs' slot clock (ts_input): the synchronised one where time is real.
+  return clock_ == &core::MonotonicClock::instance() ? core::synced_clock().now_ns()
+                                                     : clock_->now_ns();
 }
 
 bool TsBuilder::control_idle() const {

@@ -103,6 +103,7 @@ class TsBuilder final : public runtime::ApplicationWith<TsBuilder, TsBuilderSett
   // Acknowledges a timeslice to an input, in order: one the transport cannot take now
   // (back-pressure, no buffer) waits in the input's queue and goes before any later one.
   void send_ack(std::size_t input, std::uint64_t index, wire::TsAckStatus status);
+  [[nodiscard]] std::int64_t slot_clock_ns() const;
   // Posts the acknowledgements and ts_done messages that wait.
   int post_control();
   [[nodiscard]] bool control_idle() const;
@@ -132,6 +133,12 @@ class TsBuilder final : public runtime::ApplicationWith<TsBuilder, TsBuilderSett
   std::vector<output::OutputBatch*> free_;
   std::size_t in_output_ = 0;
   TsAssembly assembly_;
+  // The inputs' barrel shifter, which the acknowledgements follow (builders 0: chaotic).
+  struct Schedule {
+    std::size_t builders = 0;
+    std::size_t position = 0;  // of this builder in the inputs' builders
+    std::int64_t slot_ns = 0;  // the inputs' slot_us; 0: the clock master's
+  } schedule_;
   std::vector<ControlLog> acks_;           // by input
   ControlLog to_manager_;                  // ts_done
   std::vector<transport::AppIndex> gone_;  // scratch

@@ -74,6 +74,15 @@ Result<std::uint64_t> TsBuilder::take_peers(runtime::AppContext& ctx, const TsBu
     if (!g) return g.error();
     if (i == 0) {
       geometry_ = *g;
+      // In the scheduled order this builder's acknowledgements keep the inputs' schedule: in the
+      // slot input i sends here, this builder acknowledges to input i.
+      schedule_ = {};
+      if (app.params.value("order", std::string()) == "scheduled") {
+        schedule_.builders = builders.size();
+        schedule_.position = static_cast<std::size_t>(
+            std::find(builders.begin(), builders.end(), id()) - builders.begin());
+        schedule_.slot_ns = std::llround(app.params.value("slot_us", 0.0) * 1000);
+      }
     } else if (!(*g == geometry_)) {
       return runtime::param_error(
           "inputs", "'" + s.inputs[i] + "' has another timeslice geometry than '" + s.inputs[0] +

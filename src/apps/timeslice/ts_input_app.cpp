@@ -273,7 +273,9 @@ bool TsInput::send_one(TsOutbox::Timeslice& r) {
 int TsInput::send(std::int64_t now) {
   if (failed()) return 0;
   int sent = 0;
-  if (order_ == SendOrder::chaotic) {
+  // Scheduled, before the clock master has measured the slot: as they come (the schedule starts
+  // with the master's first correction).
+  if (order_ == SendOrder::chaotic || schedule_slot_ns() == 0) {
     outbox_.each_unsent([&](TsOutbox::Timeslice& t) {
       if (!send_one(t)) return false;
       ++sent;
@@ -288,7 +290,12 @@ int TsInput::send(std::int64_t now) {
   // that the inputs of different hosts agree on whose turn it is. Slots this input slept through
   // (a late wake-up) are served now, in their order, at most one turn of the shifter late:
   // a busy host would otherwise lose the capacity of every slot it misses.
-  const std::int64_t slot = slot_clock_ns() / slot_ns_;
+  const std::int64_t slot_ns = schedule_slot_ns();
+  if (slot_ns != last_slot_ns_) {
+    last_slot_ns_ = slot_ns;  // slots of another length: numbered afresh
+    last_slot_ = -1;
+  }
+  const std::int64_t slot = slot_clock_ns() / slot_ns;
   (void)now;
   if (slot == last_slot_) return 0;
   const auto n = static_cast<std::int64_t>(builders_.size());
@@ -482,7 +489,9 @@ void TsInput::wait_for_work(std::chrono::microseconds timeout) {
       }
       // Until the next slot begins (a wake-up for an acknowledgement comes through the endpoint).
       const std::int64_t now_ns = slot_clock_ns();
-      const std::int64_t next_ns = (now_ns / slot_ns_ + 1) * slot_ns_;
+      const std::int64_t known = schedule_slot_ns();
+      const std::int64_t slot_ns = known > 0 ? known : 1'000'000;  // until the master's comes
+      const std::int64_t next_ns = (now_ns / slot_ns + 1) * slot_ns;
       cap = std::chrono::microseconds(std::max<std::int64_t>(1, (next_ns - now_ns + 999) / 1000));
     }
     if (!real_time_ && !starved_ && outbox_.size() < retained_cap_ &&

@@ -40,6 +40,7 @@
 #include "apps/output/timeslice_check.hpp"
 #include "daqflow/apps/sampler.hpp"
 #include "daqflow/core/random.hpp"
+#include "daqflow/core/synced_clock.hpp"
 #include "daqflow/runtime/settings.hpp"
 #include "daqflow/wire/timeslice.hpp"
 #include "microslice_replay.hpp"
@@ -126,8 +127,12 @@ class TsInput final : public runtime::ApplicationWith<TsInput, TsInputSettings> 
   // The manager's multicast assignments: read, applied, the run's end echoed to the manager.
   [[nodiscard]] int listen(std::int64_t now);
   void lose_builder(std::size_t position, const std::string& why);
-  // The clock the scheduled order's slots follow.
+  // The clock the scheduled order's slots follow, and their length: slot_us, else the clock
+  // master's (0 until it has measured one).
   [[nodiscard]] std::int64_t slot_clock_ns() const;
+  [[nodiscard]] std::int64_t schedule_slot_ns() const {
+    return slot_ns_ > 0 ? slot_ns_ : core::synced_clock().slot_ns();
+  }
 
   // Configuration.
   Geometry geometry_;
@@ -169,6 +174,7 @@ class TsInput final : public runtime::ApplicationWith<TsInput, TsInputSettings> 
   bool timer_slack_set_ = false;
   bool starved_ = false;  // the last generate() found no free buffer
   std::int64_t last_slot_ = -1;
+  std::int64_t last_slot_ns_ = 0;  // the length last_slot_ counts in
   std::uint64_t bytes_sent_total_ = 0;
   std::uint64_t acked_total_ = 0;
   bool echo_end_ = false;  // multicast: the run's end came, the manager is to hear so

@@ -23,6 +23,19 @@ Result<void> TsInput::setup(runtime::AppContext& ctx, const TsInputSettings& s) 
   geometry_ = *geometry;
   order_ = s.order == "scheduled" ? SendOrder::scheduled : SendOrder::chaotic;
   slot_ns_ = static_cast<std::int64_t>(std::llround(s.slot_us * 1000));
+  if (order_ == SendOrder::scheduled && slot_ns_ == 0) {
+    // The slot comes with the clock master's corrections, through this process's clock client.
+    const auto& apps = ctx.cluster().applications;
+    const bool has_client = std::any_of(apps.begin(), apps.end(), [&](const auto& a) {
+      return a.type == "clock_client" && a.context == ctx.self().context;
+    });
+    if (!has_client) {
+      return runtime::param_error(
+          "slot_us", "the scheduled order needs slot_us, or a clock_client in context '" +
+                         ctx.self().context +
+                         "' (the clock master measures the slot the machine keeps)");
+    }
+  }
   size_ = s.microslice_size.distribution();
   max_size_ = s.microslice_size.max;
   sys_id_ = static_cast<std::uint8_t>(s.sys_id);
@@ -223,6 +236,7 @@ void TsInput::reset_run(std::uint64_t seed) {
   start_ns_ = 0;
   starved_ = false;
   last_slot_ = -1;
+  last_slot_ns_ = 0;
   bytes_sent_total_ = acked_total_ = 0;
   echo_end_ = false;
   sampler_.reset(ThroughputSampler::kBuilderIntervalNs);

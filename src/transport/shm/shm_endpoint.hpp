@@ -20,6 +20,7 @@
 // close writes a bye; abort() marks the segments aborted; a crashed process is found by its pid
 // and start time, checked every kLivenessInterval.
 
+#include <deque>
 #include <memory>
 #include <string>
 #include <vector>
@@ -257,7 +258,7 @@ class ShmEndpoint final : public Endpoint, public FaultInjection {
   std::vector<AppIndex> doorbells_;                       // peers to wake if they sleep
   std::vector<AppIndex> returned_;                        // peers reap() wrote returns to
   std::vector<Lent> lent_;                                // slots our application holds
-  std::vector<HeldMessage> held_messages_;                // messages it may hold
+  std::deque<HeldMessage> held_messages_;                 // messages it may hold, oldest first
   std::vector<std::unique_ptr<Mirror>> retired_mirrors_;  // of closed peers; until destroyed
   detail::EventQueue events_;
   detail::StatsCounters stats_;

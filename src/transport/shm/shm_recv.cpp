@@ -160,14 +160,17 @@ void ShmEndpoint::note_loan(AppIndex index, const Peer& p, Mirror& m, std::uint3
 }
 
 bool ShmEndpoint::holds_every_message() {
-  // Looked at only when it could be true: the list is pruned as seldom as that.
-  if (held_messages_.size() < options_.recv_buffers) return false;
-  std::erase_if(held_messages_, [](const HeldMessage& h) {
+  const auto let_go = [](const HeldMessage& h) {
     for (std::uint32_t i = 0; i < h.pieces; ++i) {
       if (h.mirror[i]->ends[h.slot[i]] == h.ends[i]) return false;
     }
     return true;
-  });
+  };
+  // Applications mostly let go in the order messages came: the oldest are forgotten as they go,
+  // and the whole list is looked through only when it could be full.
+  while (!held_messages_.empty() && let_go(held_messages_.front())) held_messages_.pop_front();
+  if (held_messages_.size() < options_.recv_buffers) return false;
+  std::erase_if(held_messages_, let_go);
   return held_messages_.size() >= options_.recv_buffers;
 }
 

@@ -44,8 +44,10 @@ Cluster evb(int rus, int bus, bool rubu = false, std::uint64_t fragment = 2048) 
 
 // Time-slice building of n nodes, an input and a builder each, without clock synchronisation
 // (the simulation's applications read one clock).
-Cluster timeslices(int n, const std::string& order, std::uint64_t contribution, double slot_us) {
+Cluster timeslices(int n, const std::string& order, std::uint64_t contribution, double slot_us,
+                   int in_flight = 0) {
   bench::TimesliceShape shape;
+  shape.in_flight = in_flight;
   shape.n = n;
   shape.contribution_bytes = contribution;
   shape.order = order;
@@ -191,18 +193,22 @@ TEST_P(Simulation, PhantomPayloadsTravelAtTheSizeTheyStandFor) {
 }
 
 TEST_P(Simulation, ScheduledTimeSlicesKeepTheSlotsOfTheSimulatedClock) {
-  // Four nodes; each input sends one contribution per slot, to builder (position + slot) mod 4.
-  // A slot is 1.1 times a contribution's time on a 10 Gb/s link, so the links keep up, and a
-  // timeslice, complete with the contributions of the four inputs, is built per slot: the pace of
-  // the simulated clock's slots (slots of real time would give any other).
+  // Four nodes; in each slot an input sends what it has ready for builder (position + slot) mod 4.
+  // A slot is 1.1 times a contribution's time on a 10 Gb/s link, so a timeslice, complete with
+  // the contributions of the four inputs, is built per slot at least: the pace of the simulated
+  // clock's slots (slots of real time would give any other). A slot carrying a batch may give
+  // more.
   bench::TimesliceShape shape;
   shape.contribution_bytes = 16384;
   const double wire = static_cast<double>(bench::timeslice_contribution_wire_bytes(shape));
   const double slot_s = 1.1 * wire / 1.25e9;
-  Cluster run = timeslices(4, "scheduled", shape.contribution_bytes, slot_s * 1e6);
+  // An input keeps 32 timeslices until they are acknowledged: a contribution waits up to four
+  // slots for its turn at its builder, and the acknowledgement as long (the builders answer in
+  // the schedule too).
+  Cluster run = timeslices(4, "scheduled", shape.contribution_bytes, slot_s * 1e6, 32);
   SimSettings s = small_platform();
-  // An input keeps 8 timeslices until they are acknowledged: with 5 us links (65 us with the
-  // network model's latency factor) the round trip, not the slots, would bound the rate.
+  // With 5 us links (65 us with the network model's latency factor) the round trip, not the
+  // slots, would bound the rate.
   s.platform.link_latency_s = 1e-6;
   s.duration_s = 0.02;
   auto summary = simulate(run.config, run.registry, s);
@@ -210,12 +216,12 @@ TEST_P(Simulation, ScheduledTimeSlicesKeepTheSlotsOfTheSimulatedClock) {
   EXPECT_EQ((*summary)["status"], "ok") << summary->dump(2);
   const nlohmann::json& r = (*summary)["results"];
   EXPECT_GT(count(r, "timeslices_complete"), 1000u) << r.dump(2);
-  // Without a manager the inputs stop one by one at the halt: the last timeslice of a builder
-  // may lack the contributions of those that stopped first.
-  EXPECT_LE(count(r, "timeslices_incomplete"), 4u) << r.dump(2);
+  // Without a manager the inputs stop one by one at the halt, up to a turn of the shifter apart:
+  // a builder's timeslices of that last turn may lack the contributions of those that stopped
+  // first (four slots, a batch each).
+  EXPECT_LE(count(r, "timeslices_incomplete"), 16u) << r.dump(2);
   const nlohmann::json& w = (*summary)["simulation"]["window"];
   const double paced = 1 / slot_s;  // timeslices per second: four contributions per slot
-  EXPECT_LE(w["event_rate_hz"].get<double>(), paced * 1.02) << w.dump(2);
   EXPECT_GT(w["event_rate_hz"].get<double>(), paced * 0.9) << w.dump(2);
 }
 
