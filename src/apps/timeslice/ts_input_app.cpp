@@ -407,7 +407,10 @@ int TsInput::listen(std::int64_t now) {
     wire::encode(wire::TsAssign{outbox_.end(), wire::kNoApplication, 0}, bytes);
     const SendStatus s = data_path().send_copy(*header_pool_, manager_,
                                                wire::MessageType::ts_assign, outbox_.end(), bytes);
-    if (s != SendStatus::back_pressure) echo_end_ = false;  // sent, or the manager is gone
+    // Sent, or the manager is gone (it then waits for nothing); otherwise again next round.
+    if (s == SendStatus::ok || s == SendStatus::closed || s == SendStatus::invalid) {
+      echo_end_ = false;
+    }
   }
   return n;
 }
