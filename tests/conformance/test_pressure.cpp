@@ -143,14 +143,18 @@ TEST_P(Conformance, ReceiverHoldsRecvBuffersMessagesOfManyPieces) {
   options.pipeline_depth = kCount;
   options.recv_buffers = kRecvBuffers;
   options.max_message_size = kPiece * kMaxSegments;
+  // The send pool outlives the endpoints (declared first): the sender holds loans of its buffers
+  // until it closes.
+  std::unique_ptr<core::BufferPool> pool;
   Cluster cluster(transport_name(), 2, 29);
   auto rx = cluster.endpoint(1, options);
   auto tx = cluster.endpoint(0, options);
   ASSERT_TRUE(tx->connect(1));
   Endpoint* const receiver[] = {rx.get()};
   ASSERT_TRUE(await_connected(*tx, 1, receiver));
-  auto pool = tx->make_send_pool("pieces", kPiece, kCount * kMaxSegments);
-  ASSERT_TRUE(pool);
+  auto made = tx->make_send_pool("pieces", kPiece, kCount * kMaxSegments);
+  ASSERT_TRUE(made);
+  pool = std::move(*made);
 
   std::uint64_t posted = 0;
   std::uint64_t completed = 0;
@@ -159,7 +163,7 @@ TEST_P(Conformance, ReceiverHoldsRecvBuffersMessagesOfManyPieces) {
       Message m;
       m.tag = posted;
       for (std::size_t i = 0; i < kMaxSegments; ++i) {
-        core::Buffer b = (*pool)->acquire();
+        core::Buffer b = pool->acquire();
         ASSERT_TRUE(b) << "send pool empty";
         fill_pattern({b.data(), kPiece}, posted, i * kPiece);
         (void)m.add(std::move(b), 0, kPiece);
