@@ -53,12 +53,9 @@ Result<void> ClockMaster::setup(runtime::AppContext& ctx, const ClockMasterSetti
   window_ = s.window;
   mcast_.reset();
   if (!s.multicast.group.empty()) {
-    if (s.multicast.port == 0) return runtime::param_error("multicast", "a group needs its port");
-    mcast::Group group;
-    group.address = s.multicast.group;
-    group.port = static_cast<std::uint16_t>(s.multicast.port);
-    group.interface = s.multicast.interface;
-    auto sender = mcast::Sender::open(group, s.multicast.history);
+    auto group = mcast::group_of(s.multicast);
+    if (!group) return runtime::param_error("multicast", group.error().message());
+    auto sender = mcast::Sender::open(*group, s.multicast.history);
     if (!sender) return sender.error().context("multicast");
     mcast_.emplace(std::move(*sender));
   }
@@ -325,13 +322,9 @@ Result<void> ClockClient::setup(runtime::AppContext& ctx, const ClockClientSetti
   self_ = ctx.self().index;
   // The group is the master's: one place in the configuration for all nodes.
   mcast_.reset();
-  const nlohmann::json multicast =
-      ctx.cluster().applications[master_].params.value("multicast", nlohmann::json::object());
-  mcast::Group group;
-  group.address = multicast.value("group", std::string());
+  const mcast::Group group = mcast::group_of(
+      ctx.cluster().applications[master_].params.value("multicast", nlohmann::json::object()));
   if (!group.address.empty()) {
-    group.port = multicast.value("port", std::uint16_t{0});
-    group.interface = multicast.value("interface", std::string("127.0.0.1"));
     auto receiver =
         mcast::Receiver::open(group, s.multicast_drop, self_ + 1, kNackIntervalNs, kMaxNacks);
     if (!receiver) return receiver.error().context("multicast");

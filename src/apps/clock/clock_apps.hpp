@@ -38,12 +38,7 @@ struct ClockMasterSettings {
   std::int64_t interval_ms = 0;
   std::uint32_t probes = 0;
   std::uint32_t window = 0;
-  struct Multicast {
-    std::string group;  // empty: corrections over the transport
-    std::uint32_t port = 0;
-    std::string interface;
-    std::uint64_t history = 0;
-  } multicast;
+  mcast::MasterGroupSettings multicast;  // group empty: corrections over the transport
 };
 
 struct ClockClientSettings {

@@ -49,6 +49,19 @@ void put_header(std::byte* p, std::uint8_t type, std::uint64_t seq, std::uint32_
 
 }  // namespace
 
+Result<Group> group_of(const MasterGroupSettings& s) {
+  if (s.port == 0) return Error("the group '" + s.group + "' needs its port");
+  return Group{s.group, static_cast<std::uint16_t>(s.port), s.interface};
+}
+
+Group group_of(const nlohmann::json& multicast) {
+  Group g;
+  g.address = multicast.value("group", std::string());
+  g.port = multicast.value("port", std::uint16_t{0});
+  g.interface = multicast.value("interface", std::string("127.0.0.1"));
+  return g;
+}
+
 Result<Sender> Sender::open(const Group& group, std::size_t history) {
   auto address = ipv4(group.address, "multicast group");
   if (!address) return address.error();

@@ -39,6 +39,19 @@ struct Group {
   std::string interface = "127.0.0.1";  // the multicast interface (IP_MULTICAST_IF)
 };
 
+// A master's `multicast` parameter as its settings carry it (clock_master, ts_manager).
+struct MasterGroupSettings {
+  std::string group;  // empty: none (over the transport)
+  std::uint32_t port = 0;
+  std::string interface;
+  std::uint64_t history = 0;  // datagrams kept for repairs
+};
+// The group of a master's settings; an error when the address has no port.
+[[nodiscard]] Result<Group> group_of(const MasterGroupSettings& s);
+// The group of a master's `multicast` parameter as configured, for its nodes, which join the
+// master's group (one place in the configuration); an empty address: none.
+[[nodiscard]] Group group_of(const nlohmann::json& multicast);
+
 struct SenderStats {
   std::uint64_t sent = 0;
   std::uint64_t repairs_sent = 0;

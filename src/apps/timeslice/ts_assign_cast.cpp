@@ -50,12 +50,4 @@ Result<AssignListener> AssignListener::open(const mcast::Group& group, double dr
   return AssignListener(std::move(*receiver));
 }
 
-mcast::Group assign_group(const nlohmann::json& multicast) {
-  mcast::Group group;
-  group.address = multicast.value("group", std::string());
-  group.port = multicast.value("port", std::uint16_t{0});
-  group.interface = multicast.value("interface", std::string("127.0.0.1"));
-  return group;
-}
-
 }  // namespace daqflow::apps::timeslice

@@ -80,7 +80,4 @@ class AssignListener {
   std::uint64_t malformed_ = 0;
 };
 
-// The group of a ts_manager's `multicast` parameter (an empty address: none).
-[[nodiscard]] mcast::Group assign_group(const nlohmann::json& multicast);
-
 }  // namespace daqflow::apps::timeslice

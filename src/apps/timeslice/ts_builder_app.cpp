@@ -8,10 +8,10 @@
 #include <thread>
 
 #include "daqflow/apps/output/salvage.hpp"
-#include "daqflow/core/synced_clock.hpp"
 #include "daqflow/wire/endian.hpp"
 #include "daqflow/wire/evb.hpp"
 #include "daqflow/wire/farm.hpp"
+#include "ts_schedule.hpp"
 
 namespace daqflow::apps::timeslice {
 
@@ -63,9 +63,8 @@ int TsBuilder::post_control() {
   // once. Once the run winds down (or before the slot is known) everything goes.
   std::int64_t slot = -1;
   if (schedule_.builders > 0 && producing()) {
-    const std::int64_t slot_ns =
-        schedule_.slot_ns > 0 ? schedule_.slot_ns : core::synced_clock().slot_ns();
-    if (slot_ns > 0) slot = slot_clock_ns() / slot_ns;
+    const std::int64_t slot_ns = schedule_slot_ns(schedule_.slot_ns);
+    if (slot_ns > 0) slot = schedule_clock_ns(*clock_) / slot_ns;
   }
   for (std::size_t i = 0; i < acks_.size(); ++i) {
     if (slot >= 0 &&
@@ -78,12 +77,6 @@ int TsBuilder::post_control() {
   gone_.clear();
   posted += to_manager_.post(*endpoint_, gone_);
   return posted;
-}
-
-std::int64_t TsBuilder::slot_clock_ns() const {
-  // The inputs' slot clock (ts_input): the synchronised one where time is real.
-  return clock_ == &core::MonotonicClock::instance() ? core::synced_clock().now_ns()
-                                                     : clock_->now_ns();
 }
 
 bool TsBuilder::control_idle() const {

@@ -103,7 +103,6 @@ class TsBuilder final : public runtime::ApplicationWith<TsBuilder, TsBuilderSett
   // Acknowledges a timeslice to an input, in order: one the transport cannot take now
   // (back-pressure, no buffer) waits in the input's queue and goes before any later one.
   void send_ack(std::size_t input, std::uint64_t index, wire::TsAckStatus status);
-  [[nodiscard]] std::int64_t slot_clock_ns() const;
   // Posts the acknowledgements and ts_done messages that wait.
   int post_control();
   [[nodiscard]] bool control_idle() const;

@@ -473,13 +473,6 @@ int TsInput::work(std::int64_t now) {
   return work;
 }
 
-std::int64_t TsInput::slot_clock_ns() const {
-  // The process's synchronised clock where the application keeps real time; where its clock is
-  // another (a simulation's, which every application of the simulation reads), that one.
-  return clock_ == &core::MonotonicClock::instance() ? core::synced_clock().now_ns()
-                                                     : clock_->now_ns();
-}
-
 void TsInput::wait_for_work(std::chrono::microseconds timeout) {
   std::chrono::microseconds cap{1000};
   if (producing()) {

@@ -40,12 +40,12 @@
 #include "apps/output/timeslice_check.hpp"
 #include "daqflow/apps/sampler.hpp"
 #include "daqflow/core/random.hpp"
-#include "daqflow/core/synced_clock.hpp"
 #include "daqflow/runtime/settings.hpp"
 #include "daqflow/wire/timeslice.hpp"
 #include "microslice_replay.hpp"
 #include "ts_assign_cast.hpp"
 #include "ts_outbox.hpp"
+#include "ts_schedule.hpp"
 
 namespace daqflow::apps::timeslice {
 
@@ -127,11 +127,10 @@ class TsInput final : public runtime::ApplicationWith<TsInput, TsInputSettings> 
   // The manager's multicast assignments: read, applied, the run's end echoed to the manager.
   [[nodiscard]] int listen(std::int64_t now);
   void lose_builder(std::size_t position, const std::string& why);
-  // The clock the scheduled order's slots follow, and their length: slot_us, else the clock
-  // master's (0 until it has measured one).
-  [[nodiscard]] std::int64_t slot_clock_ns() const;
+  // The clock the scheduled order's slots follow, and their length (ts_schedule.hpp).
+  [[nodiscard]] std::int64_t slot_clock_ns() const { return schedule_clock_ns(*clock_); }
   [[nodiscard]] std::int64_t schedule_slot_ns() const {
-    return slot_ns_ > 0 ? slot_ns_ : core::synced_clock().slot_ns();
+    return timeslice::schedule_slot_ns(slot_ns_);
   }
 
   // Configuration.

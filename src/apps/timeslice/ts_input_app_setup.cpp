@@ -72,7 +72,7 @@ Result<std::uint32_t> TsInput::take_peers(runtime::AppContext& ctx, const TsInpu
     // The group is the manager's: one place in the configuration for every input.
     listener_.reset();
     const mcast::Group group =
-        assign_group(app.params.value("multicast", nlohmann::json::object()));
+        mcast::group_of(app.params.value("multicast", nlohmann::json::object()));
     if (!group.address.empty()) {
       auto listener =
           AssignListener::open(group, s.multicast_drop, ctx.self().index + std::uint64_t{1});

@@ -35,12 +35,9 @@ Result<void> TsManager::setup(runtime::AppContext& ctx, const TsManagerSettings&
   assigner_ = TsAssigner(std::move(settings));
   cast_.reset();
   if (!s.multicast.group.empty()) {
-    if (s.multicast.port == 0) return runtime::param_error("multicast", "a group needs its port");
-    mcast::Group group;
-    group.address = s.multicast.group;
-    group.port = static_cast<std::uint16_t>(s.multicast.port);
-    group.interface = s.multicast.interface;
-    auto cast = AssignCaster::open(group, s.multicast.history);
+    auto group = mcast::group_of(s.multicast);
+    if (!group) return runtime::param_error("multicast", group.error().message());
+    auto cast = AssignCaster::open(*group, s.multicast.history);
     if (!cast) return cast.error().context("multicast");
     cast_.emplace(std::move(*cast));
   }

@@ -44,12 +44,7 @@ struct TsManagerSettings {
   std::uint32_t window = 0;
   std::uint32_t builder_window = 0;
   std::int64_t heartbeat_timeout_ms = 0;
-  struct Multicast {
-    std::string group;  // empty: assignments over the transport
-    std::uint32_t port = 0;
-    std::string interface;
-    std::uint64_t history = 0;
-  } multicast;
+  mcast::MasterGroupSettings multicast;  // group empty: assignments over the transport
 };
 
 class TsManager final : public runtime::ApplicationWith<TsManager, TsManagerSettings> {
