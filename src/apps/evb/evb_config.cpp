@@ -110,7 +110,9 @@ Result<Topology> resolve_topology(const runtime::AppContext& ctx) {
   // Room for every BU's window several times over: acks and new assigns cross on the way.
   t.evm_block_capacity = std::bit_ceil(std::max<std::uint64_t>(64, 4 * windows));
   t.ru_block_capacity = 2 * t.evm_block_capacity;
-  t.lookahead_events = 2 * windows * t.max_block_events;
+  // One block ready for every BU's next request: more is memory written long before it is sent,
+  // out of the cache by then.
+  t.lookahead_events = t.bus.size() * t.max_block_events;
   return t;
 }
 

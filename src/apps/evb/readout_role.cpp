@@ -13,7 +13,14 @@ runtime::HostNeeds readout_host_needs(const runtime::ApplicationConfig& app,
   runtime::HostNeeds needs;
   const auto size = app.params.value("chunk_size", std::uint64_t{0});
   const auto count = app.params.value("chunks", std::uint64_t{0});
-  needs.send_pool_bytes = size * count;
+  // Left to the store (0): what it picks unless a super-fragment needs larger chunks.
+  if (size != 0 && count != 0) {
+    needs.send_pool_bytes = size * count;
+  } else if (count != 0) {
+    needs.send_pool_bytes = count * kAutoChunkMin;
+  } else {
+    needs.send_pool_bytes = std::max<std::uint64_t>(kAutoStoreBytes, size);
+  }
   return needs;
 }
 

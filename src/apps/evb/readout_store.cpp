@@ -33,6 +33,14 @@ std::size_t worst_case_slices(std::size_t events, std::size_t max_super_fragment
   return (events * sf + least_fill - 1) / least_fill + 1;
 }
 
+std::size_t auto_chunk_size(std::size_t events, std::size_t max_super_fragment) {
+  std::size_t chunk = std::max(kAutoChunkMin, std::bit_ceil(4 * align8(max_super_fragment)));
+  while (chunk < (std::size_t{1} << 31) &&
+         worst_case_slices(events, max_super_fragment, chunk) > kMaxSlices)
+    chunk *= 2;
+  return chunk;
+}
+
 ReadoutStore::ReadoutStore(const ReadoutSettings& s) : settings_(s) {}
 
 ReadoutStore::~ReadoutStore() {
@@ -42,9 +50,15 @@ ReadoutStore::~ReadoutStore() {
   core::retire_pool(descriptors_, core::BusyPool::leak, "readout store");
 }
 
-Result<std::unique_ptr<ReadoutStore>> ReadoutStore::create(const ReadoutSettings& s,
+Result<std::unique_ptr<ReadoutStore>> ReadoutStore::create(const ReadoutSettings& settings,
                                                            std::size_t max_super_fragment) {
+  ReadoutSettings s = settings;
   const std::size_t n = s.max_block_events;
+  if (s.chunk_size == 0) s.chunk_size = auto_chunk_size(n, max_super_fragment);
+  if (s.chunks == 0) {
+    const std::size_t slices = worst_case_slices(n, max_super_fragment, s.chunk_size);
+    s.chunks = std::max(kAutoStoreBytes / s.chunk_size, slices > kMaxSlices ? 2 : slices + 2);
+  }
   if (n == 0 || n > wire::kMaxEventsPerBlock) {
     return Error("blocks of " + std::to_string(n) + " events: the protocol allows 1.." +
                  std::to_string(wire::kMaxEventsPerBlock));

@@ -128,18 +128,56 @@ Result<std::unique_ptr<FedEmulator>> FedEmulator::create(const EmulatorSettings&
   return e;
 }
 
+namespace {
+
+std::uint64_t header_word(const wire::FedHeaderFields& h) {
+  std::array<std::byte, 8> raw{};
+  (void)wire::encode_header(h, raw);
+  return wire::load_le64(raw.data());
+}
+
+std::uint64_t trailer_word(const wire::FedTrailerFields& t) {
+  std::array<std::byte, 8> raw{};
+  (void)wire::encode_trailer(t, raw);
+  return wire::load_le64(raw.data());
+}
+
+}  // namespace
+
 Result<void> FedEmulator::build() {
   const std::uint32_t period = settings_.period;
   mask_ = period - 1;
   super_sizes_.assign(period, 0);
   feds_.resize(settings_.feds);
-  const ShiftPowers powers;
-  std::unordered_map<std::uint32_t, std::uint32_t> matrix_of;  // tail words -> index
+  entries_.resize(std::size_t{period} * settings_.feds);
+  ShiftPowers powers;
+  std::unordered_map<std::uint32_t, std::uint32_t> matrix_of;  // tail words -> matrices_ index
   std::vector<std::uint16_t> prefix;
+
+  // The fields are contiguous bits of their words: a field's value times its unit is its bits.
+  wire::FedHeaderFields h0;
+  h0.event_type = kPhysicsEventType;
+  wire::FedHeaderFields h1 = h0;
+  h1.l1_id = 1;
+  l1_unit_ = header_word(h1) ^ header_word(h0);
+  h1 = h0;
+  h1.bx_id = 1;
+  bx_unit_ = header_word(h1) ^ header_word(h0);
+  trailer_ = trailer_word({});
+  wire::FedTrailerFields t1;
+  t1.length_words = 1;
+  length_unit_ = trailer_word(t1) ^ trailer_;
+  t1 = {};
+  t1.crc = 1;
+  crc_unit_ = trailer_word(t1) ^ trailer_;
 
   for (std::uint32_t f = 0; f < settings_.feds; ++f) {
     Fed& fed = feds_[f];
     fed.id = static_cast<std::uint16_t>(settings_.first_fed_id + f);
+    wire::FedHeaderFields h = h0;
+    h.source_id = fed.id;
+    fed.header = header_word(h);
+    fed.header_crc = wire::fed_crc16_word(fed.header, wire::kFedCrcInit);
     Xoshiro rng(settings_.seed ^ (std::uint64_t{fed.id} * kGolden + 0x5eed));
     std::vector<std::uint32_t> sizes(period);
     std::uint32_t longest = 0;
@@ -158,17 +196,14 @@ Result<void> FedEmulator::build() {
       prefix[w + 1] = wire::fed_crc16_word(fed.payload[w], prefix[w]);
     }
 
-    fed.entries.resize(period);
     for (std::uint32_t i = 0; i < period; ++i) {
-      Entry& e = fed.entries[i];
-      e.words = sizes[i] / 8;
+      Entry& e = entries_[std::size_t{i} * settings_.feds + f];
+      const std::uint32_t words = sizes[i] / 8;
       wire::FedTrailerFields t;
-      t.length_words = e.words;
-      std::array<std::byte, 8> raw{};
-      if (wire::encode_trailer(t, raw) != wire::FedStatus::ok)
-        return Error(ErrorCode::internal, "cannot encode a trailer");
-      e.tail_crc = wire::fed_crc16_word(wire::load_le64(raw.data()), prefix[e.words - 2]);
-      const std::uint32_t tail_words = e.words - 1;  // payload and trailer, after the header
+      t.length_words = words;
+      e.words = words;
+      e.tail_crc = wire::fed_crc16_word(trailer_word(t), prefix[words - 2]);
+      const std::uint32_t tail_words = words - 1;  // payload and trailer, after the header
       auto [it, added] =
           matrix_of.try_emplace(tail_words, static_cast<std::uint32_t>(matrices_.size()));
       if (added) matrices_.push_back(powers.shift(tail_words));
@@ -180,47 +215,58 @@ Result<void> FedEmulator::build() {
 }
 
 std::uint32_t FedEmulator::fragment_size(std::size_t fed, std::uint64_t event) const {
-  return feds_[fed].entries[event & mask_].words * 8;
+  return entry(fed, event).words * 8;
 }
 
-void FedEmulator::write_fast(const Fed& fed, const Entry& e, std::uint64_t event,
-                             std::byte* out) const {
-  wire::FedHeaderFields h;
-  h.event_type = kPhysicsEventType;
-  h.l1_id = l1_id_of(settings_.numbering, event, settings_.resync_every);
-  h.bx_id = static_cast<std::uint16_t>(event % kLhcBunches);
-  h.source_id = fed.id;
-  // Fields were checked at construction; encode_header cannot refuse them.
-  (void)wire::encode_header(h, std::span<std::byte, 8>(out, 8));
-  const std::uint16_t header_crc = wire::fed_crc16_word(wire::load_le64(out), wire::kFedCrcInit);
-  const std::size_t payload_bytes = (std::size_t{e.words} - 2) * 8;
-  std::memcpy(out + 8, fed.payload.data(), payload_bytes);
-  const auto crc = static_cast<std::uint16_t>(apply(matrices_[e.matrix], header_crc) ^ e.tail_crc);
-  wire::FedTrailerFields t;
-  t.length_words = e.words;
-  t.crc = crc;
-  (void)wire::encode_trailer(t, std::span<std::byte, 8>(out + 8 + payload_bytes, 8));
+// Every value is made in registers and stored once: reading back a word just stored to the chunk
+// (a line the stores before it have not yet brought into the cache) stalls until the copies
+// before it are done.
+std::uint32_t FedEmulator::write_template(std::uint64_t event, std::byte* out) const {
+  // The CRC is linear: the header's CRC is its FED's (L1 id and BX 0) and the L1 id's and BX's
+  // bits' from a zero register; the matrix carries it over the payload and trailer.
+  const std::uint64_t ids =
+      std::uint64_t{l1_id_of(settings_.numbering, event, settings_.resync_every)} * l1_unit_ |
+      (event % kLhcBunches) * bx_unit_;
+  const std::uint16_t ids_crc = wire::fed_crc16_word(ids, 0);
+  const Entry* e = &entries_[(event & mask_) * feds_.size()];
+  std::byte* p = out;
+  for (const Fed& fed : feds_) {
+    const std::size_t payload_bytes = (std::size_t{e->words} - 2) * 8;
+    const auto header_crc = static_cast<std::uint16_t>(fed.header_crc ^ ids_crc);
+    const auto crc =
+        static_cast<std::uint16_t>(apply(matrices_[e->matrix], header_crc) ^ e->tail_crc);
+    wire::store_le64(p, fed.header | ids);
+    std::memcpy(p + 8, fed.payload.data(), payload_bytes);
+    wire::store_le64(p + 8 + payload_bytes,
+                     trailer_ | e->words * length_unit_ | std::uint64_t{crc} * crc_unit_);
+    p += payload_bytes + 16;
+    ++e;
+  }
+  return static_cast<std::uint32_t>(p - out);
+}
+
+std::uint32_t FedEmulator::write_pattern(std::uint64_t event, std::byte* out) const {
+  std::byte* p = out;
+  for (std::size_t f = 0; f < feds_.size(); ++f) {
+    const std::size_t bytes = fragment_size(f, event);
+    wire::FedHeaderFields h;
+    h.event_type = kPhysicsEventType;
+    h.l1_id = l1_id_of(settings_.numbering, event, settings_.resync_every);
+    h.bx_id = static_cast<std::uint16_t>(event % kLhcBunches);
+    h.source_id = feds_[f].id;
+    (void)wire::write_fragment(std::span<std::byte>(p, bytes), h, settings_.seed);
+    p += bytes;
+  }
+  return static_cast<std::uint32_t>(p - out);
 }
 
 Produced FedEmulator::produce(std::uint64_t event, std::span<std::byte> out) {
-  const std::size_t slot = event & mask_;
-  const std::uint32_t total = super_sizes_[slot];
+  const std::uint32_t total = super_sizes_[event & mask_];
   if (out.size() < total) return {Produced::Status::no_room, 0, 0};
-  std::byte* p = out.data();
-  for (const Fed& fed : feds_) {
-    const Entry& e = fed.entries[slot];
-    const std::size_t bytes = std::size_t{e.words} * 8;
-    if (settings_.payload == PayloadKind::fixed_template) {
-      write_fast(fed, e, event, p);
-    } else {
-      wire::FedHeaderFields h;
-      h.event_type = kPhysicsEventType;
-      h.l1_id = l1_id_of(settings_.numbering, event, settings_.resync_every);
-      h.bx_id = static_cast<std::uint16_t>(event % kLhcBunches);
-      h.source_id = fed.id;
-      (void)wire::write_fragment(std::span<std::byte>(p, bytes), h, settings_.seed);
-    }
-    p += bytes;
+  if (settings_.payload == PayloadKind::fixed_template) {
+    write_template(event, out.data());
+  } else {
+    write_pattern(event, out.data());
   }
   // One writer: plain load and store, no locked read-modify-write per event.
   events_.store(events_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);

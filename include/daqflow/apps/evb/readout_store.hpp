@@ -41,10 +41,10 @@
 namespace daqflow::apps::evb {
 
 struct ReadoutSettings {
-  std::string name = "ru";  // names the pools and errors
-  std::uint32_t ru = 0;     // the RU's application index, in block headers
-  std::size_t chunk_size = 4u << 20;
-  std::size_t chunks = 32;
+  std::string name = "ru";                // names the pools and errors
+  std::uint32_t ru = 0;                   // the RU's application index, in block headers
+  std::size_t chunk_size = 0;             // 0: auto_chunk_size()
+  std::size_t chunks = 0;                 // 0: kAutoStoreBytes of chunks
   std::size_t event_capacity = 1u << 16;  // produced events held before assignment (power of 2)
   std::size_t block_capacity = 256;       // blocks held at once (power of 2)
   std::uint32_t max_block_events = 32;    // largest block accepted from the EVM
@@ -54,6 +54,16 @@ struct ReadoutSettings {
   // without a transport): ordinary pools.
   transport::Endpoint* endpoint = nullptr;
 };
+
+// The readout store's memory when its settings leave it to the store.
+inline constexpr std::size_t kAutoStoreBytes = std::size_t{128} << 20;
+inline constexpr std::size_t kAutoChunkMin = std::size_t{1} << 20;
+
+// The chunk size a store picks: the smallest power of two from kAutoChunkMin that holds four of
+// the largest super-fragments and lets a block of `events` span no more chunks than a message
+// carries. Small chunks keep the memory being written small, so that it is still in the cache
+// when it is written again.
+[[nodiscard]] std::size_t auto_chunk_size(std::size_t events, std::size_t max_super_fragment);
 
 // The chunk slices a block of `events` events of at most `max_super_fragment` bytes may need in
 // the worst case (a middle chunk is always more than chunk_size - max_super_fragment full).

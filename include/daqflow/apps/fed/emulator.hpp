@@ -91,6 +91,8 @@ class FedEmulator final : public FragmentSource {
 
  private:
   using CrcMatrix = std::array<std::uint16_t, 16>;  // column i: image of bit i
+  // One FED's fragment of one slot of the table, laid out slot by slot (FEDs of a slot side by
+  // side), so that an event reads its entries in one sequential sweep.
   struct Entry {
     std::uint32_t words = 0;     // fragment length in 64-bit words
     std::uint32_t matrix = 0;    // index into matrices_: carries the header CRC to the end
@@ -98,17 +100,29 @@ class FedEmulator final : public FragmentSource {
   };
   struct Fed {
     std::uint16_t id = 0;
-    std::vector<Entry> entries;          // period entries
+    std::uint64_t header = 0;            // the header word of L1 id 0 and BX 0
+    std::uint16_t header_crc = 0;        // its CRC from the initial register
     std::vector<std::uint64_t> payload;  // template words (longest payload of the table)
   };
 
   explicit FedEmulator(const EmulatorSettings& s);
   Result<void> build();
-  void write_fast(const Fed& fed, const Entry& e, std::uint64_t event, std::byte* out) const;
+  [[nodiscard]] const Entry& entry(std::size_t fed, std::uint64_t event) const {
+    return entries_[(event & mask_) * feds_.size() + fed];
+  }
+  // The fixed template: header, payload and trailer words from the tables, the CRC by linearity.
+  std::uint32_t write_template(std::uint64_t event, std::byte* out) const;
+  std::uint32_t write_pattern(std::uint64_t event, std::byte* out) const;
 
   EmulatorSettings settings_;
   std::uint64_t mask_ = 0;
   std::vector<Fed> feds_;
+  std::vector<Entry> entries_;     // period x feds
+  std::uint64_t l1_unit_ = 0;      // the header's bit for L1 id 1; the fields are contiguous
+  std::uint64_t bx_unit_ = 0;      // ... and for BX 1
+  std::uint64_t trailer_ = 0;      // the trailer word of length 0 and CRC 0
+  std::uint64_t length_unit_ = 0;  // the trailer's bit for length 1
+  std::uint64_t crc_unit_ = 0;     // ... and for CRC 1
   std::vector<std::uint32_t> super_sizes_;
   std::vector<CrcMatrix> matrices_;
   std::size_t max_super_ = 0;

@@ -18,8 +18,11 @@
 
 namespace daqflow::apps::fed {
 
+// Three words without padding: returned in registers, built there (a padded struct was built on
+// the stack and read back whole, a read that waits for every store before it, the fragments'
+// copies included).
 struct Produced {
-  enum class Status : std::uint8_t {
+  enum class Status : std::uint32_t {
     ready,      // bytes written for the event
     not_ready,  // the data of this event has not arrived (or the trigger rate holds it back)
     no_room,    // out is too small: give a fresh chunk (at least max_super_fragment_size())

@@ -275,5 +275,32 @@ TEST(ReadoutStoreTest, ConfigurationErrorsSayWhatToRaise) {
   EXPECT_LE(worst_case_slices(32, 16384, 4u << 20), 15u);
 }
 
+TEST(ReadoutStoreTest, PicksSmallChunksThatHoldEveryBlockWhenLeftToIt) {
+  // From 1 MiB, the smallest power of two holding four super-fragments...
+  EXPECT_EQ(auto_chunk_size(32, 16384), 1u << 20);
+  EXPECT_EQ(auto_chunk_size(32, 300000), 2u << 20);
+  // ... that a block of the most events spans in no more slices than a message carries.
+  for (const std::size_t events : {1u, 32u, 512u, 4096u}) {
+    for (const std::size_t sf : {64u, 16384u, 400000u}) {
+      const std::size_t chunk = auto_chunk_size(events, sf);
+      EXPECT_LE(worst_case_slices(events, sf, chunk), transport::kMaxSegments - 1)
+          << events << " events of " << sf << " bytes in chunks of " << chunk;
+      EXPECT_EQ(chunk % 64, 0u);
+    }
+  }
+  // A store of automatic chunks builds blocks as one of given chunks does.
+  auto source = emulator(2048, 8);
+  auto store = ReadoutStore::create(small_store(0, 0, 32), source->max_super_fragment_size());
+  ASSERT_TRUE(store) << store.error().message();
+  auto& s = **store;
+  produce(s, *source, 64);
+  EXPECT_EQ(s.assign(assign(0, 0, 32)), AssignOutcome::accepted);
+  ASSERT_TRUE(s.cut());
+  transport::Message m;
+  s.stage(0, m);
+  EXPECT_EQ(m.segment_count, 2) << "descriptor + one chunk slice";
+  check_block(m, 0, 32, 8 * 2048);
+}
+
 }  // namespace
 }  // namespace daqflow::apps::evb
