@@ -195,7 +195,7 @@ std::uint64_t evb_max_message_size(const EvbShape& s) {
   return size;
 }
 
-StreamShape evb_stream_shape(const EvbShape& s, std::uint32_t depth) {
+StreamShape evb_stream_shape(const EvbShape& s) {
   StreamShape out;
   out.pattern = s.rubu ? "nxn" : "nton";
   out.n = s.rus;
@@ -203,7 +203,7 @@ StreamShape evb_stream_shape(const EvbShape& s, std::uint32_t depth) {
   out.message_size = wire::block_descriptor_size(s.events_per_request) +
                      std::uint64_t{s.events_per_request} *
                          static_cast<std::uint64_t>(s.feds_per_ru) * s.fragment_mean;
-  out.depth = depth;
+  out.depth = s.blocks_in_flight;
   out.verify = "ends";
   out.fill = true;
   return out;

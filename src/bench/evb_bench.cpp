@@ -304,7 +304,7 @@ Result<EvbRun> run_evb_point(const EvbOptions& o, const EvbShape& s, const std::
 // summed, and the events per second its messages would carry.
 Result<EvbRun> run_evb_stream_point(const EvbOptions& o, const EvbShape& s, const std::string& name,
                                     const std::string& what, BenchEnv& env) {
-  const StreamShape shape = evb_stream_shape(s, o.cluster.pipeline_depth);
+  const StreamShape shape = evb_stream_shape(s);
   ClusterSettings cluster = o.cluster;
   cluster.output_dir = point_dir(env, name);
   cluster.max_message_size = evb_max_message_size(s);
@@ -366,7 +366,7 @@ Result<BenchOutput> run_evb(const EvbOptions& o, BenchEnv& env) {
   int done = 0;
   for (std::size_t i = 0; i < all.size(); ++i) {
     const EvbShape& s = all[i];
-    const std::uint64_t message = evb_stream_shape(s, o.cluster.pipeline_depth).message_size;
+    const std::uint64_t message = evb_stream_shape(s).message_size;
     std::array<std::vector<double>, 2> mb_s;
     std::vector<double> events_per_s;
     for (int round = 1; round <= o.rounds; ++round) {

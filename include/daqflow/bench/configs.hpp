@@ -99,11 +99,12 @@ struct EvbShape {
 // The raw stream a builder is measured against: its readouts' processes (the EVM's included)
 // sending to its BUs' processes (RUBU: every node to every node, nxn), each message the size
 // of a readout's part of a block (its header, one entry per event, events_per_request
-// super-fragments of the mean size), at the builder's depth. The work per byte is the
+// super-fragments of the mean size), at the builder's depth (as many messages in flight to
+// each sink as a BU keeps blocks in flight, blocks_in_flight). The work per byte is the
 // builder's: the sources write every byte of their messages, as the FED emulators write their
 // fragments, and the sinks check the messages' ends only, as the BUs do not read payloads
 // (check_crc is off).
-[[nodiscard]] StreamShape evb_stream_shape(const EvbShape& shape, std::uint32_t depth);
+[[nodiscard]] StreamShape evb_stream_shape(const EvbShape& shape);
 // What evb_stream_shape is, in words, for result files.
 inline constexpr const char* kEvbStreamReference =
     "the raw stream of the same shape: the readouts' processes to the BUs' processes (RUBU: "

@@ -157,7 +157,8 @@ TEST(GeneratedConfig, AnEventBuildersStreamIsItsReadoutsToItsBus) {
   cl.transport = "tcp";
   cl.port_base = 11000;
   EvbShape s;  // 3 readouts (the EVM's included), 2 BUs, 8 FEDs of 2 kB, 32 events a block
-  const StreamShape stream = evb_stream_shape(s, 6);
+  s.blocks_in_flight = 6;
+  const StreamShape stream = evb_stream_shape(s);
   EXPECT_EQ(stream.message_size, 48u + 32u * 8u + 32u * 8u * 2048u);
   const auto c = load(stream_yaml(cl, stream));
   EXPECT_EQ(count_type(c, "source"), 3u);
@@ -170,7 +171,7 @@ TEST(GeneratedConfig, AnEventBuildersStreamIsItsReadoutsToItsBus) {
     EXPECT_EQ(a.params["fill"], true);
   }
   s.rubu = true;
-  const auto rubu = load(stream_yaml(cl, evb_stream_shape(s, 6)));
+  const auto rubu = load(stream_yaml(cl, evb_stream_shape(s)));
   EXPECT_EQ(count_type(rubu, "source"), 3u);
   EXPECT_EQ(count_type(rubu, "sink"), 3u);
   EXPECT_EQ(rubu.contexts.size(), 3u);
