@@ -150,7 +150,7 @@ Result<void> FedEmulator::build() {
   super_sizes_.assign(period, 0);
   feds_.resize(settings_.feds);
   entries_.resize(std::size_t{period} * settings_.feds);
-  ShiftPowers powers;
+  const ShiftPowers powers;
   std::unordered_map<std::uint32_t, std::uint32_t> matrix_of;  // tail words -> matrices_ index
   std::vector<std::uint16_t> prefix;
 
@@ -221,7 +221,7 @@ std::uint32_t FedEmulator::fragment_size(std::size_t fed, std::uint64_t event) c
 // Every value is made in registers and stored once: reading back a word just stored to the chunk
 // (a line the stores before it have not yet brought into the cache) stalls until the copies
 // before it are done.
-std::uint32_t FedEmulator::write_template(std::uint64_t event, std::byte* out) const {
+void FedEmulator::write_template(std::uint64_t event, std::byte* out) const {
   // The CRC is linear: the header's CRC is its FED's (L1 id and BX 0) and the L1 id's and BX's
   // bits' from a zero register; the matrix carries it over the payload and trailer.
   const std::uint64_t ids =
@@ -229,24 +229,21 @@ std::uint32_t FedEmulator::write_template(std::uint64_t event, std::byte* out) c
       (event % kLhcBunches) * bx_unit_;
   const std::uint16_t ids_crc = wire::fed_crc16_word(ids, 0);
   const Entry* e = &entries_[(event & mask_) * feds_.size()];
-  std::byte* p = out;
   for (const Fed& fed : feds_) {
     const std::size_t payload_bytes = (std::size_t{e->words} - 2) * 8;
     const auto header_crc = static_cast<std::uint16_t>(fed.header_crc ^ ids_crc);
     const auto crc =
         static_cast<std::uint16_t>(apply(matrices_[e->matrix], header_crc) ^ e->tail_crc);
-    wire::store_le64(p, fed.header | ids);
-    std::memcpy(p + 8, fed.payload.data(), payload_bytes);
-    wire::store_le64(p + 8 + payload_bytes,
+    wire::store_le64(out, fed.header | ids);
+    std::memcpy(out + 8, fed.payload.data(), payload_bytes);
+    wire::store_le64(out + 8 + payload_bytes,
                      trailer_ | e->words * length_unit_ | std::uint64_t{crc} * crc_unit_);
-    p += payload_bytes + 16;
+    out += payload_bytes + 16;
     ++e;
   }
-  return static_cast<std::uint32_t>(p - out);
 }
 
-std::uint32_t FedEmulator::write_pattern(std::uint64_t event, std::byte* out) const {
-  std::byte* p = out;
+void FedEmulator::write_pattern(std::uint64_t event, std::byte* out) const {
   for (std::size_t f = 0; f < feds_.size(); ++f) {
     const std::size_t bytes = fragment_size(f, event);
     wire::FedHeaderFields h;
@@ -254,10 +251,9 @@ std::uint32_t FedEmulator::write_pattern(std::uint64_t event, std::byte* out) co
     h.l1_id = l1_id_of(settings_.numbering, event, settings_.resync_every);
     h.bx_id = static_cast<std::uint16_t>(event % kLhcBunches);
     h.source_id = feds_[f].id;
-    (void)wire::write_fragment(std::span<std::byte>(p, bytes), h, settings_.seed);
-    p += bytes;
+    (void)wire::write_fragment(std::span<std::byte>(out, bytes), h, settings_.seed);
+    out += bytes;
   }
-  return static_cast<std::uint32_t>(p - out);
 }
 
 Produced FedEmulator::produce(std::uint64_t event, std::span<std::byte> out) {

@@ -174,10 +174,9 @@ Result<void> TsInput::open_endpoint(runtime::AppContext& ctx, std::uint32_t inte
   const std::uint64_t interval_bytes =
       replay_ ? replay_->largest_interval_bytes()
               : std::uint64_t{geometry_.core} * (wire::kMicrosliceDescriptorSize + max_size_);
-  // Small intervals are made several to a round, so that each builder's contributions of a
-  // round leave in one write (up to 256 kB of them in all, as many as the pool has free): over
-  // tcp, 4 kB contributions went 2 to a system call with 64 kB rounds (0.38 of the stream), 4
-  // and more with 256 kB (0.48).
+  // Small intervals are made several to a round (up to 256 kB and 64 intervals, as many as the
+  // pool has free), so that each builder's contributions of a round leave in one write: with
+  // 64 kB rounds, 4 kB contributions went about two to a system call over tcp.
   constexpr std::uint64_t kRoundBytes = 256 * 1024;
   intervals_per_round_ = static_cast<int>(
       std::clamp<std::uint64_t>(kRoundBytes / std::max<std::uint64_t>(interval_bytes, 1), 4, 64));

@@ -111,8 +111,8 @@ class FedEmulator final : public FragmentSource {
     return entries_[(event & mask_) * feds_.size() + fed];
   }
   // The fixed template: header, payload and trailer words from the tables, the CRC by linearity.
-  std::uint32_t write_template(std::uint64_t event, std::byte* out) const;
-  std::uint32_t write_pattern(std::uint64_t event, std::byte* out) const;
+  void write_template(std::uint64_t event, std::byte* out) const;
+  void write_pattern(std::uint64_t event, std::byte* out) const;
 
   EmulatorSettings settings_;
   std::uint64_t mask_ = 0;
