@@ -29,21 +29,7 @@ constexpr std::int64_t kNow = 1;
 // How long the agent sleeps at most otherwise.
 constexpr std::int64_t kNapNs = 1'000'000;
 
-// The schedule's slot: four times the 90th percentile of the recent round trips, a power of two
-// of microseconds from 64 us to 16 ms. It moves up at once and down only once the measure is a
-// quarter of it or less, so that the nodes seldom see it change.
-constexpr std::size_t kTripsKept = 256;
-std::int64_t slot_for(const std::deque<std::int64_t>& trips, std::int64_t current) {
-  if (trips.empty()) return current;
-  std::vector<std::int64_t> sorted(trips.begin(), trips.end());
-  const auto p90 = sorted.begin() + static_cast<std::ptrdiff_t>(sorted.size() * 9 / 10);
-  std::nth_element(sorted.begin(), p90, sorted.end());
-  const std::int64_t want = 4 * *p90;
-  std::int64_t slot = 64'000;
-  while (slot < want && slot < 16'000'000) slot *= 2;
-  if (current == 0 || slot > current || 4 * want <= current) return slot;
-  return current;
-}
+constexpr std::size_t kTripsKept = 256;  // the probe round trips the slot follows
 
 }  // namespace
 
@@ -205,7 +191,7 @@ void ClockMaster::finish_round(std::size_t n) {
     ++s.rounds;
     rounds_->add_single_writer();
     if (const auto e = s.estimator.estimate()) {
-      slot_ns_.store(slot_for(trips_, slot_ns_.load(std::memory_order_relaxed)),
+      slot_ns_.store(schedule_slot_for(trips_, slot_ns_.load(std::memory_order_relaxed)),
                      std::memory_order_relaxed);
       wire::ClockCorrectionMsg c;
       c.slot_ns = static_cast<std::uint64_t>(slot_ns_.load(std::memory_order_relaxed));
@@ -243,7 +229,7 @@ void ClockMaster::on_reply(Completion& c, std::int64_t t4, std::int64_t now) {
   const RoundTrip trip{r.t1, r.t2, r.t3, t4};
   // The whole round trip, the node's turnaround included: what a wake-up costs here.
   trips_.push_back(t4 - r.t1);
-  if (trips_.size() > kTripsKept) trips_.pop_front();
+  if (trips_.size() > kTripsKept) trips_.erase(trips_.begin());
   if (trip.delay_ns() >= 0 && (!s.has_best || trip.delay_ns() < s.best.delay_ns())) {
     s.best = trip;
     s.best_probe = r.probe;

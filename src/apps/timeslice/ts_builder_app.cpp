@@ -373,7 +373,18 @@ int TsBuilder::work(std::int64_t now) {
 void TsBuilder::wait_for_work(std::chrono::microseconds timeout) {
   // The output's completions and the timeouts need turns without a message.
   const bool pending = in_output_ > 0 || !control_idle();
-  const std::chrono::microseconds cap{pending ? 200 : 2000};
+  std::chrono::microseconds cap{pending ? 200 : 2000};
+  if (schedule_.builders > 0 && producing() && !control_idle()) {
+    // Acknowledgements wait for their inputs' slots: at the next slot's start, not up to
+    // 200 us into it (a slot is as short as what the machine keeps).
+    if (const std::int64_t slot_ns = schedule_slot_ns(schedule_.slot_ns); slot_ns > 0) {
+      if (!timer_slack_set_) {
+        keep_slot_time();
+        timer_slack_set_ = true;
+      }
+      cap = std::min(cap, until_next_slot(schedule_clock_ns(*clock_), slot_ns));
+    }
+  }
   endpoint_->wait(std::min(timeout, cap));
 }
 

@@ -138,6 +138,7 @@ class TsBuilder final : public runtime::ApplicationWith<TsBuilder, TsBuilderSett
     std::size_t position = 0;  // of this builder in the inputs' builders
     std::int64_t slot_ns = 0;  // the inputs' slot_us; 0: the clock master's
   } schedule_;
+  bool timer_slack_set_ = false;           // this agent thread's (the schedule's waits)
   std::vector<ControlLog> acks_;           // by input
   ControlLog to_manager_;                  // ts_done
   std::vector<transport::AppIndex> gone_;  // scratch

@@ -1,7 +1,6 @@
 #include "ts_input_app.hpp"
 
 #include <spdlog/spdlog.h>
-#include <sys/prctl.h>
 
 #include <algorithm>
 #include <cmath>
@@ -478,17 +477,12 @@ void TsInput::wait_for_work(std::chrono::microseconds timeout) {
   if (producing()) {
     if (order_ == SendOrder::scheduled) {
       if (!timer_slack_set_) {
-        // Linux lets a timed wait overrun by 50 us by default, longer than a slot of 64 kB
-        // contributions: this thread's waits end within 1 us of their deadline.
-        (void)prctl(PR_SET_TIMERSLACK, 1000UL, 0UL, 0UL, 0UL);
+        keep_slot_time();
         timer_slack_set_ = true;
       }
       // Until the next slot begins (a wake-up for an acknowledgement comes through the endpoint).
-      const std::int64_t now_ns = slot_clock_ns();
       const std::int64_t known = schedule_slot_ns();
-      const std::int64_t slot_ns = known > 0 ? known : 1'000'000;  // until the master's comes
-      const std::int64_t next_ns = (now_ns / slot_ns + 1) * slot_ns;
-      cap = std::chrono::microseconds(std::max<std::int64_t>(1, (next_ns - now_ns + 999) / 1000));
+      cap = until_next_slot(slot_clock_ns(), known > 0 ? known : 1'000'000);  // till it is known
     }
     if (!real_time_ && !starved_ && outbox_.size() < retained_cap_ &&
         (count_ == 0 || intervals_ < count_ + 1) &&

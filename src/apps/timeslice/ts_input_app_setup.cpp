@@ -167,6 +167,14 @@ Result<void> TsInput::open_endpoint(runtime::AppContext& ctx, std::uint32_t inte
   // once, so few receive buffers (they are as large as the largest message).
   options.max_message_size = static_cast<std::uint32_t>(std::max<std::uint64_t>(largest, 4096));
   options.recv_buffers = 8;
+  if (order_ == SendOrder::scheduled) {
+    // A slot sends to one builder only: that link may hold what the chaotic order spreads over
+    // every builder's, so that the input keeps as many contributions in flight either way.
+    options.pipeline_depth = std::max<std::uint32_t>(
+        options.pipeline_depth *
+            static_cast<std::uint32_t>(std::max<std::size_t>(builders_.size(), 1)),
+        in_flight_);
+  }
   auto endpoint = detail::open_endpoint(
       ctx, {{"manager", {&manager_, has_manager_ ? 1u : 0u}}, {"builder", builders_}}, &options);
   if (!endpoint) return endpoint.error();

@@ -8,7 +8,8 @@ TsOutbox::TsOutbox(const Settings& s)
     : managed_(s.managed),
       retained_(s.capacity),
       alive_(s.builders, true),
-      ahead_(s.managed ? std::max<std::size_t>(s.ahead, 1) : 0) {}
+      ahead_(s.managed ? std::max<std::size_t>(s.ahead, 1) : 0),
+      unsent_from_for_(s.builders, 0) {}
 
 TsOutbox::Timeslice& TsOutbox::add(std::uint64_t index, TsInterval core, TsInterval next) {
   // A timeslice a window behind holds the place (in doubt at a frozen builder): it steps aside,
@@ -27,6 +28,7 @@ TsOutbox::Timeslice& TsOutbox::add(std::uint64_t index, TsInterval core, TsInter
   } else {
     t.builder = round_robin(index);
   }
+  rewind(index, t.builder);
   return t;
 }
 
@@ -41,6 +43,7 @@ TsOutbox::Assigned TsOutbox::assign(std::uint64_t index, std::size_t builder, st
       t->builder = static_cast<int>(builder);
       t->epoch = epoch;
       t->sent = false;  // (again) to this builder
+      rewind(index, t->builder);
     }
     return Assigned::retained;
   }
@@ -65,6 +68,7 @@ bool TsOutbox::lose(std::size_t builder, Loss& loss) {
     if (t.sent) loss.sent.push_back(t.index);
     t.builder = round_robin(t.index);
     t.sent = false;
+    rewind(t.index, t.builder);
     ++loss.moved;
   });
   return true;
@@ -84,12 +88,29 @@ bool TsOutbox::holds(std::size_t builder) {
 
 TsOutbox::Timeslice* TsOutbox::oldest_unsent_for(std::size_t builder) {
   Timeslice* oldest = nullptr;
-  each_unsent([&](Timeslice& t) {
-    if (t.builder != static_cast<int>(builder)) return true;
+  const auto look = [&](std::uint64_t, Timeslice& t) {
+    if (t.sent || t.builder != static_cast<int>(builder)) return true;
     oldest = &t;
     return false;
-  });
+  };
+  if (!retained_.each_aside_until(look)) return oldest;
+  std::uint64_t& from = unsent_from_for_[builder];
+  from = retained_.each_in_window_from(from, look) ? retained_.window_end() : oldest->index;
   return oldest;
+}
+
+void TsOutbox::rewind(std::uint64_t index, int builder) {
+  unsent_from_ = std::min(unsent_from_, index);
+  if (builder >= 0) {
+    std::uint64_t& from = unsent_from_for_[static_cast<std::size_t>(builder)];
+    from = std::min(from, index);
+  }
+}
+
+void TsOutbox::clear() {
+  retained_.clear();
+  unsent_from_ = 0;
+  std::fill(unsent_from_for_.begin(), unsent_from_for_.end(), 0);
 }
 
 bool TsOutbox::mark_sent(Timeslice& t) {

@@ -88,13 +88,28 @@ class TsOutbox {
   // Whether builder holds (or is to get) a timeslice of this input.
   [[nodiscard]] bool holds(std::size_t builder);
 
-  // The timeslices to send, oldest first: f(t) for each, until f returns false.
+  // The timeslices to send, oldest first: f(t) for each, until f returns false (f sends t, and
+  // marks it sent, or leaves it to send later).
   template <class F>
   void each_unsent(F&& f) {
-    retained_.each_until([&](std::uint64_t, Timeslice& t) {
-      if (t.sent || t.builder < 0) return true;
-      return f(t);
-    });
+    const auto to_send = [](const Timeslice& t) { return !t.sent && t.builder >= 0; };
+    if (!retained_.each_aside_until(
+            [&](std::uint64_t, Timeslice& t) { return !to_send(t) || f(t); })) {
+      return;
+    }
+    // From where the last look stopped: below it, every timeslice was sent or awaits an
+    // assignment (which rewinds).
+    std::uint64_t left = UINT64_MAX;  // the oldest left to send
+    std::uint64_t last = 0;
+    const bool all =
+        retained_.each_in_window_from(unsent_from_, [&](std::uint64_t key, Timeslice& t) {
+          last = key;
+          if (!to_send(t)) return true;
+          const bool more = f(t);
+          if (to_send(t)) left = std::min(left, key);
+          return more;
+        });
+    unsent_from_ = left != UINT64_MAX ? left : all ? retained_.window_end() : last;
   }
   // The oldest timeslice to send to builder, or nullptr.
   [[nodiscard]] Timeslice* oldest_unsent_for(std::size_t builder);
@@ -103,7 +118,7 @@ class TsOutbox {
 
   [[nodiscard]] std::size_t size() const { return retained_.size(); }
   [[nodiscard]] bool empty() const { return retained_.empty(); }
-  void clear() { retained_.clear(); }
+  void clear();
 
  private:
   struct Assignment {
@@ -113,11 +128,18 @@ class TsOutbox {
   };
   // Round robin: k mod N, or the next builder alive; -1 when none is.
   [[nodiscard]] int round_robin(std::uint64_t index) const;
+  // Timeslice index is to be sent (again): the looks for what to send start no later than it.
+  void rewind(std::uint64_t index, int builder);
 
   bool managed_ = false;
   Retention<Timeslice> retained_;
   std::vector<bool> alive_;
   std::vector<Assignment> ahead_;  // by index modulo its size
+  // Where the looks for timeslices to send start in the window (those aside are few, and looked
+  // through each time): each_unsent's, and oldest_unsent_for's by builder. Below them nothing is
+  // to be sent, so that a look costs what it finds, not the timeslices retained.
+  std::uint64_t unsent_from_ = 0;
+  std::vector<std::uint64_t> unsent_from_for_;
   std::uint64_t end_ = UINT64_MAX;
 };
 

@@ -2,6 +2,10 @@
 // The barrel shifter's clock and slot, as the scheduled inputs and their builders read them
 // (docs/timeslices.md, "Sending order").
 
+#include <sys/prctl.h>
+
+#include <algorithm>
+#include <chrono>
 #include <cstdint>
 
 #include "daqflow/core/clock.hpp"
@@ -20,6 +24,19 @@ namespace daqflow::apps::timeslice {
 // measured one).
 [[nodiscard]] inline std::int64_t schedule_slot_ns(std::int64_t configured_ns) {
   return configured_ns > 0 ? configured_ns : core::synced_clock().slot_ns();
+}
+
+// The wait until the next slot begins at now_ns (on the schedule's clock), at least 1 us.
+[[nodiscard]] inline std::chrono::microseconds until_next_slot(std::int64_t now_ns,
+                                                               std::int64_t slot_ns) {
+  const std::int64_t next_ns = (now_ns / slot_ns + 1) * slot_ns;
+  return std::chrono::microseconds(std::max<std::int64_t>(1, (next_ns - now_ns + 999) / 1000));
+}
+
+// Linux lets a timed wait overrun by 50 us by default, a good part of a short slot: the calling
+// thread's waits end within 1 us of their deadline from now on.
+inline void keep_slot_time() {
+  (void)prctl(PR_SET_TIMERSLACK, 1000UL, 0UL, 0UL, 0UL);
 }
 
 }  // namespace daqflow::apps::timeslice

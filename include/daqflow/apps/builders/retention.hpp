@@ -175,6 +175,43 @@ class Retention {
     return all;
   }
 
+  // f(key, item) for the items aside (in the order they were set aside), until f returns false;
+  // returns whether f went through all of them.
+  template <class F>
+  bool each_aside_until(F&& f) {
+    for (Aside& a : aside_) {
+      if (!f(a.key, a.item)) return false;
+    }
+    return true;
+  }
+  // f(key, item) for the window's items under keys from `from` on, oldest first, until f returns
+  // false; returns whether f went through all of them. A caller that keeps where it stopped
+  // visits each key once, however many are held.
+  template <class F>
+  bool each_in_window_from(std::uint64_t from, F&& f) {
+    if (in_window_ == 0 || from >= high_) return true;
+    if (high_ - low_ > places_.size()) {
+      // Keys further apart than the window (rare): visit them sorted.
+      order_.clear();
+      for (Place& p : places_) {
+        if (p.used && p.key >= from) order_.push_back(&p);
+      }
+      std::sort(order_.begin(), order_.end(),
+                [](const Place* a, const Place* b) { return a->key < b->key; });
+      for (Place* p : order_) {
+        if (!f(p->key, p->item)) return false;
+      }
+      return true;
+    }
+    for (std::uint64_t k = std::max(from, low_); k < high_; ++k) {
+      Place& p = places_[k & mask_];
+      if (p.used && p.key == k && !f(k, p.item)) return false;
+    }
+    return true;
+  }
+  // No key in the window is at or above this one.
+  [[nodiscard]] std::uint64_t window_end() const { return high_; }
+
   [[nodiscard]] std::size_t size() const { return in_window_ + aside_.size(); }
   [[nodiscard]] bool empty() const { return size() == 0; }
   [[nodiscard]] std::size_t in_window() const { return in_window_; }

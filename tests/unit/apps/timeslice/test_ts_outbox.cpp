@@ -65,6 +65,41 @@ TEST(TsOutbox, ALostBuildersTimeslicesMoveAndTheSentOnesAreNamed) {
   EXPECT_FALSE(o.any_alive());
 }
 
+TEST(TsOutbox, ALookForWhatToSendGoesOnFromWhereTheLastStoppedAndALossRewindsIt) {
+  TsOutbox o = outbox(3, false, 64);
+  for (std::uint64_t k = 0; k < 30; ++k) (void)o.add(k, {}, {});
+  // The chaotic order: five sent, then the transport pushes back.
+  int sent = 0;
+  o.each_unsent([&](TsOutbox::Timeslice& t) {
+    if (sent == 5) return false;
+    (void)o.mark_sent(t);
+    ++sent;
+    return true;
+  });
+  EXPECT_EQ(unsent(o).front(), (std::pair<std::uint64_t, int>{5, 2}));
+  EXPECT_EQ(unsent(o).size(), 25U);
+  // The scheduled order: builder 1's, oldest first, then none.
+  std::vector<std::uint64_t> to_1;
+  for (TsOutbox::Timeslice* t = o.oldest_unsent_for(1); t != nullptr; t = o.oldest_unsent_for(1)) {
+    to_1.push_back(t->index);
+    (void)o.mark_sent(*t);
+  }
+  EXPECT_EQ(to_1, (std::vector<std::uint64_t>{7, 10, 13, 16, 19, 22, 25, 28}));
+  EXPECT_EQ(o.oldest_unsent_for(1), nullptr);
+  (void)o.add(30, {}, {});
+  (void)o.add(31, {}, {});
+  ASSERT_NE(o.oldest_unsent_for(1), nullptr);
+  EXPECT_EQ(o.oldest_unsent_for(1)->index, 31U) << "one made after the look";
+  // Builder 1 lost: what it had been sent goes to builder 2, from the oldest on (builder 2's
+  // looks had gone past them).
+  EXPECT_EQ(o.oldest_unsent_for(2)->index, 5U);
+  TsOutbox::Loss loss;
+  ASSERT_TRUE(o.lose(1, loss));
+  EXPECT_EQ(loss.sent, (std::vector<std::uint64_t>{1, 4, 7, 10, 13, 16, 19, 22, 25, 28}));
+  EXPECT_EQ(o.oldest_unsent_for(2)->index, 1U);
+  EXPECT_EQ(unsent(o).front(), (std::pair<std::uint64_t, int>{1, 2}));
+}
+
 TEST(TsOutbox, AnAcknowledgedTimesliceGoesOnce) {
   TsOutbox o = outbox(2, false);
   (void)o.add(0, {}, {});
