@@ -150,14 +150,15 @@ class Bench(DaqflowTestCase):
         self.assertEqual(self.column(doc, "run"), ["stream", "chaotic", "scheduled", "clock"])
         self.assertTrue(all(v > 0 for v in self.column(doc, "mb_s_per_node")[:3]))
         # The scheduled run's slot is the one its clock master measured the machine keeps (a
-        # power of two of microseconds from 64); it and the clocks' run alone have a clock
-        # master, whose precision is reported.
+        # quarter octave of microseconds from 64 up to 16000: 64, 80, 96, 112, 128, 160...); it and
+        # the clocks' run alone have a clock master, whose precision is reported.
         stream, chaotic, scheduled, clock = doc["rows"]
         self.assertGreater(clock[8], 0)
         self.assertEqual(doc["summary"]["clock_precision_ns_quiet"], clock[8])
         rate = stream[5]
         self.assertEqual(chaotic[4], 0)
-        self.assertIn(scheduled[4], [64.0 * 2 ** k for k in range(9)])
+        self.assertIn(scheduled[4],
+                      [16.0 * 2 ** k * q for k in range(9) for q in (4, 5, 6, 7)] + [16000.0])
         self.assertEqual(chaotic[8], -1)
         self.assertGreater(scheduled[8], 0)
         size = doc["summary"]["sizes"][0]
