@@ -75,6 +75,18 @@ PayloadStatus decode(std::span<const std::byte, kContributionSize> in, std::size
   });
 }
 
+std::uint64_t contribution_size(std::span<const std::byte, kContributionSize> in,
+                                std::uint64_t left) {
+  Contribution m;
+  const PayloadStatus s = ContributionLayout::decode(in, m, [](const Contribution& c) {
+    return valid_if(c.core_microslices != 0 && c.core_microslices <= c.microslices &&
+                    c.microslices <= kMaxMicroslicesPerContribution);
+  });
+  if (s != PayloadStatus::ok || m.content_size > left) return 0;
+  const std::uint64_t size = payload_size(m);
+  return size <= left ? size : 0;
+}
+
 void encode(const TsAck& m, std::span<std::byte, kTsAckSize> out) {
   TsAckLayout::store(m, out);
 }

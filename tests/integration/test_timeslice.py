@@ -20,7 +20,12 @@ INPUTS = {"ia": ["in0", "in1"], "ib": ["in2", "in3"]}
 BUILDERS = ["tb0", "tb1", "tb2", "tb3"]
 
 
-def ts_config(transport="tcp", inputs="", builders="", output="{kind: file}", manager=None):
+LARGE = "{dist: uniform, mean: 2048, sd: 1000, max: 4096}"  # contributions of about 48 kB
+SMALL = "{dist: uniform, mean: 256, sd: 100, max: 512}"  # of 7 to 13 kB: several to a message
+
+
+def ts_config(transport="tcp", inputs="", builders="", output="{kind: file}", manager=None,
+              sizes=LARGE):
     """Inputs two per process, builders one per process; extra flow-style keys for each. With
     manager (its extra keys, or ""), a ts_manager in a process of its own assigns."""
     all_inputs = [i for ids in INPUTS.values() for i in ids]
@@ -44,7 +49,7 @@ def ts_config(transport="tcp", inputs="", builders="", output="{kind: file}", ma
         for i in ids:
             text += (f"      - {{type: ts_input, id: {i}, builders: [{', '.join(BUILDERS)}], "
                      f"microslice_us: 100, timeslice_us: 2000, overlap_us: 300, "
-                     f"microslice_size: {{dist: uniform, mean: 2048, sd: 1000, max: 4096}}, "
+                     f"microslice_size: {sizes}, "
                      f"seed: {i[2:]}{', ' + inputs if inputs else ''}}}\n")
     for b in BUILDERS:
         text += (f"  - name: ctx_{b}\n    host: 127.0.0.1\n    control_port: {port}\n"
@@ -94,11 +99,11 @@ class Timeslices(DaqflowTestCase):
                                  f"timeslice {t['event']}, eq_id {c['eq_id']}: the overlap is "
                                  "the next timeslice's first microslices")
 
-    def clean_run(self, transport, order, manager=None):
+    def clean_run(self, transport, order, manager=None, sizes=LARGE):
         extra = f"pace: max, count: 200, order: {order}"
         if order == "scheduled":
             extra += ", slot_us: 200"
-        text = ts_config(transport, inputs=extra, manager=manager)
+        text = ts_config(transport, inputs=extra, manager=manager, sizes=sizes)
         code, out, summary = self.run_config(self.write_config("ts.yaml", text), "--duration",
                                              "0", timeout=180)
         self.assertEqual(code, 0, out)
@@ -115,6 +120,14 @@ class Timeslices(DaqflowTestCase):
                 self.assertEqual(r["timeslices_acked"], 200, (i, r))
                 self.assertEqual(r["timeslices_sent"], 200, (i, r))
                 self.assertEqual(r["contributions_resent"], 0, (i, r))
+        for b in BUILDERS:
+            messages = apps[b]["endpoint"]["messages_received"]
+            contributions = apps[b]["results"]["contributions"]
+            if sizes == SMALL:
+                # Small contributions travel several to a message.
+                self.assertLess(messages, contributions, b)
+            elif manager is None:
+                self.assertEqual(messages, contributions, b)
         if manager is None:
             for b in BUILDERS:
                 # Round robin: timeslice k to builder k mod 4.
@@ -140,6 +153,12 @@ class Timeslices(DaqflowTestCase):
         for transport in ("tcp", "shm"):
             with self.subTest(transport=transport):
                 self.clean_run(transport, "scheduled")
+                os.rename(self.path("run-data"), self.path(f"run-data-{transport}"))
+
+    def test_small_contributions_go_several_to_a_message_each_built_once(self):
+        for transport, order in (("tcp", "chaotic"), ("shm", "scheduled")):
+            with self.subTest(transport=transport, order=order):
+                self.clean_run(transport, order, sizes=SMALL)
                 os.rename(self.path("run-data"), self.path(f"run-data-{transport}"))
 
     def test_a_manager_assigns_every_timeslice_once(self):

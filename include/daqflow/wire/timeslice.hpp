@@ -6,7 +6,8 @@
 //                                  content, size, offset (of the content in the input's stream)
 //   ts_contribution  input -> builder   one input's part of one timeslice: a 48-byte component
 //                                  descriptor, then its microslice descriptors (core, then
-//                                  overlap), then their contents, back to back in that order
+//                                  overlap), then their contents, back to back in that order;
+//                                  or several such parts (of small contributions), back to back
 //   ts_ack           builder -> input   16 B: the timeslice is done (written or flagged); the
 //                                  input may drop what it kept for it
 //   timeslice descriptor    40 B   starts a timeslice in an archive file; its components follow
@@ -156,6 +157,11 @@ void encode(const Contribution& m, std::span<std::byte, kContributionSize> out);
 // contents, which must add up to it.
 [[nodiscard]] PayloadStatus decode(std::span<const std::byte, kContributionSize> in,
                                    std::size_t payload_size, Contribution& out);
+// The size of the contribution whose descriptor is `in`, in a message carrying several back to
+// back with `left` bytes from its start on; 0 when the descriptor is malformed or says more than
+// is left.
+[[nodiscard]] std::uint64_t contribution_size(std::span<const std::byte, kContributionSize> in,
+                                              std::uint64_t left);
 [[nodiscard]] constexpr std::uint64_t payload_size(const Contribution& m) {
   return kContributionSize + std::uint64_t{m.microslices} * kMicrosliceDescriptorSize +
          m.content_size;

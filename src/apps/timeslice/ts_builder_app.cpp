@@ -270,21 +270,83 @@ int TsBuilder::flush_outputs() {
   return work;
 }
 
-void TsBuilder::on_contribution(Completion& c, std::size_t input, std::int64_t now) {
+namespace {
+
+// The bytes [at, at + length) of a message's pieces as a message of their own, sharing its
+// buffers; false when they take more pieces than a message holds.
+bool slice(const transport::Message& m, std::uint64_t at, std::uint64_t length,
+           transport::Message& out) {
+  out.clear();
+  out.type = m.type;
+  for (const transport::Segment& s : m.pieces()) {
+    if (length == 0) break;
+    if (at >= s.length) {
+      at -= s.length;
+      continue;
+    }
+    const std::uint64_t n = std::min<std::uint64_t>(s.length - at, length);
+    if (!out.add(s.buffer.share(), s.offset + static_cast<std::uint32_t>(at),
+                 static_cast<std::uint32_t>(n))) {
+      return false;
+    }
+    at = 0;
+    length -= n;
+  }
+  return length == 0;
+}
+
+}  // namespace
+
+void TsBuilder::on_contributions(Completion& c, std::size_t input, std::int64_t now) {
+  std::array<std::span<const std::byte>, transport::kMaxSegments> spans{};
+  for (std::uint8_t s = 0; s < c.message.segment_count; ++s) {
+    spans[s] = c.message.segments[s].bytes();
+  }
+  const Pieces pieces(spans.data(), c.message.segment_count);
+  // One contribution, or several small ones back to back (ts_batch.hpp), each sized by its
+  // descriptor.
+  std::uint64_t at = 0;
+  while (at < c.size) {
+    std::array<std::byte, wire::kContributionSize> head{};
+    const std::uint64_t bytes = c.size - at >= head.size() && gather(pieces, at, head)
+                                    ? wire::contribution_size(head, c.size - at)
+                                    : 0;
+    if (bytes == 0) {
+      contributions_rejected_->add_single_writer();
+      spdlog::warn(
+          "{}: message of '{}' rejected: at byte {} of {}, no sound contribution "
+          "descriptor",
+          id(), detail::id_of(ids_, inputs_[input]), at, c.size);
+      return;
+    }
+    if (at == 0 && bytes == c.size) {  // the whole message
+      on_contribution(c.message, pieces, bytes, c.message.tag, input, now);
+      return;
+    }
+    transport::Message part;
+    std::array<std::span<const std::byte>, transport::kMaxSegments> part_spans{};
+    if (!slice(c.message, at, bytes, part)) {
+      contributions_rejected_->add_single_writer();
+      return;
+    }
+    for (std::uint8_t s = 0; s < part.segment_count; ++s) part_spans[s] = part.segments[s].bytes();
+    part.tag = wire::load_le64(head.data());  // the descriptor's timeslice index
+    on_contribution(part, Pieces(part_spans.data(), part.segment_count), bytes, part.tag, input,
+                    now);
+    at += bytes;
+  }
+}
+
+void TsBuilder::on_contribution(transport::Message& part, Pieces pieces, std::uint64_t bytes,
+                                std::uint64_t index, std::size_t input, std::int64_t now) {
   contributions_->add_single_writer();
-  bytes_in_->add_single_writer(c.size);
-  const std::uint64_t index = c.message.tag;
+  bytes_in_->add_single_writer(bytes);
   if (assembly_.done(index)) {
     contributions_late_->add_single_writer();
     send_ack(input, index, wire::TsAckStatus::late);
     return;
   }
-  std::array<std::span<const std::byte>, transport::kMaxSegments> spans{};
-  for (std::uint8_t s = 0; s < c.message.segment_count; ++s) {
-    spans[s] = c.message.segments[s].bytes();
-  }
-  const ContributionCheck check = check_contribution(Pieces(spans.data(), c.message.segment_count),
-                                                     c.size, geometry_, index, verify_crc_);
+  const ContributionCheck check = check_contribution(pieces, bytes, geometry_, index, verify_crc_);
   if (!check.problem.empty()) {
     contributions_rejected_->add_single_writer();
     spdlog::warn("{}: contribution of '{}' to timeslice {} rejected: {}", id(),
@@ -296,7 +358,7 @@ void TsBuilder::on_contribution(Completion& c, std::size_t input, std::int64_t n
     contributions_fenced_->add_single_writer();
     return;
   }
-  switch (assembly_.add(index, input, c.message, now)) {
+  switch (assembly_.add(index, input, part, now)) {
     case TsAssembly::Added::complete:
       (void)complete(*assembly_.find(index));
       break;

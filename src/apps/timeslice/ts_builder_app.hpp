@@ -83,7 +83,11 @@ class TsBuilder final : public runtime::ApplicationWith<TsBuilder, TsBuilderSett
 
   void on_peer_gone(transport::AppIndex peer, std::string_view reason);
   [[nodiscard]] int work(std::int64_t now);
-  void on_contribution(transport::Completion& c, std::size_t input, std::int64_t now);
+  // A ts_contribution message: one contribution, or several back to back.
+  void on_contributions(transport::Completion& c, std::size_t input, std::int64_t now);
+  // One contribution of `bytes` bytes for timeslice index, in part's pieces (taken when kept).
+  void on_contribution(transport::Message& part, Pieces pieces, std::uint64_t bytes,
+                       std::uint64_t index, std::size_t input, std::int64_t now);
   // Writes the timeslice (with a manager: asks first); false when it must wait.
   [[nodiscard]] bool complete(TsAssembly::Timeslice& t);
   [[nodiscard]] bool write(TsAssembly::Timeslice& t);

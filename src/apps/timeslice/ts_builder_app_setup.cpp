@@ -11,6 +11,7 @@
 #include "daqflow/wire/endian.hpp"
 #include "daqflow/wire/evb.hpp"
 #include "daqflow/wire/farm.hpp"
+#include "ts_batch.hpp"
 #include "ts_builder_app.hpp"
 
 namespace daqflow::apps::timeslice {
@@ -121,7 +122,9 @@ Result<void> TsBuilder::open_endpoint(runtime::AppContext& ctx, const TsBuilderS
     here_ = std::max(here_, has_manager_ ? window : 2 * ((window + builders - 1) / builders) + 2);
   }
   const std::uint64_t cluster_max = options.max_message_size;
-  std::uint64_t message = std::max<std::uint64_t>(largest, 4096);
+  // A contribution, or a batch of small ones (ts_batch.hpp).
+  std::uint64_t message =
+      std::max<std::uint64_t>({largest, 4096, contribution_batch_bytes(cluster_max)});
   if (s.output.value("kind", std::string()) == "farm") {
     // It sends whole timeslices to the SFC: the endpoint's one size limit (which also sizes its
     // receive buffers) must hold one.
@@ -263,7 +266,7 @@ void TsBuilder::add_handlers() {
       data_path().reject();
       return;
     }
-    on_contribution(c, static_cast<std::size_t>(it - inputs_.begin()), now);
+    on_contributions(c, static_cast<std::size_t>(it - inputs_.begin()), now);
   });
   const auto from_manager = [this](Completion& c, std::int64_t) {
     if (!has_manager_ || c.peer != manager_) {

@@ -11,7 +11,8 @@
 // Memory: the microslices of one timeslice interval are generated into one buffer of a send pool
 // (descriptors, then contents), so a contribution is the header and four pieces of two buffers
 // (the core's and the next interval's, for the overlap), sent without a copy; on shm the builder
-// reads them in place. The pool holds `in_flight` + 2 intervals: when every timeslice in it
+// reads them in place. Small contributions are copied instead, several to a message
+// (ts_batch.hpp). The pool holds `in_flight` + 2 intervals: when every timeslice in it
 // waits for an acknowledgement, generation waits (and in real time falls behind, counted).
 //
 // Assignment: round robin, timeslice k to builder k mod N; a builder that is lost (its
@@ -20,8 +21,8 @@
 //
 // Order: `chaotic` sends a contribution as soon as it is ready; `scheduled` is a barrel shifter:
 // in time slot s this input (position i among the inputs) sends only to builder (i + s) mod N,
-// one contribution per slot, so that no two inputs send to one builder at once; slots it slept
-// through are served late, in order, at most one turn of the shifter.
+// every contribution it has ready for it, so that no two inputs send to one builder at once;
+// slots it slept through are served late, in order, at most one turn of the shifter.
 //
 // Threading: as every application (runtime/application.hpp); the agent thread owns the data path.
 
@@ -118,7 +119,16 @@ class TsInput final : public runtime::ApplicationWith<TsInput, TsInputSettings> 
   void plugin_failed(const std::string& what);
   int generate(std::int64_t now);
   int send(std::int64_t now);
+  // Sends t to its builder: alone (by reference), or copied into that builder's batch when it is
+  // small (ts_batch.hpp); false when the transport pushes back (t then stays to send).
+  [[nodiscard]] bool send_contribution(TsOutbox::Timeslice& t);
   [[nodiscard]] bool send_one(TsOutbox::Timeslice& t);
+  // Posts the batch to a builder (nothing when it is empty); false when it could not go (its
+  // contributions then stay to send).
+  bool flush_batch(std::size_t builder);
+  bool flush_batches();
+  [[nodiscard]] wire::Contribution header_of(const TsOutbox::Timeslice& t) const;
+  void count_sent(std::uint64_t bytes, bool again);
   void on_peer_gone(transport::AppIndex peer, std::string_view reason);
   [[nodiscard]] int work(std::int64_t now);
   void on_ack(const transport::Completion& c);
@@ -163,6 +173,17 @@ class TsInput final : public runtime::ApplicationWith<TsInput, TsInputSettings> 
   core::Clock* clock_ = nullptr;
   core::BufferPool* data_pool_ = nullptr;    // the data path's
   core::BufferPool* header_pool_ = nullptr;  // the data path's
+  // Small contributions copied back to back, by builder, until the batch is full or send()
+  // ends (every send() leaves them empty).
+  struct Batch {
+    core::Buffer buffer;
+    std::uint32_t used = 0;
+    std::uint64_t first = 0;  // the first contribution's timeslice (the message's tag)
+    std::vector<std::pair<TsOutbox::Timeslice*, bool>> items;  // and whether sent before
+  };
+  std::vector<Batch> batches_;
+  core::BufferPool* batch_pool_ = nullptr;  // the data path's; none: no batches
+  std::uint32_t batch_bytes_ = 0;
   core::Xoshiro rng_;
   TsOutbox outbox_;  // made, not acknowledged
   std::size_t retained_cap_ = 0;
@@ -175,6 +196,7 @@ class TsInput final : public runtime::ApplicationWith<TsInput, TsInputSettings> 
   std::int64_t last_slot_ = -1;
   std::int64_t last_slot_ns_ = 0;  // the length last_slot_ counts in
   std::uint64_t bytes_sent_total_ = 0;
+  std::uint64_t contributions_sent_ = 0;  // that left, alone or in a batch
   std::uint64_t acked_total_ = 0;
   bool echo_end_ = false;  // multicast: the run's end came, the manager is to hear so
   ThroughputSampler sampler_;

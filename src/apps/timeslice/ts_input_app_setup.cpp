@@ -10,6 +10,7 @@
 #include "daqflow/core/synced_clock.hpp"
 #include "daqflow/wire/crc32c.hpp"
 #include "daqflow/wire/endian.hpp"
+#include "ts_batch.hpp"
 #include "ts_input_app.hpp"
 
 namespace daqflow::apps::timeslice {
@@ -163,9 +164,19 @@ Result<void> TsInput::open_endpoint(runtime::AppContext& ctx, std::uint32_t inte
                                std::to_string(t.max_message_size) + ")");
   }
   transport::EndpointOptions options = ctx.endpoint_options();
-  // Messages as large as a contribution; received are acknowledgements only, each dropped at
-  // once, so few receive buffers (they are as large as the largest message).
-  options.max_message_size = static_cast<std::uint32_t>(std::max<std::uint64_t>(largest, 4096));
+  // Small contributions go several to a message when the typical one is small (the mean
+  // generated; the largest recorded or from a plugin).
+  const std::uint64_t mean =
+      replay_ || plugin_ ? largest
+                         : wire::kContributionSize +
+                               slices * (wire::kMicrosliceDescriptorSize +
+                                         static_cast<std::uint64_t>(std::llround(size_.mean)));
+  batch_bytes_ = contribution_batch_bytes(t.max_message_size);
+  if (!batched(mean, batch_bytes_)) batch_bytes_ = 0;
+  // Messages as large as a contribution or a batch; received are acknowledgements only, each
+  // dropped at once, so few receive buffers (they are as large as the largest message).
+  options.max_message_size =
+      static_cast<std::uint32_t>(std::max<std::uint64_t>({largest, 4096, batch_bytes_}));
   options.recv_buffers = 8;
   if (order_ == SendOrder::scheduled) {
     // A slot sends to one builder only: that link may hold what the chaotic order spreads over
@@ -206,6 +217,20 @@ Result<void> TsInput::open_endpoint(runtime::AppContext& ctx, std::uint32_t inte
                                        2 * std::size_t{intervals} + 16);
   if (!headers) return headers.error();
   header_pool_ = *headers;
+  batches_.clear();
+  batches_.resize(builders_.size());
+  batch_pool_ = nullptr;
+  if (batch_bytes_ > 0) {
+    // A batch stays lent until every timeslice it has a part of is built: twice the window's
+    // bytes in batches, at least two a builder (when they run out, contributions go alone).
+    const std::uint64_t window = 2 * std::uint64_t{intervals} * mean / batch_bytes_;
+    const auto n = static_cast<std::uint32_t>(std::clamp<std::uint64_t>(
+        window + 2 * builders_.size(), 2 * builders_.size(), intervals + 2 * builders_.size()));
+    auto batches = data_path().send_pool(id() + ".batches", batch_bytes_, n);
+    if (!batches) return batches.error();
+    batch_pool_ = *batches;
+    for (Batch& b : batches_) b.items.reserve(batch_bytes_ / mean + 1);
+  }
   retained_cap_ = intervals - 1;
   return ok();
 }

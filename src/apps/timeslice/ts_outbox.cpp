@@ -119,6 +119,12 @@ bool TsOutbox::mark_sent(Timeslice& t) {
   return again;
 }
 
+void TsOutbox::unsend(Timeslice& t, bool again) {
+  t.sent = false;
+  t.ever_sent = again;
+  rewind(t.index, t.builder);
+}
+
 int TsOutbox::round_robin(std::uint64_t index) const {
   const std::size_t n = alive_.size();
   for (std::size_t j = 0; j < n; ++j) {

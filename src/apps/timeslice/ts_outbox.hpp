@@ -115,6 +115,8 @@ class TsOutbox {
   [[nodiscard]] Timeslice* oldest_unsent_for(std::size_t builder);
   // t was sent to its builder; returns whether it had been sent before (to another).
   bool mark_sent(Timeslice& t);
+  // t, marked sent (mark_sent returned `again`), could not go after all: it is to send again.
+  void unsend(Timeslice& t, bool again);
 
   [[nodiscard]] std::size_t size() const { return retained_.size(); }
   [[nodiscard]] bool empty() const { return retained_.empty(); }

@@ -117,5 +117,22 @@ TEST(TimesliceProtocol, AckAndTimesliceDescriptorRoundTrip) {
   EXPECT_EQ(decode(tb, tout), PayloadStatus::bad_count);
 }
 
+TEST(TimesliceProtocol, AContributionInABatchIsSizedByItsDescriptorWithinWhatIsLeft) {
+  Contribution c{.index = 7, .microslices = 8, .core_microslices = 7, .content_size = 4096};
+  std::array<std::byte, kContributionSize> buf{};
+  encode(c, buf);
+  const std::uint64_t size = kContributionSize + 8 * kMicrosliceDescriptorSize + 4096;
+  EXPECT_EQ(contribution_size(buf, 3 * size), size) << "the first of three";
+  EXPECT_EQ(contribution_size(buf, size), size) << "the last";
+  EXPECT_EQ(contribution_size(buf, size - 1), 0U) << "says more than is left";
+  c.core_microslices = 9;  // more core than microslices
+  encode(c, buf);
+  EXPECT_EQ(contribution_size(buf, 3 * size), 0U);
+  c.core_microslices = 7;
+  c.microslices = kMaxMicroslicesPerContribution + 1;
+  encode(c, buf);
+  EXPECT_EQ(contribution_size(buf, UINT64_MAX), 0U) << "more descriptors than a decoder believes";
+}
+
 }  // namespace
 }  // namespace daqflow::wire
