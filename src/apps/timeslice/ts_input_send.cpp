@@ -1,0 +1,180 @@
+// The ts_input's sending: contributions alone or in batches, in the chaotic or the scheduled
+// order (ts_input_app.hpp).
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "ts_batch.hpp"
+#include "ts_input_app.hpp"
+
+namespace daqflow::apps::timeslice {
+
+wire::Contribution TsInput::header_of(const TsOutbox::Timeslice& r) const {
+  wire::Contribution c;
+  c.index = r.index;
+  c.start_ns = r.index * geometry_.duration_ns();
+  c.eq_id = eq_id_;
+  c.sys_id = sys_id_;
+  c.sys_ver = sys_ver_;
+  c.core_microslices = geometry_.core;
+  c.epoch = r.epoch;
+  c.microslices = geometry_.core + geometry_.overlap;
+  c.content_size = std::uint64_t{r.core.content_bytes} + r.next.overlap_bytes;
+  return c;
+}
+
+void TsInput::count_sent(std::uint64_t bytes, bool again) {
+  bytes_sent_->add_single_writer(bytes);
+  bytes_sent_total_ += bytes;
+  ++contributions_sent_;
+  (again ? contributions_resent_ : timeslices_sent_)->add_single_writer();
+}
+
+bool TsInput::send_contribution(TsOutbox::Timeslice& r) {
+  const wire::Contribution c = header_of(r);
+  const std::uint64_t bytes = wire::payload_size(c);
+  if (batch_pool_ == nullptr || !batched(bytes, batch_bytes_)) return send_one(r);
+  const auto builder = static_cast<std::size_t>(r.builder);
+  Batch& b = batches_[builder];
+  if (b.used + bytes > batch_bytes_ && !flush_batch(builder)) return false;
+  if (!b.buffer) {
+    b.buffer = batch_pool_->acquire();
+    if (!b.buffer) return send_one(r);  // every batch is at a builder still: alone
+  }
+  // The contribution as its builder reads it: the descriptor, the microslice descriptors (core,
+  // overlap), the contents (core, overlap).
+  std::byte* at = b.buffer.data() + b.used;
+  wire::encode(c, std::span<std::byte, wire::kContributionSize>(at, wire::kContributionSize));
+  at += wire::kContributionSize;
+  const auto copy = [&at](const TsInterval& from, std::size_t offset, std::size_t n) {
+    std::memcpy(at, from.buffer.data() + offset, n);
+    at += n;
+  };
+  const std::size_t core_descriptors =
+      std::size_t{geometry_.core} * wire::kMicrosliceDescriptorSize;
+  copy(r.core, 0, core_descriptors);
+  copy(r.next, 0, std::size_t{geometry_.overlap} * wire::kMicrosliceDescriptorSize);
+  copy(r.core, core_descriptors, r.core.content_bytes);
+  copy(r.next, core_descriptors, r.next.overlap_bytes);
+  if (b.items.empty()) b.first = r.index;
+  b.items.emplace_back(&r, outbox_.mark_sent(r));
+  b.used += static_cast<std::uint32_t>(bytes);
+  return true;
+}
+
+bool TsInput::flush_batch(std::size_t builder) {
+  Batch& b = batches_[builder];
+  if (b.items.empty()) return true;
+  transport::Message m;
+  m.type = wire::MessageType::ts_contribution;
+  m.tag = b.first;
+  m.add(std::move(b.buffer), 0, b.used);
+  const SendStatus status = endpoint_->post_send(builders_[builder], m);
+  b.used = 0;
+  if (status == SendStatus::ok) {
+    for (const auto& [t, again] : b.items) count_sent(wire::payload_size(header_of(*t)), again);
+    b.items.clear();
+    return true;
+  }
+  m.clear();
+  for (const auto& [t, again] : b.items) outbox_.unsend(*t, again);
+  b.items.clear();
+  if (status != SendStatus::back_pressure && status != SendStatus::not_connected) {
+    lose_builder(builder, "sending failed: " + std::string(transport::to_string(status)));
+  }
+  return false;
+}
+
+bool TsInput::flush_batches() {
+  bool all = true;
+  for (std::size_t k = 0; k < batches_.size(); ++k) all = flush_batch(k) && all;
+  return all;
+}
+
+bool TsInput::send_one(TsOutbox::Timeslice& r) {
+  core::Buffer h = header_pool_->acquire();
+  if (!h) return false;
+  const wire::Contribution c = header_of(r);
+  wire::encode(c, std::span<std::byte, wire::kContributionSize>(h.data(), wire::kContributionSize));
+  const auto descriptors =
+      geometry_.core * static_cast<std::uint32_t>(wire::kMicrosliceDescriptorSize);
+  transport::Message m;
+  m.type = wire::MessageType::ts_contribution;
+  m.tag = r.index;
+  m.add(std::move(h), 0, wire::kContributionSize);
+  m.add(r.core.buffer.share(), 0, descriptors);
+  if (geometry_.overlap > 0) {
+    m.add(r.next.buffer.share(), 0,
+          geometry_.overlap * static_cast<std::uint32_t>(wire::kMicrosliceDescriptorSize));
+  }
+  m.add(r.core.buffer.share(), descriptors, r.core.content_bytes);
+  if (r.next.overlap_bytes > 0) m.add(r.next.buffer.share(), descriptors, r.next.overlap_bytes);
+  const AppIndex peer = builders_[static_cast<std::size_t>(r.builder)];
+  const SendStatus status = endpoint_->post_send(peer, m);
+  if (status == SendStatus::ok) {
+    count_sent(wire::payload_size(c), outbox_.mark_sent(r));
+    return true;
+  }
+  m.clear();
+  if (status == SendStatus::back_pressure || status == SendStatus::not_connected) return false;
+  lose_builder(static_cast<std::size_t>(r.builder),
+               "sending failed: " + std::string(transport::to_string(status)));
+  return false;
+}
+
+int TsInput::send(std::int64_t now) {
+  if (failed()) return 0;
+  const std::uint64_t before = contributions_sent_;
+  const auto sent = [&] { return static_cast<int>(contributions_sent_ - before); };
+  // Scheduled, before the clock master has measured the slot: as they come (the schedule starts
+  // with the master's first correction).
+  if (order_ == SendOrder::chaotic || schedule_slot_ns() == 0) {
+    outbox_.each_unsent([&](TsOutbox::Timeslice& t) { return send_contribution(t); });
+    (void)flush_batches();
+    return sent();
+  }
+  // Scheduled: slot s of the run's clock goes to builder (position + s) mod N, which then gets
+  // every contribution this input has ready for it, oldest first: a slot long enough to be kept
+  // carries a batch.
+  // Slots are aligned on the synchronised clock (a clock_client in this context corrects it), so
+  // that the inputs of different hosts agree on whose turn it is. Slots this input slept through
+  // (a late wake-up) are served now, in their order, at most one turn of the shifter late:
+  // a busy host would otherwise lose the capacity of every slot it misses.
+  const std::int64_t slot_ns = schedule_slot_ns();
+  if (slot_ns != last_slot_ns_) {
+    last_slot_ns_ = slot_ns;  // slots of another length: numbered afresh
+    last_slot_ = -1;
+  }
+  const std::int64_t slot = slot_clock_ns() / slot_ns;
+  (void)now;
+  if (slot == last_slot_) return 0;
+  const auto n = static_cast<std::int64_t>(builders_.size());
+  const std::int64_t first = last_slot_ < 0 ? slot : std::max(last_slot_ + 1, slot - (n - 1));
+  if (last_slot_ >= 0 && first > last_slot_ + 1) {
+    slots_missed_->add_single_writer(static_cast<std::uint64_t>(first - last_slot_ - 1));
+  }
+  for (std::int64_t s = first; s <= slot; ++s) {
+    const auto target =
+        static_cast<std::size_t>((position_ + static_cast<std::uint64_t>(s)) % builders_.size());
+    TsOutbox::Timeslice* next = outbox_.oldest_unsent_for(target);
+    if (next == nullptr) {
+      slots_empty_->add_single_writer();
+      continue;
+    }
+    if (s < slot) slots_late_->add_single_writer();
+    bool blocked = false;
+    for (; next != nullptr && !blocked; next = outbox_.oldest_unsent_for(target)) {
+      blocked = !send_contribution(*next);
+    }
+    if (!flush_batch(target) || blocked) {
+      slots_blocked_->add_single_writer();
+      last_slot_ = s - 1;  // the rest of this slot's batch next time
+      return sent();
+    }
+  }
+  last_slot_ = slot;
+  return sent();
+}
+
+}  // namespace daqflow::apps::timeslice
