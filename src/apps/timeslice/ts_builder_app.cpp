@@ -295,44 +295,46 @@ bool slice(const transport::Message& m, std::uint64_t at, std::uint64_t length,
   return length == 0;
 }
 
+// A message's pieces as the contribution checks read them.
+using PieceSpans = std::array<std::span<const std::byte>, transport::kMaxSegments>;
+Pieces pieces_of(const transport::Message& m, PieceSpans& spans) {
+  for (std::uint8_t s = 0; s < m.segment_count; ++s) spans[s] = m.segments[s].bytes();
+  return {spans.data(), m.segment_count};
+}
+
 }  // namespace
 
 void TsBuilder::on_contributions(Completion& c, std::size_t input, std::int64_t now) {
-  std::array<std::span<const std::byte>, transport::kMaxSegments> spans{};
-  for (std::uint8_t s = 0; s < c.message.segment_count; ++s) {
-    spans[s] = c.message.segments[s].bytes();
-  }
-  const Pieces pieces(spans.data(), c.message.segment_count);
+  PieceSpans spans{};
+  const Pieces pieces = pieces_of(c.message, spans);
   // One contribution, or several small ones back to back (ts_batch.hpp), each sized by its
   // descriptor.
   std::uint64_t at = 0;
+  const auto reject = [&](std::string_view why) {
+    contributions_rejected_->add_single_writer();
+    spdlog::warn("{}: message of '{}' rejected from byte {} of {} on: {}", id(),
+                 detail::id_of(ids_, inputs_[input]), at, c.size, why);
+  };
   while (at < c.size) {
     std::array<std::byte, wire::kContributionSize> head{};
     const std::uint64_t bytes = c.size - at >= head.size() && gather(pieces, at, head)
                                     ? wire::contribution_size(head, c.size - at)
                                     : 0;
     if (bytes == 0) {
-      contributions_rejected_->add_single_writer();
-      spdlog::warn(
-          "{}: message of '{}' rejected: at byte {} of {}, no sound contribution "
-          "descriptor",
-          id(), detail::id_of(ids_, inputs_[input]), at, c.size);
-      return;
+      return reject(
+          "the contribution descriptor there is malformed or counts more bytes than are left");
     }
     if (at == 0 && bytes == c.size) {  // the whole message
       on_contribution(c.message, pieces, bytes, c.message.tag, input, now);
       return;
     }
     transport::Message part;
-    std::array<std::span<const std::byte>, transport::kMaxSegments> part_spans{};
     if (!slice(c.message, at, bytes, part)) {
-      contributions_rejected_->add_single_writer();
-      return;
+      return reject("its contribution there spans more pieces than a message holds");
     }
-    for (std::uint8_t s = 0; s < part.segment_count; ++s) part_spans[s] = part.segments[s].bytes();
     part.tag = wire::load_le64(head.data());  // the descriptor's timeslice index
-    on_contribution(part, Pieces(part_spans.data(), part.segment_count), bytes, part.tag, input,
-                    now);
+    PieceSpans part_spans{};
+    on_contribution(part, pieces_of(part, part_spans), bytes, part.tag, input, now);
     at += bytes;
   }
 }

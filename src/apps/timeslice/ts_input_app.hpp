@@ -179,7 +179,12 @@ class TsInput final : public runtime::ApplicationWith<TsInput, TsInputSettings> 
     core::Buffer buffer;
     std::uint32_t used = 0;
     std::uint64_t first = 0;  // the first contribution's timeslice (the message's tag)
-    std::vector<std::pair<TsOutbox::Timeslice*, bool>> items;  // and whether sent before
+    struct Item {
+      TsOutbox::Timeslice* timeslice = nullptr;
+      std::uint64_t bytes = 0;
+      bool again = false;  // sent before (to another builder)
+    };
+    std::vector<Item> items;
   };
   std::vector<Batch> batches_;
   core::BufferPool* batch_pool_ = nullptr;  // the data path's; none: no batches

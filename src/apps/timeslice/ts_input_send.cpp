@@ -58,7 +58,7 @@ bool TsInput::send_contribution(TsOutbox::Timeslice& r) {
   copy(r.core, core_descriptors, r.core.content_bytes);
   copy(r.next, core_descriptors, r.next.overlap_bytes);
   if (b.items.empty()) b.first = r.index;
-  b.items.emplace_back(&r, outbox_.mark_sent(r));
+  b.items.push_back({&r, bytes, outbox_.mark_sent(r)});
   b.used += static_cast<std::uint32_t>(bytes);
   return true;
 }
@@ -73,12 +73,12 @@ bool TsInput::flush_batch(std::size_t builder) {
   const SendStatus status = endpoint_->post_send(builders_[builder], m);
   b.used = 0;
   if (status == SendStatus::ok) {
-    for (const auto& [t, again] : b.items) count_sent(wire::payload_size(header_of(*t)), again);
+    for (const Batch::Item& i : b.items) count_sent(i.bytes, i.again);
     b.items.clear();
     return true;
   }
   m.clear();
-  for (const auto& [t, again] : b.items) outbox_.unsend(*t, again);
+  for (const Batch::Item& i : b.items) outbox_.unsend(*i.timeslice, i.again);
   b.items.clear();
   if (status != SendStatus::back_pressure && status != SendStatus::not_connected) {
     lose_builder(builder, "sending failed: " + std::string(transport::to_string(status)));
