@@ -38,17 +38,23 @@ std::uint64_t message_size_for(std::uint64_t wire_bytes) {
   return size;
 }
 
-// Timeslices an input keeps in flight: the stream's depth (as many as the stream's source has
-// messages in flight to its n sinks). The scheduled order reaches a builder once every n slots,
-// and a slot is as long as a busy host keeps (hundreds of microseconds): there an input needs n
-// slots of timeslices in flight to keep its link busy, up to 16 MB of them (at most 1024), which
-// would only cost the chaotic order cache.
+// Timeslices an input keeps in flight. The stream's source has `depth` messages in flight to each
+// of its n sinks, each freed as soon as its sink has read it; a builder frees an input's
+// contribution only once the other n - 1 inputs' have come too, so to keep as much moving an
+// input may hold n times that: depth x n x n timeslices, as long as they stay within 1 MiB
+// (beyond, the buffers leave the cache), and never fewer than the stream's depth x n. The
+// scheduled order reaches a builder once every n slots, and a slot is as long as a busy host
+// keeps (hundreds of microseconds): there an input needs n slots of timeslices in flight to keep
+// its link busy, up to 16 MB of them (at most 1024).
 int in_flight_for(const TimesliceOptions& o, const std::string& order, std::uint64_t wire_bytes) {
   if (o.shape.in_flight > 0) return o.shape.in_flight;
-  const auto depth =
-      static_cast<std::uint64_t>(o.cluster.pipeline_depth) * static_cast<std::uint64_t>(o.shape.n);
-  if (order != "scheduled") return static_cast<int>(depth);
-  const std::uint64_t by_memory = (16u << 20) / std::max<std::uint64_t>(wire_bytes, 1);
+  const auto n = static_cast<std::uint64_t>(o.shape.n);
+  const auto depth = static_cast<std::uint64_t>(o.cluster.pipeline_depth) * n;
+  const auto bytes = std::max<std::uint64_t>(wire_bytes, 1);
+  if (order != "scheduled") {
+    return static_cast<int>(std::max(depth, std::min(depth * n, (std::uint64_t{1} << 20) / bytes)));
+  }
+  const std::uint64_t by_memory = (16u << 20) / bytes;
   return static_cast<int>(std::max(depth, std::min<std::uint64_t>(by_memory, 1024)));
 }
 
