@@ -38,26 +38,6 @@ std::uint64_t message_size_for(std::uint64_t wire_bytes) {
   return size;
 }
 
-// Timeslices an input keeps in flight. The stream's source has `depth` messages in flight to each
-// of its n sinks, each freed as soon as its sink has read it; a builder frees an input's
-// contribution only once the other n - 1 inputs' have come too, so to keep as much moving an
-// input may hold n times that: depth x n x n timeslices, as long as they stay within 1 MiB
-// (beyond, the buffers leave the cache), and never fewer than the stream's depth x n. The
-// scheduled order reaches a builder once every n slots, and a slot is as long as a busy host
-// keeps (hundreds of microseconds): there an input needs n slots of timeslices in flight to keep
-// its link busy, up to 16 MB of them (at most 1024).
-int in_flight_for(const TimesliceOptions& o, const std::string& order, std::uint64_t wire_bytes) {
-  if (o.shape.in_flight > 0) return o.shape.in_flight;
-  const auto n = static_cast<std::uint64_t>(o.shape.n);
-  const auto depth = static_cast<std::uint64_t>(o.cluster.pipeline_depth) * n;
-  const auto bytes = std::max<std::uint64_t>(wire_bytes, 1);
-  if (order != "scheduled") {
-    return static_cast<int>(std::max(depth, std::min(depth * n, (std::uint64_t{1} << 20) / bytes)));
-  }
-  const std::uint64_t by_memory = (16u << 20) / bytes;
-  return static_cast<int>(std::max(depth, std::min<std::uint64_t>(by_memory, 1024)));
-}
-
 Result<StreamRun> run_stream_point(const TimesliceOptions& o, const TimesliceShape& s,
                                    const std::string& name, const std::string& what,
                                    BenchEnv& env) {
@@ -183,16 +163,17 @@ ResultSet timeslice_result_set(const TimesliceOptions& o) {
   ResultSet r = cluster_result_set("timeslice",
                                    fmt::format("timeslice-{}-n{}", o.cluster.transport, o.shape.n),
                                    o.cluster, command_line(o));
-  r.params.update(nlohmann::json{{"n", o.shape.n},
-                                 {"sizes", o.sizes},
-                                 {"microslices", o.shape.microslices},
-                                 {"crc", o.shape.crc},
-                                 {"slot_us", o.slot_us},
-                                 {"depth", o.cluster.pipeline_depth},
-                                 {"in_flight", o.shape.in_flight},  // 0: per size (in_flight_for)
-                                 {"duration_s", o.duration_s},
-                                 {"rounds", o.rounds},
-                                 {"output", "discard"}});
+  r.params.update(
+      nlohmann::json{{"n", o.shape.n},
+                     {"sizes", o.sizes},
+                     {"microslices", o.shape.microslices},
+                     {"crc", o.shape.crc},
+                     {"slot_us", o.slot_us},
+                     {"depth", o.cluster.pipeline_depth},
+                     {"in_flight", o.shape.in_flight},  // 0: the inputs' automatic window
+                     {"duration_s", o.duration_s},
+                     {"rounds", o.rounds},
+                     {"output", "discard"}});
   r.columns = {"contribution_bytes",
                "wire_bytes",
                "round",
@@ -286,7 +267,6 @@ Result<BenchOutput> run_timeslice(const TimesliceOptions& o, BenchEnv& env) {
           s.order = kind;
           // Scheduled: the slot the clock master measures the machine keeps (or --slot-us).
           s.slot_us = o.slot_us;
-          s.in_flight = in_flight_for(o, s.order, wire);
           auto run = run_timeslice_point(o, s, name, what, env);
           if (!run) return run.error();
           slot_us = run->slot_us;

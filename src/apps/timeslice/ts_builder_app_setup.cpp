@@ -13,6 +13,7 @@
 #include "daqflow/wire/farm.hpp"
 #include "ts_batch.hpp"
 #include "ts_builder_app.hpp"
+#include "ts_input_app.hpp"
 
 namespace daqflow::apps::timeslice {
 
@@ -116,9 +117,11 @@ Result<void> TsBuilder::open_endpoint(runtime::AppContext& ctx, const TsBuilderS
   here_ = 0;
   for (const AppIndex i : inputs_) {
     const auto& params = ctx.cluster().applications[i].params;
-    const std::uint64_t window = params.value("in_flight", std::uint64_t{8});
-    const std::uint64_t builders =
-        std::max<std::size_t>(1, params.value("builders", std::vector<std::string>{}).size());
+    auto settings = TsInputSettings::spec().read(params);
+    if (!settings)
+      return settings.error().context(runtime::application_named(ctx.cluster().applications[i].id));
+    const std::uint64_t window = in_flight_of(*settings, geometry_, options.pipeline_depth);
+    const std::uint64_t builders = std::max<std::size_t>(1, settings->builders.size());
     here_ = std::max(here_, has_manager_ ? window : 2 * ((window + builders - 1) / builders) + 2);
   }
   const std::uint64_t cluster_max = options.max_message_size;

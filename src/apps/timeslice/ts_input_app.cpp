@@ -410,6 +410,7 @@ nlohmann::json TsInput::results() const {
   nlohmann::json r;
   metrics_->counters(r);
   r["eq_id"] = eq_id_;
+  r["in_flight"] = in_flight_;
   r["timeslices_retained"] = static_cast<std::uint64_t>(timeslices_retained_->value());
   detail::put_rates(r, sampler_, "timeslices_per_s");
   const std::lock_guard lock(lost_mutex_);

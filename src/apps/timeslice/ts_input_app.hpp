@@ -80,6 +80,12 @@ struct TsInputSettings {
   } input;
 };
 
+// The timeslices an input with these settings keeps in flight: its in_flight, or when that is 0
+// the automatic window (ts_window.hpp) for the transport's pipeline depth. Its builders size
+// their receive buffers by it.
+[[nodiscard]] std::uint32_t in_flight_of(const TsInputSettings& s, const Geometry& g,
+                                         std::uint32_t depth);
+
 class TsInput final : public runtime::ApplicationWith<TsInput, TsInputSettings> {
  public:
   Result<void> setup(runtime::AppContext& ctx, const TsInputSettings& s) override;

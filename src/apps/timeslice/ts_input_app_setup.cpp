@@ -12,8 +12,21 @@
 #include "daqflow/wire/endian.hpp"
 #include "ts_batch.hpp"
 #include "ts_input_app.hpp"
+#include "ts_window.hpp"
 
 namespace daqflow::apps::timeslice {
+
+std::uint32_t in_flight_of(const TsInputSettings& s, const Geometry& g, std::uint32_t depth) {
+  if (s.in_flight > 0) return s.in_flight;
+  // A generator's contributions are at most this large; a replayed or a plugin's are not known
+  // before the run.
+  const std::uint64_t contribution =
+      s.input.kind == "generator"
+          ? wire::kContributionSize + (std::uint64_t{g.core} + g.overlap) *
+                                          (wire::kMicrosliceDescriptorSize + s.microslice_size.max)
+          : 0;
+  return automatic_in_flight(s.order == "scheduled", s.builders.size(), depth, contribution);
+}
 
 Result<void> TsInput::setup(runtime::AppContext& ctx, const TsInputSettings& s) {
   clock_ = &ctx.clock();
@@ -50,7 +63,7 @@ Result<void> TsInput::setup(runtime::AppContext& ctx, const TsInputSettings& s) 
   if (!spare) return spare.error();
   if (auto r = open_replay(s); !r) return r;
   if (auto r = open_plugin(s); !r) return r;
-  if (auto r = open_endpoint(ctx, s.in_flight + 2 + *spare); !r) return r;
+  if (auto r = open_endpoint(ctx, in_flight_ + 2 + *spare); !r) return r;
   add_metrics(ctx.metrics());
   reset_run(s.seed);
   add_handlers();
@@ -101,7 +114,7 @@ Result<std::uint32_t> TsInput::take_peers(runtime::AppContext& ctx, const TsInpu
   position_ = static_cast<std::size_t>(me - inputs.begin());
   eq_id_ =
       static_cast<std::uint16_t>(s.eq_id >= 0 ? s.eq_id : static_cast<std::int64_t>(position_));
-  in_flight_ = s.in_flight;
+  in_flight_ = in_flight_of(s, geometry_, ctx.cluster().transports.endpoint.pipeline_depth);
   return spare;
 }
 

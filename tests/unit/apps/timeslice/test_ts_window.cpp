@@ -1,0 +1,37 @@
+// The window of timeslices an input keeps in flight when its configuration leaves it open
+// (apps/timeslice/ts_window.hpp).
+
+#include <gtest/gtest.h>
+
+#include "apps/timeslice/ts_window.hpp"
+
+namespace daqflow::apps::timeslice {
+namespace {
+
+TEST(AutomaticInFlight,
+     ChaoticKeepsDepthTimesNSquaredWithinOneMebibyteAndNeverLessThanDepthTimesN) {
+  // depth 8, 4 builders: 128 as long as 128 contributions fit in 1 MiB.
+  EXPECT_EQ(automatic_in_flight(false, 4, 8, 1328), 128u);
+  EXPECT_EQ(automatic_in_flight(false, 4, 8, 4400), 128u);
+  EXPECT_EQ(automatic_in_flight(false, 4, 8, 16688), 62u) << "1 MiB / 16688 B";
+  EXPECT_EQ(automatic_in_flight(false, 4, 8, 65840), 32u) << "never fewer than depth x n";
+  EXPECT_EQ(automatic_in_flight(false, 4, 8, 262448), 32u);
+  EXPECT_EQ(automatic_in_flight(false, 2, 4, 100), 16u) << "depth x n x n: 4 x 2 x 2";
+}
+
+TEST(AutomaticInFlight, ScheduledKeepsUpToSixteenMebibytesOfAtMost1024AndNeverLessThanChaotic) {
+  EXPECT_EQ(automatic_in_flight(true, 4, 8, 4400), 1024u);
+  EXPECT_EQ(automatic_in_flight(true, 4, 8, 16688), 1005u);
+  EXPECT_EQ(automatic_in_flight(true, 4, 8, 65840), 254u);
+  EXPECT_EQ(automatic_in_flight(true, 4, 8, 4u << 20), 32u) << "16 MiB hold 4: depth x n";
+}
+
+TEST(AutomaticInFlight, UnknownSizesKeepDepthTimesNAndTheRangeHolds) {
+  EXPECT_EQ(automatic_in_flight(false, 4, 8, 0), 32u);
+  EXPECT_EQ(automatic_in_flight(true, 4, 8, 0), 32u);
+  EXPECT_EQ(automatic_in_flight(false, 0, 0, 0), 1u) << "at least one";
+  EXPECT_EQ(automatic_in_flight(false, 64, 256, 8), 4096u) << "the setting's range";
+}
+
+}  // namespace
+}  // namespace daqflow::apps::timeslice
