@@ -80,14 +80,8 @@ struct ContextWriter {
         "    applications:\n",
         name, port, port + 1);
     port += 1 + static_cast<int>(apps.size()) + spare;
-    for (const auto& a : apps) {
-      // A clock client that sleeps in the kernel between probes answers each one a wake-up
-      // late, by a varying amount; backing off (spin, yield, then sleep) it answers the probes
-      // after the first of a round at once, and the round's best trip is a true one.
-      ClusterSettings c = cluster;
-      if (a.starts_with("type: clock_")) c.idle = "backoff";
-      y += fmt::format("      - {{{}, {}}}\n", a, app_common(c, app++));
-    }
+    for (const auto& a : apps)
+      y += fmt::format("      - {{{}, {}}}\n", a, app_common(cluster, app++));
   }
 };
 
