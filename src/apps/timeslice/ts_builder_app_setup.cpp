@@ -62,16 +62,27 @@ Result<std::uint64_t> TsBuilder::take_peers(runtime::AppContext& ctx, const TsBu
   if (inputs_.empty()) return runtime::param_error("inputs", "a builder needs at least one input");
   if (inputs_.size() > 65535) return runtime::param_error("inputs", "more than 65535 inputs");
   ids_ = detail::application_ids(ctx.cluster());
-  // Every input is a ts_input that sends here, and they share one geometry.
+  // Every input is a ts_input that sends here, and they share one geometry. Received buffers
+  // held at once (here_): those of the timeslices being built here and of those in the output.
+  // Every input keeps a window of timeslices (its in_flight) until they are acknowledged; round
+  // robin spreads it over the input's builders, so a builder holds at most its share of every
+  // window, twice over (the timeslices coming in while the oldest complete). A manager may send
+  // a builder more (one taking over a lost builder's timeslices): the whole window. The receive
+  // buffers must hold every contribution of the timeslices here, or an input's stream stalls
+  // behind a full builder.
   std::uint64_t largest = 0;
+  here_ = 0;
   for (std::size_t i = 0; i < inputs_.size(); ++i) {
     const auto& app = ctx.cluster().applications[inputs_[i]];
-    const auto builders = app.params.value("builders", std::vector<std::string>{});
-    if (app.type != "ts_input" ||
-        std::find(builders.begin(), builders.end(), id()) == builders.end()) {
+    const auto not_mine = [&] {
       return runtime::param_error(
           "inputs", "'" + s.inputs[i] + "' is no ts_input with '" + id() + "' in its builders");
-    }
+    };
+    if (app.type != "ts_input") return not_mine();
+    auto in = TsInputSettings::spec().read(app.params);
+    if (!in) return in.error().context(runtime::application_named(app.id));
+    const auto me = std::find(in->builders.begin(), in->builders.end(), id());
+    if (me == in->builders.end()) return not_mine();
     auto g = input_geometry(app.params, runtime::application_named(app.id));
     if (!g) return g.error();
     if (i == 0) {
@@ -79,27 +90,25 @@ Result<std::uint64_t> TsBuilder::take_peers(runtime::AppContext& ctx, const TsBu
       // In the scheduled order this builder's acknowledgements keep the inputs' schedule: in the
       // slot input i sends here, this builder acknowledges to input i.
       schedule_ = {};
-      if (app.params.value("order", std::string()) == "scheduled") {
-        schedule_.builders = builders.size();
-        schedule_.position = static_cast<std::size_t>(
-            std::find(builders.begin(), builders.end(), id()) - builders.begin());
-        schedule_.slot_ns = std::llround(app.params.value("slot_us", 0.0) * 1000);
+      if (in->order == "scheduled") {
+        schedule_.builders = in->builders.size();
+        schedule_.position = static_cast<std::size_t>(me - in->builders.begin());
+        schedule_.slot_ns = std::llround(in->slot_us * 1000);
       }
     } else if (!(*g == geometry_)) {
       return runtime::param_error(
           "inputs", "'" + s.inputs[i] + "' has another timeslice geometry than '" + s.inputs[0] +
                         "' (microslice_us, timeslice_us, overlap_us)");
     }
-    const std::uint64_t slices = std::uint64_t{g->core} + g->overlap;
-    const auto max = app.params.value("microslice_size", nlohmann::json::object())
-                         .value("max", std::uint64_t{0});
-    largest = std::max(largest,
-                       wire::kContributionSize + slices * (wire::kMicrosliceDescriptorSize + max));
     // A replaying input's microslices are as large as they were recorded, a plugin's as large
     // as it says: up to the transport's largest message.
-    const auto kind =
-        app.params.value("input", nlohmann::json::object()).value("kind", "generator");
-    if (kind != "generator") largest = UINT64_MAX;
+    largest = in->input.kind == "generator"
+                  ? std::max(largest, contribution_bytes(*g, in->microslice_size.max))
+                  : UINT64_MAX;
+    const std::uint64_t window =
+        in_flight_of(*in, *g, ctx.cluster().transports.endpoint.pipeline_depth);
+    const std::uint64_t builders = in->builders.size();
+    here_ = std::max(here_, has_manager_ ? window : 2 * ((window + builders - 1) / builders) + 2);
   }
   return largest;
 }
@@ -107,23 +116,6 @@ Result<std::uint64_t> TsBuilder::take_peers(runtime::AppContext& ctx, const TsBu
 Result<void> TsBuilder::open_endpoint(runtime::AppContext& ctx, const TsBuilderSettings& s,
                                       std::uint64_t largest) {
   transport::EndpointOptions options = ctx.endpoint_options();
-  // Received buffers held at once: those of the timeslices being built here and of those in the
-  // output. Every input keeps a window of timeslices (its in_flight) until they are
-  // acknowledged; round robin spreads it over the input's builders, so a builder holds at most
-  // its share of every window, twice over (the timeslices coming in while the oldest complete).
-  // A manager may send a builder more (one taking over a lost builder's timeslices): the whole
-  // window. The receive buffers must hold every contribution of the timeslices here, or an
-  // input's stream stalls behind a full builder.
-  here_ = 0;
-  for (const AppIndex i : inputs_) {
-    const auto& params = ctx.cluster().applications[i].params;
-    auto settings = TsInputSettings::spec().read(params);
-    if (!settings)
-      return settings.error().context(runtime::application_named(ctx.cluster().applications[i].id));
-    const std::uint64_t window = in_flight_of(*settings, geometry_, options.pipeline_depth);
-    const std::uint64_t builders = std::max<std::size_t>(1, settings->builders.size());
-    here_ = std::max(here_, has_manager_ ? window : 2 * ((window + builders - 1) / builders) + 2);
-  }
   const std::uint64_t cluster_max = options.max_message_size;
   // A contribution, or a batch of small ones (ts_batch.hpp).
   std::uint64_t message =

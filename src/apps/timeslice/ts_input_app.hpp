@@ -80,6 +80,10 @@ struct TsInputSettings {
   } input;
 };
 
+// A contribution on the wire: its descriptor, then (core + overlap) microslice descriptors and
+// contents of up to `microslice_bytes` each.
+[[nodiscard]] std::uint64_t contribution_bytes(const Geometry& g, std::uint64_t microslice_bytes);
+
 // The timeslices an input with these settings keeps in flight: its in_flight, or when that is 0
 // the automatic window (ts_window.hpp) for the transport's pipeline depth. Its builders size
 // their receive buffers by it.

@@ -16,15 +16,17 @@
 
 namespace daqflow::apps::timeslice {
 
+std::uint64_t contribution_bytes(const Geometry& g, std::uint64_t microslice_bytes) {
+  return wire::kContributionSize +
+         (std::uint64_t{g.core} + g.overlap) * (wire::kMicrosliceDescriptorSize + microslice_bytes);
+}
+
 std::uint32_t in_flight_of(const TsInputSettings& s, const Geometry& g, std::uint32_t depth) {
   if (s.in_flight > 0) return s.in_flight;
   // A generator's contributions are at most this large; a replayed or a plugin's are not known
   // before the run.
   const std::uint64_t contribution =
-      s.input.kind == "generator"
-          ? wire::kContributionSize + (std::uint64_t{g.core} + g.overlap) *
-                                          (wire::kMicrosliceDescriptorSize + s.microslice_size.max)
-          : 0;
+      s.input.kind == "generator" ? contribution_bytes(g, s.microslice_size.max) : 0;
   return automatic_in_flight(s.order == "scheduled", s.builders.size(), depth, contribution);
 }
 
@@ -166,8 +168,7 @@ Result<void> TsInput::open_endpoint(runtime::AppContext& ctx, std::uint32_t inte
   // A contribution: the header, (core + overlap) descriptors and at most as many largest
   // microslices.
   const std::uint64_t slices = std::uint64_t{geometry_.core} + geometry_.overlap;
-  const std::uint64_t largest =
-      wire::kContributionSize + slices * (wire::kMicrosliceDescriptorSize + max_size_);
+  const std::uint64_t largest = contribution_bytes(geometry_, max_size_);
   const transport::EndpointOptions& t = ctx.cluster().transports.endpoint;
   if (largest > t.max_message_size) {
     return runtime::param_error(
@@ -180,10 +181,9 @@ Result<void> TsInput::open_endpoint(runtime::AppContext& ctx, std::uint32_t inte
   // Small contributions go several to a message when the typical one is small (the mean
   // generated; the largest recorded or from a plugin).
   const std::uint64_t mean =
-      replay_ || plugin_ ? largest
-                         : wire::kContributionSize +
-                               slices * (wire::kMicrosliceDescriptorSize +
-                                         static_cast<std::uint64_t>(std::llround(size_.mean)));
+      replay_ || plugin_
+          ? largest
+          : contribution_bytes(geometry_, static_cast<std::uint64_t>(std::llround(size_.mean)));
   batch_bytes_ = contribution_batch_bytes(t.max_message_size);
   if (!batched(mean, batch_bytes_)) batch_bytes_ = 0;
   // Messages as large as a contribution or a batch; received are acknowledgements only, each
