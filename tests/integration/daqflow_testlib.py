@@ -300,11 +300,13 @@ class DaqflowTestCase(unittest.TestCase):
             f.write(text)
         return path
 
-    def start(self, args, log_name):
-        """Starts `daqflow ARGS` in its own session, output to a log file in the test dir."""
+    def start(self, args, log_name, env=None):
+        """Starts `daqflow ARGS` in its own session, output to a log file in the test dir; `env`
+        adds variables to the environment it inherits."""
         log = open(self.path(log_name), "w")
         proc = subprocess.Popen([self.binary] + args, cwd=self.dir, stdout=log,
-                                stderr=subprocess.STDOUT, start_new_session=True)
+                                stderr=subprocess.STDOUT, start_new_session=True,
+                                env=None if env is None else {**os.environ, **env})
         log.close()
         self.procs.append((proc, self.path(log_name)))
         _LIVE.append(proc)
