@@ -57,6 +57,8 @@ std::string_view to_string(MessageType type) {
       return "ts_commit";
     case MessageType::ts_done:
       return "ts_done";
+    case MessageType::ts_turn:
+      return "ts_turn";
     case MessageType::clock_probe:
       return "clock_probe";
     case MessageType::clock_reply:

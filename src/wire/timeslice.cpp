@@ -24,6 +24,7 @@ using ContributionLayout =
                     Field<&Contribution::content_size, 32>, Reserved<40, 8>>;
 using TsAckLayout = layout::Message<TsAck, kTsAckSize, Field<&TsAck::index, 0>,
                                     Field<&TsAck::status, 8>, Field<&TsAck::epoch, 12>>;
+using TsTurnLayout = layout::Message<TsTurn, kTsTurnSize, Field<&TsTurn::waiting, 0>>;
 using TimesliceLayout =
     layout::Message<TD, kTimesliceDescriptorSize, Field<&TD::index, 0>, Field<&TD::start_ns, 8>,
                     Field<&TD::microslice_ns, 16>, Field<&TD::core_microslices, 20>,
@@ -95,6 +96,14 @@ PayloadStatus decode(std::span<const std::byte> in, TsAck& out) {
   return TsAckLayout::decode(in, out, [](const TsAck& m) {
     return valid_if(m.status >= TsAckStatus::complete && m.status <= TsAckStatus::late);
   });
+}
+
+void encode(const TsTurn& m, std::span<std::byte, kTsTurnSize> out) {
+  TsTurnLayout::store(m, out);
+}
+
+PayloadStatus decode(std::span<const std::byte> in, TsTurn& out) {
+  return TsTurnLayout::decode(in, out);
 }
 
 void encode(const TimesliceDescriptor& m, std::span<std::byte, kTimesliceDescriptorSize> out) {

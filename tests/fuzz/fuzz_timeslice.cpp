@@ -43,5 +43,11 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     encode(a, out);
     if (std::memcmp(out.data(), data, out.size()) != 0) __builtin_trap();
   }
+  TsTurn turn;
+  if (decode(in, turn) == PayloadStatus::ok) {
+    std::array<std::byte, kTsTurnSize> out{};
+    encode(turn, out);
+    if (std::memcmp(out.data(), data, out.size()) != 0) __builtin_trap();
+  }
   return 0;
 }

@@ -99,10 +99,10 @@ class Timeslices(DaqflowTestCase):
                                  f"timeslice {t['event']}, eq_id {c['eq_id']}: the overlap is "
                                  "the next timeslice's first microslices")
 
-    def clean_run(self, transport, order, manager=None, sizes=LARGE):
+    def clean_run(self, transport, order, manager=None, sizes=LARGE, slot_us=None):
         extra = f"pace: max, count: 200, order: {order}"
-        if order == "scheduled":
-            extra += ", slot_us: 200"
+        if slot_us is not None:
+            extra += f", slot_us: {slot_us}"
         text = ts_config(transport, inputs=extra, manager=manager, sizes=sizes)
         code, out, summary = self.run_config(self.write_config("ts.yaml", text), "--duration",
                                              "0", timeout=180)
@@ -121,7 +121,15 @@ class Timeslices(DaqflowTestCase):
                 self.assertEqual(r["timeslices_sent"], 200, (i, r))
                 self.assertEqual(r["contributions_resent"], 0, (i, r))
         for b in BUILDERS:
-            messages = apps[b]["endpoint"]["messages_received"]
+            # Scheduled in turns: every input sent to the builder in turns it gave.
+            turns = apps[b]["results"]["turns_given"]
+            if order == "scheduled" and slot_us is None:
+                self.assertGreaterEqual(turns, sum(len(ids) for ids in INPUTS.values()), b)
+            else:
+                self.assertEqual(turns, 0, b)
+            # Contributions and, in turns, the inputs' requests and hand-backs.
+            messages = (apps[b]["endpoint"]["messages_received"] -
+                        apps[b]["results"]["turn_messages"])
             contributions = apps[b]["results"]["contributions"]
             if sizes == SMALL:
                 # Small contributions travel several to a message.
@@ -150,10 +158,11 @@ class Timeslices(DaqflowTestCase):
                 os.rename(self.path("run-data"), self.path(f"run-data-{transport}"))
 
     def test_scheduled_order_builds_every_timeslice_once(self):
-        for transport in ("tcp", "shm"):
-            with self.subTest(transport=transport):
-                self.clean_run(transport, "scheduled")
-                os.rename(self.path("run-data"), self.path(f"run-data-{transport}"))
+        """In the builders' turns over tcp and shm, and in fixed slots on the clock over shm."""
+        for transport, slot_us in (("tcp", None), ("shm", None), ("shm", 200)):
+            with self.subTest(transport=transport, slot_us=slot_us):
+                self.clean_run(transport, "scheduled", slot_us=slot_us)
+                os.rename(self.path("run-data"), self.path(f"run-data-{transport}-{slot_us}"))
 
     def test_small_contributions_go_several_to_a_message_each_built_once(self):
         for transport, order in (("tcp", "chaotic"), ("shm", "scheduled")):

@@ -62,8 +62,9 @@ enum class MessageType : std::uint8_t {
   clock_reply = 37,       // node -> clock master: its receive and send times
   clock_correction = 38,  // clock master -> node: shift and scale of its clock
   leave = 39,             // BU -> EVM: my link to a RU was reset; take back what you gave me
+  ts_turn = 40,  // time-slice input <-> builder (scheduled): a turn asked, given, handed back
 };
-inline constexpr std::uint8_t kMaxMessageType = 39;
+inline constexpr std::uint8_t kMaxMessageType = 40;
 
 // Inline: every message the transports take or send is checked.
 [[nodiscard]] constexpr bool is_known(MessageType type) {
@@ -97,6 +98,7 @@ inline constexpr std::uint8_t kMaxMessageType = 39;
     case MessageType::clock_reply:
     case MessageType::clock_correction:
     case MessageType::leave:
+    case MessageType::ts_turn:
       return true;
   }
   return false;

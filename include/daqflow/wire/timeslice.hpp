@@ -10,6 +10,10 @@
 //                                  or several such parts (of small contributions), back to back
 //   ts_ack           builder -> input   16 B: the timeslice is done (written or flagged); the
 //                                  input may drop what it kept for it
+//   ts_turn          input <-> builder  8 B (scheduled order): input -> builder, the contributions
+//                                  it has waiting for the builder (a turn asked for; from the
+//                                  input holding the turn, the turn handed back); builder ->
+//                                  input, the turn given
 //   timeslice descriptor    40 B   starts a timeslice in an archive file; its components follow
 //                                  (each a component descriptor with its descriptors and contents)
 //
@@ -85,6 +89,12 @@ struct TsAck {
   std::uint32_t epoch = 0;
 };
 inline constexpr std::size_t kTsAckSize = 16;
+
+// The scheduled order's turn at a builder (docs/timeslices.md, "Sending order").
+struct TsTurn {
+  std::uint64_t waiting = 0;  // contributions for the builder not yet sent (0 from the builder)
+};
+inline constexpr std::size_t kTsTurnSize = 8;
 
 enum TimesliceFlags : std::uint32_t {
   kTimesliceIncomplete = 1u << 0,  // an input's contribution is missing
@@ -169,6 +179,9 @@ void encode(const Contribution& m, std::span<std::byte, kContributionSize> out);
 
 void encode(const TsAck& m, std::span<std::byte, kTsAckSize> out);
 [[nodiscard]] PayloadStatus decode(std::span<const std::byte> in, TsAck& out);
+
+void encode(const TsTurn& m, std::span<std::byte, kTsTurnSize> out);
+[[nodiscard]] PayloadStatus decode(std::span<const std::byte> in, TsTurn& out);
 
 void encode(const TimesliceDescriptor& m, std::span<std::byte, kTimesliceDescriptorSize> out);
 [[nodiscard]] PayloadStatus decode(std::span<const std::byte, kTimesliceDescriptorSize> in,

@@ -58,15 +58,16 @@ void TsBuilder::send_ack(std::size_t input, std::uint64_t index, wire::TsAckStat
 // manager's connection is watched by its own completion.
 int TsBuilder::post_control() {
   int posted = 0;
-  // Scheduled: in slot s input i sends to builder (i + s) mod N, and this builder acknowledges
-  // to the inputs sending here in that slot only, so that no two builders answer one input at
-  // once. Once the run winds down (or before the slot is known) everything goes.
-  std::int64_t slot = -1;
-  if (schedule_.builders > 0 && producing()) {
-    const std::int64_t slot_ns = schedule_slot_ns(schedule_.slot_ns);
-    if (slot_ns > 0) slot = schedule_clock_ns(*clock_) / slot_ns;
-  }
+  // Scheduled, the acknowledgements keep to the inputs' order, so that no two builders answer
+  // one input at once. In turns, an input hears from this builder in its turn (and as it is
+  // given), or while it asks for none (it has nothing to send here). In fixed slots, in slot s
+  // input i sends to builder (i + s) mod N, and this builder answers the inputs sending here in
+  // that slot only. Once the run winds down everything goes.
+  const bool scheduled = schedule_.builders > 0 && producing();
+  const std::int64_t slot =
+      scheduled && !in_turns() ? schedule_clock_ns(*clock_) / schedule_.slot_ns : -1;
   for (std::size_t i = 0; i < acks_.size(); ++i) {
+    if (scheduled && in_turns() && i != turns_.holder && turns_.asked[i] != 0) continue;
     if (slot >= 0 &&
         (i + static_cast<std::uint64_t>(slot)) % schedule_.builders != schedule_.position) {
       continue;
@@ -304,7 +305,55 @@ Pieces pieces_of(const transport::Message& m, PieceSpans& spans) {
 
 }  // namespace
 
+void TsBuilder::on_turn(const Completion& c, std::size_t input, std::int64_t now) {
+  wire::TsTurn t;
+  if (c.message.segment_count != 1 ||
+      wire::decode(c.message.segments[0].bytes(), t) != wire::PayloadStatus::ok) {
+    messages_malformed_->add_single_writer();
+    return;
+  }
+  turn_messages_->add_single_writer();
+  if (turns_.holder == input) {
+    turns_.holder = Turns::kNone;  // handed back
+    turns_.active_ns = now;
+  }
+  // A hand-back after the turn was taken back asks for nothing.
+  if (t.waiting > 0 && assembly_.alive(input)) turns_.asked[input] = 1;
+}
+
+int TsBuilder::give_turn(std::int64_t now) {
+  if (turns_.holder != Turns::kNone) {
+    if (now - turns_.active_ns < kTurnTakeBackNs) return 0;
+    turns_taken_back_->add_single_writer();
+    spdlog::warn("{}: input '{}' sent nothing in its turn for {} ms; the turn goes on", id(),
+                 detail::id_of(ids_, inputs_[turns_.holder]), kTurnTakeBackNs / 1'000'000);
+    turns_.holder = Turns::kNone;
+  }
+  // The inputs in turn, each after the one before it in the inputs' order: as the barrel
+  // shifter has it, input i sends here after input i + 1 did.
+  const std::size_t n = inputs_.size();
+  for (std::size_t k = 1; k <= n; ++k) {
+    const std::size_t i = (turns_.last + n - k) % n;
+    if (turns_.asked[i] == 0) continue;
+    gone_.clear();
+    (void)acks_[i].post(*endpoint_, gone_);
+    std::array<std::byte, wire::kTsTurnSize> bytes{};
+    wire::encode(wire::TsTurn{0}, bytes);
+    const SendStatus s =
+        data_path().send_copy(*control_pool_, inputs_[i], wire::MessageType::ts_turn, 0, bytes);
+    if (s != SendStatus::ok) return 0;  // again next round (a lost input is dropped elsewhere)
+    turns_.holder = i;
+    turns_.active_ns = now;
+    turns_.asked[i] = 0;
+    turns_.last = i;
+    turns_given_->add_single_writer();
+    return 1;
+  }
+  return 0;
+}
+
 void TsBuilder::on_contributions(Completion& c, std::size_t input, std::int64_t now) {
+  if (input == turns_.holder) turns_.active_ns = now;
   PieceSpans spans{};
   const Pieces pieces = pieces_of(c.message, spans);
   // One contribution, or several small ones back to back (ts_batch.hpp), each sized by its
@@ -376,6 +425,8 @@ void TsBuilder::on_contribution(transport::Message& part, Pieces pieces, std::ui
 void TsBuilder::lose_input(std::size_t input, const std::string& why) {
   if (!assembly_.alive(input)) return;
   assembly_.lose_input(input);
+  if (turns_.holder == input) turns_.holder = Turns::kNone;
+  turns_.asked[input] = 0;
   acks_[input].drop(inputs_[input]);  // what waits for it goes nowhere now
   const std::string name = detail::id_of(ids_, inputs_[input]);
   {
@@ -401,6 +452,8 @@ void TsBuilder::on_peer_gone(AppIndex peer, std::string_view reason) {
   // (inputs end a timeslice apart) is written without it. One that fails is lost.
   if (reason.empty()) {
     assembly_.lose_input(input);
+    if (turns_.holder == input) turns_.holder = Turns::kNone;
+    turns_.asked[input] = 0;
     acks_[input].drop(inputs_[input]);
     spdlog::info("{}: input '{}' ended", id(), detail::id_of(ids_, inputs_[input]));
     return;
@@ -429,6 +482,7 @@ int TsBuilder::work(std::int64_t now) {
   } else {
     (void)sampler_.tick(now, bytes_done_, done_total_);
   }
+  if (in_turns()) work += give_turn(now);
   // Acknowledgements of late contributions (the handlers) and of what was written (above).
   work += post_control();
   return work;
@@ -438,16 +492,13 @@ void TsBuilder::wait_for_work(std::chrono::microseconds timeout) {
   // The output's completions and the timeouts need turns without a message.
   const bool pending = in_output_ > 0 || !control_idle();
   std::chrono::microseconds cap{pending ? 200 : 2000};
-  if (schedule_.builders > 0 && producing() && !control_idle()) {
-    // Acknowledgements wait for their inputs' slots: at the next slot's start, not up to
-    // 200 us into it (a slot is as short as what the machine keeps).
-    if (const std::int64_t slot_ns = schedule_slot_ns(schedule_.slot_ns); slot_ns > 0) {
-      if (!timer_slack_set_) {
-        keep_slot_time();
-        timer_slack_set_ = true;
-      }
-      cap = std::min(cap, until_next_slot(schedule_clock_ns(*clock_), slot_ns));
+  if (schedule_.builders > 0 && !in_turns() && producing() && !control_idle()) {
+    // Fixed slots: acknowledgements wait for their inputs' slots, sent at the next slot's start.
+    if (!timer_slack_set_) {
+      keep_slot_time();
+      timer_slack_set_ = true;
     }
+    cap = std::min(cap, until_next_slot(schedule_clock_ns(*clock_), schedule_.slot_ns));
   }
   endpoint_->wait(std::min(timeout, cap));
 }

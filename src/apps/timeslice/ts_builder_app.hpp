@@ -140,8 +140,21 @@ class TsBuilder final : public runtime::ApplicationWith<TsBuilder, TsBuilderSett
   struct Schedule {
     std::size_t builders = 0;
     std::size_t position = 0;  // of this builder in the inputs' builders
-    std::int64_t slot_ns = 0;  // the inputs' slot_us; 0: the clock master's
+    std::int64_t slot_ns = 0;  // the inputs' slot_us; 0: in turns
   } schedule_;
+  // The scheduled order in turns: the input holding this builder's turn (none: npos), since
+  // when it last sent here, who asked for one, and who had the last.
+  struct Turns {
+    static constexpr std::size_t kNone = SIZE_MAX;
+    std::size_t holder = kNone;
+    std::int64_t active_ns = 0;
+    std::vector<std::uint8_t> asked;
+    std::size_t last = 0;
+  } turns_;
+  [[nodiscard]] bool in_turns() const { return schedule_.builders > 0 && schedule_.slot_ns == 0; }
+  void on_turn(const transport::Completion& c, std::size_t input, std::int64_t now);
+  // Gives the turn to the next input that asked for it (its acknowledgements go first).
+  [[nodiscard]] int give_turn(std::int64_t now);
   bool timer_slack_set_ = false;           // this agent thread's (the schedule's waits)
   std::vector<ControlLog> acks_;           // by input
   ControlLog to_manager_;                  // ts_done
@@ -169,6 +182,9 @@ class TsBuilder final : public runtime::ApplicationWith<TsBuilder, TsBuilderSett
   runtime::Counter* commits_denied_ = nullptr;
   runtime::Counter* fences_ = nullptr;
   runtime::Counter* bytes_in_ = nullptr;
+  runtime::Counter* turns_given_ = nullptr;
+  runtime::Counter* turn_messages_ = nullptr;
+  runtime::Counter* turns_taken_back_ = nullptr;
   runtime::Gauge* timeslices_building_ = nullptr;
 
   mutable std::mutex results_mutex_;

@@ -195,6 +195,8 @@ Result<void> TsBuilder::reset_run() {
   // shm transport carries in its ring).
   constexpr std::size_t kAcksPerMessage = 14;
   acks_ = std::vector<ControlLog>(inputs_.size());
+  turns_ = Turns{};
+  turns_.asked.assign(inputs_.size(), 0);
   for (std::size_t i = 0; i < inputs_.size(); ++i) {
     if (auto r = acks_[i].configure(id() + ".acks" + std::to_string(i), {inputs_[i]},
                                     2 * (here_ + kOutputDepth + 4), kAcksPerMessage);
@@ -247,6 +249,11 @@ void TsBuilder::add_metrics(runtime::MetricsRegistry& m) {
       &m.counter("commits_denied", "timeslices the manager did not let this builder write");
   fences_ = &m.counter("fences", "fences received: the manager had declared this builder lost");
   bytes_in_ = &m.counter("bytes_in", "contribution bytes received", runtime::Unit::bytes);
+  turns_given_ = &m.counter("turns_given", "scheduled in turns: turns given to the inputs");
+  turn_messages_ = &m.counter("turn_messages",
+                              "scheduled in turns: the inputs' requests and hand-backs received");
+  turns_taken_back_ = &m.counter(
+      "turns_taken_back", "scheduled in turns: turns taken back from an input silent in them");
   timeslices_building_ = &m.gauge("timeslices_building", "timeslices waiting for contributions");
 }
 
@@ -255,6 +262,14 @@ void TsBuilder::add_handlers() {
   path.count_rejected_in(*messages_malformed_);
   // The farm output's messages (the SFC's credits) are its own.
   path.intercept([this](Completion& c) { return output_->on_message(c); });
+  path.on(wire::MessageType::ts_turn, [this](Completion& c, std::int64_t now) {
+    const auto it = std::find(inputs_.begin(), inputs_.end(), c.peer);
+    if (it == inputs_.end() || !in_turns()) {
+      data_path().reject();
+      return;
+    }
+    on_turn(c, static_cast<std::size_t>(it - inputs_.begin()), now);
+  });
   path.on(wire::MessageType::ts_contribution, [this](Completion& c, std::int64_t now) {
     const auto it = std::find(inputs_.begin(), inputs_.end(), c.peer);
     if (it == inputs_.end()) {

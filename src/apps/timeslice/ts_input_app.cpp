@@ -231,6 +231,7 @@ int TsInput::generate(std::int64_t now) {
 void TsInput::lose_builder(std::size_t position, const std::string& why) {
   TsOutbox::Loss loss;
   if (!outbox_.lose(position, loss)) return;
+  turns_[position] = Turn{};
   const std::string name = detail::id_of(ids_, builders_[position]);
   {
     const std::lock_guard lock(lost_mutex_);
@@ -379,14 +380,13 @@ int TsInput::work(std::int64_t now) {
 void TsInput::wait_for_work(std::chrono::microseconds timeout) {
   std::chrono::microseconds cap{1000};
   if (producing()) {
-    if (order_ == SendOrder::scheduled) {
+    if (order_ == SendOrder::scheduled && slot_ns_ > 0) {
       if (!timer_slack_set_) {
         keep_slot_time();
         timer_slack_set_ = true;
       }
       // Until the next slot begins (a wake-up for an acknowledgement comes through the endpoint).
-      const std::int64_t known = schedule_slot_ns();
-      cap = until_next_slot(slot_clock_ns(), known > 0 ? known : 1'000'000);  // till it is known
+      cap = until_next_slot(slot_clock_ns(), slot_ns_);
     }
     if (!real_time_ && !starved_ && outbox_.size() < retained_cap_ &&
         (count_ == 0 || intervals_ < count_ + 1) &&

@@ -129,6 +129,11 @@ class TsInput final : public runtime::ApplicationWith<TsInput, TsInputSettings> 
   void plugin_failed(const std::string& what);
   int generate(std::int64_t now);
   int send(std::int64_t now);
+  // The scheduled order in turns (slot_us 0): to each builder only in the turn it gives.
+  int send_in_turns(std::int64_t now);
+  // A ts_turn to builder b: `waiting` contributions for it (a turn asked for, or handed back).
+  [[nodiscard]] bool send_turn(std::size_t b, std::uint64_t waiting);
+  void on_turn(const transport::Completion& c);
   // Sends t to its builder: alone (by reference), or copied into that builder's batch when it is
   // small (ts_batch.hpp); false when the transport pushes back (t then stays to send).
   [[nodiscard]] bool send_contribution(TsOutbox::Timeslice& t);
@@ -147,18 +152,15 @@ class TsInput final : public runtime::ApplicationWith<TsInput, TsInputSettings> 
   // The manager's multicast assignments: read, applied, the run's end echoed to the manager.
   [[nodiscard]] int listen(std::int64_t now);
   void lose_builder(std::size_t position, const std::string& why);
-  // The clock the scheduled order's slots follow, and their length (ts_schedule.hpp).
+  // The clock the fixed slots follow (ts_schedule.hpp).
   [[nodiscard]] std::int64_t slot_clock_ns() const { return schedule_clock_ns(*clock_); }
-  [[nodiscard]] std::int64_t schedule_slot_ns() const {
-    return timeslice::schedule_slot_ns(slot_ns_);
-  }
 
   // Configuration.
   Geometry geometry_;
   std::vector<transport::AppIndex> builders_;
   std::size_t position_ = 0;  // among the inputs of the builders (the barrel shifter's i)
   SendOrder order_ = SendOrder::chaotic;
-  std::int64_t slot_ns_ = 0;
+  std::int64_t slot_ns_ = 0;  // scheduled: fixed slots of slot_us; 0: in turns
   core::DistSpec size_;
   std::uint32_t max_size_ = 0;
   std::uint16_t eq_id_ = 0;
@@ -208,8 +210,15 @@ class TsInput final : public runtime::ApplicationWith<TsInput, TsInputSettings> 
   std::int64_t start_ns_ = 0;
   bool timer_slack_set_ = false;
   bool starved_ = false;  // the last generate() found no free buffer
+  // The scheduled order in turns, by builder: whether this input holds its turn, or has asked
+  // for one (and when).
+  struct Turn {
+    bool held = false;
+    bool asked = false;
+    std::int64_t asked_ns = 0;
+  };
+  std::vector<Turn> turns_;
   std::int64_t last_slot_ = -1;
-  std::int64_t last_slot_ns_ = 0;  // the length last_slot_ counts in
   std::uint64_t bytes_sent_total_ = 0;
   std::uint64_t contributions_sent_ = 0;  // that left, alone or in a batch
   std::uint64_t acked_total_ = 0;
@@ -228,6 +237,7 @@ class TsInput final : public runtime::ApplicationWith<TsInput, TsInputSettings> 
   runtime::Counter* slots_missed_ = nullptr;
   runtime::Counter* slots_empty_ = nullptr;
   runtime::Counter* slots_blocked_ = nullptr;
+  runtime::Counter* turns_taken_ = nullptr;
   runtime::Counter* messages_malformed_ = nullptr;
   runtime::Counter* after_end_ = nullptr;
   runtime::Gauge* timeslices_retained_ = nullptr;

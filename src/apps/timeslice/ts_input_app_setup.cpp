@@ -39,19 +39,6 @@ Result<void> TsInput::setup(runtime::AppContext& ctx, const TsInputSettings& s) 
   geometry_ = *geometry;
   order_ = s.order == "scheduled" ? SendOrder::scheduled : SendOrder::chaotic;
   slot_ns_ = static_cast<std::int64_t>(std::llround(s.slot_us * 1000));
-  if (order_ == SendOrder::scheduled && slot_ns_ == 0) {
-    // The slot comes with the clock master's corrections, through this process's clock client.
-    const auto& apps = ctx.cluster().applications;
-    const bool has_client = std::any_of(apps.begin(), apps.end(), [&](const auto& a) {
-      return a.type == "clock_client" && a.context == ctx.self().context;
-    });
-    if (!has_client) {
-      return runtime::param_error(
-          "slot_us", "the scheduled order needs slot_us, or a clock_client in context '" +
-                         ctx.self().context +
-                         "' (the clock master measures the slot the machine keeps)");
-    }
-  }
   size_ = s.microslice_size.distribution();
   max_size_ = s.microslice_size.max;
   sys_id_ = static_cast<std::uint8_t>(s.sys_id);
@@ -261,6 +248,7 @@ void TsInput::add_metrics(runtime::MetricsRegistry& m) {
   slots_missed_ = &m.counter("slots_missed", "scheduled: slots slept through by more than a turn");
   slots_empty_ = &m.counter("slots_empty", "scheduled: slots with nothing ready for their builder");
   slots_blocked_ = &m.counter("slots_blocked", "scheduled: slots whose builder pushed back");
+  turns_taken_ = &m.counter("turns_taken", "scheduled in turns: turns builders gave this input");
   intervals_late_ = &m.counter("intervals_late",
                                "real time: intervals produced late (every buffer awaited an ack)");
   messages_malformed_ = &m.counter("messages_malformed", "malformed messages dropped");
@@ -282,8 +270,8 @@ void TsInput::reset_run(std::uint64_t seed) {
   rng_ = core::Xoshiro(seed + position_);
   start_ns_ = 0;
   starved_ = false;
+  turns_.assign(builders_.size(), Turn{});
   last_slot_ = -1;
-  last_slot_ns_ = 0;
   bytes_sent_total_ = acked_total_ = 0;
   echo_end_ = false;
   sampler_.reset(ThroughputSampler::kBuilderIntervalNs);
@@ -304,6 +292,7 @@ void TsInput::add_handlers() {
     on_assign(c);
   });
   path.on(wire::MessageType::ts_ack, [this](Completion& c, std::int64_t) { on_ack(c); });
+  path.on(wire::MessageType::ts_turn, [this](Completion& c, std::int64_t) { on_turn(c); });
   path.on_peer_gone(
       [this](AppIndex peer, std::string_view reason, bool) { on_peer_gone(peer, reason); });
   path.on_work([this](std::int64_t now) { return work(now); });

@@ -127,27 +127,18 @@ int TsInput::send(std::int64_t now) {
   if (failed()) return 0;
   const std::uint64_t before = contributions_sent_;
   const auto sent = [&] { return static_cast<int>(contributions_sent_ - before); };
-  // Scheduled, before the clock master has measured the slot: as they come (the schedule starts
-  // with the master's first correction).
-  if (order_ == SendOrder::chaotic || schedule_slot_ns() == 0) {
+  if (order_ == SendOrder::chaotic) {
     outbox_.each_unsent([&](TsOutbox::Timeslice& t) { return send_contribution(t); });
     (void)flush_batches();
     return sent();
   }
-  // Scheduled: slot s of the run's clock goes to builder (position + s) mod N, which then gets
-  // every contribution this input has ready for it, oldest first: a slot long enough to be kept
-  // carries a batch.
-  // Slots are aligned on the synchronised clock (a clock_client in this context corrects it), so
-  // that the inputs of different hosts agree on whose turn it is. Slots this input slept through
-  // (a late wake-up) are served now, in their order, at most one turn of the shifter late:
-  // a busy host would otherwise lose the capacity of every slot it misses.
-  const std::int64_t slot_ns = schedule_slot_ns();
-  if (slot_ns != last_slot_ns_) {
-    last_slot_ns_ = slot_ns;  // slots of another length: numbered afresh
-    last_slot_ = -1;
-  }
-  const std::int64_t slot = slot_clock_ns() / slot_ns;
-  (void)now;
+  if (slot_ns_ == 0) return send_in_turns(now);
+  // Fixed slots (slot_us): slot s of the run's clock goes to builder (position + s) mod N, which
+  // then gets every contribution this input has ready for it, oldest first. Slots are aligned on
+  // the synchronised clock (a clock_client in this context corrects it), so that the inputs of
+  // different hosts agree on whose slot it is. Slots this input slept through (a late wake-up)
+  // are served now, in their order, at most one turn of the shifter late.
+  const std::int64_t slot = slot_clock_ns() / slot_ns_;
   if (slot == last_slot_) return 0;
   const auto n = static_cast<std::int64_t>(builders_.size());
   const std::int64_t first = last_slot_ < 0 ? slot : std::max(last_slot_ + 1, slot - (n - 1));
@@ -175,6 +166,58 @@ int TsInput::send(std::int64_t now) {
   }
   last_slot_ = slot;
   return sent();
+}
+
+bool TsInput::send_turn(std::size_t b, std::uint64_t waiting) {
+  std::array<std::byte, wire::kTsTurnSize> bytes{};
+  wire::encode(wire::TsTurn{waiting}, bytes);
+  return data_path().send_copy(*header_pool_, builders_[b], wire::MessageType::ts_turn, 0, bytes) ==
+         SendStatus::ok;
+}
+
+int TsInput::send_in_turns(std::int64_t now) {
+  const std::uint64_t before = contributions_sent_;
+  for (std::size_t b = 0; b < builders_.size(); ++b) {
+    Turn& turn = turns_[b];
+    if (!outbox_.alive(b)) continue;
+    if (turn.held) {
+      // The turn carries what is ready for the builder as it comes: one batch; the turn is
+      // handed back once all of it went (a builder that pushes back keeps it here).
+      bool blocked = false;
+      for (TsOutbox::Timeslice* next = outbox_.oldest_unsent_for(b); next != nullptr && !blocked;
+           next = outbox_.oldest_unsent_for(b)) {
+        blocked = !send_contribution(*next);
+      }
+      if (!flush_batch(b) || blocked) {
+        slots_blocked_->add_single_writer();
+        continue;
+      }
+      if (send_turn(b, 0)) turn.held = false;
+      continue;
+    }
+    // Asked again after a while: a request or a turn lost with a connection (the builder takes
+    // a second request as the first).
+    const bool due = !turn.asked || now - turn.asked_ns > kTurnAskAgainNs;
+    if (due && outbox_.oldest_unsent_for(b) != nullptr && send_turn(b, 1)) {
+      turn.asked = true;
+      turn.asked_ns = now;
+    }
+  }
+  return static_cast<int>(contributions_sent_ - before);
+}
+
+void TsInput::on_turn(const Completion& c) {
+  wire::TsTurn t;
+  const auto b = std::find(builders_.begin(), builders_.end(), c.peer);
+  if (b == builders_.end() || c.message.segment_count != 1 ||
+      wire::decode(c.message.segments[0].bytes(), t) != wire::PayloadStatus::ok) {
+    messages_malformed_->add_single_writer();
+    return;
+  }
+  Turn& turn = turns_[static_cast<std::size_t>(b - builders_.begin())];
+  turn.held = true;
+  turn.asked = false;
+  turns_taken_->add_single_writer();
 }
 
 }  // namespace daqflow::apps::timeslice

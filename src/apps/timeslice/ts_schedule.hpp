@@ -1,6 +1,6 @@
 #pragma once
-// The barrel shifter's clock and slot, as the scheduled inputs and their builders read them
-// (docs/timeslices.md, "Sending order").
+// The scheduled order's turns, and the fixed slots of slot_us on the clock, as the inputs and
+// their builders read them (docs/timeslices.md, "Sending order").
 
 #include <sys/prctl.h>
 
@@ -20,11 +20,11 @@ namespace daqflow::apps::timeslice {
                                                      : clock.now_ns();
 }
 
-// A slot's length: the configured one (slot_us), else the clock master's (0 until it has
-// measured one).
-[[nodiscard]] inline std::int64_t schedule_slot_ns(std::int64_t configured_ns) {
-  return configured_ns > 0 ? configured_ns : core::synced_clock().slot_ns();
-}
+// The scheduled order in turns: an input asks again for a turn not given it for this long (a
+// request or a turn lost with a connection); a builder takes back a turn in which its holder has
+// sent nothing for this long (a frozen input) and gives it to the next.
+inline constexpr std::int64_t kTurnAskAgainNs = 50'000'000;
+inline constexpr std::int64_t kTurnTakeBackNs = 100'000'000;
 
 // The wait until the next slot begins at now_ns (on the schedule's clock), at least 1 us.
 [[nodiscard]] inline std::chrono::microseconds until_next_slot(std::int64_t now_ns,

@@ -11,11 +11,10 @@ namespace daqflow::apps::timeslice {
 // The transport keeps `depth` messages in flight to each of an input's n builders, and a builder
 // lets go of a contribution only once every input's has come: to keep as much moving, an input
 // keeps up to n times that, depth x n x n timeslices, as long as they take at most 1 MiB (beyond,
-// they leave the cache before their builders read them), never fewer than depth x n. The
-// scheduled order reaches a builder once every n slots of hundreds of microseconds on a busy
-// host: there an input keeps up to 16 MiB (at most 1024 timeslices), never fewer than the
-// chaotic order. contribution_bytes 0 (not known before the run: replayed, from a plugin):
-// depth x n.
+// they leave the cache before their builders read them), never fewer than depth x n. In the
+// scheduled order a builder takes the inputs' contributions one input's turn at a time, while
+// the others' wait: an input keeps twice as many. contribution_bytes 0 (not known before the
+// run: replayed, from a plugin): depth x n, twice that scheduled.
 [[nodiscard]] constexpr std::uint32_t automatic_in_flight(bool scheduled, std::uint64_t builders,
                                                           std::uint64_t depth,
                                                           std::uint64_t contribution_bytes) {
@@ -24,11 +23,8 @@ namespace daqflow::apps::timeslice {
   std::uint64_t window = floor;
   if (contribution_bytes > 0) {
     window = std::max(floor, std::min(floor * n, (std::uint64_t{1} << 20) / contribution_bytes));
-    if (scheduled) {
-      window = std::max(
-          window, std::min<std::uint64_t>((std::uint64_t{16} << 20) / contribution_bytes, 1024));
-    }
   }
+  if (scheduled) window *= 2;
   return static_cast<std::uint32_t>(std::min<std::uint64_t>(window, 4096));
 }
 

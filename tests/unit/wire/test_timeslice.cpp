@@ -93,6 +93,13 @@ TEST(TimesliceProtocol, AckAndTimesliceDescriptorRoundTrip) {
   ab[8] = std::byte{9};
   EXPECT_EQ(decode(ab, aout), PayloadStatus::bad_value);
 
+  std::array<std::byte, kTsTurnSize> turn{};
+  encode(TsTurn{.waiting = 5}, turn);
+  TsTurn turn_out;
+  ASSERT_EQ(decode(turn, turn_out), PayloadStatus::ok);
+  EXPECT_EQ(turn_out.waiting, 5u);
+  EXPECT_EQ(decode(std::span(turn).first(7), turn_out), PayloadStatus::wrong_size);
+
   TimesliceDescriptor t{.index = 9,
                         .start_ns = 90,
                         .microslice_ns = 1,

@@ -19,16 +19,17 @@ TEST(AutomaticInFlight,
   EXPECT_EQ(automatic_in_flight(false, 2, 4, 100), 16u) << "depth x n x n: 4 x 2 x 2";
 }
 
-TEST(AutomaticInFlight, ScheduledKeepsUpToSixteenMebibytesOfAtMost1024AndNeverLessThanChaotic) {
-  EXPECT_EQ(automatic_in_flight(true, 4, 8, 4400), 1024u);
-  EXPECT_EQ(automatic_in_flight(true, 4, 8, 16688), 1005u);
-  EXPECT_EQ(automatic_in_flight(true, 4, 8, 65840), 254u);
-  EXPECT_EQ(automatic_in_flight(true, 4, 8, 4u << 20), 32u) << "16 MiB hold 4: depth x n";
+TEST(AutomaticInFlight, ScheduledKeepsTwiceTheChaoticWindow) {
+  EXPECT_EQ(automatic_in_flight(true, 4, 8, 4400), 256u);
+  EXPECT_EQ(automatic_in_flight(true, 4, 8, 16688), 124u);
+  EXPECT_EQ(automatic_in_flight(true, 4, 8, 65840), 64u);
+  EXPECT_EQ(automatic_in_flight(true, 4, 8, 4u << 20), 64u) << "twice depth x n";
+  EXPECT_EQ(automatic_in_flight(true, 64, 256, 8), 4096u) << "the setting's range";
 }
 
 TEST(AutomaticInFlight, UnknownSizesKeepDepthTimesNAndTheRangeHolds) {
   EXPECT_EQ(automatic_in_flight(false, 4, 8, 0), 32u);
-  EXPECT_EQ(automatic_in_flight(true, 4, 8, 0), 32u);
+  EXPECT_EQ(automatic_in_flight(true, 4, 8, 0), 64u);
   EXPECT_EQ(automatic_in_flight(false, 0, 0, 0), 1u) << "at least one";
   EXPECT_EQ(automatic_in_flight(false, 64, 256, 8), 4096u) << "the setting's range";
 }
