@@ -302,7 +302,8 @@ std::uint64_t timeslice_contribution_wire_bytes(const TimesliceShape& s) {
 namespace {
 
 bool with_clocks(const TimesliceShape& s) {
-  return s.clock_only || (s.order == "scheduled" && s.clock_sync);
+  // The scheduled order's fixed slots follow the synchronised clock; its turns need no clock.
+  return s.clock_only || (s.order == "scheduled" && s.slot_us > 0 && s.clock_sync);
 }
 
 bool with_manager(const TimesliceShape& s) {
@@ -340,7 +341,7 @@ std::string timeslice_yaml(const ClusterSettings& cluster, const TimesliceShape&
   const std::string order = !scheduled ? std::string("order: chaotic")
                             : s.slot_us > 0
                                 ? fmt::format("order: scheduled, slot_us: {:g}", s.slot_us)
-                                : std::string("order: scheduled");  // the clock master's slot
+                                : std::string("order: scheduled");  // in the builders' turns
   const std::string builders = id_list("tb", 0, s.n);
   const std::string inputs = id_list("in", 0, s.n);
   if (with_clocks(s)) {

@@ -27,9 +27,9 @@ struct TimesliceRun {
   double per_builder_mb_s = 0;
   double timeslices_per_s = 0;  // summed over the builders
   std::uint64_t incomplete = 0;
-  double clock_precision_ns = -1;  // scheduled runs: the clock master's worst node
-  double slot_us = 0;              // scheduled runs: the slot the clock master measured
-  double control_pct = 0;          // percent of the bytes sent
+  double clock_precision_ns = -1;  // scheduled in fixed slots: the clock master's worst node
+  double slot_us = 0;      // scheduled: the fixed slot, or a builder's mean turn (duration / turns)
+  double control_pct = 0;  // percent of the bytes sent
 };
 
 std::uint64_t message_size_for(std::uint64_t wire_bytes) {
@@ -97,6 +97,7 @@ Result<TimesliceRun> run_timeslice_point(const TimesliceOptions& o, const Timesl
     const auto rejected = r.get<std::uint64_t>("contributions_rejected");
     const auto malformed = r.get<std::uint64_t>("messages_malformed");
     const auto incomplete = r.get<std::uint64_t>("timeslices_incomplete");
+    const auto turns = r.get<double>("turns_given");
     if (auto read = r.status(); !read) return read.error().context(what);
     if (rejected != 0 || malformed != 0) {
       return Error(fmt::format("{}: builder {} rejected {} contributions and {} messages (see {})",
@@ -106,16 +107,18 @@ Result<TimesliceRun> run_timeslice_point(const TimesliceOptions& o, const Timesl
       return Error(fmt::format("{}: builder {} completed no timeslice (see {})", what, id,
                                cluster.output_dir));
     }
+    if (s.order == "scheduled" && s.slot_us == 0 && turns > 0) {
+      out.slot_us += o.duration_s * 1e6 / turns / s.n;
+    }
     out.per_builder_mb_s += mb_s / s.n;
     out.timeslices_per_s += per_s;
     out.incomplete += incomplete;
   }
-  if (s.order == "scheduled") {
+  if (s.order == "scheduled" && s.slot_us > 0) {
     runtime::ParamReader r(app_results(*summary, "clock"), "clock_master clock", "result");
     out.clock_precision_ns = r.get<double>("clock_precision_ns");
-    const auto slot_ns = r.get<double>("slot_ns");
     if (auto read = r.status(); !read) return read.error().context(what);
-    out.slot_us = s.slot_us > 0 ? s.slot_us : slot_ns / 1000;
+    out.slot_us = s.slot_us;
   }
   out.control_pct = 100 * control_share(*summary);
   return out;
@@ -265,7 +268,7 @@ Result<BenchOutput> run_timeslice(const TimesliceOptions& o, BenchEnv& env) {
           per_s = run->messages_per_s;
         } else {
           s.order = kind;
-          // Scheduled: the slot the clock master measures the machine keeps (or --slot-us).
+          // Scheduled: in the builders' turns (or in fixed slots of --slot-us).
           s.slot_us = o.slot_us;
           auto run = run_timeslice_point(o, s, name, what, env);
           if (!run) return run.error();
@@ -297,17 +300,18 @@ Result<BenchOutput> run_timeslice(const TimesliceOptions& o, BenchEnv& env) {
   auto quiet = run_clock_point(o, r.stem + "-clock", what, env);
   if (!quiet) return quiet.error();
   add_row(r, {0, 0, 1, "clock", 0, 0, 0, 0, *quiet, 0});
+  r.summary = {{"sizes", by_size}, {"clock_precision_ns_quiet", *quiet}};
   if (env.progress != nullptr) {
-    env.progress->line(fmt::format(
-        "clock precision: {:.0f} ns with no data; median {:.0f} ns during the scheduled runs",
-        *quiet, median(precisions)));
+    env.progress->line(fmt::format("clock precision: {:.0f} ns with no data", *quiet));
   }
-  r.summary = {
-      {"sizes", by_size},
-      {"clock_precision_ns_quiet", *quiet},
-      {"clock_precision_ns_median", median(precisions)},
-      {"clock_precision_ns_max",
-       precisions.empty() ? 0.0 : *std::max_element(precisions.begin(), precisions.end())}};
+  if (!precisions.empty()) {  // scheduled in fixed slots, on the clocks
+    r.summary["clock_precision_ns_median"] = median(precisions);
+    r.summary["clock_precision_ns_max"] = *std::max_element(precisions.begin(), precisions.end());
+    if (env.progress != nullptr) {
+      env.progress->line(fmt::format("clock precision: median {:.0f} ns during the scheduled runs",
+                                     median(precisions)));
+    }
+  }
   out.plot.title =
       fmt::format("Time-slice building {}x{} over {}", o.shape.n, o.shape.n, o.cluster.transport);
   out.plot.x_label = "contribution size (bytes)";

@@ -30,9 +30,10 @@ void add_bench_timeslice(CLI::App& bench_cmd) {
                   "inputs compute each microslice's CRC-32C and builders check it, and the "
                   "stream checks every byte (false: only the ends of its messages)")
       ->capture_default_str();
-  add_ranged(cmd, "--slot-us", a->options.slot_us,
-             "scheduled: slot length; 0: the one the clock master measures the machine keeps", 0.0,
-             1e6);
+  add_ranged(
+      cmd, "--slot-us", a->options.slot_us,
+      "scheduled: fixed slots of this length on synchronised clocks; 0: in the builders' turns",
+      0.0, 1e6);
   add_ranged(cmd, "--depth", a->options.cluster.pipeline_depth, "pipelining depth of every link", 1,
              4096);
   add_ranged(cmd, "--duration", a->options.duration_s, "seconds per run", 1.0, 3600.0);

@@ -149,31 +149,31 @@ class Bench(DaqflowTestCase):
                                 "control_pct"], 4)
         self.assertEqual(self.column(doc, "run"), ["stream", "chaotic", "scheduled", "clock"])
         self.assertTrue(all(v > 0 for v in self.column(doc, "mb_s_per_node")[:3]))
-        # The scheduled run's slot is the one its clock master measured the machine keeps (a
-        # quarter octave of microseconds from 64 up to 16000: 64, 80, 96, 112, 128, 160...); it and
-        # the clocks' run alone have a clock master, whose precision is reported.
+        # The scheduled run goes in the builders' turns, its slot a builder's mean turn (the run's
+        # duration over the turns it gave); only the clocks' run has a clock master, whose
+        # precision is reported.
         stream, chaotic, scheduled, clock = doc["rows"]
         self.assertGreater(clock[8], 0)
         self.assertEqual(doc["summary"]["clock_precision_ns_quiet"], clock[8])
         rate = stream[5]
         self.assertEqual(chaotic[4], 0)
-        self.assertIn(scheduled[4],
-                      [16.0 * 2 ** k * q for k in range(9) for q in (4, 5, 6, 7)] + [16000.0])
+        self.assertGreater(scheduled[4], 0)
+        self.assertLess(scheduled[4], 1.5e6)
         self.assertEqual(chaotic[8], -1)
-        self.assertGreater(scheduled[8], 0)
+        self.assertEqual(scheduled[8], -1)
         size = doc["summary"]["sizes"][0]
         self.assertEqual(size["contribution_bytes"], 16384)
         self.assertAlmostEqual(size["chaotic_to_stream"], chaotic[5] / rate, delta=1e-9)
         self.assertAlmostEqual(size["scheduled_to_stream"], scheduled[5] / rate, delta=1e-9)
         # The control traffic: acknowledgements of 16 B per contribution of 16 kB (and the
-        # clock's probes in the scheduled run), a small share of the bytes; none in the stream.
+        # turns in the scheduled run), a small share of the bytes; none in the stream.
         self.assertEqual(stream[9], 0)
         for row in (chaotic, scheduled):
             self.assertGreater(row[9], 0.01, row)
             self.assertLess(row[9], 5, row)
         self.assertEqual(size["chaotic_control_pct"], chaotic[9])
         config = self.generated_config(out, "timeslice-shm-n2-16384-scheduled-1")
-        self.assertIn("type: clock_master", config)
+        self.assertNotIn("type: clock_master", config)
         self.assertIn("order: scheduled", config)
         self.assertNotIn("slot_us", config)
 

@@ -143,7 +143,7 @@ struct TimesliceShape {
   std::uint64_t contribution_bytes = 65536;
   int microslices = 7;  // of the core; the overlap is one more
   std::string order = "chaotic";
-  double slot_us = 0;  // scheduled: length of a slot
+  double slot_us = 0;  // scheduled: length of a fixed slot; 0: in the builders' turns
   bool crc = true;     // the inputs compute CRC-32C and the builders check it
   // No inputs or builders: the clock master and clients alone (the precision without data).
   bool clock_only = false;

@@ -98,16 +98,16 @@ struct FarmOptions {
 // Time-slice building all to all: for each contribution size, in rounds, the raw N x N stream of
 // the transport (bench stream --pattern nxn, messages of the contribution's size on the wire), then
 // the time-slice builder in chaotic and in scheduled order; the receive rate per builder against
-// the stream's per receiver, by medians. Scheduled runs synchronise the clocks and report their
-// precision; the slot is the time the stream took per message and sender in the same round
-// (slot_us > 0 fixes it instead).
+// the stream's per receiver, by medians. Scheduled runs go in the builders' turns and report a
+// builder's mean turn; slot_us > 0 runs them in fixed slots on synchronised clocks instead, and
+// reports the clocks' precision.
 struct TimesliceOptions {
   ClusterSettings cluster;
   TimesliceShape shape;  // contribution size and order are set per run
   std::vector<std::uint64_t> sizes{1024, 4096, 16384, 65536, 262144};
   double duration_s = 3;  // per run
   int rounds = 3;
-  double slot_us = 0;  // 0: from the stream of the same round
+  double slot_us = 0;  // 0: in turns
 };
 [[nodiscard]] std::string command_line(const TimesliceOptions& options);
 [[nodiscard]] Result<BenchOutput> run_timeslice(const TimesliceOptions& options, BenchEnv& env);
