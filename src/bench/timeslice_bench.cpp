@@ -62,9 +62,9 @@ Result<StreamRun> run_stream_point(const TimesliceOptions& o, const TimesliceSha
   return StreamRun{f.per_receiver_mean, f.messages_per_s};
 }
 
-// The share of the bytes sent that are no contribution: acknowledgements, the builders' reports,
-// the clock's probes and corrections, the manager's assignments (over the transports or by
-// multicast). Every application's endpoint counters, and its multicast sender's, from the run's
+// The share of the bytes sent that are no contribution: acknowledgements, turns, the builders'
+// reports, the clock's probes and corrections, the manager's assignments (over the transports or
+// by multicast). Every application's endpoint counters, and its multicast sender's, from the run's
 // summary.
 double control_share(const control::RunSummary& summary) {
   double all = 0;
@@ -72,7 +72,11 @@ double control_share(const control::RunSummary& summary) {
   for (const control::AppOutcome& app : summary.applications) {
     const double sent = app.endpoint.is_object() ? app.endpoint.value("bytes_sent", 0.0) : 0.0;
     all += sent;
-    if (app.type == "ts_input") contributions += sent;
+    // An input's contributions (its other messages, the scheduled order's requests for turns,
+    // are control).
+    if (app.type == "ts_input" && app.results.is_object()) {
+      contributions += app.results.value("bytes_sent", 0.0);
+    }
     if (app.results.is_object() && app.results.contains("multicast")) {
       all += app.results["multicast"].value("bytes", 0.0);
     }

@@ -18,8 +18,7 @@ using ClockCorrectionLayout =
     layout::Message<ClockCorrectionMsg, kClockCorrectionSize, Field<&ClockCorrectionMsg::round, 0>,
                     Field<&ClockCorrectionMsg::shift_ns, 8>, Field<&ClockCorrectionMsg::scale, 16>,
                     Field<&ClockCorrectionMsg::precision_ns, 24>,
-                    Field<&ClockCorrectionMsg::drift_ppm, 32>,
-                    Field<&ClockCorrectionMsg::slot_ns, 40>>;
+                    Field<&ClockCorrectionMsg::drift_ppm, 32>>;
 
 }  // namespace
 

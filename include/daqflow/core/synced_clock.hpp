@@ -32,10 +32,6 @@ class SyncedClock final : public Clock {
 
   void set_correction(const ClockCorrection& c);
   [[nodiscard]] ClockCorrection correction() const;
-  // The barrel-shifter schedule's slot, ns, as the clock master measured what the machine keeps
-  // (0: none yet); every node gets the same from the master.
-  void set_slot_ns(std::int64_t slot_ns) { slot_ns_.store(slot_ns, std::memory_order_relaxed); }
-  [[nodiscard]] std::int64_t slot_ns() const { return slot_ns_.load(std::memory_order_relaxed); }
   // Tests: from now on local time runs (1 + drift_ppm * 1e-6) times as fast as the monotonic
   // clock and stands offset_ns ahead of it.
   void inject(std::int64_t offset_ns, double drift_ppm);
@@ -49,7 +45,6 @@ class SyncedClock final : public Clock {
   std::atomic<std::int64_t> inject_origin_{0};
   std::atomic<std::int64_t> inject_offset_{0};
   std::atomic<double> inject_rate_{1};
-  std::atomic<std::int64_t> slot_ns_{0};
 };
 
 [[nodiscard]] SyncedClock& synced_clock();

@@ -41,11 +41,8 @@ struct ClockCorrectionMsg {
   double scale = 1;
   double precision_ns = 0;
   double drift_ppm = 0;
-  // The slot of the barrel-shifter schedule, as long as the master measures the machine keeps
-  // (0: not measured yet).
-  std::uint64_t slot_ns = 0;
 };
-inline constexpr std::size_t kClockCorrectionSize = 48;
+inline constexpr std::size_t kClockCorrectionSize = 40;
 
 void encode(const ClockProbe& m, std::span<std::byte, kClockProbeSize> out);
 [[nodiscard]] PayloadStatus decode(std::span<const std::byte> in, ClockProbe& out);

@@ -29,8 +29,6 @@ constexpr std::int64_t kNow = 1;
 // How long the agent sleeps at most otherwise.
 constexpr std::int64_t kNapNs = 1'000'000;
 
-constexpr std::size_t kTripsKept = 256;  // the probe round trips the slot follows
-
 }  // namespace
 
 Result<void> ClockMaster::setup(runtime::AppContext& ctx, const ClockMasterSettings& s) {
@@ -54,8 +52,6 @@ Result<void> ClockMaster::setup(runtime::AppContext& ctx, const ClockMasterSetti
   round_ = 0;
   step_ = 0;
   next_round_ns_ = 0;
-  trips_.clear();
-  slot_ns_.store(0, std::memory_order_relaxed);
   add_metrics(ctx.metrics());
   add_handlers();
   return ok();
@@ -191,10 +187,7 @@ void ClockMaster::finish_round(std::size_t n) {
     ++s.rounds;
     rounds_->add_single_writer();
     if (const auto e = s.estimator.estimate()) {
-      slot_ns_.store(schedule_slot_for(trips_, slot_ns_.load(std::memory_order_relaxed)),
-                     std::memory_order_relaxed);
       wire::ClockCorrectionMsg c;
-      c.slot_ns = static_cast<std::uint64_t>(slot_ns_.load(std::memory_order_relaxed));
       c.round = s.rounds;
       c.shift_ns = e->correction.shift_ns;
       c.scale = e->correction.scale;
@@ -227,9 +220,6 @@ void ClockMaster::on_reply(Completion& c, std::int64_t t4, std::int64_t now) {
   Node& s = nodes_state_[static_cast<std::size_t>(it - nodes_.begin())];
   if (r.round != round_ || !s.waiting || r.probe != s.probe) return;
   const RoundTrip trip{r.t1, r.t2, r.t3, t4};
-  // The whole round trip, the node's turnaround included: what a wake-up costs here.
-  trips_.push_back(t4 - r.t1);
-  if (trips_.size() > kTripsKept) trips_.erase(trips_.begin());
   if (trip.delay_ns() >= 0 && (!s.has_best || trip.delay_ns() < s.best.delay_ns())) {
     s.best = trip;
     s.best_probe = r.probe;
@@ -278,10 +268,8 @@ nlohmann::json ClockMaster::results() const {
     nodes[detail::id_of(ids_, nodes_[n])] = e;
     worst = std::max(worst, e.precision_ns);
   }
-  nlohmann::json r = {{"nodes", nodes},
-                      {"clock_precision_ns", worst},
-                      {"rounds", rounds_->value()},
-                      {"slot_ns", slot_ns_.load(std::memory_order_relaxed)}};
+  nlohmann::json r = {
+      {"nodes", nodes}, {"clock_precision_ns", worst}, {"rounds", rounds_->value()}};
   if (mcast_) {
     r["multicast"] = mcast_stats_;
     r["multicast"]["corrections_unicast"] = corrections_unicast_->value();
@@ -316,7 +304,6 @@ Result<void> ClockClient::setup(runtime::AppContext& ctx, const ClockClientSetti
     if (!receiver) return receiver.error().context("multicast");
     mcast_.emplace(std::move(*receiver));
   }
-  core::synced_clock().set_slot_ns(0);  // until this run's master has measured one
   if (s.inject_offset_us != 0 || s.inject_drift_ppm != 0) {
     core::synced_clock().inject(std::llround(s.inject_offset_us * 1000), s.inject_drift_ppm);
     spdlog::info("{}: this process's local clock runs {} us ahead, {} ppm fast (injected)", id(),
@@ -396,7 +383,6 @@ bool ClockClient::apply(std::span<const std::byte> correction) {
   wire::ClockCorrectionMsg m;
   if (wire::decode(correction, m) != wire::PayloadStatus::ok) return false;
   core::synced_clock().set_correction({m.shift_ns, m.scale, m.precision_ns, m.round});
-  core::synced_clock().set_slot_ns(static_cast<std::int64_t>(m.slot_ns));
   drift_ppm_.store(m.drift_ppm, std::memory_order_relaxed);
   corrections_->add_single_writer();
   return true;

@@ -111,10 +111,6 @@ class ClockMaster final : public runtime::ApplicationWith<ClockMaster, ClockMast
   std::size_t window_ = 0;  // rounds in the estimate
 
   std::optional<mcast::Sender> mcast_;
-  // Every probe's round trip lately (each holds a node's wake-up, as a slot's start holds an
-  // input's), and the schedule's slot chosen from them.
-  std::vector<std::int64_t> trips_;  // the last probe round trips, oldest first
-  std::atomic<std::int64_t> slot_ns_{0};
 
   runtime::Gauge* worst_precision_ = nullptr;
   runtime::Counter* rounds_ = nullptr;

@@ -69,21 +69,4 @@ std::optional<ClockEstimate> ClockEstimator::estimate() const {
   return e;
 }
 
-std::int64_t schedule_slot_for(std::span<const std::int64_t> trips, std::int64_t current) {
-  if (trips.empty()) return current;
-  std::vector<std::int64_t> sorted(trips.begin(), trips.end());
-  const auto p90 = sorted.begin() + static_cast<std::ptrdiff_t>(sorted.size() * 9 / 10);
-  std::nth_element(sorted.begin(), p90, sorted.end());
-  const std::int64_t want = 2 * *p90;
-  constexpr std::int64_t kMin = 64'000;
-  constexpr std::int64_t kMax = 16'000'000;
-  // Octave [o, 2o): four steps of o / 4.
-  std::int64_t octave = kMin;
-  while (2 * octave <= want && octave < kMax) octave *= 2;
-  const std::int64_t step = octave / 4;
-  const std::int64_t slot = std::clamp((want + step - 1) / step * step, kMin, kMax);
-  if (current == 0 || slot > current || 2 * want <= current) return slot;
-  return current;
-}
-
 }  // namespace daqflow::apps::clock

@@ -62,12 +62,4 @@ class ClockEstimator {
   std::vector<Sample> samples_;  // oldest first
 };
 
-// The scheduled order's slot from the recent probe round trips (ns) and the slot now (0: none
-// yet): twice their 90th percentile (a round trip holds two wake-ups, the node's and the
-// master's, so a slot is about four of a late node's), rounded up to a quarter octave (64, 80, 96,
-// 112, 128, 160 us...) from 64 us to 16 ms. It moves up at once and down only once the measure is
-// half of it or less, so that the nodes seldom see it change.
-[[nodiscard]] std::int64_t schedule_slot_for(std::span<const std::int64_t> trips,
-                                             std::int64_t current);
-
 }  // namespace daqflow::apps::clock

@@ -87,26 +87,5 @@ TEST(ClockEstimator, OneRoundGivesTheOffsetWithTheAsymmetryBound) {
   EXPECT_DOUBLE_EQ(e->precision_ns, 1000);
 }
 
-TEST(ScheduleSlot, IsTwiceTheNinetiethPercentileRoundedUpToAQuarterOctave) {
-  // 90 round trips of 50 us and 10 of 1 ms: the 90th percentile is the first of the slow ones.
-  std::vector<std::int64_t> trips(90, 50'000);
-  trips.insert(trips.end(), 10, 1'000'000);
-  EXPECT_EQ(schedule_slot_for(trips, 0), 2'048'000) << "2 ms, on the grid";
-  std::vector<std::int64_t> fast(100, 50'000);
-  EXPECT_EQ(schedule_slot_for(fast, 0), 112'000) << "100 us: up to 112 (64 80 96 112 128...)";
-  std::vector<std::int64_t> tiny(100, 1'000);
-  EXPECT_EQ(schedule_slot_for(tiny, 0), 64'000) << "never below 64 us";
-  std::vector<std::int64_t> huge(100, 100'000'000);
-  EXPECT_EQ(schedule_slot_for(huge, 0), 16'000'000) << "never above 16 ms";
-  EXPECT_EQ(schedule_slot_for({}, 320'000), 320'000) << "no trips: as it was";
-}
-
-TEST(ScheduleSlot, MovesUpAtOnceAndDownOnlyWhenTheMeasureIsHalfOfItOrLess) {
-  std::vector<std::int64_t> trips(100, 150'000);  // wants 300 us: 320 on the grid
-  EXPECT_EQ(schedule_slot_for(trips, 256'000), 320'000) << "up at once";
-  EXPECT_EQ(schedule_slot_for(trips, 512'000), 512'000) << "300 us is more than half of 512";
-  EXPECT_EQ(schedule_slot_for(trips, 640'000), 320'000) << "300 us is half of 640 or less";
-}
-
 }  // namespace
 }  // namespace daqflow::apps::clock
