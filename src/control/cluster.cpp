@@ -9,6 +9,7 @@
 #include <atomic>
 #include <cerrno>
 #include <condition_variable>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -42,6 +43,18 @@ std::string join(const std::vector<std::string>& names) {
 
 }  // namespace
 
+namespace {
+
+// A folder of this run's own in /dev/shm for Open MPI's segments; none (Open MPI's default
+// place) where it cannot be made.
+std::string make_mpi_shm_dir() {
+  std::string path = "/dev/shm/daqflow-mpi-XXXXXX";
+  if (::mkdtemp(path.data()) == nullptr) return {};
+  return path;
+}
+
+}  // namespace
+
 Cluster::Cluster() = default;
 Cluster::Cluster(Cluster&&) noexcept = default;
 Cluster& Cluster::operator=(Cluster&&) noexcept = default;
@@ -50,6 +63,10 @@ Cluster::~Cluster() {
   // What still runs is killed (a Launched kills nothing by itself when destroyed elsewhere).
   for (auto& p : processes_) {
     if (p.launched && !p.launched->poll()) p.launched->kill();
+  }
+  if (!mpi_shm_dir_.empty()) {
+    std::error_code ignored;
+    std::filesystem::remove_all(mpi_shm_dir_, ignored);
   }
 }
 
@@ -238,8 +255,10 @@ Result<Cluster> Cluster::make(const runtime::ClusterConfig& config,
       started = std::unique_ptr<Launched>(
           std::make_unique<AttachedLaunched>(client, *launcher, first.name, first.host));
     } else if (mpi_group) {
-      started = start_command(
-          launch_command(options.self, options.config_path, group, config, extra), log_path);
+      if (cluster.mpi_shm_dir_.empty()) cluster.mpi_shm_dir_ = make_mpi_shm_dir();
+      started = start_command(launch_command(options.self, options.config_path, group, config,
+                                             extra, cluster.mpi_shm_dir_),
+                              log_path);
     } else {
       started = launcher->start(LaunchRequest{group, extra, log_path});
     }

@@ -75,7 +75,7 @@ Result<std::vector<std::vector<std::string>>> launch_groups(
   return out;
 }
 
-std::vector<std::string> mpirun_command(bool one_host) {
+std::vector<std::string> mpirun_command(bool one_host, const std::string& shm_dir) {
   std::vector<std::string> argv;
   if (const char* mpirun = std::getenv("DAQFLOW_MPIRUN"); mpirun != nullptr && *mpirun != 0) {
     argv.emplace_back(mpirun);
@@ -93,6 +93,9 @@ std::vector<std::string> mpirun_command(bool one_host) {
     }
     // Across hosts Open MPI picks the interfaces that reach them.
     if (one_host) argv.insert(argv.end(), {"--mca", "btl_tcp_if_include", "lo"});
+    if (one_host && !shm_dir.empty()) {
+      argv.insert(argv.end(), {"--mca", "btl_vader_backing_directory", shm_dir});
+    }
   }
   return argv;
 }
@@ -100,7 +103,8 @@ std::vector<std::string> mpirun_command(bool one_host) {
 std::vector<std::string> launch_command(const std::string& self, const std::string& config_path,
                                         const std::vector<std::string>& group,
                                         const runtime::ClusterConfig& config,
-                                        const std::vector<std::string>& extra) {
+                                        const std::vector<std::string>& extra,
+                                        const std::string& shm_dir) {
   const auto ranks = config.mpi_contexts();
   if (group.empty() || std::find(ranks.begin(), ranks.end(), group.front()) == ranks.end()) {
     return exec_command(self, config_path, group, extra);
@@ -112,7 +116,7 @@ std::vector<std::string> launch_command(const std::string& self, const std::stri
     const runtime::HostConfig* host = config.host_of(*config.find_context(name));
     if (host != nullptr && host->launcher == runtime::LauncherKind::ssh) over_ssh = host;
   }
-  std::vector<std::string> argv = mpirun_command(over_ssh == nullptr);
+  std::vector<std::string> argv = mpirun_command(over_ssh == nullptr, shm_dir);
   if (over_ssh != nullptr) {
     std::string agent = "ssh -o BatchMode=yes";
     if (over_ssh->ssh.port != 0) agent += " -p " + std::to_string(over_ssh->ssh.port);

@@ -92,6 +92,11 @@ class MpiRun(DaqflowTestCase):
                         os.kill(int(pid), signal.SIGKILL)
                     killed.extend(found)
 
+        def segments():
+            return {name for name in os.listdir("/dev/shm")
+                    if name.startswith(("vader_segment", "daqflow-mpi-"))}
+
+        before = segments()
         killer = threading.Thread(target=kill_sink_rank)
         killer.start()
         # No end of its own: the run ends when it sees the rank die.
@@ -101,6 +106,8 @@ class MpiRun(DaqflowTestCase):
         self.assertNotEqual(code, 0, out)
         self.assertEqual(summary["status"], "failed", summary)
         self.assertIn("mpirun", summary["failure"])
+        # The killed rank's shared-memory segments went with the run's folder of them.
+        self.assertEqual(segments() - before, set())
 
 
 if __name__ == "__main__":

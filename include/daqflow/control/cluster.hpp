@@ -138,6 +138,9 @@ class Cluster {
   std::vector<Process> processes_;
   std::vector<Context> contexts_;  // configuration order
   std::unique_ptr<LeaseKeeper> leases_;
+  // Open MPI's shared-memory segments of the ranks started here, removed with the Cluster (a
+  // rank killed leaves its segments behind).
+  std::string mpi_shm_dir_;
 };
 
 }  // namespace daqflow::control

@@ -49,7 +49,11 @@ struct PlannedApp {
 // loopback and shared memory (--oversubscribe, --bind-to none, btl self,vader,tcp on lo, pml
 // ob1, --tag-output), plus --allow-run-as-root for root; across hosts (one_host false), tcp on
 // whatever interfaces reach them. The MPI reference of `daqflow bench` starts with the same.
-[[nodiscard]] std::vector<std::string> mpirun_command(bool one_host = true);
+// shm_dir (one host, daqflow's own settings): Open MPI's shared-memory segments go there
+// (btl_vader_backing_directory), a folder the caller removes once the ranks are gone, so that a
+// rank killed leaves none behind in /dev/shm.
+[[nodiscard]] std::vector<std::string> mpirun_command(bool one_host = true,
+                                                      const std::string& shm_dir = {});
 
 // The command line that starts a launch group: exec_command, or for the group of mpi contexts one
 // mpirun with a rank per mpi context (MPMD, rank order = mpi_contexts):
@@ -62,6 +66,7 @@ struct PlannedApp {
                                                       const std::string& config_path,
                                                       const std::vector<std::string>& group,
                                                       const runtime::ClusterConfig& config,
-                                                      const std::vector<std::string>& extra = {});
+                                                      const std::vector<std::string>& extra = {},
+                                                      const std::string& shm_dir = {});
 
 }  // namespace daqflow::control

@@ -138,5 +138,18 @@ TEST(LaunchCommand, OneMpirunStartsARankPerMpiContext) {
   ::unsetenv("DAQFLOW_MPIRUN_ARGS");
 }
 
+TEST(LaunchCommand, RanksOfOneHostKeepTheirSharedMemorySegmentsInTheFolderGiven) {
+  ::setenv("DAQFLOW_MPIRUN", "/opt/mpirun", 1);
+  const auto config = contexts_with_mpi({"b"});
+  const auto argv = launch_command("/bin/daqflow", "/c.yaml", {"b"}, config, {}, "/dev/shm/x");
+  const auto at = std::find(argv.begin(), argv.end(), "btl_vader_backing_directory");
+  ASSERT_NE(at, argv.end());
+  EXPECT_EQ(*(at - 1), "--mca");
+  EXPECT_EQ(*(at + 1), "/dev/shm/x");
+  const auto plain = launch_command("/bin/daqflow", "/c.yaml", {"b"}, config);
+  EXPECT_EQ(std::find(plain.begin(), plain.end(), "btl_vader_backing_directory"), plain.end());
+  ::unsetenv("DAQFLOW_MPIRUN");
+}
+
 }  // namespace
 }  // namespace daqflow::control
