@@ -85,6 +85,8 @@ void TsBuilder::on_turn(const Completion& c, std::size_t input, std::int64_t now
   }
   // A hand-back after the turn was taken back asks for nothing.
   if (t.waiting > 0 && assembly_.alive(input)) turns_.asked[input] = 1;
+  // The turn goes on at once, not after the round's other messages.
+  if (turns_.holder == Turns::kNone) (void)give_turn(now);
 }
 
 int TsBuilder::give_turn(std::int64_t now) {
