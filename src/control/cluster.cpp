@@ -255,7 +255,12 @@ Result<Cluster> Cluster::make(const runtime::ClusterConfig& config,
       started = std::unique_ptr<Launched>(
           std::make_unique<AttachedLaunched>(client, *launcher, first.name, first.host));
     } else if (mpi_group) {
-      if (cluster.mpi_shm_dir_.empty()) cluster.mpi_shm_dir_ = make_mpi_shm_dir();
+      // Ranks all on this host keep their segments in a folder of the run's (plan.hpp).
+      const bool here = std::none_of(group.begin(), group.end(), [&](const std::string& name) {
+        const runtime::HostConfig* h = config.host_of(*config.find_context(name));
+        return h != nullptr && h->launcher == runtime::LauncherKind::ssh;
+      });
+      if (here && cluster.mpi_shm_dir_.empty()) cluster.mpi_shm_dir_ = make_mpi_shm_dir();
       started = start_command(launch_command(options.self, options.config_path, group, config,
                                              extra, cluster.mpi_shm_dir_),
                               log_path);

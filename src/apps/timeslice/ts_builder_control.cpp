@@ -80,7 +80,10 @@ void TsBuilder::on_turn(const Completion& c, std::size_t input, std::int64_t now
   }
   turn_messages_->add_single_writer();
   if (turns_.holder == input) {
-    turns_.holder = Turns::kNone;  // handed back
+    // From the holder, 0 waiting hands the turn back; a request crossed the turn on its way
+    // (asked again before it came) and is the turn's own.
+    if (t.waiting > 0) return;
+    turns_.holder = Turns::kNone;
     turns_.active_ns = now;
   }
   // A hand-back after the turn was taken back asks for nothing.
@@ -109,7 +112,9 @@ int TsBuilder::give_turn(std::int64_t now) {
     wire::encode(wire::TsTurn{0}, bytes);
     const SendStatus s =
         data_path().send_copy(*control_pool_, inputs_[i], wire::MessageType::ts_turn, 0, bytes);
-    if (s != SendStatus::ok) return 0;  // again next round (a lost input is dropped elsewhere)
+    // An input that cannot take its turn now (its link full, the pool out) is asked again next
+    // round; the next one gets the turn meanwhile (a lost input is dropped elsewhere).
+    if (s != SendStatus::ok) continue;
     turns_.holder = i;
     turns_.active_ns = now;
     turns_.asked[i] = 0;
