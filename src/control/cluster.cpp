@@ -45,6 +45,15 @@ std::string join(const std::vector<std::string>& names) {
 
 namespace {
 
+// Whether mpirun starts every rank of the group on this host (none over ssh): those keep their
+// segments in a folder of the run's (plan.hpp).
+bool all_here(const runtime::ClusterConfig& config, const std::vector<std::string>& group) {
+  return std::none_of(group.begin(), group.end(), [&](const std::string& name) {
+    const runtime::HostConfig* h = config.host_of(*config.find_context(name));
+    return h != nullptr && h->launcher == runtime::LauncherKind::ssh;
+  });
+}
+
 // A folder of this run's own in /dev/shm for Open MPI's segments; none (Open MPI's default
 // place) where it cannot be made.
 std::string make_mpi_shm_dir() {
@@ -255,12 +264,9 @@ Result<Cluster> Cluster::make(const runtime::ClusterConfig& config,
       started = std::unique_ptr<Launched>(
           std::make_unique<AttachedLaunched>(client, *launcher, first.name, first.host));
     } else if (mpi_group) {
-      // Ranks all on this host keep their segments in a folder of the run's (plan.hpp).
-      const bool here = std::none_of(group.begin(), group.end(), [&](const std::string& name) {
-        const runtime::HostConfig* h = config.host_of(*config.find_context(name));
-        return h != nullptr && h->launcher == runtime::LauncherKind::ssh;
-      });
-      if (here && cluster.mpi_shm_dir_.empty()) cluster.mpi_shm_dir_ = make_mpi_shm_dir();
+      if (all_here(config, group) && cluster.mpi_shm_dir_.empty()) {
+        cluster.mpi_shm_dir_ = make_mpi_shm_dir();
+      }
       started = start_command(launch_command(options.self, options.config_path, group, config,
                                              extra, cluster.mpi_shm_dir_),
                               log_path);
