@@ -3,6 +3,7 @@
 #include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
+#include <spdlog/spdlog.h>
 #include <sys/socket.h>
 
 #include <algorithm>
@@ -10,6 +11,7 @@
 #include <cerrno>
 #include <condition_variable>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -55,10 +57,16 @@ bool all_here(const runtime::ClusterConfig& config, const std::vector<std::strin
 }
 
 // A folder of this run's own in /dev/shm for Open MPI's segments; none (Open MPI's default
-// place) where it cannot be made.
+// place, where a killed rank's segments stay behind) where it cannot be made.
 std::string make_mpi_shm_dir() {
   std::string path = "/dev/shm/daqflow-mpi-XXXXXX";
-  if (::mkdtemp(path.data()) == nullptr) return {};
+  if (::mkdtemp(path.data()) == nullptr) {
+    spdlog::warn(
+        "cannot make {} for the MPI ranks' shared memory ({}): they keep it in Open MPI's "
+        "default place, which a killed rank leaves behind",
+        path, std::strerror(errno));
+    return {};
+  }
   return path;
 }
 
