@@ -24,7 +24,7 @@ using ContributionLayout =
                     Field<&Contribution::content_size, 32>, Reserved<40, 8>>;
 using TsAckLayout = layout::Message<TsAck, kTsAckSize, Field<&TsAck::index, 0>,
                                     Field<&TsAck::status, 8>, Field<&TsAck::epoch, 12>>;
-using TsTurnLayout = layout::Message<TsTurn, kTsTurnSize, Field<&TsTurn::waiting, 0>>;
+using TsTurnLayout = layout::Message<TsTurn, kTsTurnSize, Field<&TsTurn::kind, 0>, Reserved<4, 4>>;
 using TimesliceLayout =
     layout::Message<TD, kTimesliceDescriptorSize, Field<&TD::index, 0>, Field<&TD::start_ns, 8>,
                     Field<&TD::microslice_ns, 16>, Field<&TD::core_microslices, 20>,
@@ -103,7 +103,9 @@ void encode(const TsTurn& m, std::span<std::byte, kTsTurnSize> out) {
 }
 
 PayloadStatus decode(std::span<const std::byte> in, TsTurn& out) {
-  return TsTurnLayout::decode(in, out);
+  return TsTurnLayout::decode(in, out, [](const TsTurn& m) {
+    return valid_if(m.kind >= TsTurnKind::ask && m.kind <= TsTurnKind::hand_back_and_ask);
+  });
 }
 
 void encode(const TimesliceDescriptor& m, std::span<std::byte, kTimesliceDescriptorSize> out) {

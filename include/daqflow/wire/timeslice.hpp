@@ -10,10 +10,9 @@
 //                                  or several such parts (of small contributions), back to back
 //   ts_ack           builder -> input   16 B: the timeslice is done (written or flagged); the
 //                                  input may drop what it kept for it
-//   ts_turn          input <-> builder  8 B (scheduled order): input -> builder, the contributions
-//                                  it has waiting for the builder (a turn asked for; from the
-//                                  input holding the turn, the turn handed back); builder ->
-//                                  input, the turn given
+//   ts_turn          input <-> builder  8 B (scheduled order): what it does with the builder's
+//                                  turn: asks for it, gives it, hands it back, hands it back
+//                                  and asks for the next
 //   timeslice descriptor    40 B   starts a timeslice in an archive file; its components follow
 //                                  (each a component descriptor with its descriptors and contents)
 //
@@ -91,8 +90,14 @@ struct TsAck {
 inline constexpr std::size_t kTsAckSize = 16;
 
 // The scheduled order's turn at a builder (docs/timeslices.md, "Sending order").
+enum class TsTurnKind : std::uint32_t {
+  ask = 1,                // input -> builder: it has contributions for the builder
+  give = 2,               // builder -> input: the turn is the input's
+  hand_back = 3,          // input -> builder: done with the turn
+  hand_back_and_ask = 4,  // input -> builder: done, and it asks for the next turn already
+};
 struct TsTurn {
-  std::uint64_t waiting = 0;  // contributions for the builder not yet sent (0 from the builder)
+  TsTurnKind kind = TsTurnKind::ask;
 };
 inline constexpr std::size_t kTsTurnSize = 8;
 

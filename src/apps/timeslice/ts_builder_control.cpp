@@ -79,15 +79,25 @@ void TsBuilder::on_turn(const Completion& c, std::size_t input, std::int64_t now
     return;
   }
   turn_messages_->add_single_writer();
-  if (turns_.holder == input) {
-    // From the holder, 0 waiting hands the turn back; a request crossed the turn on its way
-    // (asked again before it came) and is the turn's own.
-    if (t.waiting > 0) return;
-    turns_.holder = Turns::kNone;
-    turns_.active_ns = now;
+  switch (t.kind) {
+    case wire::TsTurnKind::give:
+      messages_malformed_->add_single_writer();  // a builder's to give, not an input's
+      return;
+    case wire::TsTurnKind::ask:
+      // From the holder, a request that crossed the turn on its way (asked again before it
+      // came): the turn's own.
+      if (turns_.holder == input) return;
+      break;
+    case wire::TsTurnKind::hand_back:
+    case wire::TsTurnKind::hand_back_and_ask:
+      // One after the turn was taken back hands nothing back (and may still ask).
+      if (turns_.holder == input) {
+        turns_.holder = Turns::kNone;
+        turns_.active_ns = now;
+      }
+      break;
   }
-  // A hand-back after the turn was taken back asks for nothing.
-  if (t.waiting > 0 && assembly_.alive(input)) turns_.asked[input] = 1;
+  if (t.kind != wire::TsTurnKind::hand_back && assembly_.alive(input)) turns_.asked[input] = 1;
   // The turn goes on at once, not after the round's other messages.
   if (turns_.holder == Turns::kNone) (void)give_turn(now);
 }
@@ -109,7 +119,7 @@ int TsBuilder::give_turn(std::int64_t now) {
     gone_.clear();
     (void)acks_[i].post(*endpoint_, gone_);
     std::array<std::byte, wire::kTsTurnSize> bytes{};
-    wire::encode(wire::TsTurn{0}, bytes);
+    wire::encode(wire::TsTurn{wire::TsTurnKind::give}, bytes);
     const SendStatus s =
         data_path().send_copy(*control_pool_, inputs_[i], wire::MessageType::ts_turn, 0, bytes);
     // An input that cannot take its turn now (its link full, the pool out) is asked again next

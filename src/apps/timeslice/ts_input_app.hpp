@@ -131,8 +131,8 @@ class TsInput final : public runtime::ApplicationWith<TsInput, TsInputSettings> 
   int send(std::int64_t now);
   // The scheduled order in turns (slot_us 0): to each builder only in the turn it gives.
   int send_in_turns(std::int64_t now);
-  // A ts_turn to builder b: `waiting` contributions for it (a turn asked for, or handed back).
-  [[nodiscard]] bool send_turn(std::size_t b, std::uint64_t waiting);
+  // A ts_turn to builder b: asking for its turn, or handing it back.
+  [[nodiscard]] bool send_turn(std::size_t b, wire::TsTurn turn);
   void on_turn(const transport::Completion& c);
   // Sends t to its builder: alone (by reference), or copied into that builder's batch when it is
   // small (ts_batch.hpp); false when the transport pushes back (t then stays to send).

@@ -168,9 +168,9 @@ int TsInput::send(std::int64_t now) {
   return sent();
 }
 
-bool TsInput::send_turn(std::size_t b, std::uint64_t waiting) {
+bool TsInput::send_turn(std::size_t b, wire::TsTurn turn) {
   std::array<std::byte, wire::kTsTurnSize> bytes{};
-  wire::encode(wire::TsTurn{waiting}, bytes);
+  wire::encode(turn, bytes);
   return data_path().send_copy(*header_pool_, builders_[b], wire::MessageType::ts_turn, 0, bytes) ==
          SendStatus::ok;
 }
@@ -183,6 +183,7 @@ int TsInput::send_in_turns(std::int64_t now) {
     if (turn.held) {
       // The turn carries what is ready for the builder as it comes: one batch; the turn is
       // handed back once all of it went (a builder that pushes back keeps it here).
+      const std::uint64_t sent_before = contributions_sent_;
       bool blocked = false;
       for (TsOutbox::Timeslice* next = outbox_.oldest_unsent_for(b); next != nullptr && !blocked;
            next = outbox_.oldest_unsent_for(b)) {
@@ -192,13 +193,24 @@ int TsInput::send_in_turns(std::int64_t now) {
         slots_blocked_->add_single_writer();
         continue;
       }
-      if (send_turn(b, 0)) turn.held = false;
+      // An input that sent in its turn will most likely have more by the time the others had
+      // theirs: it asks for the next turn with the hand-back, one message instead of two. Given
+      // a turn with nothing to send, it hands it back and asks only when it has something.
+      const bool again = contributions_sent_ > sent_before;
+      const wire::TsTurnKind kind =
+          again ? wire::TsTurnKind::hand_back_and_ask : wire::TsTurnKind::hand_back;
+      if (send_turn(b, wire::TsTurn{kind})) {
+        turn.held = false;
+        turn.asked = again;
+        turn.asked_ns = now;
+      }
       continue;
     }
     // Asked again after a while: a request or a turn lost with a connection (the builder takes
     // a second request as the first).
     const bool due = !turn.asked || now - turn.asked_ns > kTurnAskAgainNs;
-    if (due && outbox_.oldest_unsent_for(b) != nullptr && send_turn(b, 1)) {
+    if (due && outbox_.oldest_unsent_for(b) != nullptr &&
+        send_turn(b, wire::TsTurn{wire::TsTurnKind::ask})) {
       turn.asked = true;
       turn.asked_ns = now;
     }
@@ -210,7 +222,8 @@ void TsInput::on_turn(const Completion& c) {
   wire::TsTurn t;
   const auto b = std::find(builders_.begin(), builders_.end(), c.peer);
   if (b == builders_.end() || c.message.segment_count != 1 ||
-      wire::decode(c.message.segments[0].bytes(), t) != wire::PayloadStatus::ok) {
+      wire::decode(c.message.segments[0].bytes(), t) != wire::PayloadStatus::ok ||
+      t.kind != wire::TsTurnKind::give) {
     messages_malformed_->add_single_writer();
     return;
   }

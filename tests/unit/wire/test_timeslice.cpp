@@ -94,11 +94,15 @@ TEST(TimesliceProtocol, AckAndTimesliceDescriptorRoundTrip) {
   EXPECT_EQ(decode(ab, aout), PayloadStatus::bad_value);
 
   std::array<std::byte, kTsTurnSize> turn{};
-  encode(TsTurn{.waiting = 5}, turn);
+  encode(TsTurn{.kind = TsTurnKind::hand_back_and_ask}, turn);
   TsTurn turn_out;
   ASSERT_EQ(decode(turn, turn_out), PayloadStatus::ok);
-  EXPECT_EQ(turn_out.waiting, 5u);
+  EXPECT_EQ(turn_out.kind, TsTurnKind::hand_back_and_ask);
   EXPECT_EQ(decode(std::span(turn).first(7), turn_out), PayloadStatus::wrong_size);
+  turn[0] = std::byte{0};
+  EXPECT_EQ(decode(turn, turn_out), PayloadStatus::bad_value);
+  turn[0] = std::byte{5};
+  EXPECT_EQ(decode(turn, turn_out), PayloadStatus::bad_value);
 
   TimesliceDescriptor t{.index = 9,
                         .start_ns = 90,
