@@ -78,7 +78,11 @@ Result<runtime::ClusterConfig> load_timeslices(const SimOptions& o) {
   shape.manager = o.ts_manager;
   // A timeslice is acknowledged once complete, after every input's turn: an input keeps about
   // as many as there are inputs in flight, or waits for acknowledgements with its link idle.
-  shape.in_flight = o.ts_in_flight > 0 ? o.ts_in_flight : o.ts + 8;
+  // Scheduled, the acknowledgement waits for the input's next slot at the builder, up to one
+  // more turn of the shifter: twice as many (as the applications' own window).
+  const int window = o.ts + 8;
+  shape.in_flight =
+      o.ts_in_flight > 0 ? o.ts_in_flight : (o.order == "scheduled" ? 2 * window : window);
   // A slot: the time on a host's link of one contribution and of the acknowledgement that
   // goes back for it (as the network carries them: scaled for phantom payloads and control
   // traffic, with their headers), and 5% to spare. In every slot each host sends and receives
@@ -296,7 +300,8 @@ void add_sim(CLI::App& app) {
                 "--ts: a ts_manager assigns the timeslices and grants their writes (control "
                 "traffic with every input and builder); without: round robin");
   cmd->add_option("--in-flight", o->ts_in_flight,
-                  "--ts: timeslices an input keeps until acknowledged (0: the nodes + 8)")
+                  "--ts: timeslices an input keeps until acknowledged (0: the nodes + 8, "
+                  "scheduled twice that)")
       ->capture_default_str();
   cmd->add_option("--feds", o->feds, "Generated: FEDs per readout unit")->capture_default_str();
   cmd->add_option("--fragment", o->fragment, "Generated: mean FED fragment size in bytes")
