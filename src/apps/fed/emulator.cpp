@@ -187,13 +187,13 @@ Result<void> FedEmulator::build() {
       super_sizes_[i] += sizes[i];
     }
 
-    // The template and the CRC of each of its prefixes, from register state 0.
+    // The template's CRC over each of its prefixes, from register state 0.
     const std::size_t payload_words = longest / 8 - 2;
-    fed.payload.resize(payload_words);
+    fed.first_word = wire::fed_payload_word(settings_.seed, fed.id, 0, 0);
     prefix.assign(payload_words + 1, 0);
-    for (std::size_t w = 0; w < payload_words; ++w) {
-      fed.payload[w] = wire::fed_payload_word(settings_.seed, fed.id, 0, w);
-      prefix[w + 1] = wire::fed_crc16_word(fed.payload[w], prefix[w]);
+    std::uint64_t word = fed.first_word;
+    for (std::size_t w = 0; w < payload_words; ++w, word += kGolden) {
+      prefix[w + 1] = wire::fed_crc16_word(word, prefix[w]);
     }
 
     for (std::uint32_t i = 0; i < period; ++i) {
@@ -235,7 +235,10 @@ void FedEmulator::write_template(std::uint64_t event, std::byte* out) const {
     const auto crc =
         static_cast<std::uint16_t>(apply(matrices_[e->matrix], header_crc) ^ e->tail_crc);
     wire::store_le64(out, fed.header | ids);
-    std::memcpy(out + 8, fed.payload.data(), payload_bytes);
+    std::uint64_t word = fed.first_word;
+    for (std::size_t k = 8; k < payload_bytes + 8; k += 8, word += kGolden) {
+      wire::store_le64(out + k, word);
+    }
     wire::store_le64(out + 8 + payload_bytes,
                      trailer_ | e->words * length_unit_ | std::uint64_t{crc} * crc_unit_);
     out += payload_bytes + 16;

@@ -9,8 +9,10 @@
 // Event n uses entry n mod period of every FED's table, so the same seed gives the same data on
 // every run and max_super_fragment_size() is exact, not a bound.
 //
-// Payload: `template` (the default) copies a fixed per-FED pattern (wire::fed_payload_word of
-// L1 id 0) and finds the CRC without reading the payload again: the CRC-16 register is linear,
+// Payload: `template` (the default) writes a fixed per-FED payload, 64-bit words in arithmetic
+// progression from a pseudo-random first word (wire::fed_payload_word of L1 id 0), each made
+// in a register and stored (nothing copied from memory, as a readout that makes its data), and
+// finds the CRC without reading the payload again: the CRC-16 register is linear,
 // so the CRC of header + payload + trailer is the header's CRC carried through the rest by a
 // precomputed 16x16 bit matrix, xor the rest's own CRC (precomputed per table entry). `pattern`
 // writes every fragment with wire::write_fragment (a pattern that differs per event and FED,
@@ -100,9 +102,9 @@ class FedEmulator final : public FragmentSource {
   };
   struct Fed {
     std::uint16_t id = 0;
-    std::uint64_t header = 0;            // the header word of L1 id 0 and BX 0
-    std::uint16_t header_crc = 0;        // its CRC from the initial register
-    std::vector<std::uint64_t> payload;  // template words (longest payload of the table)
+    std::uint64_t header = 0;      // the header word of L1 id 0 and BX 0
+    std::uint16_t header_crc = 0;  // its CRC from the initial register
+    std::uint64_t first_word = 0;  // the payload's first word; each next one adds kGolden
   };
 
   explicit FedEmulator(const EmulatorSettings& s);
