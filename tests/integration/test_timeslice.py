@@ -197,16 +197,19 @@ class Timeslices(DaqflowTestCase):
         self.assertGreater(cast["nacks_received"], 0, cast)
         self.assertGreater(cast["repairs_sent"], 0, cast)
         self.assertEqual(cast["repairs_unavailable"], 0, cast)
+        heard_by = {}
         for ids in INPUTS.values():
             for i in ids:
                 r = apps[i]["results"]
-                heard = r["multicast"]
-                self.assertGreater(heard["dropped_injected"], 0, (i, heard))
-                self.assertGreater(heard["lost_before_retry"], 0, (i, heard))
+                heard = heard_by[i] = r["multicast"]
                 self.assertEqual(heard["recovered"], heard["lost_before_retry"], (i, heard))
                 self.assertEqual(heard["lost_after_retry"], 0, (i, heard))
                 self.assertEqual(r["timeslices_acked"], 200, (i, r))
                 self.assertEqual(r["messages_malformed"], 0, (i, r))
+        # An input hears a few dozen datagrams (assignments go several to one): one may by chance
+        # lose none of them (0.8^20, about 1%), all of them together cannot.
+        for key in ("dropped_injected", "lost_before_retry"):
+            self.assertGreater(sum(h[key] for h in heard_by.values()), 0, (key, heard_by))
         print(f"\nmulticast assignments: manager {cast}; in0 {apps['in0']['results']['multicast']}",
               flush=True)
         self.assert_built_once(self.dump(), 200)
