@@ -14,16 +14,41 @@ import pytest
 import daqflow
 
 
+# The runs' ports come from below the kernel's ephemeral range (where every connection takes
+# its local port, the runs' own among them) and apart from the integration tests' blocks (from
+# 26000). A context's data_port is the first of its applications' (one each), so each port is
+# handed out with the ones after it, all checked free.
+PORT_FIRST = 20000
+PORT_LAST = 25999
+PORT_RUN = 4
+_next_port = PORT_FIRST + (os.getpid() * PORT_RUN * 7) % (PORT_LAST - PORT_FIRST)
+
+
+def _bindable(port: int) -> bool:
+    with socket.socket() as s:
+        try:
+            s.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+    return True
+
+
 def free_ports(count: int) -> list[int]:
-    """Ports free on the loopback now (each bound once and released)."""
-    sockets = [socket.socket() for _ in range(count)]
-    try:
-        for s in sockets:
-            s.bind(("127.0.0.1", 0))
-        return [s.getsockname()[1] for s in sockets]
-    finally:
-        for s in sockets:
-            s.close()
+    """`count` ports free on the loopback now, each with the PORT_RUN - 1 ports after it."""
+    global _next_port
+    ports: list[int] = []
+    for _ in range((PORT_LAST - PORT_FIRST) // PORT_RUN):
+        if len(ports) == count:
+            break
+        first = _next_port
+        _next_port += PORT_RUN
+        if _next_port + PORT_RUN > PORT_LAST:
+            _next_port = PORT_FIRST
+        if all(_bindable(p) for p in range(first, first + PORT_RUN)):
+            ports.append(first)
+    if len(ports) < count:
+        raise RuntimeError(f"no {count} free runs of {PORT_RUN} ports in {PORT_FIRST}-{PORT_LAST}")
+    return ports
 
 
 @dataclass
