@@ -5,6 +5,7 @@
 
 #include <cstring>
 
+#include "daqflow/core/clock.hpp"
 #include "daqflow/core/enum_names.hpp"
 #include "daqflow/core/log.hpp"
 
@@ -34,7 +35,7 @@ const char* to_string(IdleKind kind) {
 
 void IdleStrategy::idle(Agent& agent, int work_count) {
   if (work_count > 0) {
-    idle_rounds_ = 0;
+    reset();
     return;
   }
   ++idle_rounds_;
@@ -46,22 +47,40 @@ void IdleStrategy::idle(Agent& agent, int work_count) {
       std::this_thread::yield();
       break;
     case IdleKind::backoff:
-      // Spin briefly, then yield, then block with a growing timeout: cheap when busy, quiet
-      // when idle.
-      if (idle_rounds_ <= kSpinRounds) {
-        __builtin_ia32_pause();
-      } else if (idle_rounds_ <= kSpinRounds + kYieldRounds) {
-        std::this_thread::yield();
-      } else {
-        const auto shift = std::min<std::uint32_t>(idle_rounds_ - kSpinRounds - kYieldRounds, 10);
-        const auto t = std::min(max_block_, std::chrono::microseconds(std::int64_t{1} << shift));
-        agent.wait_for_work(t);
-      }
+      backoff(agent);
       break;
     case IdleKind::block:
       agent.wait_for_work(max_block_);
       break;
   }
+}
+
+std::int64_t IdleStrategy::timed_yield() {
+  const std::int64_t before = monotonic_ns();
+  std::this_thread::yield();
+  return monotonic_ns() - before;
+}
+
+// Spins while the CPU is this thread's alone, then yields, and blocks once yielding only spins.
+// A yield that lasted let another thread run: on a host with more busy threads than CPUs,
+// spinning (or blocking, whose wake-up preempts a thread at work) takes the CPU from threads
+// with work, so the thread goes on yielding while others use the CPU, for up to kYieldNs of
+// their time, and spins no more until a quick yield says the CPU is free again.
+void IdleStrategy::backoff(Agent& agent) {
+  if (!contended_ && idle_rounds_ <= kSpinRounds) {
+    __builtin_ia32_pause();
+    return;
+  }
+  if (quiet_yields_ < kYieldRounds) {
+    const std::int64_t took = yield_();
+    contended_ = took >= kOtherRanNs;
+    yielded_ns_ += took;
+    if (!contended_ || yielded_ns_ >= kYieldNs) ++quiet_yields_;
+    return;
+  }
+  // Blocks with a timeout that grows to about a millisecond.
+  const auto shift = std::min<std::uint32_t>(++blocks_, 10);
+  agent.wait_for_work(std::min(max_block_, std::chrono::microseconds(std::int64_t{1} << shift)));
 }
 
 AgentRunner::AgentRunner(Agent& agent, AgentOptions options) : agent_(agent), options_(options) {}

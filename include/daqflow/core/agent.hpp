@@ -38,21 +38,46 @@ enum class IdleKind { spin, yield, backoff, block };
 // Decides what to do after each round. Not thread-safe: one per agent thread.
 class IdleStrategy {
  public:
+  // Yields the CPU; returns the nanoseconds until the thread ran again.
+  using YieldFn = std::int64_t (*)();
+
   explicit IdleStrategy(IdleKind kind,
-                        std::chrono::microseconds max_block = std::chrono::milliseconds(10))
-      : kind_(kind), max_block_(max_block) {}
-  // Back-off: this many idle rounds spin, the next kYieldRounds yield, then it blocks.
+                        std::chrono::microseconds max_block = std::chrono::milliseconds(10),
+                        YieldFn yield = &timed_yield)
+      : kind_(kind), max_block_(max_block), yield_(yield) {}
+  // Back-off: this many idle rounds spin (unless the last yield ran another thread), then the
+  // thread yields until kYieldRounds yields came back at once or others had the CPU for
+  // kYieldNs, then it blocks.
   static constexpr std::uint32_t kSpinRounds = 64;
   static constexpr std::uint32_t kYieldRounds = 64;
+  static constexpr std::int64_t kYieldNs = 500'000;
+  // A yield that took this long ran another thread.
+  static constexpr std::int64_t kOtherRanNs = 3'000;
 
   void idle(Agent& agent, int work_count);
-  void reset() { idle_rounds_ = 0; }
+  // The next idle round starts the back-off over (what it learnt of the CPU stays).
+  void reset() {
+    idle_rounds_ = 0;
+    quiet_yields_ = 0;
+    blocks_ = 0;
+    yielded_ns_ = 0;
+  }
   [[nodiscard]] IdleKind kind() const { return kind_; }
+  // Whether the last yield ran another thread: the back-off then skips its spin.
+  [[nodiscard]] bool contended() const { return contended_; }
+  static std::int64_t timed_yield();
 
  private:
+  void backoff(Agent& agent);
+
   IdleKind kind_;
   std::chrono::microseconds max_block_;
+  YieldFn yield_;
   std::uint32_t idle_rounds_ = 0;
+  std::uint32_t quiet_yields_ = 0;
+  std::uint32_t blocks_ = 0;
+  std::int64_t yielded_ns_ = 0;
+  bool contended_ = false;
 };
 
 struct AgentOptions {

@@ -45,17 +45,52 @@ TEST(IdleStrategy, BlockWaitsOnTheAgentOnlyWhenIdle) {
   EXPECT_EQ(agent.waits.load(), 1);
 }
 
+// Stand-ins for the yield: one that comes back at once (the CPU is free), one that ran another
+// thread for 10 us.
+int yields = 0;
+std::int64_t quick_yield() {
+  ++yields;
+  return 100;
+}
+std::int64_t long_yield() {
+  ++yields;
+  return 10'000;
+}
+
 TEST(IdleStrategy, BackoffSpinsFirstThenBlocks) {
   CountingAgent agent;
-  IdleStrategy idle(IdleKind::backoff);
+  IdleStrategy idle(IdleKind::backoff, std::chrono::milliseconds(10), &quick_yield);
   constexpr auto kBeforeBlocking = IdleStrategy::kSpinRounds + IdleStrategy::kYieldRounds;
+  yields = 0;
+  for (std::uint32_t i = 0; i < kBeforeBlocking; ++i) idle.idle(agent, 0);
+  EXPECT_EQ(yields, static_cast<int>(IdleStrategy::kYieldRounds));
+  EXPECT_EQ(agent.waits.load(), 0);
+  idle.idle(agent, 0);
+  EXPECT_EQ(agent.waits.load(), 1);
+  EXPECT_FALSE(idle.contended());
+  idle.idle(agent, 1);  // work resets the back-off
+  for (std::uint32_t i = 0; i < kBeforeBlocking; ++i) idle.idle(agent, 0);
+  EXPECT_EQ(agent.waits.load(), 1);
+}
+
+TEST(IdleStrategy, BackoffYieldsWhileOthersRunAndThenSkipsTheSpin) {
+  CountingAgent agent;
+  IdleStrategy idle(IdleKind::backoff, std::chrono::milliseconds(10), &long_yield);
+  // Yields that ran others do not count towards blocking until they add up to kYieldNs.
+  constexpr auto kLongYields = IdleStrategy::kYieldNs / 10'000;
+  constexpr auto kBeforeBlocking =
+      IdleStrategy::kSpinRounds + kLongYields - 1 + IdleStrategy::kYieldRounds;
+  yields = 0;
   for (std::uint32_t i = 0; i < kBeforeBlocking; ++i) idle.idle(agent, 0);
   EXPECT_EQ(agent.waits.load(), 0);
   idle.idle(agent, 0);
   EXPECT_EQ(agent.waits.load(), 1);
-  idle.idle(agent, 1);  // work resets the back-off
-  for (std::uint32_t i = 0; i < kBeforeBlocking; ++i) idle.idle(agent, 0);
-  EXPECT_EQ(agent.waits.load(), 1);
+  EXPECT_TRUE(idle.contended());
+  // A contended CPU: the next idle round yields at once, without spinning first.
+  idle.idle(agent, 1);
+  yields = 0;
+  idle.idle(agent, 0);
+  EXPECT_EQ(yields, 1);
 }
 
 TEST(AgentRunner, RunsUntilStoppedWithStartAndCloseHooks) {
