@@ -330,6 +330,7 @@ void TsBuilder::lose_input(std::size_t input, const std::string& why) {
 }
 
 void TsBuilder::on_peer_gone(AppIndex peer, std::string_view reason) {
+  (void)check_received();  // what came before the loss
   if (has_manager_ && peer == manager_) {
     if (!winding_down()) {
       spdlog::warn("{}: the connection to the manager failed: {}", id(),
@@ -355,7 +356,8 @@ void TsBuilder::on_peer_gone(AppIndex peer, std::string_view reason) {
 
 int TsBuilder::work(std::int64_t now) {
   if (failed()) return 0;
-  int work = output_->progress();
+  int work = check_received();  // after the round's turn messages (on_turn)
+  work += output_->progress();
   work += flush_outputs();
   // Complete timeslices wait here when the output was full; expired ones are written flagged.
   if (assembly_.building() > 0 && (now >= next_expire_ns_ || !free_.empty())) {

@@ -155,6 +155,16 @@ class TsBuilder final : public runtime::ApplicationWith<TsBuilder, TsBuilderSett
   void on_turn(const transport::Completion& c, std::size_t input, std::int64_t now);
   // Gives the turn to the next input that asked for it (its acknowledgements go first).
   [[nodiscard]] int give_turn(std::int64_t now);
+  // In turns, the contributions a round receives are checked after its turn messages: a batch
+  // and the hand-back that ends it come together, and the next input then sends while this
+  // builder checks the last one's batch.
+  struct Received {
+    transport::Completion completion;
+    std::size_t input = 0;
+    std::int64_t now = 0;
+  };
+  std::vector<Received> received_;
+  int check_received();
   bool timer_slack_set_ = false;           // this agent thread's (the schedule's waits)
   std::vector<ControlLog> acks_;           // by input
   ControlLog to_manager_;                  // ts_done

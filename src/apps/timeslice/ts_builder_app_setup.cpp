@@ -276,7 +276,13 @@ void TsBuilder::add_handlers() {
       data_path().reject();
       return;
     }
-    on_contributions(c, static_cast<std::size_t>(it - inputs_.begin()), now);
+    const auto input = static_cast<std::size_t>(it - inputs_.begin());
+    if (in_turns()) {
+      if (input == turns_.holder) turns_.active_ns = now;
+      received_.push_back(Received{std::move(c), input, now});
+      return;
+    }
+    on_contributions(c, input, now);
   });
   const auto from_manager = [this](Completion& c, std::int64_t) {
     if (!has_manager_ || c.peer != manager_) {

@@ -98,8 +98,19 @@ void TsBuilder::on_turn(const Completion& c, std::size_t input, std::int64_t now
       break;
   }
   if (t.kind != wire::TsTurnKind::hand_back && assembly_.alive(input)) turns_.asked[input] = 1;
-  // The turn goes on at once, not after the round's other messages.
-  if (turns_.holder == Turns::kNone) (void)give_turn(now);
+  // The turn goes on at once, not after the round's other messages (the contributions that
+  // came with it are checked after it left).
+  if (turns_.holder == Turns::kNone && give_turn(now) > 0) data_path().flush();
+}
+
+int TsBuilder::check_received() {
+  int n = 0;
+  for (Received& r : received_) {
+    on_contributions(r.completion, r.input, r.now);
+    ++n;
+  }
+  received_.clear();
+  return n;
 }
 
 int TsBuilder::give_turn(std::int64_t now) {
