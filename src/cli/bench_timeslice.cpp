@@ -19,8 +19,9 @@ void add_bench_timeslice(CLI::App& bench_cmd) {
       "Time-slice building all to all: chaotic and scheduled against the raw N x N stream, per "
       "contribution size");
   // Every node runs an input and a builder (and the raw stream a source and a sink): twice as
-  // many agents as cores here, which must sleep when idle to leave the CPU to those with work.
-  add_common(cmd, a->common, "block");
+  // many agents as cores here. The back-off leaves the CPU to those with work, by yielding
+  // while they run rather than sleeping until woken (docs/benchmarks.md).
+  add_common(cmd, a->common, "backoff");
   add_ranged(cmd, "--n", a->options.shape.n, "nodes: each an input and a builder", 2, 32);
   cmd->add_option("--sizes", a->sizes, "contribution sizes (bytes of content): list or range")
       ->capture_default_str();
