@@ -112,6 +112,10 @@ class AppHost final : public AppContext {
   // the application; halt_finish() stops the agent and releases -> Halted.
   bool halt_begin();
   [[nodiscard]] bool halt_drained();
+  // For a drain that takes too long: what the application still has in flight, in its words
+  // (nullopt until its agent answered the question ask_in_flight() put).
+  void ask_in_flight() { lifecycle_.ask_in_flight(); }
+  [[nodiscard]] std::optional<std::string> in_flight() const { return lifecycle_.in_flight(); }
   void halt_finish();
   // Whether a failure waits to be handled (cheap; for polling loops).
   [[nodiscard]] bool failure_noted() const;

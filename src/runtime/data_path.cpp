@@ -92,8 +92,20 @@ void DataPath::on_work(OnWork handler) {
   on_work_ = std::move(handler);
 }
 
-void DataPath::drained_when(Predicate predicate) {
+void DataPath::drained_when(Predicate predicate, Describe describe) {
   drained_when_ = std::move(predicate);
+  describe_in_flight_ = std::move(describe);
+}
+
+void DataPath::ask_in_flight() {
+  in_flight_asked_.fetch_add(1, std::memory_order_release);
+}
+
+std::optional<std::string> DataPath::in_flight() const {
+  const std::uint32_t asked = in_flight_asked_.load(std::memory_order_acquire);
+  const std::lock_guard lock(in_flight_mutex_);
+  if (asked == 0 || in_flight_answered_ != asked) return std::nullopt;
+  return in_flight_text_;
 }
 
 void DataPath::clear() {
@@ -103,6 +115,7 @@ void DataPath::clear() {
   on_peer_gone_ = nullptr;
   on_work_ = nullptr;
   drained_when_ = nullptr;
+  describe_in_flight_ = nullptr;
   timers_.clear();
   deadlines_.clear();
   for (auto& c : batch_) c.message.clear();
@@ -175,6 +188,17 @@ void DataPath::settle(bool halting) {
   if (halting && drained_when_ && !drained_.load(std::memory_order_relaxed) && drained_when_()) {
     drained_.store(true, std::memory_order_release);
   }
+  const std::uint32_t asked = in_flight_asked_.load(std::memory_order_acquire);
+  if (asked == in_flight_answered_) return;  // only the agent changes it: read without the lock
+  std::string text;
+  if (drained_.load(std::memory_order_relaxed)) {
+    text = "drained";
+  } else if (describe_in_flight_) {
+    text = describe_in_flight_();
+  }
+  const std::lock_guard lock(in_flight_mutex_);
+  in_flight_text_ = std::move(text);
+  in_flight_answered_ = asked;
 }
 
 void DataPath::flush() {

@@ -278,21 +278,43 @@ void ContextControl::halt(std::vector<AppHost*> hosts) {
       }
       if (all_drained) break;
       if (std::chrono::steady_clock::now() >= deadline) {
-        for (auto it = draining.begin(); it != draining.end();) {
-          if (!(*it)->halt_drained()) {
-            (*it)->fail_now("halt timed out draining after " +
-                            std::to_string(halt_timeout_.count()) + " ms");
-            it = draining.erase(it);
-          } else {
-            ++it;
-          }
-        }
+        fail_undrained(draining);
         break;
       }
       std::this_thread::sleep_for(std::chrono::milliseconds(1));
     }
     for (AppHost* h : draining) h->halt_finish();
     first = last;
+  }
+}
+
+// The applications of `draining` that are not drained fail, each saying what it still had in
+// flight (its agent is given a moment to answer) and is taken out of `draining`.
+void ContextControl::fail_undrained(std::vector<AppHost*>& draining) {
+  std::vector<AppHost*> stuck;
+  for (AppHost* h : draining) {
+    if (!h->halt_drained()) {
+      h->ask_in_flight();
+      stuck.push_back(h);
+    }
+  }
+  const auto answer_by = std::chrono::steady_clock::now() + kInFlightAnswerTime;
+  while (std::chrono::steady_clock::now() < answer_by &&
+         std::any_of(stuck.begin(), stuck.end(),
+                     [](const AppHost* h) { return !h->in_flight().has_value(); })) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  for (AppHost* h : stuck) {
+    if (h->halt_drained()) continue;  // while it answered
+    std::string reason =
+        "halt timed out draining after " + std::to_string(halt_timeout_.count()) + " ms";
+    if (const std::optional<std::string> left = h->in_flight()) {
+      if (!left->empty()) reason += ": " + *left;
+    } else {
+      reason += " (its agent did not say what it waits for)";
+    }
+    h->fail_now(reason);
+    std::erase(draining, h);
   }
 }
 

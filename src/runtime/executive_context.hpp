@@ -72,6 +72,7 @@ class ContextControl {
   void failure_noted(std::size_t host, const std::string& reason);
   void run(const std::vector<AppHost*>& hosts, Command command);
   void halt(std::vector<AppHost*> hosts);
+  void fail_undrained(std::vector<AppHost*>& draining);
   // Whether host is still in the state command entered; logs when not.
   [[nodiscard]] bool still_in(const AppHost& host, Command command) const;
   [[nodiscard]] Error refusal_locked(const AppHost& host, Command command) const;
@@ -80,6 +81,8 @@ class ContextControl {
   std::vector<std::unique_ptr<AppHost>> hosts_;
   std::vector<AppHost*> enable_order_;
   std::chrono::milliseconds halt_timeout_{10000};
+  // How long a halt that timed out waits for the agents to say what they still have in flight.
+  static constexpr std::chrono::milliseconds kInFlightAnswerTime{200};
 
   mutable std::mutex state_mutex_;  // every host's state, and closing_
   bool closing_ = false;

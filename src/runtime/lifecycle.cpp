@@ -113,6 +113,15 @@ bool Lifecycle::drained() {
   }
 }
 
+void Lifecycle::ask_in_flight() {
+  if (app_) HostAccess::data_path(*app_).ask_in_flight();
+}
+
+std::optional<std::string> Lifecycle::in_flight() const {
+  if (!app_) return std::nullopt;
+  return HostAccess::data_path(*app_).in_flight();
+}
+
 Result<void> Lifecycle::release() {
   if (!app_) return ok();  // abandoned
   agent_running_ = false;

@@ -28,6 +28,8 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <mutex>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -69,6 +71,7 @@ class DataPath {
   // The application's own work after the completions; returns how much it did (0: idle).
   using OnWork = std::function<int(std::int64_t now)>;
   using Predicate = std::function<bool()>;
+  using Describe = std::function<std::string()>;
   // Sees every completion first; true: it took it (a part of the application with traffic of
   // its own, such as an output that talks to the farm), and nothing else sees it.
   using Interceptor = std::function<bool(Completion&)>;
@@ -98,8 +101,9 @@ class DataPath {
   // heartbeat whose send may have to wait for a buffer, a decision due at a time drawn).
   void at(std::function<std::int64_t()> due, OnTimer handler = nullptr);
   void on_work(OnWork handler);
-  // Whether everything in flight is done; asked on the agent thread, once halting.
-  void drained_when(Predicate predicate);
+  // Whether everything in flight is done; asked on the agent thread, once halting. describe
+  // (optional, agent thread too) says what is still in flight, for a halt that timed out.
+  void drained_when(Predicate predicate, Describe describe = nullptr);
 
   // The host's part (control thread): after configure(), the clock and the registry; the
   // endpoint polled whenever the host has one (nullptr: none, only timers and work); clear()
@@ -114,7 +118,8 @@ class DataPath {
   // Agent thread.
   // One round; returns the completions taken plus the work done.
   [[nodiscard]] int round();
-  // After a round that began halting: asks the drained predicate, once true for good.
+  // After a round that began halting: asks the drained predicate, once true for good; answers
+  // ask_in_flight().
   void settle(bool halting);
   // A handler refusing the message it was given: counted, then dropped.
   void reject() { rejected_now_ = true; }
@@ -137,6 +142,10 @@ class DataPath {
   // Any thread.
   [[nodiscard]] bool drained() const { return drained_.load(std::memory_order_acquire); }
   [[nodiscard]] bool attached() const { return attached_; }
+  // Asks the agent to describe what is still in flight at its next settle(); in_flight() has
+  // the answer once it came (nullopt before: an agent that is stuck itself never answers).
+  void ask_in_flight();
+  [[nodiscard]] std::optional<std::string> in_flight() const;
   // Configured with a drained predicate (control thread, or the agent's).
   [[nodiscard]] bool has_drained_predicate() const { return static_cast<bool>(drained_when_); }
 
@@ -162,6 +171,7 @@ class DataPath {
   OnPeerGone on_peer_gone_;
   OnWork on_work_;
   Predicate drained_when_;
+  Describe describe_in_flight_;
   std::vector<Timer> timers_;
   std::vector<Deadline> deadlines_;
   std::vector<Completion> batch_;
@@ -170,6 +180,11 @@ class DataPath {
   bool rejected_now_ = false;
   bool caught_up_ = true;
   std::atomic<bool> drained_{false};
+  // ask_in_flight(): asks counts the questions, the agent answers the latest.
+  std::atomic<std::uint32_t> in_flight_asked_{0};
+  mutable std::mutex in_flight_mutex_;
+  std::uint32_t in_flight_answered_ = 0;  // guarded by in_flight_mutex_
+  std::string in_flight_text_;            // guarded by in_flight_mutex_
 };
 
 }  // namespace daqflow::runtime

@@ -14,7 +14,8 @@
 //   begin_halt()    Publishes Halting and forgets whether the agent has seen it, then calls the
 //                   hook; the agent goes on draining.
 //   drained()       True once a round of the agent began after Halting was published and the
-//                   application says it is drained (true at once when no agent ran).
+//                   application says it is drained (true at once when no agent ran); while it is
+//                   false, ask_in_flight() has the agent say what it waits for.
 //   release()       After the host stopped the agent: publishes Halted, drops the metrics' probes
 //                   (no snapshot may read a pool being freed), keeps the last results and calls
 //                   release(), then forgets the data path's registrations. The host closes the
@@ -68,6 +69,10 @@ class Lifecycle {
   [[nodiscard]] Result<void> resume();
   [[nodiscard]] Result<void> begin_halt();
   [[nodiscard]] bool drained();
+  // For a drain that takes too long: asks the agent what is still in flight; in_flight() has its
+  // answer once the agent gave it (nullopt before, and from an agent that is stuck itself).
+  void ask_in_flight();
+  [[nodiscard]] std::optional<std::string> in_flight() const;
   // The agent must be stopped. Nothing to do when nothing is held.
   [[nodiscard]] Result<void> release();
   // configure() ran and release() has not.

@@ -155,6 +155,28 @@ void BlockBuilder::ru_lost(std::size_t position) {
   }
 }
 
+std::string BlockBuilder::describe_open() const {
+  constexpr std::size_t kShown = 4;
+  std::string text;
+  std::size_t shown = 0;
+  for (const Slot& s : slots_) {
+    if (!s.used) continue;
+    if (shown++ == kShown) {
+      text += ", ...";
+      break;
+    }
+    if (!text.empty()) text += "; ";
+    text += "block " + std::to_string(s.id);
+    std::string missing;
+    for (std::size_t r = 0; r < s.parts.size(); ++r) {
+      if (s.parts[r].present || lost_[r]) continue;
+      missing += (missing.empty() ? "" : ", ") + ru_name(r);
+    }
+    text += missing.empty() ? " complete, not built yet" : " waits for " + missing;
+  }
+  return text;
+}
+
 std::string BlockBuilder::ru_name(std::size_t position) const {
   return position < settings_.ru_names.size() ? "RU '" + settings_.ru_names[position] + "'"
                                               : "RU #" + std::to_string(position);

@@ -182,7 +182,14 @@ void BuilderUnit::register_handlers(runtime::DataPath& path) {
   // does not sleep long while it holds some.
   path.at([this] { return next_heartbeat_ns_; });
   path.at([this] { return in_output_ > 0 ? clock_->now_ns() + kOutputWaitNs : 0; });
-  path.drained_when([this] { return builder_->open() == 0 && in_output_ == 0 && to_evm_.idle(); });
+  path.drained_when([this] { return builder_->open() == 0 && in_output_ == 0 && to_evm_.idle(); },
+                    [this] {
+                      std::string text = fmt::format("{} blocks open", builder_->open());
+                      if (builder_->open() > 0) text += " (" + builder_->describe_open() + ")";
+                      return text +
+                             fmt::format("; {} blocks in the output; {} messages to the EVM unsent",
+                                         in_output_, to_evm_.held());
+                    });
 }
 
 void BuilderUnit::fold_results(nlohmann::json& run, const std::string& id,

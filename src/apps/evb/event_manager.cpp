@@ -325,6 +325,11 @@ std::uint32_t EventManager::epoch_of(transport::AppIndex bu) const {
   return p < 0 ? 0 : consumers_.epoch(static_cast<std::size_t>(p));
 }
 
+std::uint32_t EventManager::open_blocks_of(transport::AppIndex bu) const {
+  const int p = position_of(bu);
+  return p < 0 ? 0 : bus_[static_cast<std::size_t>(p)].open;
+}
+
 bool EventManager::alive(transport::AppIndex bu) const {
   const int p = position_of(bu);
   return p >= 0 && consumers_.alive(static_cast<std::size_t>(p));

@@ -77,6 +77,8 @@ class EventManagerApp final : public runtime::ApplicationWith<EventManagerApp, E
   void on_leave(transport::AppIndex bu, const wire::Fence& f, std::int64_t now);
   void on_rejoin(transport::AppIndex bu, const wire::Fence& f, std::int64_t now);
   int work(std::int64_t now);
+  // What the halt still waits for (agent thread).
+  [[nodiscard]] std::string describe_in_flight() const;
   // keep_granted: see EventManager::lose (a BU that left).
   void lose_bu(transport::AppIndex bu, const std::string& why, bool keep_granted = false);
   // After the EventManager has lost bu: stop sending to it, record it, fail if none is left.

@@ -1,5 +1,6 @@
 // The EVM's configuration (evm_app.hpp): the steps of setup() and its handlers.
 
+#include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
@@ -155,11 +156,28 @@ void EventManagerApp::register_handlers(runtime::DataPath& path) {
   // Every triggered event built and its blocks acknowledged here too; sends still queued for a
   // BU that hangs do not hold up the halt. Blocks in doubt (their BU lost with them granted)
   // are all that may be left.
-  path.drained_when([this] {
-    const ReadoutStore* store = role_.store();
-    return evm_->in_flight() == evm_->in_doubt() && assigns_.idle() &&
-           store->blocks_held() == store->blocks_aside();
-  });
+  path.drained_when(
+      [this] {
+        const ReadoutStore* store = role_.store();
+        return evm_->in_flight() == evm_->in_doubt() && assigns_.idle() &&
+               store->blocks_held() == store->blocks_aside();
+      },
+      [this] { return describe_in_flight(); });
+}
+
+std::string EventManagerApp::describe_in_flight() const {
+  std::string open;
+  for (const AppIndex bu : topology_.bus) {
+    if (const std::uint32_t n = evm_->open_blocks_of(bu); n > 0) {
+      open += fmt::format("{}{} at '{}'", open.empty() ? "" : ", ", n, topology_.name(bu));
+    }
+  }
+  return fmt::format(
+      "{} events in flight ({} in doubt, {} not assigned); blocks open: {}; {} messages to the "
+      "RUs unsent; readout: {}",
+      evm_->in_flight(), evm_->in_doubt(),
+      evm_->triggered() - std::min(evm_->triggered(), evm_->assigned()),
+      open.empty() ? "none" : open, assigns_.held(), role_.describe());
 }
 
 }  // namespace daqflow::apps::evb

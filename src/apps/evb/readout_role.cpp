@@ -1,5 +1,6 @@
 #include "readout_role.hpp"
 
+#include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
 #include "apps/app_support.hpp"
@@ -246,6 +247,21 @@ int ReadoutRole::send() {
     }
   }
   return posted;
+}
+
+std::string ReadoutRole::describe() const {
+  if (!store_) return "no readout store";
+  std::string text =
+      fmt::format("{} blocks held ({} waiting for their events, {} ready to send, {} set aside)",
+                  store_->blocks_held(), store_->blocks_waiting(), store_->ready_count(),
+                  store_->blocks_aside());
+  for (std::size_t bu = 0; bu < bus_.size(); ++bu) {
+    if (!bus_[bu].is_bu || bus_[bu].in_flight == 0) continue;
+    text += fmt::format("; in flight to '{}'{}: {}",
+                        topology_.name(static_cast<transport::AppIndex>(bu)),
+                        bus_[bu].live ? "" : " (gone)", bus_[bu].in_flight);
+  }
+  return text;
 }
 
 bool ReadoutRole::idle() const {

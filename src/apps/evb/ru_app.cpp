@@ -67,10 +67,12 @@ void ReadoutUnit::register_handlers() {
   path.on_work([this](std::int64_t) { return work(); });
   // Drained once every block is released, or (the EVM gone) nothing more can be posted; a BU
   // that hangs with our last messages unread does not hold up the halt.
-  path.drained_when([this] {
-    const ReadoutStore* store = role_.store();
-    return store->blocks_waiting() == 0 && (store->blocks_held() == 0 || role_.idle());
-  });
+  path.drained_when(
+      [this] {
+        const ReadoutStore* store = role_.store();
+        return store->blocks_waiting() == 0 && (store->blocks_held() == 0 || role_.idle());
+      },
+      [this] { return role_.describe(); });
 }
 
 void ReadoutUnit::release() {

@@ -244,5 +244,37 @@ TEST(DataPath, DrainedIsAskedOnlyWhileHaltingAndStaysOnceTrue) {
   EXPECT_EQ(path.round(), 0) << "nothing registered: an idle round";
 }
 
+TEST(DataPath, TheAgentSaysWhatIsInFlightWhenAskedAndOnlyThen) {
+  ManualClock clock;
+  MetricsRegistry metrics;
+  DataPath path;
+  int left = 3;
+  int described = 0;
+  path.drained_when([&] { return left == 0; },
+                    [&] {
+                      ++described;
+                      return std::to_string(left) + " left";
+                    });
+  path.attach(clock, metrics);
+  path.settle(true);
+  EXPECT_EQ(path.in_flight(), std::nullopt) << "nothing asked, nothing answered";
+  path.ask_in_flight();
+  EXPECT_EQ(path.in_flight(), std::nullopt) << "asked, not yet answered by the agent";
+  path.settle(true);
+  EXPECT_EQ(path.in_flight(), "3 left");
+  left = 2;
+  path.settle(true);
+  EXPECT_EQ(described, 1) << "described once per question, not every round";
+  path.ask_in_flight();
+  path.settle(true);
+  EXPECT_EQ(path.in_flight(), "2 left");
+  left = 0;
+  path.settle(true);
+  path.ask_in_flight();
+  path.settle(true);
+  EXPECT_EQ(path.in_flight(), "drained");
+  EXPECT_EQ(described, 2);
+}
+
 }  // namespace
 }  // namespace daqflow::runtime

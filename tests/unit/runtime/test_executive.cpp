@@ -181,7 +181,9 @@ TEST(Executive, HaltFailsWhenTheApplicationDoesNotDrainInTime) {
   api.post("/api/v1/apps/c1/fsm/Halt");
   ASSERT_EQ(api.wait_state("c1", "Failed"), "Failed");
   EXPECT_GE(std::chrono::steady_clock::now() - start, 100ms);
-  EXPECT_EQ(api.get("/api/v1/apps/c1").body.at("reason"), "halt timed out draining after 100 ms");
+  EXPECT_EQ(api.get("/api/v1/apps/c1").body.at("reason"),
+            "halt timed out draining after 100 ms: told to stay stuck")
+      << "the application says what it still waits for";
 }
 
 TEST(Executive, ContextCommandsFollowTheEnableRank) {

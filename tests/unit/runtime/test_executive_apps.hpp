@@ -58,7 +58,7 @@ inline HookLog& hook_log() {
 //   fail_at: report a failure when the count reaches it (0: never)
 //   fail_configure: configure() returns an error
 //   throw_enable: enable() throws
-//   stuck: drained() never becomes true (Halt times out)
+//   stuck: never drained (Halt times out); says "told to stay stuck" when asked what is in flight
 //   target: finished() once the count reaches it (0: never)
 class CounterApp final : public Application {
  public:
@@ -73,6 +73,7 @@ class CounterApp final : public Application {
     const auto step = p.get<std::int64_t>("step");
     if (auto r = p.status(); !r) return r;
     if (fail_configure) return Error("told to fail at configure");
+    if (stuck_) data_path().drained_when([] { return false; }, [] { return "told to stay stuck"; });
     work_ = &ctx.metrics().counter("work", "do_work calls while enabled");
     ctx.metrics().gauge("step").set(static_cast<double>(step));
     ctx.metrics().probe("probe", [] { return 42.0; });
@@ -105,7 +106,6 @@ class CounterApp final : public Application {
   void wait_for_work(std::chrono::microseconds timeout) override {
     std::this_thread::sleep_for(std::min(timeout, std::chrono::microseconds(200)));
   }
-  bool drained() const override { return !stuck_; }
   json results() const override { return json{{"count", work_->value()}}; }
 
  private:

@@ -91,6 +91,9 @@ class BlockBuilder {
   void ru_lost(std::size_t position);
 
   [[nodiscard]] std::uint32_t open() const { return open_; }
+  // What the open blocks wait for, e.g. "block 12 waits for RU 'ru2'" (the first few), for a
+  // halt that timed out; empty when none is open.
+  [[nodiscard]] std::string describe_open() const;
   [[nodiscard]] std::size_t ru_count() const { return settings_.rus.size(); }
   [[nodiscard]] int position_of(transport::AppIndex ru) const;
   [[nodiscard]] const BuilderSettings& settings() const { return settings_; }

@@ -127,6 +127,8 @@ class EventManager {
   [[nodiscard]] std::uint32_t epoch_of(transport::AppIndex bu) const;
   // Whether the BU is served (not lost, or rejoined since).
   [[nodiscard]] bool alive(transport::AppIndex bu) const;
+  // Blocks assigned to this BU and not acknowledged (0 for a BU it does not know).
+  [[nodiscard]] std::uint32_t open_blocks_of(transport::AppIndex bu) const;
   // Blocks that left or closed out of the table since the last call, oldest change first.
   void take_aside_changes(std::vector<AsideChange>& out);
 
