@@ -154,6 +154,36 @@ def pid_alive(pid):
         return False
 
 
+def pid_listening_on(port):
+    """The pid of the process with a TCP socket listening on 127.0.0.1:port (or any address),
+    from /proc, without asking the process anything; None when there is none (yet)."""
+    inodes = set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        try:
+            with open(table) as f:
+                rows = f.read().splitlines()[1:]
+        except OSError:
+            continue
+        for row in rows:
+            fields = row.split()
+            if fields[3] == "0A" and int(fields[1].rsplit(":", 1)[1], 16) == port:
+                inodes.add(f"socket:[{fields[9]}]")
+    if not inodes:
+        return None
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            fds = os.listdir(f"/proc/{pid}/fd")
+        except OSError:
+            continue
+        for fd in fds:
+            try:
+                if os.readlink(f"/proc/{pid}/fd/{fd}") in inodes:
+                    return int(pid)
+            except OSError:
+                continue
+    return None
+
+
 def read_example(name):
     with open(os.path.join(EXAMPLES, name)) as f:
         return f.read()
