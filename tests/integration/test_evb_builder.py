@@ -900,8 +900,7 @@ class EventBuilderFaults(_EventBuilderRuns):
         evm = ports["evm"]
         # The EVM's process from its listening socket: its control API may take seconds to
         # answer while it configures on a busy machine (faulting in its pools).
-        wait_until(lambda: pid_listening_on(evm) is not None, 120, "the EVM's control port")
-        ctx = {"pid": pid_listening_on(evm)}
+        ctx = {"pid": wait_until(lambda: pid_listening_on(evm), 120, "the EVM's control port")}
         wait_until(lambda: "enabling rank 0" in self.output_of("run.log"), 120,
                    "the controller to enable the BUs", interval=0.001)
         os.kill(ctx["pid"], signal.SIGSTOP)

@@ -75,8 +75,8 @@ class ReadoutRole {
   [[nodiscard]] std::uint64_t assigned() const { return store_ ? store_->assigned() : 0; }
   // Nothing to post to a live BU and no post in flight.
   [[nodiscard]] bool idle() const;
-  // The store's blocks and the posts to each BU, e.g. "3 blocks held (1 waiting for its events,
-  // 1 ready to send, 0 set aside); in flight to 'bu1': 2", for a halt that timed out.
+  // The store's blocks and the posts to each BU, e.g. "3 blocks held (1 waiting for their
+  // events, 1 ready to send, 0 set aside); in flight to 'bu1': 2", for a halt that timed out.
   [[nodiscard]] std::string describe() const;
   [[nodiscard]] bool throttled() const { return throttled_since_ != 0; }
   [[nodiscard]] std::uint64_t throttled_ns() const { return throttled_ns_; }
