@@ -1,8 +1,8 @@
 #include "daqflow/wire/fed.hpp"
 
 #include "daqflow/wire/endian.hpp"
+#include "daqflow/wire/fed_words.hpp"
 #include "fed_crc_table.hpp"
-#include "fed_words.hpp"
 
 namespace daqflow::wire {
 

@@ -7,7 +7,7 @@
 
 #include "daqflow/wire/endian.hpp"
 #include "daqflow/wire/fed.hpp"
-#include "fed_words.hpp"
+#include "daqflow/wire/fed_words.hpp"
 
 namespace daqflow::wire {
 
