@@ -97,24 +97,12 @@ FedStatus check_fragment(std::span<const std::byte> fragment, const FedCheck& ex
   if (const FedStatus size = check_size(fragment.size()); size != FedStatus::ok) return size;
   const std::uint64_t header = load_le64(fragment.data());
   const std::uint64_t trailer = load_le64(fragment.data() + fragment.size() - kFedTrailerSize);
-  if (marker(header) != kFedBoe) return FedStatus::bad_boe;
-  if (marker(trailer) != kFedEoe) return FedStatus::bad_eoe;
-  if (std::size_t{length_words_of(trailer)} * 8 != fragment.size()) {
-    return FedStatus::length_mismatch;
+  if (const FedStatus words = check_fragment_words(header, trailer, fragment.size(), expect);
+      words != FedStatus::ok) {
+    return words;
   }
-  if (!expect.allow_reserved_bits &&
-      ((header & kFedHeaderReservedMask) != 0 || (trailer & kFedTrailerReservedMask) != 0)) {
-    return FedStatus::reserved_bits;
-  }
-  if (expect.source_id && source_id_of(header) != *expect.source_id) {
-    return FedStatus::wrong_source;
-  }
-  if (expect.event && l1_id_of(header) != fed_l1_id(*expect.event)) return FedStatus::wrong_event;
   if (expect.verify_crc && fragment_crc(fragment) != crc_of(trailer)) return FedStatus::bad_crc;
-  if (!expect.allow_receiver_errors && (trailer & kFedTrailerReceiverMask) != 0) {
-    return FedStatus::receiver_error;
-  }
-  return FedStatus::ok;
+  return check_receiver_bits(trailer, expect);
 }
 
 }  // namespace daqflow::wire

@@ -1,6 +1,7 @@
 #pragma once
 // FED header and trailer as 64-bit words (fed.hpp): packing, unpacking and range checks, shared
-// by the codec, the writer and the super-fragment walker.
+// by the codec, the writer and the super-fragment walkers; and check_fragment() on words already
+// loaded, inline for walks that check many fragments.
 
 #include <cstdint>
 
@@ -84,3 +85,35 @@ constexpr FedStatus check_size(std::size_t size) {
 }
 
 }  // namespace daqflow::wire::detail
+
+namespace daqflow::wire {
+
+// check_fragment() on the fragment's header and trailer words and its size, which check_size()
+// has passed, up to the CRC: BOE, EOE, trailer length == size, reserved bits, source id, event.
+constexpr FedStatus check_fragment_words(std::uint64_t header, std::uint64_t trailer,
+                                         std::size_t size, const FedCheck& expect) {
+  if (detail::marker(header) != kFedBoe) return FedStatus::bad_boe;
+  if (detail::marker(trailer) != kFedEoe) return FedStatus::bad_eoe;
+  if (std::size_t{detail::length_words_of(trailer)} * 8 != size) return FedStatus::length_mismatch;
+  if (!expect.allow_reserved_bits &&
+      ((header & kFedHeaderReservedMask) != 0 || (trailer & kFedTrailerReservedMask) != 0)) {
+    return FedStatus::reserved_bits;
+  }
+  if (expect.source_id && detail::source_id_of(header) != *expect.source_id) {
+    return FedStatus::wrong_source;
+  }
+  if (expect.event && detail::l1_id_of(header) != fed_l1_id(*expect.event)) {
+    return FedStatus::wrong_event;
+  }
+  return FedStatus::ok;
+}
+
+// check_fragment()'s last check, after the CRC: the bits a receiver sets in the trailer.
+constexpr FedStatus check_receiver_bits(std::uint64_t trailer, const FedCheck& expect) {
+  if (!expect.allow_receiver_errors && (trailer & kFedTrailerReceiverMask) != 0) {
+    return FedStatus::receiver_error;
+  }
+  return FedStatus::ok;
+}
+
+}  // namespace daqflow::wire

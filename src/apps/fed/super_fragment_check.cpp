@@ -2,17 +2,32 @@
 
 #include <array>
 
+#include "daqflow/wire/endian.hpp"
+#include "daqflow/wire/fed_words.hpp"
+
 namespace daqflow::apps::fed {
 
 namespace {
 
+// One walk: the fragments from `end` on are checked; [begin, end) is the fragment whose trailer
+// was read (when pending), its header the next load.
 struct Lane {
   std::size_t job = 0;
-  std::size_t end = 0;    // the walk has checked everything from here on
-  std::size_t begin = 0;  // the fragment [begin, end) waits for its check (when pending)
+  std::size_t end = 0;
+  std::size_t begin = 0;
+  std::uint64_t trailer = 0;
   bool pending = false;
   bool active = false;
 };
+
+// Prefetches the line of `at`, and the line before when the word before `at` (the previous
+// fragment's trailer) lies on it.
+void prefetch_boundary(const std::byte* data, std::size_t at) {
+  __builtin_prefetch(data + at);
+  if (at >= wire::kFedTrailerSize && at % 64 < wire::kFedTrailerSize) {
+    __builtin_prefetch(data + at - wire::kFedTrailerSize);
+  }
+}
 
 }  // namespace
 
@@ -29,7 +44,8 @@ void check_super_fragments(std::span<const SuperFragmentJob> jobs, bool verify_c
         verdicts[j].status = wire::FedStatus::not_multiple_of_8;
         continue;
       }
-      lane = Lane{j, jobs[j].size, 0, false, true};
+      if (jobs[j].size == 0) continue;  // nothing to walk: ok, no fragment
+      lane = Lane{j, jobs[j].size, 0, 0, false, true};
       if (lane.end >= wire::kFedTrailerSize)
         __builtin_prefetch(jobs[j].data + lane.end - wire::kFedTrailerSize);
       return true;
@@ -43,60 +59,51 @@ void check_super_fragments(std::span<const SuperFragmentJob> jobs, bool verify_c
 
   wire::FedCheck check;
   check.verify_crc = verify_crc;
+  // Returns whether the walk ended (its verdict is set).
+  auto fail = [](SuperFragmentVerdict& v, wire::FedStatus status, std::size_t at) {
+    v.status = status;
+    v.error_offset = at;
+    return true;
+  };
+  auto step = [&](Lane& lane) {
+    const SuperFragmentJob& job = jobs[lane.job];
+    SuperFragmentVerdict& v = verdicts[lane.job];
+    if (lane.pending) {
+      // The fragment [begin, end): its size passed check_size() as the trailer was read.
+      const std::uint64_t header = wire::load_le64(job.data + lane.begin);
+      const std::size_t size = lane.end - lane.begin;
+      check.event = job.event;
+      wire::FedStatus s = wire::check_fragment_words(header, lane.trailer, size, check);
+      if (s == wire::FedStatus::ok && verify_crc &&
+          wire::fragment_crc({job.data + lane.begin, size}) != wire::detail::crc_of(lane.trailer)) {
+        s = wire::FedStatus::bad_crc;
+      }
+      if (s == wire::FedStatus::ok) s = wire::check_receiver_bits(lane.trailer, check);
+      if (s != wire::FedStatus::ok) return fail(v, s, lane.begin);
+      ++v.count;
+      lane.end = lane.begin;
+      lane.pending = false;
+      if (lane.end == 0) return true;  // walked to the start: ok
+    }
+    if (lane.end < wire::kFedMinFragmentSize) return fail(v, wire::FedStatus::truncated, 0);
+    const std::size_t at = lane.end - wire::kFedTrailerSize;
+    const std::uint64_t trailer = wire::load_le64(job.data + at);
+    if (wire::detail::marker(trailer) != wire::kFedEoe) {
+      return fail(v, wire::FedStatus::bad_eoe, at);
+    }
+    const std::size_t size = std::size_t{wire::detail::length_words_of(trailer)} * 8;
+    if (size < wire::kFedMinFragmentSize) return fail(v, wire::FedStatus::length_mismatch, at);
+    if (size > lane.end) return fail(v, wire::FedStatus::truncated, at);
+    lane.trailer = trailer;
+    lane.begin = lane.end - size;
+    lane.pending = true;
+    // The header, and with it the previous fragment's trailer just before it.
+    prefetch_boundary(job.data, lane.begin);
+    return false;
+  };
   while (active > 0) {
     for (Lane& lane : lanes) {
-      if (!lane.active) continue;
-      const SuperFragmentJob& job = jobs[lane.job];
-      SuperFragmentVerdict& v = verdicts[lane.job];
-      bool done = false;
-      if (lane.pending) {
-        check.event = job.event;
-        const std::span<const std::byte> fragment(job.data + lane.begin, lane.end - lane.begin);
-        const wire::FedStatus s = wire::check_fragment(fragment, check);
-        lane.pending = false;
-        if (s != wire::FedStatus::ok) {
-          v.status = s;
-          v.error_offset = lane.begin;
-          done = true;
-        } else {
-          ++v.count;
-          lane.end = lane.begin;
-        }
-      }
-      if (!done && lane.end == 0) done = true;  // walked to the start: ok
-      if (!done && lane.end < wire::kFedMinFragmentSize) {
-        v.status = wire::FedStatus::truncated;
-        v.error_offset = 0;
-        done = true;
-      }
-      if (!done) {
-        const std::size_t at = lane.end - wire::kFedTrailerSize;
-        wire::FedTrailerFields t;
-        const wire::FedStatus s = wire::decode_trailer(
-            std::span<const std::byte>(job.data + at, wire::kFedTrailerSize), t);
-        const std::size_t size = std::size_t{t.length_words} * 8;
-        if (s != wire::FedStatus::ok) {
-          v.status = s;
-          done = true;
-        } else if (size < wire::kFedMinFragmentSize) {
-          v.status = wire::FedStatus::length_mismatch;
-          done = true;
-        } else if (size > lane.end) {
-          v.status = wire::FedStatus::truncated;
-          done = true;
-        }
-        if (done) {
-          v.error_offset = at;
-        } else {
-          lane.begin = lane.end - size;
-          lane.pending = true;
-          // The header, and with it the previous fragment's trailer just before it.
-          __builtin_prefetch(job.data + lane.begin);
-          if (lane.begin >= wire::kFedTrailerSize)
-            __builtin_prefetch(job.data + lane.begin - wire::kFedTrailerSize);
-        }
-      }
-      if (done && !start(lane)) --active;
+      if (lane.active && step(lane) && !start(lane)) --active;
     }
   }
 }

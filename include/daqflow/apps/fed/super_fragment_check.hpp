@@ -1,11 +1,13 @@
 #pragma once
 // Checks the super-fragments of a built block many at a time. Each is walked as
 // wire::walk_super_fragment walks one (from its last trailer back to its start, every fragment
-// validated by wire::check_fragment), with the same verdicts; but the walks of up to kLanes
-// super-fragments advance in turn, one fragment each, and the header a walk needs next is
-// prefetched a turn ahead. A walk is a chain of dependent loads (a trailer gives the position of
-// its header); interleaving chains overlaps their cache misses instead of paying them in series,
-// which is most of the cost of checking data that another core wrote.
+// validated as wire::check_fragment validates it), with the same verdicts; but the walks of up to
+// kCheckLanes super-fragments advance in turn, one fragment each, and the header a walk needs next
+// is prefetched a turn ahead. A walk is a chain of dependent loads (a trailer gives the position
+// of its header); interleaving chains overlaps their cache misses instead of paying them in
+// series, which is most of the cost of checking data that another core wrote. Each fragment is
+// judged from its two words as they are loaded (wire::check_fragment_words, inline): one load of
+// each, no decoding into fields, no call per fragment.
 //
 // Threading: one thread. Nothing allocates.
 

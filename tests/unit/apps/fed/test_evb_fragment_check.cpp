@@ -34,7 +34,7 @@ std::vector<Sample> samples() {
     x.bytes.resize(p.bytes);
     std::byte* d = x.bytes.data();
     const std::size_t n = x.bytes.size();
-    switch (event % 8) {
+    switch (event % 10) {
       case 1:  // the last trailer's EOE
         d[n - 1] = std::byte{0x00};
         break;
@@ -55,6 +55,12 @@ std::vector<Sample> samples() {
         break;
       case 7:  // another event's data
         x.event += 1;
+        break;
+      case 8:  // the last trailer's S-Link error bit, set by a receiver
+        d[n - 8 + 1] |= std::byte{0x40};
+        break;
+      case 9:  // a reserved bit of the first header
+        d[0] |= std::byte{0x01};
         break;
       default:
         break;
@@ -89,7 +95,7 @@ TEST(SuperFragmentCheckTest, SameVerdictsAsTheCodecsWalk) {
         EXPECT_EQ(verdicts[i].count, 5u);
       }
     }
-    EXPECT_EQ(bad, crc ? 35u : 30u) << "every damage but the payload bit is seen without the CRC";
+    EXPECT_EQ(bad, crc ? 36u : 32u) << "every damage but the payload bit is seen without the CRC";
   }
 }
 
