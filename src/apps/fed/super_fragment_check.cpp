@@ -2,6 +2,7 @@
 
 #include <array>
 
+#include "daqflow/core/rings.hpp"
 #include "daqflow/wire/endian.hpp"
 #include "daqflow/wire/fed_words.hpp"
 
@@ -24,7 +25,7 @@ struct Lane {
 // fragment's trailer) lies on it.
 void prefetch_boundary(const std::byte* data, std::size_t at) {
   __builtin_prefetch(data + at);
-  if (at >= wire::kFedTrailerSize && at % 64 < wire::kFedTrailerSize) {
+  if (at >= wire::kFedTrailerSize && at % core::kCacheLine < wire::kFedTrailerSize) {
     __builtin_prefetch(data + at - wire::kFedTrailerSize);
   }
 }
@@ -46,8 +47,7 @@ void check_super_fragments(std::span<const SuperFragmentJob> jobs, bool verify_c
       }
       if (jobs[j].size == 0) continue;  // nothing to walk: ok, no fragment
       lane = Lane{j, jobs[j].size, 0, 0, false, true};
-      if (lane.end >= wire::kFedTrailerSize)
-        __builtin_prefetch(jobs[j].data + lane.end - wire::kFedTrailerSize);
+      __builtin_prefetch(jobs[j].data + lane.end - wire::kFedTrailerSize);  // size: 8 or more
       return true;
     }
     lane.active = false;
