@@ -97,12 +97,7 @@ FedStatus check_fragment(std::span<const std::byte> fragment, const FedCheck& ex
   if (const FedStatus size = check_size(fragment.size()); size != FedStatus::ok) return size;
   const std::uint64_t header = load_le64(fragment.data());
   const std::uint64_t trailer = load_le64(fragment.data() + fragment.size() - kFedTrailerSize);
-  if (const FedStatus words = check_fragment_words(header, trailer, fragment.size(), expect);
-      words != FedStatus::ok) {
-    return words;
-  }
-  if (expect.verify_crc && fragment_crc(fragment) != crc_of(trailer)) return FedStatus::bad_crc;
-  return check_receiver_bits(trailer, expect);
+  return check_loaded_fragment(fragment, header, trailer, expect);
 }
 
 }  // namespace daqflow::wire

@@ -1,9 +1,10 @@
 #pragma once
 // FED header and trailer as 64-bit words (fed.hpp): packing, unpacking and range checks, shared
 // by the codec, the writer and the super-fragment walkers; and check_fragment() on words already
-// loaded, inline for walks that check many fragments.
+// loaded (check_fragment_words, check_loaded_fragment), inline for walks over many fragments.
 
 #include <cstdint>
+#include <span>
 
 #include "daqflow/wire/fed.hpp"
 
@@ -108,8 +109,16 @@ constexpr FedStatus check_fragment_words(std::uint64_t header, std::uint64_t tra
   return FedStatus::ok;
 }
 
-// check_fragment()'s last check, after the CRC: the bits a receiver sets in the trailer.
-constexpr FedStatus check_receiver_bits(std::uint64_t trailer, const FedCheck& expect) {
+// check_fragment() on a fragment whose size passed check_size() and whose two words are loaded.
+inline FedStatus check_loaded_fragment(std::span<const std::byte> fragment, std::uint64_t header,
+                                       std::uint64_t trailer, const FedCheck& expect) {
+  if (const FedStatus words = check_fragment_words(header, trailer, fragment.size(), expect);
+      words != FedStatus::ok) {
+    return words;
+  }
+  if (expect.verify_crc && fragment_crc(fragment) != detail::crc_of(trailer)) {
+    return FedStatus::bad_crc;
+  }
   if (!expect.allow_receiver_errors && (trailer & kFedTrailerReceiverMask) != 0) {
     return FedStatus::receiver_error;
   }

@@ -71,14 +71,9 @@ void check_super_fragments(std::span<const SuperFragmentJob> jobs, bool verify_c
     if (lane.pending) {
       // The fragment [begin, end): its size passed check_size() as the trailer was read.
       const std::uint64_t header = wire::load_le64(job.data + lane.begin);
-      const std::size_t size = lane.end - lane.begin;
       check.event = job.event;
-      wire::FedStatus s = wire::check_fragment_words(header, lane.trailer, size, check);
-      if (s == wire::FedStatus::ok && verify_crc &&
-          wire::fragment_crc({job.data + lane.begin, size}) != wire::detail::crc_of(lane.trailer)) {
-        s = wire::FedStatus::bad_crc;
-      }
-      if (s == wire::FedStatus::ok) s = wire::check_receiver_bits(lane.trailer, check);
+      const wire::FedStatus s = wire::check_loaded_fragment(
+          {job.data + lane.begin, lane.end - lane.begin}, header, lane.trailer, check);
       if (s != wire::FedStatus::ok) return fail(v, s, lane.begin);
       ++v.count;
       lane.end = lane.begin;
