@@ -13,9 +13,10 @@ namespace daqflow::apps::timeslice {
 // keeps up to n times that, depth x n x n timeslices, as long as they take at most 1 MiB (beyond,
 // they leave the cache before their builders read them), never fewer than depth x n. In the
 // scheduled order a builder takes the inputs' contributions one input's turn at a time, while
-// the others' wait: an input keeps twice as many, as long as they take at most 8 MiB (beyond,
-// the waiting ones leave the cache), never fewer than chaotic. contribution_bytes 0 (not known
-// before the run: replayed, from a plugin): depth x n, twice that scheduled.
+// the others' wait: an input keeps twice as many, as long as they take at most 3 MiB (beyond,
+// the waiting ones leave the cache before their turns), never fewer than chaotic.
+// contribution_bytes 0 (not known before the run: replayed, from a plugin): depth x n, twice that
+// scheduled.
 [[nodiscard]] constexpr std::uint32_t automatic_in_flight(bool scheduled, std::uint64_t builders,
                                                           std::uint64_t depth,
                                                           std::uint64_t contribution_bytes) {
@@ -26,7 +27,7 @@ namespace daqflow::apps::timeslice {
     window = std::max(floor, std::min(floor * n, (std::uint64_t{1} << 20) / contribution_bytes));
   }
   if (scheduled) {
-    constexpr std::uint64_t kScheduledBytes = std::uint64_t{8} << 20;
+    constexpr std::uint64_t kScheduledBytes = std::uint64_t{3} << 20;
     const std::uint64_t fits =
         contribution_bytes > 0 ? kScheduledBytes / contribution_bytes : 2 * window;
     window = std::max(window, std::min(2 * window, fits));

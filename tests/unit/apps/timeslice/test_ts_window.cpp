@@ -19,11 +19,11 @@ TEST(AutomaticInFlight,
   EXPECT_EQ(automatic_in_flight(false, 2, 4, 100), 16u) << "depth x n x n: 4 x 2 x 2";
 }
 
-TEST(AutomaticInFlight, ScheduledKeepsTwiceTheChaoticWindowWithinEightMebibytes) {
+TEST(AutomaticInFlight, ScheduledKeepsTwiceTheChaoticWindowWithinThreeMebibytes) {
   EXPECT_EQ(automatic_in_flight(true, 4, 8, 4400), 256u);
   EXPECT_EQ(automatic_in_flight(true, 4, 8, 16688), 124u);
-  EXPECT_EQ(automatic_in_flight(true, 4, 8, 65840), 64u);
-  EXPECT_EQ(automatic_in_flight(true, 4, 8, 131120), 63u) << "8 MiB / 131120 B";
+  EXPECT_EQ(automatic_in_flight(true, 4, 8, 65840), 47u) << "3 MiB / 65840 B";
+  EXPECT_EQ(automatic_in_flight(true, 4, 8, 131120), 32u) << "never fewer than chaotic";
   EXPECT_EQ(automatic_in_flight(true, 4, 8, 262448), 32u) << "never fewer than chaotic";
   EXPECT_EQ(automatic_in_flight(true, 4, 8, 4u << 20), 32u);
   EXPECT_EQ(automatic_in_flight(true, 64, 256, 8), 4096u) << "the setting's range";
