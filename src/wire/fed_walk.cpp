@@ -25,29 +25,14 @@ FedWalk walk_super_fragment(std::span<const std::byte> super_fragment,
   std::size_t end = super_fragment.size();
   std::size_t slot = out.size();
   while (end > 0) {
-    if (end < kFedMinFragmentSize) {
-      walk.status = FedStatus::truncated;
-      walk.error_offset = 0;
+    const FedStepBack back = step_back(super_fragment.data(), end);
+    if (back.status != FedStatus::ok) {
+      walk.status = back.status;
+      walk.error_offset = back.error_offset;
       break;
     }
-    const std::uint64_t trailer = load_le64(super_fragment.data() + end - kFedTrailerSize);
-    if (marker(trailer) != kFedEoe) {
-      walk.status = FedStatus::bad_eoe;
-      walk.error_offset = end - kFedTrailerSize;
-      break;
-    }
-    const std::size_t size = std::size_t{length_words_of(trailer)} * 8;
-    if (size < kFedMinFragmentSize) {
-      walk.status = FedStatus::length_mismatch;
-      walk.error_offset = end - kFedTrailerSize;
-      break;
-    }
-    if (size > end) {
-      walk.status = FedStatus::truncated;
-      walk.error_offset = end - kFedTrailerSize;
-      break;
-    }
-    const std::size_t begin = end - size;
+    const std::size_t begin = back.begin;
+    const std::size_t size = end - begin;
     const FedStatus status = check_fragment(super_fragment.subspan(begin, size), each);
     if (status != FedStatus::ok) {
       walk.status = status;

@@ -1,11 +1,13 @@
 #pragma once
 // FED header and trailer as 64-bit words (fed.hpp): packing, unpacking and range checks, shared
-// by the codec, the writer and the super-fragment walkers; and check_fragment() on words already
-// loaded (check_fragment_words, check_loaded_fragment), inline for walks over many fragments.
+// by the codec, the writer and the super-fragment walkers; check_fragment() on words already
+// loaded (check_fragment_words, check_loaded_fragment) and a walk's step back from one trailer
+// to the fragment's start (step_back), inline for walks over many fragments.
 
 #include <cstdint>
 #include <span>
 
+#include "daqflow/wire/endian.hpp"
 #include "daqflow/wire/fed.hpp"
 
 namespace daqflow::wire::detail {
@@ -123,6 +125,27 @@ inline FedStatus check_loaded_fragment(std::span<const std::byte> fragment, std:
     return FedStatus::receiver_error;
   }
   return FedStatus::ok;
+}
+
+// One step of a walk back through a super-fragment (only a trailer holds its fragment's length):
+// the fragment that ends at `end` of the bytes at `data`, delimited by its trailer (the word
+// before `end`, checked for EOE and a length that fits in the bytes before `end`); no byte before
+// `end` is read but that word.
+struct FedStepBack {
+  FedStatus status = FedStatus::ok;
+  std::size_t begin = 0;         // ok: the fragment is [begin, end)
+  std::uint64_t trailer = 0;     // ok: its trailer word
+  std::size_t error_offset = 0;  // otherwise: where the walk failed
+};
+inline FedStepBack step_back(const std::byte* data, std::size_t end) {
+  if (end < kFedMinFragmentSize) return {FedStatus::truncated, 0, 0, 0};
+  const std::size_t at = end - kFedTrailerSize;
+  const std::uint64_t trailer = load_le64(data + at);
+  if (detail::marker(trailer) != kFedEoe) return {FedStatus::bad_eoe, 0, 0, at};
+  const std::size_t size = std::size_t{detail::length_words_of(trailer)} * 8;
+  if (size < kFedMinFragmentSize) return {FedStatus::length_mismatch, 0, 0, at};
+  if (size > end) return {FedStatus::truncated, 0, 0, at};
+  return {FedStatus::ok, end - size, trailer, 0};
 }
 
 }  // namespace daqflow::wire

@@ -80,17 +80,10 @@ void check_super_fragments(std::span<const SuperFragmentJob> jobs, bool verify_c
       lane.pending = false;
       if (lane.end == 0) return true;  // walked to the start: ok
     }
-    if (lane.end < wire::kFedMinFragmentSize) return fail(v, wire::FedStatus::truncated, 0);
-    const std::size_t at = lane.end - wire::kFedTrailerSize;
-    const std::uint64_t trailer = wire::load_le64(job.data + at);
-    if (wire::detail::marker(trailer) != wire::kFedEoe) {
-      return fail(v, wire::FedStatus::bad_eoe, at);
-    }
-    const std::size_t size = std::size_t{wire::detail::length_words_of(trailer)} * 8;
-    if (size < wire::kFedMinFragmentSize) return fail(v, wire::FedStatus::length_mismatch, at);
-    if (size > lane.end) return fail(v, wire::FedStatus::truncated, at);
-    lane.trailer = trailer;
-    lane.begin = lane.end - size;
+    const wire::FedStepBack back = wire::step_back(job.data, lane.end);
+    if (back.status != wire::FedStatus::ok) return fail(v, back.status, back.error_offset);
+    lane.trailer = back.trailer;
+    lane.begin = back.begin;
     lane.pending = true;
     // The header, and with it the previous fragment's trailer just before it.
     prefetch_boundary(job.data, lane.begin);
