@@ -106,7 +106,7 @@ Result<std::uint64_t> TsBuilder::take_peers(runtime::AppContext& ctx, const TsBu
                   ? std::max(largest, contribution_bytes(*g, in->microslice_size.max))
                   : UINT64_MAX;
     const std::uint64_t window =
-        in_flight_of(*in, *g, ctx.cluster().transports.endpoint.pipeline_depth);
+        in_flight_of(*in, *g, ctx.cluster().transports.endpoint.pipeline_depth, app.transport);
     const std::uint64_t builders = in->builders.size();
     here_ = std::max(here_, has_manager_ ? window : 2 * ((window + builders - 1) / builders) + 2);
   }

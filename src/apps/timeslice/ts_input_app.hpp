@@ -34,6 +34,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "apps/app_support.hpp"
@@ -85,10 +86,10 @@ struct TsInputSettings {
 [[nodiscard]] std::uint64_t contribution_bytes(const Geometry& g, std::uint64_t microslice_bytes);
 
 // The timeslices an input with these settings keeps in flight: its in_flight, or when that is 0
-// the automatic window (ts_window.hpp) for the transport's pipeline depth. Its builders size
-// their receive buffers by it.
+// the automatic window (ts_window.hpp) for its transport and the pipeline depth. Its builders
+// size their receive buffers by it.
 [[nodiscard]] std::uint32_t in_flight_of(const TsInputSettings& s, const Geometry& g,
-                                         std::uint32_t depth);
+                                         std::uint32_t depth, std::string_view transport);
 
 class TsInput final : public runtime::ApplicationWith<TsInput, TsInputSettings> {
  public:

@@ -21,13 +21,15 @@ std::uint64_t contribution_bytes(const Geometry& g, std::uint64_t microslice_byt
          (std::uint64_t{g.core} + g.overlap) * (wire::kMicrosliceDescriptorSize + microslice_bytes);
 }
 
-std::uint32_t in_flight_of(const TsInputSettings& s, const Geometry& g, std::uint32_t depth) {
+std::uint32_t in_flight_of(const TsInputSettings& s, const Geometry& g, std::uint32_t depth,
+                           std::string_view transport) {
   if (s.in_flight > 0) return s.in_flight;
   // A generator's contributions are at most this large; a replayed or a plugin's are not known
   // before the run.
   const std::uint64_t contribution =
       s.input.kind == "generator" ? contribution_bytes(g, s.microslice_size.max) : 0;
-  return automatic_in_flight(s.order == "scheduled", s.builders.size(), depth, contribution);
+  return automatic_in_flight(s.order == "scheduled", s.builders.size(), depth, contribution,
+                             link_of(transport));
 }
 
 Result<void> TsInput::setup(runtime::AppContext& ctx, const TsInputSettings& s) {
@@ -103,7 +105,8 @@ Result<std::uint32_t> TsInput::take_peers(runtime::AppContext& ctx, const TsInpu
   position_ = static_cast<std::size_t>(me - inputs.begin());
   eq_id_ =
       static_cast<std::uint16_t>(s.eq_id >= 0 ? s.eq_id : static_cast<std::int64_t>(position_));
-  in_flight_ = in_flight_of(s, geometry_, ctx.cluster().transports.endpoint.pipeline_depth);
+  in_flight_ = in_flight_of(s, geometry_, ctx.cluster().transports.endpoint.pipeline_depth,
+                            ctx.self().transport);
   return spare;
 }
 

@@ -36,5 +36,18 @@ TEST(AutomaticInFlight, UnknownSizesKeepDepthTimesNAndTheRangeHolds) {
   EXPECT_EQ(automatic_in_flight(false, 64, 256, 8), 4096u) << "the setting's range";
 }
 
+TEST(AutomaticInFlight, OverASocketChaoticKeepsOneMebibyteAndNeverLessThanTwoPerBuilder) {
+  EXPECT_EQ(link_of("tcp"), Link::socket);
+  EXPECT_EQ(link_of("shm"), Link::posted);
+  EXPECT_EQ(automatic_in_flight(false, 4, 8, 4400, Link::socket), 128u) << "depth x n x n";
+  EXPECT_EQ(automatic_in_flight(false, 4, 8, 16688, Link::socket), 62u);
+  EXPECT_EQ(automatic_in_flight(false, 4, 8, 65840, Link::socket), 15u) << "1 MiB / 65840 B";
+  EXPECT_EQ(automatic_in_flight(false, 4, 8, 262448, Link::socket), 8u) << "2 x n";
+  EXPECT_EQ(automatic_in_flight(false, 4, 8, 0, Link::socket), 32u) << "size unknown: depth x n";
+  // The scheduled order's window is a posted link's over a socket too.
+  EXPECT_EQ(automatic_in_flight(true, 4, 8, 65840, Link::socket), 47u);
+  EXPECT_EQ(automatic_in_flight(true, 4, 8, 262448, Link::socket), 32u);
+}
+
 }  // namespace
 }  // namespace daqflow::apps::timeslice
