@@ -18,6 +18,7 @@
 //
 // Threading: one thread (the input's agent).
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <vector>
@@ -98,18 +99,22 @@ class TsOutbox {
       return;
     }
     // From where the last look stopped: below it, every timeslice was sent or awaits an
-    // assignment (which rewinds).
+    // assignment (which rewinds). A timeslice that f() unsends during the look (a batch that
+    // could not go after all) rewinds it too, below where this look goes on from.
+    const std::uint64_t from = unsent_from_;
+    unsent_from_ = UINT64_MAX;
     std::uint64_t left = UINT64_MAX;  // the oldest left to send
     std::uint64_t last = 0;
-    const bool all =
-        retained_.each_in_window_from(unsent_from_, [&](std::uint64_t key, Timeslice& t) {
-          last = key;
-          if (!to_send(t)) return true;
-          const bool more = f(t);
-          if (to_send(t)) left = std::min(left, key);
-          return more;
-        });
-    unsent_from_ = left != UINT64_MAX ? left : all ? retained_.window_end() : last;
+    const bool all = retained_.each_in_window_from(from, [&](std::uint64_t key, Timeslice& t) {
+      last = key;
+      if (!to_send(t)) return true;
+      const bool more = f(t);
+      if (to_send(t)) left = std::min(left, key);
+      return more;
+    });
+    unsent_from_ = std::min(unsent_from_, left != UINT64_MAX ? left
+                                          : all              ? retained_.window_end()
+                                                             : last);
   }
   // The oldest timeslice to send to builder, or nullptr.
   [[nodiscard]] Timeslice* oldest_unsent_for(std::size_t builder);

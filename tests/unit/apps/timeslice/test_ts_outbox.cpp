@@ -65,6 +65,25 @@ TEST(TsOutbox, ALostBuildersTimeslicesMoveAndTheSentOnesAreNamed) {
   EXPECT_FALSE(o.any_alive());
 }
 
+TEST(TsOutbox, TimeslicesUnsentDuringALookAreLookedAtAgain) {
+  // The chaotic order in batches: timeslices 0 to 5 go into builders' batches (marked sent);
+  // at 6 a batch cannot go (the transport pushes back), and the timeslices it carried (0 and 3,
+  // builder 0's) are unsent again in the middle of the look. The next look starts from 0.
+  TsOutbox o = outbox(3, false, 64);
+  for (std::uint64_t k = 0; k < 12; ++k) (void)o.add(k, {}, {});
+  std::vector<TsOutbox::Timeslice*> batch;
+  o.each_unsent([&](TsOutbox::Timeslice& t) {
+    if (t.index == 6) {
+      for (TsOutbox::Timeslice* b : batch) o.unsend(*b, false);
+      return false;
+    }
+    (void)o.mark_sent(t);
+    if (t.builder == 0) batch.push_back(&t);
+    return true;
+  });
+  EXPECT_EQ(unsent(o), (Plan{{0, 0}, {3, 0}, {6, 0}, {7, 1}, {8, 2}, {9, 0}, {10, 1}, {11, 2}}));
+}
+
 TEST(TsOutbox, ALookForWhatToSendGoesOnFromWhereTheLastStoppedAndALossRewindsIt) {
   TsOutbox o = outbox(3, false, 64);
   for (std::uint64_t k = 0; k < 30; ++k) (void)o.add(k, {}, {});
