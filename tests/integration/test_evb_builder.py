@@ -863,6 +863,42 @@ class EventBuilderFaults(_EventBuilderRuns):
         self.assertEqual(r["events_written"], r["events_built"], r)
         self._assert_every_event_once_on_disk([self.path("run-data")], r["events_built"])
 
+    def test_grants_held_past_their_lease_are_asked_for_again_and_the_run_ends_clean(self):
+        """Every message of the EVM to bu2 arrives 1.5 s late for 3 s, from its 300th message on
+        (bu2's heartbeats still reach the EVM, so it is not lost): with a discard output a grant
+        that comes more than a lease (1 s) after bu2 asked is not used, and bu2 asks again; the
+        EVM grants those blocks again and closes them, so the RUs can free what follows them,
+        and the run goes on and halts clean. (A late grant dropped instead left its block open
+        at the EVM for good: the builder stopped, and the Halt timed out draining.) The EVM's
+        own parts of bu2's blocks come late too: the BUs wait 10 s for a part (timeout_ms)."""
+        text = re.sub(r"output: \{kind: file[^}]*\}", "output: {kind: discard}",
+                      local_config(timeout_ms=10000))
+        text += ("faults:\n"
+                 "  - {from: evm0, to: bu2, delay_ms: 1500, for_ms: 3000, after_messages: 300}\n")
+        run, ports = self._start_small_events_run({}, text)
+        evm, bu2 = ports["evm"], ports["bu2"]
+        wait_until(lambda: self._built_or_none(evm) >= 1000, 60, "1000 events built")
+        wait_until(lambda: self.app(bu2, "bu2")["metrics"].get("grants_late", 0) > 0, 60,
+                   "bu2 to get a grant after its lease, while the link from the EVM is cut")
+        bu2_before = self.app(bu2, "bu2")["results"]["events_built"]
+        wait_until(lambda: self.app(bu2, "bu2")["results"]["events_built"] >= bu2_before + 2000,
+                   60, "bu2 to build on once the link is back")
+        self.assertIsNone(run.poll(), self.output_of("run.log"))
+        self.assertEqual(self.stop_run(run), 0, self.output_of("run.log"))
+        with open(self.path("summary.json")) as f:
+            summary = json.load(f)
+        self.assertEqual(summary["status"], "ok", self.output_of("run.log"))
+        r = summary["results"]
+        self.assertEqual(r["lost_bus"], [], r)
+        self.assertEqual(r["events_lost"], 0, r)
+        self.assertEqual(r["events_incomplete"], 0, r)
+        self.assertEqual(r["events_triggered"], r["events_built"], r)
+        self.assertEqual(r["bus"]["bu1"] + r["bus"]["bu2"], r["events_built"], r)
+        late = summary["applications"]["bu2"]["metrics"]["grants_late"]
+        self.assertGreater(late, 0)
+        print(f"\nthe EVM's messages to bu2 1.5 s late for 3 s: {late} grant(s) came late and "
+              "were asked for again", flush=True)
+
     def test_an_evm_frozen_past_the_controllers_read_timeout_is_slow_not_silent(self):
         """SIGSTOP of the EVM for 8 s: longer than one request of the controller may wait (5 s),
         shorter than its bound for silence. Its process lives, so it is slow, not failed: the

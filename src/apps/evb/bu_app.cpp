@@ -201,13 +201,20 @@ void BuilderUnit::on_commit(const wire::Commit& c, std::int64_t now) {
   output::OutputBatch* batch = *it;
   awaiting_.erase(it);
   const AckInfo& info = acks_[batch_index(batch)];
-  // Nothing is kept by a non-durable output, so the EVM re-assigns such a BU's blocks when it
-  // loses it, grants included: a grant is good only within the lease, which ends before the EVM
-  // can have lost this BU.
-  const bool expired = !durable_ && now - info.asked_ns >= topology_.grant_lease_ns;
-  if (c.verdict != wire::CommitVerdict::granted || expired) {
+  if (c.verdict != wire::CommitVerdict::granted) {
     events_fenced_->add_single_writer(std::uint64_t{info.built} + info.incomplete);
     recycle(batch);
+    return;
+  }
+  // Nothing is kept by a non-durable output, so the EVM re-assigns such a BU's blocks when it
+  // loses it, grants included: a grant is good only within the lease, which ends before the EVM
+  // can have lost this BU. A grant that came later (an EVM or a link that stalled) is asked for
+  // again: the EVM grants a block still this BU's again, and fences one it took back. Dropped
+  // instead, the block would stay open at the EVM, which holds every later block's data at the
+  // RUs until it closes.
+  if (!durable_ && now - info.asked_ns >= topology_.grant_lease_ns) {
+    grants_late_->add_single_writer();
+    reask_.push_back(batch);
     return;
   }
   events_built_->add_single_writer(info.built);

@@ -171,6 +171,7 @@ class BuilderUnit final : public runtime::ApplicationWith<BuilderUnit, BuSetting
   runtime::Counter* events_not_written_ = nullptr;
   runtime::Counter* events_dropped_ = nullptr;
   runtime::Counter* events_fenced_ = nullptr;
+  runtime::Counter* grants_late_ = nullptr;
   runtime::Counter* bytes_built_ = nullptr;
   runtime::Counter* blocks_built_ = nullptr;
   runtime::Counter* requests_sent_ = nullptr;

@@ -105,6 +105,8 @@ void BuilderUnit::add_metrics(runtime::MetricsRegistry& m) {
                                "output's incomplete: drop");
   events_fenced_ =
       &m.counter("events_fenced", "events built and dropped: the EVM had given them to another BU");
+  grants_late_ =
+      &m.counter("grants_late", "grants that came after their lease (discard output): asked again");
   bytes_built_ = &m.counter("bytes_built", "bytes of the events built", runtime::Unit::bytes);
   blocks_built_ = &m.counter("blocks_built", "blocks built");
   requests_sent_ = &m.counter("requests_sent", "blocks requested of the EVM");
