@@ -89,8 +89,15 @@ Result<void> TsManager::open_endpoint(runtime::AppContext& ctx, std::uint32_t wi
   control_pool_ = *control;
   // Every assignment goes to every input; a timeslice is assigned again at most once per builder
   // lost, and the window bounds the rest.
-  return assigns_.configure(id() + ".assigns", inputs_,
-                            (builder_ids_.size() + 1) * std::size_t{window} + 16);
+  if (auto r = assigns_.configure(id() + ".assigns", inputs_,
+                                  (builder_ids_.size() + 1) * std::size_t{window} + 16);
+      !r) {
+    return r;
+  }
+  // A builder asks about each timeslice it built once: the window bounds the answers it waits
+  // for, and fences come one per loss or report under an old epoch.
+  return replies_.configure(id() + ".replies", builder_ids_,
+                            builder_ids_.size() * (std::size_t{window} + 16) + 16);
 }
 
 void TsManager::add_metrics(runtime::MetricsRegistry& m) {
@@ -175,12 +182,15 @@ runtime::DataPath::OnMessage TsManager::from_builder(Handle handle) {
       data_path().reject();
       return;
     }
+    // Heard from: a builder whose connection closed (a process started again) gets answers again.
+    replies_.revive(c.peer);
     handle(*b, c, now);
   };
 }
 
 void TsManager::release() {
   assigns_.clear();
+  replies_.clear();
   endpoint_ = nullptr;
   control_pool_ = nullptr;
 }
@@ -256,7 +266,17 @@ void TsManager::fence(std::size_t b) {
   f.epoch = assigner_.epoch(b);
   std::array<std::byte, wire::kFenceSize> bytes{};
   wire::encode(f, bytes);
-  (void)send_small(builder_ids_[b], wire::MessageType::fence, f.epoch, bytes);
+  reply(b, wire::MessageType::fence, f.epoch, bytes);
+}
+
+// In order, none dropped while the builder's pipeline is full: a commit answer lost would keep
+// its timeslice open here for good (the builder does not ask twice), and the inputs' data with it.
+void TsManager::reply(std::size_t b, wire::MessageType type, std::uint64_t tag,
+                      std::span<const std::byte> bytes) {
+  if (!replies_.push(type, tag, bytes, static_cast<int>(b))) {
+    fail("the log of answers to the builders is full (to '" + detail::id_of(ids_, builder_ids_[b]) +
+         "')");
+  }
 }
 
 void TsManager::lose(std::size_t b, const std::string& why) {
@@ -321,7 +341,7 @@ void TsManager::on_commit(std::size_t b, const Completion& c) {
   a.answer = granted ? wire::CommitAnswer::granted : wire::CommitAnswer::denied;
   std::array<std::byte, wire::kTsCommitSize> bytes{};
   wire::encode(a, bytes);
-  (void)send_small(builder_ids_[b], wire::MessageType::ts_commit, q.index, bytes);
+  reply(b, wire::MessageType::ts_commit, q.index, bytes);
 }
 
 // Done counts from the builder it was granted to, whatever its epoch now: a fenced builder still
@@ -402,6 +422,8 @@ int TsManager::work(std::int64_t now) {
     spdlog::info("{}: the run ends before timeslice {}", id(), assigner_.next());
   }
   work += flush_assignments();
+  gone_.clear();
+  work += replies_.post(*endpoint_, gone_);  // a builder gone is lost through its completion
   in_flight_->set(static_cast<double>(assigner_.in_flight()));
   return work;
 }

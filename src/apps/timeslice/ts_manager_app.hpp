@@ -104,6 +104,9 @@ class TsManager final : public runtime::ApplicationWith<TsManager, TsManagerSett
   void apply_salvage();
   bool send_small(transport::AppIndex peer, wire::MessageType type, std::uint64_t tag,
                   std::span<const std::byte> bytes);
+  // A commit answer or a fence to builder b (a full log fails the manager).
+  void reply(std::size_t b, wire::MessageType type, std::uint64_t tag,
+             std::span<const std::byte> bytes);
 
   // Configuration.
   std::vector<transport::AppIndex> builder_ids_;
@@ -118,6 +121,7 @@ class TsManager final : public runtime::ApplicationWith<TsManager, TsManagerSett
   TsAssigner assigner_;
   std::vector<TsAssigner::Assignment> again_;  // scratch: what a loss or a salvage gave again
   ControlLog assigns_;                         // to the inputs, in order
+  ControlLog replies_;                         // commit answers and fences to the builders
   std::optional<AssignCaster> cast_;           // or by multicast
   std::vector<bool> end_heard_;                // multicast: per input, its echo of the end
   std::vector<transport::AppIndex> gone_;      // scratch
