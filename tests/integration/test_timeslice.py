@@ -176,6 +176,31 @@ class Timeslices(DaqflowTestCase):
                 self.clean_run(transport, "chaotic", manager="")
                 os.rename(self.path("run-data"), self.path(f"run-data-{transport}"))
 
+    def test_a_managers_answers_held_up_on_their_link_are_kept_not_dropped(self):
+        """Every message of the manager to tb1 leaves 300 ms late, and a peer's pipeline holds
+        2: tb1's commit answers wait for room on their link. None is lost, and every timeslice
+        is written once. (An answer the link had no room for was dropped: tb1 does not ask
+        twice, so its timeslice stayed open at the manager, and the run did not end.)"""
+        extra = "pace: max, count: 200, order: chaotic"
+        text = ts_config("tcp", inputs=extra, manager="").replace("pipeline_depth: 8",
+                                                                  "pipeline_depth: 2")
+        text += "faults:\n  - {from: tm, to: tb1, delay_ms: 300}\n"
+        code, out, summary = self.run_config(self.write_config("ts.yaml", text), "--duration",
+                                             "0", timeout=180)
+        self.assertEqual(code, 0, out)
+        self.assertEqual(summary["status"], "ok", summary.get("failure"))
+        results = summary["results"]
+        self.assertEqual(results["timeslices_written"], 200, results)
+        self.assertEqual(results["timeslices_incomplete"], 0, results)
+        tm = summary["applications"]["tm"]["results"]
+        self.assertEqual(tm["commits_granted"], 200, tm)
+        self.assertEqual(tm["timeslices_done"], 200, tm)
+        tb1 = summary["applications"]["tb1"]["results"]["timeslices_written"]
+        self.assertGreater(tb1, 0)
+        self.assert_built_once(self.dump(), 200)
+        print(f"\nthe manager's messages to tb1 300 ms late: tb1 wrote {tb1} timeslices",
+              flush=True)
+
     def test_assignments_by_multicast_survive_dropped_datagrams(self):
         """The manager's assignments and the run's end go by UDP multicast; every input drops
         20% of the datagrams (fault injection): each asks for what it misses and gets it back,
