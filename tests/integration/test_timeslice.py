@@ -336,6 +336,39 @@ class Timeslices(DaqflowTestCase):
         self.assertEqual(len(summary["restarted"]), 1, summary["restarted"])
         self.assert_contiguous_once(self.dump(), summary)
 
+    def test_salvaged_timeslices_are_acknowledged_to_an_input_whose_link_is_full(self):
+        """tb1's messages to the manager and to in0 leave 300 ms late: when tb1's process is
+        killed, neither has heard of its last writes. The salvage of tb1's files finds them on
+        its disk, and the manager acknowledges them to the inputs. Its own messages to in0 leave
+        300 ms late too, which keeps that link's pipeline full of assignments: the
+        acknowledgements wait for room behind them (one dropped kept its timeslice at in0 for
+        good: in0 never drained, and the Halt timed out)."""
+        text = ts_config("tcp", inputs="pace: max", manager="heartbeat_timeout_ms: 5000")
+        text += ("faults:\n  - {from: tb1, to: tm, delay_ms: 300}\n"
+                 "  - {from: tb1, to: in0, delay_ms: 300}\n"
+                 "  - {from: tm, to: in0, delay_ms: 300}\n")
+        run = self.start_run(text)
+        mgr = control_port(text, "mgr")
+        tb1 = control_port(text, "ctx_tb1")
+        wait_until(lambda: self.written(tb1, "tb1") >= 10, 60, "tb1 to write 10 timeslices")
+        status, ctx = http(tb1, "GET", "/api/v1/context")
+        self.assertEqual(status, 200, ctx)
+        os.kill(ctx["pid"], signal.SIGKILL)
+        wait_until(lambda: self.manager_results(mgr).get("lost_builders") == ["tb1"], 30,
+                   "the manager to lose tb1")
+        wait_until(lambda: self.manager_results(mgr).get("timeslices_in_doubt", 1) == 0, 60,
+                   "the salvage of tb1's files to settle what it was writing")
+        at_salvage = self.manager_results(mgr)["timeslices_done"]
+        wait_until(lambda: self.manager_results(mgr)["timeslices_done"] >= at_salvage + 50, 60,
+                   "50 more timeslices written")
+        summary = self.finish(run)
+        self.assertEqual(summary["status"], "ok", summary.get("failure"))
+        tm = summary["applications"]["tm"]["results"]
+        print(f"\ntcp: killed tb1: {tm['timeslices_salvaged']} found on its disk and "
+              f"acknowledged to the inputs, {tm['timeslices_reassigned']} reassigned", flush=True)
+        self.assertGreater(tm["timeslices_salvaged"], 0, tm)
+        self.assert_contiguous_once(self.dump(), summary)
+
     def start_run(self, text):
         config = self.write_config("ts.yaml", text)
         run = self.start(["run", config, "--duration", "0", "--status-interval", "0.5",

@@ -13,7 +13,6 @@ namespace daqflow::apps::timeslice {
 namespace {
 
 constexpr std::int64_t kCheckPeriodNs = 10'000'000;
-constexpr std::size_t kControlBufferSize = 64;
 
 }  // namespace
 
@@ -82,11 +81,6 @@ Result<void> TsManager::open_endpoint(runtime::AppContext& ctx, std::uint32_t wi
       detail::open_endpoint(ctx, {{"builder", builder_ids_}, {"input", inputs_}}, &options);
   if (!endpoint) return endpoint.error();
   endpoint_ = *endpoint;
-  auto control = data_path().send_pool(
-      id() + ".control", kControlBufferSize,
-      (inputs_.size() + builder_ids_.size()) * (std::size_t{window} + 16) + 64);
-  if (!control) return control.error();
-  control_pool_ = *control;
   // Every assignment goes to every input; a timeslice is assigned again at most once per builder
   // lost, and the window bounds the rest.
   if (auto r = assigns_.configure(id() + ".assigns", inputs_,
@@ -126,6 +120,8 @@ void TsManager::reset_run(std::uint32_t window) {
   end_sent_ = false;
   end_heard_.assign(inputs_.size(), false);
   next_check_ns_ = 0;
+  acks_due_.clear();
+  acks_due_.reserve(builder_ids_.size() * std::size_t{window});
   const std::lock_guard lock(mutex_);
   cast_stats_ = {};
   lost_builders_.clear();
@@ -163,8 +159,8 @@ void TsManager::add_handlers() {
   });
   path.on_work([this](std::int64_t now) { return work(now); });
   path.drained_when([this] {
-    return end_sent_ && (cast_ ? cast_->idle() && ends_heard() : assigns_.idle()) &&
-           assigner_.empty();
+    return end_sent_ && (!cast_ || (cast_->idle() && ends_heard())) && acks_due_.empty() &&
+           assigns_.idle() && assigner_.empty();
   });
 }
 
@@ -192,7 +188,6 @@ void TsManager::release() {
   assigns_.clear();
   replies_.clear();
   endpoint_ = nullptr;
-  control_pool_ = nullptr;
 }
 
 void TsManager::publish_doubt(std::optional<std::size_t> lost) {
@@ -216,10 +211,17 @@ void TsManager::push_assign(const wire::TsAssign& a) {
   }
 }
 
-bool TsManager::send_small(AppIndex peer, wire::MessageType type, std::uint64_t tag,
-                           std::span<const std::byte> bytes) {
-  const SendStatus s = data_path().send_copy(*control_pool_, peer, type, tag, bytes);
-  return s == SendStatus::ok || s == SendStatus::closed;  // a gone peer needs nothing more
+// Through the inputs' log, in order and none dropped on back-pressure: an input that missed one
+// would keep its timeslice for good and never drain. Before any new assignment takes the room.
+void TsManager::push_salvage_acks() {
+  std::size_t n = 0;
+  for (; n < acks_due_.size() && assigns_.has_room(); ++n) {
+    const std::uint64_t k = acks_due_[n];
+    std::array<std::byte, wire::kTsAckSize> bytes{};
+    wire::encode(wire::TsAck{k, wire::TsAckStatus::complete, 0}, bytes);
+    (void)assigns_.push(wire::MessageType::ts_ack, k, bytes);  // has room: cannot fail
+  }
+  acks_due_.erase(acks_due_.begin(), acks_due_.begin() + static_cast<std::ptrdiff_t>(n));
 }
 
 // An input gone needs nothing more (its loss is the run's affair).
@@ -232,16 +234,17 @@ void TsManager::tell_again() {
 }
 
 int TsManager::flush_assignments() {
+  gone_.clear();
+  int n = assigns_.post(*endpoint_, gone_);
   if (cast_) {
-    const int n = cast_->pump(core::monotonic_ns());
-    if (n > 0) {
+    const int cast = cast_->pump(core::monotonic_ns());
+    if (cast > 0) {
       const std::lock_guard lock(mutex_);
       cast_stats_ = cast_->stats();
     }
-    return n;
+    n += cast;
   }
-  gone_.clear();
-  return assigns_.post(*endpoint_, gone_);
+  return n;
 }
 
 bool TsManager::ends_heard() const {
@@ -370,14 +373,7 @@ void TsManager::apply_salvage() {
     done_->add_single_writer(on_disk.size());
     salvaged_written_->add_single_writer(on_disk.size());
     // On disk: done, and the inputs may drop them.
-    for (const std::uint64_t k : on_disk) {
-      wire::TsAck a{k, wire::TsAckStatus::complete, 0};
-      std::array<std::byte, wire::kTsAckSize> bytes{};
-      wire::encode(a, bytes);
-      for (const AppIndex in : inputs_) {
-        (void)send_small(in, wire::MessageType::ts_ack, k, bytes);
-      }
-    }
+    acks_due_.insert(acks_due_.end(), on_disk.begin(), on_disk.end());
     tell_again();
     publish_doubt();
     spdlog::warn("{}: builder '{}' salvaged: {} timeslice(s) on its disk, {} built again", id(),
@@ -389,6 +385,7 @@ int TsManager::work(std::int64_t now) {
   int work = 0;
   if (failed()) return work;
   apply_salvage();
+  push_salvage_acks();
   if (!watching_ && producing()) {
     assigner_.start_watch(now);
     watching_ = true;

@@ -102,8 +102,8 @@ class TsManager final : public runtime::ApplicationWith<TsManager, TsManagerSett
   void on_lost(std::size_t b, const std::string& why, const TsAssigner::Loss& loss);
   void fence(std::size_t b);
   void apply_salvage();
-  bool send_small(transport::AppIndex peer, wire::MessageType type, std::uint64_t tag,
-                  std::span<const std::byte> bytes);
+  // The acknowledgements of salvaged timeslices into the inputs' log, as far as it has room.
+  void push_salvage_acks();
   // A commit answer or a fence to builder b (a full log fails the manager).
   void reply(std::size_t b, wire::MessageType type, std::uint64_t tag,
              std::span<const std::byte> bytes);
@@ -117,10 +117,10 @@ class TsManager final : public runtime::ApplicationWith<TsManager, TsManagerSett
   // Agent thread.
   transport::Endpoint* endpoint_ = nullptr;
   core::Clock* clock_ = nullptr;
-  core::BufferPool* control_pool_ = nullptr;  // the data path's
   TsAssigner assigner_;
   std::vector<TsAssigner::Assignment> again_;  // scratch: what a loss or a salvage gave again
-  ControlLog assigns_;                         // to the inputs, in order
+  ControlLog assigns_;                         // to the inputs, in order (multicast: acks only)
+  std::vector<std::uint64_t> acks_due_;        // salvaged timeslices the inputs may drop
   ControlLog replies_;                         // commit answers and fences to the builders
   std::optional<AssignCaster> cast_;           // or by multicast
   std::vector<bool> end_heard_;                // multicast: per input, its echo of the end
