@@ -76,7 +76,9 @@ void TsAssembly::drop(Timeslice& t) {
 std::size_t TsAssembly::drop_unasked() {
   std::size_t dropped = 0;
   for (Timeslice& t : slots_) {
-    if (t.used && !t.awaiting_commit) {
+    // Granted ones stay: the manager counts on their write whatever the epoch (they wait only
+    // for a free output batch), and the inputs on their acknowledgement.
+    if (t.used && !t.awaiting_commit && !t.granted) {
       drop(t);
       ++dropped;
     }

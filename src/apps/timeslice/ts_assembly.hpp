@@ -83,7 +83,8 @@ class TsAssembly {
   void finish(Timeslice& t);
   // The timeslice is not to be written here (denied, fenced): its parts are dropped.
   void drop(Timeslice& t);
-  // A fence: every timeslice not awaiting a commit answer is dropped; returns how many.
+  // A fence: every timeslice neither awaiting a commit answer nor granted (to be written) is
+  // dropped; returns how many.
   std::size_t drop_unasked();
 
   // The input is gone (lost, or ended): timeslices that miss only lost inputs are due.

@@ -108,16 +108,20 @@ TEST(TsAssembly, ATimesliceAwaitingItsCommitIsNotDueAndADenialDropsIt) {
   EXPECT_EQ(add(a, 9, 0, 1), TsAssembly::Added::complete) << "and may come back here";
 }
 
-TEST(TsAssembly, AFenceDropsEveryTimesliceButThoseAwaitingAnAnswer) {
+TEST(TsAssembly, AFenceDropsEveryTimesliceButThoseAwaitingAnAnswerOrGranted) {
   TsAssembly a = assembly(2);
   ASSERT_EQ(add(a, 1, 0, 0), TsAssembly::Added::part);
   ASSERT_EQ(add(a, 2, 0, 0), TsAssembly::Added::part);
   ASSERT_EQ(add(a, 2, 1, 0), TsAssembly::Added::complete);
+  ASSERT_EQ(add(a, 3, 0, 0), TsAssembly::Added::part);
+  ASSERT_EQ(add(a, 3, 1, 0), TsAssembly::Added::complete);
   a.find(2)->awaiting_commit = true;
+  a.find(3)->granted = true;  // allowed to write, waiting for a free output batch
   EXPECT_EQ(a.drop_unasked(), 1U);
   EXPECT_EQ(a.find(1), nullptr);
   ASSERT_NE(a.find(2), nullptr);
-  EXPECT_EQ(a.building(), 1U);
+  ASSERT_NE(a.find(3), nullptr) << "the manager waits for its write";
+  EXPECT_EQ(a.building(), 2U);
 }
 
 TEST(TsAssembly, MoreTimeslicesThanSlotsGetMoreSlots) {
