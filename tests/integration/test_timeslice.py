@@ -375,6 +375,42 @@ class Timeslices(DaqflowTestCase):
         self.assertGreater(tm["timeslices_salvaged"], 0, tm)
         self.assert_contiguous_once(self.dump(), summary)
 
+    def test_a_reset_link_between_an_input_and_a_builder_is_dialed_again_and_loses_nothing(self):
+        """The fault transport resets the connection between in0 and tb1 (as a TCP reset from
+        the network would, both processes live), from either end, in the chaotic order, in the
+        builders' turns and with a manager. in0 dials tb1 again and sends it what it had not
+        acknowledged; tb1 waits for in0 meanwhile. Every timeslice is written once and whole.
+        (Each side took the other for lost: tb1 wrote the rest without in0, in0 sent tb1's
+        timeslices elsewhere or held them, and the run never ended.)"""
+        count = 500
+        cases = (("in0", "tb1", "chaotic", None), ("tb1", "in0", "scheduled", None),
+                 ("in0", "tb1", "chaotic", ""))
+        for case, (sender, receiver, order, manager) in enumerate(cases):
+            with self.subTest(reset=f"{sender} -> {receiver}", order=order,
+                              manager=manager is not None):
+                text = ts_config("tcp", inputs=f"pace: max, count: {count}, order: {order}",
+                                 manager=manager)
+                text += (f"faults:\n  - {{from: {sender}, to: {receiver}, reset: true, "
+                         f"after_messages: 20}}\n")
+                logs = f"logs-{sender}-{order}-{manager is not None}"
+                if os.path.exists(self.path("run-data")):  # the last run's, out of dump()'s way
+                    os.rename(self.path("run-data"), self.path(f"run-data-{case - 1}"))
+                code, out, summary = self.run_config(self.write_config("ts.yaml", text),
+                                                     "--duration", "0", timeout=180, logs=logs)
+                self.assertEqual(code, 0, out)
+                self.assertEqual(summary["status"], "ok", summary.get("failure"))
+                self.assertEqual(summary["results"]["timeslices_incomplete"], 0,
+                                 summary["results"])
+                apps = summary["applications"]
+                self.assertEqual(apps["in0"]["results"]["lost_builders"], [])
+                for b in BUILDERS:
+                    self.assertEqual(apps[b]["results"]["lost_inputs"], [], b)
+                said = "".join(open(os.path.join(self.path(logs), f), errors="replace").read()
+                               for f in os.listdir(self.path(logs)))
+                self.assertIn("in0: the link to builder 'tb1' is back", said)
+                self.assertIn("tb1: input 'in0' dialed again", said)
+                self.assert_built_once(self.dump(), count)
+
     def start_run(self, text):
         config = self.write_config("ts.yaml", text)
         run = self.start(["run", config, "--duration", "0", "--status-interval", "0.5",

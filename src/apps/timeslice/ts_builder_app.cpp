@@ -315,6 +315,7 @@ void TsBuilder::on_contribution(transport::Message& part, Pieces pieces, std::ui
 }
 
 void TsBuilder::lose_input(std::size_t input, const std::string& why) {
+  input_down_ns_[input] = 0;
   if (!assembly_.alive(input)) return;
   assembly_.lose_input(input);
   if (turns_.holder == input) turns_.holder = Turns::kNone;
@@ -351,12 +352,60 @@ void TsBuilder::on_peer_gone(AppIndex peer, std::string_view reason) {
     spdlog::info("{}: input '{}' ended", id(), detail::id_of(ids_, inputs_[input]));
     return;
   }
+  if (!winding_down() && assembly_.alive(input) && input_down_ns_[input] == 0) {
+    input_link_failed(input, reason);
+    return;
+  }
   lose_input(input, "connection failed: " + std::string(reason));
+}
+
+void TsBuilder::input_link_failed(std::size_t input, std::string_view why) {
+  if (turns_.holder == input) turns_.holder = Turns::kNone;
+  turns_.asked[input] = 0;
+  const std::string name = detail::id_of(ids_, inputs_[input]);
+  if (endpoint_->connected(inputs_[input])) {
+    // It dialed again before the old link's failure came through: the new one carries on.
+    spdlog::warn("{}: the old link to input '{}' failed ({}); it dialed again", id(), name, why);
+    return;
+  }
+  acks_[input].drop(inputs_[input]);  // the input sends again what they were about
+  input_down_ns_[input] = std::max<std::int64_t>(1, clock_->now_ns());
+  any_input_down_ = true;
+  spdlog::warn("{}: the link to input '{}' failed ({}); waiting up to {} ms for it to dial again",
+               id(), name, why, redial_ns_ / 1'000'000);
+}
+
+void TsBuilder::heard_from(std::size_t input) {
+  if (input_down_ns_[input] == 0) return;
+  // The input sends again what this builder has not acknowledged: parts held here are
+  // duplicates, parts of timeslices written are answered late.
+  input_down_ns_[input] = 0;
+  acks_[input].revive(inputs_[input]);
+  spdlog::warn("{}: input '{}' dialed again", id(), detail::id_of(ids_, inputs_[input]));
+}
+
+void TsBuilder::check_input_links() {
+  any_input_down_ = false;
+  const std::int64_t now = clock_->now_ns();
+  for (std::size_t i = 0; i < inputs_.size(); ++i) {
+    const std::int64_t since = input_down_ns_[i];
+    if (since == 0) continue;
+    if (endpoint_->connected(inputs_[i])) {
+      heard_from(i);
+    } else if (now - since > redial_ns_ || winding_down()) {
+      input_down_ns_[i] = 0;
+      lose_input(i, "its link failed and it did not dial again within " +
+                        std::to_string(redial_ns_ / 1'000'000) + " ms");
+    } else {
+      any_input_down_ = true;
+    }
+  }
 }
 
 int TsBuilder::work(std::int64_t now) {
   if (failed()) return 0;
   int work = check_received();  // after the round's turn messages (on_turn)
+  if (any_input_down_) check_input_links();
   work += output_->progress();
   work += flush_outputs();
   // Complete timeslices wait here when the output was full; expired ones are written flagged.

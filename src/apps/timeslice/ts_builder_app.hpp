@@ -41,6 +41,7 @@ struct TsBuilderSettings {
 
   std::vector<std::string> inputs;
   std::int64_t timeout_ms = 0;
+  std::int64_t redial_ms = 0;
   std::string on_incomplete;
   bool verify_crc = true;
   std::string manager;  // empty: round robin
@@ -111,11 +112,19 @@ class TsBuilder final : public runtime::ApplicationWith<TsBuilder, TsBuilderSett
   int post_control();
   [[nodiscard]] bool control_idle() const;
   void lose_input(std::size_t input, const std::string& why);
+  // An input's link failed while the input may live (a reset): it is waited for redial_ms to
+  // dial again (its timeslices wait as for any part, up to timeout_ms), then lost.
+  void input_link_failed(std::size_t input, std::string_view why);
+  void check_input_links();
+  // A message from the input: a link that failed is back (before check_input_links sees it, so
+  // that the acknowledgements of what it sends again reach it).
+  void heard_from(std::size_t input);
 
   // Configuration.
   Geometry geometry_;
   std::vector<transport::AppIndex> inputs_;
   std::int64_t timeout_ns_ = 0;
+  std::int64_t redial_ns_ = 0;
   bool fail_incomplete_ = false;
   bool verify_crc_ = true;
   bool has_manager_ = false;
@@ -151,6 +160,8 @@ class TsBuilder final : public runtime::ApplicationWith<TsBuilder, TsBuilderSett
     std::vector<std::uint8_t> asked;
     std::size_t last = 0;
   } turns_;
+  std::vector<std::int64_t> input_down_ns_;  // since when its link is down (0: up)
+  bool any_input_down_ = false;
   [[nodiscard]] bool in_turns() const { return schedule_.builders > 0 && schedule_.slot_ns == 0; }
   void on_turn(const transport::Completion& c, std::size_t input, std::int64_t now);
   // Gives the turn to the next input that asked for it (its acknowledgements go first).

@@ -29,6 +29,7 @@ constexpr std::uint64_t kDoneBits = 1u << 20;
 Result<void> TsBuilder::setup(runtime::AppContext& ctx, const TsBuilderSettings& s) {
   clock_ = &ctx.clock();
   timeout_ns_ = s.timeout_ms * 1'000'000;
+  redial_ns_ = s.redial_ms * 1'000'000;
   fail_incomplete_ = s.on_incomplete == "fail";
   verify_crc_ = s.verify_crc;
   report_ns_ = s.report_ms * 1'000'000;
@@ -197,6 +198,8 @@ Result<void> TsBuilder::reset_run() {
   acks_ = std::vector<ControlLog>(inputs_.size());
   turns_ = Turns{};
   turns_.asked.assign(inputs_.size(), 0);
+  input_down_ns_.assign(inputs_.size(), 0);
+  any_input_down_ = false;
   for (std::size_t i = 0; i < inputs_.size(); ++i) {
     if (auto r = acks_[i].configure(id() + ".acks" + std::to_string(i), {inputs_[i]},
                                     2 * (here_ + kOutputDepth + 4), kAcksPerMessage);
@@ -268,6 +271,7 @@ void TsBuilder::add_handlers() {
       data_path().reject();
       return;
     }
+    heard_from(static_cast<std::size_t>(it - inputs_.begin()));
     on_turn(c, static_cast<std::size_t>(it - inputs_.begin()), now);
   });
   path.on(wire::MessageType::ts_contribution, [this](Completion& c, std::int64_t now) {
@@ -277,6 +281,7 @@ void TsBuilder::add_handlers() {
       return;
     }
     const auto input = static_cast<std::size_t>(it - inputs_.begin());
+    heard_from(input);
     if (in_turns()) {
       if (input == turns_.holder) turns_.active_ns = now;
       received_.push_back(Received{std::move(c), input, now});

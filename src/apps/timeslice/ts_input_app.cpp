@@ -229,6 +229,7 @@ int TsInput::generate(std::int64_t now) {
 }
 
 void TsInput::lose_builder(std::size_t position, const std::string& why) {
+  builder_down_ns_[position] = 0;
   TsOutbox::Loss loss;
   if (!outbox_.lose(position, loss)) return;
   turns_[position] = Turn{};
@@ -357,13 +358,57 @@ void TsInput::on_peer_gone(AppIndex peer, std::string_view reason) {
   // A builder that closes once this input is done (or halting with nothing for it) is not lost;
   // one that goes while it holds this input's timeslices is.
   if (!outbox_.holds(position) && winding_down()) return;
+  if (!reason.empty() && !winding_down() && outbox_.alive(position) &&
+      builder_down_ns_[position] == 0) {
+    builder_link_failed(position, reason);
+    return;
+  }
   lose_builder(position, reason.empty() ? std::string("closed its connection")
                                         : "connection failed: " + std::string(reason));
+}
+
+void TsInput::builder_link_failed(std::size_t position, std::string_view why) {
+  const std::string name = detail::id_of(ids_, builders_[position]);
+  if (auto r = endpoint_->connect(builders_[position]); !r) {
+    lose_builder(position, "connection failed: " + std::string(why) +
+                               "; dialing it again: " + r.error().message());
+    return;
+  }
+  builder_down_ns_[position] = std::max<std::int64_t>(1, clock_->now_ns());
+  any_builder_down_ = true;
+  spdlog::warn("{}: the link to builder '{}' failed ({}); dialing it again for up to {} ms", id(),
+               name, why, redial_ns_ / 1'000'000);
+}
+
+void TsInput::check_builder_links(std::int64_t now) {
+  any_builder_down_ = false;
+  for (std::size_t b = 0; b < builders_.size(); ++b) {
+    const std::int64_t since = builder_down_ns_[b];
+    if (since == 0) continue;
+    const std::string name = detail::id_of(ids_, builders_[b]);
+    if (endpoint_->connected(builders_[b])) {
+      // What was in flight on the old link, and the builder's acknowledgements of it, may be
+      // gone: everything it holds of this input goes again (what it has is answered late or
+      // taken as a duplicate), and the turns start afresh.
+      builder_down_ns_[b] = 0;
+      turns_[b] = Turn{};
+      const std::size_t again = outbox_.resend_to(b);
+      spdlog::warn("{}: the link to builder '{}' is back; {} timeslice(s) sent to it again", id(),
+                   name, again);
+    } else if (now - since > redial_ns_ || winding_down()) {
+      builder_down_ns_[b] = 0;
+      lose_builder(b, "its link failed and was not made again within " +
+                          std::to_string(redial_ns_ / 1'000'000) + " ms");
+    } else {
+      any_builder_down_ = true;
+    }
+  }
 }
 
 int TsInput::work(std::int64_t now) {
   if (failed()) return 0;
   int work = listener_ ? listen(now) : 0;
+  if (any_builder_down_) check_builder_links(now);
   work += generate(now);
   work += send(now);
   timeslices_retained_->set(static_cast<double>(outbox_.size()));

@@ -69,6 +69,7 @@ struct TsInputSettings {
   std::uint32_t sys_ver = 0;
   bool crc = true;
   std::uint32_t in_flight = 0;
+  std::int64_t redial_ms = 0;
   std::uint64_t count = 0;
   std::uint64_t seed = 0;
   std::string manager;  // empty: round robin
@@ -153,6 +154,11 @@ class TsInput final : public runtime::ApplicationWith<TsInput, TsInputSettings> 
   // The manager's multicast assignments: read, applied, the run's end echoed to the manager.
   [[nodiscard]] int listen(std::int64_t now);
   void lose_builder(std::size_t position, const std::string& why);
+  // A builder's link failed while the builder may live (a reset): dialed again; what it was sent
+  // and did not acknowledge goes again once the link is back (check_builder_links), and a builder
+  // not back within redial_ms is lost.
+  void builder_link_failed(std::size_t position, std::string_view why);
+  void check_builder_links(std::int64_t now);
   // The clock the fixed slots follow (ts_schedule.hpp).
   [[nodiscard]] std::int64_t slot_clock_ns() const { return schedule_clock_ns(*clock_); }
 
@@ -162,6 +168,7 @@ class TsInput final : public runtime::ApplicationWith<TsInput, TsInputSettings> 
   std::size_t position_ = 0;  // among the inputs of the builders (the barrel shifter's i)
   SendOrder order_ = SendOrder::chaotic;
   std::int64_t slot_ns_ = 0;  // scheduled: fixed slots of slot_us; 0: in turns
+  std::int64_t redial_ns_ = 0;
   core::DistSpec size_;
   std::uint32_t max_size_ = 0;
   std::uint16_t eq_id_ = 0;
@@ -219,6 +226,8 @@ class TsInput final : public runtime::ApplicationWith<TsInput, TsInputSettings> 
     std::int64_t asked_ns = 0;
   };
   std::vector<Turn> turns_;
+  std::vector<std::int64_t> builder_down_ns_;  // since when its link is down (0: up)
+  bool any_builder_down_ = false;
   std::int64_t last_slot_ = -1;
   std::uint64_t bytes_sent_total_ = 0;
   std::uint64_t contributions_sent_ = 0;  // that left, alone or in a batch

@@ -41,6 +41,7 @@ Result<void> TsInput::setup(runtime::AppContext& ctx, const TsInputSettings& s) 
   geometry_ = *geometry;
   order_ = s.order == "scheduled" ? SendOrder::scheduled : SendOrder::chaotic;
   slot_ns_ = static_cast<std::int64_t>(std::llround(s.slot_us * 1000));
+  redial_ns_ = s.redial_ms * 1'000'000;
   size_ = s.microslice_size.distribution();
   max_size_ = s.microslice_size.max;
   sys_id_ = static_cast<std::uint8_t>(s.sys_id);
@@ -274,6 +275,8 @@ void TsInput::reset_run(std::uint64_t seed) {
   start_ns_ = 0;
   starved_ = false;
   turns_.assign(builders_.size(), Turn{});
+  builder_down_ns_.assign(builders_.size(), 0);
+  any_builder_down_ = false;
   last_slot_ = -1;
   bytes_sent_total_ = acked_total_ = 0;
   echo_end_ = false;

@@ -74,6 +74,17 @@ bool TsOutbox::lose(std::size_t builder, Loss& loss) {
   return true;
 }
 
+std::size_t TsOutbox::resend_to(std::size_t builder) {
+  std::size_t n = 0;
+  retained_.each([&](std::uint64_t, Timeslice& t) {
+    if (t.builder != static_cast<int>(builder) || !t.sent) return;
+    t.sent = false;  // ever_sent stays: the next send is a resend
+    rewind(t.index, t.builder);
+    ++n;
+  });
+  return n;
+}
+
 bool TsOutbox::any_alive() const {
   return std::find(alive_.begin(), alive_.end(), true) != alive_.end();
 }

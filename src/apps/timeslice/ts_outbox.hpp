@@ -84,6 +84,9 @@ class TsOutbox {
 
   // The builder is lost (false when it was already).
   bool lose(std::size_t builder, Loss& loss);
+  // The link to the builder was made again: what it was sent and has not acknowledged is to be
+  // sent again (what was on the old link may be gone); returns how many.
+  std::size_t resend_to(std::size_t builder);
   [[nodiscard]] bool alive(std::size_t builder) const { return alive_[builder]; }
   [[nodiscard]] bool any_alive() const;
   // Whether builder holds (or is to get) a timeslice of this input.

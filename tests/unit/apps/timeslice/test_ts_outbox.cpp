@@ -65,6 +65,18 @@ TEST(TsOutbox, ALostBuildersTimeslicesMoveAndTheSentOnesAreNamed) {
   EXPECT_FALSE(o.any_alive());
 }
 
+TEST(TsOutbox, ALinkMadeAgainSendsWhatItsBuilderHasNotAcknowledgedAgain) {
+  TsOutbox o = outbox(2, false);
+  for (std::uint64_t k = 0; k < 4; ++k) (void)o.add(k, {}, {});
+  for (int n = 0; n < 2; ++n) EXPECT_FALSE(o.mark_sent(*o.oldest_unsent_for(1)));  // 1 and 3
+  EXPECT_FALSE(o.mark_sent(*o.oldest_unsent_for(0)));                              // 0
+  EXPECT_TRUE(o.ack(1));
+  EXPECT_EQ(o.resend_to(1), 1U) << "timeslice 3: sent, not acknowledged";
+  EXPECT_EQ(unsent(o), (Plan{{2, 0}, {3, 1}})) << "to the same builder; 0 stays sent to 0";
+  EXPECT_TRUE(o.mark_sent(*o.oldest_unsent_for(1))) << "a resend";
+  EXPECT_TRUE(o.alive(1));
+}
+
 TEST(TsOutbox, TimeslicesUnsentDuringALookAreLookedAtAgain) {
   // The chaotic order in batches: timeslices 0 to 5 go into builders' batches (marked sent);
   // at 6 a batch cannot go (the transport pushes back), and the timeslices it carried (0 and 3,
