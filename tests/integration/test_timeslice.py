@@ -375,41 +375,63 @@ class Timeslices(DaqflowTestCase):
         self.assertGreater(tm["timeslices_salvaged"], 0, tm)
         self.assert_contiguous_once(self.dump(), summary)
 
+    def reset_run(self, case, sender, receiver, order, manager, count=500):
+        """A run of `count` timeslices whose link from sender to receiver is reset once (the
+        fault transport, as a TCP reset from the network would), every timeslice then written
+        once and whole; returns (summary, what the logs said)."""
+        text = ts_config("tcp", inputs=f"pace: max, count: {count}, order: {order}",
+                         manager=manager)
+        text += (f"faults:\n  - {{from: {sender}, to: {receiver}, reset: true, "
+                 f"after_messages: 20}}\n")
+        if os.path.exists(self.path("run-data")):  # the last run's, out of dump()'s way
+            os.rename(self.path("run-data"), self.path(f"run-data-{case - 1}"))
+        logs = f"logs-{case}"
+        code, out, summary = self.run_config(self.write_config("ts.yaml", text), "--duration",
+                                             "0", timeout=180, logs=logs)
+        self.assertEqual(code, 0, out)
+        self.assertEqual(summary["status"], "ok", summary.get("failure"))
+        self.assertEqual(summary["results"]["timeslices_incomplete"], 0, summary["results"])
+        apps = summary["applications"]
+        self.assertEqual(apps["in0"]["results"]["lost_builders"], [])
+        for b in BUILDERS:
+            self.assertEqual(apps[b]["results"]["lost_inputs"], [], b)
+        said = "".join(open(os.path.join(self.path(logs), f), errors="replace").read()
+                       for f in os.listdir(self.path(logs)))
+        self.assert_built_once(self.dump(), count)
+        return summary, said
+
     def test_a_reset_link_between_an_input_and_a_builder_is_dialed_again_and_loses_nothing(self):
-        """The fault transport resets the connection between in0 and tb1 (as a TCP reset from
-        the network would, both processes live), from either end, in the chaotic order, in the
-        builders' turns and with a manager. in0 dials tb1 again and sends it what it had not
-        acknowledged; tb1 waits for in0 meanwhile. Every timeslice is written once and whole.
-        (Each side took the other for lost: tb1 wrote the rest without in0, in0 sent tb1's
+        """The link between in0 and tb1 reset from either end (both processes live), in the
+        chaotic order, in the builders' turns and with a manager: in0 dials tb1 again and sends
+        it what it had not acknowledged; tb1 waits for in0 meanwhile. Neither counts the other
+        lost. (Each took the other for lost: tb1 wrote the rest without in0, in0 sent tb1's
         timeslices elsewhere or held them, and the run never ended.)"""
-        count = 500
         cases = (("in0", "tb1", "chaotic", None), ("tb1", "in0", "scheduled", None),
                  ("in0", "tb1", "chaotic", ""))
         for case, (sender, receiver, order, manager) in enumerate(cases):
             with self.subTest(reset=f"{sender} -> {receiver}", order=order,
                               manager=manager is not None):
-                text = ts_config("tcp", inputs=f"pace: max, count: {count}, order: {order}",
-                                 manager=manager)
-                text += (f"faults:\n  - {{from: {sender}, to: {receiver}, reset: true, "
-                         f"after_messages: 20}}\n")
-                logs = f"logs-{sender}-{order}-{manager is not None}"
-                if os.path.exists(self.path("run-data")):  # the last run's, out of dump()'s way
-                    os.rename(self.path("run-data"), self.path(f"run-data-{case - 1}"))
-                code, out, summary = self.run_config(self.write_config("ts.yaml", text),
-                                                     "--duration", "0", timeout=180, logs=logs)
-                self.assertEqual(code, 0, out)
-                self.assertEqual(summary["status"], "ok", summary.get("failure"))
-                self.assertEqual(summary["results"]["timeslices_incomplete"], 0,
-                                 summary["results"])
-                apps = summary["applications"]
-                self.assertEqual(apps["in0"]["results"]["lost_builders"], [])
-                for b in BUILDERS:
-                    self.assertEqual(apps[b]["results"]["lost_inputs"], [], b)
-                said = "".join(open(os.path.join(self.path(logs), f), errors="replace").read()
-                               for f in os.listdir(self.path(logs)))
+                _, said = self.reset_run(case, sender, receiver, order, manager)
                 self.assertIn("in0: the link to builder 'tb1' is back", said)
                 self.assertIn("tb1: input 'in0' dialed again", said)
-                self.assert_built_once(self.dump(), count)
+
+    def test_a_reset_link_between_a_builder_and_the_manager_is_dialed_again_and_loses_nothing(self):
+        """The link between tb1 and the manager reset from either end: the manager loses tb1 and
+        gives what it had not granted to the others; tb1 dials the manager again, asks again for
+        the answers and says again the writes that may have been lost with the link, is fenced
+        and rejoins. (tb1 did not dial again: its timeslices stayed open, and the run never
+        ended.)"""
+        for case, (sender, receiver) in enumerate((("tb1", "tm"), ("tm", "tb1"))):
+            with self.subTest(reset=f"{sender} -> {receiver}"):
+                summary, said = self.reset_run(case, sender, receiver, "chaotic", "")
+                tm = summary["applications"]["tm"]["results"]
+                self.assertEqual(tm["lost_builders"], ["tb1"], tm)
+                self.assertEqual(tm["rejoined_builders"], ["tb1"], tm)
+                self.assertEqual(tm["timeslices_in_doubt"], 0, tm)
+                self.assertEqual(tm["timeslices_done"], 500, tm)
+                self.assertIn("tb1: the link to the manager 'tm' is back", said)
+                print(f"\nreset {sender} -> {receiver}: {tm['timeslices_reassigned']} "
+                      f"reassigned, {tm['commits_granted_again']} granted again", flush=True)
 
     def start_run(self, text):
         config = self.write_config("ts.yaml", text)

@@ -86,6 +86,13 @@ class TsAssembly {
   // A fence: every timeslice neither awaiting a commit answer nor granted (to be written) is
   // dropped; returns how many.
   std::size_t drop_unasked();
+  // f(t) for every timeslice awaiting a commit answer.
+  template <class F>
+  void each_awaiting(F&& f) {
+    for (Timeslice& t : slots_) {
+      if (t.used && t.awaiting_commit) f(t);
+    }
+  }
 
   // The input is gone (lost, or ended): timeslices that miss only lost inputs are due.
   void lose_input(std::size_t input) { alive_[input] = false; }

@@ -91,12 +91,16 @@ TsAssigner::Report TsAssigner::report(std::size_t builder, std::uint32_t epoch,
   return outcome;
 }
 
-bool TsAssigner::commit(std::size_t builder, std::uint64_t index, std::uint32_t epoch) {
+TsAssigner::Commit TsAssigner::commit(std::size_t builder, std::uint64_t index,
+                                      std::uint32_t epoch) {
   Entry* e = entry(index);
-  const bool granted = e != nullptr && e->builder == builder && e->epoch == epoch &&
-                       e->state == State::assigned && set_.accepts(builder, epoch);
-  if (granted) e->state = State::committed;
-  return granted;
+  if (e == nullptr || e->builder != builder || e->epoch != epoch) return Commit::denied;
+  // Asked again by the builder it was granted to (the answer was lost with a link): granted
+  // again, fenced or not, as a fenced builder writes what it was allowed to.
+  if (e->state == State::committed) return Commit::granted_again;
+  if (e->state != State::assigned || !set_.accepts(builder, epoch)) return Commit::denied;
+  e->state = State::committed;
+  return Commit::granted;
 }
 
 bool TsAssigner::done(std::size_t builder, std::uint64_t index) {

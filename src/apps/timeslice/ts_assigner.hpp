@@ -72,8 +72,11 @@ class TsAssigner {
   // A builder's report of its epoch and free receive buffers; it also shows it alive.
   Report report(std::size_t builder, std::uint32_t epoch, std::uint32_t free_buffers,
                 std::int64_t now);
-  // A builder asks to write a timeslice: true when granted.
-  [[nodiscard]] bool commit(std::size_t builder, std::uint64_t index, std::uint32_t epoch);
+  // A builder asks to write a timeslice: granted (once, to the builder it is assigned to under
+  // that epoch), granted again (that builder asks again under that epoch: the answer was lost
+  // with a link), or denied.
+  enum class Commit : std::uint8_t { granted, granted_again, denied };
+  [[nodiscard]] Commit commit(std::size_t builder, std::uint64_t index, std::uint32_t epoch);
   // A builder wrote a timeslice it was granted: true when that made it done.
   bool done(std::size_t builder, std::uint64_t index);
   // The builder is lost (its connection failed): nullopt when it was lost already. What goes to

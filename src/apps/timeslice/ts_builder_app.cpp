@@ -199,6 +199,7 @@ int TsBuilder::flush_outputs() {
         if (!to_manager_.push(wire::MessageType::ts_done, w.index, bytes)) {
           fail("the log of ts_done messages to the manager is full: it takes none");
         }
+        recent_done_[done_count_++ % recent_done_.size()] = d;
       }
     }
     batch->clear();
@@ -333,10 +334,8 @@ void TsBuilder::lose_input(std::size_t input, const std::string& why) {
 void TsBuilder::on_peer_gone(AppIndex peer, std::string_view reason) {
   (void)check_received();  // what came before the loss
   if (has_manager_ && peer == manager_) {
-    if (!winding_down()) {
-      spdlog::warn("{}: the connection to the manager failed: {}", id(),
-                   reason.empty() ? std::string_view("closed") : reason);
-    }
+    // The manager closing in order (it halts before the builders) ends nothing here.
+    if (!reason.empty() && !winding_down()) manager_link_failed(reason);
     return;
   }
   const auto it = std::find(inputs_.begin(), inputs_.end(), peer);
@@ -359,49 +358,6 @@ void TsBuilder::on_peer_gone(AppIndex peer, std::string_view reason) {
   lose_input(input, "connection failed: " + std::string(reason));
 }
 
-void TsBuilder::input_link_failed(std::size_t input, std::string_view why) {
-  if (turns_.holder == input) turns_.holder = Turns::kNone;
-  turns_.asked[input] = 0;
-  const std::string name = detail::id_of(ids_, inputs_[input]);
-  if (endpoint_->connected(inputs_[input])) {
-    // It dialed again before the old link's failure came through: the new one carries on.
-    spdlog::warn("{}: the old link to input '{}' failed ({}); it dialed again", id(), name, why);
-    return;
-  }
-  acks_[input].drop(inputs_[input]);  // the input sends again what they were about
-  input_down_ns_[input] = std::max<std::int64_t>(1, clock_->now_ns());
-  any_input_down_ = true;
-  spdlog::warn("{}: the link to input '{}' failed ({}); waiting up to {} ms for it to dial again",
-               id(), name, why, redial_ns_ / 1'000'000);
-}
-
-void TsBuilder::heard_from(std::size_t input) {
-  if (input_down_ns_[input] == 0) return;
-  // The input sends again what this builder has not acknowledged: parts held here are
-  // duplicates, parts of timeslices written are answered late.
-  input_down_ns_[input] = 0;
-  acks_[input].revive(inputs_[input]);
-  spdlog::warn("{}: input '{}' dialed again", id(), detail::id_of(ids_, inputs_[input]));
-}
-
-void TsBuilder::check_input_links() {
-  any_input_down_ = false;
-  const std::int64_t now = clock_->now_ns();
-  for (std::size_t i = 0; i < inputs_.size(); ++i) {
-    const std::int64_t since = input_down_ns_[i];
-    if (since == 0) continue;
-    if (endpoint_->connected(inputs_[i])) {
-      heard_from(i);
-    } else if (now - since > redial_ns_ || winding_down()) {
-      input_down_ns_[i] = 0;
-      lose_input(i, "its link failed and it did not dial again within " +
-                        std::to_string(redial_ns_ / 1'000'000) + " ms");
-    } else {
-      any_input_down_ = true;
-    }
-  }
-}
-
 int TsBuilder::work(std::int64_t now) {
   if (failed()) return 0;
   int work = check_received();  // after the round's turn messages (on_turn)
@@ -415,7 +371,7 @@ int TsBuilder::work(std::int64_t now) {
         assembly_.each_due(now, expire, [this](TsAssembly::Timeslice& t) { return complete(t); });
     if (expire) next_expire_ns_ = now + std::min<std::int64_t>(kExpirePeriodNs, timeout_ns_ / 4);
   }
-  if (has_manager_ && now >= next_report_ns_) {
+  if (has_manager_ && now >= next_report_ns_ && check_manager_link()) {
     send_report();
     next_report_ns_ = now + report_ns_;
   }

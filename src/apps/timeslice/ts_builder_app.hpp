@@ -116,6 +116,12 @@ class TsBuilder final : public runtime::ApplicationWith<TsBuilder, TsBuilderSett
   // dial again (its timeslices wait as for any part, up to timeout_ms), then lost.
   void input_link_failed(std::size_t input, std::string_view why);
   void check_input_links();
+  // The link to the manager failed (not closed in order): dialed again for redial_ms, then the
+  // builder fails; check_manager_link() says whether it is up, and once it is back sets the
+  // commit requests and the last ts_done messages to go again (redo_done() pushes those).
+  void manager_link_failed(std::string_view why);
+  [[nodiscard]] bool check_manager_link();
+  int redo_done();
   // A message from the input: a link that failed is back (before check_input_links sees it, so
   // that the acknowledgements of what it sends again reach it).
   void heard_from(std::size_t input);
@@ -179,6 +185,10 @@ class TsBuilder final : public runtime::ApplicationWith<TsBuilder, TsBuilderSett
   bool timer_slack_set_ = false;           // this agent thread's (the schedule's waits)
   std::vector<ControlLog> acks_;           // by input
   ControlLog to_manager_;                  // ts_done
+  std::int64_t manager_down_ns_ = 0;       // since when its link is down (0: up)
+  std::vector<wire::TsDone> recent_done_;  // the last ts_done messages, by done_count_
+  std::uint64_t done_count_ = 0;
+  std::uint64_t redo_from_ = 0;            // ts_done messages to send again, up to done_count_
   std::vector<transport::AppIndex> gone_;  // scratch
   std::int64_t next_expire_ns_ = 0;
   std::int64_t next_report_ns_ = 0;

@@ -20,6 +20,7 @@ namespace daqflow::apps::timeslice {
 namespace {
 
 constexpr std::size_t kManagerMessageSize = 64;
+constexpr std::size_t kRecentDone = 1024;
 // Timeslices remembered as done here, for contributions sent again after a loss: those come
 // within far fewer timeslices than this.
 constexpr std::uint64_t kDoneBits = 1u << 20;
@@ -200,6 +201,11 @@ Result<void> TsBuilder::reset_run() {
   turns_.asked.assign(inputs_.size(), 0);
   input_down_ns_.assign(inputs_.size(), 0);
   any_input_down_ = false;
+  // The ts_done messages that may have been on a failed link to the manager: at most its
+  // builder_window of timeslices granted here are open at once.
+  recent_done_.assign(kRecentDone, wire::TsDone{});
+  done_count_ = redo_from_ = 0;
+  manager_down_ns_ = 0;
   for (std::size_t i = 0; i < inputs_.size(); ++i) {
     if (auto r = acks_[i].configure(id() + ".acks" + std::to_string(i), {inputs_[i]},
                                     2 * (here_ + kOutputDepth + 4), kAcksPerMessage);

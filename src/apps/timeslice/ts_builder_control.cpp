@@ -44,13 +44,16 @@ int TsBuilder::post_control() {
     gone_.clear();
     posted += acks_[i].post(*endpoint_, gone_);
   }
-  gone_.clear();
-  posted += to_manager_.post(*endpoint_, gone_);
+  if (manager_down_ns_ == 0) {
+    posted += redo_done();
+    gone_.clear();
+    posted += to_manager_.post(*endpoint_, gone_);
+  }
   return posted;
 }
 
 bool TsBuilder::control_idle() const {
-  return to_manager_.idle() &&
+  return to_manager_.idle() && redo_from_ >= done_count_ &&
          std::all_of(acks_.begin(), acks_.end(), [](const ControlLog& log) { return log.idle(); });
 }
 
@@ -144,6 +147,108 @@ int TsBuilder::give_turn(std::int64_t now) {
     return 1;
   }
   return 0;
+}
+
+void TsBuilder::input_link_failed(std::size_t input, std::string_view why) {
+  if (turns_.holder == input) turns_.holder = Turns::kNone;
+  turns_.asked[input] = 0;
+  const std::string name = detail::id_of(ids_, inputs_[input]);
+  if (endpoint_->connected(inputs_[input])) {
+    // It dialed again before the old link's failure came through: the new one carries on.
+    spdlog::warn("{}: the old link to input '{}' failed ({}); it dialed again", id(), name, why);
+    return;
+  }
+  acks_[input].drop(inputs_[input]);  // the input sends again what they were about
+  input_down_ns_[input] = std::max<std::int64_t>(1, clock_->now_ns());
+  any_input_down_ = true;
+  spdlog::warn("{}: the link to input '{}' failed ({}); waiting up to {} ms for it to dial again",
+               id(), name, why, redial_ns_ / 1'000'000);
+}
+
+void TsBuilder::heard_from(std::size_t input) {
+  if (input_down_ns_[input] == 0) return;
+  // The input sends again what this builder has not acknowledged: parts held here are
+  // duplicates, parts of timeslices written are answered late.
+  input_down_ns_[input] = 0;
+  acks_[input].revive(inputs_[input]);
+  spdlog::warn("{}: input '{}' dialed again", id(), detail::id_of(ids_, inputs_[input]));
+}
+
+void TsBuilder::check_input_links() {
+  any_input_down_ = false;
+  const std::int64_t now = clock_->now_ns();
+  for (std::size_t i = 0; i < inputs_.size(); ++i) {
+    const std::int64_t since = input_down_ns_[i];
+    if (since == 0) continue;
+    if (endpoint_->connected(inputs_[i])) {
+      heard_from(i);
+    } else if (now - since > redial_ns_ || winding_down()) {
+      input_down_ns_[i] = 0;
+      lose_input(i, "its link failed and it did not dial again within " +
+                        std::to_string(redial_ns_ / 1'000'000) + " ms");
+    } else {
+      any_input_down_ = true;
+    }
+  }
+}
+
+void TsBuilder::manager_link_failed(std::string_view why) {
+  const std::string name = detail::id_of(ids_, manager_);
+  if (manager_down_ns_ != 0) {
+    fail("the manager '" + name + "' is lost: " + std::string(why));
+    return;
+  }
+  to_manager_.drop(manager_);
+  if (auto r = endpoint_->connect(manager_); !r) {
+    fail("the manager '" + name + "' is lost: " + std::string(why) +
+         "; dialing it again: " + r.error().message());
+    return;
+  }
+  manager_down_ns_ = std::max<std::int64_t>(1, clock_->now_ns());
+  spdlog::warn("{}: the link to the manager '{}' failed ({}); dialing it again for up to {} ms",
+               id(), name, why, redial_ns_ / 1'000'000);
+}
+
+bool TsBuilder::check_manager_link() {
+  if (manager_down_ns_ == 0) return true;
+  const std::string name = detail::id_of(ids_, manager_);
+  if (!endpoint_->connected(manager_)) {
+    if (clock_->now_ns() - manager_down_ns_ > redial_ns_) {
+      fail("the manager '" + name + "' is lost: its link is not back after " +
+           std::to_string(redial_ns_ / 1'000'000) + " ms (redial_ms)");
+    }
+    return false;
+  }
+  // The manager lost this builder when the link failed: it gave the timeslices it had not
+  // granted here to the others, and fences this builder at its next report. What went either
+  // way on the old link may be gone: the timeslices awaiting an answer ask again (one granted
+  // before is granted again), and the last ts_done messages go again (each counts once).
+  manager_down_ns_ = 0;
+  to_manager_.revive(manager_);
+  // Asked again now, before the report that brings the fence (which keeps what awaits an
+  // answer); one that cannot go now is asked again as it comes due.
+  std::size_t asked = 0;
+  assembly_.each_awaiting([&](TsAssembly::Timeslice& t) {
+    t.awaiting_commit = false;
+    if (complete(t)) ++asked;
+  });
+  redo_from_ = done_count_ - std::min<std::uint64_t>(done_count_, recent_done_.size());
+  spdlog::warn(
+      "{}: the link to the manager '{}' is back; {} commit request(s) and the last {} ts_done "
+      "message(s) go again, and it fences and takes back this builder",
+      id(), name, asked, done_count_ - redo_from_);
+  return true;
+}
+
+int TsBuilder::redo_done() {
+  int pushed = 0;
+  for (; redo_from_ < done_count_ && to_manager_.has_room(); ++redo_from_, ++pushed) {
+    const wire::TsDone& d = recent_done_[redo_from_ % recent_done_.size()];
+    std::array<std::byte, wire::kTsDoneSize> bytes{};
+    wire::encode(d, bytes);
+    (void)to_manager_.push(wire::MessageType::ts_done, d.index, bytes);  // has room
+  }
+  return pushed;
 }
 
 }  // namespace daqflow::apps::timeslice

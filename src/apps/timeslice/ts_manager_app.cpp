@@ -100,6 +100,8 @@ void TsManager::add_metrics(runtime::MetricsRegistry& m) {
   reassigned_ = &m.counter("timeslices_reassigned", "timeslices given again after a loss");
   committed_ = &m.counter("commits_granted", "timeslices a builder was allowed to write");
   denied_ = &m.counter("commits_denied", "commit requests refused (fenced or reassigned)");
+  granted_again_ = &m.counter("commits_granted_again",
+                              "commit requests asked again after a link failed, granted again");
   done_ = &m.counter("timeslices_done", "timeslices written");
   salvaged_written_ =
       &m.counter("timeslices_salvaged", "timeslices found written in a lost builder's files");
@@ -338,8 +340,12 @@ void TsManager::on_commit(std::size_t b, const Completion& c) {
     data_path().reject();
     return;
   }
-  const bool granted = assigner_.commit(b, q.index, q.epoch);
-  (granted ? committed_ : denied_)->add_single_writer();
+  const TsAssigner::Commit outcome = assigner_.commit(b, q.index, q.epoch);
+  const bool granted = outcome != TsAssigner::Commit::denied;
+  (outcome == TsAssigner::Commit::granted         ? committed_
+   : outcome == TsAssigner::Commit::granted_again ? granted_again_
+                                                  : denied_)
+      ->add_single_writer();
   wire::TsCommit a = q;
   a.answer = granted ? wire::CommitAnswer::granted : wire::CommitAnswer::denied;
   std::array<std::byte, wire::kTsCommitSize> bytes{};

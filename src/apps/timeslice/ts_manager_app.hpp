@@ -136,6 +136,7 @@ class TsManager final : public runtime::ApplicationWith<TsManager, TsManagerSett
   runtime::Counter* reassigned_ = nullptr;
   runtime::Counter* committed_ = nullptr;
   runtime::Counter* denied_ = nullptr;
+  runtime::Counter* granted_again_ = nullptr;
   runtime::Counter* done_ = nullptr;
   runtime::Counter* salvaged_written_ = nullptr;
   runtime::Counter* messages_malformed_ = nullptr;

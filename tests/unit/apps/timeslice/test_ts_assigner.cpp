@@ -42,7 +42,7 @@ std::vector<std::size_t> assign_all(TsAssigner& a) {
 
 // Commits and finishes timeslice index at builder b.
 void write(TsAssigner& a, std::size_t b, std::uint64_t index) {
-  ASSERT_TRUE(a.commit(b, index, a.epoch(b)));
+  ASSERT_EQ(a.commit(b, index, a.epoch(b)), TsAssigner::Commit::granted);
   ASSERT_TRUE(a.done(b, index));
 }
 
@@ -85,11 +85,13 @@ TEST(TsAssigner, ABuilderWithoutRoomInItsBuffersGetsNone) {
 TEST(TsAssigner, AWriteIsGrantedOnceToItsBuilderUnderItsEpoch) {
   TsAssigner a(settings(2, 8, 2));
   ASSERT_EQ(assign_all(a).size(), 4U);
-  EXPECT_FALSE(a.commit(1, 0, 0)) << "timeslice 0 is builder 0's";
-  EXPECT_FALSE(a.commit(0, 0, 1)) << "under another epoch";
-  EXPECT_FALSE(a.commit(0, 9, 0)) << "not assigned";
-  EXPECT_TRUE(a.commit(0, 0, 0));
-  EXPECT_FALSE(a.commit(0, 0, 0)) << "granted once";
+  using Commit = TsAssigner::Commit;
+  EXPECT_EQ(a.commit(1, 0, 0), Commit::denied) << "timeslice 0 is builder 0's";
+  EXPECT_EQ(a.commit(0, 0, 1), Commit::denied) << "under another epoch";
+  EXPECT_EQ(a.commit(0, 9, 0), Commit::denied) << "not assigned";
+  EXPECT_EQ(a.commit(0, 0, 0), Commit::granted);
+  EXPECT_EQ(a.commit(0, 0, 0), Commit::granted_again) << "asked again: its answer was lost";
+  EXPECT_EQ(a.commit(1, 0, 0), Commit::denied) << "granted to builder 0 only";
   EXPECT_FALSE(a.done(1, 0)) << "done only from the builder it was granted to";
   EXPECT_FALSE(a.done(0, 2)) << "not granted";
   EXPECT_TRUE(a.done(0, 0));
@@ -99,8 +101,8 @@ TEST(TsAssigner, AWriteIsGrantedOnceToItsBuilderUnderItsEpoch) {
 TEST(TsAssigner, ALostBuildersTimeslicesGoAgainOrAreInDoubt) {
   TsAssigner a(settings(3, 16, 4));
   ASSERT_EQ(assign_all(a), (std::vector<std::size_t>{0, 1, 2, 0, 1, 2, 0, 1, 2, 0, 1, 2}));
-  ASSERT_TRUE(a.commit(0, 0, 0));  // granted: in doubt once builder 0 is lost
-  ASSERT_TRUE(a.commit(0, 3, 0));
+  ASSERT_EQ(a.commit(0, 0, 0), TsAssigner::Commit::granted);  // in doubt once builder 0 is lost
+  ASSERT_EQ(a.commit(0, 3, 0), TsAssigner::Commit::granted);
   ASSERT_TRUE(a.done(0, 3));  // written and said so: done
   std::vector<Assignment> again;
   const auto loss = a.lose(0, again);
@@ -134,7 +136,7 @@ TEST(TsAssigner, ALostBuildersTimeslicesGoAgainOrAreInDoubt) {
 TEST(TsAssigner, ASalvageSettlesWhatWasInDoubt) {
   TsAssigner a(settings(2, 8, 4));
   ASSERT_EQ(assign_all(a).size(), 8U);
-  for (const std::uint64_t k : {0, 2, 4}) ASSERT_TRUE(a.commit(0, k, 0));
+  for (const std::uint64_t k : {0, 2, 4}) ASSERT_EQ(a.commit(0, k, 0), TsAssigner::Commit::granted);
   std::vector<Assignment> again;
   ASSERT_TRUE(a.lose(0, again));
   EXPECT_EQ(again.size(), 1U) << "timeslice 6, not granted";
