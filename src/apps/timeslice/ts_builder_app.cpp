@@ -461,7 +461,8 @@ Result<runtime::Settled> TsBuilder::settle_round_robin(const runtime::LostApp& l
   runtime::ParamReader p(lost.app.params, runtime::application_named(lost.app.id));
   const auto inputs = p.get<std::vector<std::string>>("inputs");
   if (auto r = p.status(); !r) return r.error();
-  // Each input loses the builder on its closed connection, at once; allow for a slow one.
+  // Each input loses the builder once its link failed and was not made again within the
+  // input's redial_ms; allow for a slow one.
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
   std::vector<std::uint64_t> sent_again;
   for (const std::string& input : inputs) {
