@@ -433,6 +433,14 @@ class Timeslices(DaqflowTestCase):
                 print(f"\nreset {sender} -> {receiver}: {tm['timeslices_reassigned']} "
                       f"reassigned, {tm['commits_granted_again']} granted again", flush=True)
 
+    def test_a_reset_link_between_the_manager_and_an_input_is_dialed_again_and_loses_nothing(self):
+        """The link from the manager to in0 reset (both processes live): the manager dials in0
+        again and tells it every open assignment again (what was on the old link may be gone);
+        in0 waits for it meanwhile. (in0 failed, and with it the run.)"""
+        _, said = self.reset_run(0, "tm", "in0", "chaotic", "")
+        self.assertIn("tm: the link to input 'in0' is back", said)
+        self.assertIn("in0: the manager dialed again", said)
+
     def start_run(self, text):
         config = self.write_config("ts.yaml", text)
         run = self.start(["run", config, "--duration", "0", "--status-interval", "0.5",

@@ -103,6 +103,17 @@ TsAssigner::Commit TsAssigner::commit(std::size_t builder, std::uint64_t index,
   return Commit::granted;
 }
 
+void TsAssigner::open_assignments(std::vector<Assignment>& out) const {
+  const std::size_t w = entries_.size();
+  for (std::uint64_t k = oldest_; k < next_; ++k) {
+    const Entry& e = entries_[k % w];
+    if (e.state == State::assigned || e.state == State::committed) {
+      out.push_back({e.index, e.builder, e.epoch});
+    }
+  }
+  for (const Entry& e : aside_) out.push_back({e.index, e.builder, e.epoch});
+}
+
 bool TsAssigner::done(std::size_t builder, std::uint64_t index) {
   Entry* e = entry(index);
   if (e == nullptr || e->builder != builder || e->state != State::committed) return false;

@@ -94,6 +94,9 @@ class TsAssigner {
   Salvage salvaged(std::size_t builder, const std::vector<std::uint64_t>& written,
                    std::vector<Assignment>& again, std::vector<std::uint64_t>& on_disk);
 
+  // Where every timeslice assigned and not done goes now (in doubt ones included), appended to
+  // `out`: what an input that may have missed assignments is told again.
+  void open_assignments(std::vector<Assignment>& out) const;
   // The timeslices in doubt with the lost builder at `builder`.
   [[nodiscard]] std::vector<std::uint64_t> in_doubt(std::size_t builder) const;
   [[nodiscard]] bool alive(std::size_t builder) const { return set_.alive(builder); }

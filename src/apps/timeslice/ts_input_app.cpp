@@ -343,8 +343,15 @@ void TsInput::apply_assign(const wire::TsAssign& a) {
 void TsInput::on_peer_gone(AppIndex peer, std::string_view reason) {
   if (has_manager_ && peer == manager_) {
     // Once the manager has said where the run ends, it has nothing more to tell: it halts
-    // before the inputs and closes its connections, which ends nothing here.
-    if (outbox_.end() != UINT64_MAX) {
+    // before the inputs and closes its connections, which ends nothing here. A link that failed
+    // before: the manager dials it again and tells this input its assignments again.
+    if (!reason.empty() && !winding_down() && manager_down_ns_ == 0) {
+      manager_down_ns_ = std::max<std::int64_t>(1, clock_->now_ns());
+      spdlog::warn(
+          "{}: the link to the manager failed ({}); waiting up to {} ms for it to dial "
+          "again",
+          id(), reason, redial_ns_ / 1'000'000);
+    } else if (outbox_.end() != UINT64_MAX) {
       spdlog::debug("{}: the manager closed its connection after the run's end", id());
     } else if (!winding_down()) {
       fail("the connection to the manager failed: " +
@@ -380,6 +387,19 @@ void TsInput::builder_link_failed(std::size_t position, std::string_view why) {
                name, why, redial_ns_ / 1'000'000);
 }
 
+void TsInput::check_manager_link(std::int64_t now) {
+  if (endpoint_->connected(manager_)) {
+    manager_down_ns_ = 0;
+    // With multicast assignments, its only word to the manager: said again (it may have been
+    // on the old link).
+    if (listener_ && outbox_.end() != UINT64_MAX) echo_end_ = true;
+    spdlog::warn("{}: the manager dialed again", id());
+  } else if (now - manager_down_ns_ > redial_ns_) {
+    fail("the connection to the manager failed and it did not dial again within " +
+         std::to_string(redial_ns_ / 1'000'000) + " ms");
+  }
+}
+
 void TsInput::check_builder_links(std::int64_t now) {
   any_builder_down_ = false;
   for (std::size_t b = 0; b < builders_.size(); ++b) {
@@ -409,6 +429,7 @@ int TsInput::work(std::int64_t now) {
   if (failed()) return 0;
   int work = listener_ ? listen(now) : 0;
   if (any_builder_down_) check_builder_links(now);
+  if (manager_down_ns_ != 0) check_manager_link(now);
   work += generate(now);
   work += send(now);
   timeslices_retained_->set(static_cast<double>(outbox_.size()));

@@ -159,6 +159,8 @@ class TsInput final : public runtime::ApplicationWith<TsInput, TsInputSettings> 
   // not back within redial_ms is lost.
   void builder_link_failed(std::size_t position, std::string_view why);
   void check_builder_links(std::int64_t now);
+  // The manager's link failed: it dials again within redial_ms, or this input fails.
+  void check_manager_link(std::int64_t now);
   // The clock the fixed slots follow (ts_schedule.hpp).
   [[nodiscard]] std::int64_t slot_clock_ns() const { return schedule_clock_ns(*clock_); }
 
@@ -228,6 +230,7 @@ class TsInput final : public runtime::ApplicationWith<TsInput, TsInputSettings> 
   std::vector<Turn> turns_;
   std::vector<std::int64_t> builder_down_ns_;  // since when its link is down (0: up)
   bool any_builder_down_ = false;
+  std::int64_t manager_down_ns_ = 0;  // since when the manager's link is down (0: up)
   std::int64_t last_slot_ = -1;
   std::uint64_t bytes_sent_total_ = 0;
   std::uint64_t contributions_sent_ = 0;  // that left, alone or in a batch

@@ -277,6 +277,7 @@ void TsInput::reset_run(std::uint64_t seed) {
   turns_.assign(builders_.size(), Turn{});
   builder_down_ns_.assign(builders_.size(), 0);
   any_builder_down_ = false;
+  manager_down_ns_ = 0;
   last_slot_ = -1;
   bytes_sent_total_ = acked_total_ = 0;
   echo_end_ = false;

@@ -19,6 +19,7 @@ constexpr std::int64_t kCheckPeriodNs = 10'000'000;
 Result<void> TsManager::setup(runtime::AppContext& ctx, const TsManagerSettings& s) {
   clock_ = &ctx.clock();
   heartbeat_timeout_ns_ = s.heartbeat_timeout_ms * 1'000'000;
+  redial_ns_ = s.redial_ms * 1'000'000;
   if (auto r = take_peers(ctx, s); !r) return r;
   TsAssigner::Settings settings;
   settings.window = s.window;
@@ -124,6 +125,8 @@ void TsManager::reset_run(std::uint32_t window) {
   next_check_ns_ = 0;
   acks_due_.clear();
   acks_due_.reserve(builder_ids_.size() * std::size_t{window});
+  input_links_.assign(inputs_.size(), InputLink{});
+  any_input_down_ = false;
   const std::lock_guard lock(mutex_);
   cast_stats_ = {};
   lost_builders_.clear();
@@ -147,8 +150,11 @@ void TsManager::add_handlers() {
   path.on(wire::MessageType::ts_assign, [this](Completion& c, std::int64_t) { on_end_heard(c); });
   path.on_peer_gone([this](AppIndex peer, std::string_view reason, bool) {
     if (const auto in = std::find(inputs_.begin(), inputs_.end(), peer); in != inputs_.end()) {
+      const auto i = static_cast<std::size_t>(in - inputs_.begin());
+      if (!reason.empty() && !winding_down() && input_link_failed(i, reason)) return;
       // An input gone needs nothing more from this manager (its loss is the run's affair).
-      if (cast_) end_heard_[static_cast<std::size_t>(in - inputs_.begin())] = true;
+      input_links_[i] = InputLink{};
+      if (cast_) end_heard_[i] = true;
       return;
     }
     const auto gone = builder_of(peer);
@@ -162,7 +168,10 @@ void TsManager::add_handlers() {
   path.on_work([this](std::int64_t now) { return work(now); });
   path.drained_when([this] {
     return end_sent_ && (!cast_ || (cast_->idle() && ends_heard())) && acks_due_.empty() &&
-           assigns_.idle() && assigner_.empty();
+           assigns_.idle() && assigner_.empty() &&
+           std::none_of(input_links_.begin(), input_links_.end(), [](const InputLink& l) {
+             return l.down_ns != 0 || l.end || l.at < l.again.size();
+           });
   });
 }
 
@@ -226,6 +235,69 @@ void TsManager::push_salvage_acks() {
   acks_due_.erase(acks_due_.begin(), acks_due_.begin() + static_cast<std::ptrdiff_t>(n));
 }
 
+bool TsManager::input_link_failed(std::size_t input, std::string_view why) {
+  InputLink& link = input_links_[input];
+  const std::string name = detail::id_of(ids_, inputs_[input]);
+  if (link.down_ns != 0) return false;  // dialing it again failed
+  if (auto r = endpoint_->connect(inputs_[input]); !r) return false;
+  assigns_.drop(inputs_[input]);
+  link = InputLink{};
+  link.down_ns = std::max<std::int64_t>(1, clock_->now_ns());
+  any_input_down_ = true;
+  spdlog::warn("{}: the link to input '{}' failed ({}); dialing it again for up to {} ms", id(),
+               name, why, redial_ns_ / 1'000'000);
+  return true;
+}
+
+void TsManager::check_input_links(std::int64_t now) {
+  any_input_down_ = false;
+  for (std::size_t i = 0; i < inputs_.size(); ++i) {
+    InputLink& link = input_links_[i];
+    if (link.down_ns == 0) continue;
+    const std::string name = detail::id_of(ids_, inputs_[i]);
+    if (endpoint_->connected(inputs_[i])) {
+      // What went on the old link may be gone: every open assignment goes again (an input takes
+      // one it has as it is), and the run's end if it was said.
+      link.down_ns = 0;
+      assigns_.revive(inputs_[i]);
+      if (!cast_) assigner_.open_assignments(link.again);
+      link.end = end_sent_ && !cast_;
+      spdlog::warn("{}: the link to input '{}' is back; {} assignment(s) go to it again", id(),
+                   name, link.again.size());
+    } else if (now - link.down_ns > redial_ns_) {
+      link = InputLink{};
+      if (cast_) end_heard_[i] = true;
+      spdlog::warn("{}: input '{}' lost: its link is not back after {} ms", id(), name,
+                   redial_ns_ / 1'000'000);
+    } else {
+      any_input_down_ = true;
+    }
+  }
+}
+
+void TsManager::push_resyncs() {
+  for (std::size_t i = 0; i < input_links_.size(); ++i) {
+    InputLink& link = input_links_[i];
+    if (link.down_ns != 0) continue;
+    const auto tell = [&](const wire::TsAssign& a) {
+      std::array<std::byte, wire::kTsAssignSize> bytes{};
+      wire::encode(a, bytes);
+      return assigns_.has_room() &&
+             assigns_.push(wire::MessageType::ts_assign, a.index, bytes, static_cast<int>(i));
+    };
+    for (; link.at < link.again.size(); ++link.at) {
+      const TsAssigner::Assignment& a = link.again[link.at];
+      if (!tell({a.index, builder_ids_[a.builder], a.epoch})) return;
+    }
+    link.again.clear();
+    link.at = 0;
+    if (link.end) {
+      if (!tell({assigner_.next(), wire::kNoApplication, 0})) return;
+      link.end = false;
+    }
+  }
+}
+
 // An input gone needs nothing more (its loss is the run's affair).
 void TsManager::tell_again() {
   for (const TsAssigner::Assignment& a : again_) {
@@ -233,6 +305,13 @@ void TsManager::tell_again() {
     reassigned_->add_single_writer();
   }
   again_.clear();
+  // An input still to be told its assignments again is told them as they are now, after these.
+  for (InputLink& link : input_links_) {
+    if (link.at >= link.again.size()) continue;
+    link.again.clear();
+    link.at = 0;
+    assigner_.open_assignments(link.again);
+  }
 }
 
 int TsManager::flush_assignments() {
@@ -391,6 +470,8 @@ int TsManager::work(std::int64_t now) {
   int work = 0;
   if (failed()) return work;
   apply_salvage();
+  if (any_input_down_) check_input_links(now);
+  push_resyncs();
   push_salvage_acks();
   if (!watching_ && producing()) {
     assigner_.start_watch(now);

@@ -44,6 +44,7 @@ struct TsManagerSettings {
   std::uint32_t window = 0;
   std::uint32_t builder_window = 0;
   std::int64_t heartbeat_timeout_ms = 0;
+  std::int64_t redial_ms = 0;
   mcast::MasterGroupSettings multicast;  // group empty: assignments over the transport
 };
 
@@ -102,6 +103,12 @@ class TsManager final : public runtime::ApplicationWith<TsManager, TsManagerSett
   void on_lost(std::size_t b, const std::string& why, const TsAssigner::Loss& loss);
   void fence(std::size_t b);
   void apply_salvage();
+  // An input's link failed (not closed in order): dialed again for redial_ms (true), or the input
+  // is left to its fate (false). Once it is back, every open assignment and the run's end go to
+  // it again (over the transport; with multicast, the channel's retry covers them).
+  [[nodiscard]] bool input_link_failed(std::size_t input, std::string_view why);
+  void check_input_links(std::int64_t now);
+  void push_resyncs();
   // The acknowledgements of salvaged timeslices into the inputs' log, as far as it has room.
   void push_salvage_acks();
   // A commit answer or a fence to builder b (a full log fails the manager).
@@ -112,6 +119,7 @@ class TsManager final : public runtime::ApplicationWith<TsManager, TsManagerSett
   std::vector<transport::AppIndex> builder_ids_;
   std::vector<transport::AppIndex> inputs_;
   std::int64_t heartbeat_timeout_ns_ = 0;
+  std::int64_t redial_ns_ = 0;
   std::vector<std::string> ids_;
 
   // Agent thread.
@@ -121,10 +129,18 @@ class TsManager final : public runtime::ApplicationWith<TsManager, TsManagerSett
   std::vector<TsAssigner::Assignment> again_;  // scratch: what a loss or a salvage gave again
   ControlLog assigns_;                         // to the inputs, in order (multicast: acks only)
   std::vector<std::uint64_t> acks_due_;        // salvaged timeslices the inputs may drop
-  ControlLog replies_;                         // commit answers and fences to the builders
-  std::optional<AssignCaster> cast_;           // or by multicast
-  std::vector<bool> end_heard_;                // multicast: per input, its echo of the end
-  std::vector<transport::AppIndex> gone_;      // scratch
+  struct InputLink {
+    std::int64_t down_ns = 0;                   // since when its link is down (0: up)
+    std::vector<TsAssigner::Assignment> again;  // to tell it again, from `at`
+    std::size_t at = 0;
+    bool end = false;  // and then the run's end
+  };
+  std::vector<InputLink> input_links_;
+  bool any_input_down_ = false;
+  ControlLog replies_;                     // commit answers and fences to the builders
+  std::optional<AssignCaster> cast_;       // or by multicast
+  std::vector<bool> end_heard_;            // multicast: per input, its echo of the end
+  std::vector<transport::AppIndex> gone_;  // scratch
   std::vector<std::size_t> lost_now_;
   bool watching_ = false;
   bool end_sent_ = false;  // the inputs know the run's last timeslice

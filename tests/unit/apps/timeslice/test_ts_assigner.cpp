@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <optional>
 #include <vector>
@@ -96,6 +97,23 @@ TEST(TsAssigner, AWriteIsGrantedOnceToItsBuilderUnderItsEpoch) {
   EXPECT_FALSE(a.done(0, 2)) << "not granted";
   EXPECT_TRUE(a.done(0, 0));
   EXPECT_FALSE(a.done(0, 0));
+}
+
+TEST(TsAssigner, TheOpenAssignmentsAreWhereEveryTimesliceNotDoneGoesNow) {
+  TsAssigner a(settings(2, 8, 2));
+  ASSERT_EQ(assign_all(a), (std::vector<std::size_t>{0, 1, 0, 1}));
+  ASSERT_EQ(a.commit(0, 0, 0), TsAssigner::Commit::granted);
+  ASSERT_EQ(a.commit(1, 1, 0), TsAssigner::Commit::granted);
+  ASSERT_TRUE(a.done(1, 1));
+  std::vector<Assignment> again;
+  ASSERT_TRUE(a.lose(0, again));  // 0 in doubt at builder 0, 2 to builder 1 under its epoch
+  std::vector<Assignment> open;
+  a.open_assignments(open);
+  std::vector<std::pair<std::uint64_t, std::size_t>> where;
+  for (const Assignment& x : open) where.emplace_back(x.index, x.builder);
+  std::sort(where.begin(), where.end());
+  EXPECT_EQ(where, (std::vector<std::pair<std::uint64_t, std::size_t>>{{0, 0}, {2, 1}, {3, 1}}))
+      << "1 is done; 0 waits in doubt; 2 went again";
 }
 
 TEST(TsAssigner, ALostBuildersTimeslicesGoAgainOrAreInDoubt) {
