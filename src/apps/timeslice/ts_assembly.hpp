@@ -41,8 +41,9 @@ class TsAssembly {
     bool used = false;
     std::int64_t first_ns = 0;
     std::uint32_t present = 0;
-    bool awaiting_commit = false;  // the manager was asked; its answer decides
-    bool granted = false;          // the manager said write it (the output may be full)
+    bool awaiting_commit = false;   // the manager was asked; its answer decides
+    bool granted = false;           // the manager said write it (the output may be full)
+    std::uint32_t asked_epoch = 0;  // the builder's epoch when it asked
     std::vector<transport::Message> parts;
     std::vector<std::uint8_t> have;
   };

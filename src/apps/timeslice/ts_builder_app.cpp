@@ -50,6 +50,7 @@ bool TsBuilder::complete(TsAssembly::Timeslice& t) {
   wire::encode(q, bytes);
   if (!send_to_manager(wire::MessageType::ts_commit, t.index, bytes)) return false;
   t.awaiting_commit = true;
+  t.asked_epoch = epoch_;
   return true;
 }
 
@@ -361,6 +362,7 @@ void TsBuilder::on_peer_gone(AppIndex peer, std::string_view reason) {
 int TsBuilder::work(std::int64_t now) {
   if (failed()) return 0;
   int work = check_received();  // after the round's turn messages (on_turn)
+  if (manager_down_ns_ != 0) (void)check_manager_link();
   if (any_input_down_) check_input_links();
   work += output_->progress();
   work += flush_outputs();

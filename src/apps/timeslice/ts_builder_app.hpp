@@ -188,7 +188,8 @@ class TsBuilder final : public runtime::ApplicationWith<TsBuilder, TsBuilderSett
   std::int64_t manager_down_ns_ = 0;       // since when its link is down (0: up)
   std::vector<wire::TsDone> recent_done_;  // the last ts_done messages, by done_count_
   std::uint64_t done_count_ = 0;
-  std::uint64_t redo_from_ = 0;            // ts_done messages to send again, up to done_count_
+  std::uint64_t redo_from_ = 0;  // ts_done messages to send again: [from, to)
+  std::uint64_t redo_to_ = 0;
   std::vector<transport::AppIndex> gone_;  // scratch
   std::int64_t next_expire_ns_ = 0;
   std::int64_t next_report_ns_ = 0;

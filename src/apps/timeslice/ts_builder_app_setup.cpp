@@ -204,7 +204,7 @@ Result<void> TsBuilder::reset_run() {
   // The ts_done messages that may have been on a failed link to the manager: at most its
   // builder_window of timeslices granted here are open at once.
   recent_done_.assign(kRecentDone, wire::TsDone{});
-  done_count_ = redo_from_ = 0;
+  done_count_ = redo_from_ = redo_to_ = 0;
   manager_down_ns_ = 0;
   for (std::size_t i = 0; i < inputs_.size(); ++i) {
     if (auto r = acks_[i].configure(id() + ".acks" + std::to_string(i), {inputs_[i]},

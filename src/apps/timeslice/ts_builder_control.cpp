@@ -53,7 +53,7 @@ int TsBuilder::post_control() {
 }
 
 bool TsBuilder::control_idle() const {
-  return to_manager_.idle() && redo_from_ >= done_count_ &&
+  return to_manager_.idle() && redo_from_ >= redo_to_ &&
          std::all_of(acks_.begin(), acks_.end(), [](const ControlLog& log) { return log.idle(); });
 }
 
@@ -154,7 +154,9 @@ void TsBuilder::input_link_failed(std::size_t input, std::string_view why) {
   turns_.asked[input] = 0;
   const std::string name = detail::id_of(ids_, inputs_[input]);
   if (endpoint_->connected(inputs_[input])) {
-    // It dialed again before the old link's failure came through: the new one carries on.
+    // It dialed again before the old link's failure came through: the new one carries on (the
+    // acknowledgements' log may have taken the old one's end for the input's).
+    acks_[input].revive(inputs_[input]);
     spdlog::warn("{}: the old link to input '{}' failed ({}); it dialed again", id(), name, why);
     return;
   }
@@ -225,24 +227,32 @@ bool TsBuilder::check_manager_link() {
   // before is granted again), and the last ts_done messages go again (each counts once).
   manager_down_ns_ = 0;
   to_manager_.revive(manager_);
-  // Asked again now, before the report that brings the fence (which keeps what awaits an
-  // answer); one that cannot go now is asked again as it comes due.
+  // Asked again, in order with the ts_done messages and under the epoch each was asked with
+  // (a fence may have come on the new link already); one the log has no room for is asked again
+  // as it comes due, under the epoch then.
   std::size_t asked = 0;
   assembly_.each_awaiting([&](TsAssembly::Timeslice& t) {
-    t.awaiting_commit = false;
-    if (complete(t)) ++asked;
+    const wire::TsCommit q{t.index, t.asked_epoch, wire::CommitAnswer::ask};
+    std::array<std::byte, wire::kTsCommitSize> bytes{};
+    wire::encode(q, bytes);
+    if (to_manager_.push(wire::MessageType::ts_commit, t.index, bytes)) {
+      ++asked;
+    } else {
+      t.awaiting_commit = false;
+    }
   });
-  redo_from_ = done_count_ - std::min<std::uint64_t>(done_count_, recent_done_.size());
+  redo_to_ = done_count_;
+  redo_from_ = redo_to_ - std::min<std::uint64_t>(redo_to_, recent_done_.size());
   spdlog::warn(
       "{}: the link to the manager '{}' is back; {} commit request(s) and the last {} ts_done "
       "message(s) go again, and it fences and takes back this builder",
-      id(), name, asked, done_count_ - redo_from_);
+      id(), name, asked, redo_to_ - redo_from_);
   return true;
 }
 
 int TsBuilder::redo_done() {
   int pushed = 0;
-  for (; redo_from_ < done_count_ && to_manager_.has_room(); ++redo_from_, ++pushed) {
+  for (; redo_from_ < redo_to_ && to_manager_.has_room(); ++redo_from_, ++pushed) {
     const wire::TsDone& d = recent_done_[redo_from_ % recent_done_.size()];
     std::array<std::byte, wire::kTsDoneSize> bytes{};
     wire::encode(d, bytes);

@@ -345,14 +345,14 @@ void TsInput::on_peer_gone(AppIndex peer, std::string_view reason) {
     // Once the manager has said where the run ends, it has nothing more to tell: it halts
     // before the inputs and closes its connections, which ends nothing here. A link that failed
     // before: the manager dials it again and tells this input its assignments again.
-    if (!reason.empty() && !winding_down() && manager_down_ns_ == 0) {
+    if (outbox_.end() != UINT64_MAX) {
+      spdlog::debug("{}: the manager closed its connection after the run's end", id());
+    } else if (!reason.empty() && !winding_down() && manager_down_ns_ == 0) {
       manager_down_ns_ = std::max<std::int64_t>(1, clock_->now_ns());
       spdlog::warn(
           "{}: the link to the manager failed ({}); waiting up to {} ms for it to dial "
           "again",
           id(), reason, redial_ns_ / 1'000'000);
-    } else if (outbox_.end() != UINT64_MAX) {
-      spdlog::debug("{}: the manager closed its connection after the run's end", id());
     } else if (!winding_down()) {
       fail("the connection to the manager failed: " +
            (reason.empty() ? std::string("closed") : std::string(reason)));
@@ -395,6 +395,9 @@ void TsInput::check_manager_link(std::int64_t now) {
     if (listener_ && outbox_.end() != UINT64_MAX) echo_end_ = true;
     spdlog::warn("{}: the manager dialed again", id());
   } else if (now - manager_down_ns_ > redial_ns_) {
+    manager_down_ns_ = 0;
+    // Past the run's end (or halting) there is nothing more to hear from it.
+    if (outbox_.end() != UINT64_MAX || winding_down()) return;
     fail("the connection to the manager failed and it did not dial again within " +
          std::to_string(redial_ns_ / 1'000'000) + " ms");
   }
