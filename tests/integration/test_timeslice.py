@@ -357,9 +357,7 @@ class Timeslices(DaqflowTestCase):
         mgr = control_port(text, "mgr")
         tb1 = control_port(text, "ctx_tb1")
         wait_until(lambda: self.written(tb1, "tb1") >= 10, 60, "tb1 to write 10 timeslices")
-        status, ctx = http(tb1, "GET", "/api/v1/context")
-        self.assertEqual(status, 200, ctx)
-        os.kill(ctx["pid"], signal.SIGKILL)
+        self.kill_context(tb1)
         wait_until(lambda: self.manager_results(mgr).get("lost_builders") == ["tb1"], 30,
                    "the manager to lose tb1")
         wait_until(lambda: self.manager_results(mgr).get("timeslices_in_doubt", 1) == 0, 60,
