@@ -231,6 +231,75 @@ TEST_P(Conformance, ReceiverHoldsRecvBuffersMessagesOfManyPieces) {
   EXPECT_EQ(rx->stats().recv_pool_in_use, 0u);
 }
 
+// A sender may cut many messages from one buffer (an event builder's readout cuts its blocks from
+// large chunks). A receiver that keeps only the newest of them holds one message, not every
+// message of that buffer: it reads on, and would otherwise wait for a part that never comes.
+TEST_P(Conformance, ReceiverKeepsReadingWhenItsMessagesShareTheSendersBuffers) {
+  constexpr std::uint32_t kRecvBuffers = 4;
+  constexpr std::uint32_t kPiece = 1024;
+  constexpr std::uint32_t kPerBuffer = 2 * kRecvBuffers;
+  constexpr std::uint64_t kCount = 4 * kPerBuffer;
+  EndpointOptions options;
+  options.pipeline_depth = kCount;
+  options.recv_buffers = kRecvBuffers;
+  options.max_message_size = kPiece;
+  std::unique_ptr<core::BufferPool> pool;
+  Cluster cluster(transport_name(), 2, 30);
+  auto rx = cluster.endpoint(1, options);
+  auto tx = cluster.endpoint(0, options);
+  ASSERT_TRUE(tx->connect(1));
+  Endpoint* const receiver[] = {rx.get()};
+  ASSERT_TRUE(await_connected(*tx, 1, receiver));
+  auto made = tx->make_send_pool("packed", kPiece * kPerBuffer, kCount / kPerBuffer + 1);
+  ASSERT_TRUE(made);
+  pool = std::move(*made);
+
+  std::uint64_t posted = 0;
+  std::uint64_t completed = 0;
+  core::Buffer current;
+  auto post_some = [&] {
+    while (posted < kCount) {
+      const auto at = static_cast<std::uint32_t>(posted % kPerBuffer) * kPiece;
+      if (at == 0) {
+        current = pool->acquire();
+        ASSERT_TRUE(current) << "send pool empty";
+      }
+      fill_pattern({current.data() + at, kPiece}, posted);
+      Message m;
+      m.tag = posted;
+      (void)m.add(current.share(), at, kPiece);
+      const SendStatus s = tx->post_send(1, m);
+      if (s == SendStatus::back_pressure) return;
+      ASSERT_EQ(s, SendStatus::ok) << to_string(s);
+      ++posted;
+    }
+    current.reset();
+  };
+  // The newest message only: every earlier one is let go as the next arrives.
+  Message newest;
+  std::uint64_t received = 0;
+  bool contents_ok = true;
+  Endpoint* const both[] = {tx.get(), rx.get()};
+  ASSERT_TRUE(pump(
+      both,
+      [&](std::size_t e, Completion& c) {
+        EXPECT_NE(c.kind, Completion::Kind::error) << c.reason;
+        if (e == 0 && c.kind == Completion::Kind::send_done) completed += c.count;
+        if (e != 1 || c.kind != Completion::Kind::recv) return;
+        if (!check_message(c.message, received)) contents_ok = false;
+        ++received;
+        newest = std::move(c.message);
+      },
+      [&] {
+        post_some();
+        return received == kCount && completed == kCount;
+      }))
+      << "received " << received << " of " << kCount << " holding one message; "
+      << rx->stats().recv_stalls << " stalls";
+  EXPECT_TRUE(contents_ok);
+  newest.clear();
+}
+
 // Runs one thread per endpoint: senders post count messages to each of their destinations,
 // receivers count what they get per sender and check order and contents.
 struct Traffic {

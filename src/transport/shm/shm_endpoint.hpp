@@ -103,6 +103,13 @@ class ShmEndpoint final : public Endpoint, public FaultInjection {
     std::array<std::uint32_t, kMaxSegments> slot;
     std::array<std::uint32_t, kMaxSegments> ends;  // mirror->ends[slot] when it was lent
   };
+  // A piece of a message the application may hold: the slot it lies in, and the message.
+  struct HeldPiece {
+    std::uintptr_t mirror;
+    std::uint32_t slot;
+    std::uint32_t message;
+    auto operator<=>(const HeldPiece&) const = default;
+  };
   struct Lent {
     AppIndex peer;
     std::uint32_t epoch;  // the peer's receive epoch when lent: stale once it closed
@@ -232,6 +239,9 @@ class ShmEndpoint final : public Endpoint, public FaultInjection {
   // Whether the application holds recv_buffers messages by reference (forgetting those it let
   // go): then receiving waits, as on a transport with a receive pool of recv_buffers buffers.
   [[nodiscard]] bool holds_every_message();
+  // The messages held_messages_ lists that the application surely still holds: one for every
+  // group of them tied together by the slots they share.
+  [[nodiscard]] std::size_t messages_surely_held();
   // The pieces of a message by reference into message, lent to the application.
   void lend_pieces(AppIndex index, const Peer& p, std::size_t pieces,
                    const std::array<SegmentRef, kMaxSegments>& refs,
@@ -259,6 +269,8 @@ class ShmEndpoint final : public Endpoint, public FaultInjection {
   std::vector<AppIndex> returned_;                        // peers reap() wrote returns to
   std::vector<Lent> lent_;                                // slots our application holds
   std::deque<HeldMessage> held_messages_;                 // messages it may hold, oldest first
+  std::vector<HeldPiece> held_pieces_;                    // messages_surely_held()'s scratch
+  std::vector<std::uint32_t> held_groups_;                // and its union-find forest
   std::vector<std::unique_ptr<Mirror>> retired_mirrors_;  // of closed peers; until destroyed
   detail::EventQueue events_;
   detail::StatsCounters stats_;

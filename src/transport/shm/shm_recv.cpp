@@ -1,6 +1,7 @@
 // The shm endpoint's receive side and poll(): descriptors in, buffers lent to the application,
 // loans returned once the application dropped them.
 
+#include <algorithm>
 #include <cstring>
 
 #include "daqflow/wire/crc32c.hpp"
@@ -171,7 +172,44 @@ bool ShmEndpoint::holds_every_message() {
   while (!held_messages_.empty() && let_go(held_messages_.front())) held_messages_.pop_front();
   if (held_messages_.size() < options_.recv_buffers) return false;
   std::erase_if(held_messages_, let_go);
-  return held_messages_.size() >= options_.recv_buffers;
+  if (held_messages_.size() < options_.recv_buffers) return false;
+  return messages_surely_held() >= options_.recv_buffers;
+}
+
+// A slot goes back when the application has let go of every message in it, so a message counts
+// as held while any message sharing one of its slots is: a sender that cuts many messages from
+// one buffer (a readout's chunk) would make an application that keeps only the newest of them
+// look as if it held them all, and receiving would wait for it forever. Of every group of
+// messages tied together by shared slots, the application surely holds one; it is that count
+// that receiving waits on.
+std::size_t ShmEndpoint::messages_surely_held() {
+  held_pieces_.clear();
+  held_groups_.resize(held_messages_.size());
+  for (std::uint32_t m = 0; m < held_messages_.size(); ++m) {
+    const HeldMessage& h = held_messages_[m];
+    held_groups_[m] = m;
+    for (std::uint32_t i = 0; i < h.pieces; ++i) {
+      held_pieces_.push_back({reinterpret_cast<std::uintptr_t>(h.mirror[i]), h.slot[i], m});
+    }
+  }
+  std::sort(held_pieces_.begin(), held_pieces_.end());
+  const auto root = [this](std::uint32_t m) {
+    while (held_groups_[m] != m) m = held_groups_[m] = held_groups_[held_groups_[m]];
+    return m;
+  };
+  std::size_t groups = held_messages_.size();
+  for (std::size_t k = 1; k < held_pieces_.size(); ++k) {
+    const HeldPiece& a = held_pieces_[k - 1];
+    const HeldPiece& b = held_pieces_[k];
+    if (a.mirror != b.mirror || a.slot != b.slot) continue;
+    const std::uint32_t ra = root(a.message);
+    const std::uint32_t rb = root(b.message);
+    if (ra != rb) {
+      held_groups_[rb] = ra;
+      --groups;
+    }
+  }
+  return groups;
 }
 
 void ShmEndpoint::lend_pieces(AppIndex index, const Peer& p, std::size_t pieces,
