@@ -187,6 +187,7 @@ class TsBuilder final : public runtime::ApplicationWith<TsBuilder, TsBuilderSett
   ControlLog to_manager_;                  // ts_done
   std::int64_t manager_down_ns_ = 0;       // since when its link is down (0: up)
   std::vector<wire::TsDone> recent_done_;  // the last ts_done messages, by done_count_
+  std::size_t recent_done_size_ = 1024;    // how many (take_peers)
   std::uint64_t done_count_ = 0;
   std::uint64_t redo_from_ = 0;  // ts_done messages to send again: [from, to)
   std::uint64_t redo_to_ = 0;

@@ -20,6 +20,9 @@ namespace daqflow::apps::timeslice {
 namespace {
 
 constexpr std::size_t kManagerMessageSize = 64;
+// The ts_done messages kept for a link to the manager made again: at least this many, and at
+// least the manager's builder_window (a failed link loses at most the ts_done messages of the
+// timeslices granted here and still open).
 constexpr std::size_t kRecentDone = 1024;
 // Timeslices remembered as done here, for contributions sent again after a loss: those come
 // within far fewer timeslices than this.
@@ -50,13 +53,17 @@ Result<void> TsBuilder::setup(runtime::AppContext& ctx, const TsBuilderSettings&
 
 Result<std::uint64_t> TsBuilder::take_peers(runtime::AppContext& ctx, const TsBuilderSettings& s) {
   has_manager_ = !s.manager.empty();
+  recent_done_size_ = kRecentDone;
   if (has_manager_) {
     auto m = ctx.index_of(s.manager);
     if (!m) return runtime::param_error("manager", m.error().message());
     manager_ = *m;
-    if (ctx.cluster().applications[manager_].type != "ts_manager") {
+    const runtime::ApplicationConfig& manager = ctx.cluster().applications[manager_];
+    if (manager.type != "ts_manager") {
       return runtime::param_error("manager", "'" + s.manager + "' is no ts_manager");
     }
+    recent_done_size_ = std::max<std::size_t>(
+        kRecentDone, manager.params.value("builder_window", std::uint32_t{4}));
   }
   auto inputs = ctx.indexes_of("inputs", s.inputs);
   if (!inputs) return inputs.error();
@@ -203,7 +210,7 @@ Result<void> TsBuilder::reset_run() {
   any_input_down_ = false;
   // The ts_done messages that may have been on a failed link to the manager: at most its
   // builder_window of timeslices granted here are open at once.
-  recent_done_.assign(kRecentDone, wire::TsDone{});
+  recent_done_.assign(recent_done_size_, wire::TsDone{});
   done_count_ = redo_from_ = redo_to_ = 0;
   manager_down_ns_ = 0;
   for (std::size_t i = 0; i < inputs_.size(); ++i) {
