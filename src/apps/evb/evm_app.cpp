@@ -329,6 +329,23 @@ void EventManagerApp::publish() {
   bus_alive_->set(static_cast<double>(e.bus_alive()));
 }
 
+int EventManagerApp::answer(bool halting) {
+  int work = apply_resolutions();
+  work += hold_aside();
+  work += release_closed();
+  work += assign(halting);
+  work += role_.send();
+  gone_.clear();
+  work += replies_.post(*endpoint_, gone_);  // a BU gone is lost through its completion
+  gone_.clear();
+  work += assigns_.post(*endpoint_, gone_);
+  for (const AppIndex ru : gone_) {
+    spdlog::warn("{}: RU '{}' refuses assigns; BUs will flag its events incomplete", id(),
+                 topology_.name(ru));
+  }
+  return work;
+}
+
 int EventManagerApp::work(std::int64_t now) {
   if (failed()) return 0;
   const bool halting = this->halting();
@@ -354,25 +371,16 @@ int EventManagerApp::work(std::int64_t now) {
     }
   }
 
+  // What this round's messages asked for goes out before the readout writes more: a commit or an
+  // assignment waiting behind the write of the next blocks would hold up the BUs and the RUs.
+  int work = answer(halting);
   const std::uint64_t limit = trigger_limit(now);
   const bool triggering = producing();
   const std::uint32_t triggered = role_.produce(limit, triggering && limit == lookahead_limit());
   note_ids(now);
   if (rate_hz_ > 0) tokens_ = std::max(0.0, tokens_ - triggered);
-  int work = static_cast<int>(triggered);
-  work += apply_resolutions();
-  work += hold_aside();
-  work += release_closed();
-  work += assign(halting);
-  work += role_.send();
-  gone_.clear();
-  work += replies_.post(*endpoint_, gone_);  // a BU gone is lost through its completion
-  gone_.clear();
-  work += assigns_.post(*endpoint_, gone_);
-  for (const AppIndex ru : gone_) {
-    spdlog::warn("{}: RU '{}' refuses assigns; BUs will flag its events incomplete", id(),
-                 topology_.name(ru));
-  }
+  work += static_cast<int>(triggered);
+  if (triggered > 0) work += answer(halting);
   if (role_.failed()) fail(role_.failure());
   if (const std::string broken = evm_->check_invariant(); !broken.empty()) {
     fail("accounting invariant violated: " + broken);

@@ -97,6 +97,9 @@ class EventManagerApp final : public runtime::ApplicationWith<EventManagerApp, E
   void publish_doubt();
   int release_closed();
   int assign(bool flush);
+  // Resolutions, releases, assignments and the blocks they let this readout send, and the
+  // answers to the BUs: what the messages of a round ask for.
+  int answer(bool halting);
   // Reads the id of each new event (its first FED's L1 id, with CMS numbering) and its
   // luminosity section, and tells the event manager where a run of consecutive ids begins.
   void note_ids(std::int64_t now);

@@ -82,9 +82,11 @@ void ReadoutUnit::release() {
 int ReadoutUnit::work() {
   if (failed()) return 0;
   // Ahead of the assigns while enabled; otherwise only what is already assigned must be made.
+  // Blocks assigned and written go out before the next are written: the BU waits for them.
+  int work = role_.send();
   const std::uint64_t limit = role_.assigned() + (producing() ? topology_.lookahead_events : 0);
-  int work = static_cast<int>(role_.produce(limit));
-  work += role_.send();
+  const auto produced = static_cast<int>(role_.produce(limit));
+  if (produced > 0) work += produced + role_.send();
   role_.publish();
   if (role_.failed()) fail(role_.failure());
   return work;
