@@ -79,10 +79,10 @@ PORTS = _Ports()
 
 def local_config(**bu_params):
     """examples/local.yaml with fresh ports and extra BU parameters (flow style). The BUs wait
-    10 s for a block's last part (timeout_ms) unless told otherwise: a RU that the loaded host
+    5 s for a block's last part (timeout_ms) unless told otherwise: a RU that the loaded host
     holds up longer than the default 2 s would otherwise show as incomplete events in tests that
-    assert none."""
-    bu_params.setdefault("timeout_ms", 10000)
+    assert none (and a halt, which waits for open blocks, still ends within its 10 s)."""
+    bu_params.setdefault("timeout_ms", 5000)
     text = read_example("local.yaml")
     mapping = {}
 
@@ -833,7 +833,7 @@ class EventBuilderFaults(_EventBuilderRuns):
 
     def test_a_ru_cut_off_from_the_evm_for_1_s_loses_nothing(self):
         """The fault transport cuts both directions between ru1 and the EVM for 1 s, less than
-        the BUs' timeout_ms (10 s here): ru1 gets its assignments late and in order, the BUs wait
+        the BUs' timeout_ms (5 s here): ru1 gets its assignments late and in order, the BUs wait
         for its parts, and every event is built whole and on disk once."""
         self._assert_faults_lose_nothing(
             "  - {from: evm0, to: ru1, cut_ms: 1000, after_ms: 2000}\n"

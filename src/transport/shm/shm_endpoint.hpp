@@ -271,6 +271,9 @@ class ShmEndpoint final : public Endpoint, public FaultInjection {
   std::deque<HeldMessage> held_messages_;                 // messages it may hold, oldest first
   std::vector<HeldPiece> held_pieces_;                    // messages_surely_held()'s scratch
   std::vector<std::uint32_t> held_groups_;                // and its union-find forest
+  std::size_t groups_counted_ = 0;                        // its last answer
+  std::size_t lent_since_count_ = 0;                      // messages lent since
+  bool loans_ended_ = true;                               // a loan ended since (or never counted)
   std::vector<std::unique_ptr<Mirror>> retired_mirrors_;  // of closed peers; until destroyed
   detail::EventQueue events_;
   detail::StatsCounters stats_;

@@ -173,7 +173,16 @@ bool ShmEndpoint::holds_every_message() {
   if (held_messages_.size() < options_.recv_buffers) return false;
   std::erase_if(held_messages_, let_go);
   if (held_messages_.size() < options_.recv_buffers) return false;
-  return messages_surely_held() >= options_.recv_buffers;
+  // Counted again only when it may have reached the bound: a message lent adds a group at most,
+  // and only a loan that ended (reap()) takes one away or unties two.
+  if (!loans_ended_) {
+    if (lent_since_count_ == 0) return groups_counted_ >= options_.recv_buffers;
+    if (groups_counted_ + lent_since_count_ < options_.recv_buffers) return false;
+  }
+  groups_counted_ = messages_surely_held();
+  lent_since_count_ = 0;
+  loans_ended_ = false;
+  return groups_counted_ >= options_.recv_buffers;
 }
 
 // A slot goes back when the application has let go of every message in it, so a message counts
@@ -189,6 +198,8 @@ std::size_t ShmEndpoint::messages_surely_held() {
     const HeldMessage& h = held_messages_[m];
     held_groups_[m] = m;
     for (std::uint32_t i = 0; i < h.pieces; ++i) {
+      // A piece whose slot went back (and may be lent again) ties it to nothing.
+      if (h.mirror[i]->ends[h.slot[i]] != h.ends[i]) continue;
       held_pieces_.push_back({reinterpret_cast<std::uintptr_t>(h.mirror[i]), h.slot[i], m});
     }
   }
@@ -216,6 +227,7 @@ void ShmEndpoint::lend_pieces(AppIndex index, const Peer& p, std::size_t pieces,
                               const std::array<SegmentRef, kMaxSegments>& refs,
                               const std::array<Mirror*, kMaxSegments>& mirrors, Message& message) {
   HeldMessage& held = held_messages_.emplace_back();
+  ++lent_since_count_;
   held.pieces = static_cast<std::uint32_t>(pieces);
   for (std::size_t i = 0; i < pieces; ++i) {
     const SegmentRef& r = refs[i];
@@ -349,6 +361,7 @@ void ShmEndpoint::reap() {
     }
     l.mirror->loans[l.slot] = 0;
     ++l.mirror->ends[l.slot];
+    loans_ended_ = true;
     lent_[k] = lent_.back();
     lent_.pop_back();
     held_slots_.store(held_slots_.load(std::memory_order_relaxed) - 1, std::memory_order_relaxed);
