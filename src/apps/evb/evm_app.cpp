@@ -143,7 +143,9 @@ void EventManagerApp::on_rejoin(AppIndex bu, const wire::Fence& f, std::int64_t 
 
 std::uint64_t EventManagerApp::trigger_limit(std::int64_t now) {
   const std::uint64_t produced = role_.produced();
-  if (!producing()) return produced;
+  // Not before the round that saw the run enabled has set the bucket's clock (the state may
+  // change while a round runs).
+  if (!producing() || !watching_) return produced;
   const std::uint64_t ahead = lookahead_limit();
   if (rate_hz_ <= 0) return ahead;
   const double burst = std::max(1.0, rate_hz_ * kBurstSeconds);
