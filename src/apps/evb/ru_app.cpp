@@ -81,9 +81,9 @@ void ReadoutUnit::release() {
 
 int ReadoutUnit::work() {
   if (failed()) return 0;
-  // Ahead of the assigns while enabled; otherwise only what is already assigned must be made.
   // Blocks assigned and written go out before the next are written: the BU waits for them.
   int work = role_.send();
+  // Ahead of the assigns while enabled; otherwise only what is already assigned must be made.
   const std::uint64_t limit = role_.assigned() + (producing() ? topology_.lookahead_events : 0);
   const auto produced = static_cast<int>(role_.produce(limit));
   if (produced > 0) work += produced + role_.send();
