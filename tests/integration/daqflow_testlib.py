@@ -224,6 +224,22 @@ def set_param(text, name, value):
     return new
 
 
+def set_bu_params(text, **params):
+    """Adds parameters to every BU written in block style (examples/local.yaml)."""
+    extra = "".join(f"\n        {k}: {v}" for k, v in params.items())
+    new, n = re.subn(r"(\n      - type: bu\n        id: bu\d+\n        evm: evm0)",
+                     lambda m: m.group(1) + extra, text)
+    if n == 0:
+        raise AssertionError("the configuration has no BU in block style")
+    return new
+
+
+# A BU's wait for a block's last part in runs that assert no incomplete event: a RU that a loaded
+# host holds up longer than the default 2 s would otherwise show as one (a halt, which waits up to
+# 10 s for open blocks, still ends).
+PATIENT_BU_MS = 5000
+
+
 def set_default_transport(text, transport):
     """Makes `transport` the default: rewrites `default:` under `transports:` (block or flow
     style), or adds a transports section."""

@@ -15,7 +15,7 @@ import time
 import unittest
 
 from cms_formats import FEROL_FIELDS, fed_fragment, ferol_blocks, free_ports, read_frd_file
-from daqflow_testlib import DaqflowTestCase, http, rewrite_ports, wait_until
+from daqflow_testlib import PATIENT_BU_MS, DaqflowTestCase, http, rewrite_ports, wait_until
 
 CONFIG = """\
 run: {{number: 17, output: {output}}}
@@ -42,7 +42,7 @@ contexts:
     data_port: 9602
     applications:
       - {{type: bu, id: bu1, evm: evm0, events_per_request: {per_request}, check_crc: true,
-         output: {output_spec}}}
+         timeout_ms: {patient_ms}, output: {output_spec}}}
 """
 
 # Two BUs writing FRD files from emulated FEDs with CMS numbering (a resync every 7000 events,
@@ -73,14 +73,14 @@ contexts:
     data_port: 9602
     applications:
       - {{type: bu, id: bu1, evm: evm0, events_per_request: 32, check_crc: true,
-         output: {{kind: frd, events_per_file: 400}}}}
+         timeout_ms: {patient_ms}, output: {{kind: frd, events_per_file: 400}}}}
   - name: bu2
     host: 127.0.0.1
     control_port: 9503
     data_port: 9603
     applications:
       - {{type: bu, id: bu2, evm: evm0, events_per_request: 32, check_crc: true,
-         output: {{kind: frd, events_per_file: 400}}}}
+         timeout_ms: {patient_ms}, output: {{kind: frd, events_per_file: 400}}}}
 """
 
 # Two RUs and a BU writing FRD files from emulated FEDs with CMS numbering (a luminosity
@@ -160,7 +160,7 @@ class Cms(DaqflowTestCase):
         text = rewrite_ports(CONFIG.format(
             output=self.path("data"), evm_fed_port=self.fed_ports + 2,
             ru_fed_port=self.fed_ports, output_spec=output_spec, per_request=per_request,
-            lumi_events=lumi_events, max_fragment=max_fragment))
+            lumi_events=lumi_events, max_fragment=max_fragment, patient_ms=PATIENT_BU_MS))
         control = [int(p) for p in re.findall(r"control_port\s*:\s*(\d+)", text)]
         self.evm_control, self.ru_control = control[0], control[1]
         config = self.write_config("cms.yaml", text)
@@ -290,7 +290,7 @@ class Cms(DaqflowTestCase):
         self.assertIn("300 events in 8 files, all verified", out)
 
     def test_a_bu_killed_while_writing_frd_files_leaves_every_event_on_disk_once(self):
-        text = rewrite_ports(TWO_BUS.format(output=self.path("data")))
+        text = rewrite_ports(TWO_BUS.format(output=self.path("data"), patient_ms=PATIENT_BU_MS))
         r = self.lose_bu_mid_run(text, "two-bus.yaml", before=8000)
         self.assertEqual(r["lost_bus"], ["bu2"], r)
         self.assertEqual(r["events_lost"], 0, r)

@@ -21,8 +21,8 @@ import tempfile
 import time
 import unittest
 
-from daqflow_testlib import (DaqflowTestCase, http, pid_alive, pid_listening_on, read_example,
-                             set_param, wait_until)
+from daqflow_testlib import (PATIENT_BU_MS, DaqflowTestCase, http, pid_alive, pid_listening_on,
+                             read_example, set_bu_params, set_param, wait_until)
 
 PORT_FIRST = 30000
 PORT_LAST = 32767  # below the kernel's ephemeral ports (32768 and up)
@@ -78,11 +78,9 @@ PORTS = _Ports()
 
 
 def local_config(**bu_params):
-    """examples/local.yaml with fresh ports and extra BU parameters (flow style). The BUs wait
-    5 s for a block's last part (timeout_ms) unless told otherwise: a RU that the loaded host
-    holds up longer than the default 2 s would otherwise show as incomplete events in tests that
-    assert none (and a halt, which waits for open blocks, still ends within its 10 s)."""
-    bu_params.setdefault("timeout_ms", 5000)
+    """examples/local.yaml with fresh ports and extra BU parameters (flow style); the BUs wait
+    PATIENT_BU_MS for a block's last part (timeout_ms) unless told otherwise."""
+    bu_params.setdefault("timeout_ms", PATIENT_BU_MS)
     text = read_example("local.yaml")
     mapping = {}
 
@@ -92,9 +90,7 @@ def local_config(**bu_params):
             mapping[(key, value)] = PORTS.take(1)
         return f"{key}{m.group(2)}{mapping[(key, value)]}"
     text = re.sub(r"\b(control_port|data_port)(\s*:\s*)(\d+)", port, text)
-    extra = "".join(f"\n        {k}: {v}" for k, v in bu_params.items())
-    text = re.sub(r"(\n      - type: bu\n        id: bu\d\n        evm: evm0)", r"\1" + extra, text)
-    return text
+    return set_bu_params(text, **bu_params)
 
 
 def contexts_of(text):

@@ -6,7 +6,8 @@ installs their libraries)."""
 import re
 import unittest
 
-from daqflow_testlib import DaqflowTestCase, read_example, rewrite_ports, set_default_transport
+from daqflow_testlib import PATIENT_BU_MS, DaqflowTestCase, read_example, rewrite_ports, \
+    set_bu_params, set_default_transport
 
 # inproc joins every context into one process; the others run one process per context.
 TRANSPORTS = ("tcp", "shm", "ucx", "ofi", "mpi")
@@ -41,7 +42,7 @@ class EveryTransport(DaqflowTestCase):
     def check_event_builder(self, transport):
         text = rewrite_ports(read_example("local.yaml"))
         text = re.sub(r"output: \{kind: file[^}]*\}", "output: {kind: discard}", text)
-        text = set_default_transport(text, transport)
+        text = set_bu_params(set_default_transport(text, transport), timeout_ms=PATIENT_BU_MS)
         config = self.write_config(f"local-{transport}.yaml", text)
         code, out, summary = self.run_config(config, "--duration", "3", timeout=180,
                                              logs=f"logs-evb-{transport}")

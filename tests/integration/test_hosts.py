@@ -17,8 +17,8 @@ import signal
 import time
 import unittest
 
-from daqflow_testlib import DaqflowTestCase, read_example, rewrite_ports, set_default_transport, \
-    set_param, wait_until
+from daqflow_testlib import PATIENT_BU_MS, DaqflowTestCase, read_example, rewrite_ports, \
+    set_bu_params, set_default_transport, set_param, wait_until
 from netns_hosts import NamespaceHosts, available
 
 # Which host each context of examples/local.yaml runs on: the EVM beside an RU, two RUs
@@ -58,7 +58,7 @@ class SshHosts(DaqflowTestCase):
         """examples/local.yaml on the namespace hosts, launched over ssh, each host with a working
         directory of its own (where its BU writes) under the test directory."""
         text = rewrite_ports(read_example("local.yaml"))
-        text = set_default_transport(text, transport)
+        text = set_bu_params(set_default_transport(text, transport), timeout_ms=PATIENT_BU_MS)
         # Small events at a bounded rate: every one is read back from the files.
         text = set_param(set_param(text, "mean", 256), "sd", 128)
         text = text.replace("bus: [bu1, bu2]", "bus: [bu1, bu2]\n        trigger_rate_hz: 4000\n"
