@@ -373,6 +373,49 @@ class Timeslices(DaqflowTestCase):
         self.assertGreater(tm["timeslices_salvaged"], 0, tm)
         self.assert_contiguous_once(self.dump(), summary)
 
+    def test_salvage_acknowledgements_go_again_to_an_input_whose_link_to_the_manager_was_reset(
+            self):
+        """tb1's messages to the manager leave 300 ms late, so that its last writes are found
+        by the salvage of its files once its process is killed; the manager acknowledges them to
+        the inputs. 12 s into the run the manager's link to in0 is reset: once it is back, the
+        manager tells in0 every one of those acknowledgements again with its open assignments
+        (one lost with the link kept its timeslice at in0 for good: in0 never drained), in0
+        ignores those it had, and every timeslice is on disk once."""
+        text = ts_config("tcp", inputs="pace: max", manager="heartbeat_timeout_ms: 1000")
+        text += ("faults:\n  - {from: tb1, to: tm, delay_ms: 300}\n"
+                 "  - {from: tm, to: in0, reset: true, after_ms: 12000}\n")
+        run = self.start_run(text)
+        mgr = control_port(text, "mgr")
+        tb1 = control_port(text, "ctx_tb1")
+        wait_until(lambda: self.written(tb1, "tb1") >= 10, 60, "tb1 to write 10 timeslices")
+        self.kill_context(tb1)
+        wait_until(lambda: self.manager_results(mgr).get("timeslices_in_doubt", 1) == 0 and
+                   self.manager_results(mgr).get("lost_builders") == ["tb1"], 60,
+                   "the salvage of tb1's files to settle what it was writing")
+        back = re.compile(r"tm: the link to input 'in0' is back; \d+ assignment\(s\) and "
+                          r"(\d+) salvage acknowledgement\(s\) go to it again")
+        wait_until(lambda: back.search(self.logs_said()), 60, "the link from tm to in0 back")
+        at_back = self.manager_results(mgr)["timeslices_done"]
+        wait_until(lambda: self.manager_results(mgr)["timeslices_done"] >= at_back + 50, 60,
+                   "50 more timeslices written")
+        summary = self.finish(run)
+        self.assertEqual(summary["status"], "ok", summary.get("failure"))
+        tm = summary["applications"]["tm"]["results"]
+        told_again = int(back.search(self.logs_said()).group(1))
+        print(f"\ntcp: killed tb1: {tm['timeslices_salvaged']} found on its disk; the link to "
+              f"in0 reset after, {told_again} acknowledgement(s) told it again", flush=True)
+        self.assertGreater(tm["timeslices_salvaged"], 0, tm)
+        self.assertEqual(told_again, tm["timeslices_salvaged"])
+        self.assert_contiguous_once(self.dump(), summary)
+
+    def logs_said(self):
+        """What the run's logs say so far."""
+        text = ""
+        for name in os.listdir(self.path("logs")):
+            with open(os.path.join(self.path("logs"), name), errors="replace") as f:
+                text += f.read()
+        return text
+
     def reset_run(self, case, sender, receiver, order, manager, count=500):
         """A run of `count` timeslices whose link from sender to receiver is reset once (the
         fault transport, as a TCP reset from the network would), every timeslice then written

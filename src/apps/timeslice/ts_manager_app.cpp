@@ -125,6 +125,7 @@ void TsManager::reset_run(std::uint32_t window) {
   next_check_ns_ = 0;
   acks_due_.clear();
   acks_due_.reserve(builder_ids_.size() * std::size_t{window});
+  salvage_acked_.clear();
   input_links_.assign(inputs_.size(), InputLink{});
   any_input_down_ = false;
   const std::lock_guard lock(mutex_);
@@ -231,6 +232,7 @@ void TsManager::push_salvage_acks() {
     std::array<std::byte, wire::kTsAckSize> bytes{};
     wire::encode(wire::TsAck{k, wire::TsAckStatus::complete, 0}, bytes);
     (void)assigns_.push(wire::MessageType::ts_ack, k, bytes);  // has room: cannot fail
+    salvage_acked_.push_back(k);
   }
   acks_due_.erase(acks_due_.begin(), acks_due_.begin() + static_cast<std::ptrdiff_t>(n));
 }
@@ -261,9 +263,12 @@ void TsManager::check_input_links(std::int64_t now) {
       link.down_ns = 0;
       assigns_.revive(inputs_[i]);
       if (!cast_) assigner_.open_assignments(link.again);
+      link.acks = salvage_acked_.size();
       link.end = end_sent_ && !cast_;
-      spdlog::warn("{}: the link to input '{}' is back; {} assignment(s) go to it again", id(),
-                   name, link.again.size());
+      spdlog::warn(
+          "{}: the link to input '{}' is back; {} assignment(s) and {} salvage "
+          "acknowledgement(s) go to it again",
+          id(), name, link.again.size(), link.acks);
     } else if (now - link.down_ns > redial_ns_) {
       link = InputLink{};
       if (cast_) end_heard_[i] = true;
@@ -291,6 +296,17 @@ void TsManager::push_resyncs() {
     }
     link.again.clear();
     link.at = 0;
+    // An acknowledgement the input had already is an answer to a resend there: it ignores it.
+    for (; link.acks_at < link.acks; ++link.acks_at) {
+      const std::uint64_t k = salvage_acked_[link.acks_at];
+      std::array<std::byte, wire::kTsAckSize> bytes{};
+      wire::encode(wire::TsAck{k, wire::TsAckStatus::complete, 0}, bytes);
+      if (!assigns_.has_room() ||
+          !assigns_.push(wire::MessageType::ts_ack, k, bytes, static_cast<int>(i)))
+        return;
+    }
+    link.acks = 0;
+    link.acks_at = 0;
     if (link.end) {
       if (!tell({assigner_.next(), wire::kNoApplication, 0})) return;
       link.end = false;

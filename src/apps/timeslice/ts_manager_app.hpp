@@ -129,10 +129,15 @@ class TsManager final : public runtime::ApplicationWith<TsManager, TsManagerSett
   std::vector<TsAssigner::Assignment> again_;  // scratch: what a loss or a salvage gave again
   ControlLog assigns_;                         // to the inputs, in order (multicast: acks only)
   std::vector<std::uint64_t> acks_due_;        // salvaged timeslices the inputs may drop
+  std::vector<std::uint64_t> salvage_acked_;   // those pushed to the inputs so far in this run
   struct InputLink {
     std::int64_t down_ns = 0;                   // since when its link is down (0: up)
     std::vector<TsAssigner::Assignment> again;  // to tell it again, from `at`
     std::size_t at = 0;
+    // The salvage acknowledgements pushed before the link came back, salvage_acked_[0, acks),
+    // to tell it again from acks_at (those on the old link may be gone with it).
+    std::size_t acks = 0;
+    std::size_t acks_at = 0;
     bool end = false;  // and then the run's end
   };
   std::vector<InputLink> input_links_;
