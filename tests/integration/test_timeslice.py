@@ -408,11 +408,11 @@ class Timeslices(DaqflowTestCase):
         self.assertEqual(told_again, tm["timeslices_salvaged"])
         self.assert_contiguous_once(self.dump(), summary)
 
-    def logs_said(self):
-        """What the run's logs say so far."""
+    def logs_said(self, logs="logs"):
+        """What the run's logs in the test's folder `logs` say so far."""
         text = ""
-        for name in os.listdir(self.path("logs")):
-            with open(os.path.join(self.path("logs"), name), errors="replace") as f:
+        for name in os.listdir(self.path(logs)):
+            with open(os.path.join(self.path(logs), name), errors="replace") as f:
                 text += f.read()
         return text
 
@@ -436,8 +436,7 @@ class Timeslices(DaqflowTestCase):
         self.assertEqual(apps["in0"]["results"]["lost_builders"], [])
         for b in BUILDERS:
             self.assertEqual(apps[b]["results"]["lost_inputs"], [], b)
-        said = "".join(open(os.path.join(self.path(logs), f), errors="replace").read()
-                       for f in os.listdir(self.path(logs)))
+        said = self.logs_said(logs)
         self.assert_built_once(self.dump(), count)
         return summary, said
 
