@@ -109,10 +109,12 @@ bool TsBuilder::write(TsAssembly::Timeslice& b) {
   std::copy(b.have.begin(), b.have.end(), w.from.begin());
   if (!w.complete) {
     std::string missing;
+    bool first = false;  // an input missing for the first time in the run
     {
       const std::lock_guard lock(results_mutex_);
       for (std::size_t i = 0; i < inputs_.size(); ++i) {
         if (b.have[i] != 0) continue;
+        first = first || missing_by_input_[i] == 0;
         ++missing_by_input_[i];
         missing += (missing.empty() ? "" : ", ") + detail::id_of(ids_, inputs_[i]);
       }
@@ -122,8 +124,14 @@ bool TsBuilder::write(TsAssembly::Timeslice& b) {
            missing);
       return false;
     }
-    spdlog::warn("{}: timeslice {} written incomplete: no contribution from {}", id(), b.index,
-                 missing);
+    // One line per input missing, not one per timeslice: a lost input leaves every timeslice
+    // after it incomplete, thousands a second.
+    if (first) {
+      spdlog::warn(
+          "{}: timeslice {} written incomplete: no contribution from {} (further timeslices "
+          "without these inputs are only counted: missing_by_input)",
+          id(), b.index, missing);
+    }
     timeslices_incomplete_->add_single_writer();
   } else {
     timeslices_complete_->add_single_writer();
