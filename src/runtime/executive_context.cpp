@@ -216,6 +216,7 @@ void ContextControl::loop() {
 bool ContextControl::still_in(const AppHost& host, Command command) const {
   const State now = host.status().state;
   if (now == during_state(command)) return true;
+  if (now == target_state(command)) return false;  // done with another's (join_accepted_halts)
   spdlog::info("{}: {} dropped: the application is {} now", host.id(), to_string(command),
                to_string(now));
   return false;
@@ -253,6 +254,9 @@ void ContextControl::run(const std::vector<AppHost*>& hosts, Command command) {
 
 // Halts one rank at a time, highest first. Within a rank every application stops producing,
 // then all drain together (they may depend on each other, e.g. RUBU nodes), then all release.
+// The controller halts a rank one application at a time: an application of the rank whose Halt
+// was accepted meanwhile (its own task waits in the queue) joins the drain at once rather than
+// after it (time-slice inputs agree on the run's end only once every one of them halts).
 void ContextControl::halt(std::vector<AppHost*> hosts) {
   std::stable_sort(hosts.begin(), hosts.end(),
                    [](const AppHost* a, const AppHost* b) { return a->rank() > b->rank(); });
@@ -267,6 +271,7 @@ void ContextControl::halt(std::vector<AppHost*> hosts) {
     }
     const auto deadline = std::chrono::steady_clock::now() + halt_timeout_;
     for (;;) {
+      join_accepted_halts(rank, hosts, draining);
       bool all_drained = true;
       for (auto it = draining.begin(); it != draining.end();) {
         if ((*it)->failure_noted() && (*it)->fail_pending()) {
@@ -285,6 +290,19 @@ void ContextControl::halt(std::vector<AppHost*> hosts) {
     }
     for (AppHost* h : draining) h->halt_finish();
     first = last;
+  }
+}
+
+void ContextControl::join_accepted_halts(int rank, const std::vector<AppHost*>& asked,
+                                         std::vector<AppHost*>& draining) {
+  for (const auto& h : hosts_) {
+    if (h->rank() != rank || h->status().state != State::Halting) continue;
+    AppHost* host = h.get();
+    if (std::find(draining.begin(), draining.end(), host) != draining.end() ||
+        std::find(asked.begin(), asked.end(), host) != asked.end()) {
+      continue;  // draining, or this halt's own (begun or dropped above)
+    }
+    if (host->halt_begin()) draining.push_back(host);
   }
 }
 

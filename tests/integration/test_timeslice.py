@@ -17,6 +17,7 @@ from daqflow_testlib import (PORTS, DaqflowTestCase, http, read_example, rewrite
                              wait_until)
 
 INPUTS = {"ia": ["in0", "in1"], "ib": ["in2", "in3"]}
+ALL_INPUTS = [i for ids in INPUTS.values() for i in ids]
 BUILDERS = ["tb0", "tb1", "tb2", "tb3"]
 
 
@@ -28,7 +29,6 @@ def ts_config(transport="tcp", inputs="", builders="", output="{kind: file}", ma
               sizes=LARGE):
     """Inputs two per process, builders one per process; extra flow-style keys for each. With
     manager (its extra keys, or ""), a ts_manager in a process of its own assigns."""
-    all_inputs = [i for ids in INPUTS.values() for i in ids]
     # A builder's timeout writes a timeslice without the part of an input it still waits for:
     # in a test, a race with the host's scheduling (a process held up past it leaves a gap in
     # its input's timeslices). The builders learn of an input that ends or dies from its link,
@@ -44,7 +44,7 @@ def ts_config(transport="tcp", inputs="", builders="", output="{kind: file}", ma
         text += (f"  - name: mgr\n    host: 127.0.0.1\n    control_port: {port}\n"
                  f"    data_port: {port + 1}\n    applications:\n"
                  f"      - {{type: ts_manager, id: tm, builders: [{', '.join(BUILDERS)}], "
-                 f"inputs: [{', '.join(all_inputs)}]{', ' + manager if manager else ''}}}\n")
+                 f"inputs: [{', '.join(ALL_INPUTS)}]{', ' + manager if manager else ''}}}\n")
         port += 2
         inputs = "manager: tm" + (", " + inputs if inputs else "")
         builders = "manager: tm" + (", " + builders if builders else "")
@@ -60,7 +60,7 @@ def ts_config(transport="tcp", inputs="", builders="", output="{kind: file}", ma
     for b in BUILDERS:
         text += (f"  - name: ctx_{b}\n    host: 127.0.0.1\n    control_port: {port}\n"
                  f"    data_port: {port + 1}\n    applications:\n"
-                 f"      - {{type: ts_builder, id: {b}, inputs: [{', '.join(all_inputs)}], "
+                 f"      - {{type: ts_builder, id: {b}, inputs: [{', '.join(ALL_INPUTS)}], "
                  f"output: {output}{', ' + builders if builders else ''}}}\n")
         port += 2
     return rewrite_ports(text)
@@ -133,9 +133,12 @@ class Timeslices(DaqflowTestCase):
                 self.assertGreaterEqual(turns, sum(len(ids) for ids in INPUTS.values()), b)
             else:
                 self.assertEqual(turns, 0, b)
-            # Contributions and, in turns, the inputs' requests and hand-backs.
+            # Contributions and, in turns, the inputs' requests and hand-backs; without a
+            # manager, each input's vote on where the run ends.
+            votes = apps[b]["results"]["end_votes"]
+            self.assertEqual(votes, 0 if manager is not None else len(ALL_INPUTS), b)
             messages = (apps[b]["endpoint"]["messages_received"] -
-                        apps[b]["results"]["turn_messages"])
+                        apps[b]["results"]["turn_messages"] - votes)
             contributions = apps[b]["results"]["contributions"]
             if sizes == SMALL:
                 # Small contributions travel several to a message.
@@ -253,12 +256,16 @@ class Timeslices(DaqflowTestCase):
             return {}
 
     def assert_contiguous_once(self, timeslices, summary):
-        """Each timeslice of the run on disk once and complete, none skipped: the manager tells
-        the inputs where the run ends, and they make every timeslice up to there."""
+        """Each timeslice of the run on disk once and complete, none skipped: the manager (or,
+        without one, the inputs' vote) says where the run ends, and the inputs make every
+        timeslice up to there."""
         numbers = sorted(t["event"] for t in timeslices)
         self.assertEqual(numbers, list(range(len(numbers))), "every timeslice once")
         flagged = [t["event"] for t in timeslices if t["flags"] != 0]
         self.assertEqual(flagged, [], "no timeslice incomplete")
+        if "tm" not in summary["applications"]:
+            self.assertEqual(summary["results"]["timeslices_written"], len(numbers))
+            return
         tm = summary["applications"]["tm"]["results"]
         self.assertEqual(tm["timeslices_done"], len(numbers), tm)
         self.assertEqual(tm["timeslices_in_flight"], 0, tm)
@@ -302,6 +309,29 @@ class Timeslices(DaqflowTestCase):
               f"{r['commits_denied']}", flush=True)
         self.assertEqual(r["fences"], 1, r)
         self.assert_contiguous_once(self.dump(), summary)
+
+    def test_a_halted_run_without_a_manager_ends_where_the_furthest_input_stood(self):
+        """Halted mid-run (inputs as fast as the builders take timeslices, no count), the inputs
+        of a round robin without a manager stand a few timeslices apart: they tell the builders
+        how far they are, make their timeslices up to the furthest, and every timeslice of the
+        run is on disk once and complete. (Those between the first input's stop and the last
+        one's were written incomplete.)"""
+        text = ts_config("tcp", inputs="pace: max")
+        run = self.start_run(text)
+        ia = control_port(text, "ia")
+        wait_until(lambda: self.acked(ia, "in0") >= 1000, 60, "1000 timeslices acknowledged")
+        summary = self.finish(run)
+        self.assertEqual(summary["status"], "ok", summary.get("failure"))
+        self.assertEqual(summary["results"]["timeslices_incomplete"], 0, summary["results"])
+        agreed = re.findall(r"(in\d): the inputs agree that the run ends before timeslice (\d+) "
+                            r"\((\d+) to make", self.logs_said())
+        self.assertEqual(sorted(i for i, _, _ in agreed), ALL_INPUTS, agreed)
+        self.assertEqual(len({end for _, end, _ in agreed}), 1, agreed)
+        print(f"\ntcp: halted without a manager: the inputs made {[int(n) for _, _, n in agreed]} "
+              f"more timeslice(s) to the end at {agreed[0][1]}", flush=True)
+        timeslices = self.dump()
+        self.assert_contiguous_once(timeslices, summary)
+        self.assertEqual(len(timeslices), int(agreed[0][1]))
 
     def test_a_killed_builder_with_a_manager_is_salvaged_started_again_and_rejoins(self):
         """SIGKILL of tb1's process while it writes: the manager gives what tb1 was not allowed
@@ -453,7 +483,9 @@ class Timeslices(DaqflowTestCase):
                               manager=manager is not None):
                 _, said = self.reset_run(case, sender, receiver, order, manager)
                 self.assertIn("in0: the link to builder 'tb1' is back", said)
-                self.assertIn("tb1: input 'in0' dialed again", said)
+                # From whichever end saw the reset first.
+                self.assertRegex(said, r"tb1: (input 'in0' dialed again|the old link to input "
+                                       r"'in0' failed \(.*\); it dialed again)")
 
     def test_a_reset_link_between_a_builder_and_the_manager_is_dialed_again_and_loses_nothing(self):
         """The link between tb1 and the manager reset from either end: the manager loses tb1 and

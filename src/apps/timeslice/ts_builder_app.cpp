@@ -392,6 +392,7 @@ int TsBuilder::work(std::int64_t now) {
     (void)sampler_.tick(now, bytes_done_, done_total_);
   }
   if (in_turns()) work += give_turn(now);
+  if (!end_all_told_ && end_vote_.any()) work += tell_end();
   // Acknowledgements of late contributions (the handlers) and of what was written (above).
   work += post_control();
   return work;

@@ -32,6 +32,7 @@
 #include "daqflow/runtime/settings.hpp"
 #include "daqflow/wire/timeslice.hpp"
 #include "ts_assembly.hpp"
+#include "ts_end_vote.hpp"
 #include "ts_input_app.hpp"
 
 namespace daqflow::apps::timeslice {
@@ -168,6 +169,14 @@ class TsBuilder final : public runtime::ApplicationWith<TsBuilder, TsBuilderSett
   } turns_;
   std::vector<std::int64_t> input_down_ns_;  // since when its link is down (0: up)
   bool any_input_down_ = false;
+  // Without a manager, the halted inputs' vote on where the run ends (ts_end_vote.hpp), and
+  // which inputs were told the outcome.
+  TsEndVote end_vote_;
+  std::vector<std::uint8_t> end_told_;
+  bool end_all_told_ = false;
+  void on_end_proposed(const transport::Completion& c, std::size_t input);
+  // Tells every live input the run's end once the vote is decided.
+  [[nodiscard]] int tell_end();
   [[nodiscard]] bool in_turns() const { return schedule_.builders > 0 && schedule_.slot_ns == 0; }
   void on_turn(const transport::Completion& c, std::size_t input, std::int64_t now);
   // Gives the turn to the next input that asked for it (its acknowledgements go first).
@@ -217,6 +226,7 @@ class TsBuilder final : public runtime::ApplicationWith<TsBuilder, TsBuilderSett
   runtime::Counter* bytes_in_ = nullptr;
   runtime::Counter* turns_given_ = nullptr;
   runtime::Counter* turn_messages_ = nullptr;
+  runtime::Counter* end_votes_ = nullptr;
   runtime::Counter* turns_taken_back_ = nullptr;
   runtime::Gauge* timeslices_building_ = nullptr;
 

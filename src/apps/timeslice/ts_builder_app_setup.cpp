@@ -208,6 +208,9 @@ Result<void> TsBuilder::reset_run() {
   turns_.asked.assign(inputs_.size(), 0);
   input_down_ns_.assign(inputs_.size(), 0);
   any_input_down_ = false;
+  end_vote_.reset(inputs_.size());
+  end_told_.assign(inputs_.size(), 0);
+  end_all_told_ = false;
   // The ts_done messages that may have been on a failed link to the manager: at most its
   // builder_window of timeslices granted here are open at once.
   recent_done_.assign(recent_done_size_, wire::TsDone{});
@@ -268,6 +271,8 @@ void TsBuilder::add_metrics(runtime::MetricsRegistry& m) {
   turns_given_ = &m.counter("turns_given", "scheduled in turns: turns given to the inputs");
   turn_messages_ = &m.counter("turn_messages",
                               "scheduled in turns: the inputs' requests and hand-backs received");
+  end_votes_ = &m.counter("end_votes",
+                          "without a manager: halted inputs' counts of the timeslices they made");
   turns_taken_back_ = &m.counter(
       "turns_taken_back", "scheduled in turns: turns taken back from an input silent in them");
   timeslices_building_ = &m.gauge("timeslices_building", "timeslices waiting for contributions");
@@ -301,6 +306,15 @@ void TsBuilder::add_handlers() {
       return;
     }
     on_contributions(c, input, now);
+  });
+  // Without a manager, a halted input says how many timeslices it made (ts_end_vote.hpp).
+  path.on(wire::MessageType::ts_assign, [this](Completion& c, std::int64_t) {
+    const auto it = std::find(inputs_.begin(), inputs_.end(), c.peer);
+    if (it == inputs_.end() || has_manager_) {
+      data_path().reject();
+      return;
+    }
+    on_end_proposed(c, static_cast<std::size_t>(it - inputs_.begin()));
   });
   const auto from_manager = [this](Completion& c, std::int64_t) {
     if (!has_manager_ || c.peer != manager_) {

@@ -261,4 +261,43 @@ int TsBuilder::redo_done() {
   return pushed;
 }
 
+void TsBuilder::on_end_proposed(const Completion& c, std::size_t input) {
+  wire::TsAssign a;
+  if (c.message.segment_count != 1 ||
+      wire::decode(c.message.segments[0].bytes(), a) != wire::PayloadStatus::ok ||
+      a.builder != wire::kNoApplication) {
+    data_path().reject();
+    return;
+  }
+  end_votes_->add_single_writer();
+  end_vote_.propose(input, a.index);
+}
+
+int TsBuilder::tell_end() {
+  const auto end = end_vote_.decided([this](std::size_t i) { return assembly_.alive(i); });
+  if (!end) return 0;
+  std::array<std::byte, wire::kTsAssignSize> bytes{};
+  wire::encode(wire::TsAssign{*end, wire::kNoApplication, 0}, bytes);
+  int told = 0;
+  bool all = true;
+  for (std::size_t i = 0; i < inputs_.size(); ++i) {
+    if (end_told_[i] != 0 || !assembly_.alive(i)) continue;
+    const SendStatus s = data_path().send_copy(*control_pool_, inputs_[i],
+                                               wire::MessageType::ts_assign, *end, bytes);
+    // Told, or the input is gone (it needs nothing more); otherwise again next round.
+    if (s == SendStatus::ok || s == SendStatus::closed || s == SendStatus::invalid) {
+      end_told_[i] = 1;
+      told += s == SendStatus::ok ? 1 : 0;
+    } else {
+      all = false;
+    }
+  }
+  if (all) {
+    end_all_told_ = true;
+    spdlog::info("{}: the inputs halted: the run ends before timeslice {}, the furthest one's",
+                 id(), *end);
+  }
+  return told;
+}
+
 }  // namespace daqflow::apps::timeslice

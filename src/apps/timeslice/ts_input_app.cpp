@@ -182,7 +182,7 @@ void TsInput::generate_interval(TsInterval& out) {
 }
 
 int TsInput::generate(std::int64_t now) {
-  if (!producing() || start_ns_ == 0) return 0;
+  if (!(producing() || making_to_end()) || start_ns_ == 0) return 0;
   int made = 0;
   // Interval j exists once its end has passed (real time) or at once; timeslice j - 1 is ready
   // with it (its overlap is interval j's first microslices).
@@ -225,6 +225,7 @@ int TsInput::generate(std::int64_t now) {
     previous_ = std::move(next);
     ++made;
   }
+  if (made > 0 && !producing()) end_since_ns_ = now;  // towards the run's end: not stalled
   return made;
 }
 
@@ -433,6 +434,7 @@ int TsInput::work(std::int64_t now) {
   int work = listener_ ? listen(now) : 0;
   if (any_builder_down_) check_builder_links(now);
   if (manager_down_ns_ != 0) check_manager_link(now);
+  if (!has_manager_ && halting()) work += propose_end(now);
   work += generate(now);
   work += send(now);
   timeslices_retained_->set(static_cast<double>(outbox_.size()));
@@ -448,7 +450,7 @@ int TsInput::work(std::int64_t now) {
 
 void TsInput::wait_for_work(std::chrono::microseconds timeout) {
   std::chrono::microseconds cap{1000};
-  if (producing()) {
+  if (producing() || making_to_end()) {
     if (order_ == SendOrder::scheduled && slot_ns_ > 0) {
       if (!timer_slack_set_) {
         keep_slot_time();

@@ -236,6 +236,20 @@ class TsInput final : public runtime::ApplicationWith<TsInput, TsInputSettings> 
   std::uint64_t contributions_sent_ = 0;  // that left, alone or in a batch
   std::uint64_t acked_total_ = 0;
   bool echo_end_ = false;  // multicast: the run's end came, the manager is to hear so
+  // Without a manager, halted: the builders told how many timeslices this input made, and since
+  // when it waits for their answer, the run's end (ts_end_vote.hpp), or last made one towards it.
+  std::vector<std::uint8_t> end_said_;
+  std::int64_t end_since_ns_ = 0;
+  static constexpr std::int64_t kEndWaitNs = 2'000'000'000;  // then it ends where it stands
+  [[nodiscard]] int propose_end(std::int64_t now);
+  void on_agreed_end(const transport::Completion& c);
+  // Halted without a manager, with the run's end known and not yet reached: still making.
+  [[nodiscard]] bool making_to_end() const {
+    return !has_manager_ && halting() && outbox_.end() != UINT64_MAX &&
+           intervals_ < outbox_.end() + 1;
+  }
+  // Nothing more to make before the input may say goodbye.
+  [[nodiscard]] bool end_settled() const;
   ThroughputSampler sampler_;
 
   // Metrics (results() reports every counter under its name).

@@ -281,6 +281,8 @@ void TsInput::reset_run(std::uint64_t seed) {
   last_slot_ = -1;
   bytes_sent_total_ = acked_total_ = 0;
   echo_end_ = false;
+  end_said_.assign(builders_.size(), 0);
+  end_since_ns_ = 0;
   sampler_.reset(ThroughputSampler::kBuilderIntervalNs);
   const std::lock_guard lock(lost_mutex_);
   lost_builders_.clear();
@@ -292,18 +294,21 @@ void TsInput::add_handlers() {
   runtime::DataPath& path = data_path();
   path.count_rejected_in(*messages_malformed_);
   path.on(wire::MessageType::ts_assign, [this](Completion& c, std::int64_t) {
-    if (!has_manager_ || c.peer != manager_) {
+    if (has_manager_ && c.peer == manager_) {
+      on_assign(c);
+    } else if (!has_manager_ &&
+               std::find(builders_.begin(), builders_.end(), c.peer) != builders_.end()) {
+      on_agreed_end(c);  // a builder's answer to the inputs' vote on the run's end
+    } else {
       data_path().reject();
-      return;
     }
-    on_assign(c);
   });
   path.on(wire::MessageType::ts_ack, [this](Completion& c, std::int64_t) { on_ack(c); });
   path.on(wire::MessageType::ts_turn, [this](Completion& c, std::int64_t) { on_turn(c); });
   path.on_peer_gone(
       [this](AppIndex peer, std::string_view reason, bool) { on_peer_gone(peer, reason); });
   path.on_work([this](std::int64_t now) { return work(now); });
-  path.drained_when([this] { return outbox_.empty(); });
+  path.drained_when([this] { return outbox_.empty() && end_settled(); });
 }
 
 }  // namespace daqflow::apps::timeslice

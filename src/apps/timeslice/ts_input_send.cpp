@@ -233,4 +233,59 @@ void TsInput::on_turn(const Completion& c) {
   turns_taken_->add_single_writer();
 }
 
+// Halted without a manager: every builder hears how many timeslices this input made, and one of
+// them answers where the run ends, the furthest input's (on_agreed_end).
+int TsInput::propose_end(std::int64_t now) {
+  if (end_since_ns_ == 0) end_since_ns_ = std::max<std::int64_t>(1, now);
+  const std::uint64_t made = intervals_ >= 2 ? intervals_ - 1 : 0;
+  std::array<std::byte, wire::kTsAssignSize> bytes{};
+  wire::encode(wire::TsAssign{made, wire::kNoApplication, 0}, bytes);
+  int said = 0;
+  for (std::size_t b = 0; b < builders_.size(); ++b) {
+    if (end_said_[b] != 0) continue;
+    if (!outbox_.alive(b)) {
+      end_said_[b] = 1;
+      continue;
+    }
+    const SendStatus s = data_path().send_copy(*header_pool_, builders_[b],
+                                               wire::MessageType::ts_assign, made, bytes);
+    // Said, or the builder is gone; otherwise again next round.
+    if (s == SendStatus::ok || s == SendStatus::closed || s == SendStatus::invalid) {
+      end_said_[b] = 1;
+      said += s == SendStatus::ok ? 1 : 0;
+    }
+  }
+  return said;
+}
+
+void TsInput::on_agreed_end(const Completion& c) {
+  wire::TsAssign a;
+  if (c.message.segment_count != 1 ||
+      wire::decode(c.message.segments[0].bytes(), a) != wire::PayloadStatus::ok ||
+      a.builder != wire::kNoApplication) {
+    data_path().reject();
+    return;
+  }
+  if (outbox_.end() != UINT64_MAX) return;  // every builder answers: the first answer stands
+  const std::uint64_t made = intervals_ >= 2 ? intervals_ - 1 : 0;
+  const std::size_t dropped = outbox_.end_before(a.index);
+  after_end_->add_single_writer(dropped);
+  end_since_ns_ = std::max<std::int64_t>(1, clock_->now_ns());
+  spdlog::info(
+      "{}: the inputs agree that the run ends before timeslice {} ({} to make, {} made "
+      "beyond it dropped)",
+      id(), a.index, a.index > made ? a.index - made : 0, dropped);
+}
+
+bool TsInput::end_settled() const {
+  if (has_manager_) return true;
+  bool any_builder = false;
+  for (std::size_t b = 0; b < builders_.size(); ++b) any_builder = any_builder || outbox_.alive(b);
+  if (!any_builder) return true;  // nobody to agree with
+  if (outbox_.end() != UINT64_MAX && intervals_ >= outbox_.end() + 1) return true;
+  // No answer (or no progress towards it) for that long: this input ends where it stands, and
+  // the builders write the timeslices it did not make without it.
+  return end_since_ns_ != 0 && clock_->now_ns() - end_since_ns_ > kEndWaitNs;
+}
+
 }  // namespace daqflow::apps::timeslice
