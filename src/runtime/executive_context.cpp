@@ -269,9 +269,11 @@ void ContextControl::halt(std::vector<AppHost*> hosts) {
     for (auto it = first; it != last; ++it) {
       if (still_in(**it, Command::Halt) && (*it)->halt_begin()) draining.push_back(*it);
     }
-    const auto deadline = std::chrono::steady_clock::now() + halt_timeout_;
+    auto deadline = std::chrono::steady_clock::now() + halt_timeout_;
     for (;;) {
-      join_accepted_halts(rank, hosts, draining);
+      // One that joins has the whole halt timeout from now.
+      if (join_accepted_halts(rank, hosts, draining))
+        deadline = std::chrono::steady_clock::now() + halt_timeout_;
       bool all_drained = true;
       for (auto it = draining.begin(); it != draining.end();) {
         if ((*it)->failure_noted() && (*it)->fail_pending()) {
@@ -293,8 +295,17 @@ void ContextControl::halt(std::vector<AppHost*> hosts) {
   }
 }
 
-void ContextControl::join_accepted_halts(int rank, const std::vector<AppHost*>& asked,
+bool ContextControl::join_accepted_halts(int rank, const std::vector<AppHost*>& asked,
                                          std::vector<AppHost*>& draining) {
+  // A Halt accepted for an application of a higher rank (a producer) goes first, in its own
+  // task: none of this rank joins before it.
+  for (const auto& h : hosts_) {
+    if (h->rank() > rank && h->status().state == State::Halting &&
+        std::find(asked.begin(), asked.end(), h.get()) == asked.end()) {
+      return false;
+    }
+  }
+  bool joined = false;
   for (const auto& h : hosts_) {
     if (h->rank() != rank || h->status().state != State::Halting) continue;
     AppHost* host = h.get();
@@ -302,8 +313,12 @@ void ContextControl::join_accepted_halts(int rank, const std::vector<AppHost*>& 
         std::find(asked.begin(), asked.end(), host) != asked.end()) {
       continue;  // draining, or this halt's own (begun or dropped above)
     }
-    if (host->halt_begin()) draining.push_back(host);
+    if (host->halt_begin()) {
+      draining.push_back(host);
+      joined = true;
+    }
   }
+  return joined;
 }
 
 // The applications of `draining` that are not drained fail, each saying what it still had in

@@ -74,7 +74,8 @@ class ContextControl {
   void halt(std::vector<AppHost*> hosts);
   // Begins the halt of every application of `rank` whose Halt was accepted and waits in the
   // queue (not in `asked`, not draining), and adds it to `draining`.
-  void join_accepted_halts(int rank, const std::vector<AppHost*>& asked,
+  // Whether one joined.
+  bool join_accepted_halts(int rank, const std::vector<AppHost*>& asked,
                            std::vector<AppHost*>& draining);
   void fail_undrained(std::vector<AppHost*>& draining);
   // Whether host is still in the state command entered; logs when not.

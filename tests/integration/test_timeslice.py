@@ -35,6 +35,9 @@ def ts_config(transport="tcp", inputs="", builders="", output="{kind: file}", ma
     # so the tests give them a timeout no held-up process reaches.
     if "timeout_ms" not in builders:
         builders = "timeout_ms: 60000" + (", " + builders if builders else "")
+    # Likewise an input's wait for the builders' answer to the inputs' vote on the run's end.
+    if "end_wait_ms" not in inputs:
+        inputs = "end_wait_ms: 60000" + (", " + inputs if inputs else "")
     text = (f"run: {{output: ./run-data}}\n"
             f"transports: {{default: {transport}, pipeline_depth: 8, "
             f"max_message_size: 1048576}}\n"
@@ -407,13 +410,13 @@ class Timeslices(DaqflowTestCase):
             self):
         """tb1's messages to the manager leave 300 ms late, so that its last writes are found
         by the salvage of its files once its process is killed; the manager acknowledges them to
-        the inputs. 12 s into the run the manager's link to in0 is reset: once it is back, the
+        the inputs. 20 s into the run the manager's link to in0 is reset: once it is back, the
         manager tells in0 every one of those acknowledgements again with its open assignments
         (one lost with the link kept its timeslice at in0 for good: in0 never drained), in0
         ignores those it had, and every timeslice is on disk once."""
         text = ts_config("tcp", inputs="pace: max", manager="heartbeat_timeout_ms: 1000")
         text += ("faults:\n  - {from: tb1, to: tm, delay_ms: 300}\n"
-                 "  - {from: tm, to: in0, reset: true, after_ms: 12000}\n")
+                 "  - {from: tm, to: in0, reset: true, after_ms: 20000}\n")
         run = self.start_run(text)
         mgr = control_port(text, "mgr")
         tb1 = control_port(text, "ctx_tb1")
@@ -422,6 +425,8 @@ class Timeslices(DaqflowTestCase):
         wait_until(lambda: self.manager_results(mgr).get("timeslices_in_doubt", 1) == 0 and
                    self.manager_results(mgr).get("lost_builders") == ["tb1"], 60,
                    "the salvage of tb1's files to settle what it was writing")
+        self.assertNotIn("the link to input 'in0' failed", self.logs_said(),
+                         "the reset came before the salvage: the host held the run up for 20 s")
         back = re.compile(r"tm: the link to input 'in0' is back; \d+ assignment\(s\) and "
                           r"(\d+) salvage acknowledgement\(s\) go to it again")
         wait_until(lambda: back.search(self.logs_said()), 60, "the link from tm to in0 back")

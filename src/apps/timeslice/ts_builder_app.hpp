@@ -22,6 +22,7 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -172,6 +173,7 @@ class TsBuilder final : public runtime::ApplicationWith<TsBuilder, TsBuilderSett
   // Without a manager, the halted inputs' vote on where the run ends (ts_end_vote.hpp), and
   // which inputs were told the outcome.
   TsEndVote end_vote_;
+  std::optional<std::uint64_t> end_decided_;  // once decided, the same to every input
   std::vector<std::uint8_t> end_told_;
   bool end_all_told_ = false;
   void on_end_proposed(const transport::Completion& c, std::size_t input);

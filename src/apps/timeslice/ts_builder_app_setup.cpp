@@ -209,6 +209,7 @@ Result<void> TsBuilder::reset_run() {
   input_down_ns_.assign(inputs_.size(), 0);
   any_input_down_ = false;
   end_vote_.reset(inputs_.size());
+  end_decided_.reset();
   end_told_.assign(inputs_.size(), 0);
   end_all_told_ = false;
   // The ts_done messages that may have been on a failed link to the manager: at most its

@@ -157,6 +157,10 @@ void TsBuilder::input_link_failed(std::size_t input, std::string_view why) {
     // It dialed again before the old link's failure came through: the new one carries on (the
     // acknowledgements' log may have taken the old one's end for the input's).
     acks_[input].revive(inputs_[input]);
+    if (end_told_[input] != 0) {
+      end_told_[input] = 0;
+      end_all_told_ = false;
+    }
     spdlog::warn("{}: the old link to input '{}' failed ({}); it dialed again", id(), name, why);
     return;
   }
@@ -173,6 +177,11 @@ void TsBuilder::heard_from(std::size_t input) {
   // duplicates, parts of timeslices written are answered late.
   input_down_ns_[input] = 0;
   acks_[input].revive(inputs_[input]);
+  // The run's end told on the old link may be gone with it: told again.
+  if (end_told_[input] != 0) {
+    end_told_[input] = 0;
+    end_all_told_ = false;
+  }
   spdlog::warn("{}: input '{}' dialed again", id(), detail::id_of(ids_, inputs_[input]));
 }
 
@@ -274,16 +283,22 @@ void TsBuilder::on_end_proposed(const Completion& c, std::size_t input) {
 }
 
 int TsBuilder::tell_end() {
-  const auto end = end_vote_.decided([this](std::size_t i) { return assembly_.alive(i); });
-  if (!end) return 0;
+  // Decided once: an input lost or ended after that changes nothing for those not yet told.
+  if (!end_decided_) {
+    end_decided_ = end_vote_.decided([this](std::size_t i) { return assembly_.alive(i); });
+    if (!end_decided_) return 0;
+    spdlog::info("{}: the inputs halted: the run ends before timeslice {}, the furthest one's",
+                 id(), *end_decided_);
+  }
+  const std::uint64_t end = *end_decided_;
   std::array<std::byte, wire::kTsAssignSize> bytes{};
-  wire::encode(wire::TsAssign{*end, wire::kNoApplication, 0}, bytes);
+  wire::encode(wire::TsAssign{end, wire::kNoApplication, 0}, bytes);
   int told = 0;
   bool all = true;
   for (std::size_t i = 0; i < inputs_.size(); ++i) {
     if (end_told_[i] != 0 || !assembly_.alive(i)) continue;
-    const SendStatus s = data_path().send_copy(*control_pool_, inputs_[i],
-                                               wire::MessageType::ts_assign, *end, bytes);
+    const SendStatus s =
+        data_path().send_copy(*control_pool_, inputs_[i], wire::MessageType::ts_assign, end, bytes);
     // Told, or the input is gone (it needs nothing more); otherwise again next round.
     if (s == SendStatus::ok || s == SendStatus::closed || s == SendStatus::invalid) {
       end_told_[i] = 1;
@@ -292,11 +307,7 @@ int TsBuilder::tell_end() {
       all = false;
     }
   }
-  if (all) {
-    end_all_told_ = true;
-    spdlog::info("{}: the inputs halted: the run ends before timeslice {}, the furthest one's",
-                 id(), *end);
-  }
+  end_all_told_ = all;
   return told;
 }
 

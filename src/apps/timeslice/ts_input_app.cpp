@@ -365,8 +365,8 @@ void TsInput::on_peer_gone(AppIndex peer, std::string_view reason) {
   const auto position = static_cast<std::size_t>(it - builders_.begin());
   // A builder that closes once this input is done (or halting with nothing for it) is not lost;
   // one that goes while it holds this input's timeslices is.
-  if (!outbox_.holds(position) && winding_down()) return;
-  if (!reason.empty() && !winding_down() && outbox_.alive(position) &&
+  if (!outbox_.holds(position) && done_making()) return;
+  if (!reason.empty() && !done_making() && outbox_.alive(position) &&
       builder_down_ns_[position] == 0) {
     builder_link_failed(position, reason);
     return;
@@ -416,10 +416,11 @@ void TsInput::check_builder_links(std::int64_t now) {
       // taken as a duplicate), and the turns start afresh.
       builder_down_ns_[b] = 0;
       turns_[b] = Turn{};
+      if (!end_said_.empty()) end_said_[b] = 0;  // what this input made: said again if halted
       const std::size_t again = outbox_.resend_to(b);
       spdlog::warn("{}: the link to builder '{}' is back; {} timeslice(s) sent to it again", id(),
                    name, again);
-    } else if (now - since > redial_ns_ || winding_down()) {
+    } else if (now - since > redial_ns_ || done_making()) {
       builder_down_ns_[b] = 0;
       lose_builder(b, "its link failed and was not made again within " +
                           std::to_string(redial_ns_ / 1'000'000) + " ms");

@@ -70,6 +70,7 @@ struct TsInputSettings {
   bool crc = true;
   std::uint32_t in_flight = 0;
   std::int64_t redial_ms = 0;
+  std::int64_t end_wait_ms = 0;
   std::uint64_t count = 0;
   std::uint64_t seed = 0;
   std::string manager;  // empty: round robin
@@ -240,16 +241,20 @@ class TsInput final : public runtime::ApplicationWith<TsInput, TsInputSettings> 
   // when it waits for their answer, the run's end (ts_end_vote.hpp), or last made one towards it.
   std::vector<std::uint8_t> end_said_;
   std::int64_t end_since_ns_ = 0;
-  static constexpr std::int64_t kEndWaitNs = 2'000'000'000;  // then it ends where it stands
+  std::int64_t end_wait_ns_ = 0;  // end_wait_ms: then it ends where it stands
   [[nodiscard]] int propose_end(std::int64_t now);
   void on_agreed_end(const transport::Completion& c);
+  // Timeslices made so far: timeslice k is made with interval k + 1.
+  [[nodiscard]] std::uint64_t made() const { return intervals_ >= 2 ? intervals_ - 1 : 0; }
   // Halted without a manager, with the run's end known and not yet reached: still making.
   [[nodiscard]] bool making_to_end() const {
-    return !has_manager_ && halting() && outbox_.end() != UINT64_MAX &&
-           intervals_ < outbox_.end() + 1;
+    return !has_manager_ && halting() && outbox_.end() != UINT64_MAX && made() < outbox_.end();
   }
   // Nothing more to make before the input may say goodbye.
   [[nodiscard]] bool end_settled() const;
+  // Past making: a count reached, or halted with the run's end settled. A builder that closes
+  // then is no loss; before, a halted input still makes timeslices as a running one does.
+  [[nodiscard]] bool done_making() const { return finished() || (halting() && end_settled()); }
   ThroughputSampler sampler_;
 
   // Metrics (results() reports every counter under its name).

@@ -42,6 +42,7 @@ Result<void> TsInput::setup(runtime::AppContext& ctx, const TsInputSettings& s) 
   order_ = s.order == "scheduled" ? SendOrder::scheduled : SendOrder::chaotic;
   slot_ns_ = static_cast<std::int64_t>(std::llround(s.slot_us * 1000));
   redial_ns_ = s.redial_ms * 1'000'000;
+  end_wait_ns_ = s.end_wait_ms * 1'000'000;
   size_ = s.microslice_size.distribution();
   max_size_ = s.microslice_size.max;
   sys_id_ = static_cast<std::uint8_t>(s.sys_id);

@@ -237,9 +237,8 @@ void TsInput::on_turn(const Completion& c) {
 // them answers where the run ends, the furthest input's (on_agreed_end).
 int TsInput::propose_end(std::int64_t now) {
   if (end_since_ns_ == 0) end_since_ns_ = std::max<std::int64_t>(1, now);
-  const std::uint64_t made = intervals_ >= 2 ? intervals_ - 1 : 0;
   std::array<std::byte, wire::kTsAssignSize> bytes{};
-  wire::encode(wire::TsAssign{made, wire::kNoApplication, 0}, bytes);
+  wire::encode(wire::TsAssign{made(), wire::kNoApplication, 0}, bytes);
   int said = 0;
   for (std::size_t b = 0; b < builders_.size(); ++b) {
     if (end_said_[b] != 0) continue;
@@ -248,7 +247,7 @@ int TsInput::propose_end(std::int64_t now) {
       continue;
     }
     const SendStatus s = data_path().send_copy(*header_pool_, builders_[b],
-                                               wire::MessageType::ts_assign, made, bytes);
+                                               wire::MessageType::ts_assign, made(), bytes);
     // Said, or the builder is gone; otherwise again next round.
     if (s == SendStatus::ok || s == SendStatus::closed || s == SendStatus::invalid) {
       end_said_[b] = 1;
@@ -267,25 +266,32 @@ void TsInput::on_agreed_end(const Completion& c) {
     return;
   }
   if (outbox_.end() != UINT64_MAX) return;  // every builder answers: the first answer stands
-  const std::uint64_t made = intervals_ >= 2 ? intervals_ - 1 : 0;
+  const std::uint64_t made_now = made();
   const std::size_t dropped = outbox_.end_before(a.index);
   after_end_->add_single_writer(dropped);
   end_since_ns_ = std::max<std::int64_t>(1, clock_->now_ns());
   spdlog::info(
       "{}: the inputs agree that the run ends before timeslice {} ({} to make, {} made "
       "beyond it dropped)",
-      id(), a.index, a.index > made ? a.index - made : 0, dropped);
+      id(), a.index, a.index > made_now ? a.index - made_now : 0, dropped);
 }
 
 bool TsInput::end_settled() const {
   if (has_manager_) return true;
+  // Never enabled, or a count reached: nothing more to make, whatever the end.
+  if (start_ns_ == 0 || (count_ > 0 && made() >= count_)) return true;
+  bool unsaid = false;
   bool any_builder = false;
-  for (std::size_t b = 0; b < builders_.size(); ++b) any_builder = any_builder || outbox_.alive(b);
+  for (std::size_t b = 0; b < builders_.size(); ++b) {
+    if (!outbox_.alive(b)) continue;
+    any_builder = true;
+    unsaid = unsaid || end_said_[b] == 0;
+  }
   if (!any_builder) return true;  // nobody to agree with
-  if (outbox_.end() != UINT64_MAX && intervals_ >= outbox_.end() + 1) return true;
+  if (!unsaid && outbox_.end() != UINT64_MAX && made() >= outbox_.end()) return true;
   // No answer (or no progress towards it) for that long: this input ends where it stands, and
   // the builders write the timeslices it did not make without it.
-  return end_since_ns_ != 0 && clock_->now_ns() - end_since_ns_ > kEndWaitNs;
+  return end_since_ns_ != 0 && clock_->now_ns() - end_since_ns_ > end_wait_ns_;
 }
 
 }  // namespace daqflow::apps::timeslice

@@ -301,7 +301,9 @@ void TsManager::push_resyncs() {
       const std::uint64_t k = salvage_acked_[link.acks_at];
       std::array<std::byte, wire::kTsAckSize> bytes{};
       wire::encode(wire::TsAck{k, wire::TsAckStatus::complete, 0}, bytes);
-      if (!assigns_.has_room() ||
+      // Half the log stays for what the run needs meanwhile (reassignments, the end): a full
+      // log fails the run.
+      if (assigns_.room() <= assigns_.capacity() / 2 || !assigns_.has_room() ||
           !assigns_.push(wire::MessageType::ts_ack, k, bytes, static_cast<int>(i)))
         return;
     }

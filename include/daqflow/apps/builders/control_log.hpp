@@ -58,6 +58,9 @@ class ControlLog {
   [[nodiscard]] bool has_room() const {
     return tail_ - head_ < records_.size() && static_cast<bool>(spare_);
   }
+  // Messages the log may still take (has_room() has the last word: buffers may run out first).
+  [[nodiscard]] std::size_t room() const { return records_.size() - (tail_ - head_); }
+  [[nodiscard]] std::size_t capacity() const { return records_.size(); }
   // Appends a message for every peer (only < 0) or for the peer at position `only`; false when
   // the log is full or the payload too large.
   [[nodiscard]] bool push(wire::MessageType type, std::uint64_t tag,
