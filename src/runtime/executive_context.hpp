@@ -73,8 +73,7 @@ class ContextControl {
   void run(const std::vector<AppHost*>& hosts, Command command);
   void halt(std::vector<AppHost*> hosts);
   // Begins the halt of every application of `rank` whose Halt was accepted and waits in the
-  // queue (not in `asked`, not draining), and adds it to `draining`.
-  // Whether one joined.
+  // queue (not in `asked`, not draining), and adds it to `draining`; whether one joined.
   bool join_accepted_halts(int rank, const std::vector<AppHost*>& asked,
                            std::vector<AppHost*>& draining);
   void fail_undrained(std::vector<AppHost*>& draining);

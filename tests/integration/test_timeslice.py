@@ -375,6 +375,20 @@ class Timeslices(DaqflowTestCase):
         self.assertEqual(len(summary["restarted"]), 1, summary["restarted"])
         self.assert_contiguous_once(self.dump(), summary)
 
+    def kill_tb1_and_salvage(self, text):
+        """Starts the run, kills tb1's process once it wrote 10 timeslices and waits for the
+        manager to lose it and for the salvage of its files; returns (run, manager's port)."""
+        run = self.start_run(text)
+        mgr = control_port(text, "mgr")
+        tb1 = control_port(text, "ctx_tb1")
+        wait_until(lambda: self.written(tb1, "tb1") >= 10, 60, "tb1 to write 10 timeslices")
+        self.kill_context(tb1)
+        wait_until(lambda: self.manager_results(mgr).get("lost_builders") == ["tb1"], 30,
+                   "the manager to lose tb1")
+        wait_until(lambda: self.manager_results(mgr).get("timeslices_in_doubt", 1) == 0, 60,
+                   "the salvage of tb1's files to settle what it was writing")
+        return run, mgr
+
     def test_salvaged_timeslices_are_acknowledged_to_an_input_whose_link_is_full(self):
         """tb1's messages to the manager and to in0 leave 300 ms late: when tb1's process is
         killed, neither has heard of its last writes. The salvage of tb1's files finds them on
@@ -386,15 +400,7 @@ class Timeslices(DaqflowTestCase):
         text += ("faults:\n  - {from: tb1, to: tm, delay_ms: 300}\n"
                  "  - {from: tb1, to: in0, delay_ms: 300}\n"
                  "  - {from: tm, to: in0, delay_ms: 300}\n")
-        run = self.start_run(text)
-        mgr = control_port(text, "mgr")
-        tb1 = control_port(text, "ctx_tb1")
-        wait_until(lambda: self.written(tb1, "tb1") >= 10, 60, "tb1 to write 10 timeslices")
-        self.kill_context(tb1)
-        wait_until(lambda: self.manager_results(mgr).get("lost_builders") == ["tb1"], 30,
-                   "the manager to lose tb1")
-        wait_until(lambda: self.manager_results(mgr).get("timeslices_in_doubt", 1) == 0, 60,
-                   "the salvage of tb1's files to settle what it was writing")
+        run, mgr = self.kill_tb1_and_salvage(text)
         at_salvage = self.manager_results(mgr)["timeslices_done"]
         wait_until(lambda: self.manager_results(mgr)["timeslices_done"] >= at_salvage + 50, 60,
                    "50 more timeslices written")
@@ -417,14 +423,7 @@ class Timeslices(DaqflowTestCase):
         text = ts_config("tcp", inputs="pace: max", manager="heartbeat_timeout_ms: 1000")
         text += ("faults:\n  - {from: tb1, to: tm, delay_ms: 300}\n"
                  "  - {from: tm, to: in0, reset: true, after_ms: 20000}\n")
-        run = self.start_run(text)
-        mgr = control_port(text, "mgr")
-        tb1 = control_port(text, "ctx_tb1")
-        wait_until(lambda: self.written(tb1, "tb1") >= 10, 60, "tb1 to write 10 timeslices")
-        self.kill_context(tb1)
-        wait_until(lambda: self.manager_results(mgr).get("timeslices_in_doubt", 1) == 0 and
-                   self.manager_results(mgr).get("lost_builders") == ["tb1"], 60,
-                   "the salvage of tb1's files to settle what it was writing")
+        run, mgr = self.kill_tb1_and_salvage(text)
         self.assertNotIn("the link to input 'in0' failed", self.logs_said(),
                          "the reset came before the salvage: the host held the run up for 20 s")
         back = re.compile(r"tm: the link to input 'in0' is back; \d+ assignment\(s\) and "

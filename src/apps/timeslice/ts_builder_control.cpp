@@ -271,15 +271,13 @@ int TsBuilder::redo_done() {
 }
 
 void TsBuilder::on_end_proposed(const Completion& c, std::size_t input) {
-  wire::TsAssign a;
-  if (c.message.segment_count != 1 ||
-      wire::decode(c.message.segments[0].bytes(), a) != wire::PayloadStatus::ok ||
-      a.builder != wire::kNoApplication) {
+  const auto made = end_mark_of(c);
+  if (!made) {
     data_path().reject();
     return;
   }
   end_votes_->add_single_writer();
-  end_vote_.propose(input, a.index);
+  end_vote_.propose(input, *made);
 }
 
 int TsBuilder::tell_end() {

@@ -10,7 +10,22 @@
 #include <optional>
 #include <vector>
 
+#include "daqflow/transport/transport.hpp"
+#include "daqflow/wire/timeslice.hpp"
+
 namespace daqflow::apps::timeslice {
+
+// The count of a vote or the end it decided: a ts_assign naming no builder; none when the
+// message is not one (the caller rejects it).
+[[nodiscard]] inline std::optional<std::uint64_t> end_mark_of(const transport::Completion& c) {
+  wire::TsAssign a;
+  if (c.message.segment_count != 1 ||
+      wire::decode(c.message.segments[0].bytes(), a) != wire::PayloadStatus::ok ||
+      a.builder != wire::kNoApplication) {
+    return std::nullopt;
+  }
+  return a.index;
+}
 
 class TsEndVote {
  public:

@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "ts_batch.hpp"
+#include "ts_end_vote.hpp"
 #include "ts_input_app.hpp"
 
 namespace daqflow::apps::timeslice {
@@ -258,22 +259,20 @@ int TsInput::propose_end(std::int64_t now) {
 }
 
 void TsInput::on_agreed_end(const Completion& c) {
-  wire::TsAssign a;
-  if (c.message.segment_count != 1 ||
-      wire::decode(c.message.segments[0].bytes(), a) != wire::PayloadStatus::ok ||
-      a.builder != wire::kNoApplication) {
+  const auto end = end_mark_of(c);
+  if (!end) {
     data_path().reject();
     return;
   }
   if (outbox_.end() != UINT64_MAX) return;  // every builder answers: the first answer stands
   const std::uint64_t made_now = made();
-  const std::size_t dropped = outbox_.end_before(a.index);
+  const std::size_t dropped = outbox_.end_before(*end);
   after_end_->add_single_writer(dropped);
   end_since_ns_ = std::max<std::int64_t>(1, clock_->now_ns());
   spdlog::info(
       "{}: the inputs agree that the run ends before timeslice {} ({} to make, {} made "
       "beyond it dropped)",
-      id(), a.index, a.index > made_now ? a.index - made_now : 0, dropped);
+      id(), *end, *end > made_now ? *end - made_now : 0, dropped);
 }
 
 bool TsInput::end_settled() const {
