@@ -17,14 +17,14 @@ INSTANTIATE_TEST_SUITE_P(Transports, Conformance, ::testing::ValuesIn(suite_tran
                          });
 
 TEST_P(Conformance, InOrderDelivery) {
+  auto pool = core::BufferPool::create("tx", 70000, 16);
+  ASSERT_TRUE(pool);
   Cluster cluster(transport_name(), 2, 0);
   auto rx = cluster.endpoint(1);
   auto tx = cluster.endpoint(0);
   ASSERT_TRUE(tx->connect(1));
   constexpr std::uint64_t kCount = 3000;
   constexpr std::array<std::uint32_t, 6> kSizes{0, 1, 100, 4096, 20000, 70000};
-  auto pool = core::BufferPool::create("tx", 70000, 16);
-  ASSERT_TRUE(pool);
 
   std::atomic<std::uint64_t> received{0};
   std::atomic<bool> receiver_ok{true};
@@ -105,14 +105,14 @@ void check_sizes(std::string_view name, std::uint16_t block, bool crc) {
   EndpointOptions options;
   options.max_message_size = kMax;
   options.payload_crc = crc;
+  auto pool = core::BufferPool::create("tx", kMax, 2);
+  ASSERT_TRUE(pool);
   Cluster cluster(name, 2, block);
   auto rx = cluster.endpoint(1, options);
   auto tx = cluster.endpoint(0, options);
   ASSERT_TRUE(tx->connect(1));
   Endpoint* const both[] = {tx.get(), rx.get()};
   ASSERT_TRUE(await_connected(*tx, 1, both));
-  auto pool = core::BufferPool::create("tx", kMax, 2);
-  ASSERT_TRUE(pool);
   const std::uint32_t sizes[] = {0, 1, 7, 8, 4095, 4096, 65537, kMax};
   for (std::uint32_t size : sizes) {
     Message m = make_message(**pool, size, size, size);
@@ -150,14 +150,14 @@ TEST_P(Conformance, SizesWithPayloadCrc) {
 }
 
 TEST_P(Conformance, GathersSegments) {
+  auto pool = core::BufferPool::create("tx", 8192, 16);
+  ASSERT_TRUE(pool);
   Cluster cluster(transport_name(), 2, 3);
   auto rx = cluster.endpoint(1);
   auto tx = cluster.endpoint(0);
   ASSERT_TRUE(tx->connect(1));
   Endpoint* const both[] = {tx.get(), rx.get()};
   ASSERT_TRUE(await_connected(*tx, 1, both));
-  auto pool = core::BufferPool::create("tx", 8192, 16);
-  ASSERT_TRUE(pool);
   // Pieces at offsets inside their buffers, together one patterned payload.
   const std::uint32_t lengths[] = {10, 0, 4000, 1, 8000, 333};
   Message m;
@@ -188,13 +188,13 @@ TEST_P(Conformance, GathersSegments) {
 
 // Completions must wait for room in the caller's array, never be lost: poll one at a time.
 TEST_P(Conformance, OneCompletionPerPoll) {
+  auto pool = make_pool("tx", 3000, 16);
   Cluster cluster(transport_name(), 2, 18);
   auto rx = cluster.endpoint(1);
   auto tx = cluster.endpoint(0);
   ASSERT_TRUE(tx->connect(1));
   Endpoint* const both[] = {tx.get(), rx.get()};
   ASSERT_TRUE(await_connected(*tx, 1, both));
-  auto pool = make_pool("tx", 3000, 16);
   constexpr std::uint64_t kCount = 500;
   std::uint64_t posted = 0;
   std::uint64_t done = 0;
@@ -231,6 +231,7 @@ TEST_P(Conformance, OneCompletionPerPoll) {
 // order, stand for every message once: count of them, the last named by sequence and tag, size
 // their bytes. Transports that do not coalesce report each (count 1).
 TEST_P(Conformance, CoalescedSendDoneStandsForEveryMessageOnce) {
+  auto pool = make_pool("tx", 3000, 128);
   Cluster cluster(transport_name(), 2, 26);
   auto rx = cluster.endpoint(1);
   EndpointOptions options;
@@ -240,7 +241,6 @@ TEST_P(Conformance, CoalescedSendDoneStandsForEveryMessageOnce) {
   ASSERT_TRUE(tx->connect(1));
   Endpoint* const both[] = {tx.get(), rx.get()};
   ASSERT_TRUE(await_connected(*tx, 1, both));
-  auto pool = make_pool("tx", 3000, 128);
   constexpr std::uint64_t kCount = 2000;
   auto size_of = [](std::uint64_t i) { return static_cast<std::uint32_t>(i * 37 % 3000); };
   std::uint64_t posted = 0;
@@ -360,14 +360,14 @@ TEST_P(Conformance, CopiedSmallMessagesArriveAsSent) {
 TEST_P(Conformance, RefusesWhatItCannotSend) {
   EndpointOptions options;
   options.max_message_size = 1000;
+  auto pool = core::BufferPool::create("tx", 2000, 4);
+  ASSERT_TRUE(pool);
   Cluster cluster(transport_name(), 2, 4);
   auto rx = cluster.endpoint(1, options);
   auto tx = cluster.endpoint(0, options);
   ASSERT_TRUE(tx->connect(1));
   Endpoint* const both[] = {tx.get(), rx.get()};
   ASSERT_TRUE(await_connected(*tx, 1, both));
-  auto pool = core::BufferPool::create("tx", 2000, 4);
-  ASSERT_TRUE(pool);
 
   Message big = make_message(**pool, 1001, 1, 1);
   EXPECT_EQ(tx->post_send(1, big), SendStatus::too_large);
@@ -404,11 +404,11 @@ TEST_P(Conformance, DuplicateEndpointIsRefused) {
 }
 
 TEST_P(Conformance, ConnectBeforePeerExists) {
+  auto pool = core::BufferPool::create("tx", 64, 16);
+  ASSERT_TRUE(pool);
   Cluster cluster(transport_name(), 2, 6);
   auto tx = cluster.endpoint(0);
   ASSERT_TRUE(tx->connect(1));
-  auto pool = core::BufferPool::create("tx", 64, 16);
-  ASSERT_TRUE(pool);
   Message m = make_message(**pool, 64, 0, 0);
   EXPECT_EQ(tx->post_send(1, m), SendStatus::not_connected);
   // Nobody there for a while: still waiting, no error.

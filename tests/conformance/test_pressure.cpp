@@ -19,6 +19,8 @@ TEST_P(Conformance, BackPressureFromStalledReceiver) {
   options.recv_buffers = kRecvBuffers;
   options.max_message_size = kSize;
   options.socket_buffer_bytes = 64 * 1024;
+  auto pool = core::BufferPool::create("tx", kSize, kCount);
+  ASSERT_TRUE(pool);
   Cluster cluster(transport_name(), 2, 8);
   auto rx = cluster.endpoint(1, options);
   auto tx = cluster.endpoint(0, options);
@@ -27,8 +29,6 @@ TEST_P(Conformance, BackPressureFromStalledReceiver) {
   // not until later.
   Endpoint* const receiver[] = {rx.get()};
   ASSERT_TRUE(await_connected(*tx, 1, receiver));
-  auto pool = core::BufferPool::create("tx", kSize, kCount);
-  ASSERT_TRUE(pool);
 
   std::uint64_t posted = 0;
   std::uint64_t completed = 0;

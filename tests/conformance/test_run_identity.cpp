@@ -35,6 +35,7 @@ TEST_P(Strangers, AnEndpointOfAnotherRunNeverBecomesAPeer) {
   ours.run = {3, 0xfeed'0000'0000'0001};
   EndpointOptions theirs;
   theirs.run = {3, 0xbeef'0000'0000'0002};
+  auto pool = make_pool("tx", 256, 32);
   Cluster cluster(transport_name(), 3, 28);
   auto rx = cluster.endpoint(1, ours);
   auto tx = cluster.endpoint(0, ours);
@@ -46,7 +47,6 @@ TEST_P(Strangers, AnEndpointOfAnotherRunNeverBecomesAPeer) {
   // attaches to it; the others refuse the stranger's hello on the receiving side.
   Endpoint& counting = transport_name() == "shm" ? *stranger : *rx;
   constexpr std::uint64_t kCount = 200;
-  auto pool = make_pool("tx", 256, 32);
   std::uint64_t next = 0;
   std::uint64_t received = 0;
   bool good = true;
