@@ -124,7 +124,9 @@ void TsManager::reset_run(std::uint32_t window) {
   end_heard_.assign(inputs_.size(), false);
   next_check_ns_ = 0;
   acks_due_.clear();
-  acks_due_.reserve(builder_ids_.size() * std::size_t{window});
+  acks_due_.reserve(2 * builder_ids_.size() * std::size_t{window});
+  recent_done_.assign(builder_ids_.size(), std::vector<std::uint64_t>(std::max(window, 1u)));
+  done_by_builder_.assign(builder_ids_.size(), 0);
   salvage_acked_.clear();
   input_links_.assign(inputs_.size(), InputLink{});
   any_input_down_ = false;
@@ -394,8 +396,17 @@ void TsManager::on_lost(std::size_t b, const std::string& why, const TsAssigner:
   }
   publish_doubt(b);
   builders_alive_->set(static_cast<double>(assigner_.alive_count()));
-  spdlog::warn("{}: builder '{}' lost ({}); {} timeslice(s) assigned again, {} in doubt", id(),
-               name, why, loss.again, loss.in_doubt);
+  // What it wrote last: its acknowledgements to the inputs may have died with it (an input that
+  // has them already ignores these).
+  const std::vector<std::uint64_t>& recent = recent_done_[b];
+  const std::uint64_t written = done_by_builder_[b];
+  const std::uint64_t acked = std::min<std::uint64_t>(written, recent.size());
+  for (std::uint64_t k = written - acked; k < written; ++k)
+    acks_due_.push_back(recent[k % recent.size()]);
+  spdlog::warn(
+      "{}: builder '{}' lost ({}); {} timeslice(s) assigned again, {} in doubt, the last {} it "
+      "wrote acknowledged to the inputs",
+      id(), name, why, loss.again, loss.in_doubt, acked);
   fence(b);
   if (assigner_.alive_count() == 0 && !winding_down()) {
     fail("every builder is lost (the last: '" + name + "', " + why + ")");
@@ -460,6 +471,8 @@ void TsManager::on_done(std::size_t b, const Completion& c) {
   }
   if (!assigner_.done(b, d.index)) return;
   done_->add_single_writer();
+  std::vector<std::uint64_t>& recent = recent_done_[b];
+  recent[done_by_builder_[b]++ % recent.size()] = d.index;
   if (!assigner_.alive(b)) publish_doubt();  // one of its timeslices in doubt is settled
 }
 

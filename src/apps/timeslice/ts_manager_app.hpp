@@ -129,7 +129,12 @@ class TsManager final : public runtime::ApplicationWith<TsManager, TsManagerSett
   std::vector<TsAssigner::Assignment> again_;  // scratch: what a loss or a salvage gave again
   ControlLog assigns_;                         // to the inputs, in order (multicast: acks only)
   std::vector<std::uint64_t> acks_due_;        // salvaged timeslices the inputs may drop
-  std::vector<std::uint64_t> salvage_acked_;   // those pushed to the inputs so far in this run
+  // By builder, a ring of the last `window` timeslices it reported written: a builder lost may
+  // not have sent their acknowledgements to the inputs (in turns they wait for the input's), so
+  // the manager sends them in its stead.
+  std::vector<std::vector<std::uint64_t>> recent_done_;
+  std::vector<std::uint64_t> done_by_builder_;
+  std::vector<std::uint64_t> salvage_acked_;  // those pushed to the inputs so far in this run
   struct InputLink {
     std::int64_t down_ns = 0;                   // since when its link is down (0: up)
     std::vector<TsAssigner::Assignment> again;  // to tell it again, from `at`
