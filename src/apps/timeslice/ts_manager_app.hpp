@@ -128,7 +128,8 @@ class TsManager final : public runtime::ApplicationWith<TsManager, TsManagerSett
   TsAssigner assigner_;
   std::vector<TsAssigner::Assignment> again_;  // scratch: what a loss or a salvage gave again
   ControlLog assigns_;                         // to the inputs, in order (multicast: acks only)
-  std::vector<std::uint64_t> acks_due_;        // salvaged timeslices the inputs may drop
+  // Timeslices the inputs may drop: found on a lost builder's disk, or written by it last.
+  std::vector<std::uint64_t> acks_due_;
   // By builder, a ring of the last `window` timeslices it reported written: a builder lost may
   // not have sent their acknowledgements to the inputs (in turns they wait for the input's), so
   // the manager sends them in its stead.
