@@ -137,11 +137,13 @@ class Timeslices(DaqflowTestCase):
             else:
                 self.assertEqual(turns, 0, b)
             # Contributions and, in turns, the inputs' requests and hand-backs; without a
-            # manager, each input's vote on where the run ends.
+            # manager, each input's vote on where the run ends and its word that it ended.
             votes = apps[b]["results"]["end_votes"]
+            ended = apps[b]["results"]["inputs_said_ended"]
             self.assertEqual(votes, 0 if manager is not None else len(ALL_INPUTS), b)
+            self.assertEqual(ended, 0 if manager is not None else len(ALL_INPUTS), b)
             messages = (apps[b]["endpoint"]["messages_received"] -
-                        apps[b]["results"]["turn_messages"] - votes)
+                        apps[b]["results"]["turn_messages"] - votes - ended)
             contributions = apps[b]["results"]["contributions"]
             if sizes == SMALL:
                 # Small contributions travel several to a message.

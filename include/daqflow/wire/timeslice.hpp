@@ -23,6 +23,8 @@
 //   ts_commit        builder -> manager 16 B: may it write timeslice k (epoch e)? and the answer
 //   ts_done          builder -> manager 16 B: timeslice k is written and acknowledged
 // The manager fences a lost builder with the event builder's `fence` (wire/evb.hpp).
+// Without a manager, ts_assign naming no builder carries the halted inputs' vote on the run's
+// end and their word that they ended (apps/timeslice/ts_end_vote.hpp).
 //
 // Decoders check every length, bound and enumerated value before use; they never trust a size
 // from the wire.

@@ -340,6 +340,17 @@ void TsBuilder::lose_input(std::size_t input, const std::string& why) {
                why);
 }
 
+// A timeslice it did not make (inputs may end a few apart), or had acknowledged by a builder
+// since lost (which others then build again from the rest), is written without its part.
+void TsBuilder::input_ended(std::size_t input) {
+  if (!assembly_.alive(input)) return;  // said so, then closed its link
+  assembly_.lose_input(input);
+  if (turns_.holder == input) turns_.holder = Turns::kNone;
+  turns_.asked[input] = 0;
+  acks_[input].drop(inputs_[input]);
+  spdlog::info("{}: input '{}' ended", id(), detail::id_of(ids_, inputs_[input]));
+}
+
 void TsBuilder::on_peer_gone(AppIndex peer, std::string_view reason) {
   (void)check_received();  // what came before the loss
   if (has_manager_ && peer == manager_) {
@@ -350,14 +361,9 @@ void TsBuilder::on_peer_gone(AppIndex peer, std::string_view reason) {
   const auto it = std::find(inputs_.begin(), inputs_.end(), peer);
   if (it == inputs_.end()) return;
   const auto input = static_cast<std::size_t>(it - inputs_.begin());
-  // An input that is halted says goodbye in order: it ended, and a timeslice it did not make
-  // (inputs end a timeslice apart) is written without it. One that fails is lost.
+  // An input that is halted says goodbye in order: it ended. One that fails is lost.
   if (reason.empty()) {
-    assembly_.lose_input(input);
-    if (turns_.holder == input) turns_.holder = Turns::kNone;
-    turns_.asked[input] = 0;
-    acks_[input].drop(inputs_[input]);
-    spdlog::info("{}: input '{}' ended", id(), detail::id_of(ids_, inputs_[input]));
+    input_ended(input);
     return;
   }
   if (!winding_down() && assembly_.alive(input) && input_down_ns_[input] == 0) {

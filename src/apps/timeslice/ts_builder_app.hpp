@@ -114,6 +114,8 @@ class TsBuilder final : public runtime::ApplicationWith<TsBuilder, TsBuilderSett
   int post_control();
   [[nodiscard]] bool control_idle() const;
   void lose_input(std::size_t input, const std::string& why);
+  // A halted input ended (it said so, or closed its link in order): nothing more comes from it.
+  void input_ended(std::size_t input);
   // An input's link failed while the input may live (a reset): it is waited for redial_ms to
   // dial again (its timeslices wait as for any part, up to timeout_ms), then lost.
   void input_link_failed(std::size_t input, std::string_view why);
@@ -176,6 +178,7 @@ class TsBuilder final : public runtime::ApplicationWith<TsBuilder, TsBuilderSett
   std::optional<std::uint64_t> end_decided_;  // once decided, the same to every input
   std::vector<std::uint8_t> end_told_;
   bool end_all_told_ = false;
+  // An input's vote, or its word that it ended.
   void on_end_proposed(const transport::Completion& c, std::size_t input);
   // Tells every live input the run's end once the vote is decided.
   [[nodiscard]] int tell_end();
@@ -229,6 +232,7 @@ class TsBuilder final : public runtime::ApplicationWith<TsBuilder, TsBuilderSett
   runtime::Counter* turns_given_ = nullptr;
   runtime::Counter* turn_messages_ = nullptr;
   runtime::Counter* end_votes_ = nullptr;
+  runtime::Counter* inputs_said_ended_ = nullptr;
   runtime::Counter* turns_taken_back_ = nullptr;
   runtime::Gauge* timeslices_building_ = nullptr;
 

@@ -274,6 +274,9 @@ void TsBuilder::add_metrics(runtime::MetricsRegistry& m) {
                               "scheduled in turns: the inputs' requests and hand-backs received");
   end_votes_ = &m.counter("end_votes",
                           "without a manager: halted inputs' counts of the timeslices they made");
+  inputs_said_ended_ =
+      &m.counter("inputs_said_ended",
+                 "without a manager: halted inputs that said they ended (all acknowledged)");
   turns_taken_back_ = &m.counter(
       "turns_taken_back", "scheduled in turns: turns taken back from an input silent in them");
   timeslices_building_ = &m.gauge("timeslices_building", "timeslices waiting for contributions");

@@ -271,13 +271,19 @@ int TsBuilder::redo_done() {
 }
 
 void TsBuilder::on_end_proposed(const Completion& c, std::size_t input) {
-  const auto made = end_mark_of(c);
-  if (!made) {
+  const auto mark = end_mark_of(c);
+  if (!mark) {
     data_path().reject();
     return;
   }
+  if (mark->kind == EndMark::ended) {
+    (void)check_received();  // its contributions came before
+    inputs_said_ended_->add_single_writer();
+    input_ended(input);
+    return;
+  }
   end_votes_->add_single_writer();
-  end_vote_.propose(input, *made);
+  end_vote_.propose(input, mark->index);
 }
 
 int TsBuilder::tell_end() {
@@ -290,7 +296,7 @@ int TsBuilder::tell_end() {
   }
   const std::uint64_t end = *end_decided_;
   std::array<std::byte, wire::kTsAssignSize> bytes{};
-  wire::encode(wire::TsAssign{end, wire::kNoApplication, 0}, bytes);
+  wire::encode(end_mark(end, EndMark::made), bytes);
   int told = 0;
   bool all = true;
   for (std::size_t i = 0; i < inputs_.size(); ++i) {

@@ -15,16 +15,39 @@
 
 namespace daqflow::apps::timeslice {
 
-// The count of a vote or the end it decided: a ts_assign naming no builder; none when the
-// message is not one (the caller rejects it).
-[[nodiscard]] inline std::optional<std::uint64_t> end_mark_of(const transport::Completion& c) {
+// A ts_assign naming no builder is a mark of the vote; its epoch field says which.
+enum class EndMark : std::uint32_t {
+  // input -> builder: it made timeslices [0, index) (its vote); builder -> input: the run ends
+  // before timeslice index (the decision).
+  made = 0,
+  // input -> builder: it ended: every timeslice it made, [0, index), is acknowledged and nothing
+  // more comes from it, so a timeslice still waiting for its part is written without it.
+  ended = 1,
+};
+
+struct EndMarkMessage {
+  std::uint64_t index = 0;
+  EndMark kind = EndMark::made;
+};
+
+// The mark a message carries; none when the message is not one (the caller rejects it).
+[[nodiscard]] inline std::optional<EndMarkMessage> end_mark_of(const transport::Completion& c) {
   wire::TsAssign a;
   if (c.message.segment_count != 1 ||
       wire::decode(c.message.segments[0].bytes(), a) != wire::PayloadStatus::ok ||
       a.builder != wire::kNoApplication) {
     return std::nullopt;
   }
-  return a.index;
+  switch (static_cast<EndMark>(a.epoch)) {
+    case EndMark::made:
+    case EndMark::ended:
+      return EndMarkMessage{a.index, static_cast<EndMark>(a.epoch)};
+  }
+  return std::nullopt;
+}
+
+[[nodiscard]] inline wire::TsAssign end_mark(std::uint64_t index, EndMark kind) {
+  return wire::TsAssign{index, wire::kNoApplication, static_cast<std::uint32_t>(kind)};
 }
 
 class TsEndVote {

@@ -46,6 +46,7 @@
 #include "daqflow/wire/timeslice.hpp"
 #include "microslice_replay.hpp"
 #include "ts_assign_cast.hpp"
+#include "ts_end_vote.hpp"
 #include "ts_outbox.hpp"
 #include "ts_schedule.hpp"
 
@@ -237,12 +238,17 @@ class TsInput final : public runtime::ApplicationWith<TsInput, TsInputSettings> 
   std::uint64_t contributions_sent_ = 0;  // that left, alone or in a batch
   std::uint64_t acked_total_ = 0;
   bool echo_end_ = false;  // multicast: the run's end came, the manager is to hear so
-  // Without a manager, halted: the builders told how many timeslices this input made, and since
-  // when it waits for their answer, the run's end (ts_end_vote.hpp), or last made one towards it.
+  // Without a manager, halted: what each builder was told (nothing, how many timeslices this
+  // input made, or that it ended), and since when it waits for their answer, the run's end
+  // (ts_end_vote.hpp), or last made one towards it.
+  static constexpr std::uint8_t kMadeSaid = 1;
+  static constexpr std::uint8_t kEndedSaid = 2;
   std::vector<std::uint8_t> end_said_;
   std::int64_t end_since_ns_ = 0;
   std::int64_t end_wait_ns_ = 0;  // end_wait_ms: then it ends where it stands
   [[nodiscard]] int propose_end(std::int64_t now);
+  // Sends `mark` to every live builder told the one before it (nothing before a vote).
+  [[nodiscard]] int say_to_builders(EndMark mark);
   void on_agreed_end(const transport::Completion& c);
   // Timeslices made so far: timeslice k is made with interval k + 1.
   [[nodiscard]] std::uint64_t made() const { return intervals_ >= 2 ? intervals_ - 1 : 0; }
@@ -252,6 +258,8 @@ class TsInput final : public runtime::ApplicationWith<TsInput, TsInputSettings> 
   }
   // Nothing more to make before the input may say goodbye.
   [[nodiscard]] bool end_settled() const;
+  // Every builder knows this input ended (with a manager: nothing to tell).
+  [[nodiscard]] bool ended_told() const;
   // Past making: a count reached, or halted with the run's end settled. A builder that closes
   // then is no loss; before, a halted input still makes timeslices as a running one does.
   [[nodiscard]] bool done_making() const { return finished() || (halting() && end_settled()); }

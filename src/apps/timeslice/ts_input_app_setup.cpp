@@ -309,7 +309,7 @@ void TsInput::add_handlers() {
   path.on_peer_gone(
       [this](AppIndex peer, std::string_view reason, bool) { on_peer_gone(peer, reason); });
   path.on_work([this](std::int64_t now) { return work(now); });
-  path.drained_when([this] { return outbox_.empty() && end_settled(); });
+  path.drained_when([this] { return outbox_.empty() && end_settled() && ended_told(); });
 }
 
 }  // namespace daqflow::apps::timeslice

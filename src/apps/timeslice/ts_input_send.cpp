@@ -235,44 +235,61 @@ void TsInput::on_turn(const Completion& c) {
 }
 
 // Halted without a manager: every builder hears how many timeslices this input made, and one of
-// them answers where the run ends, the furthest input's (on_agreed_end).
+// them answers where the run ends, the furthest input's (on_agreed_end). Once it made its last
+// and every one is acknowledged, it tells them it ended: a builder that still waits for its part
+// of a timeslice (one a lost builder had acknowledged to it alone) writes that without it.
 int TsInput::propose_end(std::int64_t now) {
   if (end_since_ns_ == 0) end_since_ns_ = std::max<std::int64_t>(1, now);
+  int sent = say_to_builders(EndMark::made);
+  if (outbox_.empty() && end_settled()) sent += say_to_builders(EndMark::ended);
+  return sent;
+}
+
+int TsInput::say_to_builders(EndMark mark) {
+  const auto said = static_cast<std::uint8_t>(static_cast<std::uint8_t>(mark) + 1);
   std::array<std::byte, wire::kTsAssignSize> bytes{};
-  wire::encode(wire::TsAssign{made(), wire::kNoApplication, 0}, bytes);
-  int said = 0;
+  wire::encode(end_mark(made(), mark), bytes);
+  int sent = 0;
   for (std::size_t b = 0; b < builders_.size(); ++b) {
-    if (end_said_[b] != 0) continue;
+    // In order: the vote before the end.
+    if (end_said_[b] != said - 1) continue;
     if (!outbox_.alive(b)) {
-      end_said_[b] = 1;
+      end_said_[b] = kEndedSaid;
       continue;
     }
     const SendStatus s = data_path().send_copy(*header_pool_, builders_[b],
                                                wire::MessageType::ts_assign, made(), bytes);
     // Said, or the builder is gone; otherwise again next round.
     if (s == SendStatus::ok || s == SendStatus::closed || s == SendStatus::invalid) {
-      end_said_[b] = 1;
-      said += s == SendStatus::ok ? 1 : 0;
+      end_said_[b] = said;
+      sent += s == SendStatus::ok ? 1 : 0;
     }
   }
-  return said;
+  return sent;
 }
 
 void TsInput::on_agreed_end(const Completion& c) {
-  const auto end = end_mark_of(c);
-  if (!end) {
+  const auto mark = end_mark_of(c);
+  if (!mark || mark->kind != EndMark::made) {
     data_path().reject();
     return;
   }
   if (outbox_.end() != UINT64_MAX) return;  // every builder answers: the first answer stands
+  const std::uint64_t end = mark->index;
   const std::uint64_t made_now = made();
-  const std::size_t dropped = outbox_.end_before(*end);
+  const std::size_t dropped = outbox_.end_before(end);
   after_end_->add_single_writer(dropped);
   end_since_ns_ = std::max<std::int64_t>(1, clock_->now_ns());
   spdlog::info(
       "{}: the inputs agree that the run ends before timeslice {} ({} to make, {} made "
       "beyond it dropped)",
-      id(), *end, *end > made_now ? *end - made_now : 0, dropped);
+      id(), end, end > made_now ? end - made_now : 0, dropped);
+}
+
+bool TsInput::ended_told() const {
+  if (has_manager_) return true;
+  return std::all_of(end_said_.begin(), end_said_.end(),
+                     [](std::uint8_t said) { return said == kEndedSaid; });
 }
 
 bool TsInput::end_settled() const {

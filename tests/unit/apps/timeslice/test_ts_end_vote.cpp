@@ -2,7 +2,10 @@
 
 #include <gtest/gtest.h>
 
+#include <cstring>
+
 #include "apps/timeslice/ts_end_vote.hpp"
+#include "daqflow/core/buffer_pool.hpp"
 
 namespace daqflow::apps::timeslice {
 namespace {
@@ -41,6 +44,36 @@ TEST(TsEndVote, AResetForgetsTheLastRunsProposals) {
   EXPECT_FALSE(vote.any());
   vote.propose(7, 1);  // not an input of this builder: ignored
   EXPECT_FALSE(vote.any());
+}
+
+// A received ts_assign of these fields, in one segment.
+transport::Completion assign_message(core::BufferPool& pool, const wire::TsAssign& a) {
+  core::Buffer b = pool.acquire();
+  std::array<std::byte, wire::kTsAssignSize> bytes{};
+  wire::encode(a, bytes);
+  std::memcpy(b.data(), bytes.data(), bytes.size());
+  transport::Completion c;
+  c.kind = transport::Completion::Kind::recv;
+  c.message.type = wire::MessageType::ts_assign;
+  (void)c.message.add(std::move(b), 0, wire::kTsAssignSize);
+  return c;
+}
+
+TEST(TsEndVote, AMarkSaysAVoteOrAnEndAndAnythingElseIsNoMark) {
+  auto pool = core::BufferPool::create("test.marks", wire::kTsAssignSize, 4);
+  ASSERT_TRUE(pool) << pool.error().message();
+  const auto vote = end_mark_of(assign_message(**pool, end_mark(1003, EndMark::made)));
+  ASSERT_TRUE(vote.has_value());
+  EXPECT_EQ(vote->index, 1003u);
+  EXPECT_EQ(vote->kind, EndMark::made);
+  const auto ended = end_mark_of(assign_message(**pool, end_mark(998, EndMark::ended)));
+  ASSERT_TRUE(ended.has_value());
+  EXPECT_EQ(ended->index, 998u);
+  EXPECT_EQ(ended->kind, EndMark::ended);
+  // An assignment to a builder, and a mark of a kind this build does not know.
+  EXPECT_FALSE(end_mark_of(assign_message(**pool, wire::TsAssign{5, 7, 0})).has_value());
+  EXPECT_FALSE(
+      end_mark_of(assign_message(**pool, wire::TsAssign{5, wire::kNoApplication, 2})).has_value());
 }
 
 }  // namespace
