@@ -439,6 +439,8 @@ class RestartPolicy(DaqflowTestCase):
         text = rewrite_ports(read_example("local.yaml"))
         text = set_param(set_param(text, "mean", 256), "sd", 128)
         text = set_param(text, "dir", self.path("run-data"))
+        # Every built event written: no block may wait out a loaded host's scheduling.
+        text = set_bu_params(text, timeout_ms=PATIENT_BU_MS)
         text = text.replace("bus: [bu1, bu2]", "bus: [bu1, bu2]\n        trigger_rate_hz: 4000\n"
                             "        heartbeat_timeout_ms: 3000", 1)
         text = text.replace("  - name: bu1\n",

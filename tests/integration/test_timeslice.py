@@ -445,7 +445,9 @@ class Timeslices(DaqflowTestCase):
         print(f"\ntcp: killed tb1: {tm['timeslices_salvaged']} found on its disk, {in_its_stead} "
               f"it wrote acknowledged in its stead; the link to in0 reset after, {told_again} "
               f"acknowledgement(s) told it again", flush=True)
-        self.assertGreater(tm["timeslices_salvaged"], 0, tm)
+        # On a loaded host tb1 may have written nothing in its last 300 ms: then only those it
+        # reported written are acknowledged in its stead.
+        self.assertGreater(told_again, 0, tm)
         self.assertEqual(told_again, tm["timeslices_salvaged"] + in_its_stead)
         self.assert_contiguous_once(self.dump(), summary)
 
